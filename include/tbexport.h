@@ -1,0 +1,17 @@
+/* tbexport.h: the umbrella header.  Include this, link libtbexport.
+ *
+ *   tbexport/error.h    error codes, tbe_strerror
+ *   tbexport/writer.h   TensorBoard event writer
+ *   tbexport/reader.h   TensorBoard event reader
+ *   tbexport/trace.h    the trace model
+ */
+#ifndef TBEXPORT_H
+#define TBEXPORT_H
+
+#include "tbexport/common.h"
+#include "tbexport/error.h"
+#include "tbexport/version.h"
+#include "tbexport/writer.h"
+#include "tbexport/trace.h"
+
+#endif

@@ -1,0 +1,2 @@
+/* placeholder replaced by the events work */
+int main(void) { return 0; }

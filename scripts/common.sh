@@ -1,0 +1,29 @@
+# scripts/common.sh: shared by scripts/demo, scripts/test and scripts/bench.
+# Installs missing Debian packages (as root; otherwise prints the command and
+# stops) and configures + builds a CMake tree.
+
+TBE_PACKAGES="build-essential cmake pkg-config libprotobuf-c-dev protobuf-c-compiler protobuf-compiler zlib1g-dev libcmocka-dev libsqlite3-dev libyajl-dev python3"
+
+tbe_install_deps() {
+  local missing=()
+  for p in $TBE_PACKAGES; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "missing packages; run as root:  apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "installing: ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null && apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+# tbe_build DIR [cmake args...]
+tbe_build() {
+  local dir=$1
+  shift
+  cmake -S "$TBE_ROOT" -B "$dir" "$@" >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log" >&2; return 1; }
+  cmake --build "$dir" -j"$(nproc)" 2>&1 | grep -E "warning|error|Error" >&2 || true
+  cmake --build "$dir" -j"$(nproc)" >/dev/null
+}

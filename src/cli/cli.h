@@ -1,0 +1,35 @@
+/* cli.h: what the subcommands of the tbexport program share.
+ *
+ * Exit codes (documented in `tbexport --help`):
+ *   0  success
+ *   1  failure while working (I/O error, out of memory)
+ *   2  bad usage or bad input (unknown option, corrupt or malformed file)
+ *   127 the command to profile was not found (profiling only; otherwise the
+ *       profiled command's own exit status is returned)
+ * Errors are one line on stderr: "tbexport <cmd>: <what>: <why>". */
+#ifndef TBE_CLI_H
+#define TBE_CLI_H
+
+#include <stdio.h>
+
+#define TBE_EXIT_OK 0
+#define TBE_EXIT_FAIL 1
+#define TBE_EXIT_USAGE 2
+#define TBE_EXIT_NOCMD 127
+
+typedef struct tbe_cli_cmd {
+  const char *name;
+  const char *summary;
+  int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+} tbe_cli_cmd;
+
+/* Prints "tbexport <cmd>: <formatted message>\n" to stderr. */
+void tbe_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Maps a library error code to an exit status (corrupt/parse -> 2, else 1). */
+int tbe_cli_exit_for(int err);
+
+/* Subcommands (one file each: src/cli/cmd_<name>.c). */
+int tbe_cmd_inspect(int argc, char **argv);
+
+#endif

@@ -1,0 +1,89 @@
+/* main.c: the tbexport program's entry point: global options and the
+ * subcommand table.  Each subcommand lives in its own cmd_<name>.c and uses
+ * only the public headers plus cli.h. */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "tbexport.h"
+
+static const tbe_cli_cmd commands[] = {
+    {"inspect", "list runs, tags and counts of TensorBoard event files", tbe_cmd_inspect},
+};
+
+void tbe_cli_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "tbexport%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+
+int tbe_cli_exit_for(int err) {
+  switch (err) {
+    case 0: return TBE_EXIT_OK;
+    case TBE_ECORRUPT:
+    case TBE_ECHECKSUM:
+    case TBE_ETRUNCATED:
+    case TBE_EPARSE:
+    case TBE_EFORMAT:
+    case TBE_EUTF8:
+    case TBE_ENAME:
+    case TBE_EINVAL:
+      return TBE_EXIT_USAGE;
+    default: return TBE_EXIT_FAIL;
+  }
+}
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: tbexport [--help] [--version] <command> [args]\n"
+          "\n"
+          "Turns GPU activity into files TensorBoard and trace viewers read.\n"
+          "\n"
+          "commands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf(f,
+          "\n"
+          "Run 'tbexport <command> --help' for a command's options.\n"
+          "\n"
+          "exit status: 0 success; 1 failure while working (I/O, memory);\n"
+          "2 bad usage or bad input (corrupt or malformed file).\n");
+}
+
+int main(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0}};
+  int c;
+  opterr = 0;
+  /* '+' stops at the first non-option: the subcommand. */
+  while ((c = getopt_long(argc, argv, "+hV", opts, NULL)) != -1) {
+    switch (c) {
+      case 'h': usage(stdout); return TBE_EXIT_OK;
+      case 'V': printf("tbexport %s\n", tbe_version_string()); return TBE_EXIT_OK;
+      default:
+        tbe_cli_error(NULL, "unknown option '%s' (try --help)", argv[optind - 1]);
+        return TBE_EXIT_USAGE;
+    }
+  }
+  if (optind >= argc) {
+    usage(stderr);
+    return TBE_EXIT_USAGE;
+  }
+  const char *name = argv[optind];
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+    if (strcmp(commands[i].name, name) == 0) {
+      int sub_argc = argc - optind;
+      char **sub_argv = argv + optind;
+      optind = 0; /* glibc: 0 re-initializes getopt for the subcommand */
+      opterr = 1;
+      return commands[i].run(sub_argc, sub_argv);
+    }
+  }
+  tbe_cli_error(NULL, "unknown command '%s' (try --help)", name);
+  return TBE_EXIT_USAGE;
+}

@@ -1,0 +1,214 @@
+/* fsutil.c: directory creation, name checks, atomic files (see fsutil.h). */
+#include "common/fsutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/alloc.h"
+#include "tbexport/error.h"
+
+int tbe__mkdir_p(const char *path, mode_t mode) {
+  if (!path || !*path) return TBE_EINVAL;
+  size_t n = strlen(path);
+  char *tmp = malloc(n + 1);
+  if (!tmp) return TBE_ENOMEM;
+  memcpy(tmp, path, n + 1);
+  int rc = 0;
+  for (size_t i = 1; i <= n && rc == 0; i++) {
+    if (tmp[i] != '/' && tmp[i] != '\0') continue;
+    char save = tmp[i];
+    tmp[i] = '\0';
+    if (mkdir(tmp, mode) != 0 && errno != EEXIST) rc = -errno;
+    tmp[i] = save;
+  }
+  if (rc == 0) {
+    struct stat st;
+    if (stat(path, &st) != 0) rc = -errno;
+    else if (!S_ISDIR(st.st_mode)) rc = -ENOTDIR;
+  }
+  free(tmp);
+  return rc;
+}
+
+int tbe__fsync_dir(const char *path) {
+  int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  int rc = fsync(fd) == 0 ? 0 : -errno;
+  close(fd);
+  return rc;
+}
+
+int tbe__utf8_valid(const char *s, size_t n) {
+  const unsigned char *p = (const unsigned char *)s, *e = p + n;
+  while (p < e) {
+    unsigned c = *p;
+    if (c < 0x80) {
+      p++;
+      continue;
+    }
+    int len;
+    unsigned cp;
+    if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07;
+    else return 0;
+    if (e - p < len) return 0;
+    for (int i = 1; i < len; i++) {
+      if ((p[i] & 0xC0) != 0x80) return 0;
+      cp = (cp << 6) | (p[i] & 0x3F);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return 0;
+    if (cp >= 0xD800 && cp <= 0xDFFF) return 0;
+    p += len;
+  }
+  return 1;
+}
+
+int tbe__name_check(const char *name, const char **why) {
+  const char *reason = NULL;
+  size_t n = name ? strlen(name) : 0;
+  if (!name || n == 0) reason = "is empty";
+  else if (n > TBE_NAME_MAX) reason = "is longer than 200 bytes";
+  else if (name[0] == '.') reason = "starts with a dot";
+  else if (strchr(name, '/')) reason = "contains '/'";
+  else if (!tbe__utf8_valid(name, n)) reason = "is not valid UTF-8";
+  else {
+    for (size_t i = 0; i < n; i++) {
+      unsigned char c = (unsigned char)name[i];
+      if (c < 0x20 || c == 0x7F) {
+        reason = "contains a control character";
+        break;
+      }
+    }
+  }
+  if (why) *why = reason;
+  return reason ? TBE_ENAME : 0;
+}
+
+void tbe__hostname(char *buf, size_t size) {
+  if (size == 0) return;
+  if (gethostname(buf, size) != 0 || !buf[0]) snprintf(buf, size, "localhost");
+  buf[size - 1] = '\0';
+  for (char *p = buf; *p; p++)
+    if (*p == ':' || *p == '/' || (unsigned char)*p < 0x20) *p = '_';
+  if (buf[0] == '.') buf[0] = '_';
+}
+
+int tbe__write_all(int fd, const void *p, size_t n) {
+  const char *c = p;
+  while (n > 0) {
+    ssize_t w = write(fd, c, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    if (w == 0) return TBE_EIO;
+    c += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+static char *join(const tbe_allocator *a, const char *dir, const char *name) {
+  size_t dl = strlen(dir), nl = strlen(name);
+  char *p = tbe__alloc(a, dl + nl + 2);
+  if (!p) return NULL;
+  memcpy(p, dir, dl);
+  p[dl] = '/';
+  memcpy(p + dl + 1, name, nl + 1);
+  return p;
+}
+
+static void afile_release(tbe__afile *f) {
+  if (f->fd >= 0) close(f->fd);
+  f->fd = -1;
+  if (f->a) {
+    tbe__free(f->a, f->dir);
+    tbe__free(f->a, f->tmp_name);
+    tbe__free(f->a, f->name);
+  }
+  f->dir = f->tmp_name = f->name = NULL;
+}
+
+int tbe__afile_open(tbe__afile *f, const tbe_allocator *a, const char *dir, const char *name,
+                    int force) {
+  memset(f, 0, sizeof *f);
+  f->fd = -1;
+  f->a = a;
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return -errno;
+  struct stat st;
+  if (!force && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    close(dfd);
+    return TBE_EEXIST;
+  }
+  f->dir = tbe__strdup(a, dir);
+  f->name = tbe__strdup(a, name);
+  size_t tl = strlen(name) + 48;
+  f->tmp_name = tbe__alloc(a, tl);
+  if (!f->dir || !f->name || !f->tmp_name) {
+    close(dfd);
+    afile_release(f);
+    return TBE_ENOMEM;
+  }
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  unsigned salt = (unsigned)(ts.tv_nsec ^ (ts.tv_sec << 10));
+  int rc = 0;
+  for (int attempt = 0; attempt < 100; attempt++) {
+    snprintf(f->tmp_name, tl, ".%s.tmp.%d.%u", name, (int)getpid(), salt + (unsigned)attempt);
+    f->fd = openat(dfd, f->tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (f->fd >= 0 || errno != EEXIST) break;
+  }
+  if (f->fd < 0) rc = -errno;
+  close(dfd);
+  if (rc) afile_release(f);
+  return rc;
+}
+
+int tbe__afile_commit(tbe__afile *f, int durable, int force) {
+  int rc = 0;
+  if (f->fd < 0) return TBE_ECLOSED;
+  if (durable && fsync(f->fd) != 0) rc = -errno;
+  if (close(f->fd) != 0 && rc == 0) rc = -errno;
+  f->fd = -1;
+  int dfd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0 && rc == 0) rc = -errno;
+  if (rc == 0) {
+    if (force) {
+      /* rename() replaces the target name itself, never what a planted
+       * symlink points to. */
+      if (renameat(dfd, f->tmp_name, dfd, f->name) != 0) rc = -errno;
+    } else {
+      /* link() fails with EEXIST instead of replacing: no window in which
+       * an existing file could be overwritten. */
+      if (linkat(dfd, f->tmp_name, dfd, f->name, 0) != 0) rc = errno == EEXIST ? TBE_EEXIST : -errno;
+    }
+  }
+  if (dfd >= 0) {
+    if (rc != 0 || !force) unlinkat(dfd, f->tmp_name, 0);
+    if (rc == 0 && durable && fsync(dfd) != 0) rc = -errno;
+    close(dfd);
+  }
+  afile_release(f);
+  return rc;
+}
+
+void tbe__afile_abort(tbe__afile *f) {
+  if (f->dir && f->tmp_name) {
+    if (f->fd >= 0) close(f->fd);
+    f->fd = -1;
+    char *p = join(f->a, f->dir, f->tmp_name);
+    if (p) {
+      unlink(p);
+      tbe__free(f->a, p);
+    }
+  }
+  afile_release(f);
+}

@@ -1,0 +1,64 @@
+/* fsutil.h: the file-system rules every output follows.
+ *
+ * - Names we create come from validated run/host names, never from text
+ *   inside a trace (tbe__name_check).
+ * - Final files appear atomically: written under a hidden temporary name in
+ *   the same directory, then renamed into place without replacing an
+ *   existing file unless asked to (tbe__afile_*).  A crash leaves at most a
+ *   hidden temporary file, never a half-written file under a final name.
+ * - Writes retry on EINTR and short writes (tbe__write_all). */
+#ifndef TBE_COMMON_FSUTIL_H
+#define TBE_COMMON_FSUTIL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "tbexport/common.h"
+
+#define TBE_NAME_MAX 200
+
+/* Creates `path` and its missing parents with `mode` (0755).  Returns 0 if
+ * it exists as a directory afterwards, else -errno. */
+int tbe__mkdir_p(const char *path, mode_t mode);
+
+/* fsyncs the directory `path`.  Returns 0 or -errno. */
+int tbe__fsync_dir(const char *path);
+
+/* Checks a run or host name: 1..TBE_NAME_MAX bytes, valid UTF-8, no '/',
+ * no NUL or other control characters, not "." or "..", no leading dot.
+ * Returns 0 or TBE_ENAME and, when `why` is given, a static reason. */
+int tbe__name_check(const char *name, const char **why);
+
+/* Returns 1 if [s, s+n) is valid UTF-8 (no overlongs, no surrogates). */
+int tbe__utf8_valid(const char *s, size_t n);
+
+/* Writes this machine's host name into `buf` (`:` and '/' replaced by '_',
+ * "localhost" if unknown).  Always NUL-terminates. */
+void tbe__hostname(char *buf, size_t size);
+
+/* Writes all `n` bytes, retrying on EINTR and short writes.  Returns 0 or
+ * -errno (a short write that makes no progress is -EIO). */
+int tbe__write_all(int fd, const void *p, size_t n);
+
+/* A file being written under a temporary name. */
+typedef struct tbe__afile {
+  int fd;
+  char *dir;
+  char *tmp_name;  /* basename of the temporary file */
+  char *name;      /* final basename */
+  const tbe_allocator *a;
+} tbe__afile;
+
+/* Creates a hidden temporary file in `dir` (which must exist) that will
+ * become `name`.  Fails with TBE_EEXIST when `name` already exists and
+ * `force` is 0.  Returns 0 or a negative code. */
+int tbe__afile_open(tbe__afile *f, const tbe_allocator *a, const char *dir, const char *name,
+                    int force);
+/* fsyncs (when `durable`), closes and renames the file into place; with
+ * `force` 0 an existing file is never replaced (TBE_EEXIST).  On failure
+ * the temporary file is removed.  Always releases `f`. */
+int tbe__afile_commit(tbe__afile *f, int durable, int force);
+/* Removes the temporary file and releases `f`.  Safe after a failed open. */
+void tbe__afile_abort(tbe__afile *f);
+
+#endif

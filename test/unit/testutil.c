@@ -1,0 +1,77 @@
+/* testutil.c: helpers shared by the unit tests (see testutil.h). */
+#define _GNU_SOURCE
+#include "testutil.h"
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+char *tu_mkdtemp(void) {
+  const char *base = getenv("TMPDIR");
+  char *p;
+  if (asprintf(&p, "%s/tbe-test-XXXXXX", base && *base ? base : "/tmp") < 0) return NULL;
+  if (!mkdtemp(p)) {
+    free(p);
+    return NULL;
+  }
+  return p;
+}
+
+static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb;
+  (void)flag;
+  (void)ftw;
+  return remove(path);
+}
+
+void tu_rmrf(const char *path) {
+  if (path) nftw(path, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+uint8_t *tu_read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  size_t cap = 65536, n = 0;
+  uint8_t *buf = malloc(cap + 1);
+  size_t r;
+  while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
+    n += r;
+    if (n == cap) {
+      cap *= 2;
+      uint8_t *nb = realloc(buf, cap + 1);
+      if (!nb) {
+        free(buf);
+        buf = NULL;
+      } else {
+        buf = nb;
+      }
+    }
+  }
+  fclose(f);
+  if (!buf) return NULL;
+  buf[n] = 0;
+  if (len) *len = n;
+  return buf;
+}
+
+int tu_write_file(const char *path, const void *data, size_t len) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return -1;
+  int rc = fwrite(data, 1, len, f) == len ? 0 : -1;
+  if (fclose(f) != 0) rc = -1;
+  return rc;
+}
+
+const char *tu_data(const char *rel) {
+  static char buf[4096];
+  snprintf(buf, sizeof buf, "%s/%s", TBE_TEST_DATA, rel);
+  return buf;
+}
+
+char *tu_join(const char *a, const char *b) {
+  char *p;
+  if (asprintf(&p, "%s/%s", a, b) < 0) return NULL;
+  return p;
+}

@@ -1,0 +1,22 @@
+/* testutil.h: small helpers shared by the unit tests. */
+#ifndef TBE_TESTUTIL_H
+#define TBE_TESTUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Creates a fresh temporary directory (removed by tu_rmrf); returns a
+ * malloc'd path. */
+char *tu_mkdtemp(void);
+/* Removes a directory tree. */
+void tu_rmrf(const char *path);
+/* Reads a whole file; returns malloc'd bytes (NUL-terminated) or NULL. */
+uint8_t *tu_read_file(const char *path, size_t *len);
+/* Writes a whole file; returns 0 or -1. */
+int tu_write_file(const char *path, const void *data, size_t len);
+/* Path of a file under test/data (static buffer, valid until the next call). */
+const char *tu_data(const char *rel);
+/* Joins two path parts into a malloc'd string. */
+char *tu_join(const char *a, const char *b);
+
+#endif
