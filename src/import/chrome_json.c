@@ -181,6 +181,8 @@ typedef struct cj {
   int top_key, ev_key, dev_key, dist_key;
   uint64_t skip;  /* > 0: inside a skipped container, its depth */
   int done_events;
+  int kineto;      /* Kineto's layout or categories were seen */
+  uint32_t source0; /* t->source before this import */
 
   /* capture of nested arg values */
   int cap;            /* capture depth, 0 = none */
@@ -820,6 +822,7 @@ static int build_event(cj *c, build *b, int instant) {
   b->ev.dur_ns = instant ? 0 : e->dur;
   int rc;
   int ck = cat_class(e);
+  if (ck != CK_NONE) c->kineto = 1;
   int kind;
   int gpu = 0;
   int xla = 0;   /* classified from XLA-style stats */
@@ -1530,6 +1533,7 @@ static int on_scalar(cj *c, int type, const char *s, size_t n) {
         c->ev_mark = c->t->nevents;
         c->flow_mark = c->t->nflows;
         c->t->base_time_ns = v;
+        c->kineto = 1;
       } else if (c->top_key == K_NAME && type == V_STR) {
         if (intern_text(c, s, n, &c->t->trace_name)) return cj_nomem(c);
       } else if (c->top_key == K_EVENTS) {
@@ -1933,6 +1937,7 @@ static int finish_import(cj *c) {
       c->n_open_b++;
     }
   }
+  if (!c->source0) t->source = c->kineto ? TBE_SRC_KINETO : TBE_SRC_CHROME;
   if (c->dist_have_rank) t->rank = (int32_t)c->dist_rank;
   if (c->dist_have_world) t->world_size = (int32_t)c->dist_world;
   /* Names from M metadata. */
@@ -2064,7 +2069,7 @@ int tbe__import_chrome_json(tbe_trace *t, const char *path, const tbe_import_opt
   c->h = yajl_alloc(&callbacks, NULL, c);
   c->ev_first = c->ev_mark = t->nevents;
   c->flow_first = c->flow_mark = t->nflows;
-  t->source = t->source ? t->source : TBE_SRC_CHROME;
+  c->source0 = t->source;
   if (!c->capst || !c->h) {
     cj_free(c);
     tbe__free(in.a, c);
@@ -2122,7 +2127,7 @@ int tbe__import_chrome_json(tbe_trace *t, const char *path, const tbe_import_opt
       uint64_t off = c->chunk_start + used;
       if (used > 0 && used <= n) {
         unsigned char b = d[used - 1];
-        if (strchr("{}[],:", b) || strstr(text, "invalid char")) off--;
+        if (strchr("{}[],:", b) || strstr(text, "invalid char in json text")) off--;
       }
       c->rc = TBE_EPARSE;
       c->err_off = off;
