@@ -587,6 +587,16 @@ static int ensure_device(cj *c, int32_t device) {
   return 0;
 }
 
+/* Older Kineto wrote GPU rows as "tid": "stream 7" (and names them so). */
+static int stream_num(const scratch *e, const xid *x, int64_t *v) {
+  if (!x->is_str || x->str.len < 8) return 0;
+  const char *s = sp(e, x->str);
+  if (memcmp(s, "stream ", 7) != 0) return 0;
+  size_t n = 7;
+  while (n < x->str.len && s[n] >= '0' && s[n] <= '9') n++;
+  return n > 7 && parse_int(s + 7, n - 7, v, NULL, NULL) == 0;
+}
+
 /* The stream track of a GPU event: device from args.device (given by the
  * caller as `dev`, < 0 if absent) or the pid, stream from args.stream or
  * the tid. */
@@ -594,7 +604,8 @@ static int stream_track(cj *c, int64_t dev, int have_dev, int64_t stream, int ha
                         uint32_t *out) {
   int64_t pid = 0, tid = 0;
   int rc = id_value(c, &c->e.pid, &pid);
-  if (!rc) rc = id_value(c, &c->e.tid, &tid);
+  if (!rc && !have_stream && stream_num(&c->e, &c->e.tid, &stream)) have_stream = 1;
+  if (!rc && !have_stream) rc = id_value(c, &c->e.tid, &tid);
   if (rc) return rc;
   int32_t device;
   if (have_dev) {
@@ -1277,7 +1288,9 @@ static int on_meta(cj *c) {
   if (kind < 0 || !a || a->type != V_STR) return 0;
   int64_t pid = 0, tid = 0;
   int rc = id_value(c, &e->pid, &pid);
-  if (!rc && (e->have & F_TID)) rc = id_value(c, &e->tid, &tid);
+  int32_t gdev;
+  if (!rc && (e->have & F_TID) && !(gpu_of_pid(c, pid, &gdev) && stream_num(e, &e->tid, &tid)))
+    rc = id_value(c, &e->tid, &tid);
   if (rc) return rc;
   const char *s = sp(e, a->val);
   size_t n = a->val.len;

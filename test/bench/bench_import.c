@@ -12,7 +12,9 @@
  * Cases: 250k events (plain and gzip) always; 5M events (~1.5 GB) only with
  * TBE_BENCH_LARGE=1 (disk and time), and Python on it only with
  * TBE_BENCH_PYTHON_LARGE=1 (it needs ~10x the file size in memory).
- * TBE_BENCH_EVENTS=N overrides the small case's size.  Goals (issue 3):
+ * TBE_BENCH_EVENTS=N overrides the small case's size.  `bench_import FILE...`
+ * measures the given traces instead (events = model events; MB/s per file
+ * byte, compressed for .gz), e.g. a real torch.profiler trace.  Goals (issue 3):
  * import >= 5x json.load; peak RSS <= half the file size for files >= 50 MB. */
 #include <errno.h>
 #include <inttypes.h>
@@ -305,6 +307,8 @@ static void report(const char *label, const char *path, uint64_t events, uint64_
   double mb = (double)file_size(path) / 1e6;
   double json_mb = (double)json_bytes / 1e6;
   double rss_mb = (double)r.maxrss_kb * 1024 / 1e6;
+  if (!events) events = r.model_events;
+  if (!json_bytes) json_bytes = file_size(path);
   printf("%-18s %10" PRIu64 " %9.1f %8.3f %12.0f %9.1f %9.1f %8.2f", label, events, mb, r.seconds,
          (double)events / r.seconds, json_mb / r.seconds, rss_mb, rss_mb / json_mb);
   if (with_python) {
@@ -316,7 +320,7 @@ static void report(const char *label, const char *path, uint64_t events, uint64_
   fflush(stdout);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   const char *tmp = getenv("TMPDIR");
   char dir[4096];
   snprintf(dir, sizeof dir, "%s/tbe-bench-import-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -334,6 +338,14 @@ int main(void) {
   printf("%-18s %10s %9s %8s %12s %9s %9s %8s %9s %8s\n", "case", "events", "file MB", "seconds",
          "events/s", "MB/s", "peak RSS", "RSS/JSON", "json.load", "ratio");
 
+  if (argc > 1) {
+    for (int i = 1; i < argc; i++) {
+      const char *b = strrchr(argv[i], '/');
+      report(b ? b + 1 : argv[i], argv[i], 0, 0, 1);
+    }
+    rmdir(dir);
+    return 0;
+  }
   struct {
     uint64_t n;
     int gz, python;

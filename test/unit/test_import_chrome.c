@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "import/importers.h"
+#include "import/input.h"
 #include "tbexport/error.h"
 #include "tbexport/import.h"
 #include "tbexport/trace.h"
@@ -998,6 +999,117 @@ static void test_kineto_gpu_kinds(void **s) {
 }
 
 
+/* Older Kineto: GPU rows with "tid": "stream 7", absolute epoch µs. */
+static void test_old_kineto(void **s) {
+  (void)s;
+  tbe_trace *t = import_text(
+      "{\"traceEvents\":["
+      "{\"ph\":\"X\",\"cat\":\"Kernel\",\"name\":\"k\",\"pid\":0,\"tid\":\"stream 7\","
+      "\"ts\":1650000000000000.5,\"dur\":3,\"args\":{\"device\":0,\"correlation\":9}},"
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k2\",\"pid\":0,\"tid\":\"stream 7\","
+      "\"ts\":1650000000000004,\"dur\":1,\"args\":{\"device\":0,\"correlation\":10}},"
+      "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":\"stream 7\","
+      "\"args\":{\"name\":\"stream 7\"}}]}",
+      0, NULL);
+  assert_int_equal(t->nevents, 2);
+  size_t kern = 0;
+  for (size_t i = 0; i < t->nevents; i++) {
+    const tbe_event *e = &t->events[i];
+    if (e->kind != TBE_EV_KERNEL) continue;
+    kern++;
+    assert_int_equal(t->tracks[e->track].type, TBE_TRACK_STREAM);
+    assert_int_equal(t->tracks[e->track].tid, 7);
+    assert_string_equal(tbe_trace_str(t, t->tracks[e->track].name), "stream 7");
+    assert_int_equal(e->start_ns, INT64_C(1650000000000004000));
+  }
+  assert_int_equal(kern, 1); /* "Kernel" is not Kineto's category: generic */
+  tbe_trace_free(t);
+}
+
+/* The byte source: plain, gzip, concatenated members, corrupt data. */
+static void test_input(void **s) {
+  (void)s;
+  const char *text = "{\"traceEvents\": []}\n";
+  char *plain = write_tmp("in.json", text, strlen(text));
+  char *gzp = tu_join(tmpdir, "in.json.gz");
+  gzFile gz = gzopen(gzp, "wb");
+  gzwrite(gz, text, 10);
+  gzclose(gz);
+  gz = gzopen(gzp, "ab"); /* a second member */
+  gzwrite(gz, text + 10, (unsigned)strlen(text) - 10);
+  gzclose(gz);
+  const char *paths[] = {plain, gzp};
+  for (int i = 0; i < 2; i++) {
+    tbe__input in;
+    assert_int_equal(tbe__input_open(&in, paths[i], NULL), 0);
+    assert_int_equal(in.gzip, i);
+    uint8_t *d;
+    size_t n;
+    assert_int_equal(tbe__input_read_all(&in, &d, &n, 1 << 20), 0);
+    assert_int_equal(n, strlen(text));
+    assert_memory_equal(d, text, n);
+    assert_int_equal(tbe__input_offset(&in), n);
+    assert_int_equal(tbe__input_done(&in), tbe__input_size(&in));
+    free(d);
+    tbe__input_close(&in);
+    /* the whole thing also imports */
+    tbe_trace *t = import_ok(paths[i]);
+    tbe_trace_free(t);
+  }
+  /* too big for the limit */
+  tbe__input in;
+  uint8_t *d;
+  size_t n;
+  assert_int_equal(tbe__input_open(&in, plain, NULL), 0);
+  assert_int_equal(tbe__input_read_all(&in, &d, &n, 5), TBE_ETOOBIG);
+  tbe__input_close(&in);
+  /* corrupt deflate data */
+  size_t gl;
+  uint8_t *g = tu_read_file(gzp, &gl);
+  for (size_t i = 12; i < 18 && i < gl; i++) g[i] ^= 0x5a;
+  char *bad = write_tmp("bad.json.gz", g, gl);
+  assert_int_equal(tbe__input_open(&in, bad, NULL), 0);
+  int rc = tbe__input_read_all(&in, &d, &n, 1 << 20);
+  assert_true(rc == TBE_ECORRUPT || rc == TBE_ETRUNCATED);
+  tbe__input_close(&in);
+  tbe_trace *t = NULL;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  tbe_import_error err;
+  assert_int_not_equal(tbe_import_file(t, bad, NULL, &err), 0);
+  assert_true(err.message[0] != 0);
+  tbe_trace_free(t);
+  /* a missing file */
+  assert_int_equal(tbe__input_open(&in, "/nonexistent/x.json", NULL), -ENOENT);
+  free(bad);
+  free(g);
+  free(gzp);
+  free(plain);
+}
+
+static void progress_cb(void *ctx, uint64_t done, uint64_t total) {
+  uint64_t *v = ctx;
+  v[0]++;
+  v[1] = done;
+  v[2] = total;
+}
+
+static void test_progress(void **s) {
+  (void)s;
+  uint64_t v[3] = {0, 0, 0};
+  tbe_import_options o = {progress_cb, v};
+  tbe_trace *t = NULL;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  const char *path = tu_data("jax/h200_matmul.trace.json.gz");
+  assert_int_equal(tbe_import_file(t, path, &o, NULL), 0);
+  size_t len;
+  uint8_t *d = tu_read_file(path, &len);
+  free(d);
+  assert_true(v[0] >= 1);
+  assert_int_equal(v[1], len);
+  assert_int_equal(v[2], len);
+  tbe_trace_free(t);
+}
+
 /* Allocation failures anywhere in the model while importing: an error,
  * never a crash or a leak (the sanitizer build checks the leaks). */
 typedef struct failing {
@@ -1083,6 +1195,9 @@ int main(void) {
       cmocka_unit_test(test_generic_producers),
       cmocka_unit_test(test_kineto_gpu_kinds),
       cmocka_unit_test(test_alloc_failures),
+      cmocka_unit_test(test_old_kineto),
+      cmocka_unit_test(test_input),
+      cmocka_unit_test(test_progress),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
