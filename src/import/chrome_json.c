@@ -74,6 +74,8 @@
  * this keeps the capture stack bounded on hostile input). */
 #define CJ_MAX_ARG_DEPTH 4096
 #define CJ_MAX_ROLE 8
+/* Slots of the intern front cache (a power of two; 16 bytes each). */
+#define CJ_ICACHE 32768
 
 typedef struct span {
   uint32_t off, len;
@@ -224,6 +226,13 @@ typedef struct cj {
   size_t cap_targs;
   tbe__buf tmp;
 
+  /* intern front cache (id 0 marks an empty slot: "" is never cached) */
+  struct icache {
+    uint64_t h;
+    uint32_t len;
+    tbe_str id;
+  } *icache;
+
   /* track cache */
   struct {
     int64_t pid, tid;
@@ -281,10 +290,68 @@ static span put_text(cj *c, const void *p, size_t n) {
 
 /* Interns `n` bytes, replacing NUL and invalid UTF-8 sequences by U+FFFD so
  * every output can carry the text. */
+/* A front cache for tbe_trace_intern: trace strings repeat endlessly (the
+ * same kernel names, arg keys and shapes), so a direct-mapped table keyed
+ * by a word-at-a-time hash answers most lookups with one memcmp instead of
+ * the model's byte-wise hash.  Misses go to the model and refill the slot. */
+static inline uint64_t load64(const char *p) {
+  uint64_t w;
+  memcpy(&w, p, 8);
+  return w;
+}
+
+/* Hashes `n` bytes and reports whether they are all ASCII without NUL (the
+ * fast path needs no UTF-8 repair). */
+static uint64_t hash_check(const char *s, size_t n, int *plain) {
+  const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ n, bad = 0;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w = load64(s + i);
+    bad |= (w & highs) | ((w - ones) & ~w & highs);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 29;
+  }
+  if (i < n) {
+    uint64_t w = 0;
+    memcpy(&w, s + i, n - i);
+    uint64_t mask = ~0ull >> (8 * (8 - (n - i)));
+    bad |= (w & highs) | ((w - ones) & ~w & highs & mask);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 29;
+  }
+  *plain = bad == 0;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 32);
+}
+
+static int intern_cached(cj *c, const char *s, size_t n, uint64_t h, tbe_str *out) {
+  struct icache *e = &c->icache[h & (CJ_ICACHE - 1)];
+  if (e->h == h && e->len == n && e->id) {
+    const char *have = tbe_trace_str(c->t, e->id);
+    if (memcmp(have, s, n) == 0) {
+      *out = e->id;
+      return 0;
+    }
+  }
+  int rc = tbe_trace_intern(c->t, s, n, out);
+  if (rc) return rc;
+  e->h = h;
+  e->len = (uint32_t)n;
+  e->id = *out;
+  return 0;
+}
+
 static int intern_text(cj *c, const char *s, size_t n, tbe_str *out) {
+  if (n == 0) {
+    *out = 0;
+    return 0;
+  }
+  int plain;
+  uint64_t h = hash_check(s, n, &plain);
+  if (plain && n < UINT32_MAX) return intern_cached(c, s, n, h, out);
   size_t i = 0;
   while (i < n && (unsigned char)s[i] - 1u < 0x7fu) i++;
-  if (i == n) return tbe_trace_intern(c->t, s, n, out);
   tbe__buf *b = &c->tmp;
   tbe__buf_clear(b);
   tbe__buf_append(b, s, i);
@@ -322,7 +389,7 @@ static int intern_text(cj *c, const char *s, size_t n, tbe_str *out) {
     }
   }
   if (tbe__buf_error(b)) return TBE_ENOMEM;
-  return tbe_trace_intern(c->t, (const char *)b->data, b->len, out);
+  return intern_cached(c, (const char *)b->data, b->len, hash_check((const char *)b->data, b->len, &plain), out);
 }
 
 /* Parses a JSON number of microseconds into integer nanoseconds, exactly:
@@ -2046,6 +2113,7 @@ static void cj_free(cj *c) {
   tbe__buf_deinit(&c->capbuf);
   tbe__buf_deinit(&c->tmp);
   tbe__free(c->a, c->capst);
+  tbe__free(c->a, c->icache);
   tbe__free(c->a, c->e.args);
   tbe__free(c->a, c->gpus);
   tbe__free(c->a, c->metas);
@@ -2079,11 +2147,12 @@ int tbe__import_chrome_json(tbe_trace *t, const char *path, const tbe_import_opt
   tbe__buf_init(&c->capbuf, c->a);
   tbe__buf_init(&c->tmp, c->a);
   c->capst = tbe__alloc(c->a, CJ_MAX_ARG_DEPTH + 2);
+  c->icache = tbe__calloc(c->a, CJ_ICACHE, sizeof *c->icache);
   c->h = yajl_alloc(&callbacks, NULL, c);
   c->ev_first = c->ev_mark = t->nevents;
   c->flow_first = c->flow_mark = t->nflows;
   c->source0 = t->source;
-  if (!c->capst || !c->h) {
+  if (!c->capst || !c->h || !c->icache) {
     cj_free(c);
     tbe__free(in.a, c);
     tbe__input_close(&in);
