@@ -54,6 +54,15 @@
  * dropped (the model has no place for them).  Unsupported phases (async
  * b/e/n, objects, samples, ...) are counted and named in a warning.
  *
+ * Threads: parsing (read, inflate, yajl, building the scratch) and model
+ * building (classification, interning, tbe_trace_add_event) cost about the
+ * same, so for inputs of a few MB and more the parser runs on a thread of
+ * its own.  It never touches the model: each finished event (and each
+ * top-level item: base time, trace name, device, backend) becomes a record
+ * in a batch, and batches go through a ring of CJ_NBATCH buffers to the
+ * calling thread, which applies them in order with the same code the
+ * one-thread path uses.  The model is identical either way (tested).
+ *
  * Errors: yajl's and our own ("ts is not a number") become one line with
  * the byte offset, line and column through tbe__import_fail and
  * TBE_EPARSE.  Line and column are computed only on error, by re-reading
