@@ -12,6 +12,7 @@
 #include "tbexport/error.h"
 #include "tbexport/version.h"
 #include "tbexport/writer.h"
+#include "tbexport/reader.h"
 #include "tbexport/trace.h"
 
 #endif
