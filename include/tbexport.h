@@ -4,6 +4,8 @@
  *   tbexport/writer.h   TensorBoard event writer
  *   tbexport/reader.h   TensorBoard event reader
  *   tbexport/trace.h    the trace model
+ *   tbexport/import.h   reading existing traces (Chrome JSON, XSpace, nsys)
+ *   tbexport/export.h   writing a trace as a TensorBoard run
  */
 #ifndef TBEXPORT_H
 #define TBEXPORT_H
@@ -14,5 +16,7 @@
 #include "tbexport/writer.h"
 #include "tbexport/reader.h"
 #include "tbexport/trace.h"
+#include "tbexport/import.h"
+#include "tbexport/export.h"
 
 #endif

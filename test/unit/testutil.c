@@ -1,5 +1,7 @@
 /* testutil.c: helpers shared by the unit tests (see testutil.h). */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "testutil.h"
 
 #include <ftw.h>

@@ -1,0 +1,66 @@
+/* tbexport/export.h: writing a trace as a TensorBoard run.
+ *
+ * One finished trace becomes, under `logdir`:
+ *   plugins/profile/<run>/<host>.xplane.pb       XSpace (xprof, JAX)
+ *   plugins/profile/<run>/<host>.trace.json.gz   Chrome trace, Kineto layout
+ *   <run>/events.out.tfevents.<ts>.<host>.<pid>.<n>  run summary (scalars, text)
+ * Files are written under hidden temporary names and renamed into place;
+ * an existing file is never replaced unless `force` is set.  Run and host
+ * names are validated (tbe_name_check); names found inside traces are never
+ * used as paths. */
+#ifndef TBEXPORT_EXPORT_H
+#define TBEXPORT_EXPORT_H
+
+#include <stddef.h>
+
+#include "tbexport/common.h"
+#include "tbexport/trace.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TBE_OUT_XPLANE 0x1u
+#define TBE_OUT_JSON 0x2u
+#define TBE_OUT_EVENTS 0x4u
+#define TBE_OUT_ALL (TBE_OUT_XPLANE | TBE_OUT_JSON | TBE_OUT_EVENTS)
+
+typedef struct tbe_export_options {
+  const char *logdir;   /* required */
+  const char *run;      /* NULL: local time as YYYY_MM_DD_HH_MM_SS */
+  const char *host;     /* NULL: the trace's host, else this machine's */
+  unsigned outputs;     /* TBE_OUT_* mask; 0 means all */
+  int force;            /* replace existing files */
+  int durable;          /* fsync files and directories */
+  /* Called once per file written, with its path.  May be NULL. */
+  void (*on_file)(void *ctx, const char *path);
+  void *ctx;
+  const tbe_allocator *allocator;
+} tbe_export_options;
+
+/* Fills `o` with the defaults above (logdir NULL). */
+TBE_API void tbe_export_options_init(tbe_export_options *o);
+
+/* Writes the outputs of a finished trace.  Returns 0 or a negative code;
+ * on failure no file is left under a final name by the failing output. */
+TBE_API int tbe_export_run(const tbe_trace *t, const tbe_export_options *o);
+
+/* Checks a run or host name: 1..200 bytes of valid UTF-8, no '/', no
+ * control characters, not "." or "..", no leading dot.  Returns 0 or
+ * TBE_ENAME with a static reason in *why (if `why` is not NULL). */
+TBE_API int tbe_name_check(const char *name, const char **why);
+
+/* Writes the default run name (local time, YYYY_MM_DD_HH_MM_SS) into buf
+ * (at least 20 bytes).  Returns 0 or TBE_EINVAL. */
+TBE_API int tbe_run_name_default(char *buf, size_t size);
+
+/* Single outputs, for programs that want one file at a given path.  The
+ * file is written atomically and not replaced unless `force`. */
+TBE_API int tbe_export_chrome_json(const tbe_trace *t, const char *path, int gzip, int force);
+TBE_API int tbe_export_xplane(const tbe_trace *t, const char *path, int force);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

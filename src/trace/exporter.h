@@ -1,0 +1,37 @@
+/* exporter.h: the table of outputs over one finished trace.
+ *
+ * Each output (Chrome JSON, XSpace, run summary events) is a small table:
+ * a name, its TBE_OUT_* bit and a function that writes it for one run.
+ * tbe_export_run walks the table; no output ever reads another's file. */
+#ifndef TBE_TRACE_EXPORTER_H
+#define TBE_TRACE_EXPORTER_H
+
+#include "tbexport/export.h"
+#include "tbexport/trace.h"
+
+typedef struct tbe__export_ctx {
+  const tbe_trace *trace;
+  const char *logdir;
+  const char *run;    /* validated */
+  const char *host;   /* validated */
+  int force;
+  int durable;
+  const tbe_allocator *a;
+  void (*on_file)(void *ctx, const char *path);
+  void *on_file_ctx;
+} tbe__export_ctx;
+
+typedef struct tbe__exporter {
+  const char *name;   /* "xplane", "json", "events" */
+  unsigned bit;       /* TBE_OUT_* */
+  /* Writes this output for ctx->run/ctx->host; calls ctx->on_file for each
+   * file written.  Returns 0 or a negative code; on failure leaves no file
+   * under a final name. */
+  int (*write)(const tbe__export_ctx *ctx);
+} tbe__exporter;
+
+extern const tbe__exporter tbe__exporter_xplane;
+extern const tbe__exporter tbe__exporter_json;
+extern const tbe__exporter tbe__exporter_events;
+
+#endif

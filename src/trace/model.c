@@ -1,0 +1,697 @@
+/* model.c: the trace model of include/tbexport/trace.h.
+ *
+ * Storage: every array in tbe_trace grows by doubling through the trace's
+ * allocator (no malloc per event).  Strings live in an arena of fixed
+ * blocks, so a pointer returned by tbe_trace_str stays valid for the life of
+ * the trace; an open-addressing hash table of ids finds existing strings.
+ * Tracks and processes have their own small hash indexes.
+ *
+ * Finishing: events are ordered by (track, start, longer first) with an
+ * index sort and an in-place cycle permutation (no second copy of the event
+ * array); links between host API calls and GPU work are resolved through a
+ * correlation-id hash table; steps are derived from "ProfilerStep#N"-style
+ * events when none were given. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "tbexport/error.h"
+#include "tbexport/trace.h"
+
+#define STR_BLOCK (64 * 1024)
+
+typedef struct str_block {
+  struct str_block *next;
+  size_t used, cap;
+  char data[];
+} str_block;
+
+typedef struct tbe__trace_priv {
+  tbe_allocator a;
+  int err;
+  int finished;
+  /* strings */
+  str_block *blocks;
+  const char **sptr;
+  uint32_t *slen;
+  size_t nstr, capstr;
+  uint32_t *shash;  /* id+1, 0 = empty */
+  size_t shash_cap; /* power of two */
+  /* tracks: index+1 per slot */
+  uint32_t *thash;
+  size_t thash_cap;
+  /* capacities of the public arrays */
+  size_t cap_events, cap_kernels, cap_memcpys, cap_memsets, cap_syncs, cap_nvtx, cap_counters,
+      cap_memory, cap_args, cap_tracks, cap_processes, cap_devices, cap_steps, cap_flows,
+      cap_warnings;
+} tbe__trace_priv;
+
+static uint64_t hash_bytes(const char *s, size_t n) {
+  /* FNV-1a, 64-bit, then a final mix: good enough for interning names. */
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < n; i++) {
+    h ^= (unsigned char)s[i];
+    h *= 1099511628211ULL;
+  }
+  h ^= h >> 29;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  h ^= h >> 32;
+  return h;
+}
+
+static uint64_t mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+static int fail(tbe_trace *t, int err) {
+  if (!t->priv->err) t->priv->err = err;
+  return err;
+}
+
+static char *arena_copy(tbe__trace_priv *p, const char *s, size_t n) {
+  str_block *b = p->blocks;
+  if (!b || b->cap - b->used < n + 1) {
+    size_t cap = n + 1 > STR_BLOCK ? n + 1 : STR_BLOCK;
+    str_block *nb = tbe__alloc(&p->a, sizeof(str_block) + cap);
+    if (!nb) return NULL;
+    nb->next = b;
+    nb->used = 0;
+    nb->cap = cap;
+    /* Keep a partly used block at the head when the new one is for a single
+     * huge string, so small strings keep filling the old one. */
+    if (b && n + 1 > STR_BLOCK) {
+      nb->next = b->next;
+      b->next = nb;
+      char *d = nb->data;
+      memcpy(d, s, n);
+      d[n] = 0;
+      nb->used = n + 1;
+      return d;
+    }
+    p->blocks = b = nb;
+  }
+  char *d = b->data + b->used;
+  memcpy(d, s, n);
+  d[n] = 0;
+  b->used += n + 1;
+  return d;
+}
+
+static int shash_rebuild(tbe__trace_priv *p, size_t cap) {
+  uint32_t *h = tbe__calloc(&p->a, cap, sizeof *h);
+  if (!h) return TBE_ENOMEM;
+  for (size_t id = 0; id < p->nstr; id++) {
+    uint64_t k = hash_bytes(p->sptr[id], p->slen[id]);
+    size_t i = (size_t)k & (cap - 1);
+    while (h[i]) i = (i + 1) & (cap - 1);
+    h[i] = (uint32_t)id + 1;
+  }
+  tbe__free(&p->a, p->shash);
+  p->shash = h;
+  p->shash_cap = cap;
+  return 0;
+}
+
+int tbe_trace_create(tbe_trace **out, const tbe_allocator *a) {
+  if (!out) return TBE_EINVAL;
+  *out = NULL;
+  tbe_allocator al;
+  tbe__allocator_init(&al, a);
+  tbe_trace *t = tbe__calloc(&al, 1, sizeof *t);
+  if (!t) return TBE_ENOMEM;
+  tbe__trace_priv *p = tbe__calloc(&al, 1, sizeof *p);
+  if (!p) {
+    tbe__free(&al, t);
+    return TBE_ENOMEM;
+  }
+  p->a = al;
+  t->priv = p;
+  t->rank = -1;
+  /* id 0 is the empty string */
+  tbe_str zero;
+  if (tbe_trace_intern(t, "", 0, &zero) != 0) {
+    tbe_trace_free(t);
+    return TBE_ENOMEM;
+  }
+  *out = t;
+  return 0;
+}
+
+void tbe_trace_free(tbe_trace *t) {
+  if (!t) return;
+  tbe__trace_priv *p = t->priv;
+  tbe_allocator a = p->a;
+  tbe__free(&a, t->events);
+  tbe__free(&a, t->kernels);
+  tbe__free(&a, t->memcpys);
+  tbe__free(&a, t->memsets);
+  tbe__free(&a, t->syncs);
+  tbe__free(&a, t->nvtx);
+  tbe__free(&a, t->counters);
+  tbe__free(&a, t->memory);
+  tbe__free(&a, t->args);
+  tbe__free(&a, t->tracks);
+  tbe__free(&a, t->processes);
+  tbe__free(&a, t->devices);
+  tbe__free(&a, t->steps);
+  tbe__free(&a, t->flows);
+  tbe__free(&a, t->warnings);
+  for (str_block *b = p->blocks; b;) {
+    str_block *n = b->next;
+    tbe__free(&a, b);
+    b = n;
+  }
+  tbe__free(&a, p->sptr);
+  tbe__free(&a, p->slen);
+  tbe__free(&a, p->shash);
+  tbe__free(&a, p->thash);
+  tbe__free(&a, p);
+  tbe__free(&a, t);
+}
+
+int tbe_trace_error(const tbe_trace *t) { return t ? t->priv->err : TBE_EINVAL; }
+
+tbe_str tbe_trace_find_str(const tbe_trace *t, const char *s, size_t len) {
+  const tbe__trace_priv *p = t->priv;
+  if (!p->shash_cap) return TBE_NONE;
+  uint64_t k = hash_bytes(s, len);
+  size_t i = (size_t)k & (p->shash_cap - 1);
+  while (p->shash[i]) {
+    uint32_t id = p->shash[i] - 1;
+    if (p->slen[id] == len && memcmp(p->sptr[id], s, len) == 0) return id;
+    i = (i + 1) & (p->shash_cap - 1);
+  }
+  return TBE_NONE;
+}
+
+int tbe_trace_intern(tbe_trace *t, const char *s, size_t len, tbe_str *out) {
+  if (!t || (!s && len) || !out) return TBE_EINVAL;
+  tbe__trace_priv *p = t->priv;
+  if (!s) s = "";
+  if (len > UINT32_MAX - 1) return fail(t, TBE_ETOOBIG);
+  tbe_str found = tbe_trace_find_str(t, s, len);
+  if (found != TBE_NONE) {
+    *out = found;
+    return 0;
+  }
+  if (p->nstr >= UINT32_MAX - 1) return fail(t, TBE_ETOOBIG);
+  if ((p->nstr + 1) * 2 > p->shash_cap) {
+    int rc = shash_rebuild(p, p->shash_cap ? p->shash_cap * 2 : 1024);
+    if (rc) return fail(t, rc);
+  }
+  if (p->nstr + 1 > p->capstr) {
+    size_t c1 = p->capstr, c2 = p->capstr;
+    void *a1 = p->sptr, *a2 = p->slen;
+    if (tbe__grow(&p->a, &a1, &c1, p->nstr + 1, sizeof *p->sptr)) return fail(t, TBE_ENOMEM);
+    p->sptr = a1;
+    if (tbe__grow(&p->a, &a2, &c2, p->nstr + 1, sizeof *p->slen)) {
+      /* sptr grew, slen did not: keep the smaller capacity. */
+      return fail(t, TBE_ENOMEM);
+    }
+    p->slen = a2;
+    p->capstr = c1 < c2 ? c1 : c2;
+  }
+  char *d = arena_copy(p, s, len);
+  if (!d) return fail(t, TBE_ENOMEM);
+  uint32_t id = (uint32_t)p->nstr++;
+  p->sptr[id] = d;
+  p->slen[id] = (uint32_t)len;
+  uint64_t k = hash_bytes(s, len);
+  size_t i = (size_t)k & (p->shash_cap - 1);
+  while (p->shash[i]) i = (i + 1) & (p->shash_cap - 1);
+  p->shash[i] = id + 1;
+  *out = id;
+  return 0;
+}
+
+tbe_str tbe_trace_str_id(tbe_trace *t, const char *s) {
+  tbe_str id = 0;
+  if (!s) return 0;
+  if (tbe_trace_intern(t, s, strlen(s), &id) != 0) return 0;
+  return id;
+}
+
+const char *tbe_trace_str(const tbe_trace *t, tbe_str s) {
+  if (!t || s >= t->priv->nstr) return "";
+  return t->priv->sptr[s];
+}
+
+size_t tbe_trace_strlen(const tbe_trace *t, tbe_str s) {
+  if (!t || s >= t->priv->nstr) return 0;
+  return t->priv->slen[s];
+}
+
+size_t tbe_trace_nstrings(const tbe_trace *t) { return t ? t->priv->nstr : 0; }
+
+/* Grows public array `arr` (with count `n` and capacity `cap`) by one. */
+#define GROW1(t, arr, n, cap)                                                        \
+  do {                                                                               \
+    void *_pp = (t)->arr;                                                            \
+    if (tbe__grow(&(t)->priv->a, &_pp, &(t)->priv->cap, (t)->n + 1, sizeof *(t)->arr)) \
+      return fail((t), TBE_ENOMEM);                                                  \
+    (t)->arr = _pp;                                                                  \
+  } while (0)
+
+static uint64_t track_key(uint32_t type, int64_t pid, int64_t tid, int32_t device) {
+  return mix64((uint64_t)pid * 0x9E3779B97F4A7C15ULL ^ mix64((uint64_t)tid) ^
+               ((uint64_t)(uint32_t)device << 8) ^ type);
+}
+
+static int thash_rebuild(tbe_trace *t, size_t cap) {
+  tbe__trace_priv *p = t->priv;
+  uint32_t *h = tbe__calloc(&p->a, cap, sizeof *h);
+  if (!h) return TBE_ENOMEM;
+  for (size_t k = 0; k < t->ntracks; k++) {
+    const tbe_track *tr = &t->tracks[k];
+    size_t i = (size_t)track_key(tr->type, tr->pid, tr->tid, tr->device) & (cap - 1);
+    while (h[i]) i = (i + 1) & (cap - 1);
+    h[i] = (uint32_t)k + 1;
+  }
+  tbe__free(&p->a, p->thash);
+  p->thash = h;
+  p->thash_cap = cap;
+  return 0;
+}
+
+int tbe_trace_track(tbe_trace *t, tbe_track_type type, int64_t pid, int64_t tid, int32_t device,
+                    uint32_t *out) {
+  if (!t || !out) return TBE_EINVAL;
+  tbe__trace_priv *p = t->priv;
+  if (p->thash_cap) {
+    size_t i = (size_t)track_key(type, pid, tid, device) & (p->thash_cap - 1);
+    while (p->thash[i]) {
+      const tbe_track *tr = &t->tracks[p->thash[i] - 1];
+      if (tr->type == (uint32_t)type && tr->pid == pid && tr->tid == tid && tr->device == device) {
+        *out = p->thash[i] - 1;
+        return 0;
+      }
+      i = (i + 1) & (p->thash_cap - 1);
+    }
+  }
+  if ((t->ntracks + 1) * 2 > p->thash_cap) {
+    int rc = thash_rebuild(t, p->thash_cap ? p->thash_cap * 2 : 64);
+    if (rc) return fail(t, rc);
+  }
+  GROW1(t, tracks, ntracks, cap_tracks);
+  tbe_track *tr = &t->tracks[t->ntracks];
+  memset(tr, 0, sizeof *tr);
+  tr->type = (uint32_t)type;
+  tr->pid = pid;
+  tr->tid = tid;
+  tr->device = device;
+  size_t i = (size_t)track_key(type, pid, tid, device) & (p->thash_cap - 1);
+  while (p->thash[i]) i = (i + 1) & (p->thash_cap - 1);
+  p->thash[i] = (uint32_t)t->ntracks + 1;
+  *out = (uint32_t)t->ntracks++;
+  p->finished = 0;
+  return 0;
+}
+
+int tbe_trace_process(tbe_trace *t, int64_t pid, uint32_t *out) {
+  if (!t || !out) return TBE_EINVAL;
+  for (size_t i = 0; i < t->nprocesses; i++)
+    if (t->processes[i].pid == pid) {
+      *out = (uint32_t)i;
+      return 0;
+    }
+  GROW1(t, processes, nprocesses, cap_processes);
+  memset(&t->processes[t->nprocesses], 0, sizeof t->processes[0]);
+  t->processes[t->nprocesses].pid = pid;
+  *out = (uint32_t)t->nprocesses++;
+  return 0;
+}
+
+int tbe_trace_device(tbe_trace *t, int32_t id, uint32_t *out) {
+  if (!t || !out) return TBE_EINVAL;
+  for (size_t i = 0; i < t->ndevices; i++)
+    if (t->devices[i].id == id) {
+      *out = (uint32_t)i;
+      return 0;
+    }
+  GROW1(t, devices, ndevices, cap_devices);
+  memset(&t->devices[t->ndevices], 0, sizeof t->devices[0]);
+  t->devices[t->ndevices].id = id;
+  *out = (uint32_t)t->ndevices++;
+  return 0;
+}
+
+#define ADD_DETAIL(t, arr, n, cap, type, src, idx) \
+  do {                                              \
+    GROW1(t, arr, n, cap);                          \
+    (t)->arr[(t)->n] = *(const type *)(src);        \
+    (idx) = (uint32_t)(t)->n++;                     \
+  } while (0)
+
+int tbe_trace_add_event(tbe_trace *t, const tbe_event *ev, const void *detail,
+                        const tbe_arg *args, size_t nargs, uint32_t *index) {
+  if (!t || !ev) return TBE_EINVAL;
+  if (t->priv->err) return t->priv->err;
+  if (ev->kind >= TBE_EV__COUNT || ev->track >= t->ntracks || nargs > UINT16_MAX)
+    return TBE_EINVAL;
+  if (t->nevents >= UINT32_MAX - 1) return fail(t, TBE_ETOOBIG);
+  uint32_t d = TBE_NONE;
+  if (detail) {
+    switch (ev->kind) {
+      case TBE_EV_KERNEL: ADD_DETAIL(t, kernels, nkernels, cap_kernels, tbe_kernel, detail, d); break;
+      case TBE_EV_MEMCPY: ADD_DETAIL(t, memcpys, nmemcpys, cap_memcpys, tbe_memcpy, detail, d); break;
+      case TBE_EV_MEMSET: ADD_DETAIL(t, memsets, nmemsets, cap_memsets, tbe_memset, detail, d); break;
+      case TBE_EV_SYNC: ADD_DETAIL(t, syncs, nsyncs, cap_syncs, tbe_sync, detail, d); break;
+      case TBE_EV_NVTX_RANGE:
+      case TBE_EV_NVTX_MARK: ADD_DETAIL(t, nvtx, nnvtx, cap_nvtx, tbe_nvtx, detail, d); break;
+      case TBE_EV_COUNTER: ADD_DETAIL(t, counters, ncounters, cap_counters, tbe_counter, detail, d); break;
+      case TBE_EV_MEMORY: ADD_DETAIL(t, memory, nmemory, cap_memory, tbe_memory, detail, d); break;
+      default: return TBE_EINVAL;
+    }
+  }
+  uint32_t first = (uint32_t)t->nargs;
+  if (nargs) {
+    void *pp = t->args;
+    if (tbe__grow(&t->priv->a, &pp, &t->priv->cap_args, t->nargs + nargs, sizeof *t->args))
+      return fail(t, TBE_ENOMEM);
+    t->args = pp;
+    memcpy(t->args + t->nargs, args, nargs * sizeof *args);
+    t->nargs += nargs;
+  }
+  GROW1(t, events, nevents, cap_events);
+  tbe_event *e = &t->events[t->nevents];
+  *e = *ev;
+  e->detail = d;
+  e->args = first;
+  e->nargs = (uint16_t)nargs;
+  e->link = TBE_NONE;
+  e->reserved = 0;
+  if (e->dur_ns < 0) {
+    e->dur_ns = 0;
+    e->flags |= TBE_EVF_CLAMPED;
+  }
+  if (index) *index = (uint32_t)t->nevents;
+  t->nevents++;
+  t->priv->finished = 0;
+  return 0;
+}
+
+int tbe_trace_add_step(tbe_trace *t, int64_t num, int64_t start_ns, int64_t end_ns, tbe_str name) {
+  if (!t) return TBE_EINVAL;
+  GROW1(t, steps, nsteps, cap_steps);
+  tbe_step *s = &t->steps[t->nsteps++];
+  s->num = num;
+  s->start_ns = start_ns;
+  s->end_ns = end_ns < start_ns ? start_ns : end_ns;
+  s->name = name;
+  return 0;
+}
+
+int tbe_trace_add_flow(tbe_trace *t, const tbe_flow *flow) {
+  if (!t || !flow || flow->src_track >= t->ntracks || flow->dst_track >= t->ntracks)
+    return TBE_EINVAL;
+  GROW1(t, flows, nflows, cap_flows);
+  t->flows[t->nflows++] = *flow;
+  return 0;
+}
+
+int tbe_trace_warn(tbe_trace *t, const char *fmt, ...) {
+  if (!t || !fmt) return TBE_EINVAL;
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  tbe_str id;
+  int rc = tbe_trace_intern(t, buf, strlen(buf), &id);
+  if (rc) return rc;
+  for (size_t i = 0; i < t->nwarnings; i++)
+    if (t->warnings[i] == id) return 0;
+  GROW1(t, warnings, nwarnings, cap_warnings);
+  t->warnings[t->nwarnings++] = id;
+  return 0;
+}
+
+/* ---- finishing ---- */
+
+
+static int cmp_order(const tbe_event *a, const tbe_event *b) {
+  if (a->track != b->track) return a->track < b->track ? -1 : 1;
+  if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns ? -1 : 1;
+  if (a->dur_ns != b->dur_ns) return a->dur_ns > b->dur_ns ? -1 : 1; /* enclosing first */
+  return 0;
+}
+
+/* Sorts the index range [lo, hi) of `idx` by event order: insertion sort
+ * for nearly sorted runs (the common case), merge sort otherwise. */
+static void merge_sort(uint32_t *idx, uint32_t *tmp, size_t n, const tbe_event *ev) {
+  if (n < 24) {
+    for (size_t i = 1; i < n; i++) {
+      uint32_t x = idx[i];
+      size_t j = i;
+      while (j > 0 && cmp_order(&ev[idx[j - 1]], &ev[x]) > 0) {
+        idx[j] = idx[j - 1];
+        j--;
+      }
+      idx[j] = x;
+    }
+    return;
+  }
+  size_t h = n / 2;
+  merge_sort(idx, tmp, h, ev);
+  merge_sort(idx + h, tmp, n - h, ev);
+  if (cmp_order(&ev[idx[h - 1]], &ev[idx[h]]) <= 0) return; /* already in order */
+  size_t i = 0, j = h, k = 0;
+  while (i < h && j < n) tmp[k++] = cmp_order(&ev[idx[j]], &ev[idx[i]]) < 0 ? idx[j++] : idx[i++];
+  while (i < h) tmp[k++] = idx[i++];
+  while (j < n) tmp[k++] = idx[j++];
+  memcpy(idx, tmp, n * sizeof *idx);
+}
+
+static int sort_events(tbe_trace *t) {
+  size_t n = t->nevents;
+  for (size_t k = 0; k < t->ntracks; k++) t->tracks[k].first = t->tracks[k].count = 0;
+  if (n == 0) return 0;
+  int sorted = 1;
+  for (size_t i = 1; i < n && sorted; i++)
+    if (cmp_order(&t->events[i - 1], &t->events[i]) > 0) sorted = 0;
+  if (!sorted) {
+    tbe_allocator *a = &t->priv->a;
+    uint32_t *idx = tbe__alloc(a, n * sizeof *idx);
+    uint32_t *tmp = tbe__alloc(a, n * sizeof *tmp);
+    if (!idx || !tmp) {
+      tbe__free(a, idx);
+      tbe__free(a, tmp);
+      return fail(t, TBE_ENOMEM);
+    }
+    /* Bucket by track first (counting sort), then sort each bucket. */
+    uint32_t *cnt = tbe__calloc(a, t->ntracks + 1, sizeof *cnt);
+    if (!cnt) {
+      tbe__free(a, idx);
+      tbe__free(a, tmp);
+      return fail(t, TBE_ENOMEM);
+    }
+    for (size_t i = 0; i < n; i++) cnt[t->events[i].track + 1]++;
+    for (size_t k = 0; k < t->ntracks; k++) cnt[k + 1] += cnt[k];
+    for (size_t i = 0; i < n; i++) idx[cnt[t->events[i].track]++] = (uint32_t)i;
+    size_t lo = 0;
+    for (size_t k = 0; k < t->ntracks; k++) {
+      size_t hi = cnt[k];
+      merge_sort(idx + lo, tmp, hi - lo, t->events);
+      lo = hi;
+    }
+    tbe__free(a, cnt);
+    /* Apply the permutation in place: position i receives event idx[i].
+     * Follow each cycle once; idx entries are marked done by setting them
+     * to their own position. */
+    for (size_t i = 0; i < n; i++) {
+      if (idx[i] == i) continue;
+      tbe_event saved = t->events[i];
+      size_t j = i;
+      for (;;) {
+        size_t from = idx[j];
+        idx[j] = (uint32_t)j;
+        if (from == i) {
+          t->events[j] = saved;
+          break;
+        }
+        t->events[j] = t->events[from];
+        j = from;
+      }
+    }
+    tbe__free(a, idx);
+    tbe__free(a, tmp);
+  }
+  for (size_t i = 0; i < n; i++) {
+    tbe_track *tr = &t->tracks[t->events[i].track];
+    if (tr->count == 0) tr->first = (uint32_t)i;
+    tr->count++;
+  }
+  return 0;
+}
+
+static int is_api(uint8_t k) { return k == TBE_EV_RUNTIME || k == TBE_EV_DRIVER; }
+
+static int link_events(tbe_trace *t) {
+  size_t n = t->nevents;
+  size_t napi = 0;
+  for (size_t i = 0; i < n; i++) {
+    t->events[i].link = TBE_NONE;
+    if (is_api(t->events[i].kind) && t->events[i].correlation) napi++;
+  }
+  if (napi == 0) return 0;
+  size_t cap = 16;
+  while (cap < napi * 2) cap *= 2;
+  tbe_allocator *a = &t->priv->a;
+  uint32_t *h = tbe__alloc(a, cap * sizeof *h);
+  if (!h) return fail(t, TBE_ENOMEM);
+  memset(h, 0xff, cap * sizeof *h);
+  for (size_t i = 0; i < n; i++) {
+    const tbe_event *e = &t->events[i];
+    if (!is_api(e->kind) || !e->correlation) continue;
+    size_t s = (size_t)mix64(e->correlation) & (cap - 1);
+    while (h[s] != TBE_NONE && t->events[h[s]].correlation != e->correlation) s = (s + 1) & (cap - 1);
+    if (h[s] == TBE_NONE) h[s] = (uint32_t)i; /* first API call with this id wins */
+  }
+  for (size_t i = 0; i < n; i++) {
+    tbe_event *e = &t->events[i];
+    if (!e->correlation || is_api(e->kind) || !tbe_event_kind_is_gpu(e->kind)) continue;
+    size_t s = (size_t)mix64(e->correlation) & (cap - 1);
+    while (h[s] != TBE_NONE) {
+      tbe_event *api = &t->events[h[s]];
+      if (api->correlation == e->correlation) {
+        e->link = h[s];
+        /* An API call links to the first GPU activity it launched. */
+        if (api->link == TBE_NONE || t->events[api->link].start_ns > e->start_ns)
+          api->link = (uint32_t)i;
+        break;
+      }
+      s = (s + 1) & (cap - 1);
+    }
+  }
+  tbe__free(a, h);
+  return 0;
+}
+
+/* Parses step names: "ProfilerStep#12", "step 12", "Step#12", "train_step_12",
+ * "TraceContext 12".  Returns 1 and the number on a match. */
+static int parse_step_name(const char *s, int64_t *num) {
+  static const char *const prefixes[] = {"ProfilerStep#", "ProfilerStep ", "Step#", "step#", "Step ",
+                                         "step ", "step_", "train_step_", "train_step ",
+                                         "TraceContext "};
+  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
+    size_t pl = strlen(prefixes[i]);
+    if (strncmp(s, prefixes[i], pl) != 0) continue;
+    const char *d = s + pl;
+    if (*d < '0' || *d > '9') return 0;
+    int64_t v = 0;
+    while (*d >= '0' && *d <= '9') {
+      if (v > (INT64_MAX - 9) / 10) return 0;
+      v = v * 10 + (*d++ - '0');
+    }
+    if (*d) return 0;
+    *num = v;
+    return 1;
+  }
+  return 0;
+}
+
+static int cmp_step(const void *a, const void *b) {
+  const tbe_step *x = a, *y = b;
+  if (x->num != y->num) return x->num < y->num ? -1 : 1;
+  return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+}
+
+static int derive_steps(tbe_trace *t) {
+  if (t->nsteps == 0) {
+    /* Host-side step markers only: CPU ops, user annotations, NVTX ranges
+     * and generic events.  GPU projections of the same range are skipped so
+     * a step is counted once. */
+    for (size_t i = 0; i < t->nevents; i++) {
+      const tbe_event *e = &t->events[i];
+      if (e->kind != TBE_EV_CPU_OP && e->kind != TBE_EV_USER_ANNOTATION &&
+          e->kind != TBE_EV_NVTX_RANGE && e->kind != TBE_EV_GENERIC)
+        continue;
+      int64_t num;
+      if (!parse_step_name(tbe_trace_str(t, e->name), &num)) continue;
+      int dup = 0;
+      for (size_t k = 0; k < t->nsteps && !dup; k++) dup = t->steps[k].num == num;
+      if (dup) continue;
+      int rc = tbe_trace_add_step(t, num, e->start_ns, e->start_ns + e->dur_ns, e->name);
+      if (rc) return rc;
+    }
+  }
+  if (t->nsteps > 1) qsort(t->steps, t->nsteps, sizeof *t->steps, cmp_step);
+  return 0;
+}
+
+int tbe_trace_finish(tbe_trace *t) {
+  if (!t) return TBE_EINVAL;
+  if (t->priv->err) return t->priv->err;
+  if (t->priv->finished) return 0;
+  int rc = sort_events(t);
+  if (!rc) rc = link_events(t);
+  if (!rc) rc = derive_steps(t);
+  if (rc) return rc;
+  if (t->nevents && (t->start_ns == 0 || t->stop_ns == 0)) {
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (size_t i = 0; i < t->nevents; i++) {
+      const tbe_event *e = &t->events[i];
+      if (e->start_ns < lo) lo = e->start_ns;
+      if (e->start_ns + e->dur_ns > hi) hi = e->start_ns + e->dur_ns;
+    }
+    if (t->start_ns == 0) t->start_ns = lo;
+    if (t->stop_ns == 0) t->stop_ns = hi;
+  }
+  t->priv->finished = 1;
+  return 0;
+}
+
+/* ---- names and detail accessors ---- */
+
+const char *tbe_event_kind_name(tbe_event_kind k) {
+  static const char *const names[TBE_EV__COUNT] = {
+      "kernel",   "memcpy",     "memset",    "runtime",  "driver",   "sync",
+      "nvtx",     "nvtx_mark",  "cpu_op",    "user_annotation", "gpu_user_annotation",
+      "python",   "overhead",   "counter",   "memory",   "instant",  "generic"};
+  return (unsigned)k < TBE_EV__COUNT ? names[k] : "unknown";
+}
+
+const char *tbe_mem_kind_name(tbe_mem_kind k) {
+  static const char *const names[] = {"unknown", "pageable",      "pinned",        "device",
+                                      "array",   "managed",       "device_static", "managed_static"};
+  return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "unknown";
+}
+
+const char *tbe_copy_kind_name(tbe_copy_kind k) {
+  static const char *const names[] = {"Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                                      "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
+  return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "Unknown";
+}
+
+const char *tbe_sync_kind_name(tbe_sync_kind k) {
+  static const char *const names[] = {"Unknown", "Event Sync", "Stream Wait Event", "Stream Sync",
+                                      "Context Sync"};
+  return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "Unknown";
+}
+
+int tbe_event_kind_is_gpu(tbe_event_kind k) {
+  return k == TBE_EV_KERNEL || k == TBE_EV_MEMCPY || k == TBE_EV_MEMSET ||
+         k == TBE_EV_GPU_ANNOTATION;
+}
+
+#define DETAIL_ACCESSOR(fn, type, arr, n, k1, k2)                          \
+  const type *fn(const tbe_trace *t, const tbe_event *e) {                 \
+    if (!t || !e || (e->kind != (k1) && e->kind != (k2)) || e->detail >= t->n) \
+      return NULL;                                                         \
+    return &t->arr[e->detail];                                             \
+  }
+
+DETAIL_ACCESSOR(tbe_trace_kernel, tbe_kernel, kernels, nkernels, TBE_EV_KERNEL, TBE_EV_KERNEL)
+DETAIL_ACCESSOR(tbe_trace_memcpy, tbe_memcpy, memcpys, nmemcpys, TBE_EV_MEMCPY, TBE_EV_MEMCPY)
+DETAIL_ACCESSOR(tbe_trace_memset, tbe_memset, memsets, nmemsets, TBE_EV_MEMSET, TBE_EV_MEMSET)
+DETAIL_ACCESSOR(tbe_trace_sync, tbe_sync, syncs, nsyncs, TBE_EV_SYNC, TBE_EV_SYNC)
+DETAIL_ACCESSOR(tbe_trace_nvtx, tbe_nvtx, nvtx, nnvtx, TBE_EV_NVTX_RANGE, TBE_EV_NVTX_MARK)
+DETAIL_ACCESSOR(tbe_trace_memory, tbe_memory, memory, nmemory, TBE_EV_MEMORY, TBE_EV_MEMORY)
+DETAIL_ACCESSOR(tbe_trace_counter, tbe_counter, counters, ncounters, TBE_EV_COUNTER, TBE_EV_COUNTER)

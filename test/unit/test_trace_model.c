@@ -1,0 +1,278 @@
+/* test_trace_model.c: the trace model: interning, tracks, events and their
+ * details, finishing (order, correlation links, steps, span), and
+ * allocation failures at every point of a build. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tbexport.h"
+
+static void test_intern(void **state) {
+  (void)state;
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  assert_string_equal(tbe_trace_str(t, 0), "");
+  tbe_str a, b, c;
+  assert_int_equal(tbe_trace_intern(t, "kernel_a", 8, &a), 0);
+  assert_int_equal(tbe_trace_intern(t, "kernel_axx", 8, &b), 0); /* same 8 bytes */
+  assert_int_equal(a, b);
+  assert_int_equal(tbe_trace_intern(t, "kernel_b", 8, &c), 0);
+  assert_int_not_equal(a, c);
+  assert_string_equal(tbe_trace_str(t, a), "kernel_a");
+  assert_int_equal(tbe_trace_strlen(t, c), 8);
+  assert_int_equal(tbe_trace_find_str(t, "kernel_b", 8), c);
+  assert_int_equal(tbe_trace_find_str(t, "nope", 4), TBE_NONE);
+  /* Many strings: ids stay stable and pointers stay valid across growth. */
+  const char *first = tbe_trace_str(t, a);
+  char buf[32];
+  for (int i = 0; i < 100000; i++) {
+    snprintf(buf, sizeof buf, "s%d", i);
+    tbe_str id = tbe_trace_str_id(t, buf);
+    assert_true(id > c);
+  }
+  assert_ptr_equal(first, tbe_trace_str(t, a));
+  assert_int_equal(tbe_trace_nstrings(t), 100000 + 3);
+  snprintf(buf, sizeof buf, "s%d", 4242);
+  assert_string_equal(tbe_trace_str(t, tbe_trace_find_str(t, buf, strlen(buf))), "s4242");
+  /* A string larger than an arena block. */
+  size_t big = 200000;
+  char *s = malloc(big);
+  memset(s, 'x', big);
+  tbe_str bid;
+  assert_int_equal(tbe_trace_intern(t, s, big, &bid), 0);
+  assert_int_equal(tbe_trace_strlen(t, bid), big);
+  assert_memory_equal(tbe_trace_str(t, bid), s, big);
+  free(s);
+  assert_int_equal(tbe_trace_error(t), 0);
+  tbe_trace_free(t);
+}
+
+static void test_tracks(void **state) {
+  (void)state;
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  uint32_t a, b, c, d;
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 10, 11, -1, &a), 0);
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_STREAM, 10, 11, 0, &b), 0);
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 10, 11, -1, &c), 0);
+  assert_int_not_equal(a, b);
+  assert_int_equal(a, c);
+  for (int i = 0; i < 1000; i++) assert_int_equal(tbe_trace_track(t, TBE_TRACK_STREAM, 1, i, 0, &d), 0);
+  assert_int_equal(t->ntracks, 1002);
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_STREAM, 1, 500, 0, &d), 0);
+  assert_int_equal(t->tracks[d].tid, 500);
+  uint32_t p1, p2, d1, d2;
+  assert_int_equal(tbe_trace_process(t, 77, &p1), 0);
+  assert_int_equal(tbe_trace_process(t, 77, &p2), 0);
+  assert_int_equal(p1, p2);
+  assert_int_equal(tbe_trace_device(t, 3, &d1), 0);
+  assert_int_equal(tbe_trace_device(t, 3, &d2), 0);
+  assert_int_equal(d1, d2);
+  assert_int_equal(t->devices[d1].id, 3);
+  tbe_trace_free(t);
+}
+
+/* Builds: a host thread with ProfilerStep#1..#3 and three launches, a
+ * stream with the three kernels added in reverse order. */
+static int build_small(tbe_trace *t) {
+  uint32_t host, stream;
+  int rc = tbe_trace_track(t, TBE_TRACK_THREAD, 100, 101, -1, &host);
+  if (rc) return rc;
+  rc = tbe_trace_track(t, TBE_TRACK_STREAM, 100, 7, 0, &stream);
+  if (rc) return rc;
+  for (int s = 3; s >= 1; s--) {
+    char name[32];
+    snprintf(name, sizeof name, "ProfilerStep#%d", s);
+    tbe_event e = {0};
+    e.start_ns = 1000 * s;
+    e.dur_ns = 900;
+    e.track = host;
+    e.kind = TBE_EV_USER_ANNOTATION;
+    e.name = tbe_trace_str_id(t, name);
+    if ((rc = tbe_trace_add_event(t, &e, NULL, NULL, 0, NULL))) return rc;
+    tbe_event l = {0};
+    l.start_ns = 1000 * s + 10;
+    l.dur_ns = 5;
+    l.track = host;
+    l.kind = TBE_EV_RUNTIME;
+    l.correlation = (uint64_t)s;
+    l.name = tbe_trace_str_id(t, "cudaLaunchKernel");
+    if ((rc = tbe_trace_add_event(t, &l, NULL, NULL, 0, NULL))) return rc;
+    tbe_kernel k = {.grid = {s, 1, 1}, .block = {128, 1, 1}, .registers = 32, .occupancy_pct = 50};
+    tbe_event g = {0};
+    g.start_ns = 1000 * s + 100;
+    g.dur_ns = 300;
+    g.track = stream;
+    g.kind = TBE_EV_KERNEL;
+    g.correlation = (uint64_t)s;
+    g.name = tbe_trace_str_id(t, "my_kernel");
+    tbe_arg args[2] = {{.key = tbe_trace_str_id(t, "k"), .type = TBE_ARG_INT, .v.i = s},
+                       {.key = tbe_trace_str_id(t, "s"), .type = TBE_ARG_STR, .v.s = g.name}};
+    if ((rc = tbe_trace_add_event(t, &g, &k, args, 2, NULL))) return rc;
+  }
+  return tbe_trace_error(t);
+}
+
+static void test_finish(void **state) {
+  (void)state;
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  assert_int_equal(build_small(t), 0);
+  assert_int_equal(tbe_trace_finish(t), 0);
+  assert_int_equal(t->nevents, 9);
+  /* Ordered by track then start. */
+  for (size_t i = 1; i < t->nevents; i++) {
+    const tbe_event *a = &t->events[i - 1], *b = &t->events[i];
+    assert_true(a->track < b->track || (a->track == b->track && a->start_ns <= b->start_ns));
+  }
+  const tbe_track *st = &t->tracks[1];
+  assert_int_equal(st->count, 3);
+  for (uint32_t i = st->first; i < st->first + st->count; i++) {
+    const tbe_event *k = &t->events[i];
+    assert_int_equal(k->kind, TBE_EV_KERNEL);
+    /* The detail moved with its event. */
+    const tbe_kernel *kd = tbe_trace_kernel(t, k);
+    assert_non_null(kd);
+    assert_int_equal(kd->grid[0], k->correlation);
+    assert_int_equal(k->nargs, 2);
+    assert_int_equal(t->args[k->args].v.i, (int64_t)k->correlation);
+    /* Linked both ways to the launch with the same correlation id. */
+    assert_int_not_equal(k->link, TBE_NONE);
+    const tbe_event *api = &t->events[k->link];
+    assert_int_equal(api->kind, TBE_EV_RUNTIME);
+    assert_int_equal(api->correlation, k->correlation);
+    assert_int_equal(api->link, i);
+  }
+  assert_int_equal(t->nsteps, 3);
+  for (size_t s = 0; s < 3; s++) {
+    assert_int_equal(t->steps[s].num, (int64_t)s + 1);
+    assert_int_equal(t->steps[s].start_ns, 1000 * ((int64_t)s + 1));
+    assert_int_equal(t->steps[s].end_ns, 1000 * ((int64_t)s + 1) + 900);
+  }
+  assert_int_equal(t->start_ns, 1000);
+  assert_int_equal(t->stop_ns, 3900); /* ProfilerStep#3 ends last */
+  assert_int_equal(tbe_trace_finish(t), 0); /* idempotent */
+  assert_null(tbe_trace_memcpy(t, &t->events[0]));
+  tbe_trace_free(t);
+}
+
+static void test_bad_input(void **state) {
+  (void)state;
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  tbe_event e = {0};
+  e.track = 5; /* no such track */
+  assert_int_equal(tbe_trace_add_event(t, &e, NULL, NULL, 0, NULL), TBE_EINVAL);
+  uint32_t tr;
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 1, 1, -1, &tr), 0);
+  e.track = tr;
+  e.kind = 200;
+  assert_int_equal(tbe_trace_add_event(t, &e, NULL, NULL, 0, NULL), TBE_EINVAL);
+  e.kind = TBE_EV_GENERIC;
+  e.dur_ns = -5;
+  assert_int_equal(tbe_trace_add_event(t, &e, NULL, NULL, 0, NULL), 0);
+  assert_int_equal(t->events[0].dur_ns, 0);
+  assert_true(t->events[0].flags & TBE_EVF_CLAMPED);
+  tbe_kernel k = {0};
+  /* A kernel detail on a generic event is refused. */
+  assert_int_equal(tbe_trace_add_event(t, &e, &k, NULL, 0, NULL), TBE_EINVAL);
+  assert_int_equal(tbe_trace_warn(t, "dropped %d", 3), 0);
+  assert_int_equal(tbe_trace_warn(t, "dropped %d", 3), 0);
+  assert_int_equal(t->nwarnings, 1);
+  assert_string_equal(tbe_trace_str(t, t->warnings[0]), "dropped 3");
+  tbe_trace_free(NULL);
+  tbe_trace_free(t);
+}
+
+/* Sorting a large shuffled trace: order and detail association hold. */
+static void test_large_shuffle(void **state) {
+  (void)state;
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  uint32_t tracks[4];
+  for (int i = 0; i < 4; i++) assert_int_equal(tbe_trace_track(t, TBE_TRACK_STREAM, 1, i, 0, &tracks[i]), 0);
+  srand(7);
+  const int n = 200000;
+  for (int i = 0; i < n; i++) {
+    tbe_event e = {0};
+    e.start_ns = rand() % 1000000;
+    e.dur_ns = rand() % 100;
+    e.track = tracks[rand() % 4];
+    e.kind = TBE_EV_MEMSET;
+    tbe_memset m = {.bytes = (uint64_t)e.start_ns * 4 + e.track};
+    assert_int_equal(tbe_trace_add_event(t, &e, &m, NULL, 0, NULL), 0);
+  }
+  assert_int_equal(tbe_trace_finish(t), 0);
+  size_t total = 0;
+  for (int k = 0; k < 4; k++) total += t->tracks[tracks[k]].count;
+  assert_int_equal(total, (size_t)n);
+  for (int i = 1; i < n; i++) assert_true(t->events[i - 1].track < t->events[i].track ||
+                                          t->events[i - 1].start_ns <= t->events[i].start_ns);
+  for (int i = 0; i < n; i++) {
+    const tbe_memset *m = tbe_trace_memset(t, &t->events[i]);
+    assert_int_equal(m->bytes, (uint64_t)t->events[i].start_ns * 4 + t->events[i].track);
+  }
+  tbe_trace_free(t);
+}
+
+/* A test allocator that fails the n-th allocation. */
+typedef struct {
+  long left;      /* allocations that still succeed */
+  long live;      /* outstanding blocks */
+} failalloc;
+
+static void *fa_alloc(void *o, size_t n) {
+  failalloc *f = o;
+  if (f->left-- <= 0) return NULL;
+  f->live++;
+  return malloc(n);
+}
+static void *fa_realloc(void *o, void *p, size_t old, size_t n) {
+  (void)old;
+  failalloc *f = o;
+  if (f->left-- <= 0) return NULL;
+  if (!p) f->live++;
+  return realloc(p, n);
+}
+static void fa_free(void *o, void *p) {
+  failalloc *f = o;
+  if (p) f->live--;
+  free(p);
+}
+
+static void test_alloc_failures(void **state) {
+  (void)state;
+  int succeeded = 0;
+  for (long n = 0; n < 1000 && !succeeded; n++) {
+    failalloc f = {.left = n, .live = 0};
+    tbe_allocator a = {fa_alloc, fa_realloc, fa_free, &f};
+    tbe_trace *t = NULL;
+    int rc = tbe_trace_create(&t, &a);
+    if (rc == 0) {
+      rc = build_small(t);
+      if (rc == 0) rc = tbe_trace_finish(t);
+      if (rc == 0) succeeded = 1;
+      else assert_int_equal(rc, TBE_ENOMEM);
+      tbe_trace_free(t);
+    } else {
+      assert_int_equal(rc, TBE_ENOMEM);
+    }
+    assert_int_equal(f.live, 0); /* nothing leaked */
+  }
+  assert_true(succeeded);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_intern),        cmocka_unit_test(test_tracks),
+      cmocka_unit_test(test_finish),        cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_large_shuffle), cmocka_unit_test(test_alloc_failures),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
