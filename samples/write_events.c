@@ -8,7 +8,6 @@
  *
  * Every value, step and wall time is deterministic (wall times start at
  * 1700000000 s), so scripts/check_tensorboard.py knows what to expect. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,9 +39,10 @@ int main(void) {
   int rc = 0;
 
   /* Scalars: two series over 50 steps. */
-  for (int s = 0; s < NSTEPS && rc == 0; s++) {
+  double lr = 0.1;
+  for (int s = 0; s < NSTEPS && rc == 0; s++, lr *= 0.95) {
     rc = check(tbe_writer_add_scalar(w, "loss/train", 1.0 / (s + 1), s, T0 + s), "loss/train");
-    if (rc == 0) rc = check(tbe_writer_add_scalar(w, "lr", 0.1 * pow(0.95, s), s, T0 + s), "lr");
+    if (rc == 0) rc = check(tbe_writer_add_scalar(w, "lr", lr, s, T0 + s), "lr");
   }
   printf("scalars     loss/train = 1/(s+1), lr = 0.1*0.95^s   steps 0..%d\n", NSTEPS - 1);
 
