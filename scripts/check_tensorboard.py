@@ -19,6 +19,7 @@ import json
 import math
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -280,7 +281,9 @@ def accumulator_checks(logdir):
 
 class Server:
     def __init__(self, logdir):
-        cmd = [sys.executable, "-m", "tensorboard.main", "--logdir", logdir, "--load_fast=true",
+        exe = shutil.which("tensorboard")
+        cmd = [exe] if exe else [sys.executable, "-m", "tensorboard.main"]
+        cmd += ["--logdir", logdir, "--load_fast=true",
                "--port", "0", "--host", "127.0.0.1", "--reload_interval", "1",
                "--samples_per_plugin", "scalars=0,images=0,histograms=0,tensors=0,text=0"]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -409,9 +412,12 @@ def server_checks(logdir):
             except urllib.error.HTTPError:
                 exp = srv.post_json("/data/plugin/hparams/experiment", body)
                 how = "POST"
-            names = [h["name"] for h in exp.get("hparamInfos", [])]
-            assert set(names) == set(HPARAMS), "hparams %s" % names
-            metrics = [m["name"]["tag"] for m in exp.get("metricInfos", [])]
+            infos = exp.get("hparamInfos", exp.get("hparam_infos", []))
+            names = [h["name"] for h in infos]
+            assert set(names) == set(HPARAMS), "hparams %s in %s" % (names, json.dumps(exp)[:300])
+            minfos = exp.get("metricInfos", exp.get("metric_infos", []))
+            metrics = [m["name"]["tag"] if isinstance(m.get("name"), dict) else m.get("name")
+                       for m in minfos]
             assert set(METRICS) <= set(metrics), "metrics %s" % metrics
             return "%s experiment: hparams %s, metrics %s" % (how, sorted(names), sorted(metrics))
 
