@@ -372,25 +372,22 @@ int tbe_writer_add_scalar(tbe_writer *w, const char *tag, double value, int64_t 
   int rc = check_tag(tag, &tl);
   if (rc < 0) return rc;
   if ((rc = resolve_wall(&wall_time)) < 0) return rc;
-  uint8_t small[256];
   size_t max = tbe__scalar_event_max(tl);
-  uint8_t *ev = max <= sizeof small ? small : tbe__alloc(&w->a, max);
-  if (!ev) return TBE_ENOMEM;
-  size_t n = tbe__encode_scalar_event(ev, wall_time, step, tag, tl, (float)value);
   pthread_mutex_lock(&w->mu);
   rc = state_locked(w);
   if (rc == 0) {
-    uint8_t *d = tbe__buf_reserve(&w->buf, n + TBE__TFR_OVERHEAD);
+    uint8_t *d = tbe__buf_reserve(&w->buf, max + TBE__TFR_OVERHEAD);
     if (d) {
+      /* encode in place, then frame around it */
+      size_t n = tbe__encode_scalar_event(d + TBE__TFR_HEADER, wall_time, step, tag, tl,
+                                          (float)value);
       tbe__tfr_header(d, n);
-      memcpy(d + TBE__TFR_HEADER, ev, n);
-      tbe__tfr_footer(d + TBE__TFR_HEADER + n, ev, n);
+      tbe__tfr_footer(d + TBE__TFR_HEADER + n, d + TBE__TFR_HEADER, n);
       w->buf.len += n + TBE__TFR_OVERHEAD;
     }
     rc = after_append_locked(w);
   }
   pthread_mutex_unlock(&w->mu);
-  if (ev != small) tbe__free(&w->a, ev);
   return rc;
 }
 
