@@ -41,6 +41,7 @@ typedef struct rfile {
 
 struct tbe_reader {
   tbe_allocator a;
+  tbe__pbctx pctx;
   ProtobufCAllocator pa;
   rfile *files;
   size_t nfiles, capfiles;
@@ -142,7 +143,8 @@ int tbe_reader_open(tbe_reader **out, const char *path, unsigned flags,
   tbe_reader *r = tbe__calloc(&a, 1, sizeof *r);
   if (!r) return TBE_ENOMEM;
   r->a = a;
-  tbe__pb_allocator(&r->pa, &r->a);
+  r->pctx.a = &r->a;
+  tbe__pb_allocator(&r->pa, &r->pctx);
   r->fd = -1;
   r->trunc_at = UINT64_MAX;
   tbe__buf_init(&r->rec, &r->a);
@@ -627,7 +629,10 @@ int tbe_reader_next(tbe_reader *r, const tbe_tb_event **ev) {
                       ", computed 0x%08" PRIx32 ") in a %" PRIu64 "-byte record", gc, wc, len);
       } else {
         r->rec.len = total;
+        r->pctx.oom = 0;
         r->msg = tensorboard__event__unpack(&r->pa, (size_t)len, d + TBE__TFR_HEADER);
+        if (!r->msg && r->pctx.oom) /* not the file's fault; a later call may retry */
+          return report(r, TBE_ENOMEM, "out of memory parsing a %" PRIu64 "-byte record", len);
         if (!r->msg) {
           r->dead = 1;
           return report(r, TBE_EPARSE, "record of %" PRIu64 " bytes is not a valid Event", len);

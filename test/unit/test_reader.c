@@ -555,6 +555,69 @@ static void test_roundtrip_all(void **state) {
   free(dir);
 }
 
+/* ---- allocation failures ---- */
+
+typedef struct failalloc {
+  long left;
+  long live;
+} failalloc;
+
+static void *fa_alloc(void *o, size_t n) {
+  failalloc *f = o;
+  if (f->left-- <= 0) return NULL;
+  void *p = malloc(n);
+  if (p) f->live++;
+  return p;
+}
+static void *fa_realloc(void *o, void *p, size_t old, size_t n) {
+  failalloc *f = o;
+  (void)old;
+  if (f->left-- <= 0) return NULL;
+  void *q = realloc(p, n);
+  if (q && !p) f->live++;
+  return q;
+}
+static void fa_free(void *o, void *p) {
+  failalloc *f = o;
+  if (p) f->live--;
+  free(p);
+}
+
+/* Reading the golden log directory with the n-th allocation failing, for
+ * every n: TBE_ENOMEM somewhere, never a crash or a leak. */
+static void test_alloc_failures(void **state) {
+  (void)state;
+  int done = 0;
+  for (long n = 0; !done && n < 20000; n += (n < 200 ? 1 : 37)) {
+    failalloc f = {.left = n, .live = 0};
+    tbe_allocator a = {fa_alloc, fa_realloc, fa_free, &f};
+    tbe_reader *r;
+    int rc = tbe_reader_open(&r, tu_data(RUN1), TBE_READER_RECURSIVE, &a);
+    if (rc == 0) {
+      const tbe_tb_event *ev;
+      int events = 0, failed = 0;
+      while ((rc = tbe_reader_next(r, &ev)) != 0) {
+        if (rc == 1)
+          events++;
+        else {
+          assert_int_equal(rc, TBE_ENOMEM);
+          failed = 1;
+          break;
+        }
+      }
+      tbe_reader_close(r);
+      if (!failed) {
+        assert_int_equal(events, 115);
+        done = 1;
+      }
+    } else {
+      assert_int_equal(rc, TBE_ENOMEM);
+    }
+    assert_int_equal(f.live, 0);
+  }
+  assert_true(done);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_golden_run1),
@@ -565,6 +628,7 @@ int main(void) {
       cmocka_unit_test(test_tail_follow),
       cmocka_unit_test(test_directory_damage),
       cmocka_unit_test(test_roundtrip_all),
+      cmocka_unit_test(test_alloc_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
