@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -686,6 +687,33 @@ static void test_histogram_buckets(void **state) {
   assert_int_equal(tbe__histo_default(&al, &inf, 1, &h), TBE_EINVAL);
 }
 
+/* add_hparams without a sub-run name: like torch, the current time. */
+static void test_hparams_default_subrun(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  tbe_writer *w = open_w(dir, 1.0);
+  tbe_hparam hp = {"x", TBE_HPARAM_BOOL, 0, NULL, 0};
+  double before = (double)time(NULL);
+  assert_int_equal(tbe_writer_add_hparams(w, &hp, 1, NULL, 0, NULL, 0, TBE_WALL_NOW), 0);
+  assert_int_equal(tbe_writer_close(w), 0);
+  tbe_reader *r;
+  assert_int_equal(tbe_reader_open(&r, dir, TBE_READER_RECURSIVE, NULL), 0);
+  assert_int_equal(tbe_reader_file_count(r), 2);
+  const tbe_tb_event *ev;
+  int found = 0;
+  while (tbe_reader_next(r, &ev) == 1) {
+    if (strcmp(ev->run, ".") == 0) continue;
+    char *end;
+    double t = strtod(ev->run, &end);
+    assert_true(*end == '\0' && t >= before && t < before + 60);
+    found++;
+  }
+  assert_int_equal(found, 4); /* file_version + experiment, start, end */
+  tbe_reader_close(r);
+  tu_rmrf(dir);
+  free(dir);
+}
+
 /* ---- allocation failures ---- */
 
 typedef struct failalloc {
@@ -796,6 +824,7 @@ int main(void) {
       cmocka_unit_test(test_threads),
       cmocka_unit_test(test_images_roundtrip),
       cmocka_unit_test(test_histogram_buckets),
+      cmocka_unit_test(test_hparams_default_subrun),
       cmocka_unit_test(test_alloc_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
