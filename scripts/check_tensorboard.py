@@ -396,6 +396,7 @@ def server_checks(logdir):
             for tag, (w, h) in IMAGES.items():
                 d = srv.get("/data/plugin/images/images", run="demo", tag=tag, sample=0)
                 assert len(d) == 1 and d[0]["step"] == 0, "%s: %r" % (tag, d)
+                assert "query" in d[0], "%s: no 'query' in %r" % (tag, d[0])
                 url = "http://127.0.0.1:%d/data/plugin/images/individualImage?%s" % (
                     srv.port, d[0]["query"])
                 with urllib.request.urlopen(url, timeout=30) as r:
