@@ -188,6 +188,34 @@ static size_t elide_templates(const char *s, size_t n, int depth, char *out, siz
   return o;
 }
 
+/* Removes "ns::" qualifiers ("at::native::f<std::array<T> >" becomes
+ * "f<array<T> >") in place; "(anonymous namespace)::" goes too.  Returns
+ * the new length. */
+static size_t strip_qualifiers(char *s, size_t n) {
+  size_t o = 0, seg = 0; /* seg: where the current identifier began in the output */
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (c == ':' && i + 1 < n && s[i + 1] == ':') {
+      o = seg; /* drop the qualifier just written */
+      i++;
+      continue;
+    }
+    s[o++] = c;
+    int ident = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                c == '_' || c == ')' || c == '(' || c == ' ';
+    if (c == '(' && i + 21 <= n && strncmp(s + i, "(anonymous namespace)", 21) == 0) {
+      /* copy the whole token so its space does not start a new segment */
+      memmove(s + o, s + i + 1, 20);
+      o += 20;
+      i += 20;
+      continue;
+    }
+    if (!ident || c == ' ') seg = o;
+  }
+  s[o] = '\0';
+  return o;
+}
+
 size_t tbe_name_shorten(const char *name, size_t width, char *buf, size_t size) {
   if (!buf || size == 0) return 0;
   buf[0] = '\0';
@@ -227,11 +255,14 @@ size_t tbe_name_shorten(const char *name, size_t width, char *buf, size_t size) 
   }
   memcpy(tmp, s, n);
   tmp[n] = '\0';
-  if (width && n > width) n = elide_templates(s, n, 2, tmp, sizeof tmp);
+  /* Too long: drop namespace qualifiers, then elide template arguments
+   * nested two deep, then cut the end (the full name is in --wide, CSV
+   * and JSON). */
+  if (width && n > width) n = strip_qualifiers(tmp, n);
   if (width && n > width) {
     char t2[SHORT_MAX];
     memcpy(t2, tmp, n + 1);
-    n = elide_templates(t2, n, 1, tmp, sizeof tmp);
+    n = elide_templates(t2, n, 2, tmp, sizeof tmp);
   }
   if (width && n > width) {
     size_t keep = width > 3 ? width - 3 : 0;
@@ -882,6 +913,14 @@ static const char *entry_mark(const tbe_diff_entry *e) {
   return "";
 }
 
+/* One-character form for the terminal table (legend printed below it). */
+static const char *entry_mark1(const tbe_diff_entry *e) {
+  if (e->present == 1) return "-";
+  if (e->present == 2) return "+";
+  if (e->noise_checked && e->within_noise) return "~";
+  return "";
+}
+
 static void diff_overall_rows(const tbe_diff *d, int r, const char **label, int64_t v[2],
                               int *have) {
   *have = 1;
@@ -931,9 +970,11 @@ static void diff_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options 
     tbe__buf_printf(b, "steps: %zu (base), %zu (new); spread (max-min) %s, %s\n", d->nsteps[0],
                     d->nsteps[1], dur(x, d->step_spread_ns[0]), dur(y, d->step_spread_ns[1]));
   }
+  if (d->steps_noise_checked)
+    tbe__buf_puts(b, "~ marks a change smaller than the step-to-step spread of either run\n");
   /* Per-name tables: name, calls b/n 13, total b, total n, avg b, avg n
    * (9 each), delta 10, ratio 7, mark. */
-  static const int cw[8] = {13, 9, 9, 9, 9, 10, 6, 7};
+  static const int cw[8] = {9, 9, 9, 9, 9, 10, 6, 1};
   int fixed = 0;
   for (int c = 0; c < 8; c++) fixed += cw[c] + 1;
   for (int g = 0; g < TBE_GROUP__COUNT; g++) {
@@ -945,15 +986,17 @@ static void diff_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options 
     if (o->wide)
       for (size_t i = 0; i < top; i++)
         if ((int)strlen(d->entries[g][i].name) > nw) nw = (int)strlen(d->entries[g][i].name);
-    tbe__buf_printf(b, "\n%s: %zu matched, %zu added, %zu removed (%zu shown, by |delta|)\n",
+    tbe__buf_printf(b, "\n%s: %zu matched, %zu added (+), %zu removed (-); %zu shown, by |delta|\n",
                     gtitle[g], n - d->added[g] - d->removed[g], d->added[g], d->removed[g], top);
     cell(b, "name", nw, 0);
     static const char *hd[8] = {"calls b/n", "total b", "total n", "avg b", "avg n",
                                 "delta", "ratio", ""};
+    /* '~': the change is within the step-to-step noise. */
     for (int c = 0; c < 8; c++) {
       tbe__buf_putc(b, ' ');
       cell(b, hd[c], cw[c], c < 7);
     }
+    while (b->len && b->data[b->len - 1] == ' ') b->len--;
     tbe__buf_putc(b, '\n');
     rule(b, nw + fixed);
     char name[SHORT_MAX], v[8][40];
@@ -971,7 +1014,7 @@ static void diff_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options 
       tbe__fmt_dur(v[4], 40, e->calls[1] ? e->total_ns[1] / (int64_t)e->calls[1] : 0);
       delta_str(v[5], e->delta_ns);
       ratio_str(v[6], 40, e->total_ns[0], e->total_ns[1]);
-      snprintf(v[7], 40, "%s", entry_mark(e));
+      snprintf(v[7], 40, "%s", entry_mark1(e));
       for (int c = 0; c < 8; c++) {
         tbe__buf_putc(b, ' ');
         if (c == 7) tbe__buf_puts(b, v[c]);
