@@ -78,25 +78,8 @@ static int rank_of(const char *name) {
   return 0;
 }
 
-/* The latest run (greatest name: default run names are timestamps) under
- * <logdir>/plugins/profile.  Returns 0 or -errno / TBE_ENOENT. */
-static int latest_run(const char *logdir, char *out, size_t size) {
-  char dir[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s/plugins/profile", logdir);
-  DIR *d = opendir(dir);
-  if (!d) return -errno;
-  struct dirent *e;
-  out[0] = '\0';
-  while ((e = readdir(d)) != NULL) {
-    if (e->d_name[0] == '.') continue;
-    if (strcmp(e->d_name, out) > 0 && strlen(e->d_name) < size) snprintf(out, size, "%s", e->d_name);
-  }
-  closedir(d);
-  return out[0] ? 0 : TBE_ENOENT;
-}
-
-/* Finds the trace file of `run`; returns 0 and the path, -errno, or
- * TBE_ENOENT when the run has no trace file. */
+/* Finds the trace file of `run`; returns 0 and the path, -errno, or 1
+ * when the run has no trace file. */
 static int run_file(const char *logdir, const char *run, char *out, size_t size, int *nhosts) {
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s/plugins/profile/%s", logdir, run);
@@ -117,9 +100,29 @@ static int run_file(const char *logdir, const char *run, char *out, size_t size,
   }
   closedir(d);
   *nhosts = n;
-  if (!best_rank) return TBE_ENOENT;
+  if (!best_rank) return 1; /* the run exists but holds no trace file */
   if ((size_t)snprintf(out, size, "%s/%s", dir, best) >= size) return TBE_EINVAL;
   return 0;
+}
+
+/* The latest run (greatest name: default run names are timestamps) under
+ * <logdir>/plugins/profile that holds a trace file.  Returns 0, -errno or
+ * 1 when there is none. */
+static int latest_run(const char *logdir, char *out, size_t size) {
+  char dir[PATH_MAX], path[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/plugins/profile", logdir);
+  DIR *d = opendir(dir);
+  if (!d) return -errno;
+  struct dirent *e;
+  out[0] = '\0';
+  while ((e = readdir(d)) != NULL) {
+    int nh;
+    if (e->d_name[0] == '.' || strcmp(e->d_name, out) <= 0 || strlen(e->d_name) >= size) continue;
+    if (run_file(logdir, e->d_name, path, sizeof path, &nh) == 0)
+      snprintf(out, size, "%s", e->d_name);
+  }
+  closedir(d);
+  return out[0] ? 0 : 1;
 }
 
 int tbe_cli_load_trace(const char *cmd, const char *logdir, const char *arg, int quiet,
@@ -151,7 +154,7 @@ int tbe_cli_load_trace(const char *cmd, const char *logdir, const char *arg, int
       tbe_cli_error(cmd, "%s: no such file, and no run '%s' in %s", arg, arg, logdir);
       return TBE_EXIT_USAGE;
     }
-    if (rc == TBE_ENOENT) {
+    if (rc == 1) {
       tbe_cli_error(cmd, "%s/plugins/profile/%s: no trace file (*.trace.json.gz, *.xplane.pb)",
                     logdir, arg);
       return TBE_EXIT_USAGE;
@@ -279,7 +282,7 @@ int tbe_cmd_summary(int argc, char **argv) {
   const char *logdir = NULL;
   int quiet = 0, c;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+:hq", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":hq", opts, NULL)) != -1) {
     switch (c) {
       case 'L': logdir = optarg; break;
       case 'W': o.wide = 1; break;

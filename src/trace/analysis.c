@@ -143,11 +143,10 @@ static int nest(tbe_analysis *an, scratch *s, size_t *depth, tbe_group_kind g, u
   return 0;
 }
 
-/* Median of v[0..n) by quickselect with a three-way partition (permutes
- * v).  n > 0.  For even n the lower middle element, so the result is
- * always a measured value. */
-static int64_t median(int64_t *v, size_t n) {
-  size_t k = (n - 1) / 2, lo = 0, hi = n;
+/* The k-th smallest of v[0..n) by quickselect with a three-way partition
+ * (permutes v so that v[0..k) <= v[k] <= v[k+1..n)).  k < n. */
+static int64_t select_kth(int64_t *v, size_t n, size_t k) {
+  size_t lo = 0, hi = n;
   while (hi - lo > 1) {
     int64_t a = v[lo], b = v[lo + (hi - lo) / 2], c = v[hi - 1];
     int64_t pivot = (a < b) ? ((b < c) ? b : (a < c ? c : a)) : ((a < c) ? a : (b < c ? c : b));
@@ -169,6 +168,19 @@ static int64_t median(int64_t *v, size_t n) {
     else return pivot;
   }
   return v[k];
+}
+
+/* Median of v[0..n) (permutes v), n > 0: the middle element, or for even
+ * n the mean of the two middle ones (rounded toward zero). */
+static int64_t median(int64_t *v, size_t n) {
+  size_t k = (n - 1) / 2;
+  int64_t a = select_kth(v, n, k);
+  if (n % 2) return a;
+  /* The upper middle is the smallest element after position k. */
+  int64_t b = v[k + 1];
+  for (size_t i = k + 2; i < n; i++)
+    if (v[i] < b) b = v[i];
+  return a + (b - a) / 2;
 }
 
 /* ---- the k-way merge of GPU tracks ---- */
@@ -530,9 +542,10 @@ static int advise(tbe_analysis *an) {
   }
   if (all->pageable_count > 0)
     add_advice(an, buf, TBE_ADVICE_PAGEABLE, (double)all->pageable_count,
-               "%llu copies (%.3f ms) used pageable host memory: use pinned memory "
+               "%llu cop%s (%.3f ms) used pageable host memory: use pinned memory "
                "(pin_memory=True, cudaHostAlloc)",
-               (unsigned long long)all->pageable_count, (double)all->pageable_ns / 1e6);
+               (unsigned long long)all->pageable_count, all->pageable_count == 1 ? "y" : "ies",
+               (double)all->pageable_ns / 1e6);
   int64_t hd = all->memcpy_ns[TBE_COPY_HTOD] + all->memcpy_ns[TBE_COPY_DTOH];
   if (all->busy_ns > 0 && hd > 0) {
     double pct = 100.0 * (double)hd / (double)all->busy_ns;

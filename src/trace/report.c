@@ -339,7 +339,9 @@ static void overview_table(tbe__buf *b, const tbe_analysis *an, int width) {
     }
     tbe__buf_putc(b, '\n');
     /* Rows. */
-    for (int r = 0; r < 16; r++) {
+    static const int order[16] = {15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
+    for (int ri = 0; ri < 16; ri++) {
+      int r = order[ri];
       const char *label = NULL;
       int any = 0;
       char vals[64][64];
@@ -347,6 +349,16 @@ static void overview_table(tbe__buf *b, const tbe_analysis *an, int width) {
         const tbe_device_stats *d = cols[c];
         vals[c - c0][0] = '\0';
         switch (r) {
+          case 15:
+            label = "name";
+            if (d->name) {
+              const char *nm = tbe_trace_str(an->trace, d->name);
+              size_t l = strlen(nm);
+              if (l > DCOL) snprintf(vals[c - c0], 64, "%.*s...", DCOL - 3, nm);
+              else snprintf(vals[c - c0], 64, "%s", nm);
+              any = 1;
+            }
+            break;
           case 0: label = "wall time"; snprintf(vals[c - c0], 64, "%s", dur(x, d->wall_ns)); any = 1; break;
           case 1:
             label = "GPU busy";
@@ -684,8 +696,11 @@ static void summary_csv(tbe__buf *b, tbe_analysis *an, const tbe_report_options 
     int64_t other = 0;
     for (int k = 0; k < TBE_NCOPY_KINDS; k++)
       if (k != TBE_COPY_HTOD && k != TBE_COPY_DTOH && k != TBE_COPY_DTOD) other += d->memcpy_ns[k];
-    tbe__buf_printf(b, "device,%s%d,%lld,%lld,%lld,%llu,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld\n",
-                    d->device < 0 ? "all" : "", d->device < 0 ? 0 : (int)d->device,
+    char dev[16];
+    if (d->device < 0) snprintf(dev, sizeof dev, "all");
+    else snprintf(dev, sizeof dev, "%d", (int)d->device);
+    tbe__buf_printf(b, "device,%s,%lld,%lld,%lld,%llu,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld\n",
+                    dev,
                     (long long)d->wall_ns, (long long)d->busy_ns, (long long)d->kernel_ns,
                     (unsigned long long)d->kernel_count, (long long)d->memcpy_ns[TBE_COPY_HTOD],
                     (long long)d->memcpy_ns[TBE_COPY_DTOH], (long long)d->memcpy_ns[TBE_COPY_DTOD],
