@@ -20,7 +20,7 @@
 #include "common/alloc.h"
 #include "tbexport/error.h"
 
-#define NAME_MIN 16
+#define NAME_MIN 12
 #define SHORT_MAX 4096
 
 /* ---- small formatting helpers ---- */
@@ -61,10 +61,21 @@ static double pct(int64_t part, int64_t whole) {
   return whole > 0 ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
+static size_t utf8_len(const unsigned char *s);
+
 void tbe__md_escape(tbe__buf *b, const char *s) {
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c < 0x20) {
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    unsigned char c = *p;
+    if (c >= 0x80) { /* keep valid UTF-8, replace the rest (TensorBoard needs valid text) */
+      size_t n = utf8_len(p);
+      if (n) tbe__buf_append(b, p, n);
+      else tbe__buf_puts(b, "\xef\xbf\xbd");
+      p += n ? n : 1;
+      continue;
+    }
+    p++;
+    if (c < 0x20 || c == 0x7f) {
       tbe__buf_putc(b, ' ');
       continue;
     }
@@ -282,8 +293,10 @@ size_t tbe_name_shorten(const char *name, size_t width, char *buf, size_t size) 
 
 size_t tbe__tag_component(const char *name, size_t width, char *buf, size_t size) {
   char s[SHORT_MAX];
-  tbe_name_shorten(name, width, s, sizeof s);
+  size_t n = tbe_name_shorten(name, 0, s, sizeof s);
+  strip_qualifiers(s, n);
   size_t o = 0;
+  if (width && width < size) size = width + 1;
   for (const char *p = s; *p && o + 1 < size; p++) {
     char c = *p;
     int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
