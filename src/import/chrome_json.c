@@ -181,6 +181,8 @@ typedef struct cj {
   int top_key, ev_key, dev_key, dist_key;
   uint64_t skip;  /* > 0: inside a skipped container, its depth */
   int done_events;
+  int kineto;      /* Kineto's layout or categories were seen */
+  uint32_t source0; /* t->source before this import */
 
   /* capture of nested arg values */
   int cap;            /* capture depth, 0 = none */
@@ -585,6 +587,16 @@ static int ensure_device(cj *c, int32_t device) {
   return 0;
 }
 
+/* Older Kineto wrote GPU rows as "tid": "stream 7" (and names them so). */
+static int stream_num(const scratch *e, const xid *x, int64_t *v) {
+  if (!x->is_str || x->str.len < 8) return 0;
+  const char *s = sp(e, x->str);
+  if (memcmp(s, "stream ", 7) != 0) return 0;
+  size_t n = 7;
+  while (n < x->str.len && s[n] >= '0' && s[n] <= '9') n++;
+  return n > 7 && parse_int(s + 7, n - 7, v, NULL, NULL) == 0;
+}
+
 /* The stream track of a GPU event: device from args.device (given by the
  * caller as `dev`, < 0 if absent) or the pid, stream from args.stream or
  * the tid. */
@@ -592,7 +604,8 @@ static int stream_track(cj *c, int64_t dev, int have_dev, int64_t stream, int ha
                         uint32_t *out) {
   int64_t pid = 0, tid = 0;
   int rc = id_value(c, &c->e.pid, &pid);
-  if (!rc) rc = id_value(c, &c->e.tid, &tid);
+  if (!rc && !have_stream && stream_num(&c->e, &c->e.tid, &stream)) have_stream = 1;
+  if (!rc && !have_stream) rc = id_value(c, &c->e.tid, &tid);
   if (rc) return rc;
   int32_t device;
   if (have_dev) {
@@ -820,6 +833,7 @@ static int build_event(cj *c, build *b, int instant) {
   b->ev.dur_ns = instant ? 0 : e->dur;
   int rc;
   int ck = cat_class(e);
+  if (ck != CK_NONE) c->kineto = 1;
   int kind;
   int gpu = 0;
   int xla = 0;   /* classified from XLA-style stats */
@@ -1274,7 +1288,9 @@ static int on_meta(cj *c) {
   if (kind < 0 || !a || a->type != V_STR) return 0;
   int64_t pid = 0, tid = 0;
   int rc = id_value(c, &e->pid, &pid);
-  if (!rc && (e->have & F_TID)) rc = id_value(c, &e->tid, &tid);
+  int32_t gdev;
+  if (!rc && (e->have & F_TID) && !(gpu_of_pid(c, pid, &gdev) && stream_num(e, &e->tid, &tid)))
+    rc = id_value(c, &e->tid, &tid);
   if (rc) return rc;
   const char *s = sp(e, a->val);
   size_t n = a->val.len;
@@ -1530,6 +1546,7 @@ static int on_scalar(cj *c, int type, const char *s, size_t n) {
         c->ev_mark = c->t->nevents;
         c->flow_mark = c->t->nflows;
         c->t->base_time_ns = v;
+        c->kineto = 1;
       } else if (c->top_key == K_NAME && type == V_STR) {
         if (intern_text(c, s, n, &c->t->trace_name)) return cj_nomem(c);
       } else if (c->top_key == K_EVENTS) {
@@ -1933,6 +1950,7 @@ static int finish_import(cj *c) {
       c->n_open_b++;
     }
   }
+  if (!c->source0) t->source = c->kineto ? TBE_SRC_KINETO : TBE_SRC_CHROME;
   if (c->dist_have_rank) t->rank = (int32_t)c->dist_rank;
   if (c->dist_have_world) t->world_size = (int32_t)c->dist_world;
   /* Names from M metadata. */
@@ -2064,7 +2082,7 @@ int tbe__import_chrome_json(tbe_trace *t, const char *path, const tbe_import_opt
   c->h = yajl_alloc(&callbacks, NULL, c);
   c->ev_first = c->ev_mark = t->nevents;
   c->flow_first = c->flow_mark = t->nflows;
-  t->source = t->source ? t->source : TBE_SRC_CHROME;
+  c->source0 = t->source;
   if (!c->capst || !c->h) {
     cj_free(c);
     tbe__free(in.a, c);
@@ -2122,7 +2140,7 @@ int tbe__import_chrome_json(tbe_trace *t, const char *path, const tbe_import_opt
       uint64_t off = c->chunk_start + used;
       if (used > 0 && used <= n) {
         unsigned char b = d[used - 1];
-        if (strchr("{}[],:", b) || strstr(text, "invalid char")) off--;
+        if (strchr("{}[],:", b) || strstr(text, "invalid char in json text")) off--;
       }
       c->rc = TBE_EPARSE;
       c->err_off = off;
