@@ -31,5 +31,6 @@ int tbe_cli_exit_for(int err);
 
 /* Subcommands (one file each: src/cli/cmd_<name>.c). */
 int tbe_cmd_inspect(int argc, char **argv);
+int tbe_cmd_import(int argc, char **argv);
 
 #endif

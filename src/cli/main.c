@@ -11,6 +11,7 @@
 
 static const tbe_cli_cmd commands[] = {
     {"inspect", "list runs, tags and counts of TensorBoard event files", tbe_cmd_inspect},
+    {"import", "turn trace files into a TensorBoard run (xplane, trace JSON, scalars)", tbe_cmd_import},
 };
 
 void tbe_cli_error(const char *cmd, const char *fmt, ...) {
