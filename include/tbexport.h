@@ -14,6 +14,7 @@
 #include "tbexport/error.h"
 #include "tbexport/version.h"
 #include "tbexport/writer.h"
+#include "tbexport/reader.h"
 #include "tbexport/trace.h"
 #include "tbexport/import.h"
 #include "tbexport/export.h"

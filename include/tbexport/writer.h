@@ -152,8 +152,15 @@ TBE_API int tbe_writer_write_event(tbe_writer *w, const void *event, size_t size
 /* Writes buffered records; with `durable` also fsyncs the file. */
 TBE_API int tbe_writer_flush(tbe_writer *w, int durable);
 
+/* Flushes and closes the file but keeps the object: every later call on
+ * `w` (from any thread) returns TBE_ECLOSED instead of touching freed
+ * memory.  Returns the first error the writer met, or 0.  Calling it again
+ * returns the sticky error (or 0).  Free with tbe_writer_close. */
+TBE_API int tbe_writer_finish(tbe_writer *w);
+
 /* Flushes, closes and frees the writer (NULL is a no-op).  Returns the
- * first error the writer met, or 0. */
+ * first error the writer met, or 0.  No other thread may use `w` during or
+ * after this call (use tbe_writer_finish first to stop them cleanly). */
 TBE_API int tbe_writer_close(tbe_writer *w);
 
 #ifdef __cplusplus
