@@ -103,6 +103,53 @@ static inline size_t varint_len(uint64_t v) {
   return n;
 }
 
+/* proto3 string fields must hold valid UTF-8 (C++ and Python protobuf
+ * refuse to parse the file otherwise), but trace strings may not: invalid
+ * sequences become U+FFFD.  Returns a malloc'd fixed copy and its length in
+ * *out_len, or NULL when `s` is valid already (or on ENOMEM, *out_len = 0). */
+static char *utf8_fixed(const tbe_allocator *a, const char *s, size_t n, size_t *out_len) {
+  *out_len = 0;
+  if (tbe__utf8_valid(s, n)) return NULL;
+  char *b = tbe__alloc(a, 3 * n + 1);
+  if (!b) return NULL;
+  const unsigned char *p = (const unsigned char *)s, *e = p + n;
+  size_t o = 0;
+  while (p < e) {
+    unsigned c = *p;
+    if (c < 0x80) {
+      b[o++] = (char)c;
+      p++;
+      continue;
+    }
+    size_t len = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    if (len && (size_t)(e - p) >= len && tbe__utf8_valid((const char *)p, len)) {
+      memcpy(b + o, p, len);
+      o += len;
+      p += len;
+      continue;
+    }
+    /* One U+FFFD for the maximal subpart: the lead byte plus the
+     * continuation bytes that could still have completed it. */
+    size_t k = 1;
+    if (len) {
+      unsigned lo = 0x80, hi = 0xBF;
+      if (c == 0xE0) lo = 0xA0;
+      else if (c == 0xED) hi = 0x9F;
+      else if (c == 0xF0) lo = 0x90;
+      else if (c == 0xF4) hi = 0x8F;
+      if (p + 1 < e && p[1] >= lo && p[1] <= hi) {
+        k = 2;
+        while (k < len && p + k < e && (p[k] & 0xC0) == 0x80) k++;
+      }
+    }
+    memcpy(b + o, "\xEF\xBF\xBD", 3);
+    o += 3;
+    p += k;
+  }
+  *out_len = o;
+  return b;
+}
+
 /* Field tags (all our field numbers are < 16: one byte). */
 #define TAG(f, wt) ((uint8_t)(((f) << 3) | (wt)))
 #define WT_VARINT 0
@@ -129,6 +176,18 @@ static void xw_len_field(xw *w, unsigned f, const void *p, size_t n) {
   d[0] = TAG(f, WT_LEN);
   w->len += 1 + put_varint(d + 1, n);
   xw_bytes(w, p, n);
+}
+
+/* A string field: like xw_len_field, with invalid UTF-8 replaced. */
+static void xw_str_field(xw *w, unsigned f, const char *s, size_t n) {
+  size_t fl;
+  char *fixed = utf8_fixed(w->a, s, n, &fl);
+  if (fixed) {
+    xw_len_field(w, f, fixed, fl);
+    tbe__free(w->a, fixed);
+  } else {
+    xw_len_field(w, f, s, n);
+  }
 }
 
 /* Opens a length-delimited field whose length is patched later; returns the
@@ -234,6 +293,19 @@ static int ntab_rehash(ntab *t, size_t cap) {
  * failure (sticky in t->err). */
 static uint32_t ntab_get(ntab *t, const char *s, size_t n) {
   if (t->err) return 0;
+  if (n > UINT32_MAX) n = UINT32_MAX;
+  for (size_t i = 0; i < n; i++) {
+    if ((unsigned char)s[i] >= 0x80) {
+      size_t fl;
+      char *fixed = utf8_fixed(t->a, s, n, &fl);
+      if (fixed) {
+        uint32_t id = ntab_get(t, fixed, fl);
+        tbe__free(t->a, fixed);
+        return id;
+      }
+      break;
+    }
+  }
   uint64_t h = hash_bytes(s, n);
   if (t->cap) {
     size_t i = (size_t)h & (t->cap - 1);
@@ -747,7 +819,7 @@ static void write_line(xctx *c, const tbe_track *tr, ev_filter keep, int64_t lin
   int64_t start = t->events[first].start_ns;
   uint64_t at = xw_open(&c->w, 3);
   xw_varint_field(&c->w, 1, (uint64_t)line_id);
-  xw_len_field(&c->w, 2, name, name_len);
+  xw_str_field(&c->w, 2, name, name_len);
   int64_t rel = start - t->start_ns;
   if (rel) xw_varint_field(&c->w, 3, (uint64_t)rel);
   int64_t span = end - start;
@@ -1093,8 +1165,8 @@ static int xplane_write(const tbe_trace *t, int fd, const char *host, const tbe_
     xw_len_field(&c->w, 3, msg, (size_t)n);
   }
   for (size_t i = 0; i < t->nwarnings; i++)
-    xw_len_field(&c->w, 3, tbe_trace_str(t, t->warnings[i]), tbe_trace_strlen(t, t->warnings[i]));
-  if (host && *host) xw_len_field(&c->w, 4, host, strlen(host));
+    xw_str_field(&c->w, 3, tbe_trace_str(t, t->warnings[i]), tbe_trace_strlen(t, t->warnings[i]));
+  if (host && *host) xw_str_field(&c->w, 4, host, strlen(host));
   xw_flush(&c->w);
   rc = xerr(c);
   if (!rc && progress) progress(progress_ctx, t->nevents, t->nevents);
