@@ -31,6 +31,7 @@ int tbe_cli_exit_for(int err);
 
 /* Subcommands (one file each: src/cli/cmd_<name>.c). */
 int tbe_cmd_inspect(int argc, char **argv);
+int tbe_cmd_import(int argc, char **argv);
 int tbe_cmd_summary(int argc, char **argv);
 int tbe_cmd_diff(int argc, char **argv);
 
