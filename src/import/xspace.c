@@ -277,6 +277,8 @@ typedef struct xs_state {
   int64_t start_ns;    /* profile_start_time, 0 if unknown */
   int64_t stop_ns;
   int warned_relative;
+  int64_t host_pid;    /* process_id of the host planes, or XS_SYNTH_PID */
+  int have_host_pid;
   /* Per plane. */
   smd_cache *smd;
   size_t nsmd;
@@ -637,11 +639,11 @@ static int import_plane(xs_state *s, const XPlane *p, size_t pidx) {
   uint32_t pi;
   tbe_str plane_cat = 0;
   if (is_host) {
-    pid = plane_pid(s, p, XS_SYNTH_PID);
+    pid = s->host_pid; /* all host planes are one process */
     if ((rc = tbe_trace_process(t, pid, &pi))) return rc;
     if (!t->processes[pi].name) t->processes[pi].name = intern(s, "/host:CPU");
   } else if (pc == P_GPU) {
-    pid = plane_pid(s, p, -1);
+    pid = plane_pid(s, p, s->have_host_pid ? s->host_pid : -1);
     plane_device_info(s, p, gpu);
     if (pid >= 0 && p->n_lines) {
       if ((rc = tbe_trace_process(t, pid, &pi))) return rc;
@@ -895,6 +897,45 @@ static int import_plane(xs_state *s, const XPlane *p, size_t pidx) {
 
 /* ---- driver ---- */
 
+/* The process_id stat of a plane, read from its stat_metadata (5) and
+ * stats (6) fields without decoding the lines.  Returns 1 and *pid. */
+static int scan_process_id(const uint8_t *b, size_t n, int64_t *pid) {
+  int64_t md_id = 0;
+  int have_md = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    size_t pos = 0;
+    while (pos < n) {
+      uint32_t f, wt;
+      size_t data, len, bad;
+      if (next_field(b, n, &pos, &f, &wt, &data, &len, &bad)) return 0;
+      if (wt != 2) continue;
+      if (pass == 0 && f == 5) {
+        Tensorflow__Profiler__XPlane__StatMetadataEntry *e =
+            (Tensorflow__Profiler__XPlane__StatMetadataEntry *)protobuf_c_message_unpack(
+                &tensorflow__profiler__xplane__stat_metadata_entry__descriptor, NULL, len, b + data);
+        if (!e) return 0;
+        if (e->value && strcmp(e->value->name, "process_id") == 0) {
+          md_id = e->key;
+          have_md = 1;
+        }
+        protobuf_c_message_free_unpacked(&e->base, NULL);
+      } else if (pass == 1 && f == 6 && have_md) {
+        XStat *st = tensorflow__profiler__xstat__unpack(NULL, len, b + data);
+        if (!st) return 0;
+        int64_t v;
+        int ok = st->metadata_id == md_id && stat_int(st, &v);
+        tensorflow__profiler__xstat__free_unpacked(st, NULL);
+        if (ok) {
+          *pid = v;
+          return 1;
+        }
+      }
+    }
+    if (!have_md) return 0;
+  }
+  return 0;
+}
+
 typedef struct plane_ref {
   size_t off;   /* of the field header */
   size_t data;  /* of the message */
@@ -1046,7 +1087,18 @@ int tbe__import_xspace(tbe_trace *t, const char *path, const tbe_import_options 
   if (host) t->host = host;
   t->source = TBE_SRC_XSPACE;
 
-  /* Pass 2: the session start from the Task Environment plane. */
+  /* Pass 2: the host process id (from any host plane) and the session
+   * start from the Task Environment plane. */
+  s.host_pid = XS_SYNTH_PID;
+  for (size_t i = 0; i < nplanes && !s.have_host_pid; i++) {
+    char pname[64];
+    int32_t g;
+    plane_name(buf + planes[i].data, planes[i].len, pname, sizeof pname);
+    plane_class c = classify_plane(pname, &g);
+    if (c == P_HOST || c == P_HOST_NVTX || c == P_HOST_PYTHON)
+      s.have_host_pid = scan_process_id(buf + planes[i].data, planes[i].len, &s.host_pid);
+  }
+  if (!s.have_host_pid) s.host_pid = XS_SYNTH_PID;
   for (size_t i = 0; i < nplanes; i++) {
     char pname[64];
     plane_name(buf + planes[i].data, planes[i].len, pname, sizeof pname);
