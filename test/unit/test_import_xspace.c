@@ -612,6 +612,7 @@ static void test_synthetic(void **state) {
 
   /* Epoch line times: used as they are, no warning; steps from group_id. */
   const int64_t epoch = 1700000000000000000LL;
+  free(space.b);
   build_space(&space, epoch, 1);
   path = write_tmp(dir, "e.xplane.pb", &space);
   t = import_file(path, &rc, &err);
