@@ -7,8 +7,8 @@
  * name, looked up as <logdir>/plugins/profile/<RUN>/, where the Chrome
  * trace (*.trace.json.gz, *.trace.json) is preferred to the XSpace
  * (*.xplane.pb).  Run names are checked before they become paths.
- * Imports that take more than a second show a progress line on stderr
- * when it is a terminal, unless --quiet. */
+ * Imports that take more than a second show the shared progress bar
+ * (progress.h) on stderr when it is a terminal, unless --quiet. */
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
@@ -17,44 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/progress.h"
 #include "tbexport.h"
 #include "tbexport/analysis.h"
 
 #define DEFAULT_LOGDIR "log_dir"
-
-/* ---- progress ---- */
-
-typedef struct progress {
-  struct timespec t0;
-  int shown;
-  const char *what;
-} progress;
-
-static double since(const struct timespec *t0) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
-}
-
-static void on_progress(void *ctx, uint64_t done, uint64_t total) {
-  progress *p = ctx;
-  double el = since(&p->t0);
-  if (el < 1.0) return;
-  double rate = (double)done / el;
-  if (total) {
-    double eta = rate > 0 ? (double)(total - (done < total ? done : total)) / rate : 0;
-    fprintf(stderr, "\r%s: %.1f / %.1f MB (%.0f%%), %.1f MB/s, ETA %.0fs   ", p->what,
-            (double)done / 1e6, (double)total / 1e6, 100.0 * (double)done / (double)total,
-            rate / 1e6, eta);
-  } else {
-    fprintf(stderr, "\r%s: %.1f MB, %.1f MB/s   ", p->what, (double)done / 1e6, rate / 1e6);
-  }
-  p->shown = 1;
-}
 
 /* ---- locating and loading ---- */
 
@@ -172,18 +142,12 @@ int tbe_cli_load_trace(const char *cmd, const char *logdir, const char *arg, int
     tbe_cli_error(cmd, "%s", tbe_strerror(rc));
     return TBE_EXIT_FAIL;
   }
-  progress pr;
-  clock_gettime(CLOCK_MONOTONIC, &pr.t0);
-  pr.shown = 0;
-  pr.what = label;
-  tbe_import_options io = {0};
-  if (!quiet && isatty(2)) {
-    io.progress = on_progress;
-    io.progress_ctx = &pr;
-  }
+  tbe_progress pb;
+  tbe_progress_start(&pb, label, TBE_PROGRESS_BYTES, quiet);
+  tbe_import_options io = {tbe_progress_cb, &pb};
   tbe_import_error err;
   rc = tbe_import_file(t, path, &io, &err);
-  if (pr.shown) fprintf(stderr, "\r\033[K");
+  tbe_progress_end(&pb);
   if (rc) {
     tbe_cli_error(cmd, "%s", err.message[0] ? err.message : tbe_strerror(rc));
     tbe_trace_free(t);

@@ -499,7 +499,7 @@ static void name_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
   char name[SHORT_MAX], x[32];
   if (o->wide) {
     for (size_t i = 0; i < top; i++) {
-      size_t l = strlen(tbe_trace_str(an->trace, an->groups[g][i].name));
+      size_t l = strlen(an->groups[g][i].label);
       if ((int)l > nw) nw = (int)l;
     }
   }
@@ -517,7 +517,7 @@ static void name_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
   rule(b, nw + fixed);
   for (size_t i = 0; i < top; i++) {
     const tbe_name_stats *e = &an->groups[g][i];
-    const char *full = tbe_trace_str(an->trace, e->name);
+    const char *full = e->label;
     if (o->wide) snprintf(name, sizeof name, "%s", full);
     else tbe_name_shorten(full, (size_t)nw, name, sizeof name);
     if (!name[0]) snprintf(name, sizeof name, "(unnamed)");
@@ -610,7 +610,7 @@ void tbe__md_kernels(tbe__buf *b, const tbe_analysis *an, size_t top, int wide) 
                    "|---|---:|---:|---:|---:|---:|---:|\n");
   for (size_t i = 0; i < top; i++) {
     const tbe_name_stats *e = &an->groups[TBE_GROUP_KERNEL][i];
-    const char *full = tbe_trace_str(an->trace, e->name);
+    const char *full = e->label;
     if (wide) snprintf(name, sizeof name, "%s", full);
     else tbe_name_shorten(full, 80, name, sizeof name);
     int64_t avg = e->calls ? e->total_ns / (int64_t)e->calls : 0;
@@ -640,7 +640,7 @@ static void md_group(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
                    "|---|---:|---:|---:|---:|---:|---:|\n");
   for (size_t i = 0; i < top; i++) {
     const tbe_name_stats *e = &an->groups[g][i];
-    const char *full = tbe_trace_str(an->trace, e->name);
+    const char *full = e->label;
     if (o->wide) snprintf(name, sizeof name, "%s", full);
     else tbe_name_shorten(full, 80, name, sizeof name);
     int64_t avg = e->calls ? e->total_ns / (int64_t)e->calls : 0;
@@ -726,7 +726,7 @@ static void summary_csv(tbe__buf *b, tbe_analysis *an, const tbe_report_options 
     for (size_t i = 0; i < top; i++) {
       const tbe_name_stats *e = &an->groups[g][i];
       tbe__buf_printf(b, "%s,", tbe_group_name((tbe_group_kind)g));
-      csv_str(b, tbe_trace_str(an->trace, e->name));
+      csv_str(b, e->label);
       tbe__buf_printf(b, ",%llu,%lld,%lld,%.2f,%lld,%lld,%lld\n", (unsigned long long)e->calls,
                       (long long)e->total_ns, (long long)e->self_ns,
                       pct(e->self_ns, an->group_total_ns[g]),
@@ -810,7 +810,7 @@ static void summary_json(tbe__buf *b, tbe_analysis *an, const tbe_report_options
     tbe__buf_printf(b, ",\"%s\":[", tbe_group_name((tbe_group_kind)g));
     for (size_t i = 0; i < top; i++) {
       const tbe_name_stats *e = &an->groups[g][i];
-      const char *full = tbe_trace_str(t, e->name);
+      const char *full = e->label;
       tbe_name_shorten(full, 0, name, sizeof name);
       tbe__buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
       tbe__json_str(b, full);

@@ -194,6 +194,52 @@ static void test_synthetic(void **state) {
   tbe_trace_free(t);
 }
 
+/* PyTorch's NVTX ranges carry per-call details; they group by operation. */
+static void test_range_labels(void **state) {
+  (void)state;
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  uint32_t host;
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 1, 1, -1, &host), 0);
+  tbe_nvtx nv;
+  memset(&nv, 0, sizeof nv);
+  add(t, host, TBE_EV_NVTX_RANGE, "aten::mm, seq = 1, op_id = 5, sizes = [[2, 2]]", 0, 100, 0, &nv);
+  add(t, host, TBE_EV_NVTX_RANGE, "aten::mm, op_id = 9", 200, 300, 0, &nv);
+  add(t, host, TBE_EV_NVTX_RANGE, "aten::add, op_id = 10", 600, 50, 0, &nv);
+  add(t, host, TBE_EV_NVTX_RANGE, "aten::add, op_id = 10", 700, 50, 0, &nv);
+  add(t, host, TBE_EV_NVTX_RANGE, "my range, with a comma", 800, 10, 0, &nv);
+  add(t, host, TBE_EV_NVTX_RANGE, ", op_id = 3", 900, 10, 0, &nv);
+  for (int i = 0; i < 200; i++) { /* enough labels to grow the label table */
+    char n[64];
+    snprintf(n, sizeof n, "op%d, op_id = %d", i % 100, i);
+    add(t, host, TBE_EV_NVTX_RANGE, n, 1000 + 10 * i, 5, 0, &nv);
+  }
+  assert_int_equal(tbe_trace_finish(t), 0);
+  tbe_analysis *an;
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  assert_int_equal(an->ngroups[TBE_GROUP_RANGE], 4 + 100);
+  const tbe_name_stats *mm = NULL, *addop = NULL, *plain = NULL, *odd = NULL, *op7 = NULL;
+  for (size_t i = 0; i < an->ngroups[TBE_GROUP_RANGE]; i++) {
+    const tbe_name_stats *e = &an->groups[TBE_GROUP_RANGE][i];
+    if (strcmp(e->label, "aten::mm") == 0) mm = e;
+    if (strcmp(e->label, "aten::add") == 0) addop = e;
+    if (strcmp(e->label, "my range, with a comma") == 0) plain = e;
+    if (strcmp(e->label, ", op_id = 3") == 0) odd = e;
+    if (strcmp(e->label, "op7") == 0) op7 = e;
+  }
+  assert_non_null(mm);
+  assert_int_equal(mm->calls, 2);
+  assert_int_equal(mm->total_ns, 400);
+  assert_non_null(addop);
+  assert_int_equal(addop->calls, 2);
+  assert_non_null(plain);
+  assert_non_null(odd);
+  assert_non_null(op7);
+  assert_int_equal(op7->calls, 2);
+  tbe_analysis_free(an);
+  tbe_trace_free(t);
+}
+
 static void test_empty_and_dropped(void **state) {
   (void)state;
   tbe_trace *t;
@@ -538,7 +584,8 @@ static void test_alloc_failures(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_synthetic),     cmocka_unit_test(test_empty_and_dropped),
+      cmocka_unit_test(test_synthetic),     cmocka_unit_test(test_range_labels),
+      cmocka_unit_test(test_empty_and_dropped),
       cmocka_unit_test(test_diff_synthetic), cmocka_unit_test(test_golden_fp32),
       cmocka_unit_test(test_golden_bf16),   cmocka_unit_test(test_golden_diff),
       cmocka_unit_test(test_alloc_failures),
