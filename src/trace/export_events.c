@@ -36,7 +36,7 @@
 #include "trace/report.h"
 
 #define TOP_KERNELS 20
-#define TAG_WIDTH 60
+#define TAG_WIDTH 100
 
 /* snprintf that truncates silently (tags are bounded by construction). */
 static void fmt(char *buf, size_t size, const char *f, ...) __attribute__((format(printf, 3, 4)));

@@ -332,8 +332,8 @@ static void test_export_events(void **state) {
   assert_null(find_tag(s, n, "steps/step_time_ms", 1));
   /* The top kernel's total time. */
   tbe_analysis_sort(an, TBE_GROUP_KERNEL, TBE_SORT_TOTAL);
-  char comp[80], tag[100];
-  tbe__tag_component(tbe_trace_str(t, an->groups[TBE_GROUP_KERNEL][0].name), 60, comp, sizeof comp);
+  char comp[128], tag[160];
+  tbe__tag_component(an->groups[TBE_GROUP_KERNEL][0].label, 100, comp, sizeof comp);
   snprintf(tag, sizeof tag, "kernels/%s", comp);
   x = find_tag(s, n, tag, 0);
   assert_non_null(x);
