@@ -612,7 +612,10 @@ static int advise(tbe_analysis *an) {
   double wall = an->wall_ns > 0 ? (double)an->wall_ns : 1.0;
   double gpu_pct = 100.0 * (double)all->busy_ns / wall;
   double host_pct = 100.0 * (double)an->host_busy_ns / wall;
-  if (all->kernel_count > 0 && gpu_pct < 50.0 && host_pct > 70.0)
+  /* Launch-bound: the GPU idles most of the time while the host thread
+   * that feeds it is busy at least half the time and twice as busy as the
+   * GPU. */
+  if (all->kernel_count > 0 && gpu_pct < 50.0 && host_pct >= 50.0 && host_pct >= 2.0 * gpu_pct)
     add_advice(an, buf, TBE_ADVICE_LAUNCH_BOUND, gpu_pct,
                "GPU busy only %.1f%% of the time while the busiest host thread is busy %.1f%%: "
                "launch-bound; consider CUDA graphs or kernel fusion",

@@ -462,6 +462,30 @@ static void test_golden_bf16(void **state) {
   check_golden("kineto/h200_cnn_bf16.pt.trace.json");
 }
 
+/* 200 launches of a 1024-float add: the textbook launch-bound loop. */
+static void test_golden_add_loop(void **state) {
+  (void)state;
+  const char *rel = "kineto/h200_add_loop.trace.json";
+  tbe_trace *t = import_golden(rel);
+  kscan ks;
+  scan_kernels(tu_data(rel), &ks);
+  tbe_analysis *an;
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  assert_int_equal(an->all.kernel_count, 200);
+  assert_int_equal(ks.calls, 200);
+  assert_true(llabs(an->all.kernel_ns - ks.total) <= 200);
+  assert_int_equal(an->all.short_kernels, 200);
+  assert_true(has_advice(an, TBE_ADVICE_LAUNCH_BOUND));
+  assert_true(has_advice(an, TBE_ADVICE_SHORT_KERNELS));
+  assert_int_equal(an->all.launch_samples, 200);
+  /* Every kernel runs after its launch: the median latency is positive
+   * and below the profiled window. */
+  assert_true(an->all.launch_median_ns > 0 && an->all.launch_median_ns < an->wall_ns);
+  scan_free(&ks);
+  tbe_analysis_free(an);
+  tbe_trace_free(t);
+}
+
 static void test_golden_diff(void **state) {
   (void)state;
   const char *fa = "kineto/h200_cnn_fp32.pt.trace.json", *fb = "kineto/h200_cnn_bf16.pt.trace.json";
@@ -587,7 +611,8 @@ int main(void) {
       cmocka_unit_test(test_synthetic),     cmocka_unit_test(test_range_labels),
       cmocka_unit_test(test_empty_and_dropped),
       cmocka_unit_test(test_diff_synthetic), cmocka_unit_test(test_golden_fp32),
-      cmocka_unit_test(test_golden_bf16),   cmocka_unit_test(test_golden_diff),
+      cmocka_unit_test(test_golden_bf16),   cmocka_unit_test(test_golden_add_loop),
+      cmocka_unit_test(test_golden_diff),
       cmocka_unit_test(test_alloc_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
