@@ -48,8 +48,9 @@ static int rank_of(const char *name) {
   return 0;
 }
 
-/* Finds the trace file of `run`; returns 0 and the path, -errno, or 1
- * when the run has no trace file. */
+/* Finds the trace file of `run` (the first by name of the preferred kind)
+ * and in *nhosts how many files of that kind (hosts) the run holds;
+ * returns 0 and the path, -errno, or 1 when the run has no trace file. */
 static int run_file(const char *logdir, const char *run, char *out, size_t size, int *nhosts) {
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s/plugins/profile/%s", logdir, run);
@@ -57,13 +58,14 @@ static int run_file(const char *logdir, const char *run, char *out, size_t size,
   if (!d) return -errno;
   struct dirent *e;
   char best[NAME_MAX + 1] = "";
-  int best_rank = 0, n = 0;
+  int best_rank = 0, n = 0; /* n: files of the best kind, one per host */
   while ((e = readdir(d)) != NULL) {
     if (e->d_name[0] == '.') continue;
     int r = rank_of(e->d_name);
-    if (!r) continue;
-    if (r == 3 || (r == 2) || (r == 1)) n++;
-    if (r > best_rank || (r == best_rank && strcmp(e->d_name, best) < 0)) {
+    if (!r || r < best_rank) continue;
+    if (r > best_rank) n = 0;
+    n++;
+    if (r > best_rank || strcmp(e->d_name, best) < 0) {
       best_rank = r;
       snprintf(best, sizeof best, "%s", e->d_name);
     }
@@ -135,6 +137,9 @@ int tbe_cli_load_trace(const char *cmd, const char *logdir, const char *arg, int
     }
     snprintf(label, label_size, "%s", arg);
     *is_run = 1;
+    if (nhosts > 1 && !quiet)
+      fprintf(stderr, "tbexport %s: note: run '%s' holds traces of %d hosts; using %s\n", cmd, arg,
+              nhosts, strrchr(path, '/') + 1);
   }
   tbe_trace *t = NULL;
   int rc = tbe_trace_create(&t, NULL);

@@ -66,6 +66,8 @@ typedef struct scratch {
   uint32_t *ptab;          /* range label -> entry index + 1 (open addressing) */
   size_t ptab_cap, ptab_n;
   int64_t win_lo, win_hi;  /* the profiled window */
+  int32_t *kstep;          /* step of each GPU kernel, in event order (steps only) */
+  size_t nk;
 } scratch;
 
 const char *tbe_group_name(tbe_group_kind g) {
@@ -441,6 +443,7 @@ static int gpu_event(tbe_analysis *an, scratch *s, const tbe_event *e, int32_t d
         int64_t when = e->start_ns;
         if (e->link != TBE_NONE && e->link < t->nevents) when = t->events[e->link].start_ns;
         long si = step_of(t, s, when);
+        s->kstep[s->nk++] = (int32_t)si; /* reused by per_step_names */
         if (si >= 0) {
           an->steps[si].kernel_ns += dur;
           an->steps[si].kernel_count++;
@@ -565,14 +568,18 @@ static int per_step_names(tbe_analysis *an, scratch *s) {
   int64_t *q = p->step_pool;
   for (int g = 0; g < TBE_GROUP__COUNT; g++)
     for (size_t i = 0; i < an->ngroups[g]; i++, q += ns) an->groups[g][i].step_ns = q;
+  size_t nk = 0;
   for (size_t k = 0; k < t->nevents; k++) {
     const tbe_event *e = &t->events[k];
     int g;
     int64_t when = e->start_ns;
     if (e->kind == TBE_EV_KERNEL) {
       if (s->track_dev[e->track] < 0) continue;
-      g = TBE_GROUP_KERNEL;
-      if (e->link != TBE_NONE && e->link < t->nevents) when = t->events[e->link].start_ns;
+      /* Kernels are met in the order gpu_event met them (event order). */
+      long si = nk < s->nk ? s->kstep[nk++] : -1;
+      uint32_t slot = s->slot[TBE_GROUP_KERNEL][e->name];
+      if (si >= 0 && slot != UINT32_MAX) an->groups[TBE_GROUP_KERNEL][slot].step_ns[si] += e->dur_ns;
+      continue;
     } else if (e->kind == TBE_EV_CPU_OP) {
       if (s->track_dev[e->track] >= 0) continue;
       g = TBE_GROUP_CPU_OP;
@@ -673,6 +680,7 @@ static void scratch_free(scratch *s) {
   tbe__free(s->a, s->seg);
   tbe__free(s->a, s->label_off);
   tbe__free(s->a, s->ptab);
+  tbe__free(s->a, s->kstep);
 }
 
 static int cmp_step_start(const void *x, const void *y, void *ctx) {
@@ -730,6 +738,10 @@ static int run(tbe_analysis *an, scratch *s) {
   s->lat = tbe__alloc(s->a, nl * sizeof(int64_t));
   s->lat_dev = tbe__alloc(s->a, nl * sizeof(uint32_t));
   if (!s->lat || !s->lat_dev) return TBE_ENOMEM;
+  if (t->nsteps) {
+    s->kstep = tbe__alloc(s->a, nl * sizeof(int32_t));
+    if (!s->kstep) return TBE_ENOMEM;
+  }
 
   for (size_t i = 0; i < t->ntracks; i++) {
     const tbe_track *tr = &t->tracks[i];

@@ -68,6 +68,16 @@ cmp -s "$tmp/latest" "$tmp/run" || fail "the latest run is not 2026_01_02_00_00_
 "$B" summary --logdir "$tmp/log" 2026_01_01_00_00_00 >"$tmp/gz" 2>"$tmp/err" || fail "gz run"
 grep -q "wall 170.000us" "$tmp/gz" || fail "gz run content"
 
+# Two hosts in one run: the first by name is used, and a note says so.
+mkdir -p "$tmp/log/plugins/profile/multi"
+cp small.trace.json "$tmp/log/plugins/profile/multi/a.trace.json"
+cp small2.trace.json "$tmp/log/plugins/profile/multi/b.trace.json"
+"$B" summary --logdir "$tmp/log" multi >"$tmp/out" 2>"$tmp/err" || fail "multi-host run"
+grep -q "wall 220.000us" "$tmp/out" || fail "multi-host run used the wrong file"
+grep -q "note: run 'multi' holds traces of 2 hosts; using a.trace.json" "$tmp/err" || fail "multi-host note: $(cat "$tmp/err")"
+"$B" summary --quiet --logdir "$tmp/log" multi >/dev/null 2>"$tmp/err" || fail "multi-host --quiet"
+[ ! -s "$tmp/err" ] || fail "--quiet still printed: $(cat "$tmp/err")"
+
 # Empty trace: a report, not an error.
 "$B" summary empty.trace.json >"$tmp/out" 2>&1 || fail "empty trace"
 grep -q "No GPU activity" "$tmp/out" || fail "empty trace text"
