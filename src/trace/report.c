@@ -291,6 +291,12 @@ size_t tbe_name_shorten(const char *name, size_t width, char *buf, size_t size) 
   return n;
 }
 
+/* The full name as shown with --wide: demangled when it is mangled. */
+static void full_name(const char *name, char *buf, size_t size) {
+  if (name[0] == '_' && name[1] == 'Z' && tbe_demangle(name, buf, size) >= 0) return;
+  snprintf(buf, size, "%s", name);
+}
+
 size_t tbe__tag_component(const char *name, size_t width, char *buf, size_t size) {
   char s[SHORT_MAX];
   size_t n = tbe_name_shorten(name, 0, s, sizeof s);
@@ -499,7 +505,8 @@ static void name_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
   char name[SHORT_MAX], x[32];
   if (o->wide) {
     for (size_t i = 0; i < top; i++) {
-      size_t l = strlen(an->groups[g][i].label);
+      full_name(an->groups[g][i].label, name, sizeof name);
+      size_t l = strlen(name);
       if ((int)l > nw) nw = (int)l;
     }
   }
@@ -518,7 +525,7 @@ static void name_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
   for (size_t i = 0; i < top; i++) {
     const tbe_name_stats *e = &an->groups[g][i];
     const char *full = e->label;
-    if (o->wide) snprintf(name, sizeof name, "%s", full);
+    if (o->wide) full_name(full, name, sizeof name);
     else tbe_name_shorten(full, (size_t)nw, name, sizeof name);
     if (!name[0]) snprintf(name, sizeof name, "(unnamed)");
     cell(b, name, nw, 0);
@@ -611,7 +618,7 @@ void tbe__md_kernels(tbe__buf *b, const tbe_analysis *an, size_t top, int wide) 
   for (size_t i = 0; i < top; i++) {
     const tbe_name_stats *e = &an->groups[TBE_GROUP_KERNEL][i];
     const char *full = e->label;
-    if (wide) snprintf(name, sizeof name, "%s", full);
+    if (wide) full_name(full, name, sizeof name);
     else tbe_name_shorten(full, 80, name, sizeof name);
     int64_t avg = e->calls ? e->total_ns / (int64_t)e->calls : 0;
     tbe__fmt_dur(v[1], 32, e->total_ns);
@@ -641,7 +648,7 @@ static void md_group(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
   for (size_t i = 0; i < top; i++) {
     const tbe_name_stats *e = &an->groups[g][i];
     const char *full = e->label;
-    if (o->wide) snprintf(name, sizeof name, "%s", full);
+    if (o->wide) full_name(full, name, sizeof name);
     else tbe_name_shorten(full, 80, name, sizeof name);
     int64_t avg = e->calls ? e->total_ns / (int64_t)e->calls : 0;
     tbe__fmt_dur(v[0], 32, e->total_ns);
@@ -1011,9 +1018,12 @@ static void diff_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options 
     size_t top = o->top && o->top < n ? o->top : n;
     int nw = o->width - fixed - 1;
     if (nw < NAME_MIN) nw = NAME_MIN;
+    char name[SHORT_MAX], v[8][40];
     if (o->wide)
-      for (size_t i = 0; i < top; i++)
-        if ((int)strlen(d->entries[g][i].name) > nw) nw = (int)strlen(d->entries[g][i].name);
+      for (size_t i = 0; i < top; i++) {
+        full_name(d->entries[g][i].name, name, sizeof name);
+        if ((int)strlen(name) > nw) nw = (int)strlen(name);
+      }
     tbe__buf_printf(b, "\n%s: %zu matched, %zu added (+), %zu removed (-); %zu shown, by |delta|\n",
                     gtitle[g], n - d->added[g] - d->removed[g], d->added[g], d->removed[g], top);
     cell(b, "name", nw, 0);
@@ -1027,10 +1037,9 @@ static void diff_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options 
     while (b->len && b->data[b->len - 1] == ' ') b->len--;
     tbe__buf_putc(b, '\n');
     rule(b, nw + fixed);
-    char name[SHORT_MAX], v[8][40];
     for (size_t i = 0; i < top; i++) {
       const tbe_diff_entry *e = &d->entries[g][i];
-      if (o->wide) snprintf(name, sizeof name, "%s", e->name);
+      if (o->wide) full_name(e->name, name, sizeof name);
       else tbe_name_shorten(e->name, (size_t)nw, name, sizeof name);
       if (!name[0]) snprintf(name, sizeof name, "(unnamed)");
       cell(b, name, nw, 0);
@@ -1086,7 +1095,7 @@ static void diff_md(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o)
     char name[SHORT_MAX], v[6][40];
     for (size_t i = 0; i < top; i++) {
       const tbe_diff_entry *e = &d->entries[g][i];
-      if (o->wide) snprintf(name, sizeof name, "%s", e->name);
+      if (o->wide) full_name(e->name, name, sizeof name);
       else tbe_name_shorten(e->name, 80, name, sizeof name);
       tbe__fmt_dur(v[0], 40, e->total_ns[0]);
       tbe__fmt_dur(v[1], 40, e->total_ns[1]);
