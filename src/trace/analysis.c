@@ -913,7 +913,7 @@ static int cmp_stats(const void *x, const void *y, void *ctx) {
 }
 
 void tbe_analysis_sort(tbe_analysis *an, tbe_group_kind g, tbe_sort_key key) {
-  if (!an || (unsigned)g >= TBE_GROUP__COUNT) return;
+  if (!an || (unsigned)g >= TBE_GROUP__COUNT || an->ngroups[g] < 2) return;
   sort_ctx c = {an->trace, key};
   qsort_r(an->groups[g], an->ngroups[g], sizeof(tbe_name_stats), cmp_stats, &c);
 }
