@@ -240,6 +240,59 @@ static void test_range_labels(void **state) {
   tbe_trace_free(t);
 }
 
+/* Odd but legal input: zero-length events, overlapping and empty steps,
+ * GPU work on a non-stream track, a kernel correlated to another kernel,
+ * a step window outside the events. */
+static void test_odd_inputs(void **state) {
+  (void)state;
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  uint32_t host, other, s1;
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 1, 1, -1, &host), 0);
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_OTHER, 5, 5, -1, &other), 0);
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_STREAM, 1, 3, 0, &s1), 0);
+  tbe_kernel k;
+  memset(&k, 0, sizeof k);
+  add(t, s1, TBE_EV_KERNEL, "k0", 0, 0, 0, &k);
+  add(t, s1, TBE_EV_KERNEL, "k1", 0, 100, 7, &k);
+  add(t, s1, TBE_EV_KERNEL, "k2", 50, 100, 7, &k);      /* same correlation as k1 */
+  add(t, other, TBE_EV_KERNEL, "k3", 1000, 10, 0, &k);  /* GPU work off a stream track */
+  add(t, host, TBE_EV_CPU_OP, "op", 0, 0, 0, NULL);
+  add(t, host, TBE_EV_CPU_OP, "op", 0, 0, 0, NULL);
+  assert_int_equal(tbe_trace_add_step(t, 1, T0 + 0, T0 + 100, 0), 0);
+  assert_int_equal(tbe_trace_add_step(t, 2, T0 + 50, T0 + 60, 0), 0);  /* overlaps step 1 */
+  assert_int_equal(tbe_trace_add_step(t, 3, T0 + 70, T0 + 70, 0), 0);  /* empty */
+  assert_int_equal(tbe_trace_add_step(t, 4, T0 + 5000, T0 + 6000, 0), 0);
+  assert_int_equal(tbe_trace_finish(t), 0);
+  tbe_analysis *an;
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  assert_int_equal(an->all.kernel_count, 4);
+  assert_int_equal(an->ngroups[TBE_GROUP_KERNEL], 4);
+  assert_true(an->all.busy_ns <= an->all.kernel_ns);
+  assert_int_equal(an->all.busy_ns, 150 + 10);
+  const tbe_name_stats *op = find(an, TBE_GROUP_CPU_OP, "op");
+  assert_non_null(op);
+  assert_int_equal(op->calls, 2);
+  assert_int_equal(op->self_ns, 0);
+  assert_int_equal(an->nsteps, 4);
+  assert_int_equal(an->steps[3].gpu_busy_ns, 0);
+  assert_int_equal(an->steps[2].dur_ns, 0);
+  for (int f = 0; f < 4; f++) {
+    tbe_report_options o;
+    tbe_report_options_init(&o);
+    o.format = f;
+    char *str;
+    size_t n;
+    assert_int_equal(tbe_report_summary(an, &o, &str, &n), 0);
+    tbe_report_free(str, n, NULL);
+  }
+  tbe_diff *d;
+  assert_int_equal(tbe_diff_create(&d, an, an, NULL), 0);
+  tbe_diff_free(d);
+  tbe_analysis_free(an);
+  tbe_trace_free(t);
+}
+
 static void test_empty_and_dropped(void **state) {
   (void)state;
   tbe_trace *t;
@@ -609,7 +662,7 @@ static void test_alloc_failures(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_synthetic),     cmocka_unit_test(test_range_labels),
-      cmocka_unit_test(test_empty_and_dropped),
+      cmocka_unit_test(test_odd_inputs),    cmocka_unit_test(test_empty_and_dropped),
       cmocka_unit_test(test_diff_synthetic), cmocka_unit_test(test_golden_fp32),
       cmocka_unit_test(test_golden_bf16),   cmocka_unit_test(test_golden_add_loop),
       cmocka_unit_test(test_golden_diff),
