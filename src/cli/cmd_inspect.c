@@ -38,6 +38,8 @@ typedef struct runstat {
 typedef struct stats {
   tagstat *tags;
   size_t ntags, cap;
+  size_t *slots; /* open-addressing index of `tags` by (run, plugin, tag); 0 = empty, else i+1 */
+  size_t nslots;
   runstat *runs;
   size_t nruns, rcap;
   uint64_t events;
@@ -101,29 +103,56 @@ static runstat *run_of(stats *st, const char *run) {
   return r;
 }
 
-static void count_value(stats *st, const tbe_tb_event *ev, const tbe_summary_value *v,
-                        size_t *hint) {
+static uint64_t hash3(const char *a, const char *b, const char *c) {
+  uint64_t h = 1469598103934665603ull;
+  const char *parts[3] = {a, b, c};
+  for (int i = 0; i < 3; i++) {
+    for (const unsigned char *p = (const unsigned char *)parts[i]; *p; p++)
+      h = (h ^ *p) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull; /* separator */
+  }
+  return h;
+}
+
+static int same(const tagstat *t, const char *run, const char *plugin, const char *tag) {
+  return strcmp(t->tag, tag) == 0 && strcmp(t->run, run) == 0 && strcmp(t->plugin, plugin) == 0;
+}
+
+static void index_insert(stats *st, size_t i) {
+  tagstat *t = &st->tags[i];
+  size_t mask = st->nslots - 1, k = (size_t)hash3(t->run, t->plugin, t->tag) & mask;
+  while (st->slots[k]) k = (k + 1) & mask;
+  st->slots[k] = i + 1;
+}
+
+static void index_grow(stats *st) {
+  free(st->slots);
+  st->nslots = st->nslots ? 2 * st->nslots : 64;
+  st->slots = calloc(st->nslots, sizeof *st->slots);
+  if (!st->slots) {
+    tbe_cli_error("inspect", "out of memory");
+    exit(TBE_EXIT_FAIL);
+  }
+  for (size_t i = 0; i < st->ntags; i++) index_insert(st, i);
+}
+
+static void count_value(stats *st, const tbe_tb_event *ev, const tbe_summary_value *v) {
   const char *plugin = plugin_of(v);
   const char *tag = v->tag && v->tag[0] ? v->tag : v->node_name;
   tagstat *t = NULL;
-  if (*hint < st->ntags) {
-    tagstat *h = &st->tags[*hint];
-    if (strcmp(h->tag, tag) == 0 && strcmp(h->run, ev->run) == 0 && strcmp(h->plugin, plugin) == 0)
-      t = h;
-  }
-  for (size_t i = 0; !t && i < st->ntags; i++) {
-    tagstat *h = &st->tags[i];
-    if (strcmp(h->tag, tag) == 0 && strcmp(h->run, ev->run) == 0 && strcmp(h->plugin, plugin) == 0) {
-      t = h;
-      *hint = i;
-    }
+  if (st->nslots) {
+    size_t mask = st->nslots - 1, k = (size_t)hash3(ev->run, plugin, tag) & mask;
+    for (; st->slots[k]; k = (k + 1) & mask)
+      if (same(&st->tags[st->slots[k] - 1], ev->run, plugin, tag)) {
+        t = &st->tags[st->slots[k] - 1];
+        break;
+      }
   }
   if (!t) {
     if (st->ntags == st->cap) {
       st->cap = st->cap ? 2 * st->cap : 16;
       st->tags = xrealloc(st->tags, st->cap * sizeof *st->tags);
     }
-    *hint = st->ntags;
     t = &st->tags[st->ntags++];
     memset(t, 0, sizeof *t);
     t->run = xstrdup(ev->run);
@@ -131,6 +160,10 @@ static void count_value(stats *st, const tbe_tb_event *ev, const tbe_summary_val
     t->tag = xstrdup(tag);
     t->first_step = t->min_step = t->max_step = ev->step;
     t->first_wall = ev->wall_time;
+    if (2 * st->ntags > st->nslots)
+      index_grow(st);
+    else
+      index_insert(st, st->ntags - 1);
   } else if (ev->step < t->last_step) {
     t->out_of_order++;
   }
@@ -408,7 +441,6 @@ int tbe_cmd_inspect(int argc, char **argv) {
   memset(&st, 0, sizeof st);
   int status = TBE_EXIT_OK;
   const tbe_tb_event *ev;
-  size_t hint = 0;
   for (;;) {
     rc = tbe_reader_next(r, &ev);
     if (rc == 0) break;
@@ -448,7 +480,7 @@ int tbe_cmd_inspect(int argc, char **argv) {
       rs->files_seen++;
     }
     if (ev->kind == TBE_TB_SUMMARY)
-      for (size_t i = 0; i < ev->nvalues; i++) count_value(&st, ev, &ev->values[i], &hint);
+      for (size_t i = 0; i < ev->nvalues; i++) count_value(&st, ev, &ev->values[i]);
   }
   tbe_reader_close(r);
   if (!dump) print_summary(&st, path);
@@ -462,6 +494,7 @@ int tbe_cmd_inspect(int argc, char **argv) {
     free(st.runs[i].last_path);
   }
   free(st.tags);
+  free(st.slots);
   free(st.runs);
   if (fflush(stdout) != 0 && status == TBE_EXIT_OK) status = TBE_EXIT_FAIL;
   return status;

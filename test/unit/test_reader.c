@@ -555,7 +555,197 @@ static void test_roundtrip_all(void **state) {
   free(dir);
 }
 
+/* ---- robustness: mutated records with valid framing ---- */
+
+static uint64_t rs = 0x243F6A8885A308D3ull;
+static uint32_t rnd32(void) {
+  rs ^= rs << 13;
+  rs ^= rs >> 7;
+  rs ^= rs << 17;
+  return (uint32_t)(rs >> 11);
+}
+
+/* Takes every record of the golden run1 files, damages its Event bytes
+ * (flips, inserted/deleted bytes, truncation), frames it with correct CRCs
+ * and reads it back: the reader must return an event or TBE_EPARSE, never
+ * crash; every view it builds must be self-consistent. */
+static void test_mutated_events(void **state) {
+  (void)state;
+  const char *files[] = {"tensorboard/run1/events.out.tfevents.1796205392.vm.580.0.golden",
+                         HP_FILE, SCALARS_ONLY};
+  char *dir = tu_mkdtemp();
+  char *path = tu_join(dir, "events.out.tfevents.mut");
+  tbe_allocator a;
+  tbe__allocator_init(&a, NULL);
+  int parsed = 0, rejected = 0;
+  for (size_t fi = 0; fi < 3; fi++) {
+    size_t n;
+    uint8_t *d = tu_read_file(tu_data(files[fi]), &n);
+    assert_non_null(d);
+    size_t bounds[256];
+    size_t nrec = count_records(d, n, bounds);
+    for (size_t ri = 0; ri < nrec; ri++) {
+      const uint8_t *ev = d + bounds[ri] + 12;
+      size_t len = bounds[ri + 1] - bounds[ri] - 16;
+      for (int trial = 0; trial < 40; trial++) {
+        uint8_t *m = malloc(len + 8);
+        memcpy(m, ev, len);
+        size_t ml = len;
+        int kind = (int)(rnd32() % 4);
+        if (kind == 0 || ml == 0) {
+          for (int k = 0; k < 1 + (int)(rnd32() % 3) && ml; k++) m[rnd32() % ml] ^= (uint8_t)(1 + rnd32() % 255);
+        } else if (kind == 1) {
+          ml = rnd32() % ml;
+        } else if (kind == 2) {
+          size_t at = rnd32() % (ml + 1);
+          memmove(m + at + 1, m + at, ml - at);
+          m[at] = (uint8_t)rnd32();
+          ml++;
+        } else {
+          size_t at = rnd32() % ml;
+          memmove(m + at, m + at + 1, ml - at - 1);
+          ml--;
+        }
+        tbe__buf b;
+        tbe__buf_init(&b, &a);
+        tbe__tfr_append(&b, m, ml);
+        assert_int_equal(tu_write_file(path, b.data, b.len), 0);
+        tbe__buf_deinit(&b);
+        free(m);
+        tbe_reader *r;
+        assert_int_equal(tbe_reader_open(&r, path, 0, NULL), 0);
+        const tbe_tb_event *e;
+        int rc = tbe_reader_next(r, &e);
+        if (rc == 1) {
+          parsed++;
+          assert_int_equal(e->record.size, ml);
+          for (size_t i = 0; i < e->nvalues; i++) {
+            const tbe_summary_value *v = &e->values[i];
+            assert_non_null(v->tag);
+            assert_non_null(v->plugin_name);
+            /* touch every element the view claims to have */
+            volatile double sink = 0;
+            for (size_t k = 0; k < v->tensor.nfloats; k++) sink += v->tensor.floats[k];
+            for (size_t k = 0; k < v->tensor.ndoubles; k++) sink += v->tensor.doubles[k];
+            for (size_t k = 0; k < v->tensor.nints; k++) sink += (double)v->tensor.ints[k];
+            for (size_t k = 0; k < v->tensor.nstrings; k++)
+              if (v->tensor.strings[k].size) sink += v->tensor.strings[k].data[0];
+            for (size_t k = 0; k < v->tensor.rank; k++) sink += (double)v->tensor.shape[k];
+            for (size_t k = 0; k < v->histo.nbuckets; k++)
+              sink += v->histo.bucket[k] + v->histo.bucket_limit[k];
+            if (v->image.encoded.size) sink += v->image.encoded.data[v->image.encoded.size - 1];
+            (void)sink;
+          }
+          assert_int_equal(tbe_reader_next(r, &e), 0);
+        } else {
+          assert_int_equal(rc, TBE_EPARSE);
+          rejected++;
+        }
+        tbe_reader_close(r);
+      }
+    }
+    free(d);
+  }
+  assert_true(parsed > 0 && rejected > 0);
+  tu_rmrf(dir);
+  free(path);
+  free(dir);
+}
+
+/* Random bytes as a file: no crash, only the documented results. */
+static void test_random_files(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  char *path = tu_join(dir, "events.out.tfevents.rnd");
+  uint8_t buf[512];
+  for (int trial = 0; trial < 1500; trial++) {
+    size_t n = rnd32() % sizeof buf;
+    for (size_t i = 0; i < n; i++) buf[i] = (uint8_t)rnd32();
+    if (n >= 12 && trial % 2) { /* a valid header sometimes, so the data CRC path runs */
+      size_t dl = rnd32() % (n - 11);
+      tbe__tfr_header(buf, dl);
+    }
+    assert_int_equal(tu_write_file(path, buf, n), 0);
+    tbe_reader *r;
+    assert_int_equal(tbe_reader_open(&r, path, 0, NULL), 0);
+    const tbe_tb_event *e;
+    int rc, guard = 0;
+    while ((rc = tbe_reader_next(r, &e)) != 0 && guard++ < 100)
+      assert_true(rc == 1 || rc == TBE_ETRUNCATED || rc == TBE_ECHECKSUM || rc == TBE_EPARSE);
+    tbe_reader_close(r);
+  }
+  tu_rmrf(dir);
+  free(path);
+  free(dir);
+}
+
+/* ---- allocation failures ---- */
+
+typedef struct failalloc {
+  long left;
+  long live;
+} failalloc;
+
+static void *fa_alloc(void *o, size_t n) {
+  failalloc *f = o;
+  if (f->left-- <= 0) return NULL;
+  void *p = malloc(n);
+  if (p) f->live++;
+  return p;
+}
+static void *fa_realloc(void *o, void *p, size_t old, size_t n) {
+  failalloc *f = o;
+  (void)old;
+  if (f->left-- <= 0) return NULL;
+  void *q = realloc(p, n);
+  if (q && !p) f->live++;
+  return q;
+}
+static void fa_free(void *o, void *p) {
+  failalloc *f = o;
+  if (p) f->live--;
+  free(p);
+}
+
+/* Reading the golden log directory with the n-th allocation failing, for
+ * every n: TBE_ENOMEM somewhere, never a crash or a leak. */
+static void test_alloc_failures(void **state) {
+  (void)state;
+  int done = 0;
+  for (long n = 0; !done && n < 20000; n += (n < 200 ? 1 : 37)) {
+    failalloc f = {.left = n, .live = 0};
+    tbe_allocator a = {fa_alloc, fa_realloc, fa_free, &f};
+    tbe_reader *r;
+    int rc = tbe_reader_open(&r, tu_data(RUN1), TBE_READER_RECURSIVE, &a);
+    if (rc == 0) {
+      const tbe_tb_event *ev;
+      int events = 0, failed = 0;
+      while ((rc = tbe_reader_next(r, &ev)) != 0) {
+        if (rc == 1)
+          events++;
+        else {
+          assert_int_equal(rc, TBE_ENOMEM);
+          failed = 1;
+          break;
+        }
+      }
+      tbe_reader_close(r);
+      if (!failed) {
+        assert_int_equal(events, 115);
+        done = 1;
+      }
+    } else {
+      assert_int_equal(rc, TBE_ENOMEM);
+    }
+    assert_int_equal(f.live, 0);
+  }
+  assert_true(done);
+}
+
 int main(void) {
+  /* thousands of small scratch files: keep them in memory when we can
+   * (an explicit TMPDIR wins) */
+  if (access("/dev/shm", W_OK) == 0) setenv("TMPDIR", "/dev/shm", 0);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_golden_run1),
       cmocka_unit_test(test_golden_scalars_only),
@@ -565,6 +755,9 @@ int main(void) {
       cmocka_unit_test(test_tail_follow),
       cmocka_unit_test(test_directory_damage),
       cmocka_unit_test(test_roundtrip_all),
+      cmocka_unit_test(test_mutated_events),
+      cmocka_unit_test(test_random_files),
+      cmocka_unit_test(test_alloc_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -686,6 +687,130 @@ static void test_histogram_buckets(void **state) {
   assert_int_equal(tbe__histo_default(&al, &inf, 1, &h), TBE_EINVAL);
 }
 
+/* add_hparams without a sub-run name: like torch, the current time. */
+static void test_hparams_default_subrun(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  tbe_writer *w = open_w(dir, 1.0);
+  tbe_hparam hp = {"x", TBE_HPARAM_BOOL, 0, NULL, 0};
+  double before = (double)time(NULL);
+  assert_int_equal(tbe_writer_add_hparams(w, &hp, 1, NULL, 0, NULL, 0, TBE_WALL_NOW), 0);
+  assert_int_equal(tbe_writer_close(w), 0);
+  tbe_reader *r;
+  assert_int_equal(tbe_reader_open(&r, dir, TBE_READER_RECURSIVE, NULL), 0);
+  assert_int_equal(tbe_reader_file_count(r), 2);
+  const tbe_tb_event *ev;
+  int found = 0;
+  while (tbe_reader_next(r, &ev) == 1) {
+    if (strcmp(ev->run, ".") == 0) continue;
+    char *end;
+    double t = strtod(ev->run, &end);
+    assert_true(*end == '\0' && t >= before && t < before + 60);
+    found++;
+  }
+  assert_int_equal(found, 4); /* file_version + experiment, start, end */
+  tbe_reader_close(r);
+  tu_rmrf(dir);
+  free(dir);
+}
+
+/* ---- allocation failures ---- */
+
+typedef struct failalloc {
+  long left; /* allocations that still succeed; then every one fails */
+  long live;
+} failalloc;
+
+static void *fa_alloc(void *o, size_t n) {
+  failalloc *f = o;
+  if (f->left-- <= 0) return NULL;
+  void *p = malloc(n);
+  if (p) f->live++;
+  return p;
+}
+static void *fa_realloc(void *o, void *p, size_t old, size_t n) {
+  failalloc *f = o;
+  (void)old;
+  if (f->left-- <= 0) return NULL;
+  void *q = realloc(p, n);
+  if (q && !p) f->live++;
+  return q;
+}
+static void fa_free(void *o, void *p) {
+  failalloc *f = o;
+  if (p) f->live--;
+  free(p);
+}
+
+/* Runs every add_* with the n-th allocation failing, for every n until
+ * all succeed: no crash, no leak (live count back to 0), and a writer that
+ * met ENOMEM still writes whole records afterwards. */
+static void test_alloc_failures(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  int done = 0;
+  for (long n = 0; !done && n < 5000; n++) {
+    failalloc f = {.left = n, .live = 0};
+    tbe_allocator a = {fa_alloc, fa_realloc, fa_free, &f};
+    tbe_writer_options o;
+    tbe_writer_options_init(&o);
+    o.allocator = &a;
+    tbe_writer *w = NULL;
+    int rc = tbe_writer_open(&w, dir, &o);
+    if (rc < 0) {
+      assert_int_equal(rc, TBE_ENOMEM);
+      assert_int_equal(f.live, 0);
+      continue;
+    }
+    double v[5] = {1, 2, 3, 4, 5};
+    uint8_t px[48] = {0}, lab[2] = {0, 1};
+    float pr[2] = {0.1f, 0.9f};
+    const char *tags[] = {"a"};
+    tbe_chart ch = {"c", 0, tags, 1};
+    tbe_category cat = {"k", &ch, 1, 0};
+    tbe_hparam hp = {"lr", TBE_HPARAM_NUMBER, 0.1, NULL, 0};
+    tbe_metric m = {"acc", 1};
+    char sub[32];
+    snprintf(sub, sizeof sub, "hp%ld", n);
+    int ok = 1;
+#define TRY(call)                                  \
+  do {                                             \
+    int r_ = (call);                               \
+    if (r_ != 0) {                                 \
+      assert_int_equal(r_, TBE_ENOMEM);            \
+      ok = 0;                                      \
+    }                                              \
+  } while (0)
+    TRY(tbe_writer_add_scalar(w, "s", 1, 1, 1));
+    TRY(tbe_writer_add_histogram(w, "h", v, 5, 1, 1));
+    TRY(tbe_writer_add_text(w, "t", "x", 1, 1));
+    TRY(tbe_writer_add_image(w, "i", px, 48, 4, 4, 3, 1, 1));
+    TRY(tbe_writer_add_pr_curve(w, "p", lab, pr, 2, 0, 1, 1));
+    TRY(tbe_writer_set_custom_scalars_layout(w, &cat, 1));
+    TRY(tbe_writer_add_hparams(w, &hp, 1, &m, 1, sub, 1, 1));
+    static const uint8_t raw_ev[] = {0x10, 0x05, 0x1a, 0x02, 'v', '1'}; /* step 5, file_version */
+    TRY(tbe_writer_write_event(w, raw_ev, sizeof raw_ev));
+#undef TRY
+    f.left = 1000000; /* memory is back: the writer still works */
+    assert_int_equal(tbe_writer_add_scalar(w, "after", 1, 2, 1), 0);
+    assert_int_equal(tbe_writer_close(w), 0);
+    assert_int_equal(f.live, 0);
+    done = ok;
+  }
+  assert_true(done);
+  /* everything written is readable, whole records only */
+  tbe_reader *r;
+  assert_int_equal(tbe_reader_open(&r, dir, TBE_READER_RECURSIVE, NULL), 0);
+  const tbe_tb_event *ev;
+  int rc;
+  while ((rc = tbe_reader_next(r, &ev)) == 1) {
+  }
+  assert_int_equal(rc, 0);
+  tbe_reader_close(r);
+  tu_rmrf(dir);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_golden_scalars_bytes),
@@ -699,6 +824,8 @@ int main(void) {
       cmocka_unit_test(test_threads),
       cmocka_unit_test(test_images_roundtrip),
       cmocka_unit_test(test_histogram_buckets),
+      cmocka_unit_test(test_hparams_default_subrun),
+      cmocka_unit_test(test_alloc_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
