@@ -304,11 +304,11 @@ static void report(const char *label, const char *path, uint64_t events, uint64_
     printf("%-18s import failed: %s\n", label, r.msg);
     return;
   }
+  if (!events) events = r.model_events;
+  if (!json_bytes) json_bytes = file_size(path);
   double mb = (double)file_size(path) / 1e6;
   double json_mb = (double)json_bytes / 1e6;
   double rss_mb = (double)r.maxrss_kb * 1024 / 1e6;
-  if (!events) events = r.model_events;
-  if (!json_bytes) json_bytes = file_size(path);
   printf("%-18s %10" PRIu64 " %9.1f %8.3f %12.0f %9.1f %9.1f %8.2f", label, events, mb, r.seconds,
          (double)events / r.seconds, json_mb / r.seconds, rss_mb, rss_mb / json_mb);
   if (with_python) {

@@ -1164,6 +1164,64 @@ static void test_alloc_failures(void **s) {
   assert_true(ok);
 }
 
+/* The two-thread and one-thread imports build the same model. */
+extern int tbe__chrome_json_threads;
+
+static void same_model(const tbe_trace *a, const tbe_trace *b) {
+  assert_int_equal(a->nevents, b->nevents);
+  assert_int_equal(a->nargs, b->nargs);
+  assert_int_equal(a->ntracks, b->ntracks);
+  assert_int_equal(a->nflows, b->nflows);
+  assert_int_equal(a->ndevices, b->ndevices);
+  assert_int_equal(a->nsteps, b->nsteps);
+  assert_int_equal(a->nkernels, b->nkernels);
+  assert_int_equal(a->nwarnings, b->nwarnings);
+  assert_int_equal(tbe_trace_nstrings(a), tbe_trace_nstrings(b));
+  for (size_t i = 0; i < a->nevents; i++) {
+    const tbe_event *x = &a->events[i], *y = &b->events[i];
+    assert_int_equal(x->start_ns, y->start_ns);
+    assert_int_equal(x->dur_ns, y->dur_ns);
+    assert_int_equal(x->kind, y->kind);
+    assert_int_equal(x->track, y->track);
+    assert_int_equal(x->correlation, y->correlation);
+    assert_int_equal(x->link, y->link);
+    assert_int_equal(x->nargs, y->nargs);
+    assert_string_equal(tbe_trace_str(a, x->name), tbe_trace_str(b, y->name));
+    for (uint32_t k = 0; k < x->nargs; k++) {
+      const tbe_arg *p = &a->args[x->args + k], *q = &b->args[y->args + k];
+      assert_string_equal(tbe_trace_str(a, p->key), tbe_trace_str(b, q->key));
+      assert_int_equal(p->type, q->type);
+      if (p->type == TBE_ARG_STR || p->type == TBE_ARG_JSON)
+        assert_string_equal(tbe_trace_str(a, p->v.s), tbe_trace_str(b, q->v.s));
+      else
+        assert_memory_equal(&p->v, &q->v, sizeof p->v);
+    }
+  }
+  if (a->nkernels) assert_memory_equal(a->kernels, b->kernels, a->nkernels * sizeof *a->kernels);
+  for (size_t i = 0; i < a->ntracks; i++) {
+    assert_int_equal(a->tracks[i].pid, b->tracks[i].pid);
+    assert_int_equal(a->tracks[i].tid, b->tracks[i].tid);
+    assert_string_equal(tbe_trace_str(a, a->tracks[i].name), tbe_trace_str(b, b->tracks[i].name));
+  }
+}
+
+static void test_threads_same_model(void **s) {
+  (void)s;
+  const char *files[] = {"kineto/h200_cnn_fp32.pt.trace.json", "kineto/h200_cnn_bf16.pt.trace.json",
+                         "kineto/h200_add_loop.trace.json", "jax/h200_matmul.trace.json.gz"};
+  int saved = tbe__chrome_json_threads;
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    tbe__chrome_json_threads = 0;
+    tbe_trace *a = import_ok(tu_data(files[i]));
+    tbe__chrome_json_threads = 1;
+    tbe_trace *b = import_ok(tu_data(files[i]));
+    same_model(a, b);
+    tbe_trace_free(a);
+    tbe_trace_free(b);
+  }
+  tbe__chrome_json_threads = saved;
+}
+
 static int setup(void **s) {
   (void)s;
   tmpdir = tu_mkdtemp();
@@ -1198,6 +1256,13 @@ int main(void) {
       cmocka_unit_test(test_old_kineto),
       cmocka_unit_test(test_input),
       cmocka_unit_test(test_progress),
+      cmocka_unit_test(test_threads_same_model),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  /* Every test once with the parser on the calling thread and once with
+   * the parser on its own thread (whatever the input size). */
+  tbe__chrome_json_threads = 0;
+  int failed = cmocka_run_group_tests_name("one thread", tests, setup, teardown);
+  tbe__chrome_json_threads = 1;
+  failed += cmocka_run_group_tests_name("two threads", tests, setup, teardown);
+  return failed;
 }
