@@ -500,8 +500,20 @@ static void ev_head(jctx *c, const char *ph, const tbe_event *e, const tbe_track
   }
   jw_mem(w, ph, strlen(ph));
   JW_LIT(w, "\",\"cat\":");
-  if (e->cat) jw_str(c, e->cat);
-  else jw_qcstr(w, default_cat(e->kind));
+  if (e->cat) {
+    jw_str(c, e->cat);
+  } else {
+    /* the default names are plain ASCII: no escaping pass */
+    const char *dc = default_cat(e->kind);
+    size_t dl = strlen(dc);
+    char *d = jw_room(w, dl + 2);
+    if (d) {
+      d[0] = '"';
+      memcpy(d + 1, dc, dl);
+      d[dl + 1] = '"';
+      w->len += dl + 2;
+    }
+  }
   JW_LIT(w, ",\"name\":");
   if (e->name == 0 && (e->kind == TBE_EV_MEMCPY || e->kind == TBE_EV_MEMSET)) {
     /* Unnamed copies get Kineto's names, which carry the kinds. */
@@ -666,6 +678,8 @@ static void generic_args(argw *a, const tbe_event *e) {
   }
 }
 
+/* A flow end; `cat` non-NULL means the launch flows ("ac2g"), else the
+ * model flow's own cat and name. */
 static void flow_end(jctx *c, const char *ph, uint64_t id, const char *cat, tbe_str cat_id,
                      tbe_str name_id, int64_t pid, int64_t tid, int64_t ts, int enclosing) {
   jw *w = &c->w;
@@ -687,12 +701,14 @@ static void flow_end(jctx *c, const char *ph, uint64_t id, const char *cat, tbe_
   n += 6;
   n += put_us(d + n, ts - c->base);
   w->len += n;
-  JW_LIT(w, ",\"cat\":");
-  if (cat) jw_qcstr(w, cat);
-  else jw_str(c, cat_id);
-  JW_LIT(w, ",\"name\":");
-  if (cat) jw_qcstr(w, cat);
-  else jw_str(c, name_id);
+  if (cat) {
+    JW_LIT(w, ",\"cat\":\"ac2g\",\"name\":\"ac2g\"");
+  } else {
+    JW_LIT(w, ",\"cat\":");
+    jw_str(c, cat_id);
+    JW_LIT(w, ",\"name\":");
+    jw_str(c, name_id);
+  }
   if (enclosing) JW_LIT(w, ",\"bp\":\"e\"");
   JW_LIT(w, "}");
 }
@@ -713,6 +729,7 @@ static void write_event(jctx *c, uint32_t idx) {
   else if (e->kind != TBE_EV_COUNTER) ev_dur(c, e->dur_ns);
 
   argw a = {c, 0};
+  size_t args_at = w->len; /* to drop an empty "args":{} again */
   JW_LIT(w, ",\"args\":{");
   if (e->external_id && e->kind != TBE_EV_COUNTER) ARG_U64(&a, "External id", e->external_id);
   int64_t device = tr->type == TBE_TRACK_STREAM ? tr->device : -1;
@@ -834,7 +851,12 @@ static void write_event(jctx *c, uint32_t idx) {
     default: break;
   }
   if (e->nargs) generic_args(&a, e);
-  JW_LIT(w, "}}");
+  if (a.n == 0 && w->len == args_at + 9) {
+    w->len = args_at; /* nothing was written and nothing flushed since */
+    JW_LIT(w, "}");
+  } else {
+    JW_LIT(w, "}}");
+  }
 
   /* Launch flows: "s" on the API call that launched GPU work, "f" (binding
    * to the enclosing slice) on every GPU op that links back to an API call.
