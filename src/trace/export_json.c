@@ -229,7 +229,7 @@ static size_t fmt_float(char *out, float v) {
   if (v == floorf(v) && fabsf(v) < 1e9f) return put_i64(out, (int64_t)v);
   int n = 0;
   for (int prec = 6; prec <= 9; prec++) {
-    n = snprintf(out, 32, "%.*g", prec, (double)v);
+    n = snprintf(out, 22, "%.*g", prec, (double)v); /* at most 15 chars */
     if (strtof(out, NULL) == v) break;
   }
   return (size_t)n;
@@ -244,7 +244,7 @@ typedef struct fcache_ent {
   char text[22];
 } fcache_ent;
 
-#define FCACHE_SIZE 256
+#define FCACHE_SIZE 1024 /* two-way: pairs of entries, most recent first */
 
 typedef struct jctx {
   const tbe_trace *t;
@@ -268,16 +268,30 @@ typedef struct jctx {
   void *progress_ctx;
 } jctx;
 
-static void jw_float(jctx *c, float v) {
+/* The formatted text of a float, through the two-way cache. */
+static const fcache_ent *float_text(jctx *c, float v) {
   uint32_t bits;
   memcpy(&bits, &v, 4);
-  fcache_ent *e = &c->fcache[(bits * 2654435761u) >> 24];
-  if (!e->valid || e->bits != bits) {
-    e->len = (uint8_t)fmt_float(e->text, v);
-    e->bits = bits;
-    e->valid = 1;
-  }
+  uint32_t h = (bits ^ (bits >> 15)) * 0x9E3779B1u;
+  fcache_ent *e = &c->fcache[(h >> 22) & ~1u];
+  if (e[0].valid && e[0].bits == bits) return &e[0];
+  if (e[1].valid && e[1].bits == bits) return &e[1];
+  e[1] = e[0];
+  e[0].len = (uint8_t)fmt_float(e[0].text, v);
+  e[0].bits = bits;
+  e[0].valid = 1;
+  return &e[0];
+}
+
+static void jw_float(jctx *c, float v) {
+  const fcache_ent *e = float_text(c, v);
   jw_mem(&c->w, e->text, e->len);
+}
+
+static inline char *p_float(jctx *c, char *p, float v) {
+  const fcache_ent *e = float_text(c, v);
+  memcpy(p, e->text, e->len);
+  return p + e->len;
 }
 
 static void jw_double(jw *w, double v) {
@@ -395,15 +409,11 @@ static void jw_qstr(jw *w, const char *s, size_t n) {
 
 static void jw_qcstr(jw *w, const char *s) { jw_qstr(w, s, strlen(s)); }
 
-/* Writes an interned string, quoted, through the escape cache. */
-static void jw_str(jctx *c, tbe_str id) {
-  jw *w = &c->w;
+/* The JSON text of an interned string (escaped, without quotes) through
+ * the escape cache.  Returns 0, or TBE_ENOMEM (sticky in the writer). */
+static int esc_get(jctx *c, tbe_str id, const char **out, size_t *out_len) {
   const char *s = tbe_trace_str(c->t, id);
   size_t n = tbe_trace_strlen(c->t, id);
-  if (id >= c->nesc) {
-    jw_qstr(w, s, n);
-    return;
-  }
   uint64_t e = c->esc[id];
   if (e == 0) {
     if (json_clean(s, n)) {
@@ -413,10 +423,10 @@ static void jw_str(jctx *c, tbe_str id) {
       if (c->esccap - c->esclen < need) {
         size_t ncap = c->esccap ? c->esccap : 4096;
         while (ncap - c->esclen < need) ncap *= 2;
-        char *nb = tbe__realloc(w->a, c->escbuf, c->esccap, ncap);
+        char *nb = tbe__realloc(c->w.a, c->escbuf, c->esccap, ncap);
         if (!nb) {
-          if (!w->err) w->err = TBE_ENOMEM;
-          return;
+          if (!c->w.err) c->w.err = TBE_ENOMEM;
+          return TBE_ENOMEM;
         }
         c->escbuf = nb;
         c->esccap = ncap;
@@ -429,22 +439,62 @@ static void jw_str(jctx *c, tbe_str id) {
     c->esc[id] = e;
   }
   if (e == 1) {
-    char *d = jw_room(w, n + 2);
-    if (!d) return;
-    d[0] = '"';
-    memcpy(d + 1, s, n);
-    d[n + 1] = '"';
-    w->len += n + 2;
+    *out = s;
+    *out_len = n;
   } else {
     uint32_t l;
     memcpy(&l, c->escbuf + (e - 2), 4);
-    char *d = jw_room(w, (size_t)l + 2);
-    if (!d) return;
-    d[0] = '"';
-    memcpy(d + 1, c->escbuf + (e - 2) + 4, l);
-    d[l + 1] = '"';
-    w->len += (size_t)l + 2;
+    *out = c->escbuf + (e - 2) + 4;
+    *out_len = l;
   }
+  return 0;
+}
+
+/* Writes an interned string, quoted, through the escape cache. */
+static void jw_str(jctx *c, tbe_str id) {
+  jw *w = &c->w;
+  const char *s;
+  size_t n;
+  if (id >= c->nesc) {
+    jw_qstr(w, tbe_trace_str(c->t, id), tbe_trace_strlen(c->t, id));
+    return;
+  }
+  if (esc_get(c, id, &s, &n)) return;
+  char *d = jw_room(w, n + 2);
+  if (!d) return;
+  d[0] = '"';
+  memcpy(d + 1, s, n);
+  d[n + 1] = '"';
+  w->len += n + 2;
+}
+
+/* ---- pointer writers for the hot path: the caller reserved the room ---- */
+
+#define PL(p, lit) (memcpy((p), "" lit, sizeof(lit) - 1), (p) + sizeof(lit) - 1)
+
+static inline char *p_mem(char *p, const char *s, size_t n) {
+  memcpy(p, s, n);
+  return p + n;
+}
+static inline char *p_u64(char *p, uint64_t v) { return p + put_u64(p, v); }
+static inline char *p_i64(char *p, int64_t v) { return p + put_i64(p, v); }
+static inline char *p_us(char *p, int64_t ns) { return p + put_us(p, ns); }
+static inline char *p_qstr(char *p, const char *s, size_t n) {
+  *p++ = '"';
+  memcpy(p, s, n);
+  p += n;
+  *p++ = '"';
+  return p;
+}
+static inline char *p_dim3(char *p, const uint32_t v[3]) {
+  *p++ = '[';
+  p = p_u64(p, v[0]);
+  *p++ = ',';
+  p = p_u64(p, v[1]);
+  *p++ = ',';
+  p = p_u64(p, v[2]);
+  *p++ = ']';
+  return p;
 }
 
 /* ---- events ---- */
@@ -683,34 +733,203 @@ static void generic_args(argw *a, const tbe_event *e) {
 static void flow_end(jctx *c, const char *ph, uint64_t id, const char *cat, tbe_str cat_id,
                      tbe_str name_id, int64_t pid, int64_t tid, int64_t ts, int enclosing) {
   jw *w = &c->w;
-  JW_LIT(w, ",\n  {\"ph\":\"");
-  jw_mem(w, ph, 1);
-  char *d = jw_room(w, 96);
+  char *d = jw_room(w, 160);
   if (!d) return;
-  size_t n = 0;
-  memcpy(d + n, "\",\"id\":", 7);
-  n += 7;
-  n += put_u64(d + n, id);
-  memcpy(d + n, ",\"pid\":", 7);
-  n += 7;
-  n += put_i64(d + n, pid);
-  memcpy(d + n, ",\"tid\":", 7);
-  n += 7;
-  n += put_i64(d + n, tid);
-  memcpy(d + n, ",\"ts\":", 6);
-  n += 6;
-  n += put_us(d + n, ts - c->base);
-  w->len += n;
+  char *p = PL(d, ",\n  {\"ph\":\"");
+  *p++ = ph[0];
+  p = PL(p, "\",\"id\":");
+  p = p_u64(p, id);
+  p = PL(p, ",\"pid\":");
+  p = p_i64(p, pid);
+  p = PL(p, ",\"tid\":");
+  p = p_i64(p, tid);
+  p = PL(p, ",\"ts\":");
+  p = p_us(p, ts - c->base);
   if (cat) {
-    JW_LIT(w, ",\"cat\":\"ac2g\",\"name\":\"ac2g\"");
-  } else {
-    JW_LIT(w, ",\"cat\":");
-    jw_str(c, cat_id);
-    JW_LIT(w, ",\"name\":");
-    jw_str(c, name_id);
+    p = PL(p, ",\"cat\":\"ac2g\",\"name\":\"ac2g\"");
+    if (enclosing) p = PL(p, ",\"bp\":\"e\"");
+    *p++ = '}';
+    w->len += (size_t)(p - d);
+    return;
   }
+  w->len += (size_t)(p - d);
+  JW_LIT(w, ",\"cat\":");
+  jw_str(c, cat_id);
+  JW_LIT(w, ",\"name\":");
+  jw_str(c, name_id);
   if (enclosing) JW_LIT(w, ",\"bp\":\"e\"");
   JW_LIT(w, "}");
+}
+
+/* Bandwidth in GB/s (= bytes per ns) with three decimals, from integers
+ * where it fits; dur_ns > 0. */
+static char *p_bandwidth(char *p, uint64_t bytes, int64_t dur_ns) {
+  double gbps = (double)bytes / (double)dur_ns;
+  if (gbps < 1e15) {
+    uint64_t milli = (uint64_t)(gbps * 1000.0 + 0.5);
+    p = p_u64(p, milli / 1000);
+    unsigned r = (unsigned)(milli % 1000);
+    *p++ = '.';
+    *p++ = (char)('0' + r / 100);
+    memcpy(p, DIGITS2 + 2 * (r % 100), 2);
+    return p + 2;
+  }
+  return p + fmt_double(p, gbps);
+}
+
+/* The hot path for the duration events that make up most traces (kernels,
+ * copies, memsets, API calls, CPU ops, annotations): one reservation, then
+ * plain pointer writes.  Produces exactly what the general path would. */
+static void write_hot(jctx *c, const tbe_event *e, const tbe_track *tr) {
+  const tbe_trace *t = c->t;
+  jw *w = &c->w;
+  const char *nm, *ct;
+  size_t nl, cl;
+  if (esc_get(c, e->name, &nm, &nl)) return;
+  if (e->cat) {
+    if (esc_get(c, e->cat, &ct, &cl)) return;
+  } else {
+    ct = default_cat(e->kind);
+    cl = strlen(ct);
+  }
+  char *d = jw_room(w, 1024 + nl + cl);
+  if (!d) return;
+  char *p = d;
+  if (c->first_event) {
+    c->first_event = 0;
+    p = PL(p, "\n  {\"ph\":\"X\",\"cat\":");
+  } else {
+    p = PL(p, ",\n  {\"ph\":\"X\",\"cat\":");
+  }
+  p = p_qstr(p, ct, cl);
+  p = PL(p, ",\"name\":");
+  p = p_qstr(p, nm, nl);
+  int64_t pid, tid;
+  track_row(tr, &pid, &tid);
+  p = PL(p, ",\"pid\":");
+  p = p_i64(p, pid);
+  p = PL(p, ",\"tid\":");
+  p = p_i64(p, tid);
+  p = PL(p, ",\"ts\":");
+  p = p_us(p, e->start_ns - c->base);
+  p = PL(p, ",\"dur\":");
+  p = p_us(p, e->dur_ns < 0 ? 0 : e->dur_ns);
+  size_t args_off = w->len + (size_t)(p - d);
+  p = PL(p, ",\"args\":{");
+  int n = 0;
+#define KEY(lit)          \
+  do {                    \
+    if (n++) *p++ = ',';  \
+    p = PL(p, "\"" lit "\":"); \
+  } while (0)
+  if (e->external_id) {
+    KEY("External id");
+    p = p_u64(p, e->external_id);
+  }
+  int64_t device = tr->type == TBE_TRACK_STREAM ? tr->device : -1;
+  switch (e->kind) {
+    case TBE_EV_KERNEL: {
+      const tbe_kernel *k = tbe_trace_kernel(t, e);
+      if (k && k->queued_ns >= 0) {
+        KEY("queued");
+        p = p_i64(p, k->queued_ns);
+      }
+      KEY("device");
+      p = p_i64(p, device);
+      if (k) {
+        KEY("context");
+        p = p_u64(p, k->context);
+      }
+      KEY("stream");
+      p = p_i64(p, tr->tid);
+      KEY("correlation");
+      p = p_u64(p, e->correlation);
+      if (k) {
+        KEY("registers per thread");
+        p = p_u64(p, k->registers);
+        KEY("shared memory");
+        p = p_u64(p, (uint64_t)k->static_shared + k->dynamic_shared);
+        if (k->dynamic_shared) {
+          KEY("dynamic shared memory");
+          p = p_u64(p, k->dynamic_shared);
+        }
+        if (k->blocks_per_sm >= 0) {
+          KEY("blocks per SM");
+          p = p_float(c, p, k->blocks_per_sm);
+        }
+        if (k->warps_per_sm >= 0) {
+          KEY("warps per SM");
+          p = p_float(c, p, k->warps_per_sm);
+        }
+        KEY("grid");
+        p = p_dim3(p, k->grid);
+        KEY("block");
+        p = p_dim3(p, k->block);
+        if (k->occupancy_pct >= 0) {
+          KEY("est. achieved occupancy %");
+          p = p_float(c, p, k->occupancy_pct);
+        }
+      }
+      break;
+    }
+    case TBE_EV_MEMCPY:
+    case TBE_EV_MEMSET: {
+      const tbe_memcpy *m = tbe_trace_memcpy(t, e);
+      const tbe_memset *ms = tbe_trace_memset(t, e);
+      KEY("device");
+      p = p_i64(p, device);
+      if (m || ms) {
+        KEY("context");
+        p = p_u64(p, m ? m->context : ms->context);
+      }
+      KEY("stream");
+      p = p_i64(p, tr->tid);
+      KEY("correlation");
+      p = p_u64(p, e->correlation);
+      if (m || ms) {
+        uint64_t bytes = m ? m->bytes : ms->bytes;
+        KEY("bytes");
+        p = p_u64(p, bytes);
+        if (e->dur_ns > 0) {
+          KEY("memory bandwidth (GB/s)");
+          p = p_bandwidth(p, bytes, e->dur_ns);
+        }
+        if (m && m->copy_kind == TBE_COPY_PTOP) {
+          KEY("fromDevice");
+          p = p_i64(p, m->src_device);
+          KEY("toDevice");
+          p = p_i64(p, m->dst_device);
+        }
+      }
+      break;
+    }
+    case TBE_EV_GPU_ANNOTATION:
+      if (tr->type == TBE_TRACK_STREAM) {
+        KEY("device");
+        p = p_i64(p, device);
+        KEY("stream");
+        p = p_i64(p, tr->tid);
+      }
+      break;
+    case TBE_EV_RUNTIME:
+    case TBE_EV_DRIVER:
+      if (e->correlation) {
+        KEY("correlation");
+        p = p_u64(p, e->correlation);
+      }
+      break;
+    default: break;
+  }
+#undef KEY
+  w->len += (size_t)(p - d);
+  argw a = {c, n};
+  if (e->nargs) generic_args(&a, e);
+  if (a.n == 0 && w->len == args_off + 9) {
+    w->len = args_off; /* no args: drop "args":{ again (nothing flushed since) */
+    JW_LIT(w, "}");
+  } else {
+    JW_LIT(w, "}}");
+  }
 }
 
 static int is_api_kind(uint8_t k) { return k == TBE_EV_RUNTIME || k == TBE_EV_DRIVER; }
@@ -720,6 +939,25 @@ static void write_event(jctx *c, uint32_t idx) {
   const tbe_event *e = &t->events[idx];
   const tbe_track *tr = &t->tracks[e->track];
   jw *w = &c->w;
+  switch (e->kind) {
+    case TBE_EV_MEMCPY:
+    case TBE_EV_MEMSET:
+      if (!e->name) break; /* unnamed copies: Kineto-style names below */
+      /* fall through */
+    case TBE_EV_KERNEL:
+    case TBE_EV_RUNTIME:
+    case TBE_EV_DRIVER:
+    case TBE_EV_CPU_OP:
+    case TBE_EV_USER_ANNOTATION:
+    case TBE_EV_GPU_ANNOTATION:
+    case TBE_EV_PYTHON:
+      if (e->name < c->nesc && e->cat < c->nesc) {
+        write_hot(c, e, tr);
+        goto flows;
+      }
+      break;
+    default: break;
+  }
   int instant = e->kind == TBE_EV_NVTX_MARK || e->kind == TBE_EV_MEMORY ||
                 e->kind == TBE_EV_INSTANT;
   if (e->kind == TBE_EV_COUNTER) ev_head(c, "C", e, tr);
@@ -858,6 +1096,7 @@ static void write_event(jctx *c, uint32_t idx) {
     JW_LIT(w, "}}");
   }
 
+flows:
   /* Launch flows: "s" on the API call that launched GPU work, "f" (binding
    * to the enclosing slice) on every GPU op that links back to an API call.
    * Both ends exist for every link the model resolved. */
