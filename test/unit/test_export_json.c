@@ -425,6 +425,55 @@ static void test_gzip_matches_plain(void **state) {
   tbe_trace_free(t);
 }
 
+/* Many MiB of JSON: the gzip output is cut into chunks deflated in
+ * parallel; it must decompress (zlib, and gzip -t when installed) to exactly
+ * the plain output. */
+static void test_gzip_many_chunks(void **state) {
+  (void)state;
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  uint32_t h;
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 1, 1, -1, &h), 0);
+  char name[64];
+  for (int i = 0; i < 120000; i++) {
+    tbe_event e;
+    memset(&e, 0, sizeof e);
+    e.kind = TBE_EV_CPU_OP;
+    e.track = h;
+    snprintf(name, sizeof name, "op_%d", i % 5000);
+    e.name = S(t, name);
+    e.start_ns = 1000000 + (int64_t)i * 100;
+    e.dur_ns = i % 97;
+    e.external_id = (uint64_t)i * 2654435761u;
+    assert_int_equal(tbe_trace_add_event(t, &e, NULL, NULL, 0, NULL), 0);
+  }
+  assert_int_equal(tbe_trace_finish(t), 0);
+  size_t n, gn;
+  char *plain = export_plain(t, &n);
+  assert_true(n > 9u << 20); /* more than a batch of eight 1 MiB chunks */
+  char *dir = tu_mkdtemp();
+  char *path = tu_join(dir, "big.json.gz");
+  assert_int_equal(tbe_export_chrome_json(t, path, 1, 0), 0);
+  char *g = read_gz(path, &gn);
+  assert_int_equal(gn, n + 3);
+  const char *tp = strstr(plain, "\"traceName\"");
+  assert_non_null(tp);
+  assert_memory_equal(g, plain, (size_t)(tp - plain));
+  const char *why = json_check(g, gn);
+  if (why) fail_msg("invalid JSON: %s", why);
+  if (system("command -v gzip >/dev/null 2>&1") == 0) {
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "gzip -t '%s'", path);
+    assert_int_equal(system(cmd), 0);
+  }
+  free(g);
+  free(plain);
+  tu_rmrf(dir);
+  free(path);
+  free(dir);
+  tbe_trace_free(t);
+}
+
 static void test_empty_trace(void **state) {
   (void)state;
   tbe_trace *t;
@@ -681,6 +730,7 @@ int main(void) {
       cmocka_unit_test(test_validator),
       cmocka_unit_test(test_small_layout),
       cmocka_unit_test(test_gzip_matches_plain),
+      cmocka_unit_test(test_gzip_many_chunks),
       cmocka_unit_test(test_empty_trace),
       cmocka_unit_test(test_escaping),
       cmocka_unit_test(test_all_kinds),
