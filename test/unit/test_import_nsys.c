@@ -607,6 +607,14 @@ static void test_bad_rows(void **state) {
   path = make_db(dir, "null.sqlite", sql);
   expect_fail(path, TBE_ECORRUPT, "table CUPTI_ACTIVITY_KIND_KERNEL row 1: column streamId is NULL");
   free(path);
+  /* A device ordinal that cannot be one. */
+  snprintf(sql, sizeof sql,
+           "%s INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, streamId, demangledName) "
+           "VALUES (1, 2, -3, 1, 1);",
+           minimal_schema);
+  path = make_db(dir, "dev.sqlite", sql);
+  expect_fail(path, TBE_ECORRUPT, "table CUPTI_ACTIVITY_KIND_KERNEL row 1: column deviceId is not a device ordinal");
+  free(path);
   /* A required column missing. */
   path = make_db(dir, "nocol.sqlite",
                  "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);"
