@@ -37,6 +37,10 @@
  *                                  (textId), payloads, colors
  * Process and thread ids come from globalTid: pid = bits 24..47, tid =
  * bits 0..23.  Host API calls and NVTX go on TBE_TRACK_THREAD tracks.
+ * CUDA correlation ids are per process: when API calls come from several
+ * processes the model's correlation is (pid << 40) | correlationId, so
+ * calls and GPU work of different processes never link (the 2-GPU fixture
+ * has colliding ids across its two processes).
  *
  * Errors: a file that is SQLite but not an nsys export is TBE_EFORMAT; an
  * unreadable database, a required column missing or a value of the wrong
