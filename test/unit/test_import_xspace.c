@@ -765,11 +765,83 @@ static void test_flipped(void **state) {
   free(dir);
 }
 
+
+/* ---- allocation failures ---- */
+
+/* A trace allocator that fails after `left` allocations. */
+typedef struct {
+  long left; /* allocations that still succeed */
+  long live; /* outstanding blocks */
+} failalloc;
+
+static void *fa_alloc(void *o, size_t n) {
+  failalloc *f = o;
+  if (f->left-- <= 0) return NULL;
+  f->live++;
+  return malloc(n);
+}
+static void *fa_realloc(void *o, void *p, size_t old, size_t n) {
+  (void)old;
+  failalloc *f = o;
+  if (f->left-- <= 0) return NULL;
+  if (!p) f->live++;
+  return realloc(p, n);
+}
+static void fa_free(void *o, void *p) {
+  failalloc *f = o;
+  if (p) f->live--;
+  free(p);
+}
+
+/* Imports `path` with the trace's n-th allocation failing, for every n
+ * until an import succeeds: each attempt fails cleanly with TBE_ENOMEM and
+ * a message, and leaves nothing allocated. */
+static void alloc_sweep(const char *path) {
+  int succeeded = 0;
+  long n;
+  for (n = 0; n < 5000 && !succeeded; n++) {
+    failalloc f = {.left = n, .live = 0};
+    tbe_allocator a = {fa_alloc, fa_realloc, fa_free, &f};
+    tbe_trace *t = NULL;
+    int rc = tbe_trace_create(&t, &a);
+    if (rc == 0) {
+      tbe_import_error err;
+      rc = tbe_import_file(t, path, NULL, &err);
+      if (rc == 0) {
+        succeeded = 1;
+      } else {
+        if (rc != TBE_ENOMEM) fprintf(stderr, "n=%ld: %s\n", n, err.message);
+        assert_int_equal(rc, TBE_ENOMEM);
+        assert_true(err.message[0] != 0);
+      }
+      tbe_trace_free(t);
+    } else {
+      assert_int_equal(rc, TBE_ENOMEM);
+    }
+    assert_int_equal(f.live, 0);
+  }
+  assert_true(succeeded);
+  assert_true(n > 10); /* the sweep did go through the importer */
+}
+
+static void test_alloc_failures(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  wb space;
+  build_space(&space, 1000, 0);
+  char *path = write_tmp(dir, "a.xplane.pb", &space);
+  alloc_sweep(path);
+  free(space.b);
+  free(path);
+  tu_rmrf(dir);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_golden),          cmocka_unit_test(test_synthetic),
       cmocka_unit_test(test_truncated),       cmocka_unit_test(test_bad_inner_field),
-      cmocka_unit_test(test_flipped),
+      cmocka_unit_test(test_flipped),         cmocka_unit_test(test_alloc_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
