@@ -34,19 +34,6 @@
 #include "tbexport/import.h"
 #include "tbexport/trace.h"
 
-/* The bench reads only Chrome JSON: it links without the other importers
- * when they are not in the library yet (weak: the real ones win). */
-__attribute__((weak)) int tbe__import_xspace(tbe_trace *t, const char *path,
-                                             const tbe_import_options *o, tbe_import_error *err) {
-  (void)t, (void)path, (void)o, (void)err;
-  return TBE_EFORMAT;
-}
-__attribute__((weak)) int tbe__import_nsys(tbe_trace *t, const char *path,
-                                           const tbe_import_options *o, tbe_import_error *err) {
-  (void)t, (void)path, (void)o, (void)err;
-  return TBE_EFORMAT;
-}
-
 /* The importer's thread switch (-1 auto, 0 one thread, 1 two threads);
  * the bench sets it from TBE_IMPORT_THREADS to compare. */
 extern int tbe__chrome_json_threads;

@@ -26,19 +26,6 @@
 #include "tbexport/trace.h"
 #include "testutil.h"
 
-/* Until the XSpace and nsys importers are in the library this test links
- * without them; weak, so the real ones win once they exist. */
-__attribute__((weak)) int tbe__import_xspace(tbe_trace *t, const char *path,
-                                             const tbe_import_options *o, tbe_import_error *err) {
-  (void)t, (void)path, (void)o, (void)err;
-  return TBE_EFORMAT;
-}
-__attribute__((weak)) int tbe__import_nsys(tbe_trace *t, const char *path,
-                                           const tbe_import_options *o, tbe_import_error *err) {
-  (void)t, (void)path, (void)o, (void)err;
-  return TBE_EFORMAT;
-}
-
 /* ---- a tiny independent JSON reader (DOM) ---- */
 
 typedef enum { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ } jtype;
