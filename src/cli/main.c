@@ -11,6 +11,9 @@
 
 static const tbe_cli_cmd commands[] = {
     {"inspect", "list runs, tags and counts of TensorBoard event files", tbe_cmd_inspect},
+    {"import", "turn trace files into a TensorBoard run (xplane, trace JSON, scalars)", tbe_cmd_import},
+    {"summary", "where the time goes in a trace: GPUs, top kernels, steps, advice", tbe_cmd_summary},
+    {"diff", "compare two traces: which kernels and operators got faster or slower", tbe_cmd_diff},
 };
 
 void tbe_cli_error(const char *cmd, const char *fmt, ...) {
