@@ -60,7 +60,14 @@ typedef enum tbe_sort_key {
 
 /* Figures of one name in one table. */
 typedef struct tbe_name_stats {
-  tbe_str name;       /* in the analysed trace's string table */
+  tbe_str name;       /* in the analysed trace's string table (for ranges, the
+                         first name seen of those grouped under `label`) */
+  /* The name shown and matched by diff (owned by the analysis or the
+   * trace).  Equal to the name, except for ranges whose names carry a
+   * per-call suffix (PyTorch's NVTX "aten::mm, seq = 4, op_id = 12, sizes
+   * = …"): those are grouped under the part before ", seq = ",
+   * ", op_id = " or ", sizes = ". */
+  const char *label;
   uint64_t calls;
   int64_t total_ns;
   int64_t self_ns;    /* total minus time in nested entries of the same table

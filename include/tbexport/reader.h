@@ -10,12 +10,16 @@
  *
  * Damage is reported, never fatal:
  *  - TBE_ETRUNCATED: the file ends inside a record (a writer may still be
- *    appending).  If it is the last file, the reader stays at that record
- *    and the next tbe_reader_next retries it, so reading resumes once more
- *    bytes arrive; otherwise the next call moves on to the next file.
+ *    appending).  In the last file the reader stays at that record: the
+ *    truncation is reported once, then tbe_reader_next returns 0 ("nothing
+ *    more for now") until more bytes arrive, and reading resumes there
+ *    (tail-follow; likewise after a clean end of the last file).  In an
+ *    earlier file the next call moves on to the next file.
  *  - TBE_ECHECKSUM (bad length or data CRC), TBE_EPARSE (a record whose
  *    data is not an Event): the rest of that file is skipped (TensorBoard
  *    gives such a file up too); the next call continues with the next file.
+ *  - TBE_ENOMEM and I/O errors concern one call; I/O errors also skip the
+ *    rest of that file.
  * tbe_reader_error describes the last such report: file, byte offset of the
  * record, and a one-line message.
  *

@@ -65,7 +65,7 @@ int tbe_cmd_diff(int argc, char **argv) {
   const char *logdir = NULL;
   int quiet = 0, no_events = 0, c;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+:hq", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":hq", opts, NULL)) != -1) {
     switch (c) {
       case 'L': logdir = optarg; break;
       case 'W': o.wide = 1; break;

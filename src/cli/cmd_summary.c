@@ -7,8 +7,8 @@
  * name, looked up as <logdir>/plugins/profile/<RUN>/, where the Chrome
  * trace (*.trace.json.gz, *.trace.json) is preferred to the XSpace
  * (*.xplane.pb).  Run names are checked before they become paths.
- * Imports that take more than a second show a progress line on stderr
- * when it is a terminal, unless --quiet. */
+ * Imports that take more than a second show the shared progress bar
+ * (progress.h) on stderr when it is a terminal, unless --quiet. */
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
@@ -17,44 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/progress.h"
 #include "tbexport.h"
 #include "tbexport/analysis.h"
 
 #define DEFAULT_LOGDIR "log_dir"
-
-/* ---- progress ---- */
-
-typedef struct progress {
-  struct timespec t0;
-  int shown;
-  const char *what;
-} progress;
-
-static double since(const struct timespec *t0) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
-}
-
-static void on_progress(void *ctx, uint64_t done, uint64_t total) {
-  progress *p = ctx;
-  double el = since(&p->t0);
-  if (el < 1.0) return;
-  double rate = (double)done / el;
-  if (total) {
-    double eta = rate > 0 ? (double)(total - (done < total ? done : total)) / rate : 0;
-    fprintf(stderr, "\r%s: %.1f / %.1f MB (%.0f%%), %.1f MB/s, ETA %.0fs   ", p->what,
-            (double)done / 1e6, (double)total / 1e6, 100.0 * (double)done / (double)total,
-            rate / 1e6, eta);
-  } else {
-    fprintf(stderr, "\r%s: %.1f MB, %.1f MB/s   ", p->what, (double)done / 1e6, rate / 1e6);
-  }
-  p->shown = 1;
-}
 
 /* ---- locating and loading ---- */
 
@@ -78,25 +48,9 @@ static int rank_of(const char *name) {
   return 0;
 }
 
-/* The latest run (greatest name: default run names are timestamps) under
- * <logdir>/plugins/profile.  Returns 0 or -errno / TBE_ENOENT. */
-static int latest_run(const char *logdir, char *out, size_t size) {
-  char dir[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s/plugins/profile", logdir);
-  DIR *d = opendir(dir);
-  if (!d) return -errno;
-  struct dirent *e;
-  out[0] = '\0';
-  while ((e = readdir(d)) != NULL) {
-    if (e->d_name[0] == '.') continue;
-    if (strcmp(e->d_name, out) > 0 && strlen(e->d_name) < size) snprintf(out, size, "%s", e->d_name);
-  }
-  closedir(d);
-  return out[0] ? 0 : TBE_ENOENT;
-}
-
-/* Finds the trace file of `run`; returns 0 and the path, -errno, or
- * TBE_ENOENT when the run has no trace file. */
+/* Finds the trace file of `run` (the first by name of the preferred kind)
+ * and in *nhosts how many files of that kind (hosts) the run holds;
+ * returns 0 and the path, -errno, or 1 when the run has no trace file. */
 static int run_file(const char *logdir, const char *run, char *out, size_t size, int *nhosts) {
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s/plugins/profile/%s", logdir, run);
@@ -104,22 +58,43 @@ static int run_file(const char *logdir, const char *run, char *out, size_t size,
   if (!d) return -errno;
   struct dirent *e;
   char best[NAME_MAX + 1] = "";
-  int best_rank = 0, n = 0;
+  int best_rank = 0, n = 0; /* n: files of the best kind, one per host */
   while ((e = readdir(d)) != NULL) {
     if (e->d_name[0] == '.') continue;
     int r = rank_of(e->d_name);
-    if (!r) continue;
-    if (r == 3 || (r == 2) || (r == 1)) n++;
-    if (r > best_rank || (r == best_rank && strcmp(e->d_name, best) < 0)) {
+    if (!r || r < best_rank) continue;
+    if (r > best_rank) n = 0;
+    n++;
+    if (r > best_rank || strcmp(e->d_name, best) < 0) {
       best_rank = r;
       snprintf(best, sizeof best, "%s", e->d_name);
     }
   }
   closedir(d);
   *nhosts = n;
-  if (!best_rank) return TBE_ENOENT;
+  if (!best_rank) return 1; /* the run exists but holds no trace file */
   if ((size_t)snprintf(out, size, "%s/%s", dir, best) >= size) return TBE_EINVAL;
   return 0;
+}
+
+/* The latest run (greatest name: default run names are timestamps) under
+ * <logdir>/plugins/profile that holds a trace file.  Returns 0, -errno or
+ * 1 when there is none. */
+static int latest_run(const char *logdir, char *out, size_t size) {
+  char dir[PATH_MAX], path[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/plugins/profile", logdir);
+  DIR *d = opendir(dir);
+  if (!d) return -errno;
+  struct dirent *e;
+  out[0] = '\0';
+  while ((e = readdir(d)) != NULL) {
+    int nh;
+    if (e->d_name[0] == '.' || strcmp(e->d_name, out) <= 0 || strlen(e->d_name) >= size) continue;
+    if (run_file(logdir, e->d_name, path, sizeof path, &nh) == 0)
+      snprintf(out, size, "%s", e->d_name);
+  }
+  closedir(d);
+  return out[0] ? 0 : 1;
 }
 
 int tbe_cli_load_trace(const char *cmd, const char *logdir, const char *arg, int quiet,
@@ -151,7 +126,7 @@ int tbe_cli_load_trace(const char *cmd, const char *logdir, const char *arg, int
       tbe_cli_error(cmd, "%s: no such file, and no run '%s' in %s", arg, arg, logdir);
       return TBE_EXIT_USAGE;
     }
-    if (rc == TBE_ENOENT) {
+    if (rc == 1) {
       tbe_cli_error(cmd, "%s/plugins/profile/%s: no trace file (*.trace.json.gz, *.xplane.pb)",
                     logdir, arg);
       return TBE_EXIT_USAGE;
@@ -162,6 +137,9 @@ int tbe_cli_load_trace(const char *cmd, const char *logdir, const char *arg, int
     }
     snprintf(label, label_size, "%s", arg);
     *is_run = 1;
+    if (nhosts > 1 && !quiet)
+      fprintf(stderr, "tbexport %s: note: run '%s' holds traces of %d hosts; using %s\n", cmd, arg,
+              nhosts, strrchr(path, '/') + 1);
   }
   tbe_trace *t = NULL;
   int rc = tbe_trace_create(&t, NULL);
@@ -169,18 +147,12 @@ int tbe_cli_load_trace(const char *cmd, const char *logdir, const char *arg, int
     tbe_cli_error(cmd, "%s", tbe_strerror(rc));
     return TBE_EXIT_FAIL;
   }
-  progress pr;
-  clock_gettime(CLOCK_MONOTONIC, &pr.t0);
-  pr.shown = 0;
-  pr.what = label;
-  tbe_import_options io = {0};
-  if (!quiet && isatty(2)) {
-    io.progress = on_progress;
-    io.progress_ctx = &pr;
-  }
+  tbe_progress pb;
+  tbe_progress_start(&pb, label, TBE_PROGRESS_BYTES, quiet);
+  tbe_import_options io = {tbe_progress_cb, &pb};
   tbe_import_error err;
   rc = tbe_import_file(t, path, &io, &err);
-  if (pr.shown) fprintf(stderr, "\r\033[K");
+  tbe_progress_end(&pb);
   if (rc) {
     tbe_cli_error(cmd, "%s", err.message[0] ? err.message : tbe_strerror(rc));
     tbe_trace_free(t);
@@ -279,7 +251,7 @@ int tbe_cmd_summary(int argc, char **argv) {
   const char *logdir = NULL;
   int quiet = 0, c;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+:hq", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":hq", opts, NULL)) != -1) {
     switch (c) {
       case 'L': logdir = optarg; break;
       case 'W': o.wide = 1; break;

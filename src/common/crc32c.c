@@ -13,6 +13,7 @@
 #include "common/crc32c.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #define POLY 0x82f63b78u /* reflected Castagnoli polynomial */
@@ -106,6 +107,9 @@ static void zeros_op(uint32_t *op, size_t nbytes) {
 static uint32_t long_zeros[4][256], short_zeros[4][256];
 static pthread_once_t hw_once = PTHREAD_ONCE_INIT;
 static int hw_ok;
+/* -1 until hw_init ran, then hw_ok; read with acquire on every call so the
+ * hot path costs one load instead of pthread_once. */
+static _Atomic int hw_state = -1;
 
 static void zeros_tables(uint32_t t[4][256], size_t nbytes) {
   uint32_t op[32];
@@ -121,24 +125,33 @@ static void hw_init(void) {
     zeros_tables(long_zeros, LONG_BLK);
     zeros_tables(short_zeros, SHORT_BLK);
   }
+  atomic_store_explicit(&hw_state, hw_ok, memory_order_release);
+}
+
+static inline int hw_ready(void) {
+  int s = atomic_load_explicit(&hw_state, memory_order_acquire);
+  if (s < 0) {
+    pthread_once(&hw_once, hw_init);
+    s = hw_ok;
+  }
+  return s;
 }
 
 static inline uint32_t shift(uint32_t t[4][256], uint32_t c) {
   return t[0][c & 0xff] ^ t[1][(c >> 8) & 0xff] ^ t[2][(c >> 16) & 0xff] ^ t[3][c >> 24];
 }
 
-int tbe__crc32c_hw_available(void) {
-  pthread_once(&hw_once, hw_init);
-  return hw_ok;
-}
+int tbe__crc32c_hw_available(void) { return hw_ready(); }
 
 __attribute__((target("sse4.2"))) static uint32_t hw_crc(uint32_t crc, const unsigned char *b,
                                                           size_t n) {
   uint64_t c0 = ~crc;
-  while (n && ((uintptr_t)b & 7)) {
-    c0 = _mm_crc32_u8((uint32_t)c0, *b++);
-    n--;
-  }
+  /* x86 loads need no alignment; align only long inputs, where it pays */
+  if (n >= 3 * SHORT_BLK)
+    while ((uintptr_t)b & 7) {
+      c0 = _mm_crc32_u8((uint32_t)c0, *b++);
+      n--;
+    }
   while (n >= 3 * LONG_BLK) {
     uint64_t c1 = 0, c2 = 0;
     const unsigned char *end = b + LONG_BLK;
@@ -172,17 +185,24 @@ __attribute__((target("sse4.2"))) static uint32_t hw_crc(uint32_t crc, const uns
     b += 8;
     n -= 8;
   }
+  if (n >= 4) {
+    uint32_t w;
+    memcpy(&w, b, 4);
+    c0 = _mm_crc32_u32((uint32_t)c0, w);
+    b += 4;
+    n -= 4;
+  }
   while (n--) c0 = _mm_crc32_u8((uint32_t)c0, *b++);
   return ~(uint32_t)c0;
 }
 
 uint32_t tbe__crc32c_hw(uint32_t crc, const void *p, size_t n) {
-  if (!tbe__crc32c_hw_available()) return tbe__crc32c_portable(crc, p, n);
+  if (!hw_ready()) return tbe__crc32c_portable(crc, p, n);
   return hw_crc(crc, p, n);
 }
 
 uint32_t tbe__crc32c_extend(uint32_t crc, const void *p, size_t n) {
-  if (tbe__crc32c_hw_available()) return hw_crc(crc, p, n);
+  if (hw_ready()) return hw_crc(crc, p, n);
   return tbe__crc32c_portable(crc, p, n);
 }
 

@@ -1,10 +1,11 @@
 /* reader.c: the TensorBoard event reader (include/tbexport/reader.h).
  *
  * open() lists the event files up front (sorted by run, then name).  next()
- * reads one record at `offset` of the current file with pread: the 12-byte
- * header first (length CRC checked before the length is trusted), then the
- * rest, bounded by the file's current size so a damaged length never makes
- * us allocate more than the file holds.  The Event is unpacked with
+ * reads one record at `offset` of the current file through a read window
+ * (pread of 256 KiB at a time): the 12-byte header first (length CRC checked
+ * before the length is trusted), then the rest; a record longer than the
+ * window is checked against the file's size first, so a damaged length
+ * never makes us allocate more than the file holds.  The Event is unpacked with
  * protobuf-c through the caller's allocator and turned into the plain views
  * of reader.h; everything an event view points to lives in the unpacked
  * message or in `scratch`, both released at the next call.
@@ -32,6 +33,7 @@
 #include "tensorboard/summary.pb-c.h"
 
 #define MAX_DEPTH 32
+#define WINDOW (256 * 1024) /* bytes read at a time */
 
 typedef struct rfile {
   char *path;
@@ -41,6 +43,7 @@ typedef struct rfile {
 
 struct tbe_reader {
   tbe_allocator a;
+  tbe__pbctx pctx;
   ProtobufCAllocator pa;
   rfile *files;
   size_t nfiles, capfiles;
@@ -49,7 +52,8 @@ struct tbe_reader {
   int dead;             /* current file abandoned */
   uint64_t offset;      /* next record in the current file */
   uint64_t trunc_at;    /* offset of a reported truncated tail, or UINT64_MAX */
-  tbe__buf rec;         /* current record bytes */
+  tbe__buf win;         /* read window: file bytes from win_off */
+  uint64_t win_off;
   Tensorboard__Event *msg;
   void **scratch;
   size_t nscratch, capscratch;
@@ -142,10 +146,11 @@ int tbe_reader_open(tbe_reader **out, const char *path, unsigned flags,
   tbe_reader *r = tbe__calloc(&a, 1, sizeof *r);
   if (!r) return TBE_ENOMEM;
   r->a = a;
-  tbe__pb_allocator(&r->pa, &r->a);
+  r->pctx.a = &r->a;
+  tbe__pb_allocator(&r->pa, &r->pctx);
   r->fd = -1;
   r->trunc_at = UINT64_MAX;
-  tbe__buf_init(&r->rec, &r->a);
+  tbe__buf_init(&r->win, &r->a);
   int rc;
   if (S_ISDIR(st.st_mode)) {
     rc = scan_dir(r, path, ".", (flags & TBE_READER_RECURSIVE) != 0, 0);
@@ -201,7 +206,7 @@ void tbe_reader_close(tbe_reader *r) {
     tbe__free(&a, r->files[i].name);
   }
   tbe__free(&a, r->files);
-  tbe__buf_deinit(&r->rec);
+  tbe__buf_deinit(&r->win);
   tbe__free(&a, r);
 }
 
@@ -381,7 +386,7 @@ static int tensor_view(tbe_reader *r, const Tensorboard__TensorProto *t, tbe_ten
   return 0;
 }
 
-static int build_view(tbe_reader *r, const rfile *f) {
+static int build_view(tbe_reader *r, const rfile *f, const uint8_t *rec, size_t rec_len) {
   Tensorboard__Event *m = r->msg;
   tbe_tb_event *e = &r->ev;
   memset(e, 0, sizeof *e);
@@ -390,8 +395,8 @@ static int build_view(tbe_reader *r, const rfile *f) {
   e->path = f->path;
   e->run = f->run;
   e->offset = r->offset;
-  e->record.data = r->rec.data + TBE__TFR_HEADER;
-  e->record.size = r->rec.len - TBE__TFR_OVERHEAD;
+  e->record.data = rec + TBE__TFR_HEADER;
+  e->record.size = rec_len - TBE__TFR_OVERHEAD;
   if (m->source_metadata) e->source_writer = m->source_metadata->writer;
   switch (m->what_case) {
     case TENSORBOARD__EVENT__WHAT_FILE_VERSION:
@@ -549,6 +554,33 @@ static int read_at(int fd, uint8_t *p, size_t n, uint64_t off, size_t *got) {
   return 0;
 }
 
+/* Makes bytes [off, off + n) of the current file available through the
+ * read window.  Serves them from the window when it holds them; otherwise
+ * reads at least WINDOW bytes from `off` (so a file that grew is seen
+ * again).  *p points at `off`, *avail gets min(n, bytes there). */
+static int window(tbe_reader *r, uint64_t off, size_t n, const uint8_t **p, size_t *avail) {
+  if (off >= r->win_off && off - r->win_off <= r->win.len && n <= r->win.len - (off - r->win_off)) {
+    *p = r->win.data + (off - r->win_off);
+    *avail = n;
+    return 0;
+  }
+  size_t want = n > WINDOW ? n : WINDOW;
+  tbe__buf_clear(&r->win);
+  r->win_off = off;
+  uint8_t *d = tbe__buf_reserve(&r->win, want);
+  if (!d) {
+    r->win.err = 0;
+    return TBE_ENOMEM;
+  }
+  size_t got;
+  int rc = read_at(r->fd, d, want, off, &got);
+  if (rc < 0) return rc;
+  r->win.len = got;
+  *p = d;
+  *avail = got < n ? got : n;
+  return 0;
+}
+
 int tbe_reader_next(tbe_reader *r, const tbe_tb_event **ev) {
   if (!r || !ev) return TBE_EINVAL;
   *ev = NULL;
@@ -571,18 +603,21 @@ int tbe_reader_next(tbe_reader *r, const tbe_tb_event **ev) {
         r->dead = 1;
         return e;
       }
+      tbe__buf_clear(&r->win);
+      r->win_off = 0;
     }
-    uint8_t hdr[TBE__TFR_HEADER];
+    const uint8_t *d;
     size_t got;
-    int rc = read_at(r->fd, hdr, sizeof hdr, r->offset, &got);
+    int rc = window(r, r->offset, TBE__TFR_HEADER, &d, &got);
     if (rc < 0) {
+      if (rc == TBE_ENOMEM) return report(r, rc, "out of memory");
       report(r, rc, "read error: %s", tbe_strerror(rc));
       r->dead = 1;
       return rc;
     }
     uint64_t len = 0;
     uint32_t gc = 0, wc = 0;
-    tbe__tfr_status st = tbe__tfr_check(hdr, got, &len, &gc, &wc);
+    tbe__tfr_status st = tbe__tfr_check(d, got, &len, &gc, &wc);
     if (st == TBE__TFR_END) {
       if (last) return 0;
       advance(r);
@@ -593,31 +628,37 @@ int tbe_reader_next(tbe_reader *r, const tbe_tb_event **ev) {
       return report(r, TBE_ECHECKSUM, "length CRC mismatch (stored 0x%08" PRIx32
                     ", computed 0x%08" PRIx32 ")", gc, wc);
     }
-    struct stat sb;
-    if (fstat(r->fd, &sb) != 0) {
-      rc = -errno;
-      r->dead = 1;
-      return report(r, rc, "stat failed: %s", tbe_strerror(rc));
+    size_t present = got;
+    int truncated = got < TBE__TFR_HEADER;
+    if (!truncated && len > WINDOW) {
+      /* a big record: make sure the file holds it before allocating */
+      struct stat sb;
+      if (fstat(r->fd, &sb) != 0) {
+        rc = -errno;
+        r->dead = 1;
+        return report(r, rc, "stat failed: %s", tbe_strerror(rc));
+      }
+      uint64_t size = (uint64_t)sb.st_size;
+      uint64_t left = size > r->offset ? size - r->offset : 0;
+      if (left < TBE__TFR_OVERHEAD || len > left - TBE__TFR_OVERHEAD || len > SIZE_MAX / 2) {
+        truncated = 1;
+        present = (size_t)(left < SIZE_MAX ? left : SIZE_MAX);
+      }
     }
-    uint64_t size = (uint64_t)sb.st_size;
-    int truncated = st == TBE__TFR_TRUNCATED && got < TBE__TFR_HEADER;
-    if (!truncated && (len > size || size - r->offset < TBE__TFR_OVERHEAD ||
-                       len > size - r->offset - TBE__TFR_OVERHEAD || len > SIZE_MAX / 2))
-      truncated = 1;
     if (!truncated) {
       size_t total = (size_t)len + TBE__TFR_OVERHEAD;
-      tbe__buf_clear(&r->rec);
-      uint8_t *d = tbe__buf_reserve(&r->rec, total);
-      if (!d) return report(r, TBE_ENOMEM, "out of memory for a %zu-byte record", total);
-      rc = read_at(r->fd, d, total, r->offset, &got);
+      rc = window(r, r->offset, total, &d, &got);
+      if (rc == TBE_ENOMEM)
+        return report(r, rc, "out of memory for a %zu-byte record", total);
       if (rc < 0) {
         r->dead = 1;
         return report(r, rc, "read error: %s", tbe_strerror(rc));
       }
+      present = got;
       st = tbe__tfr_check(d, got, &len, &gc, &wc);
       if (st == TBE__TFR_TRUNCATED || st == TBE__TFR_END) {
-        truncated = 1; /* the file shrank under us */
-      } else if (st == TBE__TFR_BAD_LENGTH_CRC) {
+        truncated = 1;
+      } else if (st == TBE__TFR_BAD_LENGTH_CRC) { /* the file changed under us */
         r->dead = 1;
         return report(r, TBE_ECHECKSUM, "length CRC mismatch (stored 0x%08" PRIx32
                       ", computed 0x%08" PRIx32 ")", gc, wc);
@@ -626,13 +667,15 @@ int tbe_reader_next(tbe_reader *r, const tbe_tb_event **ev) {
         return report(r, TBE_ECHECKSUM, "data CRC mismatch (stored 0x%08" PRIx32
                       ", computed 0x%08" PRIx32 ") in a %" PRIu64 "-byte record", gc, wc, len);
       } else {
-        r->rec.len = total;
+        r->pctx.oom = 0;
         r->msg = tensorboard__event__unpack(&r->pa, (size_t)len, d + TBE__TFR_HEADER);
+        if (!r->msg && r->pctx.oom) /* not the file's fault; a later call may retry */
+          return report(r, TBE_ENOMEM, "out of memory parsing a %" PRIu64 "-byte record", len);
         if (!r->msg) {
           r->dead = 1;
           return report(r, TBE_EPARSE, "record of %" PRIu64 " bytes is not a valid Event", len);
         }
-        rc = build_view(r, f);
+        rc = build_view(r, f, d, total);
         if (rc < 0) {
           release_event(r);
           return report(r, rc, "out of memory");
@@ -647,11 +690,10 @@ int tbe_reader_next(tbe_reader *r, const tbe_tb_event **ev) {
     if (last) {
       if (r->trunc_at == r->offset) return 0; /* already reported; nothing new */
       r->trunc_at = r->offset;
-      return report(r, TBE_ETRUNCATED, "file ends inside a record (%" PRIu64
-                    " bytes present; more may follow)", size - r->offset);
+      return report(r, TBE_ETRUNCATED, "file ends inside a record (%zu bytes present; more may "
+                    "follow)", present);
     }
-    rc = report(r, TBE_ETRUNCATED, "file ends inside a record (%" PRIu64 " bytes)",
-                size - r->offset);
+    rc = report(r, TBE_ETRUNCATED, "file ends inside a record (%zu bytes present)", present);
     advance(r);
     return rc;
   }

@@ -11,7 +11,8 @@
  * Bounded delay: `pending_since` is the monotonic time the oldest unflushed
  * record was added; each call that finds it older than flush_interval_s
  * flushes.  Errors: the first write error is stored in `err` and returned
- * by every later call (sticky), the buffer is dropped.  After
+ * by every later call (sticky), the buffer is dropped.  Running out of
+ * memory fails only the call that met it.  After
  * tbe_writer_finish (or close) calls return TBE_ECLOSED. */
 #include <fcntl.h>
 #include <math.h>
@@ -94,13 +95,19 @@ static int check_text(const char *s) {
   return tbe__utf8_valid(s, strlen(s)) ? 0 : TBE_EUTF8;
 }
 
-static void *pb_alloc(void *d, size_t n) { return tbe__alloc(d, n); }
-static void pb_free(void *d, void *p) { tbe__free(d, p); }
+static void *pb_alloc(void *d, size_t n) {
+  tbe__pbctx *c = d;
+  void *p = tbe__alloc(c->a, n);
+  if (!p) c->oom = 1;
+  return p;
+}
+static void pb_free(void *d, void *p) { tbe__free(((tbe__pbctx *)d)->a, p); }
 
-void tbe__pb_allocator(ProtobufCAllocator *out, const tbe_allocator *a) {
+void tbe__pb_allocator(ProtobufCAllocator *out, tbe__pbctx *ctx) {
+  ctx->oom = 0;
   out->alloc = pb_alloc;
   out->free = pb_free;
-  out->allocator_data = (void *)a;
+  out->allocator_data = ctx;
 }
 
 void tbe_writer_options_init(tbe_writer_options *o) {
@@ -143,9 +150,10 @@ static int flush_locked(tbe_writer *w, int durable) {
  * must go out at once, or when the oldest pending record is too old. */
 static int after_append_locked(tbe_writer *w) {
   if (tbe__buf_error(&w->buf)) {
-    /* out of memory while framing: drop what was partly appended */
+    /* A failed reserve appends nothing, so the buffer still holds whole
+     * records: report the failure for this record only (not sticky). */
     int e = tbe__buf_error(&w->buf);
-    w->err = e;
+    w->buf.err = 0;
     return e;
   }
   if (w->buf.len >= w->buffer_size || w->flush_interval <= 0)
@@ -372,25 +380,22 @@ int tbe_writer_add_scalar(tbe_writer *w, const char *tag, double value, int64_t 
   int rc = check_tag(tag, &tl);
   if (rc < 0) return rc;
   if ((rc = resolve_wall(&wall_time)) < 0) return rc;
-  uint8_t small[256];
   size_t max = tbe__scalar_event_max(tl);
-  uint8_t *ev = max <= sizeof small ? small : tbe__alloc(&w->a, max);
-  if (!ev) return TBE_ENOMEM;
-  size_t n = tbe__encode_scalar_event(ev, wall_time, step, tag, tl, (float)value);
   pthread_mutex_lock(&w->mu);
   rc = state_locked(w);
   if (rc == 0) {
-    uint8_t *d = tbe__buf_reserve(&w->buf, n + TBE__TFR_OVERHEAD);
+    uint8_t *d = tbe__buf_reserve(&w->buf, max + TBE__TFR_OVERHEAD);
     if (d) {
+      /* encode in place, then frame around it */
+      size_t n = tbe__encode_scalar_event(d + TBE__TFR_HEADER, wall_time, step, tag, tl,
+                                          (float)value);
       tbe__tfr_header(d, n);
-      memcpy(d + TBE__TFR_HEADER, ev, n);
-      tbe__tfr_footer(d + TBE__TFR_HEADER + n, ev, n);
+      tbe__tfr_footer(d + TBE__TFR_HEADER + n, d + TBE__TFR_HEADER, n);
       w->buf.len += n + TBE__TFR_OVERHEAD;
     }
     rc = after_append_locked(w);
   }
   pthread_mutex_unlock(&w->mu);
-  if (ev != small) tbe__free(&w->a, ev);
   return rc;
 }
 
@@ -941,9 +946,10 @@ done:
 int tbe_writer_write_event(tbe_writer *w, const void *event, size_t size) {
   if (!w || (!event && size)) return TBE_EINVAL;
   ProtobufCAllocator pa;
-  tbe__pb_allocator(&pa, &w->a);
+  tbe__pbctx ctx = {&w->a, 0};
+  tbe__pb_allocator(&pa, &ctx);
   Tensorboard__Event *ev = tensorboard__event__unpack(&pa, size, event);
-  if (!ev) return TBE_EPARSE;
+  if (!ev) return ctx.oom ? TBE_ENOMEM : TBE_EPARSE;
   tensorboard__event__free_unpacked(ev, &pa);
   return append_record(w, event, size);
 }

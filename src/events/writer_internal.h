@@ -14,7 +14,13 @@ int tbe__writer_replace_fd(tbe_writer *w, int fd);
 /* Packs `msg` (an Event) and appends it as one record. */
 int tbe__writer_write_message(tbe_writer *w, const ProtobufCMessage *msg);
 
-/* Adapter from a tbe_allocator to protobuf-c's allocator. */
-void tbe__pb_allocator(ProtobufCAllocator *out, const tbe_allocator *a);
+/* Adapter from a tbe_allocator to protobuf-c's allocator.  protobuf-c
+ * returns NULL both for bad input and for a failed allocation; `oom` is set
+ * on the latter so callers do not report ENOMEM as corruption. */
+typedef struct tbe__pbctx {
+  const tbe_allocator *a;
+  int oom;
+} tbe__pbctx;
+void tbe__pb_allocator(ProtobufCAllocator *out, tbe__pbctx *ctx);
 
 #endif

@@ -54,10 +54,20 @@
  * dropped (the model has no place for them).  Unsupported phases (async
  * b/e/n, objects, samples, ...) are counted and named in a warning.
  *
+ * Threads: parsing (read, inflate, yajl, building the scratch) and model
+ * building (classification, interning, tbe_trace_add_event) cost about the
+ * same, so for inputs of a few MB and more the parser runs on a thread of
+ * its own.  It never touches the model: each finished event (and each
+ * top-level item: base time, trace name, device, backend) becomes a record
+ * in a batch, and batches go through a ring of CJ_NBATCH buffers to the
+ * calling thread, which applies them in order with the same code the
+ * one-thread path uses.  The model is identical either way (tested).
+ *
  * Errors: yajl's and our own ("ts is not a number") become one line with
  * the byte offset, line and column through tbe__import_fail and
  * TBE_EPARSE.  Line and column are computed only on error, by re-reading
  * the input up to the offset, so the parse itself never counts newlines. */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +84,13 @@
  * this keeps the capture stack bounded on hostile input). */
 #define CJ_MAX_ARG_DEPTH 4096
 #define CJ_MAX_ROLE 8
+/* Slots of the intern front cache (a power of two; 16 bytes each). */
+#define CJ_ICACHE 32768
+/* Records flow from the parser to the model in batches of about this many
+ * bytes, through a ring of CJ_NBATCH buffers (the only memory between the
+ * two threads). */
+#define CJ_BATCH (512u * 1024u)
+#define CJ_NBATCH 4
 
 typedef struct span {
   uint32_t off, len;
@@ -169,6 +186,9 @@ typedef struct flow_end {
 typedef struct cj {
   tbe_trace *t;
   const char *path;
+  tbe__input in;
+  const tbe_import_options *o;
+  int truncated; /* the gzip stream ended early (array form accepted) */
   tbe_import_error *err;
   const tbe_allocator *a;
   yajl_handle h;
@@ -181,6 +201,8 @@ typedef struct cj {
   int top_key, ev_key, dev_key, dist_key;
   uint64_t skip;  /* > 0: inside a skipped container, its depth */
   int done_events;
+  int kineto;      /* Kineto's layout or categories were seen */
+  uint32_t source0; /* t->source before this import */
 
   /* capture of nested arg values */
   int cap;            /* capture depth, 0 = none */
@@ -188,7 +210,8 @@ typedef struct cj {
   uint8_t *capst;     /* per level: bit0 array, bit1 need comma */
   span cap_key;
 
-  scratch e;
+  scratch e;   /* the event being applied (a view into a record) */
+  scratch pe;  /* the event being parsed (owned by the producer) */
   span arg_key;
 
   /* session */
@@ -201,7 +224,23 @@ typedef struct cj {
   tbe_device dev;
   int dev_have_id;
   int64_t dist_rank, dist_world;
-  int dist_have_rank, dist_have_world;
+  int dist_have_rank, dist_have_world, dist_have_backend;
+  tbe__buf devname, distname;
+
+  /* the record stream from the parser (producer) to the model (consumer) */
+  tbe__buf batches[CJ_NBATCH];
+  int cur;             /* batch the producer fills */
+  int qhead, qcount;   /* full batches waiting, oldest first */
+  int threaded;
+  int producer_done;
+  volatile int stop;   /* the consumer failed: the producer should stop */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  uint64_t prog_done, prog_total; /* progress, updated under mu */
+
+  /* the consumer's first error (the producer's is rc/err_off/emsg) */
+  int crc;
+  uint64_t cerr_off;
 
   /* tables */
   pidmap *gpus;
@@ -221,6 +260,13 @@ typedef struct cj {
   tbe_arg *targs;
   size_t cap_targs;
   tbe__buf tmp;
+
+  /* intern front cache (id 0 marks an empty slot: "" is never cached) */
+  struct icache {
+    uint64_t h;
+    uint32_t len;
+    tbe_str id;
+  } *icache;
 
   /* track cache */
   struct {
@@ -264,6 +310,17 @@ static uint64_t cj_pos(cj *c) { return c->chunk_start + yajl_get_bytes_consumed(
 
 static int cj_nomem(cj *c) { return cj_fail_at(c, cj_pos(c), TBE_ENOMEM, "out of memory"); }
 
+/* The consumer's failure (model side); `off` is the event's offset or
+ * UINT64_MAX.  Returns 0 like cj_fail_at. */
+static int cfail(cj *c, uint64_t off, int code) {
+  if (!c->crc) {
+    c->crc = code;
+    c->cerr_off = off;
+    __atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
+  }
+  return 0;
+}
+
 static inline const char *sp(const scratch *e, span s) { return (const char *)e->text.data + s.off; }
 
 static inline int span_is(const scratch *e, span s, const char *lit, size_t n) {
@@ -272,17 +329,75 @@ static inline int span_is(const scratch *e, span s, const char *lit, size_t n) {
 #define SPAN_IS(e, s, lit) span_is((e), (s), lit, sizeof(lit) - 1)
 
 static span put_text(cj *c, const void *p, size_t n) {
-  span s = {(uint32_t)c->e.text.len, (uint32_t)n};
-  tbe__buf_append(&c->e.text, p, n);
+  span s = {(uint32_t)c->pe.text.len, (uint32_t)n};
+  tbe__buf_append(&c->pe.text, p, n);
   return s;
 }
 
 /* Interns `n` bytes, replacing NUL and invalid UTF-8 sequences by U+FFFD so
  * every output can carry the text. */
+/* A front cache for tbe_trace_intern: trace strings repeat endlessly (the
+ * same kernel names, arg keys and shapes), so a direct-mapped table keyed
+ * by a word-at-a-time hash answers most lookups with one memcmp instead of
+ * the model's byte-wise hash.  Misses go to the model and refill the slot. */
+static inline uint64_t load64(const char *p) {
+  uint64_t w;
+  memcpy(&w, p, 8);
+  return w;
+}
+
+/* Hashes `n` bytes and reports whether they are all ASCII without NUL (the
+ * fast path needs no UTF-8 repair). */
+static uint64_t hash_check(const char *s, size_t n, int *plain) {
+  const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ n, bad = 0;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w = load64(s + i);
+    bad |= (w & highs) | ((w - ones) & ~w & highs);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 29;
+  }
+  if (i < n) {
+    uint64_t w = 0;
+    memcpy(&w, s + i, n - i);
+    uint64_t mask = ~0ull >> (8 * (8 - (n - i)));
+    bad |= (w & highs) | ((w - ones) & ~w & highs & mask);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 29;
+  }
+  *plain = bad == 0;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 32);
+}
+
+static int intern_cached(cj *c, const char *s, size_t n, uint64_t h, tbe_str *out) {
+  struct icache *e = &c->icache[h & (CJ_ICACHE - 1)];
+  if (e->h == h && e->len == n && e->id) {
+    const char *have = tbe_trace_str(c->t, e->id);
+    if (memcmp(have, s, n) == 0) {
+      *out = e->id;
+      return 0;
+    }
+  }
+  int rc = tbe_trace_intern(c->t, s, n, out);
+  if (rc) return rc;
+  e->h = h;
+  e->len = (uint32_t)n;
+  e->id = *out;
+  return 0;
+}
+
 static int intern_text(cj *c, const char *s, size_t n, tbe_str *out) {
+  if (n == 0) {
+    *out = 0;
+    return 0;
+  }
+  int plain;
+  uint64_t h = hash_check(s, n, &plain);
+  if (plain && n < UINT32_MAX) return intern_cached(c, s, n, h, out);
   size_t i = 0;
   while (i < n && (unsigned char)s[i] - 1u < 0x7fu) i++;
-  if (i == n) return tbe_trace_intern(c->t, s, n, out);
   tbe__buf *b = &c->tmp;
   tbe__buf_clear(b);
   tbe__buf_append(b, s, i);
@@ -320,7 +435,7 @@ static int intern_text(cj *c, const char *s, size_t n, tbe_str *out) {
     }
   }
   if (tbe__buf_error(b)) return TBE_ENOMEM;
-  return tbe_trace_intern(c->t, (const char *)b->data, b->len, out);
+  return intern_cached(c, (const char *)b->data, b->len, hash_check((const char *)b->data, b->len, &plain), out);
 }
 
 /* Parses a JSON number of microseconds into integer nanoseconds, exactly:
@@ -585,6 +700,16 @@ static int ensure_device(cj *c, int32_t device) {
   return 0;
 }
 
+/* Older Kineto wrote GPU rows as "tid": "stream 7" (and names them so). */
+static int stream_num(const scratch *e, const xid *x, int64_t *v) {
+  if (!x->is_str || x->str.len < 8) return 0;
+  const char *s = sp(e, x->str);
+  if (memcmp(s, "stream ", 7) != 0) return 0;
+  size_t n = 7;
+  while (n < x->str.len && s[n] >= '0' && s[n] <= '9') n++;
+  return n > 7 && parse_int(s + 7, n - 7, v, NULL, NULL) == 0;
+}
+
 /* The stream track of a GPU event: device from args.device (given by the
  * caller as `dev`, < 0 if absent) or the pid, stream from args.stream or
  * the tid. */
@@ -592,7 +717,8 @@ static int stream_track(cj *c, int64_t dev, int have_dev, int64_t stream, int ha
                         uint32_t *out) {
   int64_t pid = 0, tid = 0;
   int rc = id_value(c, &c->e.pid, &pid);
-  if (!rc) rc = id_value(c, &c->e.tid, &tid);
+  if (!rc && !have_stream && stream_num(&c->e, &c->e.tid, &stream)) have_stream = 1;
+  if (!rc && !have_stream) rc = id_value(c, &c->e.tid, &tid);
   if (rc) return rc;
   int32_t device;
   if (have_dev) {
@@ -820,6 +946,7 @@ static int build_event(cj *c, build *b, int instant) {
   b->ev.dur_ns = instant ? 0 : e->dur;
   int rc;
   int ck = cat_class(e);
+  if (ck != CK_NONE) c->kineto = 1;
   int kind;
   int gpu = 0;
   int xla = 0;   /* classified from XLA-style stats */
@@ -1274,7 +1401,9 @@ static int on_meta(cj *c) {
   if (kind < 0 || !a || a->type != V_STR) return 0;
   int64_t pid = 0, tid = 0;
   int rc = id_value(c, &e->pid, &pid);
-  if (!rc && (e->have & F_TID)) rc = id_value(c, &e->tid, &tid);
+  int32_t gdev;
+  if (!rc && (e->have & F_TID) && !(gpu_of_pid(c, pid, &gdev) && stream_num(e, &e->tid, &tid)))
+    rc = id_value(c, &e->tid, &tid);
   if (rc) return rc;
   const char *s = sp(e, a->val);
   size_t n = a->val.len;
@@ -1354,7 +1483,6 @@ static int on_counter(cj *c) {
 /* The scratch event is complete: turn it into model data. */
 static int finish_event(cj *c) {
   scratch *e = &c->e;
-  if (tbe__buf_error(&e->text)) return cj_nomem(c);
   if (!(e->have & F_PH) || e->ph.len == 0) {
     c->n_noph++;
     return 1;
@@ -1410,8 +1538,103 @@ static int finish_event(cj *c) {
       }
       break;
   }
-  if (rc) return cj_fail_at(c, e->start_off, rc, "%s", tbe_strerror(rc));
+  if (rc) return cfail(c, e->start_off, rc);
   return 1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* records: parser -> model */
+
+enum { REC_EVENT = 1, REC_BASE, REC_TRACENAME, REC_DEVICE, REC_BACKEND };
+
+typedef struct rec {
+  uint32_t kind;
+  uint32_t size;    /* the whole record, a multiple of 8 */
+  uint32_t fixed;   /* bytes of the fixed part after this header */
+  uint32_t textlen; /* bytes of text after the fixed part */
+} rec;
+
+/* An event's fields; followed by sarg[nargs] and the text. */
+typedef struct rec_ev {
+  uint32_t have, nargs;
+  span name, cat, ph, bp, s;
+  xid pid, tid, id;
+  int64_t ts, dur;
+  uint64_t start_off;
+} rec_ev;
+
+static void apply_batch(cj *c, tbe__buf *b);
+static int flush_batch(cj *c);
+
+/* Appends a record of a fixed part (`p1`, `n1` then `p2`, `n2`) and a text. */
+static int emit_parts(cj *c, uint32_t kind, const void *p1, size_t n1, const void *p2, size_t n2,
+                      const void *text, size_t tn) {
+  size_t fixed = n1 + n2;
+  size_t size = (sizeof(rec) + fixed + tn + 7) & ~(size_t)7;
+  if (size > UINT32_MAX) return cj_fail_at(c, cj_pos(c), TBE_ETOOBIG, "trace event too large");
+  tbe__buf *b = &c->batches[c->cur];
+  uint8_t *d = tbe__buf_reserve(b, size);
+  if (!d) return cj_nomem(c);
+  rec r = {kind, (uint32_t)size, (uint32_t)fixed, (uint32_t)tn};
+  memcpy(d, &r, sizeof r);
+  if (n1) memcpy(d + sizeof r, p1, n1);
+  if (n2) memcpy(d + sizeof r + n1, p2, n2);
+  if (tn) memcpy(d + sizeof r + fixed, text, tn);
+  memset(d + sizeof r + fixed + tn, 0, size - sizeof r - fixed - tn);
+  b->len += size;
+  if (b->len >= CJ_BATCH) return flush_batch(c);
+  return 1;
+}
+
+static int emit_record(cj *c, uint32_t kind, const void *fixed, size_t fn, const void *text,
+                       size_t tn) {
+  return emit_parts(c, kind, fixed, fn, NULL, 0, text, tn);
+}
+
+static int emit_event_record(cj *c) {
+  scratch *e = &c->pe;
+  if (tbe__buf_error(&e->text)) return cj_nomem(c);
+  rec_ev v;
+  memset(&v, 0, sizeof v);
+  v.have = e->have;
+  v.nargs = (uint32_t)e->nargs;
+  v.name = e->name, v.cat = e->cat, v.ph = e->ph, v.bp = e->bp, v.s = e->s;
+  v.pid = e->pid, v.tid = e->tid, v.id = e->id;
+  v.ts = e->ts, v.dur = e->dur;
+  v.start_off = e->start_off;
+  return emit_parts(c, REC_EVENT, &v, sizeof v, e->args, e->nargs * sizeof *e->args, e->text.data,
+                    e->text.len);
+}
+
+static int emit_device_record(cj *c) {
+  if (!c->dev_have_id) return 1;
+  if (tbe__buf_error(&c->devname)) return cj_nomem(c);
+  return emit_record(c, REC_DEVICE, &c->dev, sizeof c->dev, c->devname.data, c->devname.len);
+}
+
+static int emit_dist_record(cj *c) {
+  if (!c->dist_have_backend) return 1;
+  if (tbe__buf_error(&c->distname)) return cj_nomem(c);
+  return emit_record(c, REC_BACKEND, NULL, 0, c->distname.data, c->distname.len);
+}
+
+/* Hands the current batch to the consumer (or applies it here when there
+ * is no second thread) and starts a free one. */
+static int flush_batch(cj *c) {
+  if (!c->threaded) {
+    apply_batch(c, &c->batches[c->cur]);
+    tbe__buf_clear(&c->batches[c->cur]);
+    if (c->o->progress && !c->crc) c->o->progress(c->o->progress_ctx, c->prog_done, c->prog_total);
+    return c->crc ? 0 : 1;
+  }
+  pthread_mutex_lock(&c->mu);
+  c->qcount++;
+  pthread_cond_broadcast(&c->cv);
+  while (c->qcount == CJ_NBATCH) pthread_cond_wait(&c->cv, &c->mu);
+  c->cur = (c->qhead + c->qcount) % CJ_NBATCH;
+  pthread_mutex_unlock(&c->mu);
+  tbe__buf_clear(&c->batches[c->cur]);
+  return __atomic_load_n(&c->stop, __ATOMIC_RELAXED) ? 0 : 1;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1480,7 +1703,7 @@ static int cap_close(cj *c, int is_map) {
 /* yajl callbacks */
 
 static int add_scratch_arg(cj *c, span key, uint8_t type, const void *val, size_t n) {
-  scratch *e = &c->e;
+  scratch *e = &c->pe;
   if (e->nargs == e->cap_args) {
     void *p = e->args;
     if (tbe__grow(c->a, &p, &e->cap_args, e->nargs + 1, sizeof *e->args)) return cj_nomem(c);
@@ -1525,13 +1748,9 @@ static int on_scalar(cj *c, int type, const char *s, size_t n) {
         int64_t v;
         if (type != V_NUM || parse_int(s, n, &v, NULL, NULL) != 0)
           return cj_fail_at(c, cj_pos(c), TBE_EPARSE, "baseTimeNanoseconds is not an integer");
-        c->base = v;
-        c->base_known = 1;
-        c->ev_mark = c->t->nevents;
-        c->flow_mark = c->t->nflows;
-        c->t->base_time_ns = v;
+        return emit_record(c, REC_BASE, &v, sizeof v, NULL, 0);
       } else if (c->top_key == K_NAME && type == V_STR) {
-        if (intern_text(c, s, n, &c->t->trace_name)) return cj_nomem(c);
+        return emit_record(c, REC_TRACENAME, NULL, 0, s, n);
       } else if (c->top_key == K_EVENTS) {
         return cj_fail_at(c, cj_pos(c), TBE_EPARSE, "traceEvents is not an array");
       }
@@ -1539,7 +1758,7 @@ static int on_scalar(cj *c, int type, const char *s, size_t n) {
     case R_EVENTS:
       return cj_fail_at(c, cj_pos(c), TBE_EPARSE, "a trace event is not an object");
     case R_EVENT: {
-      scratch *e = &c->e;
+      scratch *e = &c->pe;
       switch (c->ev_key) {
         case E_NAME:
           e->name = put_text(c, s, n);
@@ -1599,7 +1818,8 @@ static int on_scalar(cj *c, int type, const char *s, size_t n) {
     case R_DEVICE: {
       tbe_device *d = &c->dev;
       if (c->dev_key == 1 && type == V_STR) {
-        if (intern_text(c, s, n, &d->name)) return cj_nomem(c);
+        tbe__buf_clear(&c->devname);
+        tbe__buf_append(&c->devname, s, n);
         return 1;
       }
       int64_t v;
@@ -1626,7 +1846,9 @@ static int on_scalar(cj *c, int type, const char *s, size_t n) {
     case R_DIST: {
       int64_t v;
       if (c->dist_key == 1 && type == V_STR) {
-        if (intern_text(c, s, n, &c->t->dist_backend)) return cj_nomem(c);
+        tbe__buf_clear(&c->distname);
+        tbe__buf_append(&c->distname, s, n);
+        c->dist_have_backend = 1;
       } else if ((c->dist_key == 2 || c->dist_key == 3) && type == V_NUM &&
                  parse_int(s, n, &v, NULL, NULL) == 0) {
         if (c->dist_key == 2) c->dist_rank = v, c->dist_have_rank = 1;
@@ -1685,6 +1907,7 @@ static int on_open(cj *c, int is_map) {
       } else if (c->top_key == K_DEVPROPS && !is_map) {
         push_role(c, R_DEVPROPS);
       } else if (c->top_key == K_DIST && is_map) {
+        c->dist_have_backend = 0;
         push_role(c, R_DIST);
       } else {
         c->skip = 1;
@@ -1692,8 +1915,8 @@ static int on_open(cj *c, int is_map) {
       return 1;
     case R_EVENTS:
       if (!is_map) return cj_fail_at(c, cj_pos(c) - 1, TBE_EPARSE, "a trace event is not an object");
-      scratch_reset(&c->e);
-      c->e.start_off = cj_pos(c) - 1;
+      scratch_reset(&c->pe);
+      c->pe.start_off = cj_pos(c) - 1;
       push_role(c, R_EVENT);
       return 1;
     case R_EVENT:
@@ -1709,6 +1932,7 @@ static int on_open(cj *c, int is_map) {
       if (is_map) {
         memset(&c->dev, 0, sizeof c->dev);
         c->dev_have_id = 0;
+        tbe__buf_clear(&c->devname);
         push_role(c, R_DEVICE);
       } else {
         c->skip = 1;
@@ -1723,15 +1947,15 @@ static int on_open(cj *c, int is_map) {
 static int cb_start_map(void *ctx) { return on_open(ctx, 1); }
 static int cb_start_array(void *ctx) { return on_open(ctx, 0); }
 
-static int finish_device(cj *c) {
-  if (!c->dev_have_id) return 1;
+/* Consumer side: a deviceProperties entry into the model. */
+static int apply_device(cj *c, const tbe_device *s, const char *name, size_t nlen) {
   uint32_t idx;
-  if (tbe_trace_device(c->t, c->dev.id, &idx)) return cj_nomem(c);
+  int rc = tbe_trace_device(c->t, s->id, &idx);
+  if (rc) return rc;
   tbe_device *d = &c->t->devices[idx];
-  const tbe_device *s = &c->dev;
+  if (nlen && (rc = intern_text(c, name, nlen, &d->name))) return rc;
 #define TAKE(f) \
   if (s->f) d->f = s->f
-  TAKE(name);
   TAKE(sm_count);
   TAKE(clock_khz);
   TAKE(memory_bytes);
@@ -1747,7 +1971,7 @@ static int finish_device(cj *c) {
   TAKE(shared_per_sm);
   TAKE(shared_per_block_optin);
 #undef TAKE
-  return 1;
+  return 0;
 }
 
 static int on_close(cj *c, int is_map) {
@@ -1759,8 +1983,9 @@ static int on_close(cj *c, int is_map) {
   uint8_t r = c->depth ? c->role[c->depth] : R_NONE;
   c->depth--;
   switch (r) {
-    case R_EVENT: return finish_event(c);
-    case R_DEVICE: return finish_device(c);
+    case R_EVENT: return emit_event_record(c);
+    case R_DEVICE: return emit_device_record(c);
+    case R_DIST: return emit_dist_record(c);
     case R_EVENTS: c->done_events = 1; return 1;
     default: return 1;
   }
@@ -1848,6 +2073,56 @@ static const yajl_callbacks callbacks = {cb_null,      cb_bool,   NULL,        N
                                          cb_number,    cb_string, cb_start_map, cb_map_key,
                                          cb_end_map,   cb_start_array, cb_end_array};
 
+/* The model side: applies the records of one batch in order. */
+static void apply_batch(cj *c, tbe__buf *b) {
+  size_t off = 0;
+  while (off + sizeof(rec) <= b->len && !c->crc) {
+    rec r;
+    memcpy(&r, b->data + off, sizeof r);
+    const uint8_t *fixed = b->data + off + sizeof r;
+    const char *text = (const char *)fixed + r.fixed;
+    int rc = 0;
+    switch (r.kind) {
+      case REC_EVENT: {
+        const rec_ev *v = (const rec_ev *)(const void *)fixed;
+        scratch *e = &c->e;
+        e->have = v->have;
+        e->name = v->name, e->cat = v->cat, e->ph = v->ph, e->bp = v->bp, e->s = v->s;
+        e->pid = v->pid, e->tid = v->tid, e->id = v->id;
+        e->ts = v->ts, e->dur = v->dur;
+        e->start_off = v->start_off;
+        e->nargs = v->nargs;
+        e->args = (sarg *)(uintptr_t)(fixed + sizeof *v);
+        e->text.data = (uint8_t *)(uintptr_t)text;
+        e->text.len = r.textlen;
+        finish_event(c);
+        break;
+      }
+      case REC_BASE: {
+        int64_t v;
+        memcpy(&v, fixed, sizeof v);
+        c->base = v;
+        c->base_known = 1;
+        c->ev_mark = c->t->nevents;
+        c->flow_mark = c->t->nflows;
+        c->t->base_time_ns = v;
+        c->kineto = 1;
+        break;
+      }
+      case REC_TRACENAME: rc = intern_text(c, text, r.textlen, &c->t->trace_name); break;
+      case REC_BACKEND: rc = intern_text(c, text, r.textlen, &c->t->dist_backend); break;
+      case REC_DEVICE: {
+        tbe_device d;
+        memcpy(&d, fixed, sizeof d);
+        rc = apply_device(c, &d, text, r.textlen);
+        break;
+      }
+    }
+    if (rc) cfail(c, UINT64_MAX, rc);
+    off += r.size;
+  }
+}
+
 /* ---------------------------------------------------------------------- */
 /* end of input */
 
@@ -1933,6 +2208,7 @@ static int finish_import(cj *c) {
       c->n_open_b++;
     }
   }
+  if (!c->source0) t->source = c->kineto ? TBE_SRC_KINETO : TBE_SRC_CHROME;
   if (c->dist_have_rank) t->rank = (int32_t)c->dist_rank;
   if (c->dist_have_world) t->world_size = (int32_t)c->dist_world;
   /* Names from M metadata. */
@@ -2024,11 +2300,15 @@ static int only_space(const uint8_t *p, size_t n) {
 
 static void cj_free(cj *c) {
   if (c->h) yajl_free(c->h);
-  tbe__buf_deinit(&c->e.text);
+  tbe__buf_deinit(&c->pe.text);
   tbe__buf_deinit(&c->capbuf);
   tbe__buf_deinit(&c->tmp);
+  tbe__buf_deinit(&c->devname);
+  tbe__buf_deinit(&c->distname);
+  for (int i = 0; i < CJ_NBATCH; i++) tbe__buf_deinit(&c->batches[i]);
   tbe__free(c->a, c->capst);
-  tbe__free(c->a, c->e.args);
+  tbe__free(c->a, c->icache);
+  tbe__free(c->a, c->pe.args);
   tbe__free(c->a, c->gpus);
   tbe__free(c->a, c->metas);
   tbe__free(c->a, c->strpids);
@@ -2041,52 +2321,28 @@ static void cj_free(cj *c) {
   tbe__free(c->a, c->ac2g_s);
   tbe__free(c->a, c->ac2g_f);
   tbe__free(c->a, c->targs);
+  tbe_allocator a = c->in.alloc;
+  tbe__input_close(&c->in);
+  tbe__free(&a, c);
 }
 
-int tbe__import_chrome_json(tbe_trace *t, const char *path, const tbe_import_options *o,
-                            tbe_import_error *err) {
-  tbe__input in;
-  int rc = tbe__input_open(&in, path, NULL);
-  if (rc) return tbe__import_fail(err, rc, path, UINT64_MAX, 0, 0, "%s", tbe_strerror(rc));
-  cj *c = tbe__calloc(in.a, 1, sizeof *c);
-  if (!c) {
-    tbe__input_close(&in);
-    return tbe__import_fail(err, TBE_ENOMEM, path, UINT64_MAX, 0, 0, "out of memory");
-  }
-  c->t = t;
-  c->path = path;
-  c->err = err;
-  c->a = in.a;
-  tbe__buf_init(&c->e.text, c->a);
-  tbe__buf_init(&c->capbuf, c->a);
-  tbe__buf_init(&c->tmp, c->a);
-  c->capst = tbe__alloc(c->a, CJ_MAX_ARG_DEPTH + 2);
-  c->h = yajl_alloc(&callbacks, NULL, c);
-  c->ev_first = c->ev_mark = t->nevents;
-  c->flow_first = c->flow_mark = t->nflows;
-  t->source = t->source ? t->source : TBE_SRC_CHROME;
-  if (!c->capst || !c->h) {
-    cj_free(c);
-    tbe__free(in.a, c);
-    tbe__input_close(&in);
-    return tbe__import_fail(err, TBE_ENOMEM, path, UINT64_MAX, 0, 0, "out of memory");
-  }
-  /* Strings are checked (and repaired) when interned: yajl's own UTF-8
-   * check would reject whole traces for one bad name. */
-  yajl_config(c->h, yajl_dont_validate_strings, 1);
-
+/* The parser side: reads the input and runs yajl; the callbacks append
+ * records to the current batch.  Everything here touches only the
+ * producer's state (yajl, input, roles, pe, capture), never the model. */
+static void produce(cj *c) {
+  tbe__input *in = &c->in;
   int in_rc = 0;
   int accepted_tail = 0; /* a bare array ended without its ']' */
-  uint64_t chunks = 0;
   const uint8_t *d = NULL;
   size_t n = 0;
   for (;;) {
-    in_rc = tbe__input_next(&in, &d, &n);
+    if (__atomic_load_n(&c->stop, __ATOMIC_RELAXED)) break;
+    in_rc = tbe__input_next(in, &d, &n);
     if (n == 0) break;
-    c->chunk_start = tbe__input_offset(&in) - n;
+    c->chunk_start = tbe__input_offset(in) - n;
     yajl_status st = yajl_parse(c->h, d, n);
     if (st != yajl_status_ok) {
-      if (c->rc) break; /* our own error, already described */
+      if (c->rc || __atomic_load_n(&c->stop, __ATOMIC_RELAXED)) break; /* described already */
       size_t used = yajl_get_bytes_consumed(c->h);
       /* "[..., ]": a trailing comma before the closing bracket of a bare
        * array; accept it when only whitespace follows. */
@@ -2095,7 +2351,7 @@ int tbe__import_chrome_json(tbe_trace *t, const char *path, const tbe_import_opt
         uint64_t bracket = c->chunk_start + used - 1;
         int rest_ok = 1;
         for (;;) {
-          in_rc = tbe__input_next(&in, &d, &n);
+          in_rc = tbe__input_next(in, &d, &n);
           if (n == 0) break;
           if (!only_space(d, n)) {
             rest_ok = 0;
@@ -2122,39 +2378,163 @@ int tbe__import_chrome_json(tbe_trace *t, const char *path, const tbe_import_opt
       uint64_t off = c->chunk_start + used;
       if (used > 0 && used <= n) {
         unsigned char b = d[used - 1];
-        if (strchr("{}[],:", b) || strstr(text, "invalid char")) off--;
+        if (strchr("{}[],:", b) || strstr(text, "invalid char in json text")) off--;
       }
       c->rc = TBE_EPARSE;
       c->err_off = off;
       snprintf(c->emsg, sizeof c->emsg, "malformed JSON: %s", text);
       break;
     }
-    if (o->progress && (++chunks & 7) == 0) o->progress(o->progress_ctx, tbe__input_done(&in), tbe__input_size(&in));
+    if (c->threaded) pthread_mutex_lock(&c->mu);
+    c->prog_done = tbe__input_done(in);
+    c->prog_total = tbe__input_size(in);
+    if (c->threaded) pthread_mutex_unlock(&c->mu);
     if (in_rc) break;
   }
-  if (!c->rc && in_rc && in_rc != TBE_ETRUNCATED) {
+  if (__atomic_load_n(&c->stop, __ATOMIC_RELAXED)) {
+    /* the consumer failed; its error is the one reported */
+  } else if (!c->rc && in_rc && in_rc != TBE_ETRUNCATED) {
     c->rc = in_rc;
-    c->err_off = tbe__input_offset(&in);
-    snprintf(c->emsg, sizeof c->emsg, "%s", in_rc == TBE_ECORRUPT ? "corrupt gzip data" : tbe_strerror(in_rc));
-  }
-  if (!c->rc && !accepted_tail) {
+    c->err_off = tbe__input_offset(in);
+    snprintf(c->emsg, sizeof c->emsg, "%s",
+             in_rc == TBE_ECORRUPT ? "corrupt gzip data" : tbe_strerror(in_rc));
+  } else if (!c->rc && !accepted_tail) {
     yajl_status st = yajl_complete_parse(c->h);
     if (st != yajl_status_ok && !c->rc) {
       if (c->form == 2 && c->depth == 1 && !c->skip && !c->cap) {
         accepted_tail = 1;
       } else {
         c->rc = TBE_EPARSE;
-        c->err_off = tbe__input_offset(&in);
+        c->err_off = tbe__input_offset(in);
         snprintf(c->emsg, sizeof c->emsg, "%s",
-                 c->form == 0        ? "empty input: no JSON value"
-                 : in_rc == TBE_ETRUNCATED ? "unexpected end of input: the gzip stream is truncated"
+                 c->form == 0 ? "empty input: no JSON value"
+                 : in_rc == TBE_ETRUNCATED
+                     ? "unexpected end of input: the gzip stream is truncated"
                  : c->depth >= 2 && (c->role[c->depth] == R_EVENT || c->role[c->depth] == R_ARGS)
                      ? "unexpected end of input inside a trace event"
                      : "unexpected end of input");
       }
     }
   }
-  if (!c->rc && in_rc == TBE_ETRUNCATED) {
+  if (!c->rc && in_rc == TBE_ETRUNCATED) c->truncated = 1;
+  if (!c->rc && c->batches[c->cur].len) flush_batch(c);
+  if (c->threaded) {
+    pthread_mutex_lock(&c->mu);
+    c->producer_done = 1;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+  }
+}
+
+static void *producer_main(void *arg) {
+  produce(arg);
+  return NULL;
+}
+
+/* The model side in threaded mode: applies batches in order until the
+ * producer is done. */
+static void consume(cj *c, const tbe_import_options *o) {
+  for (;;) {
+    pthread_mutex_lock(&c->mu);
+    while (c->qcount == 0 && !c->producer_done) pthread_cond_wait(&c->cv, &c->mu);
+    if (c->qcount == 0) {
+      pthread_mutex_unlock(&c->mu);
+      break;
+    }
+    int idx = c->qhead;
+    uint64_t done = c->prog_done, total = c->prog_total;
+    pthread_mutex_unlock(&c->mu);
+    apply_batch(c, &c->batches[idx]);
+    if (o->progress && !c->crc) o->progress(o->progress_ctx, done, total);
+    pthread_mutex_lock(&c->mu);
+    tbe__buf_clear(&c->batches[idx]);
+    c->qhead = (c->qhead + 1) % CJ_NBATCH;
+    c->qcount--;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+  }
+}
+
+/* Import threads: -1 decides by size, 0 never, 1 always (tests). */
+int tbe__chrome_json_threads = -1;
+
+int tbe__import_chrome_json(tbe_trace *t, const char *path, const tbe_import_options *o,
+                            tbe_import_error *err) {
+  static const tbe_import_options none = {0};
+  if (!o) o = &none;
+  tbe_allocator al;
+  tbe__allocator_init(&al, NULL);
+  cj *c = tbe__calloc(&al, 1, sizeof *c);
+  if (!c) return tbe__import_fail(err, TBE_ENOMEM, path, UINT64_MAX, 0, 0, "out of memory");
+  /* In place: zlib's stream must not move once initialized. */
+  int rc = tbe__input_open(&c->in, path, NULL);
+  if (rc) {
+    tbe__free(&al, c);
+    return tbe__import_fail(err, rc, path, UINT64_MAX, 0, 0, "%s", tbe_strerror(rc));
+  }
+  c->t = t;
+  c->path = path;
+  c->err = err;
+  c->o = o;
+  c->a = c->in.a;
+  tbe__buf_init(&c->pe.text, c->a);
+  tbe__buf_init(&c->capbuf, c->a);
+  tbe__buf_init(&c->tmp, c->a);
+  tbe__buf_init(&c->devname, c->a);
+  tbe__buf_init(&c->distname, c->a);
+  for (int i = 0; i < CJ_NBATCH; i++) tbe__buf_init(&c->batches[i], c->a);
+  c->capst = tbe__alloc(c->a, CJ_MAX_ARG_DEPTH + 2);
+  c->icache = tbe__calloc(c->a, CJ_ICACHE, sizeof *c->icache);
+  c->h = yajl_alloc(&callbacks, NULL, c);
+  c->ev_first = c->ev_mark = t->nevents;
+  c->flow_first = c->flow_mark = t->nflows;
+  c->source0 = t->source;
+  if (!c->capst || !c->h || !c->icache) {
+    cj_free(c);
+    return tbe__import_fail(err, TBE_ENOMEM, path, UINT64_MAX, 0, 0, "out of memory");
+  }
+  /* Strings are checked (and repaired) when interned: yajl's own UTF-8
+   * check would reject whole traces for one bad name. */
+  yajl_config(c->h, yajl_dont_validate_strings, 1);
+
+  /* Two threads pay off once parsing and model building each take a
+   * while: the parser runs on its own thread and hands records over. */
+  int want = tbe__chrome_json_threads;
+  if (want < 0) {
+    uint64_t sz = tbe__input_size(&c->in);
+    want = (c->in.gzip ? sz >= (1u << 20) : sz >= (8u << 20)) && sysconf(_SC_NPROCESSORS_ONLN) > 1;
+  }
+  pthread_t th;
+  if (want && pthread_mutex_init(&c->mu, NULL) == 0) {
+    if (pthread_cond_init(&c->cv, NULL) == 0) {
+      c->threaded = 1;
+      if (pthread_create(&th, NULL, producer_main, c) != 0) {
+        c->threaded = 0;
+        pthread_cond_destroy(&c->cv);
+        pthread_mutex_destroy(&c->mu);
+      }
+    } else {
+      pthread_mutex_destroy(&c->mu);
+    }
+  }
+  if (c->threaded) {
+    consume(c, o);
+    pthread_join(th, NULL);
+    pthread_cond_destroy(&c->cv);
+    pthread_mutex_destroy(&c->mu);
+    c->threaded = 0;
+  } else {
+    produce(c);
+  }
+
+  /* The first error in input order: the consumer only ever sees records
+   * from before the producer's error. */
+  if (c->crc) {
+    c->rc = c->crc;
+    c->err_off = c->cerr_off;
+    snprintf(c->emsg, sizeof c->emsg, "%s", tbe_strerror(c->crc));
+  }
+  if (!c->rc && c->truncated) {
     t->ended_early = 1;
     tbe_trace_warn(t, "%s: the gzip stream is truncated; the events before the cut were kept", path);
   }
@@ -2166,17 +2546,13 @@ int tbe__import_chrome_json(tbe_trace *t, const char *path, const tbe_import_opt
       snprintf(c->emsg, sizeof c->emsg, "%s", tbe_strerror(rc));
     }
   }
-  if (o->progress && !c->rc) o->progress(o->progress_ctx, tbe__input_done(&in), tbe__input_size(&in));
-  tbe__input_close(&in);
+  if (o->progress && !c->rc) o->progress(o->progress_ctx, tbe__input_done(&c->in), tbe__input_size(&c->in));
   rc = c->rc;
   if (rc) {
     uint64_t line = 0, col = 0;
     if (rc == TBE_EPARSE && c->err_off != UINT64_MAX) line_col(path, c->err_off, &line, &col);
     tbe__import_fail(err, rc, path, c->err_off, line, col, "%s", c->emsg);
   }
-  (void)accepted_tail;
   cj_free(c);
-  tbe_allocator a = *in.a;
-  tbe__free(&a, c);
   return rc;
 }

@@ -20,6 +20,8 @@
 
 #define TBE__INPUT_CHUNK (256u * 1024u)
 
+/* A source must not be copied or moved once opened (zlib keeps a pointer
+ * to its stream). */
 typedef struct tbe__input {
   int fd;
   int gzip;             /* 1 if the file is gzip-compressed */

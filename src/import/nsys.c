@@ -37,6 +37,10 @@
  *                                  (textId), payloads, colors
  * Process and thread ids come from globalTid: pid = bits 24..47, tid =
  * bits 0..23.  Host API calls and NVTX go on TBE_TRACK_THREAD tracks.
+ * CUDA correlation ids are per process: when API calls come from several
+ * processes the model's correlation is (pid << 40) | correlationId, so
+ * calls and GPU work of different processes never link (the 2-GPU fixture
+ * has colliding ids across its two processes).
  *
  * Errors: a file that is SQLite but not an nsys export is TBE_EFORMAT; an
  * unreadable database, a required column missing or a value of the wrong
@@ -333,6 +337,7 @@ static int thread_track(ns_state *s, int64_t gtid, uint32_t *track) {
 }
 
 static int stream_track(ns_state *s, int64_t gpid, int64_t stream, int64_t dev, uint32_t *track) {
+  if (dev < 0 || dev > INT32_MAX) return TBE_ECORRUPT; /* callers check first */
   int32_t d = (int32_t)dev;
   if (d != s->last_dev) {
     uint32_t di;
@@ -601,6 +606,16 @@ static int load_gpus(ns_state *s, const char *table) {
 
 /* ---- activity tables ---- */
 
+/* Device ordinals beyond this are corruption, not devices. */
+#define NS_MAX_DEVICE 65535
+
+static int check_device(row *r, int col, int64_t dev) {
+  if (r->rc || (dev >= 0 && dev <= NS_MAX_DEVICE)) return r->rc;
+  const char *cn = r->cols[col - 1][0] == '!' ? r->cols[col - 1] + 1 : r->cols[col - 1];
+  r->rc = fail_row(r->s, r->table, r->rowid, "column %s is not a device ordinal", cn);
+  return r->rc;
+}
+
 static void set_times(ns_state *s, tbe_event *ev, int64_t start, int64_t end) {
   ev->start_ns = start + s->time_off;
   ev->dur_ns = end - start; /* negative: the model clamps and flags it */
@@ -695,6 +710,7 @@ static int kernel_row(ns_state *s, row *r) {
   memset(&ev, 0, sizeof ev);
   int64_t start = get_i(r, K_START, 0, 1), end = get_i(r, K_END, 0, 1);
   int64_t dev = get_i(r, K_DEV, 0, 1), stream = get_i(r, K_STREAM, 0, 1);
+  if (check_device(r, K_DEV, dev)) return r->rc;
   int64_t gpid = get_i(r, K_PID, -1, 0), corr = get_i(r, K_CORR, 0, 0);
   tbe_kernel k;
   memset(&k, 0, sizeof k);
@@ -744,6 +760,7 @@ static int memcpy_row(ns_state *s, row *r) {
   memset(&ev, 0, sizeof ev);
   int64_t start = get_i(r, C_START, 0, 1), end = get_i(r, C_END, 0, 1);
   int64_t dev = get_i(r, C_DEV, 0, 1), stream = get_i(r, C_STREAM, 0, 1);
+  if (check_device(r, C_DEV, dev)) return r->rc;
   int64_t gpid = get_i(r, C_PID, -1, 0), corr = get_i(r, C_CORR, 0, 0);
   tbe_memcpy m;
   memset(&m, 0, sizeof m);
@@ -792,6 +809,7 @@ static int memset_row(ns_state *s, row *r) {
   memset(&ev, 0, sizeof ev);
   int64_t start = get_i(r, M_START, 0, 1), end = get_i(r, M_END, 0, 1);
   int64_t dev = get_i(r, M_DEV, 0, 1), stream = get_i(r, M_STREAM, 0, 1);
+  if (check_device(r, M_DEV, dev)) return r->rc;
   int64_t gpid = get_i(r, M_PID, -1, 0), corr = get_i(r, M_CORR, 0, 0);
   tbe_memset m;
   memset(&m, 0, sizeof m);
@@ -823,6 +841,7 @@ static int sync_row(ns_state *s, row *r) {
   memset(&ev, 0, sizeof ev);
   int64_t start = get_i(r, Y_START, 0, 1), end = get_i(r, Y_END, 0, 1);
   int64_t dev = get_i(r, Y_DEV, 0, 1), stream = get_i(r, Y_STREAM, 0, 1);
+  if (check_device(r, Y_DEV, dev)) return r->rc;
   int64_t gpid = get_i(r, Y_PID, -1, 0), corr = get_i(r, Y_CORR, 0, 0);
   int64_t type = is_null(r, Y_TYPE) ? get_i(r, Y_OLDTYPE, 0, 0) : get_i(r, Y_TYPE, 0, 0);
   int64_t cev = get_i(r, Y_EVENT, 0, 0);

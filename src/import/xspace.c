@@ -26,7 +26,13 @@
  *     events CPU operators (instants when they have no duration);
  *   - `/device:GPU:<n>`: device n (plane stats fill tbe_device), lines are
  *     TBE_TRACK_STREAM tracks (stream = line id); kernel_details, memcpy_details
- *     and Memset_details make kernels, copies and memsets;
+ *     and Memset_details make kernels, copies and memsets, other ranges GPU
+ *     annotations;
+ *   - what our exporter (src/trace/export_xplane.c) writes beyond XLA's
+ *     conventions is read back: "<thread>/NVTX" lines (NVTX of that thread,
+ *     "NVTX:<domain>:<message>" names split), nvtx_* / sync_* / cuda_event /
+ *     external_id / memory (addr, num_bytes, device_ordinal, total_*) /
+ *     counter ("value") stats, and the "Step markers" line (steps only);
  *   - any other plane with lines (TPU, custom, unknown): TBE_TRACK_OTHER
  *     tracks of a synthetic process named after the plane, generic events;
  *   - stats not consumed above become event args (ref_value resolved to the
@@ -62,6 +68,8 @@ typedef Tensorflow__Profiler__XStatMetadata XStatMetadata;
 #define XS_EPOCH_MIN_NS 100000000000000000LL
 /* Synthetic pids: far above any OS pid. */
 #define XS_SYNTH_PID ((int64_t)1 << 40)
+/* Our exporter's line of step markers (steps no host event carries). */
+#define XS_STEP_LINE ((int64_t)3 << 32)
 
 /* ---- wire walking ---- */
 
@@ -225,7 +233,21 @@ enum {
   S_GROUP_ID,
   S_STEP_NAME,
   S_ROOT,
-  S_DEVICE_ID
+  S_DEVICE_ID,
+  S_EXTERNAL_ID,
+  S_SYNC_KIND,
+  S_SYNC_STREAM,
+  S_CUDA_EVENT,
+  S_NVTX_DOMAIN,
+  S_NVTX_COLOR,
+  S_NVTX_CATEGORY,
+  S_NVTX_PAYLOAD,
+  S_VALUE,
+  S_ADDR,
+  S_NUM_BYTES,
+  S_TOTAL_ALLOC,
+  S_TOTAL_RES,
+  S_DEV_ORD
 };
 
 static int classify_stat(const char *s) {
@@ -242,7 +264,22 @@ static int classify_stat(const char *s) {
              {"group_id", S_GROUP_ID},
              {"step_name", S_STEP_NAME},
              {"_r", S_ROOT},
-             {"device_id", S_DEVICE_ID}};
+             {"device_id", S_DEVICE_ID},
+             /* Written by our exporter for model fields XLA has no stat for. */
+             {"external_id", S_EXTERNAL_ID},
+             {"sync_kind", S_SYNC_KIND},
+             {"sync_stream", S_SYNC_STREAM},
+             {"cuda_event", S_CUDA_EVENT},
+             {"nvtx_domain", S_NVTX_DOMAIN},
+             {"nvtx_color", S_NVTX_COLOR},
+             {"nvtx_category", S_NVTX_CATEGORY},
+             {"nvtx_payload", S_NVTX_PAYLOAD},
+             {"value", S_VALUE},
+             {"addr", S_ADDR},
+             {"num_bytes", S_NUM_BYTES},
+             {"total_allocated", S_TOTAL_ALLOC},
+             {"total_reserved", S_TOTAL_RES},
+             {"device_ordinal", S_DEV_ORD}};
   for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
     if (strcmp(s, tab[i].name) == 0) return tab[i].kind;
   return S_OTHER;
@@ -277,6 +314,8 @@ typedef struct xs_state {
   int64_t start_ns;    /* profile_start_time, 0 if unknown */
   int64_t stop_ns;
   int warned_relative;
+  int64_t host_pid;    /* process_id of the host planes, or XS_SYNTH_PID */
+  int have_host_pid;
   /* Per plane. */
   smd_cache *smd;
   size_t nsmd;
@@ -286,7 +325,8 @@ typedef struct xs_state {
   idmap emap;
   /* Scratch for args. */
   tbe_arg *args;
-  size_t nargs, cap_args;
+  uint8_t *akind; /* S_* of each arg */
+  size_t nargs, cap_args, cap_akind;
   /* Steps. */
   step_cand *steps;
   size_t nsteps, cap_steps;
@@ -359,8 +399,24 @@ static int stat_double(const XStat *st, double *v) {
   }
 }
 
-/* Appends `st` as an arg; returns 0 or TBE_ENOMEM. */
-static int push_arg(xs_state *s, smd_cache *c, const XStat *st) {
+/* Appends a ready arg (kind S_OTHER); returns 0 or TBE_ENOMEM. */
+static int push_raw_arg(xs_state *s, const tbe_arg *a) {
+  if (s->nargs >= UINT16_MAX) return 0;
+  if (grow((void **)&s->args, &s->cap_args, s->nargs + 1, sizeof *s->args) ||
+      grow((void **)&s->akind, &s->cap_akind, s->nargs + 1, 1))
+    return TBE_ENOMEM;
+  s->akind[s->nargs] = S_OTHER;
+  s->args[s->nargs++] = *a;
+  return 0;
+}
+
+static int push_str_arg(xs_state *s, const char *key, const char *val) {
+  tbe_arg a = {.key = intern(s, key), .type = TBE_ARG_STR, .v.s = intern(s, val)};
+  return push_raw_arg(s, &a);
+}
+
+/* Appends `st` (a stat of kind S_*) as an arg; returns 0 or TBE_ENOMEM. */
+static int push_arg(xs_state *s, smd_cache *c, const XStat *st, int kind) {
   tbe_arg a;
   memset(&a, 0, sizeof a);
   switch (st->value_case) {
@@ -393,11 +449,12 @@ static int push_arg(xs_state *s, smd_cache *c, const XStat *st) {
   for (size_t i = 0; i < s->nargs; i++)
     if (s->args[i].key == a.key) {
       s->args[i] = a;
+      s->akind[i] = (uint8_t)kind;
       return 0;
     }
-  if (grow((void **)&s->args, &s->cap_args, s->nargs + 1, sizeof *s->args)) return TBE_ENOMEM;
-  s->args[s->nargs++] = a;
-  return 0;
+  int rc = push_raw_arg(s, &a);
+  if (!rc && s->nargs) s->akind[s->nargs - 1] = (uint8_t)kind;
+  return rc;
 }
 
 /* ---- detail strings ---- */
@@ -626,6 +683,30 @@ static int add_step_cand(step_cand **arr, size_t *n, size_t *cap, int64_t num, i
   return 0;
 }
 
+/* Widens the span of step candidate `group` (by group_id) to [start, end). */
+static int add_group(xs_state *s, int64_t group, int64_t start, int64_t end) {
+  uint32_t gi = idmap_get(&s->gmap, group);
+  if (gi != TBE_NONE) {
+    step_cand *g = &s->groups[gi];
+    if (start < g->start) g->start = start;
+    if (end > g->end) g->end = end;
+    return 0;
+  }
+  if ((s->ngroups + 1) * 2 > s->gmap.cap) {
+    idmap nm;
+    if (idmap_init(&nm, s->ngroups * 2 + 16)) {
+      idmap_free(&nm);
+      return TBE_ENOMEM;
+    }
+    for (size_t g = 0; g < s->ngroups; g++) idmap_put(&nm, s->groups[g].num, (uint32_t)g);
+    idmap_free(&s->gmap);
+    s->gmap = nm;
+  }
+  int rc = add_step_cand(&s->groups, &s->ngroups, &s->cap_groups, group, start, end, 0);
+  if (!rc) idmap_put(&s->gmap, group, (uint32_t)(s->ngroups - 1));
+  return rc;
+}
+
 static int import_plane(xs_state *s, const XPlane *p, size_t pidx) {
   int32_t gpu = -1;
   plane_class pc = classify_plane(p->name, &gpu);
@@ -637,11 +718,11 @@ static int import_plane(xs_state *s, const XPlane *p, size_t pidx) {
   uint32_t pi;
   tbe_str plane_cat = 0;
   if (is_host) {
-    pid = plane_pid(s, p, XS_SYNTH_PID);
+    pid = s->host_pid; /* all host planes are one process */
     if ((rc = tbe_trace_process(t, pid, &pi))) return rc;
     if (!t->processes[pi].name) t->processes[pi].name = intern(s, "/host:CPU");
   } else if (pc == P_GPU) {
-    pid = plane_pid(s, p, -1);
+    pid = plane_pid(s, p, s->have_host_pid ? s->host_pid : -1);
     plane_device_info(s, p, gpu);
     if (pid >= 0 && p->n_lines) {
       if ((rc = tbe_trace_process(t, pid, &pi))) return rc;
@@ -657,17 +738,38 @@ static int import_plane(xs_state *s, const XPlane *p, size_t pidx) {
 
   for (size_t li = 0; li < p->n_lines; li++) {
     const XLine *ln = p->lines[li];
-    uint32_t track;
-    if (is_host)
-      rc = tbe_trace_track(t, TBE_TRACK_THREAD, pid, ln->id, -1, &track);
+    const char *lname = ln->display_name && *ln->display_name ? ln->display_name : ln->name;
+    if (!lname) lname = "";
+    /* Our exporter's line of steps no host event carries: steps only. */
+    int step_line = is_host && ln->id == XS_STEP_LINE && strcmp(lname, "Step markers") == 0;
+    /* "<thread>/NVTX" lines (XLA, our exporter) hold NVTX of that thread. */
+    int nvtx_line = 0;
+    int64_t tid = ln->id;
+    size_t ll = strlen(lname);
+    if (is_host && ll > 5 && strcmp(lname + ll - 5, "/NVTX") == 0) {
+      nvtx_line = 1;
+      for (size_t k = 0; k < p->n_lines; k++) {
+        const XLine *o = p->lines[k];
+        const char *on = o->display_name && *o->display_name ? o->display_name : o->name;
+        if (k != li && on && strlen(on) == ll - 5 && memcmp(on, lname, ll - 5) == 0) {
+          tid = o->id;
+          break;
+        }
+      }
+    }
+    uint32_t track = 0;
+    if (step_line)
+      rc = 0;
+    else if (is_host)
+      rc = tbe_trace_track(t, TBE_TRACK_THREAD, pid, tid, -1, &track);
     else if (pc == P_GPU)
       rc = tbe_trace_track(t, TBE_TRACK_STREAM, pid, ln->id, gpu, &track);
     else
       rc = tbe_trace_track(t, TBE_TRACK_OTHER, pid, ln->id, -1, &track);
     if (rc) return rc;
-    const char *lname = ln->display_name && *ln->display_name ? ln->display_name : ln->name;
-    if (lname && *lname && !t->tracks[track].name) t->tracks[track].name = intern(s, lname);
-    int is_counter_line = lname && strcmp(lname, "_counters_") == 0;
+    if (!step_line && *lname && !nvtx_line && !t->tracks[track].name)
+      t->tracks[track].name = intern(s, lname);
+    int is_counter_line = strcmp(lname, "_counters_") == 0;
 
     int64_t base = ln->timestamp_ns;
     if (base < XS_EPOCH_MIN_NS) {
@@ -711,25 +813,40 @@ static int import_plane(xs_state *s, const XPlane *p, size_t pidx) {
       /* Stats: metadata's first, then the event's. */
       s->nargs = 0;
       const char *kdet = NULL, *cdet = NULL, *mdet = NULL, *ctx = NULL, *step_name = NULL;
-      int have_occ = 0, have_step = 0, have_group = 0, have_corr = 0;
-      double occ = -1;
-      int64_t step_num = 0, group = 0;
-      double counter_value = 0;
-      int have_counter = 0;
+      const char *sync_kind = NULL, *nvtx_dom = NULL;
+      int have_occ = 0, have_step = 0, have_group = 0, have_corr = 0, have_value = 0;
+      int have_nvtx = 0, have_addr = 0, have_nbytes = 0, have_devord = 0;
+      double occ = -1, value = 0;
+      int64_t step_num = 0, group = 0, iv;
+      tbe_nvtx nv;
+      tbe_memory mem;
+      tbe_sync sy;
+      memset(&nv, 0, sizeof nv);
+      memset(&mem, 0, sizeof mem);
+      memset(&sy, 0, sizeof sy);
+      mem.total_allocated = mem.total_reserved = -1;
+      mem.device = -1;
+      sy.stream = -1;
       size_t nmd = em ? em->md->n_stats : 0;
       for (size_t k = 0; k < nmd + xe->n_stats; k++) {
         const XStat *st = k < nmd ? em->md->stats[k] : xe->stats[k - nmd];
         uint32_t ci = idmap_get(&s->smap, st->metadata_id);
         smd_cache *c = ci == TBE_NONE ? NULL : &s->smd[ci];
         int kind = c ? c->kind : S_OTHER;
-        int64_t iv;
         switch (kind) {
           case S_CORRELATION:
             if (stat_int(st, &iv)) {
               ev.correlation = (uint64_t)iv;
               have_corr = 1;
+              continue;
             }
-            continue;
+            break;
+          case S_EXTERNAL_ID:
+            if (stat_int(st, &iv)) {
+              ev.external_id = (uint64_t)iv;
+              continue;
+            }
+            break;
           case S_KERNEL_DETAILS:
             if ((kdet = stat_str(s, st))) continue;
             break;
@@ -744,33 +861,88 @@ static int import_plane(xs_state *s, const XPlane *p, size_t pidx) {
           case S_STEP_NUM: have_step = stat_int(st, &step_num); break;
           case S_GROUP_ID: have_group = stat_int(st, &group); break;
           case S_STEP_NAME: step_name = stat_str(s, st); break;
+          case S_SYNC_KIND: sync_kind = stat_str(s, st); break;
+          case S_SYNC_STREAM:
+            if (stat_int(st, &iv)) sy.stream = iv;
+            break;
+          case S_CUDA_EVENT:
+            if (stat_int(st, &iv)) sy.cuda_event = (uint64_t)iv;
+            break;
+          case S_NVTX_DOMAIN:
+            nvtx_dom = stat_str(s, st);
+            have_nvtx = 1;
+            break;
+          case S_NVTX_COLOR:
+            if (stat_int(st, &iv)) nv.color = (uint32_t)iv;
+            have_nvtx = 1;
+            break;
+          case S_NVTX_CATEGORY:
+            if (stat_int(st, &iv)) nv.category = (uint32_t)iv;
+            have_nvtx = 1;
+            break;
+          case S_NVTX_PAYLOAD:
+            have_nvtx = 1;
+            if (st->value_case == TENSORFLOW__PROFILER__XSTAT__VALUE_INT64_VALUE) {
+              nv.payload_type = 1;
+              nv.payload.i = st->int64_value;
+            } else if (st->value_case == TENSORFLOW__PROFILER__XSTAT__VALUE_UINT64_VALUE) {
+              nv.payload_type = 2;
+              nv.payload.u = st->uint64_value;
+            } else if (st->value_case == TENSORFLOW__PROFILER__XSTAT__VALUE_DOUBLE_VALUE) {
+              nv.payload_type = 3;
+              nv.payload.d = st->double_value;
+            }
+            break;
+          case S_VALUE: have_value = stat_double(st, &value); break;
+          case S_ADDR:
+            if ((have_addr = stat_int(st, &iv))) mem.addr = (uint64_t)iv;
+            break;
+          case S_NUM_BYTES:
+            if ((have_nbytes = stat_int(st, &iv))) mem.bytes = iv;
+            break;
+          case S_TOTAL_ALLOC:
+            if (stat_int(st, &iv)) mem.total_allocated = iv;
+            break;
+          case S_TOTAL_RES:
+            if (stat_int(st, &iv)) mem.total_reserved = iv;
+            break;
+          case S_DEV_ORD:
+            if ((have_devord = stat_int(st, &iv))) mem.device = (int32_t)iv;
+            break;
           default:
-            if (is_counter_line && !have_counter) have_counter = stat_double(st, &counter_value);
+            if (is_counter_line && !have_value) have_value = stat_double(st, &value);
             break;
         }
-        if ((rc = push_arg(s, c, st))) return rc;
-      }
-      if (em && em->long_name) {
-        tbe_arg a = {.key = intern(s, "long_name"), .type = TBE_ARG_STR, .v.s = em->long_name};
-        if (grow((void **)&s->args, &s->cap_args, s->nargs + 1, sizeof *s->args)) return TBE_ENOMEM;
-        s->args[s->nargs++] = a;
-      }
-      if (num_occ >= 0) {
-        tbe_arg a = {.key = intern(s, "num_occurrences"), .type = TBE_ARG_INT, .v.i = num_occ};
-        if (grow((void **)&s->args, &s->cap_args, s->nargs + 1, sizeof *s->args)) return TBE_ENOMEM;
-        s->args[s->nargs++] = a;
+        if ((rc = push_arg(s, c, st, kind))) return rc;
       }
 
+      if (step_line) {
+        if (have_step &&
+            (rc = add_step_cand(&s->steps, &s->nsteps, &s->cap_steps, step_num, ev.start_ns,
+                                ev.start_ns + (ev.dur_ns > 0 ? ev.dur_ns : 0),
+                                step_name ? intern(s, step_name) : ev.name)))
+          return rc;
+        continue;
+      }
+
+      /* What the event is, and which stats that consumes. */
       const void *detail = NULL;
+      uint32_t consumed = 0; /* bits (1 << S_*) */
       tbe_kernel kd;
       tbe_memcpy md;
       tbe_memset ms;
-      tbe_nvtx nv;
       tbe_counter cv;
+      const char *leftover[3] = {kdet, cdet, mdet};
       if (pc == P_GPU) {
         uint16_t context = ctx ? parse_context(ctx) : 0;
-        if (kdet || (have_corr && !cdet && !mdet && strncmp(name, "Memcpy", 6) != 0 &&
-                     strncmp(name, "Memset", 6) != 0)) {
+        int memcpy_name = strncmp(name, "Memcpy", 6) == 0, memset_name = strncmp(name, "Memset", 6) == 0;
+        if (sync_kind) {
+          for (int k = 0; k <= TBE_SYNC_CONTEXT; k++)
+            if (strcmp(sync_kind, tbe_sync_kind_name((tbe_sync_kind)k)) == 0) sy.sync_kind = (uint8_t)k;
+          ev.kind = TBE_EV_SYNC;
+          detail = &sy;
+          consumed = 1u << S_SYNC_KIND | 1u << S_SYNC_STREAM | 1u << S_CUDA_EVENT;
+        } else if (kdet || (have_corr && !cdet && !mdet && !memcpy_name && !memset_name)) {
           memset(&kd, 0, sizeof kd);
           kd.grid[0] = kd.grid[1] = kd.grid[2] = 1;
           kd.block[0] = kd.block[1] = kd.block[2] = 1;
@@ -783,7 +955,9 @@ static int import_plane(xs_state *s, const XPlane *p, size_t pidx) {
           if (kd.occupancy_pct < 0 && have_occ) kd.occupancy_pct = (float)occ;
           ev.kind = TBE_EV_KERNEL;
           detail = &kd;
-        } else if (cdet || strncmp(name, "Memcpy", 6) == 0) {
+          leftover[0] = NULL;
+          consumed = 1u << S_OCCUPANCY | 1u << S_CONTEXT;
+        } else if (cdet || memcpy_name) {
           memset(&md, 0, sizeof md);
           md.src_device = gpu;
           md.dst_device = gpu;
@@ -793,98 +967,96 @@ static int import_plane(xs_state *s, const XPlane *p, size_t pidx) {
           md.copy_kind = copy_kind_of(name, &md);
           ev.kind = TBE_EV_MEMCPY;
           detail = &md;
-        } else if (mdet || strncmp(name, "Memset", 6) == 0) {
+          leftover[1] = NULL;
+          consumed = 1u << S_CONTEXT;
+        } else if (mdet || memset_name) {
           memset(&ms, 0, sizeof ms);
           ms.context = context;
           if (mdet) each_kv(mdet, memset_kv, &ms);
           ev.kind = TBE_EV_MEMSET;
           detail = &ms;
-        } else if (is_counter_line && have_counter) {
-          cv.value = counter_value;
-          ev.kind = TBE_EV_COUNTER;
-          detail = &cv;
-        } else {
-          ev.kind = ev.dur_ns ? TBE_EV_GENERIC : TBE_EV_INSTANT;
+          leftover[2] = NULL;
+          consumed = 1u << S_CONTEXT;
         }
-        /* Put back the details string of a non-matching kind as an arg. */
       } else if (is_host) {
         if (have_corr) {
           ev.kind = strncmp(name, "cuda", 4) == 0 ? TBE_EV_RUNTIME : TBE_EV_DRIVER;
-          /* Keep the GPU-side details of the launch as args. */
-          const char *dets[3] = {kdet, cdet, mdet};
-          const char *keys[3] = {"kernel_details", "memcpy_details", "Memset_details"};
-          for (int k = 0; k < 3; k++) {
-            if (!dets[k]) continue;
-            tbe_arg a = {.key = intern(s, keys[k]), .type = TBE_ARG_STR, .v.s = intern(s, dets[k])};
-            if (grow((void **)&s->args, &s->cap_args, s->nargs + 1, sizeof *s->args))
-              return TBE_ENOMEM;
-            s->args[s->nargs++] = a;
-          }
-        } else if (pc == P_HOST_NVTX) {
-          memset(&nv, 0, sizeof nv);
+          consumed = 1u << S_DEVICE_ID;
+        } else if (pc == P_HOST_NVTX || nvtx_line || have_nvtx) {
           ev.kind = ev.dur_ns ? TBE_EV_NVTX_RANGE : TBE_EV_NVTX_MARK;
-          /* XLA names ranges "NVTX:<domain>:<message>". */
+          /* "NVTX:<domain>:<message>" (XLA, our exporter): name = message. */
           if (strncmp(name, "NVTX:", 5) == 0) {
             const char *dom = name + 5, *colon = strchr(dom, ':');
-            if (colon && colon > dom) tbe_trace_intern(t, dom, (size_t)(colon - dom), &nv.domain);
+            if (colon) {
+              if (colon > dom && (rc = tbe_trace_intern(t, dom, (size_t)(colon - dom), &nv.domain)))
+                return rc;
+              if ((rc = tbe_trace_intern(t, colon + 1, strlen(colon + 1), &ev.name))) return rc;
+            }
           }
+          if (nvtx_dom && *nvtx_dom) nv.domain = intern(s, nvtx_dom);
           detail = &nv;
+          consumed = 1u << S_NVTX_DOMAIN | 1u << S_NVTX_COLOR | 1u << S_NVTX_CATEGORY |
+                     1u << S_NVTX_PAYLOAD;
+        } else if (have_addr && have_nbytes && have_devord && ev.dur_ns == 0) {
+          ev.kind = TBE_EV_MEMORY;
+          detail = &mem;
+          consumed = 1u << S_ADDR | 1u << S_NUM_BYTES | 1u << S_TOTAL_ALLOC | 1u << S_TOTAL_RES |
+                     1u << S_DEV_ORD;
         } else if (pc == P_HOST_PYTHON) {
           ev.kind = TBE_EV_PYTHON;
         } else {
           ev.kind = ev.dur_ns ? TBE_EV_CPU_OP : TBE_EV_INSTANT;
         }
         if (have_step) {
+          consumed |= 1u << S_STEP_NUM | 1u << S_ROOT;
           if ((rc = add_step_cand(&s->steps, &s->nsteps, &s->cap_steps, step_num, ev.start_ns,
                                   ev.start_ns + (ev.dur_ns > 0 ? ev.dur_ns : 0),
                                   step_name ? intern(s, step_name) : ev.name)))
             return rc;
         } else if (have_group) {
-          uint32_t gi = idmap_get(&s->gmap, group);
-          int64_t end = ev.start_ns + (ev.dur_ns > 0 ? ev.dur_ns : 0);
-          if (gi == TBE_NONE) {
-            if (s->ngroups * 2 + 2 > s->gmap.cap) {
-              idmap nm;
-              if (idmap_init(&nm, s->ngroups * 2 + 16)) {
-                idmap_free(&nm);
-                return TBE_ENOMEM;
-              }
-              for (size_t g = 0; g < s->ngroups; g++) idmap_put(&nm, s->groups[g].num, (uint32_t)g);
-              idmap_free(&s->gmap);
-              s->gmap = nm;
-            }
-            if ((rc = add_step_cand(&s->groups, &s->ngroups, &s->cap_groups, group, ev.start_ns, end,
-                                    0)))
-              return rc;
-            idmap_put(&s->gmap, group, (uint32_t)(s->ngroups - 1));
-          } else {
-            step_cand *g = &s->groups[gi];
-            if (ev.start_ns < g->start) g->start = ev.start_ns;
-            if (end > g->end) g->end = end;
-          }
+          if ((rc = add_group(s, group, ev.start_ns, ev.start_ns + (ev.dur_ns > 0 ? ev.dur_ns : 0))))
+            return rc;
         }
       } else {
-        if (is_counter_line && have_counter) {
-          cv.value = counter_value;
+        ev.cat = plane_cat;
+      }
+      if (!ev.kind && !detail) {
+        /* Not yet classified (kind 0 is KERNEL, set only with a detail). */
+        if ((is_counter_line || ev.dur_ns == 0) && have_value) {
+          cv.value = value;
           ev.kind = TBE_EV_COUNTER;
           detail = &cv;
+          consumed |= 1u << S_VALUE;
+        } else if (pc == P_GPU && ev.dur_ns) {
+          /* A range on a stream that is no GPU activity: an annotation
+           * projected onto the stream (our exporter writes those). */
+          ev.kind = TBE_EV_GPU_ANNOTATION;
         } else {
           ev.kind = ev.dur_ns ? TBE_EV_GENERIC : TBE_EV_INSTANT;
-          ev.cat = plane_cat;
         }
       }
-      if (!detail && (ev.kind == TBE_EV_GENERIC || ev.kind == TBE_EV_INSTANT || pc == P_GPU)) {
-        /* Details of a kind we did not make stay visible as args. */
-        const char *dets[3] = {kdet, cdet, mdet};
-        const char *keys[3] = {"kernel_details", "memcpy_details", "Memset_details"};
-        for (int k = 0; k < 3; k++) {
-          if (!dets[k]) continue;
-          tbe_arg a = {.key = intern(s, keys[k]), .type = TBE_ARG_STR, .v.s = intern(s, dets[k])};
-          if (grow((void **)&s->args, &s->cap_args, s->nargs + 1, sizeof *s->args)) return TBE_ENOMEM;
-          s->args[s->nargs++] = a;
+      /* Drop consumed stats from the args; keep details of a kind we did not
+       * make visible as args. */
+      size_t w = 0;
+      for (size_t k = 0; k < s->nargs; k++)
+        if (!(consumed & (1u << s->akind[k]))) {
+          s->args[w] = s->args[k];
+          s->akind[w++] = s->akind[k];
         }
+      s->nargs = w;
+      static const char *const det_keys[3] = {"kernel_details", "memcpy_details", "Memset_details"};
+      for (int k = 0; k < 3; k++)
+        if (leftover[k] && (rc = push_str_arg(s, det_keys[k], leftover[k]))) return rc;
+      if (em && em->long_name) {
+        tbe_arg a = {.key = intern(s, "long_name"), .type = TBE_ARG_STR, .v.s = em->long_name};
+        if ((rc = push_raw_arg(s, &a))) return rc;
       }
-      if (ev.kind == TBE_EV_COUNTER || ev.kind == TBE_EV_INSTANT || ev.kind == TBE_EV_NVTX_MARK)
+      if (num_occ >= 0) {
+        tbe_arg a = {.key = intern(s, "num_occurrences"), .type = TBE_ARG_INT, .v.i = num_occ};
+        if ((rc = push_raw_arg(s, &a))) return rc;
+      }
+      if (ev.kind == TBE_EV_COUNTER || ev.kind == TBE_EV_INSTANT || ev.kind == TBE_EV_NVTX_MARK ||
+          ev.kind == TBE_EV_MEMORY)
         ev.dur_ns = ev.dur_ns < 0 ? 0 : ev.dur_ns;
       rc = tbe_trace_add_event(t, &ev, detail, s->args, s->nargs, NULL);
       if (rc) return rc;
@@ -894,6 +1066,45 @@ static int import_plane(xs_state *s, const XPlane *p, size_t pidx) {
 }
 
 /* ---- driver ---- */
+
+/* The process_id stat of a plane, read from its stat_metadata (5) and
+ * stats (6) fields without decoding the lines.  Returns 1 and *pid. */
+static int scan_process_id(const uint8_t *b, size_t n, int64_t *pid) {
+  int64_t md_id = 0;
+  int have_md = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    size_t pos = 0;
+    while (pos < n) {
+      uint32_t f, wt;
+      size_t data, len, bad;
+      if (next_field(b, n, &pos, &f, &wt, &data, &len, &bad)) return 0;
+      if (wt != 2) continue;
+      if (pass == 0 && f == 5) {
+        Tensorflow__Profiler__XPlane__StatMetadataEntry *e =
+            (Tensorflow__Profiler__XPlane__StatMetadataEntry *)protobuf_c_message_unpack(
+                &tensorflow__profiler__xplane__stat_metadata_entry__descriptor, NULL, len, b + data);
+        if (!e) return 0;
+        if (e->value && strcmp(e->value->name, "process_id") == 0) {
+          md_id = e->key;
+          have_md = 1;
+        }
+        protobuf_c_message_free_unpacked(&e->base, NULL);
+      } else if (pass == 1 && f == 6 && have_md) {
+        XStat *st = tensorflow__profiler__xstat__unpack(NULL, len, b + data);
+        if (!st) return 0;
+        int64_t v;
+        int ok = st->metadata_id == md_id && stat_int(st, &v);
+        tensorflow__profiler__xstat__free_unpacked(st, NULL);
+        if (ok) {
+          *pid = v;
+          return 1;
+        }
+      }
+    }
+    if (!have_md) return 0;
+  }
+  return 0;
+}
 
 typedef struct plane_ref {
   size_t off;   /* of the field header */
@@ -1046,7 +1257,18 @@ int tbe__import_xspace(tbe_trace *t, const char *path, const tbe_import_options 
   if (host) t->host = host;
   t->source = TBE_SRC_XSPACE;
 
-  /* Pass 2: the session start from the Task Environment plane. */
+  /* Pass 2: the host process id (from any host plane) and the session
+   * start from the Task Environment plane. */
+  s.host_pid = XS_SYNTH_PID;
+  for (size_t i = 0; i < nplanes && !s.have_host_pid; i++) {
+    char pname[64];
+    int32_t g;
+    plane_name(buf + planes[i].data, planes[i].len, pname, sizeof pname);
+    plane_class c = classify_plane(pname, &g);
+    if (c == P_HOST || c == P_HOST_NVTX || c == P_HOST_PYTHON)
+      s.have_host_pid = scan_process_id(buf + planes[i].data, planes[i].len, &s.host_pid);
+  }
+  if (!s.have_host_pid) s.host_pid = XS_SYNTH_PID;
   for (size_t i = 0; i < nplanes; i++) {
     char pname[64];
     plane_name(buf + planes[i].data, planes[i].len, pname, sizeof pname);
@@ -1107,6 +1329,7 @@ out:
     tbe__import_fail(err, rc, path, UINT64_MAX, 0, 0, "%s", tbe_strerror(rc));
   free_metadata(&s);
   free(s.args);
+  free(s.akind);
   free(s.steps);
   free(s.groups);
   idmap_free(&s.gmap);

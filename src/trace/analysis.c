@@ -43,6 +43,8 @@ typedef struct open_entry {
 
 typedef struct priv {
   int64_t *step_pool;
+  char *arena;  /* labels of grouped ranges, NUL-terminated, back to back */
+  size_t arena_len, arena_cap;
 } priv;
 
 typedef struct scratch {
@@ -59,6 +61,13 @@ typedef struct scratch {
   size_t nlat;
   int64_t *seg;            /* all-device busy union: start, end pairs */
   size_t nseg;
+  uint32_t *label_off;     /* per range entry: label offset + 1 in the arena, 0 = none */
+  size_t label_cap, label_n;
+  uint32_t *ptab;          /* range label -> entry index + 1 (open addressing) */
+  size_t ptab_cap, ptab_n;
+  int64_t win_lo, win_hi;  /* the profiled window */
+  int32_t *kstep;          /* step of each GPU kernel, in event order (steps only) */
+  size_t nk;
 } scratch;
 
 const char *tbe_group_name(tbe_group_kind g) {
@@ -117,6 +126,76 @@ static long group_slot(tbe_analysis *an, scratch *s, tbe_group_kind g, tbe_str n
   return (long)n;
 }
 
+/* Length of the part of a range name that names the operation: PyTorch's
+ * NVTX ranges append per-call details (", seq = 4, op_id = 12, sizes =
+ * [[2]]"), which would make every call a name of its own. */
+static size_t range_label_len(const char *n) {
+  static const char *const keys[] = {", seq = ", ", op_id = ", ", sizes = "};
+  size_t cut = strlen(n);
+  for (size_t i = 0; i < 3; i++) {
+    const char *p = strstr(n, keys[i]);
+    if (p && (size_t)(p - n) < cut && p != n) cut = (size_t)(p - n);
+  }
+  return cut;
+}
+
+static uint64_t hash_bytes(const char *s, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+  return h;
+}
+
+/* The range table's entry for `name`, grouping names by their label. */
+static long range_slot(tbe_analysis *an, scratch *s, tbe_str name) {
+  uint32_t v = s->slot[TBE_GROUP_RANGE][name];
+  if (v != UINT32_MAX) return v;
+  const tbe_trace *t = an->trace;
+  const char *n = tbe_trace_str(t, name);
+  size_t len = range_label_len(n);
+  if (n[len] == '\0') return group_slot(an, s, TBE_GROUP_RANGE, name);
+  priv *p = an->priv_;
+  if (2 * (s->ptab_n + 1) > s->ptab_cap) { /* grow and rehash */
+    size_t cap = s->ptab_cap ? 2 * s->ptab_cap : 64;
+    uint32_t *nt = tbe__calloc(s->a, cap, sizeof *nt);
+    if (!nt) return -1;
+    for (size_t i = 0; i < s->ptab_cap; i++) {
+      if (!s->ptab[i]) continue;
+      const char *l = p->arena + s->label_off[s->ptab[i] - 1] - 1;
+      size_t h = (size_t)hash_bytes(l, strlen(l)) & (cap - 1);
+      while (nt[h]) h = (h + 1) & (cap - 1);
+      nt[h] = s->ptab[i];
+    }
+    tbe__free(s->a, s->ptab);
+    s->ptab = nt;
+    s->ptab_cap = cap;
+  }
+  size_t h = (size_t)hash_bytes(n, len) & (s->ptab_cap - 1);
+  while (s->ptab[h]) {
+    uint32_t idx = s->ptab[h] - 1;
+    const char *l = p->arena + s->label_off[idx] - 1;
+    if (strncmp(l, n, len) == 0 && l[len] == '\0') {
+      s->slot[TBE_GROUP_RANGE][name] = idx;
+      return idx;
+    }
+    h = (h + 1) & (s->ptab_cap - 1);
+  }
+  long idx = group_slot(an, s, TBE_GROUP_RANGE, name);
+  if (idx < 0) return -1;
+  if (tbe__grow(s->a, (void **)&s->label_off, &s->label_cap, (size_t)idx + 1, sizeof(uint32_t)) ||
+      tbe__grow(s->a, (void **)&p->arena, &p->arena_cap, p->arena_len + len + 1, 1) ||
+      p->arena_len + 1 > UINT32_MAX - len)
+    return -1;
+  memcpy(p->arena + p->arena_len, n, len);
+  p->arena[p->arena_len + len] = '\0';
+  while (s->label_n < (size_t)idx) s->label_off[s->label_n++] = 0;
+  s->label_off[idx] = (uint32_t)p->arena_len + 1;
+  s->label_n = (size_t)idx + 1;
+  p->arena_len += len + 1;
+  s->ptab[h] = (uint32_t)idx + 1;
+  s->ptab_n++;
+  return idx;
+}
+
 static void account(tbe_name_stats *e, int64_t dur) {
   e->calls++;
   e->total_ns += dur;
@@ -143,11 +222,10 @@ static int nest(tbe_analysis *an, scratch *s, size_t *depth, tbe_group_kind g, u
   return 0;
 }
 
-/* Median of v[0..n) by quickselect with a three-way partition (permutes
- * v).  n > 0.  For even n the lower middle element, so the result is
- * always a measured value. */
-static int64_t median(int64_t *v, size_t n) {
-  size_t k = (n - 1) / 2, lo = 0, hi = n;
+/* The k-th smallest of v[0..n) by quickselect with a three-way partition
+ * (permutes v so that v[0..k) <= v[k] <= v[k+1..n)).  k < n. */
+static int64_t select_kth(int64_t *v, size_t n, size_t k) {
+  size_t lo = 0, hi = n;
   while (hi - lo > 1) {
     int64_t a = v[lo], b = v[lo + (hi - lo) / 2], c = v[hi - 1];
     int64_t pivot = (a < b) ? ((b < c) ? b : (a < c ? c : a)) : ((a < c) ? a : (b < c ? c : b));
@@ -169,6 +247,19 @@ static int64_t median(int64_t *v, size_t n) {
     else return pivot;
   }
   return v[k];
+}
+
+/* Median of v[0..n) (permutes v), n > 0: the middle element, or for even
+ * n the mean of the two middle ones (rounded toward zero). */
+static int64_t median(int64_t *v, size_t n) {
+  size_t k = (n - 1) / 2;
+  int64_t a = select_kth(v, n, k);
+  if (n % 2) return a;
+  /* The upper middle is the smallest element after position k. */
+  int64_t b = v[k + 1];
+  for (size_t i = k + 2; i < n; i++)
+    if (v[i] < b) b = v[i];
+  return a + (b - a) / 2;
 }
 
 /* ---- the k-way merge of GPU tracks ---- */
@@ -352,6 +443,7 @@ static int gpu_event(tbe_analysis *an, scratch *s, const tbe_event *e, int32_t d
         int64_t when = e->start_ns;
         if (e->link != TBE_NONE && e->link < t->nevents) when = t->events[e->link].start_ns;
         long si = step_of(t, s, when);
+        s->kstep[s->nk++] = (int32_t)si; /* reused by per_step_names */
         if (si >= 0) {
           an->steps[si].kernel_ns += dur;
           an->steps[si].kernel_count++;
@@ -385,7 +477,13 @@ static int gpu_event(tbe_analysis *an, scratch *s, const tbe_event *e, int32_t d
   }
   if (e->link != TBE_NONE && e->link < t->nevents) {
     const tbe_event *api = &t->events[e->link];
-    if (api->kind == TBE_EV_RUNTIME || api->kind == TBE_EV_DRIVER) {
+    /* Correlation ids are per process: a link across processes, or one
+     * that would start the GPU work before its API call, is not a launch
+     * latency. */
+    int64_t gpid = t->tracks[e->track].pid, apid = t->tracks[api->track].pid;
+    int same = gpid < 0 || apid < 0 || gpid == apid;
+    if ((api->kind == TBE_EV_RUNTIME || api->kind == TBE_EV_DRIVER) && same &&
+        e->start_ns >= api->start_ns) {
       s->lat[s->nlat] = e->start_ns - api->start_ns;
       s->lat_dev[s->nlat] = (uint32_t)d;
       s->nlat++;
@@ -430,6 +528,9 @@ static int host_track(tbe_analysis *an, scratch *s, const tbe_track *tr) {
       default: break;
     }
     if (e->kind == TBE_EV_CPU_OP || e->kind == TBE_EV_RUNTIME || e->kind == TBE_EV_DRIVER) {
+      if (st < s->win_lo) st = s->win_lo; /* only the profiled window counts */
+      if (en > s->win_hi) en = s->win_hi;
+      if (en <= st) continue;
       if (st >= cur_end) {
         busy += en - st;
         cur_end = en;
@@ -445,7 +546,7 @@ static int host_track(tbe_analysis *an, scratch *s, const tbe_track *tr) {
     const tbe_event *e = &t->events[tr->first + j];
     if (e->kind != TBE_EV_NVTX_RANGE && e->kind != TBE_EV_USER_ANNOTATION) continue;
     if (name_flags(s, t, e->name) & NF_STEP) continue;
-    long slot = group_slot(an, s, TBE_GROUP_RANGE, e->name);
+    long slot = range_slot(an, s, e->name);
     if (slot < 0) return TBE_ENOMEM;
     account(&an->groups[TBE_GROUP_RANGE][slot], e->dur_ns);
     if (e->flags & TBE_EVF_ASYNC) continue;
@@ -467,14 +568,18 @@ static int per_step_names(tbe_analysis *an, scratch *s) {
   int64_t *q = p->step_pool;
   for (int g = 0; g < TBE_GROUP__COUNT; g++)
     for (size_t i = 0; i < an->ngroups[g]; i++, q += ns) an->groups[g][i].step_ns = q;
+  size_t nk = 0;
   for (size_t k = 0; k < t->nevents; k++) {
     const tbe_event *e = &t->events[k];
     int g;
     int64_t when = e->start_ns;
     if (e->kind == TBE_EV_KERNEL) {
       if (s->track_dev[e->track] < 0) continue;
-      g = TBE_GROUP_KERNEL;
-      if (e->link != TBE_NONE && e->link < t->nevents) when = t->events[e->link].start_ns;
+      /* Kernels are met in the order gpu_event met them (event order). */
+      long si = nk < s->nk ? s->kstep[nk++] : -1;
+      uint32_t slot = s->slot[TBE_GROUP_KERNEL][e->name];
+      if (si >= 0 && slot != UINT32_MAX) an->groups[TBE_GROUP_KERNEL][slot].step_ns[si] += e->dur_ns;
+      continue;
     } else if (e->kind == TBE_EV_CPU_OP) {
       if (s->track_dev[e->track] >= 0) continue;
       g = TBE_GROUP_CPU_OP;
@@ -514,7 +619,10 @@ static int advise(tbe_analysis *an) {
   double wall = an->wall_ns > 0 ? (double)an->wall_ns : 1.0;
   double gpu_pct = 100.0 * (double)all->busy_ns / wall;
   double host_pct = 100.0 * (double)an->host_busy_ns / wall;
-  if (all->kernel_count > 0 && gpu_pct < 50.0 && host_pct > 70.0)
+  /* Launch-bound: the GPU idles most of the time while the host thread
+   * that feeds it is busy at least half the time and twice as busy as the
+   * GPU. */
+  if (all->kernel_count > 0 && gpu_pct < 50.0 && host_pct >= 50.0 && host_pct >= 2.0 * gpu_pct)
     add_advice(an, buf, TBE_ADVICE_LAUNCH_BOUND, gpu_pct,
                "GPU busy only %.1f%% of the time while the busiest host thread is busy %.1f%%: "
                "launch-bound; consider CUDA graphs or kernel fusion",
@@ -530,9 +638,10 @@ static int advise(tbe_analysis *an) {
   }
   if (all->pageable_count > 0)
     add_advice(an, buf, TBE_ADVICE_PAGEABLE, (double)all->pageable_count,
-               "%llu copies (%.3f ms) used pageable host memory: use pinned memory "
+               "%llu cop%s (%.3f ms) used pageable host memory: use pinned memory "
                "(pin_memory=True, cudaHostAlloc)",
-               (unsigned long long)all->pageable_count, (double)all->pageable_ns / 1e6);
+               (unsigned long long)all->pageable_count, all->pageable_count == 1 ? "y" : "ies",
+               (double)all->pageable_ns / 1e6);
   int64_t hd = all->memcpy_ns[TBE_COPY_HTOD] + all->memcpy_ns[TBE_COPY_DTOH];
   if (all->busy_ns > 0 && hd > 0) {
     double pct = 100.0 * (double)hd / (double)all->busy_ns;
@@ -569,6 +678,9 @@ static void scratch_free(scratch *s) {
   tbe__free(s->a, s->lat);
   tbe__free(s->a, s->lat_dev);
   tbe__free(s->a, s->seg);
+  tbe__free(s->a, s->label_off);
+  tbe__free(s->a, s->ptab);
+  tbe__free(s->a, s->kstep);
 }
 
 static int cmp_step_start(const void *x, const void *y, void *ctx) {
@@ -602,6 +714,9 @@ static int run(tbe_analysis *an, scratch *s) {
     an->wall_ns = hi - lo;
   }
 
+  s->win_lo = an->start_ns;
+  s->win_hi = an->start_ns + an->wall_ns;
+
   /* Steps. */
   if (t->nsteps) {
     an->steps = tbe__calloc(s->a, t->nsteps, sizeof *an->steps);
@@ -623,6 +738,10 @@ static int run(tbe_analysis *an, scratch *s) {
   s->lat = tbe__alloc(s->a, nl * sizeof(int64_t));
   s->lat_dev = tbe__alloc(s->a, nl * sizeof(uint32_t));
   if (!s->lat || !s->lat_dev) return TBE_ENOMEM;
+  if (t->nsteps) {
+    s->kstep = tbe__alloc(s->a, nl * sizeof(int32_t));
+    if (!s->kstep) return TBE_ENOMEM;
+  }
 
   for (size_t i = 0; i < t->ntracks; i++) {
     const tbe_track *tr = &t->tracks[i];
@@ -707,6 +826,13 @@ static int run(tbe_analysis *an, scratch *s) {
       an->group_total_ns[g] += e->self_ns;
     }
   }
+  priv *pv = an->priv_;
+  for (int g = 0; g < TBE_GROUP__COUNT; g++)
+    for (size_t i = 0; i < an->ngroups[g]; i++) {
+      tbe_name_stats *e = &an->groups[g][i];
+      uint32_t off = g == TBE_GROUP_RANGE && i < s->label_n ? s->label_off[i] : 0;
+      e->label = off ? pv->arena + off - 1 : tbe_trace_str(t, e->name);
+    }
   rc = per_step_names(an, s);
   if (rc) return rc;
   for (int g = 0; g < TBE_GROUP__COUNT; g++)
@@ -755,7 +881,10 @@ void tbe_analysis_free(tbe_analysis *an) {
   tbe__free(&al, an->devices);
   tbe__free(&al, an->steps);
   tbe__free(&al, an->advice);
-  if (an->priv_) tbe__free(&al, ((priv *)an->priv_)->step_pool);
+  if (an->priv_) {
+    tbe__free(&al, ((priv *)an->priv_)->step_pool);
+    tbe__free(&al, ((priv *)an->priv_)->arena);
+  }
   tbe__free(&al, an->priv_);
   tbe__free(&al, an);
 }
@@ -780,11 +909,11 @@ static int cmp_stats(const void *x, const void *y, void *ctx) {
   }
   if (ka != kb) return ka > kb ? -1 : 1;
   if (a->total_ns != b->total_ns) return a->total_ns > b->total_ns ? -1 : 1;
-  return strcmp(tbe_trace_str(c->t, a->name), tbe_trace_str(c->t, b->name));
+  return strcmp(a->label, b->label);
 }
 
 void tbe_analysis_sort(tbe_analysis *an, tbe_group_kind g, tbe_sort_key key) {
-  if (!an || (unsigned)g >= TBE_GROUP__COUNT) return;
+  if (!an || (unsigned)g >= TBE_GROUP__COUNT || an->ngroups[g] < 2) return;
   sort_ctx c = {an->trace, key};
   qsort_r(an->groups[g], an->ngroups[g], sizeof(tbe_name_stats), cmp_stats, &c);
 }
@@ -836,7 +965,7 @@ static int diff_group(tbe_diff *d, tbe_group_kind g, int64_t *tmp) {
   }
   memset(tab, 0xff, cap * sizeof *tab);
   for (size_t i = 0; i < nb; i++) {
-    const char *s = tbe_trace_str(b->trace, b->groups[g][i].name);
+    const char *s = b->groups[g][i].label;
     size_t h = (size_t)hash_str(s) & (cap - 1);
     while (tab[h] != UINT32_MAX) h = (h + 1) & (cap - 1);
     tab[h] = (uint32_t)i;
@@ -845,11 +974,11 @@ static int diff_group(tbe_diff *d, tbe_group_kind g, int64_t *tmp) {
   size_t k = 0;
   for (size_t j = 0; j < nn; j++) {
     const tbe_name_stats *en = &n->groups[g][j];
-    const char *s = tbe_trace_str(n->trace, en->name);
+    const char *s = en->label;
     size_t h = (size_t)hash_str(s) & (cap - 1);
     uint32_t hit = UINT32_MAX;
     while (tab[h] != UINT32_MAX) {
-      if (strcmp(tbe_trace_str(b->trace, b->groups[g][tab[h]].name), s) == 0) {
+      if (strcmp(b->groups[g][tab[h]].label, s) == 0) {
         hit = tab[h];
         break;
       }
@@ -884,7 +1013,7 @@ static int diff_group(tbe_diff *d, tbe_group_kind g, int64_t *tmp) {
     if (match[i] != UINT32_MAX) continue;
     const tbe_name_stats *eb = &b->groups[g][i];
     tbe_diff_entry *o = &out[k++];
-    o->name = tbe_trace_str(b->trace, eb->name);
+    o->name = eb->label;
     o->present = 1;
     o->calls[0] = eb->calls;
     o->total_ns[0] = eb->total_ns;

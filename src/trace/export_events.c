@@ -36,7 +36,7 @@
 #include "trace/report.h"
 
 #define TOP_KERNELS 20
-#define TAG_WIDTH 60
+#define TAG_WIDTH 100
 
 /* snprintf that truncates silently (tags are bounded by construction). */
 static void fmt(char *buf, size_t size, const char *f, ...) __attribute__((format(printf, 3, 4)));
@@ -146,7 +146,7 @@ static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
   for (size_t i = 0; i < nk && !e->rc; i++) {
     const tbe_name_stats *k = &an->groups[TBE_GROUP_KERNEL][i];
     char comp[TAG_WIDTH + 1];
-    tbe__tag_component(tbe_trace_str(an->trace, k->name), TAG_WIDTH, comp, sizeof comp);
+    tbe__tag_component(k->label, TAG_WIDTH, comp, sizeof comp);
     snprintf(used[i], sizeof used[i], "%s", comp);
     for (int n = 2;; n++) {
       int clash = 0;

@@ -20,7 +20,7 @@
 #include "common/alloc.h"
 #include "tbexport/error.h"
 
-#define NAME_MIN 16
+#define NAME_MIN 12
 #define SHORT_MAX 4096
 
 /* ---- small formatting helpers ---- */
@@ -61,10 +61,21 @@ static double pct(int64_t part, int64_t whole) {
   return whole > 0 ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
+static size_t utf8_len(const unsigned char *s);
+
 void tbe__md_escape(tbe__buf *b, const char *s) {
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c < 0x20) {
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    unsigned char c = *p;
+    if (c >= 0x80) { /* keep valid UTF-8, replace the rest (TensorBoard needs valid text) */
+      size_t n = utf8_len(p);
+      if (n) tbe__buf_append(b, p, n);
+      else tbe__buf_puts(b, "\xef\xbf\xbd");
+      p += n ? n : 1;
+      continue;
+    }
+    p++;
+    if (c < 0x20 || c == 0x7f) {
       tbe__buf_putc(b, ' ');
       continue;
     }
@@ -188,6 +199,34 @@ static size_t elide_templates(const char *s, size_t n, int depth, char *out, siz
   return o;
 }
 
+/* Removes "ns::" qualifiers ("at::native::f<std::array<T> >" becomes
+ * "f<array<T> >") in place; "(anonymous namespace)::" goes too.  Returns
+ * the new length. */
+static size_t strip_qualifiers(char *s, size_t n) {
+  size_t o = 0, seg = 0; /* seg: where the current identifier began in the output */
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (c == ':' && i + 1 < n && s[i + 1] == ':') {
+      o = seg; /* drop the qualifier just written */
+      i++;
+      continue;
+    }
+    s[o++] = c;
+    int ident = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                c == '_' || c == ')' || c == '(' || c == ' ';
+    if (c == '(' && i + 21 <= n && strncmp(s + i, "(anonymous namespace)", 21) == 0) {
+      /* copy the whole token so its space does not start a new segment */
+      memmove(s + o, s + i + 1, 20);
+      o += 20;
+      i += 20;
+      continue;
+    }
+    if (!ident || c == ' ') seg = o;
+  }
+  s[o] = '\0';
+  return o;
+}
+
 size_t tbe_name_shorten(const char *name, size_t width, char *buf, size_t size) {
   if (!buf || size == 0) return 0;
   buf[0] = '\0';
@@ -227,11 +266,14 @@ size_t tbe_name_shorten(const char *name, size_t width, char *buf, size_t size) 
   }
   memcpy(tmp, s, n);
   tmp[n] = '\0';
-  if (width && n > width) n = elide_templates(s, n, 2, tmp, sizeof tmp);
+  /* Too long: drop namespace qualifiers, then elide template arguments
+   * nested two deep, then cut the end (the full name is in --wide, CSV
+   * and JSON). */
+  if (width && n > width) n = strip_qualifiers(tmp, n);
   if (width && n > width) {
     char t2[SHORT_MAX];
     memcpy(t2, tmp, n + 1);
-    n = elide_templates(t2, n, 1, tmp, sizeof tmp);
+    n = elide_templates(t2, n, 2, tmp, sizeof tmp);
   }
   if (width && n > width) {
     size_t keep = width > 3 ? width - 3 : 0;
@@ -249,10 +291,18 @@ size_t tbe_name_shorten(const char *name, size_t width, char *buf, size_t size) 
   return n;
 }
 
+/* The full name as shown with --wide: demangled when it is mangled. */
+static void full_name(const char *name, char *buf, size_t size) {
+  if (name[0] == '_' && name[1] == 'Z' && tbe_demangle(name, buf, size) >= 0) return;
+  snprintf(buf, size, "%s", name);
+}
+
 size_t tbe__tag_component(const char *name, size_t width, char *buf, size_t size) {
   char s[SHORT_MAX];
-  tbe_name_shorten(name, width, s, sizeof s);
+  size_t n = tbe_name_shorten(name, 0, s, sizeof s);
+  strip_qualifiers(s, n);
   size_t o = 0;
+  if (width && width < size) size = width + 1;
   for (const char *p = s; *p && o + 1 < size; p++) {
     char c = *p;
     int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -308,7 +358,9 @@ static void overview_table(tbe__buf *b, const tbe_analysis *an, int width) {
     }
     tbe__buf_putc(b, '\n');
     /* Rows. */
-    for (int r = 0; r < 16; r++) {
+    static const int order[16] = {15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
+    for (int ri = 0; ri < 16; ri++) {
+      int r = order[ri];
       const char *label = NULL;
       int any = 0;
       char vals[64][64];
@@ -316,6 +368,16 @@ static void overview_table(tbe__buf *b, const tbe_analysis *an, int width) {
         const tbe_device_stats *d = cols[c];
         vals[c - c0][0] = '\0';
         switch (r) {
+          case 15:
+            label = "name";
+            if (d->name) {
+              const char *nm = tbe_trace_str(an->trace, d->name);
+              size_t l = strlen(nm);
+              if (l > DCOL) snprintf(vals[c - c0], 64, "%.*s...", DCOL - 3, nm);
+              else snprintf(vals[c - c0], 64, "%s", nm);
+              any = 1;
+            }
+            break;
           case 0: label = "wall time"; snprintf(vals[c - c0], 64, "%s", dur(x, d->wall_ns)); any = 1; break;
           case 1:
             label = "GPU busy";
@@ -443,7 +505,8 @@ static void name_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
   char name[SHORT_MAX], x[32];
   if (o->wide) {
     for (size_t i = 0; i < top; i++) {
-      size_t l = strlen(tbe_trace_str(an->trace, an->groups[g][i].name));
+      full_name(an->groups[g][i].label, name, sizeof name);
+      size_t l = strlen(name);
       if ((int)l > nw) nw = (int)l;
     }
   }
@@ -461,8 +524,8 @@ static void name_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
   rule(b, nw + fixed);
   for (size_t i = 0; i < top; i++) {
     const tbe_name_stats *e = &an->groups[g][i];
-    const char *full = tbe_trace_str(an->trace, e->name);
-    if (o->wide) snprintf(name, sizeof name, "%s", full);
+    const char *full = e->label;
+    if (o->wide) full_name(full, name, sizeof name);
     else tbe_name_shorten(full, (size_t)nw, name, sizeof name);
     if (!name[0]) snprintf(name, sizeof name, "(unnamed)");
     cell(b, name, nw, 0);
@@ -554,8 +617,8 @@ void tbe__md_kernels(tbe__buf *b, const tbe_analysis *an, size_t top, int wide) 
                    "|---|---:|---:|---:|---:|---:|---:|\n");
   for (size_t i = 0; i < top; i++) {
     const tbe_name_stats *e = &an->groups[TBE_GROUP_KERNEL][i];
-    const char *full = tbe_trace_str(an->trace, e->name);
-    if (wide) snprintf(name, sizeof name, "%s", full);
+    const char *full = e->label;
+    if (wide) full_name(full, name, sizeof name);
     else tbe_name_shorten(full, 80, name, sizeof name);
     int64_t avg = e->calls ? e->total_ns / (int64_t)e->calls : 0;
     tbe__fmt_dur(v[1], 32, e->total_ns);
@@ -584,8 +647,8 @@ static void md_group(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
                    "|---|---:|---:|---:|---:|---:|---:|\n");
   for (size_t i = 0; i < top; i++) {
     const tbe_name_stats *e = &an->groups[g][i];
-    const char *full = tbe_trace_str(an->trace, e->name);
-    if (o->wide) snprintf(name, sizeof name, "%s", full);
+    const char *full = e->label;
+    if (o->wide) full_name(full, name, sizeof name);
     else tbe_name_shorten(full, 80, name, sizeof name);
     int64_t avg = e->calls ? e->total_ns / (int64_t)e->calls : 0;
     tbe__fmt_dur(v[0], 32, e->total_ns);
@@ -653,8 +716,11 @@ static void summary_csv(tbe__buf *b, tbe_analysis *an, const tbe_report_options 
     int64_t other = 0;
     for (int k = 0; k < TBE_NCOPY_KINDS; k++)
       if (k != TBE_COPY_HTOD && k != TBE_COPY_DTOH && k != TBE_COPY_DTOD) other += d->memcpy_ns[k];
-    tbe__buf_printf(b, "device,%s%d,%lld,%lld,%lld,%llu,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld\n",
-                    d->device < 0 ? "all" : "", d->device < 0 ? 0 : (int)d->device,
+    char dev[16];
+    if (d->device < 0) snprintf(dev, sizeof dev, "all");
+    else snprintf(dev, sizeof dev, "%d", (int)d->device);
+    tbe__buf_printf(b, "device,%s,%lld,%lld,%lld,%llu,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld\n",
+                    dev,
                     (long long)d->wall_ns, (long long)d->busy_ns, (long long)d->kernel_ns,
                     (unsigned long long)d->kernel_count, (long long)d->memcpy_ns[TBE_COPY_HTOD],
                     (long long)d->memcpy_ns[TBE_COPY_DTOH], (long long)d->memcpy_ns[TBE_COPY_DTOD],
@@ -667,7 +733,7 @@ static void summary_csv(tbe__buf *b, tbe_analysis *an, const tbe_report_options 
     for (size_t i = 0; i < top; i++) {
       const tbe_name_stats *e = &an->groups[g][i];
       tbe__buf_printf(b, "%s,", tbe_group_name((tbe_group_kind)g));
-      csv_str(b, tbe_trace_str(an->trace, e->name));
+      csv_str(b, e->label);
       tbe__buf_printf(b, ",%llu,%lld,%lld,%.2f,%lld,%lld,%lld\n", (unsigned long long)e->calls,
                       (long long)e->total_ns, (long long)e->self_ns,
                       pct(e->self_ns, an->group_total_ns[g]),
@@ -751,7 +817,7 @@ static void summary_json(tbe__buf *b, tbe_analysis *an, const tbe_report_options
     tbe__buf_printf(b, ",\"%s\":[", tbe_group_name((tbe_group_kind)g));
     for (size_t i = 0; i < top; i++) {
       const tbe_name_stats *e = &an->groups[g][i];
-      const char *full = tbe_trace_str(t, e->name);
+      const char *full = e->label;
       tbe_name_shorten(full, 0, name, sizeof name);
       tbe__buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
       tbe__json_str(b, full);
@@ -882,6 +948,14 @@ static const char *entry_mark(const tbe_diff_entry *e) {
   return "";
 }
 
+/* One-character form for the terminal table (legend printed below it). */
+static const char *entry_mark1(const tbe_diff_entry *e) {
+  if (e->present == 1) return "-";
+  if (e->present == 2) return "+";
+  if (e->noise_checked && e->within_noise) return "~";
+  return "";
+}
+
 static void diff_overall_rows(const tbe_diff *d, int r, const char **label, int64_t v[2],
                               int *have) {
   *have = 1;
@@ -931,9 +1005,11 @@ static void diff_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options 
     tbe__buf_printf(b, "steps: %zu (base), %zu (new); spread (max-min) %s, %s\n", d->nsteps[0],
                     d->nsteps[1], dur(x, d->step_spread_ns[0]), dur(y, d->step_spread_ns[1]));
   }
+  if (d->steps_noise_checked)
+    tbe__buf_puts(b, "~ marks a change smaller than the step-to-step spread of either run\n");
   /* Per-name tables: name, calls b/n 13, total b, total n, avg b, avg n
    * (9 each), delta 10, ratio 7, mark. */
-  static const int cw[8] = {13, 9, 9, 9, 9, 10, 6, 7};
+  static const int cw[8] = {9, 9, 9, 9, 9, 10, 6, 1};
   int fixed = 0;
   for (int c = 0; c < 8; c++) fixed += cw[c] + 1;
   for (int g = 0; g < TBE_GROUP__COUNT; g++) {
@@ -942,24 +1018,28 @@ static void diff_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options 
     size_t top = o->top && o->top < n ? o->top : n;
     int nw = o->width - fixed - 1;
     if (nw < NAME_MIN) nw = NAME_MIN;
+    char name[SHORT_MAX], v[8][40];
     if (o->wide)
-      for (size_t i = 0; i < top; i++)
-        if ((int)strlen(d->entries[g][i].name) > nw) nw = (int)strlen(d->entries[g][i].name);
-    tbe__buf_printf(b, "\n%s: %zu matched, %zu added, %zu removed (%zu shown, by |delta|)\n",
+      for (size_t i = 0; i < top; i++) {
+        full_name(d->entries[g][i].name, name, sizeof name);
+        if ((int)strlen(name) > nw) nw = (int)strlen(name);
+      }
+    tbe__buf_printf(b, "\n%s: %zu matched, %zu added (+), %zu removed (-); %zu shown, by |delta|\n",
                     gtitle[g], n - d->added[g] - d->removed[g], d->added[g], d->removed[g], top);
     cell(b, "name", nw, 0);
     static const char *hd[8] = {"calls b/n", "total b", "total n", "avg b", "avg n",
                                 "delta", "ratio", ""};
+    /* '~': the change is within the step-to-step noise. */
     for (int c = 0; c < 8; c++) {
       tbe__buf_putc(b, ' ');
       cell(b, hd[c], cw[c], c < 7);
     }
+    while (b->len && b->data[b->len - 1] == ' ') b->len--;
     tbe__buf_putc(b, '\n');
     rule(b, nw + fixed);
-    char name[SHORT_MAX], v[8][40];
     for (size_t i = 0; i < top; i++) {
       const tbe_diff_entry *e = &d->entries[g][i];
-      if (o->wide) snprintf(name, sizeof name, "%s", e->name);
+      if (o->wide) full_name(e->name, name, sizeof name);
       else tbe_name_shorten(e->name, (size_t)nw, name, sizeof name);
       if (!name[0]) snprintf(name, sizeof name, "(unnamed)");
       cell(b, name, nw, 0);
@@ -971,7 +1051,7 @@ static void diff_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options 
       tbe__fmt_dur(v[4], 40, e->calls[1] ? e->total_ns[1] / (int64_t)e->calls[1] : 0);
       delta_str(v[5], e->delta_ns);
       ratio_str(v[6], 40, e->total_ns[0], e->total_ns[1]);
-      snprintf(v[7], 40, "%s", entry_mark(e));
+      snprintf(v[7], 40, "%s", entry_mark1(e));
       for (int c = 0; c < 8; c++) {
         tbe__buf_putc(b, ' ');
         if (c == 7) tbe__buf_puts(b, v[c]);
@@ -1015,7 +1095,7 @@ static void diff_md(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o)
     char name[SHORT_MAX], v[6][40];
     for (size_t i = 0; i < top; i++) {
       const tbe_diff_entry *e = &d->entries[g][i];
-      if (o->wide) snprintf(name, sizeof name, "%s", e->name);
+      if (o->wide) full_name(e->name, name, sizeof name);
       else tbe_name_shorten(e->name, 80, name, sizeof name);
       tbe__fmt_dur(v[0], 40, e->total_ns[0]);
       tbe__fmt_dur(v[1], 40, e->total_ns[1]);

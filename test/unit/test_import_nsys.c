@@ -607,6 +607,14 @@ static void test_bad_rows(void **state) {
   path = make_db(dir, "null.sqlite", sql);
   expect_fail(path, TBE_ECORRUPT, "table CUPTI_ACTIVITY_KIND_KERNEL row 1: column streamId is NULL");
   free(path);
+  /* A device ordinal that cannot be one. */
+  snprintf(sql, sizeof sql,
+           "%s INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, streamId, demangledName) "
+           "VALUES (1, 2, -3, 1, 1);",
+           minimal_schema);
+  path = make_db(dir, "dev.sqlite", sql);
+  expect_fail(path, TBE_ECORRUPT, "table CUPTI_ACTIVITY_KIND_KERNEL row 1: column deviceId is not a device ordinal");
+  free(path);
   /* A required column missing. */
   path = make_db(dir, "nocol.sqlite",
                  "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT);"
@@ -678,6 +686,70 @@ static void test_progress(void **state) {
   tbe_trace_free(t);
 }
 
+
+/* ---- allocation failures ---- */
+
+/* A trace allocator that fails after `left` allocations. */
+typedef struct {
+  long left; /* allocations that still succeed */
+  long live; /* outstanding blocks */
+} failalloc;
+
+static void *fa_alloc(void *o, size_t n) {
+  failalloc *f = o;
+  if (f->left-- <= 0) return NULL;
+  f->live++;
+  return malloc(n);
+}
+static void *fa_realloc(void *o, void *p, size_t old, size_t n) {
+  (void)old;
+  failalloc *f = o;
+  if (f->left-- <= 0) return NULL;
+  if (!p) f->live++;
+  return realloc(p, n);
+}
+static void fa_free(void *o, void *p) {
+  failalloc *f = o;
+  if (p) f->live--;
+  free(p);
+}
+
+/* Imports `path` with the trace's n-th allocation failing, for every n
+ * until an import succeeds: each attempt fails cleanly with TBE_ENOMEM and
+ * a message, and leaves nothing allocated. */
+static void alloc_sweep(const char *path) {
+  int succeeded = 0;
+  long n;
+  for (n = 0; n < 5000 && !succeeded; n++) {
+    failalloc f = {.left = n, .live = 0};
+    tbe_allocator a = {fa_alloc, fa_realloc, fa_free, &f};
+    tbe_trace *t = NULL;
+    int rc = tbe_trace_create(&t, &a);
+    if (rc == 0) {
+      tbe_import_error err;
+      rc = tbe_import_file(t, path, NULL, &err);
+      if (rc == 0) {
+        succeeded = 1;
+      } else {
+        if (rc != TBE_ENOMEM) fprintf(stderr, "n=%ld: %s\n", n, err.message);
+        assert_int_equal(rc, TBE_ENOMEM);
+        assert_true(err.message[0] != 0);
+      }
+      tbe_trace_free(t);
+    } else {
+      assert_int_equal(rc, TBE_ENOMEM);
+    }
+    assert_int_equal(f.live, 0);
+  }
+  assert_true(succeeded);
+  assert_true(n > 10); /* the sweep did go through the importer */
+}
+
+static void test_alloc_failures(void **state) {
+  (void)state;
+  alloc_sweep(tu_data("nsys/saxpy_mpi_cuda_perlmutter.sqlite"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_h100_counts),       cmocka_unit_test(test_saxpy_counts),
@@ -685,7 +757,7 @@ int main(void) {
       cmocka_unit_test(test_read_only),         cmocka_unit_test(test_synthetic_minimal),
       cmocka_unit_test(test_no_session_start),  cmocka_unit_test(test_not_nsys),
       cmocka_unit_test(test_bad_rows),          cmocka_unit_test(test_damaged),
-      cmocka_unit_test(test_progress),
+      cmocka_unit_test(test_progress),          cmocka_unit_test(test_alloc_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
