@@ -68,6 +68,7 @@
  * TBE_EPARSE.  Line and column are computed only on error, by re-reading
  * the input up to the offset, so the parse itself never counts newlines. */
 #include <pthread.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,10 +88,8 @@
 /* Slots of the intern front cache (a power of two; 16 bytes each). */
 #define CJ_ICACHE 32768
 /* Records flow from the parser to the model in batches of about this many
- * bytes, through a ring of CJ_NBATCH buffers (the only memory between the
- * two threads). */
+ * bytes (direct records; chunks make batches of their own). */
 #define CJ_BATCH (512u * 1024u)
-#define CJ_NBATCH 4
 
 typedef struct span {
   uint32_t off, len;
@@ -228,15 +227,45 @@ typedef struct cj {
   tbe__buf devname, distname;
 
   /* the record stream from the parser (producer) to the model (consumer) */
-  tbe__buf batches[CJ_NBATCH];
-  int cur;             /* batch the producer fills */
-  int qhead, qcount;   /* full batches waiting, oldest first */
+  tbe__buf batch;      /* one-thread mode: records waiting to be applied */
+  tbe__buf *out;       /* worker: where its records go */
+  int worker;          /* this cj is a chunk worker's parser state */
+  int dummy;           /* the next event closing is a placeholder: drop it */
   int threaded;
   int producer_done;
   volatile int stop;   /* the consumer failed: the producer should stop */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   uint64_t prog_done, prog_total; /* progress, updated under mu */
+
+  /* the slot ring (threaded mode; see "pipeline" below) */
+  struct cj *parent;           /* a worker's importer */
+  size_t inflight;             /* chunks PENDING or WORKING */
+  struct slot *slots;
+  size_t nslots;
+  uint64_t head, tail, wnext; /* consumer's next, driver's next, workers' next */
+  struct slot *direct;        /* the driver's open record slot, or NULL */
+  int nworkers;
+  struct cj **wcs;
+  pthread_t *wth;
+  int quit;
+  int fail_pending;
+  uint64_t fail_seq;
+  size_t chunk_target;
+
+  /* the driver's boundary scanner */
+  int par;        /* 1: farm traceEvents out to the workers */
+  int sc_mode;    /* 0 top level, 1 inside the events array, 2 serial */
+  int sc_depth, sc_in_str, sc_esc, sc_tok, sc_te, sc_kcap, sc_klen, sc_kbad;
+  char sc_key[12];
+  int r_depth, r_in_str, r_esc;
+  tbe__buf fill;      /* '[' + bytes of the chunk being cut */
+  uint64_t fill_off;  /* file offset of fill's first byte */
+  int fill_first;     /* fill begins right after the array's '[' */
+  int fill_open;      /* a fill segment follows the last dispatched chunk */
+  uint64_t region_seq0; /* first chunk seq of this region */
+  int tail_ok;        /* a bare array's trailing ",]" seen: only space may follow */
+  uint64_t tail_bracket;
 
   /* the consumer's first error (the producer's is rc/err_off/emsg) */
   int crc;
@@ -1571,6 +1600,7 @@ typedef struct rec_ev {
 
 static void apply_batch(cj *c, tbe__buf *b);
 static int flush_batch(cj *c);
+static tbe__buf *out_buf(cj *c);
 
 /* Appends a record of a fixed part (`p1`, `n1` then `p2`, `n2`) and a text. */
 static int emit_parts(cj *c, uint32_t kind, const void *p1, size_t n1, const void *p2, size_t n2,
@@ -1578,7 +1608,8 @@ static int emit_parts(cj *c, uint32_t kind, const void *p1, size_t n1, const voi
   size_t fixed = n1 + n2;
   size_t size = (sizeof(rec) + fixed + tn + 7) & ~(size_t)7;
   if (size > UINT32_MAX) return cj_fail_at(c, cj_pos(c), TBE_ETOOBIG, "trace event too large");
-  tbe__buf *b = &c->batches[c->cur];
+  tbe__buf *b = out_buf(c);
+  if (!b) return 0; /* stopped */
   uint8_t *d = tbe__buf_reserve(b, size);
   if (!d) return cj_nomem(c);
   rec r = {kind, (uint32_t)size, (uint32_t)fixed, (uint32_t)tn};
@@ -1588,7 +1619,7 @@ static int emit_parts(cj *c, uint32_t kind, const void *p1, size_t n1, const voi
   if (tn) memcpy(d + sizeof r + fixed, text, tn);
   memset(d + sizeof r + fixed + tn, 0, size - sizeof r - fixed - tn);
   b->len += size;
-  if (b->len >= CJ_BATCH) return flush_batch(c);
+  if (!c->worker && b->len >= CJ_BATCH) return flush_batch(c);
   return 1;
 }
 
@@ -1624,22 +1655,91 @@ static int emit_dist_record(cj *c) {
   return emit_record(c, REC_BACKEND, NULL, 0, c->distname.data, c->distname.len);
 }
 
-/* Hands the current batch to the consumer (or applies it here when there
- * is no second thread) and starts a free one. */
+/* ---------------------------------------------------------------------- */
+/* pipeline (threaded mode)
+ *
+ * Three kinds of threads share a ring of `nslots` slots, each holding a
+ * buffer of records in file order (slot seq % nslots; head = the
+ * consumer's next, tail = the driver's next):
+ *  - the driver (produce) reads the input, runs the boundary scanner and
+ *    feeds everything outside the traceEvents array to the main yajl
+ *    handle, whose records go into a "direct" slot; the array's contents
+ *    are cut at top-level commas into chunks of about chunk_target bytes,
+ *    each put into a slot of its own for the workers;
+ *  - N workers parse chunks ('[' + chunk + ']') with yajl handles of their
+ *    own into the same records (raw text, nothing interned);
+ *  - the calling thread (consume) applies the slots strictly in seq order.
+ * A chunk a worker cannot parse (or anything unusual: empty elements, a
+ * missing ']') is not reported from the worker: the driver replays the
+ * bytes from that chunk on through the main yajl handle, serially, and
+ * goes on serially, so errors, truncations and tails behave exactly as in
+ * the one-thread parse.  The ring bounds memory: at most nslots chunks
+ * and their records exist at once. */
+
+enum { S_FREE, S_FILL, S_PENDING, S_WORKING, S_READY, S_FAILED, S_DISCARD };
+
+typedef struct slot {
+  int state;
+  int chunk;          /* a chunk for the workers (else direct records) */
+  int first;          /* the chunk begins right after the array's '[' */
+  uint64_t off;       /* file offset of the chunk's first byte */
+  tbe__buf in, out;   /* '[' chunk ']'; records */
+  uint64_t prog_done, prog_total;
+} slot;
+
+#define SLOT(c, seq) (&(c)->slots[(seq) % (c)->nslots])
+
+/* Takes the next slot (waiting for the consumer to free one).  NULL when
+ * the consumer failed, or (`failable`) when a chunk failed meanwhile. */
+static slot *alloc_slot(cj *c, int failable) {
+  pthread_mutex_lock(&c->mu);
+  while (c->tail - c->head >= c->nslots && !c->stop && !(failable && c->fail_pending))
+    pthread_cond_wait(&c->cv, &c->mu);
+  slot *s = NULL;
+  if (!c->stop && !(failable && c->fail_pending)) {
+    s = SLOT(c, c->tail);
+    s->state = S_FILL;
+    s->chunk = 0;
+    c->tail++;
+  }
+  pthread_mutex_unlock(&c->mu);
+  if (s) tbe__buf_clear(&s->out);
+  return s;
+}
+
+static void close_direct(cj *c) {
+  slot *s = c->direct;
+  if (!s) return;
+  pthread_mutex_lock(&c->mu);
+  s->prog_done = c->prog_done;
+  s->prog_total = c->prog_total;
+  s->state = S_READY;
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+  c->direct = NULL;
+}
+
+/* Where records go: the worker's slot, the one-thread batch, or the
+ * driver's direct slot (opened on demand).  NULL when stopped. */
+static tbe__buf *out_buf(cj *c) {
+  if (c->worker) return c->out;
+  if (!c->threaded) return &c->batch;
+  if (!c->direct) {
+    c->direct = alloc_slot(c, 0);
+    if (!c->direct) return NULL;
+  }
+  return &c->direct->out;
+}
+
+/* Applies the batch (one thread) or hands the direct slot over. */
 static int flush_batch(cj *c) {
   if (!c->threaded) {
-    apply_batch(c, &c->batches[c->cur]);
-    tbe__buf_clear(&c->batches[c->cur]);
+    apply_batch(c, &c->batch);
+    tbe__buf_clear(&c->batch);
     if (c->o->progress && !c->crc) c->o->progress(c->o->progress_ctx, c->prog_done, c->prog_total);
     return c->crc ? 0 : 1;
   }
-  pthread_mutex_lock(&c->mu);
-  c->qcount++;
-  pthread_cond_broadcast(&c->cv);
-  while (c->qcount == CJ_NBATCH) pthread_cond_wait(&c->cv, &c->mu);
-  c->cur = (c->qhead + c->qcount) % CJ_NBATCH;
-  pthread_mutex_unlock(&c->mu);
-  tbe__buf_clear(&c->batches[c->cur]);
+  close_direct(c);
   return __atomic_load_n(&c->stop, __ATOMIC_RELAXED) ? 0 : 1;
 }
 
@@ -1989,7 +2089,12 @@ static int on_close(cj *c, int is_map) {
   uint8_t r = c->depth ? c->role[c->depth] : R_NONE;
   c->depth--;
   switch (r) {
-    case R_EVENT: return emit_event_record(c);
+    case R_EVENT:
+      if (c->dummy) { /* the placeholder before a replay (see par_fallback) */
+        c->dummy = 0;
+        return 1;
+      }
+      return emit_event_record(c);
     case R_DEVICE: return emit_device_record(c);
     case R_DIST: return emit_dist_record(c);
     case R_EVENTS: c->done_events = 1; return 1;
@@ -2304,6 +2409,46 @@ static int only_space(const uint8_t *p, size_t n) {
   return 1;
 }
 
+static void free_slots(cj *c) {
+  if (c->slots)
+    for (size_t i = 0; i < c->nslots; i++) {
+      tbe__buf_deinit(&c->slots[i].in);
+      tbe__buf_deinit(&c->slots[i].out);
+    }
+  tbe__free(c->a, c->slots);
+  c->slots = NULL;
+}
+
+/* A worker's parser state (never the model's). */
+static void worker_free(const tbe_allocator *a, cj *w) {
+  if (!w) return;
+  if (w->h) yajl_free(w->h);
+  tbe__buf_deinit(&w->pe.text);
+  tbe__buf_deinit(&w->capbuf);
+  tbe__buf_deinit(&w->tmp);
+  tbe__free(a, w->capst);
+  tbe__free(a, w->pe.args);
+  tbe__free(a, w);
+}
+
+static cj *worker_new(cj *c) {
+  cj *w = tbe__calloc(c->a, 1, sizeof *w);
+  if (!w) return NULL;
+  w->a = c->a;
+  w->o = c->o;
+  w->parent = c;
+  w->worker = 1;
+  tbe__buf_init(&w->pe.text, c->a);
+  tbe__buf_init(&w->capbuf, c->a);
+  tbe__buf_init(&w->tmp, c->a);
+  w->capst = tbe__alloc(c->a, CJ_MAX_ARG_DEPTH + 2);
+  if (!w->capst) {
+    worker_free(c->a, w);
+    return NULL;
+  }
+  return w;
+}
+
 static void cj_free(cj *c) {
   if (c->h) yajl_free(c->h);
   tbe__buf_deinit(&c->pe.text);
@@ -2311,7 +2456,9 @@ static void cj_free(cj *c) {
   tbe__buf_deinit(&c->tmp);
   tbe__buf_deinit(&c->devname);
   tbe__buf_deinit(&c->distname);
-  for (int i = 0; i < CJ_NBATCH; i++) tbe__buf_deinit(&c->batches[i]);
+  tbe__buf_deinit(&c->batch);
+  tbe__buf_deinit(&c->fill);
+  free_slots(c);
   tbe__free(c->a, c->capst);
   tbe__free(c->a, c->icache);
   tbe__free(c->a, c->pe.args);
@@ -2332,83 +2479,380 @@ static void cj_free(cj *c) {
   tbe__free(&a, c);
 }
 
-/* The parser side: reads the input and runs yajl; the callbacks append
- * records to the current batch.  Everything here touches only the
- * producer's state (yajl, input, roles, pe, capture), never the model. */
+/* Feeds bytes at file offset `off` to the main yajl handle.  Returns 0, or
+ * -1 when the parse is over (c->rc says why). */
+static int feed_main(cj *c, const uint8_t *d, size_t n, uint64_t off) {
+  if (!n) return 0;
+  if (c->tail_ok) {
+    if (only_space(d, n)) return 0;
+    c->rc = TBE_EPARSE;
+    c->err_off = c->tail_bracket;
+    snprintf(c->emsg, sizeof c->emsg, "malformed JSON: text after the closing bracket");
+    return -1;
+  }
+  c->chunk_start = off;
+  yajl_status st = yajl_parse(c->h, d, n);
+  if (st == yajl_status_ok) return 0;
+  if (c->rc || __atomic_load_n(&c->stop, __ATOMIC_RELAXED)) return -1; /* described already */
+  size_t used = yajl_get_bytes_consumed(c->h);
+  /* "[..., ]": a trailing comma before the closing bracket of a bare
+   * array; accept it when only whitespace follows (checked from here on,
+   * so the message does not depend on where the input's pieces end). */
+  if (c->form == 2 && c->depth == 1 && !c->skip && !c->cap && used > 0 && used <= n &&
+      d[used - 1] == ']') {
+    c->tail_ok = 1;
+    c->tail_bracket = off + used - 1;
+    return feed_main(c, d + used, n - used, off + used);
+  }
+  unsigned char *msg = yajl_get_error(c->h, 0, d, n);
+  char text[200];
+  snprintf(text, sizeof text, "%s", msg ? (const char *)msg : "malformed JSON");
+  if (msg) yajl_free_error(c->h, msg);
+  size_t l = strlen(text);
+  while (l && (text[l - 1] == '\n' || text[l - 1] == ' ' || text[l - 1] == '.')) text[--l] = 0;
+  /* yajl stops just past a bad token; point at its first byte where that
+   * is one character (a structural token or an invalid char). */
+  uint64_t eoff = off + used;
+  if (used > 0 && used <= n) {
+    unsigned char b = d[used - 1];
+    if (strchr("{}[],:", b) || strstr(text, "invalid char in json text")) eoff--;
+  }
+  c->rc = TBE_EPARSE;
+  c->err_off = eoff;
+  snprintf(c->emsg, sizeof c->emsg, "malformed JSON: %s", text);
+  return -1;
+}
+
+/* ---- the driver's side of the pipeline ---- */
+
+static int stopped(cj *c) { return __atomic_load_n(&c->stop, __ATOMIC_RELAXED); }
+
+/* Waits until no chunk is queued or being parsed. */
+static void settle(cj *c) {
+  pthread_mutex_lock(&c->mu);
+  while (c->inflight && !c->stop) pthread_cond_wait(&c->cv, &c->mu);
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* Hands the fill (the bytes since the last cut) to the workers as one
+ * chunk.  Returns 0, or -1 when no slot came (stop, or a chunk failed). */
+static int dispatch(cj *c) {
+  close_direct(c);
+  tbe__buf_putc(&c->fill, ']');
+  if (tbe__buf_error(&c->fill)) return -1;
+  slot *s = alloc_slot(c, 1);
+  if (!s) {
+    c->fill.len--;
+    return -1;
+  }
+  pthread_mutex_lock(&c->mu);
+  tbe__buf tmp = s->in;
+  s->in = c->fill;
+  c->fill = tmp;
+  s->chunk = 1;
+  s->off = c->fill_off;
+  s->first = c->fill_first;
+  s->prog_done = c->prog_done;
+  s->prog_total = c->prog_total;
+  s->state = S_PENDING;
+  c->inflight++;
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+  tbe__buf_clear(&c->fill);
+  tbe__buf_putc(&c->fill, '[');
+  return 0;
+}
+
+/* Gives up the parallel parse from the first failed chunk (or, with none,
+ * from the fill): the bytes from there to the scan position go through the
+ * main yajl handle, and everything after too.  Returns 0 or -1 as
+ * feed_main. */
+static int par_fallback(cj *c) {
+  pthread_mutex_lock(&c->mu);
+  uint64_t k = c->fail_pending ? c->fail_seq : c->tail;
+  for (uint64_t q = k; q < c->tail; q++)
+    if (SLOT(c, q)->state == S_PENDING) {
+      SLOT(c, q)->state = S_DISCARD;
+      c->inflight--;
+    }
+  while (c->inflight) pthread_cond_wait(&c->cv, &c->mu);
+  pthread_mutex_unlock(&c->mu);
+  c->sc_mode = 2;
+  uint64_t off0 = k < c->tail ? SLOT(c, k)->off : c->fill_off;
+  int first0 = k < c->tail ? SLOT(c, k)->first : c->fill_first;
+  tbe__buf rp;
+  tbe__buf_init(&rp, c->a);
+  for (uint64_t q = k; q < c->tail; q++) {
+    const slot *s = SLOT(c, q);
+    if (q > k) tbe__buf_putc(&rp, ',');
+    tbe__buf_append(&rp, s->in.data + 1, s->in.len - 2);
+  }
+  int fill_err = tbe__buf_error(&c->fill);
+  if (c->fill_open && c->fill.len) {
+    if (k < c->tail) tbe__buf_putc(&rp, ',');
+    tbe__buf_append(&rp, c->fill.data + 1, c->fill.len - 1);
+  }
+  c->fill_open = 0;
+  pthread_mutex_lock(&c->mu);
+  for (uint64_t q = k; q < c->tail; q++) SLOT(c, q)->state = S_DISCARD;
+  c->fail_pending = 0;
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+  int r = 0;
+  if (tbe__buf_error(&rp) || fill_err) {
+    c->rc = TBE_ENOMEM;
+    c->err_off = off0;
+    snprintf(c->emsg, sizeof c->emsg, "out of memory");
+    r = -1;
+  } else {
+    /* After a comma the main handle must expect a value: a placeholder
+     * event (dropped by on_close) and the real comma put it there. */
+    if (!first0) {
+      c->dummy = 1;
+      r = feed_main(c, (const uint8_t *)"{}", 2, off0 - 1);
+      if (!r) r = feed_main(c, (const uint8_t *)",", 1, off0 - 1);
+    }
+    if (!r) r = feed_main(c, rp.data, rp.len, off0);
+  }
+  tbe__buf_deinit(&rp);
+  return r;
+}
+
+enum { T_NONE, T_OPEN, T_CLOSE, T_COMMA, T_COLON, T_KEY, T_VAL };
+
+/* Scans one piece of input at file offset `off`: the top level goes to
+ * the main yajl handle, the events array's elements to the workers.
+ * Returns 0, or -1 when the parse is over. */
+static int scan_piece(cj *c, const uint8_t *d, size_t n, uint64_t off) {
+  size_t i = 0, seg = 0; /* d[seg..i) not yet fed to the main handle */
+  while (i < n) {
+    if (c->sc_mode == 2) break;
+    if (c->sc_mode == 0) {
+      /* The top level, byte by byte (small): find "traceEvents": [ at
+       * depth 1 of an object, or the '[' of a bare array. */
+      int enter = 0;
+      for (; i < n && !enter; i++) {
+        unsigned char ch = d[i];
+        if (c->sc_in_str) {
+          if (c->sc_esc) {
+            c->sc_esc = 0;
+          } else if (ch == '\\') {
+            c->sc_esc = 1;
+            c->sc_kbad = 1;
+          } else if (ch == '"') {
+            c->sc_in_str = 0;
+            if (c->sc_kcap) {
+              c->sc_kcap = 0;
+              c->sc_tok = T_KEY;
+              c->sc_te = !c->sc_kbad && c->sc_klen == 11 && !memcmp(c->sc_key, "traceEvents", 11);
+            } else {
+              c->sc_tok = T_VAL;
+            }
+          } else if (c->sc_kcap) {
+            if (c->sc_klen < 11) c->sc_key[c->sc_klen++] = (char)ch;
+            else c->sc_kbad = 1;
+          }
+          continue;
+        }
+        switch (ch) {
+          case '"':
+            c->sc_in_str = 1;
+            c->sc_kcap = c->sc_depth == 1 && (c->sc_tok == T_OPEN || c->sc_tok == T_COMMA);
+            c->sc_klen = 0;
+            c->sc_kbad = 0;
+            c->sc_te = 0;
+            break;
+          case ':':
+            if (c->sc_tok != T_KEY) c->sc_te = 0;
+            c->sc_tok = T_COLON;
+            break;
+          case '[':
+          case '{':
+            if (c->sc_depth == 0) enter = ch == '[' && c->sc_tok == T_NONE;
+            else if (c->sc_depth == 1 && ch == '[' && c->sc_te && c->sc_tok == T_COLON) enter = 1;
+            c->sc_depth++;
+            c->sc_tok = T_OPEN;
+            c->sc_te = 0;
+            break;
+          case ']':
+          case '}':
+            c->sc_depth--;
+            c->sc_tok = T_CLOSE;
+            c->sc_te = 0;
+            break;
+          case ',':
+            c->sc_tok = T_COMMA;
+            c->sc_te = 0;
+            break;
+          case ' ': case '\t': case '\r': case '\n':
+            break;
+          default:
+            c->sc_tok = T_VAL;
+            c->sc_te = 0;
+        }
+      }
+      if (!enter) break;
+      if (feed_main(c, d + seg, i - seg, off + seg)) return -1;
+      seg = i;
+      /* The main handle decides: only a real events array is farmed out. */
+      if (c->depth >= 1 && c->role[c->depth] == R_EVENTS && !c->skip && !c->cap && !c->rc &&
+          !c->tail_ok) {
+        c->sc_mode = 1;
+        c->r_depth = c->r_in_str = c->r_esc = 0;
+        tbe__buf_clear(&c->fill);
+        tbe__buf_putc(&c->fill, '[');
+        c->fill_off = off + i;
+        c->fill_first = 1;
+        c->fill_open = 1;
+        c->region_seq0 = c->tail;
+      } else {
+        c->sc_mode = 2;
+      }
+      continue;
+    }
+    /* Inside the events array: find the next top-level ',' or ']'.  Exact
+     * for any valid JSON: strings (with escapes) are skipped whole. */
+    size_t start = i;
+    int hit = 0;
+    int in_str = c->r_in_str, esc = c->r_esc, dep = c->r_depth;
+    while (i < n) {
+      if (in_str) {
+        if (esc) {
+          esc = 0;
+          i++;
+          continue;
+        }
+        while (i < n && d[i] != '"' && d[i] != '\\') i++;
+        if (i == n) break;
+        if (d[i] == '\\') esc = 1;
+        else in_str = 0;
+        i++;
+        continue;
+      }
+      unsigned char ch = d[i];
+      if (ch == '"') {
+        in_str = 1;
+      } else if (ch == '{' || ch == '[') {
+        dep++;
+      } else if (ch == '}' || ch == ']') {
+        if (dep == 0) {
+          hit = ch == ']' ? 2 : 3;
+          break;
+        }
+        dep--;
+      } else if (ch == ',' && dep == 0) {
+        hit = 1;
+        break;
+      }
+      i++;
+    }
+    c->r_in_str = in_str, c->r_esc = esc, c->r_depth = dep;
+    tbe__buf_append(&c->fill, d + start, i - start);
+    if (!hit) {
+      /* An element far larger than a chunk (or unbalanced input): stop
+       * buffering and go serial. */
+      if (c->fill.len > 16 * c->chunk_target + (16u << 20) || tbe__buf_error(&c->fill)) {
+        if (par_fallback(c)) return -1;
+        seg = i;
+      }
+      break;
+    }
+    if (hit == 1) {
+      if (c->fill.len - 1 >= c->chunk_target) {
+        if (dispatch(c)) {
+          if (stopped(c)) return -1;
+          if (par_fallback(c)) return -1;
+          seg = i;
+          continue;
+        }
+        c->fill_off = off + i + 1;
+        c->fill_first = 0;
+        c->fill_open = 1;
+      } else {
+        tbe__buf_putc(&c->fill, ',');
+      }
+      i++;
+      continue;
+    }
+    /* The array's end (hit 2), or an unbalanced '}' (hit 3: serial). */
+    if (hit == 2 && (c->tail != c->region_seq0 || !only_space(c->fill.data + 1, c->fill.len - 1))) {
+      if (dispatch(c)) {
+        if (stopped(c)) return -1;
+        if (par_fallback(c)) return -1;
+        seg = i;
+        continue;
+      }
+      c->fill_open = 0;
+    }
+    settle(c);
+    if (stopped(c)) return -1;
+    if (c->fail_pending || hit == 3) {
+      if (par_fallback(c)) return -1;
+      seg = i;
+      continue;
+    }
+    c->fill_open = 0;
+    c->sc_mode = 0;
+    c->sc_depth--;
+    c->sc_tok = T_CLOSE;
+    seg = i; /* the ']' goes to the main handle */
+    i++;
+  }
+  if (c->sc_mode != 1 && seg < n) return feed_main(c, d + seg, n - seg, off + seg);
+  return 0;
+}
+
+/* Scanner test knob: pieces of input are scanned in steps of at most this
+ * many bytes (0: whole pieces). */
+size_t tbe__chrome_json_piece = 0;
+
+/* The parser side: reads the input and runs yajl (threaded: the driver,
+ * with the scanner); the callbacks append records to the current batch.
+ * Everything here touches only the producer's state (yajl, input, roles,
+ * pe, capture, the scanner), never the model. */
 static void produce(cj *c) {
   tbe__input *in = &c->in;
   int in_rc = 0;
-  int accepted_tail = 0; /* a bare array ended without its ']' */
+  int over = 0;
   const uint8_t *d = NULL;
   size_t n = 0;
   for (;;) {
-    if (__atomic_load_n(&c->stop, __ATOMIC_RELAXED)) break;
+    if (stopped(c)) break;
     in_rc = tbe__input_next(in, &d, &n);
     if (n == 0) break;
-    c->chunk_start = tbe__input_offset(in) - n;
-    yajl_status st = yajl_parse(c->h, d, n);
-    if (st != yajl_status_ok) {
-      if (c->rc || __atomic_load_n(&c->stop, __ATOMIC_RELAXED)) break; /* described already */
-      size_t used = yajl_get_bytes_consumed(c->h);
-      /* "[..., ]": a trailing comma before the closing bracket of a bare
-       * array; accept it when only whitespace follows. */
-      if (c->form == 2 && c->depth == 1 && !c->skip && !c->cap && used > 0 && used <= n &&
-          d[used - 1] == ']' && only_space(d + used, n - used)) {
-        uint64_t bracket = c->chunk_start + used - 1;
-        int rest_ok = 1;
-        for (;;) {
-          in_rc = tbe__input_next(in, &d, &n);
-          if (n == 0) break;
-          if (!only_space(d, n)) {
-            rest_ok = 0;
-            break;
-          }
-        }
-        if (rest_ok) {
-          accepted_tail = 2;
-          break;
-        }
-        c->rc = TBE_EPARSE;
-        c->err_off = bracket;
-        snprintf(c->emsg, sizeof c->emsg, "malformed JSON: text after the closing bracket");
-        break;
-      }
-      unsigned char *msg = yajl_get_error(c->h, 0, d, n);
-      char text[200];
-      snprintf(text, sizeof text, "%s", msg ? (const char *)msg : "malformed JSON");
-      if (msg) yajl_free_error(c->h, msg);
-      size_t l = strlen(text);
-      while (l && (text[l - 1] == '\n' || text[l - 1] == ' ' || text[l - 1] == '.')) text[--l] = 0;
-      /* yajl stops just past a bad token; point at its first byte where
-       * that is one character (a structural token or an invalid char). */
-      uint64_t off = c->chunk_start + used;
-      if (used > 0 && used <= n) {
-        unsigned char b = d[used - 1];
-        if (strchr("{}[],:", b) || strstr(text, "invalid char in json text")) off--;
-      }
-      c->rc = TBE_EPARSE;
-      c->err_off = off;
-      snprintf(c->emsg, sizeof c->emsg, "malformed JSON: %s", text);
-      break;
+    uint64_t start = tbe__input_offset(in) - n;
+    if (c->par) {
+      size_t step = tbe__chrome_json_piece ? tbe__chrome_json_piece : n;
+      for (size_t p = 0; p < n && !over; p += step)
+        over = scan_piece(c, d + p, n - p < step ? n - p : step, start + p) != 0;
+    } else {
+      over = feed_main(c, d, n, start) != 0;
     }
+    if (over) break;
     if (c->threaded) pthread_mutex_lock(&c->mu);
     c->prog_done = tbe__input_done(in);
     c->prog_total = tbe__input_size(in);
     if (c->threaded) pthread_mutex_unlock(&c->mu);
     if (in_rc) break;
   }
-  if (__atomic_load_n(&c->stop, __ATOMIC_RELAXED)) {
+  /* The input ended (or failed) inside the events array: the bytes since
+   * the last good chunk go through the main handle as in one thread. */
+  if (c->par && c->sc_mode == 1 && !over && !stopped(c)) {
+    settle(c);
+    if (!stopped(c)) par_fallback(c);
+  }
+  if (stopped(c)) {
     /* the consumer failed; its error is the one reported */
   } else if (!c->rc && in_rc && in_rc != TBE_ETRUNCATED) {
     c->rc = in_rc;
     c->err_off = tbe__input_offset(in);
     snprintf(c->emsg, sizeof c->emsg, "%s",
              in_rc == TBE_ECORRUPT ? "corrupt gzip data" : tbe_strerror(in_rc));
-  } else if (!c->rc && !accepted_tail) {
+  } else if (!c->rc && !c->tail_ok) {
     yajl_status st = yajl_complete_parse(c->h);
     if (st != yajl_status_ok && !c->rc) {
       if (c->form == 2 && c->depth == 1 && !c->skip && !c->cap) {
-        accepted_tail = 1;
+        /* a bare array ended without its ']' */
       } else {
         c->rc = TBE_EPARSE;
         c->err_off = tbe__input_offset(in);
@@ -2423,13 +2867,29 @@ static void produce(cj *c) {
     }
   }
   if (!c->rc && in_rc == TBE_ETRUNCATED) c->truncated = 1;
-  if (!c->rc && c->batches[c->cur].len) flush_batch(c);
-  if (c->threaded) {
-    pthread_mutex_lock(&c->mu);
-    c->producer_done = 1;
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+  if (!c->threaded) {
+    if (!c->rc && c->batch.len) flush_batch(c);
+    return;
   }
+  if (!c->rc) close_direct(c);
+  pthread_mutex_lock(&c->mu);
+  /* After an error or a stop nothing more is parsed; slots left over are
+   * dropped in order. */
+  for (uint64_t q = c->head; q < c->tail; q++) {
+    slot *s = SLOT(c, q);
+    if (s->state == S_PENDING) {
+      s->state = S_DISCARD;
+      c->inflight--;
+    }
+  }
+  while (c->inflight) pthread_cond_wait(&c->cv, &c->mu);
+  for (uint64_t q = c->head; q < c->tail; q++) {
+    slot *s = SLOT(c, q);
+    if (s->state == S_FAILED || s->state == S_FILL) s->state = S_DISCARD;
+  }
+  c->producer_done = 1;
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
 }
 
 static void *producer_main(void *arg) {
@@ -2437,32 +2897,168 @@ static void *producer_main(void *arg) {
   return NULL;
 }
 
-/* The model side in threaded mode: applies batches in order until the
- * producer is done. */
-static void consume(cj *c, const tbe_import_options *o) {
+/* A worker parses one chunk into its slot's records.  Returns 1 when the
+ * chunk is a clean sequence of events. */
+static int parse_chunk(cj *w, slot *s) {
+  if (only_space(s->in.data + 1, s->in.len - 2)) return 0;
+  w->depth = 0;
+  w->form = 0;
+  w->skip = 0;
+  w->cap = 0;
+  w->rc = 0;
+  w->done_events = 0;
+  w->out = &s->out;
+  tbe__buf_clear(&s->out);
+  w->chunk_start = s->off - 1;
+  w->h = yajl_alloc(&callbacks, NULL, w);
+  if (!w->h) return 0;
+  yajl_config(w->h, yajl_dont_validate_strings, 1);
+  yajl_status st = yajl_parse(w->h, s->in.data, s->in.len);
+  if (st == yajl_status_ok) st = yajl_complete_parse(w->h);
+  yajl_free(w->h);
+  w->h = NULL;
+  return st == yajl_status_ok && !w->rc && w->done_events && !tbe__buf_error(&s->out);
+}
+
+static void *worker_main(void *arg) {
+  cj *w = arg, *c = w->parent;
+  pthread_mutex_lock(&c->mu);
   for (;;) {
-    pthread_mutex_lock(&c->mu);
-    while (c->qcount == 0 && !c->producer_done) pthread_cond_wait(&c->cv, &c->mu);
-    if (c->qcount == 0) {
+    if (c->wnext < c->head) c->wnext = c->head;
+    /* Skip what is done; stop at a slot still being filled (a chunk
+     * becomes PENDING there). */
+    while (c->wnext < c->tail && SLOT(c, c->wnext)->state != S_PENDING &&
+           SLOT(c, c->wnext)->state != S_FILL)
+      c->wnext++;
+    if (c->wnext < c->tail && SLOT(c, c->wnext)->state == S_PENDING) {
+      uint64_t seq = c->wnext++;
+      slot *s = SLOT(c, seq);
+      s->state = S_WORKING;
       pthread_mutex_unlock(&c->mu);
+      int ok = parse_chunk(w, s);
+      pthread_mutex_lock(&c->mu);
+      s->state = ok ? S_READY : S_FAILED;
+      c->inflight--;
+      if (!ok && (!c->fail_pending || seq < c->fail_seq)) {
+        c->fail_pending = 1;
+        c->fail_seq = seq;
+      }
+      pthread_cond_broadcast(&c->cv);
+      continue;
+    }
+    if (c->quit) break;
+    pthread_cond_wait(&c->cv, &c->mu);
+  }
+  pthread_mutex_unlock(&c->mu);
+  return NULL;
+}
+
+/* The model side in threaded mode: applies slots in order until the
+ * driver is done. */
+static void consume(cj *c, const tbe_import_options *o) {
+  pthread_mutex_lock(&c->mu);
+  for (;;) {
+    if (c->head < c->tail) {
+      slot *s = SLOT(c, c->head);
+      int st = s->state;
+      if (st == S_READY || st == S_DISCARD) {
+        pthread_mutex_unlock(&c->mu);
+        if (st == S_READY) {
+          apply_batch(c, &s->out);
+          if (o->progress && !c->crc) o->progress(o->progress_ctx, s->prog_done, s->prog_total);
+        }
+        tbe__buf_clear(&s->out);
+        pthread_mutex_lock(&c->mu);
+        s->state = S_FREE;
+        c->head++;
+        pthread_cond_broadcast(&c->cv);
+        continue;
+      }
+    } else if (c->producer_done) {
       break;
     }
-    int idx = c->qhead;
-    uint64_t done = c->prog_done, total = c->prog_total;
-    pthread_mutex_unlock(&c->mu);
-    apply_batch(c, &c->batches[idx]);
-    if (o->progress && !c->crc) o->progress(o->progress_ctx, done, total);
-    pthread_mutex_lock(&c->mu);
-    tbe__buf_clear(&c->batches[idx]);
-    c->qhead = (c->qhead + 1) % CJ_NBATCH;
-    c->qcount--;
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    pthread_cond_wait(&c->cv, &c->mu);
   }
+  pthread_mutex_unlock(&c->mu);
 }
 
 /* Import threads: -1 decides by size, 0 never, 1 always (tests). */
 int tbe__chrome_json_threads = -1;
+/* Parse workers when threaded: 0 = TBE_IMPORT_THREADS or the online CPUs
+ * (at most 8); tests set it. */
+int tbe__chrome_json_workers = 0;
+/* Target chunk size in bytes (0: the default); tests force tiny chunks. */
+size_t tbe__chrome_json_chunk = 0;
+
+#define CJ_CHUNK (256u * 1024u)
+#define CJ_MAX_WORKERS 8
+
+static int workers_wanted(void) {
+  if (tbe__chrome_json_workers > 0) return tbe__chrome_json_workers;
+  const char *env = getenv("TBE_IMPORT_THREADS");
+  if (env && *env) {
+    char *end;
+    long v = strtol(env, &end, 10);
+    if (!*end && v >= 0) return v > 64 ? 64 : (int)v;
+  }
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cpus < 1) cpus = 1;
+  return cpus > CJ_MAX_WORKERS ? CJ_MAX_WORKERS : (int)cpus;
+}
+
+/* Runs the pipeline with `nw` workers.  Returns 0, or -1 when the threads
+ * could not be set up before anything was read (the caller then parses on
+ * its own thread). */
+static int run_threaded(cj *c, int nw, const tbe_import_options *o) {
+  if (pthread_mutex_init(&c->mu, NULL) != 0) return -1;
+  if (pthread_cond_init(&c->cv, NULL) != 0) {
+    pthread_mutex_destroy(&c->mu);
+    return -1;
+  }
+  c->nslots = 2 * (size_t)nw + 2;
+  c->slots = tbe__calloc(c->a, c->nslots, sizeof *c->slots);
+  c->wcs = tbe__calloc(c->a, (size_t)nw, sizeof *c->wcs);
+  c->wth = tbe__calloc(c->a, (size_t)nw, sizeof *c->wth);
+  int started = 0, ok = c->slots && c->wcs && c->wth;
+  if (ok) {
+    for (size_t i = 0; i < c->nslots; i++) {
+      tbe__buf_init(&c->slots[i].in, c->a);
+      tbe__buf_init(&c->slots[i].out, c->a);
+    }
+    c->chunk_target = tbe__chrome_json_chunk ? tbe__chrome_json_chunk : CJ_CHUNK;
+    c->par = 1;
+    c->threaded = 1;
+  }
+  for (int i = 0; ok && i < nw; i++) {
+    c->wcs[i] = worker_new(c);
+    if (!c->wcs[i] || pthread_create(&c->wth[i], NULL, worker_main, c->wcs[i]) != 0) break;
+    started++;
+  }
+  pthread_t th;
+  int driver = 0;
+  if (ok && started == nw) driver = pthread_create(&th, NULL, producer_main, c) == 0;
+  if (driver) {
+    consume(c, o);
+    pthread_join(th, NULL);
+  }
+  pthread_mutex_lock(&c->mu);
+  c->quit = 1;
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+  for (int i = 0; i < started; i++) pthread_join(c->wth[i], NULL);
+  if (c->wcs)
+    for (int i = 0; i < nw; i++) worker_free(c->a, c->wcs[i]);
+  tbe__free(c->a, c->wcs);
+  tbe__free(c->a, c->wth);
+  c->wcs = NULL;
+  c->wth = NULL;
+  pthread_cond_destroy(&c->cv);
+  pthread_mutex_destroy(&c->mu);
+  c->threaded = 0;
+  c->par = 0;
+  free_slots(c);
+  return driver ? 0 : -1;
+}
 
 int tbe__import_chrome_json(tbe_trace *t, const char *path, const tbe_import_options *o,
                             tbe_import_error *err) {
@@ -2488,7 +3084,8 @@ int tbe__import_chrome_json(tbe_trace *t, const char *path, const tbe_import_opt
   tbe__buf_init(&c->tmp, c->a);
   tbe__buf_init(&c->devname, c->a);
   tbe__buf_init(&c->distname, c->a);
-  for (int i = 0; i < CJ_NBATCH; i++) tbe__buf_init(&c->batches[i], c->a);
+  tbe__buf_init(&c->batch, c->a);
+  tbe__buf_init(&c->fill, c->a);
   c->capst = tbe__alloc(c->a, CJ_MAX_ARG_DEPTH + 2);
   c->icache = tbe__calloc(c->a, CJ_ICACHE, sizeof *c->icache);
   c->h = yajl_alloc(&callbacks, NULL, c);
@@ -2503,35 +3100,18 @@ int tbe__import_chrome_json(tbe_trace *t, const char *path, const tbe_import_opt
    * check would reject whole traces for one bad name. */
   yajl_config(c->h, yajl_dont_validate_strings, 1);
 
-  /* Two threads pay off once parsing and model building each take a
-   * while: the parser runs on its own thread and hands records over. */
+  /* Threads pay off once parsing and model building each take a while:
+   * the driver and the parse workers run on threads of their own and hand
+   * records over in file order. */
   int want = tbe__chrome_json_threads;
+  int nw = workers_wanted();
   if (want < 0) {
     uint64_t sz = tbe__input_size(&c->in);
-    want = (c->in.gzip ? sz >= (1u << 20) : sz >= (8u << 20)) && sysconf(_SC_NPROCESSORS_ONLN) > 1;
+    want = (c->in.gzip ? sz >= (1u << 20) : sz >= (8u << 20)) && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
+           nw > 0;
   }
-  pthread_t th;
-  if (want && pthread_mutex_init(&c->mu, NULL) == 0) {
-    if (pthread_cond_init(&c->cv, NULL) == 0) {
-      c->threaded = 1;
-      if (pthread_create(&th, NULL, producer_main, c) != 0) {
-        c->threaded = 0;
-        pthread_cond_destroy(&c->cv);
-        pthread_mutex_destroy(&c->mu);
-      }
-    } else {
-      pthread_mutex_destroy(&c->mu);
-    }
-  }
-  if (c->threaded) {
-    consume(c, o);
-    pthread_join(th, NULL);
-    pthread_cond_destroy(&c->cv);
-    pthread_mutex_destroy(&c->mu);
-    c->threaded = 0;
-  } else {
-    produce(c);
-  }
+  if (nw < 1) nw = 1;
+  if (!want || run_threaded(c, nw, o) != 0) produce(c);
 
   /* The first error in input order: the consumer only ever sees records
    * from before the producer's error. */

@@ -12,8 +12,12 @@
  * Cases: 250k events (plain and gzip) always; 5M events (~1.5 GB) only with
  * TBE_BENCH_LARGE=1 (disk and time), and Python on it only with
  * TBE_BENCH_PYTHON_LARGE=1 (it needs ~10x the file size in memory).
- * TBE_BENCH_EVENTS=N overrides the small case's size; TBE_IMPORT_THREADS=0|1
- * forces the importer to one or two threads (default: by input size).  `bench_import FILE...`
+ * TBE_BENCH_EVENTS=N overrides the small case's size.  The plain JSON case
+ * runs the importer on one thread, then threaded (boundary scan, N parse
+ * workers, model building on the calling thread) with N = 1, 2 and all
+ * CPUs (at most 8), each against the same json.load time; with
+ * TBE_IMPORT_THREADS=N set it runs only the importer's own choice for it
+ * (0 = one thread).  `bench_import FILE...`
  * measures the given traces instead (events = model events; MB/s per file
  * byte, compressed for .gz), e.g. a real torch.profiler trace.  Goals (issue 3):
  * import >= 5x json.load; peak RSS <= half the file size for files >= 50 MB. */
@@ -37,6 +41,9 @@
 /* The importer's thread switch (-1 auto, 0 one thread, 1 two threads);
  * the bench sets it from TBE_IMPORT_THREADS to compare. */
 extern int tbe__chrome_json_threads;
+/* Parse workers when threaded (0: TBE_IMPORT_THREADS or the online CPUs,
+ * at most 8). */
+extern int tbe__chrome_json_workers;
 
 static double now(void) {
   struct timespec ts;
@@ -289,6 +296,9 @@ static uint64_t file_size(const char *path) {
   return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
 }
 
+/* json.load's time for the current file, measured once (< 0: not yet). */
+static double py_seconds = -1;
+
 static void report(const char *label, const char *path, uint64_t events, uint64_t json_bytes,
                    int with_python) {
   result r;
@@ -304,7 +314,8 @@ static void report(const char *label, const char *path, uint64_t events, uint64_
   printf("%-18s %10" PRIu64 " %9.1f %8.3f %12.0f %9.1f %9.1f %8.2f", label, events, mb, r.seconds,
          (double)events / r.seconds, json_mb / r.seconds, rss_mb, rss_mb / json_mb);
   if (with_python) {
-    double py = run_python(path);
+    if (py_seconds < 0) py_seconds = run_python(path);
+    double py = py_seconds;
     if (py > 0) printf(" %9.3f %7.1fx", py, py / r.seconds);
     else printf(" %9s %8s", "n/a", "n/a");
   }
@@ -320,7 +331,6 @@ int main(int argc, char **argv) {
     perror("mkdtemp");
     return 1;
   }
-  if (getenv("TBE_IMPORT_THREADS")) tbe__chrome_json_threads = atoi(getenv("TBE_IMPORT_THREADS"));
   uint64_t small = 250000;
   if (getenv("TBE_BENCH_EVENTS")) small = strtoull(getenv("TBE_BENCH_EVENTS"), NULL, 10);
   int large = getenv("TBE_BENCH_LARGE") && !strcmp(getenv("TBE_BENCH_LARGE"), "1");
@@ -362,8 +372,28 @@ int main(int argc, char **argv) {
     fprintf(stderr, "(generated %" PRIu64 " events, %.1f MB in %.1f s)\n", ev, (double)bytes / 1e6,
             now() - g0);
     char label[64];
-    snprintf(label, sizeof label, "json %" PRIu64 "k", ev / 1000);
-    report(label, path, ev, bytes, cases[i].python);
+    py_seconds = -1;
+    if (getenv("TBE_IMPORT_THREADS")) {
+      snprintf(label, sizeof label, "json %" PRIu64 "k", ev / 1000);
+      report(label, path, ev, bytes, cases[i].python);
+    } else {
+      /* One thread, then the parallel parse with 1, 2 and all workers. */
+      long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+      int all = cpus > 8 ? 8 : cpus < 1 ? 1 : (int)cpus;
+      int ns[3] = {1, 2, all};
+      tbe__chrome_json_threads = 0;
+      snprintf(label, sizeof label, "json %" PRIu64 "k 1thr", ev / 1000);
+      report(label, path, ev, bytes, cases[i].python);
+      for (int k = 0; k < 3; k++) {
+        if (k == 2 && all <= 2) break;
+        tbe__chrome_json_threads = 1;
+        tbe__chrome_json_workers = ns[k];
+        snprintf(label, sizeof label, "json %" PRIu64 "k N=%d", ev / 1000, ns[k]);
+        report(label, path, ev, bytes, cases[i].python);
+      }
+      tbe__chrome_json_threads = -1;
+      tbe__chrome_json_workers = 0;
+    }
     if (cases[i].gz) {
       snprintf(label, sizeof label, "json.gz %" PRIu64 "k", ev / 1000);
       report(label, gzpath, ev, bytes, 0);

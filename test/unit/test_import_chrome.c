@@ -1174,8 +1174,12 @@ static void test_alloc_failures(void **s) {
   assert_true(ok);
 }
 
-/* The two-thread and one-thread imports build the same model. */
+/* The threaded (parallel chunked) and one-thread imports build the same
+ * model: same events in the same order, same string ids, same args. */
 extern int tbe__chrome_json_threads;
+extern int tbe__chrome_json_workers;
+extern size_t tbe__chrome_json_chunk;
+extern size_t tbe__chrome_json_piece;
 
 static void same_model(const tbe_trace *a, const tbe_trace *b) {
   assert_int_equal(a->nevents, b->nevents);
@@ -1185,51 +1189,196 @@ static void same_model(const tbe_trace *a, const tbe_trace *b) {
   assert_int_equal(a->ndevices, b->ndevices);
   assert_int_equal(a->nsteps, b->nsteps);
   assert_int_equal(a->nkernels, b->nkernels);
+  assert_int_equal(a->nmemcpys, b->nmemcpys);
+  assert_int_equal(a->nmemsets, b->nmemsets);
+  assert_int_equal(a->nsyncs, b->nsyncs);
+  assert_int_equal(a->ncounters, b->ncounters);
+  assert_int_equal(a->nmemory, b->nmemory);
+  assert_int_equal(a->nprocesses, b->nprocesses);
   assert_int_equal(a->nwarnings, b->nwarnings);
-  assert_int_equal(tbe_trace_nstrings(a), tbe_trace_nstrings(b));
-  for (size_t i = 0; i < a->nevents; i++) {
-    const tbe_event *x = &a->events[i], *y = &b->events[i];
-    assert_int_equal(x->start_ns, y->start_ns);
-    assert_int_equal(x->dur_ns, y->dur_ns);
-    assert_int_equal(x->kind, y->kind);
-    assert_int_equal(x->track, y->track);
-    assert_int_equal(x->correlation, y->correlation);
-    assert_int_equal(x->link, y->link);
-    assert_int_equal(x->nargs, y->nargs);
-    assert_string_equal(tbe_trace_str(a, x->name), tbe_trace_str(b, y->name));
-    for (uint32_t k = 0; k < x->nargs; k++) {
-      const tbe_arg *p = &a->args[x->args + k], *q = &b->args[y->args + k];
-      assert_string_equal(tbe_trace_str(a, p->key), tbe_trace_str(b, q->key));
-      assert_int_equal(p->type, q->type);
-      if (p->type == TBE_ARG_STR || p->type == TBE_ARG_JSON)
-        assert_string_equal(tbe_trace_str(a, p->v.s), tbe_trace_str(b, q->v.s));
-      else
-        assert_memory_equal(&p->v, &q->v, sizeof p->v);
-    }
+  assert_int_equal(a->base_time_ns, b->base_time_ns);
+  assert_int_equal(a->trace_name, b->trace_name);
+  assert_int_equal(a->ended_early, b->ended_early);
+  /* Every string, by id: interning happened in the same order. */
+  size_t ns = tbe_trace_nstrings(a);
+  assert_int_equal(ns, tbe_trace_nstrings(b));
+  for (size_t i = 0; i < ns; i++)
+    assert_string_equal(tbe_trace_str(a, (tbe_str)i), tbe_trace_str(b, (tbe_str)i));
+  /* tbe_event has no padding: every field at once. */
+  if (a->nevents) assert_memory_equal(a->events, b->events, a->nevents * sizeof *a->events);
+  for (size_t k = 0; k < a->nargs; k++) {
+    const tbe_arg *p = &a->args[k], *q = &b->args[k];
+    assert_int_equal(p->key, q->key);
+    assert_int_equal(p->type, q->type);
+    if (p->type == TBE_ARG_STR || p->type == TBE_ARG_JSON) assert_int_equal(p->v.s, q->v.s);
+    else assert_memory_equal(&p->v, &q->v, sizeof p->v);
   }
   if (a->nkernels) assert_memory_equal(a->kernels, b->kernels, a->nkernels * sizeof *a->kernels);
+  if (a->nmemcpys) assert_memory_equal(a->memcpys, b->memcpys, a->nmemcpys * sizeof *a->memcpys);
+  if (a->nmemsets) assert_memory_equal(a->memsets, b->memsets, a->nmemsets * sizeof *a->memsets);
+  if (a->ncounters) assert_memory_equal(a->counters, b->counters, a->ncounters * sizeof *a->counters);
   for (size_t i = 0; i < a->ntracks; i++) {
+    assert_int_equal(a->tracks[i].type, b->tracks[i].type);
     assert_int_equal(a->tracks[i].pid, b->tracks[i].pid);
     assert_int_equal(a->tracks[i].tid, b->tracks[i].tid);
-    assert_string_equal(tbe_trace_str(a, a->tracks[i].name), tbe_trace_str(b, b->tracks[i].name));
+    assert_int_equal(a->tracks[i].device, b->tracks[i].device);
+    assert_int_equal(a->tracks[i].name, b->tracks[i].name);
   }
+  for (size_t i = 0; i < a->nflows; i++) {
+    assert_int_equal(a->flows[i].id, b->flows[i].id);
+    assert_int_equal(a->flows[i].src_ns, b->flows[i].src_ns);
+    assert_int_equal(a->flows[i].dst_ns, b->flows[i].dst_ns);
+    assert_int_equal(a->flows[i].name, b->flows[i].name);
+  }
+  for (size_t i = 0; i < a->nprocesses; i++) assert_int_equal(a->processes[i].name, b->processes[i].name);
+  for (size_t i = 0; i < a->nwarnings; i++)
+    assert_string_equal(tbe_trace_str(a, a->warnings[i]), tbe_trace_str(b, b->warnings[i]));
 }
+
+typedef struct knobs {
+  int threads, workers;
+  size_t chunk, piece;
+} knobs;
+
+static knobs set_knobs(knobs k) {
+  knobs old = {tbe__chrome_json_threads, tbe__chrome_json_workers, tbe__chrome_json_chunk,
+               tbe__chrome_json_piece};
+  tbe__chrome_json_threads = k.threads;
+  tbe__chrome_json_workers = k.workers;
+  tbe__chrome_json_chunk = k.chunk;
+  tbe__chrome_json_piece = k.piece;
+  return old;
+}
+
+/* Imports `path` with knobs `k`: the model (also on failure) and the
+ * return code and error. */
+static tbe_trace *import_with(const char *path, knobs k, int *rc, tbe_import_error *err) {
+  knobs old = set_knobs(k);
+  tbe_trace *t = NULL;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  memset(err, 0, sizeof *err);
+  *rc = tbe_import_file(t, path, NULL, err);
+  set_knobs(old);
+  return t;
+}
+
+/* One thread vs threaded with `k`: the same result, to the byte. */
+static void same_as_serial(const char *path, knobs k) {
+  knobs one = {0, 0, 0, 0};
+  int ra, rb;
+  tbe_import_error ea, eb;
+  tbe_trace *a = import_with(path, one, &ra, &ea);
+  tbe_trace *b = import_with(path, k, &rb, &eb);
+  if (ra != rb || strcmp(ea.message, eb.message))
+    fprintf(stderr, "workers %d chunk %zu piece %zu:\n  one: %d %s\n  par: %d %s\n", k.workers,
+            k.chunk, k.piece, ra, ea.message, rb, eb.message);
+  assert_int_equal(ra, rb);
+  if (ra) {
+    assert_string_equal(ea.message, eb.message);
+    assert_int_equal(ea.offset, eb.offset);
+    assert_int_equal(ea.line, eb.line);
+    assert_int_equal(ea.column, eb.column);
+  } else {
+    same_model(a, b);
+  }
+  tbe_trace_free(a);
+  tbe_trace_free(b);
+}
+
+static const char *const golden[] = {"kineto/h200_cnn_fp32.pt.trace.json",
+                                     "kineto/h200_cnn_bf16.pt.trace.json",
+                                     "kineto/h200_add_loop.trace.json", "jax/h200_matmul.trace.json.gz"};
 
 static void test_threads_same_model(void **s) {
   (void)s;
-  const char *files[] = {"kineto/h200_cnn_fp32.pt.trace.json", "kineto/h200_cnn_bf16.pt.trace.json",
-                         "kineto/h200_add_loop.trace.json", "jax/h200_matmul.trace.json.gz"};
-  int saved = tbe__chrome_json_threads;
-  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-    tbe__chrome_json_threads = 0;
-    tbe_trace *a = import_ok(tu_data(files[i]));
-    tbe__chrome_json_threads = 1;
-    tbe_trace *b = import_ok(tu_data(files[i]));
-    same_model(a, b);
-    tbe_trace_free(a);
-    tbe_trace_free(b);
+  for (size_t i = 0; i < sizeof golden / sizeof golden[0]; i++) {
+    /* default chunks, 1/2/4 workers; small chunks and odd scan pieces */
+    for (int w = 1; w <= 4; w *= 2) same_as_serial(tu_data(golden[i]), (knobs){1, w, 0, 0});
+    same_as_serial(tu_data(golden[i]), (knobs){1, 3, 4096, 0});
+    same_as_serial(tu_data(golden[i]), (knobs){1, 2, 1, 4093});
+    same_as_serial(tu_data(golden[i]), (knobs){1, 4, 20000, 777});
   }
-  tbe__chrome_json_threads = saved;
+}
+
+/* A small trace with every kind of awkward text: braces, brackets, commas,
+ * quotes and backslashes inside strings, \u escapes (also surrogate
+ * pairs), nested args, escaped keys, E/B pairs, metadata, flows. */
+static const char nasty[] =
+    "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"GPU \\\"0\\\" {x}\", "
+    "\"numSms\": 132}],\n \"traceEvents\": [\n"
+    "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a},{\\\"ph\\\":\\\"X\\\"]\", \"pid\": 1, "
+    "\"tid\": 2, \"ts\": 10.5, \"dur\": 2, \"args\": {\"k]\": \"v,}\", \"n\\\\\": [1, {\"x\": "
+    "\"]]\"}], \"u\": \"\\u00e9\\ud83d\\ude00\\u005d\"}},\n"
+    "{\"ph\": \"B\", \"name\": \"\\\\\", \"pid\": 1, \"tid\": 2, \"ts\": 11},"
+    "{\"ph\": \"E\", \"pid\": 1, \"tid\": 2, \"ts\": 12, \"args\": {\"e\": \"\\\"}\"}},\n"
+    "  {\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 1, \"tid\": 2, \"args\": {\"name\": "
+    "\"th [1]\"}} ,{\"ph\": \"s\", \"id\": 7, \"cat\": \"fwdbwd\", \"pid\": 1, \"tid\": 2, \"ts\": "
+    "10.5}, {\"ph\": \"f\", \"id\": 7, \"cat\": \"fwdbwd\", \"pid\": 1, \"tid\": 2, \"ts\": 13, "
+    "\"bp\": \"e\"},\n"
+    "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k<{[\\\"]}>\\t\", \"pid\": 0, \"tid\": 7, "
+    "\"ts\": 12.25, \"dur\": 1.125, \"args\": {\"grid\": [1, 2, 3], \"block\": [4, 5, 6], "
+    "\"correlation\": 9, \"device\": 0, \"stream\": 7, \"x\": null, \"y\": true, \"z\": -1.5e3}},"
+    "{\"ph\": \"C\", \"name\": \"mem\", \"pid\": 1, \"ts\": 14, \"args\": {\"a\": 1, \"b\": 2.5}},"
+    "{\"ph\": \"i\", \"name\": \"[memory]\", \"pid\": 1, \"tid\": 2, \"ts\": 15, \"args\": "
+    "{\"Bytes\": 64, \"Addr\": 1234}}\n"
+    "], \"traceName\": \"t,]\\\"\", \"baseTimeNanoseconds\": 1000000000}\n";
+
+static void test_parallel_nasty(void **s) {
+  (void)s;
+  char *p = write_tmp("nasty.json", nasty, sizeof nasty - 1);
+  /* Sanity: the one-thread import works and keeps the strings. */
+  int rc;
+  tbe_import_error e;
+  tbe_trace *t = import_with(p, (knobs){0, 0, 0, 0}, &rc, &e);
+  assert_int_equal(rc, 0);
+  assert_int_equal(t->nevents, 6); /* X, B/E, kernel, 2 counters, [memory] */
+  assert_string_equal(tbe_trace_str(t, t->events[0].name), "a},{\"ph\":\"X\"]");
+  tbe_trace_free(t);
+  /* Chunk cuts after every element combination, scan pieces split at
+   * every byte position (inside strings, escapes, \u sequences). */
+  size_t n = sizeof nasty - 1;
+  for (size_t c = 1; c <= n; c += 1 + c / 8)
+    same_as_serial(p, (knobs){1, 1 + (int)(c % 4), c, 1 + c % 13});
+  for (size_t piece = 1; piece <= n; piece++) same_as_serial(p, (knobs){1, 2, 1, piece});
+  free(p);
+}
+
+/* Malformed, truncated and odd inputs: the threaded path reports exactly
+ * what the one-thread path reports (message, offset, line, column), or
+ * builds the same model, for cuts at every chunk size. */
+static void test_parallel_errors(void **s) {
+  (void)s;
+  static const char *const cases[] = {
+      "[{\"ph\":\"X\",\"ts\":1,\"pid\":1,\"tid\":1},{\"ph\":\"X\",\"ts\":2,\"pid\":1,\"tid\":1}",
+      "[{\"ph\":\"X\",\"ts\":1,\"pid\":1,\"tid\":1},{\"ph\":\"X\",\"ts\":2,\"pid\":1,\"tid\":1},",
+      "[{\"ph\":\"X\",\"ts\":1,\"pid\":1,\"tid\":1},{\"ph\":\"X\",\"ts\":2,\"pid\":1,\"tid\":1},]\n",
+      "[{\"ph\":\"X\",\"ts\":1,\"pid\":1,\"tid\":1},{\"ph\":\"X\",\"ts\":2,\"pid\":1,\"tid\":1},] x",
+      "[{\"ph\":\"X\",\"ts\":1,\"pid\":1,\"tid\":1},{\"ph\":\"X\",\"ts\":2,\"pid\":1,\"ti",
+      "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1},{\"ph\":\"X\",\"ts\":2},]}",
+      "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1},,{\"ph\":\"X\",\"ts\":2}]}",
+      "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1},{\"ph\":\"X\",\"ts\":\"2\"},{\"ph\":\"X\"}]}",
+      "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1},3,{\"ph\":\"X\"}]}",
+      "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1},{\"ph\":\"X\",\"ts\":2}}]}",
+      "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1},{\"ph\":\"X\",\"ts\":2 \"x\"}]}",
+      "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1},{\"ph\":\"X\",\"ts\":2}]",
+      "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1},{\"ph\":\"X\",\"ts\":2}],}",
+      "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1}],\"traceEvents\":[{\"ph\":\"X\",\"ts\":3}],"
+      "\"baseTimeNanoseconds\":5}",
+      "{\"trace\\u0045vents\":[{\"ph\":\"X\",\"ts\":1},{\"ph\":\"X\",\"ts\":2}]}",
+      "{\"a\":{\"traceEvents\":[1,2]},\"traceEvents\":[ ]}",
+      "{\"traceEvents\":{\"ph\":\"X\"}}",
+      "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1,\"args\":{\"a\":[{]}}},{\"ph\":\"X\",\"ts\":2}]}",
+      "[]",
+      "[ {\"ph\":\"i\",\"ts\":1,\"s\":\"g\"} ]  ",
+      "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1},{\"ph\":\"X\",\"ts\":2}]} {",
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *p = write_tmp("e.json", cases[i], strlen(cases[i]));
+    size_t n = strlen(cases[i]);
+    for (size_t c = 1; c <= n + 1; c += 3)
+      same_as_serial(p, (knobs){1, 1 + (int)(c % 3), c, 1 + c % 11});
+    free(p);
+  }
 }
 
 static int setup(void **s) {
@@ -1267,12 +1416,21 @@ int main(void) {
       cmocka_unit_test(test_input),
       cmocka_unit_test(test_progress),
       cmocka_unit_test(test_threads_same_model),
+      cmocka_unit_test(test_parallel_nasty),
+      cmocka_unit_test(test_parallel_errors),
   };
-  /* Every test once with the parser on the calling thread and once with
-   * the parser on its own thread (whatever the input size). */
+  /* Every test on the calling thread alone, then threaded (driver, N parse
+   * workers, model on the calling thread) with N = 1, 2 and 4, whatever
+   * the input size; the last run also with small chunks. */
   tbe__chrome_json_threads = 0;
   int failed = cmocka_run_group_tests_name("one thread", tests, setup, teardown);
   tbe__chrome_json_threads = 1;
-  failed += cmocka_run_group_tests_name("two threads", tests, setup, teardown);
+  tbe__chrome_json_workers = 1;
+  failed += cmocka_run_group_tests_name("threaded, 1 worker", tests, setup, teardown);
+  tbe__chrome_json_workers = 2;
+  failed += cmocka_run_group_tests_name("threaded, 2 workers", tests, setup, teardown);
+  tbe__chrome_json_workers = 4;
+  tbe__chrome_json_chunk = 8192;
+  failed += cmocka_run_group_tests_name("threaded, 4 workers, 8 KB chunks", tests, setup, teardown);
   return failed;
 }
