@@ -68,6 +68,9 @@
  * TBE_EPARSE.  Line and column are computed only on error, by re-reading
  * the input up to the offset, so the parse itself never counts newlines. */
 #include <pthread.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -2620,6 +2623,99 @@ static int par_fallback(cj *c) {
 
 enum { T_NONE, T_OPEN, T_CLOSE, T_COMMA, T_COLON, T_KEY, T_VAL };
 
+/* One byte of the events array's contents; returns 1 at a top-level ','
+ * (*hit 1), ']' (*hit 2) or unbalanced '}' (*hit 3). */
+static inline int region_byte(unsigned char ch, int *in_str, int *esc, int *dep, int *hit) {
+  if (*in_str) {
+    if (*esc) *esc = 0;
+    else if (ch == '\\') *esc = 1;
+    else if (ch == '"') *in_str = 0;
+    return 0;
+  }
+  if (ch == '"') {
+    *in_str = 1;
+  } else if (ch == '{' || ch == '[') {
+    (*dep)++;
+  } else if (ch == '}' || ch == ']') {
+    if (*dep == 0) {
+      *hit = ch == ']' ? 2 : 3;
+      return 1;
+    }
+    (*dep)--;
+  } else if (ch == ',' && *dep == 0) {
+    *hit = 1;
+    return 1;
+  }
+  return 0;
+}
+
+/* Scans d[i..n) for the next top-level ',' / ']' of the events array and
+ * returns its position (n when none; the state carries over).  Exact for
+ * any valid JSON: strings (with escapes) are skipped whole.  With SSE2,
+ * 16 bytes at a time: a bit mask of quotes, backslashes and structural
+ * characters, visited bit by bit (only backslashes and quotes inside a
+ * string, only quotes and structure outside). */
+static size_t region_scan(const uint8_t *d, size_t i, size_t n, int *in_str, int *esc, int *dep,
+                          int *hit) {
+#ifdef __SSE2__
+  const __m128i vq = _mm_set1_epi8('"'), vb = _mm_set1_epi8('\\'), vc = _mm_set1_epi8(',');
+  const __m128i vo1 = _mm_set1_epi8('{'), vo2 = _mm_set1_epi8('['), vc1 = _mm_set1_epi8('}');
+  const __m128i vc2 = _mm_set1_epi8(']');
+  int s = *in_str, e = *esc, dp = *dep;
+  while (i + 16 <= n) {
+    if (e) { /* the byte after a backslash */
+      e = 0;
+      i++;
+      continue;
+    }
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(d + i));
+    unsigned q = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, vq));
+    unsigned bs = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, vb));
+    __m128i st = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, vc), _mm_cmpeq_epi8(v, vo1)),
+                              _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, vo2), _mm_cmpeq_epi8(v, vc1)),
+                                           _mm_cmpeq_epi8(v, vc2)));
+    unsigned sm = (unsigned)_mm_movemask_epi8(st);
+    unsigned pos = 0;
+    for (;;) {
+      unsigned m = (s ? (q | bs) : (q | sm)) & (0xFFFFu << pos) & 0xFFFFu;
+      if (!m) break;
+      unsigned b = (unsigned)__builtin_ctz(m);
+      unsigned char ch = d[i + b];
+      pos = b + 1;
+      if (s) {
+        if (ch == '\\') {
+          if (b == 15) e = 1;
+          else pos = b + 2;
+        } else {
+          s = 0;
+        }
+      } else if (ch == '"') {
+        s = 1;
+      } else if (ch == '{' || ch == '[') {
+        dp++;
+      } else if (ch == '}' || ch == ']') {
+        if (dp == 0) {
+          *hit = ch == ']' ? 2 : 3;
+          *in_str = s, *esc = e, *dep = dp;
+          return i + b;
+        }
+        dp--;
+      } else if (dp == 0) { /* ',' */
+        *hit = 1;
+        *in_str = s, *esc = e, *dep = dp;
+        return i + b;
+      }
+      if (pos >= 16) break;
+    }
+    i += 16;
+  }
+  *in_str = s, *esc = e, *dep = dp;
+#endif
+  for (; i < n; i++)
+    if (region_byte(d[i], in_str, esc, dep, hit)) return i;
+  return n;
+}
+
 /* Scans one piece of input at file offset `off`: the top level goes to
  * the main yajl handle, the events array's elements to the workers.
  * Returns 0, or -1 when the parse is over. */
@@ -2715,37 +2811,7 @@ static int scan_piece(cj *c, const uint8_t *d, size_t n, uint64_t off) {
     size_t start = i;
     int hit = 0;
     int in_str = c->r_in_str, esc = c->r_esc, dep = c->r_depth;
-    while (i < n) {
-      if (in_str) {
-        if (esc) {
-          esc = 0;
-          i++;
-          continue;
-        }
-        while (i < n && d[i] != '"' && d[i] != '\\') i++;
-        if (i == n) break;
-        if (d[i] == '\\') esc = 1;
-        else in_str = 0;
-        i++;
-        continue;
-      }
-      unsigned char ch = d[i];
-      if (ch == '"') {
-        in_str = 1;
-      } else if (ch == '{' || ch == '[') {
-        dep++;
-      } else if (ch == '}' || ch == ']') {
-        if (dep == 0) {
-          hit = ch == ']' ? 2 : 3;
-          break;
-        }
-        dep--;
-      } else if (ch == ',' && dep == 0) {
-        hit = 1;
-        break;
-      }
-      i++;
-    }
+    i = region_scan(d, i, n, &in_str, &esc, &dep, &hit);
     c->r_in_str = in_str, c->r_esc = esc, c->r_depth = dep;
     tbe__buf_append(&c->fill, d + start, i - start);
     if (!hit) {
