@@ -349,9 +349,16 @@ static int cfail(cj *c, uint64_t off, int code) {
     c->crc = code;
     c->cerr_off = off;
     __atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
+    if (c->threaded) { /* wake a driver waiting for a slot */
+      pthread_mutex_lock(&c->mu);
+      pthread_cond_broadcast(&c->cv);
+      pthread_mutex_unlock(&c->mu);
+    }
   }
   return 0;
 }
+
+static int stopped(cj *c) { return __atomic_load_n(&c->stop, __ATOMIC_RELAXED); }
 
 static inline const char *sp(const scratch *e, span s) { return (const char *)e->text.data + s.off; }
 
@@ -1696,10 +1703,10 @@ typedef struct slot {
  * the consumer failed, or (`failable`) when a chunk failed meanwhile. */
 static slot *alloc_slot(cj *c, int failable) {
   pthread_mutex_lock(&c->mu);
-  while (c->tail - c->head >= c->nslots && !c->stop && !(failable && c->fail_pending))
+  while (c->tail - c->head >= c->nslots && !stopped(c) && !(failable && c->fail_pending))
     pthread_cond_wait(&c->cv, &c->mu);
   slot *s = NULL;
-  if (!c->stop && !(failable && c->fail_pending)) {
+  if (!stopped(c) && !(failable && c->fail_pending)) {
     s = SLOT(c, c->tail);
     s->state = S_FILL;
     s->chunk = 0;
@@ -2528,12 +2535,10 @@ static int feed_main(cj *c, const uint8_t *d, size_t n, uint64_t off) {
 
 /* ---- the driver's side of the pipeline ---- */
 
-static int stopped(cj *c) { return __atomic_load_n(&c->stop, __ATOMIC_RELAXED); }
-
 /* Waits until no chunk is queued or being parsed. */
 static void settle(cj *c) {
   pthread_mutex_lock(&c->mu);
-  while (c->inflight && !c->stop) pthread_cond_wait(&c->cv, &c->mu);
+  while (c->inflight && !stopped(c)) pthread_cond_wait(&c->cv, &c->mu);
   pthread_mutex_unlock(&c->mu);
 }
 

@@ -323,6 +323,33 @@ static void report(const char *label, const char *path, uint64_t events, uint64_
   fflush(stdout);
 }
 
+/* A plain JSON file: with TBE_IMPORT_THREADS set, the importer's own
+ * choice only; else one thread, then threaded with 1, 2 and all CPUs'
+ * parse workers (at most 8), all against one json.load time. */
+static void report_all(const char *label0, const char *path, uint64_t events, uint64_t json_bytes,
+                       int with_python) {
+  char label[96];
+  if (getenv("TBE_IMPORT_THREADS")) {
+    report(label0, path, events, json_bytes, with_python);
+    return;
+  }
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int all = cpus > 8 ? 8 : cpus < 1 ? 1 : (int)cpus;
+  int ns[3] = {1, 2, all};
+  tbe__chrome_json_threads = 0;
+  snprintf(label, sizeof label, "%.60s 1thr", label0);
+  report(label, path, events, json_bytes, with_python);
+  for (int k = 0; k < 3; k++) {
+    if (k == 2 && all <= 2) break;
+    tbe__chrome_json_threads = 1;
+    tbe__chrome_json_workers = ns[k];
+    snprintf(label, sizeof label, "%.60s N=%d", label0, ns[k]);
+    report(label, path, events, json_bytes, with_python);
+  }
+  tbe__chrome_json_threads = -1;
+  tbe__chrome_json_workers = 0;
+}
+
 int main(int argc, char **argv) {
   const char *tmp = getenv("TMPDIR");
   char dir[4096];
@@ -344,7 +371,8 @@ int main(int argc, char **argv) {
   if (argc > 1) {
     for (int i = 1; i < argc; i++) {
       const char *b = strrchr(argv[i], '/');
-      report(b ? b + 1 : argv[i], argv[i], 0, 0, 1);
+      py_seconds = -1;
+      report_all(b ? b + 1 : argv[i], argv[i], 0, 0, 1);
     }
     rmdir(dir);
     return 0;
@@ -373,27 +401,8 @@ int main(int argc, char **argv) {
             now() - g0);
     char label[64];
     py_seconds = -1;
-    if (getenv("TBE_IMPORT_THREADS")) {
-      snprintf(label, sizeof label, "json %" PRIu64 "k", ev / 1000);
-      report(label, path, ev, bytes, cases[i].python);
-    } else {
-      /* One thread, then the parallel parse with 1, 2 and all workers. */
-      long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-      int all = cpus > 8 ? 8 : cpus < 1 ? 1 : (int)cpus;
-      int ns[3] = {1, 2, all};
-      tbe__chrome_json_threads = 0;
-      snprintf(label, sizeof label, "json %" PRIu64 "k 1thr", ev / 1000);
-      report(label, path, ev, bytes, cases[i].python);
-      for (int k = 0; k < 3; k++) {
-        if (k == 2 && all <= 2) break;
-        tbe__chrome_json_threads = 1;
-        tbe__chrome_json_workers = ns[k];
-        snprintf(label, sizeof label, "json %" PRIu64 "k N=%d", ev / 1000, ns[k]);
-        report(label, path, ev, bytes, cases[i].python);
-      }
-      tbe__chrome_json_threads = -1;
-      tbe__chrome_json_workers = 0;
-    }
+    snprintf(label, sizeof label, "json %" PRIu64 "k", ev / 1000);
+    report_all(label, path, ev, bytes, cases[i].python);
     if (cases[i].gz) {
       snprintf(label, sizeof label, "json.gz %" PRIu64 "k", ev / 1000);
       report(label, gzpath, ev, bytes, 0);
