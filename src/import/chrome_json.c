@@ -54,14 +54,22 @@
  * dropped (the model has no place for them).  Unsupported phases (async
  * b/e/n, objects, samples, ...) are counted and named in a warning.
  *
- * Threads: parsing (read, inflate, yajl, building the scratch) and model
- * building (classification, interning, tbe_trace_add_event) cost about the
- * same, so for inputs of a few MB and more the parser runs on a thread of
- * its own.  It never touches the model: each finished event (and each
- * top-level item: base time, trace name, device, backend) becomes a record
- * in a batch, and batches go through a ring of CJ_NBATCH buffers to the
- * calling thread, which applies them in order with the same code the
- * one-thread path uses.  The model is identical either way (tested).
+ * Threads: for inputs of a few MB and more (or when forced) the parse is
+ * parallel (see "pipeline" below): a driver thread reads the input and
+ * runs a boundary scanner that finds the top-level elements of traceEvents
+ * (or of the bare array) exactly (strings, escapes and nesting tracked,
+ * 16 bytes at a time with SSE2); everything outside that array goes
+ * through the main yajl handle as before, the array's elements are cut
+ * into chunks of about 256 KB of whole events and parsed by N workers
+ * (N = TBE_IMPORT_THREADS, else the online CPUs, at most 8), each with a
+ * yajl handle of its own, into records (raw text, nothing interned).  The
+ * calling thread applies all records strictly in file order with the same
+ * code the one-thread path uses, so the model is identical to the byte
+ * (same events, same string ids; tested).  A chunk that does not parse as
+ * a clean run of events (malformed, empty elements, a cut input) is
+ * replayed serially through the main handle from its first byte on, so
+ * errors, truncations and trailing commas behave exactly as in one thread.
+ * A ring of 2N+2 slots bounds the memory in flight.
  *
  * Errors: yajl's and our own ("ts is not a number") become one line with
  * the byte offset, line and column through tbe__import_fail and
