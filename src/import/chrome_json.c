@@ -60,7 +60,7 @@
  * (or of the bare array) exactly (strings, escapes and nesting tracked,
  * 16 bytes at a time with SSE2); everything outside that array goes
  * through the main yajl handle as before, the array's elements are cut
- * into chunks of about 256 KB of whole events and parsed by N workers
+ * into chunks of about 128 KB of whole events and parsed by N workers
  * (N = TBE_IMPORT_THREADS, else the online CPUs, at most 8), each with a
  * yajl handle of its own, into records (raw text, nothing interned).  The
  * calling thread applies all records strictly in file order with the same
@@ -69,7 +69,7 @@
  * a clean run of events (malformed, empty elements, a cut input) is
  * replayed serially through the main handle from its first byte on, so
  * errors, truncations and trailing commas behave exactly as in one thread.
- * A ring of 2N+2 slots bounds the memory in flight.
+ * A ring of N+4 slots bounds the memory in flight.
  *
  * Errors: yajl's and our own ("ts is not a number") become one line with
  * the byte offset, line and column through tbe__import_fail and
@@ -3069,7 +3069,7 @@ int tbe__chrome_json_workers = 0;
 /* Target chunk size in bytes (0: the default); tests force tiny chunks. */
 size_t tbe__chrome_json_chunk = 0;
 
-#define CJ_CHUNK (256u * 1024u)
+#define CJ_CHUNK (128u * 1024u)
 #define CJ_MAX_WORKERS 8
 
 static int workers_wanted(void) {
@@ -3094,7 +3094,7 @@ static int run_threaded(cj *c, int nw, const tbe_import_options *o) {
     pthread_mutex_destroy(&c->mu);
     return -1;
   }
-  c->nslots = 2 * (size_t)nw + 2;
+  c->nslots = (size_t)nw + 4;
   c->slots = tbe__calloc(c->a, c->nslots, sizeof *c->slots);
   c->wcs = tbe__calloc(c->a, (size_t)nw, sizeof *c->wcs);
   c->wth = tbe__calloc(c->a, (size_t)nw, sizeof *c->wth);
