@@ -31,5 +31,8 @@ int tbe_cli_exit_for(int err);
 
 /* Subcommands (one file each: src/cli/cmd_<name>.c). */
 int tbe_cmd_inspect(int argc, char **argv);
+int tbe_cmd_profile(int argc, char **argv);
+/* 1 when argv is the profiling form: argv[1] is "--" or a profile option. */
+int tbe_cmd_profile_wants(int argc, char **argv);
 
 #endif
