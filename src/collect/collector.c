@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/alloc.h"
 #include "common/buf.h"
 #include "common/fsutil.h"
 #include "tbexport/error.h"
@@ -159,6 +160,7 @@ static struct {
 } G = {.mu = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
 static int atfork_registered;
+static tbe_allocator malloc_alloc; /* the batches' allocator (malloc) */
 
 static uint32_t intern(const char *s) {
   if (!s) return 0;
@@ -886,8 +888,9 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
   G.all = calloc(G.maxbufs, sizeof *G.all);
   G.freel = calloc(G.maxbufs, sizeof *G.freel);
   G.queue = calloc(G.maxbufs, sizeof *G.queue);
-  tbe__buf_init(&G.batch, NULL);
-  tbe__buf_init(&G.side, NULL);
+  tbe__allocator_init(&malloc_alloc, NULL);
+  tbe__buf_init(&G.batch, &malloc_alloc);
+  tbe__buf_init(&G.side, &malloc_alloc);
   memset(&G.stats, 0, sizeof G.stats);
   memset(G.api_names, 0, sizeof G.api_names);
   memset(kind_on, 0, sizeof kind_on);

@@ -16,11 +16,14 @@
 
 #include "collect/convert.h"
 #include "collect/spool.h"
+#include "common/alloc.h"
 #include "common/buf.h"
 #include "tbexport.h"
 #include "testutil.h"
 
 #define T0 1700000000000000000ll
+
+static tbe_allocator al; /* malloc, for the test's buffers */
 
 typedef struct img {
   tbe__buf b;        /* the whole file image */
@@ -55,12 +58,12 @@ static void kern(tbe__buf *p, uint32_t corr, uint32_t name, int64_t s, int64_t e
 /* A spool of three frames: info + strings + 2 kernels + API; 3 kernels;
  * 2 kernels + stats + end.  Returns the image. */
 static void build(img *m, int with_end) {
-  tbe__buf_init(&m->b, NULL);
+  tbe__buf_init(&m->b, &al);
   uint8_t head[TBE__SPOOL_HEADER];
   tbe__spool_header(head, T0);
   tbe__buf_append(&m->b, head, sizeof head);
   tbe__buf p;
-  tbe__buf_init(&p, NULL);
+  tbe__buf_init(&p, &al);
   tbe__sp_info info;
   memset(&info, 0, sizeof info);
   info.start_ns = T0;
@@ -247,12 +250,12 @@ static void test_items_out_of_bounds(void **state) {
   /* A frame whose item claims more bytes than the frame holds, with a
    * valid checksum: rejected as a whole, nothing from it is used. */
   img m;
-  tbe__buf_init(&m.b, NULL);
+  tbe__buf_init(&m.b, &al);
   uint8_t head[TBE__SPOOL_HEADER];
   tbe__spool_header(head, T0);
   tbe__buf_append(&m.b, head, sizeof head);
   tbe__buf p;
-  tbe__buf_init(&p, NULL);
+  tbe__buf_init(&p, &al);
   tbe__spool_str(&p, 1, "k", 1);
   kern(&p, 1, 1, T0 + 1, T0 + 2);
   frame(&m, &p);
@@ -292,7 +295,7 @@ static void test_write_frame_to_file(void **state) {
   tbe__spool_header(head, T0);
   assert_int_equal(write(fd, head, sizeof head), (ssize_t)sizeof head);
   tbe__buf p;
-  tbe__buf_init(&p, NULL);
+  tbe__buf_init(&p, &al);
   tbe__spool_str(&p, 1, "k", 1);
   for (int i = 0; i < 1000; i++) kern(&p, (uint32_t)i + 1, 1, T0 + i * 10 + 1, T0 + i * 10 + 5);
   assert_int_equal(tbe__spool_write_frame(fd, p.data, p.len), 0);
@@ -314,6 +317,7 @@ static void test_write_frame_to_file(void **state) {
 }
 
 int main(void) {
+  tbe__allocator_init(&al, NULL);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_cut_at_every_byte_of_last_frame),
