@@ -564,10 +564,11 @@ static void test_nvtx(void **state) {
 
   tbe__convert_info info;
   tbe_trace *t = stop_and_convert(f, NULL, &info, NULL);
-  assert_int_equal(count_kind(t, TBE_EV_NVTX_RANGE), 6);
+  /* outer, inner, A, B, regstr, handoff, open */
+  assert_int_equal(count_kind(t, TBE_EV_NVTX_RANGE), 7);
   assert_int_equal(count_kind(t, TBE_EV_NVTX_MARK), 1);
-  assert_int_equal(t->nevents, 7);
-  assert_int_equal(info.r.nvtx_ranges, 6);
+  assert_int_equal(t->nevents, 8);
+  assert_int_equal(info.r.nvtx_ranges, 7);
   assert_int_equal(info.r.nvtx_marks, 1);
   assert_int_equal(info.nvtx_unclosed, 1);
   assert_int_equal(info.nvtx_orphan_ends, 1);
