@@ -418,7 +418,7 @@ int tbe_cmd_profile(int argc, char **argv) {
   s.fallback_pid = pid;
   s.fallback_cmd = cmdline;
   s.prog = "tbexport";
-  s.quiet = 0;
+  s.quiet = quiet;
   tbe_profiler_result r;
   size_t nprocs = 0;
   rc = tbe__spools_write_run(&s, &r, &nprocs);
