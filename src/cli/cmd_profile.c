@@ -91,6 +91,7 @@ static void profile_usage(FILE *f) {
           "found; 1 or 2 when tbexport itself failed.\n");
 }
 
+#ifdef TBE_HAVE_CUPTI
 static volatile sig_atomic_t child_pid;
 
 static void forward(int sig, siginfo_t *si, void *uc) {
@@ -100,6 +101,8 @@ static void forward(int sig, siginfo_t *si, void *uc) {
   if (child_pid > 0 && si && (si->si_code == SI_USER || si->si_code == SI_QUEUE))
     kill((pid_t)child_pid, sig);
 }
+
+#endif
 
 /* Finds `cmd` like execvp would; returns a malloc'd path or NULL (errno). */
 static char *find_command(const char *cmd) {
@@ -132,6 +135,7 @@ static char *find_command(const char *cmd) {
   return NULL;
 }
 
+#ifdef TBE_HAVE_CUPTI
 /* Locates libtbexport_inject.so: $TBEXPORT_INJECT_LIB, next to this
  * program, then the install location relative to it. */
 static char *find_inject_lib(void) {
@@ -201,13 +205,15 @@ static double mono(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+#endif
+
 int tbe_cmd_profile(int argc, char **argv) {
   const char *logdir = "log_dir", *run = NULL, *host = NULL;
   tbe__collect_opts co;
   tbe__opts_default(&co);
   int capture = TBE_CAPTURE_ALL, force = 0, quiet = 0;
   char *cap_name = NULL, *cap_domain = NULL;
-  int c, rc;
+  int c;
   optind = 1;
   while ((c = getopt_long(argc, argv, "+h", profile_opts, NULL)) != -1) {
     switch (c) {
@@ -285,6 +291,9 @@ int tbe_cmd_profile(int argc, char **argv) {
     return e == EACCES ? 126 : TBE_EXIT_NOCMD;
   }
 #ifndef TBE_HAVE_CUPTI
+  (void)logdir;
+  (void)force;
+  (void)quiet;
   tbe_cli_error("profile",
                 "the CUPTI collector was not built: this tbexport was configured without the CUDA "
                 "toolkit (CUPTI); rebuild with CUDA installed to profile programs");
@@ -293,6 +302,7 @@ int tbe_cmd_profile(int argc, char **argv) {
   free(cap_domain);
   return TBE_EXIT_FAIL;
 #else
+  int rc;
   char *inject = find_inject_lib();
   if (!inject) {
     tbe_cli_error("profile",
