@@ -664,10 +664,12 @@ static int set_enabled(int on) {
     if (!(kinds[i].need & G.cfg.trace)) continue;
     if (on) {
       CUptiResult r;
+      r = CUPTI_ERROR_NOT_SUPPORTED;
+      /* Dump records for devices/contexts that exist already (late start);
+       * fall back to a plain enable where dumping is refused. */
       if (kinds[i].dump && G.api.activity_enable_and_dump)
         r = G.api.activity_enable_and_dump(kinds[i].kind);
-      else
-        r = G.api.activity_enable(kinds[i].kind);
+      if (r != CUPTI_SUCCESS) r = G.api.activity_enable(kinds[i].kind);
       if (r == CUPTI_SUCCESS) {
         kind_on[i] = 1;
         any = 1;
