@@ -15,10 +15,12 @@
 #include <unistd.h>
 
 #include "collect/convert.h"
+#include "collect/options.h"
 #include "collect/spool.h"
 #include "common/alloc.h"
 #include "common/buf.h"
 #include "tbexport.h"
+#include "tbexport/profiler.h"
 #include "testutil.h"
 
 #define T0 1700000000000000000ll
@@ -316,6 +318,57 @@ static void test_write_frame_to_file(void **state) {
   free(path);
 }
 
+static void test_options(void **state) {
+  (void)state;
+  tbe__collect_opts o, d;
+  tbe__opts_default(&o);
+  o.trace = 0xf;
+  o.delay_s = 1.25;
+  o.duration_s = 3;
+  o.capture = 2;
+  o.buffer_mb = 128;
+  o.flush_ms = 250;
+  o.keep_noisy = 1;
+  char buf[256];
+  assert_int_equal(tbe__opts_encode(&o, buf, sizeof buf), 0);
+  tbe__opts_default(&d);
+  assert_int_equal(tbe__opts_decode(buf, &d), 0);
+  assert_memory_equal(&o, &d, sizeof o);
+  assert_int_equal(tbe__opts_encode(&o, buf, 10), TBE_ETOOBIG);
+  assert_int_equal(tbe__opts_decode("trace=x", &d), TBE_EINVAL);
+  assert_int_equal(tbe__opts_decode("delay=-1", &d), TBE_EINVAL);
+  assert_int_equal(tbe__opts_decode("unknown=5;;noisy=0", &d), 0);
+  assert_int_equal(d.keep_noisy, 0);
+  int mode;
+  char *name, *dom;
+  assert_int_equal(tbe__parse_capture_range("nvtx:step@train", &mode, &name, &dom), 0);
+  assert_int_equal(mode, TBE_CAPTURE_NVTX);
+  assert_string_equal(name, "step");
+  assert_string_equal(dom, "train");
+  free(name);
+  free(dom);
+  assert_int_equal(tbe__parse_capture_range("nvtx:a@b@c", &mode, &name, &dom), 0);
+  assert_string_equal(name, "a@b"); /* the last '@' separates the domain */
+  assert_string_equal(dom, "c");
+  free(name);
+  free(dom);
+  assert_int_equal(tbe__parse_capture_range("cudaProfilerApi", &mode, &name, &dom), 0);
+  assert_int_equal(mode, TBE_CAPTURE_PROFILER_API);
+  assert_null(name);
+  assert_int_equal(tbe__parse_capture_range("nvtx:", &mode, &name, &dom), TBE_EINVAL);
+  assert_int_equal(tbe__parse_capture_range("nvtx:x@", &mode, &name, &dom), TBE_EINVAL);
+  assert_int_equal(tbe__parse_capture_range("range", &mode, &name, &dom), TBE_EINVAL);
+  double sec;
+  assert_int_equal(tbe__parse_seconds("2", &sec), 0);
+  assert_true(sec == 2.0);
+  assert_int_equal(tbe__parse_seconds("250ms", &sec), 0);
+  assert_true(sec == 0.25);
+  assert_int_equal(tbe__parse_seconds("1.5s", &sec), 0);
+  assert_true(sec == 1.5);
+  assert_int_equal(tbe__parse_seconds("-1", &sec), TBE_EINVAL);
+  assert_int_equal(tbe__parse_seconds("2h", &sec), TBE_EINVAL);
+}
+
 int main(void) {
   tbe__allocator_init(&al, NULL);
   const struct CMUnitTest tests[] = {
@@ -326,6 +379,7 @@ int main(void) {
       cmocka_unit_test(test_not_a_spool),
       cmocka_unit_test(test_items_out_of_bounds),
       cmocka_unit_test(test_write_frame_to_file),
+      cmocka_unit_test(test_options),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
