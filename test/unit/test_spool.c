@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "collect/convert.h"
@@ -318,6 +319,86 @@ static void test_write_frame_to_file(void **state) {
   free(path);
 }
 
+static int exists(const char *dir, const char *rel) {
+  char *p = tu_join(dir, rel);
+  int r = access(p, F_OK) == 0;
+  free(p);
+  return r;
+}
+
+static void test_session_two_processes(void **state) {
+  (void)state;
+  /* Two processes' spools (one cut short) become one run, one host each. */
+  char *dir = tu_mkdtemp();
+  char *spools = tu_join(dir, ".tbexport-spool-1");
+  assert_int_equal(mkdir(spools, 0700), 0);
+  img m;
+  build(&m, 1);
+  char *p1 = tu_join(spools, "321.spool");
+  assert_int_equal(tu_write_file(p1, m.b.data, m.b.len), 0);
+  uint32_t pid = 654;
+  memcpy(m.b.data + TBE__SPOOL_HEADER + 8 + 4 + offsetof(tbe__sp_info, pid), &pid, 4);
+  /* (the checksum of frame 1 no longer matches: nothing of it converts) */
+  char *p2 = tu_join(spools, "654.spool");
+  assert_int_equal(tu_write_file(p2, m.b.data, m.last_frame + 5), 0);
+  tbe_export_options eo;
+  tbe_export_options_init(&eo);
+  eo.logdir = dir;
+  eo.run = "r";
+  eo.host = "node";
+  tbe__session s;
+  memset(&s, 0, sizeof s);
+  s.spool_dir = spools;
+  s.eo = &eo;
+  s.quiet = 1;
+  tbe_profiler_result r;
+  size_t np = 0;
+  assert_int_equal(tbe__spools_write_run(&s, &r, &np), 0);
+  assert_int_equal(np, 2);
+  assert_int_equal(r.kernels, 7);
+  assert_int_equal(r.dropped_records, 3);
+  assert_true(exists(dir, "plugins/profile/r/node_pid321.xplane.pb"));
+  assert_true(exists(dir, "plugins/profile/r/node_pid321.trace.json.gz"));
+  assert_true(exists(dir, "plugins/profile/r/node_pid0.xplane.pb")); /* no info frame survived */
+  assert_false(exists(dir, ".tbexport-spool-1")); /* converted spools are removed */
+  tbe__buf_deinit(&m.b);
+  tu_rmrf(dir);
+  free(dir);
+  free(spools);
+  free(p1);
+  free(p2);
+}
+
+static void test_session_no_process(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  tbe_export_options eo;
+  tbe_export_options_init(&eo);
+  eo.logdir = dir;
+  eo.run = "empty";
+  eo.host = "node";
+  tbe__session s;
+  memset(&s, 0, sizeof s);
+  s.eo = &eo;
+  s.quiet = 1;
+  s.fallback_pid = 99;
+  s.fallback_cmd = "/bin/true";
+  s.fallback_start_ns = T0;
+  s.fallback_stop_ns = T0 + 1000000;
+  size_t np = 1;
+  assert_int_equal(tbe__spools_write_run(&s, NULL, &np), 0);
+  assert_int_equal(np, 0);
+  assert_true(exists(dir, "plugins/profile/empty/node.xplane.pb"));
+  size_t n;
+  char *j = tu_join(dir, "plugins/profile/empty/node.trace.json.gz");
+  uint8_t *gz = tu_read_file(j, &n);
+  assert_non_null(gz);
+  free(gz);
+  free(j);
+  tu_rmrf(dir);
+  free(dir);
+}
+
 static void test_options(void **state) {
   (void)state;
   tbe__collect_opts o, d;
@@ -380,6 +461,8 @@ int main(void) {
       cmocka_unit_test(test_items_out_of_bounds),
       cmocka_unit_test(test_write_frame_to_file),
       cmocka_unit_test(test_options),
+      cmocka_unit_test(test_session_two_processes),
+      cmocka_unit_test(test_session_no_process),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
