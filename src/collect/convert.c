@@ -857,6 +857,15 @@ int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
     scan_free(&s);
     return rc;
   }
+  if (!s.have_info && label) {
+    /* The first frame was lost: the file name (<pid>.spool) still says
+     * which process this was. */
+    uint32_t pid = 0;
+    const char *q = label;
+    while (*q >= '0' && *q <= '9' && pid < 100000000u) pid = pid * 10 + (uint32_t)(*q++ - '0');
+    s.info.pid = pid;
+    s.have_info = pid != 0;
+  }
   build b;
   memset(&b, 0, sizeof b);
   b.s = &s;
