@@ -27,6 +27,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 raw=$out/bench_raw.txt
 : >"$raw"
+: >"$out/bench_log.txt"
 
 if [ -n "${TBE_SKIP_BUILD:-}" ] && [ -x "$bd/tbexport" ]; then
   echo "reusing the build in $bd"
@@ -80,8 +81,8 @@ run() {
     exp=$(echo "$line" | grep -o 'export_s=[0-9.]*' | cut -d= -f2)
   fi
   echo "$w $m $loop $wall ${conv:-0} $stop $exp" >>"$raw"
-  [ "$m" = floor ] && grep cupti_floor "$work/e" | tail -1 >>"$out/bench_floor_counts.txt"
-  [ "$m" = tbexport ] && grep -E "kernels|dropped" "$work/e" | tail -2 >>"$out/bench_tbexport_summaries.txt"
+  [ "$m" = floor ] && grep cupti_floor "$work/e" | tail -1 >>"$out/bench_log.txt"
+  [ "$m" = tbexport ] && grep -E "kernels|dropped" "$work/e" | tail -2 >>"$out/bench_log.txt"
   return 0
 }
 

@@ -71,12 +71,12 @@ ld=$work/log_dir
 # ---- 2. samples/cuda_nvtx under tbexport ----
 say "== cuda_nvtx under tbexport"
 "$tb" --logdir "$ld" --run cuda_nvtx --host gpu -- "$bd/cuda_nvtx" --kernels 5000 --steps 5 \
-  >"$out/cuda_nvtx.stdout" 2>"$out/cuda_nvtx.stderr"
+  >"$work/cuda_nvtx.stdout" 2>"$work/cuda_nvtx.stderr"
 rc=$?
-cat "$out/cuda_nvtx.stdout" "$out/cuda_nvtx.stderr" | tee -a "$log"
+cat "$work/cuda_nvtx.stdout" "$work/cuda_nvtx.stderr" | tee -a "$log"
 [ $rc -eq 0 ] && ok "cuda_nvtx under tbexport exited 0" || bad "cuda_nvtx under tbexport: status $rc"
-counts=$(grep -o 'kernels=[0-9]* memcpy=[0-9]* memset=[0-9]* nvtx_ranges=[0-9]* nvtx_marks=[0-9]*' "$out/cuda_nvtx.stdout")
-grep -q "result=ok" "$out/cuda_nvtx.stdout" && ok "cuda_nvtx computed the right result" || bad "cuda_nvtx result"
+counts=$(grep -o 'kernels=[0-9]* memcpy=[0-9]* memset=[0-9]* nvtx_ranges=[0-9]* nvtx_marks=[0-9]*' "$work/cuda_nvtx.stdout")
+grep -q "result=ok" "$work/cuda_nvtx.stdout" && ok "cuda_nvtx computed the right result" || bad "cuda_nvtx result"
 
 # ---- 3. a PyTorch training script under tbexport ----
 say "== PyTorch training under tbexport"
@@ -98,15 +98,15 @@ torch.cuda.synchronize()
 print("train: final loss %.4f" % loss.item())
 PY
 "$tb" --logdir "$ld" --run torch_train --host gpu -- python3 "$work/train.py" \
-  >"$out/torch_train.stdout" 2>"$out/torch_train.stderr"
+  >"$work/torch_train.stdout" 2>"$work/torch_train.stderr"
 rc=$?
-cat "$out/torch_train.stdout" "$out/torch_train.stderr" | tee -a "$log"
+cat "$work/torch_train.stdout" "$work/torch_train.stderr" | tee -a "$log"
 [ $rc -eq 0 ] && ok "PyTorch training under tbexport exited 0" || bad "PyTorch training under tbexport: status $rc"
 
 # ---- 5. SIGKILL halfway ----
 say "== SIGKILL halfway"
 "$tb" --logdir "$ld" --run killed --host gpu -- "$bd/cuda_nvtx" --kernels 40000 --steps 40 \
-  --step-sleep-ms 100 >"$out/killed.stdout" 2>"$out/killed.stderr" &
+  --step-sleep-ms 100 >"$work/killed.stdout" 2>"$work/killed.stderr" &
 tpid=$!
 child=""
 for _ in $(seq 1 100); do
@@ -121,7 +121,7 @@ sleep 2.5
 [ -n "$child" ] && kill -KILL "$child"
 wait "$tpid"
 rc=$?
-cat "$out/killed.stderr" | tee -a "$log"
+cat "$work/killed.stderr" | tee -a "$log"
 [ $rc -eq 137 ] && ok "killed program: tbexport returned 137" || bad "killed program: status $rc, want 137"
 
 # ---- 4. open the runs (and check 2, 3, 5) ----
