@@ -6,6 +6,7 @@
  *   tbexport/trace.h    the trace model
  *   tbexport/import.h   reading existing traces (Chrome JSON, XSpace, nsys)
  *   tbexport/export.h   writing a trace as a TensorBoard run
+ *   tbexport/analysis.h statistics, summary and diff reports over a trace
  */
 #ifndef TBEXPORT_H
 #define TBEXPORT_H
@@ -14,8 +15,10 @@
 #include "tbexport/error.h"
 #include "tbexport/version.h"
 #include "tbexport/writer.h"
+#include "tbexport/reader.h"
 #include "tbexport/trace.h"
 #include "tbexport/import.h"
 #include "tbexport/export.h"
+#include "tbexport/analysis.h"
 
 #endif

@@ -24,6 +24,6 @@ tbe_build() {
   local dir=$1
   shift
   cmake -S "$TBE_ROOT" -B "$dir" "$@" >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log" >&2; return 1; }
-  cmake --build "$dir" -j"$(nproc)" 2>&1 | grep -E "warning|error|Error" >&2 || true
+  cmake --build "$dir" -j"$(nproc)" 2>&1 | grep -E "warning:|error:" >&2 || true
   cmake --build "$dir" -j"$(nproc)" >/dev/null
 }

@@ -32,18 +32,42 @@ typedef struct tbe_export_options {
   unsigned outputs;     /* TBE_OUT_* mask; 0 means all */
   int force;            /* replace existing files */
   int durable;          /* fsync files and directories */
-  /* Called once per file written, with its path.  May be NULL. */
+  /* Called once per file written, with its path, after every requested
+   * output has been written.  May be NULL. */
   void (*on_file)(void *ctx, const char *path);
   void *ctx;
   const tbe_allocator *allocator;
+  /* Called now and then with work done and the total (events times the
+   * number of event-walking outputs).  May be NULL. */
+  void (*progress)(void *ctx, uint64_t done, uint64_t total);
+  void *progress_ctx;
 } tbe_export_options;
 
 /* Fills `o` with the defaults above (logdir NULL). */
 TBE_API void tbe_export_options_init(tbe_export_options *o);
 
-/* Writes the outputs of a finished trace.  Returns 0 or a negative code;
- * on failure no file is left under a final name by the failing output. */
+/* Writes the outputs of a finished trace.  Returns 0 or a negative code:
+ * TBE_EINVAL (no logdir, unknown output bits), TBE_ENAME (run or host name
+ * refused), TBE_EEXIST (an output file exists and `force` is 0: checked for
+ * every output before anything is written), -errno, TBE_ENOMEM.  All or
+ * nothing: when one output fails, the files already written by this call
+ * are removed again, and on_file is only called after all succeeded.
+ * Not thread-safe for the same logdir/run/host. */
 TBE_API int tbe_export_run(const tbe_trace *t, const tbe_export_options *o);
+
+/* Resolves the run and host names tbe_export_run would use (defaults
+ * applied, both validated) into `run` and `host` (at least 201 bytes each;
+ * either may be NULL).  The host default is the trace's host with ':', '/'
+ * and control characters replaced by '_' when that gives a valid name, else
+ * this machine's.  Returns 0, TBE_ENAME or TBE_EINVAL. */
+TBE_API int tbe_export_resolve(const tbe_trace *t, const tbe_export_options *o, char *run,
+                               size_t run_size, char *host, size_t host_size);
+
+/* Writes into `buf` the path of the first file tbe_export_run would
+ * create that already exists (a symlink counts; it is never followed).
+ * Returns 1 if there is one, 0 if none, or a negative code. */
+TBE_API int tbe_export_conflict(const tbe_trace *t, const tbe_export_options *o, char *buf,
+                                size_t size);
 
 /* Checks a run or host name: 1..200 bytes of valid UTF-8, no '/', no
  * control characters, not "." or "..", no leading dot.  Returns 0 or

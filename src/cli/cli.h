@@ -36,5 +36,20 @@ int tbe_cmd_profile_wants(int argc, char **argv);
 
 /* Subcommands (one file each: src/cli/cmd_<name>.c). */
 int tbe_cmd_inspect(int argc, char **argv);
+int tbe_cmd_import(int argc, char **argv);
+int tbe_cmd_summary(int argc, char **argv);
+int tbe_cmd_diff(int argc, char **argv);
+
+/* Shared by summary and diff (cmd_summary.c): loads RUN (in `logdir`) or
+ * FILE into a finished trace; prints one error line and returns an exit
+ * code on failure.  `label` gets the run name or file name. */
+struct tbe_trace;
+struct tbe_report_options;
+int tbe_cli_load_trace(const char *cmd, const char *logdir, const char *arg, int quiet,
+                       struct tbe_trace **out, char *label, size_t label_size, int *is_run);
+/* --format/--sort/--top/--width (c = 'f', 's', 'n', 'w'); 0 or an exit code. */
+int tbe_cli_report_option(const char *cmd, int c, const char *arg, struct tbe_report_options *o);
+/* Writes a report to stdout; 0 or TBE_EXIT_FAIL after printing the error. */
+int tbe_cli_print(const char *cmd, const char *s, size_t len);
 
 #endif

@@ -1,8 +1,501 @@
-/* cmd_inspect.c: `tbexport inspect` (filled in by the event reader work). */
+/* cmd_inspect.c: `tbexport inspect PATH [--dump]`, like `tensorboard
+ * --inspect`: reads a log directory (every run below it), a run directory
+ * or one event file with the public reader, and prints the runs, the tags
+ * of each plugin with their counts, first/last step and wall time.  With
+ * --dump it prints one JSON object per event instead (JSON Lines).
+ *
+ * A truncated tail is a warning (a writer may still be appending); a
+ * corrupt record (bad CRC, not an Event) is reported with its file and
+ * byte offset, the rest of that file is skipped, the other files are still
+ * read, and the exit status is 2.  Uses only the public API. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
 #include "cli/cli.h"
+#include "tbexport.h"
+
+typedef struct tagstat {
+  char *run;
+  char *plugin;
+  char *tag;
+  uint64_t count;
+  int64_t first_step, last_step, min_step, max_step;
+  uint64_t out_of_order;
+  double first_wall, last_wall;
+} tagstat;
+
+typedef struct runstat {
+  char *run;
+  uint64_t events, files_seen;
+  char *last_path;
+} runstat;
+
+typedef struct stats {
+  tagstat *tags;
+  size_t ntags, cap;
+  size_t *slots; /* open-addressing index of `tags` by (run, plugin, tag); 0 = empty, else i+1 */
+  size_t nslots;
+  runstat *runs;
+  size_t nruns, rcap;
+  uint64_t events;
+} stats;
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: tbexport inspect [--dump] PATH\n"
+          "\n"
+          "Lists what TensorBoard event files hold.  PATH is a log directory (every\n"
+          "run below it is read), a run directory, or one event file.\n"
+          "\n"
+          "  --dump    print one JSON object per event (JSON Lines) instead of the summary\n"
+          "  -h, --help  this help\n"
+          "\n"
+          "exit status: 0 ok (a truncated last record is only a warning); 1 I/O error;\n"
+          "2 bad usage, no event files, or a corrupt record (its byte offset is printed).\n");
+}
+
+static const char *plugin_of(const tbe_summary_value *v) {
+  if (v->plugin_name && v->plugin_name[0]) return v->plugin_name;
+  switch (v->type) {
+    case TBE_VALUE_SIMPLE: return "scalars";
+    case TBE_VALUE_HISTO: return "histograms";
+    case TBE_VALUE_IMAGE: return "images";
+    case TBE_VALUE_AUDIO: return "audio";
+    case TBE_VALUE_TENSOR: return "tensors";
+    default: return "(none)";
+  }
+}
+
+static char *xstrdup(const char *s) {
+  char *p = strdup(s ? s : "");
+  if (!p) {
+    tbe_cli_error("inspect", "out of memory");
+    exit(TBE_EXIT_FAIL);
+  }
+  return p;
+}
+
+static void *xrealloc(void *p, size_t n) {
+  void *q = realloc(p, n);
+  if (!q) {
+    tbe_cli_error("inspect", "out of memory");
+    exit(TBE_EXIT_FAIL);
+  }
+  return q;
+}
+
+static runstat *run_of(stats *st, const char *run) {
+  if (st->nruns && strcmp(st->runs[st->nruns - 1].run, run) == 0) return &st->runs[st->nruns - 1];
+  for (size_t i = 0; i < st->nruns; i++)
+    if (strcmp(st->runs[i].run, run) == 0) return &st->runs[i];
+  if (st->nruns == st->rcap) {
+    st->rcap = st->rcap ? 2 * st->rcap : 8;
+    st->runs = xrealloc(st->runs, st->rcap * sizeof *st->runs);
+  }
+  runstat *r = &st->runs[st->nruns++];
+  memset(r, 0, sizeof *r);
+  r->run = xstrdup(run);
+  return r;
+}
+
+static uint64_t hash3(const char *a, const char *b, const char *c) {
+  uint64_t h = 1469598103934665603ull;
+  const char *parts[3] = {a, b, c};
+  for (int i = 0; i < 3; i++) {
+    for (const unsigned char *p = (const unsigned char *)parts[i]; *p; p++)
+      h = (h ^ *p) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull; /* separator */
+  }
+  return h;
+}
+
+static int same(const tagstat *t, const char *run, const char *plugin, const char *tag) {
+  return strcmp(t->tag, tag) == 0 && strcmp(t->run, run) == 0 && strcmp(t->plugin, plugin) == 0;
+}
+
+static void index_insert(stats *st, size_t i) {
+  tagstat *t = &st->tags[i];
+  size_t mask = st->nslots - 1, k = (size_t)hash3(t->run, t->plugin, t->tag) & mask;
+  while (st->slots[k]) k = (k + 1) & mask;
+  st->slots[k] = i + 1;
+}
+
+static void index_grow(stats *st) {
+  free(st->slots);
+  st->nslots = st->nslots ? 2 * st->nslots : 64;
+  st->slots = calloc(st->nslots, sizeof *st->slots);
+  if (!st->slots) {
+    tbe_cli_error("inspect", "out of memory");
+    exit(TBE_EXIT_FAIL);
+  }
+  for (size_t i = 0; i < st->ntags; i++) index_insert(st, i);
+}
+
+static void count_value(stats *st, const tbe_tb_event *ev, const tbe_summary_value *v) {
+  const char *plugin = plugin_of(v);
+  const char *tag = v->tag && v->tag[0] ? v->tag : v->node_name;
+  tagstat *t = NULL;
+  if (st->nslots) {
+    size_t mask = st->nslots - 1, k = (size_t)hash3(ev->run, plugin, tag) & mask;
+    for (; st->slots[k]; k = (k + 1) & mask)
+      if (same(&st->tags[st->slots[k] - 1], ev->run, plugin, tag)) {
+        t = &st->tags[st->slots[k] - 1];
+        break;
+      }
+  }
+  if (!t) {
+    if (st->ntags == st->cap) {
+      st->cap = st->cap ? 2 * st->cap : 16;
+      st->tags = xrealloc(st->tags, st->cap * sizeof *st->tags);
+    }
+    t = &st->tags[st->ntags++];
+    memset(t, 0, sizeof *t);
+    t->run = xstrdup(ev->run);
+    t->plugin = xstrdup(plugin);
+    t->tag = xstrdup(tag);
+    t->first_step = t->min_step = t->max_step = ev->step;
+    t->first_wall = ev->wall_time;
+    if (2 * st->ntags > st->nslots)
+      index_grow(st);
+    else
+      index_insert(st, st->ntags - 1);
+  } else if (ev->step < t->last_step) {
+    t->out_of_order++;
+  }
+  t->count++;
+  t->last_step = ev->step;
+  t->last_wall = ev->wall_time;
+  if (ev->step < t->min_step) t->min_step = ev->step;
+  if (ev->step > t->max_step) t->max_step = ev->step;
+}
+
+static void fmt_time(char *buf, size_t n, double wall) {
+  if (!isfinite(wall) || wall < 0 || wall > 253402300799.0) {
+    snprintf(buf, n, "%g", wall);
+    return;
+  }
+  time_t secs = (time_t)wall;
+  int ms = (int)((wall - (double)secs) * 1000.0);
+  struct tm tm;
+  gmtime_r(&secs, &tm);
+  char d[32];
+  strftime(d, sizeof d, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(buf, n, "%s.%03dZ", d, ms);
+}
+
+static int cmp_tag(const void *x, const void *y) {
+  const tagstat *a = x, *b = y;
+  int c = strcmp(a->run, b->run);
+  if (!c) c = strcmp(a->plugin, b->plugin);
+  if (!c) c = strcmp(a->tag, b->tag);
+  return c;
+}
+
+static void print_summary(stats *st, const char *path) {
+  qsort(st->tags, st->ntags, sizeof *st->tags, cmp_tag);
+  printf("%s: %zu run%s, %" PRIu64 " events\n", path, st->nruns, st->nruns == 1 ? "" : "s",
+         st->events);
+  for (size_t i = 0; i < st->nruns; i++) {
+    runstat *r = &st->runs[i];
+    printf("\nrun %s  (%" PRIu64 " file%s, %" PRIu64 " events)\n", r->run, r->files_seen,
+           r->files_seen == 1 ? "" : "s", r->events);
+    const char *plugin = NULL;
+    for (size_t k = 0; k < st->ntags; k++) {
+      tagstat *t = &st->tags[k];
+      if (strcmp(t->run, r->run) != 0) continue;
+      if (!plugin || strcmp(plugin, t->plugin) != 0) {
+        plugin = t->plugin;
+        printf("  %s\n", plugin);
+      }
+      char fw[40], lw[40];
+      fmt_time(fw, sizeof fw, t->first_wall);
+      fmt_time(lw, sizeof lw, t->last_wall);
+      printf("    %-32s count %-7" PRIu64 " steps %" PRId64 "..%" PRId64, t->tag, t->count,
+             t->first_step, t->last_step);
+      if (t->min_step != t->first_step || t->max_step != t->last_step)
+        printf(" (min %" PRId64 ", max %" PRId64 ")", t->min_step, t->max_step);
+      if (t->out_of_order) printf(" [%" PRIu64 " out of order]", t->out_of_order);
+      printf("  wall %s .. %s\n", fw, lw);
+    }
+  }
+}
+
+/* ---- JSON output ---- */
+
+static void json_str(FILE *f, const uint8_t *s, size_t n) {
+  fputc('"', f);
+  for (size_t i = 0; i < n; i++) {
+    uint8_t c = s[i];
+    if (c == '"' || c == '\\')
+      fprintf(f, "\\%c", c);
+    else if (c == '\n')
+      fputs("\\n", f);
+    else if (c == '\t')
+      fputs("\\t", f);
+    else if (c == '\r')
+      fputs("\\r", f);
+    else if (c < 0x20 || c == 0x7f)
+      fprintf(f, "\\u%04x", c);
+    else if (c < 0x80)
+      fputc(c, f);
+    else {
+      /* pass valid UTF-8 sequences through; escape stray bytes as U+00XX */
+      size_t len = (c >= 0xf0 && c <= 0xf4) ? 4 : (c >= 0xe0) ? 3 : (c >= 0xc2 && c < 0xe0) ? 2 : 0;
+      int ok = len > 0 && i + len <= n && c < 0xf5;
+      for (size_t k = 1; ok && k < len; k++) ok = (s[i + k] & 0xc0) == 0x80;
+      if (ok) {
+        fwrite(s + i, 1, len, f);
+        i += len - 1;
+      } else {
+        fprintf(f, "\\u%04x", c);
+      }
+    }
+  }
+  fputc('"', f);
+}
+
+static void json_cstr(FILE *f, const char *s) { json_str(f, (const uint8_t *)(s ? s : ""), s ? strlen(s) : 0); }
+
+static void json_num(FILE *f, double v, int prec) {
+  if (isnan(v))
+    fputs("\"NaN\"", f);
+  else if (isinf(v))
+    fputs(v > 0 ? "\"Infinity\"" : "\"-Infinity\"", f);
+  else
+    fprintf(f, "%.*g", prec, v);
+}
+
+static const char *kind_name(tbe_tb_kind k) {
+  switch (k) {
+    case TBE_TB_FILE_VERSION: return "file_version";
+    case TBE_TB_GRAPH: return "graph_def";
+    case TBE_TB_SUMMARY: return "summary";
+    case TBE_TB_LOG_MESSAGE: return "log_message";
+    case TBE_TB_SESSION_LOG: return "session_log";
+    case TBE_TB_RUN_METADATA: return "tagged_run_metadata";
+    case TBE_TB_META_GRAPH: return "meta_graph_def";
+    default: return "empty";
+  }
+}
+
+static const char *dtype_name(int dt) {
+  switch (dt) {
+    case TBE_DT_FLOAT: return "DT_FLOAT";
+    case TBE_DT_DOUBLE: return "DT_DOUBLE";
+    case TBE_DT_INT32: return "DT_INT32";
+    case TBE_DT_UINT8: return "DT_UINT8";
+    case TBE_DT_STRING: return "DT_STRING";
+    case TBE_DT_INT64: return "DT_INT64";
+    case TBE_DT_BOOL: return "DT_BOOL";
+    case TBE_DT_HALF: return "DT_HALF";
+    default: return NULL;
+  }
+}
+
+static void dump_value(FILE *f, const tbe_summary_value *v) {
+  fputs("{\"tag\":", f);
+  json_cstr(f, v->tag);
+  fputs(",\"plugin\":", f);
+  json_cstr(f, v->plugin_name);
+  switch (v->type) {
+    case TBE_VALUE_SIMPLE:
+      fputs(",\"type\":\"simple_value\",\"value\":", f);
+      json_num(f, v->simple_value, 9);
+      break;
+    case TBE_VALUE_HISTO:
+      fputs(",\"type\":\"histogram\",\"min\":", f);
+      json_num(f, v->histo.min, 17);
+      fputs(",\"max\":", f);
+      json_num(f, v->histo.max, 17);
+      fputs(",\"num\":", f);
+      json_num(f, v->histo.num, 17);
+      fputs(",\"sum\":", f);
+      json_num(f, v->histo.sum, 17);
+      fputs(",\"sum_squares\":", f);
+      json_num(f, v->histo.sum_squares, 17);
+      fputs(",\"buckets\":[", f);
+      for (size_t i = 0; i < v->histo.nbuckets; i++) {
+        fputs(i ? ",[" : "[", f);
+        json_num(f, v->histo.bucket_limit[i], 17);
+        fputc(',', f);
+        json_num(f, v->histo.bucket[i], 17);
+        fputc(']', f);
+      }
+      fputc(']', f);
+      break;
+    case TBE_VALUE_IMAGE:
+      fprintf(f, ",\"type\":\"image\",\"width\":%d,\"height\":%d,\"colorspace\":%d,\"bytes\":%zu",
+              v->image.width, v->image.height, v->image.colorspace, v->image.encoded.size);
+      break;
+    case TBE_VALUE_AUDIO:
+      fputs(",\"type\":\"audio\",\"sample_rate\":", f);
+      json_num(f, v->audio.sample_rate, 9);
+      fprintf(f, ",\"bytes\":%zu", v->audio.encoded.size);
+      break;
+    case TBE_VALUE_TENSOR: {
+      const tbe_tensor_view *t = &v->tensor;
+      const char *dn = dtype_name(t->dtype);
+      fputs(",\"type\":\"tensor\",\"dtype\":", f);
+      if (dn)
+        fprintf(f, "\"%s\"", dn);
+      else
+        fprintf(f, "%d", t->dtype);
+      fputs(",\"shape\":[", f);
+      for (size_t i = 0; i < t->rank; i++) fprintf(f, "%s%" PRId64, i ? "," : "", t->shape[i]);
+      fputs("],\"values\":[", f);
+      size_t k = 0;
+      for (size_t i = 0; i < t->nfloats; i++, k++) {
+        if (k) fputc(',', f);
+        json_num(f, t->floats[i], 9);
+      }
+      for (size_t i = 0; i < t->ndoubles; i++, k++) {
+        if (k) fputc(',', f);
+        json_num(f, t->doubles[i], 17);
+      }
+      for (size_t i = 0; i < t->nints; i++, k++) fprintf(f, "%s%" PRId64, k ? "," : "", t->ints[i]);
+      for (size_t i = 0; i < t->nstrings; i++, k++) {
+        if (k) fputc(',', f);
+        json_str(f, t->strings[i].data, t->strings[i].size);
+      }
+      fputc(']', f);
+      break;
+    }
+    case TBE_VALUE_OLD_HISTOGRAM: fputs(",\"type\":\"old_histogram\"", f); break;
+    default: fputs(",\"type\":\"none\"", f); break;
+  }
+  if (v->plugin_content.size) fprintf(f, ",\"plugin_content_bytes\":%zu", v->plugin_content.size);
+  fputc('}', f);
+}
+
+static void dump_event(FILE *f, const tbe_tb_event *ev) {
+  fputs("{\"run\":", f);
+  json_cstr(f, ev->run);
+  fputs(",\"file\":", f);
+  json_cstr(f, ev->path);
+  fprintf(f, ",\"offset\":%" PRIu64 ",\"wall_time\":", ev->offset);
+  json_num(f, ev->wall_time, 17);
+  fprintf(f, ",\"step\":%" PRId64 ",\"kind\":\"%s\"", ev->step, kind_name(ev->kind));
+  if (ev->file_version) {
+    fputs(",\"file_version\":", f);
+    json_cstr(f, ev->file_version);
+  }
+  if (ev->source_writer && ev->source_writer[0]) {
+    fputs(",\"source_writer\":", f);
+    json_cstr(f, ev->source_writer);
+  }
+  if (ev->kind == TBE_TB_SESSION_LOG) fprintf(f, ",\"status\":%d", ev->session_status);
+  if (ev->text && ev->text[0]) {
+    fputs(",\"text\":", f);
+    json_cstr(f, ev->text);
+  }
+  if (ev->payload.size) fprintf(f, ",\"payload_bytes\":%zu", ev->payload.size);
+  if (ev->kind == TBE_TB_SUMMARY) {
+    fputs(",\"values\":[", f);
+    for (size_t i = 0; i < ev->nvalues; i++) {
+      if (i) fputc(',', f);
+      dump_value(f, &ev->values[i]);
+    }
+    fputc(']', f);
+  }
+  fputs("}\n", f);
+}
+
 int tbe_cmd_inspect(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  tbe_cli_error("inspect", "not yet available");
-  return TBE_EXIT_FAIL;
+  static const struct option opts[] = {
+      {"dump", no_argument, 0, 'd'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+  int dump = 0, c;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "+dh", opts, NULL)) != -1) {
+    switch (c) {
+      case 'd': dump = 1; break;
+      case 'h': usage(stdout); return TBE_EXIT_OK;
+      default:
+        tbe_cli_error("inspect", "unknown option '%s' (try --help)", argv[optind - 1]);
+        return TBE_EXIT_USAGE;
+    }
+  }
+  if (optind + 1 != argc) {
+    tbe_cli_error("inspect", optind >= argc ? "missing PATH (try --help)"
+                                            : "expected one PATH, got extra argument '%s'",
+                  optind < argc ? argv[optind + 1] : "");
+    return TBE_EXIT_USAGE;
+  }
+  const char *path = argv[optind];
+  tbe_reader *r;
+  int rc = tbe_reader_open(&r, path, TBE_READER_RECURSIVE, NULL);
+  if (rc < 0) {
+    tbe_cli_error("inspect", "%s: %s", path, tbe_strerror(rc));
+    return rc == -ENOENT ? TBE_EXIT_USAGE : tbe_cli_exit_for(rc);
+  }
+  if (tbe_reader_file_count(r) == 0) {
+    tbe_cli_error("inspect", "%s: no event files (names containing \"tfevents\") found", path);
+    tbe_reader_close(r);
+    return TBE_EXIT_USAGE;
+  }
+  stats st;
+  memset(&st, 0, sizeof st);
+  int status = TBE_EXIT_OK;
+  const tbe_tb_event *ev;
+  for (;;) {
+    rc = tbe_reader_next(r, &ev);
+    if (rc == 0) break;
+    if (rc < 0) {
+      tbe_reader_error_info info;
+      tbe_reader_error(r, &info);
+      if (rc == TBE_ETRUNCATED) {
+        fprintf(stderr, "tbexport inspect: warning: %s: byte offset %" PRIu64 ": %s\n", info.path,
+                info.offset, info.message);
+        continue;
+      }
+      if (rc == TBE_ECHECKSUM || rc == TBE_EPARSE) {
+        tbe_cli_error("inspect", "%s: corrupt record at byte offset %" PRIu64 ": %s", info.path,
+                      info.offset, info.message);
+        status = TBE_EXIT_USAGE;
+        continue;
+      }
+      tbe_cli_error("inspect", "%s: %s", info.path && info.path[0] ? info.path : path,
+                    info.message && info.message[0] ? info.message : tbe_strerror(rc));
+      if (rc == TBE_ENOMEM) {
+        status = TBE_EXIT_FAIL;
+        break;
+      }
+      if (status == TBE_EXIT_OK) status = TBE_EXIT_FAIL;
+      continue;
+    }
+    if (dump) {
+      dump_event(stdout, ev);
+      continue;
+    }
+    st.events++;
+    runstat *rs = run_of(&st, ev->run);
+    rs->events++;
+    if (!rs->last_path || strcmp(rs->last_path, ev->path) != 0) {
+      free(rs->last_path);
+      rs->last_path = xstrdup(ev->path);
+      rs->files_seen++;
+    }
+    if (ev->kind == TBE_TB_SUMMARY)
+      for (size_t i = 0; i < ev->nvalues; i++) count_value(&st, ev, &ev->values[i]);
+  }
+  tbe_reader_close(r);
+  if (!dump) print_summary(&st, path);
+  for (size_t i = 0; i < st.ntags; i++) {
+    free(st.tags[i].run);
+    free(st.tags[i].plugin);
+    free(st.tags[i].tag);
+  }
+  for (size_t i = 0; i < st.nruns; i++) {
+    free(st.runs[i].run);
+    free(st.runs[i].last_path);
+  }
+  free(st.tags);
+  free(st.slots);
+  free(st.runs);
+  if (fflush(stdout) != 0 && status == TBE_EXIT_OK) status = TBE_EXIT_FAIL;
+  return status;
 }

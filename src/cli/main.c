@@ -12,6 +12,9 @@
 static const tbe_cli_cmd commands[] = {
     {"profile", "run a program and collect its GPU activity (also: tbexport -- CMD)", tbe_cmd_profile},
     {"inspect", "list runs, tags and counts of TensorBoard event files", tbe_cmd_inspect},
+    {"import", "turn trace files into a TensorBoard run (xplane, trace JSON, scalars)", tbe_cmd_import},
+    {"summary", "where the time goes in a trace: GPUs, top kernels, steps, advice", tbe_cmd_summary},
+    {"diff", "compare two traces: which kernels and operators got faster or slower", tbe_cmd_diff},
 };
 
 void tbe_cli_error(const char *cmd, const char *fmt, ...) {

@@ -6,6 +6,8 @@
 #ifndef TBE_TRACE_EXPORTER_H
 #define TBE_TRACE_EXPORTER_H
 
+#include <stdint.h>
+
 #include "tbexport/export.h"
 #include "tbexport/trace.h"
 
@@ -19,6 +21,9 @@ typedef struct tbe__export_ctx {
   const tbe_allocator *a;
   void (*on_file)(void *ctx, const char *path);
   void *on_file_ctx;
+  /* Progress in events written by this output (may be NULL). */
+  void (*progress)(void *ctx, uint64_t done, uint64_t total);
+  void *progress_ctx;
 } tbe__export_ctx;
 
 typedef struct tbe__exporter {

@@ -1,0 +1,140 @@
+/* cmd_diff.c: `tbexport diff [--logdir DIR] BASE NEW`: which kernels, CPU
+ * operators and ranges got faster or slower between two traces.
+ *
+ * BASE and NEW are run names in the log_dir or trace files (loaded by
+ * tbe_cli_load_trace, cmd_summary.c).  The report goes to stdout.  When NEW
+ * is a run, the comparison is also written into TensorBoard, as a new event
+ * file in <logdir>/<NEW>/ with tags under diff/<BASE>/ (its path is printed
+ * on stderr); --no-events skips that. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "tbexport.h"
+#include "tbexport/analysis.h"
+
+#define DEFAULT_LOGDIR "log_dir"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: tbexport diff [--logdir DIR] [options] BASE NEW\n"
+          "\n"
+          "Compares two traces (run names in the log_dir, or trace files): wall, GPU busy,\n"
+          "kernel and median step time of each side, then per kernel, CPU operator and\n"
+          "range: calls, total and average on each side, delta and ratio, sorted by\n"
+          "|delta|; names found on one side only are listed as added or removed.  With\n"
+          "several steps on both sides, a change smaller than the step-to-step spread\n"
+          "(max - min) of either run is marked as noise.  When NEW is a run, the\n"
+          "comparison is also written to <logdir>/<NEW>/ (tags diff/<BASE>/...).\n"
+          "\n"
+          "options:\n"
+          "  --logdir DIR        log directory holding the runs (default " DEFAULT_LOGDIR ")\n"
+          "  --format FMT        table (default), csv, json or markdown\n"
+          "  --top N             rows per table (default 10; 0 = all)\n"
+          "  --wide              full names instead of shortened ones\n"
+          "  --width N           table width (default 100)\n"
+          "  --no-events         do not write the comparison into TensorBoard\n"
+          "  --quiet             no progress line\n");
+}
+
+/* A tag-safe label for a side: the run name, or the file's base name up
+ * to its first dot. */
+static void side_label(const char *label, int is_run, char *out, size_t size) {
+  size_t n = strlen(label) < size - 1 ? strlen(label) : size - 1;
+  memcpy(out, label, n);
+  out[n] = '\0';
+  if (!is_run) {
+    char *dot = strchr(out, '.');
+    if (dot && dot != out) *dot = '\0';
+  }
+  for (char *p = out; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == '/') *p = '_';
+  if (!out[0] || out[0] == '.') snprintf(out, size, "base");
+}
+
+int tbe_cmd_diff(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"logdir", required_argument, 0, 'L'}, {"format", required_argument, 0, 'f'},
+      {"top", required_argument, 0, 'n'},    {"wide", no_argument, 0, 'W'},
+      {"width", required_argument, 0, 'w'},  {"no-events", no_argument, 0, 'E'},
+      {"quiet", no_argument, 0, 'q'},        {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  tbe_report_options o;
+  tbe_report_options_init(&o);
+  const char *logdir = NULL;
+  int quiet = 0, no_events = 0, c;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":hq", opts, NULL)) != -1) {
+    switch (c) {
+      case 'L': logdir = optarg; break;
+      case 'W': o.wide = 1; break;
+      case 'E': no_events = 1; break;
+      case 'q': quiet = 1; break;
+      case 'h': usage(stdout); return TBE_EXIT_OK;
+      case 'f':
+      case 'n':
+      case 'w': {
+        int rc = tbe_cli_report_option("diff", c, optarg, &o);
+        if (rc) return rc;
+        break;
+      }
+      case ':':
+        tbe_cli_error("diff", "option '%s' needs a value", argv[optind - 1]);
+        return TBE_EXIT_USAGE;
+      default:
+        tbe_cli_error("diff", "unknown option '%s' (try --help)", argv[optind - 1]);
+        return TBE_EXIT_USAGE;
+    }
+  }
+  if (argc - optind != 2) {
+    tbe_cli_error("diff", "expected BASE and NEW, got %d argument%s", argc - optind,
+                  argc - optind == 1 ? "" : "s");
+    return TBE_EXIT_USAGE;
+  }
+  tbe_trace *t[2] = {NULL, NULL};
+  tbe_analysis *an[2] = {NULL, NULL};
+  char label[2][512];
+  int is_run[2] = {0, 0};
+  int rc = 0;
+  for (int s = 0; s < 2 && !rc; s++)
+    rc = tbe_cli_load_trace("diff", logdir, argv[optind + s], quiet, &t[s], label[s],
+                            sizeof label[s], &is_run[s]);
+  tbe_diff *d = NULL;
+  char *text = NULL;
+  size_t len = 0;
+  int err = 0;
+  if (!rc) {
+    for (int s = 0; s < 2 && !err; s++) err = tbe_analysis_create(&an[s], t[s], NULL);
+    if (!err) err = tbe_diff_create(&d, an[0], an[1], NULL);
+    if (!err) {
+      o.label[0] = label[0];
+      o.label[1] = label[1];
+      err = tbe_report_diff(d, &o, &text, &len);
+    }
+    if (err) {
+      tbe_cli_error("diff", "%s", tbe_strerror(err));
+      rc = tbe_cli_exit_for(err);
+    }
+  }
+  if (!rc && is_run[1] && !no_events) {
+    char dir[4096], base[201], path[4096];
+    snprintf(dir, sizeof dir, "%s/%s", logdir ? logdir : DEFAULT_LOGDIR, label[1]);
+    side_label(label[0], is_run[0], base, sizeof base);
+    err = tbe_diff_write_events(d, dir, base, label[1], o.top, NULL, path, sizeof path);
+    if (err) {
+      tbe_cli_error("diff", "%s: %s", dir, tbe_strerror(err));
+      rc = tbe_cli_exit_for(err);
+    } else if (!quiet) {
+      fprintf(stderr, "wrote %s\n", path);
+    }
+  }
+  if (!rc) rc = tbe_cli_print("diff", text, len);
+  tbe_report_free(text, len, NULL);
+  tbe_diff_free(d);
+  for (int s = 0; s < 2; s++) {
+    tbe_analysis_free(an[s]);
+    tbe_trace_free(t[s]);
+  }
+  return rc;
+}

@@ -1,0 +1,197 @@
+/* cmd_import.c: `tbexport import FILE... --logdir DIR`: turns existing
+ * traces (Chrome/Kineto JSON, XSpace, Nsight Systems SQLite; detected by
+ * content) into a TensorBoard run.
+ *
+ * Every FILE is imported into one trace (several files merge), then the
+ * requested outputs are written under the log directory and each file
+ * written is printed on its own line.  Nothing is written when an input is
+ * bad (exit 2, the importer's one-line error), when a name is refused
+ * (exit 2), or when an output file already exists without --force (exit 1);
+ * a failure while writing removes what this run wrote. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/progress.h"
+#include "tbexport.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: tbexport import FILE... --logdir DIR [--run NAME] [--host NAME]\n"
+          "                       [--format xplane,json,events] [--force] [--quiet]\n"
+          "\n"
+          "Imports traces (PyTorch/Kineto or other Chrome JSON, plain or gzip; XSpace\n"
+          ".xplane.pb; Nsight Systems SQLite exports) and writes them as one run:\n"
+          "  DIR/plugins/profile/RUN/HOST.xplane.pb      TensorBoard profile plugin, xprof\n"
+          "  DIR/plugins/profile/RUN/HOST.trace.json.gz  Perfetto, chrome://tracing\n"
+          "  DIR/RUN/events.out.tfevents.*               TensorBoard scalars and text\n"
+          "Several FILEs are merged into one trace.  Prints each file written.\n"
+          "\n"
+          "options:\n"
+          "  --logdir DIR    TensorBoard log directory (created if missing); required\n"
+          "  --run NAME      run name (default: local time, YYYY_MM_DD_HH_MM_SS);\n"
+          "                  no '/', '..', leading dot, control characters, <= 200 bytes\n"
+          "  --host NAME     host name for the file names (default: the trace's host,\n"
+          "                  else this machine's)\n"
+          "  --format LIST   outputs to write, comma-separated: xplane, json, events\n"
+          "                  (default: all three)\n"
+          "  --force         replace existing output files\n"
+          "  --quiet         no progress bar\n"
+          "  --help          this text\n"
+          "\n"
+          "exit status: 0 success; 1 failure while working, or an output exists\n"
+          "(use --force); 2 bad usage or bad input.\n");
+}
+
+/* Copies `s` for display: control characters become '?'. */
+static const char *printable(const char *s, char *buf, size_t size) {
+  size_t i = 0;
+  for (; s[i] && i + 1 < size; i++) buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7F ? '?' : s[i];
+  buf[i] = 0;
+  if (s[i]) snprintf(buf + (i > 3 ? i - 3 : 0), 4, "...");
+  return buf;
+}
+
+static int parse_formats(const char *list, unsigned *out) {
+  unsigned m = 0;
+  const char *p = list;
+  while (*p) {
+    const char *e = strchr(p, ',');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    if (n == 6 && !strncmp(p, "xplane", 6)) m |= TBE_OUT_XPLANE;
+    else if (n == 4 && !strncmp(p, "json", 4)) m |= TBE_OUT_JSON;
+    else if (n == 6 && !strncmp(p, "events", 6)) m |= TBE_OUT_EVENTS;
+    else if (n != 0) return -1;
+    p += n;
+    if (*p == ',') p++;
+  }
+  if (!m) return -1;
+  *out = m;
+  return 0;
+}
+
+static void print_file(void *ctx, const char *path) {
+  (void)ctx;
+  printf("%s\n", path);
+}
+
+int tbe_cmd_import(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"logdir", required_argument, 0, 'l'}, {"run", required_argument, 0, 'r'},
+      {"host", required_argument, 0, 'H'},   {"format", required_argument, 0, 'f'},
+      {"force", no_argument, 0, 'F'},        {"quiet", no_argument, 0, 'q'},
+      {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+  const char *logdir = NULL, *run = NULL, *host = NULL;
+  unsigned outputs = TBE_OUT_ALL;
+  int force = 0, quiet = 0, c;
+  char shown[256];
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    switch (c) {
+      case 'l': logdir = optarg; break;
+      case 'r': run = optarg; break;
+      case 'H': host = optarg; break;
+      case 'f':
+        if (parse_formats(optarg, &outputs)) {
+          tbe_cli_error("import", "unknown --format '%s' (use xplane, json, events)",
+                        printable(optarg, shown, sizeof shown));
+          return TBE_EXIT_USAGE;
+        }
+        break;
+      case 'F': force = 1; break;
+      case 'q': quiet = 1; break;
+      case 'h': usage(stdout); return TBE_EXIT_OK;
+      default:
+        tbe_cli_error("import", "unknown or incomplete option '%s' (try --help)", argv[optind - 1]);
+        return TBE_EXIT_USAGE;
+    }
+  }
+  if (optind >= argc) {
+    tbe_cli_error("import", "no trace file given (try --help)");
+    return TBE_EXIT_USAGE;
+  }
+  if (!logdir || !*logdir) {
+    tbe_cli_error("import", "--logdir DIR is required (try --help)");
+    return TBE_EXIT_USAGE;
+  }
+  const char *why;
+  if (run && tbe_name_check(run, &why)) {
+    tbe_cli_error("import", "run name '%s' refused: it %s", printable(run, shown, sizeof shown), why);
+    return TBE_EXIT_USAGE;
+  }
+  if (host && tbe_name_check(host, &why)) {
+    tbe_cli_error("import", "host name '%s' refused: it %s", printable(host, shown, sizeof shown), why);
+    return TBE_EXIT_USAGE;
+  }
+
+  tbe_trace *t = NULL;
+  int rc = tbe_trace_create(&t, NULL);
+  if (rc) {
+    tbe_cli_error("import", "%s", tbe_strerror(rc));
+    return TBE_EXIT_FAIL;
+  }
+  static tbe_import_error err; /* 512+ bytes: keep it off the stack */
+  tbe_progress pb;
+  for (int i = optind; i < argc; i++) {
+    const char *path = argv[i];
+    const char *base = strrchr(path, '/');
+    char label[64];
+    snprintf(label, sizeof label, "importing %s", base ? base + 1 : path);
+    tbe_progress_start(&pb, label, TBE_PROGRESS_BYTES, quiet);
+    tbe_import_options io = {tbe_progress_cb, &pb};
+    memset(&err, 0, sizeof err);
+    rc = tbe_import_file(t, path, &io, &err);
+    tbe_progress_end(&pb);
+    if (rc) {
+      if (err.message[0]) tbe_cli_error("import", "%s", err.message);
+      else tbe_cli_error("import", "%s: %s", path, tbe_strerror(rc));
+      tbe_trace_free(t);
+      return rc == TBE_ENOMEM || rc == TBE_EIO ? TBE_EXIT_FAIL : TBE_EXIT_USAGE;
+    }
+  }
+
+  tbe_export_options o;
+  tbe_export_options_init(&o);
+  o.logdir = logdir;
+  o.run = run;
+  o.host = host;
+  o.outputs = outputs;
+  o.force = force;
+  o.on_file = print_file;
+  char run_buf[256], host_buf[256];
+  rc = tbe_export_resolve(t, &o, run_buf, sizeof run_buf, host_buf, sizeof host_buf);
+  if (rc) {
+    tbe_cli_error("import", "cannot name the run: %s", tbe_strerror(rc));
+    tbe_trace_free(t);
+    return TBE_EXIT_USAGE;
+  }
+  o.run = run_buf; /* the default run name is fixed once, here */
+  o.host = host_buf;
+  if (!force) {
+    char existing[4200];
+    rc = tbe_export_conflict(t, &o, existing, sizeof existing);
+    if (rc == 1) {
+      tbe_cli_error("import", "%s already exists (use --force to replace it)", existing);
+      tbe_trace_free(t);
+      return TBE_EXIT_FAIL;
+    }
+  }
+  tbe_progress_start(&pb, "writing", TBE_PROGRESS_EVENTS, quiet);
+  o.progress = tbe_progress_cb;
+  o.progress_ctx = &pb;
+  rc = tbe_export_run(t, &o);
+  tbe_progress_end(&pb);
+  if (rc) {
+    if (rc == TBE_EEXIST)
+      tbe_cli_error("import", "an output file of run '%s' already exists (use --force to replace it)",
+                    run_buf);
+    else
+      tbe_cli_error("import", "writing run '%s' in %s: %s", run_buf, logdir, tbe_strerror(rc));
+    tbe_trace_free(t);
+    return TBE_EXIT_FAIL;
+  }
+  tbe_trace_free(t);
+  return TBE_EXIT_OK;
+}

@@ -1,0 +1,72 @@
+/* input.h: a streaming byte source over a plain or gzip-compressed file.
+ *
+ * Importers read their input in chunks through this source instead of
+ * loading whole files: memory stays constant (two buffers of
+ * TBE__INPUT_CHUNK bytes) whatever the file size.  gzip is detected from
+ * the magic bytes, not the name; concatenated gzip members are read as one
+ * stream.  The source tracks the offset of the decompressed bytes handed
+ * out so far (for error messages) and the compressed bytes read and the
+ * file size (for progress).
+ *
+ * Thread safety: none; one source is used by one thread. */
+#ifndef TBE_IMPORT_INPUT_H
+#define TBE_IMPORT_INPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <zlib.h>
+
+#include "tbexport/common.h"
+
+#define TBE__INPUT_CHUNK (256u * 1024u)
+
+/* A source must not be copied or moved once opened (zlib keeps a pointer
+ * to its stream). */
+typedef struct tbe__input {
+  int fd;
+  int gzip;             /* 1 if the file is gzip-compressed */
+  int eof;              /* no more data will come */
+  int zinit;            /* zs is initialized */
+  int member_done;      /* the last gzip member ended (a clean end) */
+  int broken;           /* error to report on the next call, or 0 */
+  uint64_t file_size;   /* bytes on disk (0 if unknown) */
+  uint64_t raw_read;    /* file bytes read so far */
+  uint64_t offset;      /* decompressed bytes handed out so far */
+  uint8_t *raw;         /* file bytes (gzip only) */
+  size_t raw_len;
+  uint8_t *out;         /* bytes handed out by tbe__input_next */
+  z_stream zs;
+  const tbe_allocator *a;
+  tbe_allocator alloc;
+} tbe__input;
+
+/* Opens `path`.  `a` may be NULL.  Returns 0, -errno, or TBE_ENOMEM; on
+ * failure nothing needs closing. */
+int tbe__input_open(tbe__input *in, const char *path, const tbe_allocator *a);
+
+/* Hands out the next chunk of (decompressed) bytes: *data points into the
+ * source's buffer and stays valid until the next call.  *len is 0 at the
+ * end of the input.  Returns 0, -errno for read errors, TBE_ECORRUPT for a
+ * corrupt gzip stream, or TBE_ETRUNCATED when a gzip stream ends early (the
+ * bytes before the cut were handed out already). */
+int tbe__input_next(tbe__input *in, const uint8_t **data, size_t *len);
+
+/* Copies up to `cap` bytes into `buf`; *got is 0 at the end.  Same returns
+ * as tbe__input_next.  Do not mix with tbe__input_next on one source. */
+int tbe__input_read(tbe__input *in, void *buf, size_t cap, size_t *got);
+
+/* Reads the whole rest of the input into a new buffer (freed with the
+ * source's allocator: tbe__free(in->a, *data)).  Returns as above, or
+ * TBE_ETOOBIG when it would exceed `max` bytes. */
+int tbe__input_read_all(tbe__input *in, uint8_t **data, size_t *len, size_t max);
+
+/* Decompressed bytes handed out so far. */
+static inline uint64_t tbe__input_offset(const tbe__input *in) { return in->offset; }
+/* File bytes read so far and the file size, for progress reports. */
+static inline uint64_t tbe__input_done(const tbe__input *in) { return in->raw_read; }
+static inline uint64_t tbe__input_size(const tbe__input *in) { return in->file_size; }
+
+/* Closes the file and frees the buffers (safe on a zeroed source). */
+void tbe__input_close(tbe__input *in);
+
+#endif

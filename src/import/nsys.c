@@ -1,0 +1,1110 @@
+/* nsys.c: the Nsight Systems SQLite importer behind tbe_import_file.
+ *
+ * Reads a database written by `nsys export --type sqlite` (export schema
+ * 2.x without ENUM_* tables and 3.x with them) into the trace model, through
+ * the SQLite library, strictly read-only: the file is opened as an
+ * `immutable=1` URI with SQLITE_OPEN_READONLY, so nothing (journal, WAL,
+ * shm) is ever written next to it.
+ *
+ * Tables read when present (absent tables are fine; each table's columns
+ * are checked with PRAGMA table_info and selected by name, so unknown
+ * columns are ignored and missing optional ones read as NULL):
+ *   StringIds                      names, looked up lazily and cached
+ *   TARGET_INFO_SESSION_START_TIME wall clock: epoch = utcEpochNs +
+ *                                  (t - systemClockNs); old schemas have no
+ *                                  systemClockNs and count t from the
+ *                                  session start; with neither, times stay
+ *                                  relative and a warning says so
+ *   ENUM_CUDA_MEM_KIND, ENUM_CUDA_MEMCPY_OPER, ENUM_NSYS_EVENT_CLASS
+ *                                  nsys's own numbering, mapped by label;
+ *                                  without them (schema 2.x) the numbering
+ *                                  of those schemas is built in.  nsys
+ *                                  memory kinds are CUPTI's minus one
+ *                                  (0 pageable ... 7 unknown)
+ *   PROCESSES, ThreadNames, TARGET_INFO_SYSTEM_ENV (Hostname)
+ *   TARGET_INFO_GPU / TARGET_INFO_CUDA_DEVICE   device properties
+ *   CUPTI_ACTIVITY_KIND_RUNTIME    runtime (eventClass "CUDA runtime") and
+ *                                  driver calls; CUDA backtrace rows
+ *                                  (duplicates of calls) are skipped; the
+ *                                  "_v<digits>" suffix of names is dropped
+ *   CUPTI_ACTIVITY_KIND_DRIVER     driver calls, if an export has it
+ *   CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY, _MEMSET, _SYNCHRONIZATION
+ *                                  on GPU stream tracks (device, stream)
+ *   CUPTI_ACTIVITY_KIND_OVERHEAD, PROFILER_OVERHEAD   overhead events
+ *   NVTX_EVENTS                    push/pop and start/end ranges (already
+ *                                  paired), marks, domains (eventType 75),
+ *                                  thread names (39), registered strings
+ *                                  (textId), payloads, colors
+ * Process and thread ids come from globalTid: pid = bits 24..47, tid =
+ * bits 0..23.  Host API calls and NVTX go on TBE_TRACK_THREAD tracks.
+ * CUDA correlation ids are per process: when API calls come from several
+ * processes the model's correlation is (pid << 40) | correlationId, so
+ * calls and GPU work of different processes never link (the 2-GPU fixture
+ * has colliding ids across its two processes).
+ *
+ * Errors: a file that is SQLite but not an nsys export is TBE_EFORMAT; an
+ * unreadable database, a required column missing or a value of the wrong
+ * type is TBE_ECORRUPT with "<path>: table T row R: ..." (no byte offset). */
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "import/importers.h"
+#include "tbexport/error.h"
+
+/* ---- int64 -> uint32 map (string ids, correlation keys) ---- */
+
+typedef struct nmap {
+  int64_t *keys;
+  uint32_t *vals; /* TBE_NONE = empty */
+  size_t cap, n;
+} nmap;
+
+static uint64_t mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+static void nmap_free(nmap *m) {
+  free(m->keys);
+  free(m->vals);
+  memset(m, 0, sizeof *m);
+}
+
+static uint32_t nmap_get(const nmap *m, int64_t k) {
+  if (!m->cap) return TBE_NONE;
+  size_t i = (size_t)mix((uint64_t)k) & (m->cap - 1);
+  while (m->vals[i] != TBE_NONE) {
+    if (m->keys[i] == k) return m->vals[i];
+    i = (i + 1) & (m->cap - 1);
+  }
+  return TBE_NONE;
+}
+
+static int nmap_rehash(nmap *m, size_t ncap) {
+  int64_t *nk = malloc(ncap * sizeof *nk);
+  uint32_t *nv = malloc(ncap * sizeof *nv);
+  if (!nk || !nv) {
+    free(nk);
+    free(nv);
+    return TBE_ENOMEM;
+  }
+  memset(nv, 0xff, ncap * sizeof *nv);
+  for (size_t i = 0; i < m->cap; i++) {
+    if (m->vals[i] == TBE_NONE) continue;
+    size_t j = (size_t)mix((uint64_t)m->keys[i]) & (ncap - 1);
+    while (nv[j] != TBE_NONE) j = (j + 1) & (ncap - 1);
+    nk[j] = m->keys[i];
+    nv[j] = m->vals[i];
+  }
+  free(m->keys);
+  free(m->vals);
+  m->keys = nk;
+  m->vals = nv;
+  m->cap = ncap;
+  return 0;
+}
+
+/* Sets k -> v (replacing). */
+static int nmap_put(nmap *m, int64_t k, uint32_t v) {
+  if ((m->n + 1) * 2 > m->cap) {
+    int rc = nmap_rehash(m, m->cap ? m->cap * 2 : 256);
+    if (rc) return rc;
+  }
+  size_t i = (size_t)mix((uint64_t)k) & (m->cap - 1);
+  while (m->vals[i] != TBE_NONE) {
+    if (m->keys[i] == k) {
+      m->vals[i] = v;
+      return 0;
+    }
+    i = (i + 1) & (m->cap - 1);
+  }
+  m->keys[i] = k;
+  m->vals[i] = v;
+  m->n++;
+  return 0;
+}
+
+/* ---- state ---- */
+
+#define NS_MAXENUM 64
+
+typedef struct ns_state {
+  tbe_trace *t;
+  sqlite3 *db;
+  const char *path;
+  tbe_import_error *err;
+  const tbe_import_options *opts;
+  uint64_t rows_done, rows_total;
+  int64_t time_off;
+  sqlite3_stmt *str_stmt;  /* SELECT value FROM StringIds WHERE id=? */
+  nmap strs;               /* StringIds id -> tbe_str */
+  nmap api_strs;           /* StringIds id -> tbe_str without "_v<n>" */
+  nmap corr_api;           /* (pid, correlation) -> API name (tbe_str) */
+  nmap domains;            /* NVTX domainId -> tbe_str */
+  nmap pnames;             /* pid -> process name */
+  uint8_t mem_kind[NS_MAXENUM];   /* nsys mem kind -> tbe_mem_kind */
+  uint8_t copy_kind[NS_MAXENUM];  /* nsys copy kind -> tbe_copy_kind */
+  uint8_t copy_uvm[NS_MAXENUM];   /* 1 for the unified-memory copy kinds */
+  int64_t ev_runtime, ev_driver, ev_backtrace;  /* ENUM_NSYS_EVENT_CLASS ids */
+  int driver_table;        /* reading CUPTI_ACTIVITY_KIND_DRIVER */
+  int multi_proc;          /* API calls from several processes */
+  int32_t last_dev;
+  uint64_t nvtx_open, skipped_backtrace;
+} ns_state;
+
+static int fail_sql(ns_state *s, int code, const char *table, const char *what) {
+  return tbe__import_fail(s->err, code, s->path, UINT64_MAX, 0, 0, "table %s: %s", table, what);
+}
+
+static int fail_row(ns_state *s, const char *table, int64_t row, const char *fmt, const char *col) {
+  char what[160];
+  snprintf(what, sizeof what, fmt, col);
+  return tbe__import_fail(s->err, TBE_ECORRUPT, s->path, UINT64_MAX, 0, 0, "table %s row %" PRId64 ": %s",
+                          table, row, what);
+}
+
+/* SQLite result code -> our error for a failed step/prepare. */
+static int sql_error(ns_state *s, const char *table, int src) {
+  int code = (src == SQLITE_NOMEM) ? TBE_ENOMEM : (src == SQLITE_IOERR) ? TBE_EIO : TBE_ECORRUPT;
+  char what[256];
+  snprintf(what, sizeof what, "SQLite error: %s", sqlite3_errmsg(s->db));
+  return fail_sql(s, code, table, what);
+}
+
+static int table_exists(ns_state *s, const char *name) {
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1", -1, &st,
+                         NULL) != SQLITE_OK)
+    return -1;
+  sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+  int r = sqlite3_step(st);
+  sqlite3_finalize(st);
+  return r == SQLITE_ROW ? 1 : r == SQLITE_DONE ? 0 : -1;
+}
+
+/* Prepares "SELECT rowid, <col or NULL>... FROM <table>" (plus `tail`),
+ * selecting only columns the table has.  `have[i]` tells which exist.
+ * Required columns (names starting with '!') must exist.  Returns 0 and
+ * *out (NULL when the table is absent), or an error (already reported). */
+static int select_cols(ns_state *s, const char *table, const char *const *cols, size_t ncols,
+                       const char *tail, sqlite3_stmt **out, int *have) {
+  *out = NULL;
+  int ex = table_exists(s, table);
+  if (ex < 0) return sql_error(s, table, sqlite3_errcode(s->db));
+  if (!ex) return 0;
+  char sql[2048];
+  snprintf(sql, sizeof sql, "PRAGMA table_info(\"%s\")", table);
+  sqlite3_stmt *pi;
+  int rc = sqlite3_prepare_v2(s->db, sql, -1, &pi, NULL);
+  if (rc != SQLITE_OK) return sql_error(s, table, rc);
+  for (size_t i = 0; i < ncols; i++) have[i] = 0;
+  while ((rc = sqlite3_step(pi)) == SQLITE_ROW) {
+    const char *cn = (const char *)sqlite3_column_text(pi, 1);
+    if (!cn) continue;
+    for (size_t i = 0; i < ncols; i++) {
+      const char *want = cols[i][0] == '!' ? cols[i] + 1 : cols[i];
+      if (strcmp(cn, want) == 0) have[i] = 1;
+    }
+  }
+  sqlite3_finalize(pi);
+  if (rc != SQLITE_DONE) return sql_error(s, table, rc);
+  size_t len = (size_t)snprintf(sql, sizeof sql, "SELECT rowid");
+  for (size_t i = 0; i < ncols; i++) {
+    const char *want = cols[i][0] == '!' ? cols[i] + 1 : cols[i];
+    if (!have[i] && cols[i][0] == '!') {
+      char what[128];
+      snprintf(what, sizeof what, "no column \"%s\" (not the layout of an nsys export)", want);
+      return fail_sql(s, TBE_ECORRUPT, table, what);
+    }
+    len += (size_t)snprintf(sql + len, sizeof sql - len, have[i] ? ", \"%s\"" : ", NULL", want);
+  }
+  snprintf(sql + len, sizeof sql - len, " FROM \"%s\"%s", table, tail ? tail : "");
+  rc = sqlite3_prepare_v2(s->db, sql, -1, out, NULL);
+  if (rc != SQLITE_OK) return sql_error(s, table, rc);
+  return 0;
+}
+
+/* Reads an integer column (index `c` counts from 1; 0 is the rowid).
+ * Returns 1 with *v, 0 for NULL, or -1 for a value that is not a number. */
+static int col_i64(sqlite3_stmt *st, int c, int64_t *v) {
+  switch (sqlite3_column_type(st, c)) {
+    case SQLITE_INTEGER: *v = sqlite3_column_int64(st, c); return 1;
+    case SQLITE_NULL: return 0;
+    case SQLITE_FLOAT: {
+      double d = sqlite3_column_double(st, c);
+      if (!(d >= -9.2e18 && d <= 9.2e18)) return -1;
+      *v = (int64_t)d;
+      return 1;
+    }
+    default: return -1;
+  }
+}
+
+/* Row access with error reporting: fetches column `c` (name cols[c-1]). */
+typedef struct row {
+  ns_state *s;
+  sqlite3_stmt *st;
+  const char *table;
+  const char *const *cols;
+  int64_t rowid;
+  int rc;  /* first error */
+} row;
+
+static int64_t get_i(row *r, int c, int64_t dflt, int required) {
+  int64_t v;
+  int k = col_i64(r->st, c, &v);
+  if (k == 1) return v;
+  if (r->rc) return dflt;
+  const char *cn = r->cols[c - 1][0] == '!' ? r->cols[c - 1] + 1 : r->cols[c - 1];
+  if (k < 0)
+    r->rc = fail_row(r->s, r->table, r->rowid, "column %s is not a number", cn);
+  else if (required)
+    r->rc = fail_row(r->s, r->table, r->rowid, "column %s is NULL", cn);
+  return dflt;
+}
+
+static int is_null(row *r, int c) { return sqlite3_column_type(r->st, c) == SQLITE_NULL; }
+
+static void progress(ns_state *s) {
+  if (s->opts && s->opts->progress && (++s->rows_done & 4095) == 0)
+    s->opts->progress(s->opts->progress_ctx, s->rows_done, s->rows_total);
+}
+
+/* ---- strings ---- */
+
+/* The interned text of StringIds `id` (0 for NULL/unknown ids). */
+static tbe_str str_of(ns_state *s, int64_t id, int *rc) {
+  uint32_t v = nmap_get(&s->strs, id);
+  if (v != TBE_NONE) return v;
+  tbe_str out = 0;
+  if (s->str_stmt) {
+    sqlite3_reset(s->str_stmt);
+    sqlite3_bind_int64(s->str_stmt, 1, id);
+    int r = sqlite3_step(s->str_stmt);
+    if (r == SQLITE_ROW) {
+      const unsigned char *txt = sqlite3_column_text(s->str_stmt, 0);
+      int n = sqlite3_column_bytes(s->str_stmt, 0);
+      if (txt && n > 0) {
+        const unsigned char *nul = memchr(txt, 0, (size_t)n);
+        if (tbe_trace_intern(s->t, (const char *)txt, nul ? (size_t)(nul - txt) : (size_t)n, &out))
+          out = 0;
+      }
+    } else if (r != SQLITE_DONE) {
+      *rc = sql_error(s, "StringIds", r);
+      return 0;
+    }
+  }
+  if (nmap_put(&s->strs, id, out)) *rc = TBE_ENOMEM;
+  return out;
+}
+
+/* API names without nsys's "_v<digits>" suffix ("cudaLaunchKernel_v7000"). */
+static tbe_str api_str_of(ns_state *s, int64_t id, int *rc) {
+  uint32_t v = nmap_get(&s->api_strs, id);
+  if (v != TBE_NONE) return v;
+  tbe_str full = str_of(s, id, rc);
+  tbe_str out = full;
+  const char *txt = tbe_trace_str(s->t, full);
+  size_t n = tbe_trace_strlen(s->t, full);
+  size_t i = n;
+  while (i > 0 && txt[i - 1] >= '0' && txt[i - 1] <= '9') i--;
+  if (i < n && i >= 3 && txt[i - 1] == 'v' && txt[i - 2] == '_')
+    if (tbe_trace_intern(s->t, txt, i - 2, &out)) out = full;
+  if (nmap_put(&s->api_strs, id, out)) *rc = TBE_ENOMEM;
+  return out;
+}
+
+static tbe_str text_id(ns_state *s, const char *txt) {
+  tbe_str id = 0;
+  if (txt && *txt) tbe_trace_intern(s->t, txt, strlen(txt), &id);
+  return id;
+}
+
+/* ---- ids ---- */
+
+static int64_t gt_pid(int64_t g) { return (g >> 24) & 0xFFFFFF; }
+static int64_t gt_tid(int64_t g) { return g & 0xFFFFFF; }
+
+static int thread_track(ns_state *s, int64_t gtid, uint32_t *track) {
+  return tbe_trace_track(s->t, TBE_TRACK_THREAD, gt_pid(gtid), gt_tid(gtid), -1, track);
+}
+
+static int stream_track(ns_state *s, int64_t gpid, int64_t stream, int64_t dev, uint32_t *track) {
+  if (dev < 0 || dev > INT32_MAX) return TBE_ECORRUPT; /* callers check first */
+  int32_t d = (int32_t)dev;
+  if (d != s->last_dev) {
+    uint32_t di;
+    int rc = tbe_trace_device(s->t, d, &di);
+    if (rc) return rc;
+    s->last_dev = d;
+  }
+  return tbe_trace_track(s->t, TBE_TRACK_STREAM, gpid >= 0 ? gt_pid(gpid) : -1, stream, d, track);
+}
+
+static int64_t corr_key(int64_t pid, int64_t corr) { return (int64_t)((uint64_t)pid << 40 ^ (uint64_t)corr); }
+
+/* CUDA correlation ids are per process.  When several processes made API
+ * calls, the model's correlation is (pid << 40) | id so that calls and GPU
+ * work of different processes never link; otherwise it is the id itself. */
+static uint64_t model_corr(const ns_state *s, int64_t pid, int64_t corr) {
+  if (corr <= 0) return 0;
+  if (!s->multi_proc) return (uint64_t)corr;
+  return (uint64_t)pid << 40 | ((uint64_t)corr & (((uint64_t)1 << 40) - 1));
+}
+
+/* ---- enums ---- */
+
+static void default_enums(ns_state *s) {
+  for (int i = 0; i < NS_MAXENUM; i++) {
+    s->mem_kind[i] = TBE_MEM_UNKNOWN;
+    s->copy_kind[i] = TBE_COPY_UNKNOWN;
+    s->copy_uvm[i] = 0;
+  }
+  /* nsys memory kinds: 0 pageable, 1 pinned, 2 device, 3 array, 4 managed,
+   * 5 device static, 6 managed static, 7 unknown. */
+  for (int i = 0; i <= 6; i++) s->mem_kind[i] = (uint8_t)(i + 1);
+  /* Copy kinds 0..10 are CUPTI's; 11..13 are unified-memory HtoD/DtoH/DtoD. */
+  for (int i = 0; i <= 10; i++) s->copy_kind[i] = (uint8_t)i;
+  s->copy_kind[11] = TBE_COPY_HTOD;
+  s->copy_kind[12] = TBE_COPY_DTOH;
+  s->copy_kind[13] = TBE_COPY_DTOD;
+  s->copy_uvm[11] = s->copy_uvm[12] = s->copy_uvm[13] = 1;
+  s->ev_runtime = 0;
+  s->ev_driver = 1;
+  s->ev_backtrace = 67;
+}
+
+static int load_enum(ns_state *s, const char *table, void (*fn)(ns_state *, int64_t, const char *)) {
+  static const char *const cols[] = {"!id", "!name"};
+  int have[2];
+  sqlite3_stmt *st;
+  int rc = select_cols(s, table, cols, 2, NULL, &st, have);
+  if (rc || !st) return rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    const char *name = (const char *)sqlite3_column_text(st, 2);
+    if (sqlite3_column_type(st, 1) == SQLITE_INTEGER && name)
+      fn(s, sqlite3_column_int64(st, 1), name);
+  }
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? 0 : sql_error(s, table, rc);
+}
+
+static const char *suffix_after(const char *name, const char *prefix) {
+  size_t n = strlen(prefix);
+  return strncmp(name, prefix, n) == 0 ? name + n : NULL;
+}
+
+static void enum_mem(ns_state *s, int64_t id, const char *name) {
+  static const struct {
+    const char *n;
+    tbe_mem_kind k;
+  } tab[] = {{"PAGEABLE", TBE_MEM_PAGEABLE}, {"PINNED", TBE_MEM_PINNED}, {"DEVICE", TBE_MEM_DEVICE},
+             {"ARRAY", TBE_MEM_ARRAY}, {"MANAGED", TBE_MEM_MANAGED},
+             {"DEVICE_STATIC", TBE_MEM_DEVICE_STATIC}, {"MANAGED_STATIC", TBE_MEM_MANAGED_STATIC},
+             {"UNKNOWN", TBE_MEM_UNKNOWN}};
+  const char *k = suffix_after(name, "CUDA_MEMOPR_MEMORY_KIND_");
+  if (!k || id < 0 || id >= NS_MAXENUM) return;
+  for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
+    if (strcmp(k, tab[i].n) == 0) s->mem_kind[id] = (uint8_t)tab[i].k;
+}
+
+static void enum_copy(ns_state *s, int64_t id, const char *name) {
+  static const struct {
+    const char *n;
+    tbe_copy_kind k;
+    uint8_t uvm;
+  } tab[] = {{"UNKNOWN", TBE_COPY_UNKNOWN, 0}, {"HTOD", TBE_COPY_HTOD, 0}, {"DTOH", TBE_COPY_DTOH, 0},
+             {"HTOA", TBE_COPY_HTOA, 0}, {"ATOH", TBE_COPY_ATOH, 0}, {"ATOA", TBE_COPY_ATOA, 0},
+             {"ATOD", TBE_COPY_ATOD, 0}, {"DTOA", TBE_COPY_DTOA, 0}, {"DTOD", TBE_COPY_DTOD, 0},
+             {"HTOH", TBE_COPY_HTOH, 0}, {"PTOP", TBE_COPY_PTOP, 0}, {"UVM_HTOD", TBE_COPY_HTOD, 1},
+             {"UVM_DTOH", TBE_COPY_DTOH, 1}, {"UVM_DTOD", TBE_COPY_DTOD, 1}};
+  const char *k = suffix_after(name, "CUDA_MEMCPY_KIND_");
+  if (!k || id < 0 || id >= NS_MAXENUM) return;
+  for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
+    if (strcmp(k, tab[i].n) == 0) {
+      s->copy_kind[id] = (uint8_t)tab[i].k;
+      s->copy_uvm[id] = tab[i].uvm;
+    }
+}
+
+static void enum_class(ns_state *s, int64_t id, const char *name) {
+  if (strcmp(name, "TRACE_PROCESS_EVENT_CUDA_RUNTIME") == 0) s->ev_runtime = id;
+  else if (strcmp(name, "TRACE_PROCESS_EVENT_CUDA_DRIVER") == 0) s->ev_driver = id;
+  else if (strcmp(name, "TRACE_PROCESS_EVENT_CUDABACKTRACE") == 0) s->ev_backtrace = id;
+}
+
+static uint8_t map_mem(const ns_state *s, int64_t k, int present) {
+  return present && k >= 0 && k < NS_MAXENUM ? s->mem_kind[k] : TBE_MEM_UNKNOWN;
+}
+
+/* ---- session, processes, devices ---- */
+
+static int load_session(ns_state *s) {
+  static const char *const cols[] = {"utcEpochNs", "systemClockNs"};
+  int have[2];
+  sqlite3_stmt *st;
+  int rc = select_cols(s, "TARGET_INFO_SESSION_START_TIME", cols, 2, NULL, &st, have);
+  if (rc) return rc;
+  int found = 0;
+  if (st) {
+    if ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+      int64_t utc, sys = 0;
+      if (col_i64(st, 1, &utc) == 1 && utc > 0) {
+        if (col_i64(st, 2, &sys) != 1) sys = 0;
+        s->time_off = utc - sys;
+        found = 1;
+      }
+    } else if (rc != SQLITE_DONE) {
+      rc = sql_error(s, "TARGET_INFO_SESSION_START_TIME", rc);
+      sqlite3_finalize(st);
+      return rc;
+    }
+    sqlite3_finalize(st);
+  }
+  if (!found)
+    tbe_trace_warn(s->t, "nsys export has no session start time: times are nanoseconds from the "
+                         "session start, not wall-clock");
+  return 0;
+}
+
+static int load_names(ns_state *s) {
+  int rc = 0;
+  {
+    static const char *const cols[] = {"!globalPid", "pid", "name"};
+    int have[3];
+    sqlite3_stmt *st;
+    if ((rc = select_cols(s, "PROCESSES", cols, 3, NULL, &st, have))) return rc;
+    if (st) {
+      int sr;
+      while ((sr = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t g, pid;
+        const char *name = (const char *)sqlite3_column_text(st, 3);
+        if (col_i64(st, 1, &g) != 1 || !name || !*name) continue;
+        if (col_i64(st, 2, &pid) != 1) pid = gt_pid(g);
+        if ((rc = nmap_put(&s->pnames, pid, text_id(s, name)))) break;
+      }
+      sqlite3_finalize(st);
+      if (rc) return rc;
+      if (sr != SQLITE_DONE) return sql_error(s, "PROCESSES", sr);
+    }
+  }
+  {
+    static const char *const cols[] = {"name", "value"};
+    int have[2];
+    sqlite3_stmt *st;
+    if ((rc = select_cols(s, "TARGET_INFO_SYSTEM_ENV", cols, 2, " WHERE name = 'Hostname' LIMIT 1", &st,
+                          have)))
+      return rc;
+    if (st && have[0] && have[1]) {
+      if (sqlite3_step(st) == SQLITE_ROW && !s->t->host)
+        s->t->host = text_id(s, (const char *)sqlite3_column_text(st, 2));
+    }
+    sqlite3_finalize(st);
+  }
+  return 0;
+}
+
+/* After the events: names for the processes and threads that were used. */
+static int name_tracks(ns_state *s) {
+  tbe_trace *t = s->t;
+  nmap tnames;
+  memset(&tnames, 0, sizeof tnames);
+  static const char *const cols[] = {"!nameId", "!globalTid"};
+  int have[2];
+  sqlite3_stmt *st;
+  int rc = select_cols(s, "ThreadNames", cols, 2, NULL, &st, have);
+  if (rc) return rc;
+  if (st) {
+    int r;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+      int64_t nid, g;
+      if (col_i64(st, 1, &nid) != 1 || col_i64(st, 2, &g) != 1) continue;
+      tbe_str nm = str_of(s, nid, &rc);
+      if (rc) break;
+      if (nm && nmap_put(&tnames, g & 0xFFFFFFFFFFFFLL, nm)) rc = TBE_ENOMEM;
+    }
+    sqlite3_finalize(st);
+    if (!rc && r != SQLITE_DONE) rc = sql_error(s, "ThreadNames", r);
+  }
+  for (size_t i = 0; !rc && i < t->ntracks; i++) {
+    tbe_track *tr = &t->tracks[i];
+    if (tr->pid >= 0) {
+      uint32_t pi;
+      if ((rc = tbe_trace_process(t, tr->pid, &pi))) break;
+      if (!t->processes[pi].name) {
+        uint32_t nm = nmap_get(&s->pnames, tr->pid);
+        if (nm != TBE_NONE) t->processes[pi].name = nm;
+      }
+      if (!t->processes[pi].host) t->processes[pi].host = t->host;
+    }
+    if (tr->type == TBE_TRACK_THREAD && !tr->name) {
+      uint32_t nm = nmap_get(&tnames, (tr->pid << 24 | tr->tid) & 0xFFFFFFFFFFFFLL);
+      if (nm != TBE_NONE) tr->name = nm;
+    }
+  }
+  nmap_free(&tnames);
+  return rc;
+}
+
+static int load_gpus(ns_state *s, const char *table) {
+  static const char *const cols[] = {
+      "cuDevice", "id", "name", "totalMemory", "memoryBandwidth", "clockRate", "smCount", "computeMajor",
+      "computeMinor", "maxThreadsPerBlock", "maxWarpsPerSm", "maxRegistersPerBlock",
+      "maxRegistersPerSm", "threadsPerWarp", "maxShmemPerBlock", "maxShmemPerSm",
+      "maxShmemPerBlockOptin"};
+  enum { NC = sizeof cols / sizeof cols[0] };
+  int have[NC];
+  sqlite3_stmt *st;
+  int rc = select_cols(s, table, cols, NC, NULL, &st, have);
+  if (rc || !st) return rc;
+  if (!have[0] && !have[1]) {
+    sqlite3_finalize(st);
+    return 0;
+  }
+  row r = {s, st, table, cols, 0, 0};
+  int sr;
+  while ((sr = sqlite3_step(st)) == SQLITE_ROW) {
+    r.rowid = sqlite3_column_int64(st, 0);
+    int64_t id = have[0] && !is_null(&r, 1) ? get_i(&r, 1, 0, 0) : get_i(&r, 2, 0, 0);
+    if (r.rc) break;
+    if (id < 0 || id > INT32_MAX) continue;
+    uint32_t di;
+    if ((rc = tbe_trace_device(s->t, (int32_t)id, &di))) break;
+    tbe_device *d = &s->t->devices[di];
+    const char *name = (const char *)sqlite3_column_text(st, 3);
+    if (name && *name) d->name = text_id(s, name);
+    d->memory_bytes = get_i(&r, 4, d->memory_bytes, 0);
+    d->memory_bandwidth = get_i(&r, 5, d->memory_bandwidth, 0);
+    int64_t clk = get_i(&r, 6, 0, 0);
+    if (clk > 0) d->clock_khz = (int32_t)(clk / 1000); /* nsys stores Hz */
+    d->sm_count = (int32_t)get_i(&r, 7, d->sm_count, 0);
+    d->cc_major = (int32_t)get_i(&r, 8, d->cc_major, 0);
+    d->cc_minor = (int32_t)get_i(&r, 9, d->cc_minor, 0);
+    d->max_threads_per_block = (int32_t)get_i(&r, 10, d->max_threads_per_block, 0);
+    d->warp_size = (int32_t)get_i(&r, 14, d->warp_size, 0);
+    int64_t warps = get_i(&r, 11, 0, 0);
+    if (warps > 0 && d->warp_size > 0) d->max_threads_per_sm = (int32_t)(warps * d->warp_size);
+    d->regs_per_block = (int32_t)get_i(&r, 12, d->regs_per_block, 0);
+    d->regs_per_sm = (int32_t)get_i(&r, 13, d->regs_per_sm, 0);
+    d->shared_per_block = get_i(&r, 15, d->shared_per_block, 0);
+    d->shared_per_sm = get_i(&r, 16, d->shared_per_sm, 0);
+    d->shared_per_block_optin = get_i(&r, 17, d->shared_per_block_optin, 0);
+    if (r.rc) break;
+  }
+  sqlite3_finalize(st);
+  if (r.rc) return r.rc;
+  if (rc) return rc;
+  return sr == SQLITE_DONE ? 0 : sql_error(s, table, sr);
+}
+
+/* ---- activity tables ---- */
+
+/* Device ordinals beyond this are corruption, not devices. */
+#define NS_MAX_DEVICE 65535
+
+static int check_device(row *r, int col, int64_t dev) {
+  if (r->rc || (dev >= 0 && dev <= NS_MAX_DEVICE)) return r->rc;
+  const char *cn = r->cols[col - 1][0] == '!' ? r->cols[col - 1] + 1 : r->cols[col - 1];
+  r->rc = fail_row(r->s, r->table, r->rowid, "column %s is not a device ordinal", cn);
+  return r->rc;
+}
+
+static void set_times(ns_state *s, tbe_event *ev, int64_t start, int64_t end) {
+  ev->start_ns = start + s->time_off;
+  ev->dur_ns = end - start; /* negative: the model clamps and flags it */
+}
+
+static int add_event(ns_state *s, const tbe_event *ev, const void *detail, const tbe_arg *args, size_t n) {
+  progress(s);
+  return tbe_trace_add_event(s->t, ev, detail, args, n, NULL);
+}
+
+/* Runs a prepared table loop: `fn` handles each row. */
+typedef int (*row_fn)(ns_state *s, row *r);
+static int each_row(ns_state *s, const char *table, const char *const *cols, size_t ncols,
+                    const char *tail, int *have, row_fn fn) {
+  sqlite3_stmt *st;
+  int rc = select_cols(s, table, cols, ncols, tail, &st, have);
+  if (rc || !st) return rc;
+  row r = {s, st, table, cols, 0, 0};
+  int sr;
+  while ((sr = sqlite3_step(st)) == SQLITE_ROW) {
+    r.rowid = sqlite3_column_int64(st, 0);
+    rc = fn(s, &r);
+    if (!rc) rc = r.rc;
+    if (rc) break;
+  }
+  sqlite3_finalize(st);
+  if (rc) return rc;
+  if (sr != SQLITE_DONE) return sql_error(s, table, sr);
+  return tbe_trace_error(s->t);
+}
+
+enum { API_START = 1, API_END, API_CLASS, API_TID, API_CORR, API_NAME, API_RET };
+static const char *const api_cols[] = {"!start", "!end", "eventClass", "globalTid",
+                                       "correlationId", "!nameId", "returnValue"};
+
+static int api_row(ns_state *s, row *r) {
+  int rc = 0;
+  int64_t cls = get_i(r, API_CLASS, s->ev_runtime, 0);
+  if (cls == s->ev_backtrace && !s->driver_table) {
+    s->skipped_backtrace++;
+    return 0;
+  }
+  tbe_event ev;
+  memset(&ev, 0, sizeof ev);
+  int64_t start = get_i(r, API_START, 0, 1), end = get_i(r, API_END, 0, 1);
+  int64_t gtid = get_i(r, API_TID, 0, 0);
+  int64_t corr = get_i(r, API_CORR, 0, 0);
+  int64_t nid = get_i(r, API_NAME, 0, 1);
+  int64_t ret = get_i(r, API_RET, 0, 0);
+  if (r->rc) return r->rc;
+  set_times(s, &ev, start, end);
+  ev.name = api_str_of(s, nid, &rc);
+  if (rc) return rc;
+  const char *nm = tbe_trace_str(s->t, ev.name);
+  if (s->driver_table || cls == s->ev_driver)
+    ev.kind = TBE_EV_DRIVER;
+  else if (cls == s->ev_runtime)
+    ev.kind = strncmp(nm, "cu", 2) == 0 && strncmp(nm, "cuda", 4) != 0 ? TBE_EV_DRIVER : TBE_EV_RUNTIME;
+  else
+    ev.kind = strncmp(nm, "cuda", 4) == 0 ? TBE_EV_RUNTIME : strncmp(nm, "cu", 2) == 0 ? TBE_EV_DRIVER
+                                                                                       : TBE_EV_GENERIC;
+  ev.correlation = model_corr(s, gt_pid(gtid), corr);
+  if ((rc = thread_track(s, gtid, &ev.track))) return rc;
+  if (corr > 0 && (rc = nmap_put(&s->corr_api, corr_key(gt_pid(gtid), corr), ev.name))) return rc;
+  tbe_arg a;
+  size_t na = 0;
+  if (ret) {
+    a.key = tbe_trace_str_id(s->t, "return");
+    a.type = TBE_ARG_INT;
+    a.v.i = ret;
+    na = 1;
+  }
+  return add_event(s, &ev, NULL, &a, na);
+}
+
+/* 1 if the API call with this correlation has "Async" in its name. */
+static uint8_t async_of(ns_state *s, int64_t gpid, int64_t corr) {
+  uint32_t nm = nmap_get(&s->corr_api, corr_key(gt_pid(gpid), corr));
+  return nm != TBE_NONE && strstr(tbe_trace_str(s->t, nm), "Async") != NULL;
+}
+
+enum { K_START = 1, K_END, K_DEV, K_CTX, K_STREAM, K_CORR, K_PID, K_DNAME, K_SNAME, K_MNAME, K_REGS,
+       K_GX, K_GY, K_GZ, K_BX, K_BY, K_BZ, K_SSMEM, K_DSMEM, K_GRAPH };
+static const char *const kernel_cols[] = {
+    "!start", "!end", "!deviceId", "contextId", "!streamId", "correlationId", "globalPid",
+    "demangledName", "shortName", "mangledName", "registersPerThread", "gridX", "gridY", "gridZ",
+    "blockX", "blockY", "blockZ", "staticSharedMemory", "dynamicSharedMemory", "graphNodeId"};
+
+static int kernel_row(ns_state *s, row *r) {
+  int rc = 0;
+  tbe_event ev;
+  memset(&ev, 0, sizeof ev);
+  int64_t start = get_i(r, K_START, 0, 1), end = get_i(r, K_END, 0, 1);
+  int64_t dev = get_i(r, K_DEV, 0, 1), stream = get_i(r, K_STREAM, 0, 1);
+  if (check_device(r, K_DEV, dev)) return r->rc;
+  int64_t gpid = get_i(r, K_PID, -1, 0), corr = get_i(r, K_CORR, 0, 0);
+  tbe_kernel k;
+  memset(&k, 0, sizeof k);
+  k.context = (uint16_t)get_i(r, K_CTX, 0, 0);
+  k.registers = (uint16_t)get_i(r, K_REGS, 0, 0);
+  k.grid[0] = (uint32_t)get_i(r, K_GX, 1, 0);
+  k.grid[1] = (uint32_t)get_i(r, K_GY, 1, 0);
+  k.grid[2] = (uint32_t)get_i(r, K_GZ, 1, 0);
+  k.block[0] = (uint32_t)get_i(r, K_BX, 1, 0);
+  k.block[1] = (uint32_t)get_i(r, K_BY, 1, 0);
+  k.block[2] = (uint32_t)get_i(r, K_BZ, 1, 0);
+  k.static_shared = (uint32_t)get_i(r, K_SSMEM, 0, 0);
+  k.dynamic_shared = (uint32_t)get_i(r, K_DSMEM, 0, 0);
+  k.queued_ns = -1;
+  k.occupancy_pct = -1;
+  k.blocks_per_sm = -1;
+  k.warps_per_sm = -1;
+  int64_t graph = get_i(r, K_GRAPH, 0, 0);
+  int64_t nid = 0;
+  for (int c = K_DNAME; c <= K_MNAME && !r->rc; c++) {
+    nid = get_i(r, c, 0, 0);
+    if (nid) {
+      ev.name = str_of(s, nid, &rc);
+      if (rc) return rc;
+      if (ev.name) break;
+    }
+  }
+  if (r->rc) return r->rc;
+  set_times(s, &ev, start, end);
+  ev.kind = TBE_EV_KERNEL;
+  ev.correlation = model_corr(s, gpid >= 0 ? gt_pid(gpid) : 0, corr);
+  if (graph) ev.flags |= TBE_EVF_GRAPH;
+  if ((rc = stream_track(s, gpid, stream, dev, &ev.track))) return rc;
+  return add_event(s, &ev, &k, NULL, 0);
+}
+
+enum { C_START = 1, C_END, C_DEV, C_CTX, C_STREAM, C_CORR, C_PID, C_BYTES, C_KIND, C_SRC, C_DST,
+       C_SRCDEV, C_DSTDEV, C_GRAPH };
+static const char *const memcpy_cols[] = {"!start", "!end", "!deviceId", "contextId", "!streamId",
+                                          "correlationId", "globalPid", "!bytes", "!copyKind",
+                                          "srcKind", "dstKind", "srcDeviceId", "dstDeviceId",
+                                          "graphNodeId"};
+
+static int memcpy_row(ns_state *s, row *r) {
+  int rc;
+  tbe_event ev;
+  memset(&ev, 0, sizeof ev);
+  int64_t start = get_i(r, C_START, 0, 1), end = get_i(r, C_END, 0, 1);
+  int64_t dev = get_i(r, C_DEV, 0, 1), stream = get_i(r, C_STREAM, 0, 1);
+  if (check_device(r, C_DEV, dev)) return r->rc;
+  int64_t gpid = get_i(r, C_PID, -1, 0), corr = get_i(r, C_CORR, 0, 0);
+  tbe_memcpy m;
+  memset(&m, 0, sizeof m);
+  m.bytes = (uint64_t)get_i(r, C_BYTES, 0, 1);
+  int64_t kind = get_i(r, C_KIND, 0, 1);
+  m.copy_kind = kind >= 0 && kind < NS_MAXENUM ? s->copy_kind[kind] : TBE_COPY_UNKNOWN;
+  m.src_kind = map_mem(s, get_i(r, C_SRC, -1, 0), !is_null(r, C_SRC));
+  m.dst_kind = map_mem(s, get_i(r, C_DST, -1, 0), !is_null(r, C_DST));
+  m.context = (uint16_t)get_i(r, C_CTX, 0, 0);
+  int src_dev = m.src_kind == TBE_MEM_DEVICE || m.src_kind == TBE_MEM_DEVICE_STATIC ||
+                m.src_kind == TBE_MEM_ARRAY;
+  int dst_dev = m.dst_kind == TBE_MEM_DEVICE || m.dst_kind == TBE_MEM_DEVICE_STATIC ||
+                m.dst_kind == TBE_MEM_ARRAY;
+  m.src_device = (int32_t)get_i(r, C_SRCDEV, src_dev ? dev : -1, 0);
+  m.dst_device = (int32_t)get_i(r, C_DSTDEV, dst_dev ? dev : -1, 0);
+  int64_t graph = get_i(r, C_GRAPH, 0, 0);
+  if (r->rc) return r->rc;
+  m.async = corr > 0 ? async_of(s, gpid, corr) : 0;
+  set_times(s, &ev, start, end);
+  ev.kind = TBE_EV_MEMCPY;
+  ev.correlation = model_corr(s, gpid >= 0 ? gt_pid(gpid) : 0, corr);
+  if (graph) ev.flags |= TBE_EVF_GRAPH;
+  char name[64];
+  snprintf(name, sizeof name, "Memcpy %s", tbe_copy_kind_name((tbe_copy_kind)m.copy_kind));
+  ev.name = tbe_trace_str_id(s->t, name);
+  if ((rc = stream_track(s, gpid, stream, dev, &ev.track))) return rc;
+  tbe_arg a;
+  size_t na = 0;
+  if (kind >= 0 && kind < NS_MAXENUM && s->copy_uvm[kind]) {
+    a.key = tbe_trace_str_id(s->t, "unified memory");
+    a.type = TBE_ARG_INT;
+    a.v.i = 1;
+    na = 1;
+  }
+  return add_event(s, &ev, &m, &a, na);
+}
+
+enum { M_START = 1, M_END, M_DEV, M_CTX, M_STREAM, M_CORR, M_PID, M_VALUE, M_BYTES, M_KIND, M_GRAPH };
+static const char *const memset_cols[] = {"!start", "!end", "!deviceId", "contextId", "!streamId",
+                                          "correlationId", "globalPid", "value", "!bytes",
+                                          "memKind", "graphNodeId"};
+
+static int memset_row(ns_state *s, row *r) {
+  int rc;
+  tbe_event ev;
+  memset(&ev, 0, sizeof ev);
+  int64_t start = get_i(r, M_START, 0, 1), end = get_i(r, M_END, 0, 1);
+  int64_t dev = get_i(r, M_DEV, 0, 1), stream = get_i(r, M_STREAM, 0, 1);
+  if (check_device(r, M_DEV, dev)) return r->rc;
+  int64_t gpid = get_i(r, M_PID, -1, 0), corr = get_i(r, M_CORR, 0, 0);
+  tbe_memset m;
+  memset(&m, 0, sizeof m);
+  m.value = (uint32_t)get_i(r, M_VALUE, 0, 0);
+  m.bytes = (uint64_t)get_i(r, M_BYTES, 0, 1);
+  m.mem_kind = map_mem(s, get_i(r, M_KIND, -1, 0), !is_null(r, M_KIND));
+  m.context = (uint16_t)get_i(r, M_CTX, 0, 0);
+  int64_t graph = get_i(r, M_GRAPH, 0, 0);
+  if (r->rc) return r->rc;
+  m.async = corr > 0 ? async_of(s, gpid, corr) : 0;
+  set_times(s, &ev, start, end);
+  ev.kind = TBE_EV_MEMSET;
+  ev.correlation = model_corr(s, gpid >= 0 ? gt_pid(gpid) : 0, corr);
+  if (graph) ev.flags |= TBE_EVF_GRAPH;
+  char name[64];
+  snprintf(name, sizeof name, "Memset (%s)", tbe_mem_kind_name((tbe_mem_kind)m.mem_kind));
+  ev.name = tbe_trace_str_id(s->t, name);
+  if ((rc = stream_track(s, gpid, stream, dev, &ev.track))) return rc;
+  return add_event(s, &ev, &m, NULL, 0);
+}
+
+enum { Y_START = 1, Y_END, Y_DEV, Y_STREAM, Y_CORR, Y_PID, Y_TYPE, Y_OLDTYPE, Y_EVENT };
+static const char *const sync_cols[] = {"!start", "!end", "!deviceId", "!streamId", "correlationId",
+                                        "globalPid", "syncType", "deprecatedSyncType", "eventId"};
+
+static int sync_row(ns_state *s, row *r) {
+  int rc;
+  tbe_event ev;
+  memset(&ev, 0, sizeof ev);
+  int64_t start = get_i(r, Y_START, 0, 1), end = get_i(r, Y_END, 0, 1);
+  int64_t dev = get_i(r, Y_DEV, 0, 1), stream = get_i(r, Y_STREAM, 0, 1);
+  if (check_device(r, Y_DEV, dev)) return r->rc;
+  int64_t gpid = get_i(r, Y_PID, -1, 0), corr = get_i(r, Y_CORR, 0, 0);
+  int64_t type = is_null(r, Y_TYPE) ? get_i(r, Y_OLDTYPE, 0, 0) : get_i(r, Y_TYPE, 0, 0);
+  int64_t cev = get_i(r, Y_EVENT, 0, 0);
+  if (r->rc) return r->rc;
+  /* ENUM_CUPTI_SYNC_TYPE is CUPTI's numbering (0..4). */
+  static const char *const names[] = {"Synchronization", "Event Sync", "Stream Wait Event", "Stream Sync",
+                                      "Context Sync"};
+  tbe_sync y;
+  memset(&y, 0, sizeof y);
+  y.sync_kind = type >= 0 && type <= 4 ? (uint8_t)type : TBE_SYNC_UNKNOWN;
+  y.stream = stream;
+  /* CUPTI uses 0xFFFFFFFF for "no event". */
+  y.cuda_event = cev > 0 && cev != 0xFFFFFFFFLL ? (uint64_t)cev : 0;
+  set_times(s, &ev, start, end);
+  ev.kind = TBE_EV_SYNC;
+  ev.correlation = model_corr(s, gpid >= 0 ? gt_pid(gpid) : 0, corr);
+  ev.name = tbe_trace_str_id(s->t, names[y.sync_kind]);
+  if ((rc = stream_track(s, gpid, stream, dev, &ev.track))) return rc;
+  return add_event(s, &ev, &y, NULL, 0);
+}
+
+enum { O_START = 1, O_END, O_TID, O_NAME, O_TYPE };
+static const char *const ovh_cols[] = {"!start", "!end", "globalTid", "nameId", "overheadType"};
+
+static int overhead_row(ns_state *s, row *r) {
+  int rc = 0;
+  tbe_event ev;
+  memset(&ev, 0, sizeof ev);
+  int64_t start = get_i(r, O_START, 0, 1), end = get_i(r, O_END, 0, 1);
+  int64_t gtid = get_i(r, O_TID, 0, 0), nid = get_i(r, O_NAME, 0, 0);
+  if (r->rc) return r->rc;
+  set_times(s, &ev, start, end);
+  ev.kind = TBE_EV_OVERHEAD;
+  ev.name = nid ? str_of(s, nid, &rc) : 0;
+  if (rc) return rc;
+  if (!ev.name) ev.name = tbe_trace_str_id(s->t, "Profiler overhead");
+  if (end > start) s->t->overhead_ns += (uint64_t)(end - start);
+  if ((rc = thread_track(s, gtid, &ev.track))) return rc;
+  return add_event(s, &ev, NULL, NULL, 0);
+}
+
+enum { N_START = 1, N_END, N_TYPE, N_CAT, N_COLOR, N_TEXT, N_TID, N_ENDTID, N_TEXTID, N_DOMAIN, N_U64,
+       N_I64, N_DBL, N_U32, N_I32, N_FLT };
+static const char *const nvtx_cols[] = {"!start", "end", "!eventType", "category", "color", "text",
+                                        "globalTid", "endGlobalTid", "textId", "domainId",
+                                        "uint64Value", "int64Value", "doubleValue", "uint32Value",
+                                        "int32Value", "floatValue"};
+
+static int nvtx_domain_row(ns_state *s, row *r) {
+  int64_t type = get_i(r, N_TYPE, 0, 1), dom = get_i(r, N_DOMAIN, 0, 0);
+  if (r->rc || type != 75 || !dom) return r->rc;
+  int rc = 0;
+  tbe_str name = text_id(s, (const char *)sqlite3_column_text(r->st, N_TEXT));
+  if (!name && !is_null(r, N_TEXTID)) name = str_of(s, get_i(r, N_TEXTID, 0, 0), &rc);
+  if (rc) return rc;
+  return nmap_put(&s->domains, dom, name);
+}
+
+static int nvtx_row(ns_state *s, row *r) {
+  int rc = 0;
+  int64_t type = get_i(r, N_TYPE, 0, 1);
+  int64_t start = get_i(r, N_START, 0, 1);
+  int64_t gtid = get_i(r, N_TID, 0, 0);
+  if (r->rc) return r->rc;
+  /* 34 mark, 59 push/pop, 60 start/end, 70/71 NVTXT ranges, 39 thread name. */
+  if (type != 34 && type != 59 && type != 60 && type != 70 && type != 71 && type != 39) return 0;
+  tbe_str text = text_id(s, (const char *)sqlite3_column_text(r->st, N_TEXT));
+  if (!text && !is_null(r, N_TEXTID)) {
+    text = str_of(s, get_i(r, N_TEXTID, 0, 0), &rc);
+    if (rc || r->rc) return rc ? rc : r->rc;
+  }
+  uint32_t track;
+  if ((rc = thread_track(s, gtid, &track))) return rc;
+  if (type == 39) {
+    if (text) s->t->tracks[track].name = text;
+    return 0;
+  }
+  tbe_event ev;
+  memset(&ev, 0, sizeof ev);
+  ev.track = track;
+  ev.name = text;
+  tbe_nvtx nv;
+  memset(&nv, 0, sizeof nv);
+  int64_t dom = get_i(r, N_DOMAIN, 0, 0);
+  if (dom) {
+    uint32_t d = nmap_get(&s->domains, dom);
+    nv.domain = d != TBE_NONE ? d : 0;
+  }
+  nv.color = (uint32_t)get_i(r, N_COLOR, 0, 0);
+  nv.category = (uint32_t)get_i(r, N_CAT, 0, 0);
+  if (!is_null(r, N_U64) || !is_null(r, N_U32)) {
+    nv.payload_type = 2;
+    nv.payload.u = (uint64_t)get_i(r, is_null(r, N_U64) ? N_U32 : N_U64, 0, 0);
+  } else if (!is_null(r, N_I64) || !is_null(r, N_I32)) {
+    nv.payload_type = 1;
+    nv.payload.i = get_i(r, is_null(r, N_I64) ? N_I32 : N_I64, 0, 0);
+  } else if (!is_null(r, N_DBL) || !is_null(r, N_FLT)) {
+    nv.payload_type = 3;
+    nv.payload.d = sqlite3_column_double(r->st, is_null(r, N_DBL) ? N_FLT : N_DBL);
+  }
+  if (r->rc) return r->rc;
+  tbe_arg a;
+  size_t na = 0;
+  if (type == 34) {
+    ev.kind = TBE_EV_NVTX_MARK;
+    set_times(s, &ev, start, start);
+  } else {
+    ev.kind = TBE_EV_NVTX_RANGE;
+    if (is_null(r, N_END)) {
+      s->nvtx_open++; /* never closed in the capture */
+      set_times(s, &ev, start, start);
+    } else {
+      set_times(s, &ev, start, get_i(r, N_END, start, 0));
+    }
+    if (type == 60) {
+      ev.flags |= TBE_EVF_ASYNC;
+      int64_t etid = get_i(r, N_ENDTID, gtid, 0);
+      if (etid != gtid) {
+        a.key = tbe_trace_str_id(s->t, "end tid");
+        a.type = TBE_ARG_INT;
+        a.v.i = gt_tid(etid);
+        na = 1;
+      }
+    }
+  }
+  if (r->rc) return r->rc;
+  return add_event(s, &ev, &nv, &a, na);
+}
+
+/* ---- driver ---- */
+
+static int count_rows(ns_state *s, const char *table) {
+  if (table_exists(s, table) != 1) return 0;
+  char sql[128];
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\"", table);
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return 0;
+  if (sqlite3_step(st) == SQLITE_ROW) s->rows_total += (uint64_t)sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  return 0;
+}
+
+/* "file:<percent-encoded path>?immutable=1" */
+static char *make_uri(const char *path) {
+  size_t n = strlen(path);
+  char *u = malloc(n * 3 + 32);
+  if (!u) return NULL;
+  char *p = u;
+  p += sprintf(p, "file:");
+  for (const unsigned char *c = (const unsigned char *)path; *c; c++) {
+    if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+        strchr("/-_.~", *c))
+      *p++ = (char)*c;
+    else
+      p += sprintf(p, "%%%02X", *c);
+  }
+  strcpy(p, "?immutable=1");
+  return u;
+}
+
+static const char *const tables_read[] = {
+    "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER", "CUPTI_ACTIVITY_KIND_KERNEL",
+    "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+    "CUPTI_ACTIVITY_KIND_OVERHEAD", "PROFILER_OVERHEAD", "NVTX_EVENTS"};
+
+static int run(ns_state *s) {
+  int rc;
+  /* Is it an nsys export at all? */
+  int has_strings = table_exists(s, "StringIds");
+  if (has_strings < 0) {
+    int code = sqlite3_errcode(s->db) == SQLITE_NOMEM ? TBE_ENOMEM : TBE_ECORRUPT;
+    return tbe__import_fail(s->err, code, s->path, UINT64_MAX, 0, 0,
+                            "not a readable SQLite database: %s", sqlite3_errmsg(s->db));
+  }
+  int has_meta = table_exists(s, "META_DATA_EXPORT") == 1 || table_exists(s, "EXPORT_META_DATA") == 1;
+  int has_data = 0;
+  for (size_t i = 0; i < sizeof tables_read / sizeof tables_read[0]; i++)
+    if (table_exists(s, tables_read[i]) == 1) has_data = 1;
+  if (!has_strings || (!has_meta && !has_data))
+    return tbe__import_fail(s->err, TBE_EFORMAT, s->path, UINT64_MAX, 0, 0,
+                            "SQLite database but not an Nsight Systems export (no StringIds%s table)",
+                            has_strings ? " or export metadata" : "");
+  if (sqlite3_prepare_v2(s->db, "SELECT value FROM StringIds WHERE id = ?1", -1, &s->str_stmt, NULL) !=
+      SQLITE_OK)
+    return sql_error(s, "StringIds", sqlite3_errcode(s->db));
+
+  s->t->source = TBE_SRC_NSYS;
+  default_enums(s);
+  if ((rc = load_enum(s, "ENUM_CUDA_MEM_KIND", enum_mem))) return rc;
+  if ((rc = load_enum(s, "ENUM_CUDA_MEMCPY_OPER", enum_copy))) return rc;
+  if ((rc = load_enum(s, "ENUM_NSYS_EVENT_CLASS", enum_class))) return rc;
+  if ((rc = load_session(s))) return rc;
+  if ((rc = load_names(s))) return rc;
+  if ((rc = load_gpus(s, "TARGET_INFO_GPU"))) return rc;
+  if ((rc = load_gpus(s, "TARGET_INFO_CUDA_DEVICE"))) return rc;
+  if (s->opts && s->opts->progress)
+    for (size_t i = 0; i < sizeof tables_read / sizeof tables_read[0]; i++) count_rows(s, tables_read[i]);
+
+  {
+    sqlite3_stmt *st;
+    if (table_exists(s, "CUPTI_ACTIVITY_KIND_RUNTIME") == 1 &&
+        sqlite3_prepare_v2(s->db,
+                           "SELECT count(DISTINCT (globalTid >> 24) & 16777215) FROM "
+                           "CUPTI_ACTIVITY_KIND_RUNTIME",
+                           -1, &st, NULL) == SQLITE_OK) {
+      if (sqlite3_step(st) == SQLITE_ROW) s->multi_proc = sqlite3_column_int64(st, 0) > 1;
+      sqlite3_finalize(st);
+    }
+  }
+  int have[32];
+  s->driver_table = 0;
+  if ((rc = each_row(s, "CUPTI_ACTIVITY_KIND_RUNTIME", api_cols, 7, NULL, have, api_row))) return rc;
+  s->driver_table = 1;
+  rc = each_row(s, "CUPTI_ACTIVITY_KIND_DRIVER", api_cols, 7, NULL, have, api_row);
+  s->driver_table = 0;
+  if (rc) return rc;
+  if ((rc = each_row(s, "CUPTI_ACTIVITY_KIND_KERNEL", kernel_cols, 20, NULL, have, kernel_row))) return rc;
+  if ((rc = each_row(s, "CUPTI_ACTIVITY_KIND_MEMCPY", memcpy_cols, 14, NULL, have, memcpy_row))) return rc;
+  if ((rc = each_row(s, "CUPTI_ACTIVITY_KIND_MEMSET", memset_cols, 11, NULL, have, memset_row))) return rc;
+  if ((rc = each_row(s, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", sync_cols, 9, NULL, have, sync_row)))
+    return rc;
+  if ((rc = each_row(s, "CUPTI_ACTIVITY_KIND_OVERHEAD", ovh_cols, 5, NULL, have, overhead_row))) return rc;
+  if ((rc = each_row(s, "PROFILER_OVERHEAD", ovh_cols, 4, NULL, have, overhead_row))) return rc;
+  if ((rc = each_row(s, "NVTX_EVENTS", nvtx_cols, 16, " WHERE eventType = 75", have, nvtx_domain_row)))
+    return rc;
+  if ((rc = each_row(s, "NVTX_EVENTS", nvtx_cols, 16, " WHERE eventType <> 75", have, nvtx_row))) return rc;
+  if ((rc = name_tracks(s))) return rc;
+  if (s->nvtx_open)
+    tbe_trace_warn(s->t, "nsys: %" PRIu64 " NVTX ranges were never closed (kept with zero duration)",
+                   s->nvtx_open);
+  if (s->opts && s->opts->progress) s->opts->progress(s->opts->progress_ctx, s->rows_done, s->rows_total);
+  return tbe_trace_error(s->t);
+}
+
+int tbe__import_nsys(tbe_trace *t, const char *path, const tbe_import_options *o,
+                     tbe_import_error *err) {
+  ns_state s;
+  memset(&s, 0, sizeof s);
+  s.t = t;
+  s.path = path;
+  s.err = err;
+  s.opts = o;
+  s.last_dev = -1;
+  char *uri = make_uri(path);
+  if (!uri) return TBE_ENOMEM;
+  int rc = sqlite3_open_v2(uri, &s.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+  free(uri);
+  if (rc != SQLITE_OK) {
+    int code = rc == SQLITE_NOMEM ? TBE_ENOMEM : rc == SQLITE_CANTOPEN ? TBE_ENOENT : TBE_ECORRUPT;
+    tbe__import_fail(err, code, path, UINT64_MAX, 0, 0, "cannot open as SQLite: %s",
+                     s.db ? sqlite3_errmsg(s.db) : sqlite3_errstr(rc));
+    sqlite3_close(s.db);
+    return code;
+  }
+  rc = run(&s);
+  if (rc && err && !err->message[0])
+    tbe__import_fail(err, rc, path, UINT64_MAX, 0, 0, "%s", tbe_strerror(rc));
+  sqlite3_finalize(s.str_stmt);
+  sqlite3_close(s.db);
+  nmap_free(&s.strs);
+  nmap_free(&s.api_strs);
+  nmap_free(&s.corr_api);
+  nmap_free(&s.domains);
+  nmap_free(&s.pnames);
+  return rc;
+}

@@ -1,0 +1,1097 @@
+/* analysis.c: statistics over a finished trace (tbexport/analysis.h).
+ *
+ * Everything is computed from the events as tbe_trace_finish leaves them:
+ * sorted by (track, start, longer first), so each track is one sorted run.
+ *
+ *  - One pass over the tracks: per-device sums (kernels, copies by
+ *    direction, memsets, sync records), launch latencies of correlated
+ *    pairs, per-name tables (kernels, CPU operators, host ranges) keyed by
+ *    the interned name id through a dense slot array (string ids are small
+ *    consecutive integers, so no hashing is needed), self time by a stack of
+ *    open entries per thread, and the host busy time (union per thread).
+ *  - One k-way merge of the GPU stream tracks (a binary heap over track
+ *    cursors) yields GPU work in global start order, from which the busy
+ *    time (interval union) per device and over all devices follows; the
+ *    all-device union is kept as segments to measure each step's window.
+ *  - Medians by quickselect; per-step per-name times in a second pass only
+ *    when the trace has steps.
+ *
+ * Scratch memory is allocated once per analysis, in proportion to the
+ * events of a kind, never per event.  The analysis borrows the trace. */
+#include "tbexport/analysis.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "tbexport/error.h"
+
+/* Caps per-step per-name storage (entries of int64). */
+#define STEP_CELLS_MAX ((size_t)64 << 20)
+
+/* Flags per interned string, computed on first use. */
+#define NF_DONE 0x1
+#define NF_SYNC 0x2   /* an API call that synchronizes */
+#define NF_STEP 0x4   /* a step marker (ProfilerStep#N or a step's name) */
+
+typedef struct open_entry {
+  int64_t end;
+  uint32_t slot;
+} open_entry;
+
+typedef struct priv {
+  int64_t *step_pool;
+  char *arena;  /* labels of grouped ranges, NUL-terminated, back to back */
+  size_t arena_len, arena_cap;
+} priv;
+
+typedef struct scratch {
+  const tbe_allocator *a;
+  uint32_t *slot[TBE_GROUP__COUNT];  /* name id -> index in groups[g] */
+  size_t cap[TBE_GROUP__COUNT];
+  uint8_t *nflags;
+  int32_t *track_dev;      /* track -> device index, -1 for host tracks */
+  size_t *step_order;      /* step indexes sorted by start */
+  open_entry *stack;
+  size_t stack_cap;
+  int64_t *lat;            /* launch latencies */
+  uint32_t *lat_dev;
+  size_t nlat;
+  int64_t *seg;            /* all-device busy union: start, end pairs */
+  size_t nseg;
+  uint32_t *label_off;     /* per range entry: label offset + 1 in the arena, 0 = none */
+  size_t label_cap, label_n;
+  uint32_t *ptab;          /* range label -> entry index + 1 (open addressing) */
+  size_t ptab_cap, ptab_n;
+  int64_t win_lo, win_hi;  /* the profiled window */
+  int32_t *kstep;          /* step of each GPU kernel, in event order (steps only) */
+  size_t nk;
+} scratch;
+
+const char *tbe_group_name(tbe_group_kind g) {
+  switch (g) {
+    case TBE_GROUP_KERNEL: return "kernels";
+    case TBE_GROUP_CPU_OP: return "cpu_ops";
+    case TBE_GROUP_RANGE: return "ranges";
+    default: return "unknown";
+  }
+}
+
+static int is_busy_kind(uint8_t k) {
+  return k == TBE_EV_KERNEL || k == TBE_EV_MEMCPY || k == TBE_EV_MEMSET;
+}
+
+static uint8_t name_flags(scratch *s, const tbe_trace *t, tbe_str id) {
+  uint8_t f = s->nflags[id];
+  if (f & NF_DONE) return f;
+  f = NF_DONE;
+  const char *n = tbe_trace_str(t, id);
+  if (strstr(n, "Synchronize")) f |= NF_SYNC;
+  if (strncmp(n, "ProfilerStep#", 13) == 0) f |= NF_STEP;
+  for (size_t i = 0; i < t->nsteps && !(f & NF_STEP); i++)
+    if (t->steps[i].name == id && id != 0) f |= NF_STEP;
+  s->nflags[id] = f;
+  return f;
+}
+
+/* Index of the step whose window holds `ts`, or -1. */
+static long step_of(const tbe_trace *t, const scratch *s, int64_t ts) {
+  size_t lo = 0, hi = t->nsteps;
+  while (lo < hi) { /* first step (by start) starting after ts */
+    size_t mid = (lo + hi) / 2;
+    if (t->steps[s->step_order[mid]].start_ns <= ts) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == 0) return -1;
+  size_t i = s->step_order[lo - 1];
+  return ts < t->steps[i].end_ns ? (long)i : -1;
+}
+
+/* Finds or adds the entry of `name` in table `g`; returns its index or -1
+ * on allocation failure. */
+static long group_slot(tbe_analysis *an, scratch *s, tbe_group_kind g, tbe_str name) {
+  uint32_t v = s->slot[g][name];
+  if (v != UINT32_MAX) return v;
+  size_t n = an->ngroups[g];
+  if (tbe__grow(s->a, (void **)&an->groups[g], &s->cap[g], n + 1, sizeof(tbe_name_stats)) != 0)
+    return -1;
+  tbe_name_stats *e = &an->groups[g][n];
+  memset(e, 0, sizeof *e);
+  e->name = name;
+  e->min_ns = INT64_MAX;
+  an->ngroups[g] = n + 1;
+  s->slot[g][name] = (uint32_t)n;
+  return (long)n;
+}
+
+/* Length of the part of a range name that names the operation: PyTorch's
+ * NVTX ranges append per-call details (", seq = 4, op_id = 12, sizes =
+ * [[2]]"), which would make every call a name of its own. */
+static size_t range_label_len(const char *n) {
+  static const char *const keys[] = {", seq = ", ", op_id = ", ", sizes = "};
+  size_t cut = strlen(n);
+  for (size_t i = 0; i < 3; i++) {
+    const char *p = strstr(n, keys[i]);
+    if (p && (size_t)(p - n) < cut && p != n) cut = (size_t)(p - n);
+  }
+  return cut;
+}
+
+static uint64_t hash_bytes(const char *s, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+  return h;
+}
+
+/* The range table's entry for `name`, grouping names by their label. */
+static long range_slot(tbe_analysis *an, scratch *s, tbe_str name) {
+  uint32_t v = s->slot[TBE_GROUP_RANGE][name];
+  if (v != UINT32_MAX) return v;
+  const tbe_trace *t = an->trace;
+  const char *n = tbe_trace_str(t, name);
+  size_t len = range_label_len(n);
+  if (n[len] == '\0') return group_slot(an, s, TBE_GROUP_RANGE, name);
+  priv *p = an->priv_;
+  if (2 * (s->ptab_n + 1) > s->ptab_cap) { /* grow and rehash */
+    size_t cap = s->ptab_cap ? 2 * s->ptab_cap : 64;
+    uint32_t *nt = tbe__calloc(s->a, cap, sizeof *nt);
+    if (!nt) return -1;
+    for (size_t i = 0; i < s->ptab_cap; i++) {
+      if (!s->ptab[i]) continue;
+      const char *l = p->arena + s->label_off[s->ptab[i] - 1] - 1;
+      size_t h = (size_t)hash_bytes(l, strlen(l)) & (cap - 1);
+      while (nt[h]) h = (h + 1) & (cap - 1);
+      nt[h] = s->ptab[i];
+    }
+    tbe__free(s->a, s->ptab);
+    s->ptab = nt;
+    s->ptab_cap = cap;
+  }
+  size_t h = (size_t)hash_bytes(n, len) & (s->ptab_cap - 1);
+  while (s->ptab[h]) {
+    uint32_t idx = s->ptab[h] - 1;
+    const char *l = p->arena + s->label_off[idx] - 1;
+    if (strncmp(l, n, len) == 0 && l[len] == '\0') {
+      s->slot[TBE_GROUP_RANGE][name] = idx;
+      return idx;
+    }
+    h = (h + 1) & (s->ptab_cap - 1);
+  }
+  long idx = group_slot(an, s, TBE_GROUP_RANGE, name);
+  if (idx < 0) return -1;
+  if (tbe__grow(s->a, (void **)&s->label_off, &s->label_cap, (size_t)idx + 1, sizeof(uint32_t)) ||
+      tbe__grow(s->a, (void **)&p->arena, &p->arena_cap, p->arena_len + len + 1, 1) ||
+      p->arena_len + 1 > UINT32_MAX - len)
+    return -1;
+  memcpy(p->arena + p->arena_len, n, len);
+  p->arena[p->arena_len + len] = '\0';
+  while (s->label_n < (size_t)idx) s->label_off[s->label_n++] = 0;
+  s->label_off[idx] = (uint32_t)p->arena_len + 1;
+  s->label_n = (size_t)idx + 1;
+  p->arena_len += len + 1;
+  s->ptab[h] = (uint32_t)idx + 1;
+  s->ptab_n++;
+  return idx;
+}
+
+static void account(tbe_name_stats *e, int64_t dur) {
+  e->calls++;
+  e->total_ns += dur;
+  e->self_ns += dur;
+  if (dur < e->min_ns) e->min_ns = dur;
+  if (dur > e->max_ns) e->max_ns = dur;
+}
+
+/* Self time: subtracts from the innermost open entry of the same table
+ * the part of `e` it encloses, then opens `e`.  Returns 0 or TBE_ENOMEM. */
+static int nest(tbe_analysis *an, scratch *s, size_t *depth, tbe_group_kind g, uint32_t slot,
+                int64_t start, int64_t end) {
+  while (*depth > 0 && s->stack[*depth - 1].end <= start) (*depth)--;
+  if (*depth > 0) {
+    open_entry *top = &s->stack[*depth - 1];
+    int64_t ov = (end < top->end ? end : top->end) - start;
+    if (ov > 0) an->groups[g][top->slot].self_ns -= ov;
+  }
+  if (tbe__grow(s->a, (void **)&s->stack, &s->stack_cap, *depth + 1, sizeof(open_entry)) != 0)
+    return TBE_ENOMEM;
+  s->stack[*depth].end = end;
+  s->stack[*depth].slot = slot;
+  (*depth)++;
+  return 0;
+}
+
+/* The k-th smallest of v[0..n) by quickselect with a three-way partition
+ * (permutes v so that v[0..k) <= v[k] <= v[k+1..n)).  k < n. */
+static int64_t select_kth(int64_t *v, size_t n, size_t k) {
+  size_t lo = 0, hi = n;
+  while (hi - lo > 1) {
+    int64_t a = v[lo], b = v[lo + (hi - lo) / 2], c = v[hi - 1];
+    int64_t pivot = (a < b) ? ((b < c) ? b : (a < c ? c : a)) : ((a < c) ? a : (b < c ? c : b));
+    size_t lt = lo, i = lo, gt = hi;
+    while (i < gt) {
+      int64_t x = v[i];
+      if (x < pivot) {
+        v[i++] = v[lt];
+        v[lt++] = x;
+      } else if (x > pivot) {
+        v[i] = v[--gt];
+        v[gt] = x;
+      } else {
+        i++;
+      }
+    }
+    if (k < lt) hi = lt;
+    else if (k >= gt) lo = gt;
+    else return pivot;
+  }
+  return v[k];
+}
+
+/* Median of v[0..n) (permutes v), n > 0: the middle element, or for even
+ * n the mean of the two middle ones (rounded toward zero). */
+static int64_t median(int64_t *v, size_t n) {
+  size_t k = (n - 1) / 2;
+  int64_t a = select_kth(v, n, k);
+  if (n % 2) return a;
+  /* The upper middle is the smallest element after position k. */
+  int64_t b = v[k + 1];
+  for (size_t i = k + 2; i < n; i++)
+    if (v[i] < b) b = v[i];
+  return a + (b - a) / 2;
+}
+
+/* ---- the k-way merge of GPU tracks ---- */
+
+typedef struct cursor {
+  int64_t start;
+  uint32_t pos, end;
+} cursor;
+
+static void heap_down(cursor *h, size_t n, size_t i) {
+  for (;;) {
+    size_t l = 2 * i + 1, r = l + 1, m = i;
+    if (l < n && h[l].start < h[m].start) m = l;
+    if (r < n && h[r].start < h[m].start) m = r;
+    if (m == i) return;
+    cursor tmp = h[i];
+    h[i] = h[m];
+    h[m] = tmp;
+    i = m;
+  }
+}
+
+/* Moves `c` to the next busy event of its track; returns 0 at the end. */
+static int cursor_seek(const tbe_trace *t, cursor *c) {
+  while (c->pos < c->end && !is_busy_kind(t->events[c->pos].kind)) c->pos++;
+  if (c->pos >= c->end) return 0;
+  c->start = t->events[c->pos].start_ns;
+  return 1;
+}
+
+static int busy_union(tbe_analysis *an, scratch *s, size_t ngpu_events) {
+  const tbe_trace *t = an->trace;
+  size_t ncur = 0;
+  cursor *h = tbe__calloc(s->a, t->ntracks ? t->ntracks : 1, sizeof *h);
+  int64_t *cur_end = tbe__calloc(s->a, an->ndevices ? an->ndevices : 1, sizeof *cur_end);
+  s->seg = tbe__alloc(s->a, (ngpu_events ? ngpu_events : 1) * 2 * sizeof(int64_t));
+  if (!h || !cur_end || !s->seg) {
+    tbe__free(s->a, h);
+    tbe__free(s->a, cur_end);
+    return TBE_ENOMEM;
+  }
+  for (size_t d = 0; d < an->ndevices; d++) cur_end[d] = INT64_MIN;
+  for (size_t i = 0; i < t->ntracks; i++) {
+    if (s->track_dev[i] < 0) continue;
+    cursor c = {0, t->tracks[i].first, t->tracks[i].first + t->tracks[i].count};
+    if (cursor_seek(t, &c)) h[ncur++] = c;
+  }
+  for (size_t i = ncur; i-- > 0;) heap_down(h, ncur, i);
+  int64_t all_end = INT64_MIN;
+  size_t nseg = 0;
+  while (ncur > 0) {
+    const tbe_event *e = &t->events[h[0].pos];
+    int32_t d = s->track_dev[e->track];
+    int64_t st = e->start_ns, en = e->start_ns + e->dur_ns;
+    /* Per device. */
+    tbe_device_stats *ds = &an->devices[d];
+    if (st >= cur_end[d]) {
+      ds->busy_ns += en - st;
+      cur_end[d] = en;
+    } else if (en > cur_end[d]) {
+      ds->busy_ns += en - cur_end[d];
+      cur_end[d] = en;
+    }
+    /* All devices, kept as segments. */
+    if (nseg == 0 || st > all_end) {
+      s->seg[2 * nseg] = st;
+      s->seg[2 * nseg + 1] = en;
+      nseg++;
+      all_end = en;
+    } else if (en > all_end) {
+      s->seg[2 * nseg - 1] = en;
+      all_end = en;
+    }
+    h[0].pos++;
+    if (!cursor_seek(t, &h[0])) h[0] = h[--ncur];
+    heap_down(h, ncur, 0);
+  }
+  s->nseg = nseg;
+  for (size_t i = 0; i < nseg; i++) an->all.busy_ns += s->seg[2 * i + 1] - s->seg[2 * i];
+  tbe__free(s->a, h);
+  tbe__free(s->a, cur_end);
+  return 0;
+}
+
+/* Time the all-device union covers inside [lo, hi). */
+static int64_t busy_in(const scratch *s, int64_t lo, int64_t hi) {
+  size_t a = 0, b = s->nseg;
+  while (a < b) { /* first segment ending after lo */
+    size_t m = (a + b) / 2;
+    if (s->seg[2 * m + 1] <= lo) a = m + 1;
+    else b = m;
+  }
+  int64_t sum = 0;
+  for (size_t i = a; i < s->nseg && s->seg[2 * i] < hi; i++) {
+    int64_t x = s->seg[2 * i] > lo ? s->seg[2 * i] : lo;
+    int64_t y = s->seg[2 * i + 1] < hi ? s->seg[2 * i + 1] : hi;
+    if (y > x) sum += y - x;
+  }
+  return sum;
+}
+
+/* ---- devices ---- */
+
+static int cmp_i32(const void *x, const void *y) {
+  int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
+  return (a > b) - (a < b);
+}
+
+static int event_device(const tbe_track *tr) {
+  if (tr->device >= 0) return tr->device;
+  return -1;
+}
+
+/* Finds the GPUs: devices of stream tracks, of tracks holding GPU work and
+ * the trace's device table; fills an->devices (by ordinal) and
+ * s->track_dev.  Returns the number of events on GPU tracks, or -1. */
+static long find_devices(tbe_analysis *an, scratch *s) {
+  const tbe_trace *t = an->trace;
+  size_t cap = t->ntracks + t->ndevices + 1, n = 0;
+  int32_t *ord = tbe__alloc(s->a, cap * sizeof *ord);
+  s->track_dev = tbe__alloc(s->a, (t->ntracks ? t->ntracks : 1) * sizeof(int32_t));
+  if (!ord || !s->track_dev) {
+    tbe__free(s->a, ord);
+    return -1;
+  }
+  for (size_t i = 0; i < t->ntracks; i++) {
+    const tbe_track *tr = &t->tracks[i];
+    int gpu = tr->type == TBE_TRACK_STREAM;
+    for (uint32_t j = 0; !gpu && j < tr->count; j++)
+      if (tbe_event_kind_is_gpu((tbe_event_kind)t->events[tr->first + j].kind)) gpu = 1;
+    s->track_dev[i] = gpu ? (event_device(tr) >= 0 ? event_device(tr) : 0) : INT32_MIN;
+    if (gpu) ord[n++] = s->track_dev[i];
+  }
+  for (size_t i = 0; i < t->ndevices; i++) ord[n++] = t->devices[i].id;
+  qsort(ord, n, sizeof *ord, cmp_i32);
+  size_t u = 0;
+  for (size_t i = 0; i < n; i++)
+    if (u == 0 || ord[u - 1] != ord[i]) ord[u++] = ord[i];
+  an->devices = tbe__calloc(s->a, u ? u : 1, sizeof *an->devices);
+  if (!an->devices) {
+    tbe__free(s->a, ord);
+    return -1;
+  }
+  an->ndevices = u;
+  for (size_t i = 0; i < u; i++) {
+    tbe_device_stats *d = &an->devices[i];
+    d->device = ord[i];
+    d->launch_median_ns = -1;
+    for (size_t j = 0; j < t->ndevices; j++)
+      if (t->devices[j].id == ord[i]) d->name = t->devices[j].name;
+  }
+  long gpu_events = 0;
+  for (size_t i = 0; i < t->ntracks; i++) {
+    if (s->track_dev[i] == INT32_MIN) {
+      s->track_dev[i] = -1;
+      continue;
+    }
+    int32_t *p = bsearch(&s->track_dev[i], ord, u, sizeof *ord, cmp_i32);
+    s->track_dev[i] = (int32_t)(p - ord);
+    gpu_events += t->tracks[i].count;
+  }
+  tbe__free(s->a, ord);
+  return gpu_events;
+}
+
+/* ---- the main pass ---- */
+
+static int gpu_event(tbe_analysis *an, scratch *s, const tbe_event *e, int32_t d) {
+  const tbe_trace *t = an->trace;
+  tbe_device_stats *ds = &an->devices[d];
+  int64_t dur = e->dur_ns;
+  switch (e->kind) {
+    case TBE_EV_KERNEL: {
+      ds->kernel_ns += dur;
+      ds->kernel_count++;
+      if (dur < TBE_SHORT_KERNEL_NS) ds->short_kernels++;
+      long slot = group_slot(an, s, TBE_GROUP_KERNEL, e->name);
+      if (slot < 0) return TBE_ENOMEM;
+      account(&an->groups[TBE_GROUP_KERNEL][slot], dur);
+      if (t->nsteps) {
+        int64_t when = e->start_ns;
+        if (e->link != TBE_NONE && e->link < t->nevents) when = t->events[e->link].start_ns;
+        long si = step_of(t, s, when);
+        s->kstep[s->nk++] = (int32_t)si; /* reused by per_step_names */
+        if (si >= 0) {
+          an->steps[si].kernel_ns += dur;
+          an->steps[si].kernel_count++;
+        }
+      }
+      break;
+    }
+    case TBE_EV_MEMCPY: {
+      const tbe_memcpy *m = tbe_trace_memcpy(t, e);
+      unsigned k = m && m->copy_kind < TBE_NCOPY_KINDS ? m->copy_kind : 0;
+      ds->memcpy_ns[k] += dur;
+      ds->memcpy_count[k]++;
+      if (m) ds->memcpy_bytes[k] += m->bytes;
+      if (m && (m->src_kind == TBE_MEM_PAGEABLE || m->dst_kind == TBE_MEM_PAGEABLE)) {
+        ds->pageable_ns += dur;
+        ds->pageable_count++;
+      }
+      break;
+    }
+    case TBE_EV_MEMSET:
+      ds->memset_ns += dur;
+      ds->memset_count++;
+      break;
+    case TBE_EV_SYNC:
+      ds->sync_ns += dur;
+      ds->sync_count++;
+      an->sync_calls++;
+      an->sync_call_ns += dur;
+      return 0;
+    default: return 0;
+  }
+  if (e->link != TBE_NONE && e->link < t->nevents) {
+    const tbe_event *api = &t->events[e->link];
+    /* Correlation ids are per process: a link across processes, or one
+     * that would start the GPU work before its API call, is not a launch
+     * latency. */
+    int64_t gpid = t->tracks[e->track].pid, apid = t->tracks[api->track].pid;
+    int same = gpid < 0 || apid < 0 || gpid == apid;
+    if ((api->kind == TBE_EV_RUNTIME || api->kind == TBE_EV_DRIVER) && same &&
+        e->start_ns >= api->start_ns) {
+      s->lat[s->nlat] = e->start_ns - api->start_ns;
+      s->lat_dev[s->nlat] = (uint32_t)d;
+      s->nlat++;
+    }
+  }
+  return 0;
+}
+
+static int host_track(tbe_analysis *an, scratch *s, const tbe_track *tr) {
+  const tbe_trace *t = an->trace;
+  size_t depth_op = 0, depth_range = 0;
+  /* The two tables nest independently; their stacks share one buffer by
+   * being walked in two sub-passes. */
+  int64_t busy = 0, cur_end = INT64_MIN;
+  for (uint32_t j = 0; j < tr->count; j++) {
+    const tbe_event *e = &t->events[tr->first + j];
+    int64_t st = e->start_ns, en = e->start_ns + e->dur_ns;
+    switch (e->kind) {
+      case TBE_EV_CPU_OP: {
+        long slot = group_slot(an, s, TBE_GROUP_CPU_OP, e->name);
+        if (slot < 0) return TBE_ENOMEM;
+        account(&an->groups[TBE_GROUP_CPU_OP][slot], e->dur_ns);
+        if (nest(an, s, &depth_op, TBE_GROUP_CPU_OP, (uint32_t)slot, st, en) != 0)
+          return TBE_ENOMEM;
+        break;
+      }
+      case TBE_EV_RUNTIME:
+      case TBE_EV_DRIVER:
+        an->api_calls++;
+        if (name_flags(s, t, e->name) & NF_SYNC) {
+          an->sync_calls++;
+          an->sync_call_ns += e->dur_ns;
+        }
+        break;
+      case TBE_EV_SYNC:
+        an->sync_calls++;
+        an->sync_call_ns += e->dur_ns;
+        an->all.sync_ns += e->dur_ns;
+        an->all.sync_count++;
+        break;
+      case TBE_EV_OVERHEAD: an->overhead_ns += e->dur_ns; break;
+      default: break;
+    }
+    if (e->kind == TBE_EV_CPU_OP || e->kind == TBE_EV_RUNTIME || e->kind == TBE_EV_DRIVER) {
+      if (st < s->win_lo) st = s->win_lo; /* only the profiled window counts */
+      if (en > s->win_hi) en = s->win_hi;
+      if (en <= st) continue;
+      if (st >= cur_end) {
+        busy += en - st;
+        cur_end = en;
+      } else if (en > cur_end) {
+        busy += en - cur_end;
+        cur_end = en;
+      }
+    }
+  }
+  if (busy > an->host_busy_ns) an->host_busy_ns = busy;
+  /* Ranges: a second walk over the same track with its own stack. */
+  for (uint32_t j = 0; j < tr->count; j++) {
+    const tbe_event *e = &t->events[tr->first + j];
+    if (e->kind != TBE_EV_NVTX_RANGE && e->kind != TBE_EV_USER_ANNOTATION) continue;
+    if (name_flags(s, t, e->name) & NF_STEP) continue;
+    long slot = range_slot(an, s, e->name);
+    if (slot < 0) return TBE_ENOMEM;
+    account(&an->groups[TBE_GROUP_RANGE][slot], e->dur_ns);
+    if (e->flags & TBE_EVF_ASYNC) continue;
+    if (nest(an, s, &depth_range, TBE_GROUP_RANGE, (uint32_t)slot, e->start_ns,
+             e->start_ns + e->dur_ns) != 0)
+      return TBE_ENOMEM;
+  }
+  return 0;
+}
+
+static int per_step_names(tbe_analysis *an, scratch *s) {
+  const tbe_trace *t = an->trace;
+  size_t ns = an->nsteps, cells = 0;
+  for (int g = 0; g < TBE_GROUP__COUNT; g++) cells += an->ngroups[g];
+  if (ns == 0 || cells == 0 || cells > STEP_CELLS_MAX / ns) return 0;
+  priv *p = an->priv_;
+  p->step_pool = tbe__calloc(s->a, cells * ns, sizeof(int64_t));
+  if (!p->step_pool) return TBE_ENOMEM;
+  int64_t *q = p->step_pool;
+  for (int g = 0; g < TBE_GROUP__COUNT; g++)
+    for (size_t i = 0; i < an->ngroups[g]; i++, q += ns) an->groups[g][i].step_ns = q;
+  size_t nk = 0;
+  for (size_t k = 0; k < t->nevents; k++) {
+    const tbe_event *e = &t->events[k];
+    int g;
+    int64_t when = e->start_ns;
+    if (e->kind == TBE_EV_KERNEL) {
+      if (s->track_dev[e->track] < 0) continue;
+      /* Kernels are met in the order gpu_event met them (event order). */
+      long si = nk < s->nk ? s->kstep[nk++] : -1;
+      uint32_t slot = s->slot[TBE_GROUP_KERNEL][e->name];
+      if (si >= 0 && slot != UINT32_MAX) an->groups[TBE_GROUP_KERNEL][slot].step_ns[si] += e->dur_ns;
+      continue;
+    } else if (e->kind == TBE_EV_CPU_OP) {
+      if (s->track_dev[e->track] >= 0) continue;
+      g = TBE_GROUP_CPU_OP;
+    } else if (e->kind == TBE_EV_NVTX_RANGE || e->kind == TBE_EV_USER_ANNOTATION) {
+      if (s->track_dev[e->track] >= 0) continue;
+      if (name_flags(s, t, e->name) & NF_STEP) continue;
+      g = TBE_GROUP_RANGE;
+    } else {
+      continue;
+    }
+    long si = step_of(t, s, when);
+    uint32_t slot = s->slot[g][e->name];
+    if (si >= 0 && slot != UINT32_MAX) an->groups[g][slot].step_ns[si] += e->dur_ns;
+  }
+  return 0;
+}
+
+static void add_advice(tbe_analysis *an, tbe_advice *buf, tbe_advice_kind k, double fig,
+                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void add_advice(tbe_analysis *an, tbe_advice *buf, tbe_advice_kind k, double fig,
+                       const char *fmt, ...) {
+  tbe_advice *ad = &buf[an->nadvice++];
+  ad->kind = k;
+  ad->figure = fig;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ad->text, sizeof ad->text, fmt, ap);
+  va_end(ap);
+}
+
+static int advise(tbe_analysis *an) {
+  tbe_advice *buf = tbe__calloc(&an->alloc_, 8, sizeof *buf);
+  if (!buf) return TBE_ENOMEM;
+  an->advice = buf;
+  const tbe_device_stats *all = &an->all;
+  double wall = an->wall_ns > 0 ? (double)an->wall_ns : 1.0;
+  double gpu_pct = 100.0 * (double)all->busy_ns / wall;
+  double host_pct = 100.0 * (double)an->host_busy_ns / wall;
+  /* Launch-bound: the GPU idles most of the time while the host thread
+   * that feeds it is busy at least half the time and twice as busy as the
+   * GPU. */
+  if (all->kernel_count > 0 && gpu_pct < 50.0 && host_pct >= 50.0 && host_pct >= 2.0 * gpu_pct)
+    add_advice(an, buf, TBE_ADVICE_LAUNCH_BOUND, gpu_pct,
+               "GPU busy only %.1f%% of the time while the busiest host thread is busy %.1f%%: "
+               "launch-bound; consider CUDA graphs or kernel fusion",
+               gpu_pct, host_pct);
+  if (all->kernel_count >= 10) {
+    double pct = 100.0 * (double)all->short_kernels / (double)all->kernel_count;
+    if (pct >= 30.0)
+      add_advice(an, buf, TBE_ADVICE_SHORT_KERNELS, pct,
+                 "%.1f%% of kernels (%llu of %llu) ran shorter than %d us: launch overhead "
+                 "dominates; fuse them or use CUDA graphs",
+                 pct, (unsigned long long)all->short_kernels,
+                 (unsigned long long)all->kernel_count, TBE_SHORT_KERNEL_NS / 1000);
+  }
+  if (all->pageable_count > 0)
+    add_advice(an, buf, TBE_ADVICE_PAGEABLE, (double)all->pageable_count,
+               "%llu cop%s (%.3f ms) used pageable host memory: use pinned memory "
+               "(pin_memory=True, cudaHostAlloc)",
+               (unsigned long long)all->pageable_count, all->pageable_count == 1 ? "y" : "ies",
+               (double)all->pageable_ns / 1e6);
+  int64_t hd = all->memcpy_ns[TBE_COPY_HTOD] + all->memcpy_ns[TBE_COPY_DTOH];
+  if (all->busy_ns > 0 && hd > 0) {
+    double pct = 100.0 * (double)hd / (double)all->busy_ns;
+    if (pct >= 20.0)
+      add_advice(an, buf, TBE_ADVICE_COPY_SHARE, pct,
+                 "%.1f%% of GPU busy time is host<->device copies (%.3f ms): keep data on the "
+                 "GPU, overlap copies with compute",
+                 pct, (double)hd / 1e6);
+  }
+  if (an->sync_calls > 0) {
+    double per_step = an->nsteps ? (double)an->sync_calls / (double)an->nsteps : 0;
+    double share = 100.0 * (double)an->sync_call_ns / wall;
+    if ((an->nsteps && per_step >= 5.0) || (!an->nsteps && an->sync_calls >= 20) || share >= 10.0)
+      add_advice(an, buf, TBE_ADVICE_SYNC, (double)an->sync_calls,
+                 "%llu synchronizations (%.1f per step, %.1f%% of wall time): avoid .item(), "
+                 ".cpu() and explicit synchronize in the loop",
+                 (unsigned long long)an->sync_calls, per_step, share);
+  }
+  if (an->dropped_records > 0 || an->ended_early)
+    add_advice(an, buf, TBE_ADVICE_DROPPED, (double)an->dropped_records,
+               "%llu records were dropped%s: the figures above undercount; enlarge the "
+               "profiler buffers or profile fewer steps",
+               (unsigned long long)an->dropped_records,
+               an->ended_early ? " and the capture ended early" : "");
+  return 0;
+}
+
+static void scratch_free(scratch *s) {
+  for (int g = 0; g < TBE_GROUP__COUNT; g++) tbe__free(s->a, s->slot[g]);
+  tbe__free(s->a, s->nflags);
+  tbe__free(s->a, s->track_dev);
+  tbe__free(s->a, s->step_order);
+  tbe__free(s->a, s->stack);
+  tbe__free(s->a, s->lat);
+  tbe__free(s->a, s->lat_dev);
+  tbe__free(s->a, s->seg);
+  tbe__free(s->a, s->label_off);
+  tbe__free(s->a, s->ptab);
+  tbe__free(s->a, s->kstep);
+}
+
+static int cmp_step_start(const void *x, const void *y, void *ctx) {
+  const tbe_trace *t = ctx;
+  int64_t a = t->steps[*(const size_t *)x].start_ns, b = t->steps[*(const size_t *)y].start_ns;
+  return (a > b) - (a < b);
+}
+
+static int run(tbe_analysis *an, scratch *s) {
+  const tbe_trace *t = an->trace;
+  size_t nstr = tbe_trace_nstrings(t);
+  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
+    s->slot[g] = tbe__alloc(s->a, (nstr ? nstr : 1) * sizeof(uint32_t));
+    if (!s->slot[g]) return TBE_ENOMEM;
+    memset(s->slot[g], 0xff, (nstr ? nstr : 1) * sizeof(uint32_t));
+  }
+  s->nflags = tbe__calloc(s->a, nstr ? nstr : 1, 1);
+  if (!s->nflags) return TBE_ENOMEM;
+
+  /* Window. */
+  an->start_ns = t->start_ns;
+  an->wall_ns = t->stop_ns > t->start_ns ? t->stop_ns - t->start_ns : 0;
+  if (an->wall_ns == 0 && t->nevents) {
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (size_t i = 0; i < t->nevents; i++) {
+      if (t->events[i].start_ns < lo) lo = t->events[i].start_ns;
+      if (t->events[i].start_ns + t->events[i].dur_ns > hi)
+        hi = t->events[i].start_ns + t->events[i].dur_ns;
+    }
+    an->start_ns = lo;
+    an->wall_ns = hi - lo;
+  }
+
+  s->win_lo = an->start_ns;
+  s->win_hi = an->start_ns + an->wall_ns;
+
+  /* Steps. */
+  if (t->nsteps) {
+    an->steps = tbe__calloc(s->a, t->nsteps, sizeof *an->steps);
+    s->step_order = tbe__alloc(s->a, t->nsteps * sizeof(size_t));
+    if (!an->steps || !s->step_order) return TBE_ENOMEM;
+    an->nsteps = t->nsteps;
+    for (size_t i = 0; i < t->nsteps; i++) {
+      s->step_order[i] = i;
+      an->steps[i].num = t->steps[i].num;
+      an->steps[i].start_ns = t->steps[i].start_ns;
+      an->steps[i].dur_ns = t->steps[i].end_ns - t->steps[i].start_ns;
+    }
+    qsort_r(s->step_order, t->nsteps, sizeof(size_t), cmp_step_start, (void *)t);
+  }
+
+  long ngpu = find_devices(an, s);
+  if (ngpu < 0) return TBE_ENOMEM;
+  size_t nl = ngpu ? (size_t)ngpu : 1;
+  s->lat = tbe__alloc(s->a, nl * sizeof(int64_t));
+  s->lat_dev = tbe__alloc(s->a, nl * sizeof(uint32_t));
+  if (!s->lat || !s->lat_dev) return TBE_ENOMEM;
+  if (t->nsteps) {
+    s->kstep = tbe__alloc(s->a, nl * sizeof(int32_t));
+    if (!s->kstep) return TBE_ENOMEM;
+  }
+
+  for (size_t i = 0; i < t->ntracks; i++) {
+    const tbe_track *tr = &t->tracks[i];
+    int32_t d = s->track_dev[i];
+    if (d >= 0) {
+      for (uint32_t j = 0; j < tr->count; j++) {
+        int rc = gpu_event(an, s, &t->events[tr->first + j], d);
+        if (rc) return rc;
+      }
+    } else {
+      int rc = host_track(an, s, tr);
+      if (rc) return rc;
+    }
+  }
+
+  int rc = busy_union(an, s, (size_t)ngpu);
+  if (rc) return rc;
+
+  /* Launch latency medians: group by device (counting sort), then select. */
+  if (s->nlat) {
+    size_t *cnt = tbe__calloc(s->a, an->ndevices + 1, sizeof *cnt);
+    int64_t *by = tbe__alloc(s->a, s->nlat * sizeof *by);
+    if (!cnt || !by) {
+      tbe__free(s->a, cnt);
+      tbe__free(s->a, by);
+      return TBE_ENOMEM;
+    }
+    for (size_t i = 0; i < s->nlat; i++) cnt[s->lat_dev[i] + 1]++;
+    for (size_t d = 0; d < an->ndevices; d++) cnt[d + 1] += cnt[d];
+    for (size_t i = 0; i < s->nlat; i++) by[cnt[s->lat_dev[i]]++] = s->lat[i];
+    size_t off = 0;
+    for (size_t d = 0; d < an->ndevices; d++) {
+      size_t n = cnt[d] - off;
+      if (n) {
+        an->devices[d].launch_median_ns = median(by + off, n);
+        an->devices[d].launch_samples = n;
+      }
+      off = cnt[d];
+    }
+    an->all.launch_median_ns = median(by, s->nlat);
+    an->all.launch_samples = s->nlat;
+    tbe__free(s->a, cnt);
+    tbe__free(s->a, by);
+  }
+
+  /* Devices: window and totals. */
+  tbe_device_stats *all = &an->all;
+  all->wall_ns = an->wall_ns;
+  for (size_t d = 0; d < an->ndevices; d++) {
+    tbe_device_stats *ds = &an->devices[d];
+    ds->wall_ns = an->wall_ns;
+    ds->idle_ns = ds->wall_ns > ds->busy_ns ? ds->wall_ns - ds->busy_ns : 0;
+    all->kernel_ns += ds->kernel_ns;
+    all->kernel_count += ds->kernel_count;
+    all->short_kernels += ds->short_kernels;
+    for (int k = 0; k < TBE_NCOPY_KINDS; k++) {
+      all->memcpy_ns[k] += ds->memcpy_ns[k];
+      all->memcpy_count[k] += ds->memcpy_count[k];
+      all->memcpy_bytes[k] += ds->memcpy_bytes[k];
+    }
+    all->pageable_ns += ds->pageable_ns;
+    all->pageable_count += ds->pageable_count;
+    all->memset_ns += ds->memset_ns;
+    all->memset_count += ds->memset_count;
+    all->sync_ns += ds->sync_ns;
+    all->sync_count += ds->sync_count;
+  }
+  all->idle_ns = all->wall_ns > all->busy_ns ? all->wall_ns - all->busy_ns : 0;
+
+  /* Steps: GPU busy inside each window. */
+  for (size_t i = 0; i < an->nsteps; i++)
+    an->steps[i].gpu_busy_ns =
+        busy_in(s, an->steps[i].start_ns, an->steps[i].start_ns + an->steps[i].dur_ns);
+
+  /* Name tables. */
+  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
+    an->group_total_ns[g] = 0;
+    for (size_t i = 0; i < an->ngroups[g]; i++) {
+      tbe_name_stats *e = &an->groups[g][i];
+      if (e->self_ns < 0) e->self_ns = 0;
+      if (e->min_ns == INT64_MAX) e->min_ns = 0;
+      an->group_total_ns[g] += e->self_ns;
+    }
+  }
+  priv *pv = an->priv_;
+  for (int g = 0; g < TBE_GROUP__COUNT; g++)
+    for (size_t i = 0; i < an->ngroups[g]; i++) {
+      tbe_name_stats *e = &an->groups[g][i];
+      uint32_t off = g == TBE_GROUP_RANGE && i < s->label_n ? s->label_off[i] : 0;
+      e->label = off ? pv->arena + off - 1 : tbe_trace_str(t, e->name);
+    }
+  rc = per_step_names(an, s);
+  if (rc) return rc;
+  for (int g = 0; g < TBE_GROUP__COUNT; g++)
+    tbe_analysis_sort(an, (tbe_group_kind)g, TBE_SORT_TOTAL);
+
+  if (t->overhead_ns) an->overhead_ns = (int64_t)t->overhead_ns;
+  an->dropped_records = t->dropped_records + t->dropped_out_of_range;
+  an->ended_early = t->ended_early;
+  return advise(an);
+}
+
+int tbe_analysis_create(tbe_analysis **out, const tbe_trace *t, const tbe_allocator *a) {
+  if (!out) return TBE_EINVAL;
+  *out = NULL;
+  if (!t) return TBE_EINVAL;
+  tbe_allocator al;
+  tbe__allocator_init(&al, a);
+  tbe_analysis *an = tbe__calloc(&al, 1, sizeof *an);
+  if (!an) return TBE_ENOMEM;
+  an->alloc_ = al;
+  an->trace = t;
+  an->all.device = -1;
+  an->all.launch_median_ns = -1;
+  an->priv_ = tbe__calloc(&an->alloc_, 1, sizeof(priv));
+  if (!an->priv_) {
+    tbe__free(&an->alloc_, an);
+    return TBE_ENOMEM;
+  }
+  scratch s;
+  memset(&s, 0, sizeof s);
+  s.a = &an->alloc_;
+  int rc = run(an, &s);
+  scratch_free(&s);
+  if (rc) {
+    tbe_analysis_free(an);
+    return rc;
+  }
+  *out = an;
+  return 0;
+}
+
+void tbe_analysis_free(tbe_analysis *an) {
+  if (!an) return;
+  tbe_allocator al = an->alloc_;
+  for (int g = 0; g < TBE_GROUP__COUNT; g++) tbe__free(&al, an->groups[g]);
+  tbe__free(&al, an->devices);
+  tbe__free(&al, an->steps);
+  tbe__free(&al, an->advice);
+  if (an->priv_) {
+    tbe__free(&al, ((priv *)an->priv_)->step_pool);
+    tbe__free(&al, ((priv *)an->priv_)->arena);
+  }
+  tbe__free(&al, an->priv_);
+  tbe__free(&al, an);
+}
+
+typedef struct sort_ctx {
+  const tbe_trace *t;
+  tbe_sort_key key;
+} sort_ctx;
+
+static int cmp_stats(const void *x, const void *y, void *ctx) {
+  const sort_ctx *c = ctx;
+  const tbe_name_stats *a = x, *b = y;
+  int64_t ka, kb;
+  switch (c->key) {
+    case TBE_SORT_AVG:
+      ka = a->calls ? a->total_ns / (int64_t)a->calls : 0;
+      kb = b->calls ? b->total_ns / (int64_t)b->calls : 0;
+      break;
+    case TBE_SORT_CALLS: ka = (int64_t)a->calls; kb = (int64_t)b->calls; break;
+    case TBE_SORT_MAX: ka = a->max_ns; kb = b->max_ns; break;
+    default: ka = a->total_ns; kb = b->total_ns; break;
+  }
+  if (ka != kb) return ka > kb ? -1 : 1;
+  if (a->total_ns != b->total_ns) return a->total_ns > b->total_ns ? -1 : 1;
+  return strcmp(a->label, b->label);
+}
+
+void tbe_analysis_sort(tbe_analysis *an, tbe_group_kind g, tbe_sort_key key) {
+  if (!an || (unsigned)g >= TBE_GROUP__COUNT || an->ngroups[g] < 2) return;
+  sort_ctx c = {an->trace, key};
+  qsort_r(an->groups[g], an->ngroups[g], sizeof(tbe_name_stats), cmp_stats, &c);
+}
+
+/* ---- diff ---- */
+
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
+  return h;
+}
+
+/* Per-step median and spread (max - min) of one name. */
+static int step_figures(const tbe_analysis *an, const tbe_name_stats *e, int64_t *tmp,
+                        int64_t *med, int64_t *spread) {
+  if (!e || !e->step_ns || an->nsteps < 2) return 0;
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (size_t i = 0; i < an->nsteps; i++) {
+    tmp[i] = e->step_ns[i];
+    if (tmp[i] < lo) lo = tmp[i];
+    if (tmp[i] > hi) hi = tmp[i];
+  }
+  *med = median(tmp, an->nsteps);
+  *spread = hi - lo;
+  return 1;
+}
+
+static int cmp_delta(const void *x, const void *y) {
+  const tbe_diff_entry *a = x, *b = y;
+  int64_t da = a->delta_ns < 0 ? -a->delta_ns : a->delta_ns;
+  int64_t db = b->delta_ns < 0 ? -b->delta_ns : b->delta_ns;
+  if (da != db) return da > db ? -1 : 1;
+  return strcmp(a->name, b->name);
+}
+
+static int diff_group(tbe_diff *d, tbe_group_kind g, int64_t *tmp) {
+  const tbe_analysis *b = d->side[0], *n = d->side[1];
+  size_t nb = b->ngroups[g], nn = n->ngroups[g];
+  size_t cap = 16;
+  while (cap < 2 * nb) cap *= 2;
+  uint32_t *tab = tbe__alloc(&d->alloc_, cap * sizeof *tab);
+  tbe_diff_entry *out = tbe__calloc(&d->alloc_, nb + nn + 1, sizeof *out);
+  uint32_t *match = tbe__alloc(&d->alloc_, (nb + 1) * sizeof *match);
+  if (!tab || !out || !match) {
+    tbe__free(&d->alloc_, tab);
+    tbe__free(&d->alloc_, out);
+    tbe__free(&d->alloc_, match);
+    return TBE_ENOMEM;
+  }
+  memset(tab, 0xff, cap * sizeof *tab);
+  for (size_t i = 0; i < nb; i++) {
+    const char *s = b->groups[g][i].label;
+    size_t h = (size_t)hash_str(s) & (cap - 1);
+    while (tab[h] != UINT32_MAX) h = (h + 1) & (cap - 1);
+    tab[h] = (uint32_t)i;
+    match[i] = UINT32_MAX;
+  }
+  size_t k = 0;
+  for (size_t j = 0; j < nn; j++) {
+    const tbe_name_stats *en = &n->groups[g][j];
+    const char *s = en->label;
+    size_t h = (size_t)hash_str(s) & (cap - 1);
+    uint32_t hit = UINT32_MAX;
+    while (tab[h] != UINT32_MAX) {
+      if (strcmp(b->groups[g][tab[h]].label, s) == 0) {
+        hit = tab[h];
+        break;
+      }
+      h = (h + 1) & (cap - 1);
+    }
+    tbe_diff_entry *o = &out[k++];
+    o->name = s;
+    o->present = 2;
+    o->calls[1] = en->calls;
+    o->total_ns[1] = en->total_ns;
+    const tbe_name_stats *eb = NULL;
+    if (hit != UINT32_MAX) {
+      match[hit] = (uint32_t)j;
+      eb = &b->groups[g][hit];
+      o->present |= 1;
+      o->calls[0] = eb->calls;
+      o->total_ns[0] = eb->total_ns;
+    } else {
+      d->added[g]++;
+    }
+    if (eb && step_figures(b, eb, tmp, &o->step_median_ns[0], &o->step_spread_ns[0]) &&
+        step_figures(n, en, tmp, &o->step_median_ns[1], &o->step_spread_ns[1])) {
+      o->noise_checked = 1;
+      int64_t dm = o->step_median_ns[1] - o->step_median_ns[0];
+      if (dm < 0) dm = -dm;
+      int64_t sp = o->step_spread_ns[0] > o->step_spread_ns[1] ? o->step_spread_ns[0]
+                                                               : o->step_spread_ns[1];
+      o->within_noise = dm == 0 || dm < sp;
+    }
+  }
+  for (size_t i = 0; i < nb; i++) {
+    if (match[i] != UINT32_MAX) continue;
+    const tbe_name_stats *eb = &b->groups[g][i];
+    tbe_diff_entry *o = &out[k++];
+    o->name = eb->label;
+    o->present = 1;
+    o->calls[0] = eb->calls;
+    o->total_ns[0] = eb->total_ns;
+    d->removed[g]++;
+  }
+  for (size_t i = 0; i < k; i++) {
+    out[i].delta_ns = out[i].total_ns[1] - out[i].total_ns[0];
+    out[i].ratio = out[i].total_ns[0] > 0 ? (double)out[i].total_ns[1] / (double)out[i].total_ns[0]
+                                          : 0.0;
+  }
+  qsort(out, k, sizeof *out, cmp_delta);
+  d->entries[g] = out;
+  d->nentries[g] = k;
+  tbe__free(&d->alloc_, tab);
+  tbe__free(&d->alloc_, match);
+  return 0;
+}
+
+int tbe_diff_create(tbe_diff **out, const tbe_analysis *base, const tbe_analysis *newer,
+                    const tbe_allocator *a) {
+  if (!out) return TBE_EINVAL;
+  *out = NULL;
+  if (!base || !newer) return TBE_EINVAL;
+  tbe_allocator al;
+  tbe__allocator_init(&al, a);
+  tbe_diff *d = tbe__calloc(&al, 1, sizeof *d);
+  if (!d) return TBE_ENOMEM;
+  d->alloc_ = al;
+  d->side[0] = base;
+  d->side[1] = newer;
+  size_t ns = base->nsteps > newer->nsteps ? base->nsteps : newer->nsteps;
+  int64_t *tmp = tbe__alloc(&d->alloc_, (ns ? ns : 1) * sizeof *tmp);
+  if (!tmp) {
+    tbe_diff_free(d);
+    return TBE_ENOMEM;
+  }
+  for (int s = 0; s < 2; s++) {
+    const tbe_analysis *an = d->side[s];
+    d->wall_ns[s] = an->wall_ns;
+    d->kernel_ns[s] = an->all.kernel_ns;
+    d->busy_ns[s] = an->all.busy_ns;
+    d->nsteps[s] = an->nsteps;
+    d->step_median_ns[s] = -1;
+    if (an->nsteps) {
+      int64_t lo = INT64_MAX, hi = INT64_MIN;
+      for (size_t i = 0; i < an->nsteps; i++) {
+        tmp[i] = an->steps[i].dur_ns;
+        if (tmp[i] < lo) lo = tmp[i];
+        if (tmp[i] > hi) hi = tmp[i];
+      }
+      d->step_median_ns[s] = median(tmp, an->nsteps);
+      d->step_spread_ns[s] = hi - lo;
+    }
+  }
+  if (d->nsteps[0] >= 2 && d->nsteps[1] >= 2) {
+    d->steps_noise_checked = 1;
+    int64_t dm = d->step_median_ns[1] - d->step_median_ns[0];
+    if (dm < 0) dm = -dm;
+    int64_t sp = d->step_spread_ns[0] > d->step_spread_ns[1] ? d->step_spread_ns[0]
+                                                             : d->step_spread_ns[1];
+    d->steps_within_noise = dm == 0 || dm < sp;
+  }
+  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
+    int rc = diff_group(d, (tbe_group_kind)g, tmp);
+    if (rc) {
+      tbe__free(&d->alloc_, tmp);
+      tbe_diff_free(d);
+      return rc;
+    }
+  }
+  tbe__free(&d->alloc_, tmp);
+  *out = d;
+  return 0;
+}
+
+void tbe_diff_free(tbe_diff *d) {
+  if (!d) return;
+  tbe_allocator al = d->alloc_;
+  for (int g = 0; g < TBE_GROUP__COUNT; g++) tbe__free(&al, d->entries[g]);
+  tbe__free(&al, d);
+}

@@ -1,0 +1,321 @@
+/* export_events.c: the run summary as TensorBoard events, and the diff of
+ * two runs written next to them.
+ *
+ * The "events" output of tbe_export_run (exporter.h) analyses the trace
+ * (analysis.c) and writes one event file into <logdir>/<run>/ through the
+ * public writer API (tbexport/writer.h):
+ *   summary/…        wall time, GPU busy %, time in kernels, copies,
+ *                    memsets, synchronization, idle, kernel count, launch
+ *                    latency, host busy %  (step 0)
+ *   gpu<N>/…         the same per GPU when there are several
+ *   steps/…          step time, GPU busy %, kernel time (x axis = step number)
+ *   kernels/<name>   total time of the top kernels in ms (step 0)
+ *   profiler/…       dropped records, overhead, ended early
+ *   summary/top_kernels, summary/advice   Markdown text
+ * Tags depend only on what was measured, never on the run name, so two
+ * runs overlay in the Scalars dashboard.  Kernel tags are shortened names
+ * restricted to [A-Za-z0-9_.:-] and made unique.
+ *
+ * Wall times are the trace's own end time (seconds), so re-exporting a
+ * trace gives the same records.  Scalars per tag are written with strictly
+ * increasing steps (TensorBoard's loader drops earlier points at an equal
+ * or later step).  On failure the event file is removed: no half-written
+ * summary is left under its final name. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/alloc.h"
+#include "common/fsutil.h"
+#include "tbexport/analysis.h"
+#include "tbexport/error.h"
+#include "tbexport/writer.h"
+#include "trace/exporter.h"
+#include "trace/report.h"
+
+#define TOP_KERNELS 20
+#define TAG_WIDTH 100
+
+/* snprintf that truncates silently (tags are bounded by construction). */
+static void fmt(char *buf, size_t size, const char *f, ...) __attribute__((format(printf, 3, 4)));
+static void fmt(char *buf, size_t size, const char *f, ...) {
+  va_list ap;
+  va_start(ap, f);
+  vsnprintf(buf, size, f, ap);
+  va_end(ap);
+}
+
+static double ms(int64_t ns) { return (double)ns / 1e6; }
+
+static double pct(int64_t part, int64_t whole) {
+  return whole > 0 ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+typedef struct ew {
+  tbe_writer *w;
+  double wall;
+  int rc;
+} ew;
+
+static void scalar(ew *e, const char *tag, double v, int64_t step) {
+  if (e->rc) return;
+  e->rc = tbe_writer_add_scalar(e->w, tag, v, step, e->wall);
+}
+
+static void text(ew *e, const char *tag, const char *md) {
+  if (e->rc) return;
+  e->rc = tbe_writer_add_text(e->w, tag, md, 0, e->wall);
+}
+
+static int64_t copy_ns(const tbe_device_stats *d) {
+  int64_t s = 0;
+  for (int k = 0; k < TBE_NCOPY_KINDS; k++) s += d->memcpy_ns[k];
+  return s;
+}
+
+static void device_scalars(ew *e, const char *prefix, const tbe_analysis *an,
+                           const tbe_device_stats *d) {
+  char tag[96];
+#define S(name, v)                                          \
+  do {                                                      \
+    fmt(tag, sizeof tag, "%s/%s", prefix, name);       \
+    scalar(e, tag, (v), 0);                                 \
+  } while (0)
+  S("gpu_busy_pct", pct(d->busy_ns, d->wall_ns));
+  S("kernel_time_ms", ms(d->kernel_ns));
+  S("memcpy_time_ms", ms(copy_ns(d)));
+  S("memcpy_htod_ms", ms(d->memcpy_ns[TBE_COPY_HTOD]));
+  S("memcpy_dtoh_ms", ms(d->memcpy_ns[TBE_COPY_DTOH]));
+  S("memcpy_dtod_ms", ms(d->memcpy_ns[TBE_COPY_DTOD]));
+  S("memset_time_ms", ms(d->memset_ns));
+  S("sync_time_ms", ms(d->sync_ns));
+  S("idle_time_ms", ms(d->idle_ns));
+  S("kernel_count", (double)d->kernel_count);
+  if (d->launch_median_ns >= 0) S("launch_latency_us", (double)d->launch_median_ns / 1e3);
+#undef S
+  (void)an;
+}
+
+static int cmp_step_num(const void *x, const void *y) {
+  const tbe_step_stats *a = *(const tbe_step_stats *const *)x;
+  const tbe_step_stats *b = *(const tbe_step_stats *const *)y;
+  return (a->num > b->num) - (a->num < b->num);
+}
+
+static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
+  char tag[160];
+  scalar(e, "summary/wall_time_ms", ms(an->wall_ns), 0);
+  device_scalars(e, "summary", an, &an->all);
+  scalar(e, "summary/host_busy_pct", pct(an->host_busy_ns, an->wall_ns), 0);
+  scalar(e, "summary/sync_calls", (double)an->sync_calls, 0);
+  if (an->ndevices > 1) {
+    for (size_t i = 0; i < an->ndevices; i++) {
+      char prefix[32];
+      snprintf(prefix, sizeof prefix, "gpu%d", (int)an->devices[i].device);
+      device_scalars(e, prefix, an, &an->devices[i]);
+    }
+  }
+  scalar(e, "profiler/dropped_records", (double)an->dropped_records, 0);
+  scalar(e, "profiler/overhead_ms", ms(an->overhead_ns), 0);
+  scalar(e, "profiler/ended_early", an->ended_early ? 1.0 : 0.0, 0);
+
+  /* Steps, by step number, each number once. */
+  if (an->nsteps) {
+    const tbe_step_stats **order = tbe__alloc(a, an->nsteps * sizeof *order);
+    if (!order) return TBE_ENOMEM;
+    for (size_t i = 0; i < an->nsteps; i++) order[i] = &an->steps[i];
+    qsort(order, an->nsteps, sizeof *order, cmp_step_num);
+    for (size_t i = 0; i < an->nsteps; i++) {
+      const tbe_step_stats *s = order[i];
+      if (i && s->num == order[i - 1]->num) continue;
+      scalar(e, "steps/step_time_ms", ms(s->dur_ns), s->num);
+      scalar(e, "steps/gpu_busy_pct", pct(s->gpu_busy_ns, s->dur_ns), s->num);
+      scalar(e, "steps/kernel_time_ms", ms(s->kernel_ns), s->num);
+      scalar(e, "steps/kernel_count", (double)s->kernel_count, s->num);
+    }
+    tbe__free(a, order);
+  }
+
+  /* Top kernels by total time, with unique tags. */
+  tbe_analysis_sort(an, TBE_GROUP_KERNEL, TBE_SORT_TOTAL);
+  size_t nk = an->ngroups[TBE_GROUP_KERNEL];
+  if (nk > TOP_KERNELS) nk = TOP_KERNELS;
+  char used[TOP_KERNELS][TAG_WIDTH + 8];
+  for (size_t i = 0; i < nk && !e->rc; i++) {
+    const tbe_name_stats *k = &an->groups[TBE_GROUP_KERNEL][i];
+    char comp[TAG_WIDTH + 1];
+    tbe__tag_component(k->label, TAG_WIDTH, comp, sizeof comp);
+    snprintf(used[i], sizeof used[i], "%s", comp);
+    for (int n = 2;; n++) {
+      int clash = 0;
+      for (size_t j = 0; j < i; j++)
+        if (strcmp(used[j], used[i]) == 0) clash = 1;
+      if (!clash) break;
+      fmt(used[i], sizeof used[i], "%s_%d", comp, n);
+    }
+    fmt(tag, sizeof tag, "kernels/%s", used[i]);
+    scalar(e, tag, ms(k->total_ns), 0);
+  }
+
+  if (an->ngroups[TBE_GROUP_KERNEL] && !e->rc) {
+    tbe__buf b;
+    tbe__buf_init(&b, a);
+    tbe__buf_printf(&b, "Top kernels by total time (%zu of %zu); GPU busy %.1f%% of %.3f ms.\n\n",
+                    nk, an->ngroups[TBE_GROUP_KERNEL], pct(an->all.busy_ns, an->wall_ns),
+                    ms(an->wall_ns));
+    tbe__md_kernels(&b, an, TOP_KERNELS, 0);
+    tbe__buf_putc(&b, '\0');
+    if (tbe__buf_error(&b)) e->rc = TBE_ENOMEM;
+    else text(e, "summary/top_kernels", (const char *)b.data);
+    tbe__buf_deinit(&b);
+  }
+  if (an->nadvice && !e->rc) {
+    tbe__buf b;
+    tbe__buf_init(&b, a);
+    for (size_t i = 0; i < an->nadvice; i++) {
+      tbe__buf_puts(&b, "- ");
+      tbe__md_escape(&b, an->advice[i].text);
+      tbe__buf_putc(&b, '\n');
+    }
+    tbe__buf_putc(&b, '\0');
+    if (tbe__buf_error(&b)) e->rc = TBE_ENOMEM;
+    else text(e, "summary/advice", (const char *)b.data);
+    tbe__buf_deinit(&b);
+  }
+  return e->rc;
+}
+
+/* Closes the writer; on failure (or when `rc` is already an error)
+ * removes its file.  Copies the path out on success. */
+static int finish_writer(tbe_writer *w, int rc, const tbe_allocator *a, char **path_out) {
+  char *path = tbe__strdup(a, tbe_writer_path(w));
+  int crc = tbe_writer_close(w);
+  if (!rc) rc = crc;
+  if (!path) return rc ? rc : TBE_ENOMEM;
+  if (rc) {
+    unlink(path);
+    tbe__free(a, path);
+    return rc;
+  }
+  if (path_out) *path_out = path;
+  else tbe__free(a, path);
+  return 0;
+}
+
+static double trace_wall(const tbe_analysis *an) {
+  int64_t end = an->start_ns + an->wall_ns;
+  return end > 0 ? (double)end / 1e9 : TBE_WALL_NOW;
+}
+
+static int events_write(const tbe__export_ctx *ctx) {
+  const tbe_allocator *a = ctx->a;
+  tbe_allocator al;
+  tbe__allocator_init(&al, a);
+  size_t n = strlen(ctx->logdir) + strlen(ctx->run) + 2;
+  char *dir = tbe__alloc(&al, n);
+  if (!dir) return TBE_ENOMEM;
+  snprintf(dir, n, "%s/%s", ctx->logdir, ctx->run);
+  tbe_analysis *an = NULL;
+  int rc = tbe_analysis_create(&an, ctx->trace, &al);
+  if (rc) {
+    tbe__free(&al, dir);
+    return rc;
+  }
+  tbe_writer_options wo;
+  tbe_writer_options_init(&wo);
+  wo.host = ctx->host;
+  wo.durable = ctx->durable;
+  wo.allocator = a;
+  tbe_writer *w = NULL;
+  rc = tbe_writer_open(&w, dir, &wo);
+  tbe__free(&al, dir);
+  if (rc) {
+    tbe_analysis_free(an);
+    return rc;
+  }
+  ew e = {w, trace_wall(an), 0};
+  rc = write_summary(&e, an, &al);
+  tbe_analysis_free(an);
+  char *path = NULL;
+  rc = finish_writer(w, rc, &al, &path);
+  if (!rc && ctx->on_file) ctx->on_file(ctx->on_file_ctx, path);
+  tbe__free(&al, path);
+  return rc;
+}
+
+const tbe__exporter tbe__exporter_events = {"events", TBE_OUT_EVENTS, events_write};
+
+int tbe_diff_write_events(const tbe_diff *d, const char *run_dir, const char *base_label,
+                          const char *new_label, size_t top, const char *host, char *path,
+                          size_t size) {
+  if (!d || !run_dir || !base_label) return TBE_EINVAL;
+  if (tbe__name_check(base_label, NULL) != 0) return TBE_ENAME;
+  tbe_allocator al;
+  tbe__allocator_init(&al, &d->alloc_);
+  tbe_writer_options wo;
+  tbe_writer_options_init(&wo);
+  wo.host = host;
+  wo.allocator = &al;
+  tbe_writer *w = NULL;
+  int rc = tbe_writer_open(&w, run_dir, &wo);
+  if (rc) return rc;
+  ew e = {w, trace_wall(d->side[1]), 0};
+  char tag[320];
+#define RATIO(name, b, n)                                                    \
+  do {                                                                       \
+    if ((b) > 0) {                                                           \
+      fmt(tag, sizeof tag, "diff/%s/%s", base_label, name);             \
+      scalar(&e, tag, (double)(n) / (double)(b), 0);                         \
+    }                                                                        \
+  } while (0)
+  RATIO("wall_time_ratio", d->wall_ns[0], d->wall_ns[1]);
+  RATIO("gpu_busy_ratio", d->busy_ns[0], d->busy_ns[1]);
+  RATIO("kernel_time_ratio", d->kernel_ns[0], d->kernel_ns[1]);
+  if (d->nsteps[0] && d->nsteps[1]) RATIO("step_time_ratio", d->step_median_ns[0], d->step_median_ns[1]);
+#undef RATIO
+  size_t n = d->nentries[TBE_GROUP_KERNEL];
+  if (top && top < n) n = top;
+  char used[64][TAG_WIDTH + 8];
+  size_t nused = 0;
+  for (size_t i = 0; i < n && !e.rc; i++) {
+    const tbe_diff_entry *en = &d->entries[TBE_GROUP_KERNEL][i];
+    if (en->present != 3 || en->total_ns[0] <= 0 || nused >= 64) continue;
+    char comp[TAG_WIDTH + 1];
+    tbe__tag_component(en->name, TAG_WIDTH, comp, sizeof comp);
+    snprintf(used[nused], sizeof used[nused], "%s", comp);
+    for (int k = 2;; k++) {
+      int clash = 0;
+      for (size_t j = 0; j < nused; j++)
+        if (strcmp(used[j], used[nused]) == 0) clash = 1;
+      if (!clash) break;
+      fmt(used[nused], sizeof used[nused], "%s_%d", comp, k);
+    }
+    fmt(tag, sizeof tag, "diff/%s/kernels/%s", base_label, used[nused]);
+    nused++;
+    scalar(&e, tag, en->ratio, 0);
+  }
+  if (!e.rc) {
+    tbe_report_options o;
+    tbe_report_options_init(&o);
+    o.format = TBE_REPORT_MARKDOWN;
+    o.top = top;
+    o.label[0] = base_label;
+    o.label[1] = new_label;
+    o.allocator = &al;
+    char *md = NULL;
+    size_t len = 0;
+    e.rc = tbe_report_diff(d, &o, &md, &len);
+    if (!e.rc) {
+      fmt(tag, sizeof tag, "diff/%s/report", base_label);
+      text(&e, tag, md);
+      tbe_report_free(md, len, &al);
+    }
+  }
+  char *p = NULL;
+  rc = finish_writer(w, e.rc, &al, &p);
+  if (!rc && path && size) snprintf(path, size, "%s", p);
+  tbe__free(&al, p);
+  return rc;
+}

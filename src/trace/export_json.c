@@ -1,0 +1,1606 @@
+/* export_json.c: the Chrome-trace JSON output, in Kineto's layout.
+ *
+ * Writes one finished trace as the object form PyTorch's profiler writes:
+ * schemaVersion, deviceProperties, distributedInfo, displayTimeUnit,
+ * baseTimeNanoseconds, traceEvents, traceName.  Host threads are rows
+ * (pid, tid); GPU work goes on pid = device, tid = stream; every X event has
+ * a `cat`; kernel, memcpy, memset and API-call args carry Kineto's names;
+ * each resolved correlation link becomes an "ac2g" flow pair (an "s" on the
+ * launching API call, an "f" with "bp":"e" on the GPU op, id = correlation),
+ * and the model's other flows (fwdbwd, ...) follow.  Generic args are
+ * re-emitted after the typed ones (skipping keys already written) so that
+ * importing the output gives back the same model.
+ *
+ * Invariants:
+ * - Times are printed from integer nanoseconds as exact microseconds with
+ *   three decimals, relative to baseTimeNanoseconds, never through a float
+ *   format (a double cannot hold epoch microseconds to the nanosecond).
+ * - Every string is valid JSON: control characters become \u00XX, quotes and
+ *   backslashes are escaped, invalid UTF-8 becomes U+FFFD.  Each interned
+ *   string is escaped once and cached by id, so a kernel name seen a million
+ *   times is scanned once.
+ * - Output is produced into a 1 MiB buffer that is written (or deflated,
+ *   gzip) when nearly full; nothing is allocated per event.  The file is an
+ *   atomic file (tbe__afile_*): it appears complete under its final name or
+ *   not at all.
+ *
+ * Position: an output of src/trace (exporter table entry "json"); reads only
+ * the model. */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "common/alloc.h"
+#include "common/fsutil.h"
+#include "tbexport/error.h"
+#include "tbexport/export.h"
+#include "trace/exporter.h"
+
+/* Kineto floors its base time to this many seconds (~a quarter year), so
+ * ranks on different hosts share one base (output_json.h). */
+#define KINETO_BASE_PERIOD_S 7889238LL
+
+#define JW_CAP (1u << 20)
+#define GZ_LEVEL 1  /* measured (bench_export): level 1 is ~2.5x faster than 6 for ~25% more bytes */
+#define GZ_MAX_THREADS 8
+
+/* gzip output, compressed in parallel like pigz's independent mode: the
+ * JSON is cut into 1 MiB chunks; a batch of chunks is deflated at once by
+ * worker threads, each chunk as a fresh raw deflate stream ending with a
+ * sync flush (the last one with the final block), so the concatenation is
+ * one valid deflate stream with no back-reference across chunks.  The
+ * chunks' CRC-32s are combined in order (crc32_combine), and one gzip
+ * header and trailer wrap the whole: a single-member .gz every reader
+ * accepts.  Independent chunks cost ~1% in size. */
+typedef struct gzchunk {
+  char *in;
+  size_t in_len, in_cap;
+  unsigned char *out;
+  size_t out_len, out_cap;
+  uLong crc;
+  int last;
+  int rc;
+} gzchunk;
+
+typedef struct jw {
+  char *buf; /* the current chunk's input buffer (plain mode: the buffer) */
+  size_t len, cap;
+  int fd;
+  int gzip;
+  int err;
+  gzchunk *ch; /* gzip: one batch of chunks */
+  int nch, cur;
+  uLong crc;
+  uint64_t total; /* uncompressed bytes produced */
+  const tbe_allocator *a;
+} jw;
+
+static int jw_write_out(jw *w, const void *p, size_t n) {
+  if (w->err) return w->err;
+  int rc = tbe__write_all(w->fd, p, n);
+  if (rc) w->err = rc;
+  return rc;
+}
+
+static void gz_compress(gzchunk *c) {
+  z_stream z;
+  memset(&z, 0, sizeof z);
+  c->rc = 0;
+  c->crc = crc32(0L, (const Bytef *)c->in, (uInt)c->in_len);
+  if (deflateInit2(&z, GZ_LEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    c->rc = TBE_ENOMEM;
+    return;
+  }
+  z.next_in = (Bytef *)c->in;
+  z.avail_in = (uInt)c->in_len;
+  z.next_out = c->out;
+  z.avail_out = (uInt)c->out_cap;
+  int zr = deflate(&z, c->last ? Z_FINISH : Z_SYNC_FLUSH);
+  if ((c->last ? zr != Z_STREAM_END : zr != Z_OK) || z.avail_in != 0) c->rc = TBE_EIO;
+  c->out_len = c->out_cap - z.avail_out;
+  deflateEnd(&z);
+}
+
+static void *gz_worker(void *arg) {
+  gz_compress(arg);
+  return NULL;
+}
+
+/* Compresses and writes the chunks filled so far; `final` ends the stream. */
+static void gz_batch(jw *w, int final) {
+  int n = w->cur + 1;
+  w->ch[w->cur].in_len = w->len;
+  if (w->err) return;
+  w->ch[n - 1].last = final;
+  for (int i = 0; i < n; i++) {
+    gzchunk *c = &w->ch[i];
+    /* room for incompressible input: stored blocks plus the flush marker */
+    size_t need = c->in_len + c->in_len / 1000 + 64 + 5 * (c->in_len / 16000 + 1);
+    if (c->out_cap < need) {
+      unsigned char *o = tbe__realloc(w->a, c->out, c->out_cap, need);
+      if (!o) {
+        w->err = TBE_ENOMEM;
+        return;
+      }
+      c->out = o;
+      c->out_cap = need;
+    }
+  }
+  pthread_t th[GZ_MAX_THREADS];
+  int started[GZ_MAX_THREADS] = {0};
+  for (int i = 1; i < n; i++) started[i] = pthread_create(&th[i], NULL, gz_worker, &w->ch[i]) == 0;
+  gz_compress(&w->ch[0]);
+  for (int i = 1; i < n; i++) {
+    if (started[i]) pthread_join(th[i], NULL);
+    else gz_compress(&w->ch[i]); /* no thread: do it here */
+  }
+  for (int i = 0; i < n && !w->err; i++) {
+    gzchunk *c = &w->ch[i];
+    if (c->rc) {
+      w->err = c->rc;
+      break;
+    }
+    w->crc = crc32_combine(w->crc, c->crc, (z_off_t)c->in_len);
+    w->total += c->in_len;
+    jw_write_out(w, c->out, c->out_len);
+    c->in_len = 0;
+  }
+  w->cur = 0;
+  w->buf = w->ch[0].in;
+  w->cap = w->ch[0].in_cap;
+  w->len = 0;
+}
+
+static void jw_flush(jw *w) {
+  if (w->err) {
+    w->len = 0;
+    return;
+  }
+  if (!w->gzip) {
+    if (w->len) jw_write_out(w, w->buf, w->len);
+    w->total += w->len;
+    w->len = 0;
+    return;
+  }
+  if (w->len == 0) return;
+  w->ch[w->cur].in_len = w->len;
+  if (w->cur + 1 < w->nch) { /* next chunk of the batch */
+    w->cur++;
+    w->buf = w->ch[w->cur].in;
+    w->cap = w->ch[w->cur].in_cap;
+    w->len = 0;
+    return;
+  }
+  gz_batch(w, 0);
+}
+
+/* Ends the gzip stream: the last batch (with the final block) and the
+ * trailer (CRC-32 and size mod 2^32, little-endian). */
+static void gz_finish(jw *w) {
+  gz_batch(w, 1);
+  unsigned char tr[8];
+  uint32_t crc = (uint32_t)w->crc, isize = (uint32_t)w->total;
+  for (int i = 0; i < 4; i++) {
+    tr[i] = (unsigned char)(crc >> (8 * i));
+    tr[4 + i] = (unsigned char)(isize >> (8 * i));
+  }
+  jw_write_out(w, tr, 8);
+}
+
+static int gz_start(jw *w) {
+  long nc = sysconf(_SC_NPROCESSORS_ONLN);
+  w->nch = nc < 1 ? 1 : nc > GZ_MAX_THREADS ? GZ_MAX_THREADS : (int)nc;
+  w->ch = tbe__calloc(w->a, (size_t)w->nch, sizeof *w->ch);
+  if (!w->ch) return TBE_ENOMEM;
+  w->ch[0].in = w->buf; /* the buffer allocated by the caller */
+  w->ch[0].in_cap = w->cap;
+  for (int i = 1; i < w->nch; i++) {
+    w->ch[i].in = tbe__alloc(w->a, JW_CAP);
+    if (!w->ch[i].in) return TBE_ENOMEM;
+    w->ch[i].in_cap = JW_CAP;
+  }
+  w->crc = crc32(0L, Z_NULL, 0);
+  /* gzip header: magic, deflate, no flags, no mtime, no extra flags, OS unix */
+  static const unsigned char hdr[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3};
+  return jw_write_out(w, hdr, sizeof hdr);
+}
+
+static void gz_free(jw *w) {
+  if (!w->ch) return;
+  for (int i = 0; i < w->nch; i++) {
+    if (w->ch[i].in != w->buf) tbe__free(w->a, w->ch[i].in);
+    tbe__free(w->a, w->ch[i].out);
+  }
+  tbe__free(w->a, w->ch);
+  w->ch = NULL;
+}
+
+/* Makes room for n bytes; returns the write pointer (never NULL: after an
+ * error the buffer is simply reused and the output discarded). */
+static inline char *jw_room(jw *w, size_t n) {
+  if (w->cap - w->len < n) {
+    jw_flush(w);
+    if (w->cap < n) {
+      size_t ncap = w->cap;
+      while (ncap < n) ncap *= 2;
+      char *nb = tbe__realloc(w->a, w->buf, w->cap, ncap);
+      if (!nb) {
+        if (!w->err) w->err = TBE_ENOMEM;
+        /* Keep going into the old buffer is impossible; signal via err and
+         * let callers write at most cap bytes. */
+        return NULL;
+      }
+      w->buf = nb;
+      w->cap = ncap;
+      if (w->gzip) {
+        w->ch[w->cur].in = nb;
+        w->ch[w->cur].in_cap = ncap;
+      }
+    }
+  }
+  return w->buf + w->len;
+}
+
+static void jw_mem(jw *w, const void *p, size_t n) {
+  char *d = jw_room(w, n);
+  if (!d) return;
+  memcpy(d, p, n);
+  w->len += n;
+}
+
+/* String literals only: sizeof of anything else is a pointer's size. */
+#define JW_LIT(w, s) jw_mem((w), "" s, sizeof(s) - 1)
+
+static void jw_cstr(jw *w, const char *s) { jw_mem(w, s, strlen(s)); }
+
+/* ---- numbers ---- */
+
+static const char DIGITS2[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+/* Writes the decimal form of v at p; returns the number of bytes (<= 20). */
+static inline size_t put_u64(char *p, uint64_t v) {
+  char tmp[24];
+  char *e = tmp + sizeof tmp, *s = e;
+  while (v >= 100) {
+    unsigned r = (unsigned)(v % 100);
+    v /= 100;
+    s -= 2;
+    memcpy(s, DIGITS2 + 2 * r, 2);
+  }
+  if (v >= 10) {
+    s -= 2;
+    memcpy(s, DIGITS2 + 2 * v, 2);
+  } else {
+    *--s = (char)('0' + v);
+  }
+  size_t n = (size_t)(e - s);
+  memcpy(p, s, n);
+  return n;
+}
+
+static inline size_t put_i64(char *p, int64_t v) {
+  if (v < 0) {
+    *p = '-';
+    return 1 + put_u64(p + 1, (uint64_t)0 - (uint64_t)v);
+  }
+  return put_u64(p, (uint64_t)v);
+}
+
+/* Nanoseconds as microseconds with exactly three decimals ("12.345"). */
+static inline size_t put_us(char *p, int64_t ns) {
+  size_t n = 0;
+  uint64_t u;
+  if (ns < 0) {
+    p[n++] = '-';
+    u = (uint64_t)0 - (uint64_t)ns;
+  } else {
+    u = (uint64_t)ns;
+  }
+  n += put_u64(p + n, u / 1000);
+  unsigned r = (unsigned)(u % 1000);
+  p[n] = '.';
+  p[n + 1] = (char)('0' + r / 100);
+  memcpy(p + n + 2, DIGITS2 + 2 * (r % 100), 2);
+  return n + 4;
+}
+
+static void jw_u64(jw *w, uint64_t v) {
+  char *d = jw_room(w, 24);
+  if (d) w->len += put_u64(d, v);
+}
+static void jw_i64(jw *w, int64_t v) {
+  char *d = jw_room(w, 24);
+  if (d) w->len += put_i64(d, v);
+}
+
+/* Shortest "%.Ng" form that reads back as the same double (N = 15..17);
+ * integral values keep a ".0" so they re-import as doubles.  Non-finite
+ * values are not JSON: they become null. */
+static size_t fmt_double(char *out, double v) {
+  if (!isfinite(v)) {
+    memcpy(out, "null", 4);
+    return 4;
+  }
+  if (v == floor(v) && fabs(v) < 1e15) {
+    size_t n = put_i64(out, (int64_t)v);
+    if (v == 0 && signbit(v)) {
+      memcpy(out, "-0.0", 4);
+      return 4;
+    }
+    memcpy(out + n, ".0", 2);
+    return n + 2;
+  }
+  int n = 0;
+  for (int prec = 15; prec <= 17; prec++) {
+    n = snprintf(out, 32, "%.*g", prec, v);
+    if (strtod(out, NULL) == v) break;
+  }
+  return (size_t)n;
+}
+
+/* Same for a float: the shortest of %.6g..%.9g that reads back as the same
+ * float; integral values print as integers (Kineto prints them that way). */
+static size_t fmt_float(char *out, float v) {
+  if (!isfinite(v)) {
+    memcpy(out, "null", 4);
+    return 4;
+  }
+  if (v == floorf(v) && fabsf(v) < 1e9f) return put_i64(out, (int64_t)v);
+  int n = 0;
+  for (int prec = 6; prec <= 9; prec++) {
+    n = snprintf(out, 22, "%.*g", prec, (double)v); /* at most 15 chars */
+    if (strtof(out, NULL) == v) break;
+  }
+  return (size_t)n;
+}
+
+/* A small direct-mapped cache of formatted floats: kernels repeat the same
+ * few occupancy/blocks-per-SM values, and snprintf+strtof per kernel would
+ * dominate the export time. */
+typedef struct fcache_ent {
+  uint32_t bits;
+  uint8_t valid, len;
+  char text[22];
+} fcache_ent;
+
+#define FCACHE_SIZE 1024 /* two-way: pairs of entries, most recent first */
+
+typedef struct jctx {
+  const tbe_trace *t;
+  jw w;
+  int64_t base;
+  /* Escaped strings: esc[id] = 0 unknown, 1 = the text needs no escaping,
+   * else 2 + offset of [u32 len][bytes] in escbuf. */
+  uint64_t *esc;
+  size_t nesc;
+  char *escbuf;
+  size_t esclen, esccap;
+  fcache_ent fcache[FCACHE_SIZE];
+  int first_event;
+  /* Interned ids of the arg keys written from typed fields (TBE_NONE when
+   * the trace does not contain the key), to skip them among generic args. */
+  tbe_str k_ext, k_corr, k_device, k_context, k_stream, k_queued, k_regs, k_shmem, k_dynshmem,
+      k_bps, k_wps, k_grid, k_block, k_occ, k_bytes, k_bw, k_from, k_to, k_domain, k_color,
+      k_category, k_payload, k_value, k_treserved, k_tallocated, k_bytes2, k_devid, k_devtype,
+      k_addr, k_synckind, k_event;
+  void (*progress)(void *, uint64_t, uint64_t);
+  void *progress_ctx;
+} jctx;
+
+/* The formatted text of a float, through the two-way cache. */
+static const fcache_ent *float_text(jctx *c, float v) {
+  uint32_t bits;
+  memcpy(&bits, &v, 4);
+  uint32_t h = (bits ^ (bits >> 15)) * 0x9E3779B1u;
+  fcache_ent *e = &c->fcache[(h >> 22) & ~1u];
+  if (e[0].valid && e[0].bits == bits) return &e[0];
+  if (e[1].valid && e[1].bits == bits) return &e[1];
+  e[1] = e[0];
+  e[0].len = (uint8_t)fmt_float(e[0].text, v);
+  e[0].bits = bits;
+  e[0].valid = 1;
+  return &e[0];
+}
+
+static void jw_float(jctx *c, float v) {
+  const fcache_ent *e = float_text(c, v);
+  jw_mem(&c->w, e->text, e->len);
+}
+
+static inline char *p_float(jctx *c, char *p, float v) {
+  const fcache_ent *e = float_text(c, v);
+  memcpy(p, e->text, e->len);
+  return p + e->len;
+}
+
+static void jw_double(jw *w, double v) {
+  char *d = jw_room(w, 40);
+  if (d) w->len += fmt_double(d, v);
+}
+
+/* ---- strings ---- */
+
+/* Length of a valid UTF-8 sequence at p (1..4), or 0 if the bytes there do
+ * not start one.  `n` bytes are available. */
+static inline size_t utf8_seq(const unsigned char *p, size_t n) {
+  unsigned c = p[0];
+  if (c < 0x80) return 1;
+  if (c < 0xC2 || c > 0xF4) return 0;
+  size_t len = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+  if (n < len) {
+    /* fall through to the checks below on what is there: a truncated
+     * sequence is invalid */
+  }
+  unsigned lo = 0x80, hi = 0xBF;
+  if (c == 0xE0) lo = 0xA0;
+  else if (c == 0xED) hi = 0x9F;
+  else if (c == 0xF0) lo = 0x90;
+  else if (c == 0xF4) hi = 0x8F;
+  if (n < 2 || p[1] < lo || p[1] > hi) return 0;
+  for (size_t i = 2; i < len; i++)
+    if (i >= n || (p[i] & 0xC0) != 0x80) return 0;
+  return len;
+}
+
+/* Bytes an invalid sequence at p occupies: the maximal subpart (the lead
+ * byte plus the continuation bytes that were valid so far), replaced by a
+ * single U+FFFD as Unicode recommends. */
+static inline size_t utf8_bad_len(const unsigned char *p, size_t n) {
+  unsigned c = p[0];
+  if (c < 0xC2 || c > 0xF4) return 1;
+  size_t len = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+  unsigned lo = 0x80, hi = 0xBF;
+  if (c == 0xE0) lo = 0xA0;
+  else if (c == 0xED) hi = 0x9F;
+  else if (c == 0xF0) lo = 0x90;
+  else if (c == 0xF4) hi = 0x8F;
+  size_t i = 1;
+  if (i < n && p[1] >= lo && p[1] <= hi) {
+    i = 2;
+    while (i < len && i < n && (p[i] & 0xC0) == 0x80) i++;
+  }
+  return i;
+}
+
+/* Escapes [s, s+n) into d (room for 6*n bytes); returns the length. */
+static size_t escape_into(char *d, const char *s, size_t n) {
+  static const char hex[] = "0123456789abcdef";
+  const unsigned char *p = (const unsigned char *)s, *e = p + n;
+  char *o = d;
+  while (p < e) {
+    unsigned c = *p;
+    if (c >= 0x20 && c < 0x80) {
+      if (c == '"' || c == '\\') *o++ = '\\';
+      *o++ = (char)c;
+      p++;
+    } else if (c < 0x20) {
+      memcpy(o, "\\u00", 4);
+      o[4] = hex[c >> 4];
+      o[5] = hex[c & 15];
+      o += 6;
+      p++;
+    } else {
+      size_t l = utf8_seq(p, (size_t)(e - p));
+      if (l) {
+        memcpy(o, p, l);
+        o += l;
+        p += l;
+      } else {
+        memcpy(o, "\xEF\xBF\xBD", 3);
+        o += 3;
+        p += utf8_bad_len(p, (size_t)(e - p));
+      }
+    }
+  }
+  return (size_t)(o - d);
+}
+
+/* 1 if [s, s+n) can be written as is between quotes. */
+static int json_clean(const char *s, size_t n) {
+  const unsigned char *p = (const unsigned char *)s, *e = p + n;
+  while (p < e) {
+    unsigned c = *p;
+    if (c >= 0x80) {
+      size_t l = utf8_seq(p, (size_t)(e - p));
+      if (!l) return 0;
+      p += l;
+      continue;
+    }
+    if (c < 0x20 || c == '"' || c == '\\') return 0;
+    p++;
+  }
+  return 1;
+}
+
+/* Writes "<escaped s>" (with quotes) for text not in the string table. */
+static void jw_qstr(jw *w, const char *s, size_t n) {
+  if (n > (SIZE_MAX - 8) / 6) {
+    w->err = TBE_ETOOBIG;
+    return;
+  }
+  char *d = jw_room(w, 6 * n + 2);
+  if (!d) return;
+  d[0] = '"';
+  size_t l = escape_into(d + 1, s, n);
+  d[l + 1] = '"';
+  w->len += l + 2;
+}
+
+static void jw_qcstr(jw *w, const char *s) { jw_qstr(w, s, strlen(s)); }
+
+/* The JSON text of an interned string (escaped, without quotes) through
+ * the escape cache.  Returns 0, or TBE_ENOMEM (sticky in the writer). */
+static int esc_get(jctx *c, tbe_str id, const char **out, size_t *out_len) {
+  const char *s = tbe_trace_str(c->t, id);
+  size_t n = tbe_trace_strlen(c->t, id);
+  uint64_t e = c->esc[id];
+  if (e == 0) {
+    if (json_clean(s, n)) {
+      e = 1;
+    } else {
+      size_t need = 4 + 6 * n;
+      if (c->esccap - c->esclen < need) {
+        size_t ncap = c->esccap ? c->esccap : 4096;
+        while (ncap - c->esclen < need) ncap *= 2;
+        char *nb = tbe__realloc(c->w.a, c->escbuf, c->esccap, ncap);
+        if (!nb) {
+          if (!c->w.err) c->w.err = TBE_ENOMEM;
+          return TBE_ENOMEM;
+        }
+        c->escbuf = nb;
+        c->esccap = ncap;
+      }
+      uint32_t l = (uint32_t)escape_into(c->escbuf + c->esclen + 4, s, n);
+      memcpy(c->escbuf + c->esclen, &l, 4);
+      e = 2 + c->esclen;
+      c->esclen += 4 + l;
+    }
+    c->esc[id] = e;
+  }
+  if (e == 1) {
+    *out = s;
+    *out_len = n;
+  } else {
+    uint32_t l;
+    memcpy(&l, c->escbuf + (e - 2), 4);
+    *out = c->escbuf + (e - 2) + 4;
+    *out_len = l;
+  }
+  return 0;
+}
+
+/* Writes an interned string, quoted, through the escape cache. */
+static void jw_str(jctx *c, tbe_str id) {
+  jw *w = &c->w;
+  const char *s;
+  size_t n;
+  if (id >= c->nesc) {
+    jw_qstr(w, tbe_trace_str(c->t, id), tbe_trace_strlen(c->t, id));
+    return;
+  }
+  if (esc_get(c, id, &s, &n)) return;
+  char *d = jw_room(w, n + 2);
+  if (!d) return;
+  d[0] = '"';
+  memcpy(d + 1, s, n);
+  d[n + 1] = '"';
+  w->len += n + 2;
+}
+
+/* ---- pointer writers for the hot path: the caller reserved the room ---- */
+
+#define PL(p, lit) (memcpy((p), "" lit, sizeof(lit) - 1), (p) + sizeof(lit) - 1)
+
+static inline char *p_mem(char *p, const char *s, size_t n) {
+  memcpy(p, s, n);
+  return p + n;
+}
+static inline char *p_u64(char *p, uint64_t v) { return p + put_u64(p, v); }
+static inline char *p_i64(char *p, int64_t v) { return p + put_i64(p, v); }
+static inline char *p_us(char *p, int64_t ns) { return p + put_us(p, ns); }
+static inline char *p_qstr(char *p, const char *s, size_t n) {
+  *p++ = '"';
+  memcpy(p, s, n);
+  p += n;
+  *p++ = '"';
+  return p;
+}
+static inline char *p_dim3(char *p, const uint32_t v[3]) {
+  *p++ = '[';
+  p = p_u64(p, v[0]);
+  *p++ = ',';
+  p = p_u64(p, v[1]);
+  *p++ = ',';
+  p = p_u64(p, v[2]);
+  *p++ = ']';
+  return p;
+}
+
+/* ---- events ---- */
+
+static const char *default_cat(uint8_t kind) {
+  switch (kind) {
+    case TBE_EV_KERNEL: return "kernel";
+    case TBE_EV_MEMCPY: return "gpu_memcpy";
+    case TBE_EV_MEMSET: return "gpu_memset";
+    case TBE_EV_RUNTIME: return "cuda_runtime";
+    case TBE_EV_DRIVER: return "cuda_driver";
+    case TBE_EV_SYNC: return "cuda_sync";
+    case TBE_EV_NVTX_RANGE:
+    case TBE_EV_NVTX_MARK: return "nvtx";
+    case TBE_EV_CPU_OP: return "cpu_op";
+    case TBE_EV_USER_ANNOTATION: return "user_annotation";
+    case TBE_EV_GPU_ANNOTATION: return "gpu_user_annotation";
+    case TBE_EV_PYTHON: return "python_function";
+    case TBE_EV_OVERHEAD: return "overhead";
+    case TBE_EV_COUNTER: return "counter";
+    case TBE_EV_MEMORY:
+    case TBE_EV_INSTANT: return "cpu_instant_event";
+    default: return "generic";
+  }
+}
+
+static const char *mem_kind_title(uint8_t k) {
+  static const char *const names[] = {"Unknown", "Pageable", "Pinned", "Device",
+                                      "Array",   "Managed",  "Device Static", "Managed Static"};
+  return k < sizeof names / sizeof names[0] ? names[k] : "Unknown";
+}
+
+/* Row of a track: pid and tid as Kineto shows them. */
+static void track_row(const tbe_track *tr, int64_t *pid, int64_t *tid) {
+  if (tr->type == TBE_TRACK_STREAM) {
+    *pid = tr->device;
+    *tid = tr->tid;
+  } else {
+    *pid = tr->pid;
+    *tid = tr->tid;
+  }
+}
+
+/* Starts an event object: {"ph":"<ph>","cat":...,"name":...,"pid":..,"tid":..,"ts":..
+ * (no closing brace). */
+static void ev_head(jctx *c, const char *ph, const tbe_event *e, const tbe_track *tr) {
+  jw *w = &c->w;
+  if (c->first_event) {
+    c->first_event = 0;
+    JW_LIT(w, "\n  {\"ph\":\"");
+  } else {
+    JW_LIT(w, ",\n  {\"ph\":\"");
+  }
+  jw_mem(w, ph, strlen(ph));
+  JW_LIT(w, "\",\"cat\":");
+  if (e->cat) {
+    jw_str(c, e->cat);
+  } else {
+    /* the default names are plain ASCII: no escaping pass */
+    const char *dc = default_cat(e->kind);
+    size_t dl = strlen(dc);
+    char *d = jw_room(w, dl + 2);
+    if (d) {
+      d[0] = '"';
+      memcpy(d + 1, dc, dl);
+      d[dl + 1] = '"';
+      w->len += dl + 2;
+    }
+  }
+  JW_LIT(w, ",\"name\":");
+  if (e->name == 0 && (e->kind == TBE_EV_MEMCPY || e->kind == TBE_EV_MEMSET)) {
+    /* Unnamed copies get Kineto's names, which carry the kinds. */
+    char nb[96];
+    int n;
+    if (e->kind == TBE_EV_MEMCPY) {
+      const tbe_memcpy *m = tbe_trace_memcpy(c->t, e);
+      n = snprintf(nb, sizeof nb, "Memcpy %s (%s -> %s)",
+                   tbe_copy_kind_name((tbe_copy_kind)(m ? m->copy_kind : 0)),
+                   mem_kind_title(m ? m->src_kind : 0), mem_kind_title(m ? m->dst_kind : 0));
+    } else {
+      const tbe_memset *m = tbe_trace_memset(c->t, e);
+      n = snprintf(nb, sizeof nb, "Memset (%s)", mem_kind_title(m ? m->mem_kind : 0));
+    }
+    jw_qstr(w, nb, (size_t)n);
+  } else {
+    jw_str(c, e->name);
+  }
+  int64_t pid, tid;
+  track_row(tr, &pid, &tid);
+  char *d = jw_room(w, 96);
+  if (!d) return;
+  size_t n = 0;
+  memcpy(d + n, ",\"pid\":", 7);
+  n += 7;
+  n += put_i64(d + n, pid);
+  memcpy(d + n, ",\"tid\":", 7);
+  n += 7;
+  n += put_i64(d + n, tid);
+  memcpy(d + n, ",\"ts\":", 6);
+  n += 6;
+  n += put_us(d + n, e->start_ns - c->base);
+  w->len += n;
+}
+
+static void ev_dur(jctx *c, int64_t dur) {
+  char *d = jw_room(&c->w, 40);
+  if (!d) return;
+  memcpy(d, ",\"dur\":", 7);
+  c->w.len += 7 + put_us(d + 7, dur < 0 ? 0 : dur);
+}
+
+/* Arg writers: each writes `,"key":value` or `"key":value` after `{`. */
+typedef struct argw {
+  jctx *c;
+  int n;
+} argw;
+
+static void arg_key(argw *a, const char *key, size_t klen) {
+  jw *w = &a->c->w;
+  char *d = jw_room(w, klen + 8);
+  if (!d) return;
+  size_t n = 0;
+  if (a->n++) d[n++] = ',';
+  d[n++] = '"';
+  memcpy(d + n, key, klen);
+  n += klen;
+  d[n++] = '"';
+  d[n++] = ':';
+  w->len += n;
+}
+
+#define ARG_KEY(a, lit) arg_key((a), (lit), sizeof(lit) - 1)
+
+static void arg_i64(argw *a, const char *key, size_t klen, int64_t v) {
+  arg_key(a, key, klen);
+  jw_i64(&a->c->w, v);
+}
+static void arg_u64(argw *a, const char *key, size_t klen, uint64_t v) {
+  arg_key(a, key, klen);
+  jw_u64(&a->c->w, v);
+}
+#define ARG_I64(a, lit, v) arg_i64((a), (lit), sizeof(lit) - 1, (v))
+#define ARG_U64(a, lit, v) arg_u64((a), (lit), sizeof(lit) - 1, (v))
+
+static void arg_dim3(argw *a, const char *key, size_t klen, const uint32_t v[3]) {
+  arg_key(a, key, klen);
+  jw *w = &a->c->w;
+  char *d = jw_room(w, 40);
+  if (!d) return;
+  size_t n = 0;
+  d[n++] = '[';
+  n += put_u64(d + n, v[0]);
+  d[n++] = ',';
+  n += put_u64(d + n, v[1]);
+  d[n++] = ',';
+  n += put_u64(d + n, v[2]);
+  d[n++] = ']';
+  w->len += n;
+}
+
+/* Bandwidth in GB/s (= bytes per ns) with three decimals, computed with
+ * integers; a derived figure Kineto adds for readers. */
+static void arg_bandwidth(argw *a, uint64_t bytes, int64_t dur_ns) {
+  if (dur_ns <= 0) return;
+  ARG_KEY(a, "memory bandwidth (GB/s)");
+  double gbps = (double)bytes / (double)dur_ns;
+  jw *w = &a->c->w;
+  char *d = jw_room(w, 48);
+  if (!d) return;
+  if (gbps < 1e15) {
+    uint64_t milli = (uint64_t)(gbps * 1000.0 + 0.5);
+    size_t n = put_u64(d, milli / 1000);
+    unsigned r = (unsigned)(milli % 1000);
+    d[n] = '.';
+    d[n + 1] = (char)('0' + r / 100);
+    memcpy(d + n + 2, DIGITS2 + 2 * (r % 100), 2);
+    w->len += n + 4;
+  } else {
+    w->len += fmt_double(d, gbps);
+  }
+}
+
+static int is_reserved_key(const jctx *c, tbe_str k, uint8_t kind) {
+  if (k == c->k_ext || k == c->k_corr) return 1;
+  switch (kind) {
+    case TBE_EV_KERNEL:
+      return k == c->k_device || k == c->k_context || k == c->k_stream || k == c->k_queued ||
+             k == c->k_regs || k == c->k_shmem || k == c->k_dynshmem || k == c->k_bps ||
+             k == c->k_wps || k == c->k_grid || k == c->k_block || k == c->k_occ;
+    case TBE_EV_MEMCPY:
+    case TBE_EV_MEMSET:
+      return k == c->k_device || k == c->k_context || k == c->k_stream || k == c->k_bytes ||
+             k == c->k_bw || k == c->k_from || k == c->k_to;
+    case TBE_EV_GPU_ANNOTATION: return k == c->k_device || k == c->k_stream;
+    case TBE_EV_SYNC: return k == c->k_stream || k == c->k_synckind || k == c->k_event;
+    case TBE_EV_NVTX_RANGE:
+    case TBE_EV_NVTX_MARK:
+      return k == c->k_domain || k == c->k_color || k == c->k_category || k == c->k_payload;
+    case TBE_EV_COUNTER: return k == c->k_value;
+    case TBE_EV_MEMORY:
+      return k == c->k_treserved || k == c->k_tallocated || k == c->k_bytes2 ||
+             k == c->k_devid || k == c->k_devtype || k == c->k_addr;
+    default: return 0;
+  }
+}
+
+static void generic_args(argw *a, const tbe_event *e) {
+  jctx *c = a->c;
+  const tbe_trace *t = c->t;
+  for (uint32_t i = 0; i < e->nargs; i++) {
+    const tbe_arg *g = &t->args[e->args + i];
+    if (is_reserved_key(c, g->key, e->kind)) continue;
+    if (a->n++) JW_LIT(&c->w, ",");
+    jw_str(c, g->key);
+    JW_LIT(&c->w, ":");
+    switch (g->type) {
+      case TBE_ARG_INT: jw_i64(&c->w, g->v.i); break;
+      case TBE_ARG_UINT: jw_u64(&c->w, g->v.u); break;
+      case TBE_ARG_DOUBLE: jw_double(&c->w, g->v.d); break;
+      case TBE_ARG_JSON: {
+        /* Kept verbatim by the importer, which parsed it as JSON; an empty
+         * value would break the document, so it becomes null. */
+        size_t n = tbe_trace_strlen(t, g->v.s);
+        if (n) jw_mem(&c->w, tbe_trace_str(t, g->v.s), n);
+        else JW_LIT(&c->w, "null");
+        break;
+      }
+      case TBE_ARG_STR:
+      default: jw_str(c, g->v.s); break;
+    }
+  }
+}
+
+/* A flow end; `cat` non-NULL means the launch flows ("ac2g"), else the
+ * model flow's own cat and name. */
+static void flow_end(jctx *c, const char *ph, uint64_t id, const char *cat, tbe_str cat_id,
+                     tbe_str name_id, int64_t pid, int64_t tid, int64_t ts, int enclosing) {
+  jw *w = &c->w;
+  char *d = jw_room(w, 160);
+  if (!d) return;
+  char *p = PL(d, ",\n  {\"ph\":\"");
+  *p++ = ph[0];
+  p = PL(p, "\",\"id\":");
+  p = p_u64(p, id);
+  p = PL(p, ",\"pid\":");
+  p = p_i64(p, pid);
+  p = PL(p, ",\"tid\":");
+  p = p_i64(p, tid);
+  p = PL(p, ",\"ts\":");
+  p = p_us(p, ts - c->base);
+  if (cat) {
+    p = PL(p, ",\"cat\":\"ac2g\",\"name\":\"ac2g\"");
+    if (enclosing) p = PL(p, ",\"bp\":\"e\"");
+    *p++ = '}';
+    w->len += (size_t)(p - d);
+    return;
+  }
+  w->len += (size_t)(p - d);
+  JW_LIT(w, ",\"cat\":");
+  jw_str(c, cat_id);
+  JW_LIT(w, ",\"name\":");
+  jw_str(c, name_id);
+  if (enclosing) JW_LIT(w, ",\"bp\":\"e\"");
+  JW_LIT(w, "}");
+}
+
+/* Bandwidth in GB/s (= bytes per ns) with three decimals, from integers
+ * where it fits; dur_ns > 0. */
+static char *p_bandwidth(char *p, uint64_t bytes, int64_t dur_ns) {
+  double gbps = (double)bytes / (double)dur_ns;
+  if (gbps < 1e15) {
+    uint64_t milli = (uint64_t)(gbps * 1000.0 + 0.5);
+    p = p_u64(p, milli / 1000);
+    unsigned r = (unsigned)(milli % 1000);
+    *p++ = '.';
+    *p++ = (char)('0' + r / 100);
+    memcpy(p, DIGITS2 + 2 * (r % 100), 2);
+    return p + 2;
+  }
+  return p + fmt_double(p, gbps);
+}
+
+/* The hot path for the duration events that make up most traces (kernels,
+ * copies, memsets, API calls, CPU ops, annotations): one reservation, then
+ * plain pointer writes.  Produces exactly what the general path would. */
+static void write_hot(jctx *c, const tbe_event *e, const tbe_track *tr) {
+  const tbe_trace *t = c->t;
+  jw *w = &c->w;
+  const char *nm, *ct;
+  size_t nl, cl;
+  if (esc_get(c, e->name, &nm, &nl)) return;
+  if (e->cat) {
+    if (esc_get(c, e->cat, &ct, &cl)) return;
+  } else {
+    ct = default_cat(e->kind);
+    cl = strlen(ct);
+  }
+  char *d = jw_room(w, 1024 + nl + cl);
+  if (!d) return;
+  char *p = d;
+  if (c->first_event) {
+    c->first_event = 0;
+    p = PL(p, "\n  {\"ph\":\"X\",\"cat\":");
+  } else {
+    p = PL(p, ",\n  {\"ph\":\"X\",\"cat\":");
+  }
+  p = p_qstr(p, ct, cl);
+  p = PL(p, ",\"name\":");
+  p = p_qstr(p, nm, nl);
+  int64_t pid, tid;
+  track_row(tr, &pid, &tid);
+  p = PL(p, ",\"pid\":");
+  p = p_i64(p, pid);
+  p = PL(p, ",\"tid\":");
+  p = p_i64(p, tid);
+  p = PL(p, ",\"ts\":");
+  p = p_us(p, e->start_ns - c->base);
+  p = PL(p, ",\"dur\":");
+  p = p_us(p, e->dur_ns < 0 ? 0 : e->dur_ns);
+  size_t args_off = w->len + (size_t)(p - d);
+  p = PL(p, ",\"args\":{");
+  int n = 0;
+#define KEY(lit)          \
+  do {                    \
+    if (n++) *p++ = ',';  \
+    p = PL(p, "\"" lit "\":"); \
+  } while (0)
+  if (e->external_id) {
+    KEY("External id");
+    p = p_u64(p, e->external_id);
+  }
+  int64_t device = tr->type == TBE_TRACK_STREAM ? tr->device : -1;
+  switch (e->kind) {
+    case TBE_EV_KERNEL: {
+      const tbe_kernel *k = tbe_trace_kernel(t, e);
+      if (k && k->queued_ns >= 0) {
+        KEY("queued");
+        p = p_i64(p, k->queued_ns);
+      }
+      KEY("device");
+      p = p_i64(p, device);
+      if (k) {
+        KEY("context");
+        p = p_u64(p, k->context);
+      }
+      KEY("stream");
+      p = p_i64(p, tr->tid);
+      KEY("correlation");
+      p = p_u64(p, e->correlation);
+      if (k) {
+        KEY("registers per thread");
+        p = p_u64(p, k->registers);
+        KEY("shared memory");
+        p = p_u64(p, (uint64_t)k->static_shared + k->dynamic_shared);
+        if (k->dynamic_shared) {
+          KEY("dynamic shared memory");
+          p = p_u64(p, k->dynamic_shared);
+        }
+        if (k->blocks_per_sm >= 0) {
+          KEY("blocks per SM");
+          p = p_float(c, p, k->blocks_per_sm);
+        }
+        if (k->warps_per_sm >= 0) {
+          KEY("warps per SM");
+          p = p_float(c, p, k->warps_per_sm);
+        }
+        KEY("grid");
+        p = p_dim3(p, k->grid);
+        KEY("block");
+        p = p_dim3(p, k->block);
+        if (k->occupancy_pct >= 0) {
+          KEY("est. achieved occupancy %");
+          p = p_float(c, p, k->occupancy_pct);
+        }
+      }
+      break;
+    }
+    case TBE_EV_MEMCPY:
+    case TBE_EV_MEMSET: {
+      const tbe_memcpy *m = tbe_trace_memcpy(t, e);
+      const tbe_memset *ms = tbe_trace_memset(t, e);
+      KEY("device");
+      p = p_i64(p, device);
+      if (m || ms) {
+        KEY("context");
+        p = p_u64(p, m ? m->context : ms->context);
+      }
+      KEY("stream");
+      p = p_i64(p, tr->tid);
+      KEY("correlation");
+      p = p_u64(p, e->correlation);
+      if (m || ms) {
+        uint64_t bytes = m ? m->bytes : ms->bytes;
+        KEY("bytes");
+        p = p_u64(p, bytes);
+        if (e->dur_ns > 0) {
+          KEY("memory bandwidth (GB/s)");
+          p = p_bandwidth(p, bytes, e->dur_ns);
+        }
+        if (m && m->copy_kind == TBE_COPY_PTOP) {
+          KEY("fromDevice");
+          p = p_i64(p, m->src_device);
+          KEY("toDevice");
+          p = p_i64(p, m->dst_device);
+        }
+      }
+      break;
+    }
+    case TBE_EV_GPU_ANNOTATION:
+      if (tr->type == TBE_TRACK_STREAM) {
+        KEY("device");
+        p = p_i64(p, device);
+        KEY("stream");
+        p = p_i64(p, tr->tid);
+      }
+      break;
+    case TBE_EV_RUNTIME:
+    case TBE_EV_DRIVER:
+      if (e->correlation) {
+        KEY("correlation");
+        p = p_u64(p, e->correlation);
+      }
+      break;
+    default: break;
+  }
+#undef KEY
+  w->len += (size_t)(p - d);
+  argw a = {c, n};
+  if (e->nargs) generic_args(&a, e);
+  if (a.n == 0 && w->len == args_off + 9) {
+    w->len = args_off; /* no args: drop "args":{ again (nothing flushed since) */
+    JW_LIT(w, "}");
+  } else {
+    JW_LIT(w, "}}");
+  }
+}
+
+static int is_api_kind(uint8_t k) { return k == TBE_EV_RUNTIME || k == TBE_EV_DRIVER; }
+
+static void write_event(jctx *c, uint32_t idx) {
+  const tbe_trace *t = c->t;
+  const tbe_event *e = &t->events[idx];
+  const tbe_track *tr = &t->tracks[e->track];
+  jw *w = &c->w;
+  switch (e->kind) {
+    case TBE_EV_MEMCPY:
+    case TBE_EV_MEMSET:
+      if (!e->name) break; /* unnamed copies: Kineto-style names below */
+      /* fall through */
+    case TBE_EV_KERNEL:
+    case TBE_EV_RUNTIME:
+    case TBE_EV_DRIVER:
+    case TBE_EV_CPU_OP:
+    case TBE_EV_USER_ANNOTATION:
+    case TBE_EV_GPU_ANNOTATION:
+    case TBE_EV_PYTHON:
+      if (e->name < c->nesc && e->cat < c->nesc) {
+        write_hot(c, e, tr);
+        goto flows;
+      }
+      break;
+    default: break;
+  }
+  int instant = e->kind == TBE_EV_NVTX_MARK || e->kind == TBE_EV_MEMORY ||
+                e->kind == TBE_EV_INSTANT;
+  if (e->kind == TBE_EV_COUNTER) ev_head(c, "C", e, tr);
+  else if (instant) ev_head(c, "i", e, tr);
+  else ev_head(c, "X", e, tr);
+  if (instant) JW_LIT(w, ",\"s\":\"t\"");
+  else if (e->kind != TBE_EV_COUNTER) ev_dur(c, e->dur_ns);
+
+  argw a = {c, 0};
+  size_t args_at = w->len; /* to drop an empty "args":{} again */
+  JW_LIT(w, ",\"args\":{");
+  if (e->external_id && e->kind != TBE_EV_COUNTER) ARG_U64(&a, "External id", e->external_id);
+  int64_t device = tr->type == TBE_TRACK_STREAM ? tr->device : -1;
+  switch (e->kind) {
+    case TBE_EV_KERNEL: {
+      const tbe_kernel *k = tbe_trace_kernel(t, e);
+      if (k && k->queued_ns >= 0) ARG_I64(&a, "queued", k->queued_ns);
+      ARG_I64(&a, "device", device);
+      if (k) ARG_U64(&a, "context", k->context);
+      ARG_I64(&a, "stream", tr->tid);
+      ARG_U64(&a, "correlation", e->correlation);
+      if (k) {
+        ARG_U64(&a, "registers per thread", k->registers);
+        ARG_U64(&a, "shared memory", (uint64_t)k->static_shared + k->dynamic_shared);
+        if (k->dynamic_shared) ARG_U64(&a, "dynamic shared memory", k->dynamic_shared);
+        if (k->blocks_per_sm >= 0) {
+          ARG_KEY(&a, "blocks per SM");
+          jw_float(c, k->blocks_per_sm);
+        }
+        if (k->warps_per_sm >= 0) {
+          ARG_KEY(&a, "warps per SM");
+          jw_float(c, k->warps_per_sm);
+        }
+        arg_dim3(&a, "grid", 4, k->grid);
+        arg_dim3(&a, "block", 5, k->block);
+        if (k->occupancy_pct >= 0) {
+          ARG_KEY(&a, "est. achieved occupancy %");
+          jw_float(c, k->occupancy_pct);
+        }
+      }
+      break;
+    }
+    case TBE_EV_MEMCPY: {
+      const tbe_memcpy *m = tbe_trace_memcpy(t, e);
+      ARG_I64(&a, "device", device);
+      if (m) ARG_U64(&a, "context", m->context);
+      ARG_I64(&a, "stream", tr->tid);
+      ARG_U64(&a, "correlation", e->correlation);
+      if (m) {
+        ARG_U64(&a, "bytes", m->bytes);
+        arg_bandwidth(&a, m->bytes, e->dur_ns);
+        if (m->copy_kind == TBE_COPY_PTOP) {
+          ARG_I64(&a, "fromDevice", m->src_device);
+          ARG_I64(&a, "toDevice", m->dst_device);
+        }
+      }
+      break;
+    }
+    case TBE_EV_MEMSET: {
+      const tbe_memset *m = tbe_trace_memset(t, e);
+      ARG_I64(&a, "device", device);
+      if (m) ARG_U64(&a, "context", m->context);
+      ARG_I64(&a, "stream", tr->tid);
+      ARG_U64(&a, "correlation", e->correlation);
+      if (m) {
+        ARG_U64(&a, "bytes", m->bytes);
+        arg_bandwidth(&a, m->bytes, e->dur_ns);
+      }
+      break;
+    }
+    case TBE_EV_GPU_ANNOTATION:
+      if (tr->type == TBE_TRACK_STREAM) {
+        ARG_I64(&a, "device", device);
+        ARG_I64(&a, "stream", tr->tid);
+      }
+      break;
+    case TBE_EV_RUNTIME:
+    case TBE_EV_DRIVER:
+      if (e->correlation) ARG_U64(&a, "correlation", e->correlation);
+      break;
+    case TBE_EV_SYNC: {
+      const tbe_sync *s = tbe_trace_sync(t, e);
+      if (e->correlation) ARG_U64(&a, "correlation", e->correlation);
+      if (s) {
+        ARG_KEY(&a, "cuda_sync_kind");
+        jw_qcstr(w, tbe_sync_kind_name((tbe_sync_kind)s->sync_kind));
+        if (s->stream >= 0) ARG_I64(&a, "stream", s->stream);
+        if (s->cuda_event) ARG_U64(&a, "cuda_event", s->cuda_event);
+      }
+      break;
+    }
+    case TBE_EV_NVTX_RANGE:
+    case TBE_EV_NVTX_MARK: {
+      const tbe_nvtx *n = tbe_trace_nvtx(t, e);
+      if (n) {
+        if (n->domain) {
+          ARG_KEY(&a, "domain");
+          jw_str(c, n->domain);
+        }
+        if (n->color) ARG_U64(&a, "color", n->color);
+        if (n->category) ARG_U64(&a, "category", n->category);
+        if (n->payload_type == 1) ARG_I64(&a, "payload", n->payload.i);
+        else if (n->payload_type == 2) ARG_U64(&a, "payload", n->payload.u);
+        else if (n->payload_type == 3) {
+          ARG_KEY(&a, "payload");
+          jw_double(w, n->payload.d);
+        }
+      }
+      break;
+    }
+    case TBE_EV_COUNTER: {
+      const tbe_counter *k = tbe_trace_counter(t, e);
+      ARG_KEY(&a, "value");
+      jw_double(w, k ? k->value : 0.0);
+      break;
+    }
+    case TBE_EV_MEMORY: {
+      const tbe_memory *m = tbe_trace_memory(t, e);
+      if (m) {
+        if (m->total_reserved >= 0) ARG_I64(&a, "Total Reserved", m->total_reserved);
+        if (m->total_allocated >= 0) ARG_I64(&a, "Total Allocated", m->total_allocated);
+        ARG_I64(&a, "Bytes", m->bytes);
+        ARG_I64(&a, "Device Id", m->device);
+        ARG_I64(&a, "Device Type", m->device_type);
+        ARG_U64(&a, "Addr", m->addr);
+      }
+      break;
+    }
+    default: break;
+  }
+  if (e->nargs) generic_args(&a, e);
+  if (a.n == 0 && w->len == args_at + 9) {
+    w->len = args_at; /* nothing was written and nothing flushed since */
+    JW_LIT(w, "}");
+  } else {
+    JW_LIT(w, "}}");
+  }
+
+flows:
+  /* Launch flows: "s" on the API call that launched GPU work, "f" (binding
+   * to the enclosing slice) on every GPU op that links back to an API call.
+   * Both ends exist for every link the model resolved. */
+  if (e->link != TBE_NONE && e->link < t->nevents) {
+    const tbe_event *o = &t->events[e->link];
+    uint64_t id = e->correlation ? e->correlation : o->correlation;
+    int64_t pid, tid;
+    track_row(tr, &pid, &tid);
+    if (is_api_kind(e->kind) && tbe_event_kind_is_gpu((tbe_event_kind)o->kind))
+      flow_end(c, "s", id, "ac2g", 0, 0, pid, tid, e->start_ns, 0);
+    else if (tbe_event_kind_is_gpu((tbe_event_kind)e->kind) && is_api_kind(o->kind) &&
+             o->link != TBE_NONE)
+      flow_end(c, "f", id, "ac2g", 0, 0, pid, tid, e->start_ns, 1);
+  }
+}
+
+/* ---- the document ---- */
+
+static void write_device_props(jctx *c) {
+  const tbe_trace *t = c->t;
+  jw *w = &c->w;
+  JW_LIT(w, "  \"deviceProperties\": [");
+  for (size_t i = 0; i < t->ndevices; i++) {
+    const tbe_device *d = &t->devices[i];
+    jw_cstr(w, i ? ",\n    {" : "\n    {");
+    JW_LIT(w, "\"id\":");
+    jw_i64(w, d->id);
+    JW_LIT(w, ", \"name\":");
+    jw_str(c, d->name);
+#define DPROP(key, v)                \
+  if (v) {                           \
+    JW_LIT(w, ", \"" key "\":");     \
+    jw_i64(w, (int64_t)(v));         \
+  }
+    DPROP("totalGlobalMem", d->memory_bytes);
+    DPROP("computeMajor", d->cc_major);
+    DPROP("computeMinor", d->cc_minor);
+    DPROP("maxThreadsPerBlock", d->max_threads_per_block);
+    DPROP("maxThreadsPerMultiprocessor", d->max_threads_per_sm);
+    DPROP("regsPerBlock", d->regs_per_block);
+    DPROP("regsPerMultiprocessor", d->regs_per_sm);
+    DPROP("warpSize", d->warp_size);
+    DPROP("sharedMemPerBlock", d->shared_per_block);
+    DPROP("sharedMemPerMultiprocessor", d->shared_per_sm);
+    DPROP("numSms", d->sm_count);
+    DPROP("sharedMemPerBlockOptin", d->shared_per_block_optin);
+    /* Not Kineto fields, but cudaDeviceProp names: kept for the XSpace
+     * device plane of a re-imported trace. */
+    DPROP("clockRate", d->clock_khz);
+    DPROP("memoryBandwidth", d->memory_bandwidth);
+#undef DPROP
+    JW_LIT(w, "}");
+  }
+  jw_cstr(w, t->ndevices ? "\n  ],\n" : "],\n");
+}
+
+static void meta_event(jctx *c, const char *what, int64_t pid, int64_t tid, const char *argkey,
+                       const char *sval, size_t slen, int64_t ival) {
+  jw *w = &c->w;
+  jw_cstr(w, c->first_event ? "\n  {\"name\":\"" : ",\n  {\"name\":\"");
+  c->first_event = 0;
+  jw_mem(w, what, strlen(what));
+  JW_LIT(w, "\",\"ph\":\"M\",\"ts\":");
+  char *d = jw_room(w, 32);
+  if (d) w->len += put_us(d, c->t->start_ns - c->base);
+  JW_LIT(w, ",\"pid\":");
+  jw_i64(w, pid);
+  JW_LIT(w, ",\"tid\":");
+  jw_i64(w, tid);
+  JW_LIT(w, ",\"args\":{\"");
+  jw_mem(w, argkey, strlen(argkey));
+  JW_LIT(w, "\":");
+  if (sval) jw_qstr(w, sval, slen);
+  else jw_i64(w, ival);
+  JW_LIT(w, "}}");
+}
+
+static int has_pid(const int64_t *v, size_t n, int64_t pid) {
+  for (size_t i = 0; i < n; i++)
+    if (v[i] == pid) return 1;
+  return 0;
+}
+
+/* process_name/labels/sort_index and thread_name/sort_index, as Kineto
+ * writes them: host processes labelled "CPU", GPUs "GPU <n>" sorted after
+ * every host pid, streams "stream <id> ", threads "thread <tid> (<name>)". */
+static int write_metadata(jctx *c) {
+  const tbe_trace *t = c->t;
+  char tmp[600];
+  size_t cap = t->nprocesses + t->ntracks + t->ndevices + 1;
+  int64_t *hosts = tbe__calloc(c->w.a, cap, sizeof *hosts);
+  int64_t *gpus = tbe__calloc(c->w.a, cap, sizeof *gpus);
+  if (!hosts || !gpus) {
+    tbe__free(c->w.a, hosts);
+    tbe__free(c->w.a, gpus);
+    return TBE_ENOMEM;
+  }
+  size_t nh = 0, ng = 0;
+  for (size_t i = 0; i < t->nprocesses; i++)
+    if (!has_pid(hosts, nh, t->processes[i].pid)) hosts[nh++] = t->processes[i].pid;
+  for (size_t i = 0; i < t->ntracks; i++) {
+    const tbe_track *tr = &t->tracks[i];
+    if (tr->type == TBE_TRACK_THREAD && !has_pid(hosts, nh, tr->pid)) hosts[nh++] = tr->pid;
+    if (tr->type == TBE_TRACK_STREAM && !has_pid(gpus, ng, tr->device)) gpus[ng++] = tr->device;
+  }
+  for (size_t i = 0; i < t->ndevices; i++)
+    if (!has_pid(gpus, ng, t->devices[i].id)) gpus[ng++] = t->devices[i].id;
+
+  const char *main_name = NULL;
+  for (size_t i = 0; i < nh; i++) {
+    const char *pname = NULL;
+    for (size_t k = 0; k < t->nprocesses; k++)
+      if (t->processes[k].pid == hosts[i] && t->processes[k].name)
+        pname = tbe_trace_str(t, t->processes[k].name);
+    if (pname) {
+      meta_event(c, "process_name", hosts[i], 0, "name", pname, strlen(pname), 0);
+      if (!main_name) main_name = pname;
+    }
+    meta_event(c, "process_labels", hosts[i], 0, "labels", "CPU", 3, 0);
+    meta_event(c, "process_sort_index", hosts[i], 0, "sort_index", NULL, 0, hosts[i]);
+  }
+  for (size_t i = 0; i < ng; i++) {
+    const char *pname = main_name;
+    int n = snprintf(tmp, sizeof tmp, "GPU %lld", (long long)gpus[i]);
+    meta_event(c, "process_name", gpus[i], 0, "name", pname ? pname : tmp,
+               pname ? strlen(pname) : (size_t)n, 0);
+    meta_event(c, "process_labels", gpus[i], 0, "labels", tmp, (size_t)n, 0);
+    meta_event(c, "process_sort_index", gpus[i], 0, "sort_index", NULL, 0, 5000000 + gpus[i]);
+  }
+  tbe__free(c->w.a, hosts);
+  tbe__free(c->w.a, gpus);
+
+  for (size_t i = 0; i < t->ntracks; i++) {
+    const tbe_track *tr = &t->tracks[i];
+    int64_t pid, tid;
+    track_row(tr, &pid, &tid);
+    const char *name = tbe_trace_str(t, tr->name);
+    size_t nl = tbe_trace_strlen(t, tr->name);
+    const char *label = name;
+    size_t ll = nl;
+    int n = 0;
+    if (tr->type == TBE_TRACK_STREAM) {
+      if (!nl) {
+        n = snprintf(tmp, sizeof tmp, "stream %lld ", (long long)tr->tid);
+        label = tmp;
+        ll = (size_t)n;
+      }
+    } else if (tr->type == TBE_TRACK_THREAD) {
+      if (!nl) {
+        n = snprintf(tmp, sizeof tmp, "thread %lld", (long long)tr->tid);
+        label = tmp;
+        ll = (size_t)n;
+      } else if (strncmp(name, "thread ", 7) != 0 && nl < 500) {
+        n = snprintf(tmp, sizeof tmp, "thread %lld (%s)", (long long)tr->tid, name);
+        label = tmp;
+        ll = (size_t)n;
+      }
+    }
+    if (ll) meta_event(c, "thread_name", pid, tid, "name", label, ll, 0);
+    if (tr->type != TBE_TRACK_OTHER) meta_event(c, "thread_sort_index", pid, tid, "sort_index", NULL, 0, tid);
+  }
+  return 0;
+}
+
+static int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
+  return q;
+}
+
+static tbe_str key_id(const tbe_trace *t, const char *s) { return tbe_trace_find_str(t, s, strlen(s)); }
+
+static int json_write(const tbe_trace *t, int fd, int gzip, const char *trace_name,
+                      const tbe_allocator *a, void (*progress)(void *, uint64_t, uint64_t),
+                      void *progress_ctx) {
+  jctx *c = tbe__calloc(a, 1, sizeof *c);
+  if (!c) return TBE_ENOMEM;
+  c->t = t;
+  c->w.fd = fd;
+  c->w.gzip = gzip;
+  c->w.a = a;
+  c->w.cap = JW_CAP;
+  c->w.buf = tbe__alloc(a, JW_CAP);
+  c->nesc = tbe_trace_nstrings(t);
+  c->esc = tbe__calloc(a, c->nesc ? c->nesc : 1, sizeof *c->esc);
+  c->progress = progress;
+  c->progress_ctx = progress_ctx;
+  int rc = 0;
+  if (!c->w.buf || !c->esc) rc = TBE_ENOMEM;
+  if (!rc && gzip) rc = gz_start(&c->w);
+  if (rc) goto done;
+
+  c->k_ext = key_id(t, "External id");
+  c->k_corr = key_id(t, "correlation");
+  c->k_device = key_id(t, "device");
+  c->k_context = key_id(t, "context");
+  c->k_stream = key_id(t, "stream");
+  c->k_queued = key_id(t, "queued");
+  c->k_regs = key_id(t, "registers per thread");
+  c->k_shmem = key_id(t, "shared memory");
+  c->k_dynshmem = key_id(t, "dynamic shared memory");
+  c->k_bps = key_id(t, "blocks per SM");
+  c->k_wps = key_id(t, "warps per SM");
+  c->k_grid = key_id(t, "grid");
+  c->k_block = key_id(t, "block");
+  c->k_occ = key_id(t, "est. achieved occupancy %");
+  c->k_bytes = key_id(t, "bytes");
+  c->k_bw = key_id(t, "memory bandwidth (GB/s)");
+  c->k_from = key_id(t, "fromDevice");
+  c->k_to = key_id(t, "toDevice");
+  c->k_domain = key_id(t, "domain");
+  c->k_color = key_id(t, "color");
+  c->k_category = key_id(t, "category");
+  c->k_payload = key_id(t, "payload");
+  c->k_value = key_id(t, "value");
+  c->k_treserved = key_id(t, "Total Reserved");
+  c->k_tallocated = key_id(t, "Total Allocated");
+  c->k_bytes2 = key_id(t, "Bytes");
+  c->k_devid = key_id(t, "Device Id");
+  c->k_devtype = key_id(t, "Device Type");
+  c->k_addr = key_id(t, "Addr");
+  c->k_synckind = key_id(t, "cuda_sync_kind");
+  c->k_event = key_id(t, "cuda_event");
+
+  if (t->base_time_ns) {
+    c->base = t->base_time_ns;
+  } else {
+    const int64_t period = KINETO_BASE_PERIOD_S * 1000000000LL;
+    c->base = floor_div(t->start_ns, period) * period;
+  }
+
+  jw *w = &c->w;
+  JW_LIT(w, "{\n  \"schemaVersion\": 1,\n");
+  write_device_props(c);
+  JW_LIT(w, "  \"distributedInfo\": {");
+  if (t->dist_backend) {
+    JW_LIT(w, "\"backend\": ");
+    jw_str(c, t->dist_backend);
+    JW_LIT(w, ", ");
+  }
+  JW_LIT(w, "\"rank\": ");
+  jw_i64(w, t->rank >= 0 ? t->rank : 0);
+  JW_LIT(w, ", \"world_size\": ");
+  jw_i64(w, t->world_size > 0 ? t->world_size : 1);
+  JW_LIT(w, "},\n");
+  if (t->nwarnings || t->dropped_records || t->dropped_out_of_range || t->ended_early) {
+    char tmp[160];
+    int first = 1;
+    JW_LIT(w, "  \"tbexportWarnings\": [");
+    if (t->dropped_records) {
+      snprintf(tmp, sizeof tmp, "%llu records were dropped while collecting",
+               (unsigned long long)t->dropped_records);
+      jw_qcstr(w, tmp);
+      first = 0;
+    }
+    if (t->dropped_out_of_range) {
+      snprintf(tmp, sizeof tmp, "%llu records had zero or inverted timestamps and were dropped",
+               (unsigned long long)t->dropped_out_of_range);
+      if (!first) JW_LIT(w, ", ");
+      jw_qcstr(w, tmp);
+      first = 0;
+    }
+    if (t->ended_early) {
+      if (!first) JW_LIT(w, ", ");
+      jw_qcstr(w, "the capture ended early");
+      first = 0;
+    }
+    for (size_t i = 0; i < t->nwarnings; i++) {
+      if (!first) JW_LIT(w, ", ");
+      jw_str(c, t->warnings[i]);
+      first = 0;
+    }
+    JW_LIT(w, "],\n");
+  }
+  JW_LIT(w, "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
+  jw_i64(w, c->base);
+  JW_LIT(w, ",\n  \"traceEvents\": [");
+  c->first_event = 1;
+  rc = write_metadata(c);
+  if (rc) goto done;
+
+  for (uint32_t i = 0; i < t->nevents; i++) {
+    write_event(c, i);
+    if (c->w.err) break;
+    if (progress && (i & 0xFFFF) == 0xFFFF) progress(progress_ctx, i + 1, t->nevents);
+  }
+  for (size_t i = 0; i < t->nflows && !c->w.err; i++) {
+    const tbe_flow *f = &t->flows[i];
+    const char *fc = tbe_trace_str(t, f->cat);
+    if (strcmp(fc, "ac2g") == 0) continue; /* re-derived from correlation above */
+    int64_t pid, tid;
+    track_row(&t->tracks[f->src_track], &pid, &tid);
+    flow_end(c, "s", f->id, NULL, f->cat, f->name, pid, tid, f->src_ns, 0);
+    track_row(&t->tracks[f->dst_track], &pid, &tid);
+    flow_end(c, "f", f->id, NULL, f->cat, f->name, pid, tid, f->dst_ns, f->dst_enclosing);
+  }
+  JW_LIT(w, "\n  ],\n  \"traceName\": ");
+  if (t->trace_name) jw_str(c, t->trace_name);
+  else jw_qcstr(w, trace_name ? trace_name : "");
+  JW_LIT(w, "\n}\n");
+  if (gzip) gz_finish(w);
+  else jw_flush(w);
+  rc = w->err;
+  if (!rc && progress) progress(progress_ctx, t->nevents, t->nevents);
+
+done:
+  gz_free(&c->w);
+  tbe__free(a, c->w.buf);
+  tbe__free(a, c->esc);
+  tbe__free(a, c->escbuf);
+  tbe__free(a, c);
+  return rc;
+}
+
+/* Writes the JSON of `t` to `dir`/`name` atomically. */
+static int json_file(const tbe_trace *t, const tbe_allocator *a, const char *dir, const char *name,
+                     int gzip, int force, int durable,
+                     void (*progress)(void *, uint64_t, uint64_t), void *progress_ctx) {
+  tbe__afile f;
+  int rc = tbe__afile_open(&f, a, dir, name, force);
+  if (rc) return rc;
+  rc = json_write(t, f.fd, gzip, name, a, progress, progress_ctx);
+  if (rc) {
+    tbe__afile_abort(&f);
+    return rc;
+  }
+  return tbe__afile_commit(&f, durable, force);
+}
+
+int tbe_export_chrome_json(const tbe_trace *t, const char *path, int gzip, int force) {
+  if (!t || !path || !*path) return TBE_EINVAL;
+  tbe_allocator a;
+  tbe__allocator_init(&a, NULL);
+  const char *slash = strrchr(path, '/');
+  char *dir;
+  const char *name;
+  if (slash) {
+    size_t dl = slash == path ? 1 : (size_t)(slash - path);
+    dir = tbe__alloc(&a, dl + 1);
+    if (!dir) return TBE_ENOMEM;
+    memcpy(dir, path, dl);
+    dir[dl] = 0;
+    name = slash + 1;
+  } else {
+    dir = tbe__strdup(&a, ".");
+    if (!dir) return TBE_ENOMEM;
+    name = path;
+  }
+  int rc = *name ? json_file(t, &a, dir, name, gzip, force, 0, NULL, NULL) : TBE_EINVAL;
+  tbe__free(&a, dir);
+  return rc;
+}
+
+static int json_export(const tbe__export_ctx *x) {
+  size_t n = strlen(x->logdir) + strlen(x->run) + 32;
+  tbe_allocator a;
+  tbe__allocator_init(&a, x->a);
+  char *dir = tbe__alloc(&a, n);
+  char *name = tbe__alloc(&a, strlen(x->host) + 32);
+  char *path = tbe__alloc(&a, n + strlen(x->host) + 32);
+  int rc = TBE_ENOMEM;
+  if (dir && name && path) {
+    snprintf(dir, n, "%s/plugins/profile/%s", x->logdir, x->run);
+    snprintf(name, strlen(x->host) + 32, "%s.trace.json.gz", x->host);
+    rc = tbe__mkdir_p(dir, 0755);
+    if (!rc)
+      rc = json_file(x->trace, &a, dir, name, 1, x->force, x->durable, x->progress,
+                     x->progress_ctx);
+    if (!rc && x->on_file) {
+      snprintf(path, n + strlen(x->host) + 32, "%s/%s", dir, name);
+      x->on_file(x->on_file_ctx, path);
+    }
+  }
+  tbe__free(&a, dir);
+  tbe__free(&a, name);
+  tbe__free(&a, path);
+  return rc;
+}
+
+const tbe__exporter tbe__exporter_json = {"json", TBE_OUT_JSON, json_export};

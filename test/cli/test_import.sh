@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# CLI tests of `tbexport import`: outputs and their layout, the Chrome JSON
+# read back by Python's json module (counts per category equal the source's,
+# every flow has both ends), XSpace accepted by protoc --decode_raw, exit
+# codes and one-line errors, nothing written on bad input or refused names,
+# no overwrite without --force, nothing on stderr when it is not a terminal.
+# usage: test_import.sh TBEXPORT_BINARY TEST_DATA_DIR
+set -u
+bin=$1 data=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+
+fp32=$data/kineto/h200_cnn_fp32.pt.trace.json
+bf16=$data/kineto/h200_cnn_bf16.pt.trace.json
+log=$work/log_dir
+
+# 1. a golden trace becomes a run: three files, one line each
+out=$("$bin" import "$fp32" --logdir "$log" --run fp32 --host h200 2>"$work/err")
+rc=$?
+[ $rc -eq 0 ] || fail "import fp32 exit $rc: $(cat "$work/err")"
+[ -s "$work/err" ] && fail "stderr not empty when not a terminal: $(cat "$work/err")"
+[ "$(printf '%s\n' "$out" | wc -l)" -eq 3 ] || fail "expected 3 lines, got: $out"
+printf '%s\n' "$out" | grep -qx "$log/plugins/profile/fp32/h200.xplane.pb" || fail "xplane line: $out"
+printf '%s\n' "$out" | grep -qx "$log/plugins/profile/fp32/h200.trace.json.gz" || fail "json line: $out"
+printf '%s\n' "$out" | grep -q "^$log/fp32/events.out.tfevents\." || fail "events line: $out"
+while read -r f; do [ -s "$f" ] || fail "missing $f"; done <<<"$out"
+ok "import writes three files"
+
+# 2. the JSON, read by Python's json module: counts per category equal the
+#    source's, every X event has a cat, every flow has both ends
+python3 - "$fp32" "$log/plugins/profile/fp32/h200.trace.json.gz" <<'PY' || fail "JSON checks"
+import collections, gzip, json, sys
+src = json.load(open(sys.argv[1]))
+out = json.load(gzip.open(sys.argv[2], "rt", encoding="utf-8"))
+for k in ("schemaVersion", "deviceProperties", "distributedInfo", "displayTimeUnit",
+          "baseTimeNanoseconds", "traceEvents", "traceName"):
+    assert k in out, k
+assert out["distributedInfo"]["world_size"] >= 1
+def cats(d):
+    return collections.Counter(e.get("cat") for e in d["traceEvents"] if e.get("ph") == "X")
+cs, co = cats(src), cats(out)
+for c in ("kernel", "cpu_op", "cuda_runtime", "cuda_driver", "gpu_memset", "gpu_user_annotation", "user_annotation"):
+    assert cs[c] == co[c], (c, cs[c], co[c])
+assert all("cat" in e for e in out["traceEvents"] if e.get("ph") == "X")
+mem = lambda d: sum(1 for e in d["traceEvents"] if e.get("name") == "[memory]")
+assert mem(src) == mem(out), (mem(src), mem(out))
+ends = collections.defaultdict(set)
+for e in out["traceEvents"]:
+    if e.get("ph") in ("s", "f"):
+        ends[(e["cat"], e["id"])].add(e["ph"])
+assert ends and all(v == {"s", "f"} for v in ends.values()), [k for k, v in ends.items() if v != {"s", "f"}][:5]
+ac2g = sum(1 for k in ends if k[0] == "ac2g")
+fwdbwd = sum(1 for k in ends if k[0] == "fwdbwd")
+assert fwdbwd == 30, fwdbwd
+assert ac2g > 100, ac2g
+# kernel timestamps and durations exactly as in the source (same base)
+def kern(d):
+    b = d["baseTimeNanoseconds"]
+    return sorted((e["name"], round(e["ts"] * 1000) + b, round(e["dur"] * 1000))
+                  for e in d["traceEvents"] if e.get("cat") == "kernel")
+assert kern(src) == kern(out)
+print("json ok: %d events, %d ac2g, %d fwdbwd flows" % (len(out["traceEvents"]), ac2g, fwdbwd))
+PY
+ok "JSON read back by python json"
+
+# 3. XSpace accepted by protoc
+if command -v protoc >/dev/null 2>&1; then
+  protoc --decode_raw <"$log/plugins/profile/fp32/h200.xplane.pb" >"$work/raw" || fail "protoc --decode_raw"
+  grep -q '"/device:GPU:0"' "$work/raw" || fail "no GPU plane in decode_raw"
+  ok "protoc --decode_raw"
+else
+  echo "skip: protoc not installed"
+fi
+
+# 4. existing files: exit 1 and a clear message, then --force replaces
+"$bin" import "$fp32" --logdir "$log" --run fp32 --host h200 >"$work/out" 2>"$work/err"
+rc=$?
+[ $rc -eq 1 ] || fail "existing: exit $rc"
+grep -q "already exists (use --force" "$work/err" || fail "existing: message $(cat "$work/err")"
+[ "$(wc -l <"$work/err")" -eq 1 ] || fail "existing: more than one line"
+[ -s "$work/out" ] && fail "existing: printed files"
+"$bin" import "$fp32" --logdir "$log" --run fp32 --host h200 --force --quiet >/dev/null 2>&1 || fail "--force"
+ok "no overwrite without --force"
+
+# 5. bad input: the importer's one line, exit 2, nothing written
+head -c 5000 "$fp32" | sed 's/"ph"/"ph" "/' >"$work/bad.json"
+"$bin" import "$work/bad.json" --logdir "$log" --run bad >"$work/out" 2>"$work/err"
+rc=$?
+[ $rc -eq 2 ] || fail "bad input: exit $rc"
+[ "$(wc -l <"$work/err")" -eq 1 ] || fail "bad input: not one line: $(cat "$work/err")"
+grep -q "bad.json" "$work/err" || fail "bad input: message does not name the file"
+[ -e "$log/plugins/profile/bad" ] || [ -e "$log/bad" ] && fail "bad input: something written"
+printf 'not a trace' >"$work/unknown.bin"
+"$bin" import "$work/unknown.bin" --logdir "$log" --run bad2 >/dev/null 2>&1
+[ $? -eq 2 ] || fail "unknown format: exit"
+"$bin" import "$work/missing.json" --logdir "$log" --run bad3 >/dev/null 2>&1
+[ $? -eq 2 ] || fail "missing file: exit"
+[ -e "$log/plugins/profile/bad2" ] || [ -e "$log/plugins/profile/bad3" ] && fail "written after error"
+ok "bad input exits 2, writes nothing"
+
+# 6. refused run and host names
+long=$(printf 'a%.0s' $(seq 1 201))
+for name in "a/b" ".." "." ".hidden" "$(printf 'x\ty')" "$long"; do
+  "$bin" import "$fp32" --logdir "$log" --run "$name" >"$work/out" 2>"$work/err"
+  rc=$?
+  [ $rc -eq 2 ] || fail "run name '$name': exit $rc"
+  grep -q "refused" "$work/err" || fail "run name '$name': message"
+done
+"$bin" import "$fp32" --logdir "$log" --run ok --host "x/y" >/dev/null 2>&1
+[ $? -eq 2 ] || fail "host name x/y accepted"
+[ -e "$log/plugins/profile/ok" ] && fail "refused host: run dir created"
+ls "$log/plugins/profile" | grep -qv '^fp32$' && fail "refused names created directories: $(ls "$log/plugins/profile")"
+ok "refused names exit 2"
+
+# 7. --format, several files, usage errors
+out=$("$bin" import "$fp32" "$bf16" --logdir "$log" --run both --format json --host h)
+[ "$out" = "$log/plugins/profile/both/h.trace.json.gz" ] || fail "--format json: $out"
+[ -e "$log/plugins/profile/both/h.xplane.pb" ] && fail "--format json wrote xplane"
+python3 - "$fp32" "$bf16" "$log/plugins/profile/both/h.trace.json.gz" <<'PY' || fail "merged counts"
+import gzip, json, sys
+n = lambda d: sum(1 for e in d["traceEvents"] if e.get("cat") == "kernel")
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+o = json.load(gzip.open(sys.argv[3]))
+assert n(o) == n(a) + n(b), (n(o), n(a), n(b))
+PY
+"$bin" import "$fp32" --logdir "$log" --format xplane,bogus >/dev/null 2>&1
+[ $? -eq 2 ] || fail "bad --format accepted"
+"$bin" import --logdir "$log" >/dev/null 2>&1
+[ $? -eq 2 ] || fail "no file accepted"
+"$bin" import "$fp32" >/dev/null 2>&1
+[ $? -eq 2 ] || fail "missing --logdir accepted"
+"$bin" import --bogus >/dev/null 2>&1
+[ $? -eq 2 ] || fail "unknown option accepted"
+"$bin" import --help | grep -q "usage: tbexport import" || fail "--help"
+ok "formats, merging, usage"
+
+# 8. default run name: local time
+out=$("$bin" import "$fp32" --logdir "$work/ld2" --format xplane --host h)
+printf '%s\n' "$out" | grep -Eq "/plugins/profile/[0-9]{4}_[0-9]{2}_[0-9]{2}_[0-9]{2}_[0-9]{2}_[0-9]{2}/h\.xplane\.pb$" ||
+  fail "default run name: $out"
+ok "default run name"
+
+[ $fails -eq 0 ] || { echo "$fails failure(s)" >&2; exit 1; }
+echo "all import CLI tests passed"

@@ -1,0 +1,338 @@
+/* test_export_run.c: the run layout (src/trace/export_run.c): run and host
+ * names (validation, defaults), directories and file names, existing files
+ * and planted symlinks never overwritten or followed, all-or-nothing
+ * writing, the callbacks. */
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tbexport/error.h"
+#include "tbexport/export.h"
+#include "tbexport/trace.h"
+#include "testutil.h"
+
+static tbe_trace *tiny(const char *host) {
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  uint32_t h, s;
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 1, 2, -1, &h), 0);
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_STREAM, 1, 7, 0, &s), 0);
+  tbe_event e;
+  memset(&e, 0, sizeof e);
+  e.kind = TBE_EV_RUNTIME;
+  e.track = h;
+  e.name = tbe_trace_str_id(t, "cudaLaunchKernel");
+  e.start_ns = 1700000000000000000LL;
+  e.dur_ns = 5000;
+  e.correlation = 3;
+  assert_int_equal(tbe_trace_add_event(t, &e, NULL, NULL, 0, NULL), 0);
+  e.kind = TBE_EV_KERNEL;
+  e.track = s;
+  e.name = tbe_trace_str_id(t, "k");
+  e.start_ns += 10000;
+  tbe_kernel k;
+  memset(&k, 0, sizeof k);
+  k.occupancy_pct = -1;
+  assert_int_equal(tbe_trace_add_event(t, &e, &k, NULL, 0, NULL), 0);
+  if (host) t->host = tbe_trace_str_id(t, host);
+  assert_int_equal(tbe_trace_finish(t), 0);
+  return t;
+}
+
+typedef struct files {
+  char paths[8][4096];
+  int n;
+} files;
+
+static void on_file(void *ctx, const char *path) {
+  files *f = ctx;
+  if (f->n < 8) snprintf(f->paths[f->n++], sizeof f->paths[0], "%s", path);
+}
+
+static int exists(const char *dir, const char *rel) {
+  char p[4096];
+  snprintf(p, sizeof p, "%s/%s", dir, rel);
+  struct stat st;
+  return lstat(p, &st) == 0;
+}
+
+static void test_names(void **state) {
+  (void)state;
+  const char *why = NULL;
+  assert_int_equal(tbe_name_check("fp32", &why), 0);
+  assert_null(why);
+  assert_int_equal(tbe_name_check("run 1 é", NULL), 0);
+  const char *bad[] = {"", "a/b", "..", ".", ".hidden", "a\nb", "tab\t", "\x7f", "bad\xff", "/abs"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    why = NULL;
+    assert_int_equal(tbe_name_check(bad[i], &why), TBE_ENAME);
+    assert_non_null(why);
+  }
+  char longn[202];
+  memset(longn, 'a', 201);
+  longn[201] = 0;
+  assert_int_equal(tbe_name_check(longn, NULL), TBE_ENAME);
+  longn[200] = 0;
+  assert_int_equal(tbe_name_check(longn, NULL), 0);
+
+  char run[32];
+  assert_int_equal(tbe_run_name_default(run, sizeof run), 0);
+  assert_int_equal(strlen(run), 19);
+  for (int i = 0; i < 19; i++) {
+    if (i == 4 || i == 7 || i == 10 || i == 13 || i == 16) assert_int_equal(run[i], '_');
+    else assert_true(run[i] >= '0' && run[i] <= '9');
+  }
+  assert_int_equal(tbe_run_name_default(run, 10), TBE_EINVAL);
+}
+
+static void test_resolve_host(void **state) {
+  (void)state;
+  tbe_export_options o;
+  tbe_export_options_init(&o);
+  o.logdir = "unused";
+  char run[256], host[256];
+  tbe_trace *t = tiny("h200:node/1");
+  assert_int_equal(tbe_export_resolve(t, &o, run, sizeof run, host, sizeof host), 0);
+  assert_string_equal(host, "h200_node_1");
+  assert_int_equal(strlen(run), 19);
+  o.host = "given";
+  o.run = "r1";
+  assert_int_equal(tbe_export_resolve(t, &o, run, sizeof run, host, sizeof host), 0);
+  assert_string_equal(host, "given");
+  assert_string_equal(run, "r1");
+  o.run = "../up";
+  assert_int_equal(tbe_export_resolve(t, &o, run, sizeof run, host, sizeof host), TBE_ENAME);
+  o.run = NULL;
+  o.host = "a/b";
+  assert_int_equal(tbe_export_resolve(t, &o, run, sizeof run, host, sizeof host), TBE_ENAME);
+  tbe_trace_free(t);
+  /* a trace host that cannot be made a name falls back to this machine's */
+  t = tiny("bad\xff");
+  o.host = NULL;
+  assert_int_equal(tbe_export_resolve(t, &o, run, sizeof run, host, sizeof host), 0);
+  assert_int_equal(tbe_name_check(host, NULL), 0);
+  assert_string_not_equal(host, "bad_");
+  tbe_trace_free(t);
+  t = tiny(".hidden");
+  assert_int_equal(tbe_export_resolve(t, &o, run, sizeof run, host, sizeof host), 0);
+  assert_string_equal(host, "_hidden");
+  tbe_trace_free(t);
+}
+
+static void progress(void *ctx, uint64_t done, uint64_t total) {
+  uint64_t *last = ctx;
+  assert_true(done <= total);
+  last[0] = done;
+  last[1] = total;
+}
+
+static void test_layout(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  char *logdir = tu_join(dir, "log_dir");
+  tbe_trace *t = tiny("node:0");
+  tbe_export_options o;
+  tbe_export_options_init(&o);
+  assert_int_equal(o.outputs, TBE_OUT_ALL);
+  o.logdir = logdir;
+  o.run = "fp32";
+  o.outputs = TBE_OUT_XPLANE | TBE_OUT_JSON;
+  files f = {.n = 0};
+  o.on_file = on_file;
+  o.ctx = &f;
+  uint64_t last[2] = {0, 0};
+  o.progress = progress;
+  o.progress_ctx = last;
+  assert_int_equal(tbe_export_run(t, &o), 0);
+  assert_int_equal(f.n, 2);
+  char expect[4096];
+  snprintf(expect, sizeof expect, "%s/plugins/profile/fp32/node_0.xplane.pb", logdir);
+  assert_string_equal(f.paths[0], expect);
+  snprintf(expect, sizeof expect, "%s/plugins/profile/fp32/node_0.trace.json.gz", logdir);
+  assert_string_equal(f.paths[1], expect);
+  assert_int_equal(last[0], last[1]);
+  assert_int_equal(last[1], 2 * t->nevents);
+  assert_false(exists(logdir, "fp32")); /* no events output requested */
+
+  /* a second export refuses, and says which file is in the way */
+  char conflict[4096];
+  assert_int_equal(tbe_export_conflict(t, &o, conflict, sizeof conflict), 1);
+  snprintf(expect, sizeof expect, "%s/plugins/profile/fp32/node_0.xplane.pb", logdir);
+  assert_string_equal(conflict, expect);
+  f.n = 0;
+  assert_int_equal(tbe_export_run(t, &o), TBE_EEXIST);
+  assert_int_equal(f.n, 0);
+  o.force = 1;
+  assert_int_equal(tbe_export_run(t, &o), 0);
+  assert_int_equal(f.n, 2);
+
+  /* the same run name from another host: its own files */
+  o.force = 0;
+  o.host = "other";
+  f.n = 0;
+  assert_int_equal(tbe_export_run(t, &o), 0);
+  assert_true(exists(logdir, "plugins/profile/fp32/other.xplane.pb"));
+  assert_true(exists(logdir, "plugins/profile/fp32/node_0.xplane.pb"));
+
+  /* bad names and options */
+  o.run = "a/b";
+  assert_int_equal(tbe_export_run(t, &o), TBE_ENAME);
+  o.run = "ok";
+  o.outputs = 0x80;
+  assert_int_equal(tbe_export_run(t, &o), TBE_EINVAL);
+  o.outputs = TBE_OUT_JSON;
+  o.logdir = NULL;
+  assert_int_equal(tbe_export_run(t, &o), TBE_EINVAL);
+
+  /* no hidden temporary files are left behind */
+  snprintf(expect, sizeof expect, "%s/plugins/profile/fp32", logdir);
+  DIR *d = opendir(expect);
+  assert_non_null(d);
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL)
+    if (de->d_name[0] == '.' && strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+      fail_msg("temporary file left: %s", de->d_name);
+  closedir(d);
+  tbe_trace_free(t);
+  tu_rmrf(dir);
+  free(logdir);
+  free(dir);
+}
+
+/* One existing output stops the whole run before anything is written. */
+static void test_existing_blocks_all(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  tbe_trace *t = tiny("h");
+  char p[4096];
+  snprintf(p, sizeof p, "%s/plugins/profile/r", dir);
+  assert_int_equal(system("true"), 0);
+  char cmd[8300];
+  snprintf(cmd, sizeof cmd, "mkdir -p '%s' && echo keep > '%s/h.trace.json.gz'", p, p);
+  assert_int_equal(system(cmd), 0);
+  tbe_export_options o;
+  tbe_export_options_init(&o);
+  o.logdir = dir;
+  o.run = "r";
+  o.outputs = TBE_OUT_XPLANE | TBE_OUT_JSON;
+  assert_int_equal(tbe_export_run(t, &o), TBE_EEXIST);
+  assert_false(exists(dir, "plugins/profile/r/h.xplane.pb"));
+  snprintf(cmd, sizeof cmd, "%s/plugins/profile/r/h.trace.json.gz", dir);
+  size_t n;
+  char *s = (char *)tu_read_file(cmd, &n);
+  assert_string_equal(s, "keep\n");
+  free(s);
+  tbe_trace_free(t);
+  tu_rmrf(dir);
+  free(dir);
+}
+
+/* A symlink planted at the target name is neither followed nor replaced
+ * without force; with force the link itself is replaced. */
+static void test_symlink_not_followed(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  tbe_trace *t = tiny("h");
+  char victim[4096], link[4200], pdir[4096];
+  snprintf(victim, sizeof victim, "%s/victim", dir);
+  assert_int_equal(tu_write_file(victim, "precious", 8), 0);
+  snprintf(pdir, sizeof pdir, "%s/plugins/profile/r", dir);
+  char cmd[8300];
+  snprintf(cmd, sizeof cmd, "mkdir -p '%s'", pdir);
+  assert_int_equal(system(cmd), 0);
+  snprintf(link, sizeof link, "%s/h.xplane.pb", pdir);
+  assert_int_equal(symlink(victim, link), 0);
+  tbe_export_options o;
+  tbe_export_options_init(&o);
+  o.logdir = dir;
+  o.run = "r";
+  o.outputs = TBE_OUT_XPLANE;
+  assert_int_equal(tbe_export_run(t, &o), TBE_EEXIST);
+  o.force = 1;
+  assert_int_equal(tbe_export_run(t, &o), 0);
+  struct stat st;
+  assert_int_equal(lstat(link, &st), 0);
+  assert_true(S_ISREG(st.st_mode));
+  size_t n;
+  char *s = (char *)tu_read_file(victim, &n);
+  assert_int_equal(n, 8);
+  assert_memory_equal(s, "precious", 8);
+  free(s);
+  tbe_trace_free(t);
+  tu_rmrf(dir);
+  free(dir);
+}
+
+/* When a later output fails, the earlier one's file is removed again. */
+static void test_all_or_nothing(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  tbe_trace *t = tiny("h");
+  char cmd[8300];
+  /* a non-empty directory where the JSON file should go: rename fails */
+  snprintf(cmd, sizeof cmd, "mkdir -p '%s/plugins/profile/r/h.trace.json.gz/x'", dir);
+  assert_int_equal(system(cmd), 0);
+  tbe_export_options o;
+  tbe_export_options_init(&o);
+  o.logdir = dir;
+  o.run = "r";
+  o.force = 1;
+  o.outputs = TBE_OUT_XPLANE | TBE_OUT_JSON;
+  files f = {.n = 0};
+  o.on_file = on_file;
+  o.ctx = &f;
+  int rc = tbe_export_run(t, &o);
+  assert_true(rc < 0);
+  assert_int_equal(f.n, 0);
+  assert_false(exists(dir, "plugins/profile/r/h.xplane.pb"));
+  tbe_trace_free(t);
+  tu_rmrf(dir);
+  free(dir);
+}
+
+/* All three outputs: the run summary goes to <logdir>/<run>/. */
+static void test_all_outputs(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  tbe_trace *t = tiny("h");
+  tbe_export_options o;
+  tbe_export_options_init(&o);
+  o.logdir = dir;
+  o.run = "all";
+  files f = {.n = 0};
+  o.on_file = on_file;
+  o.ctx = &f;
+  assert_int_equal(tbe_export_run(t, &o), 0);
+  assert_int_equal(f.n, 3);
+  assert_true(exists(dir, "plugins/profile/all/h.xplane.pb"));
+  assert_true(exists(dir, "plugins/profile/all/h.trace.json.gz"));
+  char prefix[4096];
+  snprintf(prefix, sizeof prefix, "%s/all/events.out.tfevents.", dir);
+  assert_memory_equal(f.paths[2], prefix, strlen(prefix));
+  tbe_trace_free(t);
+  tu_rmrf(dir);
+  free(dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_names),
+      cmocka_unit_test(test_resolve_host),
+      cmocka_unit_test(test_layout),
+      cmocka_unit_test(test_existing_blocks_all),
+      cmocka_unit_test(test_symlink_not_followed),
+      cmocka_unit_test(test_all_or_nothing),
+      cmocka_unit_test(test_all_outputs),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,417 @@
+/* test_report.c: report rendering and names (report.c, demangle.c) and the
+ * run-summary events exporter (export_events.c).
+ *
+ * Demangler outputs are the ones c++filt (GNU binutils) prints for the
+ * same names; names it cannot handle must come back unchanged with -1.
+ * The events exporter is checked by reading its file back with the event
+ * reader: tags, steps, values and the Markdown text. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <yajl/yajl_tree.h>
+
+#include "tbexport.h"
+#include "tbexport/analysis.h"
+#include "tbexport/reader.h"
+#include "common/alloc.h"
+#include "testutil.h"
+#include "trace/exporter.h"
+#include "trace/report.h"
+
+static void test_fmt_dur(void **state) {
+  (void)state;
+  char b[32];
+  static const struct {
+    int64_t ns;
+    const char *s;
+  } cases[] = {{0, "0ns"},
+               {999, "999ns"},
+               {1000, "1.000us"},
+               {12345, "12.345us"},
+               {999999, "999.999us"},
+               {1000000, "1.000ms"},
+               {1234567, "1.235ms"},   /* rounded to the microsecond */
+               {999999499, "999.999ms"},
+               {1000000000, "1.000s"},
+               {61234567890LL, "61.235s"},
+               {-1500, "-1.500us"},
+               {INT64_MIN, "-9223372036.855s"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    size_t n = tbe__fmt_dur(b, sizeof b, cases[i].ns);
+    assert_string_equal(b, cases[i].s);
+    assert_int_equal(n, strlen(cases[i].s));
+  }
+  /* Truncation never overruns. */
+  assert_int_equal(tbe__fmt_dur(b, 4, 12345), 3);
+  assert_string_equal(b, "12.");
+}
+
+static void test_demangle(void **state) {
+  (void)state;
+  static const struct {
+    const char *in, *out;
+  } ok[] = {
+      {"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_",
+       "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+       "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)"},
+      {"_Z10add_kernelPfPKfi", "add_kernel(float*, float const*, int)"},
+      {"_ZN5cudnn6detail17wgrad_alg0_engineIfLi128ELi5ELi5ELi3ELi3ELi3ELb0ELi512EEEviiiPKT_iPS3_S5_"
+       "18kernel_grad_paramsyifiiii",
+       "void cudnn::detail::wgrad_alg0_engine<float, 128, 5, 5, 3, 3, 3, false, 512>(int, int, int, "
+       "float const*, int, float const*, float const*, kernel_grad_params, unsigned long long, int, "
+       "float, int, int, int, int)"},
+      {"_ZN12_GLOBAL__N_18myKernelEv", "(anonymous namespace)::myKernel()"},
+      {"_ZNK3foo3barEv", "foo::bar() const"},
+      {"_ZN3foo3barC2Ev", "foo::bar::bar()"},
+      {"_Z3fooIJifEEvDpT_", "void foo<int, float>(int, float)"},
+      {"_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_7MeanOpsIffEEjfLi4EEEEEvT1_",
+       "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, "
+       "float>, unsigned int, float, 4> >(at::native::ReduceOp<float, at::native::MeanOps<float, "
+       "float>, unsigned int, float, 4>)"},
+      {"_Z1fIN3foo3BarEEvRKT_", "void f<foo::Bar>(foo::Bar const&)"},
+      {"_Z5saxpyifPfS_", "saxpy(int, float, float*, float*)"},
+      {"_Z6kernelv.cold", "kernel() [clone .cold]"},
+  };
+  char buf[1024];
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    int n = tbe_demangle(ok[i].in, buf, sizeof buf);
+    assert_string_equal(buf, ok[i].out);
+    assert_int_equal(n, (int)strlen(ok[i].out));
+  }
+  static const char *bad[] = {
+      "_ZN7cutlass6KernelI53cutlass_80_tensorop_s1688gemm_64x64_16x3_tn_align4EEvNT_6ParamsE",
+      "_ZZ4mainE1x",     /* local name: not handled */
+      "_Z",              /* truncated */
+      "_Z3fo",           /* length past the end */
+      "_ZN3fooE_junk",   /* trailing garbage */
+      "_Z1fS5_",         /* substitution out of range */
+      "_Z1fT_",          /* template parameter without template */
+      "plain_name",
+      "",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_int_equal(tbe_demangle(bad[i], buf, sizeof buf), -1);
+    assert_string_equal(buf, bad[i]);
+  }
+  /* Small buffers: truncated, NUL-terminated. */
+  assert_int_equal(tbe_demangle("_Z10add_kernelPfPKfi", buf, 8), 7);
+  assert_string_equal(buf, "add_ker");
+  assert_int_equal(tbe_demangle("_Z10add_kernelPfPKfi", buf, 0), -1);
+  /* Deep nesting is refused, not overflowed. */
+  char deep[4096] = "_Z1fI";
+  for (int i = 0; i < 500; i++) strcat(deep, "P");
+  strcat(deep, "iEvv");
+  assert_int_equal(tbe_demangle(deep, buf, sizeof buf), -1);
+}
+
+static void test_shorten(void **state) {
+  (void)state;
+  char b[256];
+  const char *full = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+                     "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)";
+  /* Unlimited: return type and parameters go. */
+  tbe_name_shorten(full, 0, b, sizeof b);
+  assert_string_equal(b, "at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+                         "std::array<char*, 1ul> >");
+  /* 80: namespaces go. */
+  tbe_name_shorten(full, 80, b, sizeof b);
+  assert_string_equal(b, "vectorized_elementwise_kernel<4, FillFunctor<float>, array<char*, 1ul> >");
+  /* 40: nested template arguments elided, then cut. */
+  size_t n = tbe_name_shorten(full, 40, b, sizeof b);
+  assert_int_equal(n, 40);
+  assert_string_equal(b, "vectorized_elementwise_kernel<4, Fill...");
+  /* Mangled names are demangled first. */
+  tbe_name_shorten("_Z10add_kernelPfPKfi", 30, b, sizeof b);
+  assert_string_equal(b, "add_kernel");
+  /* Plain names and names with spaces are left alone. */
+  tbe_name_shorten("aten::conv2d", 30, b, sizeof b);
+  assert_string_equal(b, "aten::conv2d");
+  tbe_name_shorten("Memcpy HtoD (Pageable -> Device)", 60, b, sizeof b);
+  assert_string_equal(b, "Memcpy HtoD (Pageable -> Device)");
+  tbe_name_shorten("forward pass", 60, b, sizeof b);
+  assert_string_equal(b, "forward pass");
+  /* Anonymous namespaces. */
+  tbe_name_shorten("void (anonymous namespace)::softmax_warp_forward<float, float, 10>(float*, int)", 30,
+                   b, sizeof b);
+  assert_string_equal(b, "softmax_warp_forward<float,...");
+  /* UTF-8 is never cut inside a character. */
+  tbe_name_shorten("k\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", 8, b, sizeof b);
+  assert_string_equal(b, "k\xc3\xa9\xc3\xa9...");
+  /* Tag components. */
+  tbe__tag_component(full, 60, b, sizeof b);
+  assert_string_equal(b, "vectorized_elementwise_kernel_4_FillFunctor_float_array_char");
+  tbe__tag_component("<>", 60, b, sizeof b);
+  assert_string_equal(b, "_");
+  tbe__tag_component("", 60, b, sizeof b);
+  assert_string_equal(b, "_");
+}
+
+static void test_escapes(void **state) {
+  (void)state;
+  tbe__buf b;
+  tbe_allocator al;
+  tbe__allocator_init(&al, NULL);
+  tbe__buf_init(&b, &al);
+  tbe__json_str(&b, "a\"b\\c\n\x01\xff\xc3\xa9");
+  tbe__buf_putc(&b, '\0');
+  assert_string_equal((char *)b.data, "\"a\\\"b\\\\c\\n\\u0001\xef\xbf\xbd\xc3\xa9\"");
+  tbe__buf_clear(&b);
+  tbe__md_escape(&b, "a|b<c>_*\n\xfe");
+  tbe__buf_putc(&b, '\0');
+  assert_string_equal((char *)b.data, "a\\|b\\<c\\>\\_\\* \xef\xbf\xbd");
+  tbe__buf_deinit(&b);
+}
+
+static tbe_trace *import(const char *rel) {
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  tbe_import_error err;
+  int rc = tbe_import_file(t, tu_data(rel), NULL, &err);
+  if (rc) fprintf(stderr, "%s\n", err.message);
+  assert_int_equal(rc, 0);
+  return t;
+}
+
+/* Every table line fits the width; all formats render; JSON parses. */
+static void test_table_width(void **state) {
+  (void)state;
+  tbe_trace *t = import("kineto/h200_cnn_bf16.pt.trace.json");
+  tbe_analysis *an;
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  static const int widths[] = {100, 80, 140};
+  for (size_t w = 0; w < 3; w++) {
+    tbe_report_options o;
+    tbe_report_options_init(&o);
+    o.width = widths[w];
+    o.top = 0;
+    char *s;
+    size_t n;
+    assert_int_equal(tbe_report_summary(an, &o, &s, &n), 0);
+    size_t col = 0, maxcol = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (s[i] == '\n') col = 0;
+      else if (((unsigned char)s[i] & 0xc0) != 0x80 && ++col > maxcol) maxcol = col;
+    }
+    /* Advice lines are prose, not table; check every other line. */
+    char *line = s;
+    while (line && *line) {
+      char *nl = strchr(line, '\n');
+      size_t len = nl ? (size_t)(nl - line) : strlen(line);
+      if (strncmp(line, "- ", 2) != 0 && strncmp(line, "host:", 5) != 0)
+        assert_true(len <= (size_t)widths[w]);
+      line = nl ? nl + 1 : NULL;
+    }
+    tbe_report_free(s, n, NULL);
+  }
+  for (int f = 0; f < 4; f++) {
+    tbe_report_options o;
+    tbe_report_options_init(&o);
+    o.format = f;
+    o.wide = 1;
+    char *s;
+    size_t n;
+    assert_int_equal(tbe_report_summary(an, &o, &s, &n), 0);
+    if (f == TBE_REPORT_JSON) {
+      char err[256];
+      yajl_val v = yajl_tree_parse(s, err, sizeof err);
+      assert_non_null(v);
+      const char *pk[] = {"kernels", NULL};
+      yajl_val k = yajl_tree_get(v, pk, yajl_t_array);
+      assert_non_null(k);
+      assert_int_equal(YAJL_GET_ARRAY(k)->len, 10);
+      yajl_tree_free(v);
+    }
+    tbe_report_free(s, n, NULL);
+  }
+  /* Bad options. */
+  tbe_report_options o;
+  tbe_report_options_init(&o);
+  o.format = 9;
+  char *s = (char *)1;
+  size_t n;
+  assert_int_equal(tbe_report_summary(an, &o, &s, &n), TBE_EINVAL);
+  assert_null(s);
+  assert_int_equal(tbe_report_summary(NULL, NULL, &s, &n), TBE_EINVAL);
+  tbe_analysis_free(an);
+  tbe_trace_free(t);
+}
+
+/* ---- the events exporter, read back ---- */
+
+typedef struct seen {
+  char tag[160];
+  int64_t step;
+  double value;
+  char *text;
+} seen;
+
+static int read_back(const char *dir, seen *out, int max) {
+  tbe_reader *r;
+  assert_int_equal(tbe_reader_open(&r, dir, 0, NULL), 0);
+  assert_int_equal(tbe_reader_file_count(r), 1);
+  const tbe_tb_event *ev;
+  int n = 0, rc;
+  while ((rc = tbe_reader_next(r, &ev)) == 1) {
+    if (ev->kind != TBE_TB_SUMMARY) continue;
+    for (size_t i = 0; i < ev->nvalues && n < max; i++) {
+      const tbe_summary_value *v = &ev->values[i];
+      seen *s = &out[n++];
+      snprintf(s->tag, sizeof s->tag, "%s", v->tag);
+      s->step = ev->step;
+      s->value = v->type == TBE_VALUE_SIMPLE ? v->simple_value : NAN;
+      s->text = NULL;
+      if (v->type == TBE_VALUE_TENSOR && v->tensor.nstrings == 1)
+        s->text = strndup((const char *)v->tensor.strings[0].data, v->tensor.strings[0].size);
+    }
+  }
+  assert_int_equal(rc, 0);
+  tbe_reader_close(r);
+  return n;
+}
+
+static const seen *find_tag(const seen *s, int n, const char *tag, int64_t step) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(s[i].tag, tag) == 0 && s[i].step == step) return &s[i];
+  return NULL;
+}
+
+static void on_file(void *ctx, const char *path) {
+  int *count = ctx;
+  assert_non_null(strstr(path, "/fp32/events.out.tfevents."));
+  (*count)++;
+}
+
+static void test_export_events(void **state) {
+  (void)state;
+  tbe_trace *t = import("kineto/h200_cnn_fp32.pt.trace.json");
+  tbe_analysis *an;
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  char *dir = tu_mkdtemp();
+  int files = 0;
+  tbe__export_ctx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.trace = t;
+  ctx.logdir = dir;
+  ctx.run = "fp32";
+  ctx.host = "testhost";
+  ctx.on_file = on_file;
+  ctx.on_file_ctx = &files;
+  assert_string_equal(tbe__exporter_events.name, "events");
+  assert_int_equal(tbe__exporter_events.bit, TBE_OUT_EVENTS);
+  assert_int_equal(tbe__exporter_events.write(&ctx), 0);
+  assert_int_equal(files, 1);
+  char *run = tu_join(dir, "fp32");
+  static seen s[512];
+  int n = read_back(run, s, 512);
+  assert_true(n > 20);
+  const seen *x = find_tag(s, n, "summary/wall_time_ms", 0);
+  assert_non_null(x);
+  assert_true(fabs(x->value - (double)an->wall_ns / 1e6) < 1e-3);
+  x = find_tag(s, n, "summary/gpu_busy_pct", 0);
+  assert_non_null(x);
+  assert_true(fabs(x->value - 100.0 * (double)an->all.busy_ns / (double)an->wall_ns) < 1e-3);
+  x = find_tag(s, n, "summary/kernel_count", 0);
+  assert_non_null(x);
+  assert_int_equal((int)x->value, 111);
+  assert_non_null(find_tag(s, n, "summary/memset_time_ms", 0));
+  assert_non_null(find_tag(s, n, "summary/sync_time_ms", 0));
+  assert_non_null(find_tag(s, n, "profiler/dropped_records", 0));
+  /* Steps 2..4 on the x axis. */
+  for (int64_t st = 2; st <= 4; st++) {
+    x = find_tag(s, n, "steps/step_time_ms", st);
+    assert_non_null(x);
+    assert_true(fabs(x->value - (double)an->steps[st - 2].dur_ns / 1e6) < 1e-3);
+  }
+  assert_null(find_tag(s, n, "steps/step_time_ms", 1));
+  /* The top kernel's total time. */
+  tbe_analysis_sort(an, TBE_GROUP_KERNEL, TBE_SORT_TOTAL);
+  char comp[128], tag[160];
+  tbe__tag_component(an->groups[TBE_GROUP_KERNEL][0].label, 100, comp, sizeof comp);
+  snprintf(tag, sizeof tag, "kernels/%s", comp);
+  x = find_tag(s, n, tag, 0);
+  assert_non_null(x);
+  assert_true(fabs(x->value - (double)an->groups[TBE_GROUP_KERNEL][0].total_ns / 1e6) < 1e-3);
+  /* 20 kernel tags, all distinct. */
+  int nk = 0;
+  for (int i = 0; i < n; i++) {
+    if (strncmp(s[i].tag, "kernels/", 8) != 0) continue;
+    nk++;
+    for (int j = 0; j < i; j++) assert_string_not_equal(s[i].tag, s[j].tag);
+  }
+  assert_int_equal(nk, 20);
+  /* The Markdown table. */
+  x = find_tag(s, n, "summary/top_kernels/text_summary", 0);
+  assert_non_null(x);
+  assert_non_null(x->text);
+  assert_non_null(strstr(x->text, "| kernel | calls | total |"));
+  assert_non_null(strstr(x->text, "sm80\\_xmma\\_wgrad"));
+  for (int i = 0; i < n; i++) free(s[i].text);
+  /* Exporting twice gives a second file, never a replaced one. */
+  assert_int_equal(tbe__exporter_events.write(&ctx), 0);
+  assert_int_equal(files, 2);
+  /* A run directory that cannot be created fails cleanly. */
+  char *blocker = tu_join(dir, "file");
+  assert_int_equal(tu_write_file(blocker, "x", 1), 0);
+  ctx.logdir = blocker;
+  assert_true(tbe__exporter_events.write(&ctx) < 0);
+  assert_int_equal(files, 2);
+  free(blocker);
+  free(run);
+  tu_rmrf(dir);
+  free(dir);
+  tbe_analysis_free(an);
+  tbe_trace_free(t);
+}
+
+static void test_diff_events(void **state) {
+  (void)state;
+  tbe_trace *a = import("kineto/h200_cnn_fp32.pt.trace.json");
+  tbe_trace *b = import("kineto/h200_cnn_bf16.pt.trace.json");
+  tbe_analysis *aa, *ab;
+  assert_int_equal(tbe_analysis_create(&aa, a, NULL), 0);
+  assert_int_equal(tbe_analysis_create(&ab, b, NULL), 0);
+  tbe_diff *d;
+  assert_int_equal(tbe_diff_create(&d, aa, ab, NULL), 0);
+  char *dir = tu_mkdtemp();
+  char *run = tu_join(dir, "bf16");
+  char path[4096];
+  assert_int_equal(tbe_diff_write_events(d, run, "fp32", "bf16", 10, "h", path, sizeof path), 0);
+  assert_non_null(strstr(path, "/bf16/events.out.tfevents."));
+  static seen s[256];
+  int n = read_back(run, s, 256);
+  const seen *x = find_tag(s, n, "diff/fp32/kernel_time_ratio", 0);
+  assert_non_null(x);
+  assert_true(fabs(x->value - (double)ab->all.kernel_ns / (double)aa->all.kernel_ns) < 1e-5);
+  assert_non_null(find_tag(s, n, "diff/fp32/step_time_ratio", 0));
+  x = find_tag(s, n, "diff/fp32/report/text_summary", 0);
+  assert_non_null(x);
+  assert_non_null(strstr(x->text, "# Diff: fp32 → bf16"));
+  for (int i = 0; i < n; i++) free(s[i].text);
+  assert_int_equal(tbe_diff_write_events(d, run, "../x", "bf16", 10, NULL, NULL, 0), TBE_ENAME);
+  assert_int_equal(tbe_diff_write_events(NULL, run, "fp32", "bf16", 10, NULL, NULL, 0), TBE_EINVAL);
+  free(run);
+  tu_rmrf(dir);
+  free(dir);
+  tbe_diff_free(d);
+  tbe_analysis_free(aa);
+  tbe_analysis_free(ab);
+  tbe_trace_free(a);
+  tbe_trace_free(b);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_fmt_dur),       cmocka_unit_test(test_demangle),
+      cmocka_unit_test(test_shorten),       cmocka_unit_test(test_escapes),
+      cmocka_unit_test(test_table_width),   cmocka_unit_test(test_export_events),
+      cmocka_unit_test(test_diff_events),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
