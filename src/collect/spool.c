@@ -5,31 +5,24 @@
  * length and checksum and issues a single write.  Scanning never trusts a
  * length: a frame is accepted only when it lies wholly inside the file, is
  * at most TBE__SPOOL_FRAME_MAX bytes and its checksum matches; items inside
- * an accepted frame are bounds-checked too.  The checksum is zlib's CRC32
- * (src/common/crc32c.h was not in main when this was written; the header
- * records which kind a file uses, so switching later is safe). */
+ * an accepted frame are bounds-checked too.  The checksum is CRC32C
+ * (src/common/crc32c.c, hardware-accelerated where the CPU allows); the
+ * header records the checksum kind, so a spool of another build is refused
+ * rather than misread. */
 #include "collect/spool.h"
 
 #include <errno.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include <zlib.h>
 
+#include "common/crc32c.h"
 #include "tbexport/error.h"
 
-const uint32_t tbe__spool_checksum_kind = 2;
+const uint32_t tbe__spool_checksum_kind = 1;
 
 uint32_t tbe__spool_checksum(const void *p, size_t n, uint32_t seed) {
-  uLong c = seed;
-  const Bytef *b = (const Bytef *)p;
-  while (n > 0) {
-    uInt chunk = n > (1u << 30) ? (1u << 30) : (uInt)n;
-    c = crc32(c, b, chunk);
-    b += chunk;
-    n -= chunk;
-  }
-  return (uint32_t)c;
+  return tbe__crc32c_extend(seed, p, n);
 }
 
 static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
