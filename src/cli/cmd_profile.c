@@ -178,25 +178,27 @@ static void on_file(void *ctx, const char *path) {
   if ((w->paths[w->n] = strdup(path))) w->n++;
 }
 
-static int set_env(char ***envp, size_t *n, const char *key, const char *val) {
+/* Sets KEY=VAL in the environment array; returns the new string (owned
+ * by the caller, referenced by *envp) or NULL when out of memory. */
+static char *set_env(char ***envp, size_t *n, const char *key, const char *val) {
   size_t kl = strlen(key);
   char *kv = malloc(kl + strlen(val) + 2);
-  if (!kv) return -1;
+  if (!kv) return NULL;
   sprintf(kv, "%s=%s", key, val);
   for (size_t i = 0; i < *n; i++)
     if (strncmp((*envp)[i], key, kl) == 0 && (*envp)[i][kl] == '=') {
       (*envp)[i] = kv;
-      return 0;
+      return kv;
     }
   char **e = realloc(*envp, (*n + 2) * sizeof *e);
   if (!e) {
     free(kv);
-    return -1;
+    return NULL;
   }
   e[(*n)++] = kv;
   e[*n] = NULL;
   *envp = e;
-  return 0;
+  return kv;
 }
 
 static double mono(void) {
@@ -302,55 +304,55 @@ int tbe_cmd_profile(int argc, char **argv) {
   free(cap_domain);
   return TBE_EXIT_FAIL;
 #else
-  int rc;
-  char *inject = find_inject_lib();
+  int rc, ret = TBE_EXIT_FAIL, made_spool = 0, nadded = 0;
+  char *inject = NULL, *spool = NULL, *added[4] = {0};
+  char **envp = NULL;
+  char spool_rel[PATH_MAX];
+  written w = {0};
+  inject = find_inject_lib();
   if (!inject) {
     tbe_cli_error("profile",
                   "libtbexport_inject.so not found next to tbexport or in its install folder "
                   "(set TBEXPORT_INJECT_LIB)");
-    free(exe);
-    return TBE_EXIT_FAIL;
+    goto out;
   }
   if ((rc = tbe__mkdir_p(logdir, 0755))) {
     tbe_cli_error("profile", "%s: %s", logdir, tbe_strerror(rc));
-    free(exe);
-    free(inject);
-    return TBE_EXIT_FAIL;
+    goto out;
   }
-  char spool_rel[PATH_MAX];
   snprintf(spool_rel, sizeof spool_rel, "%s/.tbexport-spool-%ld-%lld", logdir, (long)getpid(),
            (long long)tbe__now_ns());
   if (mkdir(spool_rel, 0700) != 0) {
     tbe_cli_error("profile", "%s: %s", spool_rel, strerror(errno));
-    free(exe);
-    free(inject);
-    return TBE_EXIT_FAIL;
+    goto out;
   }
-  char *spool = realpath(spool_rel, NULL);
+  made_spool = 1;
+  spool = realpath(spool_rel, NULL);
   char opts[256];
   tbe__opts_encode(&co, opts, sizeof opts);
   size_t ne = 0;
   while (environ[ne]) ne++;
-  char **envp = malloc((ne + 1) * sizeof *envp);
+  envp = malloc((ne + 1) * sizeof *envp);
   if (!envp || !spool) {
     tbe_cli_error("profile", "out of memory");
-    return TBE_EXIT_FAIL;
+    goto out;
   }
   memcpy(envp, environ, (ne + 1) * sizeof *envp);
-  int env_err = set_env(&envp, &ne, "CUDA_INJECTION64_PATH", inject);
-  if (co.trace & TBE_TRACE_NVTX) env_err |= set_env(&envp, &ne, "NVTX_INJECTION64_PATH", inject);
-  env_err |= set_env(&envp, &ne, TBE__ENV_SPOOL_DIR, spool);
-  env_err |= set_env(&envp, &ne, TBE__ENV_OPTIONS, opts);
-  if (env_err) {
+  int env_ok = (added[nadded++] = set_env(&envp, &ne, "CUDA_INJECTION64_PATH", inject)) != NULL;
+  if (env_ok && (co.trace & TBE_TRACE_NVTX))
+    env_ok = (added[nadded++] = set_env(&envp, &ne, "NVTX_INJECTION64_PATH", inject)) != NULL;
+  if (env_ok) env_ok = (added[nadded++] = set_env(&envp, &ne, TBE__ENV_SPOOL_DIR, spool)) != NULL;
+  if (env_ok) env_ok = (added[nadded++] = set_env(&envp, &ne, TBE__ENV_OPTIONS, opts)) != NULL;
+  if (!env_ok) {
     tbe_cli_error("profile", "out of memory");
-    return TBE_EXIT_FAIL;
+    goto out;
   }
 
   /* Run it.  A CLOEXEC pipe reports an exec failure. */
   int pfd[2];
   if (pipe2(pfd, O_CLOEXEC) != 0) {
     tbe_cli_error("profile", "pipe: %s", strerror(errno));
-    return TBE_EXIT_FAIL;
+    goto out;
   }
   struct sigaction sa, old[6];
   static const int fwd[6] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
@@ -364,14 +366,16 @@ int tbe_cmd_profile(int argc, char **argv) {
   pid_t pid = fork();
   if (pid < 0) {
     tbe_cli_error("profile", "fork: %s", strerror(errno));
-    return TBE_EXIT_FAIL;
+    close(pfd[0]);
+    close(pfd[1]);
+    goto out;
   }
   if (pid == 0) {
     close(pfd[0]);
     execve(exe, cmd, envp);
     int e = errno;
-    ssize_t w = write(pfd[1], &e, sizeof e);
-    (void)w;
+    ssize_t wr = write(pfd[1], &e, sizeof e);
+    (void)wr;
     _exit(127);
   }
   child_pid = pid;
@@ -394,16 +398,12 @@ int tbe_cmd_profile(int argc, char **argv) {
                                         : TBE_EXIT_FAIL;
   if (got == (ssize_t)sizeof exec_err && exec_err) {
     tbe_cli_error("profile", "%s: %s", cmd[0], strerror(exec_err));
-    rmdir(spool);
-    free(exe);
-    free(inject);
-    free(spool);
-    return exec_err == EACCES ? 126 : TBE_EXIT_NOCMD;
+    ret = exec_err == EACCES ? 126 : TBE_EXIT_NOCMD;
+    goto out;
   }
 
   /* Convert. */
   double c0 = mono();
-  written w = {0};
   tbe_export_options eo;
   tbe_export_options_init(&eo);
   eo.logdir = logdir;
@@ -455,15 +455,19 @@ int tbe_cmd_profile(int argc, char **argv) {
     for (size_t i = 0; i < w.n; i++) fprintf(stderr, "tbexport: wrote %s\n", w.paths[i]);
   }
   if (rc) tbe_cli_error("profile", "writing the run failed: %s", tbe_strerror(rc));
+  made_spool = 0; /* the conversion removed it (or kept what it could not convert) */
+  ret = rc && exit_code == 0 ? tbe_cli_exit_for(rc) : exit_code;
+out:
+  if (made_spool) rmdir(spool_rel);
   for (size_t i = 0; i < w.n; i++) free(w.paths[i]);
   free(w.paths);
+  for (int i = 0; i < nadded; i++) free(added[i]);
+  free(envp);
   free(exe);
   free(inject);
   free(spool);
   free(cap_name);
   free(cap_domain);
-  free(envp); /* the added strings are small and live until exit */
-  if (rc && exit_code == 0) return tbe_cli_exit_for(rc);
-  return exit_code;
+  return ret;
 #endif
 }
