@@ -227,7 +227,7 @@ int tbe_cmd_profile(int argc, char **argv) {
         if (tbe_profiler_parse_trace(optarg, &co.trace, &bad)) {
           tbe_cli_error("profile", "--trace: unknown kind at '%s' (use cuda,nvtx,memory,driver)",
                         optarg + bad);
-          return TBE_EXIT_USAGE;
+          goto usage;
         }
         break;
       }
@@ -237,7 +237,7 @@ int tbe_cmd_profile(int argc, char **argv) {
         if (tbe__parse_seconds(optarg, &s)) {
           tbe_cli_error("profile", "--%s: not a number of seconds: '%s'",
                         c == 'd' ? "delay" : "duration", optarg);
-          return TBE_EXIT_USAGE;
+          goto usage;
         }
         if (c == 'd') co.delay_s = s;
         else co.duration_s = s;
@@ -250,7 +250,7 @@ int tbe_cmd_profile(int argc, char **argv) {
           tbe_cli_error("profile",
                         "--capture-range: expected nvtx:NAME[@DOMAIN] or cudaProfilerApi, got '%s'",
                         optarg);
-          return TBE_EXIT_USAGE;
+          goto usage;
         }
         break;
       case 'b': {
@@ -258,7 +258,7 @@ int tbe_cmd_profile(int argc, char **argv) {
         long v = strtol(optarg, &end, 10);
         if (*end || v < 1 || v > 65536) {
           tbe_cli_error("profile", "--buffer-mb: expected 1..65536, got '%s'", optarg);
-          return TBE_EXIT_USAGE;
+          goto usage;
         }
         co.buffer_mb = (size_t)v;
         break;
@@ -266,23 +266,27 @@ int tbe_cmd_profile(int argc, char **argv) {
       case 'k': co.keep_noisy = 1; break;
       case 'f': force = 1; break;
       case 'q': quiet = 1; break;
-      case 'h': profile_usage(stdout); return TBE_EXIT_OK;
-      default: return TBE_EXIT_USAGE;
+      case 'h':
+        profile_usage(stdout);
+        free(cap_name);
+        free(cap_domain);
+        return TBE_EXIT_OK;
+      default: goto usage;
     }
   }
   co.capture = (unsigned)capture;
   if (optind >= argc) {
     tbe_cli_error("profile", "no command to run (usage: tbexport [OPTIONS] -- CMD [ARGS...])");
-    return TBE_EXIT_USAGE;
+    goto usage;
   }
   const char *why;
   if (run && tbe_name_check(run, &why)) {
     tbe_cli_error("profile", "--run '%s': %s", run, why);
-    return TBE_EXIT_USAGE;
+    goto usage;
   }
   if (host && tbe_name_check(host, &why)) {
     tbe_cli_error("profile", "--host '%s': %s", host, why);
-    return TBE_EXIT_USAGE;
+    goto usage;
   }
   char **cmd = argv + optind;
   char *exe = find_command(cmd[0]);
@@ -290,6 +294,8 @@ int tbe_cmd_profile(int argc, char **argv) {
     int e = errno;
     tbe_cli_error("profile", "%s: %s", cmd[0],
                   e == EACCES ? "permission denied" : "command not found");
+    free(cap_name);
+    free(cap_domain);
     return e == EACCES ? 126 : TBE_EXIT_NOCMD;
   }
 #ifndef TBE_HAVE_CUPTI
@@ -470,4 +476,8 @@ out:
   free(cap_domain);
   return ret;
 #endif
+usage:
+  free(cap_name);
+  free(cap_domain);
+  return TBE_EXIT_USAGE;
 }
