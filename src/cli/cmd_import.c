@@ -178,7 +178,7 @@ int tbe_cmd_import(int argc, char **argv) {
       return TBE_EXIT_FAIL;
     }
   }
-  tbe_progress_start(&pb, "writing", TBE_PROGRESS_EVENTS, quiet);
+  tbe_progress_start(&pb, "writing outputs", TBE_PROGRESS_EVENTS, quiet);
   o.progress = tbe_progress_cb;
   o.progress_ctx = &pb;
   rc = tbe_export_run(t, &o);

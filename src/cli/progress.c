@@ -42,7 +42,7 @@ void tbe_progress_format(char *buf, size_t size, double v, tbe_progress_unit uni
     const char *u[] = {"", "k", "M", "G"};
     int i = 0;
     while (v >= 1000 && i < 3) v /= 1000, i++;
-    snprintf(buf, size, i ? "%.2f%s events" : "%.0f%s events", v, u[i]);
+    snprintf(buf, size, i ? "%.2f%s" : "%.0f%s", v, u[i]);
   }
 }
 
@@ -55,7 +55,7 @@ void tbe_progress_update(tbe_progress *p, uint64_t done, uint64_t total) {
   double r = el > 0 ? (double)done / el : 0;
   tbe_progress_format(d, sizeof d, (double)done, p->unit);
   tbe_progress_format(rate, sizeof rate, r, p->unit);
-  char line[512];
+  char line[512], text[256];
   int n;
   if (total && done <= total) {
     tbe_progress_format(tot, sizeof tot, (double)total, p->unit);
@@ -65,15 +65,27 @@ void tbe_progress_update(tbe_progress *p, uint64_t done, uint64_t total) {
       else snprintf(eta, sizeof eta, " ETA %dm%02ds", (int)(left / 60), (int)left % 60);
     }
     double frac = (double)done / (double)total;
-    char bar[41];
-    int bw = p->width >= 100 ? 30 : 20;
-    int fill = (int)(frac * bw);
-    for (int i = 0; i < bw; i++) bar[i] = i < fill ? '#' : '.';
-    bar[bw] = 0;
-    n = snprintf(line, sizeof line, "%s [%s] %3.0f%% %s/%s %s/s%s", p->label, bar, frac * 100, d,
-                 tot, rate, eta);
+    const char *what = p->unit == TBE_PROGRESS_EVENTS ? " events" : "";
+    const char *per = p->unit == TBE_PROGRESS_EVENTS ? " ev/s" : "/s";
+    int tl = snprintf(text, sizeof text, " %s/%s%s %s%s%s", d, tot, what, rate, per, eta);
+    /* The bar takes what is left of the line (8..30 columns), or is left
+     * out on narrow terminals. */
+    int room = p->width - 1 - (int)strlen(p->label) - 6 - 3 - (tl > 0 ? tl : 0);
+    int bw = room > 30 ? 30 : room;
+    char bar[34] = "";
+    if (bw >= 8) {
+      int fill = (int)(frac * bw);
+      bar[0] = ' ';
+      bar[1] = '[';
+      for (int i = 0; i < bw; i++) bar[2 + i] = i < fill ? '#' : '.';
+      bar[2 + bw] = ']';
+      bar[3 + bw] = 0;
+    }
+    n = snprintf(line, sizeof line, "%s %3.0f%%%s%s", p->label, frac * 100, bar, text);
   } else {
-    n = snprintf(line, sizeof line, "%s %s %s/s", p->label, d, rate);
+    n = snprintf(line, sizeof line, "%s %s%s %s%s", p->label, d,
+                 p->unit == TBE_PROGRESS_EVENTS ? " events" : "", rate,
+                 p->unit == TBE_PROGRESS_EVENTS ? " ev/s" : "/s");
   }
   if (n > p->width - 1) n = p->width - 1;
   if (n < 0) return;

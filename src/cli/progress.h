@@ -32,7 +32,8 @@ void tbe_progress_cb(void *ctx, uint64_t done, uint64_t total);
 /* Erases the bar, if one was drawn. */
 void tbe_progress_end(tbe_progress *p);
 
-/* Formats `v` with a unit suffix into buf ("12.3 MB", "4.56M events"). */
+/* Formats `v` into buf: bytes with their unit ("12.3 MB"), events with a
+ * magnitude suffix only ("4.56M"). */
 void tbe_progress_format(char *buf, size_t size, double v, tbe_progress_unit unit);
 
 #endif

@@ -329,8 +329,14 @@ static inline int span_is(const scratch *e, span s, const char *lit, size_t n) {
 #define SPAN_IS(e, s, lit) span_is((e), (s), lit, sizeof(lit) - 1)
 
 static span put_text(cj *c, const void *p, size_t n) {
-  span s = {(uint32_t)c->pe.text.len, (uint32_t)n};
-  tbe__buf_append(&c->pe.text, p, n);
+  tbe__buf *b = &c->pe.text;
+  span s = {(uint32_t)b->len, (uint32_t)n};
+  if (b->cap - b->len >= n) { /* the common case: no call into buf.c */
+    if (n) memcpy(b->data + b->len, p, n);
+    b->len += n;
+  } else {
+    tbe__buf_append(b, p, n);
+  }
   return s;
 }
 

@@ -95,7 +95,7 @@ static int fill(tbe__input *in, uint8_t *buf, size_t cap, size_t *got) {
   int rc = 0;
   while (in->zs.avail_out == cap) {
     if (in->zs.avail_in == 0) {
-      size_t n;
+      size_t n = 0;
       rc = read_some(in, in->raw, TBE__INPUT_CHUNK, &n);
       if (rc) break;
       if (n == 0) {

@@ -155,6 +155,9 @@ typedef struct ns_state {
   int64_t ev_runtime, ev_driver, ev_backtrace;  /* ENUM_NSYS_EVENT_CLASS ids */
   int driver_table;        /* reading CUPTI_ACTIVITY_KIND_DRIVER */
   int multi_proc;          /* API calls from several processes */
+  nmap stream_dev;         /* (pid, stream) -> device of its GPU work */
+  nmap pid_dev;            /* pid -> its only device, or TBE_NONE - 1 if several */
+  uint64_t sync_moved;     /* sync rows placed on their stream's device */
   int32_t last_dev;
   uint64_t nvtx_open, skipped_backtrace;
 } ns_state;
@@ -846,6 +849,17 @@ static int sync_row(ns_state *s, row *r) {
   int64_t type = is_null(r, Y_TYPE) ? get_i(r, Y_OLDTYPE, 0, 0) : get_i(r, Y_TYPE, 0, 0);
   int64_t cev = get_i(r, Y_EVENT, 0, 0);
   if (r->rc) return r->rc;
+  /* A stream belongs to one device.  Exports have been seen to give sync
+   * rows another process's device ordinal (device 0 for the process that
+   * ran everything on device 1): trust the device of the stream's (or the
+   * process's only) GPU work over the row. */
+  int64_t pid = gpid >= 0 ? gt_pid(gpid) : -1;
+  uint32_t known = nmap_get(&s->stream_dev, corr_key(pid, stream));
+  if (known == TBE_NONE) known = nmap_get(&s->pid_dev, pid);
+  if (known < TBE_NONE - 1 && (int64_t)known != dev) {
+    dev = known;
+    s->sync_moved++;
+  }
   /* ENUM_CUPTI_SYNC_TYPE is CUPTI's numbering (0..4). */
   static const char *const names[] = {"Synchronization", "Event Sync", "Stream Wait Event", "Stream Sync",
                                       "Context Sync"};
@@ -1061,8 +1075,21 @@ static int run(ns_state *s) {
   if ((rc = each_row(s, "CUPTI_ACTIVITY_KIND_KERNEL", kernel_cols, 20, NULL, have, kernel_row))) return rc;
   if ((rc = each_row(s, "CUPTI_ACTIVITY_KIND_MEMCPY", memcpy_cols, 14, NULL, have, memcpy_row))) return rc;
   if ((rc = each_row(s, "CUPTI_ACTIVITY_KIND_MEMSET", memset_cols, 11, NULL, have, memset_row))) return rc;
+  for (size_t i = 0; i < s->t->ntracks; i++) {
+    const tbe_track *tr = &s->t->tracks[i];
+    if (tr->type != TBE_TRACK_STREAM || tr->device < 0) continue;
+    if ((rc = nmap_put(&s->stream_dev, corr_key(tr->pid, tr->tid), (uint32_t)tr->device))) return rc;
+    uint32_t pd = nmap_get(&s->pid_dev, tr->pid);
+    if ((rc = nmap_put(&s->pid_dev, tr->pid,
+                       pd == TBE_NONE || pd == (uint32_t)tr->device ? (uint32_t)tr->device : TBE_NONE - 1)))
+      return rc;
+  }
   if ((rc = each_row(s, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", sync_cols, 9, NULL, have, sync_row)))
     return rc;
+  if (s->sync_moved)
+    tbe_trace_warn(s->t, "nsys: %" PRIu64 " synchronization rows named a device other than the one "
+                   "their stream's work ran on; they were placed on the stream's device",
+                   s->sync_moved);
   if ((rc = each_row(s, "CUPTI_ACTIVITY_KIND_OVERHEAD", ovh_cols, 5, NULL, have, overhead_row))) return rc;
   if ((rc = each_row(s, "PROFILER_OVERHEAD", ovh_cols, 4, NULL, have, overhead_row))) return rc;
   if ((rc = each_row(s, "NVTX_EVENTS", nvtx_cols, 16, " WHERE eventType = 75", have, nvtx_domain_row)))
@@ -1106,5 +1133,7 @@ int tbe__import_nsys(tbe_trace *t, const char *path, const tbe_import_options *o
   nmap_free(&s.corr_api);
   nmap_free(&s.domains);
   nmap_free(&s.pnames);
+  nmap_free(&s.stream_dev);
+  nmap_free(&s.pid_dev);
   return rc;
 }

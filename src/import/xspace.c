@@ -433,11 +433,15 @@ static int push_arg(xs_state *s, smd_cache *c, const XStat *st, int kind) {
       a.v.i = st->int64_value;
       break;
     case TENSORFLOW__PROFILER__XSTAT__VALUE_STR_VALUE:
-    case TENSORFLOW__PROFILER__XSTAT__VALUE_REF_VALUE: {
-      const char *v = stat_str(s, st);
-      if (!v) return 0;
       a.type = TBE_ARG_STR;
-      a.v.s = intern(s, v);
+      a.v.s = intern(s, st->str_value);
+      break;
+    case TENSORFLOW__PROFILER__XSTAT__VALUE_REF_VALUE: {
+      /* The referenced name, interned once per plane. */
+      uint32_t ri = idmap_get(&s->smap, (int64_t)st->ref_value);
+      if (ri == TBE_NONE) return 0;
+      a.type = TBE_ARG_STR;
+      a.v.s = smd_key(s, &s->smd[ri]);
       break;
     }
     default: return 0; /* bytes (serialized protos) and unset values are not kept */
@@ -1220,7 +1224,6 @@ int tbe__import_xspace(tbe_trace *t, const char *path, const tbe_import_options 
     uint32_t f, wt;
     size_t data, len, bad, fstart = pos;
     if (next_field(buf, n, &pos, &f, &wt, &data, &len, &bad)) {
-      (void)fstart;
       rc = tbe__import_fail(err, TBE_ECORRUPT, path, bad, 0, 0,
                             "malformed XSpace field (bad tag or wire type, or a length past the "
                             "end of the %zu-byte file)",

@@ -410,11 +410,6 @@ static const fcache_ent *float_text(jctx *c, float v) {
   return &e[0];
 }
 
-static void jw_float(jctx *c, float v) {
-  const fcache_ent *e = float_text(c, v);
-  jw_mem(&c->w, e->text, e->len);
-}
-
 static inline char *p_float(jctx *c, char *p, float v) {
   const fcache_ent *e = float_text(c, v);
   memcpy(p, e->text, e->len);
@@ -692,21 +687,7 @@ static void ev_head(jctx *c, const char *ph, const tbe_event *e, const tbe_track
     }
   }
   JW_LIT(w, ",\"name\":");
-  if (e->name == 0 && (e->kind == TBE_EV_MEMCPY || e->kind == TBE_EV_MEMSET)) {
-    /* Unnamed copies get Kineto's names, which carry the kinds. */
-    char nb[96];
-    int n;
-    if (e->kind == TBE_EV_MEMCPY) {
-      const tbe_memcpy *m = tbe_trace_memcpy(c->t, e);
-      n = snprintf(nb, sizeof nb, "Memcpy %s (%s -> %s)",
-                   tbe_copy_kind_name((tbe_copy_kind)(m ? m->copy_kind : 0)),
-                   mem_kind_title(m ? m->src_kind : 0), mem_kind_title(m ? m->dst_kind : 0));
-    } else {
-      const tbe_memset *m = tbe_trace_memset(c->t, e);
-      n = snprintf(nb, sizeof nb, "Memset (%s)", mem_kind_title(m ? m->mem_kind : 0));
-    }
-    jw_qstr(w, nb, (size_t)n);
-  } else {
+  {
     jw_str(c, e->name);
   }
   int64_t pid, tid;
@@ -765,44 +746,6 @@ static void arg_u64(argw *a, const char *key, size_t klen, uint64_t v) {
 }
 #define ARG_I64(a, lit, v) arg_i64((a), (lit), sizeof(lit) - 1, (v))
 #define ARG_U64(a, lit, v) arg_u64((a), (lit), sizeof(lit) - 1, (v))
-
-static void arg_dim3(argw *a, const char *key, size_t klen, const uint32_t v[3]) {
-  arg_key(a, key, klen);
-  jw *w = &a->c->w;
-  char *d = jw_room(w, 40);
-  if (!d) return;
-  size_t n = 0;
-  d[n++] = '[';
-  n += put_u64(d + n, v[0]);
-  d[n++] = ',';
-  n += put_u64(d + n, v[1]);
-  d[n++] = ',';
-  n += put_u64(d + n, v[2]);
-  d[n++] = ']';
-  w->len += n;
-}
-
-/* Bandwidth in GB/s (= bytes per ns) with three decimals, computed with
- * integers; a derived figure Kineto adds for readers. */
-static void arg_bandwidth(argw *a, uint64_t bytes, int64_t dur_ns) {
-  if (dur_ns <= 0) return;
-  ARG_KEY(a, "memory bandwidth (GB/s)");
-  double gbps = (double)bytes / (double)dur_ns;
-  jw *w = &a->c->w;
-  char *d = jw_room(w, 48);
-  if (!d) return;
-  if (gbps < 1e15) {
-    uint64_t milli = (uint64_t)(gbps * 1000.0 + 0.5);
-    size_t n = put_u64(d, milli / 1000);
-    unsigned r = (unsigned)(milli % 1000);
-    d[n] = '.';
-    d[n + 1] = (char)('0' + r / 100);
-    memcpy(d + n + 2, DIGITS2 + 2 * (r % 100), 2);
-    w->len += n + 4;
-  } else {
-    w->len += fmt_double(d, gbps);
-  }
-}
 
 static int is_reserved_key(const jctx *c, tbe_str k, uint8_t kind) {
   if (k == c->k_ext || k == c->k_corr) return 1;
@@ -912,8 +855,28 @@ static void write_hot(jctx *c, const tbe_event *e, const tbe_track *tr) {
   jw *w = &c->w;
   const char *nm, *ct;
   size_t nl, cl;
-  if (esc_get(c, e->name, &nm, &nl)) return;
-  if (e->cat) {
+  char nb[96];
+  if (e->name == 0 && (e->kind == TBE_EV_MEMCPY || e->kind == TBE_EV_MEMSET)) {
+    /* Unnamed copies get Kineto's names, which carry the kinds (ASCII). */
+    int n;
+    if (e->kind == TBE_EV_MEMCPY) {
+      const tbe_memcpy *m = tbe_trace_memcpy(t, e);
+      n = snprintf(nb, sizeof nb, "Memcpy %s (%s -> %s)",
+                   tbe_copy_kind_name((tbe_copy_kind)(m ? m->copy_kind : 0)),
+                   mem_kind_title(m ? m->src_kind : 0), mem_kind_title(m ? m->dst_kind : 0));
+    } else {
+      const tbe_memset *m = tbe_trace_memset(t, e);
+      n = snprintf(nb, sizeof nb, "Memset (%s)", mem_kind_title(m ? m->mem_kind : 0));
+    }
+    nm = nb;
+    nl = (size_t)n;
+  } else if (e->name < c->nesc) {
+    if (esc_get(c, e->name, &nm, &nl)) return;
+  } else {
+    nm = "";
+    nl = 0;
+  }
+  if (e->cat && e->cat < c->nesc) {
     if (esc_get(c, e->cat, &ct, &cl)) return;
   } else {
     ct = default_cat(e->kind);
@@ -1067,22 +1030,17 @@ static void write_event(jctx *c, uint32_t idx) {
   const tbe_track *tr = &t->tracks[e->track];
   jw *w = &c->w;
   switch (e->kind) {
+    case TBE_EV_KERNEL:
     case TBE_EV_MEMCPY:
     case TBE_EV_MEMSET:
-      if (!e->name) break; /* unnamed copies: Kineto-style names below */
-      /* fall through */
-    case TBE_EV_KERNEL:
     case TBE_EV_RUNTIME:
     case TBE_EV_DRIVER:
     case TBE_EV_CPU_OP:
     case TBE_EV_USER_ANNOTATION:
     case TBE_EV_GPU_ANNOTATION:
     case TBE_EV_PYTHON:
-      if (e->name < c->nesc && e->cat < c->nesc) {
-        write_hot(c, e, tr);
-        goto flows;
-      }
-      break;
+      write_hot(c, e, tr);
+      goto flows;
     default: break;
   }
   int instant = e->kind == TBE_EV_NVTX_MARK || e->kind == TBE_EV_MEMORY ||
@@ -1097,74 +1055,7 @@ static void write_event(jctx *c, uint32_t idx) {
   size_t args_at = w->len; /* to drop an empty "args":{} again */
   JW_LIT(w, ",\"args\":{");
   if (e->external_id && e->kind != TBE_EV_COUNTER) ARG_U64(&a, "External id", e->external_id);
-  int64_t device = tr->type == TBE_TRACK_STREAM ? tr->device : -1;
   switch (e->kind) {
-    case TBE_EV_KERNEL: {
-      const tbe_kernel *k = tbe_trace_kernel(t, e);
-      if (k && k->queued_ns >= 0) ARG_I64(&a, "queued", k->queued_ns);
-      ARG_I64(&a, "device", device);
-      if (k) ARG_U64(&a, "context", k->context);
-      ARG_I64(&a, "stream", tr->tid);
-      ARG_U64(&a, "correlation", e->correlation);
-      if (k) {
-        ARG_U64(&a, "registers per thread", k->registers);
-        ARG_U64(&a, "shared memory", (uint64_t)k->static_shared + k->dynamic_shared);
-        if (k->dynamic_shared) ARG_U64(&a, "dynamic shared memory", k->dynamic_shared);
-        if (k->blocks_per_sm >= 0) {
-          ARG_KEY(&a, "blocks per SM");
-          jw_float(c, k->blocks_per_sm);
-        }
-        if (k->warps_per_sm >= 0) {
-          ARG_KEY(&a, "warps per SM");
-          jw_float(c, k->warps_per_sm);
-        }
-        arg_dim3(&a, "grid", 4, k->grid);
-        arg_dim3(&a, "block", 5, k->block);
-        if (k->occupancy_pct >= 0) {
-          ARG_KEY(&a, "est. achieved occupancy %");
-          jw_float(c, k->occupancy_pct);
-        }
-      }
-      break;
-    }
-    case TBE_EV_MEMCPY: {
-      const tbe_memcpy *m = tbe_trace_memcpy(t, e);
-      ARG_I64(&a, "device", device);
-      if (m) ARG_U64(&a, "context", m->context);
-      ARG_I64(&a, "stream", tr->tid);
-      ARG_U64(&a, "correlation", e->correlation);
-      if (m) {
-        ARG_U64(&a, "bytes", m->bytes);
-        arg_bandwidth(&a, m->bytes, e->dur_ns);
-        if (m->copy_kind == TBE_COPY_PTOP) {
-          ARG_I64(&a, "fromDevice", m->src_device);
-          ARG_I64(&a, "toDevice", m->dst_device);
-        }
-      }
-      break;
-    }
-    case TBE_EV_MEMSET: {
-      const tbe_memset *m = tbe_trace_memset(t, e);
-      ARG_I64(&a, "device", device);
-      if (m) ARG_U64(&a, "context", m->context);
-      ARG_I64(&a, "stream", tr->tid);
-      ARG_U64(&a, "correlation", e->correlation);
-      if (m) {
-        ARG_U64(&a, "bytes", m->bytes);
-        arg_bandwidth(&a, m->bytes, e->dur_ns);
-      }
-      break;
-    }
-    case TBE_EV_GPU_ANNOTATION:
-      if (tr->type == TBE_TRACK_STREAM) {
-        ARG_I64(&a, "device", device);
-        ARG_I64(&a, "stream", tr->tid);
-      }
-      break;
-    case TBE_EV_RUNTIME:
-    case TBE_EV_DRIVER:
-      if (e->correlation) ARG_U64(&a, "correlation", e->correlation);
-      break;
     case TBE_EV_SYNC: {
       const tbe_sync *s = tbe_trace_sync(t, e);
       if (e->correlation) ARG_U64(&a, "correlation", e->correlation);

@@ -12,7 +12,8 @@
  * Cases: 250k events (plain and gzip) always; 5M events (~1.5 GB) only with
  * TBE_BENCH_LARGE=1 (disk and time), and Python on it only with
  * TBE_BENCH_PYTHON_LARGE=1 (it needs ~10x the file size in memory).
- * TBE_BENCH_EVENTS=N overrides the small case's size.  `bench_import FILE...`
+ * TBE_BENCH_EVENTS=N overrides the small case's size; TBE_IMPORT_THREADS=0|1
+ * forces the importer to one or two threads (default: by input size).  `bench_import FILE...`
  * measures the given traces instead (events = model events; MB/s per file
  * byte, compressed for .gz), e.g. a real torch.profiler trace.  Goals (issue 3):
  * import >= 5x json.load; peak RSS <= half the file size for files >= 50 MB. */
@@ -33,18 +34,9 @@
 #include "tbexport/import.h"
 #include "tbexport/trace.h"
 
-/* The bench reads only Chrome JSON: it links without the other importers
- * when they are not in the library yet (weak: the real ones win). */
-__attribute__((weak)) int tbe__import_xspace(tbe_trace *t, const char *path,
-                                             const tbe_import_options *o, tbe_import_error *err) {
-  (void)t, (void)path, (void)o, (void)err;
-  return TBE_EFORMAT;
-}
-__attribute__((weak)) int tbe__import_nsys(tbe_trace *t, const char *path,
-                                           const tbe_import_options *o, tbe_import_error *err) {
-  (void)t, (void)path, (void)o, (void)err;
-  return TBE_EFORMAT;
-}
+/* The importer's thread switch (-1 auto, 0 one thread, 1 two threads);
+ * the bench sets it from TBE_IMPORT_THREADS to compare. */
+extern int tbe__chrome_json_threads;
 
 static double now(void) {
   struct timespec ts;
@@ -328,6 +320,7 @@ int main(int argc, char **argv) {
     perror("mkdtemp");
     return 1;
   }
+  if (getenv("TBE_IMPORT_THREADS")) tbe__chrome_json_threads = atoi(getenv("TBE_IMPORT_THREADS"));
   uint64_t small = 250000;
   if (getenv("TBE_BENCH_EVENTS")) small = strtoull(getenv("TBE_BENCH_EVENTS"), NULL, 10);
   int large = getenv("TBE_BENCH_LARGE") && !strcmp(getenv("TBE_BENCH_LARGE"), "1");

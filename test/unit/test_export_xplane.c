@@ -398,6 +398,42 @@ static void test_empty(void **state) {
   tbe_trace_free(t);
 }
 
+/* One event, with a negative duration in the source: clamped to 0 by the
+ * model, and said so in XSpace.warnings. */
+static void test_one_event(void **state) {
+  (void)state;
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  uint32_t h;
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 5, 6, -1, &h), 0);
+  tbe_event e;
+  memset(&e, 0, sizeof e);
+  e.kind = TBE_EV_CPU_OP;
+  e.track = h;
+  e.name = S(t, "only");
+  e.start_ns = T0;
+  e.dur_ns = -10;
+  assert_int_equal(tbe_trace_add_event(t, &e, NULL, NULL, 0, NULL), 0);
+  assert_int_equal(tbe_trace_finish(t), 0);
+  char *path;
+  XSpace *xs = export_decode(t, &path);
+  protoc_check(path);
+  const XPlane *hp = plane(xs, "/host:CPU");
+  assert_int_equal(hp->n_lines, 1);
+  assert_int_equal(hp->lines[0]->id, 6);
+  assert_string_equal(hp->lines[0]->name, "Host Threads/6");
+  assert_int_equal(hp->lines[0]->n_events, 1);
+  assert_int_equal(hp->lines[0]->events[0]->duration_ps, 0);
+  assert_int_equal(hp->lines[0]->timestamp_ns, 0);
+  int warned = 0;
+  for (size_t i = 0; i < xs->n_warnings; i++) warned |= strstr(xs->warnings[i], "1 events had a negative duration") != NULL;
+  assert_true(warned);
+  assert_int_equal(xs->n_hostnames, 0); /* the trace names no host */
+  tensorflow__profiler__xspace__free_unpacked(xs, NULL);
+  cleanup(path);
+  tbe_trace_free(t);
+}
+
 /* A line of 200k events (several MiB) forces the line and plane lengths to
  * be patched in the file after the buffer was flushed; bad names become
  * valid UTF-8; a steps given without marker events get a "Step markers"
@@ -519,6 +555,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fields),
       cmocka_unit_test(test_empty),
+      cmocka_unit_test(test_one_event),
       cmocka_unit_test(test_big_line_and_names),
       cmocka_unit_test(test_golden_kineto),
   };

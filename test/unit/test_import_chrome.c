@@ -26,19 +26,6 @@
 #include "tbexport/trace.h"
 #include "testutil.h"
 
-/* Until the XSpace and nsys importers are in the library this test links
- * without them; weak, so the real ones win once they exist. */
-__attribute__((weak)) int tbe__import_xspace(tbe_trace *t, const char *path,
-                                             const tbe_import_options *o, tbe_import_error *err) {
-  (void)t, (void)path, (void)o, (void)err;
-  return TBE_EFORMAT;
-}
-__attribute__((weak)) int tbe__import_nsys(tbe_trace *t, const char *path,
-                                           const tbe_import_options *o, tbe_import_error *err) {
-  (void)t, (void)path, (void)o, (void)err;
-  return TBE_EFORMAT;
-}
-
 /* ---- a tiny independent JSON reader (DOM) ---- */
 
 typedef enum { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ } jtype;
@@ -739,6 +726,29 @@ static void test_gzip(void **s) {
   assert_int_equal(tbe_import_file(t, cut, NULL, &err), TBE_EPARSE);
   assert_non_null(strstr(err.message, "truncated"));
   assert_true(err.offset > 0);
+  tbe_trace_free(t);
+  free(cut);
+  free(gzdata);
+  /* a bare array whose gzip stream was cut between two events (a killed
+   * writer): the events before the cut are kept, with a warning */
+  const char *ev = "{\"ph\":\"X\",\"name\":\"k\",\"ts\":1,\"dur\":1,\"pid\":1,\"tid\":1},\n";
+  gz = gzopen(gzp, "wb");
+  gzwrite(gz, "[", 1);
+  gzwrite(gz, ev, (unsigned)strlen(ev));
+  gzwrite(gz, ev, (unsigned)strlen(ev));
+  assert_int_equal(gzflush(gz, Z_FULL_FLUSH), Z_OK);
+  long at = (long)gzoffset(gz);
+  for (int i = 0; i < 100; i++) gzwrite(gz, ev, (unsigned)strlen(ev));
+  gzwrite(gz, "]", 1);
+  gzclose(gz);
+  gzdata = tu_read_file(gzp, &len);
+  assert_true(at > 0 && (size_t)at < len);
+  cut = write_tmp("killed.json.gz", gzdata, (size_t)at);
+  t = import_ok(cut);
+  assert_int_equal(t->nevents, 2);
+  assert_int_equal(t->ended_early, 1);
+  assert_int_equal(t->nwarnings, 1);
+  assert_non_null(strstr(tbe_trace_str(t, t->warnings[0]), "truncated"));
   tbe_trace_free(t);
   free(cut);
   free(gzdata);

@@ -766,6 +766,85 @@ static void test_flipped(void **state) {
 }
 
 
+/* ---- round trip through our own exporter ---- */
+
+typedef struct ev_key {
+  int64_t start, dur;
+  int kind;
+  const char *name;
+  unsigned nargs;
+} ev_key;
+
+static int cmp_key(const void *a, const void *b) {
+  const ev_key *x = a, *y = b;
+  if (x->start != y->start) return x->start < y->start ? -1 : 1;
+  if (x->kind != y->kind) return x->kind - y->kind;
+  if (x->dur != y->dur) return x->dur < y->dur ? -1 : 1;
+  int c = strcmp(x->name, y->name);
+  return c ? c : (int)x->nargs - (int)y->nargs;
+}
+
+static ev_key *keys_of(const tbe_trace *t) {
+  ev_key *k = malloc(t->nevents * sizeof *k);
+  assert_non_null(k);
+  for (size_t i = 0; i < t->nevents; i++) {
+    const tbe_event *e = &t->events[i];
+    k[i] = (ev_key){e->start_ns, e->dur_ns, e->kind, tbe_trace_str(t, e->name), e->nargs};
+  }
+  qsort(k, t->nevents, sizeof *k, cmp_key);
+  return k;
+}
+
+/* The JAX file, exported by src/trace/export_xplane.c and imported again,
+ * gives the same events (time, kind, duration, name, number of args), the
+ * same kernel details, devices and session. */
+static void test_round_trip(void **state) {
+  (void)state;
+  int rc;
+  tbe_import_error err;
+  tbe_trace *a = import_file(tu_data("jax/h200_matmul.xplane.pb"), &rc, &err);
+  assert_int_equal(rc, 0);
+  char *dir = tu_mkdtemp();
+  tbe_export_options o;
+  tbe_export_options_init(&o);
+  o.logdir = dir;
+  o.run = "rt";
+  o.host = "h";
+  o.outputs = TBE_OUT_XPLANE;
+  assert_int_equal(tbe_export_run(a, &o), 0);
+  char *sub = tu_join(dir, "plugins/profile/rt/h.xplane.pb");
+  tbe_trace *b = import_file(sub, &rc, &err);
+  if (rc) fprintf(stderr, "%s\n", err.message);
+  assert_int_equal(rc, 0);
+  assert_int_equal(b->nevents, a->nevents);
+  assert_int_equal(b->nargs, a->nargs);
+  assert_int_equal(b->nkernels, a->nkernels);
+  assert_int_equal(b->nmemcpys, a->nmemcpys);
+  assert_int_equal(b->nmemsets, a->nmemsets);
+  assert_int_equal(b->ndevices, a->ndevices);
+  assert_int_equal(b->start_ns, a->start_ns);
+  assert_int_equal(b->stop_ns, a->stop_ns);
+  assert_string_equal(tbe_trace_str(b, b->devices[0].name), tbe_trace_str(a, a->devices[0].name));
+  assert_int_equal(b->devices[0].sm_count, a->devices[0].sm_count);
+  ev_key *ka = keys_of(a), *kb = keys_of(b);
+  for (size_t i = 0; i < a->nevents; i++) assert_int_equal(cmp_key(&ka[i], &kb[i]), 0);
+  free(ka);
+  free(kb);
+  /* Kernel launch parameters survive the kernel_details string. */
+  uint64_t ha = 0, hb = 0;
+  for (size_t i = 0; i < a->nkernels; i++) {
+    const tbe_kernel *x = &a->kernels[i], *y = &b->kernels[i];
+    ha += (uint64_t)x->registers * 7 + x->grid[0] * 13 + x->block[0] * 17 + x->dynamic_shared;
+    hb += (uint64_t)y->registers * 7 + y->grid[0] * 13 + y->block[0] * 17 + y->dynamic_shared;
+  }
+  assert_int_equal(ha, hb);
+  tbe_trace_free(a);
+  tbe_trace_free(b);
+  free(sub);
+  tu_rmrf(dir);
+  free(dir);
+}
+
 /* ---- allocation failures ---- */
 
 /* A trace allocator that fails after `left` allocations. */
@@ -842,6 +921,7 @@ int main(void) {
       cmocka_unit_test(test_golden),          cmocka_unit_test(test_synthetic),
       cmocka_unit_test(test_truncated),       cmocka_unit_test(test_bad_inner_field),
       cmocka_unit_test(test_flipped),         cmocka_unit_test(test_alloc_failures),
+      cmocka_unit_test(test_round_trip),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
