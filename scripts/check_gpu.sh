@@ -11,7 +11,10 @@
 #      (Chrome trace) and TensorBoard's EventAccumulator (summary events)
 #   5. kills a profiled program with SIGKILL halfway and checks that the run
 #      still converts and says the capture ended early
-#   6. runs samples/profile_api (in-process tbe_profiler_start/stop)
+#   6. runs samples/profile_api (in-process tbe_profiler_start/stop around its
+#      own driver-API kernels, copies, memset and NVTX ranges) and checks that
+#      the profiler's result and the Chrome trace of its run hold exactly
+#      the counts the program reports
 #
 # Environment: TBE_BUILD_DIR (default build/gpu), TBE_SKIP_BUILD=1 to reuse a
 # build, CUDA_HOME.  Exit status 0 when every check passed.
@@ -224,10 +227,68 @@ PY
 [ "${PIPESTATUS[0]}" -eq 0 ] || failures=$((failures + 1))
 
 # ---- 6. the in-process API ----
+# samples/profile_api does its own CUDA work (driver-API kernels from PTX,
+# pageable and pinned copies, a memset, NVTX ranges and a mark) between
+# tbe_profiler_start and tbe_profiler_stop, prints what it did and what the
+# profiler counted, and exits 1 when they differ.  Here the run it wrote is
+# opened too: the Chrome trace must hold exactly what it did.
 say "== samples/profile_api (in-process)"
 if [ -x "$bd/profile_api" ]; then
-  (cd "$work" && "$bd/profile_api" "$work/api_log") 2>&1 | tee -a "$log"
-  [ -n "$(find "$work/api_log" -name '*.xplane.pb' 2>/dev/null)" ] && ok "profile_api wrote a run" || bad "profile_api wrote no run"
+  (cd "$work" && "$bd/profile_api" "$ld" --steps 5 --kernels 400) \
+    >"$work/profile_api.stdout" 2>"$work/profile_api.stderr"
+  rc=$?
+  cat "$work/profile_api.stdout" "$work/profile_api.stderr" | tee -a "$log"
+  [ $rc -eq 0 ] && ok "profile_api exited 0 (its counts match the profiler's)" || bad "profile_api: status $rc"
+  did=$(grep -o 'did kernels=[0-9]* memcpy=[0-9]* memset=[0-9]* nvtx_ranges=[0-9]* nvtx_marks=[0-9]*' \
+    "$work/profile_api.stdout" | sed 's/^did //')
+  prof=$(grep -o 'profiler kernels=[0-9]* memcpy=[0-9]* memset=[0-9]* nvtx_ranges=[0-9]* nvtx_marks=[0-9]*' \
+    "$work/profile_api.stdout" | sed 's/^profiler //')
+  grep -q "result=ok" "$work/profile_api.stdout" && ok "profile_api computed the right result" || bad "profile_api result"
+  if [ -z "$did" ] || [ -z "$prof" ]; then
+    bad "profile_api printed no counts"
+  else
+    [ "$did" = "$prof" ] && ok "profile_api: tbe_profiler_result counts == work done ($did)" \
+      || bad "profile_api: tbe_profiler_result ($prof) != work done ($did)"
+    python3 - "$ld" "$did" <<'PY' 2>&1 | tee -a "$log"
+import glob, gzip, json, os, sys
+ld, counts = sys.argv[1], sys.argv[2]
+want = {k: int(v) for k, v in (kv.split("=") for kv in counts.split())}
+fails = 0
+def check(cond, what):
+    global fails
+    print(("PASS: " if cond else "FAIL: ") + what)
+    fails += 0 if cond else 1
+p = glob.glob(os.path.join(ld, "plugins/profile/profile_api/*.trace.json.gz"))
+check(len(p) == 1, "profile_api: one Chrome trace (%s)" % p)
+if not p:
+    sys.exit(1)
+with gzip.open(p[0], "rt") as f:
+    doc = json.load(f)
+c = {}
+for e in doc["traceEvents"]:
+    if e.get("ph") in ("X", "i", "I"):
+        c.setdefault(e.get("cat"), []).append(e)
+nvtx = c.get("nvtx", [])
+got = {
+    "kernels": len(c.get("kernel", [])),
+    "memcpy": len(c.get("gpu_memcpy", [])),
+    "memset": len(c.get("gpu_memset", [])),
+    "nvtx_ranges": sum(1 for e in nvtx if e["ph"] == "X"),
+    "nvtx_marks": sum(1 for e in nvtx if e["ph"] != "X"),
+}
+for k in ("kernels", "memcpy", "memset", "nvtx_ranges", "nvtx_marks"):
+    check(got[k] == want[k], "profile_api: Chrome trace %s %d == %d" % (k, got[k], want[k]))
+kn = {e["name"] for e in c.get("kernel", [])}
+check(kn == {"add_one"}, "profile_api: kernel names %s == {'add_one'}" % sorted(kn)[:3])
+mc = sorted(e["name"] for e in c.get("gpu_memcpy", []))
+print("  copies:", mc)
+check(any("Pageable" in n for n in mc) and any("Pinned" in n for n in mc), "profile_api: pageable and pinned copies")
+names = {e["name"] for e in nvtx}
+check({"upload", "step 0", "kernels", "download", "done"} <= names, "profile_api: NVTX names (%s)" % sorted(names)[:8])
+sys.exit(1 if fails else 0)
+PY
+    [ "${PIPESTATUS[0]}" -eq 0 ] || failures=$((failures + 1))
+  fi
 else
   say "skipped: $bd/profile_api not there"
 fi
