@@ -285,7 +285,11 @@ class Server:
         cmd = [exe] if exe else [sys.executable, "-m", "tensorboard.main"]
         cmd += ["--logdir", logdir, "--load_fast=true",
                "--port", "0", "--host", "127.0.0.1", "--reload_interval", "1",
-               "--samples_per_plugin", "scalars=0,images=0,histograms=0,tensors=0,text=0"]
+               # Explicit sample counts, never 0: the plugins pass this hint
+               # to the data server as their downsample size, and the server
+               # returns an empty series for 0 (data/server/downsample.rs:
+               # "If k == 0, then xs is cleared").
+               "--samples_per_plugin", "scalars=10000,images=100,histograms=100,tensors=100,text=100"]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
         self.port = None

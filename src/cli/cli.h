@@ -29,6 +29,11 @@ void tbe_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(
 /* Maps a library error code to an exit status (corrupt/parse -> 2, else 1). */
 int tbe_cli_exit_for(int err);
 
+/* Profiling (cmd_profile.c): `tbexport [OPTIONS] -- CMD`, also `profile`.
+ * tbe_cmd_profile_wants is 1 when argv[1] is "--" or a profile option. */
+int tbe_cmd_profile(int argc, char **argv);
+int tbe_cmd_profile_wants(int argc, char **argv);
+
 /* Subcommands (one file each: src/cli/cmd_<name>.c). */
 int tbe_cmd_inspect(int argc, char **argv);
 int tbe_cmd_import(int argc, char **argv);

@@ -10,6 +10,7 @@
 #include "tbexport.h"
 
 static const tbe_cli_cmd commands[] = {
+    {"profile", "run a program and collect its GPU activity (also: tbexport -- CMD)", tbe_cmd_profile},
     {"inspect", "list runs, tags and counts of TensorBoard event files", tbe_cmd_inspect},
     {"import", "turn trace files into a TensorBoard run (xplane, trace JSON, scalars)", tbe_cmd_import},
     {"summary", "where the time goes in a trace: GPUs, top kernels, steps, advice", tbe_cmd_summary},
@@ -62,6 +63,8 @@ int main(int argc, char **argv) {
   static const struct option opts[] = {
       {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'}, {0, 0, 0, 0}};
   int c;
+  /* `tbexport [--logdir DIR ...] -- CMD ARGS` is the profiling form. */
+  if (tbe_cmd_profile_wants(argc, argv)) return tbe_cmd_profile(argc, argv);
   opterr = 0;
   /* '+' stops at the first non-option: the subcommand. */
   while ((c = getopt_long(argc, argv, "+hV", opts, NULL)) != -1) {

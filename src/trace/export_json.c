@@ -78,6 +78,19 @@ typedef struct jw {
   uLong crc;
   uint64_t total; /* uncompressed bytes produced */
   const tbe_allocator *a;
+  /* Plain output: a writer thread writes one buffer while the next is
+   * filled (double buffering), so formatting and the write system calls
+   * overlap.  Without the thread, writes are synchronous. */
+  int async;
+  pthread_t th;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  char *ab[2];     /* the two buffers; buf == ab[acur] */
+  size_t acap[2];
+  int acur;
+  int busy, stop;  /* busy: ab[acur ^ 1] is being written (pend_len bytes) */
+  size_t pend_len;
+  int werr;        /* first error of the writer thread */
 } jw;
 
 static int jw_write_out(jw *w, const void *p, size_t n) {
@@ -156,14 +169,103 @@ static void gz_batch(jw *w, int final) {
   w->len = 0;
 }
 
+static void *jw_writer(void *arg) {
+  jw *w = arg;
+  pthread_mutex_lock(&w->mu);
+  for (;;) {
+    while (!w->busy && !w->stop) pthread_cond_wait(&w->cv, &w->mu);
+    if (!w->busy) break;
+    const char *b = w->ab[w->acur ^ 1];
+    size_t n = w->pend_len;
+    int failed = w->werr != 0;
+    pthread_mutex_unlock(&w->mu);
+    int rc = failed ? 0 : tbe__write_all(w->fd, b, n);
+    pthread_mutex_lock(&w->mu);
+    if (rc && !w->werr) w->werr = rc;
+    w->busy = 0;
+    pthread_cond_broadcast(&w->cv);
+  }
+  pthread_mutex_unlock(&w->mu);
+  return NULL;
+}
+
+/* Plain mode: starts the writer thread (on failure, writes stay
+ * synchronous).  The second buffer is allocated here. */
+static void plain_start(jw *w) {
+  w->ab[0] = w->buf;
+  w->acap[0] = w->cap;
+  w->ab[1] = tbe__alloc(w->a, JW_CAP);
+  if (!w->ab[1]) return;
+  w->acap[1] = JW_CAP;
+  if (pthread_mutex_init(&w->mu, NULL) != 0) goto fail;
+  if (pthread_cond_init(&w->cv, NULL) != 0) {
+    pthread_mutex_destroy(&w->mu);
+    goto fail;
+  }
+  if (pthread_create(&w->th, NULL, jw_writer, w) != 0) {
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    goto fail;
+  }
+  w->async = 1;
+  return;
+fail:
+  tbe__free(w->a, w->ab[1]);
+  w->ab[1] = NULL;
+}
+
+/* Waits for the writer to finish the buffer it holds. */
+static void plain_wait(jw *w) {
+  pthread_mutex_lock(&w->mu);
+  while (w->busy) pthread_cond_wait(&w->cv, &w->mu);
+  if (w->werr && !w->err) w->err = w->werr;
+  pthread_mutex_unlock(&w->mu);
+}
+
+/* Stops the writer thread after the last buffer; frees the spare buffer
+ * (the caller frees w->buf). */
+static void plain_stop(jw *w) {
+  if (w->async) {
+    pthread_mutex_lock(&w->mu);
+    while (w->busy) pthread_cond_wait(&w->cv, &w->mu);
+    w->stop = 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->th, NULL);
+    if (w->werr && !w->err) w->err = w->werr;
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    w->async = 0;
+  }
+  for (int i = 0; i < 2; i++)
+    if (w->ab[i] && w->ab[i] != w->buf) tbe__free(w->a, w->ab[i]);
+  w->ab[0] = w->ab[1] = NULL;
+}
+
 static void jw_flush(jw *w) {
   if (w->err) {
     w->len = 0;
     return;
   }
   if (!w->gzip) {
-    if (w->len) jw_write_out(w, w->buf, w->len);
+    if (!w->len) return;
     w->total += w->len;
+    if (!w->async) {
+      jw_write_out(w, w->buf, w->len);
+      w->len = 0;
+      return;
+    }
+    /* Hand this buffer to the writer once it is done with the other one,
+     * and go on filling the other one. */
+    plain_wait(w);
+    pthread_mutex_lock(&w->mu);
+    w->pend_len = w->len;
+    w->busy = 1;
+    w->acur ^= 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    w->buf = w->ab[w->acur];
+    w->cap = w->acap[w->acur];
     w->len = 0;
     return;
   }
@@ -240,6 +342,9 @@ static inline char *jw_room(jw *w, size_t n) {
       if (w->gzip) {
         w->ch[w->cur].in = nb;
         w->ch[w->cur].in_cap = ncap;
+      } else if (w->ab[w->acur]) {
+        w->ab[w->acur] = nb;
+        w->acap[w->acur] = ncap;
       }
     }
   }
@@ -1305,6 +1410,7 @@ static int json_write(const tbe_trace *t, int fd, int gzip, const char *trace_na
   int rc = 0;
   if (!c->w.buf || !c->esc) rc = TBE_ENOMEM;
   if (!rc && gzip) rc = gz_start(&c->w);
+  if (!rc && !gzip) plain_start(&c->w);
   if (rc) goto done;
 
   c->k_ext = key_id(t, "External id");
@@ -1415,13 +1521,18 @@ static int json_write(const tbe_trace *t, int fd, int gzip, const char *trace_na
   if (t->trace_name) jw_str(c, t->trace_name);
   else jw_qcstr(w, trace_name ? trace_name : "");
   JW_LIT(w, "\n}\n");
-  if (gzip) gz_finish(w);
-  else jw_flush(w);
+  if (gzip) {
+    gz_finish(w);
+  } else {
+    jw_flush(w);
+    plain_stop(w);
+  }
   rc = w->err;
   if (!rc && progress) progress(progress_ctx, t->nevents, t->nevents);
 
 done:
   gz_free(&c->w);
+  plain_stop(&c->w);
   tbe__free(a, c->w.buf);
   tbe__free(a, c->esc);
   tbe__free(a, c->escbuf);

@@ -847,30 +847,6 @@ static void test_round_trip(void **state) {
 
 /* ---- allocation failures ---- */
 
-/* A trace allocator that fails after `left` allocations. */
-typedef struct {
-  long left; /* allocations that still succeed */
-  long live; /* outstanding blocks */
-} failalloc;
-
-static void *fa_alloc(void *o, size_t n) {
-  failalloc *f = o;
-  if (f->left-- <= 0) return NULL;
-  f->live++;
-  return malloc(n);
-}
-static void *fa_realloc(void *o, void *p, size_t old, size_t n) {
-  (void)old;
-  failalloc *f = o;
-  if (f->left-- <= 0) return NULL;
-  if (!p) f->live++;
-  return realloc(p, n);
-}
-static void fa_free(void *o, void *p) {
-  failalloc *f = o;
-  if (p) f->live--;
-  free(p);
-}
 
 /* Imports `path` with the trace's n-th allocation failing, for every n
  * until an import succeeds: each attempt fails cleanly with TBE_ENOMEM and
@@ -879,8 +855,8 @@ static void alloc_sweep(const char *path) {
   int succeeded = 0;
   long n;
   for (n = 0; n < 5000 && !succeeded; n++) {
-    failalloc f = {.left = n, .live = 0};
-    tbe_allocator a = {fa_alloc, fa_realloc, fa_free, &f};
+    tu_failalloc f;
+    tbe_allocator a = tu_failalloc_init(&f, n);
     tbe_trace *t = NULL;
     int rc = tbe_trace_create(&t, &a);
     if (rc == 0) {

@@ -681,31 +681,6 @@ static void test_random_files(void **state) {
 
 /* ---- allocation failures ---- */
 
-typedef struct failalloc {
-  long left;
-  long live;
-} failalloc;
-
-static void *fa_alloc(void *o, size_t n) {
-  failalloc *f = o;
-  if (f->left-- <= 0) return NULL;
-  void *p = malloc(n);
-  if (p) f->live++;
-  return p;
-}
-static void *fa_realloc(void *o, void *p, size_t old, size_t n) {
-  failalloc *f = o;
-  (void)old;
-  if (f->left-- <= 0) return NULL;
-  void *q = realloc(p, n);
-  if (q && !p) f->live++;
-  return q;
-}
-static void fa_free(void *o, void *p) {
-  failalloc *f = o;
-  if (p) f->live--;
-  free(p);
-}
 
 /* Reading the golden log directory with the n-th allocation failing, for
  * every n: TBE_ENOMEM somewhere, never a crash or a leak. */
@@ -713,8 +688,8 @@ static void test_alloc_failures(void **state) {
   (void)state;
   int done = 0;
   for (long n = 0; !done && n < 20000; n += (n < 200 ? 1 : 37)) {
-    failalloc f = {.left = n, .live = 0};
-    tbe_allocator a = {fa_alloc, fa_realloc, fa_free, &f};
+    tu_failalloc f;
+    tbe_allocator a = tu_failalloc_init(&f, n);
     tbe_reader *r;
     int rc = tbe_reader_open(&r, tu_data(RUN1), TBE_READER_RECURSIVE, &a);
     if (rc == 0) {

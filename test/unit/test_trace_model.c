@@ -11,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #include "tbexport.h"
 
 static void test_intern(void **state) {
@@ -221,37 +223,13 @@ static void test_large_shuffle(void **state) {
   tbe_trace_free(t);
 }
 
-/* A test allocator that fails the n-th allocation. */
-typedef struct {
-  long left;      /* allocations that still succeed */
-  long live;      /* outstanding blocks */
-} failalloc;
-
-static void *fa_alloc(void *o, size_t n) {
-  failalloc *f = o;
-  if (f->left-- <= 0) return NULL;
-  f->live++;
-  return malloc(n);
-}
-static void *fa_realloc(void *o, void *p, size_t old, size_t n) {
-  (void)old;
-  failalloc *f = o;
-  if (f->left-- <= 0) return NULL;
-  if (!p) f->live++;
-  return realloc(p, n);
-}
-static void fa_free(void *o, void *p) {
-  failalloc *f = o;
-  if (p) f->live--;
-  free(p);
-}
 
 static void test_alloc_failures(void **state) {
   (void)state;
   int succeeded = 0;
   for (long n = 0; n < 1000 && !succeeded; n++) {
-    failalloc f = {.left = n, .live = 0};
-    tbe_allocator a = {fa_alloc, fa_realloc, fa_free, &f};
+    tu_failalloc f;
+    tbe_allocator a = tu_failalloc_init(&f, n);
     tbe_trace *t = NULL;
     int rc = tbe_trace_create(&t, &a);
     if (rc == 0) {

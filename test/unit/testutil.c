@@ -77,3 +77,33 @@ char *tu_join(const char *a, const char *b) {
   if (asprintf(&p, "%s/%s", a, b) < 0) return NULL;
   return p;
 }
+
+static void *fa_alloc(void *o, size_t n) {
+  tu_failalloc *f = o;
+  if (f->left-- <= 0) return NULL;
+  void *p = malloc(n ? n : 1);
+  if (p) f->live++;
+  return p;
+}
+
+static void *fa_realloc(void *o, void *p, size_t old, size_t n) {
+  tu_failalloc *f = o;
+  (void)old;
+  if (f->left-- <= 0) return NULL;
+  void *q = realloc(p, n ? n : 1);
+  if (q && !p) f->live++;
+  return q;
+}
+
+static void fa_free(void *o, void *p) {
+  tu_failalloc *f = o;
+  if (p) f->live--;
+  free(p);
+}
+
+tbe_allocator tu_failalloc_init(tu_failalloc *f, long succeed) {
+  f->left = succeed;
+  f->live = 0;
+  tbe_allocator a = {fa_alloc, fa_realloc, fa_free, f};
+  return a;
+}

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tbexport/common.h"
+
 /* Creates a fresh temporary directory (removed by tu_rmrf); returns a
  * malloc'd path. */
 char *tu_mkdtemp(void);
@@ -18,5 +20,17 @@ int tu_write_file(const char *path, const void *data, size_t len);
 const char *tu_data(const char *rel);
 /* Joins two path parts into a malloc'd string. */
 char *tu_join(const char *a, const char *b);
+
+/* A test allocator for allocation-failure sweeps: the first `left`
+ * allocations (and reallocations) succeed, every later one fails; `live`
+ * counts the blocks outstanding, so a sweep can check that nothing leaked. */
+typedef struct tu_failalloc {
+  long left;
+  long live;
+} tu_failalloc;
+
+/* Resets `f` to let `succeed` allocations through and returns an allocator
+ * that draws on it. */
+tbe_allocator tu_failalloc_init(tu_failalloc *f, long succeed);
 
 #endif

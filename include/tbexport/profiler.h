@@ -1,0 +1,110 @@
+/* tbexport/profiler.h: collecting GPU activity in-process with CUPTI.
+ *
+ *   tbe_profiler_options o;
+ *   tbe_profiler_options_init(&o);
+ *   o.logdir = "log_dir";
+ *   tbe_profiler_start(&o);        // before or after CUDA is initialized
+ *   ... CUDA work, NVTX ranges ...
+ *   tbe_profiler_stop(&result);    // flushes, converts, writes the run
+ *
+ * The collector uses the CUPTI Activity API only (no Callback API
+ * subscription), so it coexists with tools that hold the subscriber slot.
+ * Records are decoded on a background thread and spooled to a hidden file
+ * under `logdir`; stop converts the spool into the run layout of
+ * tbexport/export.h (XSpace, Chrome JSON, summary events) and removes it.
+ *
+ * To profile an unmodified program use the `tbexport -- CMD` command,
+ * which injects the same collector through CUDA_INJECTION64_PATH.
+ *
+ * Built without CUDA, every function still exists: start and stop return
+ * TBE_ENOCUPTI.  When libcupti cannot be loaded at run time, start returns
+ * TBE_ENOCUPTI too (set TBEXPORT_CUPTI_LIB to its path).
+ *
+ * Thread safety: start and stop must not race each other; one session per
+ * process at a time (a second start returns TBE_EBUSY).  CUDA work may run on
+ * any thread meanwhile. */
+#ifndef TBEXPORT_PROFILER_H
+#define TBEXPORT_PROFILER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tbexport/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What to trace (tbe_profiler_options.trace). */
+#define TBE_TRACE_CUDA 0x1u    /* kernels, copies, memsets, runtime API, syncs, devices, overhead */
+#define TBE_TRACE_NVTX 0x2u    /* NVTX ranges and marks (CUPTI marker records) */
+#define TBE_TRACE_MEMORY 0x4u  /* device memory allocations and frees */
+#define TBE_TRACE_DRIVER 0x8u  /* CUDA driver API calls */
+#define TBE_TRACE_DEFAULT (TBE_TRACE_CUDA | TBE_TRACE_NVTX)
+
+/* Capture range (tbe_profiler_options.capture). */
+typedef enum tbe_capture_mode {
+  TBE_CAPTURE_ALL = 0,        /* everything between start and stop */
+  TBE_CAPTURE_NVTX = 1,       /* only inside NVTX ranges named capture_name */
+  TBE_CAPTURE_PROFILER_API = 2 /* only between cudaProfilerStart and cudaProfilerStop */
+} tbe_capture_mode;
+
+typedef struct tbe_profiler_options {
+  unsigned trace;           /* TBE_TRACE_* mask; 0 means TBE_TRACE_DEFAULT */
+  double delay_s;           /* start collecting this long after start (0: at once) */
+  double duration_s;        /* stop collecting after this long (0: until stop) */
+  int capture;              /* tbe_capture_mode */
+  const char *capture_name; /* NVTX range name for TBE_CAPTURE_NVTX */
+  const char *capture_domain; /* its NVTX domain; NULL = any domain */
+  size_t buffer_mb;         /* cap on host activity buffers; 0 = 64; beyond it
+                               records are dropped and counted */
+  int keep_noisy_api;       /* keep cudaGetDevice, cudaGetLastError, ... */
+  /* Where the run is written (see tbexport/export.h). */
+  const char *logdir;       /* required */
+  const char *run;          /* NULL: local time as YYYY_MM_DD_HH_MM_SS */
+  const char *host;         /* NULL: this machine's name */
+  unsigned outputs;         /* TBE_OUT_* mask; 0 means all */
+  int force;                /* replace existing files */
+} tbe_profiler_options;
+
+/* What a session collected (filled by tbe_profiler_stop). */
+typedef struct tbe_profiler_result {
+  uint64_t kernels;
+  uint64_t copies;           /* memcpy records */
+  uint64_t memsets;
+  uint64_t api_calls;        /* runtime + driver API records */
+  uint64_t nvtx_ranges;
+  uint64_t nvtx_marks;
+  uint64_t dropped_records;  /* lost: no buffer, spool write failure */
+  uint64_t dropped_out_of_range; /* zero or inverted timestamps */
+  uint64_t overhead_ns;      /* CUPTI's own overhead records, summed */
+  int64_t start_ns, stop_ns; /* epoch ns of the session */
+  double gpu_busy_pct;       /* union of GPU activity / session time, 0..100 */
+} tbe_profiler_result;
+
+/* Fills `o` with the defaults (logdir NULL). */
+TBE_API void tbe_profiler_options_init(tbe_profiler_options *o);
+
+/* Parses a comma-separated kind list ("cuda,nvtx,memory,driver", also
+ * "none") into a TBE_TRACE_* mask.  Returns 0 or TBE_EINVAL with the
+ * offending word's offset in *bad_at (if not NULL). */
+TBE_API int tbe_profiler_parse_trace(const char *list, unsigned *mask, size_t *bad_at);
+
+/* Starts collecting.  Returns 0; TBE_EINVAL (no logdir, bad names);
+ * TBE_EBUSY (a session is active, or this process is being profiled by
+ * `tbexport -- CMD`); TBE_ENOCUPTI (built without CUDA or libcupti not
+ * loadable); TBE_ECUPTI (CUPTI refused; a line on stderr says why); or an
+ * I/O error creating the spool. */
+TBE_API int tbe_profiler_start(const tbe_profiler_options *o);
+
+/* Stops collecting, flushes every buffer, converts the session into the
+ * run and writes it.  `result` may be NULL.  Returns 0, TBE_ESTATE (no
+ * session), TBE_ENOCUPTI, or the export's error (the session is over in all
+ * cases). */
+TBE_API int tbe_profiler_stop(tbe_profiler_result *result);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# scripts/bench_overhead.sh: the collector's overhead, side by side in one run.
+#
+#   workload A: samples/cuda_nvtx with 200k small kernel launches
+#   workload B: scripts/torch_add_loop.py, 50k x.add_(1) on a 1024-float tensor
+#
+# Each runs plain; under the bare CUPTI reader (libcupti_floor.so: the same
+# activity kinds, only counting records: the floor); under `tbexport --`; and
+# B also under torch.profiler (CPU+CUDA).  Runs are interleaved (one of each
+# mode per round), TBE_BENCH_RUNS rounds (default 5); the table shows medians
+# of the programs' own loop times, with ratios to plain and to the floor
+# (goal: tbexport <= 1.05x floor), then tbexport's conversion after exit
+# against torch.profiler's stop + export.
+#
+# Builds like scripts/check_gpu.sh (TBE_BUILD_DIR, TBE_SKIP_BUILD, CUDA_HOME);
+# logs and the table go to $OUT (if set) or build/gpu-out.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-$root/build/gpu-out}
+mkdir -p "$out"
+bd=${TBE_BUILD_DIR:-$root/build/gpu}
+cuda=${CUDA_HOME:-/usr/local/cuda}
+runs=${TBE_BENCH_RUNS:-5}
+kernels=${TBE_BENCH_KERNELS:-200000}
+iters=${TBE_BENCH_ITERS:-50000}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+raw=$out/bench_raw.txt
+: >"$raw"
+: >"$out/bench_log.txt"
+
+if [ -n "${TBE_SKIP_BUILD:-}" ] && [ -x "$bd/tbexport" ]; then
+  echo "reusing the build in $bd"
+else
+  echo "building in $bd"
+  if ! { cmake -S "$root" -B "$bd" -DCMAKE_BUILD_TYPE=Release -DTBE_BUILD_TESTS=OFF \
+      -DCUDAToolkit_ROOT="$cuda" -DCMAKE_CUDA_COMPILER="$cuda/bin/nvcc" &&
+    cmake --build "$bd" -j"$(nproc)"; } >"$out/bench_build.log" 2>&1; then
+    tail -30 "$out/bench_build.log"
+    echo "FAIL: build"
+    exit 1
+  fi
+fi
+tb=$bd/tbexport
+floor=$bd/libcupti_floor.so
+for f in "$tb" "$floor" "$bd/cuda_nvtx"; do
+  [ -e "$f" ] || { echo "FAIL: $f was not built"; exit 1; }
+done
+py=${PYTHON:-python3}
+have_torch=1
+$py -c "import torch; assert torch.cuda.is_available()" 2>/dev/null || have_torch=0
+
+# run WORKLOAD MODE: appends "workload mode loop_s wall_s conv_s stop_s export_s" to $raw
+run() {
+  local w=$1 m=$2 cmd line loop wall conv=0 stop=0 exp=0 t0 t1
+  if [ "$w" = A ]; then
+    cmd=("$bd/cuda_nvtx" --kernels "$kernels" --steps 10)
+  else
+    cmd=("$py" "$root/scripts/torch_add_loop.py" --iters "$iters")
+  fi
+  t0=$(date +%s.%N)
+  case $m in
+    plain) "${cmd[@]}" >"$work/o" 2>"$work/e" ;;
+    floor) CUDA_INJECTION64_PATH=$floor NVTX_INJECTION64_PATH=$floor "${cmd[@]}" >"$work/o" 2>"$work/e" ;;
+    tbexport) "$tb" --logdir "$work/ld" --run "$w" --force -- "${cmd[@]}" >"$work/o" 2>"$work/e" ;;
+    torchprof) "${cmd[@]}" --torch-profiler --export "$work/torch.json" >"$work/o" 2>"$work/e" ;;
+  esac
+  local rc=$?
+  t1=$(date +%s.%N)
+  wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", b - a }')
+  line=$(grep -E '^(cuda_nvtx|torch_add_loop):' "$work/o" | tail -1)
+  loop=$(echo "$line" | grep -o 'loop_s=[0-9.]*' | cut -d= -f2)
+  if [ $rc -ne 0 ] || [ -z "$loop" ]; then
+    echo "run $w $m failed (status $rc):" >&2
+    tail -5 "$work/e" >&2
+    return 1
+  fi
+  [ "$m" = tbexport ] && conv=$(grep -o 'conversion [0-9.]* s' "$work/e" | awk '{print $2}')
+  if [ "$m" = torchprof ]; then
+    stop=$(echo "$line" | grep -o 'stop_s=[0-9.]*' | cut -d= -f2)
+    exp=$(echo "$line" | grep -o 'export_s=[0-9.]*' | cut -d= -f2)
+  fi
+  echo "$w $m $loop $wall ${conv:-0} $stop $exp" >>"$raw"
+  [ "$m" = floor ] && grep cupti_floor "$work/e" | tail -1 >>"$out/bench_log.txt"
+  [ "$m" = tbexport ] && grep -E "kernels|dropped" "$work/e" | tail -2 >>"$out/bench_log.txt"
+  return 0
+}
+
+t_start=$(date +%s)
+# Warm the caches (driver, Python imports) once per workload.
+run A plain >/dev/null 2>&1 && sed -i '$d' "$raw"
+[ $have_torch -eq 1 ] && run B plain >/dev/null 2>&1 && sed -i '$d' "$raw"
+for r in $(seq 1 "$runs"); do
+  for m in plain floor tbexport; do run A $m; done
+  if [ $have_torch -eq 1 ]; then
+    for m in plain floor tbexport torchprof; do run B $m; done
+  fi
+  echo "round $r of $runs done ($(( $(date +%s) - t_start )) s)"
+done
+[ $have_torch -eq 1 ] || echo "note: PyTorch with CUDA not available: workload B skipped"
+
+python3 - "$raw" <<'PY' | tee "$out/bench_table.txt"
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+data = {}
+for w, m, loop, wall, conv, stop, exp in rows:
+    data.setdefault((w, m), []).append((float(loop), float(wall), float(conv), float(stop), float(exp)))
+med = lambda xs: statistics.median(xs) if xs else float("nan")
+print("%-9s %-10s %5s %10s %9s %9s %10s" % ("workload", "mode", "runs", "loop s", "x plain", "x floor", "wall s"))
+for w, name in (("A", "cuda_nvtx 200k kernels"), ("B", "torch 50k add_")):
+    if (w, "plain") not in data:
+        continue
+    p = med([x[0] for x in data[(w, "plain")]])
+    f = med([x[0] for x in data.get((w, "floor"), [])])
+    for m in ("plain", "floor", "tbexport", "torchprof"):
+        xs = data.get((w, m))
+        if not xs:
+            continue
+        l = med([x[0] for x in xs])
+        print("%-9s %-10s %5d %10.4f %9.3f %9.3f %10.3f" % (w, m, len(xs), l, l / p, l / f, med([x[1] for x in xs])))
+    t = data.get((w, "tbexport"))
+    if t and f == f:
+        r = med([x[0] for x in t]) / f
+        print("%-9s goal tbexport <= 1.05 x floor: %.3f -> %s" % (w, r, "met" if r <= 1.05 else "NOT met"))
+    if t:
+        print("%-9s tbexport conversion after exit: median %.3f s" % (w, med([x[2] for x in t])))
+    tp = data.get((w, "torchprof"))
+    if tp:
+        s, e = med([x[3] for x in tp]), med([x[4] for x in tp])
+        print("%-9s torch.profiler stop %.3f s + export %.3f s = %.3f s" % (w, s, e, s + e))
+        if t:
+            tl, pl = med([x[0] for x in t]), med([x[0] for x in tp])
+            print("%-9s slowdown vs plain: tbexport %+.1f%%, torch.profiler %+.1f%%" % (w, 100 * (tl / p - 1), 100 * (pl / p - 1)))
+PY
+echo "bench_overhead: $(( $(date +%s) - t_start )) s; raw numbers in $raw"

@@ -1,0 +1,483 @@
+/* cmd_profile.c: `tbexport [OPTIONS] -- CMD ARGS...` (also `tbexport
+ * profile [OPTIONS] -- CMD ARGS...`): runs an unmodified program with the
+ * CUPTI collector injected and writes its GPU activity as a TensorBoard run.
+ *
+ * Steps: parse options; find the command (status 127 when it does not
+ * exist) and libtbexport_inject.so; create a hidden spool directory under
+ * the log dir; run the command with its arguments and environment plus
+ * CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH and the session variables;
+ * forward signals sent to tbexport itself (terminal signals already reach
+ * the whole foreground group); wait; convert every process's spool into the
+ * run (collect/convert.c); print a summary on stderr; exit with the
+ * command's status (128+N when a signal N ended it).  Without CUPTI at
+ * build time it explains that the collector was not built. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "collect/convert.h"
+#include "collect/options.h"
+#include "common/fsutil.h"
+#include "tbexport.h"
+#include "tbexport/profiler.h"
+
+extern char **environ;
+
+static const struct option profile_opts[] = {
+    {"logdir", required_argument, 0, 'l'},
+    {"run", required_argument, 0, 'r'},
+    {"host", required_argument, 0, 'H'},
+    {"trace", required_argument, 0, 't'},
+    {"delay", required_argument, 0, 'd'},
+    {"duration", required_argument, 0, 'D'},
+    {"capture-range", required_argument, 0, 'c'},
+    {"buffer-mb", required_argument, 0, 'b'},
+    {"keep-noisy-api", no_argument, 0, 'k'},
+    {"force", no_argument, 0, 'f'},
+    {"quiet", no_argument, 0, 'q'},
+    {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0}};
+
+int tbe_cmd_profile_wants(int argc, char **argv) {
+  if (argc < 2) return 0;
+  const char *a = argv[1];
+  if (strcmp(a, "--") == 0) return 1;
+  if (strncmp(a, "--", 2) != 0) return 0;
+  for (const struct option *o = profile_opts; o->name; o++) {
+    if (strcmp(o->name, "help") == 0) continue;
+    size_t n = strlen(o->name);
+    if (strncmp(a + 2, o->name, n) == 0 && (a[2 + n] == '\0' || a[2 + n] == '=')) return 1;
+  }
+  return 0;
+}
+
+static void profile_usage(FILE *f) {
+  fprintf(f,
+          "usage: tbexport [OPTIONS] -- CMD [ARGS...]\n"
+          "       tbexport profile [OPTIONS] -- CMD [ARGS...]\n"
+          "\n"
+          "Runs CMD unmodified with the CUPTI collector injected and writes its GPU activity\n"
+          "(kernels, copies, memsets, CUDA API calls, synchronization, NVTX ranges) as a\n"
+          "TensorBoard run: XSpace, Chrome trace JSON and summary events.\n"
+          "\n"
+          "options:\n"
+          "  --logdir DIR            log directory (default: log_dir)\n"
+          "  --run NAME              run name (default: local time YYYY_MM_DD_HH_MM_SS)\n"
+          "  --host NAME             host name in the run (default: this machine; with several\n"
+          "                          processes each gets NAME_pidN)\n"
+          "  --trace LIST            cuda,nvtx,memory,driver (default: cuda,nvtx)\n"
+          "  --delay SEC             start collecting SEC after the process initializes CUDA\n"
+          "  --duration SEC          stop collecting after SEC\n"
+          "  --capture-range R       nvtx:NAME[@DOMAIN] keeps only activity inside NVTX ranges\n"
+          "                          named NAME; cudaProfilerApi keeps only activity between\n"
+          "                          cudaProfilerStart and cudaProfilerStop\n"
+          "  --buffer-mb N           cap on host activity buffers per process (default: 64);\n"
+          "                          beyond it records are dropped and counted\n"
+          "  --keep-noisy-api        keep cudaGetDevice, cudaGetLastError and similar calls\n"
+          "  --force                 replace existing output files\n"
+          "  --quiet                 no summary\n"
+          "\n"
+          "exit status: the command's own (128+N if signal N ended it); 127 if CMD was not\n"
+          "found; 1 or 2 when tbexport itself failed.\n");
+}
+
+#ifdef TBE_HAVE_CUPTI
+static volatile sig_atomic_t child_pid;
+
+static void forward(int sig, siginfo_t *si, void *uc) {
+  (void)uc;
+  /* Terminal-generated signals (SI_KERNEL) already reached the child's
+   * process group; forward only what was sent to us explicitly. */
+  if (child_pid > 0 && si && (si->si_code == SI_USER || si->si_code == SI_QUEUE))
+    kill((pid_t)child_pid, sig);
+}
+
+#endif
+
+/* Finds `cmd` like execvp would; returns a malloc'd path or NULL (errno). */
+static char *find_command(const char *cmd) {
+  if (strchr(cmd, '/')) {
+    if (access(cmd, X_OK) != 0) return NULL;
+    return strdup(cmd);
+  }
+  const char *path = getenv("PATH");
+  if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
+  int saw_eacces = 0;
+  for (const char *p = path;;) {
+    const char *c = strchr(p, ':');
+    size_t n = c ? (size_t)(c - p) : strlen(p);
+    char *full = malloc(n + strlen(cmd) + 3);
+    if (!full) return NULL;
+    if (n == 0)
+      sprintf(full, "./%s", cmd);
+    else
+      sprintf(full, "%.*s/%s", (int)n, p, cmd);
+    struct stat st;
+    if (stat(full, &st) == 0 && S_ISREG(st.st_mode)) {
+      if (access(full, X_OK) == 0) return full;
+      saw_eacces = 1;
+    }
+    free(full);
+    if (!c) break;
+    p = c + 1;
+  }
+  errno = saw_eacces ? EACCES : ENOENT;
+  return NULL;
+}
+
+#ifdef TBE_HAVE_CUPTI
+/* Locates libtbexport_inject.so: $TBEXPORT_INJECT_LIB, next to this
+ * program, then the install location relative to it. */
+static char *find_inject_lib(void) {
+  const char *env = getenv("TBEXPORT_INJECT_LIB");
+  if (env && *env) return realpath(env, NULL);
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return NULL;
+  exe[n] = '\0';
+  char *slash = strrchr(exe, '/');
+  if (!slash) return NULL;
+  *slash = '\0';
+  const char *rel[] = {"",
+#ifdef TBE_INJECT_RELDIR
+                       "/" TBE_INJECT_RELDIR,
+#endif
+                       "/../lib/tbexport"};
+  for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+    char cand[PATH_MAX + 64];
+    snprintf(cand, sizeof cand, "%s%s/libtbexport_inject.so", exe, rel[i]);
+    if (access(cand, R_OK) == 0) return realpath(cand, NULL);
+  }
+  return NULL;
+}
+
+typedef struct written {
+  char **paths;
+  size_t n, cap;
+} written;
+
+static void on_file(void *ctx, const char *path) {
+  written *w = ctx;
+  if (w->n == w->cap) {
+    size_t nc = w->cap ? w->cap * 2 : 8;
+    char **x = realloc(w->paths, nc * sizeof *x);
+    if (!x) return;
+    w->paths = x;
+    w->cap = nc;
+  }
+  if ((w->paths[w->n] = strdup(path))) w->n++;
+}
+
+/* Sets KEY=VAL in the environment array; returns the new string (owned
+ * by the caller, referenced by *envp) or NULL when out of memory. */
+static char *set_env(char ***envp, size_t *n, const char *key, const char *val) {
+  size_t kl = strlen(key);
+  char *kv = malloc(kl + strlen(val) + 2);
+  if (!kv) return NULL;
+  sprintf(kv, "%s=%s", key, val);
+  for (size_t i = 0; i < *n; i++)
+    if (strncmp((*envp)[i], key, kl) == 0 && (*envp)[i][kl] == '=') {
+      (*envp)[i] = kv;
+      return kv;
+    }
+  char **e = realloc(*envp, (*n + 2) * sizeof *e);
+  if (!e) {
+    free(kv);
+    return NULL;
+  }
+  e[(*n)++] = kv;
+  e[*n] = NULL;
+  *envp = e;
+  return kv;
+}
+
+static double mono(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+#endif
+
+int tbe_cmd_profile(int argc, char **argv) {
+  const char *logdir = "log_dir", *run = NULL, *host = NULL;
+  tbe__collect_opts co;
+  tbe__opts_default(&co);
+  int capture = TBE_CAPTURE_ALL, force = 0, quiet = 0;
+  char *cap_name = NULL, *cap_domain = NULL;
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "+h", profile_opts, NULL)) != -1) {
+    switch (c) {
+      case 'l': logdir = optarg; break;
+      case 'r': run = optarg; break;
+      case 'H': host = optarg; break;
+      case 't': {
+        size_t bad;
+        if (tbe_profiler_parse_trace(optarg, &co.trace, &bad)) {
+          tbe_cli_error("profile", "--trace: unknown kind at '%s' (use cuda,nvtx,memory,driver)",
+                        optarg + bad);
+          goto usage;
+        }
+        break;
+      }
+      case 'd':
+      case 'D': {
+        double s;
+        if (tbe__parse_seconds(optarg, &s)) {
+          tbe_cli_error("profile", "--%s: not a number of seconds: '%s'",
+                        c == 'd' ? "delay" : "duration", optarg);
+          goto usage;
+        }
+        if (c == 'd') co.delay_s = s;
+        else co.duration_s = s;
+        break;
+      }
+      case 'c':
+        free(cap_name);
+        free(cap_domain);
+        if (tbe__parse_capture_range(optarg, &capture, &cap_name, &cap_domain)) {
+          tbe_cli_error("profile",
+                        "--capture-range: expected nvtx:NAME[@DOMAIN] or cudaProfilerApi, got '%s'",
+                        optarg);
+          goto usage;
+        }
+        break;
+      case 'b': {
+        char *end;
+        long v = strtol(optarg, &end, 10);
+        if (*end || v < 1 || v > 65536) {
+          tbe_cli_error("profile", "--buffer-mb: expected 1..65536, got '%s'", optarg);
+          goto usage;
+        }
+        co.buffer_mb = (size_t)v;
+        break;
+      }
+      case 'k': co.keep_noisy = 1; break;
+      case 'f': force = 1; break;
+      case 'q': quiet = 1; break;
+      case 'h':
+        profile_usage(stdout);
+        free(cap_name);
+        free(cap_domain);
+        return TBE_EXIT_OK;
+      default: goto usage;
+    }
+  }
+  co.capture = (unsigned)capture;
+  if (optind >= argc) {
+    tbe_cli_error("profile", "no command to run (usage: tbexport [OPTIONS] -- CMD [ARGS...])");
+    goto usage;
+  }
+  const char *why;
+  if (run && tbe_name_check(run, &why)) {
+    tbe_cli_error("profile", "--run '%s': %s", run, why);
+    goto usage;
+  }
+  if (host && tbe_name_check(host, &why)) {
+    tbe_cli_error("profile", "--host '%s': %s", host, why);
+    goto usage;
+  }
+  char **cmd = argv + optind;
+  char *exe = find_command(cmd[0]);
+  if (!exe) {
+    int e = errno;
+    tbe_cli_error("profile", "%s: %s", cmd[0],
+                  e == EACCES ? "permission denied" : "command not found");
+    free(cap_name);
+    free(cap_domain);
+    return e == EACCES ? 126 : TBE_EXIT_NOCMD;
+  }
+#ifndef TBE_HAVE_CUPTI
+  (void)logdir;
+  (void)force;
+  (void)quiet;
+  tbe_cli_error("profile",
+                "the CUPTI collector was not built: this tbexport was configured without the CUDA "
+                "toolkit (CUPTI); rebuild with CUDA installed to profile programs");
+  free(exe);
+  free(cap_name);
+  free(cap_domain);
+  return TBE_EXIT_FAIL;
+#else
+  int rc, ret = TBE_EXIT_FAIL, made_spool = 0, nadded = 0;
+  char *inject = NULL, *spool = NULL, *added[4] = {0};
+  char **envp = NULL;
+  char spool_rel[PATH_MAX];
+  written w = {0};
+  inject = find_inject_lib();
+  if (!inject) {
+    tbe_cli_error("profile",
+                  "libtbexport_inject.so not found next to tbexport or in its install folder "
+                  "(set TBEXPORT_INJECT_LIB)");
+    goto out;
+  }
+  if ((rc = tbe__mkdir_p(logdir, 0755))) {
+    tbe_cli_error("profile", "%s: %s", logdir, tbe_strerror(rc));
+    goto out;
+  }
+  snprintf(spool_rel, sizeof spool_rel, "%s/.tbexport-spool-%ld-%lld", logdir, (long)getpid(),
+           (long long)tbe__now_ns());
+  if (mkdir(spool_rel, 0700) != 0) {
+    tbe_cli_error("profile", "%s: %s", spool_rel, strerror(errno));
+    goto out;
+  }
+  made_spool = 1;
+  spool = realpath(spool_rel, NULL);
+  char opts[256];
+  tbe__opts_encode(&co, opts, sizeof opts);
+  size_t ne = 0;
+  while (environ[ne]) ne++;
+  envp = malloc((ne + 1) * sizeof *envp);
+  if (!envp || !spool) {
+    tbe_cli_error("profile", "out of memory");
+    goto out;
+  }
+  memcpy(envp, environ, (ne + 1) * sizeof *envp);
+  int env_ok = (added[nadded++] = set_env(&envp, &ne, "CUDA_INJECTION64_PATH", inject)) != NULL;
+  if (env_ok && (co.trace & TBE_TRACE_NVTX))
+    env_ok = (added[nadded++] = set_env(&envp, &ne, "NVTX_INJECTION64_PATH", inject)) != NULL;
+  if (env_ok) env_ok = (added[nadded++] = set_env(&envp, &ne, TBE__ENV_SPOOL_DIR, spool)) != NULL;
+  if (env_ok) env_ok = (added[nadded++] = set_env(&envp, &ne, TBE__ENV_OPTIONS, opts)) != NULL;
+  if (!env_ok) {
+    tbe_cli_error("profile", "out of memory");
+    goto out;
+  }
+
+  /* Run it.  A CLOEXEC pipe reports an exec failure. */
+  int pfd[2];
+  if (pipe2(pfd, O_CLOEXEC) != 0) {
+    tbe_cli_error("profile", "pipe: %s", strerror(errno));
+    goto out;
+  }
+  struct sigaction sa, old[6];
+  static const int fwd[6] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = forward;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  int64_t start_ns = tbe__now_ns();
+  double t0 = mono();
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) {
+    tbe_cli_error("profile", "fork: %s", strerror(errno));
+    close(pfd[0]);
+    close(pfd[1]);
+    goto out;
+  }
+  if (pid == 0) {
+    close(pfd[0]);
+    execve(exe, cmd, envp);
+    int e = errno;
+    ssize_t wr = write(pfd[1], &e, sizeof e);
+    (void)wr;
+    _exit(127);
+  }
+  child_pid = pid;
+  for (int i = 0; i < 6; i++) sigaction(fwd[i], &sa, &old[i]);
+  close(pfd[1]);
+  int exec_err = 0;
+  ssize_t got;
+  do got = read(pfd[0], &exec_err, sizeof exec_err);
+  while (got < 0 && errno == EINTR);
+  close(pfd[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  double wall = mono() - t0;
+  int64_t stop_ns = tbe__now_ns();
+  child_pid = 0;
+  for (int i = 0; i < 6; i++) sigaction(fwd[i], &old[i], NULL);
+  int exit_code = WIFEXITED(status) ? WEXITSTATUS(status)
+                  : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+                                        : TBE_EXIT_FAIL;
+  if (got == (ssize_t)sizeof exec_err && exec_err) {
+    tbe_cli_error("profile", "%s: %s", cmd[0], strerror(exec_err));
+    ret = exec_err == EACCES ? 126 : TBE_EXIT_NOCMD;
+    goto out;
+  }
+
+  /* Convert. */
+  double c0 = mono();
+  tbe_export_options eo;
+  tbe_export_options_init(&eo);
+  eo.logdir = logdir;
+  eo.run = run;
+  eo.host = host;
+  eo.force = force;
+  eo.on_file = on_file;
+  eo.ctx = &w;
+  tbe__convert_opts cvo = {capture, cap_name, cap_domain, NULL};
+  char cmdline[512];
+  size_t cl = 0;
+  cmdline[0] = '\0';
+  for (char **a = cmd; *a && cl < sizeof cmdline - 1; a++)
+    cl += (size_t)snprintf(cmdline + cl, sizeof cmdline - cl, "%s%s", a == cmd ? "" : " ", *a);
+  tbe__session s;
+  memset(&s, 0, sizeof s);
+  s.spool_dir = spool;
+  s.eo = &eo;
+  s.co = &cvo;
+  s.fallback_start_ns = start_ns;
+  s.fallback_stop_ns = stop_ns;
+  s.fallback_pid = pid;
+  s.fallback_cmd = cmdline;
+  s.prog = "tbexport";
+  s.quiet = quiet;
+  tbe_profiler_result r;
+  size_t nprocs = 0;
+  rc = tbe__spools_write_run(&s, &r, &nprocs);
+  double conv = mono() - c0;
+  if (!quiet) {
+    if (WIFSIGNALED(status))
+      fprintf(stderr, "tbexport: %s was killed by signal %d after %.3f s\n", cmd[0],
+              WTERMSIG(status), wall);
+    else
+      fprintf(stderr, "tbexport: %s exited with status %d after %.3f s\n", cmd[0], exit_code,
+              wall);
+    fprintf(stderr,
+            "tbexport: %zu process%s with CUDA; GPU busy %.1f%%; kernels %llu, copies %llu, "
+            "memsets %llu, API calls %llu, NVTX ranges %llu, marks %llu\n",
+            nprocs, nprocs == 1 ? "" : "es", r.gpu_busy_pct, (unsigned long long)r.kernels,
+            (unsigned long long)r.copies, (unsigned long long)r.memsets,
+            (unsigned long long)r.api_calls, (unsigned long long)r.nvtx_ranges,
+            (unsigned long long)r.nvtx_marks);
+    fprintf(stderr,
+            "tbexport: dropped records %llu, out-of-range timestamps %llu, CUPTI overhead "
+            "%.3f ms; conversion %.3f s\n",
+            (unsigned long long)r.dropped_records, (unsigned long long)r.dropped_out_of_range,
+            (double)r.overhead_ns / 1e6, conv);
+    for (size_t i = 0; i < w.n; i++) fprintf(stderr, "tbexport: wrote %s\n", w.paths[i]);
+  }
+  if (rc) tbe_cli_error("profile", "writing the run failed: %s", tbe_strerror(rc));
+  made_spool = 0; /* the conversion removed it (or kept what it could not convert) */
+  ret = rc && exit_code == 0 ? tbe_cli_exit_for(rc) : exit_code;
+out:
+  if (made_spool) rmdir(spool_rel);
+  for (size_t i = 0; i < w.n; i++) free(w.paths[i]);
+  free(w.paths);
+  for (int i = 0; i < nadded; i++) free(added[i]);
+  free(envp);
+  free(exe);
+  free(inject);
+  free(spool);
+  free(cap_name);
+  free(cap_domain);
+  return ret;
+#endif
+usage:
+  free(cap_name);
+  free(cap_domain);
+  return TBE_EXIT_USAGE;
+}

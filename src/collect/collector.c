@@ -1,0 +1,1039 @@
+/* collector.c: the CUPTI activity collector (see collector.h).
+ *
+ * Hot path (CUPTI's and the application's threads): buffer_requested pops a
+ * pre-zeroed, pre-allocated buffer from a free stack; buffer_completed
+ * pushes the filled buffer on a queue and signals.  Neither parses, writes
+ * files or allocates, except that buffer_requested maps one more buffer
+ * when the spare reserve ran dry and the cap allows it (the background
+ * thread keeps TBE__SPARE buffers ready so this is rare).  At the cap the
+ * request is declined and CUPTI counts the records it had to drop.
+ *
+ * Background thread: pops completed buffers, decodes every record into a
+ * compact spool item (strings interned into spool string ids), appends a
+ * stats item, writes the batch as one spool frame, zeroes the buffer and
+ * returns it to the free stack.  It also switches collection on and off for
+ * delay/duration and flushes periodically so a killed program loses at most
+ * about flush_ms of activity.
+ *
+ * Invariants: a buffer is in exactly one place (free stack, CUPTI, queue,
+ * being decoded); the spool string ids are assigned only by the decoding
+ * thread (the background thread, or the stopping thread after the join);
+ * CUPTI-owned strings are copied before the buffer is recycled. */
+#include "collect/collector.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/alloc.h"
+#include "common/buf.h"
+#include "common/fsutil.h"
+#include "tbexport/error.h"
+#include "tbexport/profiler.h"
+
+#define TBE__BUF_DEFAULT (4u << 20)
+#define TBE__BUF_MAX (16u << 20)
+#define TBE__BUF_MIN 4096u
+#define TBE__SPARE 2
+
+_Static_assert(TBE__MK_INSTANT == CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS, "marker flag");
+_Static_assert(TBE__MK_START == CUPTI_ACTIVITY_FLAG_MARKER_START, "marker flag");
+_Static_assert(TBE__MK_END == CUPTI_ACTIVITY_FLAG_MARKER_END, "marker flag");
+_Static_assert(TBE__MK_COLOR_ARGB == CUPTI_ACTIVITY_FLAG_MARKER_COLOR_ARGB, "marker flag");
+_Static_assert(TBE__OBJ_PROCESS == CUPTI_ACTIVITY_OBJECT_PROCESS, "object kind");
+_Static_assert(TBE__OBJ_THREAD == CUPTI_ACTIVITY_OBJECT_THREAD, "object kind");
+
+/* ---- noisy API calls ---- */
+
+static const char *const noisy_runtime[] = {
+    "cudaGetDevice", "cudaGetLastError", "cudaPeekAtLastError", "cudaGetDeviceCount",
+    "cudaDeviceGetAttribute", "cudaStreamIsCapturing", "cudaStreamGetCaptureInfo",
+    "cudaPointerGetAttributes", NULL};
+static const char *const noisy_driver[] = {
+    "cuCtxGetCurrent", "cuCtxGetDevice", "cuDeviceGet", "cuDeviceGetAttribute",
+    "cuDevicePrimaryCtxGetState", "cuKernelGetAttribute", "cuGetProcAddress",
+    "cuGetErrorString", NULL};
+
+int tbe__api_is_noisy(int driver, const char *name, size_t len) {
+  const char *const *l = driver ? noisy_driver : noisy_runtime;
+  for (; *l; l++)
+    if (strlen(*l) == len && memcmp(*l, name, len) == 0) return 1;
+  return 0;
+}
+
+static const CUpti_CallbackId noisy_runtime_cbids[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceCount_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaDeviceGetAttribute_v5000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamIsCapturing_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v10010,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v2_v11030,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v12030,
+    CUPTI_RUNTIME_TRACE_CBID_cudaPointerGetAttributes_v4000,
+};
+static const CUpti_CallbackId noisy_driver_cbids[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent,
+    CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice,
+    CUPTI_DRIVER_TRACE_CBID_cuDeviceGet,
+    CUPTI_DRIVER_TRACE_CBID_cuDeviceGetAttribute,
+    CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxGetState,
+    CUPTI_DRIVER_TRACE_CBID_cuKernelGetAttribute,
+    CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress,
+    CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuGetErrorString,
+};
+
+/* ---- string interning (decoding thread only) ---- */
+
+typedef struct strent {
+  uint64_t hash;
+  char *s;
+  uint32_t len, id;
+} strent;
+
+typedef struct strtab {
+  strent *e;
+  size_t cap, n;
+  uint32_t next_id;
+} strtab;
+
+static uint64_t hash_str(const char *s, size_t *len) {
+  uint64_t h = 1469598103934665603ull;
+  const char *p = s;
+  while (*p) {
+    h ^= (unsigned char)*p++;
+    h *= 1099511628211ull;
+  }
+  *len = (size_t)(p - s);
+  return h;
+}
+
+/* The collector's global state. */
+typedef struct qent {
+  uint8_t *buf;
+  size_t valid;
+} qent;
+
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;       /* wakes the background thread */
+  pthread_cond_t idle_cv;  /* signalled when the queue drains */
+  int running;             /* between start and stop, in this process */
+  int stopping;
+  int closed;              /* stop finished decoding: late buffers are ignored */
+  int enabled;             /* kinds currently on */
+  int thread_started;
+  pid_t owner;
+  pthread_t thread;
+  tbe__cupti_api api;
+  tbe__collect_config cfg;
+  uint32_t cupti_version;
+  /* buffers */
+  size_t bufsize, maxbufs, nbufs;
+  uint8_t **all;
+  uint8_t **freel;
+  size_t nfree;
+  qent *queue;
+  size_t qhead, qlen;
+  int busy;                /* background thread is decoding a buffer */
+  uint64_t declined;
+  /* spool */
+  int fd;
+  int write_err;
+  tbe__buf batch;          /* decoding thread only */
+  tbe__buf side;           /* items from other threads, under mu */
+  uint64_t batch_records;
+  strtab strs;
+  uint32_t api_names[2][1024]; /* spool string id per cbid; UINT32_MAX = noisy */
+  tbe__sp_stats stats;
+  struct timespec t0;      /* CLOCK_MONOTONIC at start */
+  int window_opened, window_closed;
+} G = {.mu = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
+
+static int atfork_registered;
+static tbe_allocator malloc_alloc; /* the batches' allocator (malloc) */
+
+static uint32_t intern(const char *s) {
+  if (!s) return 0;
+  size_t len;
+  uint64_t h = hash_str(s, &len);
+  strtab *t = &G.strs;
+  if (t->n * 2 >= t->cap) {
+    size_t ncap = t->cap ? t->cap * 2 : 1024;
+    strent *ne = calloc(ncap, sizeof *ne);
+    if (!ne) return 0;
+    for (size_t i = 0; i < t->cap; i++) {
+      if (!t->e[i].s) continue;
+      size_t j = t->e[i].hash & (ncap - 1);
+      while (ne[j].s) j = (j + 1) & (ncap - 1);
+      ne[j] = t->e[i];
+    }
+    free(t->e);
+    t->e = ne;
+    t->cap = ncap;
+  }
+  size_t j = h & (t->cap - 1);
+  while (t->e[j].s) {
+    if (t->e[j].hash == h && t->e[j].len == len && memcmp(t->e[j].s, s, len) == 0)
+      return t->e[j].id;
+    j = (j + 1) & (t->cap - 1);
+  }
+  char *copy = malloc(len + 1);
+  if (!copy) return 0;
+  memcpy(copy, s, len + 1);
+  uint32_t id = ++t->next_id;
+  t->e[j] = (strent){h, copy, (uint32_t)len, id};
+  t->n++;
+  tbe__spool_str(&G.batch, id, s, len);
+  return id;
+}
+
+static void strtab_free(strtab *t) {
+  for (size_t i = 0; i < t->cap; i++) free(t->e[i].s);
+  free(t->e);
+  memset(t, 0, sizeof *t);
+}
+
+/* Name of a runtime/driver call: cached spool id, UINT32_MAX if filtered. */
+static uint32_t api_name(int driver, uint32_t cbid) {
+  uint32_t *slot = cbid < 1024 ? &G.api_names[driver][cbid] : NULL;
+  if (slot && *slot) return *slot;
+  const char *name = NULL;
+  char tmp[160];
+  if (G.api.get_callback_name(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API,
+                              cbid, &name) != CUPTI_SUCCESS ||
+      !name) {
+    snprintf(tmp, sizeof tmp, "%s_cbid_%u", driver ? "cuDriver" : "cudaRuntime", cbid);
+  } else {
+    /* Drop the version suffix: cudaLaunchKernel_v7000 -> cudaLaunchKernel. */
+    size_t n = strlen(name);
+    const char *v = strstr(name, "_v");
+    while (v) {
+      const char *d = v + 2;
+      while (*d >= '0' && *d <= '9') d++;
+      if (*d == '\0' && d > v + 2) {
+        n = (size_t)(v - name);
+        break;
+      }
+      v = strstr(v + 2, "_v");
+    }
+    if (n >= sizeof tmp) n = sizeof tmp - 1;
+    memcpy(tmp, name, n);
+    tmp[n] = '\0';
+  }
+  uint32_t id;
+  if (!G.cfg.keep_noisy && tbe__api_is_noisy(driver, tmp, strlen(tmp)))
+    id = UINT32_MAX;
+  else
+    id = intern(tmp);
+  if (slot && id) *slot = id;
+  return id;
+}
+
+/* ---- decoding ---- */
+
+static int64_t ts64(uint64_t v) { return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v; }
+
+#define ITEM(type, var) tbe__spool_item(&G.batch, type, &(var), sizeof(var))
+
+static void decode_record(const CUpti_Activity *r) {
+  G.stats.records++;
+  switch (r->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)r;
+      tbe__sp_kernel o;
+      memset(&o, 0, sizeof o);
+      o.start = ts64(k->start);
+      o.end = ts64(k->end);
+      o.corr = k->correlationId;
+      o.device = k->deviceId;
+      o.context = k->contextId;
+      o.stream = k->streamId;
+      o.name = intern(k->name);
+      o.grid[0] = k->gridX, o.grid[1] = k->gridY, o.grid[2] = k->gridZ;
+      o.block[0] = k->blockX, o.block[1] = k->blockY, o.block[2] = k->blockZ;
+      o.static_shared = k->staticSharedMemory;
+      o.dynamic_shared = k->dynamicSharedMemory;
+      o.registers = k->registersPerThread;
+      o.graph_id = k->graphId;
+      o.launch_type = k->launchType;
+      ITEM(TBE__SP_KERNEL, o);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)r;
+      tbe__sp_memcpy o;
+      memset(&o, 0, sizeof o);
+      o.start = ts64(m->start);
+      o.end = ts64(m->end);
+      o.bytes = m->bytes;
+      o.corr = m->correlationId;
+      o.device = m->deviceId;
+      o.context = m->contextId;
+      o.stream = m->streamId;
+      o.src_device = o.dst_device = -1;
+      o.copy_kind = m->copyKind;
+      o.src_kind = m->srcKind;
+      o.dst_kind = m->dstKind;
+      o.flags = m->flags;
+      o.graph_id = m->graphId;
+      ITEM(TBE__SP_MEMCPY, o);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: {
+      const CUpti_ActivityMemcpyPtoP4 *m = (const CUpti_ActivityMemcpyPtoP4 *)r;
+      tbe__sp_memcpy o;
+      memset(&o, 0, sizeof o);
+      o.start = ts64(m->start);
+      o.end = ts64(m->end);
+      o.bytes = m->bytes;
+      o.corr = m->correlationId;
+      o.device = m->deviceId;
+      o.context = m->contextId;
+      o.stream = m->streamId;
+      o.src_device = (int32_t)m->srcDeviceId;
+      o.dst_device = (int32_t)m->dstDeviceId;
+      o.copy_kind = m->copyKind;
+      o.src_kind = m->srcKind;
+      o.dst_kind = m->dstKind;
+      o.flags = m->flags;
+      o.graph_id = m->graphId;
+      ITEM(TBE__SP_MEMCPY, o);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)r;
+      tbe__sp_memset o;
+      memset(&o, 0, sizeof o);
+      o.start = ts64(m->start);
+      o.end = ts64(m->end);
+      o.bytes = m->bytes;
+      o.corr = m->correlationId;
+      o.device = m->deviceId;
+      o.context = m->contextId;
+      o.stream = m->streamId;
+      o.value = m->value;
+      o.mem_kind = m->memoryKind;
+      o.flags = m->flags;
+      ITEM(TBE__SP_MEMSET, o);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+      const CUpti_ActivityAPI *a = (const CUpti_ActivityAPI *)r;
+      int driver = r->kind == CUPTI_ACTIVITY_KIND_DRIVER;
+      uint32_t name = api_name(driver, a->cbid);
+      if (name == UINT32_MAX) break; /* filtered noisy call */
+      tbe__sp_api o;
+      memset(&o, 0, sizeof o);
+      o.start = ts64(a->start);
+      o.end = ts64(a->end);
+      o.corr = a->correlationId;
+      o.pid = a->processId;
+      o.tid = a->threadId;
+      o.cbid = a->cbid;
+      o.ret = a->returnValue;
+      o.name = name;
+      o.domain = driver ? TBE__API_DRIVER : TBE__API_RUNTIME;
+      ITEM(TBE__SP_API, o);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+      const CUpti_ActivitySynchronization2 *s = (const CUpti_ActivitySynchronization2 *)r;
+      tbe__sp_sync o;
+      memset(&o, 0, sizeof o);
+      o.start = ts64(s->start);
+      o.end = ts64(s->end);
+      o.corr = s->correlationId;
+      o.context = s->contextId;
+      o.stream = s->streamId;
+      o.type = (uint32_t)s->type;
+      o.event = s->cudaEventId;
+      o.ret = s->returnValue;
+      ITEM(TBE__SP_SYNC, o);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MARKER: {
+      const CUpti_ActivityMarker2 *m = (const CUpti_ActivityMarker2 *)r;
+      tbe__sp_marker o;
+      memset(&o, 0, sizeof o);
+      o.ts = ts64(m->timestamp);
+      o.id = m->id;
+      o.flags = (uint32_t)m->flags;
+      o.obj_kind = (uint32_t)m->objectKind;
+      if (m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ||
+          m->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
+        o.obj[0] = m->objectId.pt.processId;
+        o.obj[1] = m->objectId.pt.threadId;
+      } else {
+        o.obj[0] = m->objectId.dcs.deviceId;
+        o.obj[1] = m->objectId.dcs.contextId;
+        o.obj[2] = m->objectId.dcs.streamId;
+      }
+      o.name = intern(m->name);
+      o.domain = intern(m->domain);
+      ITEM(TBE__SP_MARKER, o);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MARKER_DATA: {
+      const CUpti_ActivityMarkerData2 *m = (const CUpti_ActivityMarkerData2 *)r;
+      tbe__sp_marker_data o;
+      memset(&o, 0, sizeof o);
+      memcpy(&o.payload, &m->payload, sizeof o.payload);
+      o.id = m->id;
+      o.flags = (uint32_t)m->flags;
+      o.payload_kind = (uint32_t)m->payloadKind;
+      o.color = m->color;
+      o.category = m->category;
+      o.domain_id = m->cuptiDomainId;
+      ITEM(TBE__SP_MARKER_DATA, o);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: {
+      const CUpti_ActivityOverhead3 *m = (const CUpti_ActivityOverhead3 *)r;
+      tbe__sp_overhead o;
+      memset(&o, 0, sizeof o);
+      o.start = ts64(m->start);
+      o.end = ts64(m->end);
+      o.kind = (uint32_t)m->overheadKind;
+      o.obj_kind = (uint32_t)m->objectKind;
+      if (m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ||
+          m->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
+        o.obj[0] = m->objectId.pt.processId;
+        o.obj[1] = m->objectId.pt.threadId;
+      } else {
+        o.obj[0] = m->objectId.dcs.deviceId;
+        o.obj[1] = m->objectId.dcs.contextId;
+        o.obj[2] = m->objectId.dcs.streamId;
+      }
+      o.corr = m->correlationId;
+      /* The client owns overheadData (header: "must be freed by client"). */
+      if (m->overheadData) free(m->overheadData);
+      ITEM(TBE__SP_OVERHEAD, o);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_DEVICE: {
+      const CUpti_ActivityDevice5 *d = (const CUpti_ActivityDevice5 *)r;
+      tbe__sp_device o;
+      memset(&o, 0, sizeof o);
+      o.memory_bytes = ts64(d->globalMemorySize);
+      o.bandwidth_kbps = ts64(d->globalMemoryBandwidth);
+      o.id = d->id;
+      o.name = intern(d->name);
+      o.sm_count = d->numMultiprocessors;
+      o.clock_khz = d->coreClockRate;
+      o.cc_major = d->computeCapabilityMajor;
+      o.cc_minor = d->computeCapabilityMinor;
+      o.max_threads_per_block = d->maxThreadsPerBlock;
+      o.max_warps_per_sm = d->maxWarpsPerMultiprocessor;
+      o.regs_per_block = d->maxRegistersPerBlock;
+      o.regs_per_sm = d->maxRegistersPerMultiprocessor;
+      o.warp_size = d->numThreadsPerWarp;
+      o.shared_per_block = d->maxSharedMemoryPerBlock;
+      o.shared_per_sm = d->maxSharedMemoryPerMultiprocessor;
+      ITEM(TBE__SP_DEVICE, o);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_CONTEXT: {
+      const CUpti_ActivityContext3 *c = (const CUpti_ActivityContext3 *)r;
+      tbe__sp_context o = {c->contextId, c->deviceId};
+      ITEM(TBE__SP_CONTEXT, o);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMORY2: {
+      const CUpti_ActivityMemory4 *m = (const CUpti_ActivityMemory4 *)r;
+      tbe__sp_memory o;
+      memset(&o, 0, sizeof o);
+      o.ts = ts64(m->timestamp);
+      o.addr = m->address;
+      o.bytes = m->bytes;
+      o.op = (uint32_t)m->memoryOperationType;
+      o.mem_kind = (uint32_t)m->memoryKind;
+      o.corr = m->correlationId;
+      o.pid = m->processId;
+      o.device = m->deviceId;
+      o.context = m->contextId;
+      o.stream = m->streamId;
+      ITEM(TBE__SP_MEMORY, o);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_NAME: {
+      const CUpti_ActivityName *n = (const CUpti_ActivityName *)r;
+      if (n->objectKind != CUPTI_ACTIVITY_OBJECT_THREAD) break;
+      tbe__sp_thread_name o = {n->objectId.pt.processId, n->objectId.pt.threadId,
+                               intern(n->name)};
+      ITEM(TBE__SP_THREAD_NAME, o);
+      break;
+    }
+    default:
+      G.stats.unknown_records++;
+      break;
+  }
+}
+
+static int64_t cupti_now(void) {
+  uint64_t ts = 0;
+  if (G.api.get_timestamp && G.api.get_timestamp(&ts) == CUPTI_SUCCESS && ts) return ts64(ts);
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static void add_dropped(void) {
+  size_t d = 0;
+  if (G.api.get_num_dropped && G.api.get_num_dropped(NULL, 0, &d) == CUPTI_SUCCESS)
+    G.stats.cupti_dropped += d;
+}
+
+/* Appends the stats item and writes the batch as one frame. */
+static void write_batch(void) {
+  struct timespec c;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c) == 0 && G.thread_started &&
+      pthread_equal(pthread_self(), G.thread))
+    G.stats.decode_cpu_ns = (uint64_t)c.tv_sec * 1000000000u + (uint64_t)c.tv_nsec;
+  pthread_mutex_lock(&G.mu);
+  G.stats.buffers_declined = G.declined;
+  if (G.side.len) {
+    tbe__buf_append(&G.batch, G.side.data, G.side.len);
+    tbe__buf_clear(&G.side);
+  }
+  pthread_mutex_unlock(&G.mu);
+  ITEM(TBE__SP_STATS, G.stats);
+  int rc = tbe__buf_error(&G.batch);
+  if (rc == 0 && G.fd >= 0) rc = tbe__spool_write_frame(G.fd, G.batch.data, G.batch.len);
+  if (rc != 0) {
+    G.stats.spool_dropped += G.batch_records;
+    if (!G.write_err) {
+      G.write_err = rc;
+      fprintf(stderr, "tbexport: cannot write the spool %s: %s; records are being dropped\n",
+              G.cfg.spool_path, tbe_strerror(rc));
+    }
+    G.batch.err = 0;
+  }
+  tbe__buf_clear(&G.batch);
+  G.batch_records = 0;
+}
+
+static void decode_buffer(uint8_t *buf, size_t valid) {
+  uint64_t before = G.stats.records;
+  CUpti_Activity *rec = NULL;
+  if (valid) {
+    for (;;) {
+      CUptiResult r = G.api.get_next_record(buf, valid, &rec);
+      if (r != CUPTI_SUCCESS) break; /* MAX_LIMIT_REACHED: done; INVALID_KIND: stop */
+      decode_record(rec);
+    }
+  }
+  G.stats.buffers++;
+  G.batch_records = G.stats.records - before;
+  add_dropped();
+  write_batch();
+}
+
+/* ---- buffers ---- */
+
+static uint8_t *map_buffer(size_t size) {
+  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : (uint8_t *)p; /* zero-filled, page aligned */
+}
+
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
+  *max_records = 0;
+  *buffer = NULL;
+  *size = 0;
+  pthread_mutex_lock(&G.mu);
+  if (!G.running || G.closed || G.owner != getpid()) {
+    pthread_mutex_unlock(&G.mu);
+    return;
+  }
+  uint8_t *b = NULL;
+  if (G.nfree > 0) {
+    b = G.freel[--G.nfree];
+  } else if (G.nbufs < G.maxbufs) {
+    size_t slot = G.nbufs++;
+    pthread_mutex_unlock(&G.mu);
+    b = map_buffer(G.bufsize);
+    pthread_mutex_lock(&G.mu);
+    if (b) {
+      G.all[slot] = b;
+      G.stats.buffer_bytes += G.bufsize;
+    } else {
+      G.all[slot] = NULL;
+      G.declined++;
+    }
+  } else {
+    G.declined++;
+  }
+  if (G.nfree < TBE__SPARE && G.nbufs < G.maxbufs) pthread_cond_signal(&G.cv);
+  pthread_mutex_unlock(&G.mu);
+  if (b) {
+    *buffer = b;
+    *size = G.bufsize;
+  }
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer,
+                                     size_t size, size_t valid) {
+  (void)ctx;
+  (void)stream;
+  (void)size;
+  if (!buffer) return;
+  pthread_mutex_lock(&G.mu);
+  if (G.closed || G.owner != getpid()) {
+    /* After stop finished, or in a forked child: nothing decodes any more. */
+    pthread_mutex_unlock(&G.mu);
+    return;
+  }
+  size_t tail = (G.qhead + G.qlen) % G.maxbufs;
+  G.queue[tail] = (qent){buffer, valid};
+  G.qlen++;
+  pthread_cond_signal(&G.cv);
+  pthread_mutex_unlock(&G.mu);
+}
+
+/* ---- enabling ---- */
+
+static const char *cupti_err(CUptiResult r) {
+  const char *s = NULL;
+  if (G.api.get_result_string && G.api.get_result_string(r, &s) == CUPTI_SUCCESS && s) return s;
+  return "CUPTI error";
+}
+
+/* Queues an item from a thread other than the decoding one (G.mu held);
+ * the next batch written carries it. */
+static void side_item_locked(unsigned type, const void *body, size_t len) {
+  tbe__spool_item(&G.side, type, body, len);
+}
+
+/* Records a line the converter turns into a trace warning (G.mu held). */
+static void note(const char *fmt, const char *a, const char *b) {
+  char line[256];
+  snprintf(line, sizeof line, fmt, a, b);
+  side_item_locked(TBE__SP_NOTE, line, strlen(line));
+}
+
+typedef struct kindent {
+  CUpti_ActivityKind kind;
+  const char *name;
+  unsigned need;   /* TBE_TRACE_* bit */
+  int dump;        /* use EnableAndDump when available */
+} kindent;
+
+static const kindent kinds[] = {
+    {CUPTI_ACTIVITY_KIND_DEVICE, "DEVICE", TBE_TRACE_CUDA | TBE_TRACE_NVTX, 1},
+    {CUPTI_ACTIVITY_KIND_CONTEXT, "CONTEXT", TBE_TRACE_CUDA, 1},
+    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL", TBE_TRACE_CUDA, 0},
+    {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", TBE_TRACE_CUDA, 0},
+    {CUPTI_ACTIVITY_KIND_MEMCPY2, "MEMCPY2", TBE_TRACE_CUDA, 0},
+    {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET", TBE_TRACE_CUDA, 0},
+    {CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME", TBE_TRACE_CUDA, 0},
+    {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "SYNCHRONIZATION", TBE_TRACE_CUDA, 0},
+    {CUPTI_ACTIVITY_KIND_OVERHEAD, "OVERHEAD", TBE_TRACE_CUDA, 0},
+    {CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER", TBE_TRACE_DRIVER, 0},
+    {CUPTI_ACTIVITY_KIND_MEMORY2, "MEMORY2", TBE_TRACE_MEMORY, 0},
+    {CUPTI_ACTIVITY_KIND_MARKER, "MARKER", TBE_TRACE_NVTX, 0},
+    {CUPTI_ACTIVITY_KIND_MARKER_DATA, "MARKER_DATA", TBE_TRACE_NVTX, 0},
+    {CUPTI_ACTIVITY_KIND_NAME, "NAME", TBE_TRACE_NVTX, 0},
+};
+#define NKINDS (sizeof kinds / sizeof kinds[0])
+static int kind_on[NKINDS];
+
+static int kind_is_on(CUpti_ActivityKind k) {
+  for (size_t i = 0; i < NKINDS; i++)
+    if (kinds[i].kind == k) return kind_on[i];
+  return 0;
+}
+
+/* Switches the configured kinds on (1) or off (0).  Called with G.mu not
+ * held.  Failures to enable are recorded as notes (not fatal) unless no
+ * kind could be enabled at all. */
+static int set_enabled(int on) {
+  int any = 0;
+  CUptiResult first_err = CUPTI_SUCCESS;
+  for (size_t i = 0; i < NKINDS; i++) {
+    if (!(kinds[i].need & G.cfg.trace)) continue;
+    if (on) {
+      CUptiResult r;
+      r = CUPTI_ERROR_NOT_SUPPORTED;
+      /* Dump records for devices/contexts that exist already (late start);
+       * fall back to a plain enable where dumping is refused. */
+      if (kinds[i].dump && G.api.activity_enable_and_dump)
+        r = G.api.activity_enable_and_dump(kinds[i].kind);
+      if (r != CUPTI_SUCCESS) r = G.api.activity_enable(kinds[i].kind);
+      if (r == CUPTI_SUCCESS) {
+        kind_on[i] = 1;
+        any = 1;
+      } else {
+        if (first_err == CUPTI_SUCCESS) first_err = r;
+        pthread_mutex_lock(&G.mu);
+        note("CUPTI refused activity kind %s: %s", kinds[i].name, cupti_err(r));
+        pthread_mutex_unlock(&G.mu);
+      }
+    } else if (kind_on[i]) {
+      G.api.activity_disable(kinds[i].kind);
+      kind_on[i] = 0;
+    }
+  }
+  if (on && !G.cfg.keep_noisy) {
+    /* After enabling the kinds: enabling a kind resets per-call choices. */
+    if (kind_is_on(CUPTI_ACTIVITY_KIND_RUNTIME) && G.api.enable_runtime_api)
+      for (size_t i = 0; i < sizeof noisy_runtime_cbids / sizeof noisy_runtime_cbids[0]; i++)
+        G.api.enable_runtime_api(noisy_runtime_cbids[i], 0);
+    if (kind_is_on(CUPTI_ACTIVITY_KIND_DRIVER) && G.api.enable_driver_api)
+      for (size_t i = 0; i < sizeof noisy_driver_cbids / sizeof noisy_driver_cbids[0]; i++)
+        G.api.enable_driver_api(noisy_driver_cbids[i], 0);
+  }
+  int64_t now = cupti_now();
+  tbe__sp_window w = {now, (uint32_t)on, 0};
+  pthread_mutex_lock(&G.mu);
+  side_item_locked(TBE__SP_WINDOW, &w, sizeof w);
+  G.enabled = on && any;
+  pthread_mutex_unlock(&G.mu);
+  if (on && !any && G.cfg.trace) {
+    fprintf(stderr, "tbexport: CUPTI refused every activity kind: %s\n", cupti_err(first_err));
+    return TBE_ECUPTI;
+  }
+  return 0;
+}
+
+/* ---- background thread ---- */
+
+static double since_t0(void) {
+  struct timespec n;
+  clock_gettime(CLOCK_MONOTONIC, &n);
+  return (double)(n.tv_sec - G.t0.tv_sec) + (double)(n.tv_nsec - G.t0.tv_nsec) * 1e-9;
+}
+
+static void top_up_locked(void) {
+  while (G.nfree < TBE__SPARE && G.nbufs < G.maxbufs) {
+    size_t slot = G.nbufs++;
+    pthread_mutex_unlock(&G.mu);
+    uint8_t *b = map_buffer(G.bufsize);
+    pthread_mutex_lock(&G.mu);
+    G.all[slot] = b;
+    if (!b) break;
+    G.stats.buffer_bytes += G.bufsize;
+    G.freel[G.nfree++] = b;
+  }
+}
+
+static void *bg_main(void *arg) {
+  (void)arg;
+  double last_flush = 0;
+  pthread_mutex_lock(&G.mu);
+  for (;;) {
+    top_up_locked();
+    if (G.qlen > 0) {
+      qent e = G.queue[G.qhead];
+      G.qhead = (G.qhead + 1) % G.maxbufs;
+      G.qlen--;
+      G.busy = 1;
+      pthread_mutex_unlock(&G.mu);
+      decode_buffer(e.buf, e.valid);
+      memset(e.buf, 0, G.bufsize); /* CUPTI gets pre-zeroed buffers */
+      pthread_mutex_lock(&G.mu);
+      G.freel[G.nfree++] = e.buf;
+      G.busy = 0;
+      if (G.qlen == 0) pthread_cond_broadcast(&G.idle_cv);
+      continue;
+    }
+    if (G.stopping) break;
+    /* Timers: delay, duration, periodic flush. */
+    double now = since_t0(), wake = 0.5;
+    if (!G.window_opened) {
+      if (now >= G.cfg.delay_s) {
+        G.window_opened = 1;
+        pthread_mutex_unlock(&G.mu);
+        set_enabled(1);
+        pthread_mutex_lock(&G.mu);
+        continue;
+      }
+      wake = G.cfg.delay_s - now;
+    } else if (!G.window_closed && G.cfg.duration_s > 0) {
+      double end = G.cfg.delay_s + G.cfg.duration_s;
+      if (now >= end) {
+        G.window_closed = 1;
+        pthread_mutex_unlock(&G.mu);
+        set_enabled(0);
+        G.api.flush_all(0);
+        pthread_mutex_lock(&G.mu);
+        continue;
+      }
+      if (end - now < wake) wake = end - now;
+    }
+    if (G.cfg.flush_ms && G.enabled) {
+      double period = G.cfg.flush_ms / 1000.0;
+      if (now - last_flush >= period) {
+        last_flush = now;
+        pthread_mutex_unlock(&G.mu);
+        G.api.flush_all(0);
+        pthread_mutex_lock(&G.mu);
+        continue;
+      }
+      if (last_flush + period - now < wake) wake = last_flush + period - now;
+    }
+    if (wake < 0.001) wake = 0.001;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    long long ns = ts.tv_nsec + (long long)(wake * 1e9);
+    ts.tv_sec += (time_t)(ns / 1000000000);
+    ts.tv_nsec = (long)(ns % 1000000000);
+    pthread_cond_timedwait(&G.cv, &G.mu, &ts);
+  }
+  pthread_mutex_unlock(&G.mu);
+  return NULL;
+}
+
+/* ---- fork ---- */
+
+static void atfork_prepare(void) { pthread_mutex_lock(&G.mu); }
+static void atfork_parent(void) { pthread_mutex_unlock(&G.mu); }
+static void atfork_child(void) {
+  /* The child has no background thread and must not touch the parent's
+   * spool or CUPTI state: it simply is not collecting. */
+  pthread_mutex_unlock(&G.mu);
+  if (G.running) {
+    G.running = 0;
+    G.closed = 1;
+    G.thread_started = 0;
+    if (G.fd >= 0) close(G.fd);
+    G.fd = -1;
+  }
+}
+
+/* ---- start / stop ---- */
+
+/* Unmaps the buffers we hold; one CUPTI never returned stays mapped (it
+ * might still write to it). */
+static void free_buffers(void) {
+  for (size_t i = 0; i < G.nfree; i++) munmap(G.freel[i], G.bufsize);
+  free(G.all);
+  free(G.freel);
+  free(G.queue);
+  G.all = G.freel = NULL;
+  G.queue = NULL;
+  G.nbufs = G.nfree = G.qlen = G.qhead = 0;
+}
+
+int tbe__collector_running(void) {
+  pthread_mutex_lock(&G.mu);
+  int r = G.running && G.owner == getpid();
+  pthread_mutex_unlock(&G.mu);
+  return r;
+}
+
+static void write_header_items(void) {
+  tbe__sp_info info;
+  memset(&info, 0, sizeof info);
+  info.start_ns = cupti_now();
+  info.pid = (uint32_t)getpid();
+  info.ppid = (uint32_t)getppid();
+  info.trace = G.cfg.trace;
+  info.capture = G.cfg.capture;
+  info.cupti_version = G.cupti_version;
+  info.flags = G.cfg.flags;
+  ITEM(TBE__SP_INFO, info);
+  char host[256];
+  if (gethostname(host, sizeof host) != 0) strcpy(host, "localhost");
+  host[sizeof host - 1] = '\0';
+  tbe__spool_item(&G.batch, TBE__SP_HOST, host, strlen(host));
+  /* Command line from /proc/self/cmdline, NULs turned into spaces. */
+  char cmd[4096];
+  size_t n = 0;
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t r;
+    while (n < sizeof cmd && (r = read(fd, cmd + n, sizeof cmd - n)) > 0) n += (size_t)r;
+    close(fd);
+  }
+  while (n > 0 && cmd[n - 1] == '\0') n--;
+  for (size_t i = 0; i < n; i++)
+    if (cmd[i] == '\0') cmd[i] = ' ';
+  tbe__spool_item(&G.batch, TBE__SP_CMD, cmd, n);
+}
+
+int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *cfg) {
+  if (!api || !cfg || !cfg->spool_path) return TBE_EINVAL;
+  pthread_mutex_lock(&G.mu);
+  if (G.running && G.owner == getpid()) {
+    pthread_mutex_unlock(&G.mu);
+    return TBE_EBUSY;
+  }
+  if (!atfork_registered) {
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+    atfork_registered = 1;
+  }
+  G.api = *api;
+  G.cfg = *cfg;
+  G.cfg.spool_path = strdup(cfg->spool_path);
+  pthread_mutex_unlock(&G.mu);
+  if (!G.cfg.spool_path) return TBE_ENOMEM;
+
+  size_t cap = cfg->buffer_cap ? cfg->buffer_cap : (size_t)64 << 20;
+  size_t bs = cfg->buffer_size ? cfg->buffer_size : TBE__BUF_DEFAULT;
+  if (!cfg->buffer_size && bs > cap / 2) bs = cap / 2;
+  if (bs > TBE__BUF_MAX) bs = TBE__BUF_MAX;
+  if (bs < TBE__BUF_MIN) bs = TBE__BUF_MIN;
+  bs = (bs + 4095) & ~(size_t)4095;
+  G.bufsize = bs;
+  G.maxbufs = cap / bs ? cap / bs : 1;
+  G.all = calloc(G.maxbufs, sizeof *G.all);
+  G.freel = calloc(G.maxbufs, sizeof *G.freel);
+  G.queue = calloc(G.maxbufs, sizeof *G.queue);
+  tbe__allocator_init(&malloc_alloc, NULL);
+  tbe__buf_init(&G.batch, &malloc_alloc);
+  tbe__buf_init(&G.side, &malloc_alloc);
+  memset(&G.stats, 0, sizeof G.stats);
+  memset(G.api_names, 0, sizeof G.api_names);
+  memset(kind_on, 0, sizeof kind_on);
+  G.declined = 0;
+  G.write_err = 0;
+  G.stopping = G.closed = G.enabled = G.busy = 0;
+  G.window_opened = G.window_closed = 0;
+  G.owner = getpid();
+  G.cupti_version = 0;
+  int rc = 0;
+  if (!G.all || !G.freel || !G.queue) rc = TBE_ENOMEM;
+  if (rc == 0) {
+    G.fd = open(G.cfg.spool_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
+    if (G.fd < 0) rc = -errno;
+  }
+  if (rc == 0) {
+    uint8_t head[TBE__SPOOL_HEADER];
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    tbe__spool_header(head, (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec);
+    rc = tbe__write_all(G.fd, head, sizeof head);
+  }
+  if (rc == 0) {
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&G.cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_cond_init(&G.idle_cv, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &G.t0);
+    if (G.api.get_version) G.api.get_version(&G.cupti_version);
+    pthread_mutex_lock(&G.mu);
+    for (size_t i = 0; i < TBE__SPARE && i < G.maxbufs; i++) {
+      uint8_t *b = map_buffer(G.bufsize);
+      if (!b) break;
+      G.all[G.nbufs++] = b;
+      G.freel[G.nfree++] = b;
+      G.stats.buffer_bytes += G.bufsize;
+    }
+    write_header_items();
+    G.running = 1;
+    pthread_mutex_unlock(&G.mu);
+    write_batch(); /* the process is identified even if it dies at once */
+
+    uint8_t one = 1;
+    size_t sz = sizeof one;
+    if (G.api.set_attribute)
+      G.api.set_attribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &sz, &one);
+    if (G.api.set_thread_id_type) G.api.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+    CUptiResult r = G.api.register_callbacks(buffer_requested, buffer_completed);
+    if (r != CUPTI_SUCCESS) {
+      fprintf(stderr, "tbexport: cuptiActivityRegisterCallbacks failed: %s\n", cupti_err(r));
+      rc = TBE_ECUPTI;
+    }
+  }
+  if (rc == 0 && G.cfg.delay_s <= 0) {
+    G.window_opened = 1;
+    rc = set_enabled(1);
+  }
+  if (rc == 0) {
+    /* The thread must not inherit the application's signal handling. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int e = pthread_create(&G.thread, NULL, bg_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e != 0) {
+      rc = -e;
+    } else {
+      G.thread_started = 1;
+    }
+  }
+  if (rc != 0) {
+    set_enabled(0);
+    pthread_mutex_lock(&G.mu);
+    G.running = 0;
+    G.closed = 1;
+    pthread_mutex_unlock(&G.mu);
+    if (G.fd >= 0) {
+      close(G.fd);
+      unlink(G.cfg.spool_path);
+      G.fd = -1;
+    }
+    tbe__buf_deinit(&G.batch);
+    tbe__buf_deinit(&G.side);
+    strtab_free(&G.strs);
+    /* Buffers CUPTI may still hold are left mapped on purpose. */
+    free((char *)G.cfg.spool_path);
+    G.cfg.spool_path = NULL;
+    return rc;
+  }
+  return 0;
+}
+
+int tbe__collector_stop(tbe__sp_stats *stats) {
+  pthread_mutex_lock(&G.mu);
+  if (!G.running || G.owner != getpid()) {
+    pthread_mutex_unlock(&G.mu);
+    return TBE_ESTATE;
+  }
+  pthread_mutex_unlock(&G.mu);
+  set_enabled(0);
+  /* Forced flush: CUPTI completes every buffer, incomplete records too. */
+  G.api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  pthread_mutex_lock(&G.mu);
+  G.stopping = 1;
+  pthread_cond_signal(&G.cv);
+  pthread_mutex_unlock(&G.mu);
+  if (G.thread_started) pthread_join(G.thread, NULL);
+  G.thread_started = 0;
+  /* Buffers completed after the thread left are decoded here. */
+  pthread_mutex_lock(&G.mu);
+  while (G.qlen > 0) {
+    qent e = G.queue[G.qhead];
+    G.qhead = (G.qhead + 1) % G.maxbufs;
+    G.qlen--;
+    pthread_mutex_unlock(&G.mu);
+    decode_buffer(e.buf, e.valid);
+    pthread_mutex_lock(&G.mu);
+    G.freel[G.nfree++] = e.buf;
+  }
+  G.closed = 1;
+  G.running = 0;
+  pthread_mutex_unlock(&G.mu);
+  add_dropped();
+  tbe__sp_end end = {cupti_now()};
+  ITEM(TBE__SP_END, end);
+  write_batch();
+  int rc = G.write_err;
+  if (G.fd >= 0) {
+    if (close(G.fd) != 0 && rc == 0) rc = -errno;
+    G.fd = -1;
+  }
+  if (stats) *stats = G.stats;
+  tbe__buf_deinit(&G.batch);
+  tbe__buf_deinit(&G.side);
+  strtab_free(&G.strs);
+  free_buffers();
+  free((char *)G.cfg.spool_path);
+  G.cfg.spool_path = NULL;
+  pthread_cond_destroy(&G.cv);
+  pthread_cond_destroy(&G.idle_cv);
+  return rc;
+}

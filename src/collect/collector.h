@@ -1,0 +1,78 @@
+/* collector.h: the CUPTI activity collector shared by the injection library
+ * (libtbexport_inject.so) and the in-process profiler (tbe_profiler_start).
+ *
+ * Every CUPTI call goes through one function table, tbe__cupti_api, so the
+ * unit tests can hand the collector a fake that delivers buffers of real
+ * CUPTI record structs.  The collector is a process-wide singleton because
+ * CUPTI's buffer callbacks carry no user pointer.
+ *
+ * Threads: CUPTI calls buffer_requested / buffer_completed on its own and on
+ * application threads; those only move buffer pointers between two lists
+ * under a mutex.  A background thread decodes completed buffers into spool
+ * items (collect/spool.h), writes them, zeroes and recycles the buffers, and
+ * switches collection on/off for delay/duration.  start/stop must not race
+ * each other. */
+#ifndef TBE_COLLECT_COLLECTOR_H
+#define TBE_COLLECT_COLLECTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cupti.h>
+
+#include "collect/spool.h"
+
+typedef struct tbe__cupti_api {
+  CUptiResult (*activity_enable)(CUpti_ActivityKind kind);
+  CUptiResult (*activity_disable)(CUpti_ActivityKind kind);
+  CUptiResult (*activity_enable_and_dump)(CUpti_ActivityKind kind); /* may be NULL */
+  CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc req,
+                                    CUpti_BuffersCallbackCompleteFunc done);
+  CUptiResult (*get_next_record)(uint8_t *buf, size_t valid, CUpti_Activity **rec);
+  CUptiResult (*get_num_dropped)(CUcontext ctx, uint32_t stream, size_t *dropped);
+  CUptiResult (*flush_all)(uint32_t flag);
+  CUptiResult (*set_attribute)(CUpti_ActivityAttribute attr, size_t *size, void *value);
+  CUptiResult (*enable_runtime_api)(CUpti_CallbackId cbid, uint8_t enable); /* may be NULL */
+  CUptiResult (*enable_driver_api)(CUpti_CallbackId cbid, uint8_t enable);  /* may be NULL */
+  CUptiResult (*get_callback_name)(CUpti_CallbackDomain dom, uint32_t cbid, const char **name);
+  CUptiResult (*get_version)(uint32_t *version);
+  CUptiResult (*get_result_string)(CUptiResult r, const char **s); /* may be NULL */
+  CUptiResult (*set_thread_id_type)(CUpti_ActivityThreadIdType type); /* may be NULL */
+  CUptiResult (*get_timestamp)(uint64_t *ts);
+  /* libcupti's NVTX injection entry (InitializeInjectionNvtx2); may be NULL. */
+  int (*nvtx_init)(const void *(*get_export_table)(uint32_t));
+} tbe__cupti_api;
+
+/* Fills `api` from libcupti: the library already loaded in the process if
+ * any, else dlopen of $TBEXPORT_CUPTI_LIB, libcupti.so.13, libcupti.so and
+ * the build-time location.  Returns 0 or TBE_ENOCUPTI with a reason in
+ * `why` (NUL-terminated). */
+int tbe__cupti_load(tbe__cupti_api *api, char *why, size_t whylen);
+
+typedef struct tbe__collect_config {
+  unsigned trace;          /* TBE_TRACE_* */
+  double delay_s, duration_s;
+  unsigned capture;        /* tbe_capture_mode, recorded in the spool only */
+  size_t buffer_cap;       /* bytes of host buffers at most */
+  size_t buffer_size;      /* bytes per buffer; 0 = 4 MiB (or cap/2 if smaller) */
+  unsigned flush_ms;       /* periodic non-forced flush; 0 = none */
+  int keep_noisy;          /* keep cudaGetDevice & co. */
+  uint32_t flags;          /* TBE__SPF_* */
+  const char *spool_path;  /* file to create (O_EXCL) */
+} tbe__collect_config;
+
+/* Starts the singleton.  Returns 0, TBE_EBUSY, TBE_ECUPTI (a line on
+ * stderr names the call and CUPTI's message), or an I/O error. */
+int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *cfg);
+/* Disables the kinds, forces a flush, drains and writes the end of the
+ * spool, closes it.  `stats` may be NULL.  Returns 0, TBE_ESTATE if not
+ * running, or the first spool write error. */
+int tbe__collector_stop(tbe__sp_stats *stats);
+/* 1 while running in this process (0 in a forked child). */
+int tbe__collector_running(void);
+
+/* The runtime and driver calls left out unless keep_noisy (by name without
+ * the _vNNNN suffix). */
+int tbe__api_is_noisy(int driver, const char *name, size_t len);
+
+#endif

@@ -1,0 +1,1118 @@
+/* convert.c: spool -> trace model (see convert.h).
+ *
+ * Two phases.  Scanning (tbe__spool_scan) copies every item into typed
+ * arrays, mapping spool string ids to trace strings as they are defined.
+ * Building then: checks timestamps (start = 0 or end < start is counted in
+ * dropped_out_of_range and left out), pairs NVTX START/END markers by id
+ * (CUPTI gives both the same id; unclosed ranges end at the end of the
+ * capture, ends without a start are counted), attaches MARKER_DATA (color,
+ * category, payload), marks ranges that do not nest on their thread as
+ * asynchronous, computes the capture windows (NVTX range or
+ * cudaProfilerStart/Stop) and leaves out what falls outside, places
+ * synchronization records on the thread of the API call that waited, and
+ * adds everything to the trace, whose tbe_trace_finish links API calls to
+ * the GPU work they launched.  Nothing read from a spool is trusted: ids,
+ * lengths and counts are checked, unknown items skipped. */
+#include "collect/convert.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collect/spool.h"
+#include "common/fsutil.h"
+#include "tbexport/error.h"
+
+int64_t tbe__now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* ---- growable arrays ---- */
+
+#define VEC(T) \
+  struct {     \
+    T *v;      \
+    size_t n, cap; \
+  }
+
+static int vpush(void **v, size_t *n, size_t *cap, size_t elem, const void *x) {
+  if (*n == *cap) {
+    size_t nc = *cap ? *cap * 2 : 64;
+    void *nv = realloc(*v, nc * elem);
+    if (!nv) return TBE_ENOMEM;
+    *v = nv;
+    *cap = nc;
+  }
+  memcpy((char *)*v + *n * elem, x, elem);
+  (*n)++;
+  return 0;
+}
+#define PUSH(vec, x) vpush((void **)&(vec).v, &(vec).n, &(vec).cap, sizeof *(vec).v, (x))
+
+/* ---- u32 -> u32 hash map (open addressing; key UINT32_MAX reserved) ---- */
+
+typedef struct u32map {
+  uint32_t *k, *v;
+  size_t cap, n;
+} u32map;
+
+static uint32_t mix32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352dU;
+  x ^= x >> 15;
+  x *= 0x846ca68bU;
+  x ^= x >> 16;
+  return x;
+}
+
+static int map_put(u32map *m, uint32_t k, uint32_t v, int replace) {
+  if (k == UINT32_MAX) return 0;
+  if ((m->n + 1) * 2 > m->cap) {
+    size_t nc = m->cap ? m->cap * 2 : 256;
+    uint32_t *nk = malloc(nc * sizeof *nk), *nv = malloc(nc * sizeof *nv);
+    if (!nk || !nv) {
+      free(nk);
+      free(nv);
+      return TBE_ENOMEM;
+    }
+    memset(nk, 0xff, nc * sizeof *nk);
+    for (size_t i = 0; i < m->cap; i++) {
+      if (m->k[i] == UINT32_MAX) continue;
+      size_t j = mix32(m->k[i]) & (nc - 1);
+      while (nk[j] != UINT32_MAX) j = (j + 1) & (nc - 1);
+      nk[j] = m->k[i];
+      nv[j] = m->v[i];
+    }
+    free(m->k);
+    free(m->v);
+    m->k = nk;
+    m->v = nv;
+    m->cap = nc;
+  }
+  size_t j = mix32(k) & (m->cap - 1);
+  while (m->k[j] != UINT32_MAX) {
+    if (m->k[j] == k) {
+      if (replace) m->v[j] = v;
+      return 0;
+    }
+    j = (j + 1) & (m->cap - 1);
+  }
+  m->k[j] = k;
+  m->v[j] = v;
+  m->n++;
+  return 0;
+}
+
+static int map_get(const u32map *m, uint32_t k, uint32_t *v) {
+  if (!m->cap || k == UINT32_MAX) return 0;
+  size_t j = mix32(k) & (m->cap - 1);
+  while (m->k[j] != UINT32_MAX) {
+    if (m->k[j] == k) {
+      *v = m->v[j];
+      return 1;
+    }
+    j = (j + 1) & (m->cap - 1);
+  }
+  return 0;
+}
+
+static void map_free(u32map *m) {
+  free(m->k);
+  free(m->v);
+  memset(m, 0, sizeof *m);
+}
+
+/* ---- scanning ---- */
+
+typedef struct scan {
+  tbe_trace *t;
+  tbe__sp_info info;
+  int have_info, have_end;
+  tbe__sp_end end;
+  tbe__sp_stats stats;
+  char host[256];
+  char cmd[4096];
+  VEC(tbe_str) strs; /* spool id -> trace string */
+  VEC(tbe__sp_kernel) kernels;
+  VEC(tbe__sp_memcpy) memcpys;
+  VEC(tbe__sp_memset) memsets;
+  VEC(tbe__sp_api) apis;
+  VEC(tbe__sp_sync) syncs;
+  VEC(tbe__sp_marker) markers;
+  VEC(tbe__sp_marker_data) mdata;
+  VEC(tbe__sp_overhead) overheads;
+  VEC(tbe__sp_device) devices;
+  VEC(tbe__sp_context) contexts;
+  VEC(tbe__sp_memory) memory;
+  VEC(tbe__sp_thread_name) tnames;
+  VEC(tbe__sp_window) windows;
+  VEC(tbe_str) notes;
+  int64_t last_ts; /* latest timestamp seen anywhere */
+} scan;
+
+static void seen(scan *s, int64_t ts) {
+  if (ts > s->last_ts) s->last_ts = ts;
+}
+
+/* Maps a spool string id to a trace string; unknown ids give "". */
+static tbe_str S(const scan *s, uint32_t id) { return id < s->strs.n ? s->strs.v[id] : 0; }
+
+#define TAKE(vec, T)                     \
+  do {                                   \
+    T x_;                                \
+    if (len < sizeof x_) return 0;       \
+    memcpy(&x_, body, sizeof x_);        \
+    rc = PUSH(vec, &x_);                 \
+  } while (0)
+
+static int on_item(void *ctx, unsigned type, const uint8_t *body, size_t len) {
+  scan *s = ctx;
+  int rc = 0;
+  switch (type) {
+    case TBE__SP_INFO:
+      if (len >= sizeof s->info) {
+        memcpy(&s->info, body, sizeof s->info);
+        s->have_info = 1;
+      }
+      break;
+    case TBE__SP_HOST:
+      if (len >= sizeof s->host) len = sizeof s->host - 1;
+      memcpy(s->host, body, len);
+      s->host[len] = '\0';
+      break;
+    case TBE__SP_CMD:
+      if (len >= sizeof s->cmd) len = sizeof s->cmd - 1;
+      memcpy(s->cmd, body, len);
+      s->cmd[len] = '\0';
+      break;
+    case TBE__SP_STR: {
+      if (len < 4) return 0;
+      uint32_t id;
+      memcpy(&id, body, 4);
+      if (id == 0 || id > (1u << 26)) return 0; /* ids are dense from 1 */
+      while (s->strs.n <= id) {
+        tbe_str z = 0;
+        if ((rc = PUSH(s->strs, &z))) return rc;
+      }
+      const char *p = (const char *)body + 4;
+      size_t n = len - 4;
+      /* The model rejects embedded NULs: cut there. */
+      const char *nul = memchr(p, '\0', n);
+      if (nul) n = (size_t)(nul - p);
+      tbe_str st;
+      if ((rc = tbe_trace_intern(s->t, p, n, &st))) return rc;
+      s->strs.v[id] = st;
+      break;
+    }
+    case TBE__SP_NOTE: {
+      const char *p = (const char *)body;
+      size_t n = len;
+      const char *nul = memchr(p, '\0', n);
+      if (nul) n = (size_t)(nul - p);
+      tbe_str st;
+      if ((rc = tbe_trace_intern(s->t, p, n, &st))) return rc;
+      rc = PUSH(s->notes, &st);
+      break;
+    }
+    case TBE__SP_KERNEL: TAKE(s->kernels, tbe__sp_kernel); break;
+    case TBE__SP_MEMCPY: TAKE(s->memcpys, tbe__sp_memcpy); break;
+    case TBE__SP_MEMSET: TAKE(s->memsets, tbe__sp_memset); break;
+    case TBE__SP_API: TAKE(s->apis, tbe__sp_api); break;
+    case TBE__SP_SYNC: TAKE(s->syncs, tbe__sp_sync); break;
+    case TBE__SP_MARKER: TAKE(s->markers, tbe__sp_marker); break;
+    case TBE__SP_MARKER_DATA: TAKE(s->mdata, tbe__sp_marker_data); break;
+    case TBE__SP_OVERHEAD: TAKE(s->overheads, tbe__sp_overhead); break;
+    case TBE__SP_DEVICE: TAKE(s->devices, tbe__sp_device); break;
+    case TBE__SP_CONTEXT: TAKE(s->contexts, tbe__sp_context); break;
+    case TBE__SP_MEMORY: TAKE(s->memory, tbe__sp_memory); break;
+    case TBE__SP_THREAD_NAME: TAKE(s->tnames, tbe__sp_thread_name); break;
+    case TBE__SP_WINDOW: TAKE(s->windows, tbe__sp_window); break;
+    case TBE__SP_STATS:
+      if (len >= sizeof s->stats) memcpy(&s->stats, body, sizeof s->stats);
+      break;
+    case TBE__SP_END:
+      if (len >= sizeof s->end) {
+        memcpy(&s->end, body, sizeof s->end);
+        s->have_end = 1;
+      }
+      break;
+    default: break; /* unknown item: skipped */
+  }
+  return rc;
+}
+
+static void scan_free(scan *s) {
+  free(s->strs.v);
+  free(s->kernels.v);
+  free(s->memcpys.v);
+  free(s->memsets.v);
+  free(s->apis.v);
+  free(s->syncs.v);
+  free(s->markers.v);
+  free(s->mdata.v);
+  free(s->overheads.v);
+  free(s->devices.v);
+  free(s->contexts.v);
+  free(s->memory.v);
+  free(s->tnames.v);
+  free(s->windows.v);
+  free(s->notes.v);
+}
+
+/* ---- names ---- */
+
+static const char *mem_kind(unsigned k) {
+  static const char *const n[] = {"Unknown", "Pageable", "Pinned",      "Device",
+                                  "Array",   "Managed",  "Device Static", "Managed Static"};
+  return k < 8 ? n[k] : "Unknown";
+}
+
+static const char *copy_kind(unsigned k) {
+  static const char *const n[] = {"Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                                  "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
+  return k < 11 ? n[k] : "Unknown";
+}
+
+static const char *sync_name(unsigned k) {
+  switch (k) {
+    case 1: return "Event Sync";
+    case 2: return "Stream Wait Event";
+    case 3: return "Stream Sync";
+    case 4: return "Context Sync";
+    default: return "Sync";
+  }
+}
+
+static const char *overhead_name(unsigned k) {
+  switch (k) {
+    case 1: return "Driver compiler";
+    case 1u << 16: return "CUPTI buffer flush";
+    case 2u << 16: return "CUPTI instrumentation";
+    case 3u << 16: return "CUPTI resource";
+    case 4u << 16: return "Runtime triggered module loading";
+    case 5u << 16: return "Lazy function loading";
+    case 6u << 16: return "Command buffer full";
+    case 7u << 16: return "Activity buffer request";
+    case 8u << 16: return "UVM activity init";
+    default: return "CUPTI overhead";
+  }
+}
+
+/* ---- building ---- */
+
+typedef struct window {
+  int64_t a, b;
+} window;
+
+typedef struct range {
+  int64_t start, end;
+  uint32_t track;
+  uint32_t start_marker, data; /* indexes; data UINT32_MAX if none */
+  uint8_t flags, is_mark;
+} range;
+
+static int cmp_range(const void *x, const void *y) {
+  const range *a = x, *b = y;
+  if (a->track != b->track) return a->track < b->track ? -1 : 1;
+  if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  if (a->end != b->end) return a->end > b->end ? -1 : 1; /* longer first */
+  return 0;
+}
+
+typedef struct ival {
+  int64_t a, b;
+} ival;
+
+static int cmp_ival(const void *x, const void *y) {
+  const ival *a = x, *b = y;
+  return a->a < b->a ? -1 : a->a > b->a;
+}
+
+typedef struct build {
+  scan *s;
+  tbe_trace *t;
+  const tbe__convert_opts *o;
+  tbe__convert_info *info;
+  u32map corr;     /* correlation id -> api index (runtime preferred) */
+  u32map ctxdev;   /* context id -> device */
+  VEC(window) win;
+  int windowed;    /* a capture range applies */
+  VEC(ival) gpu;   /* GPU busy intervals */
+  int64_t end_ns;  /* end of the capture */
+} build;
+
+static int in_window(const build *b, int64_t ts) {
+  if (!b->windowed) return 1;
+  for (size_t i = 0; i < b->win.n; i++)
+    if (ts >= b->win.v[i].a && ts <= b->win.v[i].b) return 1;
+  return 0;
+}
+
+/* GPU work counts as inside when the call that launched it is. */
+static int gpu_in_window(build *b, int64_t start, uint32_t corr) {
+  if (!b->windowed) return 1;
+  uint32_t ai;
+  if (corr && map_get(&b->corr, corr, &ai)) return in_window(b, b->s->apis.v[ai].start);
+  return in_window(b, start);
+}
+
+static int bad_span(build *b, int64_t start, int64_t end) {
+  if (start <= 0 || end < start) {
+    b->t->dropped_out_of_range++;
+    b->info->r.dropped_out_of_range++;
+    return 1;
+  }
+  return 0;
+}
+
+static int add(build *b, tbe_event_kind kind, int64_t start, int64_t dur, uint64_t corr,
+               tbe_str name, uint32_t track, uint8_t flags, const void *detail) {
+  tbe_event e;
+  memset(&e, 0, sizeof e);
+  e.start_ns = start;
+  e.dur_ns = dur;
+  e.correlation = corr;
+  e.name = name;
+  e.track = track;
+  e.detail = TBE_NONE;
+  e.link = TBE_NONE;
+  e.kind = (uint8_t)kind;
+  e.flags = flags;
+  return tbe_trace_add_event(b->t, &e, detail, NULL, 0, NULL);
+}
+
+static int stream_track(build *b, int64_t pid, uint32_t stream, uint32_t device, uint32_t *tr) {
+  return tbe_trace_track(b->t, TBE_TRACK_STREAM, pid, stream == UINT32_MAX ? -1 : (int64_t)stream,
+                         (int32_t)device, tr);
+}
+
+static uint16_t ctx16(uint32_t c) { return c > UINT16_MAX ? UINT16_MAX : (uint16_t)c; }
+
+/* Capture windows from NVTX ranges or cudaProfilerStart/Stop calls. */
+static int compute_windows(build *b, const range *rs, size_t nr) {
+  scan *s = b->s;
+  int rc = 0;
+  if (b->o && b->o->capture == TBE_CAPTURE_NVTX && b->o->capture_name) {
+    b->windowed = 1;
+    for (size_t i = 0; i < nr && !rc; i++) {
+      if (rs[i].is_mark) continue;
+      const tbe__sp_marker *m = &s->markers.v[rs[i].start_marker];
+      const char *nm = tbe_trace_str(b->t, S(s, m->name));
+      if (strcmp(nm, b->o->capture_name) != 0) continue;
+      if (b->o->capture_domain && strcmp(tbe_trace_str(b->t, S(s, m->domain)),
+                                         b->o->capture_domain) != 0)
+        continue;
+      window w = {rs[i].start, rs[i].end};
+      rc = PUSH(b->win, &w);
+    }
+  } else if (b->o && b->o->capture == TBE_CAPTURE_PROFILER_API) {
+    b->windowed = 1;
+    /* API records are per thread; order the start/stop calls by time. */
+    VEC(ival) ev = {0};
+    for (size_t i = 0; i < s->apis.n && !rc; i++) {
+      const char *nm = tbe_trace_str(b->t, S(s, s->apis.v[i].name));
+      int st = !strcmp(nm, "cudaProfilerStart") || !strcmp(nm, "cuProfilerStart");
+      int sp = !strcmp(nm, "cudaProfilerStop") || !strcmp(nm, "cuProfilerStop");
+      if (!st && !sp) continue;
+      ival x = {st ? s->apis.v[i].end : s->apis.v[i].start, st};
+      rc = PUSH(ev, &x);
+    }
+    if (!rc && ev.n) qsort(ev.v, ev.n, sizeof *ev.v, cmp_ival);
+    int64_t open = -1;
+    for (size_t i = 0; i < ev.n && !rc; i++) {
+      if (ev.v[i].b && open < 0) {
+        open = ev.v[i].a;
+      } else if (!ev.v[i].b && open >= 0) {
+        window w = {open, ev.v[i].a};
+        rc = PUSH(b->win, &w);
+        open = -1;
+      }
+    }
+    if (!rc && open >= 0) {
+      window w = {open, INT64_MAX};
+      rc = PUSH(b->win, &w);
+    }
+    free(ev.v);
+  }
+  return rc;
+}
+
+static int build_trace(build *b) {
+  scan *s = b->s;
+  tbe_trace *t = b->t;
+  tbe__convert_info *info = b->info;
+  int64_t pid = s->have_info ? (int64_t)s->info.pid : 0;
+  int rc = 0;
+
+  /* Process, host, session window. */
+  uint32_t pi;
+  if ((rc = tbe_trace_process(t, pid, &pi))) return rc;
+  const char *host = b->o && b->o->host ? b->o->host : (s->host[0] ? s->host : NULL);
+  if (host) t->host = tbe_trace_str_id(t, host);
+  t->processes[pi].host = t->host;
+  t->processes[pi].name = tbe_trace_str_id(t, s->cmd);
+  t->source = TBE_SRC_CUPTI;
+  t->rank = -1;
+  int64_t start = s->info.start_ns;
+  for (size_t i = 0; i < s->windows.n; i++)
+    if (s->windows.v[i].on) {
+      if (s->windows.v[i].ts > 0) start = s->windows.v[i].ts;
+      break;
+    }
+  /* The latest timestamp anywhere closes unended ranges (and the window
+   * of a spool that ended early). */
+#define LAST(vec)                                                        \
+  for (size_t i_ = 0; i_ < (vec).n; i_++)                                \
+    if ((vec).v[i_].start > 0 && (vec).v[i_].end >= (vec).v[i_].start) \
+      seen(s, (vec).v[i_].end);
+  LAST(s->kernels);
+  LAST(s->memcpys);
+  LAST(s->memsets);
+  LAST(s->apis);
+  LAST(s->syncs);
+  LAST(s->overheads);
+#undef LAST
+  for (size_t i = 0; i < s->markers.n; i++) seen(s, s->markers.v[i].ts);
+  for (size_t i = 0; i < s->memory.n; i++) seen(s, s->memory.v[i].ts);
+  b->end_ns = s->have_end ? s->end.end_ns : s->last_ts;
+  if (b->end_ns < s->last_ts) b->end_ns = s->last_ts;
+  if (b->end_ns < start) b->end_ns = start;
+
+  /* Correlation and context maps. */
+  for (size_t i = 0; i < s->apis.n && !rc; i++) {
+    uint32_t prev;
+    if (map_get(&b->corr, s->apis.v[i].corr, &prev) &&
+        s->apis.v[prev].domain == TBE__API_RUNTIME)
+      continue;
+    rc = map_put(&b->corr, s->apis.v[i].corr, (uint32_t)i, 1);
+  }
+  for (size_t i = 0; i < s->contexts.n && !rc; i++)
+    rc = map_put(&b->ctxdev, s->contexts.v[i].context, s->contexts.v[i].device, 1);
+  for (size_t i = 0; i < s->kernels.n && !rc; i++)
+    rc = map_put(&b->ctxdev, s->kernels.v[i].context, s->kernels.v[i].device, 0);
+  if (rc) return rc;
+
+  /* NVTX: pair markers, attach data. */
+  u32map starts = {0}, datas = {0};
+  VEC(range) rs = {0};
+  for (size_t i = 0; i < s->mdata.n && !rc; i++) rc = map_put(&datas, s->mdata.v[i].id, (uint32_t)i, 0);
+  for (size_t i = 0; i < s->markers.n && !rc; i++) {
+    const tbe__sp_marker *m = &s->markers.v[i];
+    if (m->flags & TBE__MK_START) rc = map_put(&starts, m->id, (uint32_t)i, 0);
+  }
+  /* ends: index of the END marker per START, UINT32_MAX = none */
+  uint32_t *endof = NULL;
+  if (!rc && s->markers.n) {
+    endof = malloc(s->markers.n * sizeof *endof);
+    if (!endof) rc = TBE_ENOMEM;
+    else memset(endof, 0xff, s->markers.n * sizeof *endof);
+  }
+  for (size_t i = 0; i < s->markers.n && !rc; i++) {
+    const tbe__sp_marker *m = &s->markers.v[i];
+    if (!(m->flags & TBE__MK_END)) continue;
+    uint32_t si;
+    if (map_get(&starts, m->id, &si) && endof[si] == UINT32_MAX)
+      endof[si] = (uint32_t)i;
+    else
+      info->nvtx_orphan_ends++;
+  }
+  for (size_t i = 0; i < s->markers.n && !rc; i++) {
+    const tbe__sp_marker *m = &s->markers.v[i];
+    int mark = (m->flags & TBE__MK_INSTANT) != 0;
+    if (!mark && !(m->flags & TBE__MK_START)) continue;
+    if (m->ts <= 0) {
+      t->dropped_out_of_range++;
+      info->r.dropped_out_of_range++;
+      continue;
+    }
+    range r;
+    memset(&r, 0, sizeof r);
+    r.start = m->ts;
+    r.start_marker = (uint32_t)i;
+    r.is_mark = (uint8_t)mark;
+    r.data = UINT32_MAX;
+    map_get(&datas, m->id, &r.data);
+    if ((rc = tbe_trace_track(t, TBE_TRACK_THREAD, m->obj[0], m->obj[1], -1, &r.track))) break;
+    seen(s, m->ts);
+    if (mark) {
+      r.end = m->ts;
+    } else if (endof[i] != UINT32_MAX) {
+      const tbe__sp_marker *e = &s->markers.v[endof[i]];
+      if (e->ts < m->ts) {
+        t->dropped_out_of_range++;
+        info->r.dropped_out_of_range++;
+        continue;
+      }
+      r.end = e->ts;
+      if (e->obj[0] != m->obj[0] || e->obj[1] != m->obj[1]) r.flags |= TBE_EVF_ASYNC;
+    } else {
+      r.end = b->end_ns > m->ts ? b->end_ns : m->ts;
+      info->nvtx_unclosed++;
+    }
+    rc = PUSH(rs, &r);
+  }
+  free(endof);
+  map_free(&starts);
+  /* Ranges that do not nest on their thread are asynchronous. */
+  if (!rc && rs.n) {
+    qsort(rs.v, rs.n, sizeof *rs.v, cmp_range);
+    int64_t *stack = malloc(rs.n * sizeof *stack);
+    if (!stack) rc = TBE_ENOMEM;
+    size_t sp = 0;
+    uint32_t cur = UINT32_MAX;
+    for (size_t i = 0; i < rs.n && !rc; i++) {
+      range *r = &rs.v[i];
+      if (r->is_mark || (r->flags & TBE_EVF_ASYNC)) continue;
+      if (r->track != cur) {
+        cur = r->track;
+        sp = 0;
+      }
+      while (sp > 0 && stack[sp - 1] <= r->start) sp--;
+      if (sp > 0 && r->end > stack[sp - 1]) {
+        r->flags |= TBE_EVF_ASYNC;
+        continue;
+      }
+      stack[sp++] = r->end;
+    }
+    free(stack);
+  }
+  if (!rc) rc = compute_windows(b, rs.v, rs.n);
+
+  /* NVTX events. */
+  for (size_t i = 0; i < rs.n && !rc; i++) {
+    const range *r = &rs.v[i];
+    const tbe__sp_marker *m = &s->markers.v[r->start_marker];
+    if (!in_window(b, r->start)) {
+      info->outside_capture++;
+      continue;
+    }
+    tbe_nvtx nv;
+    memset(&nv, 0, sizeof nv);
+    nv.domain = S(s, m->domain);
+    if (r->data != UINT32_MAX) {
+      const tbe__sp_marker_data *d = &s->mdata.v[r->data];
+      if (d->flags & TBE__MK_COLOR_ARGB) nv.color = d->color;
+      nv.category = d->category;
+      switch (d->payload_kind) {
+        case 0: nv.payload_type = 3; memcpy(&nv.payload.d, &d->payload, 8); break;
+        case 1: nv.payload_type = 2; nv.payload.u = d->payload; break;
+        case 4: nv.payload_type = 1; memcpy(&nv.payload.i, &d->payload, 8); break;
+        default: break;
+      }
+    }
+    rc = add(b, r->is_mark ? TBE_EV_NVTX_MARK : TBE_EV_NVTX_RANGE, r->start, r->end - r->start, 0,
+             S(s, m->name), r->track, r->flags, &nv);
+    if (r->is_mark)
+      info->r.nvtx_marks++;
+    else
+      info->r.nvtx_ranges++;
+  }
+  free(rs.v);
+  map_free(&datas);
+
+  /* API calls. */
+  for (size_t i = 0; i < s->apis.n && !rc; i++) {
+    const tbe__sp_api *a = &s->apis.v[i];
+    seen(s, a->end);
+    if (bad_span(b, a->start, a->end)) continue;
+    if (!in_window(b, a->start)) {
+      info->outside_capture++;
+      continue;
+    }
+    uint32_t tr;
+    if ((rc = tbe_trace_track(t, TBE_TRACK_THREAD, a->pid, a->tid, -1, &tr))) break;
+    rc = add(b, a->domain == TBE__API_DRIVER ? TBE_EV_DRIVER : TBE_EV_RUNTIME, a->start,
+             a->end - a->start, a->corr, S(s, a->name), tr, 0, NULL);
+    info->r.api_calls++;
+  }
+
+  /* GPU work. */
+  for (size_t i = 0; i < s->kernels.n && !rc; i++) {
+    const tbe__sp_kernel *k = &s->kernels.v[i];
+    if (bad_span(b, k->start, k->end)) continue;
+    seen(s, k->end);
+    if (!gpu_in_window(b, k->start, k->corr)) {
+      info->outside_capture++;
+      continue;
+    }
+    uint32_t tr;
+    if ((rc = stream_track(b, pid, k->stream, k->device, &tr))) break;
+    tbe_kernel d;
+    memset(&d, 0, sizeof d);
+    for (int j = 0; j < 3; j++) {
+      d.grid[j] = (uint32_t)k->grid[j];
+      d.block[j] = (uint32_t)k->block[j];
+    }
+    d.static_shared = (uint32_t)k->static_shared;
+    d.dynamic_shared = (uint32_t)k->dynamic_shared;
+    d.registers = k->registers;
+    d.context = ctx16(k->context);
+    d.queued_ns = -1;
+    d.occupancy_pct = d.blocks_per_sm = d.warps_per_sm = -1.0f;
+    rc = add(b, TBE_EV_KERNEL, k->start, k->end - k->start, k->corr, S(s, k->name), tr,
+             k->graph_id ? TBE_EVF_GRAPH : 0, &d);
+    ival iv = {k->start, k->end};
+    if (!rc) rc = PUSH(b->gpu, &iv);
+    info->r.kernels++;
+  }
+  for (size_t i = 0; i < s->memcpys.n && !rc; i++) {
+    const tbe__sp_memcpy *m = &s->memcpys.v[i];
+    if (bad_span(b, m->start, m->end)) continue;
+    seen(s, m->end);
+    if (!gpu_in_window(b, m->start, m->corr)) {
+      info->outside_capture++;
+      continue;
+    }
+    uint32_t tr;
+    if ((rc = stream_track(b, pid, m->stream, m->device, &tr))) break;
+    tbe_memcpy d;
+    memset(&d, 0, sizeof d);
+    d.bytes = m->bytes;
+    d.copy_kind = m->copy_kind;
+    d.src_kind = m->src_kind;
+    d.dst_kind = m->dst_kind;
+    d.async = (m->flags & 1) != 0;
+    d.src_device = m->src_device;
+    d.dst_device = m->dst_device;
+    d.context = ctx16(m->context);
+    char nm[96];
+    snprintf(nm, sizeof nm, "Memcpy %s (%s -> %s)", copy_kind(m->copy_kind),
+             mem_kind(m->src_kind), mem_kind(m->dst_kind));
+    rc = add(b, TBE_EV_MEMCPY, m->start, m->end - m->start, m->corr, tbe_trace_str_id(t, nm), tr,
+             m->graph_id ? TBE_EVF_GRAPH : 0, &d);
+    ival iv = {m->start, m->end};
+    if (!rc) rc = PUSH(b->gpu, &iv);
+    info->r.copies++;
+  }
+  for (size_t i = 0; i < s->memsets.n && !rc; i++) {
+    const tbe__sp_memset *m = &s->memsets.v[i];
+    if (bad_span(b, m->start, m->end)) continue;
+    seen(s, m->end);
+    if (!gpu_in_window(b, m->start, m->corr)) {
+      info->outside_capture++;
+      continue;
+    }
+    uint32_t tr;
+    if ((rc = stream_track(b, pid, m->stream, m->device, &tr))) break;
+    tbe_memset d;
+    memset(&d, 0, sizeof d);
+    d.bytes = m->bytes;
+    d.value = m->value;
+    d.mem_kind = (uint8_t)m->mem_kind;
+    d.async = (m->flags & 1) != 0;
+    d.context = ctx16(m->context);
+    char nm[64];
+    snprintf(nm, sizeof nm, "Memset (%s)", mem_kind(m->mem_kind));
+    rc = add(b, TBE_EV_MEMSET, m->start, m->end - m->start, m->corr, tbe_trace_str_id(t, nm), tr,
+             0, &d);
+    ival iv = {m->start, m->end};
+    if (!rc) rc = PUSH(b->gpu, &iv);
+    info->r.memsets++;
+  }
+
+  /* Synchronization: on the waiting thread when the API call is known. */
+  for (size_t i = 0; i < s->syncs.n && !rc; i++) {
+    const tbe__sp_sync *y = &s->syncs.v[i];
+    if (bad_span(b, y->start, y->end)) continue;
+    seen(s, y->end);
+    if (!in_window(b, y->start)) {
+      info->outside_capture++;
+      continue;
+    }
+    uint32_t tr, ai, dev = 0;
+    map_get(&b->ctxdev, y->context, &dev);
+    if (y->corr && map_get(&b->corr, y->corr, &ai))
+      rc = tbe_trace_track(t, TBE_TRACK_THREAD, s->apis.v[ai].pid, s->apis.v[ai].tid, -1, &tr);
+    else
+      rc = stream_track(b, pid, y->stream, dev, &tr);
+    if (rc) break;
+    tbe_sync d;
+    memset(&d, 0, sizeof d);
+    d.sync_kind = (uint8_t)(y->type <= 4 ? y->type : 0);
+    d.stream = y->stream == UINT32_MAX ? -1 : (int64_t)y->stream;
+    d.cuda_event = y->event == UINT32_MAX ? 0 : y->event;
+    rc = add(b, TBE_EV_SYNC, y->start, y->end - y->start, y->corr,
+             tbe_trace_str_id(t, sync_name(y->type)), tr, 0, &d);
+  }
+
+  /* CUPTI overhead. */
+  for (size_t i = 0; i < s->overheads.n && !rc; i++) {
+    const tbe__sp_overhead *o = &s->overheads.v[i];
+    if (bad_span(b, o->start, o->end)) continue;
+    seen(s, o->end);
+    t->overhead_ns += (uint64_t)(o->end - o->start);
+    info->r.overhead_ns += (uint64_t)(o->end - o->start);
+    uint32_t tr;
+    if (o->obj_kind == TBE__OBJ_THREAD)
+      rc = tbe_trace_track(t, TBE_TRACK_THREAD, o->obj[0], o->obj[1], -1, &tr);
+    else
+      rc = tbe_trace_track(t, TBE_TRACK_OTHER, pid, -1, -1, &tr);
+    if (rc) break;
+    rc = add(b, TBE_EV_OVERHEAD, o->start, o->end - o->start, o->corr,
+             tbe_trace_str_id(t, overhead_name(o->kind)), tr, 0, NULL);
+  }
+
+  /* Memory allocations and frees. */
+  for (size_t i = 0; i < s->memory.n && !rc; i++) {
+    const tbe__sp_memory *m = &s->memory.v[i];
+    if (m->ts <= 0) {
+      t->dropped_out_of_range++;
+      info->r.dropped_out_of_range++;
+      continue;
+    }
+    seen(s, m->ts);
+    if (!in_window(b, m->ts)) {
+      info->outside_capture++;
+      continue;
+    }
+    uint32_t tr;
+    if ((rc = stream_track(b, pid, m->stream, m->device, &tr))) break;
+    tbe_memory d;
+    memset(&d, 0, sizeof d);
+    d.addr = m->addr;
+    d.bytes = m->op == 2 ? -(int64_t)m->bytes : (int64_t)m->bytes;
+    d.total_allocated = d.total_reserved = -1;
+    d.device = (int32_t)m->device;
+    d.device_type = 1;
+    rc = add(b, TBE_EV_MEMORY, m->ts, 0, m->corr, tbe_trace_str_id(t, "[memory]"), tr, 0, &d);
+  }
+
+  /* Devices and thread names. */
+  for (size_t i = 0; i < s->devices.n && !rc; i++) {
+    const tbe__sp_device *d = &s->devices.v[i];
+    uint32_t di;
+    if ((rc = tbe_trace_device(t, (int32_t)d->id, &di))) break;
+    tbe_device *x = &t->devices[di];
+    x->name = S(s, d->name);
+    x->sm_count = (int32_t)d->sm_count;
+    x->clock_khz = (int32_t)d->clock_khz;
+    x->memory_bytes = d->memory_bytes;
+    x->memory_bandwidth = d->bandwidth_kbps * 1000;
+    x->cc_major = (int32_t)d->cc_major;
+    x->cc_minor = (int32_t)d->cc_minor;
+    x->max_threads_per_block = (int32_t)d->max_threads_per_block;
+    x->max_threads_per_sm = (int32_t)(d->max_warps_per_sm * d->warp_size);
+    x->regs_per_block = (int32_t)d->regs_per_block;
+    x->regs_per_sm = (int32_t)d->regs_per_sm;
+    x->warp_size = (int32_t)d->warp_size;
+    x->shared_per_block = d->shared_per_block;
+    x->shared_per_sm = d->shared_per_sm;
+  }
+  for (size_t i = 0; i < s->tnames.n && !rc; i++) {
+    uint32_t tr;
+    if ((rc = tbe_trace_track(t, TBE_TRACK_THREAD, s->tnames.v[i].pid, s->tnames.v[i].tid, -1,
+                              &tr)))
+      break;
+    t->tracks[tr].name = S(s, s->tnames.v[i].name);
+  }
+  if (rc) return rc;
+
+  t->start_ns = start > 0 ? start : 0;
+  t->stop_ns = b->end_ns;
+  return tbe_trace_error(t);
+}
+
+static double busy_pct(ival *v, size_t n, int64_t a, int64_t b) {
+  if (b <= a || n == 0) return 0;
+  qsort(v, n, sizeof *v, cmp_ival);
+  int64_t busy = 0, cs = 0, ce = -1;
+  for (size_t i = 0; i < n; i++) {
+    int64_t s = v[i].a < a ? a : v[i].a, e = v[i].b > b ? b : v[i].b;
+    if (e <= s) continue;
+    if (ce < 0 || s > ce) {
+      if (ce > cs) busy += ce - cs;
+      cs = s;
+      ce = e;
+    } else if (e > ce) {
+      ce = e;
+    }
+  }
+  if (ce > cs) busy += ce - cs;
+  return 100.0 * (double)busy / (double)(b - a);
+}
+
+int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
+                        const tbe__convert_opts *o, tbe_trace *t, tbe__convert_info *info) {
+  tbe__convert_info dummy;
+  if (!info) info = &dummy;
+  memset(info, 0, sizeof *info);
+  scan s;
+  memset(&s, 0, sizeof s);
+  s.t = t;
+  tbe_str zero = 0;
+  int rc = PUSH(s.strs, &zero);
+  tbe__spool_tail tail;
+  if (!rc) rc = tbe__spool_scan(data, n, on_item, &s, &tail);
+  if (rc) {
+    scan_free(&s);
+    return rc;
+  }
+  if (!s.have_info && label) {
+    /* The first frame was lost: the file name (<pid>.spool) still says
+     * which process this was. */
+    uint32_t pid = 0;
+    const char *q = label;
+    while (*q >= '0' && *q <= '9' && pid < 100000000u) pid = pid * 10 + (uint32_t)(*q++ - '0');
+    s.info.pid = pid;
+    s.have_info = pid != 0;
+  }
+  build b;
+  memset(&b, 0, sizeof b);
+  b.s = &s;
+  b.t = t;
+  b.o = o;
+  b.info = info;
+  rc = build_trace(&b);
+  info->pid = s.have_info ? s.info.pid : 0;
+  size_t cl = strlen(s.cmd);
+  if (cl >= sizeof info->cmd) cl = sizeof info->cmd - 1;
+  memcpy(info->cmd, s.cmd, cl);
+  info->cmd[cl] = '\0';
+  info->decode_cpu_ns = s.stats.decode_cpu_ns;
+  info->buffer_bytes = s.stats.buffer_bytes;
+  if (!rc) {
+    t->dropped_records += s.stats.cupti_dropped + s.stats.spool_dropped;
+    info->r.dropped_records = s.stats.cupti_dropped + s.stats.spool_dropped;
+    info->r.start_ns = t->start_ns;
+    info->r.stop_ns = t->stop_ns;
+    info->r.gpu_busy_pct = busy_pct(b.gpu.v, b.gpu.n, t->start_ns, t->stop_ns);
+    info->ended_early = !s.have_end || tail.bytes > 0;
+    info->tail_offset = tail.good_bytes;
+    info->tail_bytes = tail.bytes;
+    info->tail_why = tail.why;
+    t->ended_early = info->ended_early;
+    for (size_t i = 0; i < s.notes.n; i++)
+      tbe_trace_warn(t, "%s", tbe_trace_str(t, s.notes.v[i]));
+    if (info->ended_early) {
+      if (tail.bytes)
+        tbe_trace_warn(t,
+                       "the capture ended early (the program was killed or crashed): %s: %zu "
+                       "bytes at offset %zu are incomplete (%s); activity after that is missing",
+                       label, tail.bytes, tail.good_bytes, tail.why ? tail.why : "incomplete");
+      else
+        tbe_trace_warn(t,
+                       "the capture ended early (the program was killed or crashed before the "
+                       "collector's final flush): activity of its last moments is missing");
+    }
+    if (t->dropped_records)
+      tbe_trace_warn(t,
+                     "%llu activity records were dropped (%llu by CUPTI for lack of a buffer: "
+                     "raise --buffer-mb; %llu writing the spool)",
+                     (unsigned long long)t->dropped_records,
+                     (unsigned long long)s.stats.cupti_dropped,
+                     (unsigned long long)s.stats.spool_dropped);
+    if (t->dropped_out_of_range)
+      tbe_trace_warn(t, "%llu records had zero or inverted timestamps and were left out",
+                     (unsigned long long)t->dropped_out_of_range);
+    if (info->nvtx_unclosed)
+      tbe_trace_warn(t, "%llu NVTX ranges never ended; they are closed at the end of the capture",
+                     (unsigned long long)info->nvtx_unclosed);
+    if (info->nvtx_orphan_ends)
+      tbe_trace_warn(t, "%llu NVTX range ends had no start in the capture and were left out",
+                     (unsigned long long)info->nvtx_orphan_ends);
+    if (b.windowed) {
+      if (b.win.n == 0)
+        tbe_trace_warn(t, "the capture range (%s) never opened: nothing was kept",
+                       o->capture == TBE_CAPTURE_NVTX ? "nvtx" : "cudaProfilerApi");
+      if (info->outside_capture)
+        tbe_trace_warn(t, "%llu records outside the capture range were left out",
+                       (unsigned long long)info->outside_capture);
+    }
+    if (s.stats.unknown_records)
+      tbe_trace_warn(t, "%llu CUPTI records of kinds this collector does not decode were skipped",
+                     (unsigned long long)s.stats.unknown_records);
+    rc = tbe_trace_finish(t);
+  }
+  map_free(&b.corr);
+  map_free(&b.ctxdev);
+  free(b.win.v);
+  free(b.gpu.v);
+  scan_free(&s);
+  return rc ? rc : tbe_trace_error(t);
+}
+
+int tbe__spool_file_to_trace(const char *path, const tbe__convert_opts *o, tbe_trace *t,
+                             tbe__convert_info *info) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int e = -errno;
+    close(fd);
+    return e;
+  }
+  size_t n = (size_t)st.st_size;
+  const uint8_t *data = (const uint8_t *)"";
+  void *map = NULL;
+  if (n > 0) {
+    map = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED) {
+      int e = -errno;
+      close(fd);
+      return e;
+    }
+    data = map;
+  }
+  close(fd);
+  const char *base = strrchr(path, '/');
+  int rc = tbe__spool_to_trace(data, n, base ? base + 1 : path, o, t, info);
+  if (map) munmap(map, n);
+  return rc;
+}
+
+/* ---- a whole session ---- */
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void say(const tbe__session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(const tbe__session *s, const char *fmt, ...) {
+  if (s->quiet) return;
+  va_list ap;
+  fprintf(stderr, "%s: ", s->prog ? s->prog : "tbexport");
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+
+static void sum(tbe_profiler_result *a, const tbe_profiler_result *b) {
+  a->kernels += b->kernels;
+  a->copies += b->copies;
+  a->memsets += b->memsets;
+  a->api_calls += b->api_calls;
+  a->nvtx_ranges += b->nvtx_ranges;
+  a->nvtx_marks += b->nvtx_marks;
+  a->dropped_records += b->dropped_records;
+  a->dropped_out_of_range += b->dropped_out_of_range;
+  a->overhead_ns += b->overhead_ns;
+  if (b->start_ns && (!a->start_ns || b->start_ns < a->start_ns)) a->start_ns = b->start_ns;
+  if (b->stop_ns > a->stop_ns) a->stop_ns = b->stop_ns;
+}
+
+int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, size_t *nprocs) {
+  tbe_profiler_result tot;
+  memset(&tot, 0, sizeof tot);
+  if (nprocs) *nprocs = 0;
+  char **names = NULL;
+  size_t nn = 0, cap = 0;
+  int rc = 0;
+  DIR *d = s->spool_dir ? opendir(s->spool_dir) : NULL;
+  if (d) {
+    struct dirent *e;
+    while ((e = readdir(d))) {
+      size_t l = strlen(e->d_name);
+      if (l < 7 || strcmp(e->d_name + l - 6, ".spool") != 0) continue;
+      if (nn == cap) {
+        size_t nc = cap ? cap * 2 : 8;
+        char **x = realloc(names, nc * sizeof *x);
+        if (!x) {
+          rc = TBE_ENOMEM;
+          break;
+        }
+        names = x;
+        cap = nc;
+      }
+      if (!(names[nn] = malloc(strlen(s->spool_dir) + l + 2))) {
+        rc = TBE_ENOMEM;
+        break;
+      }
+      sprintf(names[nn++], "%s/%s", s->spool_dir, e->d_name);
+    }
+    closedir(d);
+  }
+  if (nn > 1) qsort(names, nn, sizeof *names, cmp_str);
+  char base_host[TBE_NAME_MAX + 1];
+  if (s->eo->host)
+    snprintf(base_host, sizeof base_host, "%s", s->eo->host);
+  else
+    tbe__hostname(base_host, sizeof base_host);
+
+  /* GPU busy over all processes: sum the per-process busy time weighted
+   * by span (an approximation when processes overlap). */
+  double busy_ns = 0;
+  size_t done = 0;
+  for (size_t i = 0; i <= nn && rc == 0; i++) {
+    if (i == nn && nn > 0) break;
+    tbe_trace *t = NULL;
+    int r = tbe_trace_create(&t, s->eo->allocator);
+    if (r) {
+      rc = r;
+      break;
+    }
+    tbe__convert_info info;
+    memset(&info, 0, sizeof info);
+    char host[TBE_NAME_MAX + 1];
+    tbe__convert_opts co = s->co ? *s->co : (tbe__convert_opts){0};
+    if (nn == 0) {
+      /* No process initialized CUDA: a run with a note. */
+      snprintf(host, sizeof host, "%s", base_host);
+      uint32_t pi;
+      r = tbe_trace_process(t, s->fallback_pid, &pi);
+      if (!r) {
+        t->host = tbe_trace_str_id(t, host);
+        t->processes[pi].host = t->host;
+        t->processes[pi].name = tbe_trace_str_id(t, s->fallback_cmd ? s->fallback_cmd : "");
+        t->source = TBE_SRC_CUPTI;
+        t->rank = -1;
+        t->start_ns = s->fallback_start_ns;
+        t->stop_ns = s->fallback_stop_ns;
+        tbe_trace_warn(t,
+                       "no CUDA activity was recorded: the program never initialized CUDA (or "
+                       "no GPU/driver was available)");
+        r = tbe_trace_finish(t);
+      }
+      tot.start_ns = s->fallback_start_ns;
+      tot.stop_ns = s->fallback_stop_ns;
+      if (!r) say(s, "note: no CUDA activity was recorded (the program never initialized CUDA)");
+    } else {
+      r = tbe__spool_file_to_trace(names[i], &co, t, &info);
+      if (r) {
+        say(s, "%s: cannot convert: %s", names[i], tbe_strerror(r));
+      } else {
+        if (nn > 1)
+          snprintf(host, sizeof host, "%.180s_pid%lld", base_host, (long long)info.pid);
+        else
+          snprintf(host, sizeof host, "%s", base_host);
+        for (size_t w = 0; w < t->nwarnings; w++)
+          say(s, "pid %lld: %s", (long long)info.pid, tbe_trace_str(t, t->warnings[w]));
+        sum(&tot, &info.r);
+        busy_ns += info.r.gpu_busy_pct / 100.0 * (double)(info.r.stop_ns - info.r.start_ns);
+      }
+    }
+    if (!r) {
+      tbe_export_options eo = *s->eo;
+      eo.host = host;
+      r = tbe_export_run(t, &eo);
+      if (r) say(s, "cannot write the run for %s: %s", host, tbe_strerror(r));
+    }
+    tbe_trace_free(t);
+    if (r) {
+      if (!rc) rc = r;
+      continue;
+    }
+    done++;
+    if (nn > 0 && !s->keep) unlink(names[i]);
+  }
+  for (size_t i = 0; i < nn; i++) free(names[i]);
+  free(names);
+  if (s->spool_dir && !s->keep) rmdir(s->spool_dir); /* only if empty */
+  if (tot.stop_ns > tot.start_ns)
+    tot.gpu_busy_pct = 100.0 * busy_ns / (double)(tot.stop_ns - tot.start_ns);
+  if (tot.gpu_busy_pct > 100) tot.gpu_busy_pct = 100;
+  if (total) *total = tot;
+  if (nprocs) *nprocs = nn;
+  (void)done;
+  return rc;
+}

@@ -1,0 +1,77 @@
+/* convert.h: spool files -> trace model -> run (built in every
+ * configuration; no CUDA types).
+ *
+ * tbe__spool_to_trace reads one spool (one process) into a trace;
+ * tbe__spools_write_run converts every spool of a session directory and
+ * writes the run with tbe_export_run, one host entry per process when there
+ * are several.  Both are used by the `tbexport -- CMD` command and by
+ * tbe_profiler_stop. */
+#ifndef TBE_COLLECT_CONVERT_H
+#define TBE_COLLECT_CONVERT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tbexport/export.h"
+#include "tbexport/profiler.h"
+#include "tbexport/trace.h"
+
+typedef struct tbe__convert_opts {
+  int capture;                /* tbe_capture_mode */
+  const char *capture_name;   /* NVTX range name */
+  const char *capture_domain; /* NULL: any domain */
+  const char *host;           /* host name for the trace; NULL: from the spool */
+} tbe__convert_opts;
+
+typedef struct tbe__convert_info {
+  int64_t pid;
+  int ended_early;
+  size_t tail_offset, tail_bytes; /* incomplete or bad bytes at the end */
+  const char *tail_why;           /* static */
+  uint64_t outside_capture;       /* records left out by the capture range */
+  uint64_t nvtx_unclosed, nvtx_orphan_ends;
+  uint64_t decode_cpu_ns;         /* collector's background thread */
+  uint64_t buffer_bytes;
+  char cmd[256];                  /* the process's command line, cut */
+  tbe_profiler_result r;
+} tbe__convert_info;
+
+/* Converts the spool image `data` (n bytes) into the empty trace `t` and
+ * finishes it.  `label` names the spool in warnings.  An incomplete tail
+ * is not an error (info->ended_early, t->ended_early, a warning).
+ * Returns 0, TBE_EFORMAT / TBE_ECORRUPT (not a spool of this build), or
+ * TBE_ENOMEM. */
+int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
+                        const tbe__convert_opts *o, tbe_trace *t, tbe__convert_info *info);
+
+/* Reads the file at `path` and converts it (see above). */
+int tbe__spool_file_to_trace(const char *path, const tbe__convert_opts *o, tbe_trace *t,
+                             tbe__convert_info *info);
+
+/* One session's conversion.  `spool_dir` holds *.spool files (possibly
+ * none: the run then holds a trace with a note that no CUDA activity was
+ * seen, spanning [fallback_start_ns, fallback_stop_ns] for process
+ * `fallback_pid` named `fallback_cmd`).  Writes the run through
+ * tbe_export_run(eo); eo->host (NULL: this machine) is the base host name.
+ * Removes the spools it converted and the directory when empty (unless
+ * `keep`).  Prints warnings to stderr prefixed by `prog`.  Fills *total
+ * with the sums over all processes (gpu_busy_pct of the union of all).
+ * Returns 0 or the first error (conversion of the other spools continues). */
+typedef struct tbe__session {
+  const char *spool_dir;
+  const tbe_export_options *eo;
+  const tbe__convert_opts *co;
+  int64_t fallback_start_ns, fallback_stop_ns;
+  int64_t fallback_pid;
+  const char *fallback_cmd;
+  int keep;
+  const char *prog;      /* "tbexport" */
+  int quiet;             /* no warnings on stderr */
+} tbe__session;
+
+int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, size_t *nprocs);
+
+/* Epoch ns now (CLOCK_REALTIME). */
+int64_t tbe__now_ns(void);
+
+#endif

@@ -1,0 +1,93 @@
+/* inject.c: entry points of libtbexport_inject.so.
+ *
+ * `tbexport -- CMD` sets CUDA_INJECTION64_PATH (and, when NVTX is traced,
+ * NVTX_INJECTION64_PATH) to this library and TBEXPORT_SPOOL_DIR /
+ * TBEXPORT_OPTIONS to the session.  The CUDA driver calls
+ * InitializeInjection during cuInit; the NVTX loader calls
+ * InitializeInjectionNvtx2 on the first NVTX call, which we forward to
+ * libcupti's own NVTX handler so ranges become CUPTI marker records.
+ * Whichever comes first starts the collector (once per process) with a
+ * spool <dir>/<pid>.spool and registers the at-exit forced flush.
+ *
+ * Only these two symbols are exported (inject.map); everything else is
+ * hidden so nothing can clash with the host program.  A forked child does
+ * not inherit the parent's session (collector.c's atfork handler); an
+ * exec'd child starts its own from the inherited environment. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collect/collector.h"
+#include "collect/options.h"
+#include "tbexport/error.h"
+
+#define TBE_INJECT_API __attribute__((visibility("default")))
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static tbe__cupti_api api;
+static int api_ok;
+
+static void at_exit(void) {
+  if (tbe__collector_running()) tbe__collector_stop(NULL);
+}
+
+static void start_once(void) {
+  char why[256];
+  api_ok = tbe__cupti_load(&api, why, sizeof why) == 0;
+  const char *dir = getenv(TBE__ENV_SPOOL_DIR);
+  if (!dir || !*dir) {
+    fprintf(stderr,
+            "tbexport: libtbexport_inject.so was loaded without %s (it is meant to be set up by "
+            "`tbexport -- CMD`); not collecting\n",
+            TBE__ENV_SPOOL_DIR);
+    return;
+  }
+  if (!api_ok) {
+    fprintf(stderr, "tbexport: %s; not collecting\n", why);
+    return;
+  }
+  tbe__collect_opts o;
+  tbe__opts_default(&o);
+  if (tbe__opts_decode(getenv(TBE__ENV_OPTIONS), &o) != 0)
+    fprintf(stderr, "tbexport: ignoring malformed %s\n", TBE__ENV_OPTIONS);
+  tbe__collect_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.trace = o.trace;
+  cfg.delay_s = o.delay_s;
+  cfg.duration_s = o.duration_s;
+  cfg.capture = o.capture;
+  cfg.buffer_cap = (o.buffer_mb ? o.buffer_mb : 64) << 20;
+  cfg.flush_ms = o.flush_ms;
+  cfg.keep_noisy = o.keep_noisy;
+  cfg.flags = TBE__SPF_INJECTED;
+  char path[4200];
+  int rc = TBE_EEXIST;
+  for (int n = 0; n < 100 && rc == TBE_EEXIST; n++) {
+    if (n == 0)
+      snprintf(path, sizeof path, "%s/%ld.spool", dir, (long)getpid());
+    else
+      snprintf(path, sizeof path, "%s/%ld-%d.spool", dir, (long)getpid(), n);
+    cfg.spool_path = path;
+    rc = tbe__collector_start(&api, &cfg);
+  }
+  if (rc) {
+    fprintf(stderr, "tbexport: cannot start collecting in pid %ld: %s\n", (long)getpid(),
+            tbe_strerror(rc));
+    return;
+  }
+  atexit(at_exit);
+}
+
+TBE_INJECT_API int InitializeInjection(void) {
+  pthread_once(&once, start_once);
+  return 1;
+}
+
+TBE_INJECT_API int InitializeInjectionNvtx2(const void *(*get_export_table)(uint32_t)) {
+  pthread_once(&once, start_once);
+  if (!api_ok || !api.nvtx_init) return 0;
+  return api.nvtx_init(get_export_table);
+}

@@ -1,0 +1,170 @@
+/* options.c: parsing and encoding of the collector's options (options.h,
+ * tbexport/profiler.h).  Built in every configuration; pure string work
+ * with no allocation except the capture-range copies. */
+#include "collect/options.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tbexport/error.h"
+#include "tbexport/profiler.h"
+
+void tbe__opts_default(tbe__collect_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->trace = TBE_TRACE_DEFAULT;
+  o->buffer_mb = 64;
+  o->flush_ms = 1000;
+}
+
+int tbe__opts_encode(const tbe__collect_opts *o, char *buf, size_t size) {
+  int n = snprintf(buf, size,
+                   "trace=%u;delay=%.17g;duration=%.17g;capture=%u;buffer_mb=%zu;flush_ms=%u;"
+                   "noisy=%d",
+                   o->trace, o->delay_s, o->duration_s, o->capture, o->buffer_mb, o->flush_ms,
+                   o->keep_noisy ? 1 : 0);
+  return n < 0 || (size_t)n >= size ? TBE_ETOOBIG : 0;
+}
+
+static int parse_u(const char *v, size_t len, unsigned long long *out) {
+  if (len == 0 || len > 19) return TBE_EINVAL;
+  unsigned long long x = 0;
+  for (size_t i = 0; i < len; i++) {
+    if (v[i] < '0' || v[i] > '9') return TBE_EINVAL;
+    x = x * 10 + (unsigned)(v[i] - '0');
+  }
+  *out = x;
+  return 0;
+}
+
+static int parse_d(const char *v, size_t len, double *out) {
+  char tmp[64];
+  if (len == 0 || len >= sizeof tmp) return TBE_EINVAL;
+  memcpy(tmp, v, len);
+  tmp[len] = '\0';
+  char *end;
+  double d = strtod(tmp, &end);
+  if (*end || !isfinite(d) || d < 0) return TBE_EINVAL;
+  *out = d;
+  return 0;
+}
+
+int tbe__opts_decode(const char *s, tbe__collect_opts *o) {
+  if (!s) return 0;
+  while (*s) {
+    const char *semi = strchr(s, ';');
+    size_t len = semi ? (size_t)(semi - s) : strlen(s);
+    const char *eq = memchr(s, '=', len);
+    if (eq) {
+      size_t kl = (size_t)(eq - s), vl = len - kl - 1;
+      const char *v = eq + 1;
+      unsigned long long u = 0;
+      int rc = 0;
+#define KEY(k) (kl == sizeof(k) - 1 && memcmp(s, k, kl) == 0)
+      if (KEY("trace")) {
+        if (!(rc = parse_u(v, vl, &u))) o->trace = (unsigned)u;
+      } else if (KEY("delay")) {
+        rc = parse_d(v, vl, &o->delay_s);
+      } else if (KEY("duration")) {
+        rc = parse_d(v, vl, &o->duration_s);
+      } else if (KEY("capture")) {
+        if (!(rc = parse_u(v, vl, &u))) o->capture = (unsigned)u;
+      } else if (KEY("buffer_mb")) {
+        if (!(rc = parse_u(v, vl, &u))) o->buffer_mb = (size_t)u;
+      } else if (KEY("flush_ms")) {
+        if (!(rc = parse_u(v, vl, &u))) o->flush_ms = (unsigned)u;
+      } else if (KEY("noisy")) {
+        if (!(rc = parse_u(v, vl, &u))) o->keep_noisy = u != 0;
+      }
+#undef KEY
+      if (rc) return rc;
+    }
+    s += len;
+    if (*s == ';') s++;
+  }
+  return 0;
+}
+
+int tbe__parse_capture_range(const char *arg, int *mode, char **name, char **domain) {
+  *name = *domain = NULL;
+  if (!arg) return TBE_EINVAL;
+  if (strcmp(arg, "cudaProfilerApi") == 0 || strcmp(arg, "cudaprofilerapi") == 0) {
+    *mode = TBE_CAPTURE_PROFILER_API;
+    return 0;
+  }
+  if (strcmp(arg, "none") == 0) {
+    *mode = TBE_CAPTURE_ALL;
+    return 0;
+  }
+  if (strncmp(arg, "nvtx:", 5) != 0 || !arg[5]) return TBE_EINVAL;
+  const char *n = arg + 5;
+  const char *at = strrchr(n, '@');
+  size_t nl = at ? (size_t)(at - n) : strlen(n);
+  if (nl == 0 || (at && !at[1])) return TBE_EINVAL;
+  *name = malloc(nl + 1);
+  if (!*name) return TBE_ENOMEM;
+  memcpy(*name, n, nl);
+  (*name)[nl] = '\0';
+  if (at) {
+    *domain = strdup(at + 1);
+    if (!*domain) {
+      free(*name);
+      *name = NULL;
+      return TBE_ENOMEM;
+    }
+  }
+  *mode = TBE_CAPTURE_NVTX;
+  return 0;
+}
+
+int tbe__parse_seconds(const char *s, double *out) {
+  if (!s || !*s) return TBE_EINVAL;
+  char *end;
+  double d = strtod(s, &end);
+  if (end == s || !isfinite(d) || d < 0) return TBE_EINVAL;
+  if (strcmp(end, "ms") == 0)
+    d /= 1000.0;
+  else if (*end && strcmp(end, "s") != 0)
+    return TBE_EINVAL;
+  *out = d;
+  return 0;
+}
+
+void tbe_profiler_options_init(tbe_profiler_options *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->trace = TBE_TRACE_DEFAULT;
+  o->buffer_mb = 64;
+}
+
+int tbe_profiler_parse_trace(const char *list, unsigned *mask, size_t *bad_at) {
+  if (bad_at) *bad_at = 0;
+  if (!list || !mask) return TBE_EINVAL;
+  unsigned m = 0;
+  const char *s = list;
+  for (;;) {
+    const char *c = strchr(s, ',');
+    size_t n = c ? (size_t)(c - s) : strlen(s);
+#define W(w) (n == sizeof(w) - 1 && memcmp(s, w, n) == 0)
+    if (W("cuda"))
+      m |= TBE_TRACE_CUDA;
+    else if (W("nvtx"))
+      m |= TBE_TRACE_NVTX;
+    else if (W("memory"))
+      m |= TBE_TRACE_MEMORY;
+    else if (W("driver"))
+      m |= TBE_TRACE_DRIVER;
+    else if (W("none"))
+      ;
+    else {
+      if (bad_at) *bad_at = (size_t)(s - list);
+      return TBE_EINVAL;
+    }
+#undef W
+    if (!c) break;
+    s = c + 1;
+  }
+  *mask = m;
+  return 0;
+}

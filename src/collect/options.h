@@ -1,0 +1,41 @@
+/* options.h: collector options shared by the tbexport command (which
+ * encodes them into the environment of the profiled program) and the
+ * injection library (which decodes them).  No CUDA types here: this part
+ * is built in every configuration. */
+#ifndef TBE_COLLECT_OPTIONS_H
+#define TBE_COLLECT_OPTIONS_H
+
+#include <stddef.h>
+
+/* Environment variables between tbexport and the injected library. */
+#define TBE__ENV_SPOOL_DIR "TBEXPORT_SPOOL_DIR"
+#define TBE__ENV_OPTIONS "TBEXPORT_OPTIONS"
+
+typedef struct tbe__collect_opts {
+  unsigned trace;      /* TBE_TRACE_* */
+  double delay_s, duration_s;
+  unsigned capture;    /* tbe_capture_mode */
+  size_t buffer_mb;    /* 0 = default */
+  unsigned flush_ms;   /* periodic flush */
+  int keep_noisy;
+} tbe__collect_opts;
+
+/* Defaults: cuda,nvtx; no delay/duration; 64 MiB; flush every 1000 ms. */
+void tbe__opts_default(tbe__collect_opts *o);
+
+/* Encodes as "trace=3;delay=0;duration=0;capture=0;buffer_mb=64;flush_ms=1000;
+ * noisy=0" into buf.  Returns 0 or TBE_ETOOBIG. */
+int tbe__opts_encode(const tbe__collect_opts *o, char *buf, size_t size);
+/* Decodes such a string over the current values of `o` (unknown keys are
+ * ignored; a bad value is TBE_EINVAL). */
+int tbe__opts_decode(const char *s, tbe__collect_opts *o);
+
+/* Parses "nvtx:NAME[@DOMAIN]" or "cudaProfilerApi".  On success *mode is
+ * set and *name / *domain point into `arg`-sized malloc'd copies (NULL
+ * when absent; the caller frees).  Returns 0 or TBE_EINVAL. */
+int tbe__parse_capture_range(const char *arg, int *mode, char **name, char **domain);
+
+/* Parses a non-negative number of seconds ("2", "0.5", "1.5s", "200ms"). */
+int tbe__parse_seconds(const char *s, double *out);
+
+#endif

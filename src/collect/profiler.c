@@ -1,0 +1,149 @@
+/* profiler.c: the public in-process profiler (tbexport/profiler.h).
+ *
+ * Built into libtbexport in every configuration.  With CUPTI headers at
+ * build time (TBE_HAVE_CUPTI) it loads libcupti at run time
+ * (cupti_load.c), starts the collector singleton with a spool in a hidden
+ * directory under the log dir, and on stop converts that spool into the run
+ * (convert.c).  Without CUPTI, start and stop return TBE_ENOCUPTI.  One
+ * session at a time; the session state below is only touched by start and
+ * stop, which must not race. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "collect/convert.h"
+#include "collect/options.h"
+#include "common/fsutil.h"
+#include "tbexport/error.h"
+#include "tbexport/export.h"
+#include "tbexport/profiler.h"
+
+#ifdef TBE_HAVE_CUPTI
+#include "collect/collector.h"
+
+static struct {
+  int active;
+  char *logdir, *run, *host, *capture_name, *capture_domain;
+  char *spool_dir;
+  int capture;
+  unsigned outputs;
+  int force;
+} P;
+
+static void session_free(void) {
+  free(P.logdir);
+  free(P.run);
+  free(P.host);
+  free(P.capture_name);
+  free(P.capture_domain);
+  free(P.spool_dir);
+  memset(&P, 0, sizeof P);
+}
+
+static char *dup_or_null(const char *s, int *err) {
+  if (!s) return NULL;
+  char *d = strdup(s);
+  if (!d) *err = TBE_ENOMEM;
+  return d;
+}
+#endif
+
+int tbe_profiler_start(const tbe_profiler_options *o) {
+#ifndef TBE_HAVE_CUPTI
+  (void)o;
+  return TBE_ENOCUPTI;
+#else
+  if (!o || !o->logdir || !*o->logdir) return TBE_EINVAL;
+  if ((o->run && tbe__name_check(o->run, NULL)) || (o->host && tbe__name_check(o->host, NULL)))
+    return TBE_EINVAL;
+  if (o->capture == TBE_CAPTURE_NVTX && (!o->capture_name || !*o->capture_name))
+    return TBE_EINVAL;
+  if (o->delay_s < 0 || o->duration_s < 0) return TBE_EINVAL;
+  if (P.active) return TBE_EBUSY;
+  /* A process run under `tbexport -- CMD` is already being collected. */
+  const char *inj = getenv(TBE__ENV_SPOOL_DIR);
+  if (inj && *inj) return TBE_EBUSY;
+  tbe__cupti_api api;
+  char why[256];
+  int rc = tbe__cupti_load(&api, why, sizeof why);
+  if (rc) {
+    fprintf(stderr, "tbexport: %s\n", why);
+    return rc;
+  }
+  if ((rc = tbe__mkdir_p(o->logdir, 0755))) return rc;
+  int err = 0;
+  P.logdir = dup_or_null(o->logdir, &err);
+  P.run = dup_or_null(o->run, &err);
+  P.host = dup_or_null(o->host, &err);
+  P.capture_name = dup_or_null(o->capture_name, &err);
+  P.capture_domain = dup_or_null(o->capture_domain, &err);
+  P.capture = o->capture;
+  P.outputs = o->outputs;
+  P.force = o->force;
+  size_t dl = strlen(o->logdir) + 64;
+  P.spool_dir = malloc(dl);
+  if (err || !P.spool_dir) {
+    session_free();
+    return TBE_ENOMEM;
+  }
+  snprintf(P.spool_dir, dl, "%s/.tbexport-spool-%ld-%lld", o->logdir, (long)getpid(),
+           (long long)tbe__now_ns());
+  if (mkdir(P.spool_dir, 0700) != 0) {
+    rc = TBE_EIO;
+    session_free();
+    return rc;
+  }
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%ld.spool", P.spool_dir, (long)getpid());
+  tbe__collect_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.trace = o->trace ? o->trace : TBE_TRACE_DEFAULT;
+  cfg.delay_s = o->delay_s;
+  cfg.duration_s = o->duration_s;
+  cfg.capture = (unsigned)o->capture;
+  cfg.buffer_cap = (o->buffer_mb ? o->buffer_mb : 64) << 20;
+  cfg.keep_noisy = o->keep_noisy_api;
+  cfg.spool_path = path;
+  rc = tbe__collector_start(&api, &cfg);
+  if (rc) {
+    rmdir(P.spool_dir);
+    session_free();
+    return rc;
+  }
+  P.active = 1;
+  return 0;
+#endif
+}
+
+int tbe_profiler_stop(tbe_profiler_result *result) {
+#ifndef TBE_HAVE_CUPTI
+  if (result) memset(result, 0, sizeof *result);
+  return TBE_ENOCUPTI;
+#else
+  if (result) memset(result, 0, sizeof *result);
+  if (!P.active) return TBE_ESTATE;
+  int rc = tbe__collector_stop(NULL);
+  if (rc) fprintf(stderr, "tbexport: the spool was not fully written: %s\n", tbe_strerror(rc));
+  tbe_export_options eo;
+  tbe_export_options_init(&eo);
+  eo.logdir = P.logdir;
+  eo.run = P.run;
+  eo.host = P.host;
+  eo.outputs = P.outputs;
+  eo.force = P.force;
+  tbe__convert_opts co = {P.capture, P.capture_name, P.capture_domain, NULL};
+  tbe__session s;
+  memset(&s, 0, sizeof s);
+  s.spool_dir = P.spool_dir;
+  s.eo = &eo;
+  s.co = &co;
+  s.prog = "tbexport";
+  s.fallback_pid = getpid();
+  s.fallback_start_ns = s.fallback_stop_ns = tbe__now_ns();
+  int rc2 = tbe__spools_write_run(&s, result, NULL);
+  session_free();
+  return rc2;
+#endif
+}

@@ -1,0 +1,234 @@
+/* spool.h: the collector's spool file, one per profiled process.
+ *
+ * The collector's background thread decodes CUPTI buffers into the compact
+ * items below and appends them to the spool in framed blocks; `tbexport`
+ * (or tbe_profiler_stop) converts the spool into the trace model after the
+ * program ends.  The spool is a private, transient file written and read by
+ * the same build on the same machine: items are native-endian structs
+ * (the header records the byte order and checksum so a mismatch is an error,
+ * not garbage).
+ *
+ * Layout:
+ *   header (32 bytes): "TBESPL01", u32 version, u32 byte-order mark
+ *                      0x01020304, u32 checksum kind, u32 0, i64 created_ns
+ *   frame*:            u32 payload length, u32 checksum of (length bytes +
+ *                      payload), payload
+ *   payload:           item* where item = u16 type, u16 body length, body
+ *
+ * A frame is written with one write(2) call, so a crash leaves at most one
+ * incomplete frame at the end.  The reader converts every complete frame
+ * and reports the offset and size of what follows (truncated or corrupt).
+ * The last frame of a clean session holds TBE__SP_END; its absence means the
+ * capture ended early.  String ids are assigned by the writer (1, 2, ...)
+ * and always defined (TBE__SP_STR) before the first item that uses them. */
+#ifndef TBE_COLLECT_SPOOL_H
+#define TBE_COLLECT_SPOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "tbexport/common.h"
+
+#define TBE__SPOOL_MAGIC "TBESPL01"
+#define TBE__SPOOL_VERSION 1u
+#define TBE__SPOOL_BOM 0x01020304u
+#define TBE__SPOOL_HEADER 32u
+#define TBE__SPOOL_FRAME_MAX (64u << 20) /* largest payload a reader accepts */
+
+/* Item types. */
+enum {
+  TBE__SP_INFO = 1,        /* tbe__sp_info, first item of the file */
+  TBE__SP_HOST = 2,        /* bytes: host name */
+  TBE__SP_CMD = 3,         /* bytes: command line, arguments separated by ' ' */
+  TBE__SP_STR = 4,         /* u32 id, then the string's bytes */
+  TBE__SP_NOTE = 5,        /* bytes: a line for the trace's warnings */
+  TBE__SP_KERNEL = 10,
+  TBE__SP_MEMCPY = 11,
+  TBE__SP_MEMSET = 12,
+  TBE__SP_API = 13,
+  TBE__SP_SYNC = 14,
+  TBE__SP_MARKER = 15,
+  TBE__SP_MARKER_DATA = 16,
+  TBE__SP_OVERHEAD = 17,
+  TBE__SP_DEVICE = 18,
+  TBE__SP_CONTEXT = 19,
+  TBE__SP_MEMORY = 20,
+  TBE__SP_THREAD_NAME = 21,
+  TBE__SP_WINDOW = 30,     /* tbe__sp_window: collection switched on/off */
+  TBE__SP_STATS = 31,      /* tbe__sp_stats, cumulative: the last one counts */
+  TBE__SP_END = 32         /* tbe__sp_end: clean end of the session */
+};
+
+/* Marker flags, marker-data flags and object kinds keep CUPTI's numbers
+ * (collector.c checks them against the CUPTI headers at compile time). */
+#define TBE__MK_INSTANT 0x1u    /* CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS */
+#define TBE__MK_START 0x2u      /* CUPTI_ACTIVITY_FLAG_MARKER_START */
+#define TBE__MK_END 0x4u        /* CUPTI_ACTIVITY_FLAG_MARKER_END */
+#define TBE__MK_COLOR_ARGB 0x2u /* CUPTI_ACTIVITY_FLAG_MARKER_COLOR_ARGB */
+#define TBE__OBJ_PROCESS 1u     /* CUPTI_ACTIVITY_OBJECT_PROCESS */
+#define TBE__OBJ_THREAD 2u      /* CUPTI_ACTIVITY_OBJECT_THREAD */
+
+/* API domains (tbe__sp_api.domain). */
+enum { TBE__API_RUNTIME = 0, TBE__API_DRIVER = 1 };
+
+typedef struct tbe__sp_info {
+  int64_t start_ns;  /* epoch ns when collection began */
+  uint32_t pid, ppid;
+  uint32_t trace;    /* TBE_TRACE_* mask */
+  uint32_t capture;  /* tbe_capture_mode */
+  uint32_t cupti_version;
+  uint32_t flags;    /* TBE__SPF_* */
+} tbe__sp_info;
+
+#define TBE__SPF_INJECTED 0x1u  /* written by the injection library */
+
+typedef struct tbe__sp_kernel {
+  int64_t start, end;
+  uint32_t corr, device, context, stream;
+  uint32_t name;               /* string id */
+  int32_t grid[3], block[3];
+  int32_t static_shared, dynamic_shared;
+  uint32_t graph_id;
+  uint16_t registers;
+  uint8_t launch_type;
+  uint8_t pad;
+} tbe__sp_kernel;
+
+typedef struct tbe__sp_memcpy {
+  int64_t start, end;
+  uint64_t bytes;
+  uint32_t corr, device, context, stream;
+  int32_t src_device, dst_device; /* -1 unless peer-to-peer */
+  uint8_t copy_kind, src_kind, dst_kind, flags;
+  uint32_t graph_id;
+} tbe__sp_memcpy;
+
+typedef struct tbe__sp_memset {
+  int64_t start, end;
+  uint64_t bytes;
+  uint32_t corr, device, context, stream;
+  uint32_t value;
+  uint16_t mem_kind, flags;
+} tbe__sp_memset;
+
+typedef struct tbe__sp_api {
+  int64_t start, end;
+  uint32_t corr, pid, tid, cbid;
+  uint32_t ret;
+  uint32_t name;     /* string id of the function name */
+  uint8_t domain;    /* TBE__API_* */
+  uint8_t pad[7];
+} tbe__sp_api;
+
+typedef struct tbe__sp_sync {
+  int64_t start, end;
+  uint32_t corr, context, stream, type;
+  uint32_t event;    /* CUDA event id, UINT32_MAX if none */
+  uint32_t ret;
+} tbe__sp_sync;
+
+typedef struct tbe__sp_marker {
+  int64_t ts;
+  uint32_t id, flags, obj_kind;
+  uint32_t obj[3];   /* pid, tid (thread objects) or device, context, stream */
+  uint32_t name, domain; /* string ids, 0 = none */
+  uint32_t pad;
+} tbe__sp_marker;
+
+typedef struct tbe__sp_marker_data {
+  uint64_t payload;  /* raw 8 bytes of CUpti_MetricValue */
+  uint32_t id, flags, payload_kind, color, category, domain_id;
+} tbe__sp_marker_data;
+
+typedef struct tbe__sp_overhead {
+  int64_t start, end;
+  uint32_t kind, obj_kind;
+  uint32_t obj[3];
+  uint32_t corr;
+} tbe__sp_overhead;
+
+typedef struct tbe__sp_device {
+  int64_t memory_bytes;
+  int64_t bandwidth_kbps;      /* KiB/s as CUPTI gives it */
+  uint32_t id, name;
+  uint32_t sm_count, clock_khz;
+  uint32_t cc_major, cc_minor;
+  uint32_t max_threads_per_block, max_warps_per_sm;
+  uint32_t regs_per_block, regs_per_sm;
+  uint32_t warp_size;
+  uint32_t shared_per_block, shared_per_sm;
+  uint32_t pad;
+} tbe__sp_device;
+
+typedef struct tbe__sp_context {
+  uint32_t context, device;
+} tbe__sp_context;
+
+typedef struct tbe__sp_memory {
+  int64_t ts;
+  uint64_t addr, bytes;
+  uint32_t op;       /* 1 allocation, 2 release */
+  uint32_t mem_kind, corr, pid, device, context, stream;
+  uint32_t pad;
+} tbe__sp_memory;
+
+typedef struct tbe__sp_thread_name {
+  uint32_t pid, tid, name;
+} tbe__sp_thread_name;
+
+typedef struct tbe__sp_window {
+  int64_t ts;
+  uint32_t on;
+  uint32_t pad;
+} tbe__sp_window;
+
+typedef struct tbe__sp_stats {
+  uint64_t records;          /* CUPTI records decoded */
+  uint64_t cupti_dropped;    /* cuptiActivityGetNumDroppedRecords, summed */
+  uint64_t spool_dropped;    /* records lost writing the spool */
+  uint64_t buffers;          /* completed buffers */
+  uint64_t buffers_declined; /* buffer requests refused at the cap */
+  uint64_t buffer_bytes;     /* host buffer memory allocated */
+  uint64_t decode_cpu_ns;    /* CPU time of the background thread */
+  uint64_t unknown_records;  /* records of kinds we do not decode */
+} tbe__sp_stats;
+
+typedef struct tbe__sp_end {
+  int64_t end_ns;
+} tbe__sp_end;
+
+/* Checksum of the frame (length bytes + payload). */
+uint32_t tbe__spool_checksum(const void *p, size_t n, uint32_t seed);
+extern const uint32_t tbe__spool_checksum_kind; /* 1 CRC32C, 2 zlib CRC32 */
+
+/* Fills the 32-byte header. */
+void tbe__spool_header(uint8_t out[TBE__SPOOL_HEADER], int64_t created_ns);
+
+/* Appends one item to a payload being built. */
+void tbe__spool_item(tbe__buf *b, unsigned type, const void *body, size_t len);
+/* Appends a string definition item. */
+void tbe__spool_str(tbe__buf *b, uint32_t id, const char *s, size_t len);
+
+/* Frames `payload` (len bytes) and writes it to fd with one write call
+ * (retrying short writes).  Returns 0 or -errno. */
+int tbe__spool_write_frame(int fd, const uint8_t *payload, size_t len);
+
+/* Reading.  tbe__spool_scan walks the file image `data` (n bytes): checks
+ * the header, then calls `on_item` for every item of every complete,
+ * checksum-valid frame, in order.  Stops at the first incomplete or bad
+ * frame and describes it in *tail.  Returns 0 (also when a tail was left:
+ * check tail->bytes), TBE_EFORMAT (not a spool), TBE_ECORRUPT (wrong byte
+ * order or checksum kind), or the first non-zero value `on_item` returned. */
+typedef struct tbe__spool_tail {
+  size_t good_bytes;  /* bytes of complete frames, header included */
+  size_t bytes;       /* bytes after them, 0 if the file ended cleanly */
+  size_t frames;      /* complete frames read */
+  const char *why;    /* static: "truncated frame", "checksum mismatch", ... */
+} tbe__spool_tail;
+
+int tbe__spool_scan(const uint8_t *data, size_t n,
+                    int (*on_item)(void *ctx, unsigned type, const uint8_t *body, size_t len),
+                    void *ctx, tbe__spool_tail *tail);
+
+#endif

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# test_profile.sh: `tbexport [OPTIONS] -- CMD` without a GPU: a program that
+# never initializes CUDA gives a run with a note (not an error); the
+# command's arguments, environment and exit status pass through; signals sent
+# to tbexport reach the command; a missing command is status 127; bad options
+# are status 2.  In a build without CUDA, it checks the explanation instead.
+# usage: test_profile.sh TBEXPORT DATA_DIR
+set -u
+tb=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# Missing command: 127 and a clear message, in every build.
+"$tb" --logdir ld -- ./no/such/program 2>err.txt
+rc=$?
+[ $rc -eq 127 ] || fail "missing command: status $rc, want 127"
+grep -q "no/such/program: command not found" err.txt || fail "missing command: message: $(cat err.txt)"
+"$tb" -- no_such_command_tbexport_xyz 2>/dev/null
+[ $? -eq 127 ] || fail "missing command on PATH: want 127"
+[ ! -e ld ] || fail "missing command: the log dir was created"
+
+# Without CUDA at build time: an explanation, status 1, the command not run.
+"$tb" --logdir ld -- /bin/true 2>err.txt
+rc=$?
+if grep -q "collector was not built" err.txt; then
+  [ $rc -eq 1 ] || fail "no-CUDA build: status $rc, want 1"
+  echo "test_profile: built without CUDA: explanation and 127 checked"
+  exit 0
+fi
+
+# /bin/true: a run with a note, status 0, no spool left behind.
+[ $rc -eq 0 ] || fail "/bin/true: status $rc: $(cat err.txt)"
+grep -q "no CUDA activity was recorded" err.txt || fail "/bin/true: no note on stderr"
+grep -q "GPU busy" err.txt || fail "/bin/true: no summary"
+n=$(find ld -name '*.xplane.pb' | wc -l)
+[ "$n" -eq 1 ] || fail "/bin/true: $n xplane files"
+j=$(find ld -name '*.trace.json.gz')
+[ -n "$j" ] || fail "/bin/true: no trace.json.gz"
+gzip -dc "$j" | grep -q "no CUDA activity was recorded" || fail "/bin/true: the JSON lacks the note"
+ls ld/*/events.out.tfevents.* >/dev/null 2>&1 || fail "/bin/true: no events file"
+[ -z "$(find ld -name '.tbexport-spool*')" ] || fail "/bin/true: spool directory left behind"
+grep -q "wrote ld/plugins/profile/" err.txt || fail "/bin/true: paths written not listed"
+
+# Run name and host; an existing run is not replaced without --force.
+"$tb" --logdir ld2 --run base --host gpu0 -- true 2>/dev/null || fail "--run/--host"
+[ -f ld2/plugins/profile/base/gpu0.xplane.pb ] || fail "--run/--host: $(find ld2)"
+"$tb" --logdir ld2 --run base --host gpu0 -- true 2>err.txt
+[ $? -ne 0 ] || fail "existing run replaced without --force"
+"$tb" --logdir ld2 --run base --host gpu0 --force --quiet -- true 2>err.txt || fail "--force"
+[ ! -s err.txt ] || fail "--quiet printed: $(cat err.txt)"
+"$tb" profile --logdir ld3 --run p -- true 2>/dev/null || fail "'profile' subcommand form"
+[ -f ld3/plugins/profile/p/*.xplane.pb ] || fail "'profile' form wrote nothing"
+
+# Arguments, environment and exit status pass through.
+out=$("$tb" --logdir ld4 --quiet -- sh -c 'printf "%s|" "$@"; echo "$FOO"' argv0 "a b" c 2>/dev/null)
+[ "$out" = "a b|c|bar" ] || [ "$out" = "a b|c|" ] || fail "arguments: '$out'"
+out=$(FOO=bar "$tb" --logdir ld4 --quiet --force -- sh -c 'echo "$FOO"' 2>/dev/null)
+[ "$out" = "bar" ] || fail "environment: '$out'"
+env_out=$("$tb" --logdir ld4 --quiet --force --trace cuda,nvtx --buffer-mb 8 --delay 0.5 -- \
+  sh -c 'echo "$CUDA_INJECTION64_PATH;$NVTX_INJECTION64_PATH;$TBEXPORT_OPTIONS"' 2>/dev/null)
+case "$env_out" in
+  /*libtbexport_inject.so\;/*libtbexport_inject.so\;*trace=3*buffer_mb=8*) ;;
+  *) fail "injection environment: '$env_out'" ;;
+esac
+case "$env_out" in *delay=0.5*) ;; *) fail "delay not passed: '$env_out'" ;; esac
+env_out=$("$tb" --logdir ld4 --quiet --force --trace cuda -- sh -c 'echo "[$NVTX_INJECTION64_PATH]"' 2>/dev/null)
+[ "$env_out" = "[]" ] || fail "--trace cuda still injects NVTX: '$env_out'"
+"$tb" --logdir ld4 --quiet --force -- sh -c 'exit 7' 2>/dev/null
+[ $? -eq 7 ] || fail "exit status not passed through"
+"$tb" --logdir ld4 --quiet --force -- sh -c 'kill -KILL $$' 2>/dev/null
+[ $? -eq 137 ] || fail "death by signal: want 137"
+
+# A signal sent to tbexport reaches the command.
+"$tb" --logdir ld5 --quiet -- sleep 30 2>/dev/null &
+tpid=$!
+sleep 0.5
+kill -TERM $tpid
+wait $tpid
+rc=$?
+[ $rc -eq 143 ] || fail "SIGTERM forwarding: status $rc, want 143"
+[ -n "$(find ld5 -name '*.xplane.pb')" ] || fail "SIGTERM: run not written"
+
+# Bad usage: status 2.
+"$tb" --logdir ld6 -- 2>/dev/null
+[ $? -eq 2 ] || fail "no command after --: want 2"
+"$tb" --logdir ld6 --capture-range bogus -- true 2>/dev/null
+[ $? -eq 2 ] || fail "bad --capture-range: want 2"
+"$tb" --logdir ld6 --delay -1 -- true 2>/dev/null
+[ $? -eq 2 ] || fail "bad --delay: want 2"
+"$tb" --logdir ld6 --run ../x -- true 2>/dev/null
+[ $? -eq 2 ] || fail "bad --run: want 2"
+"$tb" --logdir ld6 --capture-range nvtx:step@train --quiet -- true 2>/dev/null || fail "nvtx capture range"
+"$tb" -- --help >/dev/null 2>&1
+"$tb" profile --help | grep -q "capture-range" || fail "profile --help"
+echo "test_profile: all checks passed"

@@ -1,0 +1,823 @@
+/* test_collect.c: the CUPTI collector against a fake CUPTI.
+ *
+ * The fake implements the collector's function table: it keeps the buffer
+ * callbacks, asks the collector for buffers, fills them with real CUPTI
+ * record structs from the toolkit headers (Kernel10, Memcpy6, MemcpyPtoP4,
+ * Memset4, API, Synchronization2, Marker2, MarkerData2, Overhead3, Device5,
+ * Context3, Name), completes them like CUPTI does (full buffers at once, the
+ * rest on a flush), walks them in get_next_record by record kind, and
+ * counts records it had to drop when a buffer request was declined.  Each
+ * test then converts the spool and checks the trace model holds exactly
+ * what the records say.  Needs only the CUPTI headers, no GPU; skipped when
+ * the collector was built without them. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tbexport.h"
+#include "tbexport/profiler.h"
+#include "testutil.h"
+
+#ifdef TBE_HAVE_CUPTI
+#include "collect/collector.h"
+#include "collect/convert.h"
+
+#define T0 1700000000000000000ull /* epoch ns */
+
+/* ---- the fake ---- */
+
+static struct {
+  CUpti_BuffersCallbackRequestFunc req;
+  CUpti_BuffersCallbackCompleteFunc done;
+  uint8_t *cur;
+  size_t cur_size, cur_used;
+  uint8_t *held[64];
+  size_t held_used[64];
+  int nheld;
+  int auto_complete; /* complete full buffers at once (CUPTI's worker) */
+  size_t dropped;    /* since the last get_num_dropped */
+  size_t dropped_total;
+  int enabled[64];
+  int runtime_off[1024];
+  int zeroed_attr;
+  int refuse_kind; /* a kind that fails to enable, or -1 */
+} F;
+
+static CUptiResult f_enable(CUpti_ActivityKind k) {
+  if ((int)k == F.refuse_kind) return CUPTI_ERROR_NOT_COMPATIBLE;
+  if ((unsigned)k < 64) F.enabled[k] = 1;
+  return CUPTI_SUCCESS;
+}
+static CUptiResult f_disable(CUpti_ActivityKind k) {
+  if ((unsigned)k < 64) F.enabled[k] = 0;
+  return CUPTI_SUCCESS;
+}
+static CUptiResult f_register(CUpti_BuffersCallbackRequestFunc r,
+                              CUpti_BuffersCallbackCompleteFunc d) {
+  F.req = r;
+  F.done = d;
+  return CUPTI_SUCCESS;
+}
+
+static size_t rec_size(CUpti_ActivityKind k) {
+  switch (k) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+    case CUPTI_ACTIVITY_KIND_KERNEL: return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: return sizeof(CUpti_ActivityMemcpyPtoP4);
+    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
+    case CUPTI_ACTIVITY_KIND_MARKER: return sizeof(CUpti_ActivityMarker2);
+    case CUPTI_ACTIVITY_KIND_MARKER_DATA: return sizeof(CUpti_ActivityMarkerData2);
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: return sizeof(CUpti_ActivityOverhead3);
+    case CUPTI_ACTIVITY_KIND_DEVICE: return sizeof(CUpti_ActivityDevice5);
+    case CUPTI_ACTIVITY_KIND_CONTEXT: return sizeof(CUpti_ActivityContext3);
+    case CUPTI_ACTIVITY_KIND_NAME: return sizeof(CUpti_ActivityName);
+    default: return 0;
+  }
+}
+
+static CUptiResult f_next(uint8_t *buf, size_t valid, CUpti_Activity **rec) {
+  size_t pos = 0;
+  if (*rec) {
+    size_t sz = rec_size((*rec)->kind);
+    if (!sz) return CUPTI_ERROR_INVALID_KIND;
+    pos = (size_t)((uint8_t *)*rec - buf) + sz;
+  }
+  if (pos >= valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  *rec = (CUpti_Activity *)(buf + pos);
+  return CUPTI_SUCCESS;
+}
+
+static CUptiResult f_dropped(CUcontext c, uint32_t s, size_t *d) {
+  (void)c;
+  (void)s;
+  *d = __atomic_exchange_n(&F.dropped, 0, __ATOMIC_SEQ_CST); /* resets on read */
+  return CUPTI_SUCCESS;
+}
+
+static void complete_cur(void) {
+  if (!F.cur) return;
+  F.done(NULL, 0, F.cur, F.cur_size, F.cur_used);
+  F.cur = NULL;
+}
+
+static CUptiResult f_flush(uint32_t flag) {
+  (void)flag;
+  for (int i = 0; i < F.nheld; i++) F.done(NULL, 0, F.held[i], 0, F.held_used[i]);
+  F.nheld = 0;
+  complete_cur();
+  return CUPTI_SUCCESS;
+}
+
+static CUptiResult f_attr(CUpti_ActivityAttribute a, size_t *size, void *v) {
+  if (a == CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER && *size == 1)
+    F.zeroed_attr = *(uint8_t *)v;
+  return CUPTI_SUCCESS;
+}
+
+static CUptiResult f_runtime_api(CUpti_CallbackId cbid, uint8_t on) {
+  if (cbid < 1024) F.runtime_off[cbid] = !on;
+  return CUPTI_SUCCESS;
+}
+
+static CUptiResult f_cbname(CUpti_CallbackDomain d, uint32_t cbid, const char **name) {
+  if (d == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    switch (cbid) {
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000: *name = "cudaLaunchKernel_v7000"; return 0;
+      case CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020: *name = "cudaGetDevice_v3020"; return 0;
+      case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020:
+        *name = "cudaStreamSynchronize_v3020";
+        return 0;
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020: *name = "cudaMemcpy_v3020"; return 0;
+      case CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000: *name = "cudaProfilerStart_v4000"; return 0;
+      case CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000: *name = "cudaProfilerStop_v4000"; return 0;
+      default: break;
+    }
+  }
+  return CUPTI_ERROR_INVALID_PARAMETER;
+}
+
+static CUptiResult f_version(uint32_t *v) {
+  *v = 130001;
+  return CUPTI_SUCCESS;
+}
+
+static CUptiResult f_ts(uint64_t *ts) {
+  *ts = T0;
+  return CUPTI_SUCCESS;
+}
+
+static const tbe__cupti_api fake_api = {
+    .activity_enable = f_enable,
+    .activity_disable = f_disable,
+    .register_callbacks = f_register,
+    .get_next_record = f_next,
+    .get_num_dropped = f_dropped,
+    .flush_all = f_flush,
+    .set_attribute = f_attr,
+    .enable_runtime_api = f_runtime_api,
+    .get_callback_name = f_cbname,
+    .get_version = f_version,
+    .get_timestamp = f_ts,
+};
+
+/* Puts one record in the current buffer, like CUPTI on an app thread. */
+static void emit(const void *rec, size_t size) {
+  if (F.cur && F.cur_used + size > F.cur_size) {
+    if (F.auto_complete) {
+      complete_cur();
+    } else {
+      F.held[F.nheld] = F.cur;
+      F.held_used[F.nheld++] = F.cur_used;
+      F.cur = NULL;
+    }
+  }
+  if (!F.cur) {
+    uint8_t *b = NULL;
+    size_t sz = 0, maxrec = 99;
+    F.req(&b, &sz, &maxrec);
+    assert_int_equal(maxrec, 0);
+    if (!b) {
+      __atomic_add_fetch(&F.dropped, 1, __ATOMIC_SEQ_CST);
+      F.dropped_total++;
+      return;
+    }
+    assert_true(((uintptr_t)b & 7) == 0);
+    /* Pre-zeroed, as promised with ZEROED_OUT_ACTIVITY_BUFFER. */
+    for (size_t i = 0; i < sz; i += 512) assert_int_equal(b[i], 0);
+    F.cur = b;
+    F.cur_size = sz;
+    F.cur_used = 0;
+  }
+  memcpy(F.cur + F.cur_used, rec, size);
+  F.cur_used += size;
+}
+
+static void kernel(uint32_t corr, const char *name, uint64_t s, uint64_t e, uint32_t stream) {
+  CUpti_ActivityKernel10 k;
+  memset(&k, 0, sizeof k);
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = s;
+  k.end = e;
+  k.deviceId = 0;
+  k.contextId = 1;
+  k.streamId = stream;
+  k.gridX = 4, k.gridY = 2, k.gridZ = 1;
+  k.blockX = 128, k.blockY = 1, k.blockZ = 1;
+  k.staticSharedMemory = 1024;
+  k.dynamicSharedMemory = 2048;
+  k.registersPerThread = 32;
+  k.correlationId = corr;
+  k.name = name;
+  emit(&k, sizeof k);
+}
+
+static void api(uint32_t cbid, uint32_t corr, uint64_t s, uint64_t e, uint32_t tid) {
+  CUpti_ActivityAPI a;
+  memset(&a, 0, sizeof a);
+  a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+  a.cbid = cbid;
+  a.start = s;
+  a.end = e;
+  a.processId = 4242;
+  a.threadId = tid;
+  a.correlationId = corr;
+  emit(&a, sizeof a);
+}
+
+static void marker(uint32_t flags, uint32_t id, uint64_t ts, uint32_t tid, const char *name,
+                   const char *domain) {
+  CUpti_ActivityMarker2 m;
+  memset(&m, 0, sizeof m);
+  m.kind = CUPTI_ACTIVITY_KIND_MARKER;
+  m.flags = (CUpti_ActivityFlag)flags;
+  m.timestamp = ts;
+  m.id = id;
+  m.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+  m.objectId.pt.processId = 4242;
+  m.objectId.pt.threadId = tid;
+  m.name = name;
+  m.domain = domain;
+  emit(&m, sizeof m);
+}
+
+/* ---- harness ---- */
+
+typedef struct fixture {
+  char *dir;
+  char *spool;
+} fixture;
+
+static int setup(void **state) {
+  memset(&F, 0, sizeof F);
+  F.auto_complete = 1;
+  F.refuse_kind = -1;
+  fixture *f = calloc(1, sizeof *f);
+  f->dir = tu_mkdtemp();
+  f->spool = tu_join(f->dir, "4242.spool");
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *f = *state;
+  tu_rmrf(f->dir);
+  free(f->dir);
+  free(f->spool);
+  free(f);
+  return 0;
+}
+
+static void start(fixture *f, unsigned trace, size_t cap, size_t bufsize) {
+  tbe__collect_config c;
+  memset(&c, 0, sizeof c);
+  c.trace = trace;
+  c.buffer_cap = cap;
+  c.buffer_size = bufsize;
+  c.spool_path = f->spool;
+  assert_int_equal(tbe__collector_start(&fake_api, &c), 0);
+  assert_true(tbe__collector_running());
+  assert_int_equal(F.zeroed_attr, 1);
+}
+
+static tbe_trace *stop_and_convert(fixture *f, const tbe__convert_opts *o, tbe__convert_info *info,
+                                   tbe__sp_stats *st) {
+  assert_int_equal(tbe__collector_stop(st), 0);
+  assert_false(tbe__collector_running());
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  assert_int_equal(tbe__spool_file_to_trace(f->spool, o, t, info), 0);
+  return t;
+}
+
+static size_t count_kind(const tbe_trace *t, tbe_event_kind k) {
+  size_t n = 0;
+  for (size_t i = 0; i < t->nevents; i++) n += t->events[i].kind == k;
+  return n;
+}
+
+static const tbe_event *find(const tbe_trace *t, tbe_event_kind k, const char *name) {
+  for (size_t i = 0; i < t->nevents; i++)
+    if (t->events[i].kind == k && strcmp(tbe_trace_str(t, t->events[i].name), name) == 0)
+      return &t->events[i];
+  return NULL;
+}
+
+static int has_warning(const tbe_trace *t, const char *needle) {
+  for (size_t i = 0; i < t->nwarnings; i++)
+    if (strstr(tbe_trace_str(t, t->warnings[i]), needle)) return 1;
+  return 0;
+}
+
+/* ---- tests ---- */
+
+static void test_decode_kinds(void **state) {
+  fixture *f = *state;
+  start(f, TBE_TRACE_CUDA | TBE_TRACE_NVTX, 0, 0);
+  assert_true(F.enabled[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]);
+  assert_true(F.enabled[CUPTI_ACTIVITY_KIND_MARKER]);
+  assert_false(F.enabled[CUPTI_ACTIVITY_KIND_DRIVER]);
+  assert_false(F.enabled[CUPTI_ACTIVITY_KIND_KERNEL]); /* serializing kind never used */
+  assert_true(F.runtime_off[CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020]);
+  assert_false(F.runtime_off[CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000]);
+
+  CUpti_ActivityDevice5 d;
+  memset(&d, 0, sizeof d);
+  d.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+  d.id = 0;
+  d.name = "NVIDIA H200";
+  d.numMultiprocessors = 132;
+  d.computeCapabilityMajor = 9;
+  d.globalMemorySize = 150000000000ull;
+  d.globalMemoryBandwidth = 4800000000ull; /* KB/s */
+  d.numThreadsPerWarp = 32;
+  d.maxWarpsPerMultiprocessor = 64;
+  emit(&d, sizeof d);
+  CUpti_ActivityContext3 cx;
+  memset(&cx, 0, sizeof cx);
+  cx.kind = CUPTI_ACTIVITY_KIND_CONTEXT;
+  cx.contextId = 1;
+  cx.deviceId = 0;
+  emit(&cx, sizeof cx);
+
+  /* Three launches: the same kernel name twice (interned once). */
+  char name_a[] = "void add<float>(float*, int)";
+  const char *name_b = "gemm_kernel";
+  api(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 10, T0 + 1000, T0 + 1500, 77);
+  kernel(10, name_a, T0 + 2000, T0 + 3000, 7);
+  api(CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 11, T0 + 1600, T0 + 1700, 77); /* noisy */
+  api(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 12, T0 + 1800, T0 + 1900, 77);
+  kernel(12, name_b, T0 + 3000, T0 + 5000, 7);
+  api(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 13, T0 + 2000, T0 + 2100, 77);
+  kernel(13, name_a, T0 + 5000, T0 + 5500, 8);
+
+  CUpti_ActivityMemcpy6 mc;
+  memset(&mc, 0, sizeof mc);
+  mc.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  mc.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+  mc.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+  mc.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  mc.bytes = 4096;
+  mc.start = T0 + 6000;
+  mc.end = T0 + 7000;
+  mc.contextId = 1;
+  mc.streamId = 7;
+  mc.correlationId = 14;
+  api(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, 14, T0 + 5900, T0 + 7100, 77);
+  emit(&mc, sizeof mc);
+  CUpti_ActivityMemcpyPtoP4 p2p;
+  memset(&p2p, 0, sizeof p2p);
+  p2p.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+  p2p.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+  p2p.srcKind = p2p.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  p2p.bytes = 1 << 20;
+  p2p.start = T0 + 8000;
+  p2p.end = T0 + 9000;
+  p2p.deviceId = 0;
+  p2p.srcDeviceId = 0;
+  p2p.dstDeviceId = 1;
+  p2p.flags = CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC;
+  p2p.streamId = 7;
+  emit(&p2p, sizeof p2p);
+  CUpti_ActivityMemset4 ms;
+  memset(&ms, 0, sizeof ms);
+  ms.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  ms.value = 0;
+  ms.bytes = 512;
+  ms.start = T0 + 9500;
+  ms.end = T0 + 9600;
+  ms.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  ms.streamId = 7;
+  emit(&ms, sizeof ms);
+
+  api(CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 15, T0 + 9700, T0 + 9990, 77);
+  CUpti_ActivitySynchronization2 sy;
+  memset(&sy, 0, sizeof sy);
+  sy.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  sy.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+  sy.start = T0 + 9710;
+  sy.end = T0 + 9980;
+  sy.correlationId = 15;
+  sy.contextId = 1;
+  sy.streamId = 7;
+  sy.cudaEventId = 0xFFFFFFFFu;
+  emit(&sy, sizeof sy);
+
+  CUpti_ActivityOverhead3 ov;
+  memset(&ov, 0, sizeof ov);
+  ov.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+  ov.overheadKind = CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH;
+  ov.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+  ov.objectId.pt.processId = 4242;
+  ov.objectId.pt.threadId = 77;
+  ov.start = T0 + 10000;
+  ov.end = T0 + 10250;
+  emit(&ov, sizeof ov);
+  CUpti_ActivityName nm;
+  memset(&nm, 0, sizeof nm);
+  nm.kind = CUPTI_ACTIVITY_KIND_NAME;
+  nm.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+  nm.objectId.pt.processId = 4242;
+  nm.objectId.pt.threadId = 77;
+  nm.name = "main thread";
+  emit(&nm, sizeof nm);
+
+  tbe__convert_info info;
+  tbe__sp_stats st;
+  tbe_trace *t = stop_and_convert(f, NULL, &info, &st);
+  assert_int_equal(st.records, 17); /* every record decoded, cudaGetDevice filtered after */
+  assert_int_equal(t->source, TBE_SRC_CUPTI);
+  assert_int_equal(count_kind(t, TBE_EV_KERNEL), 3);
+  assert_int_equal(count_kind(t, TBE_EV_RUNTIME), 5); /* 3 launches, memcpy, sync */
+  assert_null(find(t, TBE_EV_RUNTIME, "cudaGetDevice"));
+  assert_int_equal(count_kind(t, TBE_EV_MEMCPY), 2);
+  assert_int_equal(count_kind(t, TBE_EV_MEMSET), 1);
+  assert_int_equal(count_kind(t, TBE_EV_SYNC), 1);
+  assert_int_equal(count_kind(t, TBE_EV_OVERHEAD), 1);
+  assert_int_equal(t->nevents, 13);
+  assert_int_equal(info.r.kernels, 3);
+  assert_int_equal(info.r.copies, 2);
+  assert_int_equal(info.r.memsets, 1);
+  assert_int_equal(info.r.api_calls, 5);
+  assert_int_equal(t->overhead_ns, 250);
+  assert_int_equal(t->dropped_records, 0);
+  assert_int_equal(t->dropped_out_of_range, 0);
+  assert_false(t->ended_early);
+  assert_false(info.ended_early);
+
+  /* Kernels: names, details, stream tracks, links to their launches. */
+  const tbe_event *ka = find(t, TBE_EV_KERNEL, "void add<float>(float*, int)");
+  assert_non_null(ka);
+  assert_int_equal(ka->dur_ns, 1000);
+  const tbe_kernel *kd = tbe_trace_kernel(t, ka);
+  assert_non_null(kd);
+  assert_int_equal(kd->grid[0], 4);
+  assert_int_equal(kd->grid[1], 2);
+  assert_int_equal(kd->block[0], 128);
+  assert_int_equal(kd->registers, 32);
+  assert_int_equal(kd->static_shared, 1024);
+  assert_int_equal(kd->dynamic_shared, 2048);
+  const tbe_track *tr = &t->tracks[ka->track];
+  assert_int_equal(tr->type, TBE_TRACK_STREAM);
+  assert_int_equal(tr->tid, 7);
+  assert_int_equal(tr->device, 0);
+  assert_int_not_equal(ka->link, TBE_NONE);
+  const tbe_event *launch = &t->events[ka->link];
+  assert_int_equal(launch->kind, TBE_EV_RUNTIME);
+  assert_string_equal(tbe_trace_str(t, launch->name), "cudaLaunchKernel");
+  assert_int_equal(launch->correlation, ka->correlation);
+  assert_int_equal(t->tracks[launch->track].tid, 77);
+  assert_int_equal(t->tracks[launch->track].pid, 4242);
+  assert_string_equal(tbe_trace_str(t, t->tracks[launch->track].name), "main thread");
+  assert_non_null(find(t, TBE_EV_KERNEL, "gemm_kernel"));
+
+  const tbe_event *cp = find(t, TBE_EV_MEMCPY, "Memcpy HtoD (Pageable -> Device)");
+  assert_non_null(cp);
+  assert_int_equal(tbe_trace_memcpy(t, cp)->bytes, 4096);
+  assert_int_equal(tbe_trace_memcpy(t, cp)->copy_kind, TBE_COPY_HTOD);
+  assert_int_equal(tbe_trace_memcpy(t, cp)->src_kind, TBE_MEM_PAGEABLE);
+  assert_int_not_equal(cp->link, TBE_NONE);
+  const tbe_event *pp = find(t, TBE_EV_MEMCPY, "Memcpy PtoP (Device -> Device)");
+  assert_non_null(pp);
+  assert_int_equal(tbe_trace_memcpy(t, pp)->dst_device, 1);
+  assert_int_equal(tbe_trace_memcpy(t, pp)->async, 1);
+  const tbe_event *mse = find(t, TBE_EV_MEMSET, "Memset (Device)");
+  assert_non_null(mse);
+  assert_int_equal(tbe_trace_memset(t, mse)->bytes, 512);
+
+  const tbe_event *se = find(t, TBE_EV_SYNC, "Stream Sync");
+  assert_non_null(se);
+  assert_int_equal(se->dur_ns, 270);
+  assert_int_equal(t->tracks[se->track].type, TBE_TRACK_THREAD); /* the waiting thread */
+  assert_int_equal(t->tracks[se->track].tid, 77);
+  assert_int_equal(tbe_trace_sync(t, se)->sync_kind, TBE_SYNC_STREAM);
+  assert_int_equal(tbe_trace_sync(t, se)->cuda_event, 0);
+
+  assert_int_equal(t->ndevices, 1);
+  assert_string_equal(tbe_trace_str(t, t->devices[0].name), "NVIDIA H200");
+  assert_int_equal(t->devices[0].sm_count, 132);
+  assert_int_equal(t->devices[0].cc_major, 9);
+  assert_int_equal(t->devices[0].max_threads_per_sm, 2048);
+  assert_int_equal(t->devices[0].memory_bandwidth, 4800000000000ll);
+  assert_non_null(find(t, TBE_EV_OVERHEAD, "CUPTI buffer flush"));
+  tbe_trace_free(t);
+}
+
+static void test_nvtx(void **state) {
+  fixture *f = *state;
+  start(f, TBE_TRACE_NVTX, 0, 0);
+  assert_true(F.enabled[CUPTI_ACTIVITY_KIND_MARKER]);
+  assert_true(F.enabled[CUPTI_ACTIVITY_KIND_MARKER_DATA]);
+  assert_false(F.enabled[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]);
+  const uint32_t S = CUPTI_ACTIVITY_FLAG_MARKER_START, E = CUPTI_ACTIVITY_FLAG_MARKER_END,
+                 I = CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS;
+  /* Nested push/pop: ends arrive innermost first, with no name. */
+  marker(S, 1, T0 + 100, 1, "outer", NULL);
+  CUpti_ActivityMarkerData2 md;
+  memset(&md, 0, sizeof md);
+  md.kind = CUPTI_ACTIVITY_KIND_MARKER_DATA;
+  md.flags = CUPTI_ACTIVITY_FLAG_MARKER_COLOR_ARGB;
+  md.id = 1;
+  md.payloadKind = CUPTI_METRIC_VALUE_KIND_UINT64;
+  md.payload.metricValueUint64 = 42;
+  md.color = 0xff00ff00u;
+  md.category = 7;
+  emit(&md, sizeof md);
+  marker(S, 2, T0 + 110, 1, "inner", NULL);
+  marker(E, 2, T0 + 120, 1, NULL, NULL);
+  marker(E, 1, T0 + 200, 1, NULL, NULL);
+  /* Interleaved start/end ranges on one thread: B does not nest in A. */
+  marker(S, 3, T0 + 300, 1, "A", NULL);
+  marker(S, 4, T0 + 310, 1, "B", NULL);
+  marker(E, 3, T0 + 320, 1, NULL, NULL);
+  marker(E, 4, T0 + 330, 1, NULL, NULL);
+  /* A mark, a domain range with a registered string, a double payload. */
+  marker(I, 5, T0 + 400, 1, "checkpoint", NULL);
+  marker(S, 6, T0 + 500, 1, "regstr", "dom");
+  memset(&md, 0, sizeof md);
+  md.kind = CUPTI_ACTIVITY_KIND_MARKER_DATA;
+  md.flags = CUPTI_ACTIVITY_FLAG_MARKER_COLOR_NONE;
+  md.id = 6;
+  md.payloadKind = CUPTI_METRIC_VALUE_KIND_DOUBLE;
+  md.payload.metricValueDouble = 2.5;
+  emit(&md, sizeof md);
+  marker(E, 6, T0 + 510, 1, NULL, NULL);
+  /* Started on thread 1, ended on thread 2. */
+  marker(S, 8, T0 + 700, 1, "handoff", NULL);
+  marker(E, 8, T0 + 710, 2, NULL, NULL);
+  /* An end whose start is not in the capture; a start that never ends. */
+  marker(E, 99, T0 + 720, 1, NULL, NULL);
+  marker(S, 7, T0 + 800, 1, "open", NULL);
+  /* A zero timestamp is out of range. */
+  marker(I, 9, 0, 1, "zero", NULL);
+
+  tbe__convert_info info;
+  tbe_trace *t = stop_and_convert(f, NULL, &info, NULL);
+  /* outer, inner, A, B, regstr, handoff, open */
+  assert_int_equal(count_kind(t, TBE_EV_NVTX_RANGE), 7);
+  assert_int_equal(count_kind(t, TBE_EV_NVTX_MARK), 1);
+  assert_int_equal(t->nevents, 8);
+  assert_int_equal(info.r.nvtx_ranges, 7);
+  assert_int_equal(info.r.nvtx_marks, 1);
+  assert_int_equal(info.nvtx_unclosed, 1);
+  assert_int_equal(info.nvtx_orphan_ends, 1);
+  assert_int_equal(t->dropped_out_of_range, 1);
+  assert_true(has_warning(t, "never ended"));
+  assert_true(has_warning(t, "had no start"));
+
+  const tbe_event *outer = find(t, TBE_EV_NVTX_RANGE, "outer");
+  const tbe_event *inner = find(t, TBE_EV_NVTX_RANGE, "inner");
+  assert_non_null(outer);
+  assert_non_null(inner);
+  assert_int_equal(outer->start_ns, (int64_t)(T0 + 100));
+  assert_int_equal(outer->dur_ns, 100);
+  assert_int_equal(inner->dur_ns, 10);
+  assert_false(outer->flags & TBE_EVF_ASYNC);
+  assert_false(inner->flags & TBE_EVF_ASYNC);
+  assert_int_equal(outer->track, inner->track);
+  assert_int_equal(t->tracks[outer->track].tid, 1);
+  const tbe_nvtx *nv = tbe_trace_nvtx(t, outer);
+  assert_non_null(nv);
+  assert_int_equal(nv->color, 0xff00ff00u);
+  assert_int_equal(nv->category, 7);
+  assert_int_equal(nv->payload_type, 2);
+  assert_int_equal(nv->payload.u, 42);
+  assert_int_equal(nv->domain, 0);
+  assert_int_equal(tbe_trace_nvtx(t, inner)->payload_type, 0);
+
+  const tbe_event *a = find(t, TBE_EV_NVTX_RANGE, "A");
+  const tbe_event *b = find(t, TBE_EV_NVTX_RANGE, "B");
+  assert_false(a->flags & TBE_EVF_ASYNC);
+  assert_true(b->flags & TBE_EVF_ASYNC);
+  assert_int_equal(b->dur_ns, 20);
+
+  const tbe_event *mk = find(t, TBE_EV_NVTX_MARK, "checkpoint");
+  assert_non_null(mk);
+  assert_int_equal(mk->dur_ns, 0);
+  const tbe_event *rg = find(t, TBE_EV_NVTX_RANGE, "regstr");
+  assert_non_null(rg);
+  assert_string_equal(tbe_trace_str(t, tbe_trace_nvtx(t, rg)->domain), "dom");
+  assert_int_equal(tbe_trace_nvtx(t, rg)->color, 0); /* COLOR_NONE */
+  assert_int_equal(tbe_trace_nvtx(t, rg)->payload_type, 3);
+  assert_true(tbe_trace_nvtx(t, rg)->payload.d == 2.5);
+  const tbe_event *h = find(t, TBE_EV_NVTX_RANGE, "handoff");
+  assert_true(h->flags & TBE_EVF_ASYNC);
+  const tbe_event *op = find(t, TBE_EV_NVTX_RANGE, "open");
+  assert_non_null(op);
+  assert_true(op->start_ns + op->dur_ns >= (int64_t)(T0 + 800));
+  assert_int_equal(op->start_ns + op->dur_ns, t->stop_ns);
+  assert_null(find(t, TBE_EV_NVTX_MARK, "zero"));
+  tbe_trace_free(t);
+}
+
+static void test_zero_timestamps(void **state) {
+  fixture *f = *state;
+  start(f, TBE_TRACE_CUDA, 0, 0);
+  kernel(1, "zero", 0, 0, 7);                 /* start = end = 0 */
+  kernel(2, "inverted", T0 + 500, T0 + 400, 7); /* start > end */
+  kernel(3, "good", T0 + 500, T0 + 600, 7);
+  kernel(4, "instant", T0 + 700, T0 + 700, 7); /* zero duration is fine */
+  api(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 3, 0, T0 + 10, 77); /* start 0 */
+  tbe__convert_info info;
+  tbe_trace *t = stop_and_convert(f, NULL, &info, NULL);
+  assert_int_equal(count_kind(t, TBE_EV_KERNEL), 2);
+  assert_non_null(find(t, TBE_EV_KERNEL, "good"));
+  assert_non_null(find(t, TBE_EV_KERNEL, "instant"));
+  assert_null(find(t, TBE_EV_KERNEL, "zero"));
+  assert_null(find(t, TBE_EV_KERNEL, "inverted"));
+  assert_int_equal(count_kind(t, TBE_EV_RUNTIME), 0);
+  assert_int_equal(t->dropped_out_of_range, 3);
+  assert_int_equal(info.r.dropped_out_of_range, 3);
+  assert_true(has_warning(t, "zero or inverted timestamps"));
+  tbe_trace_free(t);
+}
+
+static void test_buffer_cap_drops(void **state) {
+  fixture *f = *state;
+  /* Two 4 KiB buffers at most; the fake holds full buffers until a flush,
+   * as CUPTI does while the GPU runs, so the third request is declined. */
+  F.auto_complete = 0;
+  start(f, TBE_TRACE_CUDA, 8192, 4096);
+  const int n = 200;
+  for (int i = 0; i < n; i++) kernel((uint32_t)i + 1, "k", T0 + 1000 * (uint64_t)i + 1,
+                                     T0 + 1000 * (uint64_t)i + 500, 7);
+  size_t per_buffer = 4096 / sizeof(CUpti_ActivityKernel10);
+  size_t kept = 2 * per_buffer;
+  assert_int_equal(F.dropped_total, n - kept);
+  tbe__convert_info info;
+  tbe__sp_stats st;
+  tbe_trace *t = stop_and_convert(f, NULL, &info, &st);
+  assert_int_equal(count_kind(t, TBE_EV_KERNEL), kept);
+  assert_int_equal(t->dropped_records, n - kept);
+  assert_int_equal(info.r.dropped_records, n - kept);
+  assert_int_equal(st.cupti_dropped, n - kept);
+  assert_true(st.buffers_declined > 0);
+  assert_int_equal(st.buffer_bytes, 8192);
+  assert_true(has_warning(t, "dropped"));
+  /* The kept ones are exactly the first records, with their timestamps. */
+  for (size_t i = 0; i < t->nevents; i++) {
+    const tbe_event *e = &t->events[i];
+    assert_int_equal(e->start_ns, (int64_t)(T0 + 1000 * (e->correlation - 1) + 1));
+    assert_true(e->correlation <= kept);
+  }
+  tbe_trace_free(t);
+}
+
+static void test_capture_nvtx(void **state) {
+  fixture *f = *state;
+  start(f, TBE_TRACE_CUDA | TBE_TRACE_NVTX, 0, 0);
+  const uint32_t S = CUPTI_ACTIVITY_FLAG_MARKER_START, E = CUPTI_ACTIVITY_FLAG_MARKER_END;
+  api(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1, T0 + 100, T0 + 110, 77);
+  kernel(1, "before", T0 + 120, T0 + 130, 7);
+  marker(S, 1, T0 + 200, 77, "capture", "train");
+  api(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 2, T0 + 210, T0 + 220, 77);
+  marker(E, 1, T0 + 300, 77, NULL, NULL);
+  /* launched inside the range, ran after it: kept (its launch is inside) */
+  kernel(2, "inside", T0 + 310, T0 + 320, 7);
+  marker(S, 2, T0 + 400, 77, "capture", "other"); /* other domain: not a window */
+  api(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 3, T0 + 410, T0 + 420, 77);
+  kernel(3, "after", T0 + 430, T0 + 440, 7);
+  marker(E, 2, T0 + 500, 77, NULL, NULL);
+  tbe__convert_opts o = {TBE_CAPTURE_NVTX, "capture", "train", NULL};
+  tbe__convert_info info;
+  tbe_trace *t = stop_and_convert(f, &o, &info, NULL);
+  assert_int_equal(count_kind(t, TBE_EV_KERNEL), 1);
+  assert_non_null(find(t, TBE_EV_KERNEL, "inside"));
+  assert_int_equal(count_kind(t, TBE_EV_RUNTIME), 1);
+  assert_int_equal(count_kind(t, TBE_EV_NVTX_RANGE), 1);
+  assert_int_equal(info.outside_capture, 5);
+  assert_true(has_warning(t, "outside the capture range"));
+  tbe_trace_free(t);
+}
+
+static void test_capture_profiler_api(void **state) {
+  fixture *f = *state;
+  start(f, TBE_TRACE_CUDA, 0, 0);
+  api(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1, T0 + 100, T0 + 110, 77);
+  kernel(1, "before", T0 + 120, T0 + 130, 7);
+  api(CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000, 2, T0 + 150, T0 + 160, 77);
+  api(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 3, T0 + 200, T0 + 210, 77);
+  kernel(3, "inside", T0 + 220, T0 + 230, 7);
+  api(CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000, 4, T0 + 300, T0 + 310, 77);
+  api(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 5, T0 + 400, T0 + 410, 77);
+  kernel(5, "after", T0 + 420, T0 + 430, 7);
+  tbe__convert_opts o = {TBE_CAPTURE_PROFILER_API, NULL, NULL, NULL};
+  tbe_trace *t = stop_and_convert(f, &o, NULL, NULL);
+  assert_int_equal(count_kind(t, TBE_EV_KERNEL), 1);
+  assert_non_null(find(t, TBE_EV_KERNEL, "inside"));
+  assert_non_null(find(t, TBE_EV_RUNTIME, "cudaLaunchKernel"));
+  tbe_trace_free(t);
+}
+
+static void test_refused_kind_is_noted(void **state) {
+  fixture *f = *state;
+  F.refuse_kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+  start(f, TBE_TRACE_CUDA, 0, 0);
+  kernel(1, "k", T0 + 10, T0 + 20, 7);
+  tbe_trace *t = stop_and_convert(f, NULL, NULL, NULL);
+  assert_true(has_warning(t, "MEMCPY2"));
+  assert_int_equal(count_kind(t, TBE_EV_KERNEL), 1);
+  tbe_trace_free(t);
+}
+
+static void test_fork_child_is_not_collecting(void **state) {
+  fixture *f = *state;
+  start(f, TBE_TRACE_CUDA, 0, 0);
+  kernel(1, "parent", T0 + 10, T0 + 20, 7);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int ok = !tbe__collector_running() && tbe__collector_stop(NULL) == TBE_ESTATE;
+    _exit(ok ? 0 : 1);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  assert_true(tbe__collector_running());
+  kernel(2, "parent2", T0 + 30, T0 + 40, 7);
+  tbe_trace *t = stop_and_convert(f, NULL, NULL, NULL);
+  assert_int_equal(count_kind(t, TBE_EV_KERNEL), 2);
+  tbe_trace_free(t);
+}
+
+static void test_start_twice_and_stop_idle(void **state) {
+  fixture *f = *state;
+  assert_int_equal(tbe__collector_stop(NULL), TBE_ESTATE);
+  start(f, TBE_TRACE_CUDA, 0, 0);
+  tbe__collect_config c;
+  memset(&c, 0, sizeof c);
+  c.trace = TBE_TRACE_CUDA;
+  c.spool_path = f->spool;
+  assert_int_equal(tbe__collector_start(&fake_api, &c), TBE_EBUSY);
+  tbe_trace *t = stop_and_convert(f, NULL, NULL, NULL);
+  assert_int_equal(t->nevents, 0);
+  assert_false(t->ended_early);
+  tbe_trace_free(t);
+  /* The spool exists: a second session on the same path is refused. */
+  memset(&F, 0, sizeof F);
+  F.refuse_kind = -1;
+  assert_int_equal(tbe__collector_start(&fake_api, &c), TBE_EEXIST);
+  assert_false(tbe__collector_running());
+}
+
+static void test_public_api_without_session(void **state) {
+  (void)state;
+  assert_int_equal(tbe_profiler_stop(NULL), TBE_ESTATE);
+  assert_int_equal(tbe_profiler_start(NULL), TBE_EINVAL);
+  tbe_profiler_options o;
+  tbe_profiler_options_init(&o);
+  assert_int_equal(tbe_profiler_start(&o), TBE_EINVAL); /* no logdir */
+  unsigned m;
+  size_t bad;
+  assert_int_equal(tbe_profiler_parse_trace("cuda,nvtx,memory,driver", &m, &bad), 0);
+  assert_int_equal(m, TBE_TRACE_CUDA | TBE_TRACE_NVTX | TBE_TRACE_MEMORY | TBE_TRACE_DRIVER);
+  assert_int_equal(tbe_profiler_parse_trace("cuda,gpu", &m, &bad), TBE_EINVAL);
+  assert_int_equal(bad, 5);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_decode_kinds, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_nvtx, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_zero_timestamps, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_buffer_cap_drops, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_capture_nvtx, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_capture_profiler_api, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_refused_kind_is_noted, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fork_child_is_not_collecting, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_start_twice_and_stop_idle, setup, teardown),
+      cmocka_unit_test(test_public_api_without_session),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
+
+#else /* no CUPTI headers at build time */
+
+static void test_skipped_without_cupti(void **state) {
+  (void)state;
+  tbe_profiler_options o;
+  tbe_profiler_options_init(&o);
+  o.logdir = "unused";
+  assert_int_equal(tbe_profiler_start(&o), TBE_ENOCUPTI);
+  assert_int_equal(tbe_profiler_stop(NULL), TBE_ENOCUPTI);
+  skip();
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_skipped_without_cupti)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
+#endif

@@ -1,0 +1,469 @@
+/* test_spool.c: the collector's spool file: framing, round trip into the
+ * trace model, a spool cut at every byte of its last frame (what is
+ * complete converts, the rest is reported and the capture marked as ended
+ * early), corrupt frames, and files that are not spools.  Needs no CUDA. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "collect/convert.h"
+#include "collect/options.h"
+#include "collect/spool.h"
+#include "common/alloc.h"
+#include "common/buf.h"
+#include "tbexport.h"
+#include "tbexport/profiler.h"
+#include "testutil.h"
+
+#define T0 1700000000000000000ll
+
+static tbe_allocator al; /* malloc, for the test's buffers */
+
+typedef struct img {
+  tbe__buf b;        /* the whole file image */
+  size_t last_frame; /* offset of the last frame */
+} img;
+
+static void frame(img *m, tbe__buf *payload) {
+  m->last_frame = m->b.len;
+  uint8_t head[8];
+  uint32_t len = (uint32_t)payload->len;
+  memcpy(head, &len, 4);
+  uint32_t c = tbe__spool_checksum(head, 4, 0);
+  c = tbe__spool_checksum(payload->data, payload->len, c);
+  memcpy(head + 4, &c, 4);
+  tbe__buf_append(&m->b, head, 8);
+  tbe__buf_append(&m->b, payload->data, payload->len);
+  tbe__buf_clear(payload);
+}
+
+static void kern(tbe__buf *p, uint32_t corr, uint32_t name, int64_t s, int64_t e) {
+  tbe__sp_kernel k;
+  memset(&k, 0, sizeof k);
+  k.start = s;
+  k.end = e;
+  k.corr = corr;
+  k.stream = 7;
+  k.name = name;
+  k.grid[0] = k.block[0] = 1;
+  tbe__spool_item(p, TBE__SP_KERNEL, &k, sizeof k);
+}
+
+/* A spool of three frames: info + strings + 2 kernels + API; 3 kernels;
+ * 2 kernels + stats + end.  Returns the image. */
+static void build(img *m, int with_end) {
+  tbe__buf_init(&m->b, &al);
+  uint8_t head[TBE__SPOOL_HEADER];
+  tbe__spool_header(head, T0);
+  tbe__buf_append(&m->b, head, sizeof head);
+  tbe__buf p;
+  tbe__buf_init(&p, &al);
+  tbe__sp_info info;
+  memset(&info, 0, sizeof info);
+  info.start_ns = T0;
+  info.pid = 321;
+  info.trace = 3;
+  tbe__spool_item(&p, TBE__SP_INFO, &info, sizeof info);
+  tbe__spool_item(&p, TBE__SP_HOST, "gpuhost", 7);
+  tbe__spool_item(&p, TBE__SP_CMD, "./app --x", 9);
+  tbe__spool_str(&p, 1, "kernel_a", 8);
+  tbe__spool_str(&p, 2, "cudaLaunchKernel", 16);
+  kern(&p, 1, 1, T0 + 100, T0 + 200);
+  kern(&p, 2, 1, T0 + 200, T0 + 300);
+  tbe__sp_api a;
+  memset(&a, 0, sizeof a);
+  a.start = T0 + 50;
+  a.end = T0 + 60;
+  a.corr = 1;
+  a.pid = 321;
+  a.tid = 322;
+  a.name = 2;
+  tbe__spool_item(&p, TBE__SP_API, &a, sizeof a);
+  frame(m, &p);
+  tbe__spool_str(&p, 3, "kernel_b", 8);
+  for (int i = 0; i < 3; i++) kern(&p, 10 + (uint32_t)i, 3, T0 + 1000 + i * 100, T0 + 1050 + i * 100);
+  frame(m, &p);
+  kern(&p, 20, 1, T0 + 5000, T0 + 5100);
+  kern(&p, 21, 3, T0 + 5100, T0 + 5200);
+  tbe__sp_stats st;
+  memset(&st, 0, sizeof st);
+  st.records = 8;
+  st.cupti_dropped = 3;
+  tbe__spool_item(&p, TBE__SP_STATS, &st, sizeof st);
+  if (with_end) {
+    tbe__sp_end e = {T0 + 6000};
+    tbe__spool_item(&p, TBE__SP_END, &e, sizeof e);
+  }
+  frame(m, &p);
+  tbe__buf_deinit(&p);
+  assert_int_equal(tbe__buf_error(&m->b), 0);
+}
+
+static size_t kernels(const tbe_trace *t) {
+  size_t n = 0;
+  for (size_t i = 0; i < t->nevents; i++) n += t->events[i].kind == TBE_EV_KERNEL;
+  return n;
+}
+
+static int convert(const uint8_t *d, size_t n, tbe_trace **t, tbe__convert_info *info) {
+  assert_int_equal(tbe_trace_create(t, NULL), 0);
+  return tbe__spool_to_trace(d, n, "test.spool", NULL, *t, info);
+}
+
+static void test_round_trip(void **state) {
+  (void)state;
+  img m;
+  build(&m, 1);
+  /* Through a real file, as tbexport reads it. */
+  char *dir = tu_mkdtemp();
+  char *path = tu_join(dir, "321.spool");
+  assert_int_equal(tu_write_file(path, m.b.data, m.b.len), 0);
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  tbe__convert_info info;
+  assert_int_equal(tbe__spool_file_to_trace(path, NULL, t, &info), 0);
+  assert_int_equal(kernels(t), 7);
+  assert_int_equal(t->nevents, 8);
+  assert_false(t->ended_early);
+  assert_false(info.ended_early);
+  assert_int_equal(info.tail_bytes, 0);
+  assert_int_equal(info.pid, 321);
+  assert_string_equal(info.cmd, "./app --x");
+  assert_int_equal(t->dropped_records, 3);
+  assert_string_equal(tbe_trace_str(t, t->host), "gpuhost");
+  assert_int_equal(t->nprocesses, 1);
+  assert_int_equal(t->processes[0].pid, 321);
+  assert_string_equal(tbe_trace_str(t, t->processes[0].name), "./app --x");
+  assert_int_equal(t->start_ns, T0);
+  assert_int_equal(t->stop_ns, T0 + 6000);
+  /* The kernel with correlation 1 is linked to its launch. */
+  int linked = 0;
+  for (size_t i = 0; i < t->nevents; i++) {
+    const tbe_event *e = &t->events[i];
+    if (e->kind == TBE_EV_KERNEL && e->correlation == 1) {
+      assert_int_not_equal(e->link, TBE_NONE);
+      assert_int_equal(t->events[e->link].kind, TBE_EV_RUNTIME);
+      assert_string_equal(tbe_trace_str(t, e->name), "kernel_a");
+      linked = 1;
+    }
+    if (e->kind == TBE_EV_KERNEL && e->correlation == 21)
+      assert_string_equal(tbe_trace_str(t, e->name), "kernel_b");
+  }
+  assert_true(linked);
+  /* busy: 7 kernels of 100+100+50*3+100+100 = 550 ns over 6000 ns */
+  assert_true(info.r.gpu_busy_pct > 9.16 && info.r.gpu_busy_pct < 9.17);
+  tbe_trace_free(t);
+  tu_rmrf(dir);
+  free(dir);
+  free(path);
+  tbe__buf_deinit(&m.b);
+}
+
+static void test_cut_at_every_byte_of_last_frame(void **state) {
+  (void)state;
+  img m;
+  build(&m, 1);
+  for (size_t n = m.last_frame; n < m.b.len; n++) {
+    tbe_trace *t;
+    tbe__convert_info info;
+    assert_int_equal(convert(m.b.data, n, &t, &info), 0);
+    assert_int_equal(kernels(t), 5); /* the first two frames, exactly */
+    assert_true(t->ended_early);
+    assert_true(info.ended_early);
+    assert_int_equal(info.tail_offset, m.last_frame);
+    assert_int_equal(info.tail_bytes, n - m.last_frame);
+    assert_int_equal(t->dropped_records, 0); /* the stats were in the lost frame */
+    int warned = 0;
+    for (size_t w = 0; w < t->nwarnings; w++)
+      warned |= strstr(tbe_trace_str(t, t->warnings[w]), "ended early") != NULL;
+    assert_true(warned);
+    tbe_trace_free(t);
+  }
+  tbe__buf_deinit(&m.b);
+}
+
+static void test_corrupt_last_frame(void **state) {
+  (void)state;
+  img m;
+  build(&m, 1);
+  for (size_t off = m.last_frame; off < m.b.len; off += 7) {
+    m.b.data[off] ^= 0x5a;
+    tbe_trace *t;
+    tbe__convert_info info;
+    assert_int_equal(convert(m.b.data, m.b.len, &t, &info), 0);
+    assert_int_equal(kernels(t), 5);
+    assert_true(t->ended_early);
+    assert_int_equal(info.tail_offset, m.last_frame);
+    assert_non_null(info.tail_why);
+    tbe_trace_free(t);
+    m.b.data[off] ^= 0x5a;
+  }
+  tbe__buf_deinit(&m.b);
+}
+
+static void test_no_end_marker(void **state) {
+  (void)state;
+  img m;
+  build(&m, 0); /* killed after the last frame was written */
+  tbe_trace *t;
+  tbe__convert_info info;
+  assert_int_equal(convert(m.b.data, m.b.len, &t, &info), 0);
+  assert_int_equal(kernels(t), 7);
+  assert_true(t->ended_early);
+  assert_int_equal(info.tail_bytes, 0);
+  assert_int_equal(t->stop_ns, T0 + 5200); /* the last activity seen */
+  tbe_trace_free(t);
+  tbe__buf_deinit(&m.b);
+}
+
+static void test_not_a_spool(void **state) {
+  (void)state;
+  tbe_trace *t;
+  const char *junk = "this is not a spool file at all, really not";
+  assert_int_equal(convert((const uint8_t *)junk, strlen(junk), &t, NULL), TBE_EFORMAT);
+  tbe_trace_free(t);
+  img m;
+  build(&m, 1);
+  uint32_t bom = 0x04030201u; /* other byte order */
+  memcpy(m.b.data + 12, &bom, 4);
+  assert_int_equal(convert(m.b.data, m.b.len, &t, NULL), TBE_ECORRUPT);
+  tbe_trace_free(t);
+  tbe__buf_deinit(&m.b);
+  /* A header cut short: an empty capture that ended early. */
+  build(&m, 1);
+  tbe__convert_info info;
+  assert_int_equal(convert(m.b.data, 12, &t, &info), 0);
+  assert_true(t->ended_early);
+  assert_int_equal(t->nevents, 0);
+  tbe_trace_free(t);
+  tbe__buf_deinit(&m.b);
+}
+
+static void test_items_out_of_bounds(void **state) {
+  (void)state;
+  /* A frame whose item claims more bytes than the frame holds, with a
+   * valid checksum: rejected as a whole, nothing from it is used. */
+  img m;
+  tbe__buf_init(&m.b, &al);
+  uint8_t head[TBE__SPOOL_HEADER];
+  tbe__spool_header(head, T0);
+  tbe__buf_append(&m.b, head, sizeof head);
+  tbe__buf p;
+  tbe__buf_init(&p, &al);
+  tbe__spool_str(&p, 1, "k", 1);
+  kern(&p, 1, 1, T0 + 1, T0 + 2);
+  frame(&m, &p);
+  size_t good = m.b.len;
+  uint8_t bad[12] = {TBE__SP_KERNEL, 0, 200, 0, 1, 2, 3, 4, 5, 6, 7, 8};
+  tbe__buf_append(&p, bad, sizeof bad);
+  frame(&m, &p);
+  /* Unknown item types and string ids out of range are skipped. */
+  tbe_trace *t;
+  tbe__convert_info info;
+  assert_int_equal(convert(m.b.data, m.b.len, &t, &info), 0);
+  assert_int_equal(kernels(t), 1);
+  assert_int_equal(info.tail_offset, good);
+  assert_string_equal(info.tail_why, "item past frame end");
+  tbe_trace_free(t);
+  tbe__buf_clear(&m.b);
+  tbe__buf_append(&m.b, head, sizeof head);
+  tbe__spool_item(&p, 999, "xyz", 3);
+  tbe__spool_str(&p, 5000000, "big id", 6);
+  kern(&p, 1, 77, T0 + 1, T0 + 2); /* undefined string id: empty name */
+  frame(&m, &p);
+  assert_int_equal(convert(m.b.data, m.b.len, &t, &info), 0);
+  assert_int_equal(kernels(t), 1);
+  assert_string_equal(tbe_trace_str(t, t->events[0].name), "");
+  tbe_trace_free(t);
+  tbe__buf_deinit(&p);
+  tbe__buf_deinit(&m.b);
+}
+
+static void test_write_frame_to_file(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  char *path = tu_join(dir, "w.spool");
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+  assert_true(fd >= 0);
+  uint8_t head[TBE__SPOOL_HEADER];
+  tbe__spool_header(head, T0);
+  assert_int_equal(write(fd, head, sizeof head), (ssize_t)sizeof head);
+  tbe__buf p;
+  tbe__buf_init(&p, &al);
+  tbe__spool_str(&p, 1, "k", 1);
+  for (int i = 0; i < 1000; i++) kern(&p, (uint32_t)i + 1, 1, T0 + i * 10 + 1, T0 + i * 10 + 5);
+  assert_int_equal(tbe__spool_write_frame(fd, p.data, p.len), 0);
+  tbe__buf_clear(&p);
+  tbe__sp_end e = {T0 + 100000};
+  tbe__spool_item(&p, TBE__SP_END, &e, sizeof e);
+  assert_int_equal(tbe__spool_write_frame(fd, p.data, p.len), 0);
+  close(fd);
+  tbe__buf_deinit(&p);
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  assert_int_equal(tbe__spool_file_to_trace(path, NULL, t, NULL), 0);
+  assert_int_equal(kernels(t), 1000);
+  assert_false(t->ended_early);
+  tbe_trace_free(t);
+  tu_rmrf(dir);
+  free(dir);
+  free(path);
+}
+
+static int exists(const char *dir, const char *rel) {
+  char *p = tu_join(dir, rel);
+  int r = access(p, F_OK) == 0;
+  free(p);
+  return r;
+}
+
+static void test_session_two_processes(void **state) {
+  (void)state;
+  /* Two processes' spools (one cut short) become one run, one host each. */
+  char *dir = tu_mkdtemp();
+  char *spools = tu_join(dir, ".tbexport-spool-1");
+  assert_int_equal(mkdir(spools, 0700), 0);
+  img m;
+  build(&m, 1);
+  char *p1 = tu_join(spools, "321.spool");
+  assert_int_equal(tu_write_file(p1, m.b.data, m.b.len), 0);
+  uint32_t pid = 654;
+  memcpy(m.b.data + TBE__SPOOL_HEADER + 8 + 4 + offsetof(tbe__sp_info, pid), &pid, 4);
+  /* (the checksum of frame 1 no longer matches: nothing of it converts) */
+  char *p2 = tu_join(spools, "654.spool");
+  assert_int_equal(tu_write_file(p2, m.b.data, m.last_frame + 5), 0);
+  tbe_export_options eo;
+  tbe_export_options_init(&eo);
+  eo.logdir = dir;
+  eo.run = "r";
+  eo.host = "node";
+  tbe__session s;
+  memset(&s, 0, sizeof s);
+  s.spool_dir = spools;
+  s.eo = &eo;
+  s.quiet = 1;
+  tbe_profiler_result r;
+  size_t np = 0;
+  assert_int_equal(tbe__spools_write_run(&s, &r, &np), 0);
+  assert_int_equal(np, 2);
+  assert_int_equal(r.kernels, 7);
+  assert_int_equal(r.dropped_records, 3);
+  assert_true(exists(dir, "plugins/profile/r/node_pid321.xplane.pb"));
+  assert_true(exists(dir, "plugins/profile/r/node_pid321.trace.json.gz"));
+  /* no info frame survived: the pid comes from the file name */
+  assert_true(exists(dir, "plugins/profile/r/node_pid654.xplane.pb"));
+  assert_false(exists(dir, ".tbexport-spool-1")); /* converted spools are removed */
+  tbe__buf_deinit(&m.b);
+  tu_rmrf(dir);
+  free(dir);
+  free(spools);
+  free(p1);
+  free(p2);
+}
+
+static void test_session_no_process(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  tbe_export_options eo;
+  tbe_export_options_init(&eo);
+  eo.logdir = dir;
+  eo.run = "empty";
+  eo.host = "node";
+  tbe__session s;
+  memset(&s, 0, sizeof s);
+  s.eo = &eo;
+  s.quiet = 1;
+  s.fallback_pid = 99;
+  s.fallback_cmd = "/bin/true";
+  s.fallback_start_ns = T0;
+  s.fallback_stop_ns = T0 + 1000000;
+  size_t np = 1;
+  assert_int_equal(tbe__spools_write_run(&s, NULL, &np), 0);
+  assert_int_equal(np, 0);
+  assert_true(exists(dir, "plugins/profile/empty/node.xplane.pb"));
+  size_t n;
+  char *j = tu_join(dir, "plugins/profile/empty/node.trace.json.gz");
+  uint8_t *gz = tu_read_file(j, &n);
+  assert_non_null(gz);
+  free(gz);
+  free(j);
+  tu_rmrf(dir);
+  free(dir);
+}
+
+static void test_options(void **state) {
+  (void)state;
+  tbe__collect_opts o, d;
+  tbe__opts_default(&o);
+  o.trace = 0xf;
+  o.delay_s = 1.25;
+  o.duration_s = 3;
+  o.capture = 2;
+  o.buffer_mb = 128;
+  o.flush_ms = 250;
+  o.keep_noisy = 1;
+  char buf[256];
+  assert_int_equal(tbe__opts_encode(&o, buf, sizeof buf), 0);
+  tbe__opts_default(&d);
+  assert_int_equal(tbe__opts_decode(buf, &d), 0);
+  assert_memory_equal(&o, &d, sizeof o);
+  assert_int_equal(tbe__opts_encode(&o, buf, 10), TBE_ETOOBIG);
+  assert_int_equal(tbe__opts_decode("trace=x", &d), TBE_EINVAL);
+  assert_int_equal(tbe__opts_decode("delay=-1", &d), TBE_EINVAL);
+  assert_int_equal(tbe__opts_decode("unknown=5;;noisy=0", &d), 0);
+  assert_int_equal(d.keep_noisy, 0);
+  int mode;
+  char *name, *dom;
+  assert_int_equal(tbe__parse_capture_range("nvtx:step@train", &mode, &name, &dom), 0);
+  assert_int_equal(mode, TBE_CAPTURE_NVTX);
+  assert_string_equal(name, "step");
+  assert_string_equal(dom, "train");
+  free(name);
+  free(dom);
+  assert_int_equal(tbe__parse_capture_range("nvtx:a@b@c", &mode, &name, &dom), 0);
+  assert_string_equal(name, "a@b"); /* the last '@' separates the domain */
+  assert_string_equal(dom, "c");
+  free(name);
+  free(dom);
+  assert_int_equal(tbe__parse_capture_range("cudaProfilerApi", &mode, &name, &dom), 0);
+  assert_int_equal(mode, TBE_CAPTURE_PROFILER_API);
+  assert_null(name);
+  assert_int_equal(tbe__parse_capture_range("nvtx:", &mode, &name, &dom), TBE_EINVAL);
+  assert_int_equal(tbe__parse_capture_range("nvtx:x@", &mode, &name, &dom), TBE_EINVAL);
+  assert_int_equal(tbe__parse_capture_range("range", &mode, &name, &dom), TBE_EINVAL);
+  double sec;
+  assert_int_equal(tbe__parse_seconds("2", &sec), 0);
+  assert_true(sec == 2.0);
+  assert_int_equal(tbe__parse_seconds("250ms", &sec), 0);
+  assert_true(sec == 0.25);
+  assert_int_equal(tbe__parse_seconds("1.5s", &sec), 0);
+  assert_true(sec == 1.5);
+  assert_int_equal(tbe__parse_seconds("-1", &sec), TBE_EINVAL);
+  assert_int_equal(tbe__parse_seconds("2h", &sec), TBE_EINVAL);
+}
+
+int main(void) {
+  tbe__allocator_init(&al, NULL);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_round_trip),
+      cmocka_unit_test(test_cut_at_every_byte_of_last_frame),
+      cmocka_unit_test(test_corrupt_last_frame),
+      cmocka_unit_test(test_no_end_marker),
+      cmocka_unit_test(test_not_a_spool),
+      cmocka_unit_test(test_items_out_of_bounds),
+      cmocka_unit_test(test_write_frame_to_file),
+      cmocka_unit_test(test_options),
+      cmocka_unit_test(test_session_two_processes),
+      cmocka_unit_test(test_session_no_process),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
