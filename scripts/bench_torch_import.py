@@ -8,7 +8,7 @@ Python's json.load of that file, then runs `bench_import FILE` (our importer
 in a child process: events/s, MB/s, peak RSS, and its own json.load ratio)
 on the same file.  Prints one line per measurement and the ratios.
 
-usage: torch_export_vs_import.py --bench PATH/TO/bench_import [--iters N] [--out DIR]
+usage: bench_torch_import.py --bench PATH/TO/bench_import [--iters N] [--out DIR]
 """
 import argparse
 import json
