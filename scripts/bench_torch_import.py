@@ -30,7 +30,7 @@ def main():
     from torch.profiler import ProfilerActivity, profile
 
     if not torch.cuda.is_available():
-        sys.exit("torch_export_vs_import: CUDA is not available")
+        sys.exit("bench_torch_import: CUDA is not available")
     x = torch.zeros(1024, device="cuda")
     for _ in range(100):  # warm up outside the profile
         x.add_(1.0)
