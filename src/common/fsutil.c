@@ -115,6 +115,24 @@ int tbe__write_all(int fd, const void *p, size_t n) {
   return 0;
 }
 
+int tbe__path_split(const tbe_allocator *a, const char *path, char **dir, const char **name) {
+  const char *slash = strrchr(path, '/');
+  const char *base = slash ? slash + 1 : path;
+  if (!*base) return TBE_EINVAL;
+  if (slash) {
+    size_t dl = slash == path ? 1 : (size_t)(slash - path);
+    *dir = tbe__alloc(a, dl + 1);
+    if (!*dir) return TBE_ENOMEM;
+    memcpy(*dir, path, dl);
+    (*dir)[dl] = 0;
+  } else {
+    *dir = tbe__strdup(a, ".");
+    if (!*dir) return TBE_ENOMEM;
+  }
+  *name = base;
+  return 0;
+}
+
 static char *join(const tbe_allocator *a, const char *dir, const char *name) {
   size_t dl = strlen(dir), nl = strlen(name);
   char *p = tbe__alloc(a, dl + nl + 2);

@@ -40,6 +40,12 @@ void tbe__hostname(char *buf, size_t size);
  * -errno (a short write that makes no progress is -EIO). */
 int tbe__write_all(int fd, const void *p, size_t n);
 
+/* Splits `path` into a newly allocated directory part (`.` when there is
+ * none, `/` for a file in the root) and a pointer to its last component,
+ * inside `path`.  Returns 0, TBE_EINVAL when the last component is empty,
+ * or TBE_ENOMEM. */
+int tbe__path_split(const tbe_allocator *a, const char *path, char **dir, const char **name);
+
 /* A file being written under a temporary name. */
 typedef struct tbe__afile {
   int fd;

@@ -1559,22 +1559,11 @@ int tbe_export_chrome_json(const tbe_trace *t, const char *path, int gzip, int f
   if (!t || !path || !*path) return TBE_EINVAL;
   tbe_allocator a;
   tbe__allocator_init(&a, NULL);
-  const char *slash = strrchr(path, '/');
   char *dir;
   const char *name;
-  if (slash) {
-    size_t dl = slash == path ? 1 : (size_t)(slash - path);
-    dir = tbe__alloc(&a, dl + 1);
-    if (!dir) return TBE_ENOMEM;
-    memcpy(dir, path, dl);
-    dir[dl] = 0;
-    name = slash + 1;
-  } else {
-    dir = tbe__strdup(&a, ".");
-    if (!dir) return TBE_ENOMEM;
-    name = path;
-  }
-  int rc = *name ? json_file(t, &a, dir, name, gzip, force, 0, NULL, NULL) : TBE_EINVAL;
+  int rc = tbe__path_split(&a, path, &dir, &name);
+  if (rc) return rc;
+  rc = json_file(t, &a, dir, name, gzip, force, 0, NULL, NULL);
   tbe__free(&a, dir);
   return rc;
 }

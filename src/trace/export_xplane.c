@@ -1202,24 +1202,12 @@ int tbe_export_xplane(const tbe_trace *t, const char *path, int force) {
   if (!t || !path || !*path) return TBE_EINVAL;
   tbe_allocator a;
   tbe__allocator_init(&a, NULL);
-  const char *slash = strrchr(path, '/');
   char *dir;
   const char *name;
-  if (slash) {
-    size_t dl = slash == path ? 1 : (size_t)(slash - path);
-    dir = tbe__alloc(&a, dl + 1);
-    if (!dir) return TBE_ENOMEM;
-    memcpy(dir, path, dl);
-    dir[dl] = 0;
-    name = slash + 1;
-  } else {
-    dir = tbe__strdup(&a, ".");
-    if (!dir) return TBE_ENOMEM;
-    name = path;
-  }
+  int rc = tbe__path_split(&a, path, &dir, &name);
+  if (rc) return rc;
   /* The host name recorded inside is the trace's own (text, not a path). */
-  int rc = *name ? xplane_file(t, &a, dir, name, tbe_trace_str(t, t->host), force, 0, NULL, NULL)
-                 : TBE_EINVAL;
+  rc = xplane_file(t, &a, dir, name, tbe_trace_str(t, t->host), force, 0, NULL, NULL);
   tbe__free(&a, dir);
   return rc;
 }
