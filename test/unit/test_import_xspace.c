@@ -848,44 +848,13 @@ static void test_round_trip(void **state) {
 /* ---- allocation failures ---- */
 
 
-/* Imports `path` with the trace's n-th allocation failing, for every n
- * until an import succeeds: each attempt fails cleanly with TBE_ENOMEM and
- * a message, and leaves nothing allocated. */
-static void alloc_sweep(const char *path) {
-  int succeeded = 0;
-  long n;
-  for (n = 0; n < 5000 && !succeeded; n++) {
-    tu_failalloc f;
-    tbe_allocator a = tu_failalloc_init(&f, n);
-    tbe_trace *t = NULL;
-    int rc = tbe_trace_create(&t, &a);
-    if (rc == 0) {
-      tbe_import_error err;
-      rc = tbe_import_file(t, path, NULL, &err);
-      if (rc == 0) {
-        succeeded = 1;
-      } else {
-        if (rc != TBE_ENOMEM) fprintf(stderr, "n=%ld: %s\n", n, err.message);
-        assert_int_equal(rc, TBE_ENOMEM);
-        assert_true(err.message[0] != 0);
-      }
-      tbe_trace_free(t);
-    } else {
-      assert_int_equal(rc, TBE_ENOMEM);
-    }
-    assert_int_equal(f.live, 0);
-  }
-  assert_true(succeeded);
-  assert_true(n > 10); /* the sweep did go through the importer */
-}
-
 static void test_alloc_failures(void **state) {
   (void)state;
   char *dir = tu_mkdtemp();
   wb space;
   build_space(&space, 1000, 0);
   char *path = write_tmp(dir, "a.xplane.pb", &space);
-  alloc_sweep(path);
+  tu_import_alloc_sweep(path, 5000);
   free(space.b);
   free(path);
   tu_rmrf(dir);

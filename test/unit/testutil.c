@@ -4,6 +4,13 @@
 #endif
 #include "testutil.h"
 
+#include <setjmp.h>
+#include <stdarg.h>
+
+#include <cmocka.h>
+
+#include "tbexport.h"
+
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,4 +113,32 @@ tbe_allocator tu_failalloc_init(tu_failalloc *f, long succeed) {
   f->live = 0;
   tbe_allocator a = {fa_alloc, fa_realloc, fa_free, f};
   return a;
+}
+
+void tu_import_alloc_sweep(const char *path, long dense) {
+  int succeeded = 0;
+  long n, attempts = 0;
+  for (n = 0; n < 200000 && !succeeded; n += n < dense ? 1 : 7, attempts++) {
+    tu_failalloc f;
+    tbe_allocator a = tu_failalloc_init(&f, n);
+    tbe_trace *t = NULL;
+    int rc = tbe_trace_create(&t, &a);
+    if (rc == 0) {
+      tbe_import_error err;
+      rc = tbe_import_file(t, path, NULL, &err);
+      if (rc == 0) {
+        succeeded = 1;
+      } else {
+        if (rc != TBE_ENOMEM) fprintf(stderr, "n=%ld: %s\n", n, err.message);
+        assert_int_equal(rc, TBE_ENOMEM);
+        assert_non_null(strstr(err.message, "out of memory"));
+      }
+      tbe_trace_free(t);
+    } else {
+      assert_int_equal(rc, TBE_ENOMEM);
+    }
+    assert_int_equal(f.live, 0);
+  }
+  assert_true(succeeded);
+  assert_true(attempts > 10); /* the sweep did go through the importer */
 }
