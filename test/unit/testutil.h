@@ -36,8 +36,8 @@ tbe_allocator tu_failalloc_init(tu_failalloc *f, long succeed);
 /* Imports `path` with allocation number n failing, for n = 0, 1, ... (every
  * n up to `dense`, then every 7th) until an import succeeds.  Each failed
  * attempt must return TBE_ENOMEM with a message saying "out of memory", and
- * no attempt may leave a
- * block allocated.  Fails the running CMocka test otherwise. */
+ * no attempt may leave a block allocated.  Fails the running CMocka test
+ * otherwise. */
 void tu_import_alloc_sweep(const char *path, long dense);
 
 #endif
