@@ -24,7 +24,7 @@ uint8_t *tbe__buf_reserve(tbe__buf *b, size_t n) {
     b->err = TBE_ENOMEM;
     return NULL;
   }
-  if (b->len + n > b->cap) {
+  if (b->len + n > b->cap || !b->data) { /* never hand out NULL + 0 */
     size_t ncap = b->cap ? b->cap : 256;
     while (ncap < b->len + n) {
       if (ncap > SIZE_MAX / 2) {

@@ -1,0 +1,23 @@
+/* fuzz_xspace.c: libFuzzer target for the XSpace (.xplane.pb) importer.
+ *
+ * Writes the input to a temporary .xplane.pb file and imports it with
+ * tbe_import_file. */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "fuzz_util.h"
+#include "tbexport/import.h"
+#include "tbexport/trace.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  char path[128];
+  fz_write(path, "host.xplane.pb", data, size);
+  tbe_trace *t = NULL;
+  if (tbe_trace_create(&t, NULL) == 0) {
+    tbe_import_error err;
+    (void)tbe_import_file(t, path, NULL, &err);
+    tbe_trace_free(t);
+  }
+  unlink(path);
+  return 0;
+}
