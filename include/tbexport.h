@@ -7,6 +7,7 @@
  *   tbexport/import.h   reading existing traces (Chrome JSON, XSpace, nsys)
  *   tbexport/export.h   writing a trace as a TensorBoard run
  *   tbexport/analysis.h statistics, summary and diff reports over a trace
+ *   tbexport/profiler.h in-process CUPTI collection (tbe_profiler_start/stop)
  */
 #ifndef TBEXPORT_H
 #define TBEXPORT_H
@@ -20,5 +21,6 @@
 #include "tbexport/import.h"
 #include "tbexport/export.h"
 #include "tbexport/analysis.h"
+#include "tbexport/profiler.h"
 
 #endif
