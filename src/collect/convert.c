@@ -447,6 +447,21 @@ static int compute_windows(build *b, const range *rs, size_t nr) {
   return rc;
 }
 
+/* Admits one GPU activity record: a bad span is skipped (and counted by
+ * bad_span), one outside the capture window is counted and skipped, else its
+ * stream track is found.  Returns 1 with *tr set, 0 to skip, or an error. */
+static int gpu_admit(build *b, int64_t start, int64_t end, uint32_t corr, int64_t pid,
+                     uint32_t stream, uint32_t device, uint32_t *tr) {
+  if (bad_span(b, start, end)) return 0;
+  seen(b->s, end);
+  if (!gpu_in_window(b, start, corr)) {
+    b->info->outside_capture++;
+    return 0;
+  }
+  int rc = stream_track(b, pid, stream, device, tr);
+  return rc ? rc : 1;
+}
+
 static int build_trace(build *b) {
   scan *s = b->s;
   tbe_trace *t = b->t;
@@ -639,14 +654,13 @@ static int build_trace(build *b) {
   /* GPU work. */
   for (size_t i = 0; i < s->kernels.n && !rc; i++) {
     const tbe__sp_kernel *k = &s->kernels.v[i];
-    if (bad_span(b, k->start, k->end)) continue;
-    seen(s, k->end);
-    if (!gpu_in_window(b, k->start, k->corr)) {
-      info->outside_capture++;
-      continue;
-    }
     uint32_t tr;
-    if ((rc = stream_track(b, pid, k->stream, k->device, &tr))) break;
+    int admit = gpu_admit(b, k->start, k->end, k->corr, pid, k->stream, k->device, &tr);
+    if (admit < 0) {
+      rc = admit;
+      break;
+    }
+    if (!admit) continue;
     tbe_kernel d;
     memset(&d, 0, sizeof d);
     for (int j = 0; j < 3; j++) {
@@ -667,14 +681,13 @@ static int build_trace(build *b) {
   }
   for (size_t i = 0; i < s->memcpys.n && !rc; i++) {
     const tbe__sp_memcpy *m = &s->memcpys.v[i];
-    if (bad_span(b, m->start, m->end)) continue;
-    seen(s, m->end);
-    if (!gpu_in_window(b, m->start, m->corr)) {
-      info->outside_capture++;
-      continue;
-    }
     uint32_t tr;
-    if ((rc = stream_track(b, pid, m->stream, m->device, &tr))) break;
+    int admit = gpu_admit(b, m->start, m->end, m->corr, pid, m->stream, m->device, &tr);
+    if (admit < 0) {
+      rc = admit;
+      break;
+    }
+    if (!admit) continue;
     tbe_memcpy d;
     memset(&d, 0, sizeof d);
     d.bytes = m->bytes;
@@ -696,14 +709,13 @@ static int build_trace(build *b) {
   }
   for (size_t i = 0; i < s->memsets.n && !rc; i++) {
     const tbe__sp_memset *m = &s->memsets.v[i];
-    if (bad_span(b, m->start, m->end)) continue;
-    seen(s, m->end);
-    if (!gpu_in_window(b, m->start, m->corr)) {
-      info->outside_capture++;
-      continue;
-    }
     uint32_t tr;
-    if ((rc = stream_track(b, pid, m->stream, m->device, &tr))) break;
+    int admit = gpu_admit(b, m->start, m->end, m->corr, pid, m->stream, m->device, &tr);
+    if (admit < 0) {
+      rc = admit;
+      break;
+    }
+    if (!admit) continue;
     tbe_memset d;
     memset(&d, 0, sizeof d);
     d.bytes = m->bytes;
