@@ -62,7 +62,9 @@ int tbe__afile_open(tbe__afile *f, const tbe_allocator *a, const char *dir, cons
                     int force);
 /* fsyncs (when `durable`), closes and renames the file into place; with
  * `force` 0 an existing file is never replaced (TBE_EEXIST).  On failure
- * the temporary file is removed.  Always releases `f`. */
+ * the temporary file is removed, and so is the final name when only the
+ * directory fsync failed: a failed commit leaves no file behind.  Always
+ * releases `f`. */
 int tbe__afile_commit(tbe__afile *f, int durable, int force);
 /* Removes the temporary file and releases `f`.  Safe after a failed open. */
 void tbe__afile_abort(tbe__afile *f);
