@@ -139,19 +139,10 @@ int tbe__path_split(const tbe_allocator *a, const char *path, char **dir, const 
   return 0;
 }
 
-static char *join(const tbe_allocator *a, const char *dir, const char *name) {
-  size_t dl = strlen(dir), nl = strlen(name);
-  char *p = tbe__alloc(a, dl + nl + 2);
-  if (!p) return NULL;
-  memcpy(p, dir, dl);
-  p[dl] = '/';
-  memcpy(p + dl + 1, name, nl + 1);
-  return p;
-}
-
 static void afile_release(tbe__afile *f) {
   if (f->fd >= 0) close(f->fd);
-  f->fd = -1;
+  if (f->dfd >= 0) close(f->dfd);
+  f->fd = f->dfd = -1;
   if (f->a) {
     tbe__free(f->a, f->dir);
     tbe__free(f->a, f->tmp_name);
@@ -163,13 +154,16 @@ static void afile_release(tbe__afile *f) {
 int tbe__afile_open(tbe__afile *f, const tbe_allocator *a, const char *dir, const char *name,
                     int force) {
   memset(f, 0, sizeof *f);
-  f->fd = -1;
+  f->fd = f->dfd = -1;
   f->a = a;
-  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return -errno;
+  /* The directory is held open from here to the commit: every later step
+   * works relative to this descriptor, so a directory swapped for a
+   * symlink in between cannot redirect the file. */
+  f->dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (f->dfd < 0) return -errno;
   struct stat st;
-  if (!force && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-    close(dfd);
+  if (!force && fstatat(f->dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    afile_release(f);
     return TBE_EEXIST;
   }
   f->dir = tbe__strdup(a, dir);
@@ -177,7 +171,6 @@ int tbe__afile_open(tbe__afile *f, const tbe_allocator *a, const char *dir, cons
   size_t tl = strlen(name) + 48;
   f->tmp_name = tbe__alloc(a, tl);
   if (!f->dir || !f->name || !f->tmp_name) {
-    close(dfd);
     afile_release(f);
     return TBE_ENOMEM;
   }
@@ -187,23 +180,24 @@ int tbe__afile_open(tbe__afile *f, const tbe_allocator *a, const char *dir, cons
   int rc = 0;
   for (int attempt = 0; attempt < 100; attempt++) {
     snprintf(f->tmp_name, tl, ".%s.tmp.%d.%u", name, (int)getpid(), salt + (unsigned)attempt);
-    f->fd = tbe__io_openat(dfd, f->tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    /* O_EXCL|O_NOFOLLOW: never opens what a planted file or symlink at the
+     * temporary name points to. */
+    f->fd = tbe__io_openat(f->dfd, f->tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                           0644);
     if (f->fd >= 0 || errno != EEXIST) break;
   }
   if (f->fd < 0) rc = -errno;
-  close(dfd);
   if (rc) afile_release(f);
   return rc;
 }
 
 int tbe__afile_commit(tbe__afile *f, int durable, int force) {
   int rc = 0;
-  if (f->fd < 0) return TBE_ECLOSED;
+  if (f->fd < 0 || f->dfd < 0) return TBE_ECLOSED;
   if (durable && tbe__io_fsync(f->fd) != 0) rc = -errno;
   if (tbe__io_close(f->fd) != 0 && rc == 0) rc = -errno;
   f->fd = -1;
-  int dfd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0 && rc == 0) rc = -errno;
+  int dfd = f->dfd;
   if (rc == 0) {
     if (force) {
       /* rename() replaces the target name itself, never what a planted
@@ -211,36 +205,29 @@ int tbe__afile_commit(tbe__afile *f, int durable, int force) {
       if (tbe__io_renameat(dfd, f->tmp_name, dfd, f->name) != 0) rc = -errno;
     } else {
       /* link() fails with EEXIST instead of replacing: no window in which
-       * an existing file could be overwritten. */
-      if (tbe__io_linkat(dfd, f->tmp_name, dfd, f->name, 0) != 0) rc = errno == EEXIST ? TBE_EEXIST : -errno;
+       * an existing file (or a symlink planted meanwhile) could be
+       * replaced or written through. */
+      if (tbe__io_linkat(dfd, f->tmp_name, dfd, f->name, 0) != 0)
+        rc = errno == EEXIST ? TBE_EEXIST : -errno;
     }
   }
-  if (dfd >= 0) {
-    if (rc != 0 || !force) unlinkat(dfd, f->tmp_name, 0);
-    if (rc == 0 && durable && tbe__io_fsync(dfd) != 0) {
-      /* The file is in place but not durably: a failed commit must leave
-       * no file under the final name, so take it back out. */
-      rc = -errno;
-      unlinkat(dfd, f->name, 0);
-    }
-    close(dfd);
+  if (rc != 0 || !force) unlinkat(dfd, f->tmp_name, 0);
+  if (rc == 0 && durable && tbe__io_fsync(dfd) != 0) {
+    /* The file is in place but not durably: a failed commit must leave
+     * no file under the final name, so take it back out. */
+    rc = -errno;
+    unlinkat(dfd, f->name, 0);
   }
   afile_release(f);
   return rc;
 }
 
 void tbe__afile_abort(tbe__afile *f) {
-  if (f->dir && f->tmp_name) {
-    if (f->fd >= 0) close(f->fd);
-    f->fd = -1;
-    char *p = join(f->a, f->dir, f->tmp_name);
-    if (p) {
-      unlink(p);
-      tbe__free(f->a, p);
-    }
-  }
+  /* No allocation here: the abort must work when memory has run out. */
+  if (f->dfd >= 0 && f->tmp_name) unlinkat(f->dfd, f->tmp_name, 0);
   afile_release(f);
 }
+
 /* ---- the I/O seam's test side (iofault.h) ----
  *
  * One plan at a time: a kind, the 1-based index of the call that fails and

@@ -49,6 +49,7 @@ int tbe__path_split(const tbe_allocator *a, const char *path, char **dir, const 
 /* A file being written under a temporary name. */
 typedef struct tbe__afile {
   int fd;
+  int dfd;         /* the directory, open from tbe__afile_open to the end */
   char *dir;
   char *tmp_name;  /* basename of the temporary file */
   char *name;      /* final basename */

@@ -139,16 +139,23 @@ typedef struct written {
   const tbe_allocator *a;
 } written;
 
+/* A file that cannot be recorded (out of memory) is removed at once: it
+ * could not be removed later when another output fails. */
 static void record_file(void *ctx, const char *path) {
   written *w = ctx;
-  if (w->err) return;
+  if (w->err) {
+    unlink(path);
+    return;
+  }
   if (tbe__grow(w->a, (void **)&w->paths, &w->cap, w->n + 1, sizeof *w->paths)) {
     w->err = TBE_ENOMEM;
+    unlink(path);
     return;
   }
   w->paths[w->n] = tbe__strdup(w->a, path);
   if (!w->paths[w->n]) {
     w->err = TBE_ENOMEM;
+    unlink(path);
     return;
   }
   w->n++;
