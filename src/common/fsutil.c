@@ -42,6 +42,43 @@ int tbe__mkdir_p(const char *path, mode_t mode) {
   return rc;
 }
 
+int tbe__mkdir_under(const char *base, const char *rel, mode_t mode) {
+  if (!base || !*base || !rel || !*rel || rel[0] == '/') return TBE_EINVAL;
+  int rc = tbe__mkdir_p(base, mode);
+  if (rc) return rc;
+  int dfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return -errno;
+  char comp[256];
+  const char *p = rel;
+  while (*p && rc == 0) {
+    const char *e = strchr(p, '/');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    if (n == 0 || n >= sizeof comp || (p[0] == '.' && (n == 1 || (n == 2 && p[1] == '.')))) {
+      rc = TBE_EINVAL;
+      break;
+    }
+    memcpy(comp, p, n);
+    comp[n] = 0;
+    if (mkdirat(dfd, comp, mode) != 0 && errno != EEXIST) {
+      rc = -errno;
+      break;
+    }
+    /* O_NOFOLLOW: a symlink planted here fails with ELOOP (or ENOTDIR
+     * for a file) instead of taking our files elsewhere. */
+    int nfd = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (nfd < 0) {
+      rc = -errno;
+      struct stat st;
+      if (fstatat(dfd, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) rc = -ELOOP;
+    }
+    close(dfd);
+    dfd = nfd;
+    p = e ? e + 1 : p + n;
+  }
+  if (dfd >= 0) close(dfd);
+  return rc;
+}
+
 int tbe__fsync_dir(const char *path) {
   int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return -errno;

@@ -21,6 +21,14 @@
  * it exists as a directory afterwards, else -errno. */
 int tbe__mkdir_p(const char *path, mode_t mode);
 
+/* Creates `base` like tbe__mkdir_p (it is the caller's: symlinks in it are
+ * followed), then the relative path `rel` below it one component at a
+ * time, never following a symlink: a component that exists as a symlink
+ * (to a directory or anything else) gives -ELOOP, one that is a file
+ * -ENOTDIR.  `rel` must not be absolute nor hold "." or ".." components
+ * (TBE_EINVAL).  Returns 0 or a negative code. */
+int tbe__mkdir_under(const char *base, const char *rel, mode_t mode);
+
 /* fsyncs the directory `path`.  Returns 0 or -errno. */
 int tbe__fsync_dir(const char *path);
 

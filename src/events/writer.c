@@ -739,7 +739,9 @@ int tbe_writer_add_hparams(tbe_writer *w, const tbe_hparam *hparams, size_t nhpa
   o.allocator = &w->a;
   o.flush_interval_s = w->flush_interval;
   tbe_writer *sub = NULL;
-  rc = tbe_writer_open(&sub, (char *)dir.data, &o);
+  /* The sub-run directory is ours: never written through a symlink. */
+  rc = tbe__mkdir_under(w->dir, subrun, 0755);
+  if (rc == 0) rc = tbe_writer_open(&sub, (char *)dir.data, &o);
   tbe__buf_deinit(&dir);
   if (rc < 0) return rc;
   rc = hp_write_all(sub, &w->a, hparams, nhparams, metrics, nmetrics, step, wall_time);

@@ -4,7 +4,8 @@
  * tbe_export_run validates the run and host names (tbe_name_check), applies
  * the defaults (run: local time YYYY_MM_DD_HH_MM_SS as XLA's saver names
  * profile runs; host: the trace's host made safe, else this machine's),
- * creates <logdir>/plugins/profile/<run>/ and <logdir>/<run>/ as needed,
+ * creates <logdir>/plugins/profile/<run>/ and <logdir>/<run>/ as needed
+ * (never through a symlink planted at plugins, profile or the run: -ELOOP),
  * refuses to start when a target file exists (unless forced), and walks the
  * exporter table (src/trace/exporter.h).  Each output writes its files
  * atomically; when one fails, the files the earlier ones wrote in this call
@@ -182,18 +183,14 @@ int tbe_export_run(const tbe_trace *t, const tbe_export_options *o) {
 
   tbe_allocator a;
   tbe__allocator_init(&a, o->allocator);
-  size_t dl = strlen(o->logdir) + strlen(run) + 32;
-  char *dir = tbe__alloc(&a, dl);
-  if (!dir) return TBE_ENOMEM;
+  /* The directories below logdir are ours: never written through a
+   * symlink planted in their place (-ELOOP). */
+  char rel[TBE_NAME_MAX + 32];
   if (outputs & (TBE_OUT_XPLANE | TBE_OUT_JSON)) {
-    snprintf(dir, dl, "%s/plugins/profile/%s", o->logdir, run);
-    rc = tbe__mkdir_p(dir, 0755);
+    snprintf(rel, sizeof rel, "plugins/profile/%s", run);
+    rc = tbe__mkdir_under(o->logdir, rel, 0755);
   }
-  if (!rc && (outputs & TBE_OUT_EVENTS)) {
-    snprintf(dir, dl, "%s/%s", o->logdir, run);
-    rc = tbe__mkdir_p(dir, 0755);
-  }
-  tbe__free(&a, dir);
+  if (!rc && (outputs & TBE_OUT_EVENTS)) rc = tbe__mkdir_under(o->logdir, run, 0755);
   if (rc) return rc;
   if (!o->force) {
     rc = conflict(o->logdir, run, host, outputs, NULL, 0);
