@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collect/convert.h"
+#include "collect/spool.h"
 #include "common/crc32c.h"
 #include "common/fsutil.h"
 #include "tbexport.h"
@@ -606,6 +608,32 @@ static void test_xspace_claimed_lengths(void **state) {
   sb_free(&s);
 }
 
+/* A spool frame claiming more than the file holds (or more than any frame
+ * may) is a truncated tail, reported, never an allocation. */
+static void test_spool_claimed_length(void **state) {
+  (void)state;
+  uint32_t claims[] = {0xFFFFFFF0u, TBE__SPOOL_FRAME_MAX, TBE__SPOOL_FRAME_MAX + 1u, 4096};
+  for (size_t i = 0; i < sizeof claims / sizeof *claims; i++) {
+    uint8_t img[TBE__SPOOL_HEADER + 8 + 32];
+    tbe__spool_header(img, 1);
+    memcpy(img + TBE__SPOOL_HEADER, &claims[i], 4);
+    memset(img + TBE__SPOOL_HEADER + 4, 0, 4 + 32);
+    tu_failalloc fa;
+    tbe_allocator a = tu_failalloc_init(&fa, 1L << 40);
+    tbe_trace *t = NULL;
+    assert_int_equal(tbe_trace_create(&t, &a), 0);
+    tbe__convert_info info;
+    memset(&info, 0, sizeof info);
+    int rc = tbe__spool_to_trace(img, sizeof img, "claim.spool", NULL, t, &info);
+    assert_int_equal(rc, 0); /* an incomplete tail is not an error... */
+    assert_true(info.ended_early); /* ...but it is reported */
+    assert_int_equal(info.tail_bytes, 8 + 32);
+    tbe_trace_free(t);
+    assert_int_equal(fa.live, 0);
+    assert_true(fa.biggest < (1u << 20));
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_symlink_at_event_file_names), /* first: the writer's name counter */
@@ -621,6 +649,7 @@ int main(void) {
       cmocka_unit_test(test_mkdir_under),
       cmocka_unit_test(test_tfrecord_claimed_length),
       cmocka_unit_test(test_xspace_claimed_lengths),
+      cmocka_unit_test(test_spool_claimed_length),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
