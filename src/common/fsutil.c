@@ -158,6 +158,22 @@ int tbe__write_all(int fd, const void *p, size_t n) {
   return 0;
 }
 
+int tbe__pwrite_all(int fd, const void *p, size_t n, uint64_t off) {
+  const char *c = p;
+  while (n > 0) {
+    ssize_t w = tbe__io_pwrite(fd, c, n, (off_t)off);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    if (w == 0) return TBE_EIO;
+    c += w;
+    off += (uint64_t)w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
 int tbe__path_split(const tbe_allocator *a, const char *path, char **dir, const char **name) {
   const char *slash = strrchr(path, '/');
   const char *base = slash ? slash + 1 : path;

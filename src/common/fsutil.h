@@ -11,6 +11,7 @@
 #define TBE_COMMON_FSUTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "tbexport/common.h"
@@ -47,6 +48,10 @@ void tbe__hostname(char *buf, size_t size);
 /* Writes all `n` bytes, retrying on EINTR and short writes.  Returns 0 or
  * -errno (a short write that makes no progress is -EIO). */
 int tbe__write_all(int fd, const void *p, size_t n);
+
+/* Like tbe__write_all at offset `off` (pwrite: the file offset does not
+ * move).  Returns 0 or -errno (no progress: TBE_EIO). */
+int tbe__pwrite_all(int fd, const void *p, size_t n, uint64_t off);
 
 /* Splits `path` into a newly allocated directory part (`.` when there is
  * none, `/` for a file in the root) and a pointer to its last component,

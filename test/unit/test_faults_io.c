@@ -292,10 +292,38 @@ static tbe_trace *load(const char *rel) {
   return t;
 }
 
+/* A synthetic trace large enough that the XSpace output flushes its
+ * buffer in the middle of a line (so lengths are patched with pwrite) and
+ * the JSON output writes many chunks: 80,000 CPU ops with arguments on one
+ * host thread. */
+static tbe_trace *big_trace(void) {
+  tbe_trace *t = NULL;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  uint32_t host;
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 100, 101, -1, &host), 0);
+  tbe_str names[4] = {tbe_trace_str_id(t, "aten::mm"), tbe_trace_str_id(t, "aten::add"),
+                      tbe_trace_str_id(t, "aten::relu"), tbe_trace_str_id(t, "aten::copy_")};
+  tbe_arg arg = {tbe_trace_str_id(t, "Input Dims"), TBE_ARG_JSON,
+                 {.s = tbe_trace_str_id(t, "[[1024, 1024], [1024, 1024]]")}};
+  for (int i = 0; i < 80000; i++) {
+    tbe_event e;
+    memset(&e, 0, sizeof e);
+    e.kind = TBE_EV_CPU_OP;
+    e.track = host;
+    e.name = names[i % 4];
+    e.start_ns = 1700000000000000000ll + (int64_t)i * 1000;
+    e.dur_ns = 500 + i % 300;
+    e.external_id = (uint64_t)i + 1;
+    assert_int_equal(tbe_trace_add_event(t, &e, NULL, &arg, 1, NULL), 0);
+  }
+  assert_int_equal(tbe_trace_finish(t), 0);
+  return t;
+}
+
 static void export_sweeps(const char *name, unsigned outputs, int single_json, int all_kinds) {
   xctx c;
   memset(&c, 0, sizeof c);
-  c.trace = load("kineto/h200_add_loop.trace.json");
+  c.trace = all_kinds ? load("kineto/h200_add_loop.trace.json") : big_trace();
   c.base = tu_mkdtemp();
   c.logdir = tu_join(c.base, "logdir");
   c.outputs = outputs;
@@ -320,6 +348,12 @@ static void test_export_json_gz_io(void **state) {
 static void test_export_events_io(void **state) {
   (void)state;
   export_sweeps("export-events", TBE_OUT_EVENTS, 0, 1);
+}
+static void test_export_big_io(void **state) {
+  (void)state;
+  export_sweeps("export-xplane-big", TBE_OUT_XPLANE, 0, 0);
+  export_sweeps("export-json.gz-big", TBE_OUT_JSON, 0, 0);
+  export_sweeps("export-json-plain-big", 0, 1, 0);
 }
 static void test_export_all_io(void **state) {
   (void)state;
@@ -411,7 +445,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_writer_io),        cmocka_unit_test(test_export_xplane_io),
       cmocka_unit_test(test_export_json_gz_io), cmocka_unit_test(test_export_events_io),
-      cmocka_unit_test(test_export_all_io),    cmocka_unit_test(test_export_json_plain_io),
+      cmocka_unit_test(test_export_all_io),
+      cmocka_unit_test(test_export_big_io),    cmocka_unit_test(test_export_json_plain_io),
       cmocka_unit_test(test_spool_io),         cmocka_unit_test(test_total),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
