@@ -111,6 +111,7 @@ for d in plugins/profile/r r plugins; do
     rc=$?
     [ $rc -ne 0 ] || fail "symlinked $d $force: exit 0"
     [ "$(wc -l <"$work/err")" -eq 1 ] || fail "symlinked $d $force: stderr $(cat "$work/err")"
+    grep -q "symbolic link" "$work/err" || fail "symlinked $d $force: message $(cat "$work/err")"
     check_outside "symlinked $d $force"
   done
 done
