@@ -121,11 +121,12 @@ typedef struct sarg {
   uint8_t kplain, vplain; /* key / value text all ASCII without NUL */
   uint8_t num;            /* V_NUM: NUM_INT (nv.i or, is_u, nv.u), NUM_DBL (nv.d), NUM_BAD */
   uint8_t is_u;
-  uint64_t kh, vh;        /* hash_check of the key and of the value text */
+  uint64_t kh;            /* hash_check of the key */
   union {
     int64_t i;
     uint64_t u;
     double d;
+    uint64_t vh;          /* not a parsed number: hash_check of the value text */
   } nv;
 } sarg;
 
@@ -888,7 +889,7 @@ static int generic_arg(cj *c, build *b, const sarg *a) {
       ta.v.d = a->nv.d;
     } else {
       ta.type = TBE_ARG_JSON;
-      if ((rc = intern_pre(c, v, a->val.len, a->vh, a->vplain, &ta.v.s))) return rc;
+      if ((rc = intern_pre(c, v, a->val.len, a->nv.vh, a->vplain, &ta.v.s))) return rc;
     }
   } else if (a->type == V_NUM) {
     int64_t i;
@@ -916,7 +917,7 @@ static int generic_arg(cj *c, build *b, const sarg *a) {
     }
   } else {
     ta.type = a->type == V_STR ? TBE_ARG_STR : TBE_ARG_JSON;
-    if ((rc = intern_pre(c, v, a->val.len, a->vh, a->vplain, &ta.v.s))) return rc;
+    if ((rc = intern_pre(c, v, a->val.len, a->nv.vh, a->vplain, &ta.v.s))) return rc;
   }
   return push_targ(c, b, &ta);
 }
@@ -1732,7 +1733,6 @@ static void prepass(scratch *e) {
     a->num = NUM_NONE;
     a->is_u = 0;
     a->nv.u = 0;
-    a->vh = 0;
     a->vplain = 0;
     const char *v = sp(e, a->val);
     if (a->type == V_NUM) {
@@ -1754,7 +1754,7 @@ static void prepass(scratch *e) {
       }
       a->num = NUM_BAD;
     }
-    a->vh = hash_check(v, a->val.len, &plain);
+    a->nv.vh = hash_check(v, a->val.len, &plain);
     a->vplain = (uint8_t)plain;
   }
 }

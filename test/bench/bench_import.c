@@ -344,7 +344,9 @@ static void report_all(const char *label0, const char *path, uint64_t events, ui
   snprintf(label, sizeof label, "%.60s 1thr", label0);
   report(label, path, events, json_bytes, with_python);
   for (int k = 0; k < 5; k++) {
-    if (ns[k] > all || (k > 0 && ns[k] == ns[k - 1]) || (k == 4 && all == ns[3])) continue;
+    int dup = 0;
+    for (int j = 0; j < k; j++) dup |= ns[j] == ns[k];
+    if (ns[k] > all || dup) continue;
     tbe__chrome_json_threads = 1;
     tbe__chrome_json_workers = ns[k];
     snprintf(label, sizeof label, "%.60s N=%d", label0, ns[k]);
