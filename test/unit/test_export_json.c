@@ -399,7 +399,7 @@ static void test_small_layout(void **state) {
 static void test_gzip_matches_plain(void **state) {
   (void)state;
   tbe_trace *t = small_trace();
-  size_t n, gn;
+  size_t n = 0, gn = 0;
   char *plain = export_plain(t, &n);
   char *dir = tu_mkdtemp();
   char *path = tu_join(dir, "out.json.gz");
@@ -449,7 +449,7 @@ static void test_gzip_many_chunks(void **state) {
     assert_int_equal(tbe_trace_add_event(t, &e, NULL, NULL, 0, NULL), 0);
   }
   assert_int_equal(tbe_trace_finish(t), 0);
-  size_t n, gn;
+  size_t n = 0, gn = 0;
   char *plain = export_plain(t, &n);
   assert_true(n > 9u << 20); /* more than a batch of eight 1 MiB chunks */
   char *dir = tu_mkdtemp();
@@ -668,7 +668,7 @@ static void round_trip(const char *rel) {
   char *dir = tu_mkdtemp();
   char *p1 = tu_join(dir, "one.json.gz"), *p2 = tu_join(dir, "two.json");
   assert_int_equal(tbe_export_chrome_json(a, p1, 1, 0), 0);
-  size_t n;
+  size_t n = 0;
   char *s = read_gz(p1, &n);
   const char *why = json_check(s, n);
   if (why) fail_msg("invalid JSON: %s", why);
@@ -742,7 +742,7 @@ static unsigned char *write_with(const tbe_trace *t, int gzip, int threads, uint
 static void same_bytes(const tbe_trace *t) {
   char *dir = tu_mkdtemp();
   char *gzpath = tu_join(dir, "w.gz");
-  size_t nref, n;
+  size_t nref = 0, n = 0;
   unsigned char *ref = write_with(t, 0, 1, UINT32_MAX, dir, &nref);
   const char *why = json_check((const char *)ref, nref);
   if (why) fail_msg("invalid JSON: %s", why);
