@@ -544,10 +544,6 @@ static void jw_str(jctx *c, tbe_str id) {
 
 #define PL(p, lit) (memcpy((p), "" lit, sizeof(lit) - 1), (p) + sizeof(lit) - 1)
 
-static inline char *p_mem(char *p, const char *s, size_t n) {
-  memcpy(p, s, n);
-  return p + n;
-}
 static inline char *p_u64(char *p, uint64_t v) { return p + put_u64(p, v); }
 static inline char *p_i64(char *p, int64_t v) { return p + put_i64(p, v); }
 static inline char *p_us(char *p, int64_t ns) { return p + put_us(p, ns); }
