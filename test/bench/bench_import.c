@@ -328,8 +328,8 @@ static void report(const char *label, const char *path, uint64_t events, uint64_
 
 /* A plain JSON file: with TBE_IMPORT_THREADS set, the importer's own
  * choice only; else one thread, then threaded with 1, 2 and all CPUs'
- * parse workers (1, 2, 4, 8 and all CPUs, at most 16), all against one
- * json.load time. */
+ * parse workers (1, 2, 4, 8 and all CPUs, at most 16), then the default
+ * choice of `tbexport import` ("default"), all against one json.load time. */
 static void report_all(const char *label0, const char *path, uint64_t events, uint64_t json_bytes,
                        int with_python) {
   char label[96];
@@ -352,8 +352,11 @@ static void report_all(const char *label0, const char *path, uint64_t events, ui
     snprintf(label, sizeof label, "%.60s N=%d", label0, ns[k]);
     report(label, path, events, json_bytes, with_python);
   }
+  /* what `tbexport import` does on this machine */
   tbe__chrome_json_threads = -1;
   tbe__chrome_json_workers = 0;
+  snprintf(label, sizeof label, "%.60s default", label0);
+  report(label, path, events, json_bytes, with_python);
 }
 
 int main(int argc, char **argv) {
