@@ -132,4 +132,8 @@ for w, name in (("A", "cuda_nvtx 200k kernels"), ("B", "torch 50k add_")):
             tl, pl = med([x[0] for x in t]), med([x[0] for x in tp])
             print("%-9s slowdown vs plain: tbexport %+.1f%%, torch.profiler %+.1f%%" % (w, 100 * (tl / p - 1), 100 * (pl / p - 1)))
 PY
+echo "loop seconds of every run (workload mode: runs in order):"
+awk '{ k = $1 " " $2; v[k] = v[k] " " $3 } END { for (k in v) print "  " k ":" v[k] }' "$raw" | sort
+echo "records seen in the last runs (floor: its own count; tbexport: its summary):"
+tail -6 "$out/bench_log.txt" | sed 's/^/  /'
 echo "bench_overhead: $(( $(date +%s) - t_start )) s; raw numbers in $raw"
