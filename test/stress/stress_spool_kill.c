@@ -255,6 +255,7 @@ int main(int argc, char **argv) {
   double t0 = st_now(), conv_s = 0;
   for (long k = 0; k < kills; k++) {
     uint64_t delay_us = st_below(&rng, (uint64_t)max_delay_ms * 1000 + 1);
+    if (k < 3) delay_us = (uint64_t)k * 50; /* around the header and the first frame */
     uint64_t child_seed = st_next(&rng);
     char sdir[3000];
     snprintf(sdir, sizeof sdir, "%s/.tbexport-spool-%ld", root, k);
