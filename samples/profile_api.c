@@ -13,16 +13,13 @@
  *   profile_api: profiler kernels=N memcpy=3 memset=1 nvtx_ranges=R nvtx_marks=1 ...
  *
  * NVTX reaches CUPTI only through NVTX_INJECTION64_PATH, read at the first
- * NVTX call, so the sample points it at libcupti (TBEXPORT_CUPTI_LIB, else
- * the path CMake found, TBE_SAMPLE_CUPTI_LIBRARY) unless it is already set.
+ * NVTX call; tbe_profiler_start sets it to the libcupti it loaded, so the
+ * sample makes no NVTX call before starting the profiler.
  *
  * Built without CUDA, the tbe_profiler_* API still exists and returns
  * TBE_ENOCUPTI; the sample says so and exits 0.
  *
  * usage: profile_api [LOGDIR] [--steps S] [--kernels K]   (K per step) */
-#if TBE_SAMPLE_WITH_CUDA && !defined(_GNU_SOURCE)
-#define _GNU_SOURCE /* setenv */
-#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,17 +145,6 @@ static int do_work(CUfunction fn, CUstream st, float *dev, float *pageable, floa
   return 0;
 }
 
-/* Points NVTX at libcupti before the first NVTX call (see the top). */
-static void route_nvtx_to_cupti(void) {
-  const char *cur = getenv("NVTX_INJECTION64_PATH");
-  if (cur && *cur) return;
-  const char *lib = getenv("TBEXPORT_CUPTI_LIB");
-#ifdef TBE_SAMPLE_CUPTI_LIBRARY
-  if (!lib || !*lib) lib = TBE_SAMPLE_CUPTI_LIBRARY;
-#endif
-  if (lib && *lib) setenv("NVTX_INJECTION64_PATH", lib, 0);
-  else fprintf(stderr, "profile_api: no libcupti path known; NVTX ranges will not be recorded\n");
-}
 #endif /* TBE_SAMPLE_WITH_CUDA */
 
 static int usage(void) {
@@ -216,7 +202,6 @@ int main(int argc, char **argv) {
          (unsigned long long)r.kernels);
   return 0;
 #else
-  route_nvtx_to_cupti();
   const int n = 128;
   const size_t bytes = (size_t)n * sizeof(float);
   int status = 1;

@@ -13,6 +13,12 @@
  * under `logdir`; stop converts the spool into the run layout of
  * tbexport/export.h (XSpace, Chrome JSON, summary events) and removes it.
  *
+ * NVTX: NVTX reads NVTX_INJECTION64_PATH once, at the process's first NVTX
+ * call.  When NVTX tracing is on and that variable is unset, start sets it
+ * to the libcupti it loaded, so ranges opened after start are recorded if
+ * the program had made no NVTX call before (otherwise set the variable
+ * before the program starts, or use `tbexport -- CMD`).
+ *
  * To profile an unmodified program use the `tbexport -- CMD` command,
  * which injects the same collector through CUDA_INJECTION64_PATH.
  *

@@ -7,6 +7,7 @@
  * (convert.c).  Without CUPTI, start and stop return TBE_ENOCUPTI.  One
  * session at a time; the session state below is only touched by start and
  * stop, which must not race. */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,20 @@ static void session_free(void) {
   free(P.capture_domain);
   free(P.spool_dir);
   memset(&P, 0, sizeof P);
+}
+
+/* NVTX hands its calls to the library named by NVTX_INJECTION64_PATH, read
+ * once, at the process's first NVTX call.  When NVTX tracing is asked for
+ * and the variable is unset, point it at the libcupti just loaded, so that
+ * NVTX calls made after start reach CUPTI's marker records.  Never
+ * overrides a value the user or another tool set. */
+static void route_nvtx(const tbe__cupti_api *api) {
+  if (getenv("NVTX_INJECTION64_PATH")) return;
+  Dl_info info;
+  void *sym;
+  memcpy(&sym, &api->register_callbacks, sizeof sym);
+  if (sym && dladdr(sym, &info) && info.dli_fname && info.dli_fname[0] == '/')
+    setenv("NVTX_INJECTION64_PATH", info.dli_fname, 0);
 }
 
 static char *dup_or_null(const char *s, int *err) {
@@ -106,6 +121,7 @@ int tbe_profiler_start(const tbe_profiler_options *o) {
   cfg.buffer_cap = (o->buffer_mb ? o->buffer_mb : 64) << 20;
   cfg.keep_noisy = o->keep_noisy_api;
   cfg.spool_path = path;
+  if (cfg.trace & TBE_TRACE_NVTX) route_nvtx(&api);
   rc = tbe__collector_start(&api, &cfg);
   if (rc) {
     rmdir(P.spool_dir);
