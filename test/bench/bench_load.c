@@ -18,7 +18,8 @@
  *                                 and vs summary small x 10;
  *   diff small big                vs summary big + summary small.
  * Usage: bench_load [ROOT] [SCALE]: SCALE (default 1) multiplies the trace
- * sizes (0.1 for a quick look).  The log_dir is removed at the end. */
+ * sizes (0.1 for a quick look).  The log_dir is removed at the end unless
+ * $TBE_BENCH_KEEP is set. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -350,6 +351,9 @@ int main(int argc, char **argv) {
   printf("\n(event files: %.1f MB; big trace JSON: %.1f MB uncompressed; inspect of one run: "
          "%.3f s)\n",
          (double)ev_bytes / 1e6, (double)json_bytes / 1e6, c_inspect_one);
-  rmtree(root);
+  if (getenv("TBE_BENCH_KEEP"))
+    printf("kept %s (TBE_BENCH_KEEP)\n", logdir);
+  else
+    rmtree(root);
   return 0;
 }
