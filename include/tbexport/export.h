@@ -49,7 +49,10 @@ TBE_API void tbe_export_options_init(tbe_export_options *o);
 /* Writes the outputs of a finished trace.  Returns 0 or a negative code:
  * TBE_EINVAL (no logdir, unknown output bits), TBE_ENAME (run or host name
  * refused), TBE_EEXIST (an output file exists and `force` is 0: checked for
- * every output before anything is written), -errno, TBE_ENOMEM.  All or
+ * every output before anything is written), -ELOOP (plugins/,
+ * plugins/profile/ or a run directory below logdir is a symbolic link: the
+ * directories below logdir are never written through a symlink; logdir
+ * itself may be one), -errno, TBE_ENOMEM.  All or
  * nothing: when one output fails, the files already written by this call
  * are removed again, and on_file is only called after all succeeded.
  * Not thread-safe for the same logdir/run/host. */

@@ -146,7 +146,8 @@ typedef struct tbe_metric {
  * (SUCCESS) records, then each metric as a scalar; the sub-run file is
  * closed before returning.  `subrun` NULL: the current time in seconds
  * ("1764690000.123456"); otherwise a plain name (no '/', no leading dot;
- * else TBE_ENAME).  Needs at least one hparam or metric.  Names and tags
+ * else TBE_ENAME; a symlink in its place: -ELOOP, never written
+ * through).  Needs at least one hparam or metric.  Names and tags
  * follow the tag rules; string values must be valid UTF-8. */
 TBE_API int tbe_writer_add_hparams(tbe_writer *w, const tbe_hparam *hparams, size_t nhparams,
                                    const tbe_metric *metrics, size_t nmetrics, const char *subrun,

@@ -8,6 +8,7 @@
  * bad (exit 2, the importer's one-line error), when a name is refused
  * (exit 2), or when an output file already exists without --force (exit 1);
  * a failure while writing removes what this run wrote. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,6 +188,11 @@ int tbe_cmd_import(int argc, char **argv) {
     if (rc == TBE_EEXIST)
       tbe_cli_error("import", "an output file of run '%s' already exists (use --force to replace it)",
                     run_buf);
+    else if (rc == -ELOOP)
+      tbe_cli_error("import",
+                    "writing run '%s' in %s: a directory on the way (plugins, profile, the run) "
+                    "is a symbolic link; refusing to write through it",
+                    run_buf, logdir);
     else
       tbe_cli_error("import", "writing run '%s' in %s: %s", run_buf, logdir, tbe_strerror(rc));
     tbe_trace_free(t);

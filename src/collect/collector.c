@@ -35,6 +35,7 @@
 #include "common/alloc.h"
 #include "common/buf.h"
 #include "common/fsutil.h"
+#include "common/iofault.h"
 #include "tbexport/error.h"
 #include "tbexport/profiler.h"
 
@@ -908,7 +909,7 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
   int rc = 0;
   if (!G.all || !G.freel || !G.queue) rc = TBE_ENOMEM;
   if (rc == 0) {
-    G.fd = open(G.cfg.spool_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
+    G.fd = tbe__io_open(G.cfg.spool_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
     if (G.fd < 0) rc = -errno;
   }
   if (rc == 0) {
@@ -1026,7 +1027,7 @@ int tbe__collector_stop(tbe__sp_stats *stats) {
   write_batch();
   int rc = G.write_err;
   if (G.fd >= 0) {
-    if (close(G.fd) != 0 && rc == 0) rc = -errno;
+    if (tbe__io_close(G.fd) != 0 && rc == 0) rc = -errno;
     G.fd = -1;
   }
   if (stats) *stats = G.stats;

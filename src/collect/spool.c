@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/crc32c.h"
+#include "common/iofault.h"
 #include "tbexport/error.h"
 
 const uint32_t tbe__spool_checksum_kind = 1;
@@ -64,6 +65,17 @@ void tbe__spool_str(tbe__buf *b, uint32_t id, const char *s, size_t len) {
   b->len += 8 + len;
 }
 
+/* A frame that failed after part of it was written (a short write, then
+ * ENOSPC) is cut off again, so that a later frame never follows a torn one
+ * (the reader stops at the first bad frame).  Best effort: `fd` is opened
+ * with O_APPEND, so its offset is the end of the file. */
+static void cut_back(int fd, size_t done) {
+  off_t end = lseek(fd, 0, SEEK_CUR);
+  if (end >= (off_t)done && ftruncate(fd, end - (off_t)done) != 0) {
+    /* the torn frame stays; the reader stops there */
+  }
+}
+
 int tbe__spool_write_frame(int fd, const uint8_t *payload, size_t len) {
   if (len > TBE__SPOOL_FRAME_MAX) return TBE_ETOOBIG;
   uint8_t head[8];
@@ -88,12 +100,13 @@ int tbe__spool_write_frame(int fd, const uint8_t *payload, size_t len) {
       skip = 0;
       nv++;
     }
-    ssize_t w = writev(fd, v, nv);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return -errno;
+    ssize_t w = tbe__io_writev(fd, v, nv);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      int rc = w < 0 ? -errno : TBE_EIO;
+      if (done > 0) cut_back(fd, done);
+      return rc;
     }
-    if (w == 0) return TBE_EIO;
     done += (size_t)w;
   }
   return 0;

@@ -1,8 +1,13 @@
-/* fsutil.c: directory creation, name checks, atomic files (see fsutil.h). */
+/* fsutil.c: directory creation, name checks, atomic files (see fsutil.h),
+ * and the test side of the I/O seam (iofault.h; here rather than in a file
+ * of its own because every build of the common code, the injection library
+ * included, already links this file).  All writes below go through the
+ * seam's tbe__io_* wrappers. */
 #include "common/fsutil.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/alloc.h"
+#include "common/iofault.h"
 #include "tbexport/error.h"
 
 int tbe__mkdir_p(const char *path, mode_t mode) {
@@ -36,10 +42,47 @@ int tbe__mkdir_p(const char *path, mode_t mode) {
   return rc;
 }
 
+int tbe__mkdir_under(const char *base, const char *rel, mode_t mode) {
+  if (!base || !*base || !rel || !*rel || rel[0] == '/') return TBE_EINVAL;
+  int rc = tbe__mkdir_p(base, mode);
+  if (rc) return rc;
+  int dfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return -errno;
+  char comp[256];
+  const char *p = rel;
+  while (*p && rc == 0) {
+    const char *e = strchr(p, '/');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    if (n == 0 || n >= sizeof comp || (p[0] == '.' && (n == 1 || (n == 2 && p[1] == '.')))) {
+      rc = TBE_EINVAL;
+      break;
+    }
+    memcpy(comp, p, n);
+    comp[n] = 0;
+    if (mkdirat(dfd, comp, mode) != 0 && errno != EEXIST) {
+      rc = -errno;
+      break;
+    }
+    /* O_NOFOLLOW: a symlink planted here fails with ELOOP (or ENOTDIR
+     * for a file) instead of taking our files elsewhere. */
+    int nfd = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (nfd < 0) {
+      rc = -errno;
+      struct stat st;
+      if (fstatat(dfd, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) rc = -ELOOP;
+    }
+    close(dfd);
+    dfd = nfd;
+    p = e ? e + 1 : p + n;
+  }
+  if (dfd >= 0) close(dfd);
+  return rc;
+}
+
 int tbe__fsync_dir(const char *path) {
   int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return -errno;
-  int rc = fsync(fd) == 0 ? 0 : -errno;
+  int rc = tbe__io_fsync(fd) == 0 ? 0 : -errno;
   close(fd);
   return rc;
 }
@@ -103,13 +146,29 @@ void tbe__hostname(char *buf, size_t size) {
 int tbe__write_all(int fd, const void *p, size_t n) {
   const char *c = p;
   while (n > 0) {
-    ssize_t w = write(fd, c, n);
+    ssize_t w = tbe__io_write(fd, c, n);
     if (w < 0) {
       if (errno == EINTR) continue;
       return -errno;
     }
     if (w == 0) return TBE_EIO;
     c += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+int tbe__pwrite_all(int fd, const void *p, size_t n, uint64_t off) {
+  const char *c = p;
+  while (n > 0) {
+    ssize_t w = tbe__io_pwrite(fd, c, n, (off_t)off);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    if (w == 0) return TBE_EIO;
+    c += w;
+    off += (uint64_t)w;
     n -= (size_t)w;
   }
   return 0;
@@ -133,19 +192,10 @@ int tbe__path_split(const tbe_allocator *a, const char *path, char **dir, const 
   return 0;
 }
 
-static char *join(const tbe_allocator *a, const char *dir, const char *name) {
-  size_t dl = strlen(dir), nl = strlen(name);
-  char *p = tbe__alloc(a, dl + nl + 2);
-  if (!p) return NULL;
-  memcpy(p, dir, dl);
-  p[dl] = '/';
-  memcpy(p + dl + 1, name, nl + 1);
-  return p;
-}
-
 static void afile_release(tbe__afile *f) {
   if (f->fd >= 0) close(f->fd);
-  f->fd = -1;
+  if (f->dfd >= 0) close(f->dfd);
+  f->fd = f->dfd = -1;
   if (f->a) {
     tbe__free(f->a, f->dir);
     tbe__free(f->a, f->tmp_name);
@@ -157,13 +207,16 @@ static void afile_release(tbe__afile *f) {
 int tbe__afile_open(tbe__afile *f, const tbe_allocator *a, const char *dir, const char *name,
                     int force) {
   memset(f, 0, sizeof *f);
-  f->fd = -1;
+  f->fd = f->dfd = -1;
   f->a = a;
-  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return -errno;
+  /* The directory is held open from here to the commit: every later step
+   * works relative to this descriptor, so a directory swapped for a
+   * symlink in between cannot redirect the file. */
+  f->dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (f->dfd < 0) return -errno;
   struct stat st;
-  if (!force && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-    close(dfd);
+  if (!force && fstatat(f->dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    afile_release(f);
     return TBE_EEXIST;
   }
   f->dir = tbe__strdup(a, dir);
@@ -171,7 +224,6 @@ int tbe__afile_open(tbe__afile *f, const tbe_allocator *a, const char *dir, cons
   size_t tl = strlen(name) + 48;
   f->tmp_name = tbe__alloc(a, tl);
   if (!f->dir || !f->name || !f->tmp_name) {
-    close(dfd);
     afile_release(f);
     return TBE_ENOMEM;
   }
@@ -181,52 +233,103 @@ int tbe__afile_open(tbe__afile *f, const tbe_allocator *a, const char *dir, cons
   int rc = 0;
   for (int attempt = 0; attempt < 100; attempt++) {
     snprintf(f->tmp_name, tl, ".%s.tmp.%d.%u", name, (int)getpid(), salt + (unsigned)attempt);
-    f->fd = openat(dfd, f->tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    /* O_EXCL|O_NOFOLLOW: never opens what a planted file or symlink at the
+     * temporary name points to. */
+    f->fd = tbe__io_openat(f->dfd, f->tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                           0644);
     if (f->fd >= 0 || errno != EEXIST) break;
   }
   if (f->fd < 0) rc = -errno;
-  close(dfd);
   if (rc) afile_release(f);
   return rc;
 }
 
 int tbe__afile_commit(tbe__afile *f, int durable, int force) {
   int rc = 0;
-  if (f->fd < 0) return TBE_ECLOSED;
-  if (durable && fsync(f->fd) != 0) rc = -errno;
-  if (close(f->fd) != 0 && rc == 0) rc = -errno;
+  if (f->fd < 0 || f->dfd < 0) return TBE_ECLOSED;
+  if (durable && tbe__io_fsync(f->fd) != 0) rc = -errno;
+  if (tbe__io_close(f->fd) != 0 && rc == 0) rc = -errno;
   f->fd = -1;
-  int dfd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0 && rc == 0) rc = -errno;
+  int dfd = f->dfd;
   if (rc == 0) {
     if (force) {
       /* rename() replaces the target name itself, never what a planted
        * symlink points to. */
-      if (renameat(dfd, f->tmp_name, dfd, f->name) != 0) rc = -errno;
+      if (tbe__io_renameat(dfd, f->tmp_name, dfd, f->name) != 0) rc = -errno;
     } else {
       /* link() fails with EEXIST instead of replacing: no window in which
-       * an existing file could be overwritten. */
-      if (linkat(dfd, f->tmp_name, dfd, f->name, 0) != 0) rc = errno == EEXIST ? TBE_EEXIST : -errno;
+       * an existing file (or a symlink planted meanwhile) could be
+       * replaced or written through. */
+      if (tbe__io_linkat(dfd, f->tmp_name, dfd, f->name, 0) != 0)
+        rc = errno == EEXIST ? TBE_EEXIST : -errno;
     }
   }
-  if (dfd >= 0) {
-    if (rc != 0 || !force) unlinkat(dfd, f->tmp_name, 0);
-    if (rc == 0 && durable && fsync(dfd) != 0) rc = -errno;
-    close(dfd);
+  if (rc != 0 || !force) unlinkat(dfd, f->tmp_name, 0);
+  if (rc == 0 && durable && tbe__io_fsync(dfd) != 0) {
+    /* The file is in place but not durably: a failed commit must leave
+     * no file under the final name, so take it back out. */
+    rc = -errno;
+    unlinkat(dfd, f->name, 0);
   }
   afile_release(f);
   return rc;
 }
 
 void tbe__afile_abort(tbe__afile *f) {
-  if (f->dir && f->tmp_name) {
-    if (f->fd >= 0) close(f->fd);
-    f->fd = -1;
-    char *p = join(f->a, f->dir, f->tmp_name);
-    if (p) {
-      unlink(p);
-      tbe__free(f->a, p);
-    }
-  }
+  /* No allocation here: the abort must work when memory has run out. */
+  if (f->dfd >= 0 && f->tmp_name) unlinkat(f->dfd, f->tmp_name, 0);
   afile_release(f);
+}
+
+/* ---- the I/O seam's test side (iofault.h) ----
+ *
+ * One plan at a time: a kind, the 1-based index of the call that fails and
+ * how.  Counters are atomics so that threads writing while a plan is armed
+ * count correctly; production code only ever reads `tbe__io_armed`. */
+
+int tbe__io_armed;
+
+static struct {
+  tbe__io_kind kind;
+  long k;
+  tbe__io_mode mode;
+  atomic_long calls[TBE__IO_NKINDS];
+  atomic_long injected;
+  atomic_int full; /* after a short write: the device is full */
+} plan;
+
+void tbe__io_fault_arm(tbe__io_kind kind, long k, tbe__io_mode mode) {
+  plan.kind = kind;
+  plan.k = k;
+  plan.mode = mode;
+  for (int i = 0; i < TBE__IO_NKINDS; i++) atomic_store(&plan.calls[i], 0);
+  atomic_store(&plan.injected, 0);
+  atomic_store(&plan.full, 0);
+  tbe__io_armed = 1;
+}
+
+long tbe__io_fault_disarm(void) {
+  tbe__io_armed = 0;
+  return atomic_load(&plan.injected);
+}
+
+long tbe__io_fault_calls(tbe__io_kind kind) {
+  return kind < TBE__IO_NKINDS ? atomic_load(&plan.calls[kind]) : 0;
+}
+
+int tbe__io_fault_hit(tbe__io_kind kind, size_t *n) {
+  long c = atomic_fetch_add(&plan.calls[kind], 1) + 1;
+  if (kind == TBE__IO_WRITE && atomic_load(&plan.full)) {
+    atomic_fetch_add(&plan.injected, 1);
+    return ENOSPC;
+  }
+  if (kind != plan.kind || c != plan.k) return 0;
+  if (plan.mode == TBE__IOF_SHORT && n && *n > 1) {
+    *n /= 2;
+    atomic_store(&plan.full, 1);
+    atomic_fetch_add(&plan.injected, 1);
+    return 0;
+  }
+  atomic_fetch_add(&plan.injected, 1);
+  return plan.mode == TBE__IOF_EIO ? EIO : ENOSPC;
 }

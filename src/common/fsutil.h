@@ -11,6 +11,7 @@
 #define TBE_COMMON_FSUTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "tbexport/common.h"
@@ -20,6 +21,14 @@
 /* Creates `path` and its missing parents with `mode` (0755).  Returns 0 if
  * it exists as a directory afterwards, else -errno. */
 int tbe__mkdir_p(const char *path, mode_t mode);
+
+/* Creates `base` like tbe__mkdir_p (it is the caller's: symlinks in it are
+ * followed), then the relative path `rel` below it one component at a
+ * time, never following a symlink: a component that exists as a symlink
+ * (to a directory or anything else) gives -ELOOP, one that is a file
+ * -ENOTDIR.  `rel` must not be absolute nor hold "." or ".." components
+ * (TBE_EINVAL).  Returns 0 or a negative code. */
+int tbe__mkdir_under(const char *base, const char *rel, mode_t mode);
 
 /* fsyncs the directory `path`.  Returns 0 or -errno. */
 int tbe__fsync_dir(const char *path);
@@ -40,6 +49,10 @@ void tbe__hostname(char *buf, size_t size);
  * -errno (a short write that makes no progress is -EIO). */
 int tbe__write_all(int fd, const void *p, size_t n);
 
+/* Like tbe__write_all at offset `off` (pwrite: the file offset does not
+ * move).  Returns 0 or -errno (no progress: TBE_EIO). */
+int tbe__pwrite_all(int fd, const void *p, size_t n, uint64_t off);
+
 /* Splits `path` into a newly allocated directory part (`.` when there is
  * none, `/` for a file in the root) and a pointer to its last component,
  * inside `path`.  Returns 0, TBE_EINVAL when the last component is empty,
@@ -49,6 +62,7 @@ int tbe__path_split(const tbe_allocator *a, const char *path, char **dir, const 
 /* A file being written under a temporary name. */
 typedef struct tbe__afile {
   int fd;
+  int dfd;         /* the directory, open from tbe__afile_open to the end */
   char *dir;
   char *tmp_name;  /* basename of the temporary file */
   char *name;      /* final basename */
@@ -62,7 +76,9 @@ int tbe__afile_open(tbe__afile *f, const tbe_allocator *a, const char *dir, cons
                     int force);
 /* fsyncs (when `durable`), closes and renames the file into place; with
  * `force` 0 an existing file is never replaced (TBE_EEXIST).  On failure
- * the temporary file is removed.  Always releases `f`. */
+ * the temporary file is removed, and so is the final name when only the
+ * directory fsync failed: a failed commit leaves no file behind.  Always
+ * releases `f`. */
 int tbe__afile_commit(tbe__afile *f, int durable, int force);
 /* Removes the temporary file and releases `f`.  Safe after a failed open. */
 void tbe__afile_abort(tbe__afile *f);

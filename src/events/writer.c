@@ -11,7 +11,8 @@
  * Bounded delay: `pending_since` is the monotonic time the oldest unflushed
  * record was added; each call that finds it older than flush_interval_s
  * flushes.  Errors: the first write error is stored in `err` and returned
- * by every later call (sticky), the buffer is dropped.  Running out of
+ * by every later call (sticky), the buffer is dropped and the file cut back
+ * to its last whole record.  Running out of
  * memory fails only the call that met it.  After
  * tbe_writer_finish (or close) calls return TBE_ECLOSED. */
 #include <fcntl.h>
@@ -28,6 +29,7 @@
 #include "common/alloc.h"
 #include "common/buf.h"
 #include "common/fsutil.h"
+#include "common/iofault.h"
 #include "events/event_enc.h"
 #include "events/histo.h"
 #include "events/png.h"
@@ -48,6 +50,7 @@ struct tbe_writer {
   pthread_mutex_t mu;
   int fd;
   int err;    /* sticky */
+  uint64_t written; /* bytes of whole records in the file */
   int closed; /* finished: no more records */
   tbe__buf buf;
   double pending_since; /* monotonic seconds; <0: nothing pending */
@@ -125,6 +128,11 @@ static int write_buffer_locked(tbe_writer *w) {
     return 0;
   }
   int rc = tbe__write_all(w->fd, w->buf.data, w->buf.len);
+  /* A failed write may have left part of the buffer in the file: cut it
+   * back to the last whole record (best effort) so that the file stays a
+   * clean sequence of records; nothing is written after a failure. */
+  if (rc == 0) w->written += w->buf.len;
+  else if (ftruncate(w->fd, (off_t)w->written) != 0) { /* a torn last record stays */ }
   tbe__buf_clear(&w->buf);
   w->pending_since = -1;
   if (w->buf.cap > 4 * w->buffer_size + 65536) {
@@ -139,7 +147,7 @@ static int flush_locked(tbe_writer *w, int durable) {
   if (w->err) return w->err;
   int rc = write_buffer_locked(w);
   if (rc < 0) return rc;
-  if (durable && fsync(w->fd) != 0) {
+  if (durable && tbe__io_fsync(w->fd) != 0) {
     w->err = -errno;
     return w->err;
   }
@@ -212,6 +220,8 @@ int tbe__writer_replace_fd(tbe_writer *w, int fd) {
   pthread_mutex_lock(&w->mu);
   if (w->fd >= 0) close(w->fd);
   w->fd = fd;
+  off_t at = lseek(fd, 0, SEEK_CUR);
+  w->written = at > 0 ? (uint64_t)at : 0;
   pthread_mutex_unlock(&w->mu);
   return 0;
 }
@@ -302,7 +312,7 @@ int tbe_writer_open(tbe_writer **out, const char *run_dir, const tbe_writer_opti
       writer_free(w);
       return TBE_ENOMEM;
     }
-    int fd = open((char *)name.data, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int fd = tbe__io_open((char *)name.data, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) {
       w->fd = fd;
       w->path = (char *)name.data; /* owned now */
@@ -353,7 +363,7 @@ int tbe_writer_finish(tbe_writer *w) {
   int rc = w->err;
   if (!w->closed) {
     if (!w->err) rc = flush_locked(w, w->durable);
-    if (w->fd >= 0 && close(w->fd) != 0 && rc == 0) {
+    if (w->fd >= 0 && tbe__io_close(w->fd) != 0 && rc == 0) {
       rc = -errno;
       if (!w->err) w->err = rc;
     }
@@ -729,7 +739,9 @@ int tbe_writer_add_hparams(tbe_writer *w, const tbe_hparam *hparams, size_t nhpa
   o.allocator = &w->a;
   o.flush_interval_s = w->flush_interval;
   tbe_writer *sub = NULL;
-  rc = tbe_writer_open(&sub, (char *)dir.data, &o);
+  /* The sub-run directory is ours: never written through a symlink. */
+  rc = tbe__mkdir_under(w->dir, subrun, 0755);
+  if (rc == 0) rc = tbe_writer_open(&sub, (char *)dir.data, &o);
   tbe__buf_deinit(&dir);
   if (rc < 0) return rc;
   rc = hp_write_all(sub, &w->a, hparams, nhparams, metrics, nmetrics, step, wall_time);

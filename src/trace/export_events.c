@@ -191,9 +191,14 @@ static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
  * removes its file.  Copies the path out on success. */
 static int finish_writer(tbe_writer *w, int rc, const tbe_allocator *a, char **path_out) {
   char *path = tbe__strdup(a, tbe_writer_path(w));
+  if (!path) {
+    /* No copy of the name to report or remove later: remove it now. */
+    unlink(tbe_writer_path(w));
+    tbe_writer_close(w);
+    return rc ? rc : TBE_ENOMEM;
+  }
   int crc = tbe_writer_close(w);
   if (!rc) rc = crc;
-  if (!path) return rc ? rc : TBE_ENOMEM;
   if (rc) {
     unlink(path);
     tbe__free(a, path);

@@ -19,10 +19,14 @@
  *   backslashes are escaped, invalid UTF-8 becomes U+FFFD.  Each interned
  *   string is escaped once and cached by id, so a kernel name seen a million
  *   times is scanned once.
- * - Output is produced into a 1 MiB buffer that is written (or deflated,
- *   gzip) when nearly full; nothing is allocated per event.  The file is an
- *   atomic file (tbe__afile_*): it appears complete under its final name or
- *   not at all.
+ * - The document is produced in parts: the head (top-level fields and the
+ *   metadata events) and the tail (model flows, traceName) on the calling
+ *   thread, the events in chunks of 2048 formatted by worker threads (the
+ *   online CPUs, at most 32) into a ring of buffers that the calling thread
+ *   writes (or, gzip, that the workers deflate) strictly in order.  The
+ *   bytes do not depend on the number of threads (tested); nothing is
+ *   allocated per event.  The file is an atomic file (tbe__afile_*): it
+ *   appears complete under its final name or not at all.
  *
  * Position: an output of src/trace (exporter table entry "json"); reads only
  * the model. */
@@ -39,314 +43,45 @@
 #include "common/fsutil.h"
 #include "tbexport/error.h"
 #include "tbexport/export.h"
+#include "trace/export_json.h"
 #include "trace/exporter.h"
 
 /* Kineto floors its base time to this many seconds (~a quarter year), so
  * ranks on different hosts share one base (output_json.h). */
 #define KINETO_BASE_PERIOD_S 7889238LL
 
-#define JW_CAP (1u << 20)
 #define GZ_LEVEL 1  /* measured (bench_export): level 1 is ~2.5x faster than 6 for ~25% more bytes */
-#define GZ_MAX_THREADS 8
 
-/* gzip output, compressed in parallel like pigz's independent mode: the
- * JSON is cut into 1 MiB chunks; a batch of chunks is deflated at once by
- * worker threads, each chunk as a fresh raw deflate stream ending with a
- * sync flush (the last one with the final block), so the concatenation is
- * one valid deflate stream with no back-reference across chunks.  The
- * chunks' CRC-32s are combined in order (crc32_combine), and one gzip
- * header and trailer wrap the whole: a single-member .gz every reader
- * accepts.  Independent chunks cost ~1% in size. */
-typedef struct gzchunk {
-  char *in;
-  size_t in_len, in_cap;
-  unsigned char *out;
-  size_t out_len, out_cap;
-  uLong crc;
-  int last;
-  int rc;
-} gzchunk;
-
+/* A growable text buffer with a sticky error: every part of the document
+ * (the head, each chunk of events, the tail) is formatted into one of
+ * these, in memory, and handed to the sink afterwards. */
 typedef struct jw {
-  char *buf; /* the current chunk's input buffer (plain mode: the buffer) */
+  char *buf;
   size_t len, cap;
-  int fd;
-  int gzip;
   int err;
-  gzchunk *ch; /* gzip: one batch of chunks */
-  int nch, cur;
-  uLong crc;
-  uint64_t total; /* uncompressed bytes produced */
   const tbe_allocator *a;
-  /* Plain output: a writer thread writes one buffer while the next is
-   * filled (double buffering), so formatting and the write system calls
-   * overlap.  Without the thread, writes are synchronous. */
-  int async;
-  pthread_t th;
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  char *ab[2];     /* the two buffers; buf == ab[acur] */
-  size_t acap[2];
-  int acur;
-  int busy, stop;  /* busy: ab[acur ^ 1] is being written (pend_len bytes) */
-  size_t pend_len;
-  int werr;        /* first error of the writer thread */
 } jw;
 
-static int jw_write_out(jw *w, const void *p, size_t n) {
-  if (w->err) return w->err;
-  int rc = tbe__write_all(w->fd, p, n);
-  if (rc) w->err = rc;
-  return rc;
-}
-
-static void gz_compress(gzchunk *c) {
-  z_stream z;
-  memset(&z, 0, sizeof z);
-  c->rc = 0;
-  c->crc = crc32(0L, (const Bytef *)c->in, (uInt)c->in_len);
-  if (deflateInit2(&z, GZ_LEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-    c->rc = TBE_ENOMEM;
-    return;
-  }
-  z.next_in = (Bytef *)c->in;
-  z.avail_in = (uInt)c->in_len;
-  z.next_out = c->out;
-  z.avail_out = (uInt)c->out_cap;
-  int zr = deflate(&z, c->last ? Z_FINISH : Z_SYNC_FLUSH);
-  if ((c->last ? zr != Z_STREAM_END : zr != Z_OK) || z.avail_in != 0) c->rc = TBE_EIO;
-  c->out_len = c->out_cap - z.avail_out;
-  deflateEnd(&z);
-}
-
-static void *gz_worker(void *arg) {
-  gz_compress(arg);
-  return NULL;
-}
-
-/* Compresses and writes the chunks filled so far; `final` ends the stream. */
-static void gz_batch(jw *w, int final) {
-  int n = w->cur + 1;
-  w->ch[w->cur].in_len = w->len;
-  if (w->err) return;
-  w->ch[n - 1].last = final;
-  for (int i = 0; i < n; i++) {
-    gzchunk *c = &w->ch[i];
-    /* room for incompressible input: stored blocks plus the flush marker */
-    size_t need = c->in_len + c->in_len / 1000 + 64 + 5 * (c->in_len / 16000 + 1);
-    if (c->out_cap < need) {
-      unsigned char *o = tbe__realloc(w->a, c->out, c->out_cap, need);
-      if (!o) {
-        w->err = TBE_ENOMEM;
-        return;
-      }
-      c->out = o;
-      c->out_cap = need;
-    }
-  }
-  pthread_t th[GZ_MAX_THREADS];
-  int started[GZ_MAX_THREADS] = {0};
-  for (int i = 1; i < n; i++) started[i] = pthread_create(&th[i], NULL, gz_worker, &w->ch[i]) == 0;
-  gz_compress(&w->ch[0]);
-  for (int i = 1; i < n; i++) {
-    if (started[i]) pthread_join(th[i], NULL);
-    else gz_compress(&w->ch[i]); /* no thread: do it here */
-  }
-  for (int i = 0; i < n && !w->err; i++) {
-    gzchunk *c = &w->ch[i];
-    if (c->rc) {
-      w->err = c->rc;
-      break;
-    }
-    w->crc = crc32_combine(w->crc, c->crc, (z_off_t)c->in_len);
-    w->total += c->in_len;
-    jw_write_out(w, c->out, c->out_len);
-    c->in_len = 0;
-  }
-  w->cur = 0;
-  w->buf = w->ch[0].in;
-  w->cap = w->ch[0].in_cap;
-  w->len = 0;
-}
-
-static void *jw_writer(void *arg) {
-  jw *w = arg;
-  pthread_mutex_lock(&w->mu);
-  for (;;) {
-    while (!w->busy && !w->stop) pthread_cond_wait(&w->cv, &w->mu);
-    if (!w->busy) break;
-    const char *b = w->ab[w->acur ^ 1];
-    size_t n = w->pend_len;
-    int failed = w->werr != 0;
-    pthread_mutex_unlock(&w->mu);
-    int rc = failed ? 0 : tbe__write_all(w->fd, b, n);
-    pthread_mutex_lock(&w->mu);
-    if (rc && !w->werr) w->werr = rc;
-    w->busy = 0;
-    pthread_cond_broadcast(&w->cv);
-  }
-  pthread_mutex_unlock(&w->mu);
-  return NULL;
-}
-
-/* Plain mode: starts the writer thread (on failure, writes stay
- * synchronous).  The second buffer is allocated here. */
-static void plain_start(jw *w) {
-  w->ab[0] = w->buf;
-  w->acap[0] = w->cap;
-  w->ab[1] = tbe__alloc(w->a, JW_CAP);
-  if (!w->ab[1]) return;
-  w->acap[1] = JW_CAP;
-  if (pthread_mutex_init(&w->mu, NULL) != 0) goto fail;
-  if (pthread_cond_init(&w->cv, NULL) != 0) {
-    pthread_mutex_destroy(&w->mu);
-    goto fail;
-  }
-  if (pthread_create(&w->th, NULL, jw_writer, w) != 0) {
-    pthread_cond_destroy(&w->cv);
-    pthread_mutex_destroy(&w->mu);
-    goto fail;
-  }
-  w->async = 1;
-  return;
-fail:
-  tbe__free(w->a, w->ab[1]);
-  w->ab[1] = NULL;
-}
-
-/* Waits for the writer to finish the buffer it holds. */
-static void plain_wait(jw *w) {
-  pthread_mutex_lock(&w->mu);
-  while (w->busy) pthread_cond_wait(&w->cv, &w->mu);
-  if (w->werr && !w->err) w->err = w->werr;
-  pthread_mutex_unlock(&w->mu);
-}
-
-/* Stops the writer thread after the last buffer; frees the spare buffer
- * (the caller frees w->buf). */
-static void plain_stop(jw *w) {
-  if (w->async) {
-    pthread_mutex_lock(&w->mu);
-    while (w->busy) pthread_cond_wait(&w->cv, &w->mu);
-    w->stop = 1;
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-    pthread_join(w->th, NULL);
-    if (w->werr && !w->err) w->err = w->werr;
-    pthread_cond_destroy(&w->cv);
-    pthread_mutex_destroy(&w->mu);
-    w->async = 0;
-  }
-  for (int i = 0; i < 2; i++)
-    if (w->ab[i] && w->ab[i] != w->buf) tbe__free(w->a, w->ab[i]);
-  w->ab[0] = w->ab[1] = NULL;
-}
-
-static void jw_flush(jw *w) {
-  if (w->err) {
-    w->len = 0;
-    return;
-  }
-  if (!w->gzip) {
-    if (!w->len) return;
-    w->total += w->len;
-    if (!w->async) {
-      jw_write_out(w, w->buf, w->len);
-      w->len = 0;
-      return;
-    }
-    /* Hand this buffer to the writer once it is done with the other one,
-     * and go on filling the other one. */
-    plain_wait(w);
-    pthread_mutex_lock(&w->mu);
-    w->pend_len = w->len;
-    w->busy = 1;
-    w->acur ^= 1;
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-    w->buf = w->ab[w->acur];
-    w->cap = w->acap[w->acur];
-    w->len = 0;
-    return;
-  }
-  if (w->len == 0) return;
-  w->ch[w->cur].in_len = w->len;
-  if (w->cur + 1 < w->nch) { /* next chunk of the batch */
-    w->cur++;
-    w->buf = w->ch[w->cur].in;
-    w->cap = w->ch[w->cur].in_cap;
-    w->len = 0;
-    return;
-  }
-  gz_batch(w, 0);
-}
-
-/* Ends the gzip stream: the last batch (with the final block) and the
- * trailer (CRC-32 and size mod 2^32, little-endian). */
-static void gz_finish(jw *w) {
-  gz_batch(w, 1);
-  unsigned char tr[8];
-  uint32_t crc = (uint32_t)w->crc, isize = (uint32_t)w->total;
-  for (int i = 0; i < 4; i++) {
-    tr[i] = (unsigned char)(crc >> (8 * i));
-    tr[4 + i] = (unsigned char)(isize >> (8 * i));
-  }
-  jw_write_out(w, tr, 8);
-}
-
-static int gz_start(jw *w) {
-  long nc = sysconf(_SC_NPROCESSORS_ONLN);
-  w->nch = nc < 1 ? 1 : nc > GZ_MAX_THREADS ? GZ_MAX_THREADS : (int)nc;
-  w->ch = tbe__calloc(w->a, (size_t)w->nch, sizeof *w->ch);
-  if (!w->ch) return TBE_ENOMEM;
-  w->ch[0].in = w->buf; /* the buffer allocated by the caller */
-  w->ch[0].in_cap = w->cap;
-  for (int i = 1; i < w->nch; i++) {
-    w->ch[i].in = tbe__alloc(w->a, JW_CAP);
-    if (!w->ch[i].in) return TBE_ENOMEM;
-    w->ch[i].in_cap = JW_CAP;
-  }
-  w->crc = crc32(0L, Z_NULL, 0);
-  /* gzip header: magic, deflate, no flags, no mtime, no extra flags, OS unix */
-  static const unsigned char hdr[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3};
-  return jw_write_out(w, hdr, sizeof hdr);
-}
-
-static void gz_free(jw *w) {
-  if (!w->ch) return;
-  for (int i = 0; i < w->nch; i++) {
-    if (w->ch[i].in != w->buf) tbe__free(w->a, w->ch[i].in);
-    tbe__free(w->a, w->ch[i].out);
-  }
-  tbe__free(w->a, w->ch);
-  w->ch = NULL;
-}
-
-/* Makes room for n bytes; returns the write pointer (never NULL: after an
- * error the buffer is simply reused and the output discarded). */
+/* Makes room for n more bytes; returns the write pointer, or NULL after an
+ * allocation failure (sticky in w->err; callers then skip their write). */
 static inline char *jw_room(jw *w, size_t n) {
   if (w->cap - w->len < n) {
-    jw_flush(w);
-    if (w->cap < n) {
-      size_t ncap = w->cap;
-      while (ncap < n) ncap *= 2;
-      char *nb = tbe__realloc(w->a, w->buf, w->cap, ncap);
-      if (!nb) {
-        if (!w->err) w->err = TBE_ENOMEM;
-        /* Keep going into the old buffer is impossible; signal via err and
-         * let callers write at most cap bytes. */
+    if (w->err) return NULL;
+    size_t ncap = w->cap ? w->cap : 4096;
+    while (ncap - w->len < n) {
+      if (ncap > SIZE_MAX / 2) {
+        w->err = TBE_ETOOBIG;
         return NULL;
       }
-      w->buf = nb;
-      w->cap = ncap;
-      if (w->gzip) {
-        w->ch[w->cur].in = nb;
-        w->ch[w->cur].in_cap = ncap;
-      } else if (w->ab[w->acur]) {
-        w->ab[w->acur] = nb;
-        w->acap[w->acur] = ncap;
-      }
+      ncap *= 2;
     }
+    char *nb = tbe__realloc(w->a, w->buf, w->cap, ncap);
+    if (!nb) {
+      w->err = TBE_ENOMEM;
+      return NULL;
+    }
+    w->buf = nb;
+    w->cap = ncap;
   }
   return w->buf + w->len;
 }
@@ -356,6 +91,116 @@ static void jw_mem(jw *w, const void *p, size_t n) {
   if (!d) return;
   memcpy(d, p, n);
   w->len += n;
+}
+
+/* ---- the sink: the parts in document order, plain or gzip ----
+ *
+ * gzip output is compressed in parallel like pigz's independent mode: each
+ * part (the head, every chunk of events, the tail) is deflated as a fresh
+ * raw deflate stream ending with a sync flush (the tail with the final
+ * block), so the concatenation is one valid deflate stream with no
+ * back-reference across parts.  The parts' CRC-32s are combined in order
+ * (crc32_combine), and one gzip header and trailer wrap the whole: a
+ * single-member .gz every reader accepts.  The parts depend only on the
+ * chunk size, never on the number of threads, so the compressed bytes are
+ * the same whatever the thread count.  Independent parts cost ~1% in size. */
+typedef struct gzpart {
+  unsigned char *out;
+  size_t out_len, out_cap;
+  uLong crc;
+  int rc;
+} gzpart;
+
+typedef struct jsink {
+  int fd;
+  int gzip;
+  int err;
+  uLong crc;
+  uint64_t total; /* uncompressed bytes */
+  const tbe_allocator *a;
+} jsink;
+
+static void sink_write(jsink *k, const void *p, size_t n) {
+  if (k->err || !n) return;
+  int rc = tbe__write_all(k->fd, p, n);
+  if (rc) k->err = rc;
+}
+
+/* Deflates `len` bytes of `in` into z (grown as needed); `last` ends the
+ * deflate stream.  Thread-safe: touches only z. */
+static void gz_compress(const tbe_allocator *a, const char *in, size_t len, int last, gzpart *z) {
+  z->rc = 0;
+  z->out_len = 0;
+  z->crc = crc32(0L, (const Bytef *)in, (uInt)len);
+  /* room for incompressible input: stored blocks plus the flush marker */
+  size_t need = len + len / 1000 + 64 + 5 * (len / 16000 + 1);
+  if (z->out_cap < need) {
+    unsigned char *o = tbe__realloc(a, z->out, z->out_cap, need);
+    if (!o) {
+      z->rc = TBE_ENOMEM;
+      return;
+    }
+    z->out = o;
+    z->out_cap = need;
+  }
+  z_stream zs;
+  memset(&zs, 0, sizeof zs);
+  if (deflateInit2(&zs, GZ_LEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    z->rc = TBE_ENOMEM;
+    return;
+  }
+  zs.next_in = (Bytef *)(uintptr_t)in;
+  zs.avail_in = (uInt)len;
+  zs.next_out = z->out;
+  zs.avail_out = (uInt)z->out_cap;
+  int zr = deflate(&zs, last ? Z_FINISH : Z_SYNC_FLUSH);
+  if ((last ? zr != Z_STREAM_END : zr != Z_OK) || zs.avail_in != 0) z->rc = TBE_EIO;
+  z->out_len = z->out_cap - zs.avail_out;
+  deflateEnd(&zs);
+}
+
+/* Writes one part: its text (plain), or its compressed form `z` (gzip;
+ * compressed here when `z` is NULL). */
+static void sink_part(jsink *k, const char *text, size_t len, const gzpart *z, int last) {
+  if (k->err) return;
+  if (!k->gzip) {
+    k->total += len;
+    sink_write(k, text, len);
+    return;
+  }
+  gzpart own = {0};
+  if (!z) {
+    gz_compress(k->a, text, len, last, &own);
+    z = &own;
+  }
+  if (z->rc) {
+    k->err = z->rc;
+  } else {
+    k->crc = crc32_combine(k->crc, z->crc, (z_off_t)len);
+    k->total += len;
+    sink_write(k, z->out, z->out_len);
+  }
+  tbe__free(k->a, own.out);
+}
+
+static void sink_start(jsink *k) {
+  if (!k->gzip) return;
+  k->crc = crc32(0L, Z_NULL, 0);
+  /* gzip header: magic, deflate, no flags, no mtime, no extra flags, OS unix */
+  static const unsigned char hdr[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3};
+  sink_write(k, hdr, sizeof hdr);
+}
+
+/* The gzip trailer: CRC-32 and size mod 2^32, little-endian. */
+static void sink_end(jsink *k) {
+  if (!k->gzip) return;
+  unsigned char tr[8];
+  uint32_t crc = (uint32_t)k->crc, isize = (uint32_t)k->total;
+  for (int i = 0; i < 4; i++) {
+    tr[i] = (unsigned char)(crc >> (8 * i));
+    tr[4 + i] = (unsigned char)(isize >> (8 * i));
+  }
+  sink_write(k, tr, 8);
 }
 
 /* String literals only: sizeof of anything else is a pointer's size. */
@@ -699,10 +544,6 @@ static void jw_str(jctx *c, tbe_str id) {
 
 #define PL(p, lit) (memcpy((p), "" lit, sizeof(lit) - 1), (p) + sizeof(lit) - 1)
 
-static inline char *p_mem(char *p, const char *s, size_t n) {
-  memcpy(p, s, n);
-  return p + n;
-}
 static inline char *p_u64(char *p, uint64_t v) { return p + put_u64(p, v); }
 static inline char *p_i64(char *p, int64_t v) { return p + put_i64(p, v); }
 static inline char *p_us(char *p, int64_t ns) { return p + put_us(p, ns); }
@@ -1392,25 +1233,220 @@ static int64_t floor_div(int64_t a, int64_t b) {
 
 static tbe_str key_id(const tbe_trace *t, const char *s) { return tbe_trace_find_str(t, s, strlen(s)); }
 
-static int json_write(const tbe_trace *t, int fd, int gzip, const char *trace_name,
+/* Fills the escape cache for every interned string, so that the event
+ * formatters (on several threads) only ever read it. */
+static int esc_all(jctx *c) {
+  for (size_t id = 0; id < c->nesc; id++) {
+    const char *s;
+    size_t n;
+    if (esc_get(c, (tbe_str)id, &s, &n)) return TBE_ENOMEM;
+  }
+  return 0;
+}
+
+/* ---- the events, formatted in parallel ----
+ *
+ * The events are cut into chunks of `chunk_ev` consecutive events.  Worker
+ * threads take chunks in order, each formatting into a slot of a ring of
+ * `nslots` (and deflating it, gzip); the calling thread writes the slots
+ * strictly in chunk order.  A chunk's text depends only on the model and
+ * on whether it holds the document's first event, so the output is the
+ * same byte for byte whatever the number of threads (tested).  The ring
+ * bounds the memory in flight to nslots chunks. */
+
+/* Thread knobs (tests, benchmarks): formatting threads (0 = the
+ * TBE_EXPORT_THREADS environment variable, else the online CPUs, at most
+ * JP_MAX_THREADS; 1 = the calling thread only) and events per chunk (0 =
+ * JP_CHUNK_EVENTS). */
+int tbe__json_threads = 0;
+uint32_t tbe__json_chunk_events = 0;
+
+#define JP_CHUNK_EVENTS 2048u
+#define JP_MAX_THREADS 32
+
+typedef struct jslot {
+  jw w;
+  gzpart z;
+  int ready;
+  uint32_t chunk;
+} jslot;
+
+typedef struct jpool {
+  const jctx *c;    /* shared, read-only while the workers run */
+  jsink *sink;
+  jslot *slots;
+  uint32_t nslots, nchunks, chunk_ev;
+  int first0;       /* chunk 0 holds the document's first event */
+  uint32_t next;    /* the next chunk to format */
+  uint32_t written; /* chunks written */
+  int stop;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+} jpool;
+
+static int threads_wanted(void) {
+  if (tbe__json_threads > 0) return tbe__json_threads > JP_MAX_THREADS ? JP_MAX_THREADS : tbe__json_threads;
+  const char *env = getenv("TBE_EXPORT_THREADS");
+  if (env && *env) {
+    char *end;
+    long v = strtol(env, &end, 10);
+    if (!*end && v >= 1) return v > JP_MAX_THREADS ? JP_MAX_THREADS : (int)v;
+  }
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : n > JP_MAX_THREADS ? JP_MAX_THREADS : (int)n;
+}
+
+/* Formats chunk `k` into `sl` with the formatter state `wc` (a private copy
+ * of the shared context), and deflates it for gzip output. */
+static void format_chunk(const jpool *p, jctx *wc, jslot *sl, uint32_t k) {
+  uint32_t lo = k * p->chunk_ev;
+  uint32_t hi = p->c->t->nevents - lo > p->chunk_ev ? lo + p->chunk_ev : (uint32_t)p->c->t->nevents;
+  sl->w.len = 0;
+  sl->w.err = 0;
+  wc->w = sl->w;
+  wc->first_event = k == 0 ? p->first0 : 0;
+  for (uint32_t i = lo; i < hi && !wc->w.err; i++) write_event(wc, i);
+  sl->w = wc->w;
+  sl->chunk = k;
+  if (p->sink->gzip && !sl->w.err) gz_compress(sl->w.a, sl->w.buf, sl->w.len, 0, &sl->z);
+}
+
+static void *pool_worker(void *arg) {
+  jpool *p = arg;
+  jctx *wc = tbe__alloc(p->c->w.a, sizeof *wc);
+  pthread_mutex_lock(&p->mu);
+  if (!wc) { /* the calling thread formats what is left */
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+  }
+  memcpy(wc, p->c, sizeof *wc);
+  for (;;) {
+    if (p->stop || p->next >= p->nchunks) break;
+    if (p->next >= p->written + p->nslots) {
+      pthread_cond_wait(&p->cv, &p->mu);
+      continue;
+    }
+    uint32_t k = p->next++;
+    jslot *sl = &p->slots[k % p->nslots];
+    pthread_mutex_unlock(&p->mu);
+    format_chunk(p, wc, sl, k);
+    pthread_mutex_lock(&p->mu);
+    sl->ready = 1;
+    pthread_cond_broadcast(&p->cv);
+  }
+  pthread_mutex_unlock(&p->mu);
+  tbe__free(p->c->w.a, wc);
+  return NULL;
+}
+
+/* Writes the events [0, nevents) through the sink with `nth` formatting
+ * threads (1: all on the calling thread).  Returns 0 or an error. */
+static int write_events(jctx *c, jsink *sink, int nth) {
+  const tbe_trace *t = c->t;
+  if (t->nevents == 0) return 0;
+  jpool p;
+  memset(&p, 0, sizeof p);
+  p.c = c;
+  p.sink = sink;
+  p.chunk_ev = tbe__json_chunk_events ? tbe__json_chunk_events : JP_CHUNK_EVENTS;
+  p.nchunks = (uint32_t)((t->nevents + p.chunk_ev - 1) / p.chunk_ev);
+  p.first0 = c->first_event;
+  if ((uint32_t)nth > p.nchunks) nth = (int)p.nchunks;
+  if (nth < 1) nth = 1;
+  p.nslots = nth > 1 ? 2u * (uint32_t)nth : 1u;
+  const tbe_allocator *a = c->w.a;
+  /* The calling thread formats with a copy of its own too: `c` stays
+   * untouched while the workers copy it. */
+  jctx *mc = tbe__alloc(a, sizeof *mc);
+  p.slots = tbe__calloc(a, p.nslots, sizeof *p.slots);
+  if (!p.slots || !mc) {
+    tbe__free(a, mc);
+    tbe__free(a, p.slots);
+    return TBE_ENOMEM;
+  }
+  memcpy(mc, c, sizeof *mc);
+  for (uint32_t i = 0; i < p.nslots; i++) p.slots[i].w.a = a;
+  int rc = 0;
+  pthread_t th[JP_MAX_THREADS];
+  int started = 0;
+  if (nth > 1 && pthread_mutex_init(&p.mu, NULL) == 0) {
+    if (pthread_cond_init(&p.cv, NULL) == 0) {
+      for (int i = 0; i < nth; i++) {
+        if (pthread_create(&th[i], NULL, pool_worker, &p) != 0) break;
+        started++;
+      }
+      if (!started) pthread_cond_destroy(&p.cv);
+    }
+    if (!started) pthread_mutex_destroy(&p.mu);
+  }
+  uint64_t done = 0;
+  for (uint32_t k = 0; k < p.nchunks; k++) {
+    jslot *sl = &p.slots[k % p.nslots];
+    if (started) {
+      pthread_mutex_lock(&p.mu);
+      /* Chunks no worker has taken yet (all busy, or gone for want of
+       * memory) are formatted here. */
+      while (!(sl->ready && sl->chunk == k) && p.next > k) pthread_cond_wait(&p.cv, &p.mu);
+      int mine = !(sl->ready && sl->chunk == k);
+      if (mine) p.next = k + 1;
+      pthread_mutex_unlock(&p.mu);
+      if (mine) format_chunk(&p, mc, sl, k);
+    } else {
+      format_chunk(&p, mc, sl, k);
+    }
+    rc = sl->w.err ? sl->w.err : sink->gzip ? sl->z.rc : 0;
+    if (!rc) sink_part(sink, sl->w.buf, sl->w.len, sink->gzip ? &sl->z : NULL, 0);
+    if (!rc) rc = sink->err;
+    uint64_t lo = done;
+    done = (uint64_t)(k + 1) * p.chunk_ev < t->nevents ? (uint64_t)(k + 1) * p.chunk_ev : t->nevents;
+    if (!rc && c->progress && (lo >> 16) != (done >> 16)) c->progress(c->progress_ctx, done, t->nevents);
+    if (started) {
+      pthread_mutex_lock(&p.mu);
+      sl->ready = 0;
+      p.written = k + 1;
+      if (rc) p.stop = 1;
+      pthread_cond_broadcast(&p.cv);
+      pthread_mutex_unlock(&p.mu);
+    }
+    if (rc) break;
+  }
+  if (started) {
+    pthread_mutex_lock(&p.mu);
+    p.stop = 1;
+    pthread_cond_broadcast(&p.cv);
+    pthread_mutex_unlock(&p.mu);
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    pthread_cond_destroy(&p.cv);
+    pthread_mutex_destroy(&p.mu);
+  }
+  for (uint32_t i = 0; i < p.nslots; i++) {
+    tbe__free(a, p.slots[i].w.buf);
+    tbe__free(a, p.slots[i].z.out);
+  }
+  tbe__free(a, p.slots);
+  tbe__free(a, mc);
+  return rc;
+}
+
+/* Writes the whole document to `fd`: the head (top-level fields and the
+ * metadata events) formatted here, the events by write_events, the tail
+ * (model flows, traceName) here again.  `nth` formatting threads (0: the
+ * default). */
+static int json_write(const tbe_trace *t, int fd, int gzip, int nth, const char *trace_name,
                       const tbe_allocator *a, void (*progress)(void *, uint64_t, uint64_t),
                       void *progress_ctx) {
   jctx *c = tbe__calloc(a, 1, sizeof *c);
   if (!c) return TBE_ENOMEM;
   c->t = t;
-  c->w.fd = fd;
-  c->w.gzip = gzip;
   c->w.a = a;
-  c->w.cap = JW_CAP;
-  c->w.buf = tbe__alloc(a, JW_CAP);
   c->nesc = tbe_trace_nstrings(t);
   c->esc = tbe__calloc(a, c->nesc ? c->nesc : 1, sizeof *c->esc);
   c->progress = progress;
   c->progress_ctx = progress_ctx;
+  jsink sink = {fd, gzip, 0, 0, 0, a};
   int rc = 0;
-  if (!c->w.buf || !c->esc) rc = TBE_ENOMEM;
-  if (!rc && gzip) rc = gz_start(&c->w);
-  if (!rc && !gzip) plain_start(&c->w);
+  if (!c->esc) rc = TBE_ENOMEM;
+  if (!rc) rc = esc_all(c);
   if (rc) goto done;
 
   c->k_ext = key_id(t, "External id");
@@ -1500,14 +1536,19 @@ static int json_write(const tbe_trace *t, int fd, int gzip, const char *trace_na
   JW_LIT(w, ",\n  \"traceEvents\": [");
   c->first_event = 1;
   rc = write_metadata(c);
+  if (!rc) rc = w->err;
+  if (rc) goto done;
+  sink_start(&sink);
+  sink_part(&sink, w->buf, w->len, NULL, 0);
+  if ((rc = sink.err)) goto done;
+
+  rc = write_events(c, &sink, nth > 0 ? nth : threads_wanted());
   if (rc) goto done;
 
-  for (uint32_t i = 0; i < t->nevents; i++) {
-    write_event(c, i);
-    if (c->w.err) break;
-    if (progress && (i & 0xFFFF) == 0xFFFF) progress(progress_ctx, i + 1, t->nevents);
-  }
-  for (size_t i = 0; i < t->nflows && !c->w.err; i++) {
+  /* The tail: the model's own flows (each end writes its separator) and
+   * the closing fields. */
+  w->len = 0;
+  for (size_t i = 0; i < t->nflows && !w->err; i++) {
     const tbe_flow *f = &t->flows[i];
     const char *fc = tbe_trace_str(t, f->cat);
     if (strcmp(fc, "ac2g") == 0) continue; /* re-derived from correlation above */
@@ -1521,23 +1562,25 @@ static int json_write(const tbe_trace *t, int fd, int gzip, const char *trace_na
   if (t->trace_name) jw_str(c, t->trace_name);
   else jw_qcstr(w, trace_name ? trace_name : "");
   JW_LIT(w, "\n}\n");
-  if (gzip) {
-    gz_finish(w);
-  } else {
-    jw_flush(w);
-    plain_stop(w);
-  }
-  rc = w->err;
+  if ((rc = w->err)) goto done;
+  sink_part(&sink, w->buf, w->len, NULL, 1);
+  sink_end(&sink);
+  rc = sink.err;
   if (!rc && progress) progress(progress_ctx, t->nevents, t->nevents);
 
 done:
-  gz_free(&c->w);
-  plain_stop(&c->w);
   tbe__free(a, c->w.buf);
   tbe__free(a, c->esc);
   tbe__free(a, c->escbuf);
   tbe__free(a, c);
   return rc;
+}
+
+int tbe__json_write_fd(const tbe_trace *t, int fd, int gzip, int threads, const char *trace_name) {
+  if (!t || fd < 0) return TBE_EINVAL;
+  tbe_allocator a;
+  tbe__allocator_init(&a, NULL);
+  return json_write(t, fd, gzip, threads, trace_name, &a, NULL, NULL);
 }
 
 /* Writes the JSON of `t` to `dir`/`name` atomically. */
@@ -1547,7 +1590,7 @@ static int json_file(const tbe_trace *t, const tbe_allocator *a, const char *dir
   tbe__afile f;
   int rc = tbe__afile_open(&f, a, dir, name, force);
   if (rc) return rc;
-  rc = json_write(t, f.fd, gzip, name, a, progress, progress_ctx);
+  rc = json_write(t, f.fd, gzip, 0, name, a, progress, progress_ctx);
   if (rc) {
     tbe__afile_abort(&f);
     return rc;

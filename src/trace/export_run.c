@@ -4,7 +4,8 @@
  * tbe_export_run validates the run and host names (tbe_name_check), applies
  * the defaults (run: local time YYYY_MM_DD_HH_MM_SS as XLA's saver names
  * profile runs; host: the trace's host made safe, else this machine's),
- * creates <logdir>/plugins/profile/<run>/ and <logdir>/<run>/ as needed,
+ * creates <logdir>/plugins/profile/<run>/ and <logdir>/<run>/ as needed
+ * (never through a symlink planted at plugins, profile or the run: -ELOOP),
  * refuses to start when a target file exists (unless forced), and walks the
  * exporter table (src/trace/exporter.h).  Each output writes its files
  * atomically; when one fails, the files the earlier ones wrote in this call
@@ -139,16 +140,23 @@ typedef struct written {
   const tbe_allocator *a;
 } written;
 
+/* A file that cannot be recorded (out of memory) is removed at once: it
+ * could not be removed later when another output fails. */
 static void record_file(void *ctx, const char *path) {
   written *w = ctx;
-  if (w->err) return;
+  if (w->err) {
+    unlink(path);
+    return;
+  }
   if (tbe__grow(w->a, (void **)&w->paths, &w->cap, w->n + 1, sizeof *w->paths)) {
     w->err = TBE_ENOMEM;
+    unlink(path);
     return;
   }
   w->paths[w->n] = tbe__strdup(w->a, path);
   if (!w->paths[w->n]) {
     w->err = TBE_ENOMEM;
+    unlink(path);
     return;
   }
   w->n++;
@@ -175,18 +183,14 @@ int tbe_export_run(const tbe_trace *t, const tbe_export_options *o) {
 
   tbe_allocator a;
   tbe__allocator_init(&a, o->allocator);
-  size_t dl = strlen(o->logdir) + strlen(run) + 32;
-  char *dir = tbe__alloc(&a, dl);
-  if (!dir) return TBE_ENOMEM;
+  /* The directories below logdir are ours: never written through a
+   * symlink planted in their place (-ELOOP). */
+  char rel[TBE_NAME_MAX + 32];
   if (outputs & (TBE_OUT_XPLANE | TBE_OUT_JSON)) {
-    snprintf(dir, dl, "%s/plugins/profile/%s", o->logdir, run);
-    rc = tbe__mkdir_p(dir, 0755);
+    snprintf(rel, sizeof rel, "plugins/profile/%s", run);
+    rc = tbe__mkdir_under(o->logdir, rel, 0755);
   }
-  if (!rc && (outputs & TBE_OUT_EVENTS)) {
-    snprintf(dir, dl, "%s/%s", o->logdir, run);
-    rc = tbe__mkdir_p(dir, 0755);
-  }
-  tbe__free(&a, dir);
+  if (!rc && (outputs & TBE_OUT_EVENTS)) rc = tbe__mkdir_under(o->logdir, run, 0755);
   if (rc) return rc;
   if (!o->force) {
     rc = conflict(o->logdir, run, host, outputs, NULL, 0);

@@ -218,10 +218,10 @@ static void xw_close(xw *w, uint64_t at) {
   if (at >= w->flushed) {
     memcpy(w->buf + (at - w->flushed), p, 5);
   } else if (at + 5 <= w->flushed) {
-    if (pwrite(w->fd, p, 5, (off_t)at) != 5) w->err = errno ? -errno : TBE_EIO;
+    w->err = tbe__pwrite_all(w->fd, p, 5, at);
   } else {
     size_t k = (size_t)(w->flushed - at);
-    if (pwrite(w->fd, p, k, (off_t)at) != (ssize_t)k) w->err = errno ? -errno : TBE_EIO;
+    w->err = tbe__pwrite_all(w->fd, p, k, at);
     memcpy(w->buf, p + k, 5 - k);
   }
 }

@@ -17,14 +17,22 @@
  *  - PyTorch's export_chrome_trace: 426k events/s (250,076 events, 69.5 MB in
  *    0.587 s on the H200 host; figure from the issue, not measured here;
  *    scripts/bench_torch_export.py measures it side by side on that host).
- * usage: bench_export [SMALL_EVENTS [LARGE_EVENTS]]   (default 250000 5000000)
- * Files are written under $TMPDIR (default /tmp) and removed. */
+ * usage: bench_export [SMALL_EVENTS [LARGE_EVENTS]]   (default 250000 5000000;
+ * LARGE_EVENTS 0 skips the large model)
+ * Rows: "-> /dev/null" is the formatting alone (the internal writer into
+ * /dev/null, on 1 thread and on the default thread count): the exporter's
+ * own speed.  "-> file" is tbe_export_chrome_json, what a user gets: the
+ * files go under $TMPDIR (default /tmp) and are removed; on a slow disk the
+ * disk dominates these rows (TMPDIR=/dev/shm takes it out).
+ * TBE_EXPORT_THREADS=N sets the formatting threads (default: online CPUs,
+ * at most 32). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -32,6 +40,7 @@
 #include "tbexport/error.h"
 #include "tbexport/export.h"
 #include "tbexport/trace.h"
+#include "trace/export_json.h"
 
 #define PYTORCH_EVENTS_PER_S 426000.0
 
@@ -215,8 +224,12 @@ static double gzip_file(const char *path, int level, long long *out_bytes) {
 static void row(const char *what, size_t events, double secs, double cpu, long long bytes,
                 double base_eps) {
   double eps = (double)events / secs;
-  printf("  %-36s %8.3f s %7.2f M ev/s (cpu %7.2f) %8.1f MB/s %8.1f MB", what, secs, eps / 1e6,
-         (double)events / cpu / 1e6, (double)bytes / secs / 1e6, (double)bytes / 1e6);
+  if (bytes > 0)
+    printf("  %-36s %8.3f s %7.2f M ev/s (cpu %7.2f) %8.1f MB/s %8.1f MB", what, secs, eps / 1e6,
+           (double)events / cpu / 1e6, (double)bytes / secs / 1e6, (double)bytes / 1e6);
+  else
+    printf("  %-36s %8.3f s %7.2f M ev/s (cpu %7.2f) %8s      %8s   ", what, secs, eps / 1e6,
+           (double)events / cpu / 1e6, "", "");
   if (base_eps > 0) printf("  x%.1f", eps / base_eps);
   printf("\n");
 }
@@ -229,6 +242,8 @@ static void row(const char *what, size_t events, double secs, double cpu, long l
     dt = now() - w0_;        \
     dc = cpu_now() - c0_;    \
   } while (0)
+
+static int threads;
 
 static void run(size_t target, int with_baselines, const char *dir) {
   double dt, dc;
@@ -251,20 +266,36 @@ static void run(size_t target, int with_baselines, const char *dir) {
     unlink(naive);
   }
   int rc;
+  /* Formatting alone: the same writer into /dev/null (no file system), on
+   * one thread and on the default number of threads. */
+  int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (devnull < 0) die("open /dev/null", TBE_EIO);
+  char label[96];
+  TIMED(dt, dc, rc = tbe__json_write_fd(t, devnull, 0, 1, "b"));
+  if (rc) die("json /dev/null", rc);
+  row("JSON plain -> /dev/null, 1 thread", t->nevents, dt, dc, 0, PYTORCH_EVENTS_PER_S);
+  TIMED(dt, dc, rc = tbe__json_write_fd(t, devnull, 0, 0, "b"));
+  if (rc) die("json /dev/null", rc);
+  snprintf(label, sizeof label, "JSON plain -> /dev/null, %d threads", threads);
+  row(label, t->nevents, dt, dc, 0, PYTORCH_EVENTS_PER_S);
+  close(devnull);
+  /* What a user gets: tbe_export_chrome_json to a file under $TMPDIR
+   * (atomic file: temporary name, then rename). */
   TIMED(dt, dc, rc = tbe_export_chrome_json(t, plain, 0, 1));
   if (rc) die("json", rc);
-  row("Chrome JSON plain", t->nevents, dt, dc, file_size(plain), PYTORCH_EVENTS_PER_S);
+  snprintf(label, sizeof label, "JSON plain -> file, %d threads", threads);
+  row(label, t->nevents, dt, dc, file_size(plain), PYTORCH_EVENTS_PER_S);
   if (naive_eps > 0) printf("  %-36s x%.1f vs the fprintf baseline (wall)\n", "", (double)t->nevents / dt / naive_eps);
 
   TIMED(dt, dc, rc = tbe_export_chrome_json(t, gz, 1, 1));
   if (rc) die("json gz", rc);
-  row("Chrome JSON gzip (level 1)", t->nevents, dt, dc, file_size(gz), PYTORCH_EVENTS_PER_S);
+  snprintf(label, sizeof label, "JSON gzip -> file, %d threads", threads);
+  row(label, t->nevents, dt, dc, file_size(gz), PYTORCH_EVENTS_PER_S);
   if (with_baselines) {
     long long zb;
     for (int level = 1; level <= 6; level += 5) {
       double c0 = cpu_now();
       double zt = gzip_file(plain, level, &zb);
-      char label[64];
       snprintf(label, sizeof label, "baseline: zlib alone, level %d", level);
       row(label, t->nevents, zt, cpu_now() - c0, zb, 0);
     }
@@ -301,17 +332,25 @@ static void run(size_t target, int with_baselines, const char *dir) {
 }
 
 int main(int argc, char **argv) {
+  const char *td = getenv("TMPDIR");
   size_t small = argc > 1 ? strtoull(argv[1], NULL, 10) : 250000;
   size_t large = argc > 2 ? strtoull(argv[2], NULL, 10) : 5000000;
   /* Output files go to $TMPDIR (default /tmp): point it at a tmpfs such
    * as /dev/shm to measure the exporters without the disk. */
-  const char *td = getenv("TMPDIR");
   char tmpl[4096];
   snprintf(tmpl, sizeof tmpl, "%s/bench_export.XXXXXX", td && *td ? td : "/tmp");
   const char *dir = mkdtemp(tmpl);
   if (!dir) die("mkdtemp", TBE_EIO);
-  printf("bench_export: rates are events per second of wall time; MB/s is output bytes;\n"
-         "x = ratio to the baseline named on the line (PyTorch: 426k events/s, issue figure)\n");
+  const char *te = getenv("TBE_EXPORT_THREADS");
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  threads = te && atoi(te) > 0 ? atoi(te) : cpus < 1 ? 1 : cpus > 32 ? 32 : (int)cpus;
+  if (threads > 32) threads = 32;
+  printf("bench_export: rates are events per second of wall time (cpu: per CPU second, all\n"
+         "threads); MB/s is output bytes; x = ratio to the baseline named on the line\n"
+         "(PyTorch: 426k events/s, issue figure).  '-> /dev/null' rows time the formatting\n"
+         "alone; '-> file' rows write %s/ (set TMPDIR; a slow disk dominates them).\n"
+         "Formatting threads: %d (TBE_EXPORT_THREADS, else the online CPUs, at most 32).\n",
+         td && *td ? td : "/tmp", threads);
   run(small, 1, dir);
   if (large) run(large, 0, dir);
   rmdir(dir);

@@ -14,12 +14,15 @@
  * TBE_BENCH_PYTHON_LARGE=1 (it needs ~10x the file size in memory).
  * TBE_BENCH_EVENTS=N overrides the small case's size.  The plain JSON case
  * runs the importer on one thread, then threaded (boundary scan, N parse
- * workers, model building on the calling thread) with N = 1, 2 and all
- * CPUs (at most 8), each against the same json.load time; with
+ * workers, model building on the calling thread) with N = 1, 2, 4, 8 and all
+ * CPUs (at most 16; those up to the CPU count), each against the same json.load time; with
  * TBE_IMPORT_THREADS=N set it runs only the importer's own choice for it
  * (0 = one thread).  `bench_import FILE...`
  * measures the given traces instead (events = model events; MB/s per file
- * byte, compressed for .gz), e.g. a real torch.profiler trace.  Goals (issue 3):
+ * byte, compressed for .gz), e.g. a real torch.profiler trace.
+ * `bench_import --generate EVENTS OUT.json[.gz]` only writes the generated
+ * trace.  TBE_IMPORT_PROFILE=1 makes each import print its phase times
+ * (serial model building, parse workers, driver, end) to stderr.  Goals (issue 3):
  * import >= 5x json.load; peak RSS <= half the file size for files >= 50 MB. */
 #include <errno.h>
 #include <inttypes.h>
@@ -42,7 +45,7 @@
  * the bench sets it from TBE_IMPORT_THREADS to compare. */
 extern int tbe__chrome_json_threads;
 /* Parse workers when threaded (0: TBE_IMPORT_THREADS or the online CPUs,
- * at most 8). */
+ * at most 16). */
 extern int tbe__chrome_json_workers;
 
 static double now(void) {
@@ -325,7 +328,8 @@ static void report(const char *label, const char *path, uint64_t events, uint64_
 
 /* A plain JSON file: with TBE_IMPORT_THREADS set, the importer's own
  * choice only; else one thread, then threaded with 1, 2 and all CPUs'
- * parse workers (at most 8), all against one json.load time. */
+ * parse workers (1, 2, 4, 8 and all CPUs, at most 16), all against one
+ * json.load time. */
 static void report_all(const char *label0, const char *path, uint64_t events, uint64_t json_bytes,
                        int with_python) {
   char label[96];
@@ -334,13 +338,15 @@ static void report_all(const char *label0, const char *path, uint64_t events, ui
     return;
   }
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  int all = cpus > 8 ? 8 : cpus < 1 ? 1 : (int)cpus;
-  int ns[3] = {1, 2, all};
+  int all = cpus > 16 ? 16 : cpus < 1 ? 1 : (int)cpus;
+  int ns[5] = {1, 2, 4, 8, all};
   tbe__chrome_json_threads = 0;
   snprintf(label, sizeof label, "%.60s 1thr", label0);
   report(label, path, events, json_bytes, with_python);
-  for (int k = 0; k < 3; k++) {
-    if (k == 2 && all <= 2) break;
+  for (int k = 0; k < 5; k++) {
+    int dup = 0;
+    for (int j = 0; j < k; j++) dup |= ns[j] == ns[k];
+    if (ns[k] > all || dup) continue;
     tbe__chrome_json_threads = 1;
     tbe__chrome_json_workers = ns[k];
     snprintf(label, sizeof label, "%.60s N=%d", label0, ns[k]);
@@ -363,6 +369,25 @@ int main(int argc, char **argv) {
   int large = getenv("TBE_BENCH_LARGE") && !strcmp(getenv("TBE_BENCH_LARGE"), "1");
   int py_large = getenv("TBE_BENCH_PYTHON_LARGE") && !strcmp(getenv("TBE_BENCH_PYTHON_LARGE"), "1");
 
+  if (argc == 4 && !strcmp(argv[1], "--generate")) {
+    /* bench_import --generate EVENTS OUT.json: writes the generated trace
+     * (e.g. to profile the importer on it, or to compare with json.load by
+     * hand); OUT.json.gz too when OUT ends in .gz (plain then goes to OUT
+     * without .gz). */
+    rmdir(dir);
+    uint64_t n = strtoull(argv[2], NULL, 10);
+    size_t l = strlen(argv[3]);
+    int gz = l > 3 && !strcmp(argv[3] + l - 3, ".gz");
+    char plain[4200];
+    snprintf(plain, sizeof plain, "%.*s", (int)(gz ? l - 3 : l), argv[3]);
+    uint64_t ev = generate(plain, gz ? argv[3] : NULL, n);
+    if (!ev) {
+      fprintf(stderr, "bench_import: cannot write %s: %s\n", argv[3], strerror(errno));
+      return 1;
+    }
+    printf("%s: %" PRIu64 " events, %.1f MB\n", plain, ev, (double)file_size(plain) / 1e6);
+    return 0;
+  }
   printf("bench_import: Kineto-like Chrome JSON import (child process per case)\n");
   printf("MB/s and RSS/JSON are per uncompressed JSON byte; x json.load = Python's time / ours\n\n");
   printf("%-18s %10s %9s %8s %12s %9s %9s %8s %9s %8s\n", "case", "events", "file MB", "seconds",

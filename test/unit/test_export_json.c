@@ -23,6 +23,7 @@
 #include "tbexport/import.h"
 #include "tbexport/trace.h"
 #include "testutil.h"
+#include "trace/export_json.h"
 
 /* ---- a strict JSON validator ---- */
 
@@ -398,7 +399,7 @@ static void test_small_layout(void **state) {
 static void test_gzip_matches_plain(void **state) {
   (void)state;
   tbe_trace *t = small_trace();
-  size_t n, gn;
+  size_t n = 0, gn = 0;
   char *plain = export_plain(t, &n);
   char *dir = tu_mkdtemp();
   char *path = tu_join(dir, "out.json.gz");
@@ -448,7 +449,7 @@ static void test_gzip_many_chunks(void **state) {
     assert_int_equal(tbe_trace_add_event(t, &e, NULL, NULL, 0, NULL), 0);
   }
   assert_int_equal(tbe_trace_finish(t), 0);
-  size_t n, gn;
+  size_t n = 0, gn = 0;
   char *plain = export_plain(t, &n);
   assert_true(n > 9u << 20); /* more than a batch of eight 1 MiB chunks */
   char *dir = tu_mkdtemp();
@@ -667,7 +668,7 @@ static void round_trip(const char *rel) {
   char *dir = tu_mkdtemp();
   char *p1 = tu_join(dir, "one.json.gz"), *p2 = tu_join(dir, "two.json");
   assert_int_equal(tbe_export_chrome_json(a, p1, 1, 0), 0);
-  size_t n;
+  size_t n = 0;
   char *s = read_gz(p1, &n);
   const char *why = json_check(s, n);
   if (why) fail_msg("invalid JSON: %s", why);
@@ -713,6 +714,139 @@ static void test_round_trip_add_loop(void **state) {
   round_trip("kineto/h200_add_loop.trace.json");
 }
 
+/* The bytes `t` gives through the internal writer with `threads`
+ * formatting threads and `chunk` events per chunk (0: default). */
+static unsigned char *write_with(const tbe_trace *t, int gzip, int threads, uint32_t chunk,
+                                 const char *dir, size_t *len) {
+  char *path = tu_join(dir, "w.out");
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  tbe__json_chunk_events = chunk;
+  int rc = tbe__json_write_fd(t, fileno(f), gzip, threads, "w");
+  tbe__json_chunk_events = 0;
+  assert_int_equal(rc, 0);
+  assert_int_equal(fclose(f), 0);
+  unsigned char *b = tu_read_file(path, len);
+  assert_non_null(b);
+  unlink(path);
+  free(path);
+  return b;
+}
+
+/* The events are formatted in chunks on several threads: the output must
+ * be the same bytes as the whole document formatted in one piece on one
+ * thread, for any chunk size and thread count.  gzip: the same bytes on
+ * any number of threads for one chunk size (the deflate parts follow the
+ * chunks), decompressing to the plain document.  The public exporter
+ * writes the same document too. */
+static void same_bytes(const tbe_trace *t) {
+  char *dir = tu_mkdtemp();
+  char *gzpath = tu_join(dir, "w.gz");
+  size_t nref = 0, n = 0;
+  unsigned char *ref = write_with(t, 0, 1, UINT32_MAX, dir, &nref);
+  const char *why = json_check((const char *)ref, nref);
+  if (why) fail_msg("invalid JSON: %s", why);
+  static const uint32_t chunks[] = {1, 3, 7, 64, 0};
+  static const int threads[] = {1, 2, 3, 8};
+  for (size_t ci = 0; ci < sizeof chunks / sizeof chunks[0]; ci++) {
+    size_t ngz1 = 0;
+    unsigned char *gz1 = NULL;
+    for (size_t ti = 0; ti < sizeof threads / sizeof threads[0]; ti++) {
+      unsigned char *b = write_with(t, 0, threads[ti], chunks[ci], dir, &n);
+      if (n != nref || memcmp(ref, b, n) != 0)
+        fail_msg("plain, chunk=%u threads=%d: %zu bytes differ from the one-piece %zu", chunks[ci],
+                 threads[ti], n, nref);
+      free(b);
+      b = write_with(t, 1, threads[ti], chunks[ci], dir, &n);
+      if (!gz1) {
+        gz1 = b, ngz1 = n;
+        assert_int_equal(tu_write_file(gzpath, b, n), 0);
+        size_t gn;
+        char *g = read_gz(gzpath, &gn);
+        assert_int_equal(gn, nref);
+        assert_memory_equal(g, ref, nref);
+        free(g);
+        continue;
+      }
+      if (n != ngz1 || memcmp(gz1, b, n) != 0)
+        fail_msg("gzip, chunk=%u threads=%d: differs from one thread", chunks[ci], threads[ti]);
+      free(b);
+    }
+    free(gz1);
+  }
+  char *path = tu_join(dir, "w");
+  assert_int_equal(tbe_export_chrome_json(t, path, 0, 1), 0);
+  unsigned char *pub = tu_read_file(path, &n);
+  assert_non_null(pub);
+  assert_int_equal(n, nref);
+  assert_memory_equal(pub, ref, n);
+  free(pub);
+  free(path);
+  free(ref);
+  free(gzpath);
+  tu_rmrf(dir);
+  free(dir);
+}
+
+static void test_parallel_same_bytes_small(void **state) {
+  (void)state;
+  tbe_trace *t = small_trace();
+  same_bytes(t);
+  tbe_trace_free(t);
+}
+
+static void test_parallel_same_bytes_golden(void **state) {
+  (void)state;
+  if (!have_importer()) {
+    print_message("skipped: the Chrome JSON importer is not in this build\n");
+    skip();
+  }
+  static const char *const golden[] = {"kineto/h200_cnn_fp32.pt.trace.json",
+                                       "kineto/h200_cnn_bf16.pt.trace.json",
+                                       "kineto/h200_add_loop.trace.json"};
+  for (size_t i = 0; i < sizeof golden / sizeof golden[0]; i++) {
+    tbe_trace *t;
+    tbe_import_error err;
+    assert_int_equal(tbe_trace_create(&t, NULL), 0);
+    int rc = tbe_import_file(t, tu_data(golden[i]), NULL, &err);
+    if (rc) fail_msg("import: %s", err.message);
+    same_bytes(t);
+    tbe_trace_free(t);
+  }
+}
+
+/* A document with metadata but no events, and one with events but no
+ * metadata (the first event's separator), through the chunked writer. */
+static void test_parallel_edges(void **state) {
+  (void)state;
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  uint32_t h;
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_OTHER, -5, 3, -1, &h), 0);
+  assert_int_equal(tbe_trace_finish(t), 0);
+  same_bytes(t);
+  for (int i = 0; i < 10; i++) {
+    tbe_event e;
+    memset(&e, 0, sizeof e);
+    e.kind = TBE_EV_GENERIC;
+    e.track = h;
+    e.start_ns = 1000 + i;
+    e.dur_ns = 5;
+    assert_int_equal(tbe_trace_add_event(t, &e, NULL, NULL, 0, NULL), 0);
+  }
+  assert_int_equal(tbe_trace_finish(t), 0);
+  same_bytes(t);
+  char *dir = tu_mkdtemp();
+  size_t n;
+  unsigned char *b = write_with(t, 0, 4, 3, dir, &n);
+  const char *why = json_check((const char *)b, n);
+  if (why) fail_msg("invalid JSON: %s", why);
+  free(b);
+  tu_rmrf(dir);
+  free(dir);
+  tbe_trace_free(t);
+}
+
 /* The validator itself must reject what it should. */
 static void test_validator(void **state) {
   (void)state;
@@ -737,6 +871,9 @@ int main(void) {
       cmocka_unit_test(test_round_trip_fp32),
       cmocka_unit_test(test_round_trip_bf16),
       cmocka_unit_test(test_round_trip_add_loop),
+      cmocka_unit_test(test_parallel_same_bytes_small),
+      cmocka_unit_test(test_parallel_same_bytes_golden),
+      cmocka_unit_test(test_parallel_edges),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

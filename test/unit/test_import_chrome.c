@@ -1346,6 +1346,65 @@ static int teardown(void **s) {
   return 0;
 }
 
+/* The ac2g check: flow ends whose ids name no API call (starts) or no
+ * correlation id at all (ends) are counted in a warning, whether the ids
+ * come in order (merge walk) or not (binary search). */
+static int has_warning(const tbe_trace *t, const char *text) {
+  for (size_t i = 0; i < t->nwarnings; i++)
+    if (strstr(tbe_trace_str(t, t->warnings[i]), text)) return 1;
+  return 0;
+}
+
+static void test_ac2g_check(void **s) {
+  (void)s;
+  static const char head[] =
+      "{\"traceEvents\":["
+      "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,"
+      "\"ts\":1,\"dur\":1,\"args\":{\"correlation\":5}},"
+      "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,"
+      "\"ts\":3,\"dur\":1,\"args\":{\"correlation\":3}},"
+      "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaGetErrorString\",\"pid\":1,\"tid\":1,"
+      "\"ts\":5,\"dur\":1,\"args\":{\"correlation\":7}},"
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":6,\"dur\":1,"
+      "\"args\":{\"correlation\":5,\"device\":0,\"stream\":7}},"
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":8,\"dur\":1,"
+      "\"args\":{\"correlation\":3,\"device\":0,\"stream\":7}}";
+  static const char *const flows[2] = {
+      /* starts out of order, ends in order */
+      "{\"ph\":\"s\",\"id\":5,\"pid\":1,\"tid\":1,\"ts\":1,\"cat\":\"ac2g\",\"name\":\"ac2g\"},"
+      "{\"ph\":\"s\",\"id\":3,\"pid\":1,\"tid\":1,\"ts\":3,\"cat\":\"ac2g\",\"name\":\"ac2g\"},"
+      "{\"ph\":\"s\",\"id\":99,\"pid\":1,\"tid\":1,\"ts\":3,\"cat\":\"ac2g\",\"name\":\"ac2g\"},"
+      "{\"ph\":\"f\",\"id\":3,\"pid\":0,\"tid\":7,\"ts\":8,\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"},"
+      "{\"ph\":\"f\",\"id\":5,\"pid\":0,\"tid\":7,\"ts\":6,\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"},"
+      "{\"ph\":\"f\",\"id\":7,\"pid\":1,\"tid\":1,\"ts\":5,\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"},"
+      "{\"ph\":\"f\",\"id\":8,\"pid\":0,\"tid\":7,\"ts\":9,\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"}",
+      /* starts in order, ends out of order */
+      "{\"ph\":\"s\",\"id\":3,\"pid\":1,\"tid\":1,\"ts\":3,\"cat\":\"ac2g\",\"name\":\"ac2g\"},"
+      "{\"ph\":\"s\",\"id\":5,\"pid\":1,\"tid\":1,\"ts\":1,\"cat\":\"ac2g\",\"name\":\"ac2g\"},"
+      "{\"ph\":\"s\",\"id\":99,\"pid\":1,\"tid\":1,\"ts\":3,\"cat\":\"ac2g\",\"name\":\"ac2g\"},"
+      "{\"ph\":\"f\",\"id\":8,\"pid\":0,\"tid\":7,\"ts\":9,\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"},"
+      "{\"ph\":\"f\",\"id\":5,\"pid\":0,\"tid\":7,\"ts\":6,\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"},"
+      "{\"ph\":\"f\",\"id\":7,\"pid\":1,\"tid\":1,\"ts\":5,\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"},"
+      "{\"ph\":\"f\",\"id\":3,\"pid\":0,\"tid\":7,\"ts\":8,\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"}"};
+  for (int k = 0; k < 2; k++) {
+    char doc[4096];
+    snprintf(doc, sizeof doc, "%s,%s]}", head, flows[k]);
+    tbe_trace *t = import_text(doc, 0, NULL);
+    assert_true(has_warning(t, "1 of 3 ac2g flow starts name no CUDA API call's correlation id"));
+    assert_true(has_warning(t, "1 of 4 ac2g flow ends name no correlation id of the trace"));
+    tbe_trace_free(t);
+  }
+  /* all good: no warning */
+  char doc[4096];
+  snprintf(doc, sizeof doc,
+           "%s,{\"ph\":\"s\",\"id\":5,\"pid\":1,\"tid\":1,\"ts\":1,\"cat\":\"ac2g\",\"name\":\"ac2g\"},"
+           "{\"ph\":\"f\",\"id\":5,\"pid\":0,\"tid\":7,\"ts\":6,\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"}]}",
+           head);
+  tbe_trace *t = import_text(doc, 0, NULL);
+  assert_false(has_warning(t, "ac2g"));
+  tbe_trace_free(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kineto_cnn_fp32),
@@ -1371,6 +1430,7 @@ int main(void) {
       cmocka_unit_test(test_threads_same_model),
       cmocka_unit_test(test_parallel_nasty),
       cmocka_unit_test(test_parallel_errors),
+      cmocka_unit_test(test_ac2g_check),
   };
   /* Every test on the calling thread alone, then threaded (driver, N parse
    * workers, model on the calling thread) with N = 1, 2 and 4, whatever

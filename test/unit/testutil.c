@@ -87,6 +87,7 @@ char *tu_join(const char *a, const char *b) {
 
 static void *fa_alloc(void *o, size_t n) {
   tu_failalloc *f = o;
+  if (n > f->biggest) f->biggest = n;
   if (f->left-- <= 0) return NULL;
   void *p = malloc(n ? n : 1);
   if (p) f->live++;
@@ -96,6 +97,7 @@ static void *fa_alloc(void *o, size_t n) {
 static void *fa_realloc(void *o, void *p, size_t old, size_t n) {
   tu_failalloc *f = o;
   (void)old;
+  if (n > f->biggest) f->biggest = n;
   if (f->left-- <= 0) return NULL;
   void *q = realloc(p, n ? n : 1);
   if (q && !p) f->live++;
@@ -111,6 +113,7 @@ static void fa_free(void *o, void *p) {
 tbe_allocator tu_failalloc_init(tu_failalloc *f, long succeed) {
   f->left = succeed;
   f->live = 0;
+  f->biggest = 0;
   tbe_allocator a = {fa_alloc, fa_realloc, fa_free, f};
   return a;
 }

@@ -27,6 +27,7 @@ char *tu_join(const char *a, const char *b);
 typedef struct tu_failalloc {
   long left;
   long live;
+  size_t biggest; /* largest single request seen (for memory-bound tests) */
 } tu_failalloc;
 
 /* Resets `f` to let `succeed` allocations through and returns an allocator
