@@ -508,8 +508,11 @@ static void write_batch(void) {
     tbe__buf_append(&G.batch, G.side.data, G.side.len);
     tbe__buf_clear(&G.side);
   }
+  /* A snapshot under the lock: application threads add to buffer_bytes
+   * (buffer_requested) while this thread writes the batch. */
+  tbe__sp_stats snap = G.stats;
   pthread_mutex_unlock(&G.mu);
-  ITEM(TBE__SP_STATS, G.stats);
+  ITEM(TBE__SP_STATS, snap);
   int rc = tbe__buf_error(&G.batch);
   if (rc == 0 && G.fd >= 0) rc = tbe__spool_write_frame(G.fd, G.batch.data, G.batch.len);
   if (rc != 0) {
