@@ -7,7 +7,8 @@
 # Each runs plain; under the bare CUPTI reader (libcupti_floor.so: the same
 # activity kinds, only counting records: the floor); under `tbexport --`; and
 # B also under torch.profiler (CPU+CUDA).  Runs are interleaved (one of each
-# mode per round), TBE_BENCH_RUNS rounds (default 5); the table shows medians
+# mode per round), TBE_BENCH_RUNS rounds (default 5; TBE_BENCH_WORKLOADS
+# picks workloads, default "A B"); the table shows medians
 # of the programs' own loop times, with ratios to plain and to the floor
 # (goal: tbexport <= 1.05x floor), then tbexport's conversion after exit
 # against torch.profiler's stop + export.
@@ -21,6 +22,7 @@ mkdir -p "$out"
 bd=${TBE_BUILD_DIR:-$root/build/gpu}
 cuda=${CUDA_HOME:-/usr/local/cuda}
 runs=${TBE_BENCH_RUNS:-5}
+workloads=" ${TBE_BENCH_WORKLOADS:-A B} "
 kernels=${TBE_BENCH_KERNELS:-200000}
 iters=${TBE_BENCH_ITERS:-50000}
 work=$(mktemp -d)
@@ -88,10 +90,13 @@ run() {
 
 t_start=$(date +%s)
 # Warm the caches (driver, Python imports) once per workload.
-run A plain >/dev/null 2>&1 && sed -i '$d' "$raw"
+[[ $workloads == *" A "* ]] && run A plain >/dev/null 2>&1 && sed -i '$d' "$raw"
+[[ $workloads == *" B "* ]] || have_torch=0
 [ $have_torch -eq 1 ] && run B plain >/dev/null 2>&1 && sed -i '$d' "$raw"
 for r in $(seq 1 "$runs"); do
-  for m in plain floor tbexport; do run A $m; done
+  if [[ $workloads == *" A "* ]]; then
+    for m in plain floor tbexport; do run A $m; done
+  fi
   if [ $have_torch -eq 1 ]; then
     for m in plain floor tbexport torchprof; do run B $m; done
   fi
