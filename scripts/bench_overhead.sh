@@ -102,7 +102,7 @@ for r in $(seq 1 "$runs"); do
   fi
   echo "round $r of $runs done ($(( $(date +%s) - t_start )) s)"
 done
-[ $have_torch -eq 1 ] || echo "note: PyTorch with CUDA not available: workload B skipped"
+[[ $workloads != *" B "* ]] || [ $have_torch -eq 1 ] || echo "note: PyTorch with CUDA not available: workload B skipped"
 
 python3 - "$raw" <<'PY' | tee "$out/bench_table.txt"
 import statistics, sys
