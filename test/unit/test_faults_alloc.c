@@ -34,19 +34,7 @@ static long next_n(long n) { return n < 256 ? n + 1 : n + n / 64; }
 
 /* ---- file-tree helpers ---- */
 
-static long nfiles;
-static int count_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)p;
-  (void)sb;
-  (void)ftw;
-  if (flag != FTW_D && flag != FTW_DP && flag != FTW_DNR) nfiles++;
-  return 0;
-}
-static long count_files(const char *dir) {
-  nfiles = 0;
-  nftw(dir, count_cb, 16, FTW_PHYS);
-  return nfiles;
-}
+static long count_files(const char *dir) { return tu_count_files(dir); }
 
 /* Reads every event file below `dir`: all records whole and valid.
  * Returns the number of events. */

@@ -41,20 +41,7 @@ static int mode_errno(tbe__io_mode m) { return m == TBE__IOF_EIO ? -EIO : -ENOSP
 
 /* ---- file-tree helpers ---- */
 
-static long nfiles;
-static int count_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-  (void)p;
-  (void)sb;
-  (void)ftw;
-  if (flag != FTW_D && flag != FTW_DP && flag != FTW_DNR) nfiles++;
-  return 0;
-}
-/* Number of non-directories below `dir`. */
-static long count_files(const char *dir) {
-  nfiles = 0;
-  nftw(dir, count_cb, 16, FTW_PHYS);
-  return nfiles;
-}
+static long count_files(const char *dir) { return tu_count_files(dir); }
 
 /* ---- the sweep ---- */
 

@@ -145,3 +145,18 @@ void tu_import_alloc_sweep(const char *path, long dense) {
   assert_true(succeeded);
   assert_true(attempts > 10); /* the sweep did go through the importer */
 }
+
+static long tu_nfiles;
+static int tu_count_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)p;
+  (void)sb;
+  (void)ftw;
+  if (flag != FTW_D && flag != FTW_DP && flag != FTW_DNR) tu_nfiles++;
+  return 0;
+}
+
+long tu_count_files(const char *dir) {
+  tu_nfiles = 0;
+  nftw(dir, tu_count_cb, 16, FTW_PHYS);
+  return tu_nfiles;
+}

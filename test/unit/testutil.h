@@ -20,6 +20,8 @@ int tu_write_file(const char *path, const void *data, size_t len);
 const char *tu_data(const char *rel);
 /* Joins two path parts into a malloc'd string. */
 char *tu_join(const char *a, const char *b);
+/* Number of non-directories below `dir` (symlinks not followed). */
+long tu_count_files(const char *dir);
 
 /* A test allocator for allocation-failure sweeps: the first `left`
  * allocations (and reallocations) succeed, every later one fails; `live`
