@@ -809,7 +809,10 @@ static int build_trace(build *b) {
     x->sm_count = (int32_t)d->sm_count;
     x->clock_khz = (int32_t)d->clock_khz;
     x->memory_bytes = d->memory_bytes;
-    x->memory_bandwidth = d->bandwidth_kbps * 1000;
+    /* a value no device has (negative, or bytes/s beyond int64) is unknown */
+    x->memory_bandwidth = d->bandwidth_kbps > 0 && d->bandwidth_kbps <= INT64_MAX / 1000
+                              ? d->bandwidth_kbps * 1000
+                              : 0;
     x->cc_major = (int32_t)d->cc_major;
     x->cc_minor = (int32_t)d->cc_minor;
     x->max_threads_per_block = (int32_t)d->max_threads_per_block;
