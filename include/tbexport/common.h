@@ -25,7 +25,8 @@ extern "C" {
  * no process-global hook on purpose: the collector runs inside other
  * people's programs.  `realloc` may be NULL, in which case the library
  * emulates it with alloc + copy + free (it then needs the old size, which
- * it always knows). */
+ * it always knows).  The functions must be thread-safe: the Chrome JSON
+ * exporter and importer call them from their worker threads too. */
 typedef struct tbe_allocator {
   void *(*alloc)(void *opaque, size_t size);
   void *(*realloc)(void *opaque, void *ptr, size_t old_size, size_t new_size);

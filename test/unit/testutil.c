@@ -85,28 +85,37 @@ char *tu_join(const char *a, const char *b) {
   return p;
 }
 
+/* The counters are updated atomically: the library allocates from worker
+ * threads too (parallel JSON export and import). */
+static void fa_note_size(tu_failalloc *f, size_t n) {
+  size_t b = __atomic_load_n(&f->biggest, __ATOMIC_RELAXED);
+  while (n > b && !__atomic_compare_exchange_n(&f->biggest, &b, n, 0, __ATOMIC_RELAXED,
+                                               __ATOMIC_RELAXED)) {
+  }
+}
+
 static void *fa_alloc(void *o, size_t n) {
   tu_failalloc *f = o;
-  if (n > f->biggest) f->biggest = n;
-  if (f->left-- <= 0) return NULL;
+  fa_note_size(f, n);
+  if (__atomic_fetch_sub(&f->left, 1, __ATOMIC_RELAXED) <= 0) return NULL;
   void *p = malloc(n ? n : 1);
-  if (p) f->live++;
+  if (p) __atomic_fetch_add(&f->live, 1, __ATOMIC_RELAXED);
   return p;
 }
 
 static void *fa_realloc(void *o, void *p, size_t old, size_t n) {
   tu_failalloc *f = o;
   (void)old;
-  if (n > f->biggest) f->biggest = n;
-  if (f->left-- <= 0) return NULL;
+  fa_note_size(f, n);
+  if (__atomic_fetch_sub(&f->left, 1, __ATOMIC_RELAXED) <= 0) return NULL;
   void *q = realloc(p, n ? n : 1);
-  if (q && !p) f->live++;
+  if (q && !p) __atomic_fetch_add(&f->live, 1, __ATOMIC_RELAXED);
   return q;
 }
 
 static void fa_free(void *o, void *p) {
   tu_failalloc *f = o;
-  if (p) f->live--;
+  if (p) __atomic_fetch_sub(&f->live, 1, __ATOMIC_RELAXED);
   free(p);
 }
 
