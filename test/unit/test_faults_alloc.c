@@ -141,28 +141,7 @@ static void test_writer_alloc(void **state) {
 /* ---- imports ---- */
 
 static void import_sweep(const char *label, const char *path) {
-  long failed = 0, n;
-  int ok = 0;
-  for (n = 0; n < 10000000 && !ok; n = next_n(n)) {
-    tu_failalloc fa;
-    tbe_allocator a = tu_failalloc_init(&fa, n);
-    tbe_trace *t = NULL;
-    int rc = tbe_trace_create(&t, &a);
-    if (rc == 0) {
-      tbe_import_error err;
-      rc = tbe_import_file(t, path, NULL, &err);
-      if (rc && rc != TBE_ENOMEM) fprintf(stderr, "%s n=%ld: %s\n", label, n, err.message);
-      if (rc) assert_non_null(strstr(err.message, "out of memory"));
-      tbe_trace_free(t);
-    }
-    assert_int_equal(fa.live, 0);
-    if (rc == 0) ok = 1;
-    else {
-      assert_int_equal(rc, TBE_ENOMEM);
-      failed++;
-    }
-  }
-  assert_true(ok);
+  long failed = tu_import_alloc_sweep(path, 256);
   assert_true(failed > 5);
   print_message("alloc sweep import %s: %ld failing runs, all TBE_ENOMEM, no leak\n", label, failed);
   g_runs += failed;

@@ -40,7 +40,7 @@ tbe_allocator tu_failalloc_init(tu_failalloc *f, long succeed);
  * n up to `dense`, then every 7th) until an import succeeds.  Each failed
  * attempt must return TBE_ENOMEM with a message saying "out of memory", and
  * no attempt may leave a block allocated.  Fails the running CMocka test
- * otherwise. */
-void tu_import_alloc_sweep(const char *path, long dense);
+ * otherwise.  Returns the number of attempts that failed. */
+long tu_import_alloc_sweep(const char *path, long dense);
 
 #endif
