@@ -1506,20 +1506,20 @@ static int json_write(const tbe_trace *t, int fd, int gzip, int nth, const char 
     char tmp[160];
     int first = 1;
     JW_LIT(w, "  \"tbexportWarnings\": [");
-    if (t->dropped_records) {
+    if (t->dropped_records && !tbe__trace_mentions(t, "were dropped")) {
       snprintf(tmp, sizeof tmp, "%llu records were dropped while collecting",
                (unsigned long long)t->dropped_records);
       jw_qcstr(w, tmp);
       first = 0;
     }
-    if (t->dropped_out_of_range) {
+    if (t->dropped_out_of_range && !tbe__trace_mentions(t, "zero or inverted timestamps")) {
       snprintf(tmp, sizeof tmp, "%llu records had zero or inverted timestamps and were dropped",
                (unsigned long long)t->dropped_out_of_range);
       if (!first) JW_LIT(w, ", ");
       jw_qcstr(w, tmp);
       first = 0;
     }
-    if (t->ended_early) {
+    if (t->ended_early && !tbe__trace_mentions(t, "ended early")) {
       if (!first) JW_LIT(w, ", ");
       jw_qcstr(w, "the capture ended early");
       first = 0;

@@ -27,6 +27,14 @@
 #include "tbexport/export.h"
 #include "trace/exporter.h"
 
+int tbe__trace_mentions(const tbe_trace *t, const char *needle) {
+  for (size_t i = 0; i < t->nwarnings; i++) {
+    const char *w = tbe_trace_str(t, t->warnings[i]);
+    if (w && strstr(w, needle)) return 1;
+  }
+  return 0;
+}
+
 static const tbe__exporter *const EXPORTERS[] = {&tbe__exporter_xplane, &tbe__exporter_json,
                                                  &tbe__exporter_events};
 #define NEXPORTERS (sizeof EXPORTERS / sizeof EXPORTERS[0])

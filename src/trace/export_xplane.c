@@ -1142,17 +1142,18 @@ static int xplane_write(const tbe_trace *t, int fd, const char *host, const tbe_
   for (size_t i = 0; i < t->nevents; i++) clamped_src += (t->events[i].flags & TBE_EVF_CLAMPED) != 0;
   char msg[200];
   int n;
-  if (t->dropped_records) {
+  if (t->dropped_records && !tbe__trace_mentions(t, "were dropped")) {
     n = snprintf(msg, sizeof msg, "%llu records were dropped while collecting",
                  (unsigned long long)t->dropped_records);
     xw_len_field(&c->w, 3, msg, (size_t)n);
   }
-  if (t->dropped_out_of_range) {
+  if (t->dropped_out_of_range && !tbe__trace_mentions(t, "zero or inverted timestamps")) {
     n = snprintf(msg, sizeof msg, "%llu records had zero or inverted timestamps and were dropped",
                  (unsigned long long)t->dropped_out_of_range);
     xw_len_field(&c->w, 3, msg, (size_t)n);
   }
-  if (t->ended_early) xw_len_field(&c->w, 3, "the capture ended early", 23);
+  if (t->ended_early && !tbe__trace_mentions(t, "ended early"))
+    xw_len_field(&c->w, 3, "the capture ended early", 23);
   if (clamped_src) {
     n = snprintf(msg, sizeof msg, "%llu events had a negative duration in the source (clamped to 0)",
                  (unsigned long long)clamped_src);

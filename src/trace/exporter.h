@@ -35,6 +35,12 @@ typedef struct tbe__exporter {
   int (*write)(const tbe__export_ctx *ctx);
 } tbe__exporter;
 
+/* Whether one of T's warnings contains NEEDLE.  The outputs state a status
+ * flag (records dropped, the capture ended early) in a generic line only
+ * when no warning already says it in more detail, so that no list repeats
+ * itself. */
+int tbe__trace_mentions(const tbe_trace *t, const char *needle);
+
 extern const tbe__exporter tbe__exporter_xplane;
 extern const tbe__exporter tbe__exporter_json;
 extern const tbe__exporter tbe__exporter_events;

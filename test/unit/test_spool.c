@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "collect/convert.h"
 #include "collect/options.h"
@@ -21,6 +22,7 @@
 #include "common/alloc.h"
 #include "common/buf.h"
 #include "tbexport.h"
+#include "tbexport/import.h"
 #include "tbexport/profiler.h"
 #include "testutil.h"
 
@@ -326,6 +328,40 @@ static int exists(const char *dir, const char *rel) {
   return r;
 }
 
+/* How many times NEEDLE occurs in the gzip file DIR/REL. */
+static int count_in_gz(const char *dir, const char *rel, const char *needle) {
+  char *p = tu_join(dir, rel);
+  gzFile g = gzopen(p, "rb");
+  free(p);
+  assert_non_null(g);
+  size_t cap = 1 << 16, n = 0;
+  char *s = malloc(cap);
+  int got;
+  while ((got = gzread(g, s + n, (unsigned)(cap - n - 1))) > 0) {
+    n += (size_t)got;
+    if (cap - n < 4096) s = realloc(s, cap *= 2);
+  }
+  gzclose(g);
+  s[n] = 0;
+  int c = 0;
+  for (const char *q = s; (q = strstr(q, needle)) != NULL; q++) c++;
+  free(s);
+  return c;
+}
+
+/* How many of the XSpace file DIR/REL's warnings contain NEEDLE. */
+static int xspace_warnings_with(const char *dir, const char *rel, const char *needle) {
+  char *p = tu_join(dir, rel);
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  assert_int_equal(tbe_import_file(t, p, NULL, NULL), 0);
+  free(p);
+  int c = 0;
+  for (size_t i = 0; i < t->nwarnings; i++) c += strstr(tbe_trace_str(t, t->warnings[i]), needle) != NULL;
+  tbe_trace_free(t);
+  return c;
+}
+
 static void test_session_two_processes(void **state) {
   (void)state;
   /* Two processes' spools (one cut short) become one run, one host each. */
@@ -362,6 +398,15 @@ static void test_session_two_processes(void **state) {
   /* no info frame survived: the pid comes from the file name */
   assert_true(exists(dir, "plugins/profile/r/node_pid654.xplane.pb"));
   assert_false(exists(dir, ".tbexport-spool-1")); /* converted spools are removed */
+  /* Each status is said once per output, in its most detailed words: the
+   * cut spool's "ended early" (with the byte offset of the cut), the other
+   * spool's dropped records (with where they were lost). */
+  assert_int_equal(xspace_warnings_with(dir, "plugins/profile/r/node_pid654.xplane.pb", "ended early"), 1);
+  assert_int_equal(xspace_warnings_with(dir, "plugins/profile/r/node_pid654.xplane.pb", "bytes at offset"), 1);
+  assert_int_equal(xspace_warnings_with(dir, "plugins/profile/r/node_pid321.xplane.pb", "ended early"), 0);
+  assert_int_equal(xspace_warnings_with(dir, "plugins/profile/r/node_pid321.xplane.pb", "were dropped"), 1);
+  assert_int_equal(count_in_gz(dir, "plugins/profile/r/node_pid654.trace.json.gz", "ended early"), 1);
+  assert_int_equal(count_in_gz(dir, "plugins/profile/r/node_pid321.trace.json.gz", "were dropped"), 1);
   tbe__buf_deinit(&m.b);
   tu_rmrf(dir);
   free(dir);
