@@ -133,7 +133,7 @@ static void write_trace(const char *logdir, const char *run, size_t nevents) {
     kd.occupancy_pct = kd.blocks_per_sm = kd.warps_per_sm = -1;
     if ((rc = tbe_trace_add_event(t, &k, &kd, NULL, 0, NULL))) die("add_event", rc);
     if ((i + 1) % per_step == 0) {
-      char sn[32];
+      char sn[48];
       int64_t num = (int64_t)(i / per_step);
       snprintf(sn, sizeof sn, "ProfilerStep#%lld", (long long)num);
       if ((rc = tbe_trace_add_step(t, num, step_start, ts + 8000, tbe_trace_str_id(t, sn))))
