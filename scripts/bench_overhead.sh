@@ -52,9 +52,10 @@ py=${PYTHON:-python3}
 have_torch=1
 $py -c "import torch; assert torch.cuda.is_available()" 2>/dev/null || have_torch=0
 
-# run WORKLOAD MODE: appends "workload mode loop_s wall_s conv_s stop_s export_s" to $raw
+# run WORKLOAD MODE [ROUND]: appends "workload mode loop_s wall_s conv_s stop_s export_s round"
+# to $raw
 run() {
-  local w=$1 m=$2 cmd line loop wall conv=0 stop=0 exp=0 t0 t1
+  local w=$1 m=$2 round=${3:-0} cmd line loop wall conv=0 stop=0 exp=0 t0 t1
   if [ "$w" = A ]; then
     cmd=("$bd/cuda_nvtx" --kernels "$kernels" --steps 10)
   else
@@ -82,7 +83,7 @@ run() {
     stop=$(echo "$line" | grep -o 'stop_s=[0-9.]*' | cut -d= -f2)
     exp=$(echo "$line" | grep -o 'export_s=[0-9.]*' | cut -d= -f2)
   fi
-  echo "$w $m $loop $wall ${conv:-0} $stop $exp" >>"$raw"
+  echo "$w $m $loop $wall ${conv:-0} $stop $exp $round" >>"$raw"
   [ "$m" = floor ] && grep cupti_floor "$work/e" | tail -1 >>"$out/bench_log.txt"
   [ "$m" = tbexport ] && grep -E "kernels|dropped" "$work/e" | tail -2 >>"$out/bench_log.txt"
   return 0
@@ -95,10 +96,10 @@ t_start=$(date +%s)
 [ $have_torch -eq 1 ] && run B plain >/dev/null 2>&1 && sed -i '$d' "$raw"
 for r in $(seq 1 "$runs"); do
   if [[ $workloads == *" A "* ]]; then
-    for m in plain floor tbexport; do run A $m; done
+    for m in plain floor tbexport; do run A $m "$r"; done
   fi
   if [ $have_torch -eq 1 ]; then
-    for m in plain floor tbexport torchprof; do run B $m; done
+    for m in plain floor tbexport torchprof; do run B $m "$r"; done
   fi
   echo "round $r of $runs done ($(( $(date +%s) - t_start )) s)"
 done
@@ -107,9 +108,10 @@ done
 python3 - "$raw" <<'PY' | tee "$out/bench_table.txt"
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
-data = {}
-for w, m, loop, wall, conv, stop, exp in rows:
+data, byround = {}, {}
+for w, m, loop, wall, conv, stop, exp, rnd in rows:
     data.setdefault((w, m), []).append((float(loop), float(wall), float(conv), float(stop), float(exp)))
+    byround.setdefault((w, rnd), {})[m] = float(loop)
 med = lambda xs: statistics.median(xs) if xs else float("nan")
 print("%-9s %-10s %5s %10s %9s %9s %10s" % ("workload", "mode", "runs", "loop s", "x plain", "x floor", "wall s"))
 for w, name in (("A", "cuda_nvtx 200k kernels"), ("B", "torch 50k add_")):
@@ -127,6 +129,9 @@ for w, name in (("A", "cuda_nvtx 200k kernels"), ("B", "torch 50k add_")):
     if t and f == f:
         r = med([x[0] for x in t]) / f
         print("%-9s goal tbexport <= 1.05 x floor: %.3f -> %s" % (w, r, "met" if r <= 1.05 else "NOT met"))
+        pr = [v["tbexport"] / v["floor"] for (ww, _), v in byround.items() if ww == w and "tbexport" in v and "floor" in v]
+        if pr:
+            print("%-9s tbexport / floor paired within each round: median %.3f over %d rounds (%.3f .. %.3f)" % (w, med(pr), len(pr), min(pr), max(pr)))
     if t:
         print("%-9s tbexport conversion after exit: median %.3f s" % (w, med([x[2] for x in t])))
     tp = data.get((w, "torchprof"))
