@@ -35,6 +35,7 @@ int main(void) {
 
 #include "collect/collector.h"
 #include "collect/convert.h"
+#include "fake_cupti.h"
 #include "stress_util.h"
 #include "tbexport.h"
 #include "tbexport/error.h"
@@ -66,24 +67,6 @@ static CUptiResult f_register(CUpti_BuffersCallbackRequestFunc r,
                               CUpti_BuffersCallbackCompleteFunc d) {
   F.req = r;
   F.done = d;
-  return CUPTI_SUCCESS;
-}
-static size_t rec_size(CUpti_ActivityKind k) {
-  switch (k) {
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
-    case CUPTI_ACTIVITY_KIND_RUNTIME: return sizeof(CUpti_ActivityAPI);
-    default: return 0;
-  }
-}
-static CUptiResult f_next(uint8_t *buf, size_t valid, CUpti_Activity **rec) {
-  size_t pos = 0;
-  if (*rec) {
-    size_t sz = rec_size((*rec)->kind);
-    if (!sz) return CUPTI_ERROR_INVALID_KIND;
-    pos = (size_t)((uint8_t *)*rec - buf) + sz;
-  }
-  if (pos >= valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
-  *rec = (CUpti_Activity *)(buf + pos);
   return CUPTI_SUCCESS;
 }
 static CUptiResult f_dropped(CUcontext c, uint32_t s, size_t *d) {
@@ -129,7 +112,7 @@ static const tbe__cupti_api fake_api = {
     .activity_enable = f_enable,
     .activity_disable = f_enable,
     .register_callbacks = f_register,
-    .get_next_record = f_next,
+    .get_next_record = tf_next_record,
     .get_num_dropped = f_dropped,
     .flush_all = f_flush,
     .set_attribute = f_attr,

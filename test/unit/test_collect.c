@@ -29,6 +29,7 @@
 #ifdef TBE_HAVE_CUPTI
 #include "collect/collector.h"
 #include "collect/convert.h"
+#include "fake_cupti.h"
 
 #define T0 1700000000000000000ull /* epoch ns */
 
@@ -64,38 +65,6 @@ static CUptiResult f_register(CUpti_BuffersCallbackRequestFunc r,
                               CUpti_BuffersCallbackCompleteFunc d) {
   F.req = r;
   F.done = d;
-  return CUPTI_SUCCESS;
-}
-
-static size_t rec_size(CUpti_ActivityKind k) {
-  switch (k) {
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-    case CUPTI_ACTIVITY_KIND_KERNEL: return sizeof(CUpti_ActivityKernel10);
-    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: return sizeof(CUpti_ActivityMemcpyPtoP4);
-    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
-    case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
-    case CUPTI_ACTIVITY_KIND_MARKER: return sizeof(CUpti_ActivityMarker2);
-    case CUPTI_ACTIVITY_KIND_MARKER_DATA: return sizeof(CUpti_ActivityMarkerData2);
-    case CUPTI_ACTIVITY_KIND_OVERHEAD: return sizeof(CUpti_ActivityOverhead3);
-    case CUPTI_ACTIVITY_KIND_DEVICE: return sizeof(CUpti_ActivityDevice5);
-    case CUPTI_ACTIVITY_KIND_CONTEXT: return sizeof(CUpti_ActivityContext3);
-    case CUPTI_ACTIVITY_KIND_NAME: return sizeof(CUpti_ActivityName);
-    default: return 0;
-  }
-}
-
-static CUptiResult f_next(uint8_t *buf, size_t valid, CUpti_Activity **rec) {
-  size_t pos = 0;
-  if (*rec) {
-    size_t sz = rec_size((*rec)->kind);
-    if (!sz) return CUPTI_ERROR_INVALID_KIND;
-    pos = (size_t)((uint8_t *)*rec - buf) + sz;
-  }
-  if (pos >= valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
-  *rec = (CUpti_Activity *)(buf + pos);
   return CUPTI_SUCCESS;
 }
 
@@ -162,7 +131,7 @@ static const tbe__cupti_api fake_api = {
     .activity_enable = f_enable,
     .activity_disable = f_disable,
     .register_callbacks = f_register,
-    .get_next_record = f_next,
+    .get_next_record = tf_next_record,
     .get_num_dropped = f_dropped,
     .flush_all = f_flush,
     .set_attribute = f_attr,
