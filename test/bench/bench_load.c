@@ -39,14 +39,9 @@
 #include "tbexport/export.h"
 #include "tbexport/trace.h"
 #include "tbexport/writer.h"
+#include "../stress/stress_util.h" /* st_rmtree, st_now */
 
 #define NRUNS 1000
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static void die(const char *what, int rc) {
   fprintf(stderr, "bench_load: %s: %s\n", what, rc ? tbe_strerror(rc) : strerror(errno));
@@ -216,7 +211,7 @@ static char tbexport[PATH_MAX];
 /* Runs tbexport ARGS with output to /dev/null; returns seconds (exit on
  * failure). */
 static double run_cli(char *const argv[]) {
-  double t = now();
+  double t = st_now();
   pid_t pid = fork();
   if (pid < 0) die("fork", 0);
   if (pid == 0) {
@@ -237,7 +232,7 @@ static double run_cli(char *const argv[]) {
     fprintf(stderr, ": status 0x%x\n", st);
     exit(1);
   }
-  return now() - t;
+  return st_now() - t;
 }
 
 static int cmp_d(const void *a, const void *b) {
@@ -251,27 +246,6 @@ static double median_cli(int reps, char *const argv[]) {
   for (int i = 0; i < reps; i++) v[i] = run_cli(argv);
   qsort(v, (size_t)reps, sizeof *v, cmp_d);
   return v[reps / 2];
-}
-
-static void rmtree(const char *path) {
-  struct stat st;
-  if (lstat(path, &st) != 0) return;
-  if (S_ISDIR(st.st_mode)) {
-    DIR *d = opendir(path);
-    if (d) {
-      struct dirent *e;
-      while ((e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        char c[PATH_MAX];
-        snprintf(c, sizeof c, "%s/%s", path, e->d_name);
-        rmtree(c);
-      }
-      closedir(d);
-    }
-    rmdir(path);
-  } else {
-    unlink(path);
-  }
 }
 
 int main(int argc, char **argv) {
@@ -290,15 +264,15 @@ int main(int argc, char **argv) {
   if (snprintf(logdir, sizeof logdir, "%s/log_dir", root) >= (int)sizeof logdir) die("path", TBE_EINVAL);
   size_t big_n = (size_t)(5e6 * scale), small_n = big_n / 10;
 
-  double t = now();
+  double t = st_now();
   write_small_runs(logdir);
-  double t_runs = now() - t;
-  t = now();
+  double t_runs = st_now() - t;
+  t = st_now();
   write_trace(logdir, "big", big_n);
-  double t_big = now() - t;
-  t = now();
+  double t_big = st_now() - t;
+  t = st_now();
   write_trace(logdir, "small", small_n);
-  double t_small = now() - t;
+  double t_small = st_now() - t;
   printf("data: %d runs written in %.2f s; 'big' (%zu events) exported in %.2f s; 'small' (%zu "
          "events) in %.2f s\n",
          NRUNS, t_runs, big_n, t_big, small_n, t_small);
@@ -313,12 +287,12 @@ int main(int argc, char **argv) {
   }
 
   /* baselines */
-  t = now();
+  t = st_now();
   unsigned long long ev_bytes = read_tree(logdir);
-  double b_read = now() - t;
-  t = now();
+  double b_read = st_now() - t;
+  t = st_now();
   unsigned long long json_bytes = gunzip_file(big_trace);
-  double b_gunzip = now() - t;
+  double b_gunzip = st_now() - t;
 
   char *a_inspect_all[] = {"tbexport", "inspect", logdir, NULL};
   char *a_inspect_one[] = {"tbexport", "inspect", one_run, NULL};
@@ -354,6 +328,6 @@ int main(int argc, char **argv) {
   if (getenv("TBE_BENCH_KEEP"))
     printf("kept %s (TBE_BENCH_KEEP)\n", logdir);
   else
-    rmtree(root);
+    st_rmtree(root);
   return 0;
 }

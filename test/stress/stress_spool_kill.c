@@ -160,6 +160,16 @@ static void fake_collector(const char *spool_dir, uint64_t seed, int ack_fd) {
   }
 }
 
+typedef struct collector_args {
+  const char *spool_dir;
+  uint64_t seed;
+} collector_args;
+
+static void collector_main(void *ctx, int ack_fd) {
+  const collector_args *a = ctx;
+  fake_collector(a->spool_dir, a->seed, ack_fd);
+}
+
 /* ---- the parent's checks ---- */
 
 typedef struct scan_ctx {
@@ -263,35 +273,19 @@ int main(int argc, char **argv) {
       st_fail("mkdir %s: %s", sdir, strerror(errno));
       break;
     }
-    int pfd[2];
-    if (pipe(pfd) != 0) {
-      st_fail("pipe: %s", strerror(errno));
-      break;
-    }
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0) {
-      st_fail("fork: %s", strerror(errno));
-      break;
-    }
-    if (pid == 0) {
-      close(pfd[0]);
-      fake_collector(sdir, child_seed, pfd[1]);
-      _exit(4);
-    }
-    close(pfd[1]);
+    collector_args ca = {sdir, child_seed};
+    int ack_fd;
+    pid_t pid = st_spawn(collector_main, &ca, &ack_fd);
+    if (pid < 0) break;
     uint64_t ready;
     ssize_t got;
-    do got = read(pfd[0], &ready, sizeof ready);
+    do got = read(ack_fd, &ready, sizeof ready);
     while (got < 0 && errno == EINTR);
     st_sleep_us(delay_us);
-    kill(pid, SIGKILL);
     int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    uint64_t acked = st_last_ack(pfd[0]);
-    close(pfd[0]);
-    if (got != (ssize_t)sizeof ready || !WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL) {
+    uint64_t acked;
+    int killed = st_kill_reap(pid, ack_fd, &acked, &status);
+    if (got != (ssize_t)sizeof ready || !killed) {
       st_fail("kill %ld: the fake collector failed by itself (status 0x%x)", k, status);
       continue;
     }

@@ -16,11 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-static unsigned long st_failures;
+static unsigned long st_failures __attribute__((unused));
 
 static inline void st_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static inline void st_fail(const char *fmt, ...) {
@@ -147,6 +149,46 @@ static inline void st_ack(int fd, uint64_t v) {
   ssize_t r;
   do r = write(fd, &v, sizeof v);
   while (r < 0 && errno == EINTR);
+}
+
+/* Forks a child that runs FN(CTX, write end of a pipe) and exits (FN should
+ * not return; if it does the child exits with status 4).  The child reports
+ * progress with st_ack on that pipe.  Returns the child's pid with the read
+ * end in *ACK_FD, or -1 after st_fail. */
+static inline pid_t st_spawn(void (*fn)(void *ctx, int ack_fd), void *ctx, int *ack_fd) {
+  int pfd[2];
+  if (pipe(pfd) != 0) {
+    st_fail("pipe: %s", strerror(errno));
+    return -1;
+  }
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) {
+    st_fail("fork: %s", strerror(errno));
+    close(pfd[0]);
+    close(pfd[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    close(pfd[0]);
+    fn(ctx, pfd[1]);
+    _exit(4);
+  }
+  close(pfd[1]);
+  *ack_fd = pfd[0];
+  return pid;
+}
+
+/* SIGKILLs the child PID, reaps it, reads its last acknowledgement from
+ * ACK_FD (into *ACKED) and closes ACK_FD.  Returns 1 if the kill ended it,
+ * 0 if it had ended by itself (its wait status in *STATUS). */
+static inline int st_kill_reap(pid_t pid, int ack_fd, uint64_t *acked, int *status) {
+  kill(pid, SIGKILL);
+  while (waitpid(pid, status, 0) < 0 && errno == EINTR) {
+  }
+  *acked = st_last_ack(ack_fd);
+  close(ack_fd);
+  return WIFSIGNALED(*status) && WTERMSIG(*status) == SIGKILL;
 }
 
 #endif

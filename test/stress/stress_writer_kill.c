@@ -97,6 +97,16 @@ static void child(const char *dir, const plan *p, int ack_fd) {
   }
 }
 
+typedef struct child_args {
+  const char *dir;
+  const plan *p;
+} child_args;
+
+static void child_main(void *ctx, int ack_fd) {
+  const child_args *a = ctx;
+  child(a->dir, a->p, ack_fd);
+}
+
 /* Checks one event against what sequence number `seq` must hold. */
 static int event_ok(const tbe_tb_event *ev, uint64_t seq) {
   if (ev->kind != TBE_TB_SUMMARY || ev->nvalues != 1 || ev->step != (int64_t)seq) return 0;
@@ -211,31 +221,14 @@ int main(int argc, char **argv) {
       st_fail("mkdir %s: %s", dir, strerror(errno));
       break;
     }
-    int pfd[2];
-    if (pipe(pfd) != 0) {
-      st_fail("pipe: %s", strerror(errno));
-      break;
-    }
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0) {
-      st_fail("fork: %s", strerror(errno));
-      break;
-    }
-    if (pid == 0) {
-      close(pfd[0]);
-      child(dir, &p, pfd[1]);
-      _exit(4);
-    }
-    close(pfd[1]);
+    child_args ca = {dir, &p};
+    int ack_fd;
+    pid_t pid = st_spawn(child_main, &ca, &ack_fd);
+    if (pid < 0) break;
     st_sleep_us(p.delay_us);
-    kill(pid, SIGKILL);
     int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    uint64_t acked = st_last_ack(pfd[0]);
-    close(pfd[0]);
-    if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL) {
+    uint64_t acked;
+    if (!st_kill_reap(pid, ack_fd, &acked, &status)) {
       st_fail("kill %ld: the child ended by itself (status 0x%x) before the kill", k, status);
       continue;
     }
