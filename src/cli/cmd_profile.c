@@ -435,6 +435,9 @@ int tbe_cmd_profile(int argc, char **argv) {
   s.fallback_cmd = cmdline;
   s.prog = "tbexport";
   s.quiet = quiet;
+  tbe__collector_cost cost;
+  memset(&cost, 0, sizeof cost);
+  s.cost = &cost;
   tbe_profiler_result r;
   size_t nprocs = 0;
   rc = tbe__spools_write_run(&s, &r, &nprocs);
@@ -455,9 +458,17 @@ int tbe_cmd_profile(int argc, char **argv) {
             (unsigned long long)r.nvtx_marks);
     fprintf(stderr,
             "tbexport: dropped records %llu, out-of-range timestamps %llu, CUPTI overhead "
-            "%.3f ms; conversion %.3f s\n",
+            "%.3f ms\n",
             (unsigned long long)r.dropped_records, (unsigned long long)r.dropped_out_of_range,
-            (double)r.overhead_ns / 1e6, conv);
+            (double)r.overhead_ns / 1e6);
+    if (nprocs > 0)
+      fprintf(stderr,
+              "tbexport: collector: %.3f ms of CPU on its background thread%s, %.1f MiB of "
+              "CUPTI buffers, %.1f MiB of spool; conversion %.3f s\n",
+              (double)cost.decode_cpu_ns / 1e6, nprocs == 1 ? "" : "s",
+              (double)cost.buffer_bytes / 1048576.0, (double)cost.spool_bytes / 1048576.0, conv);
+    else
+      fprintf(stderr, "tbexport: conversion %.3f s\n", conv);
     for (size_t i = 0; i < w.n; i++) fprintf(stderr, "tbexport: wrote %s\n", w.paths[i]);
   }
   if (rc) tbe_cli_error("profile", "writing the run failed: %s", tbe_strerror(rc));

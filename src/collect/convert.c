@@ -895,6 +895,7 @@ int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
   info->cmd[cl] = '\0';
   info->decode_cpu_ns = s.stats.decode_cpu_ns;
   info->buffer_bytes = s.stats.buffer_bytes;
+  info->spool_bytes = n;
   if (!rc) {
     t->dropped_records += s.stats.cupti_dropped + s.stats.spool_dropped;
     info->r.dropped_records = s.stats.cupti_dropped + s.stats.spool_dropped;
@@ -1058,6 +1059,7 @@ int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, siz
    * by span (an approximation when processes overlap). */
   double busy_ns = 0;
   size_t done = 0;
+  if (s->cost) memset(s->cost, 0, sizeof *s->cost);
   for (size_t i = 0; i <= nn && rc == 0; i++) {
     if (i == nn && nn > 0) break;
     tbe_trace *t = NULL;
@@ -1103,6 +1105,11 @@ int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, siz
         for (size_t w = 0; w < t->nwarnings; w++)
           say(s, "pid %lld: %s", (long long)info.pid, tbe_trace_str(t, t->warnings[w]));
         sum(&tot, &info.r);
+        if (s->cost) {
+          s->cost->decode_cpu_ns += info.decode_cpu_ns;
+          s->cost->buffer_bytes += info.buffer_bytes;
+          s->cost->spool_bytes += info.spool_bytes;
+        }
         busy_ns += info.r.gpu_busy_pct / 100.0 * (double)(info.r.stop_ns - info.r.start_ns);
       }
     }

@@ -32,6 +32,7 @@ typedef struct tbe__convert_info {
   uint64_t nvtx_unclosed, nvtx_orphan_ends;
   uint64_t decode_cpu_ns;         /* collector's background thread */
   uint64_t buffer_bytes;
+  uint64_t spool_bytes;           /* size of the spool image */
   char cmd[256];                  /* the process's command line, cut */
   tbe_profiler_result r;
 } tbe__convert_info;
@@ -67,7 +68,15 @@ typedef struct tbe__session {
   int keep;
   const char *prog;      /* "tbexport" */
   int quiet;             /* no warnings on stderr */
+  /* Optional out: what collecting cost, summed over the processes. */
+  struct tbe__collector_cost *cost;
 } tbe__session;
+
+typedef struct tbe__collector_cost {
+  uint64_t decode_cpu_ns; /* CPU time of the collectors' background threads */
+  uint64_t buffer_bytes;  /* host memory of CUPTI buffers at the peak */
+  uint64_t spool_bytes;   /* spool files converted */
+} tbe__collector_cost;
 
 int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, size_t *nprocs);
 

@@ -100,6 +100,8 @@ static void build(img *m, int with_end) {
   memset(&st, 0, sizeof st);
   st.records = 8;
   st.cupti_dropped = 3;
+  st.buffer_bytes = 8u << 20;
+  st.decode_cpu_ns = 1234567;
   tbe__spool_item(&p, TBE__SP_STATS, &st, sizeof st);
   if (with_end) {
     tbe__sp_end e = {T0 + 6000};
@@ -387,10 +389,16 @@ static void test_session_two_processes(void **state) {
   s.spool_dir = spools;
   s.eo = &eo;
   s.quiet = 1;
+  tbe__collector_cost cost;
+  s.cost = &cost;
   tbe_profiler_result r;
   size_t np = 0;
   assert_int_equal(tbe__spools_write_run(&s, &r, &np), 0);
   assert_int_equal(np, 2);
+  /* the collector's cost: from the one stats item that survived */
+  assert_int_equal(cost.decode_cpu_ns, 1234567);
+  assert_int_equal(cost.buffer_bytes, 8u << 20);
+  assert_int_equal(cost.spool_bytes, m.b.len + m.last_frame + 5);
   assert_int_equal(r.kernels, 7);
   assert_int_equal(r.dropped_records, 3);
   assert_true(exists(dir, "plugins/profile/r/node_pid321.xplane.pb"));
