@@ -463,10 +463,10 @@ int tbe_cmd_profile(int argc, char **argv) {
             (double)r.overhead_ns / 1e6);
     if (nprocs > 0)
       fprintf(stderr,
-              "tbexport: collector: %.3f ms of CPU on its background thread%s, %.1f MiB of "
-              "CUPTI buffers, %.1f MiB of spool; conversion %.3f s\n",
-              (double)cost.decode_cpu_ns / 1e6, nprocs == 1 ? "" : "s",
-              (double)cost.buffer_bytes / 1048576.0, (double)cost.spool_bytes / 1048576.0, conv);
+              "tbexport: collector: background thread CPU %.3f ms, CUPTI buffers %.1f MiB, "
+              "spool %.1f MiB; conversion %.3f s\n",
+              (double)cost.decode_cpu_ns / 1e6, (double)cost.buffer_bytes / 1048576.0,
+              (double)cost.spool_bytes / 1048576.0, conv);
     else
       fprintf(stderr, "tbexport: conversion %.3f s\n", conv);
     for (size_t i = 0; i < w.n; i++) fprintf(stderr, "tbexport: wrote %s\n", w.paths[i]);
