@@ -7,15 +7,24 @@
  * written is printed on its own line.  Nothing is written when an input is
  * bad (exit 2, the importer's one-line error), when a name is refused
  * (exit 2), or when an output file already exists without --force (exit 1);
- * a failure while writing removes what this run wrote. */
+ * a failure while writing removes what this run wrote.
+ *
+ * Spool files (*.spool, left under a log dir's hidden .tbexport-spool-*
+ * folder when `tbexport -- CMD` was killed or could not write its run) are
+ * converted like the end of a profiled session: one host entry per process
+ * when there are several.  They are imported on their own, not merged with
+ * other traces, and are not removed. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/progress.h"
+#include "collect/convert.h"
+#include "collect/spool.h"
 #include "tbexport.h"
 
 static void usage(FILE *f) {
@@ -29,6 +38,9 @@ static void usage(FILE *f) {
           "  DIR/plugins/profile/RUN/HOST.trace.json.gz  Perfetto, chrome://tracing\n"
           "  DIR/RUN/events.out.tfevents.*               TensorBoard scalars and text\n"
           "Several FILEs are merged into one trace.  Prints each file written.\n"
+          "Spool files (DIR/.tbexport-spool-*/PID.spool, left when `tbexport -- CMD` was\n"
+          "killed or could not write its run) are converted on their own, one host per\n"
+          "process, and kept.\n"
           "\n"
           "options:\n"
           "  --logdir DIR    TensorBoard log directory (created if missing); required\n"
@@ -78,6 +90,44 @@ static void print_file(void *ctx, const char *path) {
   printf("%s\n", path);
 }
 
+/* Whether PATH starts like a spool file. */
+static int is_spool(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  char m[8];
+  int yes = fread(m, 1, sizeof m, f) == sizeof m && memcmp(m, TBE__SPOOL_MAGIC, 8) == 0;
+  fclose(f);
+  return yes;
+}
+
+/* Converts the spool files FILES[0..n) into run o->run (see above). */
+static int import_spools(char **files, size_t n, const tbe_export_options *o, int quiet) {
+  tbe__session s;
+  memset(&s, 0, sizeof s);
+  s.files = (const char *const *)files;
+  s.nfiles = n;
+  s.eo = o;
+  s.keep = 1;
+  s.prog = "tbexport";
+  s.quiet = quiet;
+  tbe_profiler_result r;
+  size_t np = 0;
+  int rc = tbe__spools_write_run(&s, &r, &np);
+  if (rc) {
+    tbe_cli_error("import", "converting %zu spool file%s: %s", n, n == 1 ? "" : "s",
+                  tbe_strerror(rc));
+    return rc == TBE_EFORMAT || rc == TBE_ECORRUPT ? TBE_EXIT_USAGE : TBE_EXIT_FAIL;
+  }
+  if (!quiet && isatty(2))
+    fprintf(stderr,
+            "tbexport: %zu process%s; kernels %llu, copies %llu, memsets %llu, API calls %llu, "
+            "NVTX ranges %llu; dropped records %llu\n",
+            np, np == 1 ? "" : "es", (unsigned long long)r.kernels, (unsigned long long)r.copies,
+            (unsigned long long)r.memsets, (unsigned long long)r.api_calls,
+            (unsigned long long)r.nvtx_ranges, (unsigned long long)r.dropped_records);
+  return TBE_EXIT_OK;
+}
+
 int tbe_cmd_import(int argc, char **argv) {
   static const struct option opts[] = {
       {"logdir", required_argument, 0, 'l'}, {"run", required_argument, 0, 'r'},
@@ -125,6 +175,25 @@ int tbe_cmd_import(int argc, char **argv) {
   if (host && tbe_name_check(host, &why)) {
     tbe_cli_error("import", "host name '%s' refused: it %s", printable(host, shown, sizeof shown), why);
     return TBE_EXIT_USAGE;
+  }
+
+  int nspool = 0;
+  for (int i = optind; i < argc; i++) nspool += is_spool(argv[i]);
+  if (nspool) {
+    if (nspool != argc - optind) {
+      tbe_cli_error("import",
+                    "spool files cannot be merged with other traces: import them on their own");
+      return TBE_EXIT_USAGE;
+    }
+    tbe_export_options o;
+    tbe_export_options_init(&o);
+    o.logdir = logdir;
+    o.run = run;
+    o.host = host;
+    o.outputs = outputs;
+    o.force = force;
+    o.on_file = print_file;
+    return import_spools(argv + optind, (size_t)(argc - optind), &o, quiet);
   }
 
   tbe_trace *t = NULL;

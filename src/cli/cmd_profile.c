@@ -11,6 +11,7 @@
  * run (collect/convert.c); print a summary on stderr; exit with the
  * command's status (128+N when a signal N ended it).  Without CUPTI at
  * build time it explains that the collector was not built. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -161,6 +162,40 @@ static char *find_inject_lib(void) {
   return NULL;
 }
 
+/* The outputs run RUN already holds for host HOST in LOGDIR: a file under
+ * plugins/profile/RUN named HOST.<ext> or HOST_pid<N>.<ext> (the names one
+ * profiled session writes).  Returns 1 and names the first in FOUND, or 0. */
+static int run_has_host(const char *logdir, const char *run, const char *host, char *found,
+                        size_t size) {
+  char dir[PATH_MAX];
+  if (snprintf(dir, sizeof dir, "%s/plugins/profile/%s", logdir, run) >= (int)sizeof dir) return 0;
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  size_t hl = strlen(host);
+  struct dirent *e;
+  int hit = 0;
+  while (!hit && (e = readdir(d))) {
+    const char *n = e->d_name;
+    if (strncmp(n, host, hl) != 0) continue;
+    if (n[hl] == '.' && n[hl + 1] != '\0') hit = 1;
+    if (strncmp(n + hl, "_pid", 4) == 0 && n[hl + 4] >= '0' && n[hl + 4] <= '9') hit = 1;
+    if (hit) snprintf(found, size, "%s/%s", dir, n);
+  }
+  closedir(d);
+  return hit;
+}
+
+/* Whether anything of run RUN exists in LOGDIR (its profile folder or its
+ * events folder). */
+static int run_exists(const char *logdir, const char *run) {
+  char p[PATH_MAX];
+  struct stat st;
+  snprintf(p, sizeof p, "%s/plugins/profile/%s", logdir, run);
+  if (lstat(p, &st) == 0) return 1;
+  snprintf(p, sizeof p, "%s/%s", logdir, run);
+  return lstat(p, &st) == 0;
+}
+
 typedef struct written {
   char **paths;
   size_t n, cap;
@@ -217,7 +252,14 @@ int tbe_cmd_profile(int argc, char **argv) {
   char *cap_name = NULL, *cap_domain = NULL;
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "+h", profile_opts, NULL)) != -1) {
+  int li = -1;
+  while ((c = getopt_long(argc, argv, "+h", profile_opts, &li)) != -1) {
+    /* `--logdir -- CMD`: the value is missing, not a directory named "--" */
+    if (optarg && strcmp(optarg, "--") == 0 && li >= 0) {
+      tbe_cli_error("profile", "--%s needs a value before '--'", profile_opts[li].name);
+      goto usage;
+    }
+    li = -1;
     switch (c) {
       case 'l': logdir = optarg; break;
       case 'r': run = optarg; break;
@@ -315,6 +357,33 @@ int tbe_cmd_profile(int argc, char **argv) {
   char **envp = NULL;
   char spool_rel[PATH_MAX];
   written w = {0};
+  /* The run's name is fixed before the program starts, and an existing
+   * run is refused now rather than after a long program has run. */
+  char run_buf[TBE_NAME_MAX + 1];
+  if (!run) {
+    if (tbe_run_name_default(run_buf, sizeof run_buf) != 0) {
+      tbe_cli_error("profile", "cannot name the run from the clock; give --run NAME");
+      goto out;
+    }
+    /* Another session started in the same second: the next free suffix. */
+    size_t bl = strlen(run_buf);
+    for (int k = 2; run_exists(logdir, run_buf) && k < 1000; k++)
+      snprintf(run_buf + bl, sizeof run_buf - bl, "_%d", k);
+    run = run_buf;
+  } else if (!force) {
+    char hb[TBE_NAME_MAX + 1], found[PATH_MAX + 300];
+    if (host)
+      snprintf(hb, sizeof hb, "%s", host);
+    else
+      tbe__hostname(hb, sizeof hb);
+    if (run_has_host(logdir, run, hb, found, sizeof found)) {
+      tbe_cli_error("profile",
+                    "run '%s' already has outputs for host %s (%s); use --force to replace them, "
+                    "or another --run or --host; the program was not started",
+                    run, hb, found);
+      goto out;
+    }
+  }
   inject = find_inject_lib();
   if (!inject) {
     tbe_cli_error("profile",

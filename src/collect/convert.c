@@ -1024,7 +1024,12 @@ int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, siz
   char **names = NULL;
   size_t nn = 0, cap = 0;
   int rc = 0;
-  DIR *d = s->spool_dir ? opendir(s->spool_dir) : NULL;
+  DIR *d = s->spool_dir && !s->nfiles ? opendir(s->spool_dir) : NULL;
+  if (s->nfiles && !(names = calloc(s->nfiles, sizeof *names))) rc = TBE_ENOMEM;
+  for (size_t i = 0; i < s->nfiles && !rc; i++) {
+    if (!(names[i] = strdup(s->files[i]))) rc = TBE_ENOMEM;
+    else nn = i + 1;
+  }
   if (d) {
     struct dirent *e;
     while ((e = readdir(d))) {
@@ -1060,7 +1065,21 @@ int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, siz
   double busy_ns = 0;
   size_t done = 0;
   if (s->cost) memset(s->cost, 0, sizeof *s->cost);
-  for (size_t i = 0; i <= nn && rc == 0; i++) {
+  /* One run name for the whole session: without --run each export would
+   * pick its own (time-stamped) default, splitting the processes. */
+  char run_buf[TBE_NAME_MAX + 1];
+  tbe_export_options eo_run = *s->eo;
+  if (!eo_run.run) {
+    int r = tbe_run_name_default(run_buf, sizeof run_buf);
+    if (r) rc = r;
+    eo_run.run = run_buf;
+  }
+  /* A spool that fails to convert does not stop the others: rc keeps the
+   * first error. */
+  int64_t *pids = nn > 1 ? calloc(nn, sizeof *pids) : NULL;
+  if (nn > 1 && !pids) rc = TBE_ENOMEM;
+  int listed = rc == 0;
+  for (size_t i = 0; listed && i <= nn; i++) {
     if (i == nn && nn > 0) break;
     tbe_trace *t = NULL;
     int r = tbe_trace_create(&t, s->eo->allocator);
@@ -1098,9 +1117,17 @@ int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, siz
       if (r) {
         say(s, "%s: cannot convert: %s", names[i], tbe_strerror(r));
       } else {
-        if (nn > 1)
-          snprintf(host, sizeof host, "%.180s_pid%lld", base_host, (long long)info.pid);
-        else
+        if (nn > 1) {
+          /* pid clashes only among spools imported from several sessions */
+          int same = 0;
+          for (size_t j = 0; j < i; j++) same += pids[j] == info.pid;
+          pids[i] = info.pid;
+          if (same)
+            snprintf(host, sizeof host, "%.180s_pid%lld_%d", base_host, (long long)info.pid,
+                     same + 1);
+          else
+            snprintf(host, sizeof host, "%.180s_pid%lld", base_host, (long long)info.pid);
+        } else
           snprintf(host, sizeof host, "%s", base_host);
         for (size_t w = 0; w < t->nwarnings; w++)
           say(s, "pid %lld: %s", (long long)info.pid, tbe_trace_str(t, t->warnings[w]));
@@ -1114,10 +1141,12 @@ int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, siz
       }
     }
     if (!r) {
-      tbe_export_options eo = *s->eo;
+      tbe_export_options eo = eo_run;
       eo.host = host;
       r = tbe_export_run(t, &eo);
-      if (r) say(s, "cannot write the run for %s: %s", host, tbe_strerror(r));
+      if (r)
+        say(s, "cannot write run '%s' for host %s in %s: %s%s", eo.run, host, eo.logdir,
+            tbe_strerror(r), r == TBE_EEXIST ? " (use --force to replace it)" : "");
     }
     tbe_trace_free(t);
     if (r) {
@@ -1129,12 +1158,16 @@ int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, siz
   }
   for (size_t i = 0; i < nn; i++) free(names[i]);
   free(names);
+  free(pids);
   if (s->spool_dir && !s->keep) rmdir(s->spool_dir); /* only if empty */
+  if (rc && nn > 0 && !s->keep && done < nn)
+    say(s, "%zu of %zu spool files were not converted and are kept in %s; convert them later "
+           "with: tbexport import FILE.spool... --logdir DIR --run NAME",
+        nn - done, nn, s->spool_dir ? s->spool_dir : ".");
   if (tot.stop_ns > tot.start_ns)
     tot.gpu_busy_pct = 100.0 * busy_ns / (double)(tot.stop_ns - tot.start_ns);
   if (tot.gpu_busy_pct > 100) tot.gpu_busy_pct = 100;
   if (total) *total = tot;
   if (nprocs) *nprocs = nn;
-  (void)done;
   return rc;
 }

@@ -60,6 +60,8 @@ int tbe__spool_file_to_trace(const char *path, const tbe__convert_opts *o, tbe_t
  * Returns 0 or the first error (conversion of the other spools continues). */
 typedef struct tbe__session {
   const char *spool_dir;
+  const char *const *files; /* instead of listing spool_dir: these spools */
+  size_t nfiles;
   const tbe_export_options *eo;
   const tbe__convert_opts *co;
   int64_t fallback_start_ns, fallback_stop_ns;

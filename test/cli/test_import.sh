@@ -143,5 +143,27 @@ printf '%s\n' "$out" | grep -Eq "/plugins/profile/[0-9]{4}_[0-9]{2}_[0-9]{2}_[0-
   fail "default run name: $out"
 ok "default run name"
 
+# 9. spool files left by an interrupted `tbexport -- CMD`: converted on
+# their own, one host per process (the same pid twice: distinct names),
+# kept; a cut spool says the capture ended early; not merged with traces
+sp=$data/../fuzz/corpus/spool
+out=$("$bin" import "$sp/full.spool" "$sp/noend.spool" --logdir "$work/lds" --run s --host h 2>"$work/err")
+rc=$?
+[ $rc -eq 0 ] || fail "spool import exit $rc: $(cat "$work/err")"
+printf '%s\n' "$out" | grep -qx "$work/lds/plugins/profile/s/h_pid4242.xplane.pb" || fail "spool import: $out"
+printf '%s\n' "$out" | grep -qx "$work/lds/plugins/profile/s/h_pid4242_2.trace.json.gz" || fail "spool import: $out"
+grep -q "ended early" "$work/err" || fail "spool import: no 'ended early' for noend.spool: $(cat "$work/err")"
+[ -f "$sp/full.spool" ] || fail "spool import removed its input"
+gzip -dc "$work/lds/plugins/profile/s/h_pid4242.trace.json.gz" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+k = [e for e in d["traceEvents"] if e.get("cat") == "kernel"]
+sys.exit(0 if len(k) == 1 else 1)' || fail "spool import: the JSON lacks its kernel"
+"$bin" import "$sp/full.spool" "$fp32" --logdir "$work/lds" --run t 2>"$work/err"
+[ $? -eq 2 ] || fail "spool mixed with a trace: want 2"
+grep -q "cannot be merged" "$work/err" || fail "spool mixed: message: $(cat "$work/err")"
+[ ! -e "$work/lds/plugins/profile/t" ] || fail "spool mixed: something was written"
+ok "spool files"
+
 [ $fails -eq 0 ] || { echo "$fails failure(s)" >&2; exit 1; }
 echo "all import CLI tests passed"

@@ -46,12 +46,21 @@ grep -q "wrote ld/plugins/profile/" err.txt || fail "/bin/true: paths written no
 # Run name and host; an existing run is not replaced without --force.
 "$tb" --logdir ld2 --run base --host gpu0 -- true 2>/dev/null || fail "--run/--host"
 [ -f ld2/plugins/profile/base/gpu0.xplane.pb ] || fail "--run/--host: $(find ld2)"
-"$tb" --logdir ld2 --run base --host gpu0 -- true 2>err.txt
-[ $? -ne 0 ] || fail "existing run replaced without --force"
+"$tb" --logdir ld2 --run base --host gpu0 -- touch ran.txt 2>err.txt
+[ $? -eq 1 ] || fail "existing run replaced without --force"
+[ ! -e ran.txt ] || fail "existing run: the program ran before the clash was found"
+grep -q "already has outputs for host gpu0" err.txt || fail "existing run: message: $(cat err.txt)"
+"$tb" --logdir ld2 --run base --host gpu1 --quiet -- true || fail "another host in an existing run"
+[ -f ld2/plugins/profile/base/gpu1.xplane.pb ] || fail "--host gpu1 beside gpu0: $(find ld2)"
 "$tb" --logdir ld2 --run base --host gpu0 --force --quiet -- true 2>err.txt || fail "--force"
 [ ! -s err.txt ] || fail "--quiet printed: $(cat err.txt)"
 "$tb" profile --logdir ld3 --run p -- true 2>/dev/null || fail "'profile' subcommand form"
 [ -f ld3/plugins/profile/p/*.xplane.pb ] || fail "'profile' form wrote nothing"
+
+# Without --run, sessions started in the same second get distinct runs.
+"$tb" --logdir ld7 --quiet -- true && "$tb" --logdir ld7 --quiet -- true || fail "default run names"
+n=$(ls ld7/plugins/profile | wc -l)
+[ "$n" -eq 2 ] || fail "two sessions without --run: $n runs: $(ls ld7/plugins/profile)"
 
 # Arguments, environment and exit status pass through.
 out=$("$tb" --logdir ld4 --quiet -- sh -c 'printf "%s|" "$@"; echo "$FOO"' argv0 "a b" c 2>/dev/null)
@@ -91,6 +100,10 @@ rc=$?
 [ $? -eq 2 ] || fail "bad --delay: want 2"
 "$tb" --logdir ld6 --run ../x -- true 2>/dev/null
 [ $? -eq 2 ] || fail "bad --run: want 2"
+"$tb" --logdir -- true 2>err.txt
+[ $? -eq 2 ] || fail "--logdir without a value: want 2"
+grep -q "logdir needs a value" err.txt || fail "--logdir without a value: message: $(cat err.txt)"
+[ ! -e -- ] || fail "--logdir --: a directory named '--' was made"
 "$tb" --logdir ld6 --capture-range nvtx:step@train --quiet -- true 2>/dev/null || fail "nvtx capture range"
 "$tb" -- --help >/dev/null 2>&1
 "$tb" profile --help | grep -q "capture-range" || fail "profile --help"

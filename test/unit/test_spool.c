@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -423,6 +424,83 @@ static void test_session_two_processes(void **state) {
   free(p2);
 }
 
+static void test_session_bad_spool_default_run(void **state) {
+  (void)state;
+  /* A junk spool beside two good ones: both good ones convert (the error is
+   * still returned), the junk one is kept; without a run name all land in
+   * one run. */
+  char *dir = tu_mkdtemp();
+  char *spools = tu_join(dir, ".tbexport-spool-2");
+  assert_int_equal(mkdir(spools, 0700), 0);
+  char *junk = tu_join(spools, "100.spool");
+  assert_int_equal(tu_write_file(junk, "TBESPL01 but nothing else of a spool, really", 44), 0);
+  img m;
+  build(&m, 1);
+  char *p1 = tu_join(spools, "321.spool");
+  assert_int_equal(tu_write_file(p1, m.b.data, m.b.len), 0);
+  uint32_t pid = 654;
+  memcpy(m.b.data + TBE__SPOOL_HEADER + 8 + 4 + offsetof(tbe__sp_info, pid), &pid, 4);
+  char *p2 = tu_join(spools, "654.spool");
+  assert_int_equal(tu_write_file(p2, m.b.data, m.last_frame), 0);
+  tbe_export_options eo;
+  tbe_export_options_init(&eo);
+  eo.logdir = dir;
+  eo.host = "node";
+  tbe__session s;
+  memset(&s, 0, sizeof s);
+  s.spool_dir = spools;
+  s.eo = &eo;
+  s.quiet = 1;
+  tbe_profiler_result r;
+  size_t np = 0;
+  assert_int_not_equal(tbe__spools_write_run(&s, &r, &np), 0);
+  assert_int_equal(np, 3);
+  assert_int_equal(r.kernels, 7);
+  char *prof = tu_join(dir, "plugins/profile");
+  DIR *d = opendir(prof);
+  assert_non_null(d);
+  int runs = 0;
+  char run[256] = "";
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (e->d_name[0] != '.') {
+      runs++;
+      snprintf(run, sizeof run, "%s", e->d_name);
+    }
+  closedir(d);
+  assert_int_equal(runs, 1);
+  char rel[600];
+  snprintf(rel, sizeof rel, "plugins/profile/%s/node_pid321.xplane.pb", run);
+  assert_true(exists(dir, rel));
+  snprintf(rel, sizeof rel, "plugins/profile/%s/node_pid654.xplane.pb", run);
+  assert_true(exists(dir, rel));
+  assert_true(exists(dir, ".tbexport-spool-2/100.spool")); /* kept */
+  assert_false(exists(dir, ".tbexport-spool-2/321.spool"));
+
+  /* One spool given twice as a file (the same pid twice): distinct hosts. */
+  assert_int_equal(tu_write_file(p2, m.b.data, m.last_frame), 0);
+  const char *files[] = {p2, p2};
+  memset(&s, 0, sizeof s);
+  s.files = files;
+  s.nfiles = 2;
+  s.eo = &eo;
+  s.keep = 1;
+  s.quiet = 1;
+  eo.run = "again";
+  assert_int_equal(tbe__spools_write_run(&s, &r, &np), 0);
+  assert_true(exists(dir, "plugins/profile/again/node_pid654.xplane.pb"));
+  assert_true(exists(dir, "plugins/profile/again/node_pid654_2.xplane.pb"));
+  assert_true(exists(dir, ".tbexport-spool-2/654.spool")); /* kept */
+  tbe__buf_deinit(&m.b);
+  tu_rmrf(dir);
+  free(dir);
+  free(spools);
+  free(prof);
+  free(junk);
+  free(p1);
+  free(p2);
+}
+
 static void test_session_no_process(void **state) {
   (void)state;
   char *dir = tu_mkdtemp();
@@ -517,6 +595,7 @@ int main(void) {
       cmocka_unit_test(test_options),
       cmocka_unit_test(test_session_two_processes),
       cmocka_unit_test(test_session_no_process),
+      cmocka_unit_test(test_session_bad_spool_default_run),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
