@@ -148,6 +148,7 @@ typedef struct tbe_analysis {
   int64_t sync_call_ns;
   int64_t overhead_ns;        /* trace's overhead_ns, else the overhead events' sum */
   uint64_t dropped_records;   /* trace's dropped_records + dropped_out_of_range */
+  uint64_t out_of_range_records; /* of those: zero or inverted timestamps */
   int ended_early;
   tbe_advice *advice;
   size_t nadvice;

@@ -660,12 +660,25 @@ static int advise(tbe_analysis *an) {
                  ".cpu() and explicit synchronize in the loop",
                  (unsigned long long)an->sync_calls, per_step, share);
   }
-  if (an->dropped_records > 0 || an->ended_early)
+  if (an->dropped_records > 0 || an->ended_early) {
+    uint64_t lost = an->dropped_records - an->out_of_range_records;
+    char parts[256];
+    int n = 0;
+    if (lost)
+      n += snprintf(parts + n, sizeof parts - (size_t)n,
+                    "%llu records were dropped for lack of buffer space (raise --buffer-mb or "
+                    "profile fewer steps)",
+                    (unsigned long long)lost);
+    if (an->out_of_range_records)
+      n += snprintf(parts + n, sizeof parts - (size_t)n,
+                    "%s%llu records had zero or inverted timestamps and were left out",
+                    n ? "; " : "", (unsigned long long)an->out_of_range_records);
+    if (an->ended_early)
+      snprintf(parts + n, sizeof parts - (size_t)n, "%sthe capture ended early",
+               n ? "; " : "");
     add_advice(an, buf, TBE_ADVICE_DROPPED, (double)an->dropped_records,
-               "%llu records were dropped%s: the figures above undercount; enlarge the "
-               "profiler buffers or profile fewer steps",
-               (unsigned long long)an->dropped_records,
-               an->ended_early ? " and the capture ended early" : "");
+               "%s: the figures above undercount", parts);
+  }
   return 0;
 }
 
@@ -840,6 +853,7 @@ static int run(tbe_analysis *an, scratch *s) {
 
   if (t->overhead_ns) an->overhead_ns = (int64_t)t->overhead_ns;
   an->dropped_records = t->dropped_records + t->dropped_out_of_range;
+  an->out_of_range_records = t->dropped_out_of_range;
   an->ended_early = t->ended_early;
   return advise(an);
 }

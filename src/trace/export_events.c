@@ -118,6 +118,7 @@ static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
     }
   }
   scalar(e, "profiler/dropped_records", (double)an->dropped_records, 0);
+  scalar(e, "profiler/out_of_range_records", (double)an->out_of_range_records, 0);
   scalar(e, "profiler/overhead_ms", ms(an->overhead_ns), 0);
   scalar(e, "profiler/ended_early", an->ended_early ? 1.0 : 0.0, 0);
 

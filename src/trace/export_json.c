@@ -1502,6 +1502,19 @@ static int json_write(const tbe_trace *t, int fd, int gzip, int nth, const char 
   JW_LIT(w, ", \"world_size\": ");
   jw_i64(w, t->world_size > 0 ? t->world_size : 1);
   JW_LIT(w, "},\n");
+  if (t->source == TBE_SRC_CUPTI) {
+    /* What the collection lost and cost, zeros included. */
+    JW_LIT(w, "  \"tbexportCollection\": {\"droppedRecords\": ");
+    jw_i64(w, (int64_t)t->dropped_records);
+    JW_LIT(w, ", \"outOfRangeRecords\": ");
+    jw_i64(w, (int64_t)t->dropped_out_of_range);
+    JW_LIT(w, ", \"cuptiOverheadNs\": ");
+    jw_i64(w, (int64_t)t->overhead_ns);
+    if (t->ended_early)
+      JW_LIT(w, ", \"endedEarly\": true},\n");
+    else
+      JW_LIT(w, ", \"endedEarly\": false},\n");
+  }
   if (t->nwarnings || t->dropped_records || t->dropped_out_of_range || t->ended_early) {
     char tmp[160];
     int first = 1;

@@ -1152,6 +1152,12 @@ static int xplane_write(const tbe_trace *t, int fd, const char *host, const tbe_
                  (unsigned long long)t->dropped_out_of_range);
     xw_len_field(&c->w, 3, msg, (size_t)n);
   }
+  if (t->source == TBE_SRC_CUPTI && t->overhead_ns) {
+    n = snprintf(msg, sizeof msg,
+                 "CUPTI's own overhead: %.3f ms (its records are events on the host timeline)",
+                 (double)t->overhead_ns / 1e6);
+    xw_len_field(&c->w, 3, msg, (size_t)n);
+  }
   if (t->ended_early && !tbe__trace_mentions(t, "ended early"))
     xw_len_field(&c->w, 3, "the capture ended early", 23);
   if (clamped_src) {

@@ -485,8 +485,9 @@ static void host_lines(tbe__buf *b, const tbe_analysis *an) {
                   (unsigned long long)an->api_calls, (unsigned long long)an->sync_calls,
                   dur(y, an->sync_call_ns));
   if (an->overhead_ns || an->dropped_records || an->ended_early)
-    tbe__buf_printf(b, "profiler: overhead %s, dropped records %llu%s\n", dur(x, an->overhead_ns),
-                    (unsigned long long)an->dropped_records,
+    tbe__buf_printf(b, "profiler: overhead %s, dropped records %llu (out-of-range timestamps %llu)%s\n",
+                    dur(x, an->overhead_ns), (unsigned long long)an->dropped_records,
+                    (unsigned long long)an->out_of_range_records,
                     an->ended_early ? ", capture ended early" : "");
 }
 
@@ -800,11 +801,13 @@ static void summary_json(tbe__buf *b, tbe_analysis *an, const tbe_report_options
   tbe__buf_printf(b,
                   ",\"start_ns\":%lld,\"wall_ns\":%lld,\"host_busy_ns\":%lld,\"api_calls\":%llu,"
                   "\"sync_calls\":%llu,\"sync_call_ns\":%lld,\"overhead_ns\":%lld,"
-                  "\"dropped_records\":%llu,\"ended_early\":%s,\"devices\":[",
+                  "\"dropped_records\":%llu,\"out_of_range_records\":%llu,\"ended_early\":%s,"
+                  "\"devices\":[",
                   (long long)an->start_ns, (long long)an->wall_ns, (long long)an->host_busy_ns,
                   (unsigned long long)an->api_calls, (unsigned long long)an->sync_calls,
                   (long long)an->sync_call_ns, (long long)an->overhead_ns,
-                  (unsigned long long)an->dropped_records, an->ended_early ? "true" : "false");
+                  (unsigned long long)an->dropped_records,
+                  (unsigned long long)an->out_of_range_records, an->ended_early ? "true" : "false");
   for (size_t i = 0; i < an->ndevices; i++) {
     if (i) tbe__buf_putc(b, ',');
     json_device(b, an, &an->devices[i]);

@@ -298,13 +298,21 @@ static void test_empty_and_dropped(void **state) {
   tbe_trace *t;
   assert_int_equal(tbe_trace_create(&t, NULL), 0);
   t->dropped_records = 7;
+  t->dropped_out_of_range = 2;
   assert_int_equal(tbe_trace_finish(t), 0);
   tbe_analysis *an;
   assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
   assert_int_equal(an->ndevices, 0);
   assert_int_equal(an->all.busy_ns, 0);
-  assert_int_equal(an->dropped_records, 7);
+  assert_int_equal(an->dropped_records, 9);
+  assert_int_equal(an->out_of_range_records, 2);
   assert_true(has_advice(an, TBE_ADVICE_DROPPED));
+  /* the advice tells the two causes apart: only one is about buffers */
+  for (size_t i = 0; i < an->nadvice; i++)
+    if (an->advice[i].kind == TBE_ADVICE_DROPPED) {
+      assert_non_null(strstr(an->advice[i].text, "7 records were dropped for lack of buffer space"));
+      assert_non_null(strstr(an->advice[i].text, "2 records had zero or inverted timestamps"));
+    }
   char *s;
   size_t n;
   for (int f = 0; f < 4; f++) {

@@ -392,6 +392,18 @@ static void test_small_layout(void **state) {
   assert_non_null(strstr(s, "\"numSms\":132"));
   /* every X event has a cat */
   assert_int_equal(count_sub(s, "\"ph\":\"X\","), count_sub(s, "\"ph\":\"X\",\"cat\":"));
+  /* collection counters only for what the collector recorded */
+  assert_null(strstr(s, "tbexportCollection"));
+  free(s);
+  t->source = TBE_SRC_CUPTI;
+  t->dropped_records = 7;
+  t->dropped_out_of_range = 2;
+  t->overhead_ns = 8084000;
+  s = export_plain(t, &n);
+  why = json_check(s, n);
+  if (why) fail_msg("invalid JSON: %s", why);
+  assert_non_null(strstr(s, "\"tbexportCollection\": {\"droppedRecords\": 7, \"outOfRangeRecords\": 2, "
+                            "\"cuptiOverheadNs\": 8084000, \"endedEarly\": false}"));
   free(s);
   tbe_trace_free(t);
 }

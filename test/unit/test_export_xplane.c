@@ -263,6 +263,8 @@ static void test_fields(void **state) {
   assert_string_equal(xs->hostnames[0], "h200:node");
   assert_true(xs->n_warnings >= 1);
   assert_non_null(strstr(xs->warnings[0], "7 records were dropped"));
+  for (size_t i = 0; i < xs->n_warnings; i++)
+    assert_null(strstr(xs->warnings[i], "overhead")); /* not a collected trace */
 
   /* host plane */
   const XPlane *h = plane(xs, "/host:CPU");
@@ -434,6 +436,31 @@ static void test_one_event(void **state) {
   tbe_trace_free(t);
 }
 
+/* A collected trace: CUPTI's overhead is stated, and a status a trace
+ * warning already details is not repeated by a generic line. */
+static void test_collection_warnings(void **state) {
+  (void)state;
+  tbe_trace *t = small_trace();
+  t->source = TBE_SRC_CUPTI;
+  t->overhead_ns = 8084000;
+  t->ended_early = 1;
+  assert_int_equal(tbe_trace_warn(t, "the capture ended early (killed): 10 bytes at offset 519"), 0);
+  char *path;
+  XSpace *xs = export_decode(t, &path);
+  int overhead = 0, early = 0, dropped = 0;
+  for (size_t i = 0; i < xs->n_warnings; i++) {
+    overhead += strstr(xs->warnings[i], "CUPTI's own overhead: 8.084 ms") != NULL;
+    early += strstr(xs->warnings[i], "ended early") != NULL;
+    dropped += strstr(xs->warnings[i], "7 records were dropped") != NULL;
+  }
+  assert_int_equal(overhead, 1);
+  assert_int_equal(early, 1);
+  assert_int_equal(dropped, 1);
+  tensorflow__profiler__xspace__free_unpacked(xs, NULL);
+  cleanup(path);
+  tbe_trace_free(t);
+}
+
 /* A line of 200k events (several MiB) forces the line and plane lengths to
  * be patched in the file after the buffer was flushed; bad names become
  * valid UTF-8; a steps given without marker events get a "Step markers"
@@ -555,6 +582,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fields),
       cmocka_unit_test(test_empty),
+      cmocka_unit_test(test_collection_warnings),
       cmocka_unit_test(test_one_event),
       cmocka_unit_test(test_big_line_and_names),
       cmocka_unit_test(test_golden_kineto),

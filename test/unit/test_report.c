@@ -323,6 +323,7 @@ static void test_export_events(void **state) {
   assert_non_null(find_tag(s, n, "summary/memset_time_ms", 0));
   assert_non_null(find_tag(s, n, "summary/sync_time_ms", 0));
   assert_non_null(find_tag(s, n, "profiler/dropped_records", 0));
+  assert_non_null(find_tag(s, n, "profiler/out_of_range_records", 0));
   /* Steps 2..4 on the x axis. */
   for (int64_t st = 2; st <= 4; st++) {
     x = find_tag(s, n, "steps/step_time_ms", st);
