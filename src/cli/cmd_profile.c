@@ -6,8 +6,7 @@
  * exist) and libtbexport_inject.so; create a hidden spool directory under
  * the log dir; run the command with its arguments and environment plus
  * CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH and the session variables;
- * forward signals sent to tbexport itself (terminal signals already reach
- * the whole foreground group); wait; convert every process's spool into the
+ * forward signals (see below); wait; convert every process's spool into the
  * run (collect/convert.c); print a summary on stderr; exit with the
  * command's status (128+N when a signal N ended it).  Without CUPTI at
  * build time it explains that the collector was not built. */
@@ -93,14 +92,33 @@ static void profile_usage(FILE *f) {
 }
 
 #ifdef TBE_HAVE_CUPTI
-static volatile sig_atomic_t child_pid;
+/* Signals.  When tbexport is the terminal's foreground job, the program
+ * stays in tbexport's process group, so that it keeps the terminal and job
+ * control (Ctrl-C, Ctrl-Z) reaches it directly; tbexport then forwards only
+ * what was sent to it alone (kill PID: SI_USER, SI_QUEUE), not what the
+ * terminal sent to the whole group.  Otherwise (a script, a batch system,
+ * `timeout`, a background job) the program gets a process group of its own
+ * and everything tbexport receives is forwarded to that group once: a
+ * signal sent to tbexport's group (`kill -TERM -PGID`, `timeout`) would
+ * otherwise reach the program twice.  A signal that arrives before the
+ * program's pid is known is forwarded as soon as it is. */
+static volatile sig_atomic_t child_pid, own_group, pending_sig;
 
 static void forward(int sig, siginfo_t *si, void *uc) {
   (void)uc;
-  /* Terminal-generated signals (SI_KERNEL) already reached the child's
-   * process group; forward only what was sent to us explicitly. */
-  if (child_pid > 0 && si && (si->si_code == SI_USER || si->si_code == SI_QUEUE))
-    kill((pid_t)child_pid, sig);
+  if (!own_group && !(si && (si->si_code == SI_USER || si->si_code == SI_QUEUE))) return;
+  pid_t p = (pid_t)child_pid;
+  if (p > 0)
+    kill(own_group ? -p : p, sig);
+  else
+    pending_sig = sig;
+}
+
+/* Whether tbexport is the foreground job of a terminal. */
+static int in_foreground(void) {
+  for (int fd = 0; fd <= 2; fd++)
+    if (isatty(fd)) return tcgetpgrp(fd) == getpgrp();
+  return 0;
 }
 
 #endif
@@ -435,26 +453,34 @@ int tbe_cmd_profile(int argc, char **argv) {
   sa.sa_sigaction = forward;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
+  own_group = !in_foreground();
+  pending_sig = 0;
+  child_pid = 0;
+  for (int i = 0; i < 6; i++) sigaction(fwd[i], &sa, &old[i]);
   int64_t start_ns = tbe__now_ns();
   double t0 = mono();
   fflush(NULL);
   pid_t pid = fork();
   if (pid < 0) {
     tbe_cli_error("profile", "fork: %s", strerror(errno));
+    for (int i = 0; i < 6; i++) sigaction(fwd[i], &old[i], NULL);
     close(pfd[0]);
     close(pfd[1]);
     goto out;
   }
   if (pid == 0) {
     close(pfd[0]);
+    if (own_group) setpgid(0, 0);
+    for (int i = 0; i < 6; i++) sigaction(fwd[i], &old[i], NULL);
     execve(exe, cmd, envp);
     int e = errno;
     ssize_t wr = write(pfd[1], &e, sizeof e);
     (void)wr;
     _exit(127);
   }
+  if (own_group) setpgid(pid, pid); /* both sides: whichever runs first */
   child_pid = pid;
-  for (int i = 0; i < 6; i++) sigaction(fwd[i], &sa, &old[i]);
+  if (pending_sig) kill(own_group ? -pid : pid, pending_sig);
   close(pfd[1]);
   int exec_err = 0;
   ssize_t got;

@@ -91,6 +91,35 @@ rc=$?
 [ $rc -eq 143 ] || fail "SIGTERM forwarding: status $rc, want 143"
 [ -n "$(find ld5 -name '*.xplane.pb')" ] || fail "SIGTERM: run not written"
 
+# A signal sent to tbexport's whole process group (timeout, kill -PGID)
+# reaches the program once: outside a terminal's foreground the program has
+# a group of its own and tbexport forwards to it.
+if command -v setsid >/dev/null && command -v python3 >/dev/null; then
+  setsid "$tb" --logdir ld8 --quiet -- python3 -c '
+import os, signal, sys, time
+n = 0
+def h(s, f):
+    global n
+    n += 1
+signal.signal(signal.SIGTERM, h)
+open("ready", "w").close()
+t = time.time()
+while not os.path.exists("stop") and time.time() - t < 20:
+    time.sleep(0.02)
+open("count", "w").write(str(n))
+' 2>/dev/null &
+  tpid=$!
+  for _ in $(seq 100); do [ -e ready ] && break; sleep 0.05; done
+  [ -e ready ] || fail "group signal: the program did not start"
+  kill -TERM -- "-$tpid" || fail "group signal: kill -PGID failed"
+  sleep 0.5
+  touch stop
+  wait $tpid
+  rc=$?
+  [ $rc -eq 0 ] || fail "group signal: status $rc"
+  [ "$(cat count 2>/dev/null)" = 1 ] || fail "group signal: the program got SIGTERM $(cat count 2>/dev/null) times, want 1"
+fi
+
 # Bad usage: status 2.
 "$tb" --logdir ld6 -- 2>/dev/null
 [ $? -eq 2 ] || fail "no command after --: want 2"
