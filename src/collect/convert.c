@@ -501,6 +501,18 @@ static int build_trace(build *b) {
   for (size_t i = 0; i < s->memory.n; i++) seen(s, s->memory.v[i].ts);
   b->end_ns = s->have_end ? s->end.end_ns : s->last_ts;
   if (b->end_ns < s->last_ts) b->end_ns = s->last_ts;
+  /* Collection switched off before the process ended (--duration): the
+   * trace ends there, or with the last activity completed after it, not at
+   * the exit, so that GPU busy % and the timeline cover what was collected.
+   * (The first "off" after the last "on"; stopping writes one too.) */
+  int64_t closed = 0;
+  for (size_t i = 0; i < s->windows.n; i++) {
+    if (s->windows.v[i].on)
+      closed = 0;
+    else if (!closed && s->windows.v[i].ts > 0)
+      closed = s->windows.v[i].ts;
+  }
+  if (closed > 0 && closed < b->end_ns) b->end_ns = closed > s->last_ts ? closed : s->last_ts;
   if (b->end_ns < start) b->end_ns = start;
 
   /* Correlation and context maps. */

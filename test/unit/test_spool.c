@@ -230,6 +230,47 @@ static void test_no_end_marker(void **state) {
   tbe__buf_deinit(&m.b);
 }
 
+static void test_duration_window(void **state) {
+  (void)state;
+  /* --duration: collection on at T0+100, off at T0+3000; the program runs
+   * on until T0+100000.  The trace spans the window (and the kernel that
+   * completed after it was closed), and GPU busy % is over that span. */
+  img m;
+  tbe__buf_init(&m.b, &al);
+  uint8_t head[TBE__SPOOL_HEADER];
+  tbe__spool_header(head, T0);
+  tbe__buf_append(&m.b, head, sizeof head);
+  tbe__buf p;
+  tbe__buf_init(&p, &al);
+  tbe__sp_info info;
+  memset(&info, 0, sizeof info);
+  info.start_ns = T0;
+  info.pid = 77;
+  info.trace = 3;
+  tbe__spool_item(&p, TBE__SP_INFO, &info, sizeof info);
+  tbe__spool_str(&p, 1, "k", 1);
+  tbe__sp_window on = {T0 + 100, 1, 0}, off = {T0 + 3000, 0, 0}, stop = {T0 + 99000, 0, 0};
+  tbe__spool_item(&p, TBE__SP_WINDOW, &on, sizeof on);
+  kern(&p, 1, 1, T0 + 1000, T0 + 2000);
+  kern(&p, 2, 1, T0 + 2900, T0 + 3400); /* launched inside, done after */
+  tbe__spool_item(&p, TBE__SP_WINDOW, &off, sizeof off);
+  tbe__spool_item(&p, TBE__SP_WINDOW, &stop, sizeof stop);
+  tbe__sp_end e = {T0 + 100000};
+  tbe__spool_item(&p, TBE__SP_END, &e, sizeof e);
+  frame(&m, &p);
+  tbe__buf_deinit(&p);
+  tbe_trace *t;
+  tbe__convert_info ci;
+  assert_int_equal(convert(m.b.data, m.b.len, &t, &ci), 0);
+  assert_int_equal(kernels(t), 2);
+  assert_int_equal(t->start_ns, T0 + 100);
+  assert_int_equal(t->stop_ns, T0 + 3400);
+  /* busy: 1000 + 500 ns of 3300 */
+  assert_true(ci.r.gpu_busy_pct > 45.4 && ci.r.gpu_busy_pct < 45.5);
+  tbe_trace_free(t);
+  tbe__buf_deinit(&m.b);
+}
+
 static void test_not_a_spool(void **state) {
   (void)state;
   tbe_trace *t;
@@ -590,6 +631,7 @@ int main(void) {
       cmocka_unit_test(test_corrupt_last_frame),
       cmocka_unit_test(test_no_end_marker),
       cmocka_unit_test(test_not_a_spool),
+      cmocka_unit_test(test_duration_window),
       cmocka_unit_test(test_items_out_of_bounds),
       cmocka_unit_test(test_write_frame_to_file),
       cmocka_unit_test(test_options),
