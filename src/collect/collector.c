@@ -526,6 +526,12 @@ static void write_batch(void) {
   }
   tbe__buf_clear(&G.batch);
   G.batch_records = 0;
+  if (rc != 0) {
+    /* The lost frame may have defined strings that later records use:
+     * define them all again in the next one. */
+    for (size_t i = 0; i < G.strs.cap; i++)
+      if (G.strs.e[i].s) tbe__spool_str(&G.batch, G.strs.e[i].id, G.strs.e[i].s, G.strs.e[i].len);
+  }
 }
 
 static void decode_buffer(uint8_t *buf, size_t valid) {

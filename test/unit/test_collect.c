@@ -29,6 +29,7 @@
 #ifdef TBE_HAVE_CUPTI
 #include "collect/collector.h"
 #include "collect/convert.h"
+#include "common/iofault.h"
 #include "fake_cupti.h"
 
 #define T0 1700000000000000000ull /* epoch ns */
@@ -643,6 +644,37 @@ static void test_buffer_cap_drops(void **state) {
   tbe_trace_free(t);
 }
 
+static void test_failed_spool_write(void **state) {
+  fixture *f = *state;
+  /* The frame of the first buffer fails to write (EIO, once): its records
+   * are lost and counted, and the kernel name it defined is defined again,
+   * so the next buffer's kernels of that name keep it. */
+  start(f, TBE_TRACE_CUDA, 1 << 20, 4096);
+  size_t per_buffer = 4096 / sizeof(CUpti_ActivityKernel10);
+  tbe__io_fault_arm(TBE__IO_WRITE, 1, TBE__IOF_EIO);
+  uint32_t corr = 1;
+  for (size_t i = 0; i < per_buffer; i++, corr++)
+    kernel(corr, "gemm_kernel", T0 + 1000 * corr, T0 + 1000 * corr + 500, 7);
+  kernel(corr, "gemm_kernel", T0 + 1000 * corr, T0 + 1000 * corr + 500, 7); /* completes #1 */
+  corr++;
+  for (int i = 0; i < 5; i++, corr++)
+    kernel(corr, "gemm_kernel", T0 + 1000 * corr, T0 + 1000 * corr + 500, 7);
+  tbe__sp_stats st;
+  assert_int_equal(tbe__collector_stop(&st), TBE_EIO); /* the error is reported */
+  assert_int_equal(tbe__io_fault_disarm(), 1);
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  tbe__convert_info info;
+  assert_int_equal(tbe__spool_file_to_trace(f->spool, NULL, t, &info), 0);
+  assert_int_equal(st.spool_dropped, per_buffer);
+  assert_int_equal(t->dropped_records, per_buffer);
+  assert_int_equal(count_kind(t, TBE_EV_KERNEL), 6);
+  for (size_t i = 0; i < t->nevents; i++)
+    if (t->events[i].kind == TBE_EV_KERNEL)
+      assert_string_equal(tbe_trace_str(t, t->events[i].name), "gemm_kernel");
+  tbe_trace_free(t);
+}
+
 static void test_capture_nvtx(void **state) {
   fixture *f = *state;
   start(f, TBE_TRACE_CUDA | TBE_TRACE_NVTX, 0, 0);
@@ -763,6 +795,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_nvtx, setup, teardown),
       cmocka_unit_test_setup_teardown(test_zero_timestamps, setup, teardown),
       cmocka_unit_test_setup_teardown(test_buffer_cap_drops, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_failed_spool_write, setup, teardown),
       cmocka_unit_test_setup_teardown(test_capture_nvtx, setup, teardown),
       cmocka_unit_test_setup_teardown(test_capture_profiler_api, setup, teardown),
       cmocka_unit_test_setup_teardown(test_refused_kind_is_noted, setup, teardown),
