@@ -1029,6 +1029,27 @@ static void sum(tbe_profiler_result *a, const tbe_profiler_result *b) {
   if (b->stop_ns > a->stop_ns) a->stop_ns = b->stop_ns;
 }
 
+/* Appends "pid <stem>: <first line of DIR/NAME>" to NOTES (a "; "-separated
+ * list of why processes did not collect; see inject.c) and removes the
+ * file unless KEEP. */
+static void take_note(const char *dir, const char *name, int keep, char *notes, size_t size) {
+  char path[4200], text[320];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (n < 0) n = 0;
+  text[n] = '\0';
+  for (ssize_t i = 0; i < n; i++)
+    if ((unsigned char)text[i] < 0x20) text[i] = i == n - 1 && text[i] == '\n' ? '\0' : ' ';
+  size_t used = strlen(notes);
+  if (used < size)
+    snprintf(notes + used, size - used, "%spid %.*s: %s", used ? "; " : "",
+             (int)(strlen(name) - 5), name, text);
+  if (!keep) unlink(path);
+}
+
 int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, size_t *nprocs) {
   tbe_profiler_result tot;
   memset(&tot, 0, sizeof tot);
@@ -1036,6 +1057,7 @@ int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, siz
   char **names = NULL;
   size_t nn = 0, cap = 0;
   int rc = 0;
+  char notes[1024] = "";
   DIR *d = s->spool_dir && !s->nfiles ? opendir(s->spool_dir) : NULL;
   if (s->nfiles && !(names = calloc(s->nfiles, sizeof *names))) rc = TBE_ENOMEM;
   for (size_t i = 0; i < s->nfiles && !rc; i++) {
@@ -1046,6 +1068,10 @@ int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, siz
     struct dirent *e;
     while ((e = readdir(d))) {
       size_t l = strlen(e->d_name);
+      if (l > 5 && strcmp(e->d_name + l - 5, ".note") == 0) {
+        take_note(s->spool_dir, e->d_name, s->keep, notes, sizeof notes);
+        continue;
+      }
       if (l < 7 || strcmp(e->d_name + l - 6, ".spool") != 0) continue;
       if (nn == cap) {
         size_t nc = cap ? cap * 2 : 8;
@@ -1066,6 +1092,7 @@ int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, siz
     closedir(d);
   }
   if (nn > 1) qsort(names, nn, sizeof *names, cmp_str);
+  if (nn > 0 && notes[0]) say(s, "some processes did not collect: %s", notes);
   char base_host[TBE_NAME_MAX + 1];
   if (s->eo->host)
     snprintf(base_host, sizeof base_host, "%s", s->eo->host);
@@ -1116,14 +1143,21 @@ int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, siz
         t->rank = -1;
         t->start_ns = s->fallback_start_ns;
         t->stop_ns = s->fallback_stop_ns;
-        tbe_trace_warn(t,
-                       "no CUDA activity was recorded: the program never initialized CUDA (or "
-                       "no GPU/driver was available)");
+        if (notes[0])
+          tbe_trace_warn(t, "no CUDA activity was recorded: the collector could not start (%s)",
+                         notes);
+        else
+          tbe_trace_warn(t,
+                         "no CUDA activity was recorded: the program never initialized CUDA (or "
+                         "no GPU/driver was available)");
         r = tbe_trace_finish(t);
       }
       tot.start_ns = s->fallback_start_ns;
       tot.stop_ns = s->fallback_stop_ns;
-      if (!r) say(s, "note: no CUDA activity was recorded (the program never initialized CUDA)");
+      if (!r && notes[0])
+        say(s, "no CUDA activity was recorded: the collector could not start (%s)", notes);
+      else if (!r)
+        say(s, "note: no CUDA activity was recorded (the program never initialized CUDA)");
     } else {
       r = tbe__spool_file_to_trace(names[i], &co, t, &info);
       if (r) {

@@ -12,8 +12,14 @@
  * Only these two symbols are exported (inject.map); everything else is
  * hidden so nothing can clash with the host program.  A forked child does
  * not inherit the parent's session (collector.c's atfork handler); an
- * exec'd child starts its own from the inherited environment. */
+ * exec'd child starts its own from the inherited environment.
+ *
+ * When a process cannot collect (libcupti missing or refused, the spool
+ * not creatable), it says why on its stderr and leaves <dir>/<pid>.note
+ * with that line, so that tbexport can report the cause instead of "the
+ * program never initialized CUDA". */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +35,18 @@
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static tbe__cupti_api api;
 static int api_ok;
+
+/* Leaves DIR/<pid>.note holding WHY (one line); best effort. */
+static void leave_note(const char *dir, const char *why) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%ld.note", dir, (long)getpid());
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  size_t n = strlen(why);
+  ssize_t w = write(fd, why, n);
+  (void)w;
+  close(fd);
+}
 
 static void at_exit(void) {
   if (tbe__collector_running()) tbe__collector_stop(NULL);
@@ -47,6 +65,7 @@ static void start_once(void) {
   }
   if (!api_ok) {
     fprintf(stderr, "tbexport: %s; not collecting\n", why);
+    leave_note(dir, why);
     return;
   }
   tbe__collect_opts o;
@@ -74,8 +93,10 @@ static void start_once(void) {
     rc = tbe__collector_start(&api, &cfg);
   }
   if (rc) {
-    fprintf(stderr, "tbexport: cannot start collecting in pid %ld: %s\n", (long)getpid(),
-            tbe_strerror(rc));
+    char msg[300];
+    snprintf(msg, sizeof msg, "cannot start collecting: %s", tbe_strerror(rc));
+    fprintf(stderr, "tbexport: %s in pid %ld\n", msg, (long)getpid());
+    leave_note(dir, msg);
     return;
   }
   atexit(at_exit);

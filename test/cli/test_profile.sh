@@ -91,6 +91,24 @@ rc=$?
 [ $rc -eq 143 ] || fail "SIGTERM forwarding: status $rc, want 143"
 [ -n "$(find ld5 -name '*.xplane.pb')" ] || fail "SIGTERM: run not written"
 
+# A process that cannot collect (here: libcupti not loadable) says why, and
+# the run says it instead of "the program never initialized CUDA".  The
+# injection is triggered by hand (python3 ctypes), as no driver will call
+# it here; skipped in sanitizer builds (their runtime must load first).
+inj=$("$tb" --logdir ld9 --run probe --quiet -- sh -c 'echo "$CUDA_INJECTION64_PATH"' 2>/dev/null)
+if command -v python3 >/dev/null && [ -f "$inj" ] && ! ldd "$inj" 2>/dev/null | grep -q 'lib[at]san'; then
+  TBEXPORT_CUPTI_LIB=/nonexistent/libcupti.so "$tb" --logdir ld9 --run nocupti -- python3 -c '
+import ctypes, os
+ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).InitializeInjection()' 2>err.txt
+  rc=$?
+  [ $rc -eq 0 ] || fail "no libcupti: status $rc: $(cat err.txt)"
+  grep -q "the collector could not start (pid [0-9]*: cannot load TBEXPORT_CUPTI_LIB=/nonexistent" err.txt ||
+    fail "no libcupti: the cause was not reported: $(cat err.txt)"
+  gzip -dc ld9/plugins/profile/nocupti/*.trace.json.gz | grep -q "collector could not start" ||
+    fail "no libcupti: the run does not say why"
+  [ -z "$(find ld9 -name '.tbexport-spool*')" ] || fail "no libcupti: spool folder left behind"
+fi
+
 # A signal sent to tbexport's whole process group (timeout, kill -PGID)
 # reaches the program once: outside a terminal's foreground the program has
 # a group of its own and tbexport forwards to it.

@@ -465,6 +465,44 @@ static void test_session_two_processes(void **state) {
   free(p2);
 }
 
+static void test_session_note_only(void **state) {
+  (void)state;
+  /* The injected library could not collect and left a note: the run says
+   * why instead of "the program never initialized CUDA". */
+  char *dir = tu_mkdtemp();
+  char *spools = tu_join(dir, ".tbexport-spool-3");
+  assert_int_equal(mkdir(spools, 0700), 0);
+  char *note = tu_join(spools, "77.note");
+  const char *why = "libcupti.so.13: cannot open shared object file\n";
+  assert_int_equal(tu_write_file(note, why, strlen(why)), 0);
+  tbe_export_options eo;
+  tbe_export_options_init(&eo);
+  eo.logdir = dir;
+  eo.run = "n";
+  eo.host = "node";
+  tbe__session s;
+  memset(&s, 0, sizeof s);
+  s.spool_dir = spools;
+  s.eo = &eo;
+  s.quiet = 1;
+  s.fallback_pid = 77;
+  s.fallback_start_ns = T0;
+  s.fallback_stop_ns = T0 + 1000;
+  size_t np = 1;
+  assert_int_equal(tbe__spools_write_run(&s, NULL, &np), 0);
+  assert_int_equal(np, 0);
+  assert_int_equal(xspace_warnings_with(dir, "plugins/profile/n/node.xplane.pb",
+                                        "the collector could not start (pid 77: libcupti.so.13: "
+                                        "cannot open shared object file)"),
+                   1);
+  assert_int_equal(xspace_warnings_with(dir, "plugins/profile/n/node.xplane.pb", "never initialized"), 0);
+  assert_false(exists(dir, ".tbexport-spool-3")); /* the note and the folder are gone */
+  tu_rmrf(dir);
+  free(dir);
+  free(spools);
+  free(note);
+}
+
 static void test_session_bad_spool_default_run(void **state) {
   (void)state;
   /* A junk spool beside two good ones: both good ones convert (the error is
@@ -638,6 +676,7 @@ int main(void) {
       cmocka_unit_test(test_session_two_processes),
       cmocka_unit_test(test_session_no_process),
       cmocka_unit_test(test_session_bad_spool_default_run),
+      cmocka_unit_test(test_session_note_only),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
