@@ -335,6 +335,19 @@ int tbe_cmd_profile(int argc, char **argv) {
     }
   }
   co.capture = (unsigned)capture;
+  /* A capture range is read from records that --trace must collect. */
+  if (capture == TBE_CAPTURE_NVTX && !(co.trace & TBE_TRACE_NVTX)) {
+    tbe_cli_error("profile", "--capture-range nvtx:... needs nvtx in --trace");
+    free(cap_name);
+    free(cap_domain);
+    return TBE_EXIT_USAGE;
+  }
+  if (capture == TBE_CAPTURE_PROFILER_API && !(co.trace & TBE_TRACE_CUDA)) {
+    tbe_cli_error("profile", "--capture-range cudaProfilerApi needs cuda in --trace");
+    free(cap_name);
+    free(cap_domain);
+    return TBE_EXIT_USAGE;
+  }
   if (optind >= argc) {
     tbe_cli_error("profile", "no command to run (usage: tbexport [OPTIONS] -- CMD [ARGS...])");
     goto usage;

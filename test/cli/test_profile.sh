@@ -152,6 +152,9 @@ fi
 grep -q "logdir needs a value" err.txt || fail "--logdir without a value: message: $(cat err.txt)"
 [ ! -e -- ] || fail "--logdir --: a directory named '--' was made"
 "$tb" --logdir ld6 --capture-range nvtx:step@train --quiet -- true 2>/dev/null || fail "nvtx capture range"
+"$tb" --logdir ld6 --capture-range nvtx:step --trace cuda -- true 2>err.txt
+[ $? -eq 2 ] || fail "nvtx capture range without nvtx in --trace: want 2"
+grep -q "needs nvtx in --trace" err.txt || fail "capture range without nvtx: message: $(cat err.txt)"
 "$tb" -- --help >/dev/null 2>&1
 "$tb" profile --help | grep -q "capture-range" || fail "profile --help"
 echo "test_profile: all checks passed"
