@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -917,6 +918,10 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
   if (rc == 0) {
     G.fd = tbe__io_open(G.cfg.spool_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
     if (G.fd < 0) rc = -errno;
+    /* Held while this process writes: the converter leaves a spool alone
+     * while a process that outlived the program still writes it. */
+    else
+      flock(G.fd, LOCK_EX | LOCK_NB);
   }
   if (rc == 0) {
     uint8_t head[TBE__SPOOL_HEADER];

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -1029,6 +1030,16 @@ static void sum(tbe_profiler_result *a, const tbe_profiler_result *b) {
   if (b->stop_ns > a->stop_ns) a->stop_ns = b->stop_ns;
 }
 
+/* Whether a live process still holds PATH's lock (collector.c): it is
+ * still writing that spool. */
+static int spool_in_use(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  int busy = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  close(fd);
+  return busy;
+}
+
 /* Appends "pid <stem>: <first line of DIR/NAME>" to NOTES (a "; "-separated
  * list of why processes did not collect; see inject.c) and removes the
  * file unless KEEP. */
@@ -1118,8 +1129,17 @@ int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, siz
   int64_t *pids = nn > 1 ? calloc(nn, sizeof *pids) : NULL;
   if (nn > 1 && !pids) rc = TBE_ENOMEM;
   int listed = rc == 0;
+  size_t busy = 0;
   for (size_t i = 0; listed && i <= nn; i++) {
     if (i == nn && nn > 0) break;
+    if (nn > 0 && spool_in_use(names[i])) {
+      /* A process that outlived the program (a daemon, a straggler). */
+      say(s, "%s is still being written by a running process: left as it is; convert it "
+             "later with: tbexport import %s --logdir DIR --run NAME",
+          names[i], names[i]);
+      busy++;
+      continue;
+    }
     tbe_trace *t = NULL;
     int r = tbe_trace_create(&t, s->eo->allocator);
     if (r) {
@@ -1206,10 +1226,10 @@ int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, siz
   free(names);
   free(pids);
   if (s->spool_dir && !s->keep) rmdir(s->spool_dir); /* only if empty */
-  if (rc && nn > 0 && !s->keep && done < nn)
+  if (rc && nn > 0 && !s->keep && done + busy < nn)
     say(s, "%zu of %zu spool files were not converted and are kept in %s; convert them later "
            "with: tbexport import FILE.spool... --logdir DIR --run NAME",
-        nn - done, nn, s->spool_dir ? s->spool_dir : ".");
+        nn - done - busy, nn, s->spool_dir ? s->spool_dir : ".");
   if (tot.stop_ns > tot.start_ns)
     tot.gpu_busy_pct = 100.0 * busy_ns / (double)(tot.stop_ns - tot.start_ns);
   if (tot.gpu_busy_pct > 100) tot.gpu_busy_pct = 100;

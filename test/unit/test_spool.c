@@ -13,6 +13,7 @@
 #include <cmocka.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -465,6 +466,51 @@ static void test_session_two_processes(void **state) {
   free(p2);
 }
 
+static void test_session_spool_in_use(void **state) {
+  (void)state;
+  /* A spool still locked by its (living) writer is left alone and kept;
+   * the others convert. */
+  char *dir = tu_mkdtemp();
+  char *spools = tu_join(dir, ".tbexport-spool-4");
+  assert_int_equal(mkdir(spools, 0700), 0);
+  img m;
+  build(&m, 1);
+  char *p1 = tu_join(spools, "321.spool");
+  assert_int_equal(tu_write_file(p1, m.b.data, m.b.len), 0);
+  uint32_t pid = 654;
+  memcpy(m.b.data + TBE__SPOOL_HEADER + 8 + 4 + offsetof(tbe__sp_info, pid), &pid, 4);
+  char *p2 = tu_join(spools, "654.spool");
+  assert_int_equal(tu_write_file(p2, m.b.data, m.last_frame), 0);
+  int held = open(p2, O_WRONLY | O_APPEND);
+  assert_true(held >= 0);
+  assert_int_equal(flock(held, LOCK_EX | LOCK_NB), 0); /* as collector.c does */
+  tbe_export_options eo;
+  tbe_export_options_init(&eo);
+  eo.logdir = dir;
+  eo.run = "live";
+  eo.host = "node";
+  tbe__session s;
+  memset(&s, 0, sizeof s);
+  s.spool_dir = spools;
+  s.eo = &eo;
+  s.quiet = 1;
+  tbe_profiler_result r;
+  size_t np = 0;
+  assert_int_equal(tbe__spools_write_run(&s, &r, &np), 0);
+  assert_int_equal(r.kernels, 7); /* 321's */
+  assert_true(exists(dir, "plugins/profile/live/node_pid321.xplane.pb"));
+  assert_false(exists(dir, "plugins/profile/live/node_pid654.xplane.pb"));
+  assert_true(exists(dir, ".tbexport-spool-4/654.spool"));
+  assert_false(exists(dir, ".tbexport-spool-4/321.spool"));
+  close(held);
+  tbe__buf_deinit(&m.b);
+  tu_rmrf(dir);
+  free(dir);
+  free(spools);
+  free(p1);
+  free(p2);
+}
+
 static void test_session_note_only(void **state) {
   (void)state;
   /* The injected library could not collect and left a note: the run says
@@ -677,6 +723,7 @@ int main(void) {
       cmocka_unit_test(test_session_no_process),
       cmocka_unit_test(test_session_bad_spool_default_run),
       cmocka_unit_test(test_session_note_only),
+      cmocka_unit_test(test_session_spool_in_use),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
