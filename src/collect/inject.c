@@ -6,7 +6,10 @@
  * InitializeInjection during cuInit; the NVTX loader calls
  * InitializeInjectionNvtx2 on the first NVTX call, which we forward to
  * libcupti's own NVTX handler so ranges become CUPTI marker records.
- * Whichever comes first starts the collector (once per process) with a
+ * Whichever comes first starts the collector (once per process: a forked
+ * child that reaches either starts its own, since the parent's session is
+ * not inherited; a call from inside the start, if CUPTI makes one, returns
+ * at once) with a
  * spool <dir>/<pid>.spool and registers the at-exit forced flush.
  *
  * Only these two symbols are exported (inject.map); everything else is
@@ -32,7 +35,9 @@
 
 #define TBE_INJECT_API __attribute__((visibility("default")))
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t start_mu = PTHREAD_MUTEX_INITIALIZER;
+static pid_t started_in; /* the process that ran start_once; 0: none */
+static __thread int starting;
 static tbe__cupti_api api;
 static int api_ok;
 
@@ -102,13 +107,25 @@ static void start_once(void) {
   atexit(at_exit);
 }
 
+static void ensure_started(void) {
+  if (starting) return;
+  pthread_mutex_lock(&start_mu);
+  if (started_in != getpid()) {
+    started_in = getpid();
+    starting = 1;
+    start_once();
+    starting = 0;
+  }
+  pthread_mutex_unlock(&start_mu);
+}
+
 TBE_INJECT_API int InitializeInjection(void) {
-  pthread_once(&once, start_once);
+  ensure_started();
   return 1;
 }
 
 TBE_INJECT_API int InitializeInjectionNvtx2(const void *(*get_export_table)(uint32_t)) {
-  pthread_once(&once, start_once);
+  ensure_started();
   if (!api_ok || !api.nvtx_init) return 0;
   return api.nvtx_init(get_export_table);
 }

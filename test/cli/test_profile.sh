@@ -97,13 +97,22 @@ rc=$?
 # it here; skipped in sanitizer builds (their runtime must load first).
 inj=$("$tb" --logdir ld9 --run probe --quiet -- sh -c 'echo "$CUDA_INJECTION64_PATH"' 2>/dev/null)
 if command -v python3 >/dev/null && [ -f "$inj" ] && ! ldd "$inj" 2>/dev/null | grep -q 'lib[at]san'; then
+  # (a forked child that reaches the injection starts its own session: two notes)
   TBEXPORT_CUPTI_LIB=/nonexistent/libcupti.so "$tb" --logdir ld9 --run nocupti -- python3 -c '
 import ctypes, os
-ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).InitializeInjection()' 2>err.txt
+lib = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"])
+lib.InitializeInjection()
+pid = os.fork()
+if pid == 0:
+    lib.InitializeInjection()
+    os._exit(0)
+os.waitpid(pid, 0)' 2>err.txt
   rc=$?
   [ $rc -eq 0 ] || fail "no libcupti: status $rc: $(cat err.txt)"
   grep -q "the collector could not start (pid [0-9]*: cannot load TBEXPORT_CUPTI_LIB=/nonexistent" err.txt ||
     fail "no libcupti: the cause was not reported: $(cat err.txt)"
+  [ "$(grep -o 'pid [0-9]*: cannot load' err.txt | sort -u | wc -l)" -eq 2 ] ||
+    fail "no libcupti: the forked child did not try on its own: $(cat err.txt)"
   gzip -dc ld9/plugins/profile/nocupti/*.trace.json.gz | grep -q "collector could not start" ||
     fail "no libcupti: the run does not say why"
   [ -z "$(find ld9 -name '.tbexport-spool*')" ] || fail "no libcupti: spool folder left behind"
