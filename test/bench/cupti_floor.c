@@ -31,7 +31,7 @@
 
 #define API __attribute__((visibility("default")))
 #define BUF_SIZE (4u << 20)
-#define NBUF_MAX 256 /* 1 GiB at most, like the collector's default cap */
+#define NBUF_MAX 256 /* 1 GiB at most (the collector caps at 64 MiB by default) */
 #define NBUF_START 8
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;

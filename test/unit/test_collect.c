@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -53,15 +54,17 @@ static struct {
   int refuse_kind; /* a kind that fails to enable, or -1 */
 } F;
 
+/* (atomic: the collector's timers switch kinds on its own thread) */
 static CUptiResult f_enable(CUpti_ActivityKind k) {
   if ((int)k == F.refuse_kind) return CUPTI_ERROR_NOT_COMPATIBLE;
-  if ((unsigned)k < 64) F.enabled[k] = 1;
+  if ((unsigned)k < 64) __atomic_store_n(&F.enabled[k], 1, __ATOMIC_SEQ_CST);
   return CUPTI_SUCCESS;
 }
 static CUptiResult f_disable(CUpti_ActivityKind k) {
-  if ((unsigned)k < 64) F.enabled[k] = 0;
+  if ((unsigned)k < 64) __atomic_store_n(&F.enabled[k], 0, __ATOMIC_SEQ_CST);
   return CUPTI_SUCCESS;
 }
+static int enabled(CUpti_ActivityKind k) { return __atomic_load_n(&F.enabled[k], __ATOMIC_SEQ_CST); }
 static CUptiResult f_register(CUpti_BuffersCallbackRequestFunc r,
                               CUpti_BuffersCallbackCompleteFunc d) {
   F.req = r;
@@ -675,6 +678,49 @@ static void test_failed_spool_write(void **state) {
   tbe_trace_free(t);
 }
 
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Waits up to 10 s for kind K to be switched to ON; returns the time. */
+static double wait_kind(CUpti_ActivityKind k, int on) {
+  double t0 = now_s();
+  while (enabled(k) != on && now_s() - t0 < 10) usleep(2000);
+  assert_int_equal(enabled(k), on);
+  return now_s();
+}
+
+static void test_delay_and_duration(void **state) {
+  fixture *f = *state;
+  /* --delay 0.2 --duration 0.3: nothing is switched on at start; the
+   * background thread switches the kinds on after the delay and off after
+   * the duration, and records both moments in the spool. */
+  tbe__collect_config c;
+  memset(&c, 0, sizeof c);
+  c.trace = TBE_TRACE_CUDA | TBE_TRACE_NVTX;
+  c.spool_path = f->spool;
+  c.delay_s = 0.2;
+  c.duration_s = 0.3;
+  double t0 = now_s();
+  assert_int_equal(tbe__collector_start(&fake_api, &c), 0);
+  assert_int_equal(enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), 0);
+  double on = wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 1);
+  assert_true(on - t0 >= 0.19);
+  assert_int_equal(enabled(CUPTI_ACTIVITY_KIND_MARKER), 1);
+  kernel(1, "k", T0 + 100, T0 + 200, 7);
+  double off = wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0);
+  assert_true(off - t0 >= 0.49);
+  assert_int_equal(enabled(CUPTI_ACTIVITY_KIND_MARKER), 0);
+  tbe__convert_info info;
+  tbe__sp_stats st;
+  tbe_trace *t = stop_and_convert(f, NULL, &info, &st);
+  assert_int_equal(count_kind(t, TBE_EV_KERNEL), 1);
+  assert_false(t->ended_early);
+  tbe_trace_free(t);
+}
+
 static void test_capture_nvtx(void **state) {
   fixture *f = *state;
   start(f, TBE_TRACE_CUDA | TBE_TRACE_NVTX, 0, 0);
@@ -796,6 +842,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_zero_timestamps, setup, teardown),
       cmocka_unit_test_setup_teardown(test_buffer_cap_drops, setup, teardown),
       cmocka_unit_test_setup_teardown(test_failed_spool_write, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_delay_and_duration, setup, teardown),
       cmocka_unit_test_setup_teardown(test_capture_nvtx, setup, teardown),
       cmocka_unit_test_setup_teardown(test_capture_profiler_api, setup, teardown),
       cmocka_unit_test_setup_teardown(test_refused_kind_is_noted, setup, teardown),
