@@ -709,14 +709,15 @@ static void test_delay_and_duration(void **state) {
   double on = wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 1);
   assert_true(on - t0 >= 0.19);
   assert_int_equal(enabled(CUPTI_ACTIVITY_KIND_MARKER), 1);
-  kernel(1, "k", T0 + 100, T0 + 200, 7);
+  /* (no records from this thread meanwhile: the fake's buffers are not
+   * locked, and closing the window flushes them from the collector's) */
   double off = wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0);
   assert_true(off - t0 >= 0.49);
   assert_int_equal(enabled(CUPTI_ACTIVITY_KIND_MARKER), 0);
   tbe__convert_info info;
   tbe__sp_stats st;
   tbe_trace *t = stop_and_convert(f, NULL, &info, &st);
-  assert_int_equal(count_kind(t, TBE_EV_KERNEL), 1);
+  assert_int_equal(t->nevents, 0);
   assert_false(t->ended_early);
   tbe_trace_free(t);
 }
