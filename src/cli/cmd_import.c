@@ -177,6 +177,15 @@ int tbe_cmd_import(int argc, char **argv) {
     return TBE_EXIT_USAGE;
   }
 
+  tbe_export_options o;
+  tbe_export_options_init(&o);
+  o.logdir = logdir;
+  o.run = run;
+  o.host = host;
+  o.outputs = outputs;
+  o.force = force;
+  o.on_file = print_file;
+
   int nspool = 0;
   for (int i = optind; i < argc; i++) nspool += is_spool(argv[i]);
   if (nspool) {
@@ -185,14 +194,6 @@ int tbe_cmd_import(int argc, char **argv) {
                     "spool files cannot be merged with other traces: import them on their own");
       return TBE_EXIT_USAGE;
     }
-    tbe_export_options o;
-    tbe_export_options_init(&o);
-    o.logdir = logdir;
-    o.run = run;
-    o.host = host;
-    o.outputs = outputs;
-    o.force = force;
-    o.on_file = print_file;
     return import_spools(argv + optind, (size_t)(argc - optind), &o, quiet);
   }
 
@@ -222,14 +223,6 @@ int tbe_cmd_import(int argc, char **argv) {
     }
   }
 
-  tbe_export_options o;
-  tbe_export_options_init(&o);
-  o.logdir = logdir;
-  o.run = run;
-  o.host = host;
-  o.outputs = outputs;
-  o.force = force;
-  o.on_file = print_file;
   char run_buf[256], host_buf[256];
   rc = tbe_export_resolve(t, &o, run_buf, sizeof run_buf, host_buf, sizeof host_buf);
   if (rc) {

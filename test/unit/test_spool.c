@@ -50,6 +50,14 @@ static void frame(img *m, tbe__buf *payload) {
   tbe__buf_clear(payload);
 }
 
+/* Starts an image: the 32-byte header, created at T0. */
+static void img_start(img *m) {
+  tbe__buf_init(&m->b, &al);
+  uint8_t head[TBE__SPOOL_HEADER];
+  tbe__spool_header(head, T0);
+  tbe__buf_append(&m->b, head, sizeof head);
+}
+
 static void kern(tbe__buf *p, uint32_t corr, uint32_t name, int64_t s, int64_t e) {
   tbe__sp_kernel k;
   memset(&k, 0, sizeof k);
@@ -65,10 +73,7 @@ static void kern(tbe__buf *p, uint32_t corr, uint32_t name, int64_t s, int64_t e
 /* A spool of three frames: info + strings + 2 kernels + API; 3 kernels;
  * 2 kernels + stats + end.  Returns the image. */
 static void build(img *m, int with_end) {
-  tbe__buf_init(&m->b, &al);
-  uint8_t head[TBE__SPOOL_HEADER];
-  tbe__spool_header(head, T0);
-  tbe__buf_append(&m->b, head, sizeof head);
+  img_start(m);
   tbe__buf p;
   tbe__buf_init(&p, &al);
   tbe__sp_info info;
@@ -237,10 +242,7 @@ static void test_duration_window(void **state) {
    * on until T0+100000.  The trace spans the window (and the kernel that
    * completed after it was closed), and GPU busy % is over that span. */
   img m;
-  tbe__buf_init(&m.b, &al);
-  uint8_t head[TBE__SPOOL_HEADER];
-  tbe__spool_header(head, T0);
-  tbe__buf_append(&m.b, head, sizeof head);
+  img_start(&m);
   tbe__buf p;
   tbe__buf_init(&p, &al);
   tbe__sp_info info;
@@ -300,10 +302,7 @@ static void test_items_out_of_bounds(void **state) {
   /* A frame whose item claims more bytes than the frame holds, with a
    * valid checksum: rejected as a whole, nothing from it is used. */
   img m;
-  tbe__buf_init(&m.b, &al);
-  uint8_t head[TBE__SPOOL_HEADER];
-  tbe__spool_header(head, T0);
-  tbe__buf_append(&m.b, head, sizeof head);
+  img_start(&m);
   tbe__buf p;
   tbe__buf_init(&p, &al);
   tbe__spool_str(&p, 1, "k", 1);
@@ -321,8 +320,8 @@ static void test_items_out_of_bounds(void **state) {
   assert_int_equal(info.tail_offset, good);
   assert_string_equal(info.tail_why, "item past frame end");
   tbe_trace_free(t);
-  tbe__buf_clear(&m.b);
-  tbe__buf_append(&m.b, head, sizeof head);
+  tbe__buf_deinit(&m.b);
+  img_start(&m);
   tbe__spool_item(&p, 999, "xyz", 3);
   tbe__spool_str(&p, 5000000, "big id", 6);
   kern(&p, 1, 77, T0 + 1, T0 + 2); /* undefined string id: empty name */
@@ -407,41 +406,63 @@ static int xspace_warnings_with(const char *dir, const char *rel, const char *ne
   return c;
 }
 
+/* A session folder DIR/<name> holding 321.spool (the whole image of
+ * build()) and 654.spool (the same with pid 654, so that its first frame
+ * fails its checksum, cut EXTRA bytes into the last frame), with export
+ * options for host "node" and a session over the folder. */
+typedef struct two_procs {
+  char *dir, *spools, *p1, *p2;
+  img m;
+  tbe_export_options eo;
+  tbe__session s;
+} two_procs;
+
+static void two_setup(two_procs *w, const char *name, size_t extra) {
+  w->dir = tu_mkdtemp();
+  w->spools = tu_join(w->dir, name);
+  assert_int_equal(mkdir(w->spools, 0700), 0);
+  build(&w->m, 1);
+  w->p1 = tu_join(w->spools, "321.spool");
+  assert_int_equal(tu_write_file(w->p1, w->m.b.data, w->m.b.len), 0);
+  uint32_t pid = 654;
+  memcpy(w->m.b.data + TBE__SPOOL_HEADER + 8 + 4 + offsetof(tbe__sp_info, pid), &pid, 4);
+  w->p2 = tu_join(w->spools, "654.spool");
+  assert_int_equal(tu_write_file(w->p2, w->m.b.data, w->m.last_frame + extra), 0);
+  tbe_export_options_init(&w->eo);
+  w->eo.logdir = w->dir;
+  w->eo.host = "node";
+  memset(&w->s, 0, sizeof w->s);
+  w->s.spool_dir = w->spools;
+  w->s.eo = &w->eo;
+  w->s.quiet = 1;
+}
+
+static void two_free(two_procs *w) {
+  tbe__buf_deinit(&w->m.b);
+  tu_rmrf(w->dir);
+  free(w->dir);
+  free(w->spools);
+  free(w->p1);
+  free(w->p2);
+}
+
 static void test_session_two_processes(void **state) {
   (void)state;
   /* Two processes' spools (one cut short) become one run, one host each. */
-  char *dir = tu_mkdtemp();
-  char *spools = tu_join(dir, ".tbexport-spool-1");
-  assert_int_equal(mkdir(spools, 0700), 0);
-  img m;
-  build(&m, 1);
-  char *p1 = tu_join(spools, "321.spool");
-  assert_int_equal(tu_write_file(p1, m.b.data, m.b.len), 0);
-  uint32_t pid = 654;
-  memcpy(m.b.data + TBE__SPOOL_HEADER + 8 + 4 + offsetof(tbe__sp_info, pid), &pid, 4);
-  /* (the checksum of frame 1 no longer matches: nothing of it converts) */
-  char *p2 = tu_join(spools, "654.spool");
-  assert_int_equal(tu_write_file(p2, m.b.data, m.last_frame + 5), 0);
-  tbe_export_options eo;
-  tbe_export_options_init(&eo);
-  eo.logdir = dir;
-  eo.run = "r";
-  eo.host = "node";
-  tbe__session s;
-  memset(&s, 0, sizeof s);
-  s.spool_dir = spools;
-  s.eo = &eo;
-  s.quiet = 1;
+  two_procs w;
+  two_setup(&w, ".tbexport-spool-1", 5);
+  const char *dir = w.dir;
+  w.eo.run = "r";
   tbe__collector_cost cost;
-  s.cost = &cost;
+  w.s.cost = &cost;
   tbe_profiler_result r;
   size_t np = 0;
-  assert_int_equal(tbe__spools_write_run(&s, &r, &np), 0);
+  assert_int_equal(tbe__spools_write_run(&w.s, &r, &np), 0);
   assert_int_equal(np, 2);
   /* the collector's cost: from the one stats item that survived */
   assert_int_equal(cost.decode_cpu_ns, 1234567);
   assert_int_equal(cost.buffer_bytes, 8u << 20);
-  assert_int_equal(cost.spool_bytes, m.b.len + m.last_frame + 5);
+  assert_int_equal(cost.spool_bytes, w.m.b.len + w.m.last_frame + 5);
   assert_int_equal(r.kernels, 7);
   assert_int_equal(r.dropped_records, 3);
   assert_true(exists(dir, "plugins/profile/r/node_pid321.xplane.pb"));
@@ -458,57 +479,30 @@ static void test_session_two_processes(void **state) {
   assert_int_equal(xspace_warnings_with(dir, "plugins/profile/r/node_pid321.xplane.pb", "were dropped"), 1);
   assert_int_equal(count_in_gz(dir, "plugins/profile/r/node_pid654.trace.json.gz", "ended early"), 1);
   assert_int_equal(count_in_gz(dir, "plugins/profile/r/node_pid321.trace.json.gz", "were dropped"), 1);
-  tbe__buf_deinit(&m.b);
-  tu_rmrf(dir);
-  free(dir);
-  free(spools);
-  free(p1);
-  free(p2);
+  two_free(&w);
 }
 
 static void test_session_spool_in_use(void **state) {
   (void)state;
   /* A spool still locked by its (living) writer is left alone and kept;
    * the others convert. */
-  char *dir = tu_mkdtemp();
-  char *spools = tu_join(dir, ".tbexport-spool-4");
-  assert_int_equal(mkdir(spools, 0700), 0);
-  img m;
-  build(&m, 1);
-  char *p1 = tu_join(spools, "321.spool");
-  assert_int_equal(tu_write_file(p1, m.b.data, m.b.len), 0);
-  uint32_t pid = 654;
-  memcpy(m.b.data + TBE__SPOOL_HEADER + 8 + 4 + offsetof(tbe__sp_info, pid), &pid, 4);
-  char *p2 = tu_join(spools, "654.spool");
-  assert_int_equal(tu_write_file(p2, m.b.data, m.last_frame), 0);
-  int held = open(p2, O_WRONLY | O_APPEND);
+  two_procs w;
+  two_setup(&w, ".tbexport-spool-4", 0);
+  const char *dir = w.dir;
+  w.eo.run = "live";
+  int held = open(w.p2, O_WRONLY | O_APPEND);
   assert_true(held >= 0);
   assert_int_equal(flock(held, LOCK_EX | LOCK_NB), 0); /* as collector.c does */
-  tbe_export_options eo;
-  tbe_export_options_init(&eo);
-  eo.logdir = dir;
-  eo.run = "live";
-  eo.host = "node";
-  tbe__session s;
-  memset(&s, 0, sizeof s);
-  s.spool_dir = spools;
-  s.eo = &eo;
-  s.quiet = 1;
   tbe_profiler_result r;
   size_t np = 0;
-  assert_int_equal(tbe__spools_write_run(&s, &r, &np), 0);
+  assert_int_equal(tbe__spools_write_run(&w.s, &r, &np), 0);
   assert_int_equal(r.kernels, 7); /* 321's */
   assert_true(exists(dir, "plugins/profile/live/node_pid321.xplane.pb"));
   assert_false(exists(dir, "plugins/profile/live/node_pid654.xplane.pb"));
   assert_true(exists(dir, ".tbexport-spool-4/654.spool"));
   assert_false(exists(dir, ".tbexport-spool-4/321.spool"));
   close(held);
-  tbe__buf_deinit(&m.b);
-  tu_rmrf(dir);
-  free(dir);
-  free(spools);
-  free(p1);
-  free(p2);
+  two_free(&w);
 }
 
 static void test_session_note_only(void **state) {
@@ -554,31 +548,14 @@ static void test_session_bad_spool_default_run(void **state) {
   /* A junk spool beside two good ones: both good ones convert (the error is
    * still returned), the junk one is kept; without a run name all land in
    * one run. */
-  char *dir = tu_mkdtemp();
-  char *spools = tu_join(dir, ".tbexport-spool-2");
-  assert_int_equal(mkdir(spools, 0700), 0);
-  char *junk = tu_join(spools, "100.spool");
+  two_procs w;
+  two_setup(&w, ".tbexport-spool-2", 0);
+  const char *dir = w.dir;
+  char *junk = tu_join(w.spools, "100.spool");
   assert_int_equal(tu_write_file(junk, "TBESPL01 but nothing else of a spool, really", 44), 0);
-  img m;
-  build(&m, 1);
-  char *p1 = tu_join(spools, "321.spool");
-  assert_int_equal(tu_write_file(p1, m.b.data, m.b.len), 0);
-  uint32_t pid = 654;
-  memcpy(m.b.data + TBE__SPOOL_HEADER + 8 + 4 + offsetof(tbe__sp_info, pid), &pid, 4);
-  char *p2 = tu_join(spools, "654.spool");
-  assert_int_equal(tu_write_file(p2, m.b.data, m.last_frame), 0);
-  tbe_export_options eo;
-  tbe_export_options_init(&eo);
-  eo.logdir = dir;
-  eo.host = "node";
-  tbe__session s;
-  memset(&s, 0, sizeof s);
-  s.spool_dir = spools;
-  s.eo = &eo;
-  s.quiet = 1;
   tbe_profiler_result r;
   size_t np = 0;
-  assert_int_not_equal(tbe__spools_write_run(&s, &r, &np), 0);
+  assert_int_not_equal(tbe__spools_write_run(&w.s, &r, &np), 0);
   assert_int_equal(np, 3);
   assert_int_equal(r.kernels, 7);
   char *prof = tu_join(dir, "plugins/profile");
@@ -603,27 +580,22 @@ static void test_session_bad_spool_default_run(void **state) {
   assert_false(exists(dir, ".tbexport-spool-2/321.spool"));
 
   /* One spool given twice as a file (the same pid twice): distinct hosts. */
-  assert_int_equal(tu_write_file(p2, m.b.data, m.last_frame), 0);
-  const char *files[] = {p2, p2};
-  memset(&s, 0, sizeof s);
-  s.files = files;
-  s.nfiles = 2;
-  s.eo = &eo;
-  s.keep = 1;
-  s.quiet = 1;
-  eo.run = "again";
-  assert_int_equal(tbe__spools_write_run(&s, &r, &np), 0);
+  assert_int_equal(tu_write_file(w.p2, w.m.b.data, w.m.last_frame), 0);
+  const char *files[] = {w.p2, w.p2};
+  memset(&w.s, 0, sizeof w.s);
+  w.s.files = files;
+  w.s.nfiles = 2;
+  w.s.eo = &w.eo;
+  w.s.keep = 1;
+  w.s.quiet = 1;
+  w.eo.run = "again";
+  assert_int_equal(tbe__spools_write_run(&w.s, &r, &np), 0);
   assert_true(exists(dir, "plugins/profile/again/node_pid654.xplane.pb"));
   assert_true(exists(dir, "plugins/profile/again/node_pid654_2.xplane.pb"));
   assert_true(exists(dir, ".tbexport-spool-2/654.spool")); /* kept */
-  tbe__buf_deinit(&m.b);
-  tu_rmrf(dir);
-  free(dir);
-  free(spools);
-  free(prof);
   free(junk);
-  free(p1);
-  free(p2);
+  free(prof);
+  two_free(&w);
 }
 
 static void test_session_no_process(void **state) {
