@@ -159,6 +159,7 @@ static struct {
   tbe__sp_stats stats;
   struct timespec t0;      /* CLOCK_MONOTONIC at start */
   int window_opened, window_closed;
+  int walk_noted;          /* a buffer walk that CUPTI cut short was noted */
 } G = {.mu = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
 static int atfork_registered;
@@ -535,13 +536,29 @@ static void write_batch(void) {
   }
 }
 
+static void note(const char *fmt, const char *a, const char *b);
+static const char *cupti_err(CUptiResult r);
+
 static void decode_buffer(uint8_t *buf, size_t valid) {
   uint64_t before = G.stats.records;
   CUpti_Activity *rec = NULL;
   if (valid) {
     for (;;) {
       CUptiResult r = G.api.get_next_record(buf, valid, &rec);
-      if (r != CUPTI_SUCCESS) break; /* MAX_LIMIT_REACHED: done; INVALID_KIND: stop */
+      if (r == CUPTI_ERROR_MAX_LIMIT_REACHED) break; /* the end */
+      if (r != CUPTI_SUCCESS) {
+        /* (INVALID_KIND: a record this CUPTI cannot size) the walk ends
+         * here; what follows in the buffer is lost: said once. */
+        if (!G.walk_noted) {
+          G.walk_noted = 1;
+          pthread_mutex_lock(&G.mu);
+          note("CUPTI could not walk an activity buffer past a record (%s)%s: the rest of that "
+               "buffer was skipped, and of any other like it",
+               cupti_err(r), "");
+          pthread_mutex_unlock(&G.mu);
+        }
+        break;
+      }
       decode_record(rec);
     }
   }
@@ -911,6 +928,7 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
   G.write_err = 0;
   G.stopping = G.closed = G.enabled = G.busy = 0;
   G.window_opened = G.window_closed = 0;
+  G.walk_noted = 0;
   G.owner = getpid();
   G.cupti_version = 0;
   int rc = 0;

@@ -647,6 +647,26 @@ static void test_buffer_cap_drops(void **state) {
   tbe_trace_free(t);
 }
 
+static void test_unwalkable_record(void **state) {
+  fixture *f = *state;
+  /* A record the (fake) CUPTI cannot size ends the walk of its buffer: the
+   * kernels before it are kept, the loss is said in the run. */
+  start(f, TBE_TRACE_CUDA, 1 << 20, 1 << 16);
+  kernel(1, "before", T0 + 100, T0 + 200, 7);
+  CUpti_Activity odd[8];
+  memset(odd, 0, sizeof odd);
+  odd[0].kind = CUPTI_ACTIVITY_KIND_PCIE; /* no size known to the fake */
+  emit(odd, sizeof odd);
+  kernel(2, "after", T0 + 300, T0 + 400, 7);
+  tbe__convert_info info;
+  tbe__sp_stats st;
+  tbe_trace *t = stop_and_convert(f, NULL, &info, &st);
+  assert_int_equal(count_kind(t, TBE_EV_KERNEL), 1);
+  assert_non_null(find(t, TBE_EV_KERNEL, "before"));
+  assert_true(has_warning(t, "could not walk an activity buffer"));
+  tbe_trace_free(t);
+}
+
 static void test_failed_spool_write(void **state) {
   fixture *f = *state;
   /* The frame of the first buffer fails to write (EIO, once): its records
@@ -843,6 +863,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_zero_timestamps, setup, teardown),
       cmocka_unit_test_setup_teardown(test_buffer_cap_drops, setup, teardown),
       cmocka_unit_test_setup_teardown(test_failed_spool_write, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_unwalkable_record, setup, teardown),
       cmocka_unit_test_setup_teardown(test_delay_and_duration, setup, teardown),
       cmocka_unit_test_setup_teardown(test_capture_nvtx, setup, teardown),
       cmocka_unit_test_setup_teardown(test_capture_profiler_api, setup, teardown),
