@@ -385,6 +385,7 @@ int tbe_cmd_profile(int argc, char **argv) {
 #else
   int rc, ret = TBE_EXIT_FAIL, made_spool = 0, nadded = 0;
   char *inject = NULL, *spool = NULL, *added[4] = {0};
+  char **sh_argv = NULL;
   char **envp = NULL;
   char spool_rel[PATH_MAX];
   written w = {0};
@@ -466,6 +467,16 @@ int tbe_cmd_profile(int argc, char **argv) {
   sa.sa_sigaction = forward;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
+  /* argv for running CMD with /bin/sh should it lack a #! line (made
+   * before fork: the child only calls execve). */
+  int argc_cmd = 0;
+  while (cmd[argc_cmd]) argc_cmd++;
+  sh_argv = malloc(((size_t)argc_cmd + 2) * sizeof *sh_argv);
+  if (sh_argv) {
+    sh_argv[0] = "/bin/sh";
+    sh_argv[1] = exe;
+    for (int i = 1; i <= argc_cmd; i++) sh_argv[i + 1] = cmd[i];
+  }
   own_group = !in_foreground();
   pending_sig = 0;
   child_pid = 0;
@@ -487,6 +498,12 @@ int tbe_cmd_profile(int argc, char **argv) {
     for (int i = 0; i < 6; i++) sigaction(fwd[i], &old[i], NULL);
     execve(exe, cmd, envp);
     int e = errno;
+    if (e == ENOEXEC && sh_argv) {
+      /* An executable without #! line: run by the shell, as shells and
+       * execvp do. */
+      execve("/bin/sh", sh_argv, envp);
+      e = errno;
+    }
     ssize_t wr = write(pfd[1], &e, sizeof e);
     (void)wr;
     _exit(127);
@@ -588,6 +605,7 @@ out:
   free(w.paths);
   for (int i = 0; i < nadded; i++) free(added[i]);
   free(envp);
+  free(sh_argv);
   free(exe);
   free(inject);
   free(spool);

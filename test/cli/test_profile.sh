@@ -76,6 +76,9 @@ esac
 case "$env_out" in *delay=0.5*) ;; *) fail "delay not passed: '$env_out'" ;; esac
 env_out=$("$tb" --logdir ld4 --quiet --force --trace cuda -- sh -c 'echo "[$NVTX_INJECTION64_PATH]"' 2>/dev/null)
 [ "$env_out" = "[]" ] || fail "--trace cuda still injects NVTX: '$env_out'"
+printf 'echo "no #! line: $1"\n' >nosb && chmod +x nosb
+out=$("$tb" --logdir ld4 --quiet --force -- ./nosb x 2>/dev/null)
+[ "$out" = "no #! line: x" ] || fail "script without #! line: '$out' (a shell runs it with /bin/sh)"
 "$tb" --logdir ld4 --quiet --force -- sh -c 'exit 7' 2>/dev/null
 [ $? -eq 7 ] || fail "exit status not passed through"
 "$tb" --logdir ld4 --quiet --force -- sh -c 'kill -KILL $$' 2>/dev/null
