@@ -386,6 +386,7 @@ int tbe_cmd_profile(int argc, char **argv) {
   int rc, ret = TBE_EXIT_FAIL, made_spool = 0, nadded = 0;
   char *inject = NULL, *spool = NULL, *added[4] = {0};
   char **sh_argv = NULL;
+  int logdir_made = 0, made_logdir_empty = 0;
   char **envp = NULL;
   char spool_rel[PATH_MAX];
   written w = {0};
@@ -423,6 +424,8 @@ int tbe_cmd_profile(int argc, char **argv) {
                   "(set TBEXPORT_INJECT_LIB)");
     goto out;
   }
+  struct stat lst;
+  logdir_made = stat(logdir, &lst) != 0;
   if ((rc = tbe__mkdir_p(logdir, 0755))) {
     tbe_cli_error("profile", "%s: %s", logdir, tbe_strerror(rc));
     goto out;
@@ -530,6 +533,7 @@ int tbe_cmd_profile(int argc, char **argv) {
   if (got == (ssize_t)sizeof exec_err && exec_err) {
     tbe_cli_error("profile", "%s: %s", cmd[0], strerror(exec_err));
     ret = exec_err == EACCES ? 126 : TBE_EXIT_NOCMD;
+    made_logdir_empty = logdir_made; /* nothing ran: leave no trace of it */
     goto out;
   }
 
@@ -601,6 +605,7 @@ int tbe_cmd_profile(int argc, char **argv) {
   ret = rc && exit_code == 0 ? tbe_cli_exit_for(rc) : exit_code;
 out:
   if (made_spool) rmdir(spool_rel);
+  if (made_logdir_empty) rmdir(logdir); /* only if still empty */
   for (size_t i = 0; i < w.n; i++) free(w.paths[i]);
   free(w.paths);
   for (int i = 0; i < nadded; i++) free(added[i]);

@@ -20,6 +20,12 @@ grep -q "no/such/program: command not found" err.txt || fail "missing command: m
 "$tb" -- no_such_command_tbexport_xyz 2>/dev/null
 [ $? -eq 127 ] || fail "missing command on PATH: want 127"
 [ ! -e ld ] || fail "missing command: the log dir was created"
+"$tb" --logdir ldE -- / 2>err.txt
+rc=$?
+if ! grep -q "collector was not built" err.txt; then
+  [ $rc -eq 126 ] || fail "a directory as the command: status $rc, want 126"
+  [ ! -e ldE ] || fail "a command that cannot be executed: the log dir was left behind"
+fi
 
 # Without CUDA at build time: an explanation, status 1, the command not run.
 "$tb" --logdir ld -- /bin/true 2>err.txt
