@@ -845,6 +845,20 @@ static int build_trace(build *b) {
   }
   if (rc) return rc;
 
+  /* With a capture range the trace spans its windows (and the GPU work
+   * launched in them), so that GPU busy % is over what was kept. */
+  if (b->windowed && b->win.n) {
+    int64_t ws = INT64_MAX, we = INT64_MIN;
+    for (size_t i = 0; i < b->win.n; i++) {
+      int64_t e = b->win.v[i].b == INT64_MAX ? b->end_ns : b->win.v[i].b;
+      if (b->win.v[i].a < ws) ws = b->win.v[i].a;
+      if (e > we) we = e;
+    }
+    for (size_t i = 0; i < b->gpu.n; i++)
+      if (b->gpu.v[i].b > we) we = b->gpu.v[i].b;
+    if (ws > start) start = ws;
+    if (we < b->end_ns && we >= start) b->end_ns = we;
+  }
   t->start_ns = start > 0 ? start : 0;
   t->stop_ns = b->end_ns;
   return tbe_trace_error(t);

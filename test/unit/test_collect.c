@@ -766,6 +766,11 @@ static void test_capture_nvtx(void **state) {
   assert_int_equal(count_kind(t, TBE_EV_NVTX_RANGE), 1);
   assert_int_equal(info.outside_capture, 5);
   assert_true(has_warning(t, "outside the capture range"));
+  /* the trace spans the window and the kernel launched in it, so GPU busy
+   * % is 10 ns of 120 */
+  assert_int_equal(t->start_ns, (int64_t)(T0 + 200));
+  assert_int_equal(t->stop_ns, (int64_t)(T0 + 320));
+  assert_true(info.r.gpu_busy_pct > 8.33 && info.r.gpu_busy_pct < 8.34);
   tbe_trace_free(t);
 }
 
