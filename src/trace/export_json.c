@@ -1432,6 +1432,19 @@ static int write_events(jctx *c, jsink *sink, int nth) {
  * metadata events) formatted here, the events by write_events, the tail
  * (model flows, traceName) here again.  `nth` formatting threads (0: the
  * default). */
+/* tbe__status_lines' EMIT: one string of the tbexportWarnings array. */
+typedef struct warn_list {
+  jw *w;
+  int first;
+} warn_list;
+
+static void warning_item(void *ctx, const char *line, size_t len) {
+  warn_list *l = ctx;
+  if (!l->first) JW_LIT(l->w, ", ");
+  jw_qstr(l->w, line, len);
+  l->first = 0;
+}
+
 static int json_write(const tbe_trace *t, int fd, int gzip, int nth, const char *trace_name,
                       const tbe_allocator *a, void (*progress)(void *, uint64_t, uint64_t),
                       void *progress_ctx) {
@@ -1516,27 +1529,10 @@ static int json_write(const tbe_trace *t, int fd, int gzip, int nth, const char 
       JW_LIT(w, ", \"endedEarly\": false},\n");
   }
   if (t->nwarnings || t->dropped_records || t->dropped_out_of_range || t->ended_early) {
-    char tmp[160];
-    int first = 1;
+    warn_list wl = {w, 1};
     JW_LIT(w, "  \"tbexportWarnings\": [");
-    if (t->dropped_records && !tbe__trace_mentions(t, "were dropped")) {
-      snprintf(tmp, sizeof tmp, "%llu records were dropped while collecting",
-               (unsigned long long)t->dropped_records);
-      jw_qcstr(w, tmp);
-      first = 0;
-    }
-    if (t->dropped_out_of_range && !tbe__trace_mentions(t, "zero or inverted timestamps")) {
-      snprintf(tmp, sizeof tmp, "%llu records had zero or inverted timestamps and were dropped",
-               (unsigned long long)t->dropped_out_of_range);
-      if (!first) JW_LIT(w, ", ");
-      jw_qcstr(w, tmp);
-      first = 0;
-    }
-    if (t->ended_early && !tbe__trace_mentions(t, "ended early")) {
-      if (!first) JW_LIT(w, ", ");
-      jw_qcstr(w, "the capture ended early");
-      first = 0;
-    }
+    tbe__status_lines(t, 0, warning_item, &wl);
+    int first = wl.first;
     for (size_t i = 0; i < t->nwarnings; i++) {
       if (!first) JW_LIT(w, ", ");
       jw_str(c, t->warnings[i]);

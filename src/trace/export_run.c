@@ -27,12 +27,36 @@
 #include "tbexport/export.h"
 #include "trace/exporter.h"
 
-int tbe__trace_mentions(const tbe_trace *t, const char *needle) {
+/* Whether one of T's warnings contains NEEDLE. */
+static int mentions(const tbe_trace *t, const char *needle) {
   for (size_t i = 0; i < t->nwarnings; i++) {
     const char *w = tbe_trace_str(t, t->warnings[i]);
     if (w && strstr(w, needle)) return 1;
   }
   return 0;
+}
+
+void tbe__status_lines(const tbe_trace *t, int with_overhead,
+                       void (*emit)(void *ctx, const char *line, size_t len), void *ctx) {
+  char msg[200];
+  int n;
+  if (t->dropped_records && !mentions(t, "were dropped")) {
+    n = snprintf(msg, sizeof msg, "%llu records were dropped while collecting",
+                 (unsigned long long)t->dropped_records);
+    emit(ctx, msg, (size_t)n);
+  }
+  if (t->dropped_out_of_range && !mentions(t, "zero or inverted timestamps")) {
+    n = snprintf(msg, sizeof msg, "%llu records had zero or inverted timestamps and were dropped",
+                 (unsigned long long)t->dropped_out_of_range);
+    emit(ctx, msg, (size_t)n);
+  }
+  if (with_overhead && t->source == TBE_SRC_CUPTI && t->overhead_ns) {
+    n = snprintf(msg, sizeof msg,
+                 "CUPTI's own overhead: %.3f ms (its records are events on the host timeline)",
+                 (double)t->overhead_ns / 1e6);
+    emit(ctx, msg, (size_t)n);
+  }
+  if (t->ended_early && !mentions(t, "ended early")) emit(ctx, "the capture ended early", 23);
 }
 
 static const tbe__exporter *const EXPORTERS[] = {&tbe__exporter_xplane, &tbe__exporter_json,

@@ -1097,6 +1097,11 @@ static void task_env_plane(xctx *c) {
   xw_close(&c->w, at);
 }
 
+/* tbe__status_lines' EMIT: one XSpace.warnings (3) entry. */
+static void warning_line(void *ctx, const char *line, size_t len) {
+  xw_len_field(ctx, 3, line, len);
+}
+
 static int xplane_write(const tbe_trace *t, int fd, const char *host, const tbe_allocator *a,
                         void (*progress)(void *, uint64_t, uint64_t), void *progress_ctx) {
   xctx *c = tbe__calloc(a, 1, sizeof *c);
@@ -1142,24 +1147,7 @@ static int xplane_write(const tbe_trace *t, int fd, const char *host, const tbe_
   for (size_t i = 0; i < t->nevents; i++) clamped_src += (t->events[i].flags & TBE_EVF_CLAMPED) != 0;
   char msg[200];
   int n;
-  if (t->dropped_records && !tbe__trace_mentions(t, "were dropped")) {
-    n = snprintf(msg, sizeof msg, "%llu records were dropped while collecting",
-                 (unsigned long long)t->dropped_records);
-    xw_len_field(&c->w, 3, msg, (size_t)n);
-  }
-  if (t->dropped_out_of_range && !tbe__trace_mentions(t, "zero or inverted timestamps")) {
-    n = snprintf(msg, sizeof msg, "%llu records had zero or inverted timestamps and were dropped",
-                 (unsigned long long)t->dropped_out_of_range);
-    xw_len_field(&c->w, 3, msg, (size_t)n);
-  }
-  if (t->source == TBE_SRC_CUPTI && t->overhead_ns) {
-    n = snprintf(msg, sizeof msg,
-                 "CUPTI's own overhead: %.3f ms (its records are events on the host timeline)",
-                 (double)t->overhead_ns / 1e6);
-    xw_len_field(&c->w, 3, msg, (size_t)n);
-  }
-  if (t->ended_early && !tbe__trace_mentions(t, "ended early"))
-    xw_len_field(&c->w, 3, "the capture ended early", 23);
+  tbe__status_lines(t, 1, warning_line, &c->w);
   if (clamped_src) {
     n = snprintf(msg, sizeof msg, "%llu events had a negative duration in the source (clamped to 0)",
                  (unsigned long long)clamped_src);

@@ -35,11 +35,13 @@ typedef struct tbe__exporter {
   int (*write)(const tbe__export_ctx *ctx);
 } tbe__exporter;
 
-/* Whether one of T's warnings contains NEEDLE.  The outputs state a status
- * flag (records dropped, the capture ended early) in a generic line only
- * when no warning already says it in more detail, so that no list repeats
- * itself. */
-int tbe__trace_mentions(const tbe_trace *t, const char *needle);
+/* The generic status lines an output states before the trace's own
+ * warnings: records dropped, records with bad timestamps, (WITH_OVERHEAD:
+ * CUPTI's overhead of a collected trace,) the capture ended early.  A
+ * status that one of the trace's warnings already states in more detail is
+ * left out, so that no list repeats itself.  Calls EMIT for each line. */
+void tbe__status_lines(const tbe_trace *t, int with_overhead,
+                       void (*emit)(void *ctx, const char *line, size_t len), void *ctx);
 
 extern const tbe__exporter tbe__exporter_xplane;
 extern const tbe__exporter tbe__exporter_json;
