@@ -552,9 +552,8 @@ static void decode_buffer(uint8_t *buf, size_t valid) {
         if (!G.walk_noted) {
           G.walk_noted = 1;
           pthread_mutex_lock(&G.mu);
-          note("CUPTI could not walk an activity buffer past a record (%s)%s: the rest of that "
-               "buffer was skipped, and of any other like it",
-               cupti_err(r), "");
+          note("CUPTI could not walk an activity buffer past a record (%s): %s", cupti_err(r),
+               "the rest of that buffer was skipped, and of any other like it");
           pthread_mutex_unlock(&G.mu);
         }
         break;
