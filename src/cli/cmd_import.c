@@ -100,6 +100,20 @@ static int is_spool(const char *path) {
   return yes;
 }
 
+/* Checks the header of spool PATH (all that can make a spool unreadable: a
+ * cut or bad tail only ends it early); 0, or a one-line error and 1. */
+static int spool_header_bad(const char *path) {
+  uint8_t head[TBE__SPOOL_HEADER];
+  FILE *f = fopen(path, "rb");
+  size_t n = f ? fread(head, 1, sizeof head, f) : 0;
+  if (f) fclose(f);
+  tbe__spool_tail tail;
+  if (tbe__spool_scan(head, n, NULL, NULL, &tail) == 0) return 0;
+  tbe_cli_error("import", "%s: byte %zu: %s", path, tail.good_bytes,
+                tail.why ? tail.why : "not a spool file");
+  return 1;
+}
+
 /* Converts the spool files FILES[0..n) into run o->run (see above). */
 static int import_spools(char **files, size_t n, const tbe_export_options *o, int quiet) {
   tbe__session s;
@@ -108,16 +122,12 @@ static int import_spools(char **files, size_t n, const tbe_export_options *o, in
   s.nfiles = n;
   s.eo = o;
   s.keep = 1;
-  s.prog = "tbexport";
-  s.quiet = quiet;
+  s.prog = "tbexport"; /* not quiet: --quiet only drops the progress line */
   tbe_profiler_result r;
   size_t np = 0;
   int rc = tbe__spools_write_run(&s, &r, &np);
-  if (rc) {
-    tbe_cli_error("import", "converting %zu spool file%s: %s", n, n == 1 ? "" : "s",
-                  tbe_strerror(rc));
-    return rc == TBE_EFORMAT || rc == TBE_ECORRUPT ? TBE_EXIT_USAGE : TBE_EXIT_FAIL;
-  }
+  /* (the session has said which file failed and why, with its offset) */
+  if (rc) return rc == TBE_EFORMAT || rc == TBE_ECORRUPT ? TBE_EXIT_USAGE : TBE_EXIT_FAIL;
   if (!quiet && isatty(2))
     fprintf(stderr,
             "tbexport: %zu process%s; kernels %llu, copies %llu, memsets %llu, API calls %llu, "
@@ -194,6 +204,9 @@ int tbe_cmd_import(int argc, char **argv) {
                     "spool files cannot be merged with other traces: import them on their own");
       return TBE_EXIT_USAGE;
     }
+    /* Nothing is written when one of them is bad. */
+    for (int i = optind; i < argc; i++)
+      if (spool_header_bad(argv[i])) return TBE_EXIT_USAGE;
     return import_spools(argv + optind, (size_t)(argc - optind), &o, quiet);
   }
 

@@ -896,6 +896,7 @@ int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
   tbe__spool_tail tail;
   if (!rc) rc = tbe__spool_scan(data, n, on_item, &s, &tail);
   if (rc) {
+    info->tail_offset = tail.good_bytes, info->tail_why = tail.why;
     scan_free(&s);
     return rc;
   }
@@ -1143,6 +1144,7 @@ int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, siz
   int64_t *pids = nn > 1 ? calloc(nn, sizeof *pids) : NULL;
   if (nn > 1 && !pids) rc = TBE_ENOMEM;
   int listed = rc == 0;
+  if (!listed) say(s, "cannot list the spools: %s", tbe_strerror(rc));
   size_t busy = 0;
   for (size_t i = 0; listed && i <= nn; i++) {
     if (i == nn && nn > 0) break;
@@ -1194,7 +1196,9 @@ int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, siz
         say(s, "note: no CUDA activity was recorded (the program never initialized CUDA)");
     } else {
       r = tbe__spool_file_to_trace(names[i], &co, t, &info);
-      if (r) {
+      if (r && info.tail_why)
+        say(s, "%s: byte %zu: %s", names[i], info.tail_offset, info.tail_why);
+      else if (r) {
         say(s, "%s: cannot convert: %s", names[i], tbe_strerror(r));
       } else {
         if (nn > 1) {

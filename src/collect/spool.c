@@ -125,11 +125,22 @@ int tbe__spool_scan(const uint8_t *data, size_t n,
       if (tail) *tail = t;
       return 0;
     }
+    if (tail) tail->why = "not a spool file (no TBESPL01 magic)";
     return TBE_EFORMAT;
   }
-  if (get32(data + 8) != TBE__SPOOL_VERSION || get32(data + 12) != TBE__SPOOL_BOM ||
-      get32(data + 16) != tbe__spool_checksum_kind)
+  /* Fields of another build: said with their offset. */
+  size_t at = 0;
+  const char *odd = NULL;
+  if (get32(data + 8) != TBE__SPOOL_VERSION)
+    at = 8, odd = "unknown spool version";
+  else if (get32(data + 12) != TBE__SPOOL_BOM)
+    at = 12, odd = "other byte order";
+  else if (get32(data + 16) != tbe__spool_checksum_kind)
+    at = 16, odd = "other checksum kind";
+  if (odd) {
+    if (tail) tail->good_bytes = at, tail->why = odd;
     return TBE_ECORRUPT;
+  }
   size_t off = TBE__SPOOL_HEADER;
   while (off < n) {
     if (n - off < 8) {

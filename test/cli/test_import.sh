@@ -163,6 +163,13 @@ sys.exit(0 if len(k) == 1 else 1)' || fail "spool import: the JSON lacks its ker
 [ $? -eq 2 ] || fail "spool mixed with a trace: want 2"
 grep -q "cannot be merged" "$work/err" || fail "spool mixed: message: $(cat "$work/err")"
 [ ! -e "$work/lds/plugins/profile/t" ] || fail "spool mixed: something was written"
+cp "$sp/full.spool" "$work/bo.spool"
+printf '\001\002\003\004' | dd of="$work/bo.spool" bs=1 seek=12 conv=notrunc 2>/dev/null
+"$bin" import "$sp/full.spool" "$work/bo.spool" --logdir "$work/lds" --run u 2>"$work/err"
+[ $? -eq 2 ] || fail "a spool of the other byte order: want 2"
+[ "$(wc -l <"$work/err")" -eq 1 ] && grep -q "bo.spool: byte 12: other byte order" "$work/err" ||
+  fail "a spool of the other byte order: message: $(cat "$work/err")"
+[ ! -e "$work/lds/plugins/profile/u" ] || fail "a bad spool among good ones: something was written"
 ok "spool files"
 
 [ $fails -eq 0 ] || { echo "$fails failure(s)" >&2; exit 1; }
