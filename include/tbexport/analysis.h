@@ -314,7 +314,7 @@ typedef enum tbe_run_figure {
 typedef struct tbe_run_analysis {
   /* Hosts, ordered by rank when every host has a distinct known rank
    * (by_rank), else by host name (the label without a trailing
-   * "_pid<N>[_<k>]"), pid and label. */
+   * "_pid<N>[_<k>]"), pid (the label's N, else the analysis's) and label. */
   tbe_run_host *hosts;
   size_t nhosts;
   int by_rank;

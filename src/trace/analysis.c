@@ -693,7 +693,7 @@ static int step_hint(tbe_analysis *an, scratch *s) {
 }
 
 /* The distribution of the step durations. */
-static int step_dist(tbe_analysis *an, scratch *s) {
+static int step_distribution(tbe_analysis *an, scratch *s) {
   int64_t *v = tbe__alloc(s->a, (an->nsteps ? an->nsteps : 1) * sizeof *v);
   if (!v) return TBE_ENOMEM;
   for (size_t i = 0; i < an->nsteps; i++) v[i] = an->steps[i].dur_ns;
@@ -955,7 +955,7 @@ static int run(tbe_analysis *an, scratch *s) {
     }
   rc = per_step_names(an, s);
   if (!rc) rc = step_hint(an, s);
-  if (!rc) rc = step_dist(an, s);
+  if (!rc) rc = step_distribution(an, s);
   if (rc) return rc;
   for (int g = 0; g < TBE_GROUP__COUNT; g++)
     tbe_analysis_sort(an, (tbe_group_kind)g, TBE_SORT_TOTAL);

@@ -56,19 +56,22 @@ static void cut(char *buf, size_t size, const char *s, int w) {
 }
 
 /* "slowest a, fastest b by median step time: spread 1.000ms (5.0% of the
- * fastest)" */
-static void extremes(tbe__buf *b, const tbe_run_analysis *r, int md) {
+ * fastest)", wrapped at the width (table) or as a Markdown paragraph. */
+static void extremes(tbe__buf *b, const tbe_run_analysis *r, const tbe_report_options *o) {
   if (r->slowest < 0) return;
-  char x[32];
-  tbe__buf_puts(b, md ? "\nSlowest host " : "slowest ");
-  if (md) tbe__md_escape(b, host_label(&r->hosts[r->slowest]));
-  else tbe__buf_puts(b, host_label(&r->hosts[r->slowest]));
-  tbe__buf_puts(b, md ? ", fastest " : ", fastest ");
-  if (md) tbe__md_escape(b, host_label(&r->hosts[r->fastest]));
-  else tbe__buf_puts(b, host_label(&r->hosts[r->fastest]));
-  tbe__buf_printf(b, " by %s: spread %s (%.1f%% of the fastest)%s\n", figure_words(r->figure),
-                  tbe__dur(x, r->spread_ns), tbe__pct(r->spread_ns, r->fastest_ns),
-                  md ? "." : "");
+  int md = o->format == TBE_REPORT_MARKDOWN;
+  char x[32], line[1200];
+  snprintf(line, sizeof line, "%s %.400s, fastest %.400s by %s: spread %s (%.1f%% of the fastest)%s",
+           md ? "Slowest host" : "slowest", host_label(&r->hosts[r->slowest]),
+           host_label(&r->hosts[r->fastest]), figure_words(r->figure), tbe__dur(x, r->spread_ns),
+           tbe__pct(r->spread_ns, r->fastest_ns), md ? "." : "");
+  if (md) {
+    tbe__buf_putc(b, '\n');
+    tbe__md_escape(b, line);
+    tbe__buf_putc(b, '\n');
+  } else {
+    tbe__wrap(b, line, o->width);
+  }
 }
 
 /* ---- summary: table ---- */
@@ -78,7 +81,11 @@ static void hosts_table(tbe__buf *b, const tbe_run_analysis *r, const tbe_report
                               "step median", ""};
   static const int cw[9] = {7, 4, 4, 10, 8, 11, 5, 11, 7};
   int fixed = 0;
-  for (int c = 0; c < 9; c++) fixed += cw[c] + 2;
+  for (int c = 0; c < 8; c++) fixed += cw[c] + 1;
+  /* The slowest/fastest column when the width leaves room for it (the
+   * line under the table names them anyway). */
+  int ncol = o->width - fixed - cw[8] - 2 >= NAME_MIN ? 9 : 8;
+  if (ncol == 9) fixed += cw[8] + 2;
   int nw = o->width - fixed;
   if (nw < NAME_MIN) nw = NAME_MIN;
   if (o->wide)
@@ -88,13 +95,13 @@ static void hosts_table(tbe__buf *b, const tbe_run_analysis *r, const tbe_report
   if (r->slowest >= 0) tbe__buf_printf(b, "; slowest and fastest by %s", figure_words(r->figure));
   tbe__buf_puts(b, ")\n");
   tbe__cell(b, "host", nw, 0);
-  for (int c = 0; c < 9; c++) {
-    tbe__buf_puts(b, "  ");
+  for (int c = 0; c < ncol; c++) {
+    tbe__buf_putc(b, ' ');
     tbe__cell(b, hd[c], cw[c], c < 8);
   }
   while (b->len && b->data[b->len - 1] == ' ') b->len--;
   tbe__buf_putc(b, '\n');
-  tbe__rule(b, nw + fixed - cw[8] - 2);
+  tbe__rule(b, nw + fixed - (ncol == 9 ? cw[8] + 2 : 0));
   char name[512], v[9][40];
   for (size_t i = 0; i < r->nhosts; i++) {
     const tbe_analysis *an = r->hosts[i].an;
@@ -112,14 +119,14 @@ static void hosts_table(tbe__buf *b, const tbe_run_analysis *r, const tbe_report
     if (an->step_dist.n) tbe__fmt_dur(v[7], 40, an->step_dist.median_ns);
     else snprintf(v[7], 40, "-");
     snprintf(v[8], 40, "%s", role(r, i));
-    for (int c = 0; c < 9; c++) {
-      tbe__buf_puts(b, "  ");
+    for (int c = 0; c < ncol; c++) {
+      tbe__buf_puts(b, c == 8 ? "  " : " ");
       tbe__cell(b, v[c], cw[c], c < 8);
     }
     while (b->len && b->data[b->len - 1] == ' ') b->len--;
     tbe__buf_putc(b, '\n');
   }
-  extremes(b, r, 0);
+  extremes(b, r, o);
 }
 
 static void run_overview(tbe__buf *b, const tbe_run_analysis *r, int width) {
@@ -157,10 +164,15 @@ static void run_steps(tbe__buf *b, const tbe_run_analysis *r, const tbe_report_o
   size_t with = 0;
   for (size_t i = 0; i < r->nhosts; i++) with += r->hosts[i].an->nsteps > 0;
   if (!t->nsteps) {
-    if (with)
-      tbe__buf_printf(b, "\n%s%zu of %zu hosts have steps, but no step number is common to all; "
-                         "each host's median is in its row.\n",
-                      md ? "**Steps:** " : "Steps: ", with, r->nhosts);
+    if (!with) return;
+    char line[256];
+    snprintf(line, sizeof line,
+             "%s%zu of %zu hosts have steps, but no step number is common to all; each host's "
+             "median is in its row.",
+             md ? "**Steps:** " : "Steps: ", with, r->nhosts);
+    tbe__buf_putc(b, '\n');
+    if (md) tbe__buf_printf(b, "%s\n", line);
+    else tbe__wrap(b, line, o->width);
     return;
   }
   char v[6][32];
@@ -281,11 +293,14 @@ static size_t gpus(const tbe_run_analysis *r) {
 static void run_table(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options *o) {
   const tbe_analysis *t = r->total;
   char x[32];
+  char line[256];
   if (o->label[0]) tbe__buf_printf(b, "Run %s\n", o->label[0]);
-  tbe__buf_printf(b, "%zu hosts, wall %s (first start to last end), %zu GPUs, %llu kernels, "
-                     "%zu steps common to all hosts\n",
-                  r->nhosts, tbe__dur(x, t->wall_ns), gpus(r),
-                  (unsigned long long)t->all.kernel_count, t->nsteps);
+  snprintf(line, sizeof line,
+           "%zu hosts, wall %s (first start to last end), %zu GPUs, %llu kernels, %zu steps "
+           "common to all hosts",
+           r->nhosts, tbe__dur(x, t->wall_ns), gpus(r), (unsigned long long)t->all.kernel_count,
+           t->nsteps);
+  tbe__wrap(b, line, o->width);
   warnings(b, r, 0);
   hosts_table(b, r, o);
   run_overview(b, r, o->width);
@@ -342,7 +357,7 @@ static void run_md(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options *o
   if (t->step_dist.n) tbe__fmt_dur(v[5], 40, t->step_dist.median_ns);
   else snprintf(v[5], 40, "-");
   tbe__buf_printf(b, "%s | %s | %zu | %s | |\n", v[3], v[4], t->nsteps, v[5]);
-  extremes(b, r, 1);
+  extremes(b, r, o);
   tbe__summary_names(b, t, o);
   run_steps(b, r, o);
   run_hint(b, r, o);

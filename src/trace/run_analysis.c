@@ -18,8 +18,9 @@
  * medians of the hosts stay in the host rows.
  *
  * Hosts are ordered by rank when every host has a distinct one, else by
- * host name, pid and label, where a host name is a label without the
- * "_pid<N>[_<k>]" that tbexport appends for the processes of one machine;
+ * host name, pid (the one the label names, else the trace's) and label,
+ * where a host name is a label without the "_pid<N>[_<k>]" that tbexport
+ * appends for the processes of one machine;
  * two runs are matched host by host in the same terms (processes of one
  * machine pair in order of pid, which is the order they were started in on
  * most systems).
@@ -55,12 +56,24 @@ static size_t host_base_len(const char *label) {
   return n;
 }
 
+/* The pid a label names ("_pid<N>" after the host name), else the
+ * analysis's. */
+static int64_t host_pid(const tbe_run_host *h) {
+  size_t base = host_base_len(h->label);
+  if (h->label[base] == '\0') return h->an->pid;
+  int64_t v = 0;
+  for (const char *p = h->label + base + 4; *p >= '0' && *p <= '9' && v < INT64_MAX / 10; p++)
+    v = v * 10 + (*p - '0');
+  return v;
+}
+
 static int cmp_by_name(const tbe_run_host *a, const tbe_run_host *b) {
   size_t la = host_base_len(a->label), lb = host_base_len(b->label);
   int c = strncmp(a->label, b->label, la < lb ? la : lb);
   if (c) return c;
   if (la != lb) return la < lb ? -1 : 1;
-  if (a->an->pid != b->an->pid) return a->an->pid < b->an->pid ? -1 : 1;
+  int64_t pa = host_pid(a), pb = host_pid(b);
+  if (pa != pb) return pa < pb ? -1 : 1;
   c = strcmp(a->label, b->label);
   if (c) return c;
   return (a->index > b->index) - (a->index < b->index);
