@@ -12,15 +12,27 @@
  * figure that triggered it.
  *
  * tbe_diff_create matches two analyses by name and computes per-name
- * deltas and ratios, with a noise test on per-step medians when both
- * traces have several steps.
+ * deltas and ratios, and compares the per-step distributions (median,
+ * quartiles) of the step time and of each name with a rank test, so that
+ * a change inside the steps' own noise is told apart from a real one (the
+ * rule is at tbe_noise).
  *
- * tbe_report_summary / tbe_report_diff render either as a table (fits the
- * given width), CSV, JSON or Markdown into a string.
+ * A run of several processes or hosts has one trace per host file; each
+ * gets its own analysis (pids and device ordinals of different hosts never
+ * merge).  tbe_run_analysis_create aggregates N of them: name tables merged
+ * by name, steps matched by number, one row per host, the slowest and the
+ * fastest host; tbe_run_diff_create compares two runs in total and host by
+ * host (matched by rank, else by host name).
+ *
+ * tbe_report_summary / tbe_report_diff / tbe_report_run /
+ * tbe_report_run_diff render any of these as a table (fits the given
+ * width), CSV, JSON or Markdown into a string.  The JSON form is complete:
+ * it holds every figure the other forms print.
  *
  * Ownership: an analysis borrows its trace (which must outlive it and stay
- * unchanged); a diff borrows its two analyses.  All results are plain data
- * the caller reads directly.
+ * unchanged); a diff borrows its two analyses; a run analysis borrows its
+ * host analyses and labels, a run diff its two runs.  All results are plain
+ * data the caller reads directly.
  *
  * Thread safety: none inside one object; distinct objects may be used from
  * distinct threads, and any number of analyses may read one finished
@@ -114,6 +126,62 @@ typedef struct tbe_step_stats {
   uint64_t kernel_count;
 } tbe_step_stats;
 
+/* The distribution of n per-step figures (step durations, or one name's
+ * time per step).  Quartiles interpolate linearly between order
+ * statistics (q = x[h] + (h - floor h)(x[h+1] - x[h]), h = (n - 1) p, in
+ * integer arithmetic rounding toward zero), so the median of an even count
+ * is the mean of the two middle values.  All -1 when n is 0. */
+typedef struct tbe_step_dist {
+  size_t n;
+  int64_t median_ns;
+  int64_t q1_ns;   /* 25th percentile */
+  int64_t q3_ns;   /* 75th percentile */
+  int64_t min_ns;
+  int64_t max_ns;
+} tbe_step_dist;
+
+/* Whether a change lies within the steps' own noise.
+ *
+ * The rule: the per-step figures of the two sides are compared with the
+ * Mann-Whitney rank test (two-sided; exact distribution when both sides
+ * have fewer than 50 steps and no value is repeated, else the normal
+ * approximation with tie and continuity corrections).  A change is
+ * "beyond noise" when p < TBE_NOISE_ALPHA, else "within noise": the
+ * shift is one that reshuffling the steps between the two runs produces
+ * at least that often.  With fewer than TBE_NOISE_MIN_STEPS steps on a
+ * side nothing is judged: 4 steps per side is the fewest at which even a
+ * complete separation of the two sides is significant (3 and 3 give
+ * p = 0.10).  The per-name verdicts of one table control the false
+ * discovery rate at TBE_NOISE_ALPHA over the names tested
+ * (Benjamini-Hochberg), so a table of many unchanged names does not light
+ * up by chance; p_value stays the test's own. */
+#define TBE_NOISE_ALPHA 0.05
+#define TBE_NOISE_MIN_STEPS 4
+
+typedef enum tbe_noise {
+  TBE_NOISE_NONE = 0,     /* not compared: a side has no per-step figures */
+  TBE_NOISE_TOO_FEW = 1,  /* fewer than TBE_NOISE_MIN_STEPS steps on a side */
+  TBE_NOISE_WITHIN = 2,   /* the change is within the steps' noise */
+  TBE_NOISE_BEYOND = 3    /* the steps of the two sides differ */
+} tbe_noise;
+
+/* Per-step figures of one quantity on two sides ([0] base, [1] new). */
+typedef struct tbe_step_compare {
+  tbe_step_dist dist[2];
+  uint32_t verdict;  /* tbe_noise */
+  double p_value;    /* two-sided; -1 when not tested */
+} tbe_step_compare;
+
+/* Compares two samples of per-step figures by the rule above (sets every
+ * field of *out).  `base` and `newer` are not changed.  `a` may be NULL.
+ * Returns 0, TBE_EINVAL (NULL out, or NULL values with a non-zero count)
+ * or TBE_ENOMEM. */
+TBE_API int tbe_step_compare_values(tbe_step_compare *out, const int64_t *base, size_t nbase,
+                                    const int64_t *newer, size_t nnew, const tbe_allocator *a);
+/* Returns the static word for a verdict: "", "too few steps", "within
+ * noise", "beyond noise". */
+TBE_API const char *tbe_noise_name(tbe_noise v);
+
 typedef enum tbe_advice_kind {
   TBE_ADVICE_LAUNCH_BOUND = 0,  /* GPU mostly idle while the host is busy */
   TBE_ADVICE_SHORT_KERNELS = 1, /* many kernels shorter than a few us */
@@ -130,7 +198,7 @@ typedef struct tbe_advice {
 } tbe_advice;
 
 typedef struct tbe_analysis {
-  const tbe_trace *trace;     /* borrowed */
+  const tbe_trace *trace;     /* borrowed; NULL in a run's merged analysis */
   int64_t start_ns;           /* profiled window */
   int64_t wall_ns;
   tbe_device_stats *devices;  /* one per GPU seen, by ordinal */
@@ -152,10 +220,33 @@ typedef struct tbe_analysis {
   int ended_early;
   tbe_advice *advice;
   size_t nadvice;
+  /* Who and what, so that run-level reports need no trace. */
+  const char *host;           /* the trace's host name, "" if unknown */
+  int64_t pid;                /* process of the busiest host thread, else the first
+                                 process; -1 if none */
+  int32_t rank;               /* distributed rank when the trace gives one that
+                                 means something (world size > 1 or rank > 0); else -1 */
+  int32_t world_size;         /* as the trace gives it; 0 if unknown */
+  tbe_step_dist step_dist;    /* of the step durations (n = 0 without steps) */
+  /* Without steps: the range that looks like the iteration, so the report
+   * can say which --steps nvtx:NAME to give; NULL when there are steps or
+   * no range qualifies.  The rule: among NVTX ranges and user annotations
+   * at the top of a host thread (no other range of that thread open around
+   * them) that repeat on that thread and whose calls there cover at least
+   * TBE_STEP_HINT_MIN_PCT % of the wall time, the most frequent (ties: the
+   * longer total, then the name).  PyTorch's per-operator NVTX ranges (names
+   * grouped under a label) never qualify. */
+  const char *step_hint;      /* the range's full name (owned by the trace) */
+  uint32_t step_hint_kind;    /* TBE_EV_NVTX_RANGE or TBE_EV_USER_ANNOTATION */
+  uint64_t step_hint_count;   /* its top-level calls on that thread */
+  int64_t step_hint_ns;       /* their total time */
   /* Private. */
   tbe_allocator alloc_;
   void *priv_;
 } tbe_analysis;
+
+/* A range must cover this share of the wall time (%) to be a step hint. */
+#define TBE_STEP_HINT_MIN_PCT 10
 
 /* Analyses a finished trace (tbe_trace_finish done).  `a` may be NULL.
  * Allocates O(events of a kind) scratch once, never per event.  Returns 0,
@@ -176,10 +267,9 @@ typedef struct tbe_diff_entry {
   int64_t total_ns[2];
   int64_t delta_ns;      /* new total - base total */
   double ratio;          /* new total / base total; 0 when absent from base */
-  int noise_checked;     /* both sides had >= 2 steps */
-  int64_t step_median_ns[2];
-  int64_t step_spread_ns[2];  /* max - min of the per-step times */
-  int within_noise;      /* median delta 0 or smaller than the larger spread */
+  /* This name's time per step on each side (names on both sides of
+   * traces that both have steps; verdict TBE_NOISE_NONE otherwise). */
+  tbe_step_compare steps;
 } tbe_diff_entry;
 
 typedef struct tbe_diff {
@@ -193,10 +283,8 @@ typedef struct tbe_diff {
   int64_t kernel_ns[2];
   int64_t busy_ns[2];
   size_t nsteps[2];
-  int64_t step_median_ns[2];   /* -1 without steps */
-  int64_t step_spread_ns[2];
-  int steps_noise_checked;
-  int steps_within_noise;
+  int64_t step_median_ns[2];   /* -1 without steps (= steps.dist[s].median_ns) */
+  tbe_step_compare steps;      /* the step durations of the two sides */
   tbe_allocator alloc_;
 } tbe_diff;
 
@@ -205,6 +293,94 @@ typedef struct tbe_diff {
 TBE_API int tbe_diff_create(tbe_diff **out, const tbe_analysis *base, const tbe_analysis *newer,
                             const tbe_allocator *a);
 TBE_API void tbe_diff_free(tbe_diff *d);
+
+/* ---- runs of several hosts ---- */
+
+/* One host (one trace file) of a run. */
+typedef struct tbe_run_host {
+  tbe_analysis *an;   /* borrowed */
+  const char *label;  /* the caller's name for it (the host part of the file
+                         name: "a", "node3_pid682"), else an->host */
+  size_t index;       /* its position in the array given to create */
+} tbe_run_host;
+
+/* The figure that orders hosts from slowest to fastest. */
+typedef enum tbe_run_figure {
+  TBE_RUN_BY_NONE = 0,         /* fewer than two hosts */
+  TBE_RUN_BY_STEP_MEDIAN = 1,  /* every host has steps: the median step time */
+  TBE_RUN_BY_WALL = 2          /* else: the wall time (ties: GPU busy time) */
+} tbe_run_figure;
+
+typedef struct tbe_run_analysis {
+  /* Hosts, ordered by rank when every host has a distinct known rank
+   * (by_rank), else by host name (the label without a trailing
+   * "_pid<N>[_<k>]"), pid (the label's N, else the analysis's) and label. */
+  tbe_run_host *hosts;
+  size_t nhosts;
+  int by_rank;
+  /* The run in total.  One host: that host's analysis.  Several: a merged
+   * analysis (trace NULL, no devices) whose name tables hold each name
+   * once with calls, total, self, min and max over all hosts (matched by
+   * label, so the order of hosts does not matter); whose steps are the step
+   * numbers every host has, each with the slowest host's duration, the
+   * earliest start and the sums of GPU busy, kernel time and kernels (per
+   * name: the sum of the hosts' times in that step); and whose `all` sums
+   * the hosts' `all` figures, wall_ns included (so busy_ns / wall_ns is the
+   * GPU-busy share over all hosts; its launch median is -1: medians do
+   * not add).  wall_ns of the analysis itself spans from the first start
+   * to the last end (clocks of different machines may disagree), host_busy_ns
+   * is the busiest thread anywhere; API, sync, overhead and drop counts are
+   * sums.  No advice of its own (see the hosts').  Step hint: the one most
+   * hosts share (hint_hosts of them). */
+  tbe_analysis *total;
+  int64_t *step_fastest_ns;   /* per merged step: the fastest host's duration */
+  size_t hint_hosts;
+  /* Slowest and fastest host (indexes into hosts; -1 with fewer than two),
+   * by `figure`; spread_ns = slowest_ns - fastest_ns. */
+  uint32_t figure;            /* tbe_run_figure */
+  long slowest, fastest;
+  int64_t slowest_ns, fastest_ns, spread_ns;
+  /* Private. */
+  tbe_allocator alloc_;
+  void *priv_;
+} tbe_run_analysis;
+
+/* Aggregates n >= 1 analyses of the hosts of one run.  `labels` (may be
+ * NULL, entries may be NULL) name them.  Linear in the names and steps of
+ * all hosts (plus sorting the hosts).  `a` may be NULL.  Returns 0,
+ * TBE_EINVAL or TBE_ENOMEM; on failure *out is NULL. */
+TBE_API int tbe_run_analysis_create(tbe_run_analysis **out, tbe_analysis *const *an,
+                                    const char *const *labels, size_t n, const tbe_allocator *a);
+TBE_API void tbe_run_analysis_free(tbe_run_analysis *r);
+
+/* One host in a comparison of two runs. */
+typedef struct tbe_host_diff {
+  long host[2];            /* index into each run's hosts; -1 when absent there */
+  int64_t wall_ns[2];
+  int64_t busy_ns[2];      /* the host's GPU busy time (any of its GPUs) */
+  int64_t kernel_ns[2];
+  tbe_step_compare steps;  /* the host's step durations */
+} tbe_host_diff;
+
+typedef struct tbe_run_diff {
+  const tbe_run_analysis *side[2];  /* borrowed: [0] base, [1] new */
+  tbe_diff *total;                  /* the two runs' totals, compared as two traces are */
+  /* Hosts matched by rank when both runs are by_rank, else by host name
+   * (hosts of the same name paired in order of pid): the matched pairs in
+   * the base run's order, then hosts only in base, then only in new. */
+  tbe_host_diff *hosts;
+  size_t nhosts;
+  int by_rank;
+  size_t matched;
+  size_t only[2];                   /* hosts only in base, only in new */
+  tbe_allocator alloc_;
+} tbe_run_diff;
+
+/* Compares two runs.  `a` may be NULL.  Returns 0, TBE_EINVAL or
+ * TBE_ENOMEM. */
+TBE_API int tbe_run_diff_create(tbe_run_diff **out, const tbe_run_analysis *base,
+                                const tbe_run_analysis *newer, const tbe_allocator *a);
+TBE_API void tbe_run_diff_free(tbe_run_diff *d);
 
 typedef enum tbe_report_format {
   TBE_REPORT_TABLE = 0,
@@ -233,6 +409,13 @@ TBE_API int tbe_report_summary(tbe_analysis *an, const tbe_report_options *o, ch
                                size_t *len);
 TBE_API int tbe_report_diff(const tbe_diff *d, const tbe_report_options *o, char **out,
                             size_t *len);
+/* Renders a run (one host: exactly tbe_report_summary of that host) and a
+ * comparison of two runs (one host on each side: exactly tbe_report_diff).
+ * Same contract as above; summary sorts the name tables, hence non-const. */
+TBE_API int tbe_report_run(tbe_run_analysis *r, const tbe_report_options *o, char **out,
+                           size_t *len);
+TBE_API int tbe_report_run_diff(const tbe_run_diff *d, const tbe_report_options *o,
+                                char **out, size_t *len);
 /* Frees a report string with the allocator it was made with. */
 TBE_API void tbe_report_free(char *s, size_t len, const tbe_allocator *a);
 
@@ -249,6 +432,11 @@ TBE_API void tbe_report_free(char *s, size_t len, const tbe_allocator *a);
 TBE_API int tbe_diff_write_events(const tbe_diff *d, const char *run_dir, const char *base_label,
                                   const char *new_label, size_t top, const char *host,
                                   char *path, size_t size);
+/* The same for two runs: the ratios of the totals (d->total), and as
+ * "report" the Markdown of tbe_report_run_diff. */
+TBE_API int tbe_run_diff_write_events(const tbe_run_diff *d, const char *run_dir,
+                                      const char *base_label, const char *new_label, size_t top,
+                                      const char *host, char *path, size_t size);
 
 /* Names. */
 /* Demangles an Itanium C++ ABI name ("_Z…") into `buf` (always

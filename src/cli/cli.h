@@ -40,13 +40,26 @@ int tbe_cmd_import(int argc, char **argv);
 int tbe_cmd_summary(int argc, char **argv);
 int tbe_cmd_diff(int argc, char **argv);
 
-/* Shared by summary and diff (cmd_summary.c): loads RUN (in `logdir`) or
- * FILE into a finished trace; prints one error line and returns an exit
- * code on failure.  `label` gets the run name or file name. */
+/* Shared by summary and diff (cmd_summary.c): loads FILE, or every host
+ * file of RUN (in `logdir`), each into its own finished trace and
+ * analysis, and aggregates them; prints one error line and returns an exit
+ * code on failure (then `r` holds nothing).  Free with tbe_cli_run_free. */
 struct tbe_trace;
+struct tbe_analysis;
+struct tbe_run_analysis;
 struct tbe_report_options;
-int tbe_cli_load_trace(const char *cmd, const char *logdir, const char *arg, int quiet,
-                       struct tbe_trace **out, char *label, size_t label_size, int *is_run);
+typedef struct tbe_cli_run {
+  char label[512];              /* the run name or the file's name */
+  int is_run;
+  size_t n;                     /* host files */
+  struct tbe_trace **traces;
+  struct tbe_analysis **an;
+  char **hosts;                 /* their labels: the host part of the file names */
+  struct tbe_run_analysis *run;
+} tbe_cli_run;
+int tbe_cli_load_run(const char *cmd, const char *logdir, const char *arg, int quiet,
+                     tbe_cli_run *r);
+void tbe_cli_run_free(tbe_cli_run *r);
 /* --format/--sort/--top/--width (c = 'f', 's', 'n', 'w'); 0 or an exit code. */
 int tbe_cli_report_option(const char *cmd, int c, const char *arg, struct tbe_report_options *o);
 /* Writes a report to stdout; 0 or TBE_EXIT_FAIL after printing the error. */

@@ -1,11 +1,13 @@
 /* cmd_diff.c: `tbexport diff [--logdir DIR] BASE NEW`: which kernels, CPU
- * operators and ranges got faster or slower between two traces.
+ * operators and ranges got faster or slower between two traces or runs.
  *
  * BASE and NEW are run names in the log_dir or trace files (loaded by
- * tbe_cli_load_trace, cmd_summary.c).  The report goes to stdout.  When NEW
- * is a run, the comparison is also written into TensorBoard, as a new event
- * file in <logdir>/<NEW>/ with tags under diff/<BASE>/ (its path is printed
- * on stderr); --no-events skips that. */
+ * tbe_cli_load_run, cmd_summary.c: every host file of a run).  Runs of
+ * several hosts are compared in total and host by host
+ * (tbe_run_diff_create).  The report goes to stdout.  When NEW is a run,
+ * the comparison is also written into TensorBoard, as a new event file in
+ * <logdir>/<NEW>/ with tags under diff/<BASE>/ (its path is printed on
+ * stderr); --no-events skips that. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,13 +22,16 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: tbexport diff [--logdir DIR] [options] BASE NEW\n"
           "\n"
-          "Compares two traces (run names in the log_dir, or trace files): wall, GPU busy,\n"
-          "kernel and median step time of each side, then per kernel, CPU operator and\n"
-          "range: calls, total and average on each side, delta and ratio, sorted by\n"
-          "|delta|; names found on one side only are listed as added or removed.  With\n"
-          "several steps on both sides, a change smaller than the step-to-step spread\n"
-          "(max - min) of either run is marked as noise.  When NEW is a run, the\n"
-          "comparison is also written to <logdir>/<NEW>/ (tags diff/<BASE>/...).\n"
+          "Compares two traces or runs (run names in the log_dir, or trace files): wall,\n"
+          "GPU busy, kernel and median step time of each side, then per kernel, CPU\n"
+          "operator and range: calls, total and average (or median per step) on each\n"
+          "side, delta and ratio, sorted by |delta|; names found on one side only are\n"
+          "listed as added or removed.  With steps on both sides, the step times (and\n"
+          "each name's time per step) are compared by a rank test and the change is\n"
+          "called within or beyond the steps' own noise (4 steps per side needed).\n"
+          "Runs of several hosts are compared in total and host by host (matched by\n"
+          "rank, else by host name).  When NEW is a run, the comparison is also written\n"
+          "to <logdir>/<NEW>/ (tags diff/<BASE>/...).\n"
           "\n"
           "options:\n"
           "  --logdir DIR        log directory holding the runs (default " DEFAULT_LOGDIR ")\n"
@@ -92,36 +97,32 @@ int tbe_cmd_diff(int argc, char **argv) {
                   argc - optind == 1 ? "" : "s");
     return TBE_EXIT_USAGE;
   }
-  tbe_trace *t[2] = {NULL, NULL};
-  tbe_analysis *an[2] = {NULL, NULL};
-  char label[2][512];
-  int is_run[2] = {0, 0};
+  tbe_cli_run side[2];
+  memset(side, 0, sizeof side);
   int rc = 0;
   for (int s = 0; s < 2 && !rc; s++)
-    rc = tbe_cli_load_trace("diff", logdir, argv[optind + s], quiet, &t[s], label[s],
-                            sizeof label[s], &is_run[s]);
-  tbe_diff *d = NULL;
+    rc = tbe_cli_load_run("diff", logdir, argv[optind + s], quiet, &side[s]);
+  tbe_run_diff *d = NULL;
   char *text = NULL;
   size_t len = 0;
   int err = 0;
   if (!rc) {
-    for (int s = 0; s < 2 && !err; s++) err = tbe_analysis_create(&an[s], t[s], NULL);
-    if (!err) err = tbe_diff_create(&d, an[0], an[1], NULL);
+    err = tbe_run_diff_create(&d, side[0].run, side[1].run, NULL);
     if (!err) {
-      o.label[0] = label[0];
-      o.label[1] = label[1];
-      err = tbe_report_diff(d, &o, &text, &len);
+      o.label[0] = side[0].label;
+      o.label[1] = side[1].label;
+      err = tbe_report_run_diff(d, &o, &text, &len);
     }
     if (err) {
       tbe_cli_error("diff", "%s", tbe_strerror(err));
       rc = tbe_cli_exit_for(err);
     }
   }
-  if (!rc && is_run[1] && !no_events) {
+  if (!rc && side[1].is_run && !no_events) {
     char dir[4096], base[201], path[4096];
-    snprintf(dir, sizeof dir, "%s/%s", logdir ? logdir : DEFAULT_LOGDIR, label[1]);
-    side_label(label[0], is_run[0], base, sizeof base);
-    err = tbe_diff_write_events(d, dir, base, label[1], o.top, NULL, path, sizeof path);
+    snprintf(dir, sizeof dir, "%s/%s", logdir ? logdir : DEFAULT_LOGDIR, side[1].label);
+    side_label(side[0].label, side[0].is_run, base, sizeof base);
+    err = tbe_run_diff_write_events(d, dir, base, side[1].label, o.top, NULL, path, sizeof path);
     if (err) {
       tbe_cli_error("diff", "%s: %s", dir, tbe_strerror(err));
       rc = tbe_cli_exit_for(err);
@@ -131,10 +132,7 @@ int tbe_cmd_diff(int argc, char **argv) {
   }
   if (!rc) rc = tbe_cli_print("diff", text, len);
   tbe_report_free(text, len, NULL);
-  tbe_diff_free(d);
-  for (int s = 0; s < 2; s++) {
-    tbe_analysis_free(an[s]);
-    tbe_trace_free(t[s]);
-  }
+  tbe_run_diff_free(d);
+  for (int s = 0; s < 2; s++) tbe_cli_run_free(&side[s]);
   return rc;
 }

@@ -1,14 +1,20 @@
 /* cmd_summary.c: `tbexport summary [--logdir DIR] [RUN | FILE]`: where the
- * time goes in one trace, as a table, CSV, JSON or Markdown.
+ * time goes in one trace or in a whole run, as a table, CSV, JSON or
+ * Markdown.
  *
- * Also holds the trace loader `summary` and `diff` share
- * (tbe_cli_load_trace): an argument naming an existing file is imported as
- * it is (the format is detected from its content); otherwise it is a run
- * name, looked up as <logdir>/plugins/profile/<RUN>/, where the Chrome
- * trace (*.trace.json.gz, *.trace.json) is preferred to the XSpace
- * (*.xplane.pb).  Run names are checked before they become paths.
- * Imports that take more than a second show the shared progress bar
- * (progress.h) on stderr when it is a terminal, unless --quiet. */
+ * Also holds the loader `summary` and `diff` share (tbe_cli_load_run): an
+ * argument naming an existing file is imported as it is (the format is
+ * detected from its content); otherwise it is a run name, looked up as
+ * <logdir>/plugins/profile/<RUN>/, and every host file of the run is
+ * loaded, each into its own trace and analysis (a run of a multi-process
+ * program has one file per process, <host>_pid<N>.*; of a multi-host job,
+ * one per host), then aggregated by tbe_run_analysis_create.  A host file
+ * is the set of files sharing a stem (the name without .trace.json.gz,
+ * .trace.json, .xplane.pb, and a .pt before them); of those the Chrome
+ * trace is preferred to the XSpace.  Without RUN, the run whose newest
+ * trace file was written last.  Run names are checked before they become
+ * paths.  Imports that take more than a second show the shared progress
+ * bar (progress.h) on stderr when it is a terminal, unless --quiet. */
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
@@ -26,7 +32,7 @@
 
 #define DEFAULT_LOGDIR "log_dir"
 
-/* ---- locating and loading ---- */
+/* ---- locating ---- */
 
 static int run_name_ok(const char *s) {
   size_t n = strlen(s);
@@ -36,50 +42,102 @@ static int run_name_ok(const char *s) {
   return 1;
 }
 
-static int ends_with(const char *s, const char *suf) {
-  size_t n = strlen(s), m = strlen(suf);
-  return n >= m && strcmp(s + n - m, suf) == 0;
-}
+static const char *const suffixes[3] = {".trace.json.gz", ".trace.json", ".xplane.pb"};
 
-static int rank_of(const char *name) {
-  if (ends_with(name, ".trace.json.gz")) return 3;
-  if (ends_with(name, ".trace.json")) return 2;
-  if (ends_with(name, ".xplane.pb")) return 1;
+/* The kind of a trace file name (3 preferred .. 1), and in *stem_len the
+ * length of its stem; 0 for other names. */
+static int kind_of(const char *name, size_t *stem_len) {
+  size_t n = strlen(name);
+  for (int k = 0; k < 3; k++) {
+    size_t m = strlen(suffixes[k]);
+    if (n > m && strcmp(name + n - m, suffixes[k]) == 0) {
+      size_t stem = n - m;
+      if (stem > 3 && strncmp(name + stem - 3, ".pt", 3) == 0) stem -= 3;
+      *stem_len = stem;
+      return 3 - k;
+    }
+  }
   return 0;
 }
 
-/* Finds the trace file of `run` (the first by name of the preferred kind)
- * and in *nhosts how many files of that kind (hosts) the run holds;
- * returns 0 and the path, -errno, or 1 when the run has no trace file. */
-static int run_file(const char *logdir, const char *run, char *out, size_t size, int *nhosts) {
+typedef struct host_file {
+  char *stem;   /* host part of the name */
+  char *name;   /* the preferred file */
+  int kind;
+} host_file;
+
+static int cmp_host_file(const void *x, const void *y) {
+  return strcmp(((const host_file *)x)->stem, ((const host_file *)y)->stem);
+}
+
+static void host_files_free(host_file *v, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    free(v[i].stem);
+    free(v[i].name);
+  }
+  free(v);
+}
+
+/* The host files of `run`, sorted by stem.  Returns 0 (*n may be 0),
+ * -errno, or TBE_ENOMEM. */
+static int host_files(const char *logdir, const char *run, host_file **out, size_t *nout) {
   char dir[PATH_MAX];
   snprintf(dir, sizeof dir, "%s/plugins/profile/%s", logdir, run);
+  *out = NULL;
+  *nout = 0;
   DIR *d = opendir(dir);
   if (!d) return -errno;
+  host_file *v = NULL;
+  size_t n = 0, cap = 0;
+  int rc = 0;
   struct dirent *e;
-  char best[NAME_MAX + 1] = "";
-  int best_rank = 0, n = 0; /* n: files of the best kind, one per host */
-  while ((e = readdir(d)) != NULL) {
-    if (e->d_name[0] == '.') continue;
-    int r = rank_of(e->d_name);
-    if (!r || r < best_rank) continue;
-    if (r > best_rank) n = 0;
-    n++;
-    if (r > best_rank || strcmp(e->d_name, best) < 0) {
-      best_rank = r;
-      snprintf(best, sizeof best, "%s", e->d_name);
+  while (!rc && (e = readdir(d)) != NULL) {
+    size_t stem;
+    int k;
+    if (e->d_name[0] == '.' || !(k = kind_of(e->d_name, &stem))) continue;
+    size_t i = 0;
+    while (i < n && !(strlen(v[i].stem) == stem && strncmp(v[i].stem, e->d_name, stem) == 0)) i++;
+    if (i == n) {
+      if (n == cap) {
+        size_t nc = cap ? 2 * cap : 8;
+        host_file *nv = realloc(v, nc * sizeof *nv);
+        if (!nv) {
+          rc = TBE_ENOMEM;
+          break;
+        }
+        v = nv;
+        cap = nc;
+      }
+      v[n].stem = strndup(e->d_name, stem);
+      v[n].name = strdup(e->d_name);
+      v[n].kind = k;
+      if (!v[n].stem || !v[n].name) rc = TBE_ENOMEM;
+      n++;
+    } else if (k > v[i].kind) {
+      char *nm = strdup(e->d_name);
+      if (!nm) {
+        rc = TBE_ENOMEM;
+        break;
+      }
+      free(v[i].name);
+      v[i].name = nm;
+      v[i].kind = k;
     }
   }
   closedir(d);
-  *nhosts = n;
-  if (!best_rank) return 1; /* the run exists but holds no trace file */
-  if ((size_t)snprintf(out, size, "%s/%s", dir, best) >= size) return TBE_EINVAL;
+  if (rc) {
+    host_files_free(v, n);
+    return rc;
+  }
+  if (n > 1) qsort(v, n, sizeof *v, cmp_host_file);
+  *out = v;
+  *nout = n;
   return 0;
 }
 
-/* The latest run (greatest name: default run names are timestamps) under
- * <logdir>/plugins/profile that holds a trace file.  Returns 0, -errno or
- * 1 when there is none. */
+/* The run under <logdir>/plugins/profile whose newest trace file was
+ * written last (ties: the greater name).  Returns 0, -errno or 1 when no
+ * run holds a trace file. */
 static int latest_run(const char *logdir, char *out, size_t size) {
   char dir[PATH_MAX], path[PATH_MAX];
   snprintf(dir, sizeof dir, "%s/plugins/profile", logdir);
@@ -87,31 +145,111 @@ static int latest_run(const char *logdir, char *out, size_t size) {
   if (!d) return -errno;
   struct dirent *e;
   out[0] = '\0';
+  struct timespec best = {0, 0};
   while ((e = readdir(d)) != NULL) {
-    int nh;
-    if (e->d_name[0] == '.' || strcmp(e->d_name, out) <= 0 || strlen(e->d_name) >= size) continue;
-    if (run_file(logdir, e->d_name, path, sizeof path, &nh) == 0)
+    if (e->d_name[0] == '.' || strlen(e->d_name) >= size) continue;
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= sizeof path) continue;
+    DIR *rd = opendir(path);
+    if (!rd) continue;
+    struct dirent *f;
+    struct timespec newest = {0, 0};
+    int any = 0;
+    while ((f = readdir(rd)) != NULL) {
+      size_t stem;
+      struct stat st;
+      if (f->d_name[0] == '.' || !kind_of(f->d_name, &stem)) continue;
+      if ((size_t)snprintf(path, sizeof path, "%s/%s/%s", dir, e->d_name, f->d_name) >= sizeof path ||
+          stat(path, &st) != 0)
+        continue;
+      if (!any || st.st_mtim.tv_sec > newest.tv_sec ||
+          (st.st_mtim.tv_sec == newest.tv_sec && st.st_mtim.tv_nsec > newest.tv_nsec))
+        newest = st.st_mtim;
+      any = 1;
+    }
+    closedir(rd);
+    if (!any) continue;
+    int later = !out[0] || newest.tv_sec > best.tv_sec ||
+                (newest.tv_sec == best.tv_sec &&
+                 (newest.tv_nsec > best.tv_nsec ||
+                  (newest.tv_nsec == best.tv_nsec && strcmp(e->d_name, out) > 0)));
+    if (later) {
+      best = newest;
       snprintf(out, size, "%s", e->d_name);
+    }
   }
   closedir(d);
   return out[0] ? 0 : 1;
 }
 
-int tbe_cli_load_trace(const char *cmd, const char *logdir, const char *arg, int quiet,
-                       tbe_trace **out, char *label, size_t label_size, int *is_run) {
-  *out = NULL;
-  *is_run = 0;
+/* ---- loading ---- */
+
+/* Imports `path` and analyses it into slot i of `r`.  Returns 0 or an exit
+ * code after printing the error. */
+static int load_one(const char *cmd, const char *path, const char *shown, int quiet,
+                    tbe_cli_run *r, size_t i) {
+  int rc = tbe_trace_create(&r->traces[i], NULL);
+  if (rc) {
+    tbe_cli_error(cmd, "%s", tbe_strerror(rc));
+    return TBE_EXIT_FAIL;
+  }
+  tbe_progress pb;
+  tbe_progress_start(&pb, shown, TBE_PROGRESS_BYTES, quiet);
+  tbe_import_options io = {tbe_progress_cb, &pb};
+  tbe_import_error err;
+  rc = tbe_import_file(r->traces[i], path, &io, &err);
+  tbe_progress_end(&pb);
+  if (rc) {
+    tbe_cli_error(cmd, "%s", err.message[0] ? err.message : tbe_strerror(rc));
+    return tbe_cli_exit_for(rc);
+  }
+  rc = tbe_analysis_create(&r->an[i], r->traces[i], NULL);
+  if (rc) {
+    tbe_cli_error(cmd, "%s: %s", path, tbe_strerror(rc));
+    return tbe_cli_exit_for(rc);
+  }
+  return 0;
+}
+
+static int alloc_slots(tbe_cli_run *r, size_t n) {
+  r->traces = calloc(n, sizeof *r->traces);
+  r->an = calloc(n, sizeof *r->an);
+  r->hosts = calloc(n, sizeof *r->hosts);
+  if (!r->traces || !r->an || !r->hosts) return TBE_ENOMEM;
+  r->n = n;
+  return 0;
+}
+
+void tbe_cli_run_free(tbe_cli_run *r) {
+  tbe_run_analysis_free(r->run);
+  for (size_t i = 0; i < r->n; i++) {
+    if (r->an) tbe_analysis_free(r->an[i]);
+    if (r->traces) tbe_trace_free(r->traces[i]);
+    if (r->hosts) free(r->hosts[i]);
+  }
+  free(r->traces);
+  free(r->an);
+  free(r->hosts);
+  memset(r, 0, sizeof *r);
+}
+
+int tbe_cli_load_run(const char *cmd, const char *logdir, const char *arg, int quiet,
+                     tbe_cli_run *r) {
+  memset(r, 0, sizeof *r);
   char path[PATH_MAX], run[256];
   struct stat st;
+  int rc = 0;
   if (arg && stat(arg, &st) == 0 && !S_ISDIR(st.st_mode)) {
-    snprintf(path, sizeof path, "%s", arg);
     const char *base = strrchr(arg, '/');
-    snprintf(label, label_size, "%s", base ? base + 1 : arg);
+    snprintf(r->label, sizeof r->label, "%s", base ? base + 1 : arg);
+    if (alloc_slots(r, 1) || !(r->hosts[0] = strdup(r->label))) {
+      tbe_cli_error(cmd, "%s", tbe_strerror(TBE_ENOMEM));
+      rc = TBE_EXIT_FAIL;
+    }
+    if (!rc) rc = load_one(cmd, arg, r->label, quiet, r, 0);
   } else {
     if (!logdir) logdir = DEFAULT_LOGDIR;
     if (!arg) {
-      int rc = latest_run(logdir, run, sizeof run);
-      if (rc) {
+      if (latest_run(logdir, run, sizeof run)) {
         tbe_cli_error(cmd, "%s: no runs under %s/plugins/profile", logdir, logdir);
         return TBE_EXIT_USAGE;
       }
@@ -120,46 +258,51 @@ int tbe_cli_load_trace(const char *cmd, const char *logdir, const char *arg, int
       tbe_cli_error(cmd, "%s: not a file, and not a valid run name", arg);
       return TBE_EXIT_USAGE;
     }
-    int nhosts = 0;
-    int rc = run_file(logdir, arg, path, sizeof path, &nhosts);
-    if (rc == -ENOENT || rc == -ENOTDIR) {
+    host_file *hf = NULL;
+    size_t n = 0;
+    int err = host_files(logdir, arg, &hf, &n);
+    if (err == -ENOENT || err == -ENOTDIR) {
       tbe_cli_error(cmd, "%s: no such file, and no run '%s' in %s", arg, arg, logdir);
       return TBE_EXIT_USAGE;
     }
-    if (rc == 1) {
+    if (err) {
+      tbe_cli_error(cmd, "%s/plugins/profile/%s: %s", logdir, arg, tbe_strerror(err));
+      return tbe_cli_exit_for(err);
+    }
+    if (n == 0) {
       tbe_cli_error(cmd, "%s/plugins/profile/%s: no trace file (*.trace.json.gz, *.xplane.pb)",
                     logdir, arg);
       return TBE_EXIT_USAGE;
     }
-    if (rc) {
-      tbe_cli_error(cmd, "%s/plugins/profile/%s: %s", logdir, arg, tbe_strerror(rc));
-      return tbe_cli_exit_for(rc);
+    snprintf(r->label, sizeof r->label, "%s", arg);
+    r->is_run = 1;
+    if (alloc_slots(r, n)) {
+      tbe_cli_error(cmd, "%s", tbe_strerror(TBE_ENOMEM));
+      rc = TBE_EXIT_FAIL;
     }
-    snprintf(label, label_size, "%s", arg);
-    *is_run = 1;
-    if (nhosts > 1 && !quiet)
-      fprintf(stderr, "tbexport %s: note: run '%s' holds traces of %d hosts; using %s\n", cmd, arg,
-              nhosts, strrchr(path, '/') + 1);
+    for (size_t i = 0; !rc && i < n; i++) {
+      r->hosts[i] = hf[i].stem;
+      hf[i].stem = NULL;
+      if ((size_t)snprintf(path, sizeof path, "%s/plugins/profile/%s/%s", logdir, arg,
+                           hf[i].name) >= sizeof path) {
+        tbe_cli_error(cmd, "%s/plugins/profile/%s/%s: %s", logdir, arg, hf[i].name,
+                      tbe_strerror(TBE_EINVAL));
+        rc = TBE_EXIT_USAGE;
+        break;
+      }
+      rc = load_one(cmd, path, hf[i].name, quiet, r, i);
+    }
+    host_files_free(hf, n);
   }
-  tbe_trace *t = NULL;
-  int rc = tbe_trace_create(&t, NULL);
-  if (rc) {
-    tbe_cli_error(cmd, "%s", tbe_strerror(rc));
-    return TBE_EXIT_FAIL;
+  if (!rc) {
+    int err = tbe_run_analysis_create(&r->run, r->an, (const char *const *)r->hosts, r->n, NULL);
+    if (err) {
+      tbe_cli_error(cmd, "%s: %s", r->label, tbe_strerror(err));
+      rc = tbe_cli_exit_for(err);
+    }
   }
-  tbe_progress pb;
-  tbe_progress_start(&pb, label, TBE_PROGRESS_BYTES, quiet);
-  tbe_import_options io = {tbe_progress_cb, &pb};
-  tbe_import_error err;
-  rc = tbe_import_file(t, path, &io, &err);
-  tbe_progress_end(&pb);
-  if (rc) {
-    tbe_cli_error(cmd, "%s", err.message[0] ? err.message : tbe_strerror(rc));
-    tbe_trace_free(t);
-    return tbe_cli_exit_for(rc);
-  }
-  *out = t;
-  return 0;
+  if (rc) tbe_cli_run_free(r);
+  return rc;
 }
 
 /* Parses the options summary and diff share.  Returns 0, or an exit code
@@ -225,9 +368,12 @@ static void usage(FILE *f) {
           "\n"
           "Where the time goes in one trace: per GPU busy/idle time, kernels, copies,\n"
           "memsets, synchronization and launch latency; the top kernels, CPU operators\n"
-          "and ranges; per-step times; advice.  FILE is any trace tbexport imports\n"
-          "(Chrome/Kineto JSON, XSpace, Nsight Systems SQLite); RUN is a run in the\n"
-          "log_dir (default: the latest).\n"
+          "and ranges; per-step times; advice.  Without steps, which NVTX range looks\n"
+          "like the iteration (give it as --steps nvtx:NAME).  FILE is any trace\n"
+          "tbexport imports (Chrome/Kineto JSON, XSpace, Nsight Systems SQLite); RUN is a\n"
+          "run in the log_dir (default: the one written last).  A run of several hosts\n"
+          "or processes is summarized in total (names merged, steps matched by number)\n"
+          "and host by host, with the slowest and the fastest host.\n"
           "\n"
           "options:\n"
           "  --logdir DIR        log directory holding the runs (default " DEFAULT_LOGDIR ")\n"
@@ -278,27 +424,20 @@ int tbe_cmd_summary(int argc, char **argv) {
     return TBE_EXIT_USAGE;
   }
   const char *arg = optind < argc ? argv[optind] : NULL;
-  tbe_trace *t = NULL;
-  char label[512];
-  int is_run = 0;
-  int rc = tbe_cli_load_trace("summary", logdir, arg, quiet, &t, label, sizeof label, &is_run);
+  tbe_cli_run run;
+  int rc = tbe_cli_load_run("summary", logdir, arg, quiet, &run);
   if (rc) return rc;
-  tbe_analysis *an = NULL;
-  int err = tbe_analysis_create(&an, t, NULL);
   char *text = NULL;
   size_t len = 0;
-  if (!err) {
-    o.label[0] = label;
-    err = tbe_report_summary(an, &o, &text, &len);
-  }
+  o.label[0] = run.label;
+  int err = tbe_report_run(run.run, &o, &text, &len);
   if (err) {
-    tbe_cli_error("summary", "%s: %s", label, tbe_strerror(err));
+    tbe_cli_error("summary", "%s: %s", run.label, tbe_strerror(err));
     rc = tbe_cli_exit_for(err);
   } else {
     rc = tbe_cli_print("summary", text, len);
   }
   tbe_report_free(text, len, NULL);
-  tbe_analysis_free(an);
-  tbe_trace_free(t);
+  tbe_cli_run_free(&run);
   return rc;
 }

@@ -27,14 +27,18 @@
 
 #include "common/alloc.h"
 #include "tbexport/error.h"
+#include "trace/analysis_int.h"
+#include "trace/stats.h"
 
 /* Caps per-step per-name storage (entries of int64). */
-#define STEP_CELLS_MAX ((size_t)64 << 20)
+#define STEP_CELLS_MAX TBE__STEP_CELLS_MAX
 
 /* Flags per interned string, computed on first use. */
 #define NF_DONE 0x1
 #define NF_SYNC 0x2   /* an API call that synchronizes */
 #define NF_STEP 0x4   /* a step marker (ProfilerStep#N or a step's name) */
+#define NF_CUT 0x8    /* a range name with a per-call suffix (range_label_len) */
+#define NF_CUT_DONE 0x10
 
 typedef struct open_entry {
   int64_t end;
@@ -86,7 +90,7 @@ static int is_busy_kind(uint8_t k) {
 static uint8_t name_flags(scratch *s, const tbe_trace *t, tbe_str id) {
   uint8_t f = s->nflags[id];
   if (f & NF_DONE) return f;
-  f = NF_DONE;
+  f = (uint8_t)((f & (NF_CUT | NF_CUT_DONE)) | NF_DONE);
   const char *n = tbe_trace_str(t, id);
   if (strstr(n, "Synchronize")) f |= NF_SYNC;
   if (strncmp(n, "ProfilerStep#", 13) == 0) f |= NF_STEP;
@@ -540,7 +544,10 @@ static int host_track(tbe_analysis *an, scratch *s, const tbe_track *tr) {
       }
     }
   }
-  if (busy > an->host_busy_ns) an->host_busy_ns = busy;
+  if (busy > an->host_busy_ns) {
+    an->host_busy_ns = busy;
+    an->pid = tr->pid;
+  }
   /* Ranges: a second walk over the same track with its own stack. */
   for (uint32_t j = 0; j < tr->count; j++) {
     const tbe_event *e = &t->events[tr->first + j];
@@ -596,6 +603,106 @@ static int per_step_names(tbe_analysis *an, scratch *s) {
   }
   return 0;
 }
+
+/* ---- the step hint ---- */
+
+/* Whether a range name carries a per-call suffix (PyTorch's per-operator
+ * NVTX ranges), cached in the name's flags. */
+static int name_is_cut(scratch *s, const tbe_trace *t, tbe_str id) {
+  uint8_t f = s->nflags[id];
+  if (!(f & NF_CUT_DONE)) {
+    const char *n = tbe_trace_str(t, id);
+    f |= NF_CUT_DONE;
+    if (n[range_label_len(n)] != '\0') f |= NF_CUT;
+    s->nflags[id] = f;
+  }
+  return (f & NF_CUT) != 0;
+}
+
+/* Without steps: the range that looks like the iteration (the rule is at
+ * tbe_analysis.step_hint).  One walk per host thread with a stack of the
+ * open (nesting) ranges; per-name counts live in arrays indexed by string
+ * id and are reset after each thread through the list of the names it
+ * touched, so the whole search is linear in the range events. */
+static int step_hint(tbe_analysis *an, scratch *s) {
+  const tbe_trace *t = an->trace;
+  if (t->nsteps || an->wall_ns <= 0) return 0;
+  size_t nstr = tbe_trace_nstrings(t);
+  uint32_t *cnt = tbe__calloc(s->a, nstr ? nstr : 1, sizeof *cnt);
+  int64_t *tot = tbe__calloc(s->a, nstr ? nstr : 1, sizeof *tot);
+  uint8_t *kind = tbe__calloc(s->a, nstr ? nstr : 1, 1);
+  tbe_str *touched = NULL;
+  size_t tcap = 0;
+  int rc = cnt && tot && kind ? 0 : TBE_ENOMEM;
+  tbe_str best = 0;
+  for (size_t i = 0; !rc && i < t->ntracks; i++) {
+    if (s->track_dev[i] >= 0) continue;
+    const tbe_track *tr = &t->tracks[i];
+    size_t depth = 0, nt = 0;
+    for (uint32_t j = 0; !rc && j < tr->count; j++) {
+      const tbe_event *e = &t->events[tr->first + j];
+      if (e->kind != TBE_EV_NVTX_RANGE && e->kind != TBE_EV_USER_ANNOTATION) continue;
+      int64_t st = e->start_ns;
+      while (depth > 0 && s->stack[depth - 1].end <= st) depth--;
+      int top = depth == 0;
+      if (!(e->flags & TBE_EVF_ASYNC)) {
+        if (tbe__grow(s->a, (void **)&s->stack, &s->stack_cap, depth + 1, sizeof(open_entry))) {
+          rc = TBE_ENOMEM;
+          break;
+        }
+        s->stack[depth].end = st + e->dur_ns;
+        s->stack[depth++].slot = 0;
+      }
+      if (!top || e->name == 0 || name_is_cut(s, t, e->name)) continue;
+      if (cnt[e->name] == 0) {
+        if (tbe__grow(s->a, (void **)&touched, &tcap, nt + 1, sizeof *touched)) {
+          rc = TBE_ENOMEM;
+          break;
+        }
+        touched[nt++] = e->name;
+        kind[e->name] = e->kind;
+      }
+      cnt[e->name]++;
+      tot[e->name] += e->dur_ns;
+    }
+    for (size_t k = 0; k < nt; k++) {
+      tbe_str id = touched[k];
+      int enough = cnt[id] >= 2 && (double)tot[id] * 100.0 >= (double)an->wall_ns *
+                                                                   TBE_STEP_HINT_MIN_PCT;
+      int better = !best || cnt[id] > an->step_hint_count ||
+                   (cnt[id] == an->step_hint_count &&
+                    (tot[id] > an->step_hint_ns ||
+                     (tot[id] == an->step_hint_ns &&
+                      strcmp(tbe_trace_str(t, id), tbe_trace_str(t, best)) < 0)));
+      if (enough && better) {
+        best = id;
+        an->step_hint_count = cnt[id];
+        an->step_hint_ns = tot[id];
+        an->step_hint_kind = kind[id];
+      }
+      cnt[id] = 0;
+      tot[id] = 0;
+    }
+  }
+  if (!rc && best) an->step_hint = tbe_trace_str(t, best);
+  tbe__free(s->a, cnt);
+  tbe__free(s->a, tot);
+  tbe__free(s->a, kind);
+  tbe__free(s->a, touched);
+  return rc;
+}
+
+/* The distribution of the step durations. */
+static int step_distribution(tbe_analysis *an, scratch *s) {
+  int64_t *v = tbe__alloc(s->a, (an->nsteps ? an->nsteps : 1) * sizeof *v);
+  if (!v) return TBE_ENOMEM;
+  for (size_t i = 0; i < an->nsteps; i++) v[i] = an->steps[i].dur_ns;
+  tbe__dist_sort(v, an->nsteps, &an->step_dist);
+  tbe__free(s->a, v);
+  return 0;
+}
+
+/* ---- advice ---- */
 
 static void add_advice(tbe_analysis *an, tbe_advice *buf, tbe_advice_kind k, double fig,
                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
@@ -847,6 +954,8 @@ static int run(tbe_analysis *an, scratch *s) {
       e->label = off ? pv->arena + off - 1 : tbe_trace_str(t, e->name);
     }
   rc = per_step_names(an, s);
+  if (!rc) rc = step_hint(an, s);
+  if (!rc) rc = step_distribution(an, s);
   if (rc) return rc;
   for (int g = 0; g < TBE_GROUP__COUNT; g++)
     tbe_analysis_sort(an, (tbe_group_kind)g, TBE_SORT_TOTAL);
@@ -855,6 +964,10 @@ static int run(tbe_analysis *an, scratch *s) {
   an->dropped_records = t->dropped_records + t->dropped_out_of_range;
   an->out_of_range_records = t->dropped_out_of_range;
   an->ended_early = t->ended_early;
+  an->host = tbe_trace_str(t, t->host);
+  an->world_size = t->world_size;
+  an->rank = t->rank >= 0 && (t->world_size > 1 || t->rank > 0) ? t->rank : -1;
+  if (an->pid < 0 && t->nprocesses) an->pid = t->processes[0].pid;
   return advise(an);
 }
 
@@ -870,6 +983,9 @@ int tbe_analysis_create(tbe_analysis **out, const tbe_trace *t, const tbe_alloca
   an->trace = t;
   an->all.device = -1;
   an->all.launch_median_ns = -1;
+  an->host = "";
+  an->pid = -1;
+  an->rank = -1;
   an->priv_ = tbe__calloc(&an->alloc_, 1, sizeof(priv));
   if (!an->priv_) {
     tbe__free(&an->alloc_, an);
@@ -886,6 +1002,35 @@ int tbe_analysis_create(tbe_analysis **out, const tbe_trace *t, const tbe_alloca
   }
   *out = an;
   return 0;
+}
+
+int tbe__analysis_blank(tbe_analysis **out, const tbe_allocator *a) {
+  tbe_allocator al;
+  tbe__allocator_init(&al, a);
+  tbe_analysis *an = tbe__calloc(&al, 1, sizeof *an);
+  if (!an) return TBE_ENOMEM;
+  an->alloc_ = al;
+  an->priv_ = tbe__calloc(&an->alloc_, 1, sizeof(priv));
+  if (!an->priv_) {
+    tbe__free(&al, an);
+    return TBE_ENOMEM;
+  }
+  an->all.device = -1;
+  an->all.launch_median_ns = -1;
+  an->host = "";
+  an->pid = -1;
+  an->rank = -1;
+  an->step_dist.median_ns = an->step_dist.q1_ns = an->step_dist.q3_ns = -1;
+  an->step_dist.min_ns = an->step_dist.max_ns = -1;
+  *out = an;
+  return 0;
+}
+
+int64_t *tbe__analysis_pool(tbe_analysis *an, size_t n) {
+  priv *p = an->priv_;
+  if (p->step_pool || n == 0) return NULL;
+  p->step_pool = tbe__calloc(&an->alloc_, n, sizeof(int64_t));
+  return p->step_pool;
 }
 
 void tbe_analysis_free(tbe_analysis *an) {
@@ -940,21 +1085,6 @@ static uint64_t hash_str(const char *s) {
   return h;
 }
 
-/* Per-step median and spread (max - min) of one name. */
-static int step_figures(const tbe_analysis *an, const tbe_name_stats *e, int64_t *tmp,
-                        int64_t *med, int64_t *spread) {
-  if (!e || !e->step_ns || an->nsteps < 2) return 0;
-  int64_t lo = INT64_MAX, hi = INT64_MIN;
-  for (size_t i = 0; i < an->nsteps; i++) {
-    tmp[i] = e->step_ns[i];
-    if (tmp[i] < lo) lo = tmp[i];
-    if (tmp[i] > hi) hi = tmp[i];
-  }
-  *med = median(tmp, an->nsteps);
-  *spread = hi - lo;
-  return 1;
-}
-
 static int cmp_delta(const void *x, const void *y) {
   const tbe_diff_entry *a = x, *b = y;
   int64_t da = a->delta_ns < 0 ? -a->delta_ns : a->delta_ns;
@@ -963,7 +1093,34 @@ static int cmp_delta(const void *x, const void *y) {
   return strcmp(a->name, b->name);
 }
 
-static int diff_group(tbe_diff *d, tbe_group_kind g, int64_t *tmp) {
+/* The per-step figures of one name on each side, then the table's
+ * verdicts at a false discovery rate of TBE_NOISE_ALPHA. */
+static int diff_noise(tbe_diff *d, tbe_diff_entry *out, size_t k, const tbe_name_stats **eb,
+                      const tbe_name_stats **en, tbe__mw *mw) {
+  const tbe_analysis *b = d->side[0], *n = d->side[1];
+  double *p = tbe__alloc(&d->alloc_, (k ? k : 1) * sizeof *p);
+  if (!p) return TBE_ENOMEM;
+  size_t np = 0;
+  for (size_t i = 0; i < k; i++) {
+    const int64_t *vb = eb[i] && b->nsteps ? eb[i]->step_ns : NULL;
+    const int64_t *vn = en[i] && n->nsteps ? en[i]->step_ns : NULL;
+    int rc = tbe__step_compare(mw, vb, vb ? b->nsteps : 0, vn, vn ? n->nsteps : 0, &out[i].steps);
+    if (rc) {
+      tbe__free(&d->alloc_, p);
+      return rc;
+    }
+    if (!vb || !vn) out[i].steps.verdict = TBE_NOISE_NONE;
+    if (out[i].steps.p_value >= 0) p[np++] = out[i].steps.p_value;
+  }
+  double thr = tbe__fdr_threshold(p, np, TBE_NOISE_ALPHA);
+  for (size_t i = 0; i < k; i++)
+    if (out[i].steps.p_value >= 0)
+      out[i].steps.verdict = out[i].steps.p_value <= thr ? TBE_NOISE_BEYOND : TBE_NOISE_WITHIN;
+  tbe__free(&d->alloc_, p);
+  return 0;
+}
+
+static int diff_group(tbe_diff *d, tbe_group_kind g, tbe__mw *mw) {
   const tbe_analysis *b = d->side[0], *n = d->side[1];
   size_t nb = b->ngroups[g], nn = n->ngroups[g];
   size_t cap = 16;
@@ -971,12 +1128,16 @@ static int diff_group(tbe_diff *d, tbe_group_kind g, int64_t *tmp) {
   uint32_t *tab = tbe__alloc(&d->alloc_, cap * sizeof *tab);
   tbe_diff_entry *out = tbe__calloc(&d->alloc_, nb + nn + 1, sizeof *out);
   uint32_t *match = tbe__alloc(&d->alloc_, (nb + 1) * sizeof *match);
-  if (!tab || !out || !match) {
+  const tbe_name_stats **src = tbe__calloc(&d->alloc_, 2 * (nb + nn) + 1, sizeof *src);
+  if (!tab || !out || !match || !src) {
     tbe__free(&d->alloc_, tab);
     tbe__free(&d->alloc_, out);
     tbe__free(&d->alloc_, match);
+    tbe__free(&d->alloc_, src);
     return TBE_ENOMEM;
   }
+  /* src[i] and src[nb + nn + i]: entry i's base and new names. */
+  const tbe_name_stats **srcb = src, **srcn = src + nb + nn;
   memset(tab, 0xff, cap * sizeof *tab);
   for (size_t i = 0; i < nb; i++) {
     const char *s = b->groups[g][i].label;
@@ -998,6 +1159,7 @@ static int diff_group(tbe_diff *d, tbe_group_kind g, int64_t *tmp) {
       }
       h = (h + 1) & (cap - 1);
     }
+    srcn[k] = en;
     tbe_diff_entry *o = &out[k++];
     o->name = s;
     o->present = 2;
@@ -1010,22 +1172,15 @@ static int diff_group(tbe_diff *d, tbe_group_kind g, int64_t *tmp) {
       o->present |= 1;
       o->calls[0] = eb->calls;
       o->total_ns[0] = eb->total_ns;
+      srcb[k - 1] = eb;
     } else {
       d->added[g]++;
-    }
-    if (eb && step_figures(b, eb, tmp, &o->step_median_ns[0], &o->step_spread_ns[0]) &&
-        step_figures(n, en, tmp, &o->step_median_ns[1], &o->step_spread_ns[1])) {
-      o->noise_checked = 1;
-      int64_t dm = o->step_median_ns[1] - o->step_median_ns[0];
-      if (dm < 0) dm = -dm;
-      int64_t sp = o->step_spread_ns[0] > o->step_spread_ns[1] ? o->step_spread_ns[0]
-                                                               : o->step_spread_ns[1];
-      o->within_noise = dm == 0 || dm < sp;
     }
   }
   for (size_t i = 0; i < nb; i++) {
     if (match[i] != UINT32_MAX) continue;
     const tbe_name_stats *eb = &b->groups[g][i];
+    srcb[k] = eb;
     tbe_diff_entry *o = &out[k++];
     o->name = eb->label;
     o->present = 1;
@@ -1038,11 +1193,17 @@ static int diff_group(tbe_diff *d, tbe_group_kind g, int64_t *tmp) {
     out[i].ratio = out[i].total_ns[0] > 0 ? (double)out[i].total_ns[1] / (double)out[i].total_ns[0]
                                           : 0.0;
   }
+  int rc = diff_noise(d, out, k, srcb, srcn, mw);
+  tbe__free(&d->alloc_, tab);
+  tbe__free(&d->alloc_, match);
+  tbe__free(&d->alloc_, src);
+  if (rc) {
+    tbe__free(&d->alloc_, out);
+    return rc;
+  }
   qsort(out, k, sizeof *out, cmp_delta);
   d->entries[g] = out;
   d->nentries[g] = k;
-  tbe__free(&d->alloc_, tab);
-  tbe__free(&d->alloc_, match);
   return 0;
 }
 
@@ -1058,47 +1219,32 @@ int tbe_diff_create(tbe_diff **out, const tbe_analysis *base, const tbe_analysis
   d->alloc_ = al;
   d->side[0] = base;
   d->side[1] = newer;
-  size_t ns = base->nsteps > newer->nsteps ? base->nsteps : newer->nsteps;
-  int64_t *tmp = tbe__alloc(&d->alloc_, (ns ? ns : 1) * sizeof *tmp);
-  if (!tmp) {
-    tbe_diff_free(d);
-    return TBE_ENOMEM;
-  }
   for (int s = 0; s < 2; s++) {
     const tbe_analysis *an = d->side[s];
     d->wall_ns[s] = an->wall_ns;
     d->kernel_ns[s] = an->all.kernel_ns;
     d->busy_ns[s] = an->all.busy_ns;
     d->nsteps[s] = an->nsteps;
-    d->step_median_ns[s] = -1;
-    if (an->nsteps) {
-      int64_t lo = INT64_MAX, hi = INT64_MIN;
-      for (size_t i = 0; i < an->nsteps; i++) {
-        tmp[i] = an->steps[i].dur_ns;
-        if (tmp[i] < lo) lo = tmp[i];
-        if (tmp[i] > hi) hi = tmp[i];
-      }
-      d->step_median_ns[s] = median(tmp, an->nsteps);
-      d->step_spread_ns[s] = hi - lo;
-    }
   }
-  if (d->nsteps[0] >= 2 && d->nsteps[1] >= 2) {
-    d->steps_noise_checked = 1;
-    int64_t dm = d->step_median_ns[1] - d->step_median_ns[0];
-    if (dm < 0) dm = -dm;
-    int64_t sp = d->step_spread_ns[0] > d->step_spread_ns[1] ? d->step_spread_ns[0]
-                                                             : d->step_spread_ns[1];
-    d->steps_within_noise = dm == 0 || dm < sp;
+  size_t ns = base->nsteps + newer->nsteps;
+  int64_t *dur = tbe__alloc(&d->alloc_, (ns ? ns : 1) * sizeof *dur);
+  tbe__mw mw;
+  tbe__mw_init(&mw, &d->alloc_);
+  int rc = dur ? 0 : TBE_ENOMEM;
+  if (!rc) {
+    for (size_t i = 0; i < base->nsteps; i++) dur[i] = base->steps[i].dur_ns;
+    for (size_t i = 0; i < newer->nsteps; i++) dur[base->nsteps + i] = newer->steps[i].dur_ns;
+    rc = tbe__step_compare(&mw, dur, base->nsteps, dur + base->nsteps, newer->nsteps, &d->steps);
+    d->step_median_ns[0] = d->steps.dist[0].median_ns;
+    d->step_median_ns[1] = d->steps.dist[1].median_ns;
   }
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
-    int rc = diff_group(d, (tbe_group_kind)g, tmp);
-    if (rc) {
-      tbe__free(&d->alloc_, tmp);
-      tbe_diff_free(d);
-      return rc;
-    }
+  for (int g = 0; g < TBE_GROUP__COUNT && !rc; g++) rc = diff_group(d, (tbe_group_kind)g, &mw);
+  tbe__free(&d->alloc_, dur);
+  tbe__mw_free(&mw);
+  if (rc) {
+    tbe_diff_free(d);
+    return rc;
   }
-  tbe__free(&d->alloc_, tmp);
   *out = d;
   return 0;
 }

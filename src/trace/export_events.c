@@ -253,9 +253,11 @@ static int events_write(const tbe__export_ctx *ctx) {
 
 const tbe__exporter tbe__exporter_events = {"events", TBE_OUT_EVENTS, events_write};
 
-int tbe_diff_write_events(const tbe_diff *d, const char *run_dir, const char *base_label,
-                          const char *new_label, size_t top, const char *host, char *path,
-                          size_t size) {
+/* The body of tbe_diff_write_events; `run` (may be NULL) makes the
+ * Markdown report the run comparison's. */
+static int diff_events(const tbe_diff *d, const tbe_run_diff *run, const char *run_dir,
+                       const char *base_label, const char *new_label, size_t top,
+                       const char *host, char *path, size_t size) {
   if (!d || !run_dir || !base_label) return TBE_EINVAL;
   if (tbe__name_check(base_label, NULL) != 0) return TBE_ENAME;
   tbe_allocator al;
@@ -312,7 +314,7 @@ int tbe_diff_write_events(const tbe_diff *d, const char *run_dir, const char *ba
     o.allocator = &al;
     char *md = NULL;
     size_t len = 0;
-    e.rc = tbe_report_diff(d, &o, &md, &len);
+    e.rc = run ? tbe_report_run_diff(run, &o, &md, &len) : tbe_report_diff(d, &o, &md, &len);
     if (!e.rc) {
       fmt(tag, sizeof tag, "diff/%s/report", base_label);
       text(&e, tag, md);
@@ -324,4 +326,17 @@ int tbe_diff_write_events(const tbe_diff *d, const char *run_dir, const char *ba
   if (!rc && path && size) snprintf(path, size, "%s", p);
   tbe__free(&al, p);
   return rc;
+}
+
+int tbe_diff_write_events(const tbe_diff *d, const char *run_dir, const char *base_label,
+                          const char *new_label, size_t top, const char *host, char *path,
+                          size_t size) {
+  return diff_events(d, NULL, run_dir, base_label, new_label, top, host, path, size);
+}
+
+int tbe_run_diff_write_events(const tbe_run_diff *d, const char *run_dir, const char *base_label,
+                              const char *new_label, size_t top, const char *host, char *path,
+                              size_t size) {
+  if (!d) return TBE_EINVAL;
+  return diff_events(d->total, d, run_dir, base_label, new_label, top, host, path, size);
 }

@@ -171,6 +171,51 @@ static void rule(tbe__buf *b, int w) {
   tbe__buf_putc(b, '\n');
 }
 
+void tbe__cell(tbe__buf *b, const char *s, int w, int right) { cell(b, s, w, right); }
+void tbe__rule(tbe__buf *b, int w) { rule(b, w); }
+void tbe__csv_str(tbe__buf *b, const char *s) { csv_str(b, s); }
+
+/* Appends `text` wrapped at `width` columns (words split at spaces; a
+ * \x01 is a space that does not break), then a newline. */
+void tbe__wrap(tbe__buf *b, const char *text, int width) {
+  int col = 0;
+  const char *p = text;
+  while (*p) {
+    const char *w = p;
+    while (*p && *p != ' ') p++;
+    int len = (int)(p - w);
+    if (col > 0 && col + 1 + len > width) {
+      tbe__buf_putc(b, '\n');
+      col = 0;
+    } else if (col > 0) {
+      tbe__buf_putc(b, ' ');
+      col++;
+    }
+    for (const char *q = w; q < p; q++) tbe__buf_putc(b, *q == '\x01' ? ' ' : *q);
+    col += len;
+    while (*p == ' ') p++;
+  }
+  tbe__buf_putc(b, '\n');
+}
+
+/* Appends `s` quoted for a POSIX shell when it needs it. */
+static void shell_word(tbe__buf *b, const char *s) {
+  int plain = *s != '\0';
+  for (const char *p = s; *p && plain; p++)
+    plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            strchr("_./:@%+=,-#", *p);
+  if (plain) {
+    tbe__buf_puts(b, s);
+    return;
+  }
+  tbe__buf_putc(b, '\'');
+  for (const char *p = s; *p; p++) {
+    if (*p == '\'') tbe__buf_puts(b, "'\\''");
+    else tbe__buf_putc(b, *p);
+  }
+  tbe__buf_putc(b, '\'');
+}
+
 /* ---- names ---- */
 
 /* Copies `s[0..n)` into `out` eliding template arguments nested at depth
@@ -297,6 +342,8 @@ static void full_name(const char *name, char *buf, size_t size) {
   snprintf(buf, size, "%s", name);
 }
 
+void tbe__full_name(const char *name, char *buf, size_t size) { full_name(name, buf, size); }
+
 size_t tbe__tag_component(const char *name, size_t width, char *buf, size_t size) {
   char s[SHORT_MAX];
   size_t n = tbe_name_shorten(name, 0, s, sizeof s);
@@ -321,6 +368,10 @@ size_t tbe__tag_component(const char *name, size_t width, char *buf, size_t size
 
 static const char *gtitle[TBE_GROUP__COUNT] = {"Kernels", "CPU operators", "Ranges"};
 
+const char *tbe__group_title(tbe_group_kind g) {
+  return (unsigned)g < TBE_GROUP__COUNT ? gtitle[g] : "";
+}
+
 static void device_label(const tbe_analysis *an, const tbe_device_stats *d, char *buf,
                          size_t size) {
   if (d->device < 0) snprintf(buf, size, "all GPUs");
@@ -328,22 +379,15 @@ static void device_label(const tbe_analysis *an, const tbe_device_stats *d, char
   (void)an;
 }
 
-typedef struct row_fn {
-  const char *label;
-  int (*fmt)(const tbe_device_stats *d, char *out);  /* 0: no row */
-} row_fn;
-
 #define DCOL 20
 
-static void overview_table(tbe__buf *b, const tbe_analysis *an, int width) {
-  const tbe_device_stats *cols[65];
-  size_t ncols = 0;
-  for (size_t i = 0; i < an->ndevices && ncols < 64; i++) cols[ncols++] = &an->devices[i];
-  if (an->ndevices > 1) cols[ncols++] = &an->all;
+void tbe__overview(tbe__buf *b, const tbe__ocol *cols, size_t ncols, const tbe_device_stats *ref,
+                   int width) {
   if (ncols == 0) {
     tbe__buf_puts(b, "No GPU activity in this trace.\n");
     return;
   }
+  if (ncols > 64) ncols = 64;
   const int lw = 16;
   size_t per = (size_t)((width - lw) / (DCOL + 2));
   if (per < 1) per = 1;
@@ -352,7 +396,9 @@ static void overview_table(tbe__buf *b, const tbe_analysis *an, int width) {
     size_t c1 = c0 + per < ncols ? c0 + per : ncols;
     cell(b, "", lw, 0);
     for (size_t c = c0; c < c1; c++) {
-      device_label(an, cols[c], v, sizeof v);
+      size_t l = strlen(cols[c].label);
+      if (l > DCOL) snprintf(v, sizeof v, "%.*s...", DCOL - 3, cols[c].label);
+      else snprintf(v, sizeof v, "%s", cols[c].label);
       tbe__buf_puts(b, "  ");
       cell(b, v, DCOL, 1);
     }
@@ -365,13 +411,13 @@ static void overview_table(tbe__buf *b, const tbe_analysis *an, int width) {
       int any = 0;
       char vals[64][64];
       for (size_t c = c0; c < c1; c++) {
-        const tbe_device_stats *d = cols[c];
+        const tbe_device_stats *d = cols[c].d;
         vals[c - c0][0] = '\0';
         switch (r) {
           case 15:
             label = "name";
-            if (d->name) {
-              const char *nm = tbe_trace_str(an->trace, d->name);
+            if (cols[c].name && cols[c].name[0]) {
+              const char *nm = cols[c].name;
               size_t l = strlen(nm);
               if (l > DCOL) snprintf(vals[c - c0], 64, "%.*s...", DCOL - 3, nm);
               else snprintf(vals[c - c0], 64, "%s", nm);
@@ -401,7 +447,7 @@ static void overview_table(tbe__buf *b, const tbe_analysis *an, int width) {
                                             "memcpy HtoH", "memcpy PtoP"};
             int k = kinds[r - 4];
             label = labels[r - 4];
-            if (an->all.memcpy_count[k]) {
+            if (ref->memcpy_count[k]) {
               snprintf(vals[c - c0], 64, "%s (%llu)", dur(x, d->memcpy_ns[k]),
                        (unsigned long long)d->memcpy_count[k]);
               any = 1;
@@ -418,7 +464,7 @@ static void overview_table(tbe__buf *b, const tbe_analysis *an, int width) {
                 continue;
               ns += d->memcpy_ns[k];
               cnt += d->memcpy_count[k];
-              acnt += an->all.memcpy_count[k];
+              acnt += ref->memcpy_count[k];
             }
             if (acnt) {
               snprintf(vals[c - c0], 64, "%s (%llu)", dur(x, ns), (unsigned long long)cnt);
@@ -428,7 +474,7 @@ static void overview_table(tbe__buf *b, const tbe_analysis *an, int width) {
           }
           case 10:
             label = "memset";
-            if (an->all.memset_count) {
+            if (ref->memset_count) {
               snprintf(vals[c - c0], 64, "%s (%llu)", dur(x, d->memset_ns),
                        (unsigned long long)d->memset_count);
               any = 1;
@@ -436,7 +482,7 @@ static void overview_table(tbe__buf *b, const tbe_analysis *an, int width) {
             break;
           case 11:
             label = "sync";
-            if (an->all.sync_count) {
+            if (ref->sync_count) {
               snprintf(vals[c - c0], 64, "%s (%llu)", dur(x, d->sync_ns),
                        (unsigned long long)d->sync_count);
               any = 1;
@@ -449,7 +495,7 @@ static void overview_table(tbe__buf *b, const tbe_analysis *an, int width) {
             break;
           case 13:
             label = "launch latency";
-            if (an->all.launch_samples) {
+            if (ref->launch_samples) {
               if (d->launch_median_ns >= 0) snprintf(vals[c - c0], 64, "%s", dur(x, d->launch_median_ns));
               else snprintf(vals[c - c0], 64, "-");
               any = 1;
@@ -457,7 +503,7 @@ static void overview_table(tbe__buf *b, const tbe_analysis *an, int width) {
             break;
           case 14:
             label = "short kernels";
-            if (an->all.kernel_count) {
+            if (ref->kernel_count) {
               snprintf(vals[c - c0], 64, "%llu (<%dus)", (unsigned long long)d->short_kernels,
                        TBE_SHORT_KERNEL_NS / 1000);
               any = 1;
@@ -476,6 +522,28 @@ static void overview_table(tbe__buf *b, const tbe_analysis *an, int width) {
       tbe__buf_putc(b, '\n');
     }
   }
+}
+
+/* The per-GPU overview of one trace: a column per GPU, and all GPUs
+ * together when there are several. */
+static void overview_table(tbe__buf *b, const tbe_analysis *an, int width) {
+  tbe__ocol cols[65];
+  char labels[65][32];
+  size_t ncols = 0;
+  for (size_t i = 0; i < an->ndevices && ncols < 64; i++, ncols++) {
+    const tbe_device_stats *d = &an->devices[i];
+    device_label(an, d, labels[ncols], sizeof labels[ncols]);
+    cols[ncols].d = d;
+    cols[ncols].label = labels[ncols];
+    cols[ncols].name = d->name && an->trace ? tbe_trace_str(an->trace, d->name) : NULL;
+  }
+  if (an->ndevices > 1) {
+    device_label(an, &an->all, labels[ncols], sizeof labels[ncols]);
+    cols[ncols].d = &an->all;
+    cols[ncols].label = labels[ncols];
+    cols[ncols++].name = NULL;
+  }
+  tbe__overview(b, cols, ncols, &an->all, width);
 }
 
 static void host_lines(tbe__buf *b, const tbe_analysis *an) {
@@ -585,6 +653,113 @@ static void advice_lines(tbe__buf *b, const tbe_analysis *an, int md) {
   }
 }
 
+/* ---- the step hint ---- */
+
+/* The flag that makes the hinted range the step: "--steps nvtx:NAME",
+ * shell-quoted when needed. */
+void tbe__step_hint_flag(tbe__buf *b, const tbe_analysis *an) {
+  tbe__buf_puts(b, "--steps ");
+  tbe__buf t;
+  tbe__buf_init(&t, b->a);
+  tbe__buf_puts(&t, "nvtx:");
+  tbe__buf_puts(&t, an->step_hint);
+  tbe__buf_putc(&t, '\0');
+  if (tbe__buf_error(&t)) b->err = t.err;
+  else shell_word(b, (const char *)t.data);
+  tbe__buf_deinit(&t);
+}
+
+/* The sentence naming the range that looks like the iteration, in the
+ * table (wrapped at the width) or Markdown form; nothing without a hint.
+ * `where` says whose figures they are (NULL: this trace's). */
+void tbe__step_hint_text(tbe__buf *b, const tbe_analysis *an, const tbe_report_options *o,
+                         const char *where, const char *whole) {
+  if (!an->step_hint) return;
+  int md = o->format == TBE_REPORT_MARKDOWN;
+  tbe__buf t;
+  tbe__buf_init(&t, b->a);
+  tbe__buf_printf(&t, "%sNo steps %s. The %s \"", md ? "**Steps:** " : "",
+                  whole ? whole : "in this trace",
+                  an->step_hint_kind == TBE_EV_USER_ANNOTATION ? "user annotation" : "NVTX range");
+  if (md) tbe__md_escape(&t, an->step_hint);
+  else tbe__buf_puts(&t, an->step_hint);
+  tbe__buf_printf(&t, "\" looks like the iteration (%s%s%llu times at the top of one host thread, "
+                      "%.1f%% of the wall time): for per-step figures, profile or import again "
+                      "with %s",
+                  where ? where : "", where ? ": " : "", (unsigned long long)an->step_hint_count,
+                  pct(an->step_hint_ns, an->wall_ns), md ? "`" : "");
+  size_t at = t.len;
+  tbe__step_hint_flag(&t, an);
+  if (!md) /* keep the flag on one line */
+    for (size_t i = at; i < t.len; i++)
+      if (t.data[i] == ' ') t.data[i] = '\x01';
+  tbe__buf_puts(&t, md ? "`.\n" : ".");
+  tbe__buf_putc(&t, '\0');
+  if (tbe__buf_error(&t)) {
+    b->err = t.err;
+  } else {
+    tbe__buf_putc(b, '\n');
+    if (md) tbe__buf_puts(b, (const char *)t.data);
+    else tbe__wrap(b, (const char *)t.data, o->width);
+  }
+  tbe__buf_deinit(&t);
+}
+
+/* The hint as CSV (its own section) or as the value of a JSON member. */
+void tbe__step_hint_csv(tbe__buf *b, const tbe_analysis *an, const char *host, int header) {
+  if (!an->step_hint) return;
+  if (header)
+    tbe__buf_printf(b, "\nsection,%sname,kind,count,total_ns,wall_pct,flag\n", host ? "host," : "");
+  tbe__buf_puts(b, "step_hint,");
+  if (host) {
+    csv_str(b, host);
+    tbe__buf_putc(b, ',');
+  }
+  csv_str(b, an->step_hint);
+  tbe__buf_printf(b, ",%s,%llu,%lld,%.2f,",
+                  an->step_hint_kind == TBE_EV_USER_ANNOTATION ? "user_annotation" : "nvtx",
+                  (unsigned long long)an->step_hint_count, (long long)an->step_hint_ns,
+                  pct(an->step_hint_ns, an->wall_ns));
+  tbe__buf t;
+  tbe__buf_init(&t, b->a);
+  tbe__step_hint_flag(&t, an);
+  tbe__buf_putc(&t, '\0');
+  if (tbe__buf_error(&t)) b->err = t.err;
+  else csv_str(b, (const char *)t.data);
+  tbe__buf_deinit(&t);
+  tbe__buf_putc(b, '\n');
+}
+
+void tbe__step_hint_json(tbe__buf *b, const tbe_analysis *an) {
+  if (!an->step_hint) {
+    tbe__buf_puts(b, "null");
+    return;
+  }
+  tbe__buf_puts(b, "{\"name\":");
+  tbe__json_str(b, an->step_hint);
+  tbe__buf_printf(b, ",\"kind\":\"%s\",\"count\":%llu,\"total_ns\":%lld,\"flag\":",
+                  an->step_hint_kind == TBE_EV_USER_ANNOTATION ? "user_annotation" : "nvtx",
+                  (unsigned long long)an->step_hint_count, (long long)an->step_hint_ns);
+  tbe__buf t;
+  tbe__buf_init(&t, b->a);
+  tbe__step_hint_flag(&t, an);
+  tbe__buf_putc(&t, '\0');
+  if (tbe__buf_error(&t)) b->err = t.err;
+  else tbe__json_str(b, (const char *)t.data);
+  tbe__buf_deinit(&t);
+  tbe__buf_putc(b, '}');
+}
+
+void tbe__json_dist(tbe__buf *b, const tbe_step_dist *d) {
+  tbe__buf_printf(b,
+                  "{\"n\":%zu,\"median_ns\":%lld,\"q1_ns\":%lld,\"q3_ns\":%lld,\"min_ns\":%lld,"
+                  "\"max_ns\":%lld}",
+                  d->n, (long long)d->median_ns, (long long)d->q1_ns, (long long)d->q3_ns,
+                  (long long)d->min_ns, (long long)d->max_ns);
+}
+
+/* ---- summary: table (continued) ---- */
+
 static void summary_header(tbe__buf *b, const tbe_analysis *an, const tbe_report_options *o) {
   const tbe_trace *t = an->trace;
   char x[32];
@@ -605,6 +780,7 @@ static void summary_table(tbe__buf *b, tbe_analysis *an, const tbe_report_option
   host_lines(b, an);
   for (int g = 0; g < TBE_GROUP__COUNT; g++) name_table(b, an, (tbe_group_kind)g, o);
   steps_table(b, an);
+  tbe__step_hint_text(b, an, o, NULL, NULL);
   advice_lines(b, an, 0);
 }
 
@@ -703,10 +879,36 @@ static void summary_md(tbe__buf *b, tbe_analysis *an, const tbe_report_options *
                       (unsigned long long)s->kernel_count);
     }
   }
+  tbe__step_hint_text(b, an, o, NULL, NULL);
   advice_lines(b, an, 1);
 }
 
 /* ---- summary: CSV ---- */
+
+static void names_csv(tbe__buf *b, const tbe_analysis *an, const tbe_report_options *o) {
+  tbe__buf_puts(b, "\nsection,name,calls,total_ns,self_ns,self_pct,avg_ns,min_ns,max_ns\n");
+  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
+    size_t n = an->ngroups[g], top = o->top && o->top < n ? o->top : n;
+    for (size_t i = 0; i < top; i++) {
+      const tbe_name_stats *e = &an->groups[g][i];
+      tbe__buf_printf(b, "%s,", tbe_group_name((tbe_group_kind)g));
+      csv_str(b, e->label);
+      tbe__buf_printf(b, ",%llu,%lld,%lld,%.2f,%lld,%lld,%lld\n", (unsigned long long)e->calls,
+                      (long long)e->total_ns, (long long)e->self_ns,
+                      pct(e->self_ns, an->group_total_ns[g]),
+                      (long long)(e->calls ? e->total_ns / (int64_t)e->calls : 0),
+                      (long long)e->min_ns, (long long)e->max_ns);
+    }
+  }
+}
+
+void tbe__summary_names(tbe__buf *b, const tbe_analysis *an, const tbe_report_options *o) {
+  for (int g = 0; g < TBE_GROUP__COUNT && o->format == TBE_REPORT_TABLE; g++)
+    name_table(b, an, (tbe_group_kind)g, o);
+  for (int g = 0; g < TBE_GROUP__COUNT && o->format == TBE_REPORT_MARKDOWN; g++)
+    md_group(b, an, (tbe_group_kind)g, o);
+  if (o->format == TBE_REPORT_CSV) names_csv(b, an, o);
+}
 
 static void summary_csv(tbe__buf *b, tbe_analysis *an, const tbe_report_options *o) {
   tbe__buf_puts(b, "section,device,wall_ns,busy_ns,kernel_ns,kernel_count,memcpy_htod_ns,"
@@ -728,20 +930,7 @@ static void summary_csv(tbe__buf *b, tbe_analysis *an, const tbe_report_options 
                     (long long)other, (long long)d->memset_ns, (long long)d->sync_ns,
                     (long long)d->idle_ns, (long long)d->launch_median_ns);
   }
-  tbe__buf_puts(b, "\nsection,name,calls,total_ns,self_ns,self_pct,avg_ns,min_ns,max_ns\n");
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
-    size_t n = an->ngroups[g], top = o->top && o->top < n ? o->top : n;
-    for (size_t i = 0; i < top; i++) {
-      const tbe_name_stats *e = &an->groups[g][i];
-      tbe__buf_printf(b, "%s,", tbe_group_name((tbe_group_kind)g));
-      csv_str(b, e->label);
-      tbe__buf_printf(b, ",%llu,%lld,%lld,%.2f,%lld,%lld,%lld\n", (unsigned long long)e->calls,
-                      (long long)e->total_ns, (long long)e->self_ns,
-                      pct(e->self_ns, an->group_total_ns[g]),
-                      (long long)(e->calls ? e->total_ns / (int64_t)e->calls : 0),
-                      (long long)e->min_ns, (long long)e->max_ns);
-    }
-  }
+  tbe__summary_names(b, an, o);
   if (an->nsteps) {
     tbe__buf_puts(b, "\nsection,step,start_ns,dur_ns,gpu_busy_ns,kernel_ns,kernel_count\n");
     for (size_t i = 0; i < an->nsteps; i++) {
@@ -751,6 +940,7 @@ static void summary_csv(tbe__buf *b, tbe_analysis *an, const tbe_report_options 
                       (long long)s->kernel_ns, (unsigned long long)s->kernel_count);
     }
   }
+  tbe__step_hint_csv(b, an, NULL, 1);
   if (an->nadvice) {
     tbe__buf_puts(b, "\nsection,kind,figure,text\n");
     for (size_t i = 0; i < an->nadvice; i++) {
@@ -767,7 +957,7 @@ static void json_device(tbe__buf *b, const tbe_analysis *an, const tbe_device_st
   static const char *copy[TBE_NCOPY_KINDS] = {"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
                                               "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
   tbe__buf_printf(b, "{\"device\":%d,\"name\":", (int)d->device);
-  tbe__json_str(b, tbe_trace_str(an->trace, d->name));
+  tbe__json_str(b, an->trace && d->name ? tbe_trace_str(an->trace, d->name) : "");
   tbe__buf_printf(b,
                   ",\"wall_ns\":%lld,\"busy_ns\":%lld,\"busy_pct\":%.3f,\"idle_ns\":%lld,"
                   "\"kernel_ns\":%lld,\"kernel_count\":%llu,\"short_kernels\":%llu,"
@@ -792,12 +982,15 @@ static void json_device(tbe__buf *b, const tbe_analysis *an, const tbe_device_st
   tbe__buf_puts(b, "}}");
 }
 
-static void summary_json(tbe__buf *b, tbe_analysis *an, const tbe_report_options *o) {
+void tbe__summary_json(tbe__buf *b, const tbe_analysis *an, const tbe_report_options *o,
+                       const char *label) {
   const tbe_trace *t = an->trace;
   tbe__buf_puts(b, "{\"label\":");
-  tbe__json_str(b, o->label[0] ? o->label[0] : "");
+  tbe__json_str(b, label ? label : "");
   tbe__buf_puts(b, ",\"host\":");
-  tbe__json_str(b, tbe_trace_str(t, t->host));
+  tbe__json_str(b, an->host ? an->host : "");
+  tbe__buf_printf(b, ",\"pid\":%lld,\"rank\":%d,\"world_size\":%d", (long long)an->pid,
+                  (int)an->rank, (int)an->world_size);
   tbe__buf_printf(b,
                   ",\"start_ns\":%lld,\"wall_ns\":%lld,\"host_busy_ns\":%lld,\"api_calls\":%llu,"
                   "\"sync_calls\":%llu,\"sync_call_ns\":%lld,\"overhead_ns\":%lld,"
@@ -853,7 +1046,11 @@ static void summary_json(tbe__buf *b, tbe_analysis *an, const tbe_report_options
                     (long long)s->gpu_busy_ns, (long long)s->kernel_ns,
                     (unsigned long long)s->kernel_count);
   }
-  tbe__buf_puts(b, "],\"advice\":[");
+  tbe__buf_puts(b, "],\"step_stats\":");
+  tbe__json_dist(b, &an->step_dist);
+  tbe__buf_puts(b, ",\"step_hint\":");
+  tbe__step_hint_json(b, an);
+  tbe__buf_puts(b, ",\"advice\":[");
   for (size_t i = 0; i < an->nadvice; i++) {
     tbe__buf_printf(b, "%s{\"kind\":%u,\"figure\":%.6g,\"text\":", i ? "," : "",
                     an->advice[i].kind, an->advice[i].figure);
@@ -861,11 +1058,16 @@ static void summary_json(tbe__buf *b, tbe_analysis *an, const tbe_report_options
     tbe__buf_putc(b, '}');
   }
   tbe__buf_puts(b, "],\"warnings\":[");
-  for (size_t i = 0; i < t->nwarnings; i++) {
+  for (size_t i = 0; t && i < t->nwarnings; i++) {
     if (i) tbe__buf_putc(b, ',');
     tbe__json_str(b, tbe_trace_str(t, t->warnings[i]));
   }
-  tbe__buf_puts(b, "]}\n");
+  tbe__buf_puts(b, "]}");
+}
+
+static void summary_json(tbe__buf *b, tbe_analysis *an, const tbe_report_options *o) {
+  tbe__summary_json(b, an, o, o->label[0]);
+  tbe__buf_putc(b, '\n');
 }
 
 /* ---- public entry points ---- */
@@ -894,19 +1096,12 @@ int tbe_report_summary(tbe_analysis *an, const tbe_report_options *o, char **out
   if (!out) return TBE_EINVAL;
   *out = NULL;
   if (!an) return TBE_EINVAL;
-  tbe_report_options def;
-  if (!o) {
-    tbe_report_options_init(&def);
-    o = &def;
-  }
-  tbe_report_options oo = *o;
-  if (oo.width <= 0) oo.width = 100;
-  if ((unsigned)oo.sort > TBE_SORT_MAX || (unsigned)oo.format > TBE_REPORT_MARKDOWN)
-    return TBE_EINVAL;
+  tbe_report_options oo;
+  if (tbe__report_options(o, &oo)) return TBE_EINVAL;
   for (int g = 0; g < TBE_GROUP__COUNT; g++)
     tbe_analysis_sort(an, (tbe_group_kind)g, (tbe_sort_key)oo.sort);
   tbe_allocator al;
-  tbe__allocator_init(&al, o->allocator);
+  tbe__allocator_init(&al, oo.allocator);
   tbe__buf b;
   tbe__buf_init(&b, &al);
   switch (oo.format) {
@@ -926,300 +1121,13 @@ void tbe_report_free(char *s, size_t len, const tbe_allocator *a) {
   tbe__free(&al, s);
 }
 
-/* ---- diff ---- */
-
-static void ratio_str(char *buf, size_t size, int64_t base, int64_t now) {
-  if (base <= 0 && now <= 0) snprintf(buf, size, "-");
-  else if (base <= 0) snprintf(buf, size, "new");
-  else if (now <= 0) snprintf(buf, size, "gone");
-  else snprintf(buf, size, "%.2fx", (double)now / (double)base);
+int tbe__report_options(const tbe_report_options *o, tbe_report_options *oo) {
+  if (!o) tbe_report_options_init(oo);
+  else *oo = *o;
+  if (oo->width <= 0) oo->width = 100;
+  if ((unsigned)oo->sort > TBE_SORT_MAX || (unsigned)oo->format > TBE_REPORT_MARKDOWN)
+    return TBE_EINVAL;
+  return 0;
 }
 
-static void delta_str(char *buf, int64_t d) {
-  if (d > 0) {
-    buf[0] = '+';
-    tbe__fmt_dur(buf + 1, 31, d);
-  } else {
-    tbe__fmt_dur(buf, 32, d);
-  }
-}
-
-static const char *entry_mark(const tbe_diff_entry *e) {
-  if (e->present == 1) return "removed";
-  if (e->present == 2) return "added";
-  if (e->noise_checked && e->within_noise) return "noise";
-  return "";
-}
-
-/* One-character form for the terminal table (legend printed below it). */
-static const char *entry_mark1(const tbe_diff_entry *e) {
-  if (e->present == 1) return "-";
-  if (e->present == 2) return "+";
-  if (e->noise_checked && e->within_noise) return "~";
-  return "";
-}
-
-static void diff_overall_rows(const tbe_diff *d, int r, const char **label, int64_t v[2],
-                              int *have) {
-  *have = 1;
-  switch (r) {
-    case 0: *label = "wall time"; v[0] = d->wall_ns[0]; v[1] = d->wall_ns[1]; break;
-    case 1: *label = "GPU busy"; v[0] = d->busy_ns[0]; v[1] = d->busy_ns[1]; break;
-    case 2: *label = "kernel time"; v[0] = d->kernel_ns[0]; v[1] = d->kernel_ns[1]; break;
-    case 3:
-      *label = "step (median)";
-      v[0] = d->step_median_ns[0];
-      v[1] = d->step_median_ns[1];
-      *have = d->nsteps[0] && d->nsteps[1];
-      break;
-    default: *have = 0;
-  }
-}
-
-static void diff_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
-  const char *lb = o->label[0] ? o->label[0] : "base";
-  const char *ln = o->label[1] ? o->label[1] : "new";
-  char x[32], y[32], z[32], w[32];
-  tbe__buf_printf(b, "Comparing %s (base) with %s (new)\n\n", lb, ln);
-  cell(b, "", 16, 0);
-  cell(b, "base", 12, 1);
-  cell(b, "new", 12, 1);
-  cell(b, "delta", 12, 1);
-  cell(b, "ratio", 8, 1);
-  tbe__buf_putc(b, '\n');
-  for (int r = 0; r < 4; r++) {
-    const char *label;
-    int64_t v[2];
-    int have;
-    diff_overall_rows(d, r, &label, v, &have);
-    if (!have) continue;
-    cell(b, label, 16, 0);
-    cell(b, dur(x, v[0]), 12, 1);
-    cell(b, dur(y, v[1]), 12, 1);
-    delta_str(z, v[1] - v[0]);
-    cell(b, z, 12, 1);
-    ratio_str(w, sizeof w, v[0], v[1]);
-    cell(b, w, 8, 1);
-    if (r == 3 && d->steps_noise_checked)
-      tbe__buf_printf(b, "  %s", d->steps_within_noise ? "within noise" : "beyond noise");
-    tbe__buf_putc(b, '\n');
-  }
-  if (d->nsteps[0] || d->nsteps[1]) {
-    tbe__buf_printf(b, "steps: %zu (base), %zu (new); spread (max-min) %s, %s\n", d->nsteps[0],
-                    d->nsteps[1], dur(x, d->step_spread_ns[0]), dur(y, d->step_spread_ns[1]));
-  }
-  if (d->steps_noise_checked)
-    tbe__buf_puts(b, "~ marks a change smaller than the step-to-step spread of either run\n");
-  /* Per-name tables: name, calls b/n 13, total b, total n, avg b, avg n
-   * (9 each), delta 10, ratio 7, mark. */
-  static const int cw[8] = {9, 9, 9, 9, 9, 10, 6, 1};
-  int fixed = 0;
-  for (int c = 0; c < 8; c++) fixed += cw[c] + 1;
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
-    size_t n = d->nentries[g];
-    if (!n) continue;
-    size_t top = o->top && o->top < n ? o->top : n;
-    int nw = o->width - fixed - 1;
-    if (nw < NAME_MIN) nw = NAME_MIN;
-    char name[SHORT_MAX], v[8][40];
-    if (o->wide)
-      for (size_t i = 0; i < top; i++) {
-        full_name(d->entries[g][i].name, name, sizeof name);
-        if ((int)strlen(name) > nw) nw = (int)strlen(name);
-      }
-    tbe__buf_printf(b, "\n%s: %zu matched, %zu added (+), %zu removed (-); %zu shown, by |delta|\n",
-                    gtitle[g], n - d->added[g] - d->removed[g], d->added[g], d->removed[g], top);
-    cell(b, "name", nw, 0);
-    static const char *hd[8] = {"calls b/n", "total b", "total n", "avg b", "avg n",
-                                "delta", "ratio", ""};
-    /* '~': the change is within the step-to-step noise. */
-    for (int c = 0; c < 8; c++) {
-      tbe__buf_putc(b, ' ');
-      cell(b, hd[c], cw[c], c < 7);
-    }
-    while (b->len && b->data[b->len - 1] == ' ') b->len--;
-    tbe__buf_putc(b, '\n');
-    rule(b, nw + fixed);
-    for (size_t i = 0; i < top; i++) {
-      const tbe_diff_entry *e = &d->entries[g][i];
-      if (o->wide) full_name(e->name, name, sizeof name);
-      else tbe_name_shorten(e->name, (size_t)nw, name, sizeof name);
-      if (!name[0]) snprintf(name, sizeof name, "(unnamed)");
-      cell(b, name, nw, 0);
-      snprintf(v[0], 40, "%llu/%llu", (unsigned long long)e->calls[0],
-               (unsigned long long)e->calls[1]);
-      tbe__fmt_dur(v[1], 40, e->total_ns[0]);
-      tbe__fmt_dur(v[2], 40, e->total_ns[1]);
-      tbe__fmt_dur(v[3], 40, e->calls[0] ? e->total_ns[0] / (int64_t)e->calls[0] : 0);
-      tbe__fmt_dur(v[4], 40, e->calls[1] ? e->total_ns[1] / (int64_t)e->calls[1] : 0);
-      delta_str(v[5], e->delta_ns);
-      ratio_str(v[6], 40, e->total_ns[0], e->total_ns[1]);
-      snprintf(v[7], 40, "%s", entry_mark1(e));
-      for (int c = 0; c < 8; c++) {
-        tbe__buf_putc(b, ' ');
-        if (c == 7) tbe__buf_puts(b, v[c]);
-        else cell(b, v[c], cw[c], 1);
-      }
-      /* No trailing spaces. */
-      while (b->len && b->data[b->len - 1] == ' ') b->len--;
-      tbe__buf_putc(b, '\n');
-    }
-  }
-}
-
-static void diff_md(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
-  const char *lb = o->label[0] ? o->label[0] : "base";
-  const char *ln = o->label[1] ? o->label[1] : "new";
-  char x[32], y[32], z[32], w[32];
-  tbe__buf_puts(b, "# Diff: ");
-  tbe__md_escape(b, lb);
-  tbe__buf_puts(b, " → ");
-  tbe__md_escape(b, ln);
-  tbe__buf_puts(b, "\n\n| | base | new | delta | ratio |\n|---|---:|---:|---:|---:|\n");
-  for (int r = 0; r < 4; r++) {
-    const char *label;
-    int64_t v[2];
-    int have;
-    diff_overall_rows(d, r, &label, v, &have);
-    if (!have) continue;
-    delta_str(z, v[1] - v[0]);
-    ratio_str(w, sizeof w, v[0], v[1]);
-    tbe__buf_printf(b, "| %s | %s | %s | %s | %s%s |\n", label, dur(x, v[0]), dur(y, v[1]), z, w,
-                    r == 3 && d->steps_noise_checked && d->steps_within_noise ? " (noise)" : "");
-  }
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
-    size_t n = d->nentries[g];
-    if (!n) continue;
-    size_t top = o->top && o->top < n ? o->top : n;
-    tbe__buf_printf(b, "\n## %s: %zu matched, %zu added, %zu removed\n\n", gtitle[g],
-                    n - d->added[g] - d->removed[g], d->added[g], d->removed[g]);
-    tbe__buf_puts(b, "| name | calls base | calls new | total base | total new | avg base | "
-                     "avg new | delta | ratio | |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
-    char name[SHORT_MAX], v[6][40];
-    for (size_t i = 0; i < top; i++) {
-      const tbe_diff_entry *e = &d->entries[g][i];
-      if (o->wide) full_name(e->name, name, sizeof name);
-      else tbe_name_shorten(e->name, 80, name, sizeof name);
-      tbe__fmt_dur(v[0], 40, e->total_ns[0]);
-      tbe__fmt_dur(v[1], 40, e->total_ns[1]);
-      tbe__fmt_dur(v[2], 40, e->calls[0] ? e->total_ns[0] / (int64_t)e->calls[0] : 0);
-      tbe__fmt_dur(v[3], 40, e->calls[1] ? e->total_ns[1] / (int64_t)e->calls[1] : 0);
-      delta_str(v[4], e->delta_ns);
-      ratio_str(v[5], 40, e->total_ns[0], e->total_ns[1]);
-      tbe__buf_puts(b, "| ");
-      tbe__md_escape(b, name);
-      tbe__buf_printf(b, " | %llu | %llu | %s | %s | %s | %s | %s | %s | %s |\n",
-                      (unsigned long long)e->calls[0], (unsigned long long)e->calls[1], v[0], v[1],
-                      v[2], v[3], v[4], v[5], entry_mark(e));
-    }
-  }
-}
-
-static void diff_csv(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
-  tbe__buf_puts(b, "section,metric,base_ns,new_ns,delta_ns,ratio,noise\n");
-  for (int r = 0; r < 4; r++) {
-    const char *label;
-    int64_t v[2];
-    int have;
-    diff_overall_rows(d, r, &label, v, &have);
-    if (!have) continue;
-    tbe__buf_printf(b, "overall,%s,%lld,%lld,%lld,%.6f,%s\n", label, (long long)v[0],
-                    (long long)v[1], (long long)(v[1] - v[0]),
-                    v[0] > 0 ? (double)v[1] / (double)v[0] : 0.0,
-                    r == 3 && d->steps_noise_checked ? (d->steps_within_noise ? "within" : "beyond")
-                                                     : "");
-  }
-  tbe__buf_puts(b, "\nsection,name,status,calls_base,calls_new,total_base_ns,total_new_ns,"
-                   "avg_base_ns,avg_new_ns,delta_ns,ratio,noise\n");
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
-    size_t n = d->nentries[g], top = o->top && o->top < n ? o->top : n;
-    for (size_t i = 0; i < top; i++) {
-      const tbe_diff_entry *e = &d->entries[g][i];
-      tbe__buf_printf(b, "%s,", tbe_group_name((tbe_group_kind)g));
-      csv_str(b, e->name);
-      tbe__buf_printf(b, ",%s,%llu,%llu,%lld,%lld,%lld,%lld,%lld,%.6f,%s\n",
-                      e->present == 3 ? "matched" : e->present == 2 ? "added" : "removed",
-                      (unsigned long long)e->calls[0], (unsigned long long)e->calls[1],
-                      (long long)e->total_ns[0], (long long)e->total_ns[1],
-                      (long long)(e->calls[0] ? e->total_ns[0] / (int64_t)e->calls[0] : 0),
-                      (long long)(e->calls[1] ? e->total_ns[1] / (int64_t)e->calls[1] : 0),
-                      (long long)e->delta_ns, e->ratio,
-                      e->noise_checked ? (e->within_noise ? "within" : "beyond") : "");
-    }
-  }
-}
-
-static void diff_json(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
-  tbe__buf_puts(b, "{\"base\":");
-  tbe__json_str(b, o->label[0] ? o->label[0] : "base");
-  tbe__buf_puts(b, ",\"new\":");
-  tbe__json_str(b, o->label[1] ? o->label[1] : "new");
-  tbe__buf_puts(b, ",\"overall\":{");
-  static const char *keys[4] = {"wall_ns", "busy_ns", "kernel_ns", "step_median_ns"};
-  for (int r = 0; r < 4; r++) {
-    const char *label;
-    int64_t v[2];
-    int have;
-    diff_overall_rows(d, r, &label, v, &have);
-    tbe__buf_printf(b, "%s\"%s\":[%lld,%lld]", r ? "," : "", keys[r], (long long)v[0],
-                    (long long)v[1]);
-  }
-  tbe__buf_printf(b,
-                  ",\"nsteps\":[%zu,%zu],\"step_spread_ns\":[%lld,%lld],\"steps_noise_checked\":%s,"
-                  "\"steps_within_noise\":%s}",
-                  d->nsteps[0], d->nsteps[1], (long long)d->step_spread_ns[0],
-                  (long long)d->step_spread_ns[1], d->steps_noise_checked ? "true" : "false",
-                  d->steps_within_noise ? "true" : "false");
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
-    size_t n = d->nentries[g], top = o->top && o->top < n ? o->top : n;
-    tbe__buf_printf(b, ",\"%s\":{\"added\":%zu,\"removed\":%zu,\"entries\":[",
-                    tbe_group_name((tbe_group_kind)g), d->added[g], d->removed[g]);
-    for (size_t i = 0; i < top; i++) {
-      const tbe_diff_entry *e = &d->entries[g][i];
-      tbe__buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
-      tbe__json_str(b, e->name);
-      tbe__buf_printf(b,
-                      ",\"status\":\"%s\",\"calls\":[%llu,%llu],\"total_ns\":[%lld,%lld],"
-                      "\"delta_ns\":%lld,\"ratio\":%.6f",
-                      e->present == 3 ? "matched" : e->present == 2 ? "added" : "removed",
-                      (unsigned long long)e->calls[0], (unsigned long long)e->calls[1],
-                      (long long)e->total_ns[0], (long long)e->total_ns[1], (long long)e->delta_ns,
-                      e->ratio);
-      if (e->noise_checked)
-        tbe__buf_printf(b,
-                        ",\"step_median_ns\":[%lld,%lld],\"step_spread_ns\":[%lld,%lld],"
-                        "\"within_noise\":%s",
-                        (long long)e->step_median_ns[0], (long long)e->step_median_ns[1],
-                        (long long)e->step_spread_ns[0], (long long)e->step_spread_ns[1],
-                        e->within_noise ? "true" : "false");
-      tbe__buf_putc(b, '}');
-    }
-    tbe__buf_puts(b, "]}");
-  }
-  tbe__buf_puts(b, "}\n");
-}
-
-int tbe_report_diff(const tbe_diff *d, const tbe_report_options *o, char **out, size_t *len) {
-  if (!out) return TBE_EINVAL;
-  *out = NULL;
-  if (!d) return TBE_EINVAL;
-  tbe_report_options def;
-  if (!o) {
-    tbe_report_options_init(&def);
-    o = &def;
-  }
-  tbe_report_options oo = *o;
-  if (oo.width <= 0) oo.width = 100;
-  if ((unsigned)oo.format > TBE_REPORT_MARKDOWN) return TBE_EINVAL;
-  tbe_allocator al;
-  tbe__allocator_init(&al, o->allocator);
-  tbe__buf b;
-  tbe__buf_init(&b, &al);
-  switch (oo.format) {
-    case TBE_REPORT_CSV: diff_csv(&b, d, &oo); break;
-    case TBE_REPORT_JSON: diff_json(&b, d, &oo); break;
-    case TBE_REPORT_MARKDOWN: diff_md(&b, d, &oo); break;
-    default: diff_table(&b, d, &oo); break;
-  }
-  return finish(&b, out, len);
-}
+int tbe__report_finish(tbe__buf *b, char **out, size_t *len) { return finish(b, out, len); }

@@ -1,5 +1,10 @@
 /* report.h: rendering helpers shared by the summary and diff reports
- * (report.c) and the run-summary events exporter (export_events.c). */
+ * (report.c, report_diff.c), the reports of runs of several hosts
+ * (report_run.c) and the run-summary events exporter (export_events.c).
+ *
+ * The "part" functions below write one piece of a report in the format of
+ * o->format, so that a run's report is the single-trace report's parts
+ * around its own host sections, and both say the same thing the same way. */
 #ifndef TBE_TRACE_REPORT_H
 #define TBE_TRACE_REPORT_H
 
@@ -13,12 +18,36 @@
  * "1.234ms", "2.500s" (3 decimals, integer arithmetic only, so the output
  * is the same on every machine).  Returns the length. */
 size_t tbe__fmt_dur(char *buf, size_t size, int64_t ns);
+/* tbe__fmt_dur into a buffer of 32 bytes, returned. */
+static inline const char *tbe__dur(char *buf, int64_t ns) {
+  tbe__fmt_dur(buf, 32, ns);
+  return buf;
+}
+static inline double tbe__pct(int64_t part, int64_t whole) {
+  return whole > 0 ? 100.0 * (double)part / (double)whole : 0.0;
+}
+/* "+1.000us" / "-2.000ms" (32 bytes) and "0.65x" / "new" / "gone" / "-". */
+void tbe__delta_str(char *buf, int64_t d);
+void tbe__ratio_str(char *buf, size_t size, int64_t base, int64_t now);
 
 /* Appends `s` escaped for a Markdown table cell. */
 void tbe__md_escape(tbe__buf *b, const char *s);
 /* Appends `s` as a JSON string literal (quotes included; control
  * characters escaped, invalid UTF-8 replaced by U+FFFD). */
 void tbe__json_str(tbe__buf *b, const char *s);
+/* Appends `s` as a CSV field (quoted when it holds a comma, quote or newline). */
+void tbe__csv_str(tbe__buf *b, const char *s);
+/* Appends `s` padded with spaces to `w` bytes, right-aligned when `right`. */
+void tbe__cell(tbe__buf *b, const char *s, int w, int right);
+/* Appends `w` dashes and a newline. */
+void tbe__rule(tbe__buf *b, int w);
+/* Appends `text` wrapped at `width` columns, then a newline; a \x01 in
+ * `text` is a space where no line may break. */
+void tbe__wrap(tbe__buf *b, const char *text, int width);
+/* The full name as shown with --wide. */
+void tbe__full_name(const char *name, char *buf, size_t size);
+/* "Kernels", "CPU operators", "Ranges". */
+const char *tbe__group_title(tbe_group_kind g);
 
 /* Appends the Markdown table of the top `top` kernels (0 = all) of `an`
  * as currently sorted. */
@@ -28,5 +57,65 @@ void tbe__md_kernels(tbe__buf *b, const tbe_analysis *an, size_t top, int wide);
  * `width`, characters other than [A-Za-z0-9_.:-] replaced by '_', runs of
  * '_' collapsed, never empty.  Returns the length. */
 size_t tbe__tag_component(const char *name, size_t width, char *buf, size_t size);
+
+/* ---- parts of the summary ---- */
+
+/* One column of the GPU overview: its figures, header and device name
+ * (NULL: no name row for it). */
+typedef struct tbe__ocol {
+  const tbe_device_stats *d;
+  const char *label;
+  const char *name;
+} tbe__ocol;
+/* The overview table: a row per figure, a column per entry of `cols` (at
+ * most 64), wrapped to `width`; optional rows (copy directions, memset,
+ * sync, launch latency, short kernels) appear when `ref` has any. */
+void tbe__overview(tbe__buf *b, const tbe__ocol *cols, size_t ncols, const tbe_device_stats *ref,
+                   int width);
+/* The name tables of `an` as currently sorted (table, Markdown or CSV
+ * rows with their header; not JSON). */
+void tbe__summary_names(tbe__buf *b, const tbe_analysis *an, const tbe_report_options *o);
+/* One analysis as a JSON object (no newline); label may be NULL. */
+void tbe__summary_json(tbe__buf *b, const tbe_analysis *an, const tbe_report_options *o,
+                       const char *label);
+void tbe__json_dist(tbe__buf *b, const tbe_step_dist *d);
+/* The step hint of `an` (nothing without one): the sentence (table,
+ * wrapped; Markdown), where `whole` replaces "in this trace" and `where`
+ * prefixes the figures; the CSV section (with a host column when `host`);
+ * the JSON value (an object or null); the flag itself.  The CSV section
+ * header is written when `header`. */
+void tbe__step_hint_text(tbe__buf *b, const tbe_analysis *an, const tbe_report_options *o,
+                         const char *where, const char *whole);
+void tbe__step_hint_csv(tbe__buf *b, const tbe_analysis *an, const char *host, int header);
+void tbe__step_hint_json(tbe__buf *b, const tbe_analysis *an);
+void tbe__step_hint_flag(tbe__buf *b, const tbe_analysis *an);
+
+/* ---- parts of the diff ---- */
+
+/* "", "too_few", "within", "beyond" (CSV and JSON), and the one-character
+ * marks of the terminal tables ("~" within, "!" beyond, else ""). */
+const char *tbe__noise_key(uint32_t v);
+const char *tbe__noise_mark(uint32_t v);
+/* The sentence on one verdict ("Step time: median 1.2ms -> 1.0ms (-16.7%),
+ * within the steps' own noise (Mann-Whitney p = 0.310 over 8 and 8
+ * steps)."), nothing for TBE_NOISE_NONE; table (wrapped) or Markdown. */
+void tbe__noise_sentence(tbe__buf *b, const tbe_step_compare *c, const char *what,
+                         const tbe_report_options *o);
+void tbe__json_step_compare(tbe__buf *b, const tbe_step_compare *c);
+/* The overall comparison (wall, GPU busy, kernel and step time with the
+ * verdict): the table and its sentences; Markdown; the CSV section with
+ * its header; the JSON member "overall":{...}. */
+void tbe__diff_overall(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o);
+/* The per-name tables; JSON: members ,"kernels":{...},... */
+void tbe__diff_names(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o);
+
+/* ---- entry points ---- */
+
+/* Copies `o` (NULL: the defaults) into `oo` with a default width; returns
+ * TBE_EINVAL for an unknown format or sort key. */
+int tbe__report_options(const tbe_report_options *o, tbe_report_options *oo);
+/* Terminates `b` and hands it over as *out / *len, or frees it and
+ * returns TBE_ENOMEM after an allocation failure. */
+int tbe__report_finish(tbe__buf *b, char **out, size_t *len);
 
 #endif

@@ -8,6 +8,7 @@
 set -u
 B=$1
 D=$2/cli
+K=$(cd "$2" && pwd)/kineto
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -37,9 +38,10 @@ for f in table csv json markdown; do
   expect_out "diff.$f.expected" "$B" diff --format "$f" small.trace.json small2.trace.json
 done
 
-# The CSV's per-name deltas add up to the difference of the kernel totals.
+# The CSV's per-name deltas add up to the difference of the kernel totals
+# (delta_ns is the 10th field from the end, $(NF-9): names may hold commas).
 awk -F, '/^overall,kernel time,/ { want = $5 }
-         /^kernels,/ { sum += $(NF-2) }
+         /^kernels,/ { sum += $(NF-9) }
          END { if (sum != want) { print "sum " sum " != " want; exit 1 } }' diff.csv.expected \
   || fail "kernel deltas do not add up"
 
@@ -84,6 +86,59 @@ n_before=$(ls "$tmp"/log/bf16 | wc -l)
 "$B" diff --no-events --logdir "$tmp/log" fp32 bf16 >/dev/null 2>"$tmp/err" || fail "--no-events"
 [ "$(ls "$tmp"/log/bf16 | wc -l)" -eq "$n_before" ] || fail "--no-events wrote a file"
 [ ! -s "$tmp/err" ] || fail "--no-events printed: $(cat "$tmp/err")"
+
+# The noise verdict in words: eight steps a side; the step time and the
+# gemm kernel 20% slower (beyond noise), the copy the same (within).
+gen() { # gen FILE SCALE_PERCENT
+  {
+    echo '{"traceEvents": ['
+    ts=1000
+    for i in 1 2 3 4 5 6 7 8; do
+      d=$(( (100 + (i * 37) % 7) * $2 / 100 ))
+      k=$(( (40 + (i * 13) % 5) * $2 / 100 ))
+      echo "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#$i\", \"pid\": 1, \"tid\": 1, \"ts\": $ts, \"dur\": $d},"
+      echo "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": $((ts + 1)), \"dur\": $k, \"args\": {\"device\": 0, \"stream\": 7}},"
+      echo "{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": \"Memcpy HtoD\", \"pid\": 0, \"tid\": 8, \"ts\": $((ts + 2)), \"dur\": $((10 + (i * 5) % 3)), \"args\": {\"device\": 0, \"stream\": 8}},"
+      ts=$((ts + d))
+    done
+    echo '{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1000, "dur": 2}]}'
+  } >"$1"
+}
+gen "$tmp/n0.json" 100
+gen "$tmp/n1.json" 120
+"$B" diff --width 1000 "$tmp/n0.json" "$tmp/n1.json" >"$tmp/out" 2>"$tmp/err" || fail "noise diff: $(cat "$tmp/err")"
+grep -q "^step (median) .*  beyond noise$" "$tmp/out" || fail "step verdict: $(grep step "$tmp/out")"
+grep -q "^Step time: median [0-9.]*us -> [0-9.]*us (+1[0-9].[0-9]%), beyond the steps' own noise (Mann-Whitney p < 0.001 over 8 and 8 steps).$" "$tmp/out" || fail "step sentence: $(grep 'Step time' "$tmp/out")"
+grep -q "^gemm .* !$" "$tmp/out" || fail "gemm not marked beyond noise"
+grep -q "^Memcpy HtoD" "$tmp/out" && fail "a copy is not a kernel"
+"$B" diff --format csv "$tmp/n0.json" "$tmp/n1.json" | grep -q '^kernels,gemm,matched,.*,beyond,0\.' || fail "csv verdict"
+"$B" diff --format markdown "$tmp/n0.json" "$tmp/n1.json" | grep -q '^| gemm | .* | beyond noise |$' || fail "markdown verdict"
+"$B" diff --format json "$tmp/n0.json" "$tmp/n0.json" | grep -q '"steps":{"base":{"n":8,.*"noise":"within","p_value":1}' || fail "json verdict of a trace against itself"
+"$B" diff --width 1000 "$tmp/n0.json" "$tmp/n0.json" | grep -q "^Step time: median .* (+0.0%), within the steps' own noise (Mann-Whitney p = 1.000 over 8 and 8 steps).$" || fail "within noise sentence"
+"$B" diff small.trace.json small2.trace.json | grep -q "^Step time: 2 and 2 steps are too few to judge" || fail "too few steps sentence"
+
+# Two runs of two hosts each (imported with --host): totals compared as
+# two traces are, and host by host, matched by host name.
+imp() { "$B" import "$K/$1" --logdir "$tmp/log" --run "$2" --host "$3" >/dev/null 2>"$tmp/err" || fail "import $1 as $2/$3: $(cat "$tmp/err")"; }
+imp h200_cnn_fp32.pt.trace.json two a
+imp h200_cnn_bf16.pt.trace.json two b
+imp h200_cnn_bf16.pt.trace.json swap a
+imp h200_cnn_fp32.pt.trace.json swap b
+imp h200_cnn_fp32.pt.trace.json one a
+"$B" diff --no-events --logdir "$tmp/log" two swap >"$tmp/out" 2>"$tmp/err" || fail "diff of two-host runs: $(cat "$tmp/err")"
+[ "$(head -1 "$tmp/out")" = "Comparing two (base, 2 hosts) with swap (new, 2 hosts); totals over all hosts" ] || fail "run diff title: $(head -1 "$tmp/out")"
+grep -q "^kernel time .* 0ns   1.00x$" "$tmp/out" || fail "equal totals: $(grep 'kernel time' "$tmp/out")"
+grep -q "^Hosts: 2 matched by host name, 0 only in base (-), 0 only in new (+)$" "$tmp/out" || fail "host matching"
+# a was fp32 and is bf16: its wall, kernel time and median step are b's of the base run
+ra=$(grep '^a  ' "$tmp/out"); rb=$(grep '^b  ' "$tmp/out")
+set -- $ra; a_wall_b=$2 a_wall_n=$3; set -- $rb; b_wall_b=$2 b_wall_n=$3
+[ -n "$a_wall_b" ] && [ "$a_wall_b" = "$b_wall_n" ] && [ "$a_wall_n" = "$b_wall_b" ] || fail "host rows: $ra / $rb"
+"$B" diff --no-events --format csv --logdir "$tmp/log" two swap | awk -F, '/^kernels,/ && $(NF-9) != 0 { bad = 1 } END { exit bad }' || fail "names moved between equal totals"
+"$B" diff --no-events --format json --logdir "$tmp/log" two one >"$tmp/j" || fail "2 hosts against 1"
+grep -q '"hosts_count":\[2,1\],.*"hosts_matched_by":"host","hosts_matched":1,"hosts_only":\[1,0\]' "$tmp/j" || fail "2 against 1: $(head -c 300 "$tmp/j")"
+"$B" diff --logdir "$tmp/log" two swap >/dev/null 2>"$tmp/err" || fail "run diff with events"
+ev=$(ls "$tmp"/log/swap/events.out.tfevents.* 2>/dev/null | tail -1)
+grep -aq "diff/two/report" "$ev" && grep -aq "Hosts: 2 matched by host name" "$ev" || fail "run diff events: $ev"
 
 # Errors.
 expect_err 2 "expected BASE and NEW, got 1 argument" "$B" diff small.trace.json

@@ -1,12 +1,14 @@
 #!/bin/bash
 # test_summary.sh: `tbexport summary` on small hand-written Chrome traces
 # (test/data/cli/): exact output in every format, sorting and --top, run
-# lookup in a log_dir (named and latest), and every error path: non-zero
-# exit, exactly one line on stderr, nothing on stdout.
+# lookup in a log_dir (named, and the latest by mtime), a run of two host
+# files (totals against the hosts' own summaries), the step hint, and every
+# error path: non-zero exit, exactly one line on stderr, nothing on stdout.
 # usage: test_summary.sh TBEXPORT TEST_DATA_DIR
 set -u
 B=$1
 D=$2/cli
+K=$(cd "$2" && pwd)/kineto
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -53,30 +55,110 @@ assert [s["kernel_ns"] for s in d["steps"]] == [40000, 60000]
 ' "$tmp/j" || fail "json figures"
 fi
 
-# Runs in a log_dir: by name, and the latest (greatest name) by default.
+# Runs in a log_dir: by name, and by default the one written last (the
+# newest file's mtime), not the greatest name.
 mkdir -p "$tmp/log/plugins/profile/2026_01_01_00_00_00" "$tmp/log/plugins/profile/2026_01_02_00_00_00"
 mkdir -p "$tmp/log/plugins/profile/notrace"
 cp small2.trace.json "$tmp/log/plugins/profile/2026_01_01_00_00_00/hostA.pt.trace.json"
 cp small.trace.json "$tmp/log/plugins/profile/2026_01_02_00_00_00/hostA.pt.trace.json"
-gzip -c small2.trace.json >"$tmp/log/plugins/profile/2026_01_01_00_00_00/hostB.trace.json.gz"
+gzip -c small2.trace.json >"$tmp/log/plugins/profile/2026_01_01_00_00_00/hostA.trace.json.gz"
+touch -d '2026-01-01 00:00:00' "$tmp"/log/plugins/profile/2026_01_01_00_00_00/*
+touch -d '2026-01-02 00:00:00' "$tmp"/log/plugins/profile/2026_01_02_00_00_00/*
+touch "$tmp/log/plugins/profile/notrace/notes.txt"  # newest, but not a trace
 "$B" summary --logdir "$tmp/log" 2026_01_02_00_00_00 >"$tmp/run" 2>"$tmp/err" || fail "summary of a run"
 [ "$(head -1 "$tmp/run")" = "Trace 2026_01_02_00_00_00" ] || fail "run label: $(head -1 "$tmp/run")"
 diff <(tail -n +2 "$tmp/run") <(tail -n +2 small.summary.table.expected) >/dev/null || fail "run output differs from the file's"
 "$B" summary --logdir "$tmp/log" >"$tmp/latest" 2>"$tmp/err" || fail "summary of the latest run"
 cmp -s "$tmp/latest" "$tmp/run" || fail "the latest run is not 2026_01_02_00_00_00"
-# The gzip Chrome trace is preferred; it holds small2.
+# The gzip Chrome trace is preferred to the plain one of the same host; it holds small2.
 "$B" summary --logdir "$tmp/log" 2026_01_01_00_00_00 >"$tmp/gz" 2>"$tmp/err" || fail "gz run"
 grep -q "wall 170.000us" "$tmp/gz" || fail "gz run content"
+[ ! -s "$tmp/err" ] || fail "one host with two files printed: $(cat "$tmp/err")"
+# Rewriting the run with the smaller name makes it the latest.
+touch "$tmp/log/plugins/profile/2026_01_01_00_00_00/hostA.pt.trace.json"
+"$B" summary --logdir "$tmp/log" >"$tmp/latest" 2>"$tmp/err" || fail "summary of the latest run (2)"
+[ "$(head -1 "$tmp/latest")" = "Trace 2026_01_01_00_00_00" ] || fail "latest by mtime: $(head -1 "$tmp/latest")"
 
-# Two hosts in one run: the first by name is used, and a note says so.
+# Two hosts in one run: both are read, in total and host by host.
 mkdir -p "$tmp/log/plugins/profile/multi"
 cp small.trace.json "$tmp/log/plugins/profile/multi/a.trace.json"
 cp small2.trace.json "$tmp/log/plugins/profile/multi/b.trace.json"
 "$B" summary --logdir "$tmp/log" multi >"$tmp/out" 2>"$tmp/err" || fail "multi-host run"
-grep -q "wall 220.000us" "$tmp/out" || fail "multi-host run used the wrong file"
-grep -q "note: run 'multi' holds traces of 2 hosts; using a.trace.json" "$tmp/err" || fail "multi-host note: $(cat "$tmp/err")"
-"$B" summary --quiet --logdir "$tmp/log" multi >/dev/null 2>"$tmp/err" || fail "multi-host --quiet"
-[ ! -s "$tmp/err" ] || fail "--quiet still printed: $(cat "$tmp/err")"
+[ ! -s "$tmp/err" ] || fail "multi-host run printed: $(cat "$tmp/err")"
+grep -q "^2 hosts, wall .*, 2 GPUs, 5 kernels, 2 steps common to all hosts" "$tmp/out" || fail "multi-host header: $(head -2 "$tmp/out")"
+grep -q "^a  .*  slowest$" "$tmp/out" || fail "multi-host row a"
+grep -q "^b  .*  fastest$" "$tmp/out" || { fail "multi-host row b"; cat "$tmp/out"; }
+
+# A run of two host files written by `tbexport import --host`: the totals
+# are the sums of the two hosts' own summaries, names are merged, and
+# both hosts have a row in every format.
+"$B" import "$K/h200_cnn_fp32.pt.trace.json" --logdir "$tmp/log" --run two --host a >/dev/null 2>"$tmp/err" || fail "import a: $(cat "$tmp/err")"
+"$B" import "$K/h200_cnn_bf16.pt.trace.json" --logdir "$tmp/log" --run two --host b >/dev/null 2>"$tmp/err" || fail "import b: $(cat "$tmp/err")"
+P=$tmp/log/plugins/profile/two
+"$B" summary --format csv --logdir "$tmp/log" two >"$tmp/two.csv" 2>"$tmp/err" || fail "two-host csv: $(cat "$tmp/err")"
+for h in a b; do
+  "$B" summary --format csv "$P/$h.trace.json.gz" >"$tmp/$h.csv" || fail "summary of host $h"
+  grep -q "^host,$h,.*,[0-9]*,[0-9]*,[0-9]*,.*,\(slowest\|fastest\)$" "$tmp/two.csv" || fail "no row for host $h"
+done
+# Columns: kernel_ns and kernel_count are fields 5 and 6 of "device,all,..."
+# in a single summary, fields 10 and 11 of "host,..." and "total,..." rows.
+sum_dev() { awk -F, -v f="$2" '$1 == "device" && $2 == "all" { print $f }' "$1"; }
+want_ns=$(( $(sum_dev "$tmp/a.csv" 5) + $(sum_dev "$tmp/b.csv" 5) ))
+want_n=$(( $(sum_dev "$tmp/a.csv" 6) + $(sum_dev "$tmp/b.csv" 6) ))
+got_ns=$(awk -F, '$1 == "total" { print $10 }' "$tmp/two.csv")
+got_n=$(awk -F, '$1 == "total" { print $11 }' "$tmp/two.csv")
+[ "$want_n" -eq 276 ] || fail "kernel counts of the two hosts: $want_n"
+[ "$got_ns" = "$want_ns" ] || fail "total kernel time $got_ns, want $want_ns"
+[ "$got_n" = "$want_n" ] || fail "total kernels $got_n, want $want_n"
+"$B" summary --logdir "$tmp/log" two >"$tmp/two.txt" 2>"$tmp/err" || fail "two-host table"
+grep -q "^Run two$" "$tmp/two.txt" || fail "two-host title"
+grep -q "^slowest b, fastest a by median step time: spread " "$tmp/two.txt" || fail "slowest/fastest: $(grep slowest "$tmp/two.txt")"
+grep -q "^Steps (3 common to all hosts" "$tmp/two.txt" || fail "common steps"
+"$B" summary --format markdown --logdir "$tmp/log" two | grep -q "^| b | [0-9]* | - | 1 | .* | slowest |$" || fail "markdown row of b"
+if command -v python3 >/dev/null; then
+  "$B" summary --format json --top 0 --logdir "$tmp/log" two >"$tmp/two.json" || fail "two-host json"
+  "$B" summary --format json --top 0 "$P/a.trace.json.gz" >"$tmp/a.json" || fail "a json"
+  "$B" summary --format json --top 0 "$P/b.trace.json.gz" >"$tmp/b.json" || fail "b json"
+  python3 - "$tmp/two.json" "$tmp/a.json" "$tmp/b.json" <<'PY' || fail "two-host json figures"
+import json, sys
+run, a, b = (json.load(open(p)) for p in sys.argv[1:])
+t = run["total"]
+assert run["hosts_count"] == 2 and [h["label"] for h in run["hosts"]] == ["a", "b"]
+for k in ("kernel_ns", "kernel_count", "busy_ns", "memset_ns"):
+    assert t["all"][k] == a["all"][k] + b["all"][k], k
+for g in ("kernels", "cpu_ops", "ranges"):
+    merged = {e["name"]: e for e in t[g]}
+    names = {e["name"] for e in a[g]} | {e["name"] for e in b[g]}
+    assert set(merged) == names, g
+    for n, e in merged.items():
+        sides = [x for s in (a, b) for x in s[g] if x["name"] == n]
+        assert e["calls"] == sum(x["calls"] for x in sides), n
+        assert e["total_ns"] == sum(x["total_ns"] for x in sides), n
+        assert e["min_ns"] == min(x["min_ns"] for x in sides), n
+        assert e["max_ns"] == max(x["max_ns"] for x in sides), n
+# the host objects are the hosts' own summaries
+for h, s in zip(run["hosts"], (a, b)):
+    assert h["all"] == s["all"] and h["steps"] == s["steps"] and h["kernels"] == s["kernels"]
+assert run["slowest"]["host"] == "b" and run["fastest"]["host"] == "a"
+assert run["figure"] == "step_median"
+assert run["spread_ns"] == b["step_stats"]["median_ns"] - a["step_stats"]["median_ns"]
+assert [s["dur_ns"] for s in t["steps"]] == [max(x["dur_ns"], y["dur_ns"]) for x, y in zip(a["steps"], b["steps"])]
+PY
+fi
+
+# Without steps, the summary names the range that looks like the iteration.
+{
+  echo '{"traceEvents": ['
+  for i in 0 1 2 3 4; do
+    ts=$((1000 + i * 100))
+    echo "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"train step\", \"pid\": 1, \"tid\": 1, \"ts\": $ts, \"dur\": 90},"
+    echo "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"forward\", \"pid\": 1, \"tid\": 1, \"ts\": $((ts + 5)), \"dur\": 40},"
+  done
+  echo '{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1001, "dur": 2}]}'
+} >"$tmp/nosteps.json"
+"$B" summary --width 1000 "$tmp/nosteps.json" >"$tmp/out" 2>"$tmp/err" || fail "summary without steps"
+grep -q "No steps in this trace. The user annotation \"train step\" looks like the iteration (5 times at the top of one host thread, 91.8% of the wall time): for per-step figures, profile or import again with --steps 'nvtx:train step'." "$tmp/out" || { fail "step hint"; cat "$tmp/out"; }
+"$B" summary --format json "$tmp/nosteps.json" | grep -q '"step_hint":{"name":"train step","kind":"user_annotation","count":5,' || fail "step hint in json"
 
 # Empty trace: a report, not an error.
 "$B" summary empty.trace.json >"$tmp/out" 2>&1 || fail "empty trace"

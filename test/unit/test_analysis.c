@@ -349,11 +349,13 @@ static void test_diff_synthetic(void **state) {
   assert_int_equal(e->present, 3);
   assert_int_equal(e->delta_ns, 10000);
   assert_true(fabs(e->ratio - 1.5) < 1e-9);
-  assert_true(e->noise_checked);
-  /* Per-step medians 10000 -> 15000, spreads 0: beyond noise. */
-  assert_int_equal(e->step_median_ns[0], 10000);
-  assert_int_equal(e->step_median_ns[1], 15000);
-  assert_false(e->within_noise);
+  /* Per-step medians 10000 -> 15000; two steps a side are too few to
+   * judge (tested with more steps in test_noise_verdicts). */
+  assert_int_equal(e->steps.dist[0].n, 2);
+  assert_int_equal(e->steps.dist[0].median_ns, 10000);
+  assert_int_equal(e->steps.dist[1].median_ns, 15000);
+  assert_int_equal(e->steps.verdict, TBE_NOISE_TOO_FEW);
+  assert_true(e->steps.p_value < 0);
   int seen_added = 0, seen_removed = 0;
   int64_t sum0 = 0, sum1 = 0;
   for (size_t i = 0; i < d->nentries[TBE_GROUP_KERNEL]; i++) {
@@ -367,11 +369,10 @@ static void test_diff_synthetic(void **state) {
   assert_true(seen_removed);
   assert_int_equal(sum0, aa->all.kernel_ns);
   assert_int_equal(sum1, ab->all.kernel_ns);
-  assert_int_equal(d->steps_noise_checked, 1);
-  /* Step windows are equal (50 us each): no change at all counts as
-   * within noise. */
+  assert_int_equal(d->steps.verdict, TBE_NOISE_TOO_FEW);
   assert_int_equal(d->step_median_ns[0], 50000);
-  assert_true(d->steps_within_noise);
+  assert_int_equal(d->steps.dist[0].q1_ns, 50000);
+  assert_int_equal(d->steps.dist[1].max_ns, 50000);
   /* Reports in every format. */
   for (int f = 0; f < 4; f++) {
     tbe_report_options o;
@@ -398,13 +399,760 @@ static void test_diff_synthetic(void **state) {
   assert_int_equal(d->removed[TBE_GROUP_KERNEL], 0);
   for (size_t i = 0; i < d->nentries[TBE_GROUP_KERNEL]; i++) {
     assert_int_equal(d->entries[TBE_GROUP_KERNEL][i].delta_ns, 0);
-    assert_true(d->entries[TBE_GROUP_KERNEL][i].within_noise);
+    assert_int_equal(d->entries[TBE_GROUP_KERNEL][i].steps.verdict, TBE_NOISE_TOO_FEW);
   }
   tbe_diff_free(d);
   tbe_analysis_free(aa);
   tbe_analysis_free(ab);
   tbe_trace_free(a);
   tbe_trace_free(b);
+}
+
+/* ---- per-step distributions and the noise verdict ---- */
+
+static void test_step_dist(void **state) {
+  (void)state;
+  tbe_step_compare c;
+  int64_t v[8] = {40, 10, 30, 20, 80, 60, 70, 50};
+  /* Sorted 10..80: h = 7/4 -> 20 + 3/4 * 10; median 45; q3 at 5.25 -> 60 + 2.5. */
+  assert_int_equal(tbe_step_compare_values(&c, v, 8, v, 1, NULL), 0);
+  assert_int_equal(c.dist[0].n, 8);
+  assert_int_equal(c.dist[0].min_ns, 10);
+  assert_int_equal(c.dist[0].q1_ns, 27);
+  assert_int_equal(c.dist[0].median_ns, 45);
+  assert_int_equal(c.dist[0].q3_ns, 62);
+  assert_int_equal(c.dist[0].max_ns, 80);
+  assert_int_equal(v[0], 40); /* the caller's values are not touched */
+  assert_int_equal(c.dist[1].n, 1);
+  assert_int_equal(c.dist[1].q1_ns, 40);
+  assert_int_equal(c.dist[1].q3_ns, 40);
+  assert_int_equal(c.verdict, TBE_NOISE_TOO_FEW);
+  /* Empty side: nothing compared, all -1. */
+  assert_int_equal(tbe_step_compare_values(&c, v, 8, NULL, 0, NULL), 0);
+  assert_int_equal(c.verdict, TBE_NOISE_NONE);
+  assert_int_equal(c.dist[1].median_ns, -1);
+  assert_true(c.p_value < 0);
+  assert_int_equal(tbe_step_compare_values(NULL, v, 1, v, 1, NULL), TBE_EINVAL);
+  assert_int_equal(tbe_step_compare_values(&c, NULL, 1, v, 1, NULL), TBE_EINVAL);
+  assert_string_equal(tbe_noise_name(TBE_NOISE_WITHIN), "within noise");
+  assert_string_equal(tbe_noise_name(TBE_NOISE_NONE), "");
+}
+
+/* Brute force: the two-sided p of the rank test by enumerating every split
+ * of the pooled values (U counts base > new pairs, ties one half). */
+static double brute_p(const int64_t *x, size_t m, const int64_t *y, size_t n) {
+  int64_t all[32];
+  size_t N = m + n;
+  memcpy(all, x, m * sizeof *x);
+  memcpy(all + m, y, n * sizeof *y);
+  double u0 = 0;
+  for (size_t i = 0; i < m; i++)
+    for (size_t j = 0; j < n; j++) u0 += x[i] > y[j] ? 1.0 : x[i] == y[j] ? 0.5 : 0.0;
+  double le = 0, ge = 0, tot = 0;
+  for (uint32_t mask = 0; mask < (1u << N); mask++) {
+    if ((size_t)__builtin_popcount(mask) != m) continue;
+    double u = 0;
+    for (size_t i = 0; i < N; i++) {
+      if (!(mask >> i & 1)) continue;
+      for (size_t j = 0; j < N; j++)
+        if (!(mask >> j & 1)) u += all[i] > all[j] ? 1.0 : all[i] == all[j] ? 0.5 : 0.0;
+    }
+    tot++;
+    le += u <= u0 + 1e-9;
+    ge += u >= u0 - 1e-9;
+  }
+  double p = 2 * (le < ge ? le : ge) / tot;
+  return p > 1 ? 1 : p;
+}
+
+static void test_rank_test(void **state) {
+  (void)state;
+  tbe_step_compare c;
+  /* Exact path against enumeration, sizes 4..7, distinct values. */
+  unsigned seed = 12345;
+  for (size_t m = 4; m <= 7; m++)
+    for (size_t n = 4; n <= 7; n++)
+      for (int rep = 0; rep < 3; rep++) {
+        int64_t pool[14], x[7], y[7];
+        for (size_t i = 0; i < m + n; i++) pool[i] = (int64_t)(i * 1000 + 17);
+        for (size_t i = m + n; i-- > 1;) { /* shuffle */
+          seed = seed * 1103515245u + 12345u;
+          size_t j = (seed >> 16) % (i + 1);
+          int64_t t = pool[i];
+          pool[i] = pool[j];
+          pool[j] = t;
+        }
+        if (rep == 2) /* a clear shift: new above base */
+          for (size_t i = 0; i < m + n; i++) pool[i] = (int64_t)(i < m ? i : 100 + i);
+        memcpy(x, pool, m * sizeof *x);
+        memcpy(y, pool + m, n * sizeof *y);
+        assert_int_equal(tbe_step_compare_values(&c, x, m, y, n, NULL), 0);
+        double want = brute_p(x, m, y, n);
+        assert_true(fabs(c.p_value - want) < 1e-9);
+        assert_int_equal(c.verdict, want < TBE_NOISE_ALPHA ? TBE_NOISE_BEYOND : TBE_NOISE_WITHIN);
+      }
+  /* The threshold: 4 and 4 fully separated is significant (2/70); 3 and 3
+   * are too few, however separated. */
+  int64_t a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8};
+  assert_int_equal(tbe_step_compare_values(&c, a, 4, b, 4, NULL), 0);
+  assert_true(fabs(c.p_value - 2.0 / 70.0) < 1e-12);
+  assert_int_equal(c.verdict, TBE_NOISE_BEYOND);
+  assert_int_equal(tbe_step_compare_values(&c, a, 3, b, 3, NULL), 0);
+  assert_int_equal(c.verdict, TBE_NOISE_TOO_FEW);
+  /* Identical samples: nothing moved. */
+  assert_int_equal(tbe_step_compare_values(&c, a, 4, a, 4, NULL), 0);
+  assert_int_equal(c.verdict, TBE_NOISE_WITHIN);
+  assert_true(c.p_value > 0.99);
+  /* Ties: the normal approximation with the tie correction, against the
+   * textbook formula computed here. */
+  int64_t tx[6] = {5, 5, 6, 7, 7, 9}, ty[6] = {7, 8, 8, 9, 10, 10};
+  assert_int_equal(tbe_step_compare_values(&c, tx, 6, ty, 6, NULL), 0);
+  {
+    double u = 0;
+    for (int i = 0; i < 6; i++)
+      for (int j = 0; j < 6; j++) u += tx[i] > ty[j] ? 1 : tx[i] == ty[j] ? 0.5 : 0;
+    /* tie groups of the pooled values: 5 x2, 7 x3, 8 x2, 9 x2, 10 x2 */
+    double ties = (8 - 2) + (27 - 3) + 3 * (8 - 2), N = 12;
+    double var = 36.0 / 12.0 * ((N + 1) - ties / (N * (N - 1)));
+    double z = (fabs(u - 18.0) - 0.5) / sqrt(var);
+    assert_true(fabs(c.p_value - erfc(z / sqrt(2.0))) < 1e-12);
+    /* and it is close to the exact permutation p */
+    assert_true(fabs(c.p_value - brute_p(tx, 6, ty, 6)) < 0.02);
+  }
+  /* Large samples: the normal approximation; a 1% shift in noise of 10%
+   * is within noise, a 30% shift beyond. */
+  int64_t big0[200], big1[200];
+  for (int i = 0; i < 200; i++) {
+    seed = seed * 1103515245u + 12345u;
+    big0[i] = 1000000 + (int64_t)((seed >> 8) % 100000);
+    seed = seed * 1103515245u + 12345u;
+    big1[i] = 1010000 + (int64_t)((seed >> 8) % 100000);
+  }
+  assert_int_equal(tbe_step_compare_values(&c, big0, 200, big1, 200, NULL), 0);
+  assert_true(c.p_value > 0 && c.p_value <= 1);
+  for (int i = 0; i < 200; i++) big1[i] = big0[i] * 13 / 10;
+  assert_int_equal(tbe_step_compare_values(&c, big0, 200, big1, 200, NULL), 0);
+  assert_int_equal(c.verdict, TBE_NOISE_BEYOND);
+  assert_true(c.p_value < 1e-6);
+  for (int i = 0; i < 200; i++) big1[i] = big0[199 - i];
+  assert_int_equal(tbe_step_compare_values(&c, big0, 200, big1, 200, NULL), 0);
+  assert_int_equal(c.verdict, TBE_NOISE_WITHIN);
+}
+
+/* A host trace for the noise and run tests: `nsteps` steps back to back
+ * from `t0` with the given durations, and per step a CPU operator at its
+ * start (so the host thread, of process `pid`, is the busiest) and each
+ * kernel of `kn` (nk of them, kd[k][step] long) on its own stream of GPU
+ * 0, starting at the step's start. */
+static tbe_trace *steps_trace(int64_t pid, const char *host, int64_t t0, size_t nsteps,
+                              const int64_t *sdur, size_t nk, const char *const *kn,
+                              const int64_t *const *kd) {
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  uint32_t thr, pi;
+  assert_int_equal(tbe_trace_process(t, pid, &pi), 0);
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, pid, pid, -1, &thr), 0);
+  if (host) t->host = tbe_trace_str_id(t, host);
+  int64_t at = t0;
+  tbe_kernel k;
+  memset(&k, 0, sizeof k);
+  for (size_t i = 0; i < nsteps; i++) {
+    add(t, thr, TBE_EV_CPU_OP, "step_op", at - T0, sdur[i] / 2, 0, NULL);
+    for (size_t j = 0; j < nk; j++) {
+      uint32_t st;
+      assert_int_equal(tbe_trace_track(t, TBE_TRACK_STREAM, pid, 7 + (int64_t)j, 0, &st), 0);
+      if (kd[j][i] > 0) add(t, st, TBE_EV_KERNEL, kn[j], at - T0, kd[j][i], 0, &k);
+    }
+    char nm[32];
+    snprintf(nm, sizeof nm, "ProfilerStep#%zu", i + 1);
+    assert_int_equal(tbe_trace_add_step(t, (int64_t)i + 1, at, at + sdur[i], tbe_trace_str_id(t, nm)), 0);
+    at += sdur[i];
+  }
+  assert_int_equal(tbe_trace_finish(t), 0);
+  return t;
+}
+
+static const tbe_diff_entry *find_entry(const tbe_diff *d, tbe_group_kind g, const char *name) {
+  for (size_t i = 0; i < d->nentries[g]; i++)
+    if (strcmp(d->entries[g][i].name, name) == 0) return &d->entries[g][i];
+  return NULL;
+}
+
+/* Eight steps a side: the step time moves 20% (beyond noise), kernel kS
+ * with it, kernel kU does not move at all, kernel kN is reshuffled
+ * (within noise); then a table of 20 names where one has p = 0.02 on its
+ * own, which the false discovery rate over the table does not call a
+ * change (while alone in its table it is). */
+static void test_noise_verdicts(void **state) {
+  (void)state;
+  static const int64_t s0[8] = {100000, 102000, 98000, 101000, 99000, 103000, 97000, 100500};
+  int64_t s1[8], ks0[8], ks1[8], ku[8], kn0[8], kn1[8];
+  for (int i = 0; i < 8; i++) {
+    s1[i] = s0[i] * 12 / 10;
+    ks0[i] = s0[i] / 4;
+    ks1[i] = s1[i] / 4;
+    ku[i] = 5000 + 10 * i;
+    kn0[i] = 8000 + 100 * i;
+    kn1[i] = 8000 + 100 * (7 - i);
+  }
+  const char *names[3] = {"kS", "kU", "kN"};
+  const int64_t *k0[3] = {ks0, ku, kn0}, *k1[3] = {ks1, ku, kn1};
+  tbe_trace *a = steps_trace(1, "h", T0, 8, s0, 3, names, k0);
+  tbe_trace *b = steps_trace(1, "h", T0, 8, s1, 3, names, k1);
+  tbe_analysis *aa, *ab;
+  assert_int_equal(tbe_analysis_create(&aa, a, NULL), 0);
+  assert_int_equal(tbe_analysis_create(&ab, b, NULL), 0);
+  assert_int_equal(aa->step_dist.n, 8);
+  assert_int_equal(aa->step_dist.median_ns, 100250);
+  tbe_diff *d;
+  assert_int_equal(tbe_diff_create(&d, aa, ab, NULL), 0);
+  assert_int_equal(d->steps.verdict, TBE_NOISE_BEYOND);
+  assert_true(fabs(d->steps.p_value - 2.0 / 12870.0) < 1e-12);
+  const tbe_diff_entry *e = find_entry(d, TBE_GROUP_KERNEL, "kS");
+  assert_non_null(e);
+  assert_int_equal(e->steps.verdict, TBE_NOISE_BEYOND);
+  e = find_entry(d, TBE_GROUP_KERNEL, "kU");
+  assert_int_equal(e->steps.verdict, TBE_NOISE_WITHIN);
+  assert_true(e->steps.p_value > 0.99);
+  e = find_entry(d, TBE_GROUP_KERNEL, "kN");
+  assert_int_equal(e->steps.verdict, TBE_NOISE_WITHIN);
+  assert_int_equal(e->steps.dist[0].median_ns, e->steps.dist[1].median_ns);
+  /* The words, in every format. */
+  for (int f = 0; f < 4; f++) {
+    tbe_report_options o;
+    tbe_report_options_init(&o);
+    o.format = f;
+    o.width = 1000; /* one line per sentence */
+    char *txt;
+    size_t n;
+    assert_int_equal(tbe_report_diff(d, &o, &txt, &n), 0);
+    if (f == TBE_REPORT_TABLE || f == TBE_REPORT_MARKDOWN) {
+      assert_non_null(strstr(txt, f == TBE_REPORT_TABLE
+                                      ? "beyond the steps' own noise (Mann-Whitney p < 0.001 over 8 and 8"
+                                      : "beyond the steps' own noise (Mann-Whitney p \\< 0.001 over 8 and 8"));
+      assert_non_null(strstr(txt, "within"));
+    } else {
+      assert_non_null(strstr(txt, "beyond"));
+      assert_non_null(strstr(txt, "within"));
+    }
+    if (f == TBE_REPORT_JSON) {
+      char err[256];
+      yajl_val v = yajl_tree_parse(txt, err, sizeof err);
+      assert_non_null(v);
+      const char *pn[] = {"overall", "steps", "noise", NULL};
+      yajl_val nv = yajl_tree_get(v, pn, yajl_t_string);
+      assert_non_null(nv);
+      assert_string_equal(YAJL_GET_STRING(nv), "beyond");
+      const char *pq[] = {"overall", "steps", "base", "q1_ns", NULL};
+      yajl_val qv = yajl_tree_get(v, pq, yajl_t_number);
+      assert_non_null(qv);
+      assert_int_equal(YAJL_GET_INTEGER(qv), 98750); /* 98000 + 3/4 of 1000 */
+      yajl_tree_free(v);
+    }
+    tbe_report_free(txt, n, NULL);
+  }
+  tbe_diff_free(d);
+  tbe_analysis_free(aa);
+  tbe_analysis_free(ab);
+  tbe_trace_free(a);
+  tbe_trace_free(b);
+
+  /* The false discovery rate over one table. */
+  static const int64_t flat[8] = {100000, 100000, 100000, 100000, 100000, 100000, 100000, 100000};
+  static const int64_t m0[8] = {10000, 11000, 12000, 13000, 14000, 15000, 16000, 17000};
+  static const int64_t m1[8] = {13500, 14500, 15500, 16500, 17500, 18500, 19500, 20500};
+  for (int many = 0; many < 2; many++) {
+    const char *kn[20];
+    const int64_t *kb[20], *kw[20];
+    char nm[20][8];
+    size_t nk = many ? 20 : 1;
+    for (size_t j = 0; j < nk; j++) {
+      snprintf(nm[j], sizeof nm[j], "k%02zu", j);
+      kn[j] = nm[j];
+      kb[j] = j == 0 ? m0 : ku;
+      kw[j] = j == 0 ? m1 : ku;
+    }
+    a = steps_trace(1, "h", T0, 8, flat, nk, kn, kb);
+    b = steps_trace(1, "h", T0, 8, flat, nk, kn, kw);
+    assert_int_equal(tbe_analysis_create(&aa, a, NULL), 0);
+    assert_int_equal(tbe_analysis_create(&ab, b, NULL), 0);
+    assert_int_equal(tbe_diff_create(&d, aa, ab, NULL), 0);
+    e = find_entry(d, TBE_GROUP_KERNEL, "k00");
+    assert_non_null(e);
+    assert_true(fabs(e->steps.p_value - 266.0 / 12870.0) < 1e-9); /* 0.0207 */
+    assert_int_equal(e->steps.verdict, many ? TBE_NOISE_WITHIN : TBE_NOISE_BEYOND);
+    assert_int_equal(d->steps.verdict, TBE_NOISE_WITHIN); /* equal step times */
+    tbe_diff_free(d);
+    tbe_analysis_free(aa);
+    tbe_analysis_free(ab);
+    tbe_trace_free(a);
+    tbe_trace_free(b);
+  }
+}
+
+/* ---- the step hint ---- */
+
+static tbe_analysis *analyse(tbe_trace *t) {
+  assert_int_equal(tbe_trace_finish(t), 0);
+  tbe_analysis *an;
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  return an;
+}
+
+static void test_step_hint(void **state) {
+  (void)state;
+  tbe_nvtx nv;
+  memset(&nv, 0, sizeof nv);
+  /* Thread 1: five "train_step" at the top (80% of the time), a nested
+   * "fwd" in each, and ten top-level "data" (5%: too little time).
+   * Thread 2: three top-level "eval". */
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  uint32_t h1, h2;
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 1, 1, -1, &h1), 0);
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 1, 2, -1, &h2), 0);
+  for (int i = 0; i < 5; i++) {
+    add(t, h1, TBE_EV_NVTX_RANGE, "train_step", i * 20000, 16000, 0, &nv);
+    add(t, h1, TBE_EV_NVTX_RANGE, "fwd", i * 20000 + 1000, 5000, 0, &nv);
+    add(t, h1, TBE_EV_NVTX_RANGE, "data", i * 20000 + 16500, 500, 0, &nv);
+    add(t, h1, TBE_EV_NVTX_RANGE, "data", i * 20000 + 17500, 500, 0, &nv);
+    /* PyTorch's per-operator ranges: never the iteration */
+    add(t, h1, TBE_EV_NVTX_RANGE, "aten::add, seq = 1", i * 20000 + 18000, 1500, 0, &nv);
+    add(t, h1, TBE_EV_NVTX_RANGE, "aten::add, seq = 2", i * 20000 + 19600, 300, 0, &nv);
+  }
+  for (int i = 0; i < 3; i++) add(t, h2, TBE_EV_USER_ANNOTATION, "eval", i * 30000, 25000, 0, NULL);
+  tbe_analysis *an = analyse(t);
+  assert_int_equal(an->nsteps, 0);
+  assert_non_null(an->step_hint);
+  assert_string_equal(an->step_hint, "train_step");
+  assert_int_equal(an->step_hint_count, 5);
+  assert_int_equal(an->step_hint_ns, 80000);
+  assert_int_equal(an->step_hint_kind, TBE_EV_NVTX_RANGE);
+  /* The sentence and the flag, in every format. */
+  for (int f = 0; f < 4; f++) {
+    tbe_report_options o;
+    tbe_report_options_init(&o);
+    o.format = f;
+    o.width = 1000;
+    char *txt;
+    size_t n;
+    assert_int_equal(tbe_report_summary(an, &o, &txt, &n), 0);
+    assert_non_null(strstr(txt, "--steps nvtx:train_step"));
+    if (f == TBE_REPORT_TABLE)
+      assert_non_null(strstr(txt, "The NVTX range \"train_step\" looks like the iteration (5 times "
+                                  "at the top of one host thread"));
+    if (f == TBE_REPORT_JSON) {
+      char err[256];
+      yajl_val v = yajl_tree_parse(txt, err, sizeof err);
+      assert_non_null(v);
+      const char *pc[] = {"step_hint", "count", NULL};
+      yajl_val c = yajl_tree_get(v, pc, yajl_t_number);
+      assert_non_null(c);
+      assert_int_equal(YAJL_GET_INTEGER(c), 5);
+      yajl_tree_free(v);
+    }
+    tbe_report_free(txt, n, NULL);
+  }
+  tbe_analysis_free(an);
+  tbe_trace_free(t);
+
+  /* Equal counts: the longer total wins; a name that needs quoting is
+   * quoted in the flag. */
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 1, 1, -1, &h1), 0);
+  for (int i = 0; i < 4; i++) {
+    add(t, h1, TBE_EV_USER_ANNOTATION, "opt step", i * 10000, 2000, 0, NULL);
+    add(t, h1, TBE_EV_USER_ANNOTATION, "a", i * 10000 + 3000, 1500, 0, NULL);
+  }
+  an = analyse(t);
+  assert_string_equal(an->step_hint, "opt step");
+  assert_int_equal(an->step_hint_kind, TBE_EV_USER_ANNOTATION);
+  {
+    tbe_report_options o;
+    tbe_report_options_init(&o);
+    o.width = 1000;
+    char *txt;
+    size_t n;
+    assert_int_equal(tbe_report_summary(an, &o, &txt, &n), 0);
+    assert_non_null(strstr(txt, "--steps 'nvtx:opt step'"));
+    assert_non_null(strstr(txt, "The user annotation \"opt step\""));
+    tbe_report_free(txt, n, NULL);
+  }
+  tbe_analysis_free(an);
+  tbe_trace_free(t);
+
+  /* No hint: a range seen once; too little time; a trace with steps. */
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 1, 1, -1, &h1), 0);
+  add(t, h1, TBE_EV_NVTX_RANGE, "main", 0, 100000, 0, &nv);
+  add(t, h1, TBE_EV_NVTX_RANGE, "tick", 200000, 100, 0, &nv);
+  add(t, h1, TBE_EV_NVTX_RANGE, "tick", 300000, 100, 0, &nv);
+  an = analyse(t);
+  assert_null(an->step_hint);
+  tbe_analysis_free(an);
+  tbe_trace_free(t);
+  t = build(10000, 0);
+  an = analyse(t);
+  assert_null(an->step_hint);
+  tbe_analysis_free(an);
+  tbe_trace_free(t);
+}
+
+/* ---- runs of several hosts ---- */
+
+static const tbe_name_stats *find_label(const tbe_analysis *an, tbe_group_kind g, const char *l) {
+  for (size_t i = 0; i < an->ngroups[g]; i++)
+    if (strcmp(an->groups[g][i].label, l) == 0) return &an->groups[g][i];
+  return NULL;
+}
+
+/* Two hosts: names merged (calls, totals, min, max), steps matched by
+ * number (the slowest host's time, sums per name), sums of the device
+ * figures, the slowest and fastest by median step time; the order of the
+ * hosts given does not matter. */
+static void test_run_two_hosts(void **state) {
+  (void)state;
+  static const int64_t sa[4] = {100000, 110000, 120000, 130000}, sb[3] = {90000, 140000, 80000};
+  static const int64_t ka[4] = {10000, 20000, 30000, 40000}, kb[3] = {5000, 6000, 7000};
+  static const int64_t only[4] = {1000, 1000, 1000, 1000};
+  const char *na[2] = {"gemm", "only_a"}, *nb[1] = {"gemm"};
+  const int64_t *da[2] = {ka, only}, *db[1] = {kb};
+  tbe_trace *ta = steps_trace(100, "a", T0, 4, sa, 2, na, da);
+  tbe_trace *tb = steps_trace(200, "b", T0 + 5000, 3, sb, 1, nb, db);
+  tbe_analysis *an[2];
+  assert_int_equal(tbe_analysis_create(&an[0], ta, NULL), 0);
+  assert_int_equal(tbe_analysis_create(&an[1], tb, NULL), 0);
+  assert_int_equal(an[0]->pid, 100);
+  assert_string_equal(an[1]->host, "b");
+  for (int order = 0; order < 2; order++) {
+    tbe_analysis *given[2] = {an[order], an[1 - order]};
+    const char *labels[2] = {order ? "b" : "a", order ? "a" : "b"};
+    tbe_run_analysis *r;
+    assert_int_equal(tbe_run_analysis_create(&r, given, labels, 2, NULL), 0);
+    assert_int_equal(r->nhosts, 2);
+    assert_false(r->by_rank);
+    assert_string_equal(r->hosts[0].label, "a");
+    assert_true(r->hosts[0].an == an[0]);
+    assert_int_equal(r->hosts[0].index, (size_t)order);
+    const tbe_analysis *t = r->total;
+    assert_null(t->trace);
+    const tbe_name_stats *g = find_label(t, TBE_GROUP_KERNEL, "gemm");
+    assert_non_null(g);
+    assert_int_equal(g->calls, 7);
+    assert_int_equal(g->total_ns, 100000 + 18000);
+    assert_int_equal(g->min_ns, 5000);
+    assert_int_equal(g->max_ns, 40000);
+    const tbe_name_stats *oa = find_label(t, TBE_GROUP_KERNEL, "only_a");
+    assert_non_null(oa);
+    assert_int_equal(oa->calls, 4);
+    assert_int_equal(t->ngroups[TBE_GROUP_KERNEL], 2);
+    assert_int_equal(t->all.kernel_count, 4 + 4 + 3);
+    assert_int_equal(t->all.kernel_ns, an[0]->all.kernel_ns + an[1]->all.kernel_ns);
+    assert_int_equal(t->all.busy_ns, an[0]->all.busy_ns + an[1]->all.busy_ns);
+    assert_int_equal(t->all.wall_ns, an[0]->wall_ns + an[1]->wall_ns);
+    assert_int_equal(t->all.launch_median_ns, -1);
+    assert_int_equal(t->ndevices, 0);
+    /* Window: a from T0, b from 5 us to 275 us. */
+    assert_int_equal(t->start_ns, T0);
+    assert_int_equal(t->wall_ns, 395000); /* a's last operator ends at 330 + 65 us */
+    /* Steps 1..3 are common: max and min of the two hosts. */
+    assert_int_equal(t->nsteps, 3);
+    assert_int_equal(t->steps[0].dur_ns, 100000);
+    assert_int_equal(r->step_fastest_ns[0], 90000);
+    assert_int_equal(t->steps[1].dur_ns, 140000);
+    assert_int_equal(t->steps[2].dur_ns, 120000);
+    assert_int_equal(r->step_fastest_ns[2], 80000);
+    assert_int_equal(t->steps[1].kernel_ns, 20000 + 1000 + 6000);
+    assert_int_equal(t->steps[1].kernel_count, 3);
+    assert_non_null(g->step_ns);
+    assert_int_equal(g->step_ns[0], 15000);
+    assert_int_equal(g->step_ns[2], 37000);
+    assert_int_equal(oa->step_ns[1], 1000);
+    assert_int_equal(t->step_dist.median_ns, 120000);
+    /* Medians: a 115 us, b 90 us. */
+    assert_int_equal(r->figure, TBE_RUN_BY_STEP_MEDIAN);
+    assert_string_equal(r->hosts[r->slowest].label, "a");
+    assert_string_equal(r->hosts[r->fastest].label, "b");
+    assert_int_equal(r->slowest_ns, 115000);
+    assert_int_equal(r->fastest_ns, 90000);
+    assert_int_equal(r->spread_ns, 25000);
+    tbe_run_analysis_free(r);
+  }
+  /* One host: the run is that host. */
+  tbe_run_analysis *r1;
+  assert_int_equal(tbe_run_analysis_create(&r1, &an[1], NULL, 1, NULL), 0);
+  assert_true(r1->total == an[1]);
+  assert_string_equal(r1->hosts[0].label, "b"); /* the trace's host */
+  assert_int_equal(r1->slowest, -1);
+  assert_int_equal(r1->figure, TBE_RUN_BY_NONE);
+  tbe_run_analysis_free(r1);
+  assert_int_equal(tbe_run_analysis_create(&r1, an, NULL, 0, NULL), TBE_EINVAL);
+  assert_int_equal(tbe_run_analysis_create(NULL, an, NULL, 1, NULL), TBE_EINVAL);
+  tbe_run_analysis_free(NULL);
+  for (int i = 0; i < 2; i++) tbe_analysis_free(an[i]);
+  tbe_trace_free(ta);
+  tbe_trace_free(tb);
+}
+
+/* Several hosts: processes of one host ordered by pid (the _pid suffix is
+ * not part of the host name), ranks when every host has a distinct one;
+ * without steps on every host the wall time decides; no common step
+ * numbers; the step hint most hosts share. */
+static void test_run_several_hosts(void **state) {
+  (void)state;
+  static const int64_t s3[3] = {10000, 10000, 10000}, s2[2] = {50000, 50000}, k3[3] = {1000, 1000, 1000};
+  const char *kn[1] = {"k"};
+  const int64_t *kd[1] = {k3};
+  tbe_trace *tr[5];
+  tbe_analysis *an[5];
+  tr[0] = steps_trace(10, "n", T0, 3, s3, 1, kn, kd);
+  tr[1] = steps_trace(9, "n", T0, 3, s3, 1, kn, kd);
+  tr[2] = steps_trace(3, "m", T0, 2, s2, 1, kn, kd);
+  tr[3] = steps_trace(10, "n", T0, 3, s3, 1, kn, kd);
+  tr[4] = steps_trace(4, "z", T0, 0, NULL, 0, NULL, NULL); /* no steps, 0 wall */
+  for (int i = 0; i < 5; i++) assert_int_equal(tbe_analysis_create(&an[i], tr[i], NULL), 0);
+  const char *labels[5] = {"n_pid10", "n_pid9", "m_pid3", "n_pid10_2", "z"};
+  tbe_run_analysis *r;
+  assert_int_equal(tbe_run_analysis_create(&r, an, labels, 5, NULL), 0);
+  const char *want[5] = {"m_pid3", "n_pid9", "n_pid10", "n_pid10_2", "z"};
+  for (int i = 0; i < 5; i++) assert_string_equal(r->hosts[i].label, want[i]);
+  assert_int_equal(r->total->nsteps, 0); /* z has none */
+  assert_null(r->total->groups[TBE_GROUP_KERNEL][0].step_ns);
+  assert_int_equal(r->total->groups[TBE_GROUP_KERNEL][0].calls, 11);
+  assert_int_equal(r->figure, TBE_RUN_BY_WALL);
+  assert_string_equal(r->hosts[r->slowest].label, "m_pid3"); /* 100 us */
+  assert_string_equal(r->hosts[r->fastest].label, "z");
+  /* Reports of a run in every format: JSON parses, tables fit. */
+  for (int f = 0; f < 4; f++) {
+    tbe_report_options o;
+    tbe_report_options_init(&o);
+    o.format = f;
+    o.label[0] = "several";
+    char *txt;
+    size_t n;
+    o.width = 1000;
+    assert_int_equal(tbe_report_run(r, &o, &txt, &n), 0);
+    assert_int_equal(strlen(txt), n);
+    assert_non_null(strstr(txt, f == TBE_REPORT_MARKDOWN ? "n\\_pid10\\_2" : "n_pid10_2"));
+    if (f == TBE_REPORT_TABLE) {
+      assert_non_null(strstr(txt, "slowest m_pid3, fastest z by wall time"));
+      assert_non_null(strstr(txt, "4 of 5 hosts have steps, but no step number is common to all"));
+    }
+    if (f == TBE_REPORT_JSON) {
+      char err[256];
+      yajl_val v = yajl_tree_parse(txt, err, sizeof err);
+      assert_non_null(v);
+      const char *ph[] = {"hosts", NULL}, *pf[] = {"figure", NULL};
+      yajl_val hv = yajl_tree_get(v, ph, yajl_t_array);
+      assert_non_null(hv);
+      assert_int_equal(YAJL_GET_ARRAY(hv)->len, 5);
+      assert_string_equal(YAJL_GET_STRING(yajl_tree_get(v, pf, yajl_t_string)), "wall");
+      yajl_tree_free(v);
+    }
+    tbe_report_free(txt, n, NULL);
+  }
+  tbe_run_analysis_free(r);
+  /* Distinct ranks order the hosts; a shared rank does not. */
+  for (int i = 0; i < 4; i++) {
+    tr[i]->rank = 3 - i;
+    tr[i]->world_size = 4;
+    tbe_analysis_free(an[i]);
+    assert_int_equal(tbe_analysis_create(&an[i], tr[i], NULL), 0);
+  }
+  assert_int_equal(tbe_run_analysis_create(&r, an, labels, 4, NULL), 0);
+  assert_true(r->by_rank);
+  for (int i = 0; i < 4; i++) assert_int_equal(r->hosts[i].an->rank, i);
+  assert_int_equal(r->total->nsteps, 2); /* m_pid3 has steps 1 and 2 */
+  assert_int_equal(r->figure, TBE_RUN_BY_STEP_MEDIAN);
+  tbe_run_analysis_free(r);
+  tr[1]->rank = 3;
+  tbe_analysis_free(an[1]);
+  assert_int_equal(tbe_analysis_create(&an[1], tr[1], NULL), 0);
+  assert_int_equal(tbe_run_analysis_create(&r, an, labels, 4, NULL), 0);
+  assert_false(r->by_rank);
+  tbe_run_analysis_free(r);
+  /* The step hint most hosts share. */
+  tbe_trace *ht[3];
+  tbe_analysis *ha[3];
+  tbe_nvtx nv;
+  memset(&nv, 0, sizeof nv);
+  for (int h = 0; h < 3; h++) {
+    assert_int_equal(tbe_trace_create(&ht[h], NULL), 0);
+    uint32_t th;
+    assert_int_equal(tbe_trace_track(ht[h], TBE_TRACK_THREAD, h, h, -1, &th), 0);
+    for (int i = 0; i < 4 + h; i++)
+      add(ht[h], th, TBE_EV_NVTX_RANGE, h == 2 ? "other" : "iter", i * 1000, 900, 0, &nv);
+    ha[h] = analyse(ht[h]);
+  }
+  const char *hl[3] = {"h0", "h1", "h2"};
+  assert_int_equal(tbe_run_analysis_create(&r, ha, hl, 3, NULL), 0);
+  assert_string_equal(r->total->step_hint, "iter");
+  assert_int_equal(r->hint_hosts, 2);
+  assert_int_equal(r->total->step_hint_count, 4); /* h0's figures */
+  {
+    tbe_report_options o;
+    tbe_report_options_init(&o);
+    o.width = 1000;
+    char *txt;
+    size_t n;
+    assert_int_equal(tbe_report_run(r, &o, &txt, &n), 0);
+    assert_non_null(strstr(txt, "(on 2 of 3 hosts; h0: 4 times at the top of one host thread"));
+    assert_non_null(strstr(txt, "--steps nvtx:iter"));
+    tbe_report_free(txt, n, NULL);
+  }
+  tbe_run_analysis_free(r);
+  for (int h = 0; h < 3; h++) {
+    tbe_analysis_free(ha[h]);
+    tbe_trace_free(ht[h]);
+  }
+  for (int i = 0; i < 5; i++) {
+    tbe_analysis_free(an[i]);
+    tbe_trace_free(tr[i]);
+  }
+}
+
+/* Two runs compared: totals as two traces are, hosts matched by name (the
+ * processes of one host in pid order, whatever their pids), by rank when
+ * both runs have distinct ranks, and hosts on one side only. */
+static void test_run_diff(void **state) {
+  (void)state;
+  static const int64_t s0[6] = {100000, 101000, 99000, 100500, 100200, 99800};
+  int64_t s1[6], k0[6], k1[6];
+  for (int i = 0; i < 6; i++) {
+    s1[i] = s0[i] * 3 / 2;
+    k0[i] = 20000;
+    k1[i] = 30000;
+  }
+  const char *kn[1] = {"k"};
+  const int64_t *d0[1] = {k0}, *d1[1] = {k1};
+  /* base: x_pid5, x_pid7, y; new: x_pid20 (slower), x_pid30 (same), w */
+  tbe_trace *tb[3] = {steps_trace(5, "x", T0, 6, s0, 1, kn, d0), steps_trace(7, "x", T0, 6, s0, 1, kn, d0),
+                      steps_trace(8, "y", T0, 6, s0, 1, kn, d0)};
+  tbe_trace *tn[3] = {steps_trace(20, "x", T0, 6, s1, 1, kn, d1), steps_trace(30, "x", T0, 6, s0, 1, kn, d0),
+                      steps_trace(9, "w", T0, 6, s0, 1, kn, d0)};
+  tbe_analysis *ab[3], *an[3];
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(tbe_analysis_create(&ab[i], tb[i], NULL), 0);
+    assert_int_equal(tbe_analysis_create(&an[i], tn[i], NULL), 0);
+  }
+  const char *lb[3] = {"x_pid5", "x_pid7", "y"}, *ln[3] = {"x_pid30", "x_pid20", "w"};
+  tbe_analysis *an_given[3] = {an[1], an[0], an[2]};
+  tbe_run_analysis *rb, *rn;
+  assert_int_equal(tbe_run_analysis_create(&rb, ab, lb, 3, NULL), 0);
+  assert_int_equal(tbe_run_analysis_create(&rn, an_given, ln, 3, NULL), 0);
+  tbe_run_diff *d;
+  assert_int_equal(tbe_run_diff_create(&d, rb, rn, NULL), 0);
+  assert_false(d->by_rank);
+  assert_int_equal(d->matched, 2);
+  assert_int_equal(d->only[0], 1);
+  assert_int_equal(d->only[1], 1);
+  assert_int_equal(d->nhosts, 4);
+  /* x_pid5 pairs with x_pid20 (lower pids first), and its steps slowed. */
+  const tbe_host_diff *p = &d->hosts[0];
+  assert_string_equal(rb->hosts[p->host[0]].label, "x_pid5");
+  assert_string_equal(rn->hosts[p->host[1]].label, "x_pid20");
+  assert_int_equal(p->steps.verdict, TBE_NOISE_BEYOND);
+  assert_int_equal(p->kernel_ns[1] - p->kernel_ns[0], 6 * 10000);
+  p = &d->hosts[1];
+  assert_string_equal(rn->hosts[p->host[1]].label, "x_pid30");
+  assert_int_equal(p->steps.verdict, TBE_NOISE_WITHIN);
+  assert_string_equal(rb->hosts[d->hosts[2].host[0]].label, "y");
+  assert_int_equal(d->hosts[2].host[1], -1);
+  assert_string_equal(rn->hosts[d->hosts[3].host[1]].label, "w");
+  assert_int_equal(d->hosts[3].host[0], -1);
+  /* Totals: kernel time 18 x 20 us -> 12 x 20 + 6 x 30 us. */
+  assert_int_equal(d->total->kernel_ns[0], 18 * 20000);
+  assert_int_equal(d->total->kernel_ns[1], 12 * 20000 + 6 * 30000);
+  assert_int_equal(d->total->steps.verdict, TBE_NOISE_BEYOND); /* slowest host per step */
+  for (int f = 0; f < 4; f++) {
+    tbe_report_options o;
+    tbe_report_options_init(&o);
+    o.format = f;
+    char *txt;
+    size_t n;
+    assert_int_equal(tbe_report_run_diff(d, &o, &txt, &n), 0);
+    assert_non_null(strstr(txt, f == TBE_REPORT_MARKDOWN ? "x\\_pid20" : "x_pid20"));
+    if (f == TBE_REPORT_TABLE) {
+      assert_non_null(strstr(txt, "Hosts: 2 matched by host name, 1 only in base (-), 1 only in new (+)"));
+      assert_non_null(strstr(txt, "x_pid5 -> x_pid20"));
+      size_t col = 0;
+      for (size_t i = 0; i < n; i++) {
+        col = txt[i] == '\n' ? 0 : col + 1;
+        assert_true(col <= 100);
+      }
+    }
+    if (f == TBE_REPORT_JSON) {
+      char err[256];
+      yajl_val v = yajl_tree_parse(txt, err, sizeof err);
+      assert_non_null(v);
+      const char *ph[] = {"hosts", NULL};
+      assert_int_equal(YAJL_GET_ARRAY(yajl_tree_get(v, ph, yajl_t_array))->len, 4);
+      yajl_tree_free(v);
+    }
+    tbe_report_free(txt, n, NULL);
+  }
+  tbe_run_diff_free(d);
+  tbe_run_analysis_free(rb);
+  tbe_run_analysis_free(rn);
+  /* By rank: the ranks decide, not the names. */
+  for (int i = 0; i < 3; i++) {
+    tb[i]->rank = i;
+    tn[i]->rank = 2 - i;
+    tb[i]->world_size = tn[i]->world_size = 3;
+    tbe_analysis_free(ab[i]);
+    tbe_analysis_free(an[i]);
+    assert_int_equal(tbe_analysis_create(&ab[i], tb[i], NULL), 0);
+    assert_int_equal(tbe_analysis_create(&an[i], tn[i], NULL), 0);
+  }
+  const char *ln2[3] = {"x_pid20", "x_pid30", "w"};
+  assert_int_equal(tbe_run_analysis_create(&rb, ab, lb, 3, NULL), 0);
+  assert_int_equal(tbe_run_analysis_create(&rn, an, ln2, 3, NULL), 0);
+  assert_int_equal(tbe_run_diff_create(&d, rb, rn, NULL), 0);
+  assert_true(d->by_rank);
+  assert_int_equal(d->matched, 3);
+  for (size_t i = 0; i < 3; i++)
+    assert_int_equal(rb->hosts[d->hosts[i].host[0]].an->rank, rn->hosts[d->hosts[i].host[1]].an->rank);
+  /* rank 2: base y, new x_pid20 (the slow one) */
+  assert_string_equal(rn->hosts[d->hosts[2].host[1]].label, "x_pid20");
+  tbe_run_diff_free(d);
+  /* One host on each side: the plain diff, to the byte. */
+  tbe_run_analysis *o1, *o2;
+  assert_int_equal(tbe_run_analysis_create(&o1, &ab[0], NULL, 1, NULL), 0);
+  assert_int_equal(tbe_run_analysis_create(&o2, &an[0], NULL, 1, NULL), 0);
+  assert_int_equal(tbe_run_diff_create(&d, o1, o2, NULL), 0);
+  tbe_diff *plain;
+  assert_int_equal(tbe_diff_create(&plain, ab[0], an[0], NULL), 0);
+  for (int f = 0; f < 4; f++) {
+    tbe_report_options o;
+    tbe_report_options_init(&o);
+    o.format = f;
+    char *x, *y;
+    size_t nx, ny;
+    assert_int_equal(tbe_report_run_diff(d, &o, &x, &nx), 0);
+    assert_int_equal(tbe_report_diff(plain, &o, &y, &ny), 0);
+    assert_int_equal(nx, ny);
+    assert_memory_equal(x, y, nx);
+    tbe_report_free(x, nx, NULL);
+    tbe_report_free(y, ny, NULL);
+    assert_int_equal(tbe_report_run(o1, &o, &x, &nx), 0);
+    assert_int_equal(tbe_report_summary(ab[0], &o, &y, &ny), 0);
+    assert_int_equal(nx, ny);
+    assert_memory_equal(x, y, nx);
+    tbe_report_free(x, nx, NULL);
+    tbe_report_free(y, ny, NULL);
+  }
+  tbe_diff_free(plain);
+  tbe_run_diff_free(d);
+  tbe_run_analysis_free(o1);
+  tbe_run_analysis_free(o2);
+  tbe_run_analysis_free(rb);
+  tbe_run_analysis_free(rn);
+  for (int i = 0; i < 3; i++) {
+    tbe_analysis_free(ab[i]);
+    tbe_analysis_free(an[i]);
+    tbe_trace_free(tb[i]);
+    tbe_trace_free(tn[i]);
+  }
 }
 
 /* ---- golden Kineto traces, against an independent scan of the JSON ---- */
@@ -584,7 +1332,15 @@ static void test_golden_diff(void **state) {
   assert_int_equal(sd, s1 - s0);
   assert_int_equal(d->nsteps[0], 3);
   assert_int_equal(d->nsteps[1], 3);
-  assert_true(d->steps_noise_checked);
+  /* Three profiled steps a side: too few to judge, and the report says so. */
+  assert_int_equal(d->steps.verdict, TBE_NOISE_TOO_FEW);
+  tbe_report_options o;
+  tbe_report_options_init(&o);
+  char *txt;
+  size_t tl;
+  assert_int_equal(tbe_report_diff(d, &o, &txt, &tl), 0);
+  assert_non_null(strstr(txt, "3 and 3 steps are too few to judge"));
+  tbe_report_free(txt, tl, NULL);
   tbe_diff_free(d);
   tbe_analysis_free(aa);
   tbe_analysis_free(ab);
@@ -667,6 +1423,93 @@ static void test_alloc_failures(void **state) {
   tbe_trace_free(t);
 }
 
+/* Runs, their diffs and reports under every failing allocation: each
+ * failure is TBE_ENOMEM with nothing left allocated and *out NULL. */
+static void test_run_alloc_failures(void **state) {
+  (void)state;
+  static const int64_t s0[5] = {100000, 101000, 99000, 100500, 100200}, k0[5] = {1, 2, 3, 4, 5};
+  const char *kn[1] = {"k"};
+  const int64_t *kd[1] = {k0};
+  tbe_trace *tr[3] = {steps_trace(1, "a", T0, 5, s0, 1, kn, kd), steps_trace(2, "b", T0, 5, s0, 1, kn, kd),
+                      build(10000, 0)};
+  tbe_analysis *an[3];
+  for (int i = 0; i < 3; i++) assert_int_equal(tbe_analysis_create(&an[i], tr[i], NULL), 0);
+  const char *labels[3] = {"a", "b", "c"};
+  tu_failalloc f;
+  int ok = 0;
+  for (long n = 0; n < 500 && !ok; n++) {
+    tbe_allocator al = tu_failalloc_init(&f, n);
+    tbe_run_analysis *r = (tbe_run_analysis *)1;
+    int rc = tbe_run_analysis_create(&r, an, labels, 3, &al);
+    if (rc) {
+      assert_int_equal(rc, TBE_ENOMEM);
+      assert_null(r);
+      assert_int_equal(f.live, 0);
+      continue;
+    }
+    ok = 1;
+    /* A diff of the run against itself, then every report. */
+    int dok = 0;
+    for (long m = 0; m < 500 && !dok; m++) {
+      tu_failalloc g;
+      tbe_allocator bl = tu_failalloc_init(&g, m);
+      tbe_run_diff *d = (tbe_run_diff *)1;
+      int r2 = tbe_run_diff_create(&d, r, r, &bl);
+      if (r2) {
+        assert_int_equal(r2, TBE_ENOMEM);
+        assert_null(d);
+        assert_int_equal(g.live, 0);
+        continue;
+      }
+      dok = 1;
+      assert_int_equal(d->matched, 3);
+      for (int fmt = 0; fmt < 4; fmt++) {
+        int rok = 0;
+        for (long q = 0; q < 200 && !rok; q++) {
+          tu_failalloc h;
+          tbe_allocator cl = tu_failalloc_init(&h, q);
+          tbe_report_options o;
+          tbe_report_options_init(&o);
+          o.format = fmt;
+          o.allocator = &cl;
+          char *txt = (char *)1, *txt2 = (char *)1;
+          size_t len, len2;
+          int r3 = tbe_report_run_diff(d, &o, &txt, &len);
+          if (r3) {
+            assert_int_equal(r3, TBE_ENOMEM);
+            assert_null(txt);
+            assert_int_equal(h.live, 0);
+            continue;
+          }
+          int r4 = tbe_report_run(r, &o, &txt2, &len2);
+          if (r4) {
+            assert_int_equal(r4, TBE_ENOMEM);
+            assert_null(txt2);
+            tbe_report_free(txt, len, &cl);
+            assert_int_equal(h.live, 0);
+            continue;
+          }
+          rok = 1;
+          tbe_report_free(txt, len, &cl);
+          tbe_report_free(txt2, len2, &cl);
+          assert_int_equal(h.live, 0);
+        }
+        assert_true(rok);
+      }
+      tbe_run_diff_free(d);
+      assert_int_equal(g.live, 0);
+    }
+    assert_true(dok);
+    tbe_run_analysis_free(r);
+    assert_int_equal(f.live, 0);
+  }
+  assert_true(ok);
+  for (int i = 0; i < 3; i++) {
+    tbe_analysis_free(an[i]);
+    tbe_trace_free(tr[i]);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_synthetic),     cmocka_unit_test(test_range_labels),
@@ -674,6 +1517,10 @@ int main(void) {
       cmocka_unit_test(test_diff_synthetic), cmocka_unit_test(test_golden_fp32),
       cmocka_unit_test(test_golden_bf16),   cmocka_unit_test(test_golden_add_loop),
       cmocka_unit_test(test_golden_diff),
+      cmocka_unit_test(test_step_dist),     cmocka_unit_test(test_rank_test),
+      cmocka_unit_test(test_noise_verdicts), cmocka_unit_test(test_step_hint),
+      cmocka_unit_test(test_run_two_hosts), cmocka_unit_test(test_run_several_hosts),
+      cmocka_unit_test(test_run_diff),      cmocka_unit_test(test_run_alloc_failures),
       cmocka_unit_test(test_alloc_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -243,6 +243,149 @@ static void test_table_width(void **state) {
   tbe_trace_free(t);
 }
 
+/* Lines of a table report fit `width`, except advice ("- ") and warnings,
+ * which are prose. */
+static void check_width(const char *s, int width) {
+  const char *line = s;
+  while (line && *line) {
+    const char *nl = strchr(line, '\n');
+    size_t len = nl ? (size_t)(nl - line) : strlen(line);
+    size_t cols = 0;
+    for (size_t i = 0; i < len; i++) cols += ((unsigned char)line[i] & 0xc0) != 0x80;
+    if (strncmp(line, "- ", 2) != 0 && strncmp(line, "warning:", 8) != 0 && cols > (size_t)width) {
+      fprintf(stderr, "line of %zu > %d columns: %.*s\n", cols, width, (int)len, line);
+      fail();
+    }
+    line = nl ? nl + 1 : NULL;
+  }
+}
+
+/* A run of golden traces as hosts: every format renders, tables fit the
+ * width, JSON parses with the totals equal to the sums, CSV has a row per
+ * host; beyond eight hosts the overview keeps only the total column. */
+static void test_run_reports(void **state) {
+  (void)state;
+  const char *files[3] = {"kineto/h200_cnn_fp32.pt.trace.json", "kineto/h200_cnn_bf16.pt.trace.json",
+                          "kineto/h200_add_loop.trace.json"};
+  tbe_trace *t[10];
+  tbe_analysis *an[10];
+  const char *labels[10] = {"node1_pid10", "node1_pid9", "node2", "n03", "n04",
+                            "n05",         "n06",        "n07",   "n08", "n09"};
+  for (int i = 0; i < 10; i++) {
+    t[i] = import(files[i % 3]);
+    assert_int_equal(tbe_analysis_create(&an[i], t[i], NULL), 0);
+  }
+  tbe_run_analysis *r;
+  assert_int_equal(tbe_run_analysis_create(&r, an, labels, 3, NULL), 0);
+  uint64_t kernels = 0;
+  for (int i = 0; i < 3; i++) kernels += an[i]->all.kernel_count;
+  assert_int_equal(r->total->all.kernel_count, kernels);
+  static const int widths[] = {100, 80, 140};
+  for (size_t w = 0; w < 3; w++) {
+    tbe_report_options o;
+    tbe_report_options_init(&o);
+    o.width = widths[w];
+    o.top = 0;
+    o.label[0] = "run";
+    char *txt;
+    size_t n;
+    assert_int_equal(tbe_report_run(r, &o, &txt, &n), 0);
+    check_width(txt, widths[w]);
+    assert_non_null(strstr(txt, "node1_pid9"));
+    /* node1's processes in pid order, then node2 */
+    assert_true(strstr(txt, "\nnode1_pid9 ") < strstr(txt, "\nnode1_pid10 "));
+    assert_true(strstr(txt, "\nnode1_pid10 ") < strstr(txt, "\nnode2 "));
+    tbe_report_free(txt, n, NULL);
+  }
+  for (int f = 0; f < 4; f++) {
+    tbe_report_options o;
+    tbe_report_options_init(&o);
+    o.format = f;
+    char *txt;
+    size_t n;
+    assert_int_equal(tbe_report_run(r, &o, &txt, &n), 0);
+    if (f == TBE_REPORT_JSON) {
+      char err[256];
+      yajl_val v = yajl_tree_parse(txt, err, sizeof err);
+      assert_non_null(v);
+      const char *pk[] = {"total", "all", "kernel_count", NULL}, *ph[] = {"hosts", NULL};
+      yajl_val k = yajl_tree_get(v, pk, yajl_t_number);
+      assert_non_null(k);
+      assert_int_equal(YAJL_GET_INTEGER(k), kernels);
+      yajl_val h = yajl_tree_get(v, ph, yajl_t_array);
+      assert_int_equal(YAJL_GET_ARRAY(h)->len, 3);
+      const char *pi[] = {"index", NULL}, *pl[] = {"label", NULL};
+      yajl_val h0 = YAJL_GET_ARRAY(h)->values[0];
+      assert_string_equal(YAJL_GET_STRING(yajl_tree_get(h0, pl, yajl_t_string)), "node1_pid9");
+      assert_int_equal(YAJL_GET_INTEGER(yajl_tree_get(h0, pi, yajl_t_number)), 1);
+      yajl_tree_free(v);
+    }
+    if (f == TBE_REPORT_CSV) {
+      int rows = 0;
+      for (const char *p = txt; (p = strstr(p, "\nhost,")) != NULL; p++) rows++;
+      assert_int_equal(rows, 3);
+    }
+    if (f == TBE_REPORT_MARKDOWN) assert_non_null(strstr(txt, "| all hosts |"));
+    tbe_report_free(txt, n, NULL);
+  }
+  /* A diff of the run against two of its hosts fits too (from 100
+   * columns: the per-name diff tables need 82 at least). */
+  tbe_run_analysis *r2;
+  assert_int_equal(tbe_run_analysis_create(&r2, an + 1, labels + 1, 2, NULL), 0);
+  tbe_run_diff *d;
+  assert_int_equal(tbe_run_diff_create(&d, r, r2, NULL), 0);
+  for (size_t w = 0; w < 3; w += 2) {
+    tbe_report_options o;
+    tbe_report_options_init(&o);
+    o.width = widths[w];
+    char *txt;
+    size_t n;
+    assert_int_equal(tbe_report_run_diff(d, &o, &txt, &n), 0);
+    check_width(txt, widths[w]);
+    assert_non_null(strstr(txt, "Hosts: 2 matched by host name, 1 only in base (-), 0 only in new (+)"));
+    tbe_report_free(txt, n, NULL);
+  }
+  tbe_run_diff_free(d);
+  tbe_run_analysis_free(r2);
+  tbe_run_analysis_free(r);
+  /* Ten hosts: no column per host in the overview. */
+  assert_int_equal(tbe_run_analysis_create(&r, an, labels, 10, NULL), 0);
+  {
+    tbe_report_options o;
+    tbe_report_options_init(&o);
+    char *txt;
+    size_t n;
+    assert_int_equal(tbe_report_run(r, &o, &txt, &n), 0);
+    check_width(txt, 100);
+    const char *ov = strstr(txt, "GPUs of each host together");
+    assert_non_null(ov);
+    const char *hdr = strchr(ov, '\n') + 1;
+    const char *end = strchr(hdr, '\n');
+    assert_non_null(strstr(hdr, "all hosts"));
+    assert_true(strstr(hdr, "all hosts") < end);
+    assert_null(memmem(hdr, (size_t)(end - hdr), "n03", 3));
+    tbe_report_free(txt, n, NULL);
+  }
+  tbe_run_analysis_free(r);
+  for (int i = 0; i < 10; i++) {
+    tbe_analysis_free(an[i]);
+    tbe_trace_free(t[i]);
+  }
+}
+
+/* Prose wraps at the width; a \x01 is a space where no line breaks. */
+static void test_wrap(void **state) {
+  (void)state;
+  tbe_allocator al;
+  tbe__allocator_init(&al, NULL);
+  tbe__buf b;
+  tbe__buf_init(&b, &al);
+  tbe__wrap(&b, "aaa bbb ccc dd\x01" "ee ffffffffffff g", 8);
+  tbe__buf_putc(&b, '\0');
+  assert_string_equal((const char *)b.data, "aaa bbb\nccc\ndd ee\nffffffffffff\ng\n");
+  tbe__buf_deinit(&b);
+}
+
 /* ---- the events exporter, read back ---- */
 
 typedef struct seen {
@@ -412,7 +555,8 @@ int main(void) {
       cmocka_unit_test(test_fmt_dur),       cmocka_unit_test(test_demangle),
       cmocka_unit_test(test_shorten),       cmocka_unit_test(test_escapes),
       cmocka_unit_test(test_table_width),   cmocka_unit_test(test_export_events),
-      cmocka_unit_test(test_diff_events),
+      cmocka_unit_test(test_diff_events),   cmocka_unit_test(test_run_reports),
+      cmocka_unit_test(test_wrap),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

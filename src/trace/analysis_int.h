@@ -1,0 +1,22 @@
+/* analysis_int.h: what run_analysis.c needs from analysis.c to build a
+ * merged analysis that tbe_analysis_free frees like any other. */
+#ifndef TBE_TRACE_ANALYSIS_INT_H
+#define TBE_TRACE_ANALYSIS_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tbexport/analysis.h"
+
+/* Caps per-step per-name storage of one analysis (cells of int64). */
+#define TBE__STEP_CELLS_MAX ((size_t)64 << 20)
+
+/* A blank analysis without a trace (host "", pid, rank and medians -1).
+ * Its groups and steps must be allocated with its own alloc_.  Returns 0
+ * or TBE_ENOMEM. */
+int tbe__analysis_blank(tbe_analysis **out, const tbe_allocator *a);
+/* Gives `an` one pool of `n` zeroed int64 cells, freed with it (for the
+ * per-step name times); NULL on failure or when it has one already. */
+int64_t *tbe__analysis_pool(tbe_analysis *an, size_t n);
+
+#endif

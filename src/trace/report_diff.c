@@ -1,0 +1,475 @@
+/* report_diff.c: rendering a comparison of two analyses (tbe_report_diff)
+ * as a terminal table, CSV, JSON or Markdown, in parts that the comparison
+ * of two runs (report_run.c) reuses for its totals: the overall figures
+ * with the step-time verdict, then the per-name tables.
+ *
+ * The verdict words come from one place (tbe_noise_name, tbe__noise_key,
+ * tbe__noise_mark) so every format says the same thing; the rule behind
+ * them is stated at tbe_noise (tbexport/analysis.h).  When both sides have
+ * steps the terminal table shows each name's median time per step in place
+ * of its average per call (the figure the verdict is about); the other
+ * formats carry both. */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "tbexport/error.h"
+#include "trace/report.h"
+
+#define NAME_MIN 12
+#define SHORT_MAX 4096
+
+void tbe__ratio_str(char *buf, size_t size, int64_t base, int64_t now) {
+  if (base <= 0 && now <= 0) snprintf(buf, size, "-");
+  else if (base <= 0) snprintf(buf, size, "new");
+  else if (now <= 0) snprintf(buf, size, "gone");
+  else snprintf(buf, size, "%.2fx", (double)now / (double)base);
+}
+
+void tbe__delta_str(char *buf, int64_t d) {
+  if (d > 0) {
+    buf[0] = '+';
+    tbe__fmt_dur(buf + 1, 31, d);
+  } else {
+    tbe__fmt_dur(buf, 32, d);
+  }
+}
+
+#define ratio_str tbe__ratio_str
+#define delta_str tbe__delta_str
+
+const char *tbe__noise_key(uint32_t v) {
+  switch (v) {
+    case TBE_NOISE_TOO_FEW: return "too_few";
+    case TBE_NOISE_WITHIN: return "within";
+    case TBE_NOISE_BEYOND: return "beyond";
+    default: return "";
+  }
+}
+
+/* One character for the terminal tables (legend printed above them). */
+const char *tbe__noise_mark(uint32_t v) {
+  return v == TBE_NOISE_WITHIN ? "~" : v == TBE_NOISE_BEYOND ? "!" : "";
+}
+
+/* The Markdown word; "too few steps" is said once, in the step-time
+ * sentence, not on every row. */
+static const char *entry_mark(const tbe_diff_entry *e) {
+  if (e->present == 1) return "removed";
+  if (e->present == 2) return "added";
+  if (e->steps.verdict == TBE_NOISE_TOO_FEW) return "";
+  return tbe_noise_name((tbe_noise)e->steps.verdict);
+}
+
+static const char *entry_mark1(const tbe_diff_entry *e) {
+  if (e->present == 1) return "-";
+  if (e->present == 2) return "+";
+  return tbe__noise_mark(e->steps.verdict);
+}
+
+static void p_str(char *buf, size_t size, double p) {
+  if (p < 0.001) snprintf(buf, size, "p < 0.001");
+  else snprintf(buf, size, "p = %.3f", p);
+}
+
+void tbe__noise_sentence(tbe__buf *b, const tbe_step_compare *c, const char *what,
+                         const tbe_report_options *o) {
+  int md = o->format == TBE_REPORT_MARKDOWN;
+  char x[32], y[32], p[32], line[512];
+  const tbe_step_dist *d0 = &c->dist[0], *d1 = &c->dist[1];
+  switch (c->verdict) {
+    case TBE_NOISE_TOO_FEW:
+      snprintf(line, sizeof line,
+               "%s: %zu and %zu steps are too few to judge whether the change exceeds the steps' "
+               "own noise (%d per side needed).",
+               what, d0->n, d1->n, TBE_NOISE_MIN_STEPS);
+      break;
+    case TBE_NOISE_WITHIN:
+    case TBE_NOISE_BEYOND:
+      p_str(p, sizeof p, c->p_value);
+      snprintf(line, sizeof line,
+               "%s: median %s -> %s (%+.1f%%), %s the steps' own noise (Mann-Whitney %s over "
+               "%zu and %zu steps).",
+               what, tbe__dur(x, d0->median_ns), tbe__dur(y, d1->median_ns),
+               d0->median_ns > 0 ? 100.0 * (double)(d1->median_ns - d0->median_ns) /
+                                       (double)d0->median_ns
+                                 : 0.0,
+               c->verdict == TBE_NOISE_WITHIN ? "within" : "beyond", p, d0->n, d1->n);
+      break;
+    default: return;
+  }
+  if (md) {
+    tbe__buf_puts(b, "\n");
+    tbe__md_escape(b, line);
+    tbe__buf_putc(b, '\n');
+  } else {
+    tbe__wrap(b, line, o->width);
+  }
+}
+
+static void diff_overall_rows(const tbe_diff *d, int r, const char **label, int64_t v[2],
+                              int *have) {
+  *have = 1;
+  switch (r) {
+    case 0: *label = "wall time"; v[0] = d->wall_ns[0]; v[1] = d->wall_ns[1]; break;
+    case 1: *label = "GPU busy"; v[0] = d->busy_ns[0]; v[1] = d->busy_ns[1]; break;
+    case 2: *label = "kernel time"; v[0] = d->kernel_ns[0]; v[1] = d->kernel_ns[1]; break;
+    case 3:
+      *label = "step (median)";
+      v[0] = d->step_median_ns[0];
+      v[1] = d->step_median_ns[1];
+      *have = d->nsteps[0] && d->nsteps[1];
+      break;
+    default: *have = 0;
+  }
+}
+
+/* Whether the name tables show per-step medians instead of per-call
+ * averages: both sides have steps. */
+static int per_step_cols(const tbe_diff *d) { return d->nsteps[0] && d->nsteps[1]; }
+
+static int any_tested(const tbe_diff *d) {
+  for (int g = 0; g < TBE_GROUP__COUNT; g++)
+    for (size_t i = 0; i < d->nentries[g]; i++)
+      if (d->entries[g][i].steps.p_value >= 0) return 1;
+  return 0;
+}
+
+void tbe__diff_overall(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
+  char x[32], y[32], z[32], w[32], q[4][32];
+  switch (o->format) {
+    case TBE_REPORT_CSV:
+      tbe__buf_puts(b, "section,metric,base_ns,new_ns,delta_ns,ratio,noise,p_value\n");
+      for (int r = 0; r < 6; r++) {
+        const char *label;
+        int64_t v[2];
+        int have;
+        if (r < 4) {
+          diff_overall_rows(d, r, &label, v, &have);
+        } else {
+          label = r == 4 ? "step (q1)" : "step (q3)";
+          v[0] = r == 4 ? d->steps.dist[0].q1_ns : d->steps.dist[0].q3_ns;
+          v[1] = r == 4 ? d->steps.dist[1].q1_ns : d->steps.dist[1].q3_ns;
+          have = d->nsteps[0] && d->nsteps[1];
+        }
+        if (!have) continue;
+        tbe__buf_printf(b, "overall,%s,%lld,%lld,%lld,%.6f,%s,", label, (long long)v[0],
+                        (long long)v[1], (long long)(v[1] - v[0]),
+                        v[0] > 0 ? (double)v[1] / (double)v[0] : 0.0,
+                        r == 3 ? tbe__noise_key(d->steps.verdict) : "");
+        if (r == 3 && d->steps.p_value >= 0) tbe__buf_printf(b, "%.6f", d->steps.p_value);
+        tbe__buf_putc(b, '\n');
+      }
+      return;
+    case TBE_REPORT_JSON: {
+      tbe__buf_puts(b, "\"overall\":{");
+      static const char *keys[4] = {"wall_ns", "busy_ns", "kernel_ns", "step_median_ns"};
+      for (int r = 0; r < 4; r++) {
+        const char *label;
+        int64_t v[2];
+        int have;
+        diff_overall_rows(d, r, &label, v, &have);
+        tbe__buf_printf(b, "%s\"%s\":[%lld,%lld]", r ? "," : "", keys[r], (long long)v[0],
+                        (long long)v[1]);
+      }
+      tbe__buf_printf(b, ",\"nsteps\":[%zu,%zu],\"steps\":", d->nsteps[0], d->nsteps[1]);
+      tbe__json_step_compare(b, &d->steps);
+      tbe__buf_putc(b, '}');
+      return;
+    }
+    case TBE_REPORT_MARKDOWN:
+      tbe__buf_puts(b, "| | base | new | delta | ratio | noise |\n|---|---:|---:|---:|---:|---|\n");
+      for (int r = 0; r < 4; r++) {
+        const char *label;
+        int64_t v[2];
+        int have;
+        diff_overall_rows(d, r, &label, v, &have);
+        if (!have) continue;
+        delta_str(z, v[1] - v[0]);
+        ratio_str(w, sizeof w, v[0], v[1]);
+        tbe__buf_printf(b, "| %s | %s | %s | %s | %s | %s |\n", label, tbe__dur(x, v[0]), tbe__dur(y, v[1]),
+                        z, w, r == 3 ? tbe_noise_name((tbe_noise)d->steps.verdict) : "");
+      }
+      if (d->nsteps[0] && d->nsteps[1])
+        tbe__buf_printf(b, "\nSteps: %zu (base), %zu (new); quartiles %s–%s (base), %s–%s (new).\n",
+                        d->nsteps[0], d->nsteps[1], tbe__dur(q[0], d->steps.dist[0].q1_ns),
+                        tbe__dur(q[1], d->steps.dist[0].q3_ns), tbe__dur(q[2], d->steps.dist[1].q1_ns),
+                        tbe__dur(q[3], d->steps.dist[1].q3_ns));
+      tbe__noise_sentence(b, &d->steps, "Step time", o);
+      if (any_tested(d))
+        tbe__buf_puts(b, "\nPer name, the time per step is compared the same way (a 5% false "
+                         "discovery rate over the names of each table).\n");
+      return;
+    default: break;
+  }
+  tbe__cell(b, "", 16, 0);
+  tbe__cell(b, "base", 12, 1);
+  tbe__cell(b, "new", 12, 1);
+  tbe__cell(b, "delta", 12, 1);
+  tbe__cell(b, "ratio", 8, 1);
+  tbe__buf_putc(b, '\n');
+  for (int r = 0; r < 4; r++) {
+    const char *label;
+    int64_t v[2];
+    int have;
+    diff_overall_rows(d, r, &label, v, &have);
+    if (!have) continue;
+    tbe__cell(b, label, 16, 0);
+    tbe__cell(b, tbe__dur(x, v[0]), 12, 1);
+    tbe__cell(b, tbe__dur(y, v[1]), 12, 1);
+    delta_str(z, v[1] - v[0]);
+    tbe__cell(b, z, 12, 1);
+    ratio_str(w, sizeof w, v[0], v[1]);
+    tbe__cell(b, w, 8, 1);
+    if (r == 3 && d->steps.verdict != TBE_NOISE_NONE)
+      tbe__buf_printf(b, "  %s", tbe_noise_name((tbe_noise)d->steps.verdict));
+    tbe__buf_putc(b, '\n');
+  }
+  if (d->nsteps[0] && d->nsteps[1])
+    tbe__buf_printf(b, "steps: %zu (base), %zu (new); quartiles %s..%s (base), %s..%s (new)\n",
+                    d->nsteps[0], d->nsteps[1], tbe__dur(q[0], d->steps.dist[0].q1_ns),
+                    tbe__dur(q[1], d->steps.dist[0].q3_ns), tbe__dur(q[2], d->steps.dist[1].q1_ns),
+                    tbe__dur(q[3], d->steps.dist[1].q3_ns));
+  else if (d->nsteps[0] || d->nsteps[1])
+    tbe__buf_printf(b, "steps: %zu (base), %zu (new)\n", d->nsteps[0], d->nsteps[1]);
+  tbe__noise_sentence(b, &d->steps, "Step time", o);
+  if (per_step_cols(d))
+    tbe__wrap(b, any_tested(d) ? "In the tables below, step b/n is a name's median time per "
+                                 "step; ~ marks a change of it within the steps' own noise, ! "
+                                 "one beyond (the same test, at a 5% false discovery rate over "
+                                 "the names of each table)."
+                               : "In the tables below, step b/n is a name's median time per step.",
+              o->width);
+}
+
+static void names_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
+  int ps = per_step_cols(d);
+  /* Per-name tables: name, calls b/n, total b, total n, avg (or median
+   * per step) b, n, delta, ratio, mark. */
+  static const int cw[8] = {9, 9, 9, 9, 9, 10, 6, 1};
+  int fixed = 0;
+  for (int c = 0; c < 8; c++) fixed += cw[c] + 1;
+  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
+    size_t n = d->nentries[g];
+    if (!n) continue;
+    size_t top = o->top && o->top < n ? o->top : n;
+    int nw = o->width - fixed - 1;
+    if (nw < NAME_MIN) nw = NAME_MIN;
+    char name[SHORT_MAX], v[8][40];
+    if (o->wide)
+      for (size_t i = 0; i < top; i++) {
+        tbe__full_name(d->entries[g][i].name, name, sizeof name);
+        if ((int)strlen(name) > nw) nw = (int)strlen(name);
+      }
+    tbe__buf_printf(b, "\n%s: %zu matched, %zu added (+), %zu removed (-); %zu shown, by |delta|\n",
+                    tbe__group_title((tbe_group_kind)g), n - d->added[g] - d->removed[g],
+                    d->added[g], d->removed[g], top);
+    tbe__cell(b, "name", nw, 0);
+    const char *hd[8] = {"calls b/n", "total b", "total n", ps ? "step b" : "avg b",
+                         ps ? "step n" : "avg n", "delta", "ratio", ""};
+    for (int c = 0; c < 8; c++) {
+      tbe__buf_putc(b, ' ');
+      tbe__cell(b, hd[c], cw[c], c < 7);
+    }
+    while (b->len && b->data[b->len - 1] == ' ') b->len--;
+    tbe__buf_putc(b, '\n');
+    tbe__rule(b, nw + fixed);
+    for (size_t i = 0; i < top; i++) {
+      const tbe_diff_entry *e = &d->entries[g][i];
+      if (o->wide) tbe__full_name(e->name, name, sizeof name);
+      else tbe_name_shorten(e->name, (size_t)nw, name, sizeof name);
+      if (!name[0]) snprintf(name, sizeof name, "(unnamed)");
+      tbe__cell(b, name, nw, 0);
+      snprintf(v[0], 40, "%llu/%llu", (unsigned long long)e->calls[0],
+               (unsigned long long)e->calls[1]);
+      tbe__fmt_dur(v[1], 40, e->total_ns[0]);
+      tbe__fmt_dur(v[2], 40, e->total_ns[1]);
+      for (int s = 0; s < 2; s++) {
+        if (!ps)
+          tbe__fmt_dur(v[3 + s], 40, e->calls[s] ? e->total_ns[s] / (int64_t)e->calls[s] : 0);
+        else if (e->steps.dist[s].n)
+          tbe__fmt_dur(v[3 + s], 40, e->steps.dist[s].median_ns);
+        else
+          snprintf(v[3 + s], 40, "-");
+      }
+      delta_str(v[5], e->delta_ns);
+      ratio_str(v[6], 40, e->total_ns[0], e->total_ns[1]);
+      snprintf(v[7], 40, "%s", entry_mark1(e));
+      for (int c = 0; c < 8; c++) {
+        tbe__buf_putc(b, ' ');
+        if (c == 7) tbe__buf_puts(b, v[c]);
+        else tbe__cell(b, v[c], cw[c], 1);
+      }
+      /* No trailing spaces. */
+      while (b->len && b->data[b->len - 1] == ' ') b->len--;
+      tbe__buf_putc(b, '\n');
+    }
+  }
+}
+
+static void names_md(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
+  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
+    size_t n = d->nentries[g];
+    if (!n) continue;
+    size_t top = o->top && o->top < n ? o->top : n;
+    tbe__buf_printf(b, "\n## %s: %zu matched, %zu added, %zu removed\n\n", tbe__group_title((tbe_group_kind)g),
+                    n - d->added[g] - d->removed[g], d->added[g], d->removed[g]);
+    tbe__buf_puts(b, "| name | calls base | calls new | total base | total new | avg base | "
+                     "avg new | step median base | step median new | delta | ratio | |\n"
+                     "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    char name[SHORT_MAX], v[8][40];
+    for (size_t i = 0; i < top; i++) {
+      const tbe_diff_entry *e = &d->entries[g][i];
+      if (o->wide) tbe__full_name(e->name, name, sizeof name);
+      else tbe_name_shorten(e->name, 80, name, sizeof name);
+      tbe__fmt_dur(v[0], 40, e->total_ns[0]);
+      tbe__fmt_dur(v[1], 40, e->total_ns[1]);
+      tbe__fmt_dur(v[2], 40, e->calls[0] ? e->total_ns[0] / (int64_t)e->calls[0] : 0);
+      tbe__fmt_dur(v[3], 40, e->calls[1] ? e->total_ns[1] / (int64_t)e->calls[1] : 0);
+      for (int s = 0; s < 2; s++) {
+        if (e->steps.dist[s].n) tbe__fmt_dur(v[6 + s], 40, e->steps.dist[s].median_ns);
+        else snprintf(v[6 + s], 40, "-");
+      }
+      delta_str(v[4], e->delta_ns);
+      ratio_str(v[5], 40, e->total_ns[0], e->total_ns[1]);
+      tbe__buf_puts(b, "| ");
+      tbe__md_escape(b, name);
+      tbe__buf_printf(b, " | %llu | %llu | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+                      (unsigned long long)e->calls[0], (unsigned long long)e->calls[1], v[0], v[1],
+                      v[2], v[3], v[6], v[7], v[4], v[5], entry_mark(e));
+    }
+  }
+}
+
+static void names_csv(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
+  tbe__buf_puts(b, "\nsection,name,status,calls_base,calls_new,total_base_ns,total_new_ns,"
+                   "avg_base_ns,avg_new_ns,delta_ns,ratio,step_median_base_ns,"
+                   "step_q1_base_ns,step_q3_base_ns,step_median_new_ns,step_q1_new_ns,"
+                   "step_q3_new_ns,noise,p_value\n");
+  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
+    size_t n = d->nentries[g], top = o->top && o->top < n ? o->top : n;
+    for (size_t i = 0; i < top; i++) {
+      const tbe_diff_entry *e = &d->entries[g][i];
+      const tbe_step_dist *s0 = &e->steps.dist[0], *s1 = &e->steps.dist[1];
+      tbe__buf_printf(b, "%s,", tbe_group_name((tbe_group_kind)g));
+      tbe__csv_str(b, e->name);
+      tbe__buf_printf(b, ",%s,%llu,%llu,%lld,%lld,%lld,%lld,%lld,%.6f,",
+                      e->present == 3 ? "matched" : e->present == 2 ? "added" : "removed",
+                      (unsigned long long)e->calls[0], (unsigned long long)e->calls[1],
+                      (long long)e->total_ns[0], (long long)e->total_ns[1],
+                      (long long)(e->calls[0] ? e->total_ns[0] / (int64_t)e->calls[0] : 0),
+                      (long long)(e->calls[1] ? e->total_ns[1] / (int64_t)e->calls[1] : 0),
+                      (long long)e->delta_ns, e->ratio);
+      const tbe_step_dist *sd[2] = {s0, s1};
+      for (int s = 0; s < 2; s++) {
+        if (sd[s]->n)
+          tbe__buf_printf(b, "%lld,%lld,%lld,", (long long)sd[s]->median_ns,
+                          (long long)sd[s]->q1_ns, (long long)sd[s]->q3_ns);
+        else
+          tbe__buf_puts(b, ",,,");
+      }
+      tbe__buf_printf(b, "%s,", tbe__noise_key(e->steps.verdict));
+      if (e->steps.p_value >= 0) tbe__buf_printf(b, "%.6f", e->steps.p_value);
+      tbe__buf_putc(b, '\n');
+    }
+  }
+}
+
+void tbe__json_step_compare(tbe__buf *b, const tbe_step_compare *c) {
+  tbe__buf_puts(b, "{\"base\":");
+  tbe__json_dist(b, &c->dist[0]);
+  tbe__buf_puts(b, ",\"new\":");
+  tbe__json_dist(b, &c->dist[1]);
+  tbe__buf_printf(b, ",\"noise\":\"%s\"", tbe__noise_key(c->verdict));
+  if (c->p_value >= 0) tbe__buf_printf(b, ",\"p_value\":%.6g", c->p_value);
+  tbe__buf_putc(b, '}');
+}
+
+static void names_json(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
+  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
+    size_t n = d->nentries[g], top = o->top && o->top < n ? o->top : n;
+    tbe__buf_printf(b, ",\"%s\":{\"added\":%zu,\"removed\":%zu,\"entries\":[",
+                    tbe_group_name((tbe_group_kind)g), d->added[g], d->removed[g]);
+    for (size_t i = 0; i < top; i++) {
+      const tbe_diff_entry *e = &d->entries[g][i];
+      tbe__buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
+      tbe__json_str(b, e->name);
+      tbe__buf_printf(b,
+                      ",\"status\":\"%s\",\"calls\":[%llu,%llu],\"total_ns\":[%lld,%lld],"
+                      "\"delta_ns\":%lld,\"ratio\":%.6f",
+                      e->present == 3 ? "matched" : e->present == 2 ? "added" : "removed",
+                      (unsigned long long)e->calls[0], (unsigned long long)e->calls[1],
+                      (long long)e->total_ns[0], (long long)e->total_ns[1], (long long)e->delta_ns,
+                      e->ratio);
+      if (e->steps.dist[0].n || e->steps.dist[1].n) {
+        tbe__buf_puts(b, ",\"steps\":");
+        tbe__json_step_compare(b, &e->steps);
+      }
+      tbe__buf_putc(b, '}');
+    }
+    tbe__buf_puts(b, "]}");
+  }
+}
+
+void tbe__diff_names(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
+  switch (o->format) {
+    case TBE_REPORT_CSV: names_csv(b, d, o); break;
+    case TBE_REPORT_JSON: names_json(b, d, o); break;
+    case TBE_REPORT_MARKDOWN: names_md(b, d, o); break;
+    default: names_table(b, d, o); break;
+  }
+}
+
+static void diff_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
+  const char *lb = o->label[0] ? o->label[0] : "base";
+  const char *ln = o->label[1] ? o->label[1] : "new";
+  tbe__buf_printf(b, "Comparing %s (base) with %s (new)\n\n", lb, ln);
+  tbe__diff_overall(b, d, o);
+  tbe__diff_names(b, d, o);
+}
+
+static void diff_md(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
+  tbe__buf_puts(b, "# Diff: ");
+  tbe__md_escape(b, o->label[0] ? o->label[0] : "base");
+  tbe__buf_puts(b, " → ");
+  tbe__md_escape(b, o->label[1] ? o->label[1] : "new");
+  tbe__buf_puts(b, "\n\n");
+  tbe__diff_overall(b, d, o);
+  tbe__diff_names(b, d, o);
+}
+
+static void diff_csv(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
+  tbe__diff_overall(b, d, o);
+  tbe__diff_names(b, d, o);
+}
+
+static void diff_json(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
+  tbe__buf_puts(b, "{\"base\":");
+  tbe__json_str(b, o->label[0] ? o->label[0] : "base");
+  tbe__buf_puts(b, ",\"new\":");
+  tbe__json_str(b, o->label[1] ? o->label[1] : "new");
+  tbe__buf_putc(b, ',');
+  tbe__diff_overall(b, d, o);
+  tbe__diff_names(b, d, o);
+  tbe__buf_puts(b, "}\n");
+}
+
+
+int tbe_report_diff(const tbe_diff *d, const tbe_report_options *o, char **out, size_t *len) {
+  if (!out) return TBE_EINVAL;
+  *out = NULL;
+  if (!d) return TBE_EINVAL;
+  tbe_report_options oo;
+  if (tbe__report_options(o, &oo)) return TBE_EINVAL;
+  tbe_allocator al;
+  tbe__allocator_init(&al, oo.allocator);
+  tbe__buf b;
+  tbe__buf_init(&b, &al);
+  switch (oo.format) {
+    case TBE_REPORT_CSV: diff_csv(&b, d, &oo); break;
+    case TBE_REPORT_JSON: diff_json(&b, d, &oo); break;
+    case TBE_REPORT_MARKDOWN: diff_md(&b, d, &oo); break;
+    default: diff_table(&b, d, &oo); break;
+  }
+  return tbe__report_finish(&b, out, len);
+}

@@ -1,0 +1,735 @@
+/* report_run.c: rendering a run of several hosts (tbe_report_run) and the
+ * comparison of two runs (tbe_report_run_diff) as a terminal table, CSV,
+ * JSON or Markdown.
+ *
+ * A run of one host is rendered exactly as tbe_report_summary renders that
+ * host, and a comparison of two one-host runs exactly as tbe_report_diff,
+ * so that a single process reads as it always did.  Otherwise:
+ *  - summary: a row per host (pid, rank, GPUs, wall, GPU busy %, kernel
+ *    time, steps, median step time), the slowest and fastest host and the
+ *    spread, the GPU overview with a column per host (up to
+ *    HOST_COLS_MAX, then the total alone) and one for all hosts, the name
+ *    tables merged over hosts, the steps common to all hosts, the step
+ *    hint, and the hosts' advice, each line once with the hosts it
+ *    concerns;
+ *  - diff: the totals compared as two traces are (report_diff.c's parts),
+ *    a row per host pair with its own step-time verdict, then the merged
+ *    name tables.
+ * The JSON forms hold every figure of the other forms: a run's object is
+ * {"label", "hosts_count", ..., "total": <summary object>, "hosts":
+ * [<summary object + "index">...]}, each summary object the one
+ * tbe_report_summary prints for one trace. */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "tbexport/error.h"
+#include "trace/report.h"
+
+#define NAME_MIN 12
+/* Hosts shown as columns of the GPU overview; beyond, the total alone. */
+#define HOST_COLS_MAX 8
+
+static const char *figure_words(uint32_t f) {
+  return f == TBE_RUN_BY_STEP_MEDIAN ? "median step time" : f == TBE_RUN_BY_WALL ? "wall time" : "";
+}
+
+static const char *figure_key(uint32_t f) {
+  return f == TBE_RUN_BY_STEP_MEDIAN ? "step_median" : f == TBE_RUN_BY_WALL ? "wall" : "none";
+}
+
+static const char *host_label(const tbe_run_host *h) {
+  return h->label && h->label[0] ? h->label : "(unnamed)";
+}
+
+static const char *role(const tbe_run_analysis *r, size_t i) {
+  if ((long)i == r->slowest) return "slowest";
+  if ((long)i == r->fastest) return "fastest";
+  return "";
+}
+
+/* Host label cut to `w` bytes ("..." at the end). */
+static void cut(char *buf, size_t size, const char *s, int w) {
+  size_t n = strlen(s);
+  if (w > 3 && n > (size_t)w) snprintf(buf, size, "%.*s...", w - 3, s);
+  else snprintf(buf, size, "%s", s);
+}
+
+/* "slowest a, fastest b by median step time: spread 1.000ms (5.0% of the
+ * fastest)", wrapped at the width (table) or as a Markdown paragraph. */
+static void extremes(tbe__buf *b, const tbe_run_analysis *r, const tbe_report_options *o) {
+  if (r->slowest < 0) return;
+  int md = o->format == TBE_REPORT_MARKDOWN;
+  char x[32], line[1200];
+  snprintf(line, sizeof line, "%s %.400s, fastest %.400s by %s: spread %s (%.1f%% of the fastest)%s",
+           md ? "Slowest host" : "slowest", host_label(&r->hosts[r->slowest]),
+           host_label(&r->hosts[r->fastest]), figure_words(r->figure), tbe__dur(x, r->spread_ns),
+           tbe__pct(r->spread_ns, r->fastest_ns), md ? "." : "");
+  if (md) {
+    tbe__buf_putc(b, '\n');
+    tbe__md_escape(b, line);
+    tbe__buf_putc(b, '\n');
+  } else {
+    tbe__wrap(b, line, o->width);
+  }
+}
+
+/* ---- summary: table ---- */
+
+static void hosts_table(tbe__buf *b, const tbe_run_analysis *r, const tbe_report_options *o) {
+  static const char *hd[9] = {"pid", "rank", "GPUs", "wall", "GPU busy", "kernel time", "steps",
+                              "step median", ""};
+  static const int cw[9] = {7, 4, 4, 10, 8, 11, 5, 11, 7};
+  int fixed = 0;
+  for (int c = 0; c < 8; c++) fixed += cw[c] + 1;
+  /* The slowest/fastest column when the width leaves room for it (the
+   * line under the table names them anyway). */
+  int ncol = o->width - fixed - cw[8] - 2 >= NAME_MIN ? 9 : 8;
+  if (ncol == 9) fixed += cw[8] + 2;
+  int nw = o->width - fixed;
+  if (nw < NAME_MIN) nw = NAME_MIN;
+  if (o->wide)
+    for (size_t i = 0; i < r->nhosts; i++)
+      if ((int)strlen(host_label(&r->hosts[i])) > nw) nw = (int)strlen(host_label(&r->hosts[i]));
+  tbe__buf_printf(b, "\nHosts (%zu, by %s", r->nhosts, r->by_rank ? "rank" : "host name");
+  if (r->slowest >= 0) tbe__buf_printf(b, "; slowest and fastest by %s", figure_words(r->figure));
+  tbe__buf_puts(b, ")\n");
+  tbe__cell(b, "host", nw, 0);
+  for (int c = 0; c < ncol; c++) {
+    tbe__buf_putc(b, ' ');
+    tbe__cell(b, hd[c], cw[c], c < 8);
+  }
+  while (b->len && b->data[b->len - 1] == ' ') b->len--;
+  tbe__buf_putc(b, '\n');
+  tbe__rule(b, nw + fixed - (ncol == 9 ? cw[8] + 2 : 0));
+  char name[512], v[9][40];
+  for (size_t i = 0; i < r->nhosts; i++) {
+    const tbe_analysis *an = r->hosts[i].an;
+    cut(name, sizeof name, host_label(&r->hosts[i]), o->wide ? 0 : nw);
+    tbe__cell(b, name, nw, 0);
+    if (an->pid >= 0) snprintf(v[0], 40, "%lld", (long long)an->pid);
+    else snprintf(v[0], 40, "-");
+    if (an->rank >= 0) snprintf(v[1], 40, "%d", (int)an->rank);
+    else snprintf(v[1], 40, "-");
+    snprintf(v[2], 40, "%zu", an->ndevices);
+    tbe__fmt_dur(v[3], 40, an->wall_ns);
+    snprintf(v[4], 40, "%.1f%%", tbe__pct(an->all.busy_ns, an->wall_ns));
+    tbe__fmt_dur(v[5], 40, an->all.kernel_ns);
+    snprintf(v[6], 40, "%zu", an->nsteps);
+    if (an->step_dist.n) tbe__fmt_dur(v[7], 40, an->step_dist.median_ns);
+    else snprintf(v[7], 40, "-");
+    snprintf(v[8], 40, "%s", role(r, i));
+    for (int c = 0; c < ncol; c++) {
+      tbe__buf_puts(b, c == 8 ? "  " : " ");
+      tbe__cell(b, v[c], cw[c], c < 8);
+    }
+    while (b->len && b->data[b->len - 1] == ' ') b->len--;
+    tbe__buf_putc(b, '\n');
+  }
+  extremes(b, r, o);
+}
+
+static void run_overview(tbe__buf *b, const tbe_run_analysis *r, int width) {
+  tbe__ocol cols[HOST_COLS_MAX + 1];
+  size_t n = 0;
+  if (r->nhosts <= HOST_COLS_MAX)
+    for (size_t i = 0; i < r->nhosts; i++, n++) {
+      cols[n].d = &r->hosts[i].an->all;
+      cols[n].label = host_label(&r->hosts[i]);
+      cols[n].name = NULL;
+    }
+  cols[n].d = &r->total->all;
+  cols[n].label = "all hosts";
+  cols[n++].name = NULL;
+  tbe__buf_puts(b, "\nGPUs of each host together (all hosts: sums, wall time included)\n");
+  tbe__overview(b, cols, n, &r->total->all, width);
+}
+
+static void totals_line(tbe__buf *b, const tbe_analysis *t) {
+  char x[32], y[32];
+  tbe__buf_printf(b, "hosts: busiest thread %s, %llu CUDA API calls, %llu syncs (%s)\n",
+                  tbe__dur(x, t->host_busy_ns), (unsigned long long)t->api_calls,
+                  (unsigned long long)t->sync_calls, tbe__dur(y, t->sync_call_ns));
+  if (t->overhead_ns || t->dropped_records || t->ended_early)
+    tbe__buf_printf(b,
+                    "profiler: overhead %s, dropped records %llu (out-of-range timestamps %llu)%s\n",
+                    tbe__dur(x, t->overhead_ns), (unsigned long long)t->dropped_records,
+                    (unsigned long long)t->out_of_range_records,
+                    t->ended_early ? ", a capture ended early" : "");
+}
+
+static void run_steps(tbe__buf *b, const tbe_run_analysis *r, const tbe_report_options *o) {
+  const tbe_analysis *t = r->total;
+  int md = o->format == TBE_REPORT_MARKDOWN;
+  size_t with = 0;
+  for (size_t i = 0; i < r->nhosts; i++) with += r->hosts[i].an->nsteps > 0;
+  if (!t->nsteps) {
+    if (!with) return;
+    char line[256];
+    snprintf(line, sizeof line,
+             "%s%zu of %zu hosts have steps, but no step number is common to all; each host's "
+             "median is in its row.",
+             md ? "**Steps:** " : "Steps: ", with, r->nhosts);
+    tbe__buf_putc(b, '\n');
+    if (md) tbe__buf_printf(b, "%s\n", line);
+    else tbe__wrap(b, line, o->width);
+    return;
+  }
+  char v[6][32];
+  if (md) {
+    tbe__buf_printf(b, "\n## Steps (%zu common to all hosts)\n\n| step | slowest host | fastest host "
+                       "| GPU busy (sum) | kernel time (sum) | kernels |\n"
+                       "|---:|---:|---:|---:|---:|---:|\n",
+                    t->nsteps);
+  } else {
+    tbe__buf_printf(b, "\nSteps (%zu common to all hosts; time of the slowest and the fastest host, "
+                       "sums over hosts)\n",
+                    t->nsteps);
+    static const char *hd[6] = {"step", "slowest", "fastest", "GPU busy", "kernel time",
+                                "kernels"};
+    static const int cw[6] = {10, 12, 12, 12, 12, 8};
+    for (int c = 0; c < 6; c++) {
+      if (c) tbe__buf_puts(b, "  ");
+      tbe__cell(b, hd[c], cw[c], c != 0);
+    }
+    tbe__buf_putc(b, '\n');
+    tbe__rule(b, 10 + 12 * 4 + 8 + 10);
+  }
+  for (size_t i = 0; i < t->nsteps; i++) {
+    const tbe_step_stats *s = &t->steps[i];
+    snprintf(v[0], 32, "%lld", (long long)s->num);
+    tbe__fmt_dur(v[1], 32, s->dur_ns);
+    tbe__fmt_dur(v[2], 32, r->step_fastest_ns[i]);
+    tbe__fmt_dur(v[3], 32, s->gpu_busy_ns);
+    tbe__fmt_dur(v[4], 32, s->kernel_ns);
+    snprintf(v[5], 32, "%llu", (unsigned long long)s->kernel_count);
+    if (md) {
+      tbe__buf_printf(b, "| %s | %s | %s | %s | %s | %s |\n", v[0], v[1], v[2], v[3], v[4], v[5]);
+      continue;
+    }
+    static const int cw[6] = {10, 12, 12, 12, 12, 8};
+    for (int c = 0; c < 6; c++) {
+      if (c) tbe__buf_puts(b, "  ");
+      tbe__cell(b, v[c], cw[c], c != 0);
+    }
+    tbe__buf_putc(b, '\n');
+  }
+}
+
+/* The hint sentence for the run: the range most hosts share, with the
+ * figures of the first host that has it (its share is of its own wall
+ * time). */
+static void run_hint(tbe__buf *b, const tbe_run_analysis *r, const tbe_report_options *o) {
+  const tbe_analysis *t = r->total;
+  if (!t->step_hint) return;
+  size_t first = 0;
+  while (first < r->nhosts && !(r->hosts[first].an->step_hint &&
+                                strcmp(r->hosts[first].an->step_hint, t->step_hint) == 0))
+    first++;
+  if (first == r->nhosts) return;
+  char where[400];
+  snprintf(where, sizeof where, "on %zu of %zu hosts; %.300s", r->hint_hosts, r->nhosts,
+           host_label(&r->hosts[first]));
+  tbe__step_hint_text(b, r->hosts[first].an, o, where, "common to all hosts");
+}
+
+/* Advice of all hosts, each distinct line once, with the hosts it
+ * concerns (the first, and how many more). */
+static void run_advice(tbe__buf *b, const tbe_run_analysis *r, int md) {
+  int any = 0;
+  for (size_t i = 0; i < r->nhosts; i++) {
+    const tbe_analysis *an = r->hosts[i].an;
+    for (size_t k = 0; k < an->nadvice; k++) {
+      const tbe_advice *ad = &an->advice[k];
+      int seen = 0;
+      for (size_t j = 0; j < i && !seen; j++)
+        for (size_t q = 0; q < r->hosts[j].an->nadvice && !seen; q++)
+          seen = r->hosts[j].an->advice[q].kind == ad->kind;
+      if (seen) continue;
+      size_t more = 0;
+      for (size_t j = i + 1; j < r->nhosts; j++)
+        for (size_t q = 0; q < r->hosts[j].an->nadvice; q++)
+          if (r->hosts[j].an->advice[q].kind == ad->kind) {
+            more++;
+            break;
+          }
+      if (!any) tbe__buf_puts(b, md ? "\n## Advice\n\n" : "\nAdvice\n");
+      any = 1;
+      tbe__buf_puts(b, "- ");
+      if (md) tbe__md_escape(b, host_label(&r->hosts[i]));
+      else tbe__buf_puts(b, host_label(&r->hosts[i]));
+      if (more) tbe__buf_printf(b, " (and %zu more host%s)", more, more == 1 ? "" : "s");
+      tbe__buf_puts(b, ": ");
+      if (md) tbe__md_escape(b, ad->text);
+      else tbe__buf_puts(b, ad->text);
+      tbe__buf_putc(b, '\n');
+    }
+  }
+}
+
+static void warnings(tbe__buf *b, const tbe_run_analysis *r, int md) {
+  for (size_t i = 0; i < r->nhosts; i++) {
+    const tbe_trace *t = r->hosts[i].an->trace;
+    for (size_t k = 0; t && k < t->nwarnings; k++) {
+      tbe__buf_puts(b, md ? "\nwarning: " : "warning: ");
+      if (md) {
+        tbe__md_escape(b, host_label(&r->hosts[i]));
+        tbe__buf_puts(b, ": ");
+        tbe__md_escape(b, tbe_trace_str(t, t->warnings[k]));
+      } else {
+        tbe__buf_printf(b, "%s: %s", host_label(&r->hosts[i]), tbe_trace_str(t, t->warnings[k]));
+      }
+      tbe__buf_putc(b, '\n');
+    }
+  }
+}
+
+static size_t gpus(const tbe_run_analysis *r) {
+  size_t n = 0;
+  for (size_t i = 0; i < r->nhosts; i++) n += r->hosts[i].an->ndevices;
+  return n;
+}
+
+static void run_table(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options *o) {
+  const tbe_analysis *t = r->total;
+  char x[32];
+  char line[256];
+  if (o->label[0]) tbe__buf_printf(b, "Run %s\n", o->label[0]);
+  snprintf(line, sizeof line,
+           "%zu hosts, wall %s (first start to last end), %zu GPUs, %llu kernels, %zu steps "
+           "common to all hosts",
+           r->nhosts, tbe__dur(x, t->wall_ns), gpus(r), (unsigned long long)t->all.kernel_count,
+           t->nsteps);
+  tbe__wrap(b, line, o->width);
+  warnings(b, r, 0);
+  hosts_table(b, r, o);
+  run_overview(b, r, o->width);
+  totals_line(b, t);
+  tbe__summary_names(b, t, o);
+  run_steps(b, r, o);
+  run_hint(b, r, o);
+  run_advice(b, r, 0);
+}
+
+/* ---- summary: Markdown ---- */
+
+static void run_md(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options *o) {
+  const tbe_analysis *t = r->total;
+  char x[32], v[8][40];
+  tbe__buf_puts(b, "# Summary");
+  if (o->label[0]) {
+    tbe__buf_puts(b, ": ");
+    tbe__md_escape(b, o->label[0]);
+  }
+  tbe__buf_printf(b, "\n\n%zu hosts, wall %s (first start to last end), %zu GPUs, %llu kernels, "
+                     "%zu steps common to all hosts.\n",
+                  r->nhosts, tbe__dur(x, t->wall_ns), gpus(r),
+                  (unsigned long long)t->all.kernel_count, t->nsteps);
+  warnings(b, r, 1);
+  tbe__buf_printf(b, "\n## Hosts (by %s)\n\n| host | pid | rank | GPUs | wall | GPU busy %% | "
+                     "kernel time | memcpy | steps | step median | |\n"
+                     "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+                  r->by_rank ? "rank" : "host name");
+  for (size_t i = 0; i < r->nhosts; i++) {
+    const tbe_analysis *an = r->hosts[i].an;
+    int64_t cp = 0;
+    for (int k = 0; k < TBE_NCOPY_KINDS; k++) cp += an->all.memcpy_ns[k];
+    snprintf(v[0], 40, "%lld", (long long)an->pid);
+    snprintf(v[1], 40, "%d", (int)an->rank);
+    tbe__fmt_dur(v[2], 40, an->wall_ns);
+    tbe__fmt_dur(v[3], 40, an->all.kernel_ns);
+    tbe__fmt_dur(v[4], 40, cp);
+    if (an->step_dist.n) tbe__fmt_dur(v[5], 40, an->step_dist.median_ns);
+    else snprintf(v[5], 40, "-");
+    tbe__buf_puts(b, "| ");
+    tbe__md_escape(b, host_label(&r->hosts[i]));
+    tbe__buf_printf(b, " | %s | %s | %zu | %s | %.1f | %s | %s | %zu | %s | %s |\n",
+                    an->pid >= 0 ? v[0] : "-", an->rank >= 0 ? v[1] : "-", an->ndevices, v[2],
+                    tbe__pct(an->all.busy_ns, an->wall_ns), v[3], v[4], an->nsteps, v[5],
+                    role(r, i));
+  }
+  tbe__buf_printf(b, "| all hosts | | | %zu | %s | %.1f | ", gpus(r), tbe__dur(x, t->wall_ns),
+                  tbe__pct(t->all.busy_ns, t->all.wall_ns));
+  int64_t cp = 0;
+  for (int k = 0; k < TBE_NCOPY_KINDS; k++) cp += t->all.memcpy_ns[k];
+  tbe__fmt_dur(v[3], 40, t->all.kernel_ns);
+  tbe__fmt_dur(v[4], 40, cp);
+  if (t->step_dist.n) tbe__fmt_dur(v[5], 40, t->step_dist.median_ns);
+  else snprintf(v[5], 40, "-");
+  tbe__buf_printf(b, "%s | %s | %zu | %s | |\n", v[3], v[4], t->nsteps, v[5]);
+  extremes(b, r, o);
+  tbe__summary_names(b, t, o);
+  run_steps(b, r, o);
+  run_hint(b, r, o);
+  run_advice(b, r, 1);
+}
+
+/* ---- summary: CSV ---- */
+
+static void csv_device(tbe__buf *b, const char *host, const tbe_device_stats *d) {
+  int64_t other = 0;
+  for (int k = 0; k < TBE_NCOPY_KINDS; k++)
+    if (k != TBE_COPY_HTOD && k != TBE_COPY_DTOH && k != TBE_COPY_DTOD) other += d->memcpy_ns[k];
+  tbe__buf_puts(b, "device,");
+  tbe__csv_str(b, host);
+  if (d->device < 0) tbe__buf_puts(b, ",all");
+  else tbe__buf_printf(b, ",%d", (int)d->device);
+  tbe__buf_printf(b, ",%lld,%lld,%lld,%llu,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld\n",
+                  (long long)d->wall_ns, (long long)d->busy_ns, (long long)d->kernel_ns,
+                  (unsigned long long)d->kernel_count, (long long)d->memcpy_ns[TBE_COPY_HTOD],
+                  (long long)d->memcpy_ns[TBE_COPY_DTOH], (long long)d->memcpy_ns[TBE_COPY_DTOD],
+                  (long long)other, (long long)d->memset_ns, (long long)d->sync_ns,
+                  (long long)d->idle_ns, (long long)d->launch_median_ns);
+}
+
+static void csv_host_row(tbe__buf *b, const char *section, const char *label, const tbe_analysis *an,
+                         size_t ngpus, const char *role_word) {
+  tbe__buf_printf(b, "%s,", section);
+  tbe__csv_str(b, label);
+  tbe__buf_printf(b, ",%lld,%d,%d,%zu,%lld,%lld,%.3f,%lld,%llu,%zu,%lld,%lld,%lld,%s\n",
+                  (long long)an->pid, (int)an->rank, (int)an->world_size, ngpus,
+                  (long long)an->wall_ns, (long long)an->all.busy_ns,
+                  tbe__pct(an->all.busy_ns, an->all.wall_ns), (long long)an->all.kernel_ns,
+                  (unsigned long long)an->all.kernel_count, an->nsteps,
+                  (long long)an->step_dist.median_ns, (long long)an->step_dist.q1_ns,
+                  (long long)an->step_dist.q3_ns, role_word);
+}
+
+static void run_csv(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options *o) {
+  const tbe_analysis *t = r->total;
+  tbe__buf_puts(b, "section,host,pid,rank,world_size,gpus,wall_ns,busy_ns,busy_pct,kernel_ns,"
+                   "kernel_count,nsteps,step_median_ns,step_q1_ns,step_q3_ns,role\n");
+  for (size_t i = 0; i < r->nhosts; i++)
+    csv_host_row(b, "host", host_label(&r->hosts[i]), r->hosts[i].an, r->hosts[i].an->ndevices,
+                 role(r, i));
+  csv_host_row(b, "total", "", t, gpus(r), "");
+  if (r->slowest >= 0) {
+    tbe__buf_printf(b, "\nsection,figure,slowest,slowest_ns,fastest,fastest_ns,spread_ns\n"
+                       "extremes,%s,",
+                    figure_key(r->figure));
+    tbe__csv_str(b, host_label(&r->hosts[r->slowest]));
+    tbe__buf_printf(b, ",%lld,", (long long)r->slowest_ns);
+    tbe__csv_str(b, host_label(&r->hosts[r->fastest]));
+    tbe__buf_printf(b, ",%lld,%lld\n", (long long)r->fastest_ns, (long long)r->spread_ns);
+  }
+  tbe__buf_puts(b, "\nsection,host,device,wall_ns,busy_ns,kernel_ns,kernel_count,memcpy_htod_ns,"
+                   "memcpy_dtoh_ns,memcpy_dtod_ns,memcpy_other_ns,memset_ns,sync_ns,idle_ns,"
+                   "launch_median_ns\n");
+  for (size_t i = 0; i < r->nhosts; i++) {
+    const tbe_analysis *an = r->hosts[i].an;
+    for (size_t d = 0; d < an->ndevices; d++) csv_device(b, host_label(&r->hosts[i]), &an->devices[d]);
+    csv_device(b, host_label(&r->hosts[i]), &an->all);
+  }
+  csv_device(b, "all hosts", &t->all);
+  tbe__summary_names(b, t, o);
+  if (t->nsteps) {
+    tbe__buf_puts(b, "\nsection,step,start_ns,dur_ns,fastest_ns,gpu_busy_ns,kernel_ns,kernel_count\n");
+    for (size_t i = 0; i < t->nsteps; i++) {
+      const tbe_step_stats *s = &t->steps[i];
+      tbe__buf_printf(b, "step,%lld,%lld,%lld,%lld,%lld,%lld,%llu\n", (long long)s->num,
+                      (long long)s->start_ns, (long long)s->dur_ns,
+                      (long long)r->step_fastest_ns[i], (long long)s->gpu_busy_ns,
+                      (long long)s->kernel_ns, (unsigned long long)s->kernel_count);
+    }
+  }
+  int hint = 0;
+  for (size_t i = 0; i < r->nhosts; i++)
+    if (r->hosts[i].an->step_hint) {
+      tbe__step_hint_csv(b, r->hosts[i].an, host_label(&r->hosts[i]), !hint);
+      hint = 1;
+    }
+  int adv = 0;
+  for (size_t i = 0; i < r->nhosts; i++) {
+    const tbe_analysis *an = r->hosts[i].an;
+    for (size_t k = 0; k < an->nadvice; k++) {
+      if (!adv) tbe__buf_puts(b, "\nsection,host,kind,figure,text\n");
+      adv = 1;
+      tbe__buf_puts(b, "advice,");
+      tbe__csv_str(b, host_label(&r->hosts[i]));
+      tbe__buf_printf(b, ",%u,%.3f,", an->advice[k].kind, an->advice[k].figure);
+      tbe__csv_str(b, an->advice[k].text);
+      tbe__buf_putc(b, '\n');
+    }
+  }
+}
+
+/* ---- summary: JSON ---- */
+
+static void json_extreme(tbe__buf *b, const tbe_run_analysis *r, long i, int64_t ns) {
+  if (i < 0) {
+    tbe__buf_puts(b, "null");
+    return;
+  }
+  tbe__buf_puts(b, "{\"host\":");
+  tbe__json_str(b, host_label(&r->hosts[i]));
+  tbe__buf_printf(b, ",\"index\":%ld,\"value_ns\":%lld}", i, (long long)ns);
+}
+
+static void run_json(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options *o) {
+  tbe__buf_puts(b, "{\"label\":");
+  tbe__json_str(b, o->label[0] ? o->label[0] : "");
+  tbe__buf_printf(b, ",\"hosts_count\":%zu,\"by_rank\":%s,\"figure\":\"%s\",\"slowest\":",
+                  r->nhosts, r->by_rank ? "true" : "false", figure_key(r->figure));
+  json_extreme(b, r, r->slowest, r->slowest_ns);
+  tbe__buf_puts(b, ",\"fastest\":");
+  json_extreme(b, r, r->fastest, r->fastest_ns);
+  tbe__buf_printf(b, ",\"spread_ns\":%lld,\"spread_pct\":%.3f,\"hint_hosts\":%zu,"
+                     "\"step_fastest_ns\":[",
+                  (long long)r->spread_ns, tbe__pct(r->spread_ns, r->fastest_ns), r->hint_hosts);
+  for (size_t i = 0; i < r->total->nsteps; i++)
+    tbe__buf_printf(b, "%s%lld", i ? "," : "", (long long)r->step_fastest_ns[i]);
+  tbe__buf_puts(b, "],\"total\":");
+  tbe__summary_json(b, r->total, o, o->label[0]);
+  tbe__buf_puts(b, ",\"hosts\":[");
+  for (size_t i = 0; i < r->nhosts; i++) {
+    if (i) tbe__buf_putc(b, ',');
+    tbe__summary_json(b, r->hosts[i].an, o, host_label(&r->hosts[i]));
+    /* The caller's index, inside the object. */
+    if (!tbe__buf_error(b)) {
+      b->len--;
+      tbe__buf_printf(b, ",\"index\":%zu}", r->hosts[i].index);
+    }
+  }
+  tbe__buf_puts(b, "]}\n");
+}
+
+int tbe_report_run(tbe_run_analysis *r, const tbe_report_options *o, char **out, size_t *len) {
+  if (!out) return TBE_EINVAL;
+  *out = NULL;
+  if (!r || !r->nhosts) return TBE_EINVAL;
+  tbe_report_options oo;
+  if (tbe__report_options(o, &oo)) return TBE_EINVAL;
+  if (r->nhosts == 1) return tbe_report_summary(r->hosts[0].an, &oo, out, len);
+  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
+    tbe_analysis_sort(r->total, (tbe_group_kind)g, (tbe_sort_key)oo.sort);
+    for (size_t i = 0; i < r->nhosts; i++)
+      tbe_analysis_sort(r->hosts[i].an, (tbe_group_kind)g, (tbe_sort_key)oo.sort);
+  }
+  tbe_allocator al;
+  tbe__allocator_init(&al, oo.allocator);
+  tbe__buf b;
+  tbe__buf_init(&b, &al);
+  switch (oo.format) {
+    case TBE_REPORT_CSV: run_csv(&b, r, &oo); break;
+    case TBE_REPORT_JSON: run_json(&b, r, &oo); break;
+    case TBE_REPORT_MARKDOWN: run_md(&b, r, &oo); break;
+    default: run_table(&b, r, &oo); break;
+  }
+  return tbe__report_finish(&b, out, len);
+}
+
+/* ---- diff of two runs ---- */
+
+static const char *pair_label(const tbe_run_diff *d, const tbe_host_diff *p, char *buf,
+                              size_t size) {
+  const char *a = p->host[0] >= 0 ? host_label(&d->side[0]->hosts[p->host[0]]) : NULL;
+  const char *c = p->host[1] >= 0 ? host_label(&d->side[1]->hosts[p->host[1]]) : NULL;
+  if (a && c && strcmp(a, c) != 0) snprintf(buf, size, "%s -> %s", a, c);
+  else snprintf(buf, size, "%s", a ? a : c);
+  return buf;
+}
+
+static const char *pair_mark(const tbe_host_diff *p) {
+  if (p->host[1] < 0) return "-";
+  if (p->host[0] < 0) return "+";
+  return tbe__noise_mark(p->steps.verdict);
+}
+
+static const char *pair_status(const tbe_host_diff *p) {
+  return p->host[1] < 0 ? "removed" : p->host[0] < 0 ? "added" : "matched";
+}
+
+static void hosts_diff_table(tbe__buf *b, const tbe_run_diff *d, const tbe_report_options *o) {
+  static const char *hd[9] = {"wall b", "wall n", "busy b", "busy n", "kernel b",
+                              "kernel n", "step b", "step n", ""};
+  static const int cw[9] = {9, 9, 6, 6, 9, 9, 9, 9, 1};
+  int fixed = 0;
+  for (int c = 0; c < 9; c++) fixed += cw[c] + 1;
+  int nw = o->width - fixed - 1;
+  if (nw < NAME_MIN) nw = NAME_MIN;
+  char name[1024], shown[1024], v[9][40];
+  if (o->wide)
+    for (size_t i = 0; i < d->nhosts; i++) {
+      pair_label(d, &d->hosts[i], name, sizeof name);
+      if ((int)strlen(name) > nw) nw = (int)strlen(name);
+    }
+  tbe__buf_printf(b, "\nHosts: %zu matched by %s, %zu only in base (-), %zu only in new (+)\n",
+                  d->matched, d->by_rank ? "rank" : "host name", d->only[0], d->only[1]);
+  tbe__cell(b, "host", nw, 0);
+  for (int c = 0; c < 9; c++) {
+    tbe__buf_putc(b, ' ');
+    tbe__cell(b, hd[c], cw[c], c < 8);
+  }
+  while (b->len && b->data[b->len - 1] == ' ') b->len--;
+  tbe__buf_putc(b, '\n');
+  tbe__rule(b, nw + fixed);
+  int tested = 0;
+  for (size_t i = 0; i < d->nhosts; i++) {
+    const tbe_host_diff *p = &d->hosts[i];
+    tested |= p->steps.p_value >= 0;
+    pair_label(d, p, name, sizeof name);
+    cut(shown, sizeof shown, name, o->wide ? 0 : nw);
+    tbe__cell(b, shown, nw, 0);
+    for (int s = 0; s < 2; s++) {
+      const tbe_analysis *an = p->host[s] >= 0 ? d->side[s]->hosts[p->host[s]].an : NULL;
+      if (!an) {
+        snprintf(v[0 + s], 40, "-");
+        snprintf(v[2 + s], 40, "-");
+        snprintf(v[4 + s], 40, "-");
+        snprintf(v[6 + s], 40, "-");
+        continue;
+      }
+      tbe__fmt_dur(v[0 + s], 40, p->wall_ns[s]);
+      snprintf(v[2 + s], 40, "%.1f%%", tbe__pct(p->busy_ns[s], p->wall_ns[s]));
+      tbe__fmt_dur(v[4 + s], 40, p->kernel_ns[s]);
+      if (p->steps.dist[s].n) tbe__fmt_dur(v[6 + s], 40, p->steps.dist[s].median_ns);
+      else snprintf(v[6 + s], 40, "-");
+    }
+    snprintf(v[8], 40, "%s", pair_mark(p));
+    for (int c = 0; c < 9; c++) {
+      tbe__buf_putc(b, ' ');
+      if (c == 8) tbe__buf_puts(b, v[c]);
+      else tbe__cell(b, v[c], cw[c], 1);
+    }
+    while (b->len && b->data[b->len - 1] == ' ') b->len--;
+    tbe__buf_putc(b, '\n');
+  }
+  tbe__wrap(b, tested ? "busy: GPU busy %; step: the host's median step time; ~ marks a change "
+                        "of it within its steps' own noise, ! one beyond (the same test as the "
+                        "step time above)."
+                      : "busy: GPU busy %; step: the host's median step time.",
+            o->width);
+}
+
+static void hosts_diff_md(tbe__buf *b, const tbe_run_diff *d) {
+  char name[1024], v[8][40];
+  tbe__buf_printf(b, "\n## Hosts: %zu matched by %s, %zu only in base, %zu only in new\n\n"
+                     "| host | wall base | wall new | GPU busy %% base | GPU busy %% new | kernel "
+                     "base | kernel new | step median base | step median new | noise |\n"
+                     "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+                  d->matched, d->by_rank ? "rank" : "host name", d->only[0], d->only[1]);
+  for (size_t i = 0; i < d->nhosts; i++) {
+    const tbe_host_diff *p = &d->hosts[i];
+    for (int s = 0; s < 2; s++) {
+      int have = p->host[s] >= 0;
+      if (have) tbe__fmt_dur(v[0 + s], 40, p->wall_ns[s]);
+      else snprintf(v[0 + s], 40, "-");
+      if (have) snprintf(v[2 + s], 40, "%.1f", tbe__pct(p->busy_ns[s], p->wall_ns[s]));
+      else snprintf(v[2 + s], 40, "-");
+      if (have) tbe__fmt_dur(v[4 + s], 40, p->kernel_ns[s]);
+      else snprintf(v[4 + s], 40, "-");
+      if (p->steps.dist[s].n) tbe__fmt_dur(v[6 + s], 40, p->steps.dist[s].median_ns);
+      else snprintf(v[6 + s], 40, "-");
+    }
+    tbe__buf_puts(b, "| ");
+    tbe__md_escape(b, pair_label(d, p, name, sizeof name));
+    tbe__buf_printf(b, " | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", v[0], v[1], v[2], v[3],
+                    v[4], v[5], v[6], v[7],
+                    p->host[0] < 0 ? "added" : p->host[1] < 0 ? "removed"
+                                     : tbe_noise_name((tbe_noise)p->steps.verdict));
+  }
+}
+
+static void hosts_diff_csv(tbe__buf *b, const tbe_run_diff *d) {
+  tbe__buf_puts(b, "\nsection,host_base,host_new,status,wall_base_ns,wall_new_ns,busy_base_ns,"
+                   "busy_new_ns,kernel_base_ns,kernel_new_ns,nsteps_base,nsteps_new,"
+                   "step_median_base_ns,step_median_new_ns,step_q1_base_ns,step_q3_base_ns,"
+                   "step_q1_new_ns,step_q3_new_ns,noise,p_value\n");
+  for (size_t i = 0; i < d->nhosts; i++) {
+    const tbe_host_diff *p = &d->hosts[i];
+    tbe__buf_puts(b, "host,");
+    for (int s = 0; s < 2; s++) {
+      if (p->host[s] >= 0) tbe__csv_str(b, host_label(&d->side[s]->hosts[p->host[s]]));
+      tbe__buf_putc(b, ',');
+    }
+    const tbe_step_dist *s0 = &p->steps.dist[0], *s1 = &p->steps.dist[1];
+    tbe__buf_printf(b, "%s,%lld,%lld,%lld,%lld,%lld,%lld,%zu,%zu,%lld,%lld,%lld,%lld,%lld,%lld,%s,",
+                    pair_status(p), (long long)p->wall_ns[0], (long long)p->wall_ns[1],
+                    (long long)p->busy_ns[0], (long long)p->busy_ns[1], (long long)p->kernel_ns[0],
+                    (long long)p->kernel_ns[1], s0->n, s1->n, (long long)s0->median_ns,
+                    (long long)s1->median_ns, (long long)s0->q1_ns, (long long)s0->q3_ns,
+                    (long long)s1->q1_ns, (long long)s1->q3_ns, tbe__noise_key(p->steps.verdict));
+    if (p->steps.p_value >= 0) tbe__buf_printf(b, "%.6f", p->steps.p_value);
+    tbe__buf_putc(b, '\n');
+  }
+}
+
+static void hosts_diff_json(tbe__buf *b, const tbe_run_diff *d) {
+  tbe__buf_printf(b, ",\"hosts_matched_by\":\"%s\",\"hosts_matched\":%zu,\"hosts_only\":[%zu,%zu],"
+                     "\"hosts\":[",
+                  d->by_rank ? "rank" : "host", d->matched, d->only[0], d->only[1]);
+  for (size_t i = 0; i < d->nhosts; i++) {
+    const tbe_host_diff *p = &d->hosts[i];
+    tbe__buf_puts(b, i ? ",{\"host\":[" : "{\"host\":[");
+    for (int s = 0; s < 2; s++) {
+      if (s) tbe__buf_putc(b, ',');
+      if (p->host[s] >= 0) tbe__json_str(b, host_label(&d->side[s]->hosts[p->host[s]]));
+      else tbe__buf_puts(b, "null");
+    }
+    tbe__buf_printf(b,
+                    "],\"index\":[%ld,%ld],\"status\":\"%s\",\"wall_ns\":[%lld,%lld],"
+                    "\"busy_ns\":[%lld,%lld],\"kernel_ns\":[%lld,%lld],\"steps\":",
+                    p->host[0], p->host[1], pair_status(p), (long long)p->wall_ns[0],
+                    (long long)p->wall_ns[1], (long long)p->busy_ns[0], (long long)p->busy_ns[1],
+                    (long long)p->kernel_ns[0], (long long)p->kernel_ns[1]);
+    tbe__json_step_compare(b, &p->steps);
+    tbe__buf_putc(b, '}');
+  }
+  tbe__buf_putc(b, ']');
+}
+
+int tbe_report_run_diff(const tbe_run_diff *d, const tbe_report_options *o, char **out,
+                        size_t *len) {
+  if (!out) return TBE_EINVAL;
+  *out = NULL;
+  if (!d) return TBE_EINVAL;
+  tbe_report_options oo;
+  if (tbe__report_options(o, &oo)) return TBE_EINVAL;
+  if (d->side[0]->nhosts == 1 && d->side[1]->nhosts == 1)
+    return tbe_report_diff(d->total, &oo, out, len);
+  tbe_allocator al;
+  tbe__allocator_init(&al, oo.allocator);
+  tbe__buf b;
+  tbe__buf_init(&b, &al);
+  const char *lb = oo.label[0] ? oo.label[0] : "base";
+  const char *ln = oo.label[1] ? oo.label[1] : "new";
+  size_t n0 = d->side[0]->nhosts, n1 = d->side[1]->nhosts;
+  switch (oo.format) {
+    case TBE_REPORT_CSV:
+      tbe__diff_overall(&b, d->total, &oo);
+      hosts_diff_csv(&b, d);
+      tbe__diff_names(&b, d->total, &oo);
+      break;
+    case TBE_REPORT_JSON:
+      tbe__buf_puts(&b, "{\"base\":");
+      tbe__json_str(&b, lb);
+      tbe__buf_puts(&b, ",\"new\":");
+      tbe__json_str(&b, ln);
+      tbe__buf_printf(&b, ",\"hosts_count\":[%zu,%zu],", n0, n1);
+      tbe__diff_overall(&b, d->total, &oo);
+      hosts_diff_json(&b, d);
+      tbe__diff_names(&b, d->total, &oo);
+      tbe__buf_puts(&b, "}\n");
+      break;
+    case TBE_REPORT_MARKDOWN:
+      tbe__buf_puts(&b, "# Diff: ");
+      tbe__md_escape(&b, lb);
+      tbe__buf_puts(&b, " → ");
+      tbe__md_escape(&b, ln);
+      tbe__buf_printf(&b, "\n\n%zu hosts (base), %zu hosts (new); totals over all hosts:\n\n", n0,
+                      n1);
+      tbe__diff_overall(&b, d->total, &oo);
+      hosts_diff_md(&b, d);
+      tbe__diff_names(&b, d->total, &oo);
+      break;
+    default:
+      tbe__buf_printf(&b, "Comparing %s (base, %zu host%s) with %s (new, %zu host%s); totals over "
+                          "all hosts\n\n",
+                      lb, n0, n0 == 1 ? "" : "s", ln, n1, n1 == 1 ? "" : "s");
+      tbe__diff_overall(&b, d->total, &oo);
+      hosts_diff_table(&b, d, &oo);
+      tbe__diff_names(&b, d->total, &oo);
+      break;
+  }
+  return tbe__report_finish(&b, out, len);
+}

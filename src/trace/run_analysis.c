@@ -1,0 +1,633 @@
+/* run_analysis.c: a run of several hosts (or processes) in total and host by
+ * host, and the comparison of two such runs (tbexport/analysis.h).
+ *
+ * Each host file of a run is its own trace with its own analysis: pids,
+ * thread ids, stream ids and device ordinals of different hosts mean
+ * different things and are never merged.  What is merged is what means the
+ * same everywhere:
+ *  - names: one open-addressing table over the labels of every host's name
+ *    tables, so each name is hashed once per host that has it and the merge
+ *    is linear in the names (calls, total and self add; min and max are
+ *    taken over hosts);
+ *  - steps: by step number, the numbers every host has (data-parallel
+ *    ranks run the same iterations); a merged step lasts as long as its
+ *    slowest host, since a synchronous iteration waits for it, and its
+ *    per-name times are the sums over hosts;
+ *  - counts and durations that add (kernels, copies, API calls, ...).
+ * Medians do not add: the merged launch latency is unknown, and the step
+ * medians of the hosts stay in the host rows.
+ *
+ * Hosts are ordered by rank when every host has a distinct one, else by
+ * host name, pid (the one the label names, else the trace's) and label,
+ * where a host name is a label without the "_pid<N>[_<k>]" that tbexport
+ * appends for the processes of one machine;
+ * two runs are matched host by host in the same terms (processes of one
+ * machine pair in order of pid, which is the order they were started in on
+ * most systems).
+ *
+ * Invariant: a run's merged analysis borrows the label strings of its host
+ * analyses, so the hosts (and their traces) outlive it, as the header
+ * says. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "tbexport/error.h"
+#include "trace/analysis_int.h"
+#include "trace/stats.h"
+
+typedef struct run_priv {
+  int owns_total;  /* total is the merge (else hosts[0]'s analysis) */
+} run_priv;
+
+/* ---- host order ---- */
+
+/* Length of `label` without a trailing "_pid<digits>" or
+ * "_pid<digits>_<digits>". */
+static size_t host_base_len(const char *label) {
+  size_t n = strlen(label), i = n;
+  while (i > 0 && label[i - 1] >= '0' && label[i - 1] <= '9') i--;
+  if (i < n && i > 0 && label[i - 1] == '_') { /* "_<k>" after the pid */
+    size_t j = i - 1;
+    while (j > 0 && label[j - 1] >= '0' && label[j - 1] <= '9') j--;
+    if (j < i - 1 && j >= 4 && strncmp(label + j - 4, "_pid", 4) == 0) return j - 4;
+  }
+  if (i < n && i >= 4 && strncmp(label + i - 4, "_pid", 4) == 0) return i - 4;
+  return n;
+}
+
+/* The pid a label names ("_pid<N>" after the host name), else the
+ * analysis's. */
+static int64_t host_pid(const tbe_run_host *h) {
+  size_t base = host_base_len(h->label);
+  if (h->label[base] == '\0') return h->an->pid;
+  int64_t v = 0;
+  for (const char *p = h->label + base + 4; *p >= '0' && *p <= '9' && v < INT64_MAX / 10; p++)
+    v = v * 10 + (*p - '0');
+  return v;
+}
+
+static int cmp_by_name(const tbe_run_host *a, const tbe_run_host *b) {
+  size_t la = host_base_len(a->label), lb = host_base_len(b->label);
+  int c = strncmp(a->label, b->label, la < lb ? la : lb);
+  if (c) return c;
+  if (la != lb) return la < lb ? -1 : 1;
+  int64_t pa = host_pid(a), pb = host_pid(b);
+  if (pa != pb) return pa < pb ? -1 : 1;
+  c = strcmp(a->label, b->label);
+  if (c) return c;
+  return (a->index > b->index) - (a->index < b->index);
+}
+
+static int cmp_host_name(const void *x, const void *y) { return cmp_by_name(x, y); }
+
+static int cmp_host_rank(const void *x, const void *y) {
+  const tbe_run_host *a = x, *b = y;
+  return (a->an->rank > b->an->rank) - (a->an->rank < b->an->rank);
+}
+
+static int cmp_i32(const void *x, const void *y) {
+  int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
+  return (a > b) - (a < b);
+}
+
+/* 1 when every host has a known rank and no two share one. */
+static int ranks_distinct(const tbe_run_analysis *r) {
+  int32_t *v = tbe__alloc(&r->alloc_, r->nhosts * sizeof *v);
+  if (!v) return -1;
+  int ok = 1;
+  for (size_t i = 0; i < r->nhosts && ok; i++) {
+    v[i] = r->hosts[i].an->rank;
+    if (v[i] < 0) ok = 0;
+  }
+  if (ok) {
+    qsort(v, r->nhosts, sizeof *v, cmp_i32);
+    for (size_t i = 1; i < r->nhosts && ok; i++) ok = v[i] != v[i - 1];
+  }
+  tbe__free(&r->alloc_, v);
+  return ok;
+}
+
+/* ---- steps matched by number ---- */
+
+typedef struct numidx {
+  int64_t num;
+  size_t idx;
+} numidx;
+
+static int cmp_numidx(const void *x, const void *y) {
+  const numidx *a = x, *b = y;
+  if (a->num != b->num) return a->num < b->num ? -1 : 1;
+  return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+/* Fills total->steps with the step numbers every host has and map[h] (one
+ * array per host, nsteps entries: merged index or -1; the first step of a
+ * repeated number only).  Returns 0 or TBE_ENOMEM. */
+static int merge_steps(tbe_run_analysis *r, long **map) {
+  tbe_analysis *tot = r->total;
+  const tbe_allocator *a = &tot->alloc_;
+  size_t most = 0;
+  for (size_t h = 0; h < r->nhosts; h++)
+    if (r->hosts[h].an->nsteps > most) most = r->hosts[h].an->nsteps;
+  numidx *v = tbe__alloc(a, (most ? most : 1) * sizeof *v);
+  int64_t *common = tbe__alloc(a, (most ? most : 1) * sizeof *common);
+  if (!v || !common) {
+    tbe__free(a, v);
+    tbe__free(a, common);
+    return TBE_ENOMEM;
+  }
+  /* The common numbers: host 0's, intersected with each other host's. */
+  size_t nc = 0;
+  for (size_t h = 0; h < r->nhosts; h++) {
+    const tbe_analysis *an = r->hosts[h].an;
+    for (size_t i = 0; i < an->nsteps; i++) v[i] = (numidx){an->steps[i].num, i};
+    qsort(v, an->nsteps, sizeof *v, cmp_numidx);
+    size_t k = 0;
+    if (h == 0) {
+      for (size_t i = 0; i < an->nsteps; i++)
+        if (k == 0 || common[k - 1] != v[i].num) common[k++] = v[i].num;
+    } else {
+      size_t i = 0;
+      for (size_t c = 0; c < nc; c++) {
+        while (i < an->nsteps && v[i].num < common[c]) i++;
+        if (i < an->nsteps && v[i].num == common[c]) common[k++] = common[c];
+      }
+    }
+    nc = k;
+  }
+  int rc = 0;
+  if (nc) {
+    tot->steps = tbe__calloc(a, nc, sizeof *tot->steps);
+    r->step_fastest_ns = tbe__alloc(&r->alloc_, nc * sizeof *r->step_fastest_ns);
+    if (!tot->steps || !r->step_fastest_ns) rc = TBE_ENOMEM;
+  }
+  for (size_t c = 0; c < nc && !rc; c++) {
+    tot->steps[c].num = common[c];
+    tot->steps[c].start_ns = INT64_MAX;
+    r->step_fastest_ns[c] = INT64_MAX;
+  }
+  if (!rc) tot->nsteps = nc;
+  for (size_t h = 0; h < r->nhosts && !rc; h++) {
+    const tbe_analysis *an = r->hosts[h].an;
+    map[h] = tbe__alloc(a, (an->nsteps ? an->nsteps : 1) * sizeof **map);
+    if (!map[h]) {
+      rc = TBE_ENOMEM;
+      break;
+    }
+    for (size_t i = 0; i < an->nsteps; i++) {
+      map[h][i] = -1;
+      v[i] = (numidx){an->steps[i].num, i};
+    }
+    qsort(v, an->nsteps, sizeof *v, cmp_numidx);
+    size_t c = 0;
+    for (size_t i = 0; i < an->nsteps && c < nc; i++) {
+      while (c < nc && common[c] < v[i].num) c++;
+      if (c == nc || common[c] != v[i].num || (i > 0 && v[i - 1].num == v[i].num)) continue;
+      const tbe_step_stats *s = &an->steps[v[i].idx];
+      tbe_step_stats *m = &tot->steps[c];
+      map[h][v[i].idx] = (long)c;
+      if (s->start_ns < m->start_ns) m->start_ns = s->start_ns;
+      if (s->dur_ns > m->dur_ns) m->dur_ns = s->dur_ns;
+      if (s->dur_ns < r->step_fastest_ns[c]) r->step_fastest_ns[c] = s->dur_ns;
+      m->gpu_busy_ns += s->gpu_busy_ns;
+      m->kernel_ns += s->kernel_ns;
+      m->kernel_count += s->kernel_count;
+    }
+  }
+  tbe__free(a, v);
+  tbe__free(a, common);
+  return rc;
+}
+
+/* ---- names merged by label ---- */
+
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
+  return h;
+}
+
+typedef struct ltab {
+  uint32_t *slot;  /* entry index + 1, 0 = empty */
+  size_t cap;
+} ltab;
+
+/* The merged entry of `label` in table g, added when absent; -1 on
+ * allocation failure. */
+static long find_or_add(tbe_analysis *tot, tbe_group_kind g, ltab *t, size_t *cap,
+                        const char *label, int add) {
+  size_t h = (size_t)hash_str(label) & (t->cap - 1);
+  while (t->slot[h]) {
+    long i = (long)t->slot[h] - 1;
+    if (strcmp(tot->groups[g][i].label, label) == 0) return i;
+    h = (h + 1) & (t->cap - 1);
+  }
+  if (!add) return -1;
+  size_t n = tot->ngroups[g];
+  if (tbe__grow(&tot->alloc_, (void **)&tot->groups[g], cap, n + 1, sizeof(tbe_name_stats)))
+    return -1;
+  tbe_name_stats *e = &tot->groups[g][n];
+  memset(e, 0, sizeof *e);
+  e->label = label;
+  e->min_ns = INT64_MAX;
+  tot->ngroups[g] = n + 1;
+  t->slot[h] = (uint32_t)n + 1;
+  return (long)n;
+}
+
+static int merge_names(tbe_run_analysis *r, long **map) {
+  tbe_analysis *tot = r->total;
+  const tbe_allocator *a = &tot->alloc_;
+  size_t nsteps = tot->nsteps;
+  int per_step = nsteps > 0;
+  ltab t[TBE_GROUP__COUNT];
+  memset(t, 0, sizeof t);
+  int rc = 0;
+  for (int g = 0; g < TBE_GROUP__COUNT && !rc; g++) {
+    size_t sum = 0, cap = 0;
+    for (size_t h = 0; h < r->nhosts; h++) sum += r->hosts[h].an->ngroups[g];
+    t[g].cap = 16;
+    while (t[g].cap < 2 * sum) t[g].cap *= 2;
+    t[g].slot = tbe__calloc(a, t[g].cap, sizeof *t[g].slot);
+    if (!t[g].slot) {
+      rc = TBE_ENOMEM;
+      break;
+    }
+    for (size_t h = 0; h < r->nhosts && !rc; h++) {
+      const tbe_analysis *an = r->hosts[h].an;
+      for (size_t i = 0; i < an->ngroups[g]; i++) {
+        const tbe_name_stats *e = &an->groups[g][i];
+        long k = find_or_add(tot, (tbe_group_kind)g, &t[g], &cap, e->label, 1);
+        if (k < 0) {
+          rc = TBE_ENOMEM;
+          break;
+        }
+        tbe_name_stats *m = &tot->groups[g][k];
+        m->calls += e->calls;
+        m->total_ns += e->total_ns;
+        m->self_ns += e->self_ns;
+        if (e->min_ns < m->min_ns) m->min_ns = e->min_ns;
+        if (e->max_ns > m->max_ns) m->max_ns = e->max_ns;
+        if (!e->step_ns) per_step = 0;
+      }
+    }
+    for (size_t i = 0; i < tot->ngroups[g]; i++) {
+      if (tot->groups[g][i].min_ns == INT64_MAX) tot->groups[g][i].min_ns = 0;
+      tot->group_total_ns[g] += tot->groups[g][i].self_ns;
+    }
+  }
+  /* Per step: the sums of the hosts' times in each common step. */
+  size_t cells = 0;
+  for (int g = 0; g < TBE_GROUP__COUNT; g++) cells += tot->ngroups[g];
+  if (!rc && per_step && cells && cells <= TBE__STEP_CELLS_MAX / nsteps) {
+    int64_t *q = tbe__analysis_pool(tot, cells * nsteps);
+    if (!q) rc = TBE_ENOMEM;
+    for (int g = 0; g < TBE_GROUP__COUNT && !rc; g++)
+      for (size_t i = 0; i < tot->ngroups[g]; i++, q += nsteps) tot->groups[g][i].step_ns = q;
+    for (int g = 0; g < TBE_GROUP__COUNT && !rc; g++)
+      for (size_t h = 0; h < r->nhosts; h++) {
+        const tbe_analysis *an = r->hosts[h].an;
+        for (size_t i = 0; i < an->ngroups[g]; i++) {
+          const tbe_name_stats *e = &an->groups[g][i];
+          long k = find_or_add(tot, (tbe_group_kind)g, &t[g], NULL, e->label, 0);
+          int64_t *dst = tot->groups[g][k].step_ns;
+          for (size_t s = 0; s < an->nsteps; s++)
+            if (map[h][s] >= 0) dst[map[h][s]] += e->step_ns[s];
+        }
+      }
+  }
+  for (int g = 0; g < TBE_GROUP__COUNT; g++) tbe__free(a, t[g].slot);
+  if (!rc)
+    for (int g = 0; g < TBE_GROUP__COUNT; g++)
+      tbe_analysis_sort(tot, (tbe_group_kind)g, TBE_SORT_TOTAL);
+  return rc;
+}
+
+/* ---- figures that add ---- */
+
+static void merge_figures(tbe_run_analysis *r) {
+  tbe_analysis *tot = r->total;
+  tbe_device_stats *all = &tot->all;
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (size_t h = 0; h < r->nhosts; h++) {
+    const tbe_analysis *an = r->hosts[h].an;
+    const tbe_device_stats *d = &an->all;
+    if (an->start_ns < lo) lo = an->start_ns;
+    if (an->start_ns + an->wall_ns > hi) hi = an->start_ns + an->wall_ns;
+    all->wall_ns += d->wall_ns;
+    all->busy_ns += d->busy_ns;
+    all->idle_ns += d->idle_ns;
+    all->kernel_ns += d->kernel_ns;
+    all->kernel_count += d->kernel_count;
+    all->short_kernels += d->short_kernels;
+    for (int k = 0; k < TBE_NCOPY_KINDS; k++) {
+      all->memcpy_ns[k] += d->memcpy_ns[k];
+      all->memcpy_count[k] += d->memcpy_count[k];
+      all->memcpy_bytes[k] += d->memcpy_bytes[k];
+    }
+    all->pageable_ns += d->pageable_ns;
+    all->pageable_count += d->pageable_count;
+    all->memset_ns += d->memset_ns;
+    all->memset_count += d->memset_count;
+    all->sync_ns += d->sync_ns;
+    all->sync_count += d->sync_count;
+    if (an->host_busy_ns > tot->host_busy_ns) tot->host_busy_ns = an->host_busy_ns;
+    tot->api_calls += an->api_calls;
+    tot->sync_calls += an->sync_calls;
+    tot->sync_call_ns += an->sync_call_ns;
+    tot->overhead_ns += an->overhead_ns;
+    tot->dropped_records += an->dropped_records;
+    tot->out_of_range_records += an->out_of_range_records;
+    tot->ended_early |= an->ended_early;
+  }
+  tot->start_ns = lo;
+  tot->wall_ns = hi > lo ? hi - lo : 0;
+}
+
+/* The step hint most hosts share (only when the run has no common steps). */
+static int cmp_hint(const void *x, const void *y) {
+  const tbe_run_host *a = *(const tbe_run_host *const *)x, *b = *(const tbe_run_host *const *)y;
+  int c = strcmp(a->an->step_hint, b->an->step_hint);
+  return c ? c : (a->index > b->index) - (a->index < b->index);
+}
+
+static int merge_hint(tbe_run_analysis *r) {
+  tbe_analysis *tot = r->total;
+  if (tot->nsteps) return 0;
+  const tbe_run_host **v = tbe__alloc(&r->alloc_, r->nhosts * sizeof *v);
+  if (!v) return TBE_ENOMEM;
+  size_t n = 0;
+  for (size_t h = 0; h < r->nhosts; h++)
+    if (r->hosts[h].an->step_hint) v[n++] = &r->hosts[h];
+  qsort(v, n, sizeof *v, cmp_hint);
+  size_t best = 0, best_n = 0;
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    while (j < n && strcmp(v[j]->an->step_hint, v[i]->an->step_hint) == 0) j++;
+    if (j - i > best_n) best = i, best_n = j - i;
+    i = j;
+  }
+  if (best_n) {
+    /* The figures of the first host (in run order) with that hint. */
+    const tbe_analysis *an = NULL;
+    for (size_t h = 0; h < r->nhosts && !an; h++)
+      if (r->hosts[h].an->step_hint && strcmp(r->hosts[h].an->step_hint, v[best]->an->step_hint) == 0)
+        an = r->hosts[h].an;
+    tot->step_hint = an->step_hint;
+    tot->step_hint_kind = an->step_hint_kind;
+    tot->step_hint_count = an->step_hint_count;
+    tot->step_hint_ns = an->step_hint_ns;
+    r->hint_hosts = best_n;
+  }
+  tbe__free(&r->alloc_, v);
+  return 0;
+}
+
+static void rank_hosts(tbe_run_analysis *r) {
+  r->slowest = r->fastest = -1;
+  if (r->nhosts < 2) return;
+  int steps = 1;
+  for (size_t h = 0; h < r->nhosts; h++) steps &= r->hosts[h].an->step_dist.n > 0;
+  r->figure = steps ? TBE_RUN_BY_STEP_MEDIAN : TBE_RUN_BY_WALL;
+  /* slowest: the first with the largest figure; fastest: the last with the
+   * smallest, so that they differ even when all are equal. */
+  for (size_t h = 0; h < r->nhosts; h++) {
+    const tbe_analysis *an = r->hosts[h].an;
+    int64_t v = steps ? an->step_dist.median_ns : an->wall_ns, tie = an->all.busy_ns;
+    if (r->slowest < 0 || v > r->slowest_ns ||
+        (v == r->slowest_ns && !steps && tie > r->hosts[r->slowest].an->all.busy_ns)) {
+      r->slowest = (long)h;
+      r->slowest_ns = v;
+    }
+    if (r->fastest < 0 || v < r->fastest_ns ||
+        (v == r->fastest_ns && (steps || tie <= r->hosts[r->fastest].an->all.busy_ns))) {
+      r->fastest = (long)h;
+      r->fastest_ns = v;
+    }
+  }
+  r->spread_ns = r->slowest_ns - r->fastest_ns;
+}
+
+/* ---- create ---- */
+
+static int step_dist_of(tbe_analysis *an) {
+  int64_t *v = tbe__alloc(&an->alloc_, (an->nsteps ? an->nsteps : 1) * sizeof *v);
+  if (!v) return TBE_ENOMEM;
+  for (size_t i = 0; i < an->nsteps; i++) v[i] = an->steps[i].dur_ns;
+  tbe__dist_sort(v, an->nsteps, &an->step_dist);
+  tbe__free(&an->alloc_, v);
+  return 0;
+}
+
+static int merge(tbe_run_analysis *r) {
+  int rc = tbe__analysis_blank(&r->total, &r->alloc_);
+  if (rc) return rc;
+  ((run_priv *)r->priv_)->owns_total = 1;
+  long **map = tbe__calloc(&r->alloc_, r->nhosts, sizeof *map);
+  if (!map) return TBE_ENOMEM;
+  rc = merge_steps(r, map);
+  if (!rc) rc = merge_names(r, map);
+  for (size_t h = 0; h < r->nhosts; h++) tbe__free(&r->total->alloc_, map[h]);
+  tbe__free(&r->alloc_, map);
+  if (rc) return rc;
+  merge_figures(r);
+  rc = step_dist_of(r->total);
+  if (!rc) rc = merge_hint(r);
+  return rc;
+}
+
+int tbe_run_analysis_create(tbe_run_analysis **out, tbe_analysis *const *an,
+                            const char *const *labels, size_t n, const tbe_allocator *a) {
+  if (!out) return TBE_EINVAL;
+  *out = NULL;
+  if (!an || n == 0) return TBE_EINVAL;
+  for (size_t i = 0; i < n; i++)
+    if (!an[i]) return TBE_EINVAL;
+  tbe_allocator al;
+  tbe__allocator_init(&al, a);
+  tbe_run_analysis *r = tbe__calloc(&al, 1, sizeof *r);
+  if (!r) return TBE_ENOMEM;
+  r->alloc_ = al;
+  r->slowest = r->fastest = -1;
+  r->priv_ = tbe__calloc(&r->alloc_, 1, sizeof(run_priv));
+  r->hosts = tbe__calloc(&r->alloc_, n, sizeof *r->hosts);
+  if (!r->priv_ || !r->hosts) {
+    tbe_run_analysis_free(r);
+    return TBE_ENOMEM;
+  }
+  r->nhosts = n;
+  for (size_t i = 0; i < n; i++) {
+    r->hosts[i].an = an[i];
+    r->hosts[i].label = labels && labels[i] ? labels[i] : an[i]->host ? an[i]->host : "";
+    r->hosts[i].index = i;
+  }
+  int rc = 0, distinct = ranks_distinct(r);
+  if (distinct < 0) rc = TBE_ENOMEM;
+  r->by_rank = distinct > 0;
+  qsort(r->hosts, n, sizeof *r->hosts, r->by_rank ? cmp_host_rank : cmp_host_name);
+  if (!rc && n == 1) {
+    r->total = r->hosts[0].an;
+    r->hint_hosts = r->total->step_hint ? 1 : 0;
+  } else if (!rc) {
+    rc = merge(r);
+  }
+  if (rc) {
+    tbe_run_analysis_free(r);
+    return rc;
+  }
+  rank_hosts(r);
+  *out = r;
+  return 0;
+}
+
+void tbe_run_analysis_free(tbe_run_analysis *r) {
+  if (!r) return;
+  tbe_allocator al = r->alloc_;
+  if (r->priv_ && ((run_priv *)r->priv_)->owns_total) tbe_analysis_free(r->total);
+  tbe__free(&al, r->step_fastest_ns);
+  tbe__free(&al, r->hosts);
+  tbe__free(&al, r->priv_);
+  tbe__free(&al, r);
+}
+
+/* ---- comparing two runs ---- */
+
+static int host_pair(tbe_run_diff *d, tbe__mw *mw, long b, long n) {
+  tbe_host_diff *p = &d->hosts[d->nhosts++];
+  p->host[0] = b;
+  p->host[1] = n;
+  const tbe_analysis *an[2] = {b >= 0 ? d->side[0]->hosts[b].an : NULL,
+                               n >= 0 ? d->side[1]->hosts[n].an : NULL};
+  int64_t *v[2] = {NULL, NULL};
+  size_t nv[2] = {0, 0};
+  int rc = 0;
+  for (int s = 0; s < 2; s++) {
+    if (!an[s]) continue;
+    p->wall_ns[s] = an[s]->wall_ns;
+    p->busy_ns[s] = an[s]->all.busy_ns;
+    p->kernel_ns[s] = an[s]->all.kernel_ns;
+    nv[s] = an[s]->nsteps;
+    v[s] = tbe__alloc(&d->alloc_, (nv[s] ? nv[s] : 1) * sizeof *v[s]);
+    if (!v[s]) rc = TBE_ENOMEM;
+    for (size_t i = 0; v[s] && i < nv[s]; i++) v[s][i] = an[s]->steps[i].dur_ns;
+  }
+  if (!rc) rc = tbe__step_compare(mw, v[0], nv[0], v[1], nv[1], &p->steps);
+  tbe__free(&d->alloc_, v[0]);
+  tbe__free(&d->alloc_, v[1]);
+  return rc;
+}
+
+static int cmp_idx_name(const void *x, const void *y, void *ctx) {
+  const tbe_run_analysis *r = ctx;
+  return cmp_by_name(&r->hosts[*(const long *)x], &r->hosts[*(const long *)y]);
+}
+
+static int same_host(const tbe_run_host *a, const tbe_run_host *b) {
+  size_t la = host_base_len(a->label), lb = host_base_len(b->label);
+  return la == lb && strncmp(a->label, b->label, la) == 0;
+}
+
+/* Pairs hosts; partner[s][i] = index of host i of side s on the other
+ * side, or -1. */
+static int match_hosts(tbe_run_diff *d, long *partner[2]) {
+  const tbe_run_analysis *r0 = d->side[0], *r1 = d->side[1];
+  for (int s = 0; s < 2; s++)
+    for (size_t i = 0; i < d->side[s]->nhosts; i++) partner[s][i] = -1;
+  if (d->by_rank) { /* both sorted by rank */
+    size_t j = 0;
+    for (size_t i = 0; i < r0->nhosts; i++) {
+      int32_t k = r0->hosts[i].an->rank;
+      while (j < r1->nhosts && r1->hosts[j].an->rank < k) j++;
+      if (j < r1->nhosts && r1->hosts[j].an->rank == k) {
+        partner[0][i] = (long)j;
+        partner[1][j] = (long)i;
+      }
+    }
+    return 0;
+  }
+  /* By host name: walk both sides in name order, pairing the processes of
+   * one host name in order. */
+  long *ord[2];
+  for (int s = 0; s < 2; s++) {
+    ord[s] = tbe__alloc(&d->alloc_, (d->side[s]->nhosts + 1) * sizeof *ord[s]);
+    if (!ord[s]) {
+      if (s) tbe__free(&d->alloc_, ord[0]);
+      return TBE_ENOMEM;
+    }
+    for (size_t i = 0; i < d->side[s]->nhosts; i++) ord[s][i] = (long)i;
+    qsort_r(ord[s], d->side[s]->nhosts, sizeof *ord[s], cmp_idx_name, (void *)d->side[s]);
+  }
+  size_t i = 0, j = 0;
+  while (i < r0->nhosts && j < r1->nhosts) {
+    const tbe_run_host *a = &r0->hosts[ord[0][i]], *b = &r1->hosts[ord[1][j]];
+    if (same_host(a, b)) {
+      partner[0][ord[0][i]] = ord[1][j];
+      partner[1][ord[1][j]] = ord[0][i];
+      i++, j++;
+      continue;
+    }
+    size_t la = host_base_len(a->label), lb = host_base_len(b->label);
+    int c = strncmp(a->label, b->label, la < lb ? la : lb);
+    if (c < 0 || (c == 0 && la < lb)) i++;
+    else j++;
+  }
+  tbe__free(&d->alloc_, ord[0]);
+  tbe__free(&d->alloc_, ord[1]);
+  return 0;
+}
+
+int tbe_run_diff_create(tbe_run_diff **out, const tbe_run_analysis *base,
+                        const tbe_run_analysis *newer, const tbe_allocator *a) {
+  if (!out) return TBE_EINVAL;
+  *out = NULL;
+  if (!base || !newer) return TBE_EINVAL;
+  tbe_allocator al;
+  tbe__allocator_init(&al, a);
+  tbe_run_diff *d = tbe__calloc(&al, 1, sizeof *d);
+  if (!d) return TBE_ENOMEM;
+  d->alloc_ = al;
+  d->side[0] = base;
+  d->side[1] = newer;
+  d->by_rank = base->by_rank && newer->by_rank;
+  long *partner[2] = {tbe__alloc(&d->alloc_, (base->nhosts + 1) * sizeof(long)),
+                      tbe__alloc(&d->alloc_, (newer->nhosts + 1) * sizeof(long))};
+  d->hosts = tbe__calloc(&d->alloc_, base->nhosts + newer->nhosts, sizeof *d->hosts);
+  tbe__mw mw;
+  tbe__mw_init(&mw, &d->alloc_);
+  int rc = partner[0] && partner[1] && d->hosts ? 0 : TBE_ENOMEM;
+  if (!rc) rc = tbe_diff_create(&d->total, base->total, newer->total, &d->alloc_);
+  if (!rc) rc = match_hosts(d, partner);
+  for (size_t i = 0; !rc && i < base->nhosts; i++)
+    if (partner[0][i] >= 0) {
+      rc = host_pair(d, &mw, (long)i, partner[0][i]);
+      d->matched++;
+    }
+  for (size_t i = 0; !rc && i < base->nhosts; i++)
+    if (partner[0][i] < 0) {
+      rc = host_pair(d, &mw, (long)i, -1);
+      d->only[0]++;
+    }
+  for (size_t j = 0; !rc && j < newer->nhosts; j++)
+    if (partner[1][j] < 0) {
+      rc = host_pair(d, &mw, -1, (long)j);
+      d->only[1]++;
+    }
+  tbe__mw_free(&mw);
+  tbe__free(&d->alloc_, partner[0]);
+  tbe__free(&d->alloc_, partner[1]);
+  if (rc) {
+    tbe_run_diff_free(d);
+    return rc;
+  }
+  *out = d;
+  return 0;
+}
+
+void tbe_run_diff_free(tbe_run_diff *d) {
+  if (!d) return;
+  tbe_allocator al = d->alloc_;
+  tbe_diff_free(d->total);
+  tbe__free(&al, d->hosts);
+  tbe__free(&al, d);
+}
