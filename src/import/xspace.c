@@ -250,7 +250,8 @@ enum {
   S_TOTAL_RES,
   S_DEV_ORD,
   S_TBE_KIND,
-  S_TBE_CAT
+  S_TBE_CAT,
+  S_ASYNC
 };
 
 static int classify_stat(const char *s) {
@@ -284,7 +285,8 @@ static int classify_stat(const char *s) {
              {"total_reserved", S_TOTAL_RES},
              {"device_ordinal", S_DEV_ORD},
              {"tbexport_kind", S_TBE_KIND},
-             {"tbexport_cat", S_TBE_CAT}};
+             {"tbexport_cat", S_TBE_CAT},
+             {"_a", S_ASYNC}};
   for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
     if (strcmp(s, tab[i].name) == 0) return tab[i].kind;
   return S_OTHER;
@@ -340,6 +342,7 @@ typedef struct xs_state {
   size_t ngroups, cap_groups;
   idmap gmap;
   uint64_t unknown_md;
+  int ours;            /* written by our exporter (Task Environment: tbexport_source) */
 } xs_state;
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem) {
@@ -556,7 +559,7 @@ static int is_host_kind(uint8_t k) {
 }
 
 /* Copy direction from the XLA event name, else from the memory kinds. */
-static uint8_t copy_kind_of(const char *name, const tbe_memcpy *m) {
+static uint8_t copy_kind_of(const char *name, const tbe_memcpy *m, int ours) {
   static const struct {
     const char *n;
     tbe_copy_kind k;
@@ -566,6 +569,12 @@ static uint8_t copy_kind_of(const char *name, const tbe_memcpy *m) {
              {"MemcpyHToH", TBE_COPY_HTOH}};
   for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
     if (strncmp(name, tab[i].n, strlen(tab[i].n)) == 0) return (uint8_t)tab[i].k;
+  /* Ours for what "MemcpyOther" and the kinds would not say
+   * (export_xplane.c memcpy_xla_name): "MemcpyUnknown", "MemcpyHtoA", ... */
+  for (int k = TBE_COPY_UNKNOWN; k <= TBE_COPY_PTOP && ours; k++) {
+    const char *kn = tbe_copy_kind_name((tbe_copy_kind)k);
+    if (strncmp(name, "Memcpy", 6) == 0 && strcmp(name + 6, kn) == 0) return (uint8_t)k;
+  }
   int sh = is_host_kind(m->src_kind), dh = is_host_kind(m->dst_kind);
   int sd = m->src_kind == TBE_MEM_DEVICE || m->src_kind == TBE_MEM_DEVICE_STATIC;
   int dd = m->dst_kind == TBE_MEM_DEVICE || m->dst_kind == TBE_MEM_DEVICE_STATIC;
@@ -758,7 +767,12 @@ static int import_plane(xs_state *s, const XPlane *p, size_t pidx) {
     size_t ll = strlen(lname);
     if (is_host && ll > 5 && strcmp(lname + ll - 5, "/NVTX") == 0) {
       nvtx_line = 1;
-      for (size_t k = 0; k < p->n_lines; k++) {
+      /* Ours name the thread by the line id (export_xplane.c). */
+      if (s->ours && ln->id >= (int64_t)1 << 32 && ln->id < (int64_t)2 << 32)
+        tid = ln->id - ((int64_t)1 << 32);
+      else if (s->ours && ln->id >= (int64_t)4 << 32 && ln->id < (int64_t)5 << 32)
+        tid = ((int64_t)2 << 32) + (ln->id - ((int64_t)4 << 32));
+      for (size_t k = 0; k < p->n_lines && !s->ours; k++) {
         const XLine *o = p->lines[k];
         const char *on = o->display_name && *o->display_name ? o->display_name : o->name;
         if (k != li && on && strlen(on) == ll - 5 && memcmp(on, lname, ll - 5) == 0) {
@@ -912,6 +926,12 @@ static int import_plane(xs_state *s, const XPlane *p, size_t pidx) {
               if (strcmp(kn, tbe_event_kind_name((tbe_event_kind)q)) == 0) tbe_kind = q;
             continue;
           }
+          case S_ASYNC:
+            if (stat_int(st, &iv) && iv) {
+              ev.flags |= TBE_EVF_ASYNC;
+              continue;
+            }
+            break;
           case S_TBE_CAT: {
             const char *cn = stat_str(s, st);
             if (cn) tbe_cat = intern(s, cn);
@@ -987,7 +1007,7 @@ static int import_plane(xs_state *s, const XPlane *p, size_t pidx) {
           md.context = context;
           copy_parse cp = {&md, 0};
           if (cdet) each_kv(cdet, memcpy_kv, &cp);
-          md.copy_kind = copy_kind_of(name, &md);
+          md.copy_kind = copy_kind_of(name, &md, s->ours);
           ev.kind = TBE_EV_MEMCPY;
           detail = &md;
           leftover[1] = NULL;
@@ -1365,7 +1385,7 @@ int tbe__import_xspace(tbe_trace *t, const char *path, const tbe_import_options 
         const char *src = c && strcmp(c->md->name, "tbexport_source") == 0 ? stat_str(&s, p->stats[k]) : NULL;
         if (src) {
           t->source = tbe__source_of(src, strlen(src));
-          ours = 1;
+          ours = s.ours = 1;
         }
       }
     }

@@ -826,8 +826,13 @@ static void write_hot(jctx *c, const tbe_event *e, const tbe_track *tr) {
   const char *nm, *ct;
   size_t nl, cl;
   char nb[96];
-  if (e->name == 0 && (e->kind == TBE_EV_MEMCPY || e->kind == TBE_EV_MEMSET)) {
-    /* Unnamed copies get Kineto's names, which carry the kinds (ASCII). */
+  if ((e->kind == TBE_EV_MEMCPY && tbe_trace_memcpy(t, e)) ||
+      (e->kind == TBE_EV_MEMSET && tbe_trace_memset(t, e)) || (e->name == 0 &&
+      (e->kind == TBE_EV_MEMCPY || e->kind == TBE_EV_MEMSET))) {
+    /* Copies and memsets get Kineto's names, which carry the direction and
+     * the memory kinds (ASCII), unless theirs is that name already: another
+     * producer's name (XLA's "MemcpyH2D") would not read back as the same
+     * copy. */
     int n;
     if (e->kind == TBE_EV_MEMCPY) {
       const tbe_memcpy *m = tbe_trace_memcpy(t, e);
@@ -840,6 +845,9 @@ static void write_hot(jctx *c, const tbe_event *e, const tbe_track *tr) {
     }
     nm = nb;
     nl = (size_t)n;
+    if (e->name && e->name < c->nesc && tbe_trace_strlen(t, e->name) == nl &&
+        memcmp(tbe_trace_str(t, e->name), nb, nl) == 0 && esc_get(c, e->name, &nm, &nl))
+      return;
   } else if (e->name < c->nesc) {
     if (esc_get(c, e->name, &nm, &nl)) return;
   } else {

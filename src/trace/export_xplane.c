@@ -4,17 +4,26 @@
  * Layout, following what XLA's own GPU tracer writes after its post-processing
  * (see the profile-plugin reference, sections 2-3):
  * - one merged "/host:CPU" plane: a line per host thread (id = OS tid), NVTX
- *   events on a companion line "<thread>/NVTX" (id 1<<32 + track), other
- *   tracks on lines with ids from 2<<32, and a "Step markers" line for steps
- *   that no host event carries; API calls carry correlation_id and device_id
- *   as uint64; step events carry step_num (int64) and _r = 1;
+ *   events on a companion line "<thread>/NVTX" (id 1<<32 + tid; 4<<32 +
+ *   track index for tracks that are no thread), other tracks on lines with
+ *   ids from 2<<32, and a "Step markers" line for steps of no known thread;
+ *   API calls carry correlation_id and device_id as uint64; a step is
+ *   marked by the host event that defines it (step_num, int64, and _r = 1)
+ *   or, when that is an NVTX range or there is none, by a marker event of
+ *   its own on its thread's line (xprof groups what a root encloses on its
+ *   line); host events whose kind XLA's conventions would not give back
+ *   carry tbexport_kind (and tbexport_cat, a source category), asynchronous
+ *   ranges _a = 1;
  * - one "/device:GPU:<n>" plane per device (XPlane.id = n) with the device
  *   capability stats, a line per stream named "Stream #<id>(<kinds>)", and
  *   kernels/memcpys/memsets carrying kernel_details/memcpy_details/
  *   Memset_details (interned through ref_value) and correlation_id (uint64);
  * - a "Task Environment" plane with profile_start_time/profile_stop_time
- *   (uint64 epoch ns); XSpace.hostnames; XSpace.warnings for everything the
- *   model dropped, clamped or cut short.
+ *   (uint64 epoch ns), and ours, which xprof does not read: tbexport_source
+ *   and the collection counters (tbexport_dropped_records, ..._ended_early);
+ *   XSpace.hostnames; XSpace.warnings for everything the model dropped,
+ *   clamped or cut short (the generic status lines, then the trace's own
+ *   warnings).  src/import/xspace.c reads all of it back.
  * Line timestamp_ns is relative to the session start (readers compute
  * ns*1000 + offset_ps in int64, which overflows for epoch values); event
  * offsets are picoseconds from the line start.
@@ -389,6 +398,7 @@ enum {
   S_NVTX_PAYLOAD,
   S_TBE_KIND,
   S_TBE_CAT,
+  S_ASYNC,
   S__COUNT
 };
 static const char *const STAT_NAMES[S__COUNT] = {
@@ -396,7 +406,8 @@ static const char *const STAT_NAMES[S__COUNT] = {
     "Memset_details", "theoretical_occupancy_pct", "context_id", "step_num", "_r",
     "value",          "addr",           "num_bytes",       "total_allocated", "total_reserved",
     "device_ordinal", "sync_kind",      "sync_stream",     "cuda_event",     "nvtx_domain",
-    "nvtx_color",     "nvtx_category",  "nvtx_payload",    "tbexport_kind",  "tbexport_cat"};
+    "nvtx_color",     "nvtx_category",  "nvtx_payload",    "tbexport_kind",  "tbexport_cat",
+    "_a"};
 
 /* Direct-mapped cache from packed detail fields to a stat metadata id, so a
  * kernel configuration seen many times is formatted and hashed once per
@@ -594,14 +605,42 @@ static uint32_t context_ref(xctx *c, unsigned ctx) {
   return detail_id(c, key, buf, (size_t)n);
 }
 
-static const char *memcpy_xla_name(uint8_t kind) {
+static int host_mem(uint8_t k) {
+  return k == TBE_MEM_PAGEABLE || k == TBE_MEM_PINNED || k == TBE_MEM_MANAGED ||
+         k == TBE_MEM_MANAGED_STATIC;
+}
+
+/* The direction a reader infers for "MemcpyOther" from the memory kinds
+ * (src/import/xspace.c copy_kind_of does this for XLA's files). */
+static uint8_t inferred_kind(const tbe_memcpy *m) {
+  int sh = host_mem(m->src_kind), dh = host_mem(m->dst_kind);
+  int sd = m->src_kind == TBE_MEM_DEVICE || m->src_kind == TBE_MEM_DEVICE_STATIC;
+  int dd = m->dst_kind == TBE_MEM_DEVICE || m->dst_kind == TBE_MEM_DEVICE_STATIC;
+  if (sh && dd) return TBE_COPY_HTOD;
+  if (sd && dh) return TBE_COPY_DTOH;
+  if (sd && dd) return TBE_COPY_DTOD;
+  if (sh && dh) return TBE_COPY_HTOH;
+  if (m->src_kind == TBE_MEM_ARRAY && dd) return TBE_COPY_ATOD;
+  if (sd && m->dst_kind == TBE_MEM_ARRAY) return TBE_COPY_DTOA;
+  return TBE_COPY_UNKNOWN;
+}
+
+/* XLA's names for the four directions it tells apart, and "MemcpyOther"
+ * for the rest when the memory kinds say the direction; else ours
+ * ("Memcpy" and tbe_copy_kind_name: "MemcpyUnknown", "MemcpyHtoA", ...), so
+ * that the direction reads back. */
+static const char *memcpy_xla_name(const tbe_memcpy *m, char *buf, size_t size) {
+  uint8_t kind = m ? m->copy_kind : TBE_COPY_UNKNOWN;
   switch (kind) {
     case TBE_COPY_HTOD: return "MemcpyH2D";
     case TBE_COPY_DTOH: return "MemcpyD2H";
     case TBE_COPY_DTOD: return "MemcpyD2D";
     case TBE_COPY_PTOP: return "MemcpyP2P";
-    default: return "MemcpyOther";
+    default: break;
   }
+  if (m && inferred_kind(m) == kind) return "MemcpyOther";
+  snprintf(buf, size, "Memcpy%s", tbe_copy_kind_name((tbe_copy_kind)kind));
+  return buf;
 }
 
 static int find_mark(const xctx *c, uint32_t ev) {
@@ -638,8 +677,8 @@ static uint32_t kind_ref(xctx *c, uint8_t kind) {
 static uint32_t event_meta(xctx *c, const tbe_event *e) {
   const tbe_trace *t = c->t;
   if (e->kind == TBE_EV_MEMCPY) {
-    const tbe_memcpy *m = tbe_trace_memcpy(t, e);
-    const char *n = memcpy_xla_name(m ? m->copy_kind : 0);
+    char nb[32];
+    const char *n = memcpy_xla_name(tbe_trace_memcpy(t, e), nb, sizeof nb);
     return ntab_get(&c->ev, n, strlen(n));
   }
   if (e->kind == TBE_EV_NVTX_RANGE || e->kind == TBE_EV_NVTX_MARK) {
@@ -801,6 +840,8 @@ static void write_event(xctx *c, uint32_t idx, int64_t line_start_ns) {
       enc_stat_i64(&en, fixed_stat(c, S_R), 1);
     }
   }
+  /* XLA's is_async: xprof's grouping does not nest what it marks. */
+  if (e->flags & TBE_EVF_ASYNC) enc_stat_i64(&en, fixed_stat(c, S_ASYNC), 1);
   if (tr->type != TBE_TRACK_STREAM) {
     if (e->kind != host_kind_default(t, e))
       enc_stat_ref(&en, fixed_stat(c, S_TBE_KIND), kind_ref(c, e->kind));
@@ -1163,7 +1204,12 @@ static void write_host_plane(xctx *c, const uint8_t *unmarked, size_t nunmarked)
     while (c->synth_at < c->nsynth && c->synth[c->synth_at].track == k) c->synth_at++;
     write_line(c, tr, not_nvtx, id, name, (size_t)n, lo, c->synth_at);
     n += snprintf(name + n, sizeof name - (size_t)n, "/NVTX");
-    write_line(c, tr, is_nvtx, (int64_t)((1ull << 32) + k), name, (size_t)n, 0, 0);
+    /* The NVTX line names its thread by id: 1<<32 + tid (thread names
+     * repeat), 4<<32 + track index for other tracks. */
+    int64_t nid = tr->type == TBE_TRACK_THREAD && tr->tid >= 0 && tr->tid <= UINT32_MAX
+                      ? (int64_t)((1ull << 32) + (uint64_t)tr->tid)
+                      : (int64_t)((4ull << 32) + k);
+    write_line(c, tr, is_nvtx, nid, name, (size_t)n, 0, 0);
   }
   if (nunmarked && !xerr(c)) write_step_line(c, unmarked);
   write_metadata(c);
