@@ -12,8 +12,9 @@
  * Layouts: the object form {"traceEvents": [...], ...} and the bare array
  * form [...], whose closing ']' may be missing (also after a trailing
  * comma), as a killed writer leaves it.  Top-level keys read: traceEvents,
- * deviceProperties, distributedInfo, baseTimeNanoseconds, traceName; the
- * others are skipped.  Times are microseconds in decimal text; they are
+ * deviceProperties, distributedInfo, baseTimeNanoseconds, traceName, and
+ * our exporter's tbexportTrace, tbexportCollection, tbexportWarnings and
+ * tbexportSteps (see apply_tbe_meta); the others are skipped.  Times are microseconds in decimal text; they are
  * converted to integer nanoseconds from the text itself (never through a
  * double): "1234.567" is exactly 1234567 ns.  With baseTimeNanoseconds
  * the ts values are relative to it, otherwise they are taken as they are

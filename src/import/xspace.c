@@ -40,7 +40,12 @@
  *     first, then the event's own;
  *   - steps: host events with a step_num stat; failing that, the span of
  *     each group_id;
- *   - XSpace.warnings/errors become trace warnings, hostnames[0] the host.
+ *   - XSpace.warnings/errors become trace warnings, hostnames[0] the host;
+ *   - our own files (Task Environment stat tbexport_source) give back the
+ *     source, the collection counters (tbexport_* stats), the kinds of host
+ *     events (tbexport_kind, tbexport_cat), asynchronous ranges (_a), NVTX
+ *     lines by thread id, and their warnings without the generic status
+ *     lines the exporter put first.
  *
  * Errors: TBE_ECORRUPT with "<path>: byte N: ..." naming the offending
  * field; nothing is kept from a plane that did not decode. */

@@ -9,7 +9,14 @@
  * launching API call, an "f" with "bp":"e" on the GPU op, id = correlation),
  * and the model's other flows (fwdbwd, ...) follow.  Generic args are
  * re-emitted after the typed ones (skipping keys already written) so that
- * importing the output gives back the same model.
+ * importing the output gives back the same model.  What Kineto's layout has
+ * no place for goes under our own top-level keys, read back by
+ * src/import/chrome_json.c: tbexportTrace (source, host, window),
+ * tbexportCollection, tbexportWarnings, tbexportSteps.  Syncs sit where
+ * Kineto puts them (pid = device, tid = stream; a stream sync on the row
+ * "stream N (sync)", tid + 1000000); a step that no ProfilerStep#N event
+ * carries gets one (a user_annotation on its thread), as HTA and
+ * torch-tb-profiler find steps by that name.
  *
  * Invariants:
  * - Times are printed from integer nanoseconds as exact microseconds with
@@ -1662,7 +1669,7 @@ static int write_events(jctx *c, jsink *sink, int nth) {
 /* "tbexportTrace": what the rest of the document does not say about the
  * trace: that our collector recorded it (its source), the host it was taken
  * on, and its profiled window when that is not the span of its events. */
-static void write_trace_key(jctx *c) {
+static void write_trace_key(jctx *c, const char *host) {
   const tbe_trace *t = c->t;
   jw *w = &c->w;
   int64_t lo = INT64_MAX, hi = INT64_MIN;
@@ -1677,7 +1684,10 @@ static void write_trace_key(jctx *c) {
     JW_LIT(w, "  \"tbexportTrace\": {\"source\": \"cupti\"");
     n++;
   }
-  if (t->host) {
+  if (host && *host) { /* the run's host, as the XSpace records it */
+    jw_cstr(w, n++ ? ", \"host\": " : "  \"tbexportTrace\": {\"host\": ");
+    jw_qcstr(w, host);
+  } else if (t->host) {
     jw_cstr(w, n++ ? ", \"host\": " : "  \"tbexportTrace\": {\"host\": ");
     jw_str(c, t->host);
   }
@@ -1708,6 +1718,7 @@ static void warning_item(void *ctx, const char *line, size_t len) {
 }
 
 static int json_write(const tbe_trace *t, int fd, int gzip, int nth, const char *trace_name,
+                      const char *host,
                       const tbe_allocator *a, void (*progress)(void *, uint64_t, uint64_t),
                       void *progress_ctx) {
   jctx *c = tbe__calloc(a, 1, sizeof *c);
@@ -1783,7 +1794,7 @@ static int json_write(const tbe_trace *t, int fd, int gzip, int nth, const char 
     rc = list_steps;
     goto done;
   }
-  write_trace_key(c);
+  write_trace_key(c, host);
   if (t->source == TBE_SRC_CUPTI || t->dropped_records || t->dropped_out_of_range ||
       t->overhead_ns || t->ended_early) {
     /* What the collection lost and cost, zeros included. */
@@ -1862,17 +1873,17 @@ int tbe__json_write_fd(const tbe_trace *t, int fd, int gzip, int threads, const 
   if (!t || fd < 0) return TBE_EINVAL;
   tbe_allocator a;
   tbe__allocator_init(&a, NULL);
-  return json_write(t, fd, gzip, threads, trace_name, &a, NULL, NULL);
+  return json_write(t, fd, gzip, threads, trace_name, NULL, &a, NULL, NULL);
 }
 
 /* Writes the JSON of `t` to `dir`/`name` atomically. */
 static int json_file(const tbe_trace *t, const tbe_allocator *a, const char *dir, const char *name,
-                     int gzip, int force, int durable,
+                     const char *host, int gzip, int force, int durable,
                      void (*progress)(void *, uint64_t, uint64_t), void *progress_ctx) {
   tbe__afile f;
   int rc = tbe__afile_open(&f, a, dir, name, force);
   if (rc) return rc;
-  rc = json_write(t, f.fd, gzip, 0, name, a, progress, progress_ctx);
+  rc = json_write(t, f.fd, gzip, 0, name, host, a, progress, progress_ctx);
   if (rc) {
     tbe__afile_abort(&f);
     return rc;
@@ -1888,7 +1899,7 @@ int tbe_export_chrome_json(const tbe_trace *t, const char *path, int gzip, int f
   const char *name;
   int rc = tbe__path_split(&a, path, &dir, &name);
   if (rc) return rc;
-  rc = json_file(t, &a, dir, name, gzip, force, 0, NULL, NULL);
+  rc = json_file(t, &a, dir, name, NULL, gzip, force, 0, NULL, NULL);
   tbe__free(&a, dir);
   return rc;
 }
@@ -1906,7 +1917,7 @@ static int json_export(const tbe__export_ctx *x) {
     snprintf(name, strlen(x->host) + 32, "%s.trace.json.gz", x->host);
     rc = tbe__mkdir_p(dir, 0755);
     if (!rc)
-      rc = json_file(x->trace, &a, dir, name, 1, x->force, x->durable, x->progress,
+      rc = json_file(x->trace, &a, dir, name, x->host, 1, x->force, x->durable, x->progress,
                      x->progress_ctx);
     if (!rc && x->on_file) {
       snprintf(path, n + strlen(x->host) + 32, "%s/%s", dir, name);
