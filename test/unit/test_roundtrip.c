@@ -576,12 +576,54 @@ static void test_collected_ended_early(void **state) {
   check_paths("collected, ended early", t, 1);
 }
 
+/* Events of `kind` named `prefix`... on a host thread of tid `tid`. */
+static size_t count_marks(const tbe_trace *t, uint8_t kind, const char *prefix, int64_t tid) {
+  size_t n = 0;
+  for (size_t i = 0; i < t->nevents; i++) {
+    const tbe_event *e = &t->events[i];
+    n += e->kind == kind && t->tracks[e->track].tid == tid &&
+         strncmp(tbe_trace_str(t, e->name), prefix, strlen(prefix)) == 0;
+  }
+  return n;
+}
+
 static void test_collected_steps_named(void **state) {
   (void)state;
   spec sp = {3, 1, 0, 0, 0};
   tbe_trace *t = collected(&sp);
   assert_int_equal(t->nsteps, 0);
   add_nvtx_steps(t, "iteration", 1);
+  /* The steps are marked the way the clients read them: ProfilerStep#N
+   * user annotations on the range's thread in the JSON (HTA), step_num/_r
+   * roots on that thread's own line in the XSpace (xprof). */
+  char *dir = tu_mkdtemp();
+  char *j = tu_join(dir, "s.trace.json"), *x = tu_join(dir, "s.xplane.pb");
+  assert_int_equal(tbe_export_chrome_json(t, j, 0, 1), 0);
+  assert_int_equal(tbe_export_xplane(t, x, 1), 0);
+  tbe_trace *rj = import(j), *rx = import(x);
+  assert_int_equal(count_marks(rj, TBE_EV_USER_ANNOTATION, "ProfilerStep#", MAIN), 3);
+  assert_int_equal(count_marks(rx, TBE_EV_USER_ANNOTATION, "iteration", MAIN), 3);
+  for (int i = 0; i < 2; i++) {
+    const tbe_trace *r = i ? rx : rj;
+    assert_int_equal(r->nsteps, 3);
+    for (size_t k = 0; k < 3; k++) {
+      assert_int_equal(r->steps[k].num, t->steps[k].num);
+      assert_int_equal(r->steps[k].start_ns, t->steps[k].start_ns);
+      assert_int_equal(r->steps[k].end_ns, t->steps[k].end_ns);
+      assert_string_equal(tbe_trace_str(r, r->steps[k].name), "iteration");
+      assert_int_equal(r->tracks[r->steps[k].track].tid, MAIN);
+    }
+  }
+  size_t n = 0;
+  char *doc = (char *)tu_read_file(j, &n);
+  assert_non_null(strstr(doc, "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"pid\":4242,\"tid\":4243,"));
+  free(doc);
+  tbe_trace_free(rj);
+  tbe_trace_free(rx);
+  tu_rmrf(dir);
+  free(j);
+  free(x);
+  free(dir);
   check_paths("collected, steps from NVTX ranges", t, 1);
 }
 
