@@ -243,6 +243,9 @@ typedef struct tbe_step {
   int64_t start_ns;
   int64_t end_ns;
   tbe_str name;    /* e.g. "ProfilerStep#3" */
+  uint32_t track;  /* host track of the event that defines the step (index
+                      into tbe_trace.tracks), TBE_NONE when unknown;
+                      tbe_trace_add_step leaves it TBE_NONE */
 } tbe_step;
 
 /* A flow arrow other than API->GPU launches (those come from correlation),

@@ -9,7 +9,7 @@
  * category, payload), marks ranges that do not nest on their thread as
  * asynchronous, computes the capture windows (NVTX range or
  * cudaProfilerStart/Stop) and leaves out what falls outside, places
- * synchronization records on the thread of the API call that waited, and
+ * synchronization records on the GPU stream they waited for, and
  * adds everything to the trace, whose tbe_trace_finish links API calls to
  * the GPU work they launched.  Nothing read from a spool is trusted: ids,
  * lengths and counts are checked, unknown items skipped. */
@@ -745,7 +745,9 @@ static int build_trace(build *b) {
     info->r.memsets++;
   }
 
-  /* Synchronization: on the waiting thread when the API call is known. */
+  /* Synchronization: on the GPU stream it waited for (a context sync, which
+   * has none, on the device's stream -1), as Kineto and Nsight Systems place
+   * it; the API call that waited links to it by correlation id. */
   for (size_t i = 0; i < s->syncs.n && !rc; i++) {
     const tbe__sp_sync *y = &s->syncs.v[i];
     if (bad_span(b, y->start, y->end)) continue;
@@ -754,13 +756,9 @@ static int build_trace(build *b) {
       info->outside_capture++;
       continue;
     }
-    uint32_t tr, ai, dev = 0;
+    uint32_t tr, dev = 0;
     map_get(&b->ctxdev, y->context, &dev);
-    if (y->corr && map_get(&b->corr, y->corr, &ai))
-      rc = tbe_trace_track(t, TBE_TRACK_THREAD, s->apis.v[ai].pid, s->apis.v[ai].tid, -1, &tr);
-    else
-      rc = stream_track(b, pid, y->stream, dev, &tr);
-    if (rc) break;
+    if ((rc = stream_track(b, pid, y->stream, dev, &tr))) break;
     tbe_sync d;
     memset(&d, 0, sizeof d);
     d.sync_kind = (uint8_t)(y->type <= 4 ? y->type : 0);

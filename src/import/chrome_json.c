@@ -12,8 +12,9 @@
  * Layouts: the object form {"traceEvents": [...], ...} and the bare array
  * form [...], whose closing ']' may be missing (also after a trailing
  * comma), as a killed writer leaves it.  Top-level keys read: traceEvents,
- * deviceProperties, distributedInfo, baseTimeNanoseconds, traceName; the
- * others are skipped.  Times are microseconds in decimal text; they are
+ * deviceProperties, distributedInfo, baseTimeNanoseconds, traceName, and
+ * our exporter's tbexportTrace, tbexportCollection, tbexportWarnings and
+ * tbexportSteps (see apply_tbe_meta); the others are skipped.  Times are microseconds in decimal text; they are
  * converted to integer nanoseconds from the text itself (never through a
  * double): "1234.567" is exactly 1234567 ns.  With baseTimeNanoseconds
  * the ts values are relative to it, otherwise they are taken as they are
@@ -22,10 +23,14 @@
  * Mapping (Kineto's cat → tbe_event_kind; GPU kinds go on TBE_TRACK_STREAM
  * tracks, device = args.device or the pid's GPU, stream = args.stream or
  * tid; host kinds on TBE_TRACK_THREAD (pid, tid), or TBE_TRACK_OTHER when
- * the pid is negative or a pid/tid is a string):
- *   kernel, gpu_memcpy, gpu_memset, gpu_user_annotation, cuda_sync (GPU);
+ * the pid or tid is negative or a string):
+ *   kernel, gpu_memcpy, gpu_memset, gpu_user_annotation, cuda_sync (GPU;
+ *   a sync on args.stream, so that Kineto's "stream N (sync)" rows and a
+ *   context sync's row fold back onto their stream);
  *   cuda_runtime, cuda_driver, cpu_op, user_annotation, python_function,
- *   overhead (host); "[memory]" instants → TBE_EV_MEMORY; other i/I/R →
+ *   overhead, nvtx (ours: ranges, and i events as marks; args domain,
+ *   color, category, payload) (host); "[memory]" instants → TBE_EV_MEMORY
+ *   (on the stream of the row when the pid is a GPU's); other i/I/R →
  *   TBE_EV_INSTANT; any other X or B/E pair → TBE_EV_GENERIC with its cat;
  *   C → one TBE_EV_COUNTER per numeric series (event name = series,
  *   track per pid + counter name).  Events of other producers on a pid
@@ -87,12 +92,14 @@
 #include <string.h>
 #include <time.h>
 #include <yajl/yajl_parse.h>
+#include <yajl/yajl_tree.h>
 
 #include "common/alloc.h"
 #include "common/buf.h"
 #include "import/importers.h"
 #include "import/input.h"
 #include "tbexport/error.h"
+#include "trace/exporter.h"
 
 /* Deepest nesting accepted inside an arg value (yajl itself has no limit;
  * this keeps the capture stack bounded on hostile input). */
@@ -159,8 +166,12 @@ typedef struct scratch {
 
 /* Roles of the containers the parser walks into. */
 enum { R_NONE, R_TOP, R_EVENTS, R_EVENT, R_ARGS, R_DEVPROPS, R_DEVICE, R_DIST };
-/* Top-level keys. */
-enum { K_OTHER, K_EVENTS, K_DEVPROPS, K_DIST, K_BASE, K_NAME };
+/* Top-level keys.  K_TBE_* are our exporter's (export_json.c): their values
+ * are captured as JSON text and read at the end (finish_import). */
+enum { K_OTHER, K_EVENTS, K_DEVPROPS, K_DIST, K_BASE, K_NAME, K_TBE_TRACE, K_TBE_COLLECTION,
+       K_TBE_WARNINGS, K_TBE_STEPS };
+#define K_TBE_FIRST K_TBE_TRACE
+#define K_TBE_N 4
 /* Event keys. */
 enum { E_OTHER, E_NAME, E_CAT, E_PH, E_TS, E_DUR, E_PID, E_TID, E_ID, E_BP, E_S, E_ARGS };
 
@@ -172,7 +183,7 @@ typedef struct pidmap {
 typedef struct meta {
   int64_t pid, tid;
   tbe_str value;
-  uint8_t kind; /* 0 process_name, 1 thread_name */
+  uint8_t kind; /* 0 process_name, 1 thread_name, 3 process_labels "CPU" */
 } meta;
 
 typedef struct strpid {
@@ -189,6 +200,7 @@ typedef struct pending_b {
     tbe_memset ms;
     tbe_sync sy;
     tbe_memory mem;
+    tbe_nvtx nv;
   } d;
   int has_detail;
   tbe_arg *args;
@@ -235,6 +247,8 @@ typedef struct cj {
 
   /* capture of nested arg values */
   int cap;            /* capture depth, 0 = none */
+  int cap_top;        /* capturing the value of top-level key K_TBE_*, else 0 */
+  tbe__buf tbe_meta[K_TBE_N]; /* the model side's copies of those values */
   tbe__buf capbuf;
   uint8_t *capst;     /* per level: bit0 array, bit1 need comma */
   span cap_key;
@@ -792,7 +806,8 @@ static int host_track(cj *c, uint32_t *out) {
   int rc = id_value(c, &c->e.pid, &pid);
   if (!rc) rc = id_value(c, &c->e.tid, &tid);
   if (rc) return rc;
-  uint32_t type = (c->e.pid.is_str || c->e.tid.is_str || pid < 0) ? TBE_TRACK_OTHER : TBE_TRACK_THREAD;
+  uint32_t type = (c->e.pid.is_str || c->e.tid.is_str || pid < 0 || tid < 0) ? TBE_TRACK_OTHER
+                                                                            : TBE_TRACK_THREAD;
   rc = get_track(c, type, pid, tid, -1, out);
   if (rc) return rc;
   if (c->e.tid.is_str && tid < 0 && c->t->tracks[*out].name == 0) {
@@ -855,6 +870,7 @@ typedef struct build {
     tbe_memset ms;
     tbe_sync sy;
     tbe_memory mem;
+    tbe_nvtx nv;
   } d;
   int has_detail;
   size_t ntargs;
@@ -1015,12 +1031,15 @@ static int64_t detail_int(const char *s, size_t n, const char *key, int64_t dflt
 }
 
 enum { CK_NONE, CK_KERNEL, CK_MEMCPY, CK_MEMSET, CK_ANNOT, CK_SYNC, CK_RUNTIME, CK_DRIVER,
-       CK_CPU_OP, CK_USER, CK_PYTHON, CK_OVERHEAD };
+       CK_CPU_OP, CK_USER, CK_PYTHON, CK_OVERHEAD, CK_NVTX };
 
 static int cat_class(const scratch *e) {
   if (!(e->have & F_CAT)) return CK_NONE;
   span s = e->cat;
   switch (s.len) {
+    case 4:
+      if (SPAN_IS(e, s, "nvtx")) return CK_NVTX; /* our exporter's NVTX ranges and marks */
+      break;
     case 6:
       if (SPAN_IS(e, s, "kernel")) return CK_KERNEL;
       if (SPAN_IS(e, s, "cpu_op")) return CK_CPU_OP;
@@ -1075,8 +1094,10 @@ static int build_event(cj *c, build *b, int instant) {
   int gpu = 0;
   int xla = 0;   /* classified from XLA-style stats */
   if (instant) {
-    kind = (e->have & F_NAME) && SPAN_IS(e, e->name, "[memory]") ? TBE_EV_MEMORY : TBE_EV_INSTANT;
-    ck = CK_NONE;
+    kind = (e->have & F_NAME) && SPAN_IS(e, e->name, "[memory]") ? TBE_EV_MEMORY
+           : ck == CK_NVTX                                      ? TBE_EV_NVTX_MARK
+                                                                : TBE_EV_INSTANT;
+    if (ck != CK_NVTX) ck = CK_NONE;
   } else {
     switch (ck) {
       case CK_KERNEL: kind = TBE_EV_KERNEL, gpu = 1; break;
@@ -1090,6 +1111,7 @@ static int build_event(cj *c, build *b, int instant) {
       case CK_USER: kind = TBE_EV_USER_ANNOTATION; break;
       case CK_PYTHON: kind = TBE_EV_PYTHON; break;
       case CK_OVERHEAD: kind = TBE_EV_OVERHEAD; break;
+      case CK_NVTX: kind = TBE_EV_NVTX_RANGE; break;
       default: {
         kind = TBE_EV_GENERIC;
         int64_t pid = 0;
@@ -1145,6 +1167,8 @@ static int build_event(cj *c, build *b, int instant) {
       b->d.mem.device = -1;
       b->has_detail = 1;
       break;
+    case TBE_EV_NVTX_RANGE:
+    case TBE_EV_NVTX_MARK: b->has_detail = 1; break;
   }
 
   int64_t dev = 0, stream = 0;
@@ -1187,7 +1211,9 @@ static int build_event(cj *c, build *b, int instant) {
           } else if (KEY_IS(a, "registers per thread") && arg_int(e, a, &v)) {
             b->d.k.registers = (uint16_t)v, used = 1;
           } else if (KEY_IS(a, "shared memory") && arg_int(e, a, &v)) {
-            b->d.k.static_shared = (uint32_t)v, used = 1;
+            b->d.k.static_shared = (uint32_t)v, used = 1; /* static + dynamic: see below */
+          } else if (KEY_IS(a, "dynamic shared memory") && arg_int(e, a, &v)) {
+            b->d.k.dynamic_shared = (uint32_t)v, used = 1;
           } else if (KEY_IS(a, "blocks per SM") && arg_double(e, a, &d)) {
             b->d.k.blocks_per_sm = (float)d, used = 1;
           } else if (KEY_IS(a, "warps per SM") && arg_double(e, a, &d)) {
@@ -1259,6 +1285,24 @@ static int build_event(cj *c, build *b, int instant) {
           else if (KEY_IS(a, "Device Id") && arg_int(e, a, &v)) b->d.mem.device = (int32_t)v, used = 1;
           else if (KEY_IS(a, "Device Type") && arg_int(e, a, &v)) b->d.mem.device_type = (int32_t)v, used = 1;
           break;
+        case TBE_EV_NVTX_RANGE:
+        case TBE_EV_NVTX_MARK:
+          if (KEY_IS(a, "domain") && a->type == V_STR) {
+            if ((rc = intern_text(c, sp(e, a->val), a->val.len, &b->d.nv.domain))) return rc;
+            used = 1;
+          } else if (KEY_IS(a, "color") && arg_int(e, a, &v)) {
+            b->d.nv.color = (uint32_t)v, used = 1;
+          } else if (KEY_IS(a, "category") && arg_int(e, a, &v)) {
+            b->d.nv.category = (uint32_t)v, used = 1;
+          } else if (KEY_IS(a, "payload") && a->type == V_NUM && a->num == NUM_INT) {
+            b->d.nv.payload_type = a->is_u ? 2 : 1;
+            if (a->is_u) b->d.nv.payload.u = a->nv.u;
+            else b->d.nv.payload.i = a->nv.i;
+            used = 1;
+          } else if (KEY_IS(a, "payload") && a->type == V_NUM && a->num == NUM_DBL) {
+            b->d.nv.payload_type = 3, b->d.nv.payload.d = a->nv.d, used = 1;
+          }
+          break;
         case TBE_EV_DRIVER:
           if (xla && KEY_IS(a, "device_id") && arg_int(e, a, &v)) {
             /* The launching host call's device: implied by the link. */
@@ -1271,6 +1315,8 @@ static int build_event(cj *c, build *b, int instant) {
     if (!used && (rc = generic_arg(c, b, a))) return rc;
   }
 
+  if (kind == TBE_EV_KERNEL && b->d.k.dynamic_shared <= b->d.k.static_shared)
+    b->d.k.static_shared -= b->d.k.dynamic_shared; /* "shared memory" holds both */
   if (kind == TBE_EV_SYNC) {
     if (have_stream) b->d.sy.stream = stream;
     else if (!e->tid.is_str) b->d.sy.stream = e->tid.num;
@@ -1282,6 +1328,14 @@ static int build_event(cj *c, build *b, int instant) {
       else if (n == 11 && !memcmp(s, "Stream Sync", 11)) b->d.sy.sync_kind = TBE_SYNC_STREAM;
       else if (n == 12 && !memcmp(s, "Context Sync", 12)) b->d.sy.sync_kind = TBE_SYNC_CONTEXT;
     }
+  }
+  if (!gpu && kind == TBE_EV_MEMORY && !e->pid.is_str) {
+    /* Our exporter writes the allocator events the collector saw on a
+     * stream on that stream's row. */
+    int64_t pid = 0;
+    int32_t gd;
+    if ((rc = id_value(c, &e->pid, &pid))) return rc;
+    gpu = gpu_of_pid(c, pid, &gd);
   }
   if (gpu) rc = stream_track(c, dev, have_dev, stream, have_stream, &b->ev.track);
   else rc = host_track(c, &b->ev.track);
@@ -1539,7 +1593,10 @@ static int on_meta(cj *c) {
       parse_int(s + 12, n - 12, &gnum, NULL, NULL) == 0) {
     if ((rc = add_gpu_pid(c, pid, (int32_t)gnum))) return rc;
   }
-  if (kind == 2) return 0;
+  /* A pid labelled "CPU" is a host process (Kineto labels its own so; ours
+   * labels every process of the trace, named or not). */
+  if (kind == 2 && !(n == 3 && !memcmp(s, "CPU", 3))) return 0;
+  if (kind == 2) kind = 3;
   void *p = c->metas;
   if (tbe__grow(c->a, &p, &c->cap_metas, c->nmetas + 1, sizeof *c->metas)) return TBE_ENOMEM;
   c->metas = p;
@@ -1669,7 +1726,7 @@ static int finish_event(cj *c) {
 /* ---------------------------------------------------------------------- */
 /* records: parser -> model */
 
-enum { REC_EVENT = 1, REC_BASE, REC_TRACENAME, REC_DEVICE, REC_BACKEND };
+enum { REC_EVENT = 1, REC_BASE, REC_TRACENAME, REC_DEVICE, REC_BACKEND, REC_TBE };
 
 typedef struct rec {
   uint32_t kind;
@@ -1938,6 +1995,11 @@ static int cap_close(cj *c, int is_map) {
   c->cap--;
   if (c->cap == 0) {
     if (tbe__buf_error(&c->capbuf)) return cj_nomem(c);
+    if (c->cap_top) {
+      uint32_t key = (uint32_t)c->cap_top;
+      c->cap_top = 0;
+      return emit_record(c, REC_TBE, &key, sizeof key, c->capbuf.data, c->capbuf.len);
+    }
     return add_scratch_arg(c, c->cap_key, V_JSON, c->capbuf.data, c->capbuf.len);
   }
   return 1;
@@ -2153,6 +2215,11 @@ static int on_open(cj *c, int is_map) {
       } else if (c->top_key == K_DIST && is_map) {
         c->dist_have_backend = 0;
         push_role(c, R_DIST);
+      } else if (c->top_key >= K_TBE_FIRST) {
+        c->cap_top = c->top_key;
+        tbe__buf_clear(&c->capbuf);
+        c->capst[0] = 0;
+        return cap_open(c, is_map);
       } else {
         c->skip = 1;
       }
@@ -2294,6 +2361,10 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t n) {
                    : key_is(k, n, "distributedInfo")     ? K_DIST
                    : key_is(k, n, "baseTimeNanoseconds") ? K_BASE
                    : key_is(k, n, "traceName")           ? K_NAME
+                   : key_is(k, n, "tbexportTrace")       ? K_TBE_TRACE
+                   : key_is(k, n, "tbexportCollection")  ? K_TBE_COLLECTION
+                   : key_is(k, n, "tbexportWarnings")    ? K_TBE_WARNINGS
+                   : key_is(k, n, "tbexportSteps")       ? K_TBE_STEPS
                                                          : K_OTHER;
       return 1;
     case R_DEVICE: {
@@ -2361,6 +2432,18 @@ static void apply_batch(cj *c, tbe__buf *b) {
       }
       case REC_TRACENAME: rc = intern_text(c, text, r.textlen, &c->t->trace_name); break;
       case REC_BACKEND: rc = intern_text(c, text, r.textlen, &c->t->dist_backend); break;
+      case REC_TBE: {
+        uint32_t key;
+        memcpy(&key, fixed, sizeof key);
+        if (key >= K_TBE_FIRST && key < K_TBE_FIRST + K_TBE_N) {
+          tbe__buf *m = &c->tbe_meta[key - K_TBE_FIRST];
+          tbe__buf_clear(m);
+          tbe__buf_append(m, text, r.textlen);
+          tbe__buf_putc(m, '\0');
+          if (tbe__buf_error(m)) rc = TBE_ENOMEM;
+        }
+        break;
+      }
       case REC_DEVICE: {
         tbe_device d;
         memcpy(&d, fixed, sizeof d);
@@ -2472,6 +2555,99 @@ static uint64_t count_missing(const uint64_t *q, size_t nq, int q_sorted, const 
   return bad;
 }
 
+/* ---- our exporter's top-level keys ----
+ *
+ * What a Kineto document has no place for, export_json.c writes under
+ * tbexportTrace (source, host, profiled window), tbexportCollection (what
+ * the collection lost and cost), tbexportWarnings (the generic status
+ * lines of tbe__status_lines, then the trace's own warnings) and
+ * tbexportSteps (the steps, when the ProfilerStep#N events do not give
+ * them back).  They are read back into the same fields, so that a trace
+ * written and read again is the trace that was written.  A value of
+ * another shape is ignored (the keys are ours; nobody else writes them). */
+
+static yajl_val meta_tree(cj *c, int key) {
+  tbe__buf *m = &c->tbe_meta[key - K_TBE_FIRST];
+  if (!m->len) return NULL;
+  char err[64];
+  return yajl_tree_parse((const char *)m->data, err, sizeof err);
+}
+
+static int meta_int(yajl_val obj, const char *key, int64_t *out) {
+  const char *path[] = {key, NULL};
+  yajl_val v = yajl_tree_get(obj, path, yajl_t_number);
+  if (!v || !YAJL_IS_INTEGER(v)) return 0;
+  *out = YAJL_GET_INTEGER(v);
+  return 1;
+}
+
+static const char *meta_str(yajl_val obj, const char *key) {
+  const char *path[] = {key, NULL};
+  yajl_val v = yajl_tree_get(obj, path, yajl_t_string);
+  return v ? YAJL_GET_STRING(v) : NULL;
+}
+
+static int apply_tbe_meta(cj *c) {
+  tbe_trace *t = c->t;
+  int rc = 0;
+  int64_t v, v2;
+  yajl_val o = meta_tree(c, K_TBE_TRACE);
+  if (YAJL_IS_OBJECT(o)) {
+    const char *src = meta_str(o, "source"), *host = meta_str(o, "host");
+    if (src) t->source = tbe__source_of(src, strlen(src));
+    if (host && *host) rc = intern_text(c, host, strlen(host), &t->host);
+    if (meta_int(o, "startNs", &v) && meta_int(o, "stopNs", &v2)) {
+      t->start_ns = v;
+      t->stop_ns = v2;
+    }
+  }
+  yajl_tree_free(o);
+  o = meta_tree(c, K_TBE_COLLECTION);
+  if (!rc && YAJL_IS_OBJECT(o)) {
+    if (meta_int(o, "droppedRecords", &v)) t->dropped_records = (uint64_t)v;
+    if (meta_int(o, "outOfRangeRecords", &v)) t->dropped_out_of_range = (uint64_t)v;
+    if (meta_int(o, "cuptiOverheadNs", &v)) t->overhead_ns = (uint64_t)v;
+    const char *path[] = {"endedEarly", NULL};
+    if (YAJL_IS_TRUE(yajl_tree_get(o, path, yajl_t_true))) t->ended_early = 1;
+  }
+  yajl_tree_free(o);
+  o = meta_tree(c, K_TBE_WARNINGS);
+  if (!rc && YAJL_IS_ARRAY(o) && o->u.array.len) {
+    size_t n = 0, len = o->u.array.len;
+    tbe_str *lines = tbe__calloc(c->a, len, sizeof *lines);
+    if (!lines) rc = TBE_ENOMEM;
+    for (size_t i = 0; i < len && !rc; i++) {
+      const char *w = YAJL_GET_STRING(o->u.array.values[i]);
+      if (w) rc = intern_text(c, w, strlen(w), &lines[n++]);
+    }
+    size_t k = rc ? n : tbe__status_prefix(t, 0, lines, n);
+    for (; k < n && !rc; k++) rc = tbe_trace_warn(t, "%s", tbe_trace_str(t, lines[k]));
+    tbe__free(c->a, lines);
+  }
+  yajl_tree_free(o);
+  o = meta_tree(c, K_TBE_STEPS);
+  if (!rc && YAJL_IS_ARRAY(o)) {
+    for (size_t i = 0; i < o->u.array.len && !rc; i++) {
+      yajl_val st = o->u.array.values[i];
+      int64_t num, start, end, pid, tid;
+      if (!meta_int(st, "num", &num) || !meta_int(st, "startNs", &start) ||
+          !meta_int(st, "endNs", &end))
+        continue;
+      const char *name = meta_str(st, "name");
+      tbe_str nm = 0;
+      if (name && (rc = intern_text(c, name, strlen(name), &nm))) break;
+      uint32_t track = TBE_NONE;
+      if (meta_int(st, "pid", &pid) && meta_int(st, "tid", &tid) &&
+          (rc = get_track(c, pid < 0 || tid < 0 ? TBE_TRACK_OTHER : TBE_TRACK_THREAD, pid, tid,
+                          -1, &track)))
+        break;
+      if (!(rc = tbe_trace_add_step(t, num, start, end, nm))) t->steps[t->nsteps - 1].track = track;
+    }
+  }
+  yajl_tree_free(o);
+  return rc;
+}
+
 static int finish_import(cj *c) {
   tbe_trace *t = c->t;
   int rc;
@@ -2494,6 +2670,7 @@ static int finish_import(cj *c) {
     }
   }
   if (!c->source0) t->source = c->kineto ? TBE_SRC_KINETO : TBE_SRC_CHROME;
+  if ((rc = apply_tbe_meta(c))) return rc;
   if (c->dist_have_rank) t->rank = (int32_t)c->dist_rank;
   if (c->dist_have_world) t->world_size = (int32_t)c->dist_world;
   /* Names from M metadata. */
@@ -2501,11 +2678,11 @@ static int finish_import(cj *c) {
     const meta *m = &c->metas[i];
     int32_t dev;
     int is_gpu = gpu_of_pid(c, m->pid, &dev);
-    if (m->kind == 0) {
+    if (m->kind == 0 || m->kind == 3) {
       if (is_gpu) continue;
       uint32_t p;
       if ((rc = tbe_trace_process(t, m->pid, &p))) return rc;
-      t->processes[p].name = m->value;
+      if (m->kind == 0) t->processes[p].name = m->value;
     } else {
       for (size_t k = 0; k < t->ntracks; k++) {
         tbe_track *tr = &t->tracks[k];
@@ -2627,6 +2804,7 @@ static void cj_free(cj *c) {
   if (c->h) yajl_free(c->h);
   tbe__buf_deinit(&c->pe.text);
   tbe__buf_deinit(&c->capbuf);
+  for (int i = 0; i < K_TBE_N; i++) tbe__buf_deinit(&c->tbe_meta[i]);
   tbe__buf_deinit(&c->tmp);
   tbe__buf_deinit(&c->devname);
   tbe__buf_deinit(&c->distname);
@@ -3332,6 +3510,7 @@ int tbe__import_chrome_json(tbe_trace *t, const char *path, const tbe_import_opt
   c->a = c->in.a;
   tbe__buf_init(&c->pe.text, c->a);
   tbe__buf_init(&c->capbuf, c->a);
+  for (int i = 0; i < K_TBE_N; i++) tbe__buf_init(&c->tbe_meta[i], c->a);
   tbe__buf_init(&c->tmp, c->a);
   tbe__buf_init(&c->devname, c->a);
   tbe__buf_init(&c->distname, c->a);

@@ -40,7 +40,12 @@
  *     first, then the event's own;
  *   - steps: host events with a step_num stat; failing that, the span of
  *     each group_id;
- *   - XSpace.warnings/errors become trace warnings, hostnames[0] the host.
+ *   - XSpace.warnings/errors become trace warnings, hostnames[0] the host;
+ *   - our own files (Task Environment stat tbexport_source) give back the
+ *     source, the collection counters (tbexport_* stats), the kinds of host
+ *     events (tbexport_kind, tbexport_cat), asynchronous ranges (_a), NVTX
+ *     lines by thread id, and their warnings without the generic status
+ *     lines the exporter put first.
  *
  * Errors: TBE_ECORRUPT with "<path>: byte N: ..." naming the offending
  * field; nothing is kept from a plane that did not decode. */
@@ -56,6 +61,7 @@
 #include "import/importers.h"
 #include "profiler/xplane.pb-c.h"
 #include "tbexport/error.h"
+#include "trace/exporter.h"
 
 typedef Tensorflow__Profiler__XPlane XPlane;
 typedef Tensorflow__Profiler__XLine XLine;
@@ -247,7 +253,10 @@ enum {
   S_NUM_BYTES,
   S_TOTAL_ALLOC,
   S_TOTAL_RES,
-  S_DEV_ORD
+  S_DEV_ORD,
+  S_TBE_KIND,
+  S_TBE_CAT,
+  S_ASYNC
 };
 
 static int classify_stat(const char *s) {
@@ -279,7 +288,10 @@ static int classify_stat(const char *s) {
              {"num_bytes", S_NUM_BYTES},
              {"total_allocated", S_TOTAL_ALLOC},
              {"total_reserved", S_TOTAL_RES},
-             {"device_ordinal", S_DEV_ORD}};
+             {"device_ordinal", S_DEV_ORD},
+             {"tbexport_kind", S_TBE_KIND},
+             {"tbexport_cat", S_TBE_CAT},
+             {"_a", S_ASYNC}};
   for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
     if (strcmp(s, tab[i].name) == 0) return tab[i].kind;
   return S_OTHER;
@@ -305,6 +317,7 @@ typedef struct step_cand {
   int64_t num;
   int64_t start, end;
   tbe_str name;
+  uint32_t track; /* the host track of the event that marks it, or TBE_NONE */
 } step_cand;
 
 typedef struct xs_state {
@@ -334,6 +347,7 @@ typedef struct xs_state {
   size_t ngroups, cap_groups;
   idmap gmap;
   uint64_t unknown_md;
+  int ours;            /* written by our exporter (Task Environment: tbexport_source) */
 } xs_state;
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem) {
@@ -550,7 +564,7 @@ static int is_host_kind(uint8_t k) {
 }
 
 /* Copy direction from the XLA event name, else from the memory kinds. */
-static uint8_t copy_kind_of(const char *name, const tbe_memcpy *m) {
+static uint8_t copy_kind_of(const char *name, const tbe_memcpy *m, int ours) {
   static const struct {
     const char *n;
     tbe_copy_kind k;
@@ -560,6 +574,12 @@ static uint8_t copy_kind_of(const char *name, const tbe_memcpy *m) {
              {"MemcpyHToH", TBE_COPY_HTOH}};
   for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
     if (strncmp(name, tab[i].n, strlen(tab[i].n)) == 0) return (uint8_t)tab[i].k;
+  /* Ours for what "MemcpyOther" and the kinds would not say
+   * (export_xplane.c memcpy_xla_name): "MemcpyUnknown", "MemcpyHtoA", ... */
+  for (int k = TBE_COPY_UNKNOWN; k <= TBE_COPY_PTOP && ours; k++) {
+    const char *kn = tbe_copy_kind_name((tbe_copy_kind)k);
+    if (strncmp(name, "Memcpy", 6) == 0 && strcmp(name + 6, kn) == 0) return (uint8_t)k;
+  }
   int sh = is_host_kind(m->src_kind), dh = is_host_kind(m->dst_kind);
   int sd = m->src_kind == TBE_MEM_DEVICE || m->src_kind == TBE_MEM_DEVICE_STATIC;
   int dd = m->dst_kind == TBE_MEM_DEVICE || m->dst_kind == TBE_MEM_DEVICE_STATIC;
@@ -681,9 +701,9 @@ static int64_t floor_div(int64_t a, int64_t b) {
 }
 
 static int add_step_cand(step_cand **arr, size_t *n, size_t *cap, int64_t num, int64_t start,
-                         int64_t end, tbe_str name) {
+                         int64_t end, tbe_str name, uint32_t track) {
   if (grow((void **)arr, cap, *n + 1, sizeof **arr)) return TBE_ENOMEM;
-  (*arr)[(*n)++] = (step_cand){num, start, end, name};
+  (*arr)[(*n)++] = (step_cand){num, start, end, name, track};
   return 0;
 }
 
@@ -706,7 +726,7 @@ static int add_group(xs_state *s, int64_t group, int64_t start, int64_t end) {
     idmap_free(&s->gmap);
     s->gmap = nm;
   }
-  int rc = add_step_cand(&s->groups, &s->ngroups, &s->cap_groups, group, start, end, 0);
+  int rc = add_step_cand(&s->groups, &s->ngroups, &s->cap_groups, group, start, end, 0, TBE_NONE);
   if (!rc) idmap_put(&s->gmap, group, (uint32_t)(s->ngroups - 1));
   return rc;
 }
@@ -752,7 +772,12 @@ static int import_plane(xs_state *s, const XPlane *p, size_t pidx) {
     size_t ll = strlen(lname);
     if (is_host && ll > 5 && strcmp(lname + ll - 5, "/NVTX") == 0) {
       nvtx_line = 1;
-      for (size_t k = 0; k < p->n_lines; k++) {
+      /* Ours name the thread by the line id (export_xplane.c). */
+      if (s->ours && ln->id >= (int64_t)1 << 32 && ln->id < (int64_t)2 << 32)
+        tid = ln->id - ((int64_t)1 << 32);
+      else if (s->ours && ln->id >= (int64_t)4 << 32 && ln->id < (int64_t)5 << 32)
+        tid = ((int64_t)2 << 32) + (ln->id - ((int64_t)4 << 32));
+      for (size_t k = 0; k < p->n_lines && !s->ours; k++) {
         const XLine *o = p->lines[k];
         const char *on = o->display_name && *o->display_name ? o->display_name : o->name;
         if (k != li && on && strlen(on) == ll - 5 && memcmp(on, lname, ll - 5) == 0) {
@@ -818,6 +843,8 @@ static int import_plane(xs_state *s, const XPlane *p, size_t pidx) {
       s->nargs = 0;
       const char *kdet = NULL, *cdet = NULL, *mdet = NULL, *ctx = NULL, *step_name = NULL;
       const char *sync_kind = NULL, *nvtx_dom = NULL;
+      int tbe_kind = -1; /* our exporter's tbexport_kind */
+      tbe_str tbe_cat = 0;
       int have_occ = 0, have_step = 0, have_group = 0, have_corr = 0, have_value = 0;
       int have_nvtx = 0, have_addr = 0, have_nbytes = 0, have_devord = 0;
       double occ = -1, value = 0;
@@ -898,6 +925,23 @@ static int import_plane(xs_state *s, const XPlane *p, size_t pidx) {
             }
             break;
           case S_VALUE: have_value = stat_double(st, &value); break;
+          case S_TBE_KIND: {
+            const char *kn = stat_str(s, st);
+            for (int q = 0; kn && q < TBE_EV__COUNT; q++)
+              if (strcmp(kn, tbe_event_kind_name((tbe_event_kind)q)) == 0) tbe_kind = q;
+            continue;
+          }
+          case S_ASYNC:
+            if (stat_int(st, &iv) && iv) {
+              ev.flags |= TBE_EVF_ASYNC;
+              continue;
+            }
+            break;
+          case S_TBE_CAT: {
+            const char *cn = stat_str(s, st);
+            if (cn) tbe_cat = intern(s, cn);
+            continue;
+          }
           case S_ADDR:
             if ((have_addr = stat_int(st, &iv))) mem.addr = (uint64_t)iv;
             break;
@@ -924,7 +968,7 @@ static int import_plane(xs_state *s, const XPlane *p, size_t pidx) {
         if (have_step &&
             (rc = add_step_cand(&s->steps, &s->nsteps, &s->cap_steps, step_num, ev.start_ns,
                                 ev.start_ns + (ev.dur_ns > 0 ? ev.dur_ns : 0),
-                                step_name ? intern(s, step_name) : ev.name)))
+                                step_name ? intern(s, step_name) : ev.name, TBE_NONE)))
           return rc;
         continue;
       }
@@ -968,7 +1012,7 @@ static int import_plane(xs_state *s, const XPlane *p, size_t pidx) {
           md.context = context;
           copy_parse cp = {&md, 0};
           if (cdet) each_kv(cdet, memcpy_kv, &cp);
-          md.copy_kind = copy_kind_of(name, &md);
+          md.copy_kind = copy_kind_of(name, &md, s->ours);
           ev.kind = TBE_EV_MEMCPY;
           detail = &md;
           leftover[1] = NULL;
@@ -1015,7 +1059,7 @@ static int import_plane(xs_state *s, const XPlane *p, size_t pidx) {
           consumed |= 1u << S_STEP_NUM | 1u << S_ROOT;
           if ((rc = add_step_cand(&s->steps, &s->nsteps, &s->cap_steps, step_num, ev.start_ns,
                                   ev.start_ns + (ev.dur_ns > 0 ? ev.dur_ns : 0),
-                                  step_name ? intern(s, step_name) : ev.name)))
+                                  step_name ? intern(s, step_name) : ev.name, track)))
             return rc;
         } else if (have_group) {
           if ((rc = add_group(s, group, ev.start_ns, ev.start_ns + (ev.dur_ns > 0 ? ev.dur_ns : 0))))
@@ -1039,6 +1083,39 @@ static int import_plane(xs_state *s, const XPlane *p, size_t pidx) {
           ev.kind = ev.dur_ns ? TBE_EV_GENERIC : TBE_EV_INSTANT;
         }
       }
+      /* Our exporter's word on a host event's kind wins over the
+       * conventions (export_xplane.c writes it where they would be wrong). */
+      if (is_host && tbe_kind >= 0 && tbe_kind != ev.kind && !tbe_event_kind_is_gpu(tbe_kind)) {
+        ev.kind = (uint8_t)tbe_kind;
+        switch (tbe_kind) {
+          case TBE_EV_NVTX_RANGE:
+          case TBE_EV_NVTX_MARK:
+            if (!detail) detail = &nv;
+            consumed |= 1u << S_NVTX_DOMAIN | 1u << S_NVTX_COLOR | 1u << S_NVTX_CATEGORY |
+                        1u << S_NVTX_PAYLOAD;
+            break;
+          case TBE_EV_MEMORY:
+            detail = &mem;
+            consumed |= 1u << S_ADDR | 1u << S_NUM_BYTES | 1u << S_TOTAL_ALLOC |
+                        1u << S_TOTAL_RES | 1u << S_DEV_ORD;
+            break;
+          case TBE_EV_SYNC:
+            if (sync_kind)
+              for (int q = 0; q <= TBE_SYNC_CONTEXT; q++)
+                if (strcmp(sync_kind, tbe_sync_kind_name((tbe_sync_kind)q)) == 0)
+                  sy.sync_kind = (uint8_t)q;
+            detail = &sy;
+            consumed |= 1u << S_SYNC_KIND | 1u << S_SYNC_STREAM | 1u << S_CUDA_EVENT;
+            break;
+          case TBE_EV_COUNTER:
+            cv.value = have_value ? value : 0;
+            detail = &cv;
+            consumed |= 1u << S_VALUE;
+            break;
+          default: detail = NULL; break;
+        }
+      }
+      if (is_host && tbe_cat) ev.cat = tbe_cat;
       /* Drop consumed stats from the args; keep details of a kind we did not
        * make visible as args. */
       size_t w = 0;
@@ -1192,6 +1269,19 @@ static int fail_plane(xs_state *s, const uint8_t *buf, const plane_ref *pr, size
                           pname);
 }
 
+/* Whether `w` is one of the lines our exporter adds on clamped times. */
+static int is_clamp_line(const char *w) {
+  static const char *const tails[] = {
+      " events had a negative duration in the source (clamped to 0)",
+      " event offsets or durations exceeded the int64 picosecond range (clamped)"};
+  const char *p = w;
+  while (*p >= '0' && *p <= '9') p++;
+  if (p == w) return 0;
+  for (size_t i = 0; i < 2; i++)
+    if (strcmp(p, tails[i]) == 0) return 1;
+  return 0;
+}
+
 static char *dup_span(const uint8_t *b, size_t n) {
   char *r = malloc(n + 1);
   if (!r) return NULL;
@@ -1214,9 +1304,11 @@ int tbe__import_xspace(tbe_trace *t, const char *path, const tbe_import_options 
   s.t = t;
   s.path = path;
   s.err = err;
-  plane_ref *planes = NULL;
-  size_t nplanes = 0, cap_planes = 0;
+  plane_ref *planes = NULL, *notes = NULL; /* notes: off = field (2 error, 3 warning) */
+  size_t nplanes = 0, cap_planes = 0, nnotes = 0, cap_notes = 0;
+  tbe_str *lines = NULL;
   tbe_str host = 0;
+  int ours = 0; /* written by our exporter (tbexport_source) */
 
   /* Pass 1: the top-level fields. */
   size_t pos = 0;
@@ -1243,13 +1335,12 @@ int tbe__import_xspace(tbe_trace *t, const char *path, const tbe_import_options 
       }
       planes[nplanes++] = (plane_ref){fstart, data, len};
     } else if (f == 2 || f == 3) {
-      char *msg = dup_span(buf + data, len);
-      if (!msg) {
+      /* Kept until the Task Environment plane says whose file this is. */
+      if (grow((void **)&notes, &cap_notes, nnotes + 1, sizeof *notes)) {
         rc = TBE_ENOMEM;
         goto out;
       }
-      tbe_trace_warn(t, "XSpace %s: %s", f == 2 ? "error" : "warning", msg);
-      free(msg);
+      notes[nnotes++] = (plane_ref){f, data, len};
     } else if (f == 4 && !host && len) {
       const uint8_t *nul = memchr(buf + data, 0, len);
       if ((rc = tbe_trace_intern(t, (const char *)buf + data, nul ? (size_t)(nul - buf - data) : len,
@@ -1288,6 +1379,19 @@ int tbe__import_xspace(tbe_trace *t, const char *path, const tbe_import_options 
         if (!c || !stat_int(p->stats[k], &v)) continue;
         if (strcmp(c->md->name, "profile_start_time") == 0) s.start_ns = v;
         else if (strcmp(c->md->name, "profile_stop_time") == 0) s.stop_ns = v;
+        else if (strcmp(c->md->name, "tbexport_dropped_records") == 0) t->dropped_records = (uint64_t)v;
+        else if (strcmp(c->md->name, "tbexport_out_of_range_records") == 0)
+          t->dropped_out_of_range = (uint64_t)v;
+        else if (strcmp(c->md->name, "tbexport_cupti_overhead_ns") == 0) t->overhead_ns = (uint64_t)v;
+        else if (strcmp(c->md->name, "tbexport_ended_early") == 0) t->ended_early = v != 0;
+      }
+      for (size_t k = 0; k < p->n_stats; k++) {
+        const smd_cache *c = stat_md(&s, p->stats[k]->metadata_id);
+        const char *src = c && strcmp(c->md->name, "tbexport_source") == 0 ? stat_str(&s, p->stats[k]) : NULL;
+        if (src) {
+          t->source = tbe__source_of(src, strlen(src));
+          ours = s.ours = 1;
+        }
       }
     }
     free_metadata(&s);
@@ -1298,6 +1402,32 @@ int tbe__import_xspace(tbe_trace *t, const char *path, const tbe_import_options 
   if (s.start_ns > 0 && !t->start_ns) {
     t->start_ns = s.start_ns;
     if (s.stop_ns > s.start_ns) t->stop_ns = s.stop_ns;
+  }
+
+  /* XSpace.errors and warnings.  Ours (export_xplane.c) start with the
+   * generic status lines and the lines on clamped times, which the
+   * counters above and the events say again: the trace's own warnings are
+   * what follows, read back as they were. */
+  if (nnotes && !(lines = calloc(nnotes, sizeof *lines))) {
+    rc = TBE_ENOMEM;
+    goto out;
+  }
+  size_t nlines = 0;
+  for (size_t i = 0; i < nnotes; i++) {
+    char *msg = dup_span(buf + notes[i].data, notes[i].len);
+    if (!msg) {
+      rc = TBE_ENOMEM;
+      goto out;
+    }
+    if (ours && notes[i].off == 3) rc = tbe_trace_intern(t, msg, strlen(msg), &lines[nlines++]);
+    else tbe_trace_warn(t, "XSpace %s: %s", notes[i].off == 2 ? "error" : "warning", msg);
+    free(msg);
+    if (rc) goto out;
+  }
+  if (nlines) {
+    size_t k = tbe__status_prefix(t, 1, lines, nlines);
+    while (k < nlines && is_clamp_line(tbe_trace_str(t, lines[k]))) k++;
+    for (; k < nlines; k++) tbe_trace_warn(t, "%s", tbe_trace_str(t, lines[k]));
   }
 
   /* Pass 3: every plane. */
@@ -1317,7 +1447,9 @@ int tbe__import_xspace(tbe_trace *t, const char *path, const tbe_import_options 
   /* Steps. */
   if (s.nsteps) {
     for (size_t i = 0; i < s.nsteps && !rc; i++)
-      rc = tbe_trace_add_step(t, s.steps[i].num, s.steps[i].start, s.steps[i].end, s.steps[i].name);
+      if (!(rc = tbe_trace_add_step(t, s.steps[i].num, s.steps[i].start, s.steps[i].end,
+                                    s.steps[i].name)))
+        t->steps[t->nsteps - 1].track = s.steps[i].track;
   } else {
     for (size_t i = 0; i < s.ngroups && !rc; i++)
       rc = tbe_trace_add_step(t, s.groups[i].num, s.groups[i].start, s.groups[i].end, 0);
@@ -1337,6 +1469,8 @@ out:
   free(s.groups);
   idmap_free(&s.gmap);
   free(planes);
+  free(notes);
+  free(lines);
   free(buf);
   return rc;
 }

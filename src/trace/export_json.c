@@ -9,7 +9,14 @@
  * launching API call, an "f" with "bp":"e" on the GPU op, id = correlation),
  * and the model's other flows (fwdbwd, ...) follow.  Generic args are
  * re-emitted after the typed ones (skipping keys already written) so that
- * importing the output gives back the same model.
+ * importing the output gives back the same model.  What Kineto's layout has
+ * no place for goes under our own top-level keys, read back by
+ * src/import/chrome_json.c: tbexportTrace (source, host, window),
+ * tbexportCollection, tbexportWarnings, tbexportSteps.  Syncs sit where
+ * Kineto puts them (pid = device, tid = stream; a stream sync on the row
+ * "stream N (sync)", tid + 1000000); a step that no ProfilerStep#N event
+ * carries gets one (a user_annotation on its thread), as HTA and
+ * torch-tb-profiler find steps by that name.
  *
  * Invariants:
  * - Times are printed from integer nanoseconds as exact microseconds with
@@ -340,7 +347,11 @@ typedef struct jctx {
   tbe_str k_ext, k_corr, k_device, k_context, k_stream, k_queued, k_regs, k_shmem, k_dynshmem,
       k_bps, k_wps, k_grid, k_block, k_occ, k_bytes, k_bw, k_from, k_to, k_domain, k_color,
       k_category, k_payload, k_value, k_treserved, k_tallocated, k_bytes2, k_devid, k_devtype,
-      k_addr, k_synckind, k_event;
+      k_addr, k_synckind, k_event, k_waitev;
+  /* Steps without an event named ProfilerStep#N: a marker event each,
+   * written before event `pos` (jsynth, sorted by pos, then like events). */
+  struct jsynth *synth;
+  size_t nsynth;
   void (*progress)(void *, uint64_t, uint64_t);
   void *progress_ctx;
 } jctx;
@@ -595,14 +606,32 @@ static const char *mem_kind_title(uint8_t k) {
   return k < sizeof names / sizeof names[0] ? names[k] : "Unknown";
 }
 
-/* Row of a track: pid and tid as Kineto shows them. */
+/* Kineto shows a sync's stream on the row "stream <id> (sync)", this far
+ * from the stream's own row (output_json.h kSyncStreamTidOffset), so that it
+ * does not overlap the stream's work. */
+#define KINETO_SYNC_TID_OFFSET 1000000
+
+/* Row of a track: pid and tid as Kineto shows them (GPU: pid = device,
+ * tid = stream; a negative stream, as of a context sync, as its absolute
+ * value, like Kineto's sanitizeTid). */
 static void track_row(const tbe_track *tr, int64_t *pid, int64_t *tid) {
   if (tr->type == TBE_TRACK_STREAM) {
     *pid = tr->device;
-    *tid = tr->tid;
+    *tid = tr->tid >= 0 ? tr->tid : tr->tid == INT64_MIN ? 0 : -tr->tid;
   } else {
     *pid = tr->pid;
     *tid = tr->tid;
+  }
+}
+
+/* The row of event `e` on track `tr`: the track's, except for a stream sync
+ * on a stream, which goes on that stream's "(sync)" row as Kineto puts it. */
+static void event_row(const jctx *c, const tbe_event *e, const tbe_track *tr, int64_t *pid,
+                      int64_t *tid) {
+  track_row(tr, pid, tid);
+  if (e->kind == TBE_EV_SYNC && tr->type == TBE_TRACK_STREAM && tr->tid >= 0) {
+    const tbe_sync *s = tbe_trace_sync(c->t, e);
+    if (s && s->sync_kind == TBE_SYNC_STREAM) *tid = tr->tid + KINETO_SYNC_TID_OFFSET;
   }
 }
 
@@ -637,7 +666,7 @@ static void ev_head(jctx *c, const char *ph, const tbe_event *e, const tbe_track
     jw_str(c, e->name);
   }
   int64_t pid, tid;
-  track_row(tr, &pid, &tid);
+  event_row(c, e, tr, &pid, &tid);
   char *d = jw_room(w, 96);
   if (!d) return;
   size_t n = 0;
@@ -705,7 +734,9 @@ static int is_reserved_key(const jctx *c, tbe_str k, uint8_t kind) {
       return k == c->k_device || k == c->k_context || k == c->k_stream || k == c->k_bytes ||
              k == c->k_bw || k == c->k_from || k == c->k_to;
     case TBE_EV_GPU_ANNOTATION: return k == c->k_device || k == c->k_stream;
-    case TBE_EV_SYNC: return k == c->k_stream || k == c->k_synckind || k == c->k_event;
+    case TBE_EV_SYNC:
+      return k == c->k_stream || k == c->k_synckind || k == c->k_event || k == c->k_waitev ||
+             k == c->k_device;
     case TBE_EV_NVTX_RANGE:
     case TBE_EV_NVTX_MARK:
       return k == c->k_domain || k == c->k_color || k == c->k_category || k == c->k_payload;
@@ -802,8 +833,13 @@ static void write_hot(jctx *c, const tbe_event *e, const tbe_track *tr) {
   const char *nm, *ct;
   size_t nl, cl;
   char nb[96];
-  if (e->name == 0 && (e->kind == TBE_EV_MEMCPY || e->kind == TBE_EV_MEMSET)) {
-    /* Unnamed copies get Kineto's names, which carry the kinds (ASCII). */
+  if ((e->kind == TBE_EV_MEMCPY && tbe_trace_memcpy(t, e)) ||
+      (e->kind == TBE_EV_MEMSET && tbe_trace_memset(t, e)) || (e->name == 0 &&
+      (e->kind == TBE_EV_MEMCPY || e->kind == TBE_EV_MEMSET))) {
+    /* Copies and memsets get Kineto's names, which carry the direction and
+     * the memory kinds (ASCII), unless theirs is that name already: another
+     * producer's name (XLA's "MemcpyH2D") would not read back as the same
+     * copy. */
     int n;
     if (e->kind == TBE_EV_MEMCPY) {
       const tbe_memcpy *m = tbe_trace_memcpy(t, e);
@@ -816,6 +852,9 @@ static void write_hot(jctx *c, const tbe_event *e, const tbe_track *tr) {
     }
     nm = nb;
     nl = (size_t)n;
+    if (e->name && e->name < c->nesc && tbe_trace_strlen(t, e->name) == nl &&
+        memcmp(tbe_trace_str(t, e->name), nb, nl) == 0 && esc_get(c, e->name, &nm, &nl))
+      return;
   } else if (e->name < c->nesc) {
     if (esc_get(c, e->name, &nm, &nl)) return;
   } else {
@@ -968,6 +1007,183 @@ static void write_hot(jctx *c, const tbe_event *e, const tbe_track *tr) {
   }
 }
 
+/* ---- steps ----
+ *
+ * HTA and torch-tb-profiler find steps by events named ProfilerStep#<n>
+ * (hta/common/trace.py add_iteration: a host event belongs to the step
+ * whose span holds its start).  A step that no host event of that name
+ * carries (steps from NVTX ranges, from an XSpace, given by the caller)
+ * gets one: a user_annotation X event with the step's span on the thread
+ * of the range that defined it, written where the event would sort on that
+ * row, so that a re-imported trace, which holds it as an event, writes the
+ * same bytes.  When the steps are not what such events give back by
+ * themselves (their names, their threads, steps without a carrier), the
+ * document also lists them under "tbexportSteps", which our importer
+ * reads instead of deriving steps from the events. */
+struct jsynth {
+  uint32_t pos;   /* written before event `pos` (nevents: after the last) */
+  uint32_t step;
+  uint32_t track;
+};
+
+static int is_step_kind(uint8_t k) {
+  return k == TBE_EV_CPU_OP || k == TBE_EV_USER_ANNOTATION || k == TBE_EV_NVTX_RANGE ||
+         k == TBE_EV_GENERIC;
+}
+
+static int host_track_of(const tbe_trace *t, uint32_t k) {
+  return k < t->ntracks && t->tracks[k].type != TBE_TRACK_STREAM;
+}
+
+/* Index of the first event of track `k` that a marker of `st` goes before
+ * (events sort by start, longer first; the marker first among equals). */
+static uint32_t marker_pos(const tbe_trace *t, uint32_t k, const tbe_step *st) {
+  const tbe_track *tr = &t->tracks[k];
+  uint32_t lo = tr->first, hi = tr->first + tr->count;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    const tbe_event *e = &t->events[mid];
+    int before = st->start_ns < e->start_ns ||
+                 (st->start_ns == e->start_ns && st->end_ns - st->start_ns >= e->dur_ns);
+    if (before) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+/* Whether a host event named `name` with the span of `st` is on track `k`. */
+static int carried_on(const tbe_trace *t, uint32_t k, const tbe_step *st, tbe_str name) {
+  const tbe_track *tr = &t->tracks[k];
+  if (tr->type == TBE_TRACK_STREAM || !tr->count) return 0;
+  uint32_t lo = tr->first, hi = tr->first + tr->count;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (t->events[mid].start_ns < st->start_ns) lo = mid + 1;
+    else hi = mid;
+  }
+  for (uint32_t i = lo; i < tr->first + tr->count && t->events[i].start_ns == st->start_ns; i++) {
+    const tbe_event *e = &t->events[i];
+    if (e->name == name && e->start_ns + e->dur_ns == st->end_ns && is_step_kind(e->kind)) return 1;
+  }
+  return 0;
+}
+
+static int cmp_jsynth(const void *a, const void *b, void *ctx) {
+  const tbe_trace *t = ctx;
+  const struct jsynth *x = a, *y = b;
+  if (x->pos != y->pos) return x->pos < y->pos ? -1 : 1;
+  if (x->track != y->track) return x->track < y->track ? -1 : 1;
+  const tbe_step *p = &t->steps[x->step], *q = &t->steps[y->step];
+  if (p->start_ns != q->start_ns) return p->start_ns < q->start_ns ? -1 : 1;
+  int64_t dp = p->end_ns - p->start_ns, dq = q->end_ns - q->start_ns;
+  if (dp != dq) return dp > dq ? -1 : 1;
+  return x->step < y->step ? -1 : x->step > y->step;
+}
+
+/* Plans the step markers (c->synth); returns 1 when the document must list
+ * the steps ("tbexportSteps"), 0 when their events say it all, or a
+ * negative code. */
+static int plan_steps(jctx *c) {
+  const tbe_trace *t = c->t;
+  if (!t->nsteps) return 0;
+  c->synth = tbe__calloc(c->w.a, t->nsteps, sizeof *c->synth);
+  if (!c->synth) return TBE_ENOMEM;
+  uint32_t fallback = TBE_NONE; /* a thread for steps of no known thread */
+  for (uint32_t k = 0; k < t->ntracks && fallback == TBE_NONE; k++)
+    if (t->tracks[k].type == TBE_TRACK_THREAD && t->tracks[k].count) fallback = k;
+  int list = 0;
+  for (size_t s = 0; s < t->nsteps; s++) {
+    const tbe_step *st = &t->steps[s];
+    char nb[48];
+    int n = snprintf(nb, sizeof nb, "ProfilerStep#%lld", (long long)st->num);
+    tbe_str pname = tbe_trace_find_str(t, nb, (size_t)n);
+    int own = host_track_of(t, st->track), carried = 0;
+    if (pname != TBE_NONE) {
+      if (own) carried = carried_on(t, st->track, st, pname);
+      for (uint32_t k = 0; k < t->ntracks && !carried && !own; k++) carried = carried_on(t, k, st, pname);
+    }
+    if (!carried || st->name != pname) list = 1;
+    uint32_t k = own ? st->track : fallback;
+    if (carried || k == TBE_NONE) continue;
+    c->synth[c->nsynth].pos = marker_pos(t, k, st);
+    c->synth[c->nsynth].step = (uint32_t)s;
+    c->synth[c->nsynth].track = k;
+    c->nsynth++;
+  }
+  if (c->nsynth > 1) qsort_r(c->synth, c->nsynth, sizeof *c->synth, cmp_jsynth, (void *)t);
+  return list;
+}
+
+/* Writes the marker of c->synth[i], as write_hot writes a user annotation
+ * without args. */
+static void write_step_marker(jctx *c, size_t i) {
+  const tbe_trace *t = c->t;
+  const tbe_step *st = &t->steps[c->synth[i].step];
+  int64_t pid, tid;
+  track_row(&t->tracks[c->synth[i].track], &pid, &tid);
+  char *d = jw_room(&c->w, 256);
+  if (!d) return;
+  char *p = d;
+  if (c->first_event) {
+    c->first_event = 0;
+    p = PL(p, "\n  {\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#");
+  } else {
+    p = PL(p, ",\n  {\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#");
+  }
+  p = p_i64(p, st->num);
+  p = PL(p, "\",\"pid\":");
+  p = p_i64(p, pid);
+  p = PL(p, ",\"tid\":");
+  p = p_i64(p, tid);
+  p = PL(p, ",\"ts\":");
+  p = p_us(p, st->start_ns - c->base);
+  p = PL(p, ",\"dur\":");
+  p = p_us(p, st->end_ns - st->start_ns);
+  *p++ = '}';
+  c->w.len += (size_t)(p - d);
+}
+
+/* The first marker to write at or after event `pos`. */
+static size_t synth_from(const jctx *c, uint32_t pos) {
+  size_t lo = 0, hi = c->nsynth;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (c->synth[mid].pos < pos) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* "tbexportSteps": every step, exactly. */
+static void write_steps_key(jctx *c) {
+  const tbe_trace *t = c->t;
+  jw *w = &c->w;
+  JW_LIT(w, "  \"tbexportSteps\": [");
+  for (size_t s = 0; s < t->nsteps; s++) {
+    const tbe_step *st = &t->steps[s];
+    jw_cstr(w, s ? ", {\"num\": " : "{\"num\": ");
+    jw_i64(w, st->num);
+    JW_LIT(w, ", \"startNs\": ");
+    jw_i64(w, st->start_ns);
+    JW_LIT(w, ", \"endNs\": ");
+    jw_i64(w, st->end_ns);
+    if (st->name) {
+      JW_LIT(w, ", \"name\": ");
+      jw_str(c, st->name);
+    }
+    if (host_track_of(t, st->track)) {
+      int64_t pid, tid;
+      track_row(&t->tracks[st->track], &pid, &tid);
+      JW_LIT(w, ", \"pid\": ");
+      jw_i64(w, pid);
+      JW_LIT(w, ", \"tid\": ");
+      jw_i64(w, tid);
+    }
+    JW_LIT(w, "}");
+  }
+  JW_LIT(w, "],\n");
+}
+
 static int is_api_kind(uint8_t k) { return k == TBE_EV_RUNTIME || k == TBE_EV_DRIVER; }
 
 static void write_event(jctx *c, uint32_t idx) {
@@ -1003,14 +1219,16 @@ static void write_event(jctx *c, uint32_t idx) {
   if (e->external_id && e->kind != TBE_EV_COUNTER) ARG_U64(&a, "External id", e->external_id);
   switch (e->kind) {
     case TBE_EV_SYNC: {
+      /* Kineto's args (CuptiActivity.h CudaSyncActivity), in its order. */
       const tbe_sync *s = tbe_trace_sync(t, e);
-      if (e->correlation) ARG_U64(&a, "correlation", e->correlation);
       if (s) {
         ARG_KEY(&a, "cuda_sync_kind");
         jw_qcstr(w, tbe_sync_kind_name((tbe_sync_kind)s->sync_kind));
-        if (s->stream >= 0) ARG_I64(&a, "stream", s->stream);
-        if (s->cuda_event) ARG_U64(&a, "cuda_event", s->cuda_event);
+        if (s->cuda_event) ARG_U64(&a, "wait_on_cuda_event_id", s->cuda_event);
+        ARG_I64(&a, "stream", s->stream);
       }
+      if (e->correlation) ARG_U64(&a, "correlation", e->correlation);
+      if (tr->type == TBE_TRACK_STREAM) ARG_I64(&a, "device", tr->device);
       break;
     }
     case TBE_EV_NVTX_RANGE:
@@ -1138,6 +1356,15 @@ static void meta_event(jctx *c, const char *what, int64_t pid, int64_t tid, cons
   JW_LIT(w, "}}");
 }
 
+/* Whether stream track `tr` holds a stream sync (which has a row of its own). */
+static int has_stream_sync(const tbe_trace *t, const tbe_track *tr) {
+  for (uint32_t i = tr->first; i < tr->first + tr->count; i++) {
+    const tbe_sync *s = tbe_trace_sync(t, &t->events[i]);
+    if (s && s->sync_kind == TBE_SYNC_STREAM) return 1;
+  }
+  return 0;
+}
+
 static int has_pid(const int64_t *v, size_t n, int64_t pid) {
   for (size_t i = 0; i < n; i++)
     if (v[i] == pid) return 1;
@@ -1202,6 +1429,7 @@ static int write_metadata(jctx *c) {
     const char *label = name;
     size_t ll = nl;
     int n = 0;
+    if (tr->type == TBE_TRACK_STREAM && tr->tid < 0) continue; /* unnamed, as in Kineto */
     if (tr->type == TBE_TRACK_STREAM) {
       if (!nl) {
         n = snprintf(tmp, sizeof tmp, "stream %lld ", (long long)tr->tid);
@@ -1221,6 +1449,12 @@ static int write_metadata(jctx *c) {
     }
     if (ll) meta_event(c, "thread_name", pid, tid, "name", label, ll, 0);
     if (tr->type != TBE_TRACK_OTHER) meta_event(c, "thread_sort_index", pid, tid, "sort_index", NULL, 0, tid);
+    if (tr->type == TBE_TRACK_STREAM && has_stream_sync(t, tr)) {
+      n = snprintf(tmp, sizeof tmp, "stream %lld (sync)", (long long)tr->tid);
+      meta_event(c, "thread_name", pid, tid + KINETO_SYNC_TID_OFFSET, "name", tmp, (size_t)n, 0);
+      meta_event(c, "thread_sort_index", pid, tid + KINETO_SYNC_TID_OFFSET, "sort_index", NULL, 0,
+                 tid);
+    }
   }
   return 0;
 }
@@ -1305,7 +1539,11 @@ static void format_chunk(const jpool *p, jctx *wc, jslot *sl, uint32_t k) {
   sl->w.err = 0;
   wc->w = sl->w;
   wc->first_event = k == 0 ? p->first0 : 0;
-  for (uint32_t i = lo; i < hi && !wc->w.err; i++) write_event(wc, i);
+  size_t m = synth_from(wc, lo);
+  for (uint32_t i = lo; i < hi && !wc->w.err; i++) {
+    while (m < wc->nsynth && wc->synth[m].pos == i) write_step_marker(wc, m++);
+    write_event(wc, i);
+  }
   sl->w = wc->w;
   sl->chunk = k;
   if (p->sink->gzip && !sl->w.err) gz_compress(sl->w.a, sl->w.buf, sl->w.len, 0, &sl->z);
@@ -1428,6 +1666,40 @@ static int write_events(jctx *c, jsink *sink, int nth) {
   return rc;
 }
 
+/* "tbexportTrace": what the rest of the document does not say about the
+ * trace: that our collector recorded it (its source), the host it was taken
+ * on, and its profiled window when that is not the span of its events. */
+static void write_trace_key(jctx *c, const char *host) {
+  const tbe_trace *t = c->t;
+  jw *w = &c->w;
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (size_t i = 0; i < t->nevents; i++) {
+    const tbe_event *e = &t->events[i];
+    if (e->start_ns < lo) lo = e->start_ns;
+    if (e->start_ns + e->dur_ns > hi) hi = e->start_ns + e->dur_ns;
+  }
+  int window = t->nevents ? (t->start_ns != lo || t->stop_ns != hi) : (t->start_ns || t->stop_ns);
+  int n = 0;
+  if (t->source == TBE_SRC_CUPTI) {
+    JW_LIT(w, "  \"tbexportTrace\": {\"source\": \"cupti\"");
+    n++;
+  }
+  if (host && *host) { /* the run's host, as the XSpace records it */
+    jw_cstr(w, n++ ? ", \"host\": " : "  \"tbexportTrace\": {\"host\": ");
+    jw_qcstr(w, host);
+  } else if (t->host) {
+    jw_cstr(w, n++ ? ", \"host\": " : "  \"tbexportTrace\": {\"host\": ");
+    jw_str(c, t->host);
+  }
+  if (window) {
+    jw_cstr(w, n++ ? ", \"startNs\": " : "  \"tbexportTrace\": {\"startNs\": ");
+    jw_i64(w, t->start_ns);
+    JW_LIT(w, ", \"stopNs\": ");
+    jw_i64(w, t->stop_ns);
+  }
+  if (n) JW_LIT(w, "},\n");
+}
+
 /* Writes the whole document to `fd`: the head (top-level fields and the
  * metadata events) formatted here, the events by write_events, the tail
  * (model flows, traceName) here again.  `nth` formatting threads (0: the
@@ -1446,6 +1718,7 @@ static void warning_item(void *ctx, const char *line, size_t len) {
 }
 
 static int json_write(const tbe_trace *t, int fd, int gzip, int nth, const char *trace_name,
+                      const char *host,
                       const tbe_allocator *a, void (*progress)(void *, uint64_t, uint64_t),
                       void *progress_ctx) {
   jctx *c = tbe__calloc(a, 1, sizeof *c);
@@ -1493,6 +1766,7 @@ static int json_write(const tbe_trace *t, int fd, int gzip, int nth, const char 
   c->k_addr = key_id(t, "Addr");
   c->k_synckind = key_id(t, "cuda_sync_kind");
   c->k_event = key_id(t, "cuda_event");
+  c->k_waitev = key_id(t, "wait_on_cuda_event_id");
 
   if (t->base_time_ns) {
     c->base = t->base_time_ns;
@@ -1515,7 +1789,14 @@ static int json_write(const tbe_trace *t, int fd, int gzip, int nth, const char 
   JW_LIT(w, ", \"world_size\": ");
   jw_i64(w, t->world_size > 0 ? t->world_size : 1);
   JW_LIT(w, "},\n");
-  if (t->source == TBE_SRC_CUPTI) {
+  int list_steps = plan_steps(c);
+  if (list_steps < 0) {
+    rc = list_steps;
+    goto done;
+  }
+  write_trace_key(c, host);
+  if (t->source == TBE_SRC_CUPTI || t->dropped_records || t->dropped_out_of_range ||
+      t->overhead_ns || t->ended_early) {
     /* What the collection lost and cost, zeros included. */
     JW_LIT(w, "  \"tbexportCollection\": {\"droppedRecords\": ");
     jw_i64(w, (int64_t)t->dropped_records);
@@ -1540,6 +1821,7 @@ static int json_write(const tbe_trace *t, int fd, int gzip, int nth, const char 
     }
     JW_LIT(w, "],\n");
   }
+  if (list_steps) write_steps_key(c);
   JW_LIT(w, "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
   jw_i64(w, c->base);
   JW_LIT(w, ",\n  \"traceEvents\": [");
@@ -1554,9 +1836,10 @@ static int json_write(const tbe_trace *t, int fd, int gzip, int nth, const char 
   rc = write_events(c, &sink, nth > 0 ? nth : threads_wanted());
   if (rc) goto done;
 
-  /* The tail: the model's own flows (each end writes its separator) and
-   * the closing fields. */
+  /* The tail: step markers after the last event, the model's own flows
+   * (each end writes its separator) and the closing fields. */
   w->len = 0;
+  for (size_t m = synth_from(c, (uint32_t)t->nevents); m < c->nsynth; m++) write_step_marker(c, m);
   for (size_t i = 0; i < t->nflows && !w->err; i++) {
     const tbe_flow *f = &t->flows[i];
     const char *fc = tbe_trace_str(t, f->cat);
@@ -1579,6 +1862,7 @@ static int json_write(const tbe_trace *t, int fd, int gzip, int nth, const char 
 
 done:
   tbe__free(a, c->w.buf);
+  tbe__free(a, c->synth);
   tbe__free(a, c->esc);
   tbe__free(a, c->escbuf);
   tbe__free(a, c);
@@ -1589,17 +1873,17 @@ int tbe__json_write_fd(const tbe_trace *t, int fd, int gzip, int threads, const 
   if (!t || fd < 0) return TBE_EINVAL;
   tbe_allocator a;
   tbe__allocator_init(&a, NULL);
-  return json_write(t, fd, gzip, threads, trace_name, &a, NULL, NULL);
+  return json_write(t, fd, gzip, threads, trace_name, NULL, &a, NULL, NULL);
 }
 
 /* Writes the JSON of `t` to `dir`/`name` atomically. */
 static int json_file(const tbe_trace *t, const tbe_allocator *a, const char *dir, const char *name,
-                     int gzip, int force, int durable,
+                     const char *host, int gzip, int force, int durable,
                      void (*progress)(void *, uint64_t, uint64_t), void *progress_ctx) {
   tbe__afile f;
   int rc = tbe__afile_open(&f, a, dir, name, force);
   if (rc) return rc;
-  rc = json_write(t, f.fd, gzip, 0, name, a, progress, progress_ctx);
+  rc = json_write(t, f.fd, gzip, 0, name, host, a, progress, progress_ctx);
   if (rc) {
     tbe__afile_abort(&f);
     return rc;
@@ -1615,7 +1899,7 @@ int tbe_export_chrome_json(const tbe_trace *t, const char *path, int gzip, int f
   const char *name;
   int rc = tbe__path_split(&a, path, &dir, &name);
   if (rc) return rc;
-  rc = json_file(t, &a, dir, name, gzip, force, 0, NULL, NULL);
+  rc = json_file(t, &a, dir, name, NULL, gzip, force, 0, NULL, NULL);
   tbe__free(&a, dir);
   return rc;
 }
@@ -1633,7 +1917,7 @@ static int json_export(const tbe__export_ctx *x) {
     snprintf(name, strlen(x->host) + 32, "%s.trace.json.gz", x->host);
     rc = tbe__mkdir_p(dir, 0755);
     if (!rc)
-      rc = json_file(x->trace, &a, dir, name, 1, x->force, x->durable, x->progress,
+      rc = json_file(x->trace, &a, dir, name, x->host, 1, x->force, x->durable, x->progress,
                      x->progress_ctx);
     if (!rc && x->on_file) {
       snprintf(path, n + strlen(x->host) + 32, "%s/%s", dir, name);

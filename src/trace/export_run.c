@@ -59,6 +59,48 @@ void tbe__status_lines(const tbe_trace *t, int with_overhead,
   if (t->ended_early && !mentions(t, "ended early")) emit(ctx, "the capture ended early", 23);
 }
 
+static const char *const SOURCE_NAMES[] = {"unknown", "cupti", "kineto", "chrome", "xspace", "nsys"};
+#define NSOURCES (sizeof SOURCE_NAMES / sizeof SOURCE_NAMES[0])
+
+const char *tbe__source_name(uint32_t source) {
+  return source < NSOURCES ? SOURCE_NAMES[source] : SOURCE_NAMES[0];
+}
+
+uint32_t tbe__source_of(const char *name, size_t len) {
+  for (uint32_t i = 0; i < NSOURCES; i++)
+    if (strlen(SOURCE_NAMES[i]) == len && memcmp(SOURCE_NAMES[i], name, len) == 0) return i;
+  return TBE_SRC_UNKNOWN;
+}
+
+/* tbe__status_prefix's EMIT: compares each line with the next expected one. */
+typedef struct prefix_check {
+  const tbe_trace *t;
+  const tbe_str *lines;
+  size_t k, at;
+  int ok;
+} prefix_check;
+
+static void check_line(void *ctx, const char *line, size_t len) {
+  prefix_check *p = ctx;
+  if (!p->ok) return;
+  if (p->at >= p->k || tbe_trace_strlen(p->t, p->lines[p->at]) != len ||
+      memcmp(tbe_trace_str(p->t, p->lines[p->at]), line, len) != 0)
+    p->ok = 0;
+  p->at++;
+}
+
+size_t tbe__status_prefix(const tbe_trace *t, int with_overhead, const tbe_str *lines, size_t n) {
+  for (size_t k = n < 4 ? n : 4; k > 0; k--) {
+    tbe_trace tmp = *t; /* the counters of t, the warnings lines[k..n) */
+    tmp.warnings = (tbe_str *)(uintptr_t)(lines + k);
+    tmp.nwarnings = n - k;
+    prefix_check p = {t, lines, k, 0, 1};
+    tbe__status_lines(&tmp, with_overhead, check_line, &p);
+    if (p.ok && p.at == k) return k;
+  }
+  return 0;
+}
+
 static const tbe__exporter *const EXPORTERS[] = {&tbe__exporter_xplane, &tbe__exporter_json,
                                                  &tbe__exporter_events};
 #define NEXPORTERS (sizeof EXPORTERS / sizeof EXPORTERS[0])

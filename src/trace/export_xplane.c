@@ -4,17 +4,26 @@
  * Layout, following what XLA's own GPU tracer writes after its post-processing
  * (see the profile-plugin reference, sections 2-3):
  * - one merged "/host:CPU" plane: a line per host thread (id = OS tid), NVTX
- *   events on a companion line "<thread>/NVTX" (id 1<<32 + track), other
- *   tracks on lines with ids from 2<<32, and a "Step markers" line for steps
- *   that no host event carries; API calls carry correlation_id and device_id
- *   as uint64; step events carry step_num (int64) and _r = 1;
+ *   events on a companion line "<thread>/NVTX" (id 1<<32 + tid; 4<<32 +
+ *   track index for tracks that are no thread), other tracks on lines with
+ *   ids from 2<<32, and a "Step markers" line for steps of no known thread;
+ *   API calls carry correlation_id and device_id as uint64; a step is
+ *   marked by the host event that defines it (step_num, int64, and _r = 1)
+ *   or, when that is an NVTX range or there is none, by a marker event of
+ *   its own on its thread's line (xprof groups what a root encloses on its
+ *   line); host events whose kind XLA's conventions would not give back
+ *   carry tbexport_kind (and tbexport_cat, a source category), asynchronous
+ *   ranges _a = 1;
  * - one "/device:GPU:<n>" plane per device (XPlane.id = n) with the device
  *   capability stats, a line per stream named "Stream #<id>(<kinds>)", and
  *   kernels/memcpys/memsets carrying kernel_details/memcpy_details/
  *   Memset_details (interned through ref_value) and correlation_id (uint64);
  * - a "Task Environment" plane with profile_start_time/profile_stop_time
- *   (uint64 epoch ns); XSpace.hostnames; XSpace.warnings for everything the
- *   model dropped, clamped or cut short.
+ *   (uint64 epoch ns), and ours, which xprof does not read: tbexport_source
+ *   and the collection counters (tbexport_dropped_records, ..._ended_early);
+ *   XSpace.hostnames; XSpace.warnings for everything the model dropped,
+ *   clamped or cut short (the generic status lines, then the trace's own
+ *   warnings).  src/import/xspace.c reads all of it back.
  * Line timestamp_ns is relative to the session start (readers compute
  * ns*1000 + offset_ps in int64, which overflows for epoch values); event
  * offsets are picoseconds from the line start.
@@ -387,6 +396,9 @@ enum {
   S_NVTX_COLOR,
   S_NVTX_CATEGORY,
   S_NVTX_PAYLOAD,
+  S_TBE_KIND,
+  S_TBE_CAT,
+  S_ASYNC,
   S__COUNT
 };
 static const char *const STAT_NAMES[S__COUNT] = {
@@ -394,7 +406,8 @@ static const char *const STAT_NAMES[S__COUNT] = {
     "Memset_details", "theoretical_occupancy_pct", "context_id", "step_num", "_r",
     "value",          "addr",           "num_bytes",       "total_allocated", "total_reserved",
     "device_ordinal", "sync_kind",      "sync_stream",     "cuda_event",     "nvtx_domain",
-    "nvtx_color",     "nvtx_category",  "nvtx_payload"};
+    "nvtx_color",     "nvtx_category",  "nvtx_payload",    "tbexport_kind",  "tbexport_cat",
+    "_a"};
 
 /* Direct-mapped cache from packed detail fields to a stat metadata id, so a
  * kernel configuration seen many times is formatted and hashed once per
@@ -411,6 +424,13 @@ typedef struct step_mark {
   uint32_t step;
 } step_mark;
 
+/* A step no host event carries, written as a marker event of its own on the
+ * host line of the step's track (sorted by track, then like events). */
+typedef struct synth_step {
+  uint32_t track;
+  uint32_t step;
+} synth_step;
+
 typedef struct xctx {
   const tbe_trace *t;
   xw w;
@@ -423,6 +443,8 @@ typedef struct xctx {
   size_t scap;
   step_mark *marks;
   size_t nmarks;
+  synth_step *synth;
+  size_t nsynth, synth_at; /* synth_at: the next one to write (tracks in order) */
   uint64_t clamped; /* durations/offsets beyond what int64 picoseconds hold */
   uint64_t done;
   void (*progress)(void *, uint64_t, uint64_t);
@@ -583,14 +605,42 @@ static uint32_t context_ref(xctx *c, unsigned ctx) {
   return detail_id(c, key, buf, (size_t)n);
 }
 
-static const char *memcpy_xla_name(uint8_t kind) {
+static int host_mem(uint8_t k) {
+  return k == TBE_MEM_PAGEABLE || k == TBE_MEM_PINNED || k == TBE_MEM_MANAGED ||
+         k == TBE_MEM_MANAGED_STATIC;
+}
+
+/* The direction a reader infers for "MemcpyOther" from the memory kinds
+ * (src/import/xspace.c copy_kind_of does this for XLA's files). */
+static uint8_t inferred_kind(const tbe_memcpy *m) {
+  int sh = host_mem(m->src_kind), dh = host_mem(m->dst_kind);
+  int sd = m->src_kind == TBE_MEM_DEVICE || m->src_kind == TBE_MEM_DEVICE_STATIC;
+  int dd = m->dst_kind == TBE_MEM_DEVICE || m->dst_kind == TBE_MEM_DEVICE_STATIC;
+  if (sh && dd) return TBE_COPY_HTOD;
+  if (sd && dh) return TBE_COPY_DTOH;
+  if (sd && dd) return TBE_COPY_DTOD;
+  if (sh && dh) return TBE_COPY_HTOH;
+  if (m->src_kind == TBE_MEM_ARRAY && dd) return TBE_COPY_ATOD;
+  if (sd && m->dst_kind == TBE_MEM_ARRAY) return TBE_COPY_DTOA;
+  return TBE_COPY_UNKNOWN;
+}
+
+/* XLA's names for the four directions it tells apart, and "MemcpyOther"
+ * for the rest when the memory kinds say the direction; else ours
+ * ("Memcpy" and tbe_copy_kind_name: "MemcpyUnknown", "MemcpyHtoA", ...), so
+ * that the direction reads back. */
+static const char *memcpy_xla_name(const tbe_memcpy *m, char *buf, size_t size) {
+  uint8_t kind = m ? m->copy_kind : TBE_COPY_UNKNOWN;
   switch (kind) {
     case TBE_COPY_HTOD: return "MemcpyH2D";
     case TBE_COPY_DTOH: return "MemcpyD2H";
     case TBE_COPY_DTOD: return "MemcpyD2D";
     case TBE_COPY_PTOP: return "MemcpyP2P";
-    default: return "MemcpyOther";
+    default: break;
   }
+  if (m && inferred_kind(m) == kind) return "MemcpyOther";
+  snprintf(buf, size, "Memcpy%s", tbe_copy_kind_name((tbe_copy_kind)kind));
+  return buf;
 }
 
 static int find_mark(const xctx *c, uint32_t ev) {
@@ -603,12 +653,32 @@ static int find_mark(const xctx *c, uint32_t ev) {
   return lo < c->nmarks && c->marks[lo].event == ev ? (int)lo : -1;
 }
 
+/* The kind our importer (src/import/xspace.c) gives a host event from what
+ * XLA's conventions say about it: a correlation_id makes an API call
+ * (runtime when the name starts with "cuda"), the NVTX line NVTX, memory
+ * stats an allocator event, anything else a CPU operator, or an instant
+ * when it has no duration.  Events of another kind carry a tbexport_kind
+ * stat that says theirs. */
+static uint8_t host_kind_default(const tbe_trace *t, const tbe_event *e) {
+  if (e->correlation)
+    return strncmp(tbe_trace_str(t, e->name), "cuda", 4) == 0 ? TBE_EV_RUNTIME : TBE_EV_DRIVER;
+  if (e->kind == TBE_EV_NVTX_RANGE || e->kind == TBE_EV_NVTX_MARK)
+    return e->dur_ns ? TBE_EV_NVTX_RANGE : TBE_EV_NVTX_MARK;
+  if (e->kind == TBE_EV_MEMORY && tbe_trace_memory(t, e) && !e->dur_ns) return TBE_EV_MEMORY;
+  return e->dur_ns ? TBE_EV_CPU_OP : TBE_EV_INSTANT;
+}
+
+static uint32_t kind_ref(xctx *c, uint8_t kind) {
+  const char *n = tbe_event_kind_name((tbe_event_kind)kind);
+  return ntab_get(&c->st, n, strlen(n));
+}
+
 /* Event metadata id for an event's display name. */
 static uint32_t event_meta(xctx *c, const tbe_event *e) {
   const tbe_trace *t = c->t;
   if (e->kind == TBE_EV_MEMCPY) {
-    const tbe_memcpy *m = tbe_trace_memcpy(t, e);
-    const char *n = memcpy_xla_name(m ? m->copy_kind : 0);
+    char nb[32];
+    const char *n = memcpy_xla_name(tbe_trace_memcpy(t, e), nb, sizeof nb);
     return ntab_get(&c->ev, n, strlen(n));
   }
   if (e->kind == TBE_EV_NVTX_RANGE || e->kind == TBE_EV_NVTX_MARK) {
@@ -770,6 +840,13 @@ static void write_event(xctx *c, uint32_t idx, int64_t line_start_ns) {
       enc_stat_i64(&en, fixed_stat(c, S_R), 1);
     }
   }
+  /* XLA's is_async: xprof's grouping does not nest what it marks. */
+  if (e->flags & TBE_EVF_ASYNC) enc_stat_i64(&en, fixed_stat(c, S_ASYNC), 1);
+  if (tr->type != TBE_TRACK_STREAM) {
+    if (e->kind != host_kind_default(t, e))
+      enc_stat_ref(&en, fixed_stat(c, S_TBE_KIND), kind_ref(c, e->kind));
+    if (e->cat) enc_stat_ref(&en, fixed_stat(c, S_TBE_CAT), ntab_str(&c->st, t, e->cat));
+  }
   for (uint32_t i = 0; i < e->nargs; i++) {
     const tbe_arg *g = &t->args[e->args + i];
     uint32_t k = ntab_str(&c->st, t, g->key);
@@ -801,22 +878,89 @@ static int any_kind(uint8_t k) {
   return 1;
 }
 
-/* Writes one XLine holding the events of `track` that pass `keep`.  Writes
- * nothing when there are none. */
+/* The event name of step `s`'s marker: the step's name, else
+ * "ProfilerStep#<num>" (into `buf`). */
+static const char *step_marker_name(const tbe_trace *t, const tbe_step *st, char *buf, size_t size,
+                                    size_t *len) {
+  if (st->name) {
+    *len = tbe_trace_strlen(t, st->name);
+    return tbe_trace_str(t, st->name);
+  }
+  int n = snprintf(buf, size, "ProfilerStep#%lld", (long long)st->num);
+  *len = (size_t)n;
+  return buf;
+}
+
+/* Appends the marker event of step `s` to the current line: the step's
+ * span, step_num and _r = 1 (a root for xprof's grouping), and the kind a
+ * user annotation, so that it reads back as one and marks the step. */
+static void write_step_marker(xctx *c, uint32_t s, int64_t line_start_ns) {
+  const tbe_step *st = &c->t->steps[s];
+  char nb[48];
+  size_t nl;
+  const char *nm = step_marker_name(c->t, st, nb, sizeof nb, &nl);
+  uint32_t mid = ntab_get(&c->ev, nm, nl);
+  uint8_t body[96];
+  enc en = {body};
+  uint8_t *p = body;
+  *p++ = TAG(1, WT_VARINT);
+  p += put_varint(p, mid);
+  int64_t off = st->start_ns - line_start_ns, dur = st->end_ns - st->start_ns;
+  if (off > PS_MAX_NS) off = PS_MAX_NS;
+  if (dur > PS_MAX_NS) dur = PS_MAX_NS;
+  if (off > 0) {
+    *p++ = TAG(2, WT_VARINT);
+    p += put_varint(p, (uint64_t)off * 1000);
+  }
+  if (dur > 0) {
+    *p++ = TAG(3, WT_VARINT);
+    p += put_varint(p, (uint64_t)dur * 1000);
+  }
+  en.p = p;
+  enc_stat_i64(&en, fixed_stat(c, S_STEP_NUM), st->num);
+  enc_stat_i64(&en, fixed_stat(c, S_R), 1);
+  enc_stat_ref(&en, fixed_stat(c, S_TBE_KIND), kind_ref(c, TBE_EV_USER_ANNOTATION));
+  size_t n = (size_t)(en.p - body);
+  uint8_t *d = xw_room(&c->w, n + 11);
+  if (!d) return;
+  d[0] = TAG(4, WT_LEN);
+  size_t h = 1 + put_varint(d + 1, n);
+  memcpy(d + h, body, n);
+  c->w.len += h + n;
+}
+
+/* Whether the marker of step `s` goes before event `e` on a line: events
+ * are ordered by start, longer first, and a marker goes before an event of
+ * the same span (it encloses what the step holds). */
+static int marker_first(const tbe_step *st, const tbe_event *e) {
+  if (st->start_ns != e->start_ns) return st->start_ns < e->start_ns;
+  return st->end_ns - st->start_ns >= e->dur_ns;
+}
+
+/* Writes one XLine holding the events of `track` that pass `keep` and,
+ * when `synth` is set, the markers of the steps [*synth_lo, synth_hi) of
+ * c->synth.  Writes nothing when there are none. */
 static void write_line(xctx *c, const tbe_track *tr, ev_filter keep, int64_t line_id,
-                       const char *name, size_t name_len) {
+                       const char *name, size_t name_len, size_t synth_lo, size_t synth_hi) {
   const tbe_trace *t = c->t;
   uint32_t first = UINT32_MAX;
-  int64_t end = INT64_MIN;
+  int64_t start = INT64_MAX, end = INT64_MIN;
   for (uint32_t i = tr->first; i < tr->first + tr->count; i++) {
     const tbe_event *e = &t->events[i];
     if (!keep(e->kind)) continue;
-    if (first == UINT32_MAX) first = i;
+    if (first == UINT32_MAX) {
+      first = i;
+      start = e->start_ns;
+    }
     int64_t en = e->start_ns + (e->dur_ns > 0 ? e->dur_ns : 0);
     if (en > end) end = en;
   }
-  if (first == UINT32_MAX) return;
-  int64_t start = t->events[first].start_ns;
+  for (size_t k = synth_lo; k < synth_hi; k++) {
+    const tbe_step *st = &t->steps[c->synth[k].step];
+    if (st->start_ns < start) start = st->start_ns;
+    if (st->end_ns > end) end = st->end_ns;
+  }
+  if (first == UINT32_MAX && synth_lo == synth_hi) return;
   uint64_t at = xw_open(&c->w, 3);
   xw_varint_field(&c->w, 1, (uint64_t)line_id);
   xw_str_field(&c->w, 2, name, name_len);
@@ -825,8 +969,15 @@ static void write_line(xctx *c, const tbe_track *tr, ev_filter keep, int64_t lin
   int64_t span = end - start;
   if (span > PS_MAX_NS) span = PS_MAX_NS;
   if (span > 0) xw_varint_field(&c->w, 9, (uint64_t)(span * 1000));
-  for (uint32_t i = first; i < tr->first + tr->count && !c->w.err; i++)
-    if (keep(t->events[i].kind)) write_event(c, i, start);
+  size_t k = synth_lo;
+  if (first != UINT32_MAX)
+    for (uint32_t i = first; i < tr->first + tr->count && !c->w.err; i++) {
+      if (!keep(t->events[i].kind)) continue;
+      while (k < synth_hi && marker_first(&t->steps[c->synth[k].step], &t->events[i]))
+        write_step_marker(c, c->synth[k++].step, start);
+      write_event(c, i, start);
+    }
+  while (k < synth_hi && !c->w.err) write_step_marker(c, c->synth[k++].step, start);
   xw_close(&c->w, at);
 }
 
@@ -898,39 +1049,78 @@ static int cmp_mark(const void *a, const void *b) {
   return x->event < y->event ? -1 : x->event > y->event;
 }
 
-/* Finds, for each step, the host event that marks it (same name and start);
- * those carry step_num/_r.  Returns the number of steps left unmarked. */
+static int cmp_synth(const void *a, const void *b, void *ctx) {
+  const tbe_trace *t = ctx;
+  const synth_step *x = a, *y = b;
+  if (x->track != y->track) return x->track < y->track ? -1 : 1;
+  const tbe_step *p = &t->steps[x->step], *q = &t->steps[y->step];
+  if (p->start_ns != q->start_ns) return p->start_ns < q->start_ns ? -1 : 1;
+  int64_t dp = p->end_ns - p->start_ns, dq = q->end_ns - q->start_ns;
+  if (dp != dq) return dp > dq ? -1 : 1;
+  return x->step < y->step ? -1 : x->step > y->step;
+}
+
+/* The host event on track `k` that carries step `st` (named `name`, same
+ * span, on the thread's own line: not NVTX, not GPU work), or UINT32_MAX. */
+static uint32_t step_carrier(const tbe_trace *t, size_t k, const tbe_step *st, tbe_str name) {
+  const tbe_track *tr = &t->tracks[k];
+  if (tr->type == TBE_TRACK_STREAM || !tr->count) return UINT32_MAX;
+  /* first event starting at or after the step start */
+  uint32_t lo = tr->first, hi = tr->first + tr->count;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (t->events[mid].start_ns < st->start_ns) lo = mid + 1;
+    else hi = mid;
+  }
+  for (uint32_t i = lo; i < tr->first + tr->count && t->events[i].start_ns == st->start_ns; i++) {
+    const tbe_event *e = &t->events[i];
+    if (e->name == name && e->start_ns + e->dur_ns == st->end_ns &&
+        !tbe_event_kind_is_gpu((tbe_event_kind)e->kind) && e->kind != TBE_EV_NVTX_RANGE &&
+        e->kind != TBE_EV_NVTX_MARK)
+      return i;
+  }
+  return UINT32_MAX;
+}
+
+/* Finds, for each step, the host event that carries it: one on the step's
+ * own thread line named like the step's marker, with the step's span; it
+ * gets step_num/_r.  A step without one gets a marker event of its own on
+ * its track's line (c->synth), or, when its track is unknown, on the "Step
+ * markers" line (unmarked[s]).  xprof groups what a root event encloses on
+ * its line, so a marker belongs on the thread's line, not on its NVTX
+ * line.  Returns the number of steps for the "Step markers" line. */
 static size_t mark_steps(xctx *c, uint8_t *unmarked) {
   const tbe_trace *t = c->t;
   size_t left = 0;
   for (size_t s = 0; s < t->nsteps; s++) {
     const tbe_step *st = &t->steps[s];
-    int found = 0;
-    for (size_t k = 0; k < t->ntracks && !found && st->name; k++) {
-      const tbe_track *tr = &t->tracks[k];
-      if (tr->type != TBE_TRACK_THREAD || !tr->count) continue;
-      /* first event starting at or after the step start */
-      uint32_t lo = tr->first, hi = tr->first + tr->count;
-      while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (t->events[mid].start_ns < st->start_ns) lo = mid + 1;
-        else hi = mid;
-      }
-      for (uint32_t i = lo; i < tr->first + tr->count && t->events[i].start_ns == st->start_ns; i++) {
-        const tbe_event *e = &t->events[i];
-        if (e->name == st->name && !tbe_event_kind_is_gpu((tbe_event_kind)e->kind)) {
-          c->marks[c->nmarks].event = i;
-          c->marks[c->nmarks].step = (uint32_t)s;
-          c->nmarks++;
-          found = 1;
-          break;
-        }
-      }
+    char nb[48];
+    size_t nl;
+    const char *nm = step_marker_name(t, st, nb, sizeof nb, &nl);
+    tbe_str name = st->name ? st->name : tbe_trace_find_str(t, nm, nl);
+    uint32_t ev = UINT32_MAX;
+    int own = st->track < t->ntracks && t->tracks[st->track].type != TBE_TRACK_STREAM;
+    if (name != TBE_NONE) {
+      if (own) ev = step_carrier(t, st->track, st, name);
+      for (size_t k = 0; k < t->ntracks && ev == UINT32_MAX && !own; k++)
+        ev = step_carrier(t, k, st, name);
     }
-    unmarked[s] = !found;
-    left += !found;
+    unmarked[s] = 0;
+    if (ev != UINT32_MAX) {
+      c->marks[c->nmarks].event = ev;
+      c->marks[c->nmarks].step = (uint32_t)s;
+      c->nmarks++;
+    } else if (own) {
+      c->synth[c->nsynth].track = st->track;
+      c->synth[c->nsynth].step = (uint32_t)s;
+      c->nsynth++;
+    } else {
+      unmarked[s] = 1;
+      left++;
+    }
   }
   if (c->nmarks > 1) qsort(c->marks, c->nmarks, sizeof *c->marks, cmp_mark);
+  if (c->nsynth > 1) qsort_r(c->synth, c->nsynth, sizeof *c->synth, cmp_synth, (void *)t);
   return left;
 }
 
@@ -1001,7 +1191,8 @@ static void write_host_plane(xctx *c, const uint8_t *unmarked, size_t nunmarked)
   char name[600];
   for (size_t k = 0; k < t->ntracks && !xerr(c); k++) {
     const tbe_track *tr = &t->tracks[k];
-    if (tr->type == TBE_TRACK_STREAM || !tr->count) continue;
+    int has_synth = c->synth_at < c->nsynth && c->synth[c->synth_at].track == k;
+    if (tr->type == TBE_TRACK_STREAM || (!tr->count && !has_synth)) continue;
     const char *tn = tbe_trace_str(t, tr->name);
     size_t tl = tbe_trace_strlen(t, tr->name);
     int n;
@@ -1009,9 +1200,16 @@ static void write_host_plane(xctx *c, const uint8_t *unmarked, size_t nunmarked)
     else if (tr->type == TBE_TRACK_THREAD) n = snprintf(name, sizeof name, "Host Threads/%lld", (long long)tr->tid);
     else n = snprintf(name, sizeof name, "Track %lld/%lld", (long long)tr->pid, (long long)tr->tid);
     int64_t id = tr->type == TBE_TRACK_THREAD ? tr->tid : (int64_t)((2ull << 32) + k);
-    write_line(c, tr, not_nvtx, id, name, (size_t)n);
+    size_t lo = c->synth_at;
+    while (c->synth_at < c->nsynth && c->synth[c->synth_at].track == k) c->synth_at++;
+    write_line(c, tr, not_nvtx, id, name, (size_t)n, lo, c->synth_at);
     n += snprintf(name + n, sizeof name - (size_t)n, "/NVTX");
-    write_line(c, tr, is_nvtx, (int64_t)((1ull << 32) + k), name, (size_t)n);
+    /* The NVTX line names its thread by id: 1<<32 + tid (thread names
+     * repeat), 4<<32 + track index for other tracks. */
+    int64_t nid = tr->type == TBE_TRACK_THREAD && tr->tid >= 0 && tr->tid <= UINT32_MAX
+                      ? (int64_t)((1ull << 32) + (uint64_t)tr->tid)
+                      : (int64_t)((4ull << 32) + k);
+    write_line(c, tr, is_nvtx, nid, name, (size_t)n, 0, 0);
   }
   if (nunmarked && !xerr(c)) write_step_line(c, unmarked);
   write_metadata(c);
@@ -1060,7 +1258,7 @@ static void write_device_plane(xctx *c, int32_t dev) {
       name[n++] = ')';
       name[n] = 0;
     }
-    write_line(c, tr, any_kind, tr->tid, name, (size_t)n);
+    write_line(c, tr, any_kind, tr->tid, name, (size_t)n, 0, 0);
   }
   const tbe_device *d = NULL;
   for (size_t i = 0; i < t->ndevices; i++)
@@ -1093,6 +1291,17 @@ static void task_env_plane(xctx *c) {
   xw_len_field(&c->w, 2, "Task Environment", 16);
   plane_stat(c, "profile_start_time", 'u', (uint64_t)c->t->start_ns, NULL);
   plane_stat(c, "profile_stop_time", 'u', (uint64_t)c->t->stop_ns, NULL);
+  /* Ours, for our importer (xprof reads only the two above from this
+   * plane): where the trace came from, and what collecting it lost and
+   * cost.  Their presence also says the warnings start with the generic
+   * status lines (tbe__status_lines), which the importer leaves out. */
+  const tbe_trace *t = c->t;
+  plane_stat(c, "tbexport_source", 's', 0, tbe__source_name(t->source));
+  if (t->dropped_records) plane_stat(c, "tbexport_dropped_records", 'u', t->dropped_records, NULL);
+  if (t->dropped_out_of_range)
+    plane_stat(c, "tbexport_out_of_range_records", 'u', t->dropped_out_of_range, NULL);
+  if (t->overhead_ns) plane_stat(c, "tbexport_cupti_overhead_ns", 'u', t->overhead_ns, NULL);
+  if (t->ended_early) plane_stat(c, "tbexport_ended_early", 'i', 1, NULL);
   write_metadata(c);
   xw_close(&c->w, at);
 }
@@ -1119,13 +1328,14 @@ static int xplane_write(const tbe_trace *t, int fd, const char *host, const tbe_
   c->scap = 1024;
   c->scratch = tbe__alloc(a, c->scap);
   c->marks = tbe__calloc(a, t->nsteps + 1, sizeof *c->marks);
+  c->synth = tbe__calloc(a, t->nsteps + 1, sizeof *c->synth);
   uint8_t *unmarked = tbe__calloc(a, t->nsteps + 1, 1);
   int32_t *devs = tbe__calloc(a, t->ndevices + t->ntracks + 1, sizeof *devs);
   c->progress = progress;
   c->progress_ctx = progress_ctx;
   int rc = 0;
   if (!c->w.buf || !c->ev.cache || !c->st.cache || !c->dc || !c->scratch || !c->marks ||
-      !unmarked || !devs) {
+      !c->synth || !unmarked || !devs) {
     rc = TBE_ENOMEM;
     goto done;
   }
@@ -1172,6 +1382,7 @@ done:
   tbe__free(a, c->dc);
   tbe__free(a, c->scratch);
   tbe__free(a, c->marks);
+  tbe__free(a, c->synth);
   tbe__free(a, unmarked);
   tbe__free(a, devs);
   tbe__free(a, c->w.buf);

@@ -43,6 +43,19 @@ typedef struct tbe__exporter {
 void tbe__status_lines(const tbe_trace *t, int with_overhead,
                        void (*emit)(void *ctx, const char *line, size_t len), void *ctx);
 
+/* The name of a tbe_source as the outputs record it ("cupti", "kineto",
+ * "chrome", "xspace", "nsys", "unknown"), and back (TBE_SRC_UNKNOWN for
+ * a name it does not know). */
+const char *tbe__source_name(uint32_t source);
+uint32_t tbe__source_of(const char *name, size_t len);
+
+/* The number of leading entries of `lines` (n strings, the warnings list
+ * of one of our files) that are generic status lines: the largest k (at
+ * most 4) such that tbe__status_lines of `t`'s counters and the trace
+ * warnings lines[k..n) is exactly lines[0..k).  `t` gives the counters and
+ * the source; its own warnings are not used. */
+size_t tbe__status_prefix(const tbe_trace *t, int with_overhead, const tbe_str *lines, size_t n);
+
 extern const tbe__exporter tbe__exporter_xplane;
 extern const tbe__exporter tbe__exporter_json;
 extern const tbe__exporter tbe__exporter_events;

@@ -405,6 +405,7 @@ int tbe_trace_add_step(tbe_trace *t, int64_t num, int64_t start_ns, int64_t end_
   s->start_ns = start_ns;
   s->end_ns = end_ns < start_ns ? start_ns : end_ns;
   s->name = name;
+  s->track = TBE_NONE;
   return 0;
 }
 
@@ -620,6 +621,7 @@ static int derive_steps(tbe_trace *t) {
       if (dup) continue;
       int rc = tbe_trace_add_step(t, num, e->start_ns, e->start_ns + e->dur_ns, e->name);
       if (rc) return rc;
+      t->steps[t->nsteps - 1].track = e->track;
     }
   }
   if (t->nsteps > 1) qsort(t->steps, t->nsteps, sizeof *t->steps, cmp_step);

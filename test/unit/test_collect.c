@@ -472,8 +472,10 @@ static void test_decode_kinds(void **state) {
   const tbe_event *se = find(t, TBE_EV_SYNC, "Stream Sync");
   assert_non_null(se);
   assert_int_equal(se->dur_ns, 270);
-  assert_int_equal(t->tracks[se->track].type, TBE_TRACK_THREAD); /* the waiting thread */
-  assert_int_equal(t->tracks[se->track].tid, 77);
+  /* on the stream it waited for, as Kineto and Nsight Systems place it */
+  assert_int_equal(t->tracks[se->track].type, TBE_TRACK_STREAM);
+  assert_int_equal(t->tracks[se->track].tid, 7);
+  assert_int_equal(t->tracks[se->track].device, 0);
   assert_int_equal(tbe_trace_sync(t, se)->sync_kind, TBE_SYNC_STREAM);
   assert_int_equal(tbe_trace_sync(t, se)->cuda_event, 0);
 
