@@ -807,6 +807,8 @@ static void test_public_api_without_session(void **state) {
   assert_int_equal(tbe_profiler_start(NULL), TBE_EINVAL);
   tbe_profiler_options o;
   tbe_profiler_options_init(&o);
+  assert_int_equal(o.flush_period_ms, 1000);
+  assert_int_equal(o.buffer_mb, 64);
   assert_int_equal(tbe_profiler_start(&o), TBE_EINVAL); /* no logdir */
   unsigned m;
   size_t bad;
