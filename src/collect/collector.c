@@ -185,7 +185,6 @@ static uint64_t hash_str(const char *s, size_t *len) {
 }
 
 /* The collector's global state. */
-/* The collector's global state. */
 typedef struct qent {
   uint32_t slot;
   size_t valid;

@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1040,8 +1041,6 @@ static tbe_trace *convert_crashed(const char *path, tbe__convert_info *info) {
   return t;
 }
 
-static volatile int *volatile null_page;
-
 static void test_crash_segv_flushes(void **state) {
   fixture *f = *state;
   fflush(NULL);
@@ -1050,7 +1049,10 @@ static void test_crash_segv_flushes(void **state) {
   if (pid == 0) {
     child_set_default(SIGSEGV);
     child_collect(f, 0, &fake_api);
-    *null_page = 1; /* a real fault */
+    /* a real fault: a store to a page that allows no access */
+    volatile int *guard = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (guard == MAP_FAILED) _exit(90);
+    *guard = 1;
     _exit(91);
   }
   expect_death(pid, SIGSEGV);
@@ -1251,14 +1253,23 @@ static void test_crash_chains_resethand(void **state) {
   tbe_trace_free(t);
 }
 
-/* A flush that sends the process SIGTERM while a fatal-signal flush is
- * under way (the application thread is still in our SIGSEGV handler). */
+/* A flush that sends another thread SIGTERM while a fatal-signal flush is
+ * under way (the thread that faulted is still in our SIGSEGV handler). */
+static pthread_t bystander;
 static CUptiResult flush_then_term(uint32_t flag) {
   if (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) {
-    kill(getpid(), SIGTERM);
-    usleep(100 * 1000);
+    pthread_kill(bystander, SIGTERM);
+    usleep(1000 * 1000); /* (the program is dead long before) */
   }
   return tf_flush(flag);
+}
+
+static void *wait_forever(void *arg) {
+  int fd = (int)(intptr_t)arg;
+  char c;
+  while (read(fd, &c, 1) != 0) {
+  }
+  return NULL;
 }
 
 static void test_crash_second_signal_is_default(void **state) {
@@ -1272,10 +1283,23 @@ static void test_crash_second_signal_is_default(void **state) {
     child_set_default(SIGSEGV);
     child_set_default(SIGTERM);
     child_collect(f, 0, &api);
+    int p[2];
+    if (pipe(p) || pthread_create(&bystander, NULL, wait_forever, (void *)(intptr_t)p[0]))
+      _exit(90);
     raise(SIGSEGV);
     _exit(101);
   }
+  /* SIGTERM killed it at once, in the middle of the flush: the spool has
+   * the session's start and the SIGSEGV note, not the kernels. */
   expect_death(pid, SIGTERM);
+  tbe_trace *t;
+  tbe__convert_info info;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  assert_int_equal(tbe__spool_file_to_trace(f->spool, NULL, t, &info), 0);
+  assert_true(has_warning(t, "signal 11 (SIGSEGV)"));
+  assert_int_equal(count_kind(t, TBE_EV_KERNEL), 0);
+  assert_true(info.ended_early);
+  tbe_trace_free(t);
 }
 
 static void test_sigkill_keeps_flushed(void **state) {
