@@ -234,6 +234,7 @@ static struct {
   struct timespec t0;      /* CLOCK_MONOTONIC at start */
   int window_opened, window_closed;
   int walk_noted;          /* a buffer walk that CUPTI cut short was noted */
+  unsigned crash_seen;     /* S.req when the background thread was made */
 } G = {.mu = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
 /* Wakes the background thread: a semaphore, because the fatal-signal
@@ -962,13 +963,19 @@ static void wait_locked(double secs) {
   pthread_mutex_unlock(&G.mu);
   while (sem_timedwait(&wake_sem, &ts) != 0 && errno == EINTR) {
   }
+  /* One look at the state answers every post made so far (each poster
+   * changed it first): collapse them, or a busy spell's posts would cost
+   * as many empty rounds later. */
+  while (sem_trywait(&wake_sem) == 0) {
+  }
   pthread_mutex_lock(&G.mu);
 }
 
 static void *bg_main(void *arg) {
   (void)arg;
   double last_flush = 0;
-  unsigned crash_seen = atomic_load(&S.req);
+  unsigned crash_seen = G.crash_seen; /* (not S.req now: a request may
+                                         come before this thread runs) */
   int draining = 0; /* decoding what a fatal-signal flush returned */
   pthread_mutex_lock(&G.mu);
   for (;;) {
@@ -1120,22 +1127,19 @@ static int is_ours(const struct sigaction *a) {
 }
 
 /* Gives the calling thread an alternate signal stack when it has none, so
- * that SIGSEGV from a stack overflow can still run the handler.  Made once
- * per process and never freed: a thread may keep it after stop. */
+ * that SIGSEGV from a stack overflow can still run the handler.  Never
+ * freed: the thread keeps it after stop (one per thread that starts a
+ * session without a signal stack of its own). */
 static void give_altstack(void) {
-  static void *mem;
   stack_t cur;
   if (sigaltstack(NULL, &cur) != 0 || !(cur.ss_flags & SS_DISABLE)) return;
-  if (!mem) {
-    void *p = mmap(NULL, TBE__ALTSTACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return;
-    mem = p;
-  }
+  void *p = mmap(NULL, TBE__ALTSTACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return;
   stack_t ss;
   memset(&ss, 0, sizeof ss);
-  ss.ss_sp = mem;
+  ss.ss_sp = p;
   ss.ss_size = TBE__ALTSTACK;
-  sigaltstack(&ss, NULL);
+  if (sigaltstack(&ss, NULL) != 0) munmap(p, TBE__ALTSTACK);
 }
 
 /* Installs on_fatal for each fatal signal the program does not ignore.
@@ -1335,6 +1339,7 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
   }
   if (rc == 0) {
     /* The thread must not inherit the application's signal handling. */
+    G.crash_seen = atomic_load(&S.req);
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
