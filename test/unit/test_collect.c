@@ -1264,9 +1264,11 @@ static CUptiResult flush_then_term(uint32_t flag) {
   return tf_flush(flag);
 }
 
+static pthread_barrier_t bystander_ready;
 static void *wait_forever(void *arg) {
   int fd = (int)(intptr_t)arg;
   char c;
+  pthread_barrier_wait(&bystander_ready);
   while (read(fd, &c, 1) != 0) {
   }
   return NULL;
@@ -1284,8 +1286,11 @@ static void test_crash_second_signal_is_default(void **state) {
     child_set_default(SIGTERM);
     child_collect(f, 0, &api);
     int p[2];
+    pthread_barrier_init(&bystander_ready, NULL, 2);
     if (pipe(p) || pthread_create(&bystander, NULL, wait_forever, (void *)(intptr_t)p[0]))
       _exit(90);
+    pthread_barrier_wait(&bystander_ready);
+    usleep(20000); /* into its read() */
     raise(SIGSEGV);
     _exit(101);
   }
