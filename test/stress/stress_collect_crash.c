@@ -5,7 +5,8 @@
  * usage: stress_collect_crash TBEXPORT FAKE_LIBCUPTI
  *
  * For each way of ending (a normal exit, SIGSEGV from a real fault,
- * abort(), SIGTERM, SIGKILL after a few flush periods) it runs
+ * abort(), SIGTERM, SIGKILL once a periodic flush has spooled the
+ * buffers) it runs
  *     tbexport --logdir D --run WAY --host h --flush-period 50 -- SELF --child WAY
  * where the child, like a program the CUDA driver injects, calls the
  * injection library's InitializeInjection, launches N "kernels" through
@@ -90,7 +91,19 @@ static int child(const char *way) {
     return 66;
   }
   if (strcmp(way, "kill") == 0) {
-    st_sleep_us(1000000); /* 20 flush periods */
+    /* Until a periodic flush (every 50 ms) has spooled the buffers: the
+     * spool grew since the launches and then stayed the same for 200 ms
+     * (10 s at most). */
+    char spool[4200];
+    snprintf(spool, sizeof spool, "%s/%ld.spool", getenv("TBEXPORT_SPOOL_DIR"), (long)getpid());
+    struct stat st;
+    off_t first = stat(spool, &st) == 0 ? st.st_size : 0, last = first;
+    for (int i = 0, still = 0; i < 1000 && still < 20; i++) {
+      st_sleep_us(10000);
+      off_t now = stat(spool, &st) == 0 ? st.st_size : 0;
+      still = now > first && now == last ? still + 1 : 0;
+      last = now;
+    }
     kill(getpid(), SIGKILL);
     st_sleep_us(5000000);
     return 67;
