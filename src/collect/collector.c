@@ -20,8 +20,8 @@
  *     it, between TBE__SLICE_MIN and the slot size (cap/TBE__SPREAD, at
  *     most 4 MiB): 2 MiB for the first thread at the default cap, smaller
  *     as more threads hold buffers.  Being a fixed fraction of the rest, it
- *     never overdraws, and about 32 ln 32 + 32 = 140 threads can hold one
- *     at once before any comes back; buffers coming back are re-sized from
+ *     never overdraws, and (at the default cap) about 32 ln 32 + 32 = 140
+ *     threads can hold one at once before any comes back; buffers coming back are re-sized from
  *     what is left then.  Below TBE__SLICE_MIN the remainder is handed out
  *     down to TBE__BUF_MIN; after that requests are declined, CUPTI drops
  *     and counts the records, and the count reaches the spool stats.  An

@@ -82,9 +82,10 @@ int tbe__collector_stop(tbe__sp_stats *stats);
 /* 1 while running in this process (0 in a forked child). */
 int tbe__collector_running(void);
 /* The buffers' memory: *held, the bytes counted against buffer_cap now;
- * *peak, the most ever (also the spool stats' buffer_bytes); *resident,
- * the bytes of the buffers' mapping resident in memory (mincore; meant for
- * tests).  Any pointer may be NULL; all 0 when not running. */
+ * *peak, the most since start (also the spool stats' buffer_bytes);
+ * *resident, the bytes of the buffers' mapping resident in memory
+ * (mincore; meant for tests).  Any pointer may be NULL; *held and
+ * *resident are 0 when not running. */
 void tbe__collector_memory(size_t *held, size_t *peak, size_t *resident);
 
 /* The runtime and driver calls left out unless keep_noisy (by name without
