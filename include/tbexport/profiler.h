@@ -26,6 +26,14 @@
  * TBE_ENOCUPTI.  When libcupti cannot be loaded at run time, start returns
  * TBE_ENOCUPTI too (set TBEXPORT_CUPTI_LIB to its path).
  *
+ * Crashes: while a session runs, fatal signals (SIGSEGV, SIGBUS, SIGABRT,
+ * SIGFPE, SIGILL, SIGTERM, SIGINT) first flush what CUPTI holds into the
+ * spool (2 s at most), then go on to the handler installed before start, or
+ * to the default action (the program dies of the same signal).  Handlers
+ * the program installs after start replace the collector's; stop puts the
+ * earlier ones back.  The spool of a program that died stays in
+ * `logdir/.tbexport-spool-PID-N/`; `tbexport import` converts it.
+ *
  * Thread safety: start and stop must not race each other; one session per
  * process at a time (a second start returns TBE_EBUSY).  CUDA work may run on
  * any thread meanwhile. */
@@ -62,9 +70,13 @@ typedef struct tbe_profiler_options {
   int capture;              /* tbe_capture_mode */
   const char *capture_name; /* NVTX range name for TBE_CAPTURE_NVTX */
   const char *capture_domain; /* its NVTX domain; NULL = any domain */
-  size_t buffer_mb;         /* cap on host activity buffers; 0 = 64; beyond it
-                               records are dropped and counted */
+  size_t buffer_mb;         /* cap on the memory of host activity buffers;
+                               0 = 64; beyond it records are dropped and
+                               counted */
   int keep_noisy_api;       /* keep cudaGetDevice, cudaGetLastError, ... */
+  unsigned flush_period_ms; /* CUPTI's buffers are flushed to the spool this
+                               often, so a killed program loses at most about
+                               this much activity; 0 = 1000 */
   /* Where the run is written (see tbexport/export.h). */
   const char *logdir;       /* required */
   const char *run;          /* NULL: local time as YYYY_MM_DD_HH_MM_SS */

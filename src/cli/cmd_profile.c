@@ -42,6 +42,7 @@ static const struct option profile_opts[] = {
     {"duration", required_argument, 0, 'D'},
     {"capture-range", required_argument, 0, 'c'},
     {"buffer-mb", required_argument, 0, 'b'},
+    {"flush-period", required_argument, 0, 'F'},
     {"keep-noisy-api", no_argument, 0, 'k'},
     {"force", no_argument, 0, 'f'},
     {"quiet", no_argument, 0, 'q'},
@@ -81,8 +82,11 @@ static void profile_usage(FILE *f) {
           "  --capture-range R       nvtx:NAME[@DOMAIN] keeps only activity inside NVTX ranges\n"
           "                          named NAME; cudaProfilerApi keeps only activity between\n"
           "                          cudaProfilerStart and cudaProfilerStop\n"
-          "  --buffer-mb N           cap on host activity buffers per process (default: 64);\n"
-          "                          beyond it records are dropped and counted\n"
+          "  --buffer-mb N           cap on the memory of host activity buffers per process\n"
+          "                          (default: 64); beyond it records are dropped and counted\n"
+          "  --flush-period MS       spool what CUPTI holds every MS milliseconds (default:\n"
+          "                          1000), so a program killed with SIGKILL loses at most\n"
+          "                          about that much (fatal signals flush everything first)\n"
           "  --keep-noisy-api        keep cudaGetDevice, cudaGetLastError and similar calls\n"
           "  --force                 replace existing output files\n"
           "  --quiet                 no summary\n"
@@ -321,6 +325,17 @@ int tbe_cmd_profile(int argc, char **argv) {
           goto usage;
         }
         co.buffer_mb = (size_t)v;
+        break;
+      }
+      case 'F': {
+        char *end;
+        long v = strtol(optarg, &end, 10);
+        if (!*optarg || *end || v < 1 || v > 3600000) {
+          tbe_cli_error("profile", "--flush-period: expected milliseconds 1..3600000, got '%s'",
+                        optarg);
+          goto usage;
+        }
+        co.flush_ms = (unsigned)v;
         break;
       }
       case 'k': co.keep_noisy = 1; break;

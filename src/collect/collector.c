@@ -1,30 +1,90 @@
 /* collector.c: the CUPTI activity collector (see collector.h).
  *
- * Hot path (CUPTI's and the application's threads): buffer_requested pops a
- * pre-zeroed, pre-allocated buffer from a free stack; buffer_completed
- * pushes the filled buffer on a queue and signals.  Neither parses, writes
- * files or allocates, except that buffer_requested maps one more buffer
- * when the spare reserve ran dry and the cap allows it (the background
- * thread keeps TBE__SPARE buffers ready so this is rare).  At the cap the
- * request is declined and CUPTI counts the records it had to drop.
+ * Buffers.  CUPTI gives every application thread that calls CUDA a buffer
+ * of its own (CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, default 1),
+ * which the thread keeps until it is full or a flush returns it.  A JAX or
+ * PyTorch process has tens of such threads, most of them nearly idle, so a
+ * cap counted in whole buffers handed out (64 MiB / 4 MiB = 16 buffers) was
+ * reached with the buffers almost empty and the records of the other
+ * threads were dropped.  The cap (buffer_cap, --buffer-mb) therefore
+ * bounds the bytes the buffers can make resident, not their number:
+ *   - Every buffer is a slot of one anonymous mapping made at start
+ *     (MAP_NORESERVE, TBE__NBUF slots): address space, which costs memory
+ *     only where written.  CUPTI is told the buffers come pre-zeroed.
+ *   - Each slot carries a charge: while CUPTI holds it, the size CUPTI was
+ *     given (it writes nowhere else); once completed, its valid bytes
+ *     rounded up to pages (CUPTI writes records in order from the start);
+ *     once recycled, the pages kept resident.  G.held, the sum of charges,
+ *     never exceeds the cap, and bounds the memory the buffers hold.
+ *   - The size given is a slice of what the cap leaves: 1/TBE__SPREAD of
+ *     it, between TBE__SLICE_MIN and the slot size (cap/TBE__SPREAD, at
+ *     most 4 MiB): 2 MiB for the first thread at the default cap, smaller
+ *     as more threads hold buffers.  Being a fixed fraction of the rest, it
+ *     never overdraws, and (at the default cap) about 32 ln 32 + 32 = 140
+ *     threads can hold one at once before any comes back; buffers coming back are re-sized from
+ *     what is left then.  Below TBE__SLICE_MIN the remainder is handed out
+ *     down to TBE__BUF_MIN; after that requests are declined, CUPTI drops
+ *     and counts the records, and the count reaches the spool stats.  An
+ *     explicit buffer_size (tests) replaces the slice.
+ *   - The periodic flush (flush_ms) returns partly filled buffers whose
+ *     records are complete, so an idle thread's buffer comes back within a
+ *     period; the background thread returns each buffer to the free stack
+ *     as soon as it is decoded, before the spool frame is written.
+ *   - Recycling zeroes the valid bytes, keeping their pages resident so
+ *     the next fill does not page-fault on the application's thread, and
+ *     releases (MADV_DONTNEED) the rest of what CUPTI was given, so the
+ *     buffer is all zeroes whatever CUPTI wrote there.  Above half the cap
+ *     it releases everything: idle pages must not starve other threads.
+ *
+ * Hot path (CUPTI's and the application's threads): buffer_requested pops
+ * a slot and sizes it (a shift and a few compares); buffer_completed
+ * queues it and posts the background thread's semaphore.  Neither parses,
+ * writes files, allocates or maps memory.
  *
  * Background thread: pops completed buffers, decodes every record into a
- * compact spool item (strings interned into spool string ids), appends a
- * stats item, writes the batch as one spool frame, zeroes the buffer and
- * returns it to the free stack.  It also switches collection on and off for
- * delay/duration and flushes periodically so a killed program loses at most
- * about flush_ms of activity.
+ * compact spool item (strings interned into spool string ids), recycles the
+ * buffer, appends a stats item and writes the batch as one spool frame.  It
+ * also switches collection on and off for delay/duration, flushes
+ * periodically so a killed program loses at most about flush_ms of
+ * activity, and serves the fatal-signal handler's flush requests.
  *
- * Invariants: a buffer is in exactly one place (free stack, CUPTI, queue,
- * being decoded); the spool string ids are assigned only by the decoding
- * thread (the background thread, or the stopping thread after the join);
- * CUPTI-owned strings are copied before the buffer is recycled. */
+ * Fatal signals (catch_signals).  start installs a handler for SIGSEGV,
+ * SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTERM and SIGINT (Ctrl-C), except
+ * where the program ignores the signal.  The handler is async-signal-safe:
+ * it posts a request to the background thread and polls (nanosleep) for
+ * its answer, TBE__CRASH_WAIT_MS at most.  The background thread, an
+ * ordinary thread, notes the signal in the spool, forces a CUPTI flush and
+ * decodes and writes every buffer that returns.  Should the signalled
+ * thread hold a lock the flush needs (it died inside CUPTI, malloc or this
+ * file), the wait runs out.  Then the handler chains to the handler that
+ * was installed before it (same arguments; SA_SIGINFO, SA_RESETHAND,
+ * SA_NODEFER and its mask honoured), or, where that was the default,
+ * restores the default and raises the signal again, so the program dies of
+ * it as it would have (same exit status, same core dump).  No END item is
+ * written: the spool still says the capture ended early, and holds every
+ * record completed before the signal.  A program that handles the signal
+ * itself (SIGTERM, say) keeps running and collecting.  A second fatal
+ * signal while a flush is under way gets the default action at once.
+ * Handlers the program installs after start replace ours; we never
+ * re-install.  SIGSEGV runs on an alternate stack: start gives its own
+ * thread a TBE__ALTSTACK one when it has none, so a stack overflow there
+ * is flushed too (on other threads the kernel kills the program, as it
+ * would without us).  SIGKILL cannot be caught: the periodic flush bounds
+ * its loss.
+ *
+ * Invariants: a slot is in exactly one place (free stack, CUPTI, queue,
+ * being decoded); G.held is the sum of the charges and is at most the cap;
+ * the spool string ids are assigned only by the decoding thread (the
+ * background thread, or the stopping thread after the join); CUPTI-owned
+ * strings are copied before the buffer is recycled. */
 #include "collect/collector.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,10 +100,15 @@
 #include "tbexport/error.h"
 #include "tbexport/profiler.h"
 
-#define TBE__BUF_DEFAULT (4u << 20)
-#define TBE__BUF_MAX (16u << 20)
-#define TBE__BUF_MIN 4096u
-#define TBE__SPARE 2
+#define TBE__PAGE 4096u
+#define TBE__BUF_MAX (16u << 20)    /* largest explicit buffer_size */
+#define TBE__BUF_MIN TBE__PAGE      /* smallest buffer handed to CUPTI */
+#define TBE__SLICE_MAX (4u << 20)   /* Kineto's size; CUPTI suggests 1-10 MB */
+#define TBE__SLICE_MIN (64u << 10)  /* ~300 kernel records; XLA uses 32 KiB */
+#define TBE__SPREAD 32u             /* a request gets 1/32 of what is left */
+#define TBE__NBUF 1024u             /* slots: threads holding one + queued */
+#define TBE__CRASH_WAIT_MS 2000     /* a forced flush takes 1-55 ms (H200) */
+#define TBE__ALTSTACK (64u << 10)   /* signal stack given to start's thread */
 
 _Static_assert(TBE__MK_INSTANT == CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS, "marker flag");
 _Static_assert(TBE__MK_START == CUPTI_ACTIVITY_FLAG_MARKER_START, "marker flag");
@@ -121,14 +186,17 @@ static uint64_t hash_str(const char *s, size_t *len) {
 
 /* The collector's global state. */
 typedef struct qent {
-  uint8_t *buf;
+  uint32_t slot;
   size_t valid;
 } qent;
 
+typedef struct slotinfo {
+  uint32_t given;   /* bytes CUPTI was given; 0 while we hold the slot */
+  uint32_t charge;  /* bytes counted against the cap (see the essay) */
+} slotinfo;
+
 static struct {
   pthread_mutex_t mu;
-  pthread_cond_t cv;       /* wakes the background thread */
-  pthread_cond_t idle_cv;  /* signalled when the queue drains */
   int running;             /* between start and stop, in this process */
   int stopping;
   int closed;              /* stop finished decoding: late buffers are ignored */
@@ -139,14 +207,20 @@ static struct {
   tbe__cupti_api api;
   tbe__collect_config cfg;
   uint32_t cupti_version;
-  /* buffers */
-  size_t bufsize, maxbufs, nbufs;
-  uint8_t **all;
-  uint8_t **freel;
-  size_t nfree;
+  /* buffers: slots of one mapping */
+  uint8_t *base;
+  size_t map_bytes;
+  size_t slot_size;        /* bytes of address space per slot */
+  size_t fixed;            /* explicit buffer_size, or 0: slices */
+  size_t cap;              /* bound on G.held */
+  size_t held, held_peak;  /* sum of the charges; its maximum */
+  uint32_t nslots;
+  slotinfo *info;
+  uint32_t *freel;         /* free stack of slot numbers */
+  uint32_t nfree;
+  uint32_t outstanding;    /* slots CUPTI holds */
   qent *queue;
-  size_t qhead, qlen;
-  int busy;                /* background thread is decoding a buffer */
+  uint32_t qhead, qlen;
   uint64_t declined;
   /* spool */
   int fd;
@@ -160,7 +234,24 @@ static struct {
   struct timespec t0;      /* CLOCK_MONOTONIC at start */
   int window_opened, window_closed;
   int walk_noted;          /* a buffer walk that CUPTI cut short was noted */
+  unsigned crash_seen;     /* S.req when the background thread was made */
 } G = {.mu = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
+
+/* Wakes the background thread: a semaphore, because the fatal-signal
+ * handler must wake it too and sem_post is async-signal-safe.  Initialized
+ * once per process and never destroyed (a handler may post at any time). */
+static sem_t wake_sem;
+static pthread_once_t wake_once = PTHREAD_ONCE_INIT;
+static void wake_init(void) { sem_init(&wake_sem, 0, 0); }
+static void wake_bg(void) { sem_post(&wake_sem); }
+
+/* The fatal-signal handler's side (see the essay); lock-free atomics only. */
+static struct {
+  atomic_int armed;        /* a background thread serves requests */
+  atomic_int busy;         /* a handler is flushing */
+  atomic_int sig;          /* the signal of the last request */
+  atomic_uint req, done;   /* request and answer sequence numbers */
+} S;
 
 static int atfork_registered;
 static tbe_allocator malloc_alloc; /* the batches' allocator (malloc) */
@@ -506,11 +597,12 @@ static void write_batch(void) {
     G.stats.decode_cpu_ns = (uint64_t)c.tv_sec * 1000000000u + (uint64_t)c.tv_nsec;
   pthread_mutex_lock(&G.mu);
   G.stats.buffers_declined = G.declined;
+  G.stats.buffer_bytes = G.held_peak;
   if (G.side.len) {
     tbe__buf_append(&G.batch, G.side.data, G.side.len);
     tbe__buf_clear(&G.side);
   }
-  /* A snapshot under the lock: application threads add to buffer_bytes
+  /* A snapshot under the lock: application threads update the counts
    * (buffer_requested) while this thread writes the batch. */
   tbe__sp_stats snap = G.stats;
   pthread_mutex_unlock(&G.mu);
@@ -539,6 +631,7 @@ static void write_batch(void) {
 static void note(const char *fmt, const char *a, const char *b);
 static const char *cupti_err(CUptiResult r);
 
+/* Decodes the records of one completed buffer into the batch. */
 static void decode_buffer(uint8_t *buf, size_t valid) {
   uint64_t before = G.stats.records;
   CUpti_Activity *rec = NULL;
@@ -562,16 +655,21 @@ static void decode_buffer(uint8_t *buf, size_t valid) {
     }
   }
   G.stats.buffers++;
-  G.batch_records = G.stats.records - before;
-  add_dropped();
-  write_batch();
+  G.batch_records += G.stats.records - before;
 }
 
 /* ---- buffers ---- */
 
-static uint8_t *map_buffer(size_t size) {
-  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  return p == MAP_FAILED ? NULL : (uint8_t *)p; /* zero-filled, page aligned */
+static size_t page_up(size_t n) { return (n + TBE__PAGE - 1) & ~(size_t)(TBE__PAGE - 1); }
+
+static uint8_t *slot_addr(uint32_t s) { return G.base + (size_t)s * G.slot_size; }
+
+/* The slot of a buffer CUPTI hands back, or UINT32_MAX if it is not ours. */
+static uint32_t slot_of(const uint8_t *b) {
+  if (!G.base || b < G.base || b >= G.base + G.map_bytes) return UINT32_MAX;
+  size_t off = (size_t)(b - G.base);
+  if (off % G.slot_size) return UINT32_MAX;
+  return (uint32_t)(off / G.slot_size);
 }
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
@@ -583,29 +681,35 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
     pthread_mutex_unlock(&G.mu);
     return;
   }
-  uint8_t *b = NULL;
+  size_t give = 0;
+  uint32_t s = 0;
   if (G.nfree > 0) {
-    b = G.freel[--G.nfree];
-  } else if (G.nbufs < G.maxbufs) {
-    size_t slot = G.nbufs++;
-    pthread_mutex_unlock(&G.mu);
-    b = map_buffer(G.bufsize);
-    pthread_mutex_lock(&G.mu);
-    if (b) {
-      G.all[slot] = b;
-      G.stats.buffer_bytes += G.bufsize;
-    } else {
-      G.all[slot] = NULL;
-      G.declined++;
+    s = G.freel[G.nfree - 1];
+    size_t kept = G.info[s].charge; /* pages still resident from its last use */
+    size_t left = G.cap - G.held;   /* held includes `kept` */
+    size_t want = G.fixed;
+    if (!want) {
+      want = (left / TBE__SPREAD) & ~(size_t)(TBE__PAGE - 1);
+      if (want < TBE__SLICE_MIN) want = TBE__SLICE_MIN;
     }
+    if (want > G.slot_size) want = G.slot_size;
+    give = want < kept + left ? want : (kept + left) & ~(size_t)(TBE__PAGE - 1);
+    if (give < kept) give = kept;
+    if (give < TBE__BUF_MIN) give = 0;
+  }
+  if (give) {
+    G.nfree--;
+    G.held += give - G.info[s].charge;
+    if (G.held > G.held_peak) G.held_peak = G.held;
+    G.info[s].given = G.info[s].charge = (uint32_t)give;
+    G.outstanding++;
   } else {
     G.declined++;
   }
-  if (G.nfree < TBE__SPARE && G.nbufs < G.maxbufs) pthread_cond_signal(&G.cv);
   pthread_mutex_unlock(&G.mu);
-  if (b) {
-    *buffer = b;
-    *size = G.bufsize;
+  if (give) {
+    *buffer = slot_addr(s);
+    *size = give;
   }
 }
 
@@ -616,16 +720,94 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
   (void)size;
   if (!buffer) return;
   pthread_mutex_lock(&G.mu);
-  if (G.closed || G.owner != getpid()) {
-    /* After stop finished, or in a forked child: nothing decodes any more. */
+  uint32_t s = slot_of(buffer);
+  if (G.closed || G.owner != getpid() || s == UINT32_MAX || !G.info[s].given) {
+    /* After stop finished, in a forked child, or not a buffer CUPTI holds:
+     * nothing decodes any more. */
     pthread_mutex_unlock(&G.mu);
     return;
   }
-  size_t tail = (G.qhead + G.qlen) % G.maxbufs;
-  G.queue[tail] = (qent){buffer, valid};
+  slotinfo *in = &G.info[s];
+  if (valid > in->given) valid = in->given;
+  size_t used = page_up(valid); /* what CUPTI wrote: the valid bytes, from the start */
+  if (used > in->given) used = in->given;
+  G.held -= in->charge - used;
+  in->charge = (uint32_t)used;
+  G.outstanding--;
+  G.queue[(G.qhead + G.qlen) % G.nslots] = (qent){s, valid};
   G.qlen++;
-  pthread_cond_signal(&G.cv);
   pthread_mutex_unlock(&G.mu);
+  wake_bg();
+}
+
+/* Zeroes a decoded buffer and returns it to the free stack (decoding
+ * thread; see the essay for what stays resident). */
+static void recycle(qent e) {
+  pthread_mutex_lock(&G.mu);
+  size_t given = G.info[e.slot].given, used = G.info[e.slot].charge;
+  int release = G.held > G.cap / 2;
+  pthread_mutex_unlock(&G.mu);
+  uint8_t *b = slot_addr(e.slot);
+  size_t kept = 0;
+  if (release) {
+    if (used) madvise(b, used, MADV_DONTNEED); /* zero-filled when touched again */
+  } else {
+    memset(b, 0, used);
+    kept = used;
+  }
+  if (given > used) madvise(b + used, given - used, MADV_DONTNEED); /* cheap: untouched */
+  pthread_mutex_lock(&G.mu);
+  G.held -= used - kept;
+  G.info[e.slot].charge = (uint32_t)kept;
+  G.info[e.slot].given = 0;
+  G.freel[G.nfree++] = e.slot;
+  pthread_mutex_unlock(&G.mu);
+}
+
+/* Decodes one completed buffer, recycles it, then writes its frame. */
+static void process(qent e) {
+  decode_buffer(slot_addr(e.slot), e.valid);
+  recycle(e);
+  add_dropped();
+  write_batch();
+}
+
+/* Maps the slots (G.slot_size each); fewer when the system refuses that
+ * much address space (strict overcommit).  Returns 0 or TBE_ENOMEM. */
+static int map_slots(uint32_t want) {
+  for (uint32_t n = want; n >= 16; n /= 2) {
+    size_t bytes = (size_t)n * G.slot_size;
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) continue;
+    G.base = p; /* zero-filled, page aligned */
+    G.map_bytes = bytes;
+    G.nslots = n;
+    G.info = calloc(n, sizeof *G.info);
+    G.freel = calloc(n, sizeof *G.freel);
+    G.queue = calloc(n, sizeof *G.queue);
+    if (!G.info || !G.freel || !G.queue) return TBE_ENOMEM;
+    for (uint32_t i = 0; i < n; i++) G.freel[i] = n - 1 - i; /* slot 0 on top */
+    G.nfree = n;
+    return 0;
+  }
+  return TBE_ENOMEM;
+}
+
+/* Unmaps the slots unless CUPTI still holds one (it might write to it:
+ * then the mapping is left on purpose). */
+static void free_slots(void) {
+  if (G.base && G.outstanding == 0) munmap(G.base, G.map_bytes);
+  free(G.info);
+  free(G.freel);
+  free(G.queue);
+  G.base = NULL;
+  G.info = NULL;
+  G.freel = NULL;
+  G.queue = NULL;
+  G.map_bytes = 0;
+  G.nslots = G.nfree = G.qlen = G.qhead = G.outstanding = 0;
+  G.held = 0;
 }
 
 /* ---- enabling ---- */
@@ -741,37 +923,84 @@ static double since_t0(void) {
   return (double)(n.tv_sec - G.t0.tv_sec) + (double)(n.tv_nsec - G.t0.tv_nsec) * 1e-9;
 }
 
-static void top_up_locked(void) {
-  while (G.nfree < TBE__SPARE && G.nbufs < G.maxbufs) {
-    size_t slot = G.nbufs++;
-    pthread_mutex_unlock(&G.mu);
-    uint8_t *b = map_buffer(G.bufsize);
-    pthread_mutex_lock(&G.mu);
-    G.all[slot] = b;
-    if (!b) break;
-    G.stats.buffer_bytes += G.bufsize;
-    G.freel[G.nfree++] = b;
+static const char *sig_name(int sig) {
+  switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGABRT: return "SIGABRT";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    default: return "a signal";
   }
+}
+
+/* The first half of a fatal-signal flush (G.mu not held): says so in the
+ * spool at once, then forces CUPTI to return every buffer; the caller
+ * decodes them. */
+static void crash_flush(int sig) {
+  char what[64];
+  snprintf(what, sizeof what, "signal %d (%s)", sig, sig_name(sig));
+  pthread_mutex_lock(&G.mu);
+  note("%s reached the program: the collector flushed CUPTI's buffers to the spool %s", what,
+       "at that moment (records completed before it are kept)");
+  pthread_mutex_unlock(&G.mu);
+  write_batch();
+  G.api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
+
+/* Waits for a wake-up or until `secs` have passed (G.mu held; dropped
+ * while waiting).  sem_timedwait counts in CLOCK_REALTIME: a clock step
+ * makes one wait end early or late, never lost. */
+static void wait_locked(double secs) {
+  if (secs < 0.001) secs = 0.001;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  long long ns = ts.tv_nsec + (long long)(secs * 1e9);
+  ts.tv_sec += (time_t)(ns / 1000000000);
+  ts.tv_nsec = (long)(ns % 1000000000);
+  pthread_mutex_unlock(&G.mu);
+  while (sem_timedwait(&wake_sem, &ts) != 0 && errno == EINTR) {
+  }
+  /* One look at the state answers every post made so far (each poster
+   * changed it first): collapse them, or a busy spell's posts would cost
+   * as many empty rounds later. */
+  while (sem_trywait(&wake_sem) == 0) {
+  }
+  pthread_mutex_lock(&G.mu);
 }
 
 static void *bg_main(void *arg) {
   (void)arg;
   double last_flush = 0;
+  unsigned crash_seen = G.crash_seen; /* (not S.req now: a request may
+                                         come before this thread runs) */
+  int draining = 0; /* decoding what a fatal-signal flush returned */
   pthread_mutex_lock(&G.mu);
   for (;;) {
-    top_up_locked();
+    unsigned req = atomic_load(&S.req);
+    if (req != crash_seen && !draining) {
+      crash_seen = req;
+      draining = 1;
+      pthread_mutex_unlock(&G.mu);
+      crash_flush(atomic_load(&S.sig));
+      pthread_mutex_lock(&G.mu);
+      continue;
+    }
     if (G.qlen > 0) {
       qent e = G.queue[G.qhead];
-      G.qhead = (G.qhead + 1) % G.maxbufs;
+      G.qhead = (G.qhead + 1) % G.nslots;
       G.qlen--;
-      G.busy = 1;
       pthread_mutex_unlock(&G.mu);
-      decode_buffer(e.buf, e.valid);
-      memset(e.buf, 0, G.bufsize); /* CUPTI gets pre-zeroed buffers */
+      process(e);
       pthread_mutex_lock(&G.mu);
-      G.freel[G.nfree++] = e.buf;
-      G.busy = 0;
-      if (G.qlen == 0) pthread_cond_broadcast(&G.idle_cv);
+      continue;
+    }
+    if (draining) {
+      /* Everything the forced flush returned is in the spool. */
+      draining = 0;
+      atomic_store(&S.done, crash_seen);
       continue;
     }
     if (G.stopping) break;
@@ -809,16 +1038,140 @@ static void *bg_main(void *arg) {
       }
       if (last_flush + period - now < wake) wake = last_flush + period - now;
     }
-    if (wake < 0.001) wake = 0.001;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    long long ns = ts.tv_nsec + (long long)(wake * 1e9);
-    ts.tv_sec += (time_t)(ns / 1000000000);
-    ts.tv_nsec = (long)(ns % 1000000000);
-    pthread_cond_timedwait(&G.cv, &G.mu, &ts);
+    wait_locked(wake);
   }
   pthread_mutex_unlock(&G.mu);
   return NULL;
+}
+
+/* ---- fatal signals ---- */
+
+static const int fatal_sigs[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTERM, SIGINT};
+#define NFATAL (sizeof fatal_sigs / sizeof fatal_sigs[0])
+static struct sigaction old_act[NFATAL]; /* what each was before we came */
+static int have_old[NFATAL];             /* old_act[i] is valid */
+
+static int fatal_index(int sig) {
+  for (size_t i = 0; i < NFATAL; i++)
+    if (fatal_sigs[i] == sig) return (int)i;
+  return -1;
+}
+
+static void set_default(int sig) {
+  struct sigaction d;
+  memset(&d, 0, sizeof d);
+  d.sa_handler = SIG_DFL;
+  sigemptyset(&d.sa_mask);
+  sigaction(sig, &d, NULL);
+}
+
+/* Hands the signal on as if we had never been there (async-signal-safe). */
+static void chain(int sig, siginfo_t *si, void *uc) {
+  int k = fatal_index(sig);
+  const struct sigaction *o = k >= 0 && have_old[k] ? &old_act[k] : NULL;
+  if (!o || o->sa_handler == SIG_DFL) {
+    /* The default: dies of the signal on return (it is blocked here). */
+    set_default(sig);
+    raise(sig);
+    return;
+  }
+  if (o->sa_handler == SIG_IGN) return;
+  if (o->sa_flags & SA_RESETHAND) set_default(sig); /* as the kernel would have */
+  sigset_t m = o->sa_mask;
+  if (o->sa_flags & SA_NODEFER) {
+    pthread_sigmask(SIG_BLOCK, &m, NULL);
+    sigemptyset(&m);
+    sigaddset(&m, sig);
+    pthread_sigmask(SIG_UNBLOCK, &m, NULL);
+  } else {
+    pthread_sigmask(SIG_BLOCK, &m, NULL);
+  }
+  if (o->sa_flags & SA_SIGINFO)
+    o->sa_sigaction(sig, si, uc);
+  else
+    o->sa_handler(sig);
+  /* (the mask is restored when this handler returns) */
+}
+
+static void on_fatal(int sig, siginfo_t *si, void *uc) {
+  int saved_errno = errno;
+  int idle = 0;
+  if (!atomic_compare_exchange_strong(&S.busy, &idle, 1)) {
+    /* A second fatal signal while a flush is under way: the default. */
+    set_default(sig);
+    raise(sig);
+    errno = saved_errno;
+    return;
+  }
+  if (atomic_load(&S.armed) && !pthread_equal(pthread_self(), G.thread)) {
+    atomic_store(&S.sig, sig);
+    unsigned seq = atomic_fetch_add(&S.req, 1) + 1;
+    wake_bg();
+    struct timespec t0, now, nap = {0, 1000000};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+      if ((int)(atomic_load(&S.done) - seq) >= 0) break;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      long long ms = (long long)(now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+      if (ms >= TBE__CRASH_WAIT_MS) break;
+      nanosleep(&nap, NULL);
+    }
+  }
+  atomic_store(&S.busy, 0);
+  chain(sig, si, uc);
+  errno = saved_errno;
+}
+
+static int is_ours(const struct sigaction *a) {
+  return (a->sa_flags & SA_SIGINFO) && a->sa_sigaction == on_fatal;
+}
+
+/* Gives the calling thread an alternate signal stack when it has none, so
+ * that SIGSEGV from a stack overflow can still run the handler.  Never
+ * freed: the thread keeps it after stop (one per thread that starts a
+ * session without a signal stack of its own). */
+static void give_altstack(void) {
+  stack_t cur;
+  if (sigaltstack(NULL, &cur) != 0 || !(cur.ss_flags & SS_DISABLE)) return;
+  void *p = mmap(NULL, TBE__ALTSTACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return;
+  stack_t ss;
+  memset(&ss, 0, sizeof ss);
+  ss.ss_sp = p;
+  ss.ss_size = TBE__ALTSTACK;
+  if (sigaltstack(&ss, NULL) != 0) munmap(p, TBE__ALTSTACK);
+}
+
+/* Installs on_fatal for each fatal signal the program does not ignore.
+ * Where on_fatal is installed already (a forked child starting again) the
+ * handler saved then is kept. */
+static void install_handlers(void) {
+  give_altstack();
+  for (size_t i = 0; i < NFATAL; i++) {
+    struct sigaction cur;
+    if (sigaction(fatal_sigs[i], NULL, &cur) != 0) continue;
+    if (is_ours(&cur)) continue;
+    if (cur.sa_handler == SIG_IGN) continue; /* (sa_handler shares sa_sigaction's storage) */
+    old_act[i] = cur;
+    have_old[i] = 1;
+    struct sigaction a;
+    memset(&a, 0, sizeof a);
+    a.sa_sigaction = on_fatal;
+    a.sa_mask = cur.sa_mask;
+    a.sa_flags = SA_SIGINFO | (cur.sa_flags & (SA_RESTART | SA_ONSTACK)) |
+                 (fatal_sigs[i] == SIGSEGV ? SA_ONSTACK : 0);
+    sigaction(fatal_sigs[i], &a, NULL);
+  }
+}
+
+/* Puts back what was there before, where ours is still installed. */
+static void remove_handlers(void) {
+  for (size_t i = 0; i < NFATAL; i++) {
+    struct sigaction cur;
+    if (!have_old[i] || sigaction(fatal_sigs[i], NULL, &cur) != 0) continue;
+    if (is_ours(&cur)) sigaction(fatal_sigs[i], &old_act[i], NULL);
+    have_old[i] = 0;
+  }
 }
 
 /* ---- fork ---- */
@@ -827,8 +1180,11 @@ static void atfork_prepare(void) { pthread_mutex_lock(&G.mu); }
 static void atfork_parent(void) { pthread_mutex_unlock(&G.mu); }
 static void atfork_child(void) {
   /* The child has no background thread and must not touch the parent's
-   * spool or CUPTI state: it simply is not collecting. */
+   * spool or CUPTI state: it simply is not collecting.  Our signal handlers
+   * stay and only chain. */
   pthread_mutex_unlock(&G.mu);
+  atomic_store(&S.armed, 0);
+  atomic_store(&S.busy, 0);
   if (G.running) {
     G.running = 0;
     G.closed = 1;
@@ -840,23 +1196,27 @@ static void atfork_child(void) {
 
 /* ---- start / stop ---- */
 
-/* Unmaps the buffers we hold; one CUPTI never returned stays mapped (it
- * might still write to it). */
-static void free_buffers(void) {
-  for (size_t i = 0; i < G.nfree; i++) munmap(G.freel[i], G.bufsize);
-  free(G.all);
-  free(G.freel);
-  free(G.queue);
-  G.all = G.freel = NULL;
-  G.queue = NULL;
-  G.nbufs = G.nfree = G.qlen = G.qhead = 0;
-}
-
 int tbe__collector_running(void) {
   pthread_mutex_lock(&G.mu);
   int r = G.running && G.owner == getpid();
   pthread_mutex_unlock(&G.mu);
   return r;
+}
+
+void tbe__collector_memory(size_t *held, size_t *peak, size_t *resident) {
+  pthread_mutex_lock(&G.mu);
+  if (held) *held = G.held;
+  if (peak) *peak = G.held_peak;
+  uint8_t *base = G.base;
+  size_t bytes = G.map_bytes;
+  pthread_mutex_unlock(&G.mu);
+  if (!resident) return;
+  *resident = 0;
+  size_t pages = bytes / TBE__PAGE;
+  unsigned char *vec = pages ? malloc(pages) : NULL;
+  if (vec && mincore(base, bytes, vec) == 0)
+    for (size_t i = 0; i < pages; i++) *resident += (vec[i] & 1) ? TBE__PAGE : 0;
+  free(vec);
 }
 
 static void write_header_items(void) {
@@ -905,18 +1265,24 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
   G.cfg.spool_path = strdup(cfg->spool_path);
   pthread_mutex_unlock(&G.mu);
   if (!G.cfg.spool_path) return TBE_ENOMEM;
+  pthread_once(&wake_once, wake_init);
 
+  /* The buffers (see the essay). */
   size_t cap = cfg->buffer_cap ? cfg->buffer_cap : (size_t)64 << 20;
-  size_t bs = cfg->buffer_size ? cfg->buffer_size : TBE__BUF_DEFAULT;
-  if (!cfg->buffer_size && bs > cap / 2) bs = cap / 2;
-  if (bs > TBE__BUF_MAX) bs = TBE__BUF_MAX;
-  if (bs < TBE__BUF_MIN) bs = TBE__BUF_MIN;
-  bs = (bs + 4095) & ~(size_t)4095;
-  G.bufsize = bs;
-  G.maxbufs = cap / bs ? cap / bs : 1;
-  G.all = calloc(G.maxbufs, sizeof *G.all);
-  G.freel = calloc(G.maxbufs, sizeof *G.freel);
-  G.queue = calloc(G.maxbufs, sizeof *G.queue);
+  if (cap < TBE__BUF_MIN) cap = TBE__BUF_MIN;
+  if (cfg->buffer_size) {
+    size_t bs = cfg->buffer_size;
+    if (bs > TBE__BUF_MAX) bs = TBE__BUF_MAX;
+    G.fixed = G.slot_size = page_up(bs < TBE__BUF_MIN ? TBE__BUF_MIN : bs);
+  } else {
+    size_t ss = (cap / TBE__SPREAD) & ~(size_t)(TBE__PAGE - 1);
+    G.fixed = 0;
+    G.slot_size = ss < TBE__SLICE_MIN ? TBE__SLICE_MIN : ss > TBE__SLICE_MAX ? TBE__SLICE_MAX : ss;
+  }
+  G.cap = cap;
+  G.held = G.held_peak = 0;
+  G.outstanding = G.qlen = G.qhead = 0;
+  int rc = map_slots(TBE__NBUF);
   tbe__allocator_init(&malloc_alloc, NULL);
   tbe__buf_init(&G.batch, &malloc_alloc);
   tbe__buf_init(&G.side, &malloc_alloc);
@@ -925,13 +1291,11 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
   memset(kind_on, 0, sizeof kind_on);
   G.declined = 0;
   G.write_err = 0;
-  G.stopping = G.closed = G.enabled = G.busy = 0;
+  G.stopping = G.closed = G.enabled = 0;
   G.window_opened = G.window_closed = 0;
   G.walk_noted = 0;
   G.owner = getpid();
   G.cupti_version = 0;
-  int rc = 0;
-  if (!G.all || !G.freel || !G.queue) rc = TBE_ENOMEM;
   if (rc == 0) {
     G.fd = tbe__io_open(G.cfg.spool_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
     if (G.fd < 0) rc = -errno;
@@ -948,22 +1312,11 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
     rc = tbe__write_all(G.fd, head, sizeof head);
   }
   if (rc == 0) {
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&G.cv, &ca);
-    pthread_condattr_destroy(&ca);
-    pthread_cond_init(&G.idle_cv, NULL);
     clock_gettime(CLOCK_MONOTONIC, &G.t0);
     if (G.api.get_version) G.api.get_version(&G.cupti_version);
+    while (sem_trywait(&wake_sem) == 0) {
+    } /* posts left from an earlier session */
     pthread_mutex_lock(&G.mu);
-    for (size_t i = 0; i < TBE__SPARE && i < G.maxbufs; i++) {
-      uint8_t *b = map_buffer(G.bufsize);
-      if (!b) break;
-      G.all[G.nbufs++] = b;
-      G.freel[G.nfree++] = b;
-      G.stats.buffer_bytes += G.bufsize;
-    }
     write_header_items();
     G.running = 1;
     pthread_mutex_unlock(&G.mu);
@@ -986,6 +1339,7 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
   }
   if (rc == 0) {
     /* The thread must not inherit the application's signal handling. */
+    G.crash_seen = atomic_load(&S.req);
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -996,6 +1350,10 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
     } else {
       G.thread_started = 1;
     }
+  }
+  if (rc == 0 && G.cfg.catch_signals) {
+    install_handlers();
+    atomic_store(&S.armed, 1);
   }
   if (rc != 0) {
     set_enabled(0);
@@ -1011,7 +1369,7 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
     tbe__buf_deinit(&G.batch);
     tbe__buf_deinit(&G.side);
     strtab_free(&G.strs);
-    /* Buffers CUPTI may still hold are left mapped on purpose. */
+    free_slots(); /* (kept mapped if CUPTI holds a buffer) */
     free((char *)G.cfg.spool_path);
     G.cfg.spool_path = NULL;
     return rc;
@@ -1026,25 +1384,27 @@ int tbe__collector_stop(tbe__sp_stats *stats) {
     return TBE_ESTATE;
   }
   pthread_mutex_unlock(&G.mu);
+  atomic_store(&S.armed, 0);
+  if (G.cfg.catch_signals) remove_handlers();
   set_enabled(0);
   /* Forced flush: CUPTI completes every buffer, incomplete records too. */
   G.api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   pthread_mutex_lock(&G.mu);
   G.stopping = 1;
-  pthread_cond_signal(&G.cv);
   pthread_mutex_unlock(&G.mu);
+  wake_bg();
   if (G.thread_started) pthread_join(G.thread, NULL);
   G.thread_started = 0;
   /* Buffers completed after the thread left are decoded here. */
   pthread_mutex_lock(&G.mu);
   while (G.qlen > 0) {
     qent e = G.queue[G.qhead];
-    G.qhead = (G.qhead + 1) % G.maxbufs;
+    G.qhead = (G.qhead + 1) % G.nslots;
     G.qlen--;
     pthread_mutex_unlock(&G.mu);
-    decode_buffer(e.buf, e.valid);
+    decode_buffer(slot_addr(e.slot), e.valid);
+    recycle(e);
     pthread_mutex_lock(&G.mu);
-    G.freel[G.nfree++] = e.buf;
   }
   G.closed = 1;
   G.running = 0;
@@ -1062,10 +1422,8 @@ int tbe__collector_stop(tbe__sp_stats *stats) {
   tbe__buf_deinit(&G.batch);
   tbe__buf_deinit(&G.side);
   strtab_free(&G.strs);
-  free_buffers();
+  free_slots();
   free((char *)G.cfg.spool_path);
   G.cfg.spool_path = NULL;
-  pthread_cond_destroy(&G.cv);
-  pthread_cond_destroy(&G.idle_cv);
   return rc;
 }

@@ -7,11 +7,20 @@
  * CUPTI's buffer callbacks carry no user pointer.
  *
  * Threads: CUPTI calls buffer_requested / buffer_completed on its own and on
- * application threads; those only move buffer pointers between two lists
- * under a mutex.  A background thread decodes completed buffers into spool
- * items (collect/spool.h), writes them, zeroes and recycles the buffers, and
- * switches collection on/off for delay/duration.  start/stop must not race
- * each other. */
+ * application threads; those only move buffers between a free stack and a
+ * queue under a mutex.  A background thread decodes completed buffers into
+ * spool items (collect/spool.h), zeroes and recycles the buffers, writes
+ * the items, switches collection on/off for delay/duration and flushes
+ * periodically.  start/stop must not race each other.
+ *
+ * Memory: buffer_cap bounds the bytes the buffers can make resident (what
+ * CUPTI may fill, what awaits decoding, what is kept warm), not the number
+ * of buffers, so that tens of threads, each with a buffer of its own, fit.
+ *
+ * Signals: with catch_signals, a fatal signal (SIGSEGV, SIGBUS, SIGABRT,
+ * SIGFPE, SIGILL, SIGTERM, SIGINT) makes the collector flush and spool what
+ * CUPTI holds (waiting 2 s at most) before the signal goes on to the
+ * program's previous handler or its default action; see collector.c. */
 #ifndef TBE_COLLECT_COLLECTOR_H
 #define TBE_COLLECT_COLLECTOR_H
 
@@ -53,10 +62,12 @@ typedef struct tbe__collect_config {
   unsigned trace;          /* TBE_TRACE_* */
   double delay_s, duration_s;
   unsigned capture;        /* tbe_capture_mode, recorded in the spool only */
-  size_t buffer_cap;       /* bytes of host buffers at most */
-  size_t buffer_size;      /* bytes per buffer; 0 = 4 MiB (or cap/2 if smaller) */
+  size_t buffer_cap;       /* bytes the buffers may hold; 0 = 64 MiB */
+  size_t buffer_size;      /* bytes per buffer; 0 = sized per request from
+                              what the cap leaves (collector.c) */
   unsigned flush_ms;       /* periodic non-forced flush; 0 = none */
   int keep_noisy;          /* keep cudaGetDevice & co. */
+  int catch_signals;       /* flush on fatal signals (see above) */
   uint32_t flags;          /* TBE__SPF_* */
   const char *spool_path;  /* file to create (O_EXCL) */
 } tbe__collect_config;
@@ -70,6 +81,12 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
 int tbe__collector_stop(tbe__sp_stats *stats);
 /* 1 while running in this process (0 in a forked child). */
 int tbe__collector_running(void);
+/* The buffers' memory: *held, the bytes counted against buffer_cap now;
+ * *peak, the most since start (also the spool stats' buffer_bytes);
+ * *resident, the bytes of the buffers' mapping resident in memory
+ * (mincore; meant for tests).  Any pointer may be NULL; *held and
+ * *resident are 0 when not running. */
+void tbe__collector_memory(size_t *held, size_t *peak, size_t *resident);
 
 /* The runtime and driver calls left out unless keep_noisy (by name without
  * the _vNNNN suffix). */

@@ -10,7 +10,10 @@
  * child that reaches either starts its own, since the parent's session is
  * not inherited; a call from inside the start, if CUPTI makes one, returns
  * at once) with a
- * spool <dir>/<pid>.spool and registers the at-exit forced flush.
+ * spool <dir>/<pid>.spool and registers the at-exit forced flush.  The
+ * collector also flushes on fatal signals (collector.c: SIGSEGV, SIGABRT,
+ * SIGTERM, ...) and every flush_ms, so a crash keeps what completed and a
+ * SIGKILL loses at most about one flush period.
  *
  * Only these two symbols are exported (inject.map); everything else is
  * hidden so nothing can clash with the host program.  A forked child does
@@ -86,6 +89,7 @@ static void start_once(void) {
   cfg.buffer_cap = (o.buffer_mb ? o.buffer_mb : 64) << 20;
   cfg.flush_ms = o.flush_ms;
   cfg.keep_noisy = o.keep_noisy;
+  cfg.catch_signals = 1;
   cfg.flags = TBE__SPF_INJECTED;
   char path[4200];
   int rc = TBE_EEXIST;

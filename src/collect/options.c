@@ -136,6 +136,7 @@ void tbe_profiler_options_init(tbe_profiler_options *o) {
   memset(o, 0, sizeof *o);
   o->trace = TBE_TRACE_DEFAULT;
   o->buffer_mb = 64;
+  o->flush_period_ms = 1000;
 }
 
 int tbe_profiler_parse_trace(const char *list, unsigned *mask, size_t *bad_at) {

@@ -15,8 +15,8 @@ typedef struct tbe__collect_opts {
   unsigned trace;      /* TBE_TRACE_* */
   double delay_s, duration_s;
   unsigned capture;    /* tbe_capture_mode */
-  size_t buffer_mb;    /* 0 = default */
-  unsigned flush_ms;   /* periodic flush */
+  size_t buffer_mb;    /* cap on buffer memory; 0 = default */
+  unsigned flush_ms;   /* periodic flush of CUPTI's buffers (--flush-period) */
   int keep_noisy;
 } tbe__collect_opts;
 

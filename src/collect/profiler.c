@@ -120,6 +120,8 @@ int tbe_profiler_start(const tbe_profiler_options *o) {
   cfg.capture = (unsigned)o->capture;
   cfg.buffer_cap = (o->buffer_mb ? o->buffer_mb : 64) << 20;
   cfg.keep_noisy = o->keep_noisy_api;
+  cfg.flush_ms = o->flush_period_ms ? o->flush_period_ms : 1000;
+  cfg.catch_signals = 1;
   cfg.spool_path = path;
   if (cfg.trace & TBE_TRACE_NVTX) route_nvtx(&api);
   rc = tbe__collector_start(&api, &cfg);

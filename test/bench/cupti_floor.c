@@ -6,10 +6,13 @@
  * cuda,nvtx; TBEXPORT_FLOOR_TRACE=cuda,nvtx,memory,driver picks others),
  * filters the same noisy API calls, and handles CUPTI's buffers the way the
  * collector does (so that only what the collector does with the records
- * differs): 4 MiB buffers mapped up front and handed to CUPTI pre-zeroed
+ * differs): 2 MiB buffers (the slice the collector gives a thread at its
+ * default 64 MiB cap) mapped up front and handed to CUPTI pre-zeroed
  * (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER), the completion callback
  * only queues the buffer, and a background thread walks the records,
- * counting them by kind, zeroes the buffer and recycles it.  At exit it
+ * counting them by kind, zeroes the valid bytes (their pages stay resident)
+ * and releases the rest with MADV_DONTNEED, as the collector does, and
+ * recycles the buffer.  At exit it
  * forces a flush and prints the counts on stderr.  TBEXPORT_FLOOR_FLUSH_MS=N
  * adds the collector's periodic non-forced flush (every N ms, default off;
  * on the H200 host it changed neither workload's loop time measurably:
@@ -30,8 +33,8 @@
 #include <cupti.h>
 
 #define API __attribute__((visibility("default")))
-#define BUF_SIZE (4u << 20)
-#define NBUF_MAX 256 /* 1 GiB at most (the collector caps at 64 MiB by default) */
+#define BUF_SIZE (2u << 20)
+#define NBUF_MAX 512 /* 1 GiB at most (the collector caps at 64 MiB by default) */
 #define NBUF_START 8
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -98,7 +101,11 @@ static void floor_count(uint8_t *buf, size_t valid) {
   }
   size_t d = 0;
   cuptiActivityGetNumDroppedRecords(NULL, 0, &d);
-  memset(buf, 0, BUF_SIZE); /* CUPTI gets pre-zeroed buffers */
+  /* CUPTI gets pre-zeroed buffers: zero what it wrote, release the rest */
+  size_t used = (valid + 4095) & ~(size_t)4095;
+  if (used > BUF_SIZE) used = BUF_SIZE;
+  memset(buf, 0, used);
+  if (used < BUF_SIZE) madvise(buf + used, BUF_SIZE - used, MADV_DONTNEED);
   pthread_mutex_lock(&mu);
   records += n, kernels += k, copies += c, memsets += m, apis += a, markers += mk, other += o;
   dropped += d;
@@ -171,7 +178,7 @@ static void at_exit(void) {
   if (joined) pthread_join(thread, NULL); /* drains the queue first */
   fprintf(stderr,
           "cupti_floor: records %llu (kernels %llu, copies %llu, memsets %llu, api %llu, "
-          "markers %llu, other %llu), dropped %llu, buffers declined %llu, buffers %d x 4 MiB, "
+          "markers %llu, other %llu), dropped %llu, buffers declined %llu, buffers %d x 2 MiB, "
           "flush every %u ms\n",
           records, kernels, copies, memsets, apis, markers, other, dropped, declined, nbufs,
           flush_ms);

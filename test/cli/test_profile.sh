@@ -80,6 +80,12 @@ case "$env_out" in
   *) fail "injection environment: '$env_out'" ;;
 esac
 case "$env_out" in *delay=0.5*) ;; *) fail "delay not passed: '$env_out'" ;; esac
+case "$env_out" in *flush_ms=1000*) ;; *) fail "default flush period not passed: '$env_out'" ;; esac
+env_out=$("$tb" --logdir ld4 --quiet --force --flush-period 250 -- sh -c 'echo "$TBEXPORT_OPTIONS"' 2>/dev/null)
+case "$env_out" in *flush_ms=250\;*) ;; *) fail "--flush-period 250 not passed: '$env_out'" ;; esac
+"$tb" --logdir ld4 --flush-period 0 -- true 2>err.txt
+[ $? -eq 2 ] || fail "--flush-period 0: want status 2"
+grep -q -- "--flush-period: expected milliseconds" err.txt || fail "--flush-period 0: message: $(cat err.txt)"
 env_out=$("$tb" --logdir ld4 --quiet --force --trace cuda -- sh -c 'echo "[$NVTX_INJECTION64_PATH]"' 2>/dev/null)
 [ "$env_out" = "[]" ] || fail "--trace cuda still injects NVTX: '$env_out'"
 printf 'echo "no #! line: $1"\n' >nosb && chmod +x nosb

@@ -2,23 +2,26 @@
  * (issue 6, "Load and concurrency"), against a fake CUPTI, no GPU needed;
  * run in the ThreadSanitizer build too.
  *
- * The real collector (collect/collector.c) is started with a fake function
- * table whose buffers are filled by P application threads at once (default
- * 4; $TBE_STRESS_THREADS), as CUPTI fills per-thread buffers: each thread
- * emits R kernel records (default 100,000; $TBE_STRESS_RECORDS), each with
- * its cudaLaunchKernel API record, requests buffers from the collector and
- * completes full ones itself (buffer_requested / buffer_completed called
- * concurrently from several threads).  The collector's background thread
- * decodes and writes the spool meanwhile and flushes every millisecond; the
- * fake's flush completes the threads' partly filled buffers (taking each
- * thread's lock, like CUPTI), so completions also come from the background
- * thread.  Buffers are small (64 KiB, at most 128) so the free list cycles
- * constantly and requests are sometimes declined: the fake then drops the
- * record and counts it, like CUPTI.  After the threads end, the collector is
- * stopped and the spool converted; checks: every kernel and API record not
- * dropped is in the trace exactly once (correlation ids), the collector's
- * dropped count equals the fake's, and the capture ended cleanly.  Skipped
- * (exit 77) when the collector was built without the CUPTI headers. */
+ * The real collector (collect/collector.c) is started with the fake CUPTI
+ * of test/unit/fake_cupti.h, whose per-thread buffers are filled by P
+ * application threads at once (default 4; $TBE_STRESS_THREADS): each
+ * thread emits R kernel records (default 100,000; $TBE_STRESS_RECORDS),
+ * each with its cudaLaunchKernel API record, requests buffers from the
+ * collector and completes full ones itself (buffer_requested /
+ * buffer_completed called concurrently from several threads).  The
+ * collector's background thread decodes and writes the spool meanwhile and
+ * flushes every millisecond; the fake's flush completes the threads'
+ * partly filled buffers (taking each thread's lock, like CUPTI), so
+ * completions also come from the background thread.  Buffers are small
+ * (64 KiB, 8 MiB held at most) so the free stack cycles constantly and
+ * requests are sometimes declined: the fake then drops the record and
+ * counts it, like CUPTI.  After the threads end, the collector is stopped
+ * and the spool converted; checks: every kernel and API record not dropped
+ * is in the trace exactly once (correlation ids), the collector's dropped
+ * count equals the fake's, the buffers' memory never exceeded the cap (the
+ * fake's count of the bytes it held, and the collector's), every buffer
+ * came zeroed, and the capture ended cleanly.  Skipped (exit 77) when the
+ * collector was built without the CUPTI headers. */
 #include <stdio.h>
 
 #ifndef TBE_HAVE_CUPTI
@@ -42,52 +45,14 @@ int main(void) {
 #include "tbexport/profiler.h"
 
 #define T0 1700000000000000000ull
-#define MAX_PRODUCERS 64
-
-typedef struct producer {
-  pthread_mutex_t mu; /* CUPTI's per-buffer lock: emitting vs flushing */
-  uint8_t *cur;
-  size_t cur_size, cur_used;
-  uint64_t dropped_kernels, dropped_apis;
-} producer;
 
 static struct {
-  CUpti_BuffersCallbackRequestFunc req;
-  CUpti_BuffersCallbackCompleteFunc done;
-  producer p[MAX_PRODUCERS];
+  uint64_t dropped_kernels[TF_MAX_THREADS], dropped_apis[TF_MAX_THREADS];
   int np;
-  atomic_size_t dropped; /* since the last get_num_dropped */
 } F;
 
 static CUptiResult f_enable(CUpti_ActivityKind k) {
   (void)k;
-  return CUPTI_SUCCESS;
-}
-static CUptiResult f_register(CUpti_BuffersCallbackRequestFunc r,
-                              CUpti_BuffersCallbackCompleteFunc d) {
-  F.req = r;
-  F.done = d;
-  return CUPTI_SUCCESS;
-}
-static CUptiResult f_dropped(CUcontext c, uint32_t s, size_t *d) {
-  (void)c;
-  (void)s;
-  *d = atomic_exchange(&F.dropped, 0);
-  return CUPTI_SUCCESS;
-}
-/* Completes producer `p`'s partly filled buffer (its lock held). */
-static void complete_locked(producer *p) {
-  if (!p->cur) return;
-  F.done(NULL, 0, p->cur, p->cur_size, p->cur_used);
-  p->cur = NULL;
-}
-static CUptiResult f_flush(uint32_t flag) {
-  (void)flag;
-  for (int i = 0; i < F.np; i++) {
-    pthread_mutex_lock(&F.p[i].mu);
-    complete_locked(&F.p[i]);
-    pthread_mutex_unlock(&F.p[i].mu);
-  }
   return CUPTI_SUCCESS;
 }
 static CUptiResult f_attr(CUpti_ActivityAttribute a, size_t *size, void *v) {
@@ -111,37 +76,14 @@ static CUptiResult f_version(uint32_t *v) {
 static const tbe__cupti_api fake_api = {
     .activity_enable = f_enable,
     .activity_disable = f_enable,
-    .register_callbacks = f_register,
+    .register_callbacks = tf_register,
     .get_next_record = tf_next_record,
-    .get_num_dropped = f_dropped,
-    .flush_all = f_flush,
+    .get_num_dropped = tf_get_num_dropped,
+    .flush_all = tf_flush,
     .set_attribute = f_attr,
     .get_callback_name = f_cbname,
     .get_version = f_version,
 };
-
-/* Puts one record in producer p's buffer; returns 0 if it was dropped. */
-static int emit(producer *p, const void *rec, size_t size) {
-  pthread_mutex_lock(&p->mu);
-  if (p->cur && p->cur_used + size > p->cur_size) complete_locked(p);
-  if (!p->cur) {
-    uint8_t *b = NULL;
-    size_t sz = 0, maxrec = 0;
-    F.req(&b, &sz, &maxrec);
-    if (!b || sz < size) {
-      pthread_mutex_unlock(&p->mu);
-      atomic_fetch_add(&F.dropped, 1);
-      return 0;
-    }
-    p->cur = b;
-    p->cur_size = sz;
-    p->cur_used = 0;
-  }
-  memcpy(p->cur + p->cur_used, rec, size);
-  p->cur_used += size;
-  pthread_mutex_unlock(&p->mu);
-  return 1;
-}
 
 static long R;
 static const char *const knames[4] = {"stress_gemm", "stress_relu", "stress_softmax",
@@ -152,7 +94,6 @@ static uint32_t corr_of(int p, long i) { return ((uint32_t)p << 24) | (uint32_t)
 
 static void *producer_main(void *arg) {
   int id = (int)(intptr_t)arg;
-  producer *p = &F.p[id];
   for (long i = 0; i < R; i++) {
     uint64_t ts = T0 + ((uint64_t)i * (uint64_t)F.np + (uint64_t)id) * 1000u;
     CUpti_ActivityAPI a;
@@ -164,7 +105,7 @@ static void *producer_main(void *arg) {
     a.processId = 4242;
     a.threadId = 5000 + (uint32_t)id;
     a.correlationId = corr_of(id, i);
-    if (!emit(p, &a, sizeof a)) p->dropped_apis++;
+    if (!tf_emit(&a, sizeof a)) F.dropped_apis[id]++;
     CUpti_ActivityKernel10 k;
     memset(&k, 0, sizeof k);
     k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
@@ -178,22 +119,19 @@ static void *producer_main(void *arg) {
     k.registersPerThread = 32;
     k.correlationId = corr_of(id, i);
     k.name = knames[i % 4];
-    if (!emit(p, &k, sizeof k)) p->dropped_kernels++;
+    if (!tf_emit(&k, sizeof k)) F.dropped_kernels[id]++;
   }
-  pthread_mutex_lock(&p->mu);
-  complete_locked(p);
-  pthread_mutex_unlock(&p->mu);
   return NULL;
 }
 
 int main(void) {
   F.np = (int)st_env_long("TBE_STRESS_THREADS", 4);
   R = st_env_long("TBE_STRESS_RECORDS", 100000);
-  if (F.np > MAX_PRODUCERS) F.np = MAX_PRODUCERS;
+  if (F.np > TF_MAX_THREADS) F.np = TF_MAX_THREADS;
   if (R > 0xffffff - 1) R = 0xffffff - 1;
   printf("stress_collect_threads: %d application threads x %ld kernels (+ their API records)\n",
          F.np, R);
-  for (int i = 0; i < F.np; i++) pthread_mutex_init(&F.p[i].mu, NULL);
+  tf_reset();
   char *dir = st_mkdtemp("tbe-collect-threads");
   char spool[4200];
   snprintf(spool, sizeof spool, "%s/4242.spool", dir);
@@ -210,7 +148,7 @@ int main(void) {
     return 1;
   }
   double t0 = st_now();
-  pthread_t th[MAX_PRODUCERS];
+  pthread_t th[TF_MAX_THREADS];
   for (int i = 0; i < F.np; i++) pthread_create(&th[i], NULL, producer_main, (void *)(intptr_t)i);
   for (int i = 0; i < F.np; i++) pthread_join(th[i], NULL);
   tbe__sp_stats st;
@@ -218,7 +156,7 @@ int main(void) {
   double dt = st_now() - t0;
   if (rc) st_fail("collector stop: %s", tbe_strerror(rc));
   uint64_t dk = 0, da = 0;
-  for (int i = 0; i < F.np; i++) dk += F.p[i].dropped_kernels, da += F.p[i].dropped_apis;
+  for (int i = 0; i < F.np; i++) dk += F.dropped_kernels[i], da += F.dropped_apis[i];
 
   tbe_trace *t;
   if (tbe_trace_create(&t, NULL) != 0) return 2;
@@ -259,6 +197,12 @@ int main(void) {
               (unsigned long long)st.cupti_dropped, (unsigned long long)t->dropped_records,
               (unsigned long long)(dk + da));
     if (info.ended_early) st_fail("the capture says it ended early");
+    if (atomic_load(&tf.held_peak) > c.buffer_cap || st.buffer_bytes > c.buffer_cap)
+      st_fail("buffers held %zu bytes (the collector counted %llu); the cap is %zu",
+              (size_t)atomic_load(&tf.held_peak), (unsigned long long)st.buffer_bytes,
+              c.buffer_cap);
+    if (atomic_load(&tf.bad))
+      st_fail("%d buffers came misaligned or not zeroed", atomic_load(&tf.bad));
   }
   tbe_trace_free(t);
   printf("records: %llu kernels + %llu API calls in the trace, %llu dropped at the buffer cap "
@@ -270,7 +214,6 @@ int main(void) {
          st_failures);
   st_rmtree(dir);
   free(dir);
-  for (int i = 0; i < F.np; i++) pthread_mutex_destroy(&F.p[i].mu);
   return st_failures ? 1 : 0;
 }
 #endif

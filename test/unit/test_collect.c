@@ -1,22 +1,43 @@
 /* test_collect.c: the CUPTI collector against a fake CUPTI.
  *
  * The fake implements the collector's function table: it keeps the buffer
- * callbacks, asks the collector for buffers, fills them with real CUPTI
- * record structs from the toolkit headers (Kernel10, Memcpy6, MemcpyPtoP4,
- * Memset4, API, Synchronization2, Marker2, MarkerData2, Overhead3, Device5,
- * Context3, Name), completes them like CUPTI does (full buffers at once, the
- * rest on a flush), walks them in get_next_record by record kind, and
- * counts records it had to drop when a buffer request was declined.  Each
- * test then converts the spool and checks the trace model holds exactly
- * what the records say.  Needs only the CUPTI headers, no GPU; skipped when
- * the collector was built without them. */
+ * callbacks, gives each application thread a buffer of its own from the
+ * collector (fake_cupti.h), fills them with real CUPTI record structs from
+ * the toolkit headers (Kernel10, Memcpy6, MemcpyPtoP4, Memset4, API,
+ * Synchronization2, Marker2, MarkerData2, Overhead3, Device5, Context3,
+ * Name), completes them like CUPTI does (full buffers at once or at the
+ * next flush, partly filled ones on a flush), walks them in get_next_record
+ * by record kind, and counts records it had to drop when a buffer request
+ * was declined.  Each test then converts the spool and checks the trace
+ * model holds exactly what the records say.
+ *
+ * Memory: 32 threads holding buffers at once drop nothing under the
+ * defaults; a tiny cap drops, and counts exactly what it dropped; the
+ * buffers never hold more than the cap (the collector's count, the fake's
+ * and the pages resident).  Crashes: forked children collect on three
+ * threads, then die of SIGSEGV (a real fault, a stack overflow), SIGABRT,
+ * SIGTERM or SIGKILL; their spools must hold every record and say the
+ * capture ended early, the child must die of its signal, a handler the
+ * program installed before must run after the flush (SA_SIGINFO with its
+ * arguments, SA_RESETHAND honoured) and one that carries on must keep the
+ * program running and collecting; a second signal during the flush gets
+ * the default action.
+ *
+ * Needs only the CUPTI headers, no GPU; skipped when the collector was
+ * built without them. */
+#include <limits.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,16 +59,6 @@
 /* ---- the fake ---- */
 
 static struct {
-  CUpti_BuffersCallbackRequestFunc req;
-  CUpti_BuffersCallbackCompleteFunc done;
-  uint8_t *cur;
-  size_t cur_size, cur_used;
-  uint8_t *held[64];
-  size_t held_used[64];
-  int nheld;
-  int auto_complete; /* complete full buffers at once (CUPTI's worker) */
-  size_t dropped;    /* since the last get_num_dropped */
-  size_t dropped_total;
   int enabled[64];
   int runtime_off[1024];
   int zeroed_attr;
@@ -65,34 +76,6 @@ static CUptiResult f_disable(CUpti_ActivityKind k) {
   return CUPTI_SUCCESS;
 }
 static int enabled(CUpti_ActivityKind k) { return __atomic_load_n(&F.enabled[k], __ATOMIC_SEQ_CST); }
-static CUptiResult f_register(CUpti_BuffersCallbackRequestFunc r,
-                              CUpti_BuffersCallbackCompleteFunc d) {
-  F.req = r;
-  F.done = d;
-  return CUPTI_SUCCESS;
-}
-
-static CUptiResult f_dropped(CUcontext c, uint32_t s, size_t *d) {
-  (void)c;
-  (void)s;
-  *d = __atomic_exchange_n(&F.dropped, 0, __ATOMIC_SEQ_CST); /* resets on read */
-  return CUPTI_SUCCESS;
-}
-
-static void complete_cur(void) {
-  if (!F.cur) return;
-  F.done(NULL, 0, F.cur, F.cur_size, F.cur_used);
-  F.cur = NULL;
-}
-
-static CUptiResult f_flush(uint32_t flag) {
-  (void)flag;
-  for (int i = 0; i < F.nheld; i++) F.done(NULL, 0, F.held[i], 0, F.held_used[i]);
-  F.nheld = 0;
-  complete_cur();
-  return CUPTI_SUCCESS;
-}
-
 static CUptiResult f_attr(CUpti_ActivityAttribute a, size_t *size, void *v) {
   if (a == CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER && *size == 1)
     F.zeroed_attr = *(uint8_t *)v;
@@ -134,10 +117,10 @@ static CUptiResult f_ts(uint64_t *ts) {
 static const tbe__cupti_api fake_api = {
     .activity_enable = f_enable,
     .activity_disable = f_disable,
-    .register_callbacks = f_register,
+    .register_callbacks = tf_register,
     .get_next_record = tf_next_record,
-    .get_num_dropped = f_dropped,
-    .flush_all = f_flush,
+    .get_num_dropped = tf_get_num_dropped,
+    .flush_all = tf_flush,
     .set_attribute = f_attr,
     .enable_runtime_api = f_runtime_api,
     .get_callback_name = f_cbname,
@@ -145,37 +128,8 @@ static const tbe__cupti_api fake_api = {
     .get_timestamp = f_ts,
 };
 
-/* Puts one record in the current buffer, like CUPTI on an app thread. */
-static void emit(const void *rec, size_t size) {
-  if (F.cur && F.cur_used + size > F.cur_size) {
-    if (F.auto_complete) {
-      complete_cur();
-    } else {
-      F.held[F.nheld] = F.cur;
-      F.held_used[F.nheld++] = F.cur_used;
-      F.cur = NULL;
-    }
-  }
-  if (!F.cur) {
-    uint8_t *b = NULL;
-    size_t sz = 0, maxrec = 99;
-    F.req(&b, &sz, &maxrec);
-    assert_int_equal(maxrec, 0);
-    if (!b) {
-      __atomic_add_fetch(&F.dropped, 1, __ATOMIC_SEQ_CST);
-      F.dropped_total++;
-      return;
-    }
-    assert_true(((uintptr_t)b & 7) == 0);
-    /* Pre-zeroed, as promised with ZEROED_OUT_ACTIVITY_BUFFER. */
-    for (size_t i = 0; i < sz; i += 512) assert_int_equal(b[i], 0);
-    F.cur = b;
-    F.cur_size = sz;
-    F.cur_used = 0;
-  }
-  memcpy(F.cur + F.cur_used, rec, size);
-  F.cur_used += size;
-}
+/* Puts one record in this thread's buffer (fake_cupti.h). */
+static void emit(const void *rec, size_t size) { tf_emit(rec, size); }
 
 static void kernel(uint32_t corr, const char *name, uint64_t s, uint64_t e, uint32_t stream) {
   CUpti_ActivityKernel10 k;
@@ -234,8 +188,8 @@ typedef struct fixture {
 
 static int setup(void **state) {
   memset(&F, 0, sizeof F);
-  F.auto_complete = 1;
   F.refuse_kind = -1;
+  tf_reset();
   fixture *f = calloc(1, sizeof *f);
   f->dir = tu_mkdtemp();
   f->spool = tu_join(f->dir, "4242.spool");
@@ -268,6 +222,7 @@ static tbe_trace *stop_and_convert(fixture *f, const tbe__convert_opts *o, tbe__
                                    tbe__sp_stats *st) {
   assert_int_equal(tbe__collector_stop(st), 0);
   assert_false(tbe__collector_running());
+  assert_int_equal(atomic_load(&tf.bad), 0);
   tbe_trace *t;
   assert_int_equal(tbe_trace_create(&t, NULL), 0);
   assert_int_equal(tbe__spool_file_to_trace(f->spool, o, t, info), 0);
@@ -622,14 +577,14 @@ static void test_buffer_cap_drops(void **state) {
   fixture *f = *state;
   /* Two 4 KiB buffers at most; the fake holds full buffers until a flush,
    * as CUPTI does while the GPU runs, so the third request is declined. */
-  F.auto_complete = 0;
+  tf.hold_full = 1;
   start(f, TBE_TRACE_CUDA, 8192, 4096);
   const int n = 200;
   for (int i = 0; i < n; i++) kernel((uint32_t)i + 1, "k", T0 + 1000 * (uint64_t)i + 1,
                                      T0 + 1000 * (uint64_t)i + 500, 7);
   size_t per_buffer = 4096 / sizeof(CUpti_ActivityKernel10);
   size_t kept = 2 * per_buffer;
-  assert_int_equal(F.dropped_total, n - kept);
+  assert_int_equal(atomic_load(&tf.dropped_total), n - kept);
   tbe__convert_info info;
   tbe__sp_stats st;
   tbe_trace *t = stop_and_convert(f, NULL, &info, &st);
@@ -844,6 +799,7 @@ static void test_start_twice_and_stop_idle(void **state) {
   /* The spool exists: a second session on the same path is refused. */
   memset(&F, 0, sizeof F);
   F.refuse_kind = -1;
+  tf_reset();
   assert_int_equal(tbe__collector_start(&fake_api, &c), TBE_EEXIST);
   assert_false(tbe__collector_running());
 }
@@ -854,6 +810,8 @@ static void test_public_api_without_session(void **state) {
   assert_int_equal(tbe_profiler_start(NULL), TBE_EINVAL);
   tbe_profiler_options o;
   tbe_profiler_options_init(&o);
+  assert_int_equal(o.flush_period_ms, 1000);
+  assert_int_equal(o.buffer_mb, 64);
   assert_int_equal(tbe_profiler_start(&o), TBE_EINVAL); /* no logdir */
   unsigned m;
   size_t bad;
@@ -861,6 +819,560 @@ static void test_public_api_without_session(void **state) {
   assert_int_equal(m, TBE_TRACE_CUDA | TBE_TRACE_NVTX | TBE_TRACE_MEMORY | TBE_TRACE_DRIVER);
   assert_int_equal(tbe_profiler_parse_trace("cuda,gpu", &m, &bad), TBE_EINVAL);
   assert_int_equal(bad, 5);
+}
+
+/* ---- many threads, the cap ---- */
+
+/* Correlation ids of the threaded tests: thread in the top byte. */
+#define TCORR(th, i) (((uint32_t)(th) << 24) | (uint32_t)((i) + 1))
+
+typedef struct thr_arg {
+  int id, pairs;
+  pthread_barrier_t *all_hold; /* every thread holds a buffer, then all go on */
+  uint64_t dropped;            /* records this thread's CUPTI dropped */
+} thr_arg;
+
+/* One application thread: a cudaLaunchKernel record and its kernel, PAIRS
+ * times; after the first pair it waits at the barrier, if any. */
+static void *launcher(void *p) {
+  thr_arg *a = p;
+  for (int i = 0; i < a->pairs; i++) {
+    uint64_t ts = T0 + (uint64_t)i * 1000 + (uint64_t)a->id;
+    CUpti_ActivityAPI r;
+    memset(&r, 0, sizeof r);
+    r.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+    r.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+    r.start = ts;
+    r.end = ts + 100;
+    r.processId = 4242;
+    r.threadId = 5000 + (uint32_t)a->id;
+    r.correlationId = TCORR(a->id, i);
+    a->dropped += !tf_emit(&r, sizeof r);
+    CUpti_ActivityKernel10 k;
+    memset(&k, 0, sizeof k);
+    k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k.start = ts + 200;
+    k.end = ts + 300;
+    k.contextId = 1;
+    k.streamId = 7 + (uint32_t)a->id;
+    k.correlationId = TCORR(a->id, i);
+    k.name = "threaded";
+    a->dropped += !tf_emit(&k, sizeof k);
+    if (i == 0 && a->all_hold) pthread_barrier_wait(a->all_hold);
+  }
+  return NULL;
+}
+
+/* Checks that T holds, for each of N threads, every pair not dropped
+ * exactly once; returns the number of records (kernels + calls). */
+static size_t check_pairs(const tbe_trace *t, int n, int pairs) {
+  uint8_t *seen = calloc((size_t)n * (size_t)pairs * 2, 1);
+  assert_non_null(seen);
+  size_t count = 0;
+  for (size_t i = 0; i < t->nevents; i++) {
+    const tbe_event *e = &t->events[i];
+    if (e->kind != TBE_EV_KERNEL && e->kind != TBE_EV_RUNTIME) continue;
+    uint64_t th = e->correlation >> 24, s = (e->correlation & 0xffffff) - 1;
+    assert_true(th < (uint64_t)n && s < (uint64_t)pairs);
+    size_t at = ((size_t)th * (size_t)pairs + (size_t)s) * 2 + (e->kind == TBE_EV_KERNEL);
+    assert_int_equal(seen[at], 0); /* no duplicates */
+    seen[at] = 1;
+    count++;
+  }
+  free(seen);
+  return count;
+}
+
+static void test_many_threads_default_no_drop(void **state) {
+  fixture *f = *state;
+  /* 32 threads, each holding a buffer of its own at the same moment (the
+   * barrier), with the injection library's defaults: nothing is dropped.
+   * (A cap counted in whole 4 MiB buffers gave 16 threads one and dropped
+   * the records of the others.)  The records (about 33 MB) fit the cap even
+   * if the decoder never ran, so the test does not depend on its speed. */
+  enum { N = 32, PAIRS = 4000 };
+  tbe__collect_config c;
+  memset(&c, 0, sizeof c);
+  c.trace = TBE_TRACE_CUDA;
+  c.buffer_cap = (size_t)64 << 20;
+  c.flush_ms = 1000;
+  c.spool_path = f->spool;
+  assert_int_equal(tbe__collector_start(&fake_api, &c), 0);
+  pthread_barrier_t bar;
+  pthread_barrier_init(&bar, NULL, N);
+  thr_arg args[N];
+  pthread_t th[N];
+  for (int i = 0; i < N; i++) {
+    args[i] = (thr_arg){i, PAIRS, &bar, 0};
+    assert_int_equal(pthread_create(&th[i], NULL, launcher, &args[i]), 0);
+  }
+  /* The memory the buffers hold, sampled while they fill. */
+  size_t worst = 0;
+  for (int k = 0; k < 50; k++) {
+    size_t held, resident;
+    tbe__collector_memory(&held, NULL, &resident);
+    assert_true(held <= c.buffer_cap);
+    if (resident > worst) worst = resident;
+    usleep(1000);
+  }
+  for (int i = 0; i < N; i++) pthread_join(th[i], NULL);
+  pthread_barrier_destroy(&bar);
+  size_t resident;
+  tbe__collector_memory(NULL, NULL, &resident);
+  if (resident > worst) worst = resident;
+  assert_true(worst <= c.buffer_cap);
+  for (int i = 0; i < N; i++) assert_int_equal(args[i].dropped, 0);
+  assert_int_equal(atomic_load(&tf.dropped_total), 0);
+  /* every thread had a buffer at once, smaller than the first */
+  assert_true(atomic_load(&tf.smallest) < ((size_t)2 << 20));
+  tbe__convert_info info;
+  tbe__sp_stats st;
+  tbe_trace *t = stop_and_convert(f, NULL, &info, &st);
+  assert_int_equal(check_pairs(t, N, PAIRS), (size_t)N * PAIRS * 2);
+  assert_int_equal(st.cupti_dropped, 0);
+  assert_int_equal(st.buffers_declined, 0);
+  assert_int_equal(t->dropped_records, 0);
+  assert_true(st.buffer_bytes <= c.buffer_cap);
+  assert_true(atomic_load(&tf.held_peak) <= c.buffer_cap);
+  assert_false(has_warning(t, "dropped"));
+  tbe_trace_free(t);
+}
+
+static void test_tiny_cap_counts_drops(void **state) {
+  fixture *f = *state;
+  /* A 256 KiB cap, 8 threads, full buffers kept by CUPTI until the final
+   * flush (the GPU still running): most records are dropped; every one is
+   * either in the trace or counted, by CUPTI and in every output. */
+  enum { N = 8, PAIRS = 2000 };
+  tf.hold_full = 1;
+  tbe__collect_config c;
+  memset(&c, 0, sizeof c);
+  c.trace = TBE_TRACE_CUDA;
+  c.buffer_cap = 256 << 10;
+  c.spool_path = f->spool;
+  assert_int_equal(tbe__collector_start(&fake_api, &c), 0);
+  thr_arg args[N];
+  pthread_t th[N];
+  for (int i = 0; i < N; i++) {
+    args[i] = (thr_arg){i, PAIRS, NULL, 0};
+    assert_int_equal(pthread_create(&th[i], NULL, launcher, &args[i]), 0);
+  }
+  for (int i = 0; i < N; i++) pthread_join(th[i], NULL);
+  size_t held, resident;
+  tbe__collector_memory(&held, NULL, &resident);
+  assert_true(held <= c.buffer_cap);
+  assert_true(resident <= c.buffer_cap);
+  uint64_t dropped = 0;
+  for (int i = 0; i < N; i++) dropped += args[i].dropped;
+  assert_true(dropped > 0);
+  assert_int_equal(dropped, atomic_load(&tf.dropped_total));
+  tbe__convert_info info;
+  tbe__sp_stats st;
+  tbe_trace *t = stop_and_convert(f, NULL, &info, &st);
+  size_t kept = check_pairs(t, N, PAIRS);
+  assert_true(kept > 0);
+  assert_int_equal(kept + dropped, (size_t)N * PAIRS * 2);
+  assert_int_equal(st.cupti_dropped, dropped);
+  assert_int_equal(t->dropped_records, dropped);
+  assert_int_equal(info.r.dropped_records, dropped);
+  assert_true(st.buffers_declined > 0);
+  assert_true(st.buffer_bytes <= c.buffer_cap);
+  assert_true(atomic_load(&tf.held_peak) <= c.buffer_cap);
+  assert_true(has_warning(t, "dropped"));
+  tbe_trace_free(t);
+}
+
+/* ---- fatal signals (forked children) ---- */
+
+#define CRASH_N 300 /* kernels per child, on three threads */
+
+static void *emit_third(void *arg) {
+  uint32_t first = (uint32_t)(uintptr_t)arg;
+  for (uint32_t i = 0; i < CRASH_N / 3; i++)
+    kernel(first + i, "before_the_end", T0 + 1000 * (uint64_t)(first + i),
+           T0 + 1000 * (uint64_t)(first + i) + 500, 7);
+  return NULL;
+}
+
+/* In a child: starts collecting (catch_signals, the given flush period)
+ * and emits CRASH_N kernels (correlation ids 1..CRASH_N) on the main
+ * thread and two others, whose partly filled buffers CUPTI keeps.  Exits
+ * the child with 90 when that fails. */
+static void child_collect(fixture *f, unsigned flush_ms, const tbe__cupti_api *api) {
+  tbe__collect_config c;
+  memset(&c, 0, sizeof c);
+  c.trace = TBE_TRACE_CUDA;
+  c.flush_ms = flush_ms;
+  c.catch_signals = 1;
+  c.spool_path = f->spool;
+  if (tbe__collector_start(api, &c) != 0) _exit(90);
+  pthread_t a, b;
+  if (pthread_create(&a, NULL, emit_third, (void *)(uintptr_t)1) ||
+      pthread_create(&b, NULL, emit_third, (void *)(uintptr_t)(1 + CRASH_N / 3)))
+    _exit(90);
+  emit_third((void *)(uintptr_t)(1 + 2 * CRASH_N / 3));
+  pthread_join(a, NULL);
+  pthread_join(b, NULL);
+}
+
+static void child_set_default(int sig) {
+  struct sigaction d;
+  memset(&d, 0, sizeof d);
+  d.sa_handler = SIG_DFL;
+  sigaction(sig, &d, NULL);
+}
+
+/* Waits for PID and checks it died of SIG. */
+static void expect_death(pid_t pid, int sig) {
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  if (WIFEXITED(status)) fprintf(stderr, "child exited with %d\n", WEXITSTATUS(status));
+  assert_true(WIFSIGNALED(status));
+  assert_int_equal(WTERMSIG(status), sig);
+}
+
+/* Converts the spool at PATH; checks the kernels 1..CRASH_N are there. */
+static tbe_trace *convert_crashed(const char *path, tbe__convert_info *info) {
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  assert_int_equal(tbe__spool_file_to_trace(path, NULL, t, info), 0);
+  assert_int_equal(count_kind(t, TBE_EV_KERNEL), CRASH_N);
+  for (size_t i = 0; i < t->nevents; i++)
+    if (t->events[i].kind == TBE_EV_KERNEL)
+      assert_true(t->events[i].correlation >= 1 && t->events[i].correlation <= CRASH_N);
+  return t;
+}
+
+static void test_crash_segv_flushes(void **state) {
+  fixture *f = *state;
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    child_set_default(SIGSEGV);
+    child_collect(f, 0, &fake_api);
+    /* a real fault: a store to a page that allows no access */
+    volatile int *guard = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (guard == MAP_FAILED) _exit(90);
+    *guard = 1;
+    _exit(91);
+  }
+  expect_death(pid, SIGSEGV);
+  tbe__convert_info info;
+  tbe_trace *t = convert_crashed(f->spool, &info);
+  assert_true(info.ended_early);
+  assert_true(has_warning(t, "signal 11 (SIGSEGV)"));
+  tbe_trace_free(t);
+}
+
+static void test_crash_abort_flushes(void **state) {
+  fixture *f = *state;
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    child_set_default(SIGABRT);
+    child_collect(f, 0, &fake_api);
+    abort();
+  }
+  expect_death(pid, SIGABRT);
+  tbe__convert_info info;
+  tbe_trace *t = convert_crashed(f->spool, &info);
+  assert_true(info.ended_early);
+  assert_true(has_warning(t, "(SIGABRT)"));
+  tbe_trace_free(t);
+}
+
+static int overflow(volatile char *up, long depth) {
+  volatile char frame[512];
+  frame[0] = (char)depth;
+  frame[511] = up ? up[0] : 0;
+  if (depth == LONG_MAX) return frame[0];
+  return overflow(frame, depth + 1) + frame[511];
+}
+
+static void test_crash_stack_overflow_flushes(void **state) {
+  fixture *f = *state;
+  /* SIGSEGV of a stack overflow on the thread that started the collector:
+   * the handler runs on the alternate stack start gave that thread. */
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    child_set_default(SIGSEGV);
+    child_collect(f, 0, &fake_api);
+    struct rlimit rl = {1 << 20, 1 << 20}; /* a 1 MiB stack overflows sooner */
+    setrlimit(RLIMIT_STACK, &rl);
+    _exit(overflow(NULL, 0) == 7 ? 92 : 93);
+  }
+  expect_death(pid, SIGSEGV);
+  tbe__convert_info info;
+  tbe_trace *t = convert_crashed(f->spool, &info);
+  assert_true(info.ended_early);
+  tbe_trace_free(t);
+}
+
+static void test_crash_sigterm_default(void **state) {
+  fixture *f = *state;
+  /* No handler of the program's own: SIGTERM from another process (as
+   * tbexport forwards it) ends the program with SIGTERM, after the flush. */
+  int p[2];
+  assert_int_equal(pipe(p), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    close(p[0]);
+    child_set_default(SIGTERM);
+    child_collect(f, 0, &fake_api);
+    if (write(p[1], "r", 1) != 1) _exit(94);
+    for (;;) pause();
+  }
+  close(p[1]);
+  char ch;
+  assert_int_equal(read(p[0], &ch, 1), 1);
+  close(p[0]);
+  assert_int_equal(kill(pid, SIGTERM), 0);
+  expect_death(pid, SIGTERM);
+  tbe__convert_info info;
+  tbe_trace *t = convert_crashed(f->spool, &info);
+  assert_true(info.ended_early);
+  assert_true(has_warning(t, "signal 15 (SIGTERM)"));
+  tbe_trace_free(t);
+}
+
+static const char *term_spool;
+static volatile sig_atomic_t term_seen;
+static volatile long long term_spool_size = -1;
+
+static void on_term_own(int sig, siginfo_t *si, void *uc) {
+  (void)uc;
+  struct stat st;
+  if (stat(term_spool, &st) == 0) term_spool_size = (long long)st.st_size;
+  term_seen = si && si->si_signo == sig ? sig : -1;
+}
+
+static void test_crash_sigterm_program_handler(void **state) {
+  fixture *f = *state;
+  /* The program catches SIGTERM itself (SA_SIGINFO) and carries on: its
+   * handler runs, with the same arguments, after the flush (the spool it
+   * sees already holds every record); the program keeps running and
+   * collecting, and its spool ends cleanly. */
+  int p[2];
+  assert_int_equal(pipe(p), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    close(p[0]);
+    term_spool = f->spool;
+    struct sigaction a;
+    memset(&a, 0, sizeof a);
+    a.sa_sigaction = on_term_own;
+    a.sa_flags = SA_SIGINFO;
+    sigaction(SIGTERM, &a, NULL);
+    child_collect(f, 0, &fake_api);
+    raise(SIGTERM);
+    if (term_seen != SIGTERM) _exit(95);
+    long long sz = term_spool_size;
+    if (write(p[1], &sz, sizeof sz) != (ssize_t)sizeof sz) _exit(96);
+    kernel(CRASH_N + 1, "after_the_signal", T0 + 5000000, T0 + 5000500, 7);
+    struct sigaction now;
+    sigaction(SIGTERM, NULL, &now);
+    if (tbe__collector_stop(NULL) != 0) _exit(97);
+    struct sigaction after;
+    sigaction(SIGTERM, NULL, &after);
+    /* while collecting ours was installed; stop put the program's back */
+    _exit(now.sa_sigaction != on_term_own && after.sa_sigaction == on_term_own ? 0 : 98);
+  }
+  close(p[1]);
+  long long sz = 0;
+  assert_int_equal(read(p[0], &sz, sizeof sz), (ssize_t)sizeof sz);
+  close(p[0]);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  /* What the spool held when the program's handler ran. */
+  size_t n;
+  uint8_t *all = tu_read_file(f->spool, &n);
+  assert_non_null(all);
+  assert_true(sz > 0 && (size_t)sz <= n);
+  char *prefix = tu_join(f->dir, "prefix.spool");
+  assert_int_equal(tu_write_file(prefix, all, (size_t)sz), 0);
+  free(all);
+  tbe__convert_info info;
+  tbe_trace *t = convert_crashed(prefix, &info);
+  assert_true(has_warning(t, "signal 15 (SIGTERM)"));
+  tbe_trace_free(t);
+  free(prefix);
+  /* The whole spool: the later kernel too, and a clean end. */
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  assert_int_equal(tbe__spool_file_to_trace(f->spool, NULL, t, &info), 0);
+  assert_int_equal(count_kind(t, TBE_EV_KERNEL), CRASH_N + 1);
+  assert_false(info.ended_early);
+  tbe_trace_free(t);
+}
+
+static int segv_pipe = -1;
+static void on_segv_once(int sig) {
+  char c = sig == SIGSEGV ? 'h' : '?';
+  if (write(segv_pipe, &c, 1) != 1) _exit(99);
+}
+
+static void test_crash_chains_resethand(void **state) {
+  fixture *f = *state;
+  /* The previous handler is a plain one with SA_RESETHAND: it runs once,
+   * after the flush, and the disposition is the default again after it, as
+   * the kernel would have left it: the second SIGSEGV kills the program. */
+  int p[2];
+  assert_int_equal(pipe(p), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    close(p[0]);
+    segv_pipe = p[1];
+    struct sigaction a;
+    memset(&a, 0, sizeof a);
+    a.sa_handler = on_segv_once;
+    a.sa_flags = SA_RESETHAND;
+    sigaction(SIGSEGV, &a, NULL);
+    child_collect(f, 0, &fake_api);
+    raise(SIGSEGV); /* handled: the program's handler returns */
+    raise(SIGSEGV); /* the default now */
+    _exit(100);
+  }
+  close(p[1]);
+  expect_death(pid, SIGSEGV);
+  char buf[4];
+  assert_int_equal(read(p[0], buf, sizeof buf), 1);
+  assert_int_equal(buf[0], 'h');
+  close(p[0]);
+  tbe__convert_info info;
+  tbe_trace *t = convert_crashed(f->spool, &info);
+  assert_true(info.ended_early);
+  tbe_trace_free(t);
+}
+
+/* A flush that sends another thread SIGTERM while a fatal-signal flush is
+ * under way (the thread that faulted is still in our SIGSEGV handler). */
+static pthread_t bystander;
+static CUptiResult flush_then_term(uint32_t flag) {
+  if (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) {
+    pthread_kill(bystander, SIGTERM);
+    usleep(1000 * 1000); /* (the program is dead long before) */
+  }
+  return tf_flush(flag);
+}
+
+static pthread_barrier_t bystander_ready;
+static void *wait_forever(void *arg) {
+  int fd = (int)(intptr_t)arg;
+  char c;
+  pthread_barrier_wait(&bystander_ready);
+  while (read(fd, &c, 1) != 0) {
+  }
+  return NULL;
+}
+
+static void test_crash_second_signal_is_default(void **state) {
+  fixture *f = *state;
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    tbe__cupti_api api = fake_api;
+    api.flush_all = flush_then_term;
+    child_set_default(SIGSEGV);
+    child_set_default(SIGTERM);
+    child_collect(f, 0, &api);
+    int p[2];
+    pthread_barrier_init(&bystander_ready, NULL, 2);
+    if (pipe(p) || pthread_create(&bystander, NULL, wait_forever, (void *)(intptr_t)p[0]))
+      _exit(90);
+    pthread_barrier_wait(&bystander_ready);
+    usleep(20000); /* into its read() */
+    raise(SIGSEGV);
+    _exit(101);
+  }
+  /* SIGTERM killed it at once, in the middle of the flush: the spool has
+   * the session's start and the SIGSEGV note, not the kernels. */
+  expect_death(pid, SIGTERM);
+  tbe_trace *t;
+  tbe__convert_info info;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  assert_int_equal(tbe__spool_file_to_trace(f->spool, NULL, t, &info), 0);
+  assert_true(has_warning(t, "signal 11 (SIGSEGV)"));
+  assert_int_equal(count_kind(t, TBE_EV_KERNEL), 0);
+  assert_true(info.ended_early);
+  tbe_trace_free(t);
+}
+
+static void test_sigkill_keeps_flushed(void **state) {
+  fixture *f = *state;
+  /* SIGKILL runs no handler: what the periodic flush (20 ms here) wrote
+   * before it is kept. */
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    child_collect(f, 20, &fake_api);
+    for (;;) pause();
+  }
+  /* Wait (10 s at most) until the spool holds the kernels. */
+  size_t got = 0;
+  for (int i = 0; i < 1000 && got < CRASH_N; i++) {
+    usleep(10000);
+    tbe_trace *t;
+    assert_int_equal(tbe_trace_create(&t, NULL), 0);
+    if (tbe__spool_file_to_trace(f->spool, NULL, t, NULL) == 0) got = count_kind(t, TBE_EV_KERNEL);
+    tbe_trace_free(t);
+  }
+  assert_int_equal(kill(pid, SIGKILL), 0);
+  expect_death(pid, SIGKILL);
+  assert_int_equal(got, CRASH_N);
+  tbe__convert_info info;
+  tbe_trace *t = convert_crashed(f->spool, &info);
+  assert_true(info.ended_early);
+  tbe_trace_free(t);
+}
+
+static void on_usr_term(int sig) { (void)sig; }
+
+static void test_handlers_installed_and_restored(void **state) {
+  fixture *f = *state;
+  /* start replaces the handlers of fatal signals (not an ignored one);
+   * stop puts the previous ones back. */
+  struct sigaction prev_term, prev_int, mine, ign, cur;
+  memset(&mine, 0, sizeof mine);
+  mine.sa_handler = on_usr_term;
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  sigaction(SIGTERM, &mine, &prev_term);
+  sigaction(SIGINT, &ign, &prev_int);
+  tbe__collect_config c;
+  memset(&c, 0, sizeof c);
+  c.trace = TBE_TRACE_CUDA;
+  c.catch_signals = 1;
+  c.spool_path = f->spool;
+  assert_int_equal(tbe__collector_start(&fake_api, &c), 0);
+  sigaction(SIGTERM, NULL, &cur);
+  assert_true(cur.sa_flags & SA_SIGINFO);
+  assert_true(cur.sa_handler != on_usr_term);
+  sigaction(SIGINT, NULL, &cur);
+  assert_true(cur.sa_handler == SIG_IGN); /* ignored: left alone */
+  stack_t ss;
+  assert_int_equal(sigaltstack(NULL, &ss), 0);
+  assert_false(ss.ss_flags & SS_DISABLE); /* this thread got a signal stack */
+  kernel(1, "k", T0 + 10, T0 + 20, 7);
+  tbe_trace *t = stop_and_convert(f, NULL, NULL, NULL);
+  assert_int_equal(count_kind(t, TBE_EV_KERNEL), 1);
+  tbe_trace_free(t);
+  sigaction(SIGTERM, NULL, &cur);
+  assert_true(cur.sa_handler == on_usr_term);
+  sigaction(SIGTERM, &prev_term, NULL);
+  sigaction(SIGINT, &prev_int, NULL);
 }
 
 int main(void) {
@@ -878,6 +1390,17 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_fork_child_is_not_collecting, setup, teardown),
       cmocka_unit_test_setup_teardown(test_start_twice_and_stop_idle, setup, teardown),
       cmocka_unit_test(test_public_api_without_session),
+      cmocka_unit_test_setup_teardown(test_many_threads_default_no_drop, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_tiny_cap_counts_drops, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_handlers_installed_and_restored, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_crash_segv_flushes, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_crash_abort_flushes, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_crash_stack_overflow_flushes, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_crash_sigterm_default, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_crash_sigterm_program_handler, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_crash_chains_resethand, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_crash_second_signal_is_default, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_sigkill_keeps_flushed, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
