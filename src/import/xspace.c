@@ -348,6 +348,8 @@ typedef struct xs_state {
   idmap gmap;
   uint64_t unknown_md;
   int ours;            /* written by our exporter (Task Environment: tbexport_source) */
+  int64_t (*track_pids)[3]; /* dev (-1: host thread), id, pid: tbexport_track_pids */
+  size_t ntrack_pids, cap_track_pids;
 } xs_state;
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem) {
@@ -684,6 +686,49 @@ static void plane_device_info(xs_state *s, const XPlane *p, int32_t dev) {
   }
 }
 
+/* Our exporter's "tbexport_track_pids": the tracks whose process is not
+ * their plane's process_id (an nsys export of several processes), as
+ * space-separated "TID:PID" (host threads) and "DEV/STREAM:PID" (GPU
+ * streams). */
+static int parse_track_pids(xs_state *s, const char *p) {
+  while (*p) {
+    char *end;
+    errno = 0;
+    long long a = strtoll(p, &end, 10), dev = -1;
+    if (end == p || errno) return 0; /* not ours after all: ignore the rest */
+    if (*end == '/') {
+      dev = a;
+      p = end + 1;
+      a = strtoll(p, &end, 10);
+      if (end == p || errno || dev < 0 || dev > INT32_MAX) return 0;
+    }
+    if (*end != ':') return 0;
+    p = end + 1;
+    long long pid = strtoll(p, &end, 10);
+    if (end == p || (*end && *end != ' ') || errno || pid < 0) return 0;
+    p = *end ? end + 1 : end;
+    if (s->ntrack_pids == s->cap_track_pids) {
+      size_t nc = s->cap_track_pids ? 2 * s->cap_track_pids : 16;
+      int64_t(*x)[3] = realloc(s->track_pids, nc * sizeof *x);
+      if (!x) return TBE_ENOMEM;
+      s->track_pids = x;
+      s->cap_track_pids = nc;
+    }
+    s->track_pids[s->ntrack_pids][0] = dev;
+    s->track_pids[s->ntrack_pids][1] = a;
+    s->track_pids[s->ntrack_pids++][2] = pid;
+  }
+  return 0;
+}
+
+/* The process of host thread `id` (dev -1) or GPU stream `id` of `dev`:
+ * from tbexport_track_pids, else `pid`. */
+static int64_t track_pid(const xs_state *s, int64_t dev, int64_t id, int64_t pid) {
+  for (size_t i = 0; i < s->ntrack_pids; i++)
+    if (s->track_pids[i][0] == dev && s->track_pids[i][1] == id) return s->track_pids[i][2];
+  return pid;
+}
+
 /* The plane's process_id stat, or `fallback`. */
 static int64_t plane_pid(xs_state *s, const XPlane *p, int64_t fallback) {
   for (size_t i = 0; i < p->n_stats; i++) {
@@ -789,10 +834,17 @@ static int import_plane(xs_state *s, const XPlane *p, size_t pidx) {
     uint32_t track = 0;
     if (step_line)
       rc = 0;
-    else if (is_host)
-      rc = tbe_trace_track(t, TBE_TRACK_THREAD, pid, tid, -1, &track);
-    else if (pc == P_GPU)
-      rc = tbe_trace_track(t, TBE_TRACK_STREAM, pid, ln->id, gpu, &track);
+    else if (is_host) {
+      int64_t tpid = track_pid(s, -1, tid, pid);
+      uint32_t tpi;
+      if (tpid != pid && (rc = tbe_trace_process(t, tpid, &tpi))) return rc;
+      rc = tbe_trace_track(t, TBE_TRACK_THREAD, tpid, tid, -1, &track);
+    } else if (pc == P_GPU) {
+      int64_t spid = track_pid(s, gpu, ln->id, pid);
+      uint32_t spi;
+      if (spid != pid && (rc = tbe_trace_process(t, spid, &spi))) return rc;
+      rc = tbe_trace_track(t, TBE_TRACK_STREAM, spid, ln->id, gpu, &track);
+    }
     else
       rc = tbe_trace_track(t, TBE_TRACK_OTHER, pid, ln->id, -1, &track);
     if (rc) return rc;
@@ -1392,6 +1444,10 @@ int tbe__import_xspace(tbe_trace *t, const char *path, const tbe_import_options 
           t->source = tbe__source_of(src, strlen(src));
           ours = s.ours = 1;
         }
+        const char *tp = c && strcmp(c->md->name, "tbexport_track_pids") == 0
+                             ? stat_str(&s, p->stats[k])
+                             : NULL;
+        if (tp && (rc = parse_track_pids(&s, tp))) break;
       }
     }
     free_metadata(&s);
@@ -1467,6 +1523,7 @@ out:
   free(s.akind);
   free(s.steps);
   free(s.groups);
+  free(s.track_pids);
   idmap_free(&s.gmap);
   free(planes);
   free(notes);

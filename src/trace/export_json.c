@@ -1778,17 +1778,20 @@ static int json_write(const tbe_trace *t, int fd, int gzip, int nth, const char 
   jw *w = &c->w;
   JW_LIT(w, "{\n  \"schemaVersion\": 1,\n");
   write_device_props(c);
-  JW_LIT(w, "  \"distributedInfo\": {");
-  if (t->dist_backend) {
-    JW_LIT(w, "\"backend\": ");
-    jw_str(c, t->dist_backend);
-    JW_LIT(w, ", ");
+  /* As PyTorch: only a distributed run (a known rank) has the key. */
+  if (t->rank >= 0) {
+    JW_LIT(w, "  \"distributedInfo\": {");
+    if (t->dist_backend) {
+      JW_LIT(w, "\"backend\": ");
+      jw_str(c, t->dist_backend);
+      JW_LIT(w, ", ");
+    }
+    JW_LIT(w, "\"rank\": ");
+    jw_i64(w, t->rank);
+    JW_LIT(w, ", \"world_size\": ");
+    jw_i64(w, t->world_size > 0 ? t->world_size : 1);
+    JW_LIT(w, "},\n");
   }
-  JW_LIT(w, "\"rank\": ");
-  jw_i64(w, t->rank >= 0 ? t->rank : 0);
-  JW_LIT(w, ", \"world_size\": ");
-  jw_i64(w, t->world_size > 0 ? t->world_size : 1);
-  JW_LIT(w, "},\n");
   int list_steps = plan_steps(c);
   if (list_steps < 0) {
     rc = list_steps;

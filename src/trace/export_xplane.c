@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "common/alloc.h"
+#include "common/buf.h"
 #include "common/fsutil.h"
 #include "tbexport/error.h"
 #include "tbexport/export.h"
@@ -1183,6 +1184,24 @@ static int xerr(xctx *c) {
   return c->st.err;
 }
 
+/* The pid of the first host thread: the host plane's process_id. */
+static int64_t host_pid(const tbe_trace *t) {
+  for (size_t k = 0; k < t->ntracks; k++)
+    if (t->tracks[k].type == TBE_TRACK_THREAD && t->tracks[k].pid >= 0) return t->tracks[k].pid;
+  return -1;
+}
+
+/* The pid of the first stream of `dev` with events: its plane's
+ * process_id (the importer falls back to the host plane's). */
+static int64_t device_pid(const tbe_trace *t, int32_t dev) {
+  for (size_t k = 0; k < t->ntracks; k++) {
+    const tbe_track *tr = &t->tracks[k];
+    if (tr->type == TBE_TRACK_STREAM && tr->device == dev && tr->count && tr->pid >= 0)
+      return tr->pid;
+  }
+  return host_pid(t);
+}
+
 static void write_host_plane(xctx *c, const uint8_t *unmarked, size_t nunmarked) {
   const tbe_trace *t = c->t;
   plane_reset(c);
@@ -1212,6 +1231,10 @@ static void write_host_plane(xctx *c, const uint8_t *unmarked, size_t nunmarked)
     write_line(c, tr, is_nvtx, nid, name, (size_t)n, 0, 0);
   }
   if (nunmarked && !xerr(c)) write_step_line(c, unmarked);
+  /* The process of the host threads, which our importer gives the
+   * plane's lines back (threads of other processes: task_env_plane). */
+  int64_t pid = host_pid(t);
+  if (pid >= 0) plane_stat(c, "process_id", 'i', (uint64_t)pid, NULL);
   write_metadata(c);
   xw_close(&c->w, at);
 }
@@ -1275,6 +1298,8 @@ static void write_device_plane(xctx *c, int32_t dev) {
       plane_stat(c, "compute_cap_minor", 'i', (uint64_t)(int64_t)d->cc_minor, NULL);
     }
   }
+  int64_t pid = device_pid(t, dev);
+  if (pid >= 0) plane_stat(c, "process_id", 'i', (uint64_t)pid, NULL);
   /* After the plane stats, which add stat metadata of their own. */
   write_metadata(c);
   xw_close(&c->w, at);
@@ -1297,6 +1322,28 @@ static void task_env_plane(xctx *c) {
    * status lines (tbe__status_lines), which the importer leaves out. */
   const tbe_trace *t = c->t;
   plane_stat(c, "tbexport_source", 's', 0, tbe__source_name(t->source));
+  /* Tracks of other processes than their plane's process_id (an nsys
+   * export of several processes): "TID:PID" for host threads,
+   * "DEV/STREAM:PID" for GPU streams, space-separated. */
+  int64_t hp = host_pid(t);
+  tbe__buf pids;
+  tbe__buf_init(&pids, c->w.a);
+  for (size_t k = 0; k < t->ntracks; k++) {
+    const tbe_track *tr = &t->tracks[k];
+    if (tr->pid < 0) continue;
+    if (tr->type == TBE_TRACK_THREAD && tr->pid != hp)
+      tbe__buf_printf(&pids, "%s%lld:%lld", pids.len ? " " : "", (long long)tr->tid,
+                      (long long)tr->pid);
+    else if (tr->type == TBE_TRACK_STREAM && tr->count && tr->pid != device_pid(t, tr->device))
+      tbe__buf_printf(&pids, "%s%d/%lld:%lld", pids.len ? " " : "", (int)tr->device,
+                      (long long)tr->tid, (long long)tr->pid);
+  }
+  if (pids.err) c->w.err = pids.err;
+  else if (pids.len) {
+    tbe__buf_putc(&pids, 0);
+    if (!pids.err) plane_stat(c, "tbexport_track_pids", 's', 0, (const char *)pids.data);
+  }
+  tbe__buf_deinit(&pids);
   if (t->dropped_records) plane_stat(c, "tbexport_dropped_records", 'u', t->dropped_records, NULL);
   if (t->dropped_out_of_range)
     plane_stat(c, "tbexport_out_of_range_records", 'u', t->dropped_out_of_range, NULL);

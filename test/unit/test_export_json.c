@@ -357,15 +357,30 @@ static void test_small_layout(void **state) {
   char *s = export_plain(t, &n);
   const char *why = json_check(s, n);
   if (why) fail_msg("invalid JSON: %s", why);
-  /* Kineto's top-level keys, in order. */
-  const char *keys[] = {"\"schemaVersion\": 1", "\"deviceProperties\"", "\"distributedInfo\"",
-                        "\"displayTimeUnit\"", "\"baseTimeNanoseconds\": 1790857026000000000",
-                        "\"traceEvents\"", "\"traceName\""};
+  /* Kineto's top-level keys, in order; distributedInfo only with a rank,
+   * as PyTorch writes it. */
+  const char *keys[] = {"\"schemaVersion\": 1", "\"deviceProperties\"", "\"displayTimeUnit\"",
+                        "\"baseTimeNanoseconds\": 1790857026000000000", "\"traceEvents\"",
+                        "\"traceName\""};
   const char *prev = s;
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
     const char *p = strstr(s, keys[i]);
     if (!p || p < prev) fail_msg("missing or misplaced %s", keys[i]);
     prev = p;
+  }
+  assert_null(strstr(s, "\"distributedInfo\""));
+  {
+    t->rank = 3;
+    t->world_size = 8;
+    size_t n2;
+    char *s2 = export_plain(t, &n2);
+    const char *d = strstr(s2, "  \"distributedInfo\": {\"rank\": 3, \"world_size\": 8},\n");
+    const char *dp = strstr(s2, "\"deviceProperties\"");
+    const char *du = strstr(s2, "\"displayTimeUnit\"");
+    assert_true(d && dp && du && dp < d && d < du);
+    free(s2);
+    t->rank = -1;
+    t->world_size = 0;
   }
   /* exact µs with three decimals relative to the base */
   assert_non_null(strstr(s, "\"name\":\"ProfilerStep#2\",\"pid\":580,\"tid\":609,\"ts\":5348360164949.717,\"dur\":3114.325"));
