@@ -979,12 +979,9 @@ static void write_hot(jctx *c, const tbe_event *e, const tbe_track *tr) {
       break;
     }
     case TBE_EV_GPU_ANNOTATION:
-      if (tr->type == TBE_TRACK_STREAM) {
-        KEY("device");
-        p = p_i64(p, device);
-        KEY("stream");
-        p = p_i64(p, tr->tid);
-      }
+      /* No device/stream args, as Kineto writes it: the row (pid = device,
+       * tid = stream) says where it is, and HTA counts every event with a
+       * "stream" arg as GPU work (its compute time doubled with them). */
       break;
     case TBE_EV_RUNTIME:
     case TBE_EV_DRIVER:
