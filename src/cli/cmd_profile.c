@@ -562,7 +562,8 @@ int tbe_cmd_profile(int argc, char **argv) {
   eo.force = force;
   eo.on_file = on_file;
   eo.ctx = &w;
-  tbe__convert_opts cvo = {capture, cap_name, cap_domain, NULL};
+  tbe__convert_opts cvo = {.capture = capture, .capture_name = cap_name,
+                           .capture_domain = cap_domain};
   char cmdline[512];
   size_t cl = 0;
   cmdline[0] = '\0';

@@ -1427,3 +1427,25 @@ int tbe__collector_stop(tbe__sp_stats *stats) {
   G.cfg.spool_path = NULL;
   return rc;
 }
+
+/* ---- steps (tbe_profiler_step) ---- */
+
+/* Marks the start of the program's next step from any application thread:
+ * a CUPTI timestamp and one TBE__SP_STEP item queued with the side items
+ * (under G.mu, as the other side items), carried by the next frame the
+ * background thread writes.  CUPTI's buffers and their hot path are not
+ * touched.  Steps are marked while the collector runs, also outside the
+ * collection window (--delay), so that conversion numbers them by call. */
+int tbe__collector_step(void) {
+  uint32_t tid = (uint32_t)gettid();
+  pthread_mutex_lock(&G.mu);
+  if (!G.running || G.closed || G.owner != getpid()) {
+    pthread_mutex_unlock(&G.mu);
+    return TBE_ESTATE;
+  }
+  /* (the time is taken under the lock: items are queued in time order) */
+  tbe__sp_step st = {cupti_now(), (uint32_t)G.owner, tid};
+  side_item_locked(TBE__SP_STEP, &st, sizeof st);
+  pthread_mutex_unlock(&G.mu);
+  return 0;
+}

@@ -63,6 +63,7 @@ static struct {
   int runtime_off[1024];
   int zeroed_attr;
   int refuse_kind; /* a kind that fails to enable, or -1 */
+  uint64_t late;   /* get_timestamp's offset from T0 (see fake_stop) */
 } F;
 
 /* (atomic: the collector's timers switch kinds on its own thread) */
@@ -109,10 +110,16 @@ static CUptiResult f_version(uint32_t *v) {
   return CUPTI_SUCCESS;
 }
 
+/* CUPTI's clock: T0 while the test emits records (at T0 + a few us), one
+ * second later once it stops the collector (fake_stop), so that the
+ * collection window the collector records brackets the records, as with
+ * the real clock. */
 static CUptiResult f_ts(uint64_t *ts) {
-  *ts = T0;
+  *ts = T0 + __atomic_load_n(&F.late, __ATOMIC_SEQ_CST);
   return CUPTI_SUCCESS;
 }
+
+static void fake_stop(void) { __atomic_store_n(&F.late, 1000000000ull, __ATOMIC_SEQ_CST); }
 
 static const tbe__cupti_api fake_api = {
     .activity_enable = f_enable,
@@ -220,6 +227,7 @@ static void start(fixture *f, unsigned trace, size_t cap, size_t bufsize) {
 
 static tbe_trace *stop_and_convert(fixture *f, const tbe__convert_opts *o, tbe__convert_info *info,
                                    tbe__sp_stats *st) {
+  fake_stop();
   assert_int_equal(tbe__collector_stop(st), 0);
   assert_false(tbe__collector_running());
   assert_int_equal(atomic_load(&tf.bad), 0);
@@ -640,6 +648,7 @@ static void test_failed_spool_write(void **state) {
   for (int i = 0; i < 5; i++, corr++)
     kernel(corr, "gemm_kernel", T0 + 1000 * corr, T0 + 1000 * corr + 500, 7);
   tbe__sp_stats st;
+  fake_stop();
   assert_int_equal(tbe__collector_stop(&st), TBE_EIO); /* the error is reported */
   assert_int_equal(tbe__io_fault_disarm(), 1);
   tbe_trace *t;
@@ -714,7 +723,8 @@ static void test_capture_nvtx(void **state) {
   api(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 3, T0 + 410, T0 + 420, 77);
   kernel(3, "after", T0 + 430, T0 + 440, 7);
   marker(E, 2, T0 + 500, 77, NULL, NULL);
-  tbe__convert_opts o = {TBE_CAPTURE_NVTX, "capture", "train", NULL};
+  tbe__convert_opts o = {.capture = TBE_CAPTURE_NVTX, .capture_name = "capture",
+                        .capture_domain = "train"};
   tbe__convert_info info;
   tbe_trace *t = stop_and_convert(f, &o, &info, NULL);
   assert_int_equal(count_kind(t, TBE_EV_KERNEL), 1);
@@ -742,7 +752,7 @@ static void test_capture_profiler_api(void **state) {
   api(CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000, 4, T0 + 300, T0 + 310, 77);
   api(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 5, T0 + 400, T0 + 410, 77);
   kernel(5, "after", T0 + 420, T0 + 430, 7);
-  tbe__convert_opts o = {TBE_CAPTURE_PROFILER_API, NULL, NULL, NULL};
+  tbe__convert_opts o = {.capture = TBE_CAPTURE_PROFILER_API};
   tbe_trace *t = stop_and_convert(f, &o, NULL, NULL);
   assert_int_equal(count_kind(t, TBE_EV_KERNEL), 1);
   assert_non_null(find(t, TBE_EV_KERNEL, "inside"));
