@@ -3,7 +3,7 @@
 # never initializes CUDA gives a run with a note (not an error); the
 # command's arguments, environment and exit status pass through; signals sent
 # to tbexport reach the command; a missing command is status 127; bad options
-# are status 2.  In a build without CUDA, it checks the explanation instead.
+# (--capture-range, --steps, ...) are status 2.  In a build without CUDA, it checks the explanation instead.
 # usage: test_profile.sh TBEXPORT DATA_DIR
 set -u
 tb=$1
@@ -179,6 +179,21 @@ grep -q "logdir needs a value" err.txt || fail "--logdir without a value: messag
 "$tb" --logdir ld6 --capture-range nvtx:step --trace cuda -- true 2>err.txt
 [ $? -eq 2 ] || fail "nvtx capture range without nvtx in --trace: want 2"
 grep -q "needs nvtx in --trace" err.txt || fail "capture range without nvtx: message: $(cat err.txt)"
+# --steps: checked like --capture-range (status 2, one line), needs nvtx.
+for arg in cudaProfilerApi nvtx: nvtx:x@ step; do
+  "$tb" --logdir ld6 --steps "$arg" -- touch ran_steps.txt 2>err.txt
+  [ $? -eq 2 ] || fail "bad --steps '$arg': want 2"
+  [ "$(wc -l <err.txt)" -eq 1 ] && grep -q "expected nvtx:NAME\[@DOMAIN\], got '$arg'" err.txt ||
+    fail "bad --steps '$arg': message: $(cat err.txt)"
+done
+[ ! -e ran_steps.txt ] || fail "bad --steps: the program was started"
+"$tb" --logdir ld6 --steps nvtx:train_step --trace cuda -- true 2>err.txt
+[ $? -eq 2 ] || fail "--steps without nvtx in --trace: want 2"
+grep -q "steps nvtx:... needs nvtx in --trace" err.txt || fail "--steps without nvtx: message: $(cat err.txt)"
+"$tb" --logdir ld6 --steps nvtx:train_step@loop --quiet -- true 2>/dev/null || fail "--steps nvtx:NAME@DOMAIN"
+"$tb" --logdir ld6 --force --steps nvtx:train_step -- true 2>err.txt || fail "--steps nvtx:NAME"
+grep -q "marks 0, steps 0$" err.txt || fail "--steps: the summary does not count steps: $(cat err.txt)"
 "$tb" -- --help >/dev/null 2>&1
 "$tb" profile --help | grep -q "capture-range" || fail "profile --help"
+"$tb" profile --help | grep -q -- "--steps nvtx:NAME\[@DOMAIN\]" || fail "profile --help lacks --steps"
 echo "test_profile: all checks passed"

@@ -760,6 +760,46 @@ static void test_capture_profiler_api(void **state) {
   tbe_trace_free(t);
 }
 
+/* tbe_profiler_step's collector side: marks from several threads (and
+ * from the test's own) become the run's steps, numbered in time order, on
+ * the threads that marked them, the last ending when collection stops; no
+ * mark goes through CUPTI's buffers. */
+static void *mark_steps(void *arg) {
+  for (int i = 0; i < 50; i++) assert_int_equal(tbe__collector_step(), 0);
+  (void)arg;
+  return NULL;
+}
+
+static void test_steps_marked(void **state) {
+  fixture *f = *state;
+  assert_int_equal(tbe__collector_step(), TBE_ESTATE); /* not running */
+  start(f, TBE_TRACE_CUDA, 0, 0);
+  kernel(1, "k", T0 + 10, T0 + 20, 7);
+  __atomic_store_n(&F.late, 1000, __ATOMIC_SEQ_CST); /* marks at T0 + 1 us */
+  pthread_t th[3];
+  for (int i = 0; i < 3; i++) assert_int_equal(pthread_create(&th[i], NULL, mark_steps, NULL), 0);
+  for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+  __atomic_store_n(&F.late, 2000, __ATOMIC_SEQ_CST);
+  assert_int_equal(tbe_profiler_step(), 0); /* the public entry reaches it */
+  tbe__convert_info info;
+  tbe_trace *t = stop_and_convert(f, NULL, &info, NULL);
+  assert_int_equal(info.steps_marked, 151);
+  assert_int_equal(t->nsteps, 151);
+  assert_int_equal(count_kind(t, TBE_EV_KERNEL), 1);
+  for (size_t i = 0; i < t->nsteps; i++) {
+    assert_int_equal(t->steps[i].num, (int64_t)i);
+    assert_int_not_equal(t->steps[i].track, TBE_NONE);
+    assert_int_equal(t->tracks[t->steps[i].track].type, TBE_TRACK_THREAD);
+    if (i + 1 < t->nsteps) assert_int_equal(t->steps[i].end_ns, t->steps[i + 1].start_ns);
+  }
+  assert_int_equal(t->steps[0].start_ns, (int64_t)(T0 + 1000));
+  assert_int_equal(t->steps[150].start_ns, (int64_t)(T0 + 2000));
+  assert_int_equal(t->steps[150].end_ns, (int64_t)(T0 + 1000000000ull)); /* the stop */
+  assert_int_equal(t->tracks[t->steps[150].track].tid, (int64_t)gettid());
+  tbe_trace_free(t);
+  assert_int_equal(tbe_profiler_step(), TBE_ESTATE);
+}
+
 static void test_refused_kind_is_noted(void **state) {
   fixture *f = *state;
   F.refuse_kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
@@ -817,6 +857,7 @@ static void test_start_twice_and_stop_idle(void **state) {
 static void test_public_api_without_session(void **state) {
   (void)state;
   assert_int_equal(tbe_profiler_stop(NULL), TBE_ESTATE);
+  assert_int_equal(tbe_profiler_step(), TBE_ESTATE);
   assert_int_equal(tbe_profiler_start(NULL), TBE_EINVAL);
   tbe_profiler_options o;
   tbe_profiler_options_init(&o);
@@ -1189,6 +1230,7 @@ static void test_crash_sigterm_program_handler(void **state) {
     kernel(CRASH_N + 1, "after_the_signal", T0 + 5000000, T0 + 5000500, 7);
     struct sigaction now;
     sigaction(SIGTERM, NULL, &now);
+    fake_stop();
     if (tbe__collector_stop(NULL) != 0) _exit(97);
     struct sigaction after;
     sigaction(SIGTERM, NULL, &after);
@@ -1396,6 +1438,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_delay_and_duration, setup, teardown),
       cmocka_unit_test_setup_teardown(test_capture_nvtx, setup, teardown),
       cmocka_unit_test_setup_teardown(test_capture_profiler_api, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_steps_marked, setup, teardown),
       cmocka_unit_test_setup_teardown(test_refused_kind_is_noted, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fork_child_is_not_collecting, setup, teardown),
       cmocka_unit_test_setup_teardown(test_start_twice_and_stop_idle, setup, teardown),
@@ -1424,6 +1467,7 @@ static void test_skipped_without_cupti(void **state) {
   o.logdir = "unused";
   assert_int_equal(tbe_profiler_start(&o), TBE_ENOCUPTI);
   assert_int_equal(tbe_profiler_stop(NULL), TBE_ENOCUPTI);
+  assert_int_equal(tbe_profiler_step(), TBE_ENOCUPTI);
   skip();
 }
 
