@@ -4,7 +4,10 @@
  *   tbe_profiler_options_init(&o);
  *   o.logdir = "log_dir";
  *   tbe_profiler_start(&o);        // before or after CUDA is initialized
- *   ... CUDA work, NVTX ranges ...
+ *   for (...) {
+ *     tbe_profiler_step();         // optional: the run's steps are the iterations
+ *     ... CUDA work, NVTX ranges ...
+ *   }
  *   tbe_profiler_stop(&result);    // flushes, converts, writes the run
  *
  * The collector uses the CUPTI Activity API only (no Callback API

@@ -7,12 +7,19 @@
  * (CUPTI gives both the same id; unclosed ranges end at the end of the
  * capture, ends without a start are counted), attaches MARKER_DATA (color,
  * category, payload), marks ranges that do not nest on their thread as
- * asynchronous, computes the capture windows (NVTX range or
- * cudaProfilerStart/Stop) and leaves out what falls outside, places
- * synchronization records on the GPU stream they waited for, and
- * adds everything to the trace, whose tbe_trace_finish links API calls to
- * the GPU work they launched.  Nothing read from a spool is trusted: ids,
- * lengths and counts are checked, unknown items skipped. */
+ * asynchronous, computes the kept windows (the collection windows cut to
+ * the capture range's: see "Windows" below) and leaves out what falls
+ * outside, places synchronization records on the GPU stream they waited
+ * for, turns the program's step marks into steps, and adds
+ * everything to the trace, whose tbe_trace_finish links API calls to the
+ * GPU work they launched; --steps then replaces the steps.  Nothing read
+ * from a spool is trusted: ids, lengths and counts are checked, unknown
+ * items skipped.
+ *
+ * Invariant: with any window, no event starts outside the kept windows
+ * (GPU work: the call that launched it), CUPTI overhead is counted only
+ * inside them, and the trace's start and stop are their span plus the GPU
+ * work launched in them. */
 #include "collect/convert.h"
 
 #include <dirent.h>
