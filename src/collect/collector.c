@@ -869,6 +869,9 @@ static int kind_is_on(CUpti_ActivityKind k) {
 static int set_enabled(int on) {
   int any = 0;
   CUptiResult first_err = CUPTI_SUCCESS;
+  /* The window item's time: on, before the first kind is enabled; off,
+   * after the last is disabled (conversion keeps only what lies inside). */
+  int64_t on_at = on ? cupti_now() : 0;
   for (size_t i = 0; i < NKINDS; i++) {
     if (!(kinds[i].need & G.cfg.trace)) continue;
     if (on) {
@@ -902,7 +905,7 @@ static int set_enabled(int on) {
       for (size_t i = 0; i < sizeof noisy_driver_cbids / sizeof noisy_driver_cbids[0]; i++)
         G.api.enable_driver_api(noisy_driver_cbids[i], 0);
   }
-  int64_t now = cupti_now();
+  int64_t now = on ? on_at : cupti_now();
   tbe__sp_window w = {now, (uint32_t)on, 0};
   pthread_mutex_lock(&G.mu);
   side_item_locked(TBE__SP_WINDOW, &w, sizeof w);
