@@ -539,6 +539,7 @@ static void step_image(img *m) {
   range_at(&p, 3, 5, 322, T0 + 800, T0 + 810);
   range_at(&p, 4, 5, 323, T0 + 820, T0 + 830);
   range_at(&p, 5, 5, 323, T0 + 840, T0 + 850);
+  overhead_at(&p, T0 + 900, T0 + 950);
   window_at(&p, T0 + 1000, 0); /* tbe_profiler_stop */
   img_end(m, &p, T0 + 1100);
 }
@@ -610,7 +611,8 @@ static void test_marked_steps(void **state) {
 }
 
 /* The marked steps in the run: the XSpace carries them (step markers) and
- * they come back on import. */
+ * they come back on import; so does CUPTI's overhead, as overhead (the
+ * profiler's cost), not as the program's CPU ops. */
 static void test_marked_steps_in_run(void **state) {
   (void)state;
   img m;
@@ -640,6 +642,21 @@ static void test_marked_steps_in_run(void **state) {
   assert_int_equal(t->nsteps, 3);
   for (size_t i = 0; i < 3; i++) assert_int_equal(t->steps[i].num, (int64_t)i + 1);
   assert_int_equal(t->steps[2].end_ns - t->steps[2].start_ns, 300);
+  size_t over = 0, ops = 0;
+  for (size_t i = 0; i < t->nevents; i++) {
+    const tbe_event *e = &t->events[i];
+    over += e->kind == TBE_EV_OVERHEAD;
+    ops += e->kind == TBE_EV_CPU_OP;
+    if (e->kind == TBE_EV_OVERHEAD) {
+      assert_string_equal(tbe_trace_str(t, e->name), "Activity buffer request");
+      assert_int_equal(e->dur_ns, 50);
+      assert_int_equal(t->tracks[e->track].type, TBE_TRACK_THREAD);
+      assert_int_equal(t->tracks[e->track].tid, 322); /* on its thread */
+    }
+  }
+  assert_int_equal(over, 1);
+  assert_int_equal(ops, 0);
+  assert_int_equal(t->overhead_ns, 50); /* the run's count comes back too */
   tbe_trace_free(t);
   free(x);
   free(sp);
