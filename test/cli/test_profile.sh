@@ -3,7 +3,9 @@
 # never initializes CUDA gives a run with a note (not an error); the
 # command's arguments, environment and exit status pass through; signals sent
 # to tbexport reach the command; a missing command is status 127; bad options
-# (--capture-range, --steps, ...) are status 2.  In a build without CUDA, it checks the explanation instead.
+# (--capture-range, --steps, ...) are status 2; with a stand-in libcupti, a
+# run's steps (tbe_profiler_step, --steps) and a capture range that bounds
+# everything, as `tbexport summary` reads them.  In a build without CUDA, it checks the explanation instead.
 # usage: test_profile.sh TBEXPORT DATA_DIR
 set -u
 tb=$1
@@ -131,6 +133,97 @@ os.waitpid(pid, 0)' 2>err.txt
   gzip -dc ld9/plugins/profile/nocupti/*.trace.json.gz | grep -q "collector could not start" ||
     fail "no libcupti: the run does not say why"
   [ -z "$(find ld9 -name '.tbexport-spool*')" ] || fail "no libcupti: spool folder left behind"
+fi
+
+# A profiled run end to end without a GPU: test/cli/fake_libcupti.c stands
+# in for libcupti (TBEXPORT_CUPTI_LIB), and the program, a Python script,
+# loads the injection library as the driver would, makes its "GPU activity"
+# through the fake (timestamps from a base shortly after it starts), marks
+# its steps with libtbexport's tbe_profiler_step (which reaches the injected
+# collector), then waits until the last record's time.  Modes: "loop" (4
+# steps, each with a 1 ms "train_step" range holding a launch and a 0.5 ms
+# kernel) and "capture" (the loop, then a range "profile" [33, 38] ms with
+# a 1 ms kernel, a 1 ms kernel launched at its end, CUPTI overhead before,
+# inside, across its end and after).  The runs are read from their XSpace
+# (summary reads a run's Chrome JSON first, which does not carry steps yet).
+fake="$(dirname "$tb")/libtbe_fake_cupti.so"
+libtbe="$(dirname "$tb")/libtbexport.so"
+[ -f "$fake" ] || fail "fake libcupti not built next to tbexport: $fake"
+if command -v python3 >/dev/null && [ -f "$inj" ] && ! ldd "$inj" 2>/dev/null | grep -q 'lib[at]san'; then
+  cat >drv.py <<'PY'
+import ctypes, os, sys, time
+inj = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"])
+inj.InitializeInjection()  # as the CUDA driver does at cuInit
+fake = ctypes.CDLL(os.environ["TBEXPORT_CUPTI_LIB"])
+tbe = ctypes.CDLL(os.environ["TBE_TEST_LIBTBEXPORT"])
+fake.fake_cupti_now.restype = ctypes.c_uint64
+MS = 1000000
+base = fake.fake_cupti_now() + 5 * MS
+def at(ms): return ctypes.c_uint64(base + int(ms * MS))
+def wait(ms):
+    while fake.fake_cupti_now() < base + ms * MS: time.sleep(0.0005)
+def record(ok, what):
+    if not ok: sys.exit("the fake did not record " + what)
+mode = sys.argv[1]
+record(fake.fake_cupti_overhead(at(0), at(5)), "overhead")
+record(fake.fake_cupti_range(100, at(0), at(5), b"setup", None), "setup")
+for i in range(4):
+    wait(10 + 10 * i)
+    rc = tbe.tbe_profiler_step()
+    if rc != 0: sys.exit("tbe_profiler_step: %d" % rc)
+    t = 11 + 10 * i
+    record(fake.fake_cupti_range(i + 1, at(t), at(t + 1), b"train_step", None), "train_step")
+    record(fake.fake_cupti_launch(i + 1, at(t + 0.1), at(t + 0.2)), "launch")
+    record(fake.fake_cupti_kernel(i + 1, at(t + 0.3), at(t + 0.8), b"sgd"), "kernel")
+if mode == "capture":
+    record(fake.fake_cupti_range(50, at(33), at(38), b"profile", b"loop"), "profile")
+    fake.fake_cupti_launch(10, at(34), at(34.1))
+    fake.fake_cupti_kernel(10, at(34.5), at(35.5), b"inside")
+    fake.fake_cupti_overhead(at(35), at(35.2))      # inside: 0.2 ms
+    fake.fake_cupti_launch(11, at(37.5), at(37.6))
+    fake.fake_cupti_kernel(11, at(37.8), at(38.8), b"late")  # launched inside, ends after
+    fake.fake_cupti_overhead(at(37.9), at(38.3))    # across the end: 0.1 ms inside
+    fake.fake_cupti_overhead(at(50), at(55))        # after
+wait(60)
+PY
+  export TBEXPORT_CUPTI_LIB="$fake" TBE_TEST_LIBTBEXPORT="$libtbe"
+  steps_of() { # the Steps table of run $1's XSpace as "num=time/kernels ..."
+    "$tb" summary ldF/plugins/profile/"$1"/*.xplane.pb 2>&1 |
+      sed -n '/^Steps (/,/^$/p' | awk 'NR>3 && NF {printf "%s=%s/%s ", $1, $2, $5}'
+  }
+  "$tb" --logdir ldF --run marked -- python3 drv.py loop 2>err.txt
+  rc=$?
+  [ $rc -eq 0 ] || fail "fake CUPTI: status $rc: $(cat err.txt)"
+  grep -q "kernels 4, copies 0, memsets 0, API calls 4, NVTX ranges 5, marks 0, steps 4$" err.txt ||
+    fail "fake CUPTI: the run's counts: $(cat err.txt)"
+  case "$(steps_of marked)" in
+    0=*/1\ 1=*/1\ 2=*/1\ 3=*/1\ ) ;;
+    *) fail "tbe_profiler_step under tbexport -- CMD: steps: '$(steps_of marked)'" ;;
+  esac
+  "$tb" --logdir ldF --run ranged --steps nvtx:train_step -- python3 drv.py loop 2>err.txt ||
+    fail "--steps nvtx:train_step: $(cat err.txt)"
+  [ "$(steps_of ranged)" = "0=1.000ms/1 1=1.000ms/1 2=1.000ms/1 3=1.000ms/1 " ] ||
+    fail "--steps nvtx:train_step wins over the marks: '$(steps_of ranged)'"
+  "$tb" --logdir ldF --run kept --steps nvtx:step@loop -- python3 drv.py loop 2>err.txt ||
+    fail "--steps without a match: $(cat err.txt)"
+  [ "$(grep -c -- '--steps' err.txt)" -eq 1 ] &&
+    grep -q "^tbexport: pid [0-9]*: --steps nvtx:step@loop: no NVTX range or user annotation has that name in that domain; the most frequent top-level ranges are 'train_step' (4), 'setup' (1); the 4 steps found otherwise are kept$" err.txt ||
+    fail "--steps without a match: message: $(cat err.txt)"
+  "$tb" summary ldF/plugins/profile/kept/*.xplane.pb 2>&1 | grep -q "^warning: .*--steps nvtx:step@loop: no NVTX range" ||
+    fail "--steps without a match: the run does not say it"
+  # The capture range bounds everything: wall 33..38.8 ms, 2 kernels, busy
+  # 2 of 5.8 ms, overhead 0.3 ms (the rest left out), nothing of the loop.
+  "$tb" --logdir ldF --run cap --capture-range nvtx:profile@loop -- python3 drv.py capture 2>err.txt ||
+    fail "--capture-range: $(cat err.txt)"
+  "$tb" summary ldF/plugins/profile/cap/*.xplane.pb >sum.txt 2>&1
+  grep -q "^wall 5.800ms, 1 GPU, 2 kernels" sum.txt || fail "--capture-range: wall: $(head -3 sum.txt)"
+  grep -q "^GPU busy  *2.000ms  34.5%" sum.txt || fail "--capture-range: GPU busy: $(cat sum.txt)"
+  grep -q "^profiler: overhead 300.000us" sum.txt || fail "--capture-range: overhead: $(cat sum.txt)"
+  grep -q "GPU busy 34.5%; kernels 2, copies 0, memsets 0, API calls 2, NVTX ranges 1," err.txt ||
+    fail "--capture-range: the run's counts: $(cat err.txt)"
+  grep -q "CUPTI overhead 0.300 ms" err.txt || fail "--capture-range: overhead said: $(cat err.txt)"
+  grep -q "Activity buffer request" sum.txt && fail "--capture-range: overhead shown as the program's: $(cat sum.txt)"
+  unset TBEXPORT_CUPTI_LIB TBE_TEST_LIBTBEXPORT
 fi
 
 # A signal sent to tbexport's whole process group (timeout, kill -PGID)
