@@ -138,13 +138,13 @@ fi
 # A profiled run end to end without a GPU: test/cli/fake_libcupti.c stands
 # in for libcupti (TBEXPORT_CUPTI_LIB), and the program, a Python script,
 # loads the injection library as the driver would, makes its "GPU activity"
-# through the fake (timestamps from a base shortly after it starts), marks
-# its steps with libtbexport's tbe_profiler_step (which reaches the injected
-# collector), then waits until the last record's time.  Modes: "loop" (4
-# steps, each with a 1 ms "train_step" range holding a launch and a 0.5 ms
-# kernel) and "capture" (the loop, then a range "profile" [33, 38] ms with
-# a 1 ms kernel, a 1 ms kernel launched at its end, CUPTI overhead before,
-# inside, across its end and after).  The runs are read from their XSpace
+# through the fake, marks its steps with libtbexport's tbe_profiler_step
+# (which reaches the injected collector), and waits until the clock has
+# passed each record's time before going on.  Modes: "loop" (4 steps, each
+# with a 1 ms "train_step" range 1 ms after its mark, holding a launch and
+# a 0.5 ms kernel) and "capture" (the loop, then a 5 ms range "profile"
+# with a 1 ms kernel, a 1 ms kernel launched at its end that runs 0.8 ms
+# past it, CUPTI overhead before, inside, across its end and after).  The runs are read from their XSpace
 # (summary reads a run's Chrome JSON first, which does not carry steps yet).
 fake="$(dirname "$tb")/libtbe_fake_cupti.so"
 libtbe="$(dirname "$tb")/libtbexport.so"
@@ -158,33 +158,36 @@ fake = ctypes.CDLL(os.environ["TBEXPORT_CUPTI_LIB"])
 tbe = ctypes.CDLL(os.environ["TBE_TEST_LIBTBEXPORT"])
 fake.fake_cupti_now.restype = ctypes.c_uint64
 MS = 1000000
-base = fake.fake_cupti_now() + 5 * MS
-def at(ms): return ctypes.c_uint64(base + int(ms * MS))
-def wait(ms):
-    while fake.fake_cupti_now() < base + ms * MS: time.sleep(0.0005)
+def at(base, ms): return ctypes.c_uint64(base + int(ms * MS))
+def wait_past(t):  # until the clock has passed t (records are never in the future)
+    while fake.fake_cupti_now() <= t: time.sleep(0.0005)
 def record(ok, what):
     if not ok: sys.exit("the fake did not record " + what)
 mode = sys.argv[1]
-record(fake.fake_cupti_overhead(at(0), at(5)), "overhead")
-record(fake.fake_cupti_range(100, at(0), at(5), b"setup", None), "setup")
+b = fake.fake_cupti_now() + MS
+record(fake.fake_cupti_overhead(at(b, 0), at(b, 5)), "overhead")
+record(fake.fake_cupti_range(100, at(b, 0), at(b, 5), b"setup", None), "setup")
+wait_past(b + 6 * MS)
 for i in range(4):
-    wait(10 + 10 * i)
     rc = tbe.tbe_profiler_step()
     if rc != 0: sys.exit("tbe_profiler_step: %d" % rc)
-    t = 11 + 10 * i
-    record(fake.fake_cupti_range(i + 1, at(t), at(t + 1), b"train_step", None), "train_step")
-    record(fake.fake_cupti_launch(i + 1, at(t + 0.1), at(t + 0.2)), "launch")
-    record(fake.fake_cupti_kernel(i + 1, at(t + 0.3), at(t + 0.8), b"sgd"), "kernel")
+    t = fake.fake_cupti_now() + MS  # this step's records, 1 ms after its mark
+    record(fake.fake_cupti_range(i + 1, at(t, 0), at(t, 1), b"train_step", None), "train_step")
+    record(fake.fake_cupti_launch(i + 1, at(t, 0.1), at(t, 0.2)), "launch")
+    record(fake.fake_cupti_kernel(i + 1, at(t, 0.3), at(t, 0.8), b"sgd"), "kernel")
+    wait_past(t + 2 * MS)
 if mode == "capture":
-    record(fake.fake_cupti_range(50, at(33), at(38), b"profile", b"loop"), "profile")
-    fake.fake_cupti_launch(10, at(34), at(34.1))
-    fake.fake_cupti_kernel(10, at(34.5), at(35.5), b"inside")
-    fake.fake_cupti_overhead(at(35), at(35.2))      # inside: 0.2 ms
-    fake.fake_cupti_launch(11, at(37.5), at(37.6))
-    fake.fake_cupti_kernel(11, at(37.8), at(38.8), b"late")  # launched inside, ends after
-    fake.fake_cupti_overhead(at(37.9), at(38.3))    # across the end: 0.1 ms inside
-    fake.fake_cupti_overhead(at(50), at(55))        # after
-wait(60)
+    b = fake.fake_cupti_now() + MS
+    fake.fake_cupti_overhead(at(b, -0.5), at(b, -0.3))  # before
+    record(fake.fake_cupti_range(50, at(b, 0), at(b, 5), b"profile", b"loop"), "profile")
+    fake.fake_cupti_launch(10, at(b, 1), at(b, 1.1))
+    fake.fake_cupti_kernel(10, at(b, 1.5), at(b, 2.5), b"inside")
+    fake.fake_cupti_overhead(at(b, 2), at(b, 2.2))      # inside: 0.2 ms
+    fake.fake_cupti_launch(11, at(b, 4.5), at(b, 4.6))
+    fake.fake_cupti_kernel(11, at(b, 4.8), at(b, 5.8), b"late")  # launched inside, ends after
+    fake.fake_cupti_overhead(at(b, 4.9), at(b, 5.3))    # across the end: 0.1 ms inside
+    fake.fake_cupti_overhead(at(b, 10), at(b, 15))      # after
+    wait_past(b + 16 * MS)
 PY
   export TBEXPORT_CUPTI_LIB="$fake" TBE_TEST_LIBTBEXPORT="$libtbe"
   steps_of() { # the Steps table of run $1's XSpace as "num=time/kernels ..."
@@ -211,8 +214,9 @@ PY
     fail "--steps without a match: message: $(cat err.txt)"
   "$tb" summary ldF/plugins/profile/kept/*.xplane.pb 2>&1 | grep -q "^warning: .*--steps nvtx:step@loop: no NVTX range" ||
     fail "--steps without a match: the run does not say it"
-  # The capture range bounds everything: wall 33..38.8 ms, 2 kernels, busy
-  # 2 of 5.8 ms, overhead 0.3 ms (the rest left out), nothing of the loop.
+  # The capture range bounds everything: wall 5.8 ms (the range and the
+  # kernel launched in it), 2 kernels, busy 2 of 5.8 ms, overhead 0.3 ms
+  # (the rest left out), nothing of the loop.
   "$tb" --logdir ldF --run cap --capture-range nvtx:profile@loop -- python3 drv.py capture 2>err.txt ||
     fail "--capture-range: $(cat err.txt)"
   "$tb" summary ldF/plugins/profile/cap/*.xplane.pb >sum.txt 2>&1
