@@ -135,8 +135,8 @@ os.waitpid(pid, 0)' 2>err.txt
   [ -z "$(find ld9 -name '.tbexport-spool*')" ] || fail "no libcupti: spool folder left behind"
 fi
 
-# A profiled run end to end without a GPU: test/cli/fake_libcupti.c stands
-# in for libcupti (TBEXPORT_CUPTI_LIB), and the program, a Python script,
+# A profiled run end to end without a GPU: test/stress/collect_fake_libcupti.c
+# stands in for libcupti (TBEXPORT_CUPTI_LIB), and the program, a Python script,
 # loads the injection library as the driver would, makes its "GPU activity"
 # through the fake, marks its steps with libtbexport's tbe_profiler_step
 # (which reaches the injected collector), and waits until the clock has
@@ -146,7 +146,7 @@ fi
 # with a 1 ms kernel, a 1 ms kernel launched at its end that runs 0.8 ms
 # past it, CUPTI overhead before, inside, across its end and after).  The runs are read from their XSpace
 # (summary reads a run's Chrome JSON first, which does not carry steps yet).
-fake="$(dirname "$tb")/libtbe_fake_cupti.so"
+fake="$(dirname "$tb")/libcollect_fake_libcupti.so"
 libtbe="$(dirname "$tb")/libtbexport.so"
 [ -f "$fake" ] || fail "fake libcupti not built next to tbexport: $fake"
 if command -v python3 >/dev/null && [ -f "$inj" ] && ! ldd "$inj" 2>/dev/null | grep -q 'lib[at]san'; then
@@ -173,17 +173,17 @@ for i in range(4):
     if rc != 0: sys.exit("tbe_profiler_step: %d" % rc)
     t = fake.fake_cupti_now() + MS  # this step's records, 1 ms after its mark
     record(fake.fake_cupti_range(i + 1, at(t, 0), at(t, 1), b"train_step", None), "train_step")
-    record(fake.fake_cupti_launch(i + 1, at(t, 0.1), at(t, 0.2)), "launch")
+    record(fake.fake_cupti_api(i + 1, at(t, 0.1), at(t, 0.2)), "launch")
     record(fake.fake_cupti_kernel(i + 1, at(t, 0.3), at(t, 0.8), b"sgd"), "kernel")
     wait_past(t + 2 * MS)
 if mode == "capture":
     b = fake.fake_cupti_now() + MS
     fake.fake_cupti_overhead(at(b, -0.5), at(b, -0.3))  # before
     record(fake.fake_cupti_range(50, at(b, 0), at(b, 5), b"profile", b"loop"), "profile")
-    fake.fake_cupti_launch(10, at(b, 1), at(b, 1.1))
+    fake.fake_cupti_api(10, at(b, 1), at(b, 1.1))
     fake.fake_cupti_kernel(10, at(b, 1.5), at(b, 2.5), b"inside")
     fake.fake_cupti_overhead(at(b, 2), at(b, 2.2))      # inside: 0.2 ms
-    fake.fake_cupti_launch(11, at(b, 4.5), at(b, 4.6))
+    fake.fake_cupti_api(11, at(b, 4.5), at(b, 4.6))
     fake.fake_cupti_kernel(11, at(b, 4.8), at(b, 5.8), b"late")  # launched inside, ends after
     fake.fake_cupti_overhead(at(b, 4.9), at(b, 5.3))    # across the end: 0.1 ms inside
     fake.fake_cupti_overhead(at(b, 10), at(b, 15))      # after
