@@ -173,11 +173,11 @@ printf '\001\002\003\004' | dd of="$work/bo.spool" bs=1 seek=12 conv=notrunc 2>/
 ok "spool files"
 
 # 10. --steps nvtx:NAME: the run's steps are that range's occurrences, and
-# `tbexport summary` prints them in its Steps table.  (The runs are written
-# as XSpace only: summary reads a run's Chrome JSON first, and that output
-# does not carry steps yet.)  Nsight Systems export: "saxpy", 5 ranges.
+# `tbexport summary` prints them in its Steps table (from the run's Chrome
+# JSON, which summary reads first; and from its XSpace).  Nsight Systems
+# export: "saxpy", 5 ranges.
 nsys=$data/nsys/saxpy_mpi_cuda_perlmutter.sqlite
-"$bin" import "$nsys" --logdir "$work/ldst" --run sx --format xplane --steps nvtx:saxpy >/dev/null 2>"$work/err"
+"$bin" import "$nsys" --logdir "$work/ldst" --run sx --steps nvtx:saxpy >/dev/null 2>"$work/err"
 rc=$?
 [ $rc -eq 0 ] || fail "--steps nvtx:saxpy: exit $rc: $(cat "$work/err")"
 [ -s "$work/err" ] && fail "--steps nvtx:saxpy: stderr: $(cat "$work/err")"
@@ -190,11 +190,13 @@ sed -n '/^Steps (5)$/,/^$/p' "$work/sum" >"$work/steps"
 [ "$(awk 'NR>3 && NF {print $2}' "$work/steps" | tr '\n' ' ')" = "59.054us 47.452us 41.921us 41.711us 41.110us " ] ||
   fail "--steps saxpy: step times: $(cat "$work/steps")"
 awk 'NR>3 && NF && $5 != 1 {bad=1} END {exit bad}' "$work/steps" || fail "--steps saxpy: one kernel per step: $(cat "$work/steps")"
+"$bin" summary "$work/ldst/plugins/profile/sx/nid001608.xplane.pb" | sed -n '/^Steps (5)$/,/^$/p' >"$work/steps_x"
+cmp -s "$work/steps" "$work/steps_x" || fail "--steps saxpy: the XSpace's steps differ: $(cat "$work/steps_x")"
 # No match: exit 0, one warning line naming NAME and the most frequent
 # top-level ranges (here PyTorch's op names, which carry per-call op ids),
 # the same line in the run; no steps.
 torch=$data/nsys/h100_2gpu_1s.sqlite
-"$bin" import "$torch" --logdir "$work/ldst" --run nm --format xplane --steps nvtx:train_step@loop >/dev/null 2>"$work/err"
+"$bin" import "$torch" --logdir "$work/ldst" --run nm --steps nvtx:train_step@loop >/dev/null 2>"$work/err"
 rc=$?
 [ $rc -eq 0 ] || fail "--steps without a match: exit $rc"
 [ "$(wc -l <"$work/err")" -eq 1 ] || fail "--steps without a match: not one line: $(cat "$work/err")"
@@ -208,17 +210,17 @@ grep -q "^warning: .*--steps nvtx:train_step@loop: no NVTX range" "$work/sum" ||
 # fuzz corpus: 3 steps, the last until collection stopped), and --steps
 # over them (ranges "train_step" with payloads 10, 11, 12).
 ssp=$data/../fuzz/corpus/spool/steps.spool
-"$bin" import "$ssp" --logdir "$work/ldst" --run marked --format xplane >/dev/null 2>"$work/err" ||
+"$bin" import "$ssp" --logdir "$work/ldst" --run marked >/dev/null 2>"$work/err" ||
   fail "steps.spool: $(cat "$work/err")"
 "$bin" summary --logdir "$work/ldst" marked >"$work/sum" 2>&1
 sed -n '/^Steps (3)$/,/^$/p' "$work/sum" | awk 'NR>3 && NF {printf "%s=%s ", $1, $2}' >"$work/steps"
 [ "$(cat "$work/steps")" = "0=200ns 1=200ns 2=300ns " ] || fail "marked steps: $(cat "$work/sum")"
-"$bin" import "$ssp" --logdir "$work/ldst" --run ranged --format xplane --steps nvtx:train_step >/dev/null 2>"$work/err" ||
+"$bin" import "$ssp" --logdir "$work/ldst" --run ranged --steps nvtx:train_step >/dev/null 2>"$work/err" ||
   fail "steps.spool --steps: $(cat "$work/err")"
 "$bin" summary --logdir "$work/ldst" ranged >"$work/sum" 2>&1
 sed -n '/^Steps (3)$/,/^$/p' "$work/sum" | awk 'NR>3 && NF {printf "%s=%s ", $1, $2}' >"$work/steps"
 [ "$(cat "$work/steps")" = "10=180ns 11=180ns 12=180ns " ] || fail "--steps over marked steps: $(cat "$work/sum")"
-"$bin" import "$ssp" --logdir "$work/ldst" --run kept --format xplane --steps nvtx:nope >/dev/null 2>"$work/err"
+"$bin" import "$ssp" --logdir "$work/ldst" --run kept --steps nvtx:nope >/dev/null 2>"$work/err"
 [ $? -eq 0 ] || fail "steps.spool --steps nvtx:nope: exit"
 grep -q "^tbexport: pid 4343: --steps nvtx:nope: no NVTX range or user annotation has that name; the most frequent top-level ranges are 'train_step' (3); the 3 steps found otherwise are kept$" "$work/err" ||
   fail "steps.spool --steps nvtx:nope: message: $(cat "$work/err")"

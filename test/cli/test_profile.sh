@@ -144,8 +144,9 @@ fi
 # with a 1 ms "train_step" range 1 ms after its mark, holding a launch and
 # a 0.5 ms kernel) and "capture" (the loop, then a 5 ms range "profile"
 # with a 1 ms kernel, a 1 ms kernel launched at its end that runs 0.8 ms
-# past it, CUPTI overhead before, inside, across its end and after).  The runs are read from their XSpace
-# (summary reads a run's Chrome JSON first, which does not carry steps yet).
+# past it, CUPTI overhead before, inside, across its end and after).  Each
+# run is read as the user reads it, `tbexport summary --logdir DIR RUN`
+# (its Chrome JSON), and, for the steps, from its XSpace too.
 fake="$(dirname "$tb")/libcollect_fake_libcupti.so"
 libtbe="$(dirname "$tb")/libtbexport.so"
 [ -f "$fake" ] || fail "fake libcupti not built next to tbexport: $fake"
@@ -190,7 +191,11 @@ if mode == "capture":
     wait_past(b + 16 * MS)
 PY
   export TBEXPORT_CUPTI_LIB="$fake" TBE_TEST_LIBTBEXPORT="$libtbe"
-  steps_of() { # the Steps table of run $1's XSpace as "num=time/kernels ..."
+  steps_of() { # the Steps table of run $1 as "num=time/kernels ..."
+    "$tb" summary --logdir ldF "$1" 2>&1 |
+      sed -n '/^Steps (/,/^$/p' | awk 'NR>3 && NF {printf "%s=%s/%s ", $1, $2, $5}'
+  }
+  xsteps_of() { # the same from its XSpace
     "$tb" summary ldF/plugins/profile/"$1"/*.xplane.pb 2>&1 |
       sed -n '/^Steps (/,/^$/p' | awk 'NR>3 && NF {printf "%s=%s/%s ", $1, $2, $5}'
   }
@@ -203,23 +208,25 @@ PY
     0=*/1\ 1=*/1\ 2=*/1\ 3=*/1\ ) ;;
     *) fail "tbe_profiler_step under tbexport -- CMD: steps: '$(steps_of marked)'" ;;
   esac
+  [ "$(xsteps_of marked)" = "$(steps_of marked)" ] || fail "marked steps: XSpace: '$(xsteps_of marked)'"
   "$tb" --logdir ldF --run ranged --steps nvtx:train_step -- python3 drv.py loop 2>err.txt ||
     fail "--steps nvtx:train_step: $(cat err.txt)"
   [ "$(steps_of ranged)" = "0=1.000ms/1 1=1.000ms/1 2=1.000ms/1 3=1.000ms/1 " ] ||
     fail "--steps nvtx:train_step wins over the marks: '$(steps_of ranged)'"
+  [ "$(xsteps_of ranged)" = "$(steps_of ranged)" ] || fail "--steps: XSpace: '$(xsteps_of ranged)'"
   "$tb" --logdir ldF --run kept --steps nvtx:step@loop -- python3 drv.py loop 2>err.txt ||
     fail "--steps without a match: $(cat err.txt)"
   [ "$(grep -c -- '--steps' err.txt)" -eq 1 ] &&
     grep -q "^tbexport: pid [0-9]*: --steps nvtx:step@loop: no NVTX range or user annotation has that name in that domain; the most frequent top-level ranges are 'train_step' (4), 'setup' (1); the 4 steps found otherwise are kept$" err.txt ||
     fail "--steps without a match: message: $(cat err.txt)"
-  "$tb" summary ldF/plugins/profile/kept/*.xplane.pb 2>&1 | grep -q "^warning: .*--steps nvtx:step@loop: no NVTX range" ||
+  "$tb" summary --logdir ldF kept 2>&1 | grep -q "^warning: .*--steps nvtx:step@loop: no NVTX range" ||
     fail "--steps without a match: the run does not say it"
   # The capture range bounds everything: wall 5.8 ms (the range and the
   # kernel launched in it), 2 kernels, busy 2 of 5.8 ms, overhead 0.3 ms
   # (the rest left out), nothing of the loop.
   "$tb" --logdir ldF --run cap --capture-range nvtx:profile@loop -- python3 drv.py capture 2>err.txt ||
     fail "--capture-range: $(cat err.txt)"
-  "$tb" summary ldF/plugins/profile/cap/*.xplane.pb >sum.txt 2>&1
+  "$tb" summary --logdir ldF cap >sum.txt 2>&1
   grep -q "^wall 5.800ms, 1 GPU, 2 kernels" sum.txt || fail "--capture-range: wall: $(head -3 sum.txt)"
   grep -q "^GPU busy  *2.000ms  34.5%" sum.txt || fail "--capture-range: GPU busy: $(cat sum.txt)"
   grep -q "^profiler: overhead 300.000us" sum.txt || fail "--capture-range: overhead: $(cat sum.txt)"
