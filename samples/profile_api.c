@@ -7,14 +7,23 @@
  * K small kernels per step launched through the CUDA driver API from an
  * embedded PTX kernel (add_one, JIT-compiled by the driver), a host-to-device
  * copy from pageable memory and one from pinned memory, a memset, stream
- * syncs, and a device-to-host copy to check the result.  It then prints what
- * it did and what the profiler counted, and exits 1 when they differ:
- *   profile_api: did kernels=N memcpy=3 memset=1 nvtx_ranges=R nvtx_marks=1 result=ok
- *   profile_api: profiler kernels=N memcpy=3 memset=1 nvtx_ranges=R nvtx_marks=1 ...
+ * syncs, and a device-to-host copy to check the result.  Each step begins
+ * with tbe_profiler_step(), so the run's steps are the loop's iterations
+ * (the last one, with the download, until tbe_profiler_stop).  It then
+ * prints what it did and what the profiler counted, and exits 1 when they
+ * differ:
+ *   profile_api: did kernels=N memcpy=3 memset=1 nvtx_ranges=R nvtx_marks=1 steps=S result=ok
+ *   profile_api: profiler kernels=N memcpy=3 memset=1 nvtx_ranges=R nvtx_marks=1 steps=S ...
  *
  * NVTX reaches CUPTI only through NVTX_INJECTION64_PATH, read at the first
  * NVTX call; tbe_profiler_start sets it to the libcupti it loaded, so the
  * sample makes no NVTX call before starting the profiler.
+ *
+ * Run under `tbexport -- profile_api ...`, tbe_profiler_start returns
+ * TBE_EBUSY (the process is already being collected); the sample then does
+ * the same work under that collector, its tbe_profiler_step calls reaching
+ * it (a failed call is an error), and tbexport writes the run, with S
+ * steps, after it exits.
  *
  * Built without CUDA, the tbe_profiler_* API still exists and returns
  * TBE_ENOCUPTI; the sample says so and exits 0.
@@ -85,7 +94,7 @@ static int drv_ok(CUresult e, const char *what) {
 #define DRV(call) drv_ok((call), #call)
 
 typedef struct work {
-  long kernels, copies, memsets, ranges, marks;
+  long kernels, copies, memsets, ranges, marks, steps;
   int result_ok;
 } work;
 
@@ -109,6 +118,13 @@ static int do_work(CUfunction fn, CUstream st, float *dev, float *pageable, floa
   if (rc) return rc;
 
   for (int s = 0; s < steps; s++) {
+    /* Step s begins here (and step s-1 ends): cheap, any thread may call it. */
+    int src = tbe_profiler_step();
+    if (src != 0) {
+      fprintf(stderr, "profile_api: tbe_profiler_step: %s\n", tbe_strerror(src));
+      return -1;
+    }
+    w->steps++;
     char name[32];
     snprintf(name, sizeof name, "step %d", s);
     nvtxRangePushA(name);
@@ -247,6 +263,18 @@ int main(int argc, char **argv) {
    * what do_work counts.  A failure mid-work still stops the session (its
    * run is written) and then exits 1. */
   int rc = tbe_profiler_start(&o);
+  if (rc == TBE_EBUSY) {
+    /* Under `tbexport -- CMD`: its collector has this process already. */
+    int wrc = do_work(fn, st, dev, pageable, pinned, n, (int)steps, per_step, &w);
+    if (wrc == 0 && !RT(cudaDeviceSynchronize())) wrc = -1;
+    if (wrc) goto out;
+    printf("profile_api: under tbexport -- CMD: did kernels=%ld memcpy=%ld memset=%ld "
+           "nvtx_ranges=%ld nvtx_marks=%ld steps=%ld result=%s\n",
+           w.kernels, w.copies, w.memsets, w.ranges, w.marks, w.steps,
+           w.result_ok ? "ok" : "WRONG");
+    status = w.result_ok ? 0 : 1;
+    goto out;
+  }
   if (rc) {
     fprintf(stderr, "profile_api: tbe_profiler_start: %s\n", tbe_strerror(rc));
     goto out;
@@ -261,17 +289,18 @@ int main(int argc, char **argv) {
   if (wrc) goto out;
 
   printf("profile_api: did kernels=%ld memcpy=%ld memset=%ld nvtx_ranges=%ld nvtx_marks=%ld "
-         "result=%s\n",
-         w.kernels, w.copies, w.memsets, w.ranges, w.marks, w.result_ok ? "ok" : "WRONG");
+         "steps=%ld result=%s\n",
+         w.kernels, w.copies, w.memsets, w.ranges, w.marks, w.steps,
+         w.result_ok ? "ok" : "WRONG");
   printf("profile_api: profiler kernels=%llu memcpy=%llu memset=%llu nvtx_ranges=%llu "
-         "nvtx_marks=%llu dropped=%llu gpu_busy=%.1f%%\n",
+         "nvtx_marks=%llu steps=%llu dropped=%llu gpu_busy=%.1f%%\n",
          (unsigned long long)r.kernels, (unsigned long long)r.copies,
          (unsigned long long)r.memsets, (unsigned long long)r.nvtx_ranges,
-         (unsigned long long)r.nvtx_marks, (unsigned long long)r.dropped_records,
-         r.gpu_busy_pct);
+         (unsigned long long)r.nvtx_marks, (unsigned long long)r.steps,
+         (unsigned long long)r.dropped_records, r.gpu_busy_pct);
   int same = r.kernels == (uint64_t)w.kernels && r.copies == (uint64_t)w.copies &&
              r.memsets == (uint64_t)w.memsets && r.nvtx_ranges == (uint64_t)w.ranges &&
-             r.nvtx_marks == (uint64_t)w.marks;
+             r.nvtx_marks == (uint64_t)w.marks && r.steps == (uint64_t)w.steps;
   if (!same) fprintf(stderr, "profile_api: the profiler's counts differ from the work done\n");
   if (!w.result_ok) fprintf(stderr, "profile_api: wrong result on the device\n");
   status = same && w.result_ok ? 0 : 1;

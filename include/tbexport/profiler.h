@@ -4,7 +4,10 @@
  *   tbe_profiler_options_init(&o);
  *   o.logdir = "log_dir";
  *   tbe_profiler_start(&o);        // before or after CUDA is initialized
- *   ... CUDA work, NVTX ranges ...
+ *   for (...) {
+ *     tbe_profiler_step();         // optional: the run's steps are the iterations
+ *     ... CUDA work, NVTX ranges ...
+ *   }
  *   tbe_profiler_stop(&result);    // flushes, converts, writes the run
  *
  * The collector uses the CUPTI Activity API only (no Callback API
@@ -98,6 +101,7 @@ typedef struct tbe_profiler_result {
   uint64_t overhead_ns;      /* CUPTI's own overhead records, summed */
   int64_t start_ns, stop_ns; /* epoch ns of the session */
   double gpu_busy_pct;       /* union of GPU activity / session time, 0..100 */
+  uint64_t steps;            /* steps in the run (tbe_profiler_step, or derived) */
 } tbe_profiler_result;
 
 /* Fills `o` with the defaults (logdir NULL). */
@@ -114,6 +118,29 @@ TBE_API int tbe_profiler_parse_trace(const char *list, unsigned *mask, size_t *b
  * loadable); TBE_ECUPTI (CUPTI refused; a line on stderr says why); or an
  * I/O error creating the spool. */
 TBE_API int tbe_profiler_start(const tbe_profiler_options *o);
+
+/* Marks the start of the program's next step (torch.profiler's step()):
+ * the first call starts step 0, each call ends the step before it, and
+ * tbe_profiler_stop (or the end of collection) ends the last.  The run's
+ * steps are then these (the per-step table of `tbexport summary`, xprof's
+ * step markers) instead of steps found by name; `--steps nvtx:NAME`, when
+ * also given, wins.  Steps that begin outside what is kept (--delay,
+ * --duration, a capture range) are left out and keep their numbers; the
+ * one in progress when collection stops ends there.
+ *
+ * Cheap (a CUPTI timestamp and a short lock; no allocation in the steady
+ * state, nothing written at once) and thread-safe: any application thread
+ * may call it; each step records the thread that marked it.
+ *
+ * Under `tbexport -- CMD` (when the program links libtbexport) the call
+ * reaches the injected collector of the process: the run written after the
+ * program ends has these steps.  Calls made before the process initialized
+ * CUDA (or made its first NVTX call) are not recorded, as nothing is
+ * collecting yet; they return TBE_ESTATE.
+ *
+ * Returns 0; TBE_ESTATE (no session collecting in this process);
+ * TBE_ENOCUPTI (built without CUDA and not under `tbexport -- CMD`). */
+TBE_API int tbe_profiler_step(void);
 
 /* Stops collecting, flushes every buffer, converts the session into the
  * run and writes it.  `result` may be NULL.  Returns 0, TBE_ESTATE (no

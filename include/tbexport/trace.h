@@ -364,6 +364,44 @@ TBE_API int tbe_trace_error(const tbe_trace *t);
  * Idempotent.  Returns 0 or an error. */
 TBE_API int tbe_trace_finish(tbe_trace *t);
 
+/* Steps from a named range.
+ *
+ * Replaces the trace's steps by the occurrences of the NVTX range or user
+ * annotation (record_function) named exactly `name`: NVTX ranges of NVTX
+ * domain `domain` only (NULL: any domain; a user annotation has no domain,
+ * so it matches only when `domain` is NULL).  Marks, GPU projections of
+ * annotations and events on GPU streams never match.
+ * - Outermost occurrences only: one nested in another occurrence of the
+ *   same name on its thread (recursion) is part of that step.
+ * - One thread: when several host threads carry the range, the thread with
+ *   the most outermost occurrences gives the steps (on a tie, the one whose
+ *   first occurrence is earliest); the occurrences on other threads stay
+ *   ordinary ranges.  Each step records that thread in tbe_step.track.
+ * - Numbering: in time order, from 0; or, when every chosen occurrence is
+ *   an NVTX range carrying an integer payload (int64, or uint64 up to
+ *   INT64_MAX) and no two carry the same value, by that payload (PyTorch's
+ *   and many training loops' step counter).  Steps are stored in time order
+ *   and named like the range.
+ * The trace is finished first if it was not, and stays finished.  Returns
+ * the number of steps (> 0) with the steps replaced; 0 when nothing matches,
+ * the steps then left as they were (not an error: callers say so, see
+ * tbe_trace_top_ranges for a hint); TBE_EINVAL (empty name), TBE_ETOOBIG,
+ * or TBE_ENOMEM with the steps unchanged. */
+TBE_API int tbe_trace_steps_from_range(tbe_trace *t, const char *name, const char *domain);
+
+/* A name and how often it occurs (tbe_trace_top_ranges). */
+typedef struct tbe_name_count {
+  tbe_str name;
+  uint64_t count;
+} tbe_name_count;
+
+/* The most frequent names of top-level host ranges (NVTX ranges and user
+ * annotations not inside another such range on their thread), for telling
+ * a user which names a finished trace offers.  Fills out[0..n) by count,
+ * highest first (ties: the name first interned), and returns how many were
+ * filled (<= n); TBE_ESTATE when the trace is not finished; TBE_ENOMEM. */
+TBE_API int tbe_trace_top_ranges(const tbe_trace *t, tbe_name_count *out, size_t n);
+
 /* Helpers for readers. */
 TBE_API const char *tbe_event_kind_name(tbe_event_kind k);   /* "kernel", "memcpy", ... */
 TBE_API const char *tbe_mem_kind_name(tbe_mem_kind k);       /* "pageable", "pinned", ... */

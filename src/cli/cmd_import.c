@@ -13,7 +13,12 @@
  * folder when `tbexport -- CMD` was killed or could not write its run) are
  * converted like the end of a profiled session: one host entry per process
  * when there are several.  They are imported on their own, not merged with
- * other traces, and are not removed. */
+ * other traces, and are not removed.
+ *
+ * --steps nvtx:NAME[@DOMAIN] replaces the steps after the import (of the
+ * merged trace; of each spool's process): how Nsight Systems exports and
+ * runs collected without steps get them.  No match is a warning (in the
+ * run and on stderr), not an error. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -24,13 +29,15 @@
 #include "cli/cli.h"
 #include "cli/progress.h"
 #include "collect/convert.h"
+#include "collect/options.h"
 #include "collect/spool.h"
 #include "tbexport.h"
 
 static void usage(FILE *f) {
   fprintf(f,
           "usage: tbexport import FILE... --logdir DIR [--run NAME] [--host NAME]\n"
-          "                       [--format xplane,json,events] [--force] [--quiet]\n"
+          "                       [--format xplane,json,events] [--steps nvtx:NAME[@DOMAIN]]\n"
+          "                       [--force] [--quiet]\n"
           "\n"
           "Imports traces (PyTorch/Kineto or other Chrome JSON, plain or gzip; XSpace\n"
           ".xplane.pb; Nsight Systems SQLite exports) and writes them as one run:\n"
@@ -50,6 +57,11 @@ static void usage(FILE *f) {
           "                  else this machine's)\n"
           "  --format LIST   outputs to write, comma-separated: xplane, json, events\n"
           "                  (default: all three)\n"
+          "  --steps nvtx:NAME[@DOMAIN]\n"
+          "                  the run's steps are the NVTX ranges (or record_function\n"
+          "                  annotations) named NAME, in DOMAIN if given: the outermost\n"
+          "                  ones of the thread with the most, numbered from 0 or by\n"
+          "                  their integer payload (replaces steps found by name)\n"
           "  --force         replace existing output files\n"
           "  --quiet         no progress bar\n"
           "  --help          this text\n"
@@ -115,12 +127,14 @@ static int spool_header_bad(const char *path) {
 }
 
 /* Converts the spool files FILES[0..n) into run o->run (see above). */
-static int import_spools(char **files, size_t n, const tbe_export_options *o, int quiet) {
+static int import_spools(char **files, size_t n, const tbe_export_options *o,
+                         const tbe__convert_opts *co, int quiet) {
   tbe__session s;
   memset(&s, 0, sizeof s);
   s.files = (const char *const *)files;
   s.nfiles = n;
   s.eo = o;
+  s.co = co;
   s.keep = 1;
   s.prog = "tbexport"; /* not quiet: --quiet only drops the progress line */
   tbe_profiler_result r;
@@ -138,13 +152,19 @@ static int import_spools(char **files, size_t n, const tbe_export_options *o, in
   return TBE_EXIT_OK;
 }
 
+static int import_files(int argc, char **argv, const char *logdir, const char *run,
+                        const char *host, unsigned outputs, int force, int quiet,
+                        const char *steps_name, const char *steps_domain);
+
 int tbe_cmd_import(int argc, char **argv) {
   static const struct option opts[] = {
       {"logdir", required_argument, 0, 'l'}, {"run", required_argument, 0, 'r'},
       {"host", required_argument, 0, 'H'},   {"format", required_argument, 0, 'f'},
       {"force", no_argument, 0, 'F'},        {"quiet", no_argument, 0, 'q'},
-      {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+      {"steps", required_argument, 0, 's'},  {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
   const char *logdir = NULL, *run = NULL, *host = NULL;
+  const char *steps_arg = NULL;
   unsigned outputs = TBE_OUT_ALL;
   int force = 0, quiet = 0, c;
   char shown[256];
@@ -163,6 +183,7 @@ int tbe_cmd_import(int argc, char **argv) {
         break;
       case 'F': force = 1; break;
       case 'q': quiet = 1; break;
+      case 's': steps_arg = optarg; break;
       case 'h': usage(stdout); return TBE_EXIT_OK;
       default:
         tbe_cli_error("import", "unknown or incomplete option '%s' (try --help)", argv[optind - 1]);
@@ -187,6 +208,30 @@ int tbe_cmd_import(int argc, char **argv) {
     return TBE_EXIT_USAGE;
   }
 
+  /* --steps: checked like --capture-range (the same syntax). */
+  char *steps_name = NULL, *steps_domain = NULL;
+  if (steps_arg) {
+    int mode;
+    if (tbe__parse_capture_range(steps_arg, &mode, &steps_name, &steps_domain) ||
+        mode != TBE_CAPTURE_NVTX) {
+      tbe_cli_error("import", "--steps: expected nvtx:NAME[@DOMAIN], got '%s'",
+                    printable(steps_arg, shown, sizeof shown));
+      free(steps_name);
+      free(steps_domain);
+      return TBE_EXIT_USAGE;
+    }
+  }
+  int ret = import_files(argc, argv, logdir, run, host, outputs, force, quiet, steps_name,
+                         steps_domain);
+  free(steps_name);
+  free(steps_domain);
+  return ret;
+}
+
+/* The import proper, once the options are checked. */
+static int import_files(int argc, char **argv, const char *logdir, const char *run,
+                        const char *host, unsigned outputs, int force, int quiet,
+                        const char *steps_name, const char *steps_domain) {
   tbe_export_options o;
   tbe_export_options_init(&o);
   o.logdir = logdir;
@@ -207,7 +252,8 @@ int tbe_cmd_import(int argc, char **argv) {
     /* Nothing is written when one of them is bad. */
     for (int i = optind; i < argc; i++)
       if (spool_header_bad(argv[i])) return TBE_EXIT_USAGE;
-    return import_spools(argv + optind, (size_t)(argc - optind), &o, quiet);
+    tbe__convert_opts co = {.steps_name = steps_name, .steps_domain = steps_domain};
+    return import_spools(argv + optind, (size_t)(argc - optind), &o, &co, quiet);
   }
 
   tbe_trace *t = NULL;
@@ -234,6 +280,17 @@ int tbe_cmd_import(int argc, char **argv) {
       tbe_trace_free(t);
       return rc == TBE_ENOMEM || rc == TBE_EIO ? TBE_EXIT_FAIL : TBE_EXIT_USAGE;
     }
+  }
+
+  if (steps_name) {
+    char line[640];
+    rc = tbe__steps_apply(t, steps_name, steps_domain, line, sizeof line);
+    if (rc < 0) {
+      tbe_cli_error("import", "--steps: %s", tbe_strerror(rc));
+      tbe_trace_free(t);
+      return TBE_EXIT_FAIL;
+    }
+    if (line[0]) fprintf(stderr, "tbexport import: warning: %s\n", line);
   }
 
   char run_buf[256], host_buf[256];

@@ -41,6 +41,7 @@ static const struct option profile_opts[] = {
     {"delay", required_argument, 0, 'd'},
     {"duration", required_argument, 0, 'D'},
     {"capture-range", required_argument, 0, 'c'},
+    {"steps", required_argument, 0, 's'},
     {"buffer-mb", required_argument, 0, 'b'},
     {"flush-period", required_argument, 0, 'F'},
     {"keep-noisy-api", no_argument, 0, 'k'},
@@ -82,6 +83,11 @@ static void profile_usage(FILE *f) {
           "  --capture-range R       nvtx:NAME[@DOMAIN] keeps only activity inside NVTX ranges\n"
           "                          named NAME; cudaProfilerApi keeps only activity between\n"
           "                          cudaProfilerStart and cudaProfilerStop\n"
+          "  --steps nvtx:NAME[@DOMAIN]\n"
+          "                          the run's steps are the NVTX ranges (or record_function\n"
+          "                          annotations) named NAME: the outermost ones of the\n"
+          "                          thread with the most, numbered from 0 or by their\n"
+          "                          integer payload; wins over tbe_profiler_step marks\n"
           "  --buffer-mb N           cap on the memory of host activity buffers per process\n"
           "                          (default: 64); beyond it records are dropped and counted\n"
           "  --flush-period MS       spool what CUPTI holds every MS milliseconds (default:\n"
@@ -271,7 +277,7 @@ int tbe_cmd_profile(int argc, char **argv) {
   tbe__collect_opts co;
   tbe__opts_default(&co);
   int capture = TBE_CAPTURE_ALL, force = 0, quiet = 0;
-  char *cap_name = NULL, *cap_domain = NULL;
+  char *cap_name = NULL, *cap_domain = NULL, *steps_name = NULL, *steps_domain = NULL;
   int c;
   optind = 1;
   int li = -1;
@@ -317,6 +323,17 @@ int tbe_cmd_profile(int argc, char **argv) {
           goto usage;
         }
         break;
+      case 's': {
+        int mode;
+        free(steps_name);
+        free(steps_domain);
+        if (tbe__parse_capture_range(optarg, &mode, &steps_name, &steps_domain) ||
+            mode != TBE_CAPTURE_NVTX) {
+          tbe_cli_error("profile", "--steps: expected nvtx:NAME[@DOMAIN], got '%s'", optarg);
+          goto usage;
+        }
+        break;
+      }
       case 'b': {
         char *end;
         long v = strtol(optarg, &end, 10);
@@ -345,6 +362,8 @@ int tbe_cmd_profile(int argc, char **argv) {
         profile_usage(stdout);
         free(cap_name);
         free(cap_domain);
+        free(steps_name);
+        free(steps_domain);
         return TBE_EXIT_OK;
       default: goto usage;
     }
@@ -355,12 +374,24 @@ int tbe_cmd_profile(int argc, char **argv) {
     tbe_cli_error("profile", "--capture-range nvtx:... needs nvtx in --trace");
     free(cap_name);
     free(cap_domain);
+    free(steps_name);
+    free(steps_domain);
+    return TBE_EXIT_USAGE;
+  }
+  if (steps_name && !(co.trace & TBE_TRACE_NVTX)) {
+    tbe_cli_error("profile", "--steps nvtx:... needs nvtx in --trace");
+    free(cap_name);
+    free(cap_domain);
+    free(steps_name);
+    free(steps_domain);
     return TBE_EXIT_USAGE;
   }
   if (capture == TBE_CAPTURE_PROFILER_API && !(co.trace & TBE_TRACE_CUDA)) {
     tbe_cli_error("profile", "--capture-range cudaProfilerApi needs cuda in --trace");
     free(cap_name);
     free(cap_domain);
+    free(steps_name);
+    free(steps_domain);
     return TBE_EXIT_USAGE;
   }
   if (optind >= argc) {
@@ -384,6 +415,8 @@ int tbe_cmd_profile(int argc, char **argv) {
                   e == EACCES ? "permission denied" : "command not found");
     free(cap_name);
     free(cap_domain);
+    free(steps_name);
+    free(steps_domain);
     return e == EACCES ? 126 : TBE_EXIT_NOCMD;
   }
 #ifndef TBE_HAVE_CUPTI
@@ -396,6 +429,8 @@ int tbe_cmd_profile(int argc, char **argv) {
   free(exe);
   free(cap_name);
   free(cap_domain);
+  free(steps_name);
+  free(steps_domain);
   return TBE_EXIT_FAIL;
 #else
   int rc, ret = TBE_EXIT_FAIL, made_spool = 0, nadded = 0;
@@ -562,7 +597,9 @@ int tbe_cmd_profile(int argc, char **argv) {
   eo.force = force;
   eo.on_file = on_file;
   eo.ctx = &w;
-  tbe__convert_opts cvo = {capture, cap_name, cap_domain, NULL};
+  tbe__convert_opts cvo = {.capture = capture, .capture_name = cap_name,
+                           .capture_domain = cap_domain, .steps_name = steps_name,
+                           .steps_domain = steps_domain};
   char cmdline[512];
   size_t cl = 0;
   cmdline[0] = '\0';
@@ -595,11 +632,11 @@ int tbe_cmd_profile(int argc, char **argv) {
               wall);
     fprintf(stderr,
             "tbexport: %zu process%s with CUDA; GPU busy %.1f%%; kernels %llu, copies %llu, "
-            "memsets %llu, API calls %llu, NVTX ranges %llu, marks %llu\n",
+            "memsets %llu, API calls %llu, NVTX ranges %llu, marks %llu, steps %llu\n",
             nprocs, nprocs == 1 ? "" : "es", r.gpu_busy_pct, (unsigned long long)r.kernels,
             (unsigned long long)r.copies, (unsigned long long)r.memsets,
             (unsigned long long)r.api_calls, (unsigned long long)r.nvtx_ranges,
-            (unsigned long long)r.nvtx_marks);
+            (unsigned long long)r.nvtx_marks, (unsigned long long)r.steps);
     fprintf(stderr,
             "tbexport: dropped records %llu, out-of-range timestamps %llu, CUPTI overhead "
             "%.3f ms\n",
@@ -631,10 +668,14 @@ out:
   free(spool);
   free(cap_name);
   free(cap_domain);
+  free(steps_name);
+  free(steps_domain);
   return ret;
 #endif
 usage:
   free(cap_name);
   free(cap_domain);
+  free(steps_name);
+  free(steps_domain);
   return TBE_EXIT_USAGE;
 }

@@ -869,6 +869,9 @@ static int kind_is_on(CUpti_ActivityKind k) {
 static int set_enabled(int on) {
   int any = 0;
   CUptiResult first_err = CUPTI_SUCCESS;
+  /* The window item's time: on, before the first kind is enabled; off,
+   * after the last is disabled (conversion keeps only what lies inside). */
+  int64_t on_at = on ? cupti_now() : 0;
   for (size_t i = 0; i < NKINDS; i++) {
     if (!(kinds[i].need & G.cfg.trace)) continue;
     if (on) {
@@ -902,7 +905,7 @@ static int set_enabled(int on) {
       for (size_t i = 0; i < sizeof noisy_driver_cbids / sizeof noisy_driver_cbids[0]; i++)
         G.api.enable_driver_api(noisy_driver_cbids[i], 0);
   }
-  int64_t now = cupti_now();
+  int64_t now = on ? on_at : cupti_now();
   tbe__sp_window w = {now, (uint32_t)on, 0};
   pthread_mutex_lock(&G.mu);
   side_item_locked(TBE__SP_WINDOW, &w, sizeof w);
@@ -1426,4 +1429,26 @@ int tbe__collector_stop(tbe__sp_stats *stats) {
   free((char *)G.cfg.spool_path);
   G.cfg.spool_path = NULL;
   return rc;
+}
+
+/* ---- steps (tbe_profiler_step) ---- */
+
+/* Marks the start of the program's next step from any application thread:
+ * a CUPTI timestamp and one TBE__SP_STEP item queued with the side items
+ * (under G.mu, as the other side items), carried by the next frame the
+ * background thread writes.  CUPTI's buffers and their hot path are not
+ * touched.  Steps are marked while the collector runs, also outside the
+ * collection window (--delay), so that conversion numbers them by call. */
+int tbe__collector_step(void) {
+  uint32_t tid = (uint32_t)gettid();
+  pthread_mutex_lock(&G.mu);
+  if (!G.running || G.closed || G.owner != getpid()) {
+    pthread_mutex_unlock(&G.mu);
+    return TBE_ESTATE;
+  }
+  /* (the time is taken under the lock: items are queued in time order) */
+  tbe__sp_step st = {cupti_now(), (uint32_t)G.owner, tid};
+  side_item_locked(TBE__SP_STEP, &st, sizeof st);
+  pthread_mutex_unlock(&G.mu);
+  return 0;
 }

@@ -87,6 +87,11 @@ int tbe__collector_running(void);
  * (mincore; meant for tests).  Any pointer may be NULL; *held and
  * *resident are 0 when not running. */
 void tbe__collector_memory(size_t *held, size_t *peak, size_t *resident);
+/* tbe_profiler_step: the calling thread marks the start of the program's
+ * next step (a TBE__SP_STEP item).  Thread-safe, any thread; no CUPTI call
+ * but a timestamp.  Returns 0, or TBE_ESTATE when not running in this
+ * process. */
+int tbe__collector_step(void);
 
 /* The runtime and driver calls left out unless keep_noisy (by name without
  * the _vNNNN suffix). */

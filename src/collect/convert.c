@@ -7,12 +7,19 @@
  * (CUPTI gives both the same id; unclosed ranges end at the end of the
  * capture, ends without a start are counted), attaches MARKER_DATA (color,
  * category, payload), marks ranges that do not nest on their thread as
- * asynchronous, computes the capture windows (NVTX range or
- * cudaProfilerStart/Stop) and leaves out what falls outside, places
- * synchronization records on the GPU stream they waited for, and
- * adds everything to the trace, whose tbe_trace_finish links API calls to
- * the GPU work they launched.  Nothing read from a spool is trusted: ids,
- * lengths and counts are checked, unknown items skipped. */
+ * asynchronous, computes the kept windows (the collection windows cut to
+ * the capture range's: see "Windows" below) and leaves out what falls
+ * outside, places synchronization records on the GPU stream they waited
+ * for, turns the program's step marks into steps, and adds
+ * everything to the trace, whose tbe_trace_finish links API calls to the
+ * GPU work they launched; --steps then replaces the steps.  Nothing read
+ * from a spool is trusted: ids, lengths and counts are checked, unknown
+ * items skipped.
+ *
+ * Invariant: with any window, no event starts outside the kept windows
+ * (GPU work: the call that launched it), CUPTI overhead is counted only
+ * inside them, and the trace's start and stop are their span plus the GPU
+ * work launched in them. */
 #include "collect/convert.h"
 
 #include <dirent.h>
@@ -157,6 +164,7 @@ typedef struct scan {
   VEC(tbe__sp_memory) memory;
   VEC(tbe__sp_thread_name) tnames;
   VEC(tbe__sp_window) windows;
+  VEC(tbe__sp_step) steps;
   VEC(tbe_str) notes;
   int64_t last_ts; /* latest timestamp seen anywhere */
 } scan;
@@ -238,6 +246,7 @@ static int on_item(void *ctx, unsigned type, const uint8_t *body, size_t len) {
     case TBE__SP_MEMORY: TAKE(s->memory, tbe__sp_memory); break;
     case TBE__SP_THREAD_NAME: TAKE(s->tnames, tbe__sp_thread_name); break;
     case TBE__SP_WINDOW: TAKE(s->windows, tbe__sp_window); break;
+    case TBE__SP_STEP: TAKE(s->steps, tbe__sp_step); break;
     case TBE__SP_STATS:
       if (len >= sizeof s->stats) memcpy(&s->stats, body, sizeof s->stats);
       break;
@@ -267,6 +276,7 @@ static void scan_free(scan *s) {
   free(s->memory.v);
   free(s->tnames.v);
   free(s->windows.v);
+  free(s->steps.v);
   free(s->notes.v);
 }
 
@@ -339,6 +349,16 @@ static int cmp_ival(const void *x, const void *y) {
   return a->a < b->a ? -1 : a->a > b->a;
 }
 
+/* Windows: what is kept.  The collection windows come from the spool's
+ * TBE__SP_WINDOW items (collection switched on and off: start/stop,
+ * --delay, --duration); a spool without any (older writers, tests) is one
+ * unbounded window.  The capture windows come from the capture range (NVTX
+ * ranges named NAME, or cudaProfilerStart..Stop).  What is kept is their
+ * intersection, as sorted, disjoint, inclusive intervals ([a, b], b =
+ * INT64_MAX while still open), and every kind of record is tested against
+ * it: API calls, NVTX ranges and marks, syncs and memory by their start,
+ * GPU work by the start of the call that launched it, CUPTI's overhead by
+ * its overlap (cut to the window), steps by their start. */
 typedef struct build {
   scan *s;
   tbe_trace *t;
@@ -346,25 +366,132 @@ typedef struct build {
   tbe__convert_info *info;
   u32map corr;     /* correlation id -> api index (runtime preferred) */
   u32map ctxdev;   /* context id -> device */
-  VEC(window) win;
-  int windowed;    /* a capture range applies */
+  VEC(window) coll; /* collection windows (sorted, disjoint) */
+  int coll_bounded; /* the spool has window items */
+  VEC(window) win;  /* kept windows: coll (if bounded) cut to the capture */
+  int windowed;     /* a capture range applies */
+  int bounded;      /* win applies (coll_bounded || windowed) */
   VEC(ival) gpu;   /* GPU busy intervals */
   int64_t end_ns;  /* end of the capture */
 } build;
 
+/* Index of the window of `w` (n, sorted, disjoint) holding ts, or -1. */
+static long window_at(const window *w, size_t n, int64_t ts) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) { /* first window ending at or after ts */
+    size_t mid = lo + (hi - lo) / 2;
+    if (w[mid].b < ts) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < n && w[lo].a <= ts ? (long)lo : -1;
+}
+
 static int in_window(const build *b, int64_t ts) {
-  if (!b->windowed) return 1;
-  for (size_t i = 0; i < b->win.n; i++)
-    if (ts >= b->win.v[i].a && ts <= b->win.v[i].b) return 1;
+  return !b->bounded || window_at(b->win.v, b->win.n, ts) >= 0;
+}
+
+/* Whether a record starting at ts is kept; counts it as left out, by the
+ * capture range or by the collection window, when it is not. */
+static int keep(build *b, int64_t ts) {
+  if (in_window(b, ts)) return 1;
+  if (b->windowed && (!b->coll_bounded || window_at(b->coll.v, b->coll.n, ts) >= 0))
+    b->info->outside_capture++;
+  else
+    b->info->outside_window++;
   return 0;
 }
 
-/* GPU work counts as inside when the call that launched it is. */
-static int gpu_in_window(build *b, int64_t start, uint32_t corr) {
-  if (!b->windowed) return 1;
+/* The end of the kept window holding ts (INT64_MAX while open or when
+ * nothing bounds the capture). */
+static int64_t window_end(const build *b, int64_t ts) {
+  if (!b->bounded) return INT64_MAX;
+  long w = window_at(b->win.v, b->win.n, ts);
+  return w >= 0 ? b->win.v[w].b : INT64_MAX;
+}
+
+/* GPU work counts as inside when the call that launched it is (when that
+ * call was recorded with a good time; else by its own start). */
+static int gpu_keep(build *b, int64_t start, uint32_t corr) {
   uint32_t ai;
-  if (corr && map_get(&b->corr, corr, &ai)) return in_window(b, b->s->apis.v[ai].start);
-  return in_window(b, start);
+  if (corr && map_get(&b->corr, corr, &ai) && b->s->apis.v[ai].start > 0)
+    return keep(b, b->s->apis.v[ai].start);
+  return keep(b, start);
+}
+
+static int cmp_window(const void *x, const void *y) {
+  const window *a = x, *b = y;
+  return a->a < b->a ? -1 : a->a > b->a;
+}
+
+/* Sorts `v` and merges overlapping windows in place. */
+static void windows_normalize(window *v, size_t *n) {
+  if (*n < 2) return;
+  qsort(v, *n, sizeof *v, cmp_window);
+  size_t k = 0;
+  for (size_t i = 1; i < *n; i++) {
+    if (v[i].a <= v[k].b) {
+      if (v[i].b > v[k].b) v[k].b = v[i].b;
+    } else {
+      v[++k] = v[i];
+    }
+  }
+  *n = k + 1;
+}
+
+/* Collection windows from the spool's on/off items, in the order written. */
+static int collection_windows(build *b) {
+  scan *s = b->s;
+  int rc = 0;
+  int64_t open = -1;
+  b->coll_bounded = s->windows.n > 0;
+  for (size_t i = 0; i < s->windows.n && !rc; i++) {
+    const tbe__sp_window *w = &s->windows.v[i];
+    if (w->ts <= 0) continue;
+    if (w->on && open < 0) {
+      open = w->ts;
+    } else if (!w->on && open >= 0) {
+      window x = {open, w->ts < open ? open : w->ts};
+      rc = PUSH(b->coll, &x);
+      open = -1;
+    }
+  }
+  if (!rc && open >= 0) {
+    window x = {open, INT64_MAX};
+    rc = PUSH(b->coll, &x);
+  }
+  if (!rc) windows_normalize(b->coll.v, &b->coll.n);
+  return rc;
+}
+
+/* The kept windows: the capture windows (b->win on entry) cut to the
+ * collection windows. */
+static int kept_windows(build *b) {
+  b->bounded = b->coll_bounded || b->windowed;
+  if (!b->windowed) {
+    b->win.n = 0;
+    for (size_t i = 0; i < b->coll.n; i++) {
+      int rc = PUSH(b->win, &b->coll.v[i]);
+      if (rc) return rc;
+    }
+    return 0;
+  }
+  windows_normalize(b->win.v, &b->win.n);
+  if (!b->coll_bounded) return 0;
+  VEC(window) cut = {0};
+  size_t i = 0, j = 0;
+  int rc = 0;
+  while (i < b->win.n && j < b->coll.n && !rc) {
+    const window *x = &b->win.v[i], *y = &b->coll.v[j];
+    window w = {x->a > y->a ? x->a : y->a, x->b < y->b ? x->b : y->b};
+    if (w.a <= w.b) rc = PUSH(cut, &w);
+    if (x->b < y->b) i++;
+    else j++;
+  }
+  free(b->win.v);
+  b->win.v = cut.v;
+  b->win.n = cut.n;
+  b->win.cap = cut.cap;
+  return rc;
 }
 
 static int bad_span(build *b, int64_t start, int64_t end) {
@@ -455,12 +582,45 @@ static int gpu_admit(build *b, int64_t start, int64_t end, uint32_t corr, int64_
                      uint32_t stream, uint32_t device, uint32_t *tr) {
   if (bad_span(b, start, end)) return 0;
   seen(b->s, end);
-  if (!gpu_in_window(b, start, corr)) {
-    b->info->outside_capture++;
-    return 0;
-  }
+  if (!gpu_keep(b, start, corr)) return 0;
   int rc = stream_track(b, pid, stream, device, tr);
   return rc ? rc : 1;
+}
+
+static int cmp_step_item(const void *x, const void *y) {
+  const tbe__sp_step *a = x, *b = y;
+  if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
+  return a->tid < b->tid ? -1 : a->tid > b->tid; /* (a stable order for equal times) */
+}
+
+/* Steps the program marked (tbe_profiler_step): numbered by time order over
+ * the whole spool, so that a step keeps its number when the windows leave
+ * out the ones before it; each lasts until the next mark, the last until
+ * the end of the capture, and each is cut to the end of its window. */
+static int marked_steps(build *b) {
+  scan *s = b->s;
+  b->info->steps_marked = s->steps.n;
+  if (s->steps.n == 0) return 0;
+  qsort(s->steps.v, s->steps.n, sizeof *s->steps.v, cmp_step_item);
+  int64_t num = 0;
+  for (size_t i = 0; i < s->steps.n; i++) {
+    const tbe__sp_step *st = &s->steps.v[i];
+    if (st->ts <= 0) continue;
+    int64_t n = num++;
+    if (!in_window(b, st->ts)) continue;
+    int64_t end = i + 1 < s->steps.n ? s->steps.v[i + 1].ts : b->end_ns;
+    int64_t we = window_end(b, st->ts);
+    if (end > we) end = we;
+    if (end < st->ts) end = st->ts;
+    uint32_t tr;
+    int rc = tbe_trace_track(b->t, TBE_TRACK_THREAD, st->pid, st->tid, -1, &tr);
+    char name[48];
+    snprintf(name, sizeof name, "ProfilerStep#%lld", (long long)n);
+    if (!rc) rc = tbe_trace_add_step(b->t, n, st->ts, end, tbe_trace_str_id(b->t, name));
+    if (rc) return rc;
+    b->t->steps[b->t->nsteps - 1].track = tr;
+  }
+  return 0;
 }
 
 static int build_trace(build *b) {
@@ -515,6 +675,7 @@ static int build_trace(build *b) {
   }
   if (closed > 0 && closed < b->end_ns) b->end_ns = closed > s->last_ts ? closed : s->last_ts;
   if (b->end_ns < start) b->end_ns = start;
+  if ((rc = collection_windows(b))) return rc;
 
   /* Correlation and context maps. */
   for (size_t i = 0; i < s->apis.n && !rc; i++) {
@@ -584,7 +745,10 @@ static int build_trace(build *b) {
       r.end = e->ts;
       if (e->obj[0] != m->obj[0] || e->obj[1] != m->obj[1]) r.flags |= TBE_EVF_ASYNC;
     } else {
-      r.end = b->end_ns > m->ts ? b->end_ns : m->ts;
+      /* closed at the end of the capture, or of its collection window */
+      long w = b->coll_bounded ? window_at(b->coll.v, b->coll.n, m->ts) : -1;
+      r.end = w >= 0 && b->coll.v[w].b < b->end_ns ? b->coll.v[w].b : b->end_ns;
+      if (r.end < m->ts) r.end = m->ts;
       info->nvtx_unclosed++;
     }
     rc = PUSH(rs, &r);
@@ -615,15 +779,13 @@ static int build_trace(build *b) {
     free(stack);
   }
   if (!rc) rc = compute_windows(b, rs.v, rs.n);
+  if (!rc) rc = kept_windows(b);
 
   /* NVTX events. */
   for (size_t i = 0; i < rs.n && !rc; i++) {
     const range *r = &rs.v[i];
     const tbe__sp_marker *m = &s->markers.v[r->start_marker];
-    if (!in_window(b, r->start)) {
-      info->outside_capture++;
-      continue;
-    }
+    if (!keep(b, r->start)) continue;
     tbe_nvtx nv;
     memset(&nv, 0, sizeof nv);
     nv.domain = S(s, m->domain);
@@ -653,10 +815,7 @@ static int build_trace(build *b) {
     const tbe__sp_api *a = &s->apis.v[i];
     seen(s, a->end);
     if (bad_span(b, a->start, a->end)) continue;
-    if (!in_window(b, a->start)) {
-      info->outside_capture++;
-      continue;
-    }
+    if (!keep(b, a->start)) continue;
     uint32_t tr;
     if ((rc = tbe_trace_track(t, TBE_TRACK_THREAD, a->pid, a->tid, -1, &tr))) break;
     rc = add(b, a->domain == TBE__API_DRIVER ? TBE_EV_DRIVER : TBE_EV_RUNTIME, a->start,
@@ -752,10 +911,7 @@ static int build_trace(build *b) {
     const tbe__sp_sync *y = &s->syncs.v[i];
     if (bad_span(b, y->start, y->end)) continue;
     seen(s, y->end);
-    if (!in_window(b, y->start)) {
-      info->outside_capture++;
-      continue;
-    }
+    if (!keep(b, y->start)) continue;
     uint32_t tr, dev = 0;
     map_get(&b->ctxdev, y->context, &dev);
     if ((rc = stream_track(b, pid, y->stream, dev, &tr))) break;
@@ -768,20 +924,36 @@ static int build_trace(build *b) {
              tbe_trace_str_id(t, sync_name(y->type)), tr, 0, &d);
   }
 
-  /* CUPTI overhead. */
+  /* CUPTI overhead: the profiler's cost, counted where it overlaps a kept
+   * window and cut to it. */
   for (size_t i = 0; i < s->overheads.n && !rc; i++) {
     const tbe__sp_overhead *o = &s->overheads.v[i];
     if (bad_span(b, o->start, o->end)) continue;
     seen(s, o->end);
-    t->overhead_ns += (uint64_t)(o->end - o->start);
-    info->r.overhead_ns += (uint64_t)(o->end - o->start);
+    int64_t os = o->start, oe = o->end;
+    if (b->bounded) {
+      size_t lo = 0, hi = b->win.n;
+      while (lo < hi) { /* the first window ending at or after the start */
+        size_t mid = lo + (hi - lo) / 2;
+        if (b->win.v[mid].b < os) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo == b->win.n || b->win.v[lo].a > oe) {
+        keep(b, os); /* (counts it) */
+        continue;
+      }
+      if (os < b->win.v[lo].a) os = b->win.v[lo].a;
+      if (oe > b->win.v[lo].b) oe = b->win.v[lo].b;
+    }
+    t->overhead_ns += (uint64_t)(oe - os);
+    info->r.overhead_ns += (uint64_t)(oe - os);
     uint32_t tr;
     if (o->obj_kind == TBE__OBJ_THREAD)
       rc = tbe_trace_track(t, TBE_TRACK_THREAD, o->obj[0], o->obj[1], -1, &tr);
     else
       rc = tbe_trace_track(t, TBE_TRACK_OTHER, pid, -1, -1, &tr);
     if (rc) break;
-    rc = add(b, TBE_EV_OVERHEAD, o->start, o->end - o->start, o->corr,
+    rc = add(b, TBE_EV_OVERHEAD, os, oe - os, o->corr,
              tbe_trace_str_id(t, overhead_name(o->kind)), tr, 0, NULL);
   }
 
@@ -794,10 +966,7 @@ static int build_trace(build *b) {
       continue;
     }
     seen(s, m->ts);
-    if (!in_window(b, m->ts)) {
-      info->outside_capture++;
-      continue;
-    }
+    if (!keep(b, m->ts)) continue;
     uint32_t tr;
     if ((rc = stream_track(b, pid, m->stream, m->device, &tr))) break;
     tbe_memory d;
@@ -843,19 +1012,21 @@ static int build_trace(build *b) {
   }
   if (rc) return rc;
 
-  /* With a capture range the trace spans its windows (and the GPU work
-   * launched in them), so that GPU busy % is over what was kept. */
-  if (b->windowed && b->win.n) {
-    int64_t ws = INT64_MAX, we = INT64_MIN;
+  if (!rc) rc = marked_steps(b);
+  if (rc) return rc;
+
+  /* Bounded, the trace spans the kept windows (and the GPU work launched in
+   * them), so that wall time and GPU busy % are over what was kept. */
+  if (b->bounded && b->win.n) {
+    int64_t ws = b->win.v[0].a, we = INT64_MIN;
     for (size_t i = 0; i < b->win.n; i++) {
       int64_t e = b->win.v[i].b == INT64_MAX ? b->end_ns : b->win.v[i].b;
-      if (b->win.v[i].a < ws) ws = b->win.v[i].a;
       if (e > we) we = e;
     }
     for (size_t i = 0; i < b->gpu.n; i++)
       if (b->gpu.v[i].b > we) we = b->gpu.v[i].b;
-    if (ws > start) start = ws;
-    if (we < b->end_ns && we >= start) b->end_ns = we;
+    start = ws;
+    b->end_ns = we >= start ? we : start;
   }
   t->start_ns = start > 0 ? start : 0;
   t->stop_ns = b->end_ns;
@@ -974,9 +1145,17 @@ int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
       tbe_trace_warn(t, "%llu CUPTI records of kinds this collector does not decode were skipped",
                      (unsigned long long)s.stats.unknown_records);
     rc = tbe_trace_finish(t);
+    /* --steps wins over the program's own marks (which stay when it
+     * matches nothing; the warning says so). */
+    if (!rc && o && o->steps_name) {
+      int got = tbe__steps_apply(t, o->steps_name, o->steps_domain, NULL, 0);
+      if (got < 0) rc = got;
+    }
+    info->r.steps = t->nsteps;
   }
   map_free(&b.corr);
   map_free(&b.ctxdev);
+  free(b.coll.v);
   free(b.win.v);
   free(b.gpu.v);
   scan_free(&s);
@@ -1012,6 +1191,54 @@ int tbe__spool_file_to_trace(const char *path, const tbe__convert_opts *o, tbe_t
   return rc;
 }
 
+/* ---- steps from a named range ---- */
+
+/* Appends 'NAME' (COUNT) for the hint, control characters as '?', a long
+ * name cut. */
+static size_t put_name(char *p, size_t size, const char *name, uint64_t count) {
+  char nm[52];
+  size_t i = 0;
+  for (; name[i] && i < sizeof nm - 4; i++)
+    nm[i] = (unsigned char)name[i] < 0x20 || name[i] == 0x7f ? '?' : name[i];
+  if (name[i]) memcpy(nm + i, "...", 3), i += 3;
+  nm[i] = '\0';
+  int n = snprintf(p, size, "'%s' (%llu)", nm, (unsigned long long)count);
+  return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
+}
+
+int tbe__steps_apply(tbe_trace *t, const char *name, const char *domain, char *line, size_t size) {
+  if (line && size) line[0] = '\0';
+  int n = tbe_trace_steps_from_range(t, name, domain);
+  if (n != 0) return n;
+  tbe_name_count top[3];
+  int k = tbe_trace_top_ranges(t, top, 3);
+  if (k < 0) return k;
+  char hint[300];
+  size_t used = 0;
+  if (k == 0)
+    used = (size_t)snprintf(hint, sizeof hint, "the trace has no NVTX ranges or user annotations");
+  else
+    used = (size_t)snprintf(hint, sizeof hint, "the most frequent top-level ranges are ");
+  for (int i = 0; i < k && used < sizeof hint - 1; i++) {
+    if (i) used += (size_t)snprintf(hint + used, sizeof hint - used, ", ");
+    if (used < sizeof hint - 1)
+      used += put_name(hint + used, sizeof hint - used, tbe_trace_str(t, top[i].name), top[i].count);
+  }
+  char kept[96];
+  if (t->nsteps)
+    snprintf(kept, sizeof kept, "the %zu steps found otherwise are kept", t->nsteps);
+  else
+    snprintf(kept, sizeof kept, "the run has no steps");
+  char buf[640];
+  snprintf(buf, sizeof buf,
+           "--steps nvtx:%.100s%s%.60s: no NVTX range or user annotation has that name%s; %s; %s",
+           name, domain ? "@" : "", domain ? domain : "", domain ? " in that domain" : "", hint,
+           kept);
+  int rc = tbe_trace_warn(t, "%s", buf);
+  if (line && size) snprintf(line, size, "%s", buf);
+  return rc;
+}
+
 /* ---- a whole session ---- */
 
 static int cmp_str(const void *a, const void *b) {
@@ -1039,6 +1266,7 @@ static void sum(tbe_profiler_result *a, const tbe_profiler_result *b) {
   a->dropped_records += b->dropped_records;
   a->dropped_out_of_range += b->dropped_out_of_range;
   a->overhead_ns += b->overhead_ns;
+  a->steps += b->steps;
   if (b->start_ns && (!a->start_ns || b->start_ns < a->start_ns)) a->start_ns = b->start_ns;
   if (b->stop_ns > a->stop_ns) a->stop_ns = b->stop_ns;
 }

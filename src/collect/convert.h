@@ -21,6 +21,9 @@ typedef struct tbe__convert_opts {
   const char *capture_name;   /* NVTX range name */
   const char *capture_domain; /* NULL: any domain */
   const char *host;           /* host name for the trace; NULL: from the spool */
+  const char *steps_name;     /* --steps nvtx:NAME: steps from that range (wins over
+                                 tbe_profiler_step marks); NULL: none */
+  const char *steps_domain;   /* its NVTX domain; NULL: any domain */
 } tbe__convert_opts;
 
 typedef struct tbe__convert_info {
@@ -29,6 +32,9 @@ typedef struct tbe__convert_info {
   size_t tail_offset, tail_bytes; /* incomplete or bad bytes at the end */
   const char *tail_why;           /* static */
   uint64_t outside_capture;       /* records left out by the capture range */
+  uint64_t outside_window;        /* records left out by the collection window
+                                     (--delay/--duration, start/stop) */
+  uint64_t steps_marked;          /* tbe_profiler_step marks in the spool */
   uint64_t nvtx_unclosed, nvtx_orphan_ends;
   uint64_t decode_cpu_ns;         /* collector's background thread */
   uint64_t buffer_bytes;
@@ -81,6 +87,13 @@ typedef struct tbe__collector_cost {
 } tbe__collector_cost;
 
 int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, size_t *nprocs);
+
+/* Applies --steps nvtx:NAME[@DOMAIN] to the finished trace `t`
+ * (tbe_trace_steps_from_range).  When nothing matches, adds one warning to
+ * `t` naming NAME and the most frequent top-level ranges, and copies it into
+ * `line` (when not NULL; "" otherwise).  Returns the number of steps
+ * (0: no match) or an error. */
+int tbe__steps_apply(tbe_trace *t, const char *name, const char *domain, char *line, size_t size);
 
 /* Epoch ns now (CLOCK_REALTIME). */
 int64_t tbe__now_ns(void);

@@ -15,8 +15,10 @@
  * SIGTERM, ...) and every flush_ms, so a crash keeps what completed and a
  * SIGKILL loses at most about one flush period.
  *
- * Only these two symbols are exported (inject.map); everything else is
- * hidden so nothing can clash with the host program.  A forked child does
+ * Only these two symbols are exported (inject.map), and
+ * tbexport_inject_step, through which a program's own libtbexport reaches
+ * this collector (tbe_profiler_step under `tbexport -- CMD`); everything
+ * else is hidden so nothing can clash with the host program.  A forked child does
  * not inherit the parent's session (collector.c's atfork handler); an
  * exec'd child starts its own from the inherited environment.
  *
@@ -133,3 +135,9 @@ TBE_INJECT_API int InitializeInjectionNvtx2(const void *(*get_export_table)(uint
   if (!api_ok || !api.nvtx_init) return 0;
   return api.nvtx_init(get_export_table);
 }
+
+/* tbe_profiler_step of a program that links libtbexport and runs under
+ * `tbexport -- CMD`: its libtbexport finds this symbol in the library the
+ * driver loaded (profiler.c) and marks the step in this process's spool.
+ * TBE_ESTATE until the collector started (CUDA or NVTX initialized). */
+TBE_INJECT_API int tbexport_inject_step(void) { return tbe__collector_step(); }

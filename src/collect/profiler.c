@@ -6,7 +6,12 @@
  * directory under the log dir, and on stop converts that spool into the run
  * (convert.c).  Without CUPTI, start and stop return TBE_ENOCUPTI.  One
  * session at a time; the session state below is only touched by start and
- * stop, which must not race. */
+ * stop, which must not race.
+ *
+ * tbe_profiler_step marks a step in the collector of this library, or,
+ * when the process runs under `tbexport -- CMD`, in the injected one: the
+ * library the CUDA driver loaded from CUDA_INJECTION64_PATH exports
+ * tbexport_inject_step (inject.c), found once it is loaded and kept. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,7 +156,8 @@ int tbe_profiler_stop(tbe_profiler_result *result) {
   eo.host = P.host;
   eo.outputs = P.outputs;
   eo.force = P.force;
-  tbe__convert_opts co = {P.capture, P.capture_name, P.capture_domain, NULL};
+  tbe__convert_opts co = {.capture = P.capture, .capture_name = P.capture_name,
+                          .capture_domain = P.capture_domain};
   tbe__session s;
   memset(&s, 0, sizeof s);
   s.spool_dir = P.spool_dir;
@@ -164,4 +170,41 @@ int tbe_profiler_stop(tbe_profiler_result *result) {
   session_free();
   return rc2;
 #endif
+}
+
+/* ---- steps ---- */
+
+typedef int (*tbe__step_fn)(void);
+static tbe__step_fn injected_step; /* atomic: set once found */
+
+/* The injection library's step function, when this process is profiled by
+ * `tbexport -- CMD` and the driver has loaded it (RTLD_NOLOAD: never loads
+ * it; the handle is kept, so it stays).  NULL otherwise; tried again on the
+ * next call, since the driver loads it when CUDA initializes. */
+static tbe__step_fn find_injected_step(void) {
+  tbe__step_fn f = __atomic_load_n(&injected_step, __ATOMIC_ACQUIRE);
+  if (f) return f;
+  const char *dir = getenv(TBE__ENV_SPOOL_DIR), *lib = getenv("CUDA_INJECTION64_PATH");
+  if (!dir || !*dir || !lib || !*lib) return NULL;
+  void *h = dlopen(lib, RTLD_LAZY | RTLD_NOLOAD);
+  if (!h) return NULL;
+  void *sym = dlsym(h, "tbexport_inject_step");
+  if (!sym) {
+    dlclose(h);
+    return NULL;
+  }
+  memcpy(&f, &sym, sizeof f);
+  __atomic_store_n(&injected_step, f, __ATOMIC_RELEASE);
+  return f;
+}
+
+int tbe_profiler_step(void) {
+#ifdef TBE_HAVE_CUPTI
+  int rc = tbe__collector_step();
+  if (rc != TBE_ESTATE) return rc;
+#else
+  int rc = TBE_ENOCUPTI;
+#endif
+  tbe__step_fn f = find_injected_step();
+  return f ? f() : rc;
 }

@@ -20,7 +20,15 @@
  * and reports the offset and size of what follows (truncated or corrupt).
  * The last frame of a clean session holds TBE__SP_END; its absence means the
  * capture ended early.  String ids are assigned by the writer (1, 2, ...)
- * and always defined (TBE__SP_STR) before the first item that uses them. */
+ * and always defined (TBE__SP_STR) before the first item that uses them.
+ *
+ * Items are added without a new version: a reader skips item types it does
+ * not know, so an older build reads a newer spool less the new items, and a
+ * newer build reads an older spool as one without them (TBE__SP_STEP, added
+ * after version 1 shipped: an older spool simply has no marked steps).
+ *
+ * Timestamps are CUPTI's clock (epoch ns), for the records and for the
+ * items the collector writes itself (windows, steps, end). */
 #ifndef TBE_COLLECT_SPOOL_H
 #define TBE_COLLECT_SPOOL_H
 
@@ -55,6 +63,7 @@ enum {
   TBE__SP_CONTEXT = 19,
   TBE__SP_MEMORY = 20,
   TBE__SP_THREAD_NAME = 21,
+  TBE__SP_STEP = 22,       /* tbe__sp_step: the program began its next step */
   TBE__SP_WINDOW = 30,     /* tbe__sp_window: collection switched on/off */
   TBE__SP_STATS = 31,      /* tbe__sp_stats, cumulative: the last one counts */
   TBE__SP_END = 32         /* tbe__sp_end: clean end of the session */
@@ -176,6 +185,16 @@ typedef struct tbe__sp_memory {
 typedef struct tbe__sp_thread_name {
   uint32_t pid, tid, name;
 } tbe__sp_thread_name;
+
+/* tbe_profiler_step: the calling thread marks the start of the program's
+ * next step (numbered at conversion by time order over the whole spool, from
+ * 0); a step lasts until the next one, the last until collection stops.
+ * Queued by the marking thread with the collector's other side items and
+ * carried by the next frame written; never in CUPTI's buffers. */
+typedef struct tbe__sp_step {
+  int64_t ts;        /* when the step began */
+  uint32_t pid, tid; /* the marking thread (system thread id, as CUPTI's) */
+} tbe__sp_step;
 
 typedef struct tbe__sp_window {
   int64_t ts;

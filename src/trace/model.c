@@ -10,7 +10,11 @@
  * index sort and an in-place cycle permutation (no second copy of the event
  * array); links between host API calls and GPU work are resolved through a
  * correlation-id hash table; steps are derived from "ProfilerStep#N"-style
- * events when none were given. */
+ * events when none were given.
+ *
+ * After finishing, tbe_trace_steps_from_range may replace the steps by the
+ * occurrences of a range the user names (one thread's outermost ones); it
+ * touches only the steps array, so the trace stays finished. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -648,6 +652,160 @@ int tbe_trace_finish(tbe_trace *t) {
   }
   t->priv->finished = 1;
   return 0;
+}
+
+/* ---- steps from a named range ---- */
+
+/* Step markers chosen by the user (--steps nvtx:NAME) rather than found by
+ * name pattern (derive_steps): a training loop's "train_step" NVTX ranges
+ * carry no number.  Works on the finished model, whose per-track order
+ * (start, longer first) puts an enclosing range before what it encloses, so
+ * one pass per track with the end of the current outermost occurrence tells
+ * outermost occurrences from nested ones. */
+
+/* Host ranges: NVTX ranges and user annotations, not on a GPU stream. */
+static int is_host_range(const tbe_trace *t, const tbe_event *e) {
+  return (e->kind == TBE_EV_NVTX_RANGE || e->kind == TBE_EV_USER_ANNOTATION) &&
+         t->tracks[e->track].type != TBE_TRACK_STREAM;
+}
+
+static int range_matches(const tbe_trace *t, const tbe_event *e, tbe_str name, tbe_str domain) {
+  if (e->name != name || !is_host_range(t, e)) return 0;
+  if (domain == TBE_NONE) return 1;
+  const tbe_nvtx *nv = tbe_trace_nvtx(t, e);
+  return nv && nv->domain == domain;
+}
+
+/* The step number an occurrence's NVTX payload gives, if it is an integer
+ * that fits. */
+static int payload_num(const tbe_trace *t, const tbe_event *e, int64_t *num) {
+  const tbe_nvtx *nv = tbe_trace_nvtx(t, e);
+  if (!nv) return 0;
+  if (nv->payload_type == 1) {
+    *num = nv->payload.i;
+    return 1;
+  }
+  if (nv->payload_type == 2 && nv->payload.u <= (uint64_t)INT64_MAX) {
+    *num = (int64_t)nv->payload.u;
+    return 1;
+  }
+  return 0;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+int tbe_trace_steps_from_range(tbe_trace *t, const char *name, const char *domain) {
+  if (!t || !name || !*name) return TBE_EINVAL;
+  int rc = tbe_trace_finish(t);
+  if (rc) return rc;
+  tbe_str nid = tbe_trace_find_str(t, name, strlen(name));
+  tbe_str did = domain ? tbe_trace_find_str(t, domain, strlen(domain)) : TBE_NONE;
+  if (nid == TBE_NONE || (domain && did == TBE_NONE)) return 0;
+
+  /* The thread with the most outermost occurrences. */
+  size_t best = SIZE_MAX, best_n = 0;
+  int64_t best_first = 0;
+  for (size_t k = 0; k < t->ntracks; k++) {
+    const tbe_track *tr = &t->tracks[k];
+    if (tr->type == TBE_TRACK_STREAM) continue;
+    size_t n = 0;
+    int64_t open_end = INT64_MIN, first = 0;
+    for (uint32_t i = tr->first; i < tr->first + tr->count; i++) {
+      const tbe_event *e = &t->events[i];
+      if (!range_matches(t, e, nid, did) || e->start_ns < open_end) continue;
+      if (n++ == 0) first = e->start_ns;
+      open_end = e->start_ns + e->dur_ns;
+    }
+    if (n > best_n || (n && n == best_n && first < best_first)) {
+      best = k;
+      best_n = n;
+      best_first = first;
+    }
+  }
+  if (best_n == 0) return 0;
+  if (best_n > INT32_MAX) return TBE_ETOOBIG;
+
+  /* Numbers: the payloads when every occurrence has a distinct one. */
+  tbe__trace_priv *p = t->priv;
+  int64_t *nums = tbe__alloc(&p->a, best_n * 2 * sizeof *nums);
+  if (!nums) return TBE_ENOMEM;
+  void *steps = t->steps;
+  if (tbe__grow(&p->a, &steps, &p->cap_steps, best_n, sizeof *t->steps)) {
+    tbe__free(&p->a, nums);
+    return TBE_ENOMEM;
+  }
+  t->steps = steps;
+  const tbe_track *tr = &t->tracks[best];
+  size_t n = 0;
+  int by_payload = 1;
+  int64_t open_end = INT64_MIN;
+  for (uint32_t i = tr->first; i < tr->first + tr->count; i++) {
+    const tbe_event *e = &t->events[i];
+    if (!range_matches(t, e, nid, did) || e->start_ns < open_end) continue;
+    open_end = e->start_ns + e->dur_ns;
+    if (by_payload && !payload_num(t, e, &nums[n])) by_payload = 0;
+    n++;
+  }
+  if (by_payload) {
+    memcpy(nums + n, nums, n * sizeof *nums);
+    qsort(nums + n, n, sizeof *nums, cmp_i64);
+    for (size_t k = 1; k < n && by_payload; k++)
+      if (nums[n + k] == nums[n + k - 1]) by_payload = 0;
+  }
+  /* Nothing can fail from here: the steps are replaced whole. */
+  n = 0;
+  open_end = INT64_MIN;
+  for (uint32_t i = tr->first; i < tr->first + tr->count; i++) {
+    const tbe_event *e = &t->events[i];
+    if (!range_matches(t, e, nid, did) || e->start_ns < open_end) continue;
+    open_end = e->start_ns + e->dur_ns;
+    tbe_step *st = &t->steps[n];
+    st->num = by_payload ? nums[n] : (int64_t)n;
+    st->start_ns = e->start_ns;
+    st->end_ns = e->start_ns + e->dur_ns;
+    st->name = e->name;
+    st->track = (uint32_t)best;
+    n++;
+  }
+  t->nsteps = n;
+  tbe__free(&p->a, nums);
+  return (int)n;
+}
+
+int tbe_trace_top_ranges(const tbe_trace *t, tbe_name_count *out, size_t n) {
+  if (!t || (!out && n)) return TBE_EINVAL;
+  if (!t->priv->finished) return TBE_ESTATE;
+  const tbe_allocator *a = &t->priv->a;
+  size_t nstr = t->priv->nstr;
+  uint64_t *cnt = tbe__calloc(a, nstr ? nstr : 1, sizeof *cnt);
+  if (!cnt) return TBE_ENOMEM;
+  for (size_t k = 0; k < t->ntracks; k++) {
+    const tbe_track *tr = &t->tracks[k];
+    if (tr->type == TBE_TRACK_STREAM) continue;
+    int64_t open_end = INT64_MIN;
+    for (uint32_t i = tr->first; i < tr->first + tr->count; i++) {
+      const tbe_event *e = &t->events[i];
+      if (!is_host_range(t, e) || e->start_ns < open_end) continue;
+      open_end = e->start_ns + e->dur_ns;
+      if (e->name < nstr) cnt[e->name]++;
+    }
+  }
+  /* n is small (a hint of a few names): n passes. */
+  size_t got = 0;
+  for (; got < n && got < INT32_MAX; got++) {
+    size_t pick = SIZE_MAX;
+    for (size_t id = 0; id < nstr; id++)
+      if (cnt[id] && (pick == SIZE_MAX || cnt[id] > cnt[pick])) pick = id;
+    if (pick == SIZE_MAX) break;
+    out[got].name = (tbe_str)pick;
+    out[got].count = cnt[pick];
+    cnt[pick] = 0;
+  }
+  tbe__free(a, cnt);
+  return (int)got;
 }
 
 /* ---- names and detail accessors ---- */

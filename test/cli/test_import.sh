@@ -173,5 +173,69 @@ printf '\001\002\003\004' | dd of="$work/bo.spool" bs=1 seek=12 conv=notrunc 2>/
 [ ! -e "$work/lds/plugins/profile/u" ] || fail "a bad spool among good ones: something was written"
 ok "spool files"
 
+# 10. --steps nvtx:NAME: the run's steps are that range's occurrences, and
+# `tbexport summary` prints them in its Steps table (from the run's Chrome
+# JSON, which summary reads first; and from its XSpace).  Nsight Systems
+# export: "saxpy", 5 ranges.
+nsys=$data/nsys/saxpy_mpi_cuda_perlmutter.sqlite
+"$bin" import "$nsys" --logdir "$work/ldst" --run sx --steps nvtx:saxpy >/dev/null 2>"$work/err"
+rc=$?
+[ $rc -eq 0 ] || fail "--steps nvtx:saxpy: exit $rc: $(cat "$work/err")"
+[ -s "$work/err" ] && fail "--steps nvtx:saxpy: stderr: $(cat "$work/err")"
+"$bin" summary --logdir "$work/ldst" sx >"$work/sum" 2>&1 || fail "summary sx: $(cat "$work/sum")"
+grep -q "^wall .*, 5 steps" "$work/sum" || fail "--steps saxpy: summary header: $(head -3 "$work/sum")"
+sed -n '/^Steps (5)$/,/^$/p' "$work/sum" >"$work/steps"
+[ "$(awk 'NR>3 && NF {print $1}' "$work/steps" | tr '\n' ' ')" = "0 1 2 3 4 " ] ||
+  fail "--steps saxpy: Steps table: $(cat "$work/steps")"
+# (the ranges' own lengths, from the export: 59.054, 47.452, 41.921, 41.711, 41.110 us)
+[ "$(awk 'NR>3 && NF {print $2}' "$work/steps" | tr '\n' ' ')" = "59.054us 47.452us 41.921us 41.711us 41.110us " ] ||
+  fail "--steps saxpy: step times: $(cat "$work/steps")"
+awk 'NR>3 && NF && $5 != 1 {bad=1} END {exit bad}' "$work/steps" || fail "--steps saxpy: one kernel per step: $(cat "$work/steps")"
+"$bin" summary "$work/ldst/plugins/profile/sx/nid001608.xplane.pb" | sed -n '/^Steps (5)$/,/^$/p' >"$work/steps_x"
+cmp -s "$work/steps" "$work/steps_x" || fail "--steps saxpy: the XSpace's steps differ: $(cat "$work/steps_x")"
+# No match: exit 0, one warning line naming NAME and the most frequent
+# top-level ranges (here PyTorch's op names, which carry per-call op ids),
+# the same line in the run; no steps.
+torch=$data/nsys/h100_2gpu_1s.sqlite
+"$bin" import "$torch" --logdir "$work/ldst" --run nm --steps nvtx:train_step@loop >/dev/null 2>"$work/err"
+rc=$?
+[ $rc -eq 0 ] || fail "--steps without a match: exit $rc"
+[ "$(wc -l <"$work/err")" -eq 1 ] || fail "--steps without a match: not one line: $(cat "$work/err")"
+grep -q "^tbexport import: warning: --steps nvtx:train_step@loop: no NVTX range or user annotation has that name in that domain; the most frequent top-level ranges are 'aten::.*, op_id = [0-9]*' (2), 'aten::.*' (2), 'aten::.*' (2); the run has no steps$" "$work/err" ||
+  fail "--steps without a match: message: $(cat "$work/err")"
+"$bin" summary --logdir "$work/ldst" nm >"$work/sum" 2>&1
+grep -q "^wall .*, 0 steps" "$work/sum" || fail "--steps without a match: steps: $(head -2 "$work/sum")"
+grep -q "^warning: .*--steps nvtx:train_step@loop: no NVTX range" "$work/sum" ||
+  fail "--steps without a match: the run does not say it: $(head -5 "$work/sum")"
+# Spools: the steps the program marked (tbe_profiler_step; steps.spool of the
+# fuzz corpus: 3 steps, the last until collection stopped), and --steps
+# over them (ranges "train_step" with payloads 10, 11, 12).
+ssp=$data/../fuzz/corpus/spool/steps.spool
+"$bin" import "$ssp" --logdir "$work/ldst" --run marked >/dev/null 2>"$work/err" ||
+  fail "steps.spool: $(cat "$work/err")"
+"$bin" summary --logdir "$work/ldst" marked >"$work/sum" 2>&1
+sed -n '/^Steps (3)$/,/^$/p' "$work/sum" | awk 'NR>3 && NF {printf "%s=%s ", $1, $2}' >"$work/steps"
+[ "$(cat "$work/steps")" = "0=200ns 1=200ns 2=300ns " ] || fail "marked steps: $(cat "$work/sum")"
+"$bin" import "$ssp" --logdir "$work/ldst" --run ranged --steps nvtx:train_step >/dev/null 2>"$work/err" ||
+  fail "steps.spool --steps: $(cat "$work/err")"
+"$bin" summary --logdir "$work/ldst" ranged >"$work/sum" 2>&1
+sed -n '/^Steps (3)$/,/^$/p' "$work/sum" | awk 'NR>3 && NF {printf "%s=%s ", $1, $2}' >"$work/steps"
+[ "$(cat "$work/steps")" = "10=180ns 11=180ns 12=180ns " ] || fail "--steps over marked steps: $(cat "$work/sum")"
+"$bin" import "$ssp" --logdir "$work/ldst" --run kept --steps nvtx:nope >/dev/null 2>"$work/err"
+[ $? -eq 0 ] || fail "steps.spool --steps nvtx:nope: exit"
+grep -q "^tbexport: pid 4343: --steps nvtx:nope: no NVTX range or user annotation has that name; the most frequent top-level ranges are 'train_step' (3); the 3 steps found otherwise are kept$" "$work/err" ||
+  fail "steps.spool --steps nvtx:nope: message: $(cat "$work/err")"
+# A bad --steps: exit 2, one line, nothing written.
+for arg in "cudaProfilerApi" "nvtx:" "nvtx:x@" "train_step"; do
+  "$bin" import "$nsys" --logdir "$work/ldst" --run bad --steps "$arg" >"$work/out" 2>"$work/err"
+  rc=$?
+  [ $rc -eq 2 ] || fail "--steps '$arg': exit $rc"
+  [ "$(wc -l <"$work/err")" -eq 1 ] && grep -q "expected nvtx:NAME\[@DOMAIN\], got '$arg'" "$work/err" ||
+    fail "--steps '$arg': message: $(cat "$work/err")"
+done
+[ ! -e "$work/ldst/plugins/profile/bad" ] || fail "bad --steps: something was written"
+"$bin" import --help | grep -q -- "--steps nvtx:NAME\[@DOMAIN\]" || fail "--help lacks --steps"
+ok "--steps"
+
 [ $fails -eq 0 ] || { echo "$fails failure(s)" >&2; exit 1; }
 echo "all import CLI tests passed"

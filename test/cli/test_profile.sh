@@ -3,7 +3,9 @@
 # never initializes CUDA gives a run with a note (not an error); the
 # command's arguments, environment and exit status pass through; signals sent
 # to tbexport reach the command; a missing command is status 127; bad options
-# are status 2.  In a build without CUDA, it checks the explanation instead.
+# (--capture-range, --steps, ...) are status 2; with a stand-in libcupti, a
+# run's steps (tbe_profiler_step, --steps) and a capture range that bounds
+# everything, as `tbexport summary` reads them.  In a build without CUDA, it checks the explanation instead.
 # usage: test_profile.sh TBEXPORT DATA_DIR
 set -u
 tb=$1
@@ -133,6 +135,108 @@ os.waitpid(pid, 0)' 2>err.txt
   [ -z "$(find ld9 -name '.tbexport-spool*')" ] || fail "no libcupti: spool folder left behind"
 fi
 
+# A profiled run end to end without a GPU: test/stress/collect_fake_libcupti.c
+# stands in for libcupti (TBEXPORT_CUPTI_LIB), and the program, a Python script,
+# loads the injection library as the driver would, makes its "GPU activity"
+# through the fake, marks its steps with libtbexport's tbe_profiler_step
+# (which reaches the injected collector), and waits until the clock has
+# passed each record's time before going on.  Modes: "loop" (4 steps, each
+# with a 1 ms "train_step" range 1 ms after its mark, holding a launch and
+# a 0.5 ms kernel) and "capture" (the loop, then a 5 ms range "profile"
+# with a 1 ms kernel, a 1 ms kernel launched at its end that runs 0.8 ms
+# past it, CUPTI overhead before, inside, across its end and after).  Each
+# run is read as the user reads it, `tbexport summary --logdir DIR RUN`
+# (its Chrome JSON), and, for the steps, from its XSpace too.
+fake="$(dirname "$tb")/libcollect_fake_libcupti.so"
+libtbe="$(dirname "$tb")/libtbexport.so"
+[ -f "$fake" ] || fail "fake libcupti not built next to tbexport: $fake"
+if command -v python3 >/dev/null && [ -f "$inj" ] && ! ldd "$inj" 2>/dev/null | grep -q 'lib[at]san'; then
+  cat >drv.py <<'PY'
+import ctypes, os, sys, time
+inj = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"])
+inj.InitializeInjection()  # as the CUDA driver does at cuInit
+fake = ctypes.CDLL(os.environ["TBEXPORT_CUPTI_LIB"])
+tbe = ctypes.CDLL(os.environ["TBE_TEST_LIBTBEXPORT"])
+fake.fake_cupti_now.restype = ctypes.c_uint64
+MS = 1000000
+def at(base, ms): return ctypes.c_uint64(base + int(ms * MS))
+def wait_past(t):  # until the clock has passed t (records are never in the future)
+    while fake.fake_cupti_now() <= t: time.sleep(0.0005)
+def record(ok, what):
+    if not ok: sys.exit("the fake did not record " + what)
+mode = sys.argv[1]
+b = fake.fake_cupti_now() + MS
+record(fake.fake_cupti_overhead(at(b, 0), at(b, 5)), "overhead")
+record(fake.fake_cupti_range(100, at(b, 0), at(b, 5), b"setup", None), "setup")
+wait_past(b + 6 * MS)
+for i in range(4):
+    rc = tbe.tbe_profiler_step()
+    if rc != 0: sys.exit("tbe_profiler_step: %d" % rc)
+    t = fake.fake_cupti_now() + MS  # this step's records, 1 ms after its mark
+    record(fake.fake_cupti_range(i + 1, at(t, 0), at(t, 1), b"train_step", None), "train_step")
+    record(fake.fake_cupti_api(i + 1, at(t, 0.1), at(t, 0.2)), "launch")
+    record(fake.fake_cupti_kernel(i + 1, at(t, 0.3), at(t, 0.8), b"sgd"), "kernel")
+    wait_past(t + 2 * MS)
+if mode == "capture":
+    b = fake.fake_cupti_now() + MS
+    fake.fake_cupti_overhead(at(b, -0.5), at(b, -0.3))  # before
+    record(fake.fake_cupti_range(50, at(b, 0), at(b, 5), b"profile", b"loop"), "profile")
+    fake.fake_cupti_api(10, at(b, 1), at(b, 1.1))
+    fake.fake_cupti_kernel(10, at(b, 1.5), at(b, 2.5), b"inside")
+    fake.fake_cupti_overhead(at(b, 2), at(b, 2.2))      # inside: 0.2 ms
+    fake.fake_cupti_api(11, at(b, 4.5), at(b, 4.6))
+    fake.fake_cupti_kernel(11, at(b, 4.8), at(b, 5.8), b"late")  # launched inside, ends after
+    fake.fake_cupti_overhead(at(b, 4.9), at(b, 5.3))    # across the end: 0.1 ms inside
+    fake.fake_cupti_overhead(at(b, 10), at(b, 15))      # after
+    wait_past(b + 16 * MS)
+PY
+  export TBEXPORT_CUPTI_LIB="$fake" TBE_TEST_LIBTBEXPORT="$libtbe"
+  steps_of() { # the Steps table of run $1 as "num=time/kernels ..."
+    "$tb" summary --logdir ldF "$1" 2>&1 |
+      sed -n '/^Steps (/,/^$/p' | awk 'NR>3 && NF {printf "%s=%s/%s ", $1, $2, $5}'
+  }
+  xsteps_of() { # the same from its XSpace
+    "$tb" summary ldF/plugins/profile/"$1"/*.xplane.pb 2>&1 |
+      sed -n '/^Steps (/,/^$/p' | awk 'NR>3 && NF {printf "%s=%s/%s ", $1, $2, $5}'
+  }
+  "$tb" --logdir ldF --run marked -- python3 drv.py loop 2>err.txt
+  rc=$?
+  [ $rc -eq 0 ] || fail "fake CUPTI: status $rc: $(cat err.txt)"
+  grep -q "kernels 4, copies 0, memsets 0, API calls 4, NVTX ranges 5, marks 0, steps 4$" err.txt ||
+    fail "fake CUPTI: the run's counts: $(cat err.txt)"
+  case "$(steps_of marked)" in
+    0=*/1\ 1=*/1\ 2=*/1\ 3=*/1\ ) ;;
+    *) fail "tbe_profiler_step under tbexport -- CMD: steps: '$(steps_of marked)'" ;;
+  esac
+  [ "$(xsteps_of marked)" = "$(steps_of marked)" ] || fail "marked steps: XSpace: '$(xsteps_of marked)'"
+  "$tb" --logdir ldF --run ranged --steps nvtx:train_step -- python3 drv.py loop 2>err.txt ||
+    fail "--steps nvtx:train_step: $(cat err.txt)"
+  [ "$(steps_of ranged)" = "0=1.000ms/1 1=1.000ms/1 2=1.000ms/1 3=1.000ms/1 " ] ||
+    fail "--steps nvtx:train_step wins over the marks: '$(steps_of ranged)'"
+  [ "$(xsteps_of ranged)" = "$(steps_of ranged)" ] || fail "--steps: XSpace: '$(xsteps_of ranged)'"
+  "$tb" --logdir ldF --run kept --steps nvtx:step@loop -- python3 drv.py loop 2>err.txt ||
+    fail "--steps without a match: $(cat err.txt)"
+  [ "$(grep -c -- '--steps' err.txt)" -eq 1 ] &&
+    grep -q "^tbexport: pid [0-9]*: --steps nvtx:step@loop: no NVTX range or user annotation has that name in that domain; the most frequent top-level ranges are 'train_step' (4), 'setup' (1); the 4 steps found otherwise are kept$" err.txt ||
+    fail "--steps without a match: message: $(cat err.txt)"
+  "$tb" summary --logdir ldF kept 2>&1 | grep -q "^warning: .*--steps nvtx:step@loop: no NVTX range" ||
+    fail "--steps without a match: the run does not say it"
+  # The capture range bounds everything: wall 5.8 ms (the range and the
+  # kernel launched in it), 2 kernels, busy 2 of 5.8 ms, overhead 0.3 ms
+  # (the rest left out), nothing of the loop.
+  "$tb" --logdir ldF --run cap --capture-range nvtx:profile@loop -- python3 drv.py capture 2>err.txt ||
+    fail "--capture-range: $(cat err.txt)"
+  "$tb" summary --logdir ldF cap >sum.txt 2>&1
+  grep -q "^wall 5.800ms, 1 GPU, 2 kernels" sum.txt || fail "--capture-range: wall: $(head -3 sum.txt)"
+  grep -q "^GPU busy  *2.000ms  34.5%" sum.txt || fail "--capture-range: GPU busy: $(cat sum.txt)"
+  grep -q "^profiler: overhead 300.000us" sum.txt || fail "--capture-range: overhead: $(cat sum.txt)"
+  grep -q "GPU busy 34.5%; kernels 2, copies 0, memsets 0, API calls 2, NVTX ranges 1," err.txt ||
+    fail "--capture-range: the run's counts: $(cat err.txt)"
+  grep -q "CUPTI overhead 0.300 ms" err.txt || fail "--capture-range: overhead said: $(cat err.txt)"
+  grep -q "Activity buffer request" sum.txt && fail "--capture-range: overhead shown as the program's: $(cat sum.txt)"
+  unset TBEXPORT_CUPTI_LIB TBE_TEST_LIBTBEXPORT
+fi
+
 # A signal sent to tbexport's whole process group (timeout, kill -PGID)
 # reaches the program once: outside a terminal's foreground the program has
 # a group of its own and tbexport forwards to it.
@@ -179,6 +283,21 @@ grep -q "logdir needs a value" err.txt || fail "--logdir without a value: messag
 "$tb" --logdir ld6 --capture-range nvtx:step --trace cuda -- true 2>err.txt
 [ $? -eq 2 ] || fail "nvtx capture range without nvtx in --trace: want 2"
 grep -q "needs nvtx in --trace" err.txt || fail "capture range without nvtx: message: $(cat err.txt)"
+# --steps: checked like --capture-range (status 2, one line), needs nvtx.
+for arg in cudaProfilerApi nvtx: nvtx:x@ step; do
+  "$tb" --logdir ld6 --steps "$arg" -- touch ran_steps.txt 2>err.txt
+  [ $? -eq 2 ] || fail "bad --steps '$arg': want 2"
+  [ "$(wc -l <err.txt)" -eq 1 ] && grep -q "expected nvtx:NAME\[@DOMAIN\], got '$arg'" err.txt ||
+    fail "bad --steps '$arg': message: $(cat err.txt)"
+done
+[ ! -e ran_steps.txt ] || fail "bad --steps: the program was started"
+"$tb" --logdir ld6 --steps nvtx:train_step --trace cuda -- true 2>err.txt
+[ $? -eq 2 ] || fail "--steps without nvtx in --trace: want 2"
+grep -q "steps nvtx:... needs nvtx in --trace" err.txt || fail "--steps without nvtx: message: $(cat err.txt)"
+"$tb" --logdir ld6 --steps nvtx:train_step@loop --quiet -- true 2>/dev/null || fail "--steps nvtx:NAME@DOMAIN"
+"$tb" --logdir ld6 --force --steps nvtx:train_step -- true 2>err.txt || fail "--steps nvtx:NAME"
+grep -q "marks 0, steps 0$" err.txt || fail "--steps: the summary does not count steps: $(cat err.txt)"
 "$tb" -- --help >/dev/null 2>&1
 "$tb" profile --help | grep -q "capture-range" || fail "profile --help"
+"$tb" profile --help | grep -q -- "--steps nvtx:NAME\[@DOMAIN\]" || fail "profile --help lacks --steps"
 echo "test_profile: all checks passed"

@@ -3,7 +3,8 @@
  * Converts the input as a spool image with tbe__spool_to_trace (the
  * in-memory entry point behind tbe__spool_file_to_trace), with default
  * options, and, when the first byte is odd, again with a capture range
- * (NVTX range "step", any domain) to cover the capture filter. */
+ * (NVTX range "step", any domain) to cover the capture filter and with
+ * --steps nvtx:step to cover the steps. */
 #include <stdint.h>
 #include <string.h>
 
@@ -26,6 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size > 0 && (data[0] & 1)) {
     o.capture = TBE_CAPTURE_NVTX;
     o.capture_name = "step";
+    o.steps_name = "step";
     convert(data, size, &o);
   }
   return 0;

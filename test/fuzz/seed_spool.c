@@ -5,8 +5,11 @@
  * copy, a memset, API calls, a sync, an NVTX range "step" and a mark,
  * memory events, an overhead, a window, stats and a clean end, in three
  * frames) and DIR/noend.spool (the same without its last frame's end
- * item, as after a crash).  Not a test; run by hand when the format
- * changes. */
+ * item, as after a crash), and DIR/steps.spool (a training loop of three
+ * steps marked with tbe_profiler_step, each inside an NVTX range
+ * "train_step" with an int64 payload 10, 11, 12 and launching one kernel;
+ * test/cli/test_import.sh reads it).  Not a test; run by hand when the
+ * format changes. */
 #include <stdio.h>
 #include <string.h>
 
@@ -186,6 +189,88 @@ static int build(const char *path, int with_end) {
   return rc;
 }
 
+/* DIR/steps.spool: pid 4343, collection on at T0+10 and off at T0+800;
+ * steps marked at T0+100, +300 (by another thread), +500; "train_step"
+ * ranges [110, 290], [310, 490], [510, 690] on thread 4344 with payloads
+ * 10, 11, 12, each with a launch and a 100 ns kernel. */
+static int build_steps(const char *path) {
+  tbe__buf img, p;
+  tbe__allocator_init(&al, NULL);
+  tbe__buf_init(&img, &al);
+  tbe__buf_init(&p, &al);
+  uint8_t head[TBE__SPOOL_HEADER];
+  tbe__spool_header(head, T0);
+  tbe__buf_append(&img, head, sizeof head);
+  tbe__sp_info info;
+  memset(&info, 0, sizeof info);
+  info.start_ns = T0;
+  info.pid = 4343;
+  info.trace = 3;
+  tbe__spool_item(&p, TBE__SP_INFO, &info, sizeof info);
+  tbe__spool_item(&p, TBE__SP_HOST, "gpuhost", 7);
+  tbe__spool_item(&p, TBE__SP_CMD, "./train", 8);
+  tbe__spool_str(&p, 1, "train_step", 10);
+  tbe__spool_str(&p, 2, "cudaLaunchKernel", 16);
+  tbe__spool_str(&p, 3, "sgd_kernel", 10);
+  tbe__sp_window on = {T0 + 10, 1, 0}, off = {T0 + 800, 0, 0};
+  tbe__spool_item(&p, TBE__SP_WINDOW, &on, sizeof on);
+  for (int i = 0; i < 3; i++) {
+    int64_t at = T0 + 100 + 200 * i;
+    tbe__sp_step st = {at, 4343, i == 1 ? 4345u : 4344u};
+    tbe__spool_item(&p, TBE__SP_STEP, &st, sizeof st);
+    tbe__sp_marker m;
+    memset(&m, 0, sizeof m);
+    m.ts = at + 10;
+    m.id = (uint32_t)i + 1;
+    m.flags = 2; /* start */
+    m.obj_kind = 2;
+    m.obj[0] = 4343;
+    m.obj[1] = 4344;
+    m.name = 1;
+    tbe__spool_item(&p, TBE__SP_MARKER, &m, sizeof m);
+    tbe__sp_marker_data d;
+    memset(&d, 0, sizeof d);
+    int64_t pay = 10 + i;
+    memcpy(&d.payload, &pay, sizeof pay);
+    d.id = m.id;
+    d.payload_kind = 4; /* int64 */
+    tbe__spool_item(&p, TBE__SP_MARKER_DATA, &d, sizeof d);
+    tbe__sp_api a;
+    memset(&a, 0, sizeof a);
+    a.start = at + 20;
+    a.end = at + 30;
+    a.corr = (uint32_t)i + 1;
+    a.pid = 4343;
+    a.tid = 4344;
+    a.name = 2;
+    tbe__spool_item(&p, TBE__SP_API, &a, sizeof a);
+    tbe__sp_kernel k;
+    memset(&k, 0, sizeof k);
+    k.start = at + 40;
+    k.end = at + 140;
+    k.corr = a.corr;
+    k.context = 1;
+    k.stream = 7;
+    k.name = 3;
+    k.grid[0] = k.block[0] = 1;
+    tbe__spool_item(&p, TBE__SP_KERNEL, &k, sizeof k);
+    m.ts = at + 190;
+    m.flags = 4; /* end */
+    m.name = 0;
+    tbe__spool_item(&p, TBE__SP_MARKER, &m, sizeof m);
+  }
+  tbe__spool_item(&p, TBE__SP_WINDOW, &off, sizeof off);
+  tbe__sp_end e = {T0 + 900};
+  tbe__spool_item(&p, TBE__SP_END, &e, sizeof e);
+  frame(&img, &p);
+  tbe__buf_deinit(&p);
+  int rc = tbe__buf_error(&img);
+  FILE *f = rc ? NULL : fopen(path, "wb");
+  if (!f || fwrite(img.data, 1, img.len, f) != img.len || fclose(f) != 0) rc = -1;
+  tbe__buf_deinit(&img);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s DIR\n", argv[0]);
@@ -196,5 +281,7 @@ int main(int argc, char **argv) {
   if (build(path, 1) != 0) return 1;
   snprintf(path, sizeof path, "%s/noend.spool", argv[1]);
   if (build(path, 0) != 0) return 1;
+  snprintf(path, sizeof path, "%s/steps.spool", argv[1]);
+  if (build_steps(path) != 0) return 1;
   return 0;
 }

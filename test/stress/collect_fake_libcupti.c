@@ -1,14 +1,23 @@
-/* collect_fake_libcupti.c: a stand-in for libcupti, for stress_collect_crash.
+/* collect_fake_libcupti.c: a stand-in for libcupti, for stress_collect_crash
+ * and test/cli/test_profile.sh.
  *
  * `tbexport -- CMD` with TBEXPORT_CUPTI_LIB pointing here makes the
  * injection library (libtbexport_inject.so) load this instead of CUPTI.  It
  * exports the CUPTI functions the collector looks up (cupti_load.c), backed
- * by the per-thread buffer model of test/unit/fake_cupti.h, and one of its
- * own, fake_cupti_launch(corr), which a program calls to emit a
- * cudaLaunchKernel API record and its kernel (timestamps from the clock),
- * as CUPTI would for a launch.  No GPU needed. */
+ * by the per-thread buffer model of test/unit/fake_cupti.h, and functions of
+ * its own with which a program makes its "GPU activity": real CUPTI record
+ * structs on the calling thread, timestamps of CLOCK_REALTIME, the clock of
+ * cuptiGetTimestamp too.  fake_cupti_launch(corr) emits a cudaLaunchKernel
+ * API record and its kernel at the current time, as CUPTI would for a
+ * launch; fake_cupti_api, _kernel, _range (NVTX push/pop) and _overhead
+ * emit one record each at the times given (test_profile.sh's Python
+ * program places them).  Names are copied and kept, as CUPTI's stay valid
+ * until decoded.  No GPU needed. */
 #include <cupti.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fake_cupti.h"
 
@@ -102,4 +111,76 @@ API int fake_cupti_launch(uint32_t corr) {
   k.correlationId = corr;
   k.name = "fake_kernel";
   return ok & tf_emit(&k, sizeof k);
+}
+
+/* ---- records at given times (test_profile.sh) ---- */
+
+API uint64_t fake_cupti_now(void) { return now_ns(); }
+
+static const char *keep_name(const char *s) { return s ? strdup(s) : NULL; }
+
+/* A cudaLaunchKernel call [start, end] on the calling thread. */
+API int fake_cupti_api(uint32_t corr, uint64_t start, uint64_t end) {
+  CUpti_ActivityAPI a;
+  memset(&a, 0, sizeof a);
+  a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+  a.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+  a.start = start;
+  a.end = end;
+  a.processId = (uint32_t)getpid();
+  a.threadId = (uint32_t)gettid();
+  a.correlationId = corr;
+  return tf_emit(&a, sizeof a);
+}
+
+/* A kernel [start, end] on device 0, stream 7. */
+API int fake_cupti_kernel(uint32_t corr, uint64_t start, uint64_t end, const char *name) {
+  CUpti_ActivityKernel10 k;
+  memset(&k, 0, sizeof k);
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = start;
+  k.end = end;
+  k.contextId = 1;
+  k.streamId = 7;
+  k.gridX = k.gridY = k.gridZ = 1;
+  k.blockX = 128, k.blockY = k.blockZ = 1;
+  k.correlationId = corr;
+  k.name = keep_name(name);
+  return tf_emit(&k, sizeof k);
+}
+
+/* An NVTX push/pop range [start, end] on the calling thread (ID unique per
+ * range; DOMAIN may be NULL). */
+API int fake_cupti_range(uint32_t id, uint64_t start, uint64_t end, const char *name,
+                         const char *domain) {
+  CUpti_ActivityMarker2 m;
+  memset(&m, 0, sizeof m);
+  m.kind = CUPTI_ACTIVITY_KIND_MARKER;
+  m.flags = CUPTI_ACTIVITY_FLAG_MARKER_START;
+  m.timestamp = start;
+  m.id = id;
+  m.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+  m.objectId.pt.processId = (uint32_t)getpid();
+  m.objectId.pt.threadId = (uint32_t)gettid();
+  m.name = keep_name(name);
+  m.domain = keep_name(domain);
+  int ok = tf_emit(&m, sizeof m);
+  m.flags = CUPTI_ACTIVITY_FLAG_MARKER_END;
+  m.timestamp = end;
+  m.name = m.domain = NULL;
+  return tf_emit(&m, sizeof m) && ok;
+}
+
+/* CUPTI's own overhead ("Activity buffer request") on the calling thread. */
+API int fake_cupti_overhead(uint64_t start, uint64_t end) {
+  CUpti_ActivityOverhead3 o;
+  memset(&o, 0, sizeof o);
+  o.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+  o.overheadKind = CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST;
+  o.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+  o.objectId.pt.processId = (uint32_t)getpid();
+  o.objectId.pt.threadId = (uint32_t)gettid();
+  o.start = start;
+  o.end = end;
+  return tf_emit(&o, sizeof o);
 }

@@ -49,6 +49,7 @@ int main(void) {
 static struct {
   uint64_t dropped_kernels[TF_MAX_THREADS], dropped_apis[TF_MAX_THREADS];
   int np;
+  atomic_int stopping;   /* the clock jumps past the records (f_ts) */
 } F;
 
 static CUptiResult f_enable(CUpti_ActivityKind k) {
@@ -73,6 +74,14 @@ static CUptiResult f_version(uint32_t *v) {
   return CUPTI_SUCCESS;
 }
 
+/* CUPTI's clock: T0 until the producers are done, then past every record
+ * they emitted, so that the collection window the collector records
+ * brackets them, as with the real clock. */
+static CUptiResult f_ts(uint64_t *ts) {
+  *ts = T0 + (atomic_load(&F.stopping) ? 1000000000000ull : 0);
+  return CUPTI_SUCCESS;
+}
+
 static const tbe__cupti_api fake_api = {
     .activity_enable = f_enable,
     .activity_disable = f_enable,
@@ -83,6 +92,7 @@ static const tbe__cupti_api fake_api = {
     .set_attribute = f_attr,
     .get_callback_name = f_cbname,
     .get_version = f_version,
+    .get_timestamp = f_ts,
 };
 
 static long R;
@@ -152,6 +162,7 @@ int main(void) {
   for (int i = 0; i < F.np; i++) pthread_create(&th[i], NULL, producer_main, (void *)(intptr_t)i);
   for (int i = 0; i < F.np; i++) pthread_join(th[i], NULL);
   tbe__sp_stats st;
+  atomic_store(&F.stopping, 1);
   rc = tbe__collector_stop(&st);
   double dt = st_now() - t0;
   if (rc) st_fail("collector stop: %s", tbe_strerror(rc));

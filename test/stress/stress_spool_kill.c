@@ -351,7 +351,7 @@ int main(int argc, char **argv) {
     eo.logdir = logdir;
     eo.run = run;
     eo.host = "stresshost";
-    tbe__convert_opts co = {TBE_CAPTURE_ALL, NULL, NULL, NULL};
+    tbe__convert_opts co = {.capture = TBE_CAPTURE_ALL};
     tbe__session s;
     memset(&s, 0, sizeof s);
     s.spool_dir = sdir;

@@ -63,6 +63,7 @@ static struct {
   int runtime_off[1024];
   int zeroed_attr;
   int refuse_kind; /* a kind that fails to enable, or -1 */
+  uint64_t late;   /* get_timestamp's offset from T0 (see fake_stop) */
 } F;
 
 /* (atomic: the collector's timers switch kinds on its own thread) */
@@ -109,10 +110,16 @@ static CUptiResult f_version(uint32_t *v) {
   return CUPTI_SUCCESS;
 }
 
+/* CUPTI's clock: T0 while the test emits records (at T0 + a few us), one
+ * second later once it stops the collector (fake_stop), so that the
+ * collection window the collector records brackets the records, as with
+ * the real clock. */
 static CUptiResult f_ts(uint64_t *ts) {
-  *ts = T0;
+  *ts = T0 + __atomic_load_n(&F.late, __ATOMIC_SEQ_CST);
   return CUPTI_SUCCESS;
 }
+
+static void fake_stop(void) { __atomic_store_n(&F.late, 1000000000ull, __ATOMIC_SEQ_CST); }
 
 static const tbe__cupti_api fake_api = {
     .activity_enable = f_enable,
@@ -220,6 +227,7 @@ static void start(fixture *f, unsigned trace, size_t cap, size_t bufsize) {
 
 static tbe_trace *stop_and_convert(fixture *f, const tbe__convert_opts *o, tbe__convert_info *info,
                                    tbe__sp_stats *st) {
+  fake_stop();
   assert_int_equal(tbe__collector_stop(st), 0);
   assert_false(tbe__collector_running());
   assert_int_equal(atomic_load(&tf.bad), 0);
@@ -640,6 +648,7 @@ static void test_failed_spool_write(void **state) {
   for (int i = 0; i < 5; i++, corr++)
     kernel(corr, "gemm_kernel", T0 + 1000 * corr, T0 + 1000 * corr + 500, 7);
   tbe__sp_stats st;
+  fake_stop();
   assert_int_equal(tbe__collector_stop(&st), TBE_EIO); /* the error is reported */
   assert_int_equal(tbe__io_fault_disarm(), 1);
   tbe_trace *t;
@@ -714,7 +723,8 @@ static void test_capture_nvtx(void **state) {
   api(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 3, T0 + 410, T0 + 420, 77);
   kernel(3, "after", T0 + 430, T0 + 440, 7);
   marker(E, 2, T0 + 500, 77, NULL, NULL);
-  tbe__convert_opts o = {TBE_CAPTURE_NVTX, "capture", "train", NULL};
+  tbe__convert_opts o = {.capture = TBE_CAPTURE_NVTX, .capture_name = "capture",
+                        .capture_domain = "train"};
   tbe__convert_info info;
   tbe_trace *t = stop_and_convert(f, &o, &info, NULL);
   assert_int_equal(count_kind(t, TBE_EV_KERNEL), 1);
@@ -742,12 +752,52 @@ static void test_capture_profiler_api(void **state) {
   api(CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000, 4, T0 + 300, T0 + 310, 77);
   api(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 5, T0 + 400, T0 + 410, 77);
   kernel(5, "after", T0 + 420, T0 + 430, 7);
-  tbe__convert_opts o = {TBE_CAPTURE_PROFILER_API, NULL, NULL, NULL};
+  tbe__convert_opts o = {.capture = TBE_CAPTURE_PROFILER_API};
   tbe_trace *t = stop_and_convert(f, &o, NULL, NULL);
   assert_int_equal(count_kind(t, TBE_EV_KERNEL), 1);
   assert_non_null(find(t, TBE_EV_KERNEL, "inside"));
   assert_non_null(find(t, TBE_EV_RUNTIME, "cudaLaunchKernel"));
   tbe_trace_free(t);
+}
+
+/* tbe_profiler_step's collector side: marks from several threads (and
+ * from the test's own) become the run's steps, numbered in time order, on
+ * the threads that marked them, the last ending when collection stops; no
+ * mark goes through CUPTI's buffers. */
+static void *mark_steps(void *arg) {
+  for (int i = 0; i < 50; i++) assert_int_equal(tbe__collector_step(), 0);
+  (void)arg;
+  return NULL;
+}
+
+static void test_steps_marked(void **state) {
+  fixture *f = *state;
+  assert_int_equal(tbe__collector_step(), TBE_ESTATE); /* not running */
+  start(f, TBE_TRACE_CUDA, 0, 0);
+  kernel(1, "k", T0 + 10, T0 + 20, 7);
+  __atomic_store_n(&F.late, 1000, __ATOMIC_SEQ_CST); /* marks at T0 + 1 us */
+  pthread_t th[3];
+  for (int i = 0; i < 3; i++) assert_int_equal(pthread_create(&th[i], NULL, mark_steps, NULL), 0);
+  for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+  __atomic_store_n(&F.late, 2000, __ATOMIC_SEQ_CST);
+  assert_int_equal(tbe_profiler_step(), 0); /* the public entry reaches it */
+  tbe__convert_info info;
+  tbe_trace *t = stop_and_convert(f, NULL, &info, NULL);
+  assert_int_equal(info.steps_marked, 151);
+  assert_int_equal(t->nsteps, 151);
+  assert_int_equal(count_kind(t, TBE_EV_KERNEL), 1);
+  for (size_t i = 0; i < t->nsteps; i++) {
+    assert_int_equal(t->steps[i].num, (int64_t)i);
+    assert_int_not_equal(t->steps[i].track, TBE_NONE);
+    assert_int_equal(t->tracks[t->steps[i].track].type, TBE_TRACK_THREAD);
+    if (i + 1 < t->nsteps) assert_int_equal(t->steps[i].end_ns, t->steps[i + 1].start_ns);
+  }
+  assert_int_equal(t->steps[0].start_ns, (int64_t)(T0 + 1000));
+  assert_int_equal(t->steps[150].start_ns, (int64_t)(T0 + 2000));
+  assert_int_equal(t->steps[150].end_ns, (int64_t)(T0 + 1000000000ull)); /* the stop */
+  assert_int_equal(t->tracks[t->steps[150].track].tid, (int64_t)gettid());
+  tbe_trace_free(t);
+  assert_int_equal(tbe_profiler_step(), TBE_ESTATE);
 }
 
 static void test_refused_kind_is_noted(void **state) {
@@ -807,6 +857,7 @@ static void test_start_twice_and_stop_idle(void **state) {
 static void test_public_api_without_session(void **state) {
   (void)state;
   assert_int_equal(tbe_profiler_stop(NULL), TBE_ESTATE);
+  assert_int_equal(tbe_profiler_step(), TBE_ESTATE);
   assert_int_equal(tbe_profiler_start(NULL), TBE_EINVAL);
   tbe_profiler_options o;
   tbe_profiler_options_init(&o);
@@ -1179,6 +1230,7 @@ static void test_crash_sigterm_program_handler(void **state) {
     kernel(CRASH_N + 1, "after_the_signal", T0 + 5000000, T0 + 5000500, 7);
     struct sigaction now;
     sigaction(SIGTERM, NULL, &now);
+    fake_stop();
     if (tbe__collector_stop(NULL) != 0) _exit(97);
     struct sigaction after;
     sigaction(SIGTERM, NULL, &after);
@@ -1386,6 +1438,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_delay_and_duration, setup, teardown),
       cmocka_unit_test_setup_teardown(test_capture_nvtx, setup, teardown),
       cmocka_unit_test_setup_teardown(test_capture_profiler_api, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_steps_marked, setup, teardown),
       cmocka_unit_test_setup_teardown(test_refused_kind_is_noted, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fork_child_is_not_collecting, setup, teardown),
       cmocka_unit_test_setup_teardown(test_start_twice_and_stop_idle, setup, teardown),
@@ -1414,6 +1467,7 @@ static void test_skipped_without_cupti(void **state) {
   o.logdir = "unused";
   assert_int_equal(tbe_profiler_start(&o), TBE_ENOCUPTI);
   assert_int_equal(tbe_profiler_stop(NULL), TBE_ENOCUPTI);
+  assert_int_equal(tbe_profiler_step(), TBE_ENOCUPTI);
   skip();
 }
 

@@ -1,7 +1,10 @@
 /* test_spool.c: the collector's spool file: framing, round trip into the
  * trace model, a spool cut at every byte of its last frame (what is
  * complete converts, the rest is reported and the capture marked as ended
- * early), corrupt frames, and files that are not spools.  Needs no CUDA. */
+ * early), corrupt frames, and files that are not spools; what conversion
+ * keeps (collection windows, capture ranges: nothing outside them, the
+ * trace spans them) and the steps it makes (tbe_profiler_step marks,
+ * --steps nvtx:NAME).  Needs no CUDA. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -116,6 +119,86 @@ static void build(img *m, int with_end) {
   }
   frame(m, &p);
   tbe__buf_deinit(&p);
+  assert_int_equal(tbe__buf_error(&m->b), 0);
+}
+
+static void api_at(tbe__buf *p, uint32_t corr, uint32_t name, int64_t s, int64_t e) {
+  tbe__sp_api a;
+  memset(&a, 0, sizeof a);
+  a.start = s;
+  a.end = e;
+  a.corr = corr;
+  a.pid = 321;
+  a.tid = 322;
+  a.name = name;
+  tbe__spool_item(p, TBE__SP_API, &a, sizeof a);
+}
+
+/* An NVTX push/pop range [s, e] with marker id ID on thread TID. */
+static void range_at(tbe__buf *p, uint32_t id, uint32_t name, uint32_t tid, int64_t s, int64_t e) {
+  tbe__sp_marker m;
+  memset(&m, 0, sizeof m);
+  m.ts = s;
+  m.id = id;
+  m.flags = TBE__MK_START;
+  m.obj_kind = TBE__OBJ_THREAD;
+  m.obj[0] = 321;
+  m.obj[1] = tid;
+  m.name = name;
+  tbe__spool_item(p, TBE__SP_MARKER, &m, sizeof m);
+  m.ts = e;
+  m.flags = TBE__MK_END;
+  m.name = 0;
+  tbe__spool_item(p, TBE__SP_MARKER, &m, sizeof m);
+}
+
+static void overhead_at(tbe__buf *p, int64_t s, int64_t e) {
+  tbe__sp_overhead o;
+  memset(&o, 0, sizeof o);
+  o.start = s;
+  o.end = e;
+  o.kind = 7u << 16; /* Activity buffer request */
+  o.obj_kind = TBE__OBJ_THREAD;
+  o.obj[0] = 321;
+  o.obj[1] = 322;
+  tbe__spool_item(p, TBE__SP_OVERHEAD, &o, sizeof o);
+}
+
+static void window_at(tbe__buf *p, int64_t ts, int on) {
+  tbe__sp_window w = {ts, (uint32_t)on, 0};
+  tbe__spool_item(p, TBE__SP_WINDOW, &w, sizeof w);
+}
+
+static void step_at(tbe__buf *p, int64_t ts, uint32_t tid) {
+  tbe__sp_step st = {ts, 321, tid};
+  tbe__spool_item(p, TBE__SP_STEP, &st, sizeof st);
+}
+
+/* Starts a one-frame image of pid 321: header, info (collection began at
+ * T0) and the strings "k" (1), "cudaLaunchKernel" (2), "profile" (3),
+ * "train_step" (4), "other" (5). */
+static void img_begin(img *m, tbe__buf *p) {
+  img_start(m);
+  tbe__buf_init(p, &al);
+  tbe__sp_info info;
+  memset(&info, 0, sizeof info);
+  info.start_ns = T0;
+  info.pid = 321;
+  info.trace = 3;
+  tbe__spool_item(p, TBE__SP_INFO, &info, sizeof info);
+  tbe__spool_str(p, 1, "k", 1);
+  tbe__spool_str(p, 2, "cudaLaunchKernel", 16);
+  tbe__spool_str(p, 3, "profile", 7);
+  tbe__spool_str(p, 4, "train_step", 10);
+  tbe__spool_str(p, 5, "other", 5);
+}
+
+/* Ends it: END at END_NS, the frame, the payload buffer freed. */
+static void img_end(img *m, tbe__buf *p, int64_t end_ns) {
+  tbe__sp_end e = {end_ns};
+  tbe__spool_item(p, TBE__SP_END, &e, sizeof e);
+  frame(m, p);
+  tbe__buf_deinit(p);
   assert_int_equal(tbe__buf_error(&m->b), 0);
 }
 
@@ -271,6 +354,315 @@ static void test_duration_window(void **state) {
   /* busy: 1000 + 500 ns of 3300 */
   assert_true(ci.r.gpu_busy_pct > 45.4 && ci.r.gpu_busy_pct < 45.5);
   tbe_trace_free(t);
+  tbe__buf_deinit(&m.b);
+}
+
+#define MS 1000000ll
+#define SEC 1000000000ll
+
+/* The end of an event. */
+static int64_t end_of(const tbe_event *e) { return e->start_ns + e->dur_ns; }
+
+static int warned(const tbe_trace *t, const char *needle) {
+  for (size_t w = 0; w < t->nwarnings; w++)
+    if (strstr(tbe_trace_str(t, t->warnings[w]), needle)) return 1;
+  return 0;
+}
+
+/* A capture range around the middle of a long capture (10 s collected, the
+ * range 200 ms from 4 s), with CUPTI overhead records, API calls, kernels,
+ * NVTX, syncs and memory before, inside and after it: the trace spans the
+ * range and the GPU work launched in it, nothing else is kept, overhead is
+ * counted only inside (cut to the range), and GPU busy % is over the
+ * range.  (A real run cut to 200 ms once reported wall 5.8 s, busy 1.1%.) */
+static void test_capture_range_bounds_everything(void **state) {
+  (void)state;
+  img m;
+  tbe__buf p;
+  img_begin(&m, &p);
+  window_at(&p, T0 + 1000, 1);
+  overhead_at(&p, T0 + 1 * MS, T0 + 6 * MS);               /* before */
+  overhead_at(&p, T0 + 4 * SEC - 1 * MS, T0 + 4 * SEC + 1 * MS); /* across the start: 1 ms in */
+  overhead_at(&p, T0 + 4 * SEC + 100 * MS, T0 + 4 * SEC + 102 * MS); /* inside: 2 ms */
+  overhead_at(&p, T0 + 8 * SEC, T0 + 8 * SEC + 50 * MS);   /* after */
+  api_at(&p, 1, 2, T0 + 1 * SEC, T0 + 1 * SEC + 10);
+  kern(&p, 1, 1, T0 + 1 * SEC + 100, T0 + 2 * SEC);
+  range_at(&p, 1, 5, 322, T0 + 2 * SEC, T0 + 3 * SEC);      /* "other", before */
+  range_at(&p, 2, 3, 322, T0 + 4 * SEC, T0 + 4 * SEC + 200 * MS); /* "profile": the range */
+  range_at(&p, 3, 5, 322, T0 + 4 * SEC + 10 * MS, T0 + 4 * SEC + 20 * MS); /* inside */
+  api_at(&p, 2, 2, T0 + 4 * SEC + 50 * MS, T0 + 4 * SEC + 51 * MS);
+  kern(&p, 2, 1, T0 + 4 * SEC + 60 * MS, T0 + 4 * SEC + 124 * MS); /* 64 ms */
+  api_at(&p, 3, 2, T0 + 4 * SEC + 190 * MS, T0 + 4 * SEC + 191 * MS);
+  kern(&p, 3, 1, T0 + 4 * SEC + 191 * MS, T0 + 4 * SEC + 250 * MS); /* 59 ms, past the end */
+  api_at(&p, 4, 2, T0 + 5 * SEC, T0 + 5 * SEC + 10);
+  kern(&p, 4, 1, T0 + 5 * SEC + 100, T0 + 5 * SEC + 100 * MS);
+  tbe__sp_sync y;
+  memset(&y, 0, sizeof y);
+  y.start = T0 + 3 * SEC;
+  y.end = T0 + 3 * SEC + 5 * MS;
+  y.type = 3;
+  y.event = UINT32_MAX;
+  tbe__spool_item(&p, TBE__SP_SYNC, &y, sizeof y);
+  y.start = T0 + 4 * SEC + 150 * MS;
+  y.end = T0 + 4 * SEC + 160 * MS;
+  tbe__spool_item(&p, TBE__SP_SYNC, &y, sizeof y);
+  tbe__sp_memory mem;
+  memset(&mem, 0, sizeof mem);
+  mem.ts = T0 + 9 * SEC;
+  mem.bytes = 4096;
+  mem.op = 1;
+  tbe__spool_item(&p, TBE__SP_MEMORY, &mem, sizeof mem);
+  window_at(&p, T0 + 10 * SEC, 0); /* stop */
+  img_end(&m, &p, T0 + 10 * SEC + 100);
+
+  tbe__convert_opts o = {.capture = TBE_CAPTURE_NVTX, .capture_name = "profile"};
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  tbe__convert_info info;
+  assert_int_equal(tbe__spool_to_trace(m.b.data, m.b.len, "321.spool", &o, t, &info), 0);
+  assert_int_equal(t->start_ns, T0 + 4 * SEC);
+  assert_int_equal(t->stop_ns, T0 + 4 * SEC + 250 * MS); /* the range and the kernel it launched */
+  assert_int_equal(info.r.start_ns, t->start_ns);
+  assert_int_equal(info.r.stop_ns, t->stop_ns);
+  /* busy: 64 + 59 ms of 250 */
+  assert_true(info.r.gpu_busy_pct > 49.19 && info.r.gpu_busy_pct < 49.21);
+  assert_int_equal(t->overhead_ns, 3 * MS);
+  assert_int_equal(info.r.overhead_ns, 3 * MS);
+  assert_int_equal(kernels(t), 2);
+  assert_int_equal(info.r.kernels, 2);
+  assert_int_equal(info.r.api_calls, 2);
+  assert_int_equal(info.r.nvtx_ranges, 2);
+  size_t overheads = 0;
+  for (size_t i = 0; i < t->nevents; i++) {
+    const tbe_event *e = &t->events[i];
+    assert_true(e->start_ns >= t->start_ns); /* nothing before */
+    if (e->kind == TBE_EV_KERNEL) continue; /* launched inside, may end after */
+    assert_true(e->start_ns <= T0 + 4 * SEC + 200 * MS);
+    assert_true(end_of(e) <= T0 + 4 * SEC + 200 * MS);
+    if (e->kind == TBE_EV_OVERHEAD) overheads++;
+  }
+  assert_int_equal(overheads, 2);
+  /* before: 1 API, 1 kernel, "other", 1 sync, 2 overheads; after: 1 API,
+   * 1 kernel, 1 memory */
+  assert_int_equal(info.outside_capture, 9);
+  assert_int_equal(info.outside_window, 0);
+  assert_true(warned(t, "9 records outside the capture range were left out"));
+  /* What the user reads: wall and GPU busy in the summary. */
+  tbe_analysis *an;
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  assert_int_equal(an->wall_ns, 250 * MS);
+  assert_int_equal(an->overhead_ns, 3 * MS);
+  tbe_analysis_free(an);
+  tbe_trace_free(t);
+  tbe__buf_deinit(&m.b);
+}
+
+/* --delay and --duration: collection on at T0+1000, off at T0+5000 (the
+ * stop's own "off" later changes nothing).  What CUPTI delivers outside
+ * that (its overhead while enabling, a call already running, a kernel it
+ * launched) is left out; overhead across the end is cut; a range open at
+ * the end closes there, not at the process's end. */
+static void test_collection_window_bounds_everything(void **state) {
+  (void)state;
+  img m;
+  tbe__buf p;
+  img_begin(&m, &p);
+  window_at(&p, T0 + 1000, 1);
+  overhead_at(&p, T0 + 500, T0 + 900);    /* enabling: before */
+  overhead_at(&p, T0 + 4900, T0 + 5200);  /* 100 ns inside */
+  overhead_at(&p, T0 + 6000, T0 + 6100);  /* after */
+  api_at(&p, 1, 2, T0 + 800, T0 + 1100);  /* began before */
+  kern(&p, 1, 1, T0 + 1200, T0 + 1300);   /* launched by it */
+  api_at(&p, 2, 2, T0 + 2000, T0 + 2010);
+  kern(&p, 2, 1, T0 + 4950, T0 + 5400);   /* launched inside, ends after */
+  tbe__sp_marker mk;
+  memset(&mk, 0, sizeof mk);
+  mk.ts = T0 + 3000;
+  mk.id = 9;
+  mk.flags = TBE__MK_START; /* never ends */
+  mk.obj_kind = TBE__OBJ_THREAD;
+  mk.obj[0] = 321;
+  mk.obj[1] = 322;
+  mk.name = 5;
+  tbe__spool_item(&p, TBE__SP_MARKER, &mk, sizeof mk);
+  tbe__sp_memory mem;
+  memset(&mem, 0, sizeof mem);
+  mem.ts = T0 + 7000;
+  mem.bytes = 64;
+  mem.op = 1;
+  tbe__spool_item(&p, TBE__SP_MEMORY, &mem, sizeof mem);
+  window_at(&p, T0 + 5000, 0);
+  window_at(&p, T0 + 9000, 0); /* the stop */
+  img_end(&m, &p, T0 + 10000);
+  tbe_trace *t;
+  tbe__convert_info info;
+  assert_int_equal(convert(m.b.data, m.b.len, &t, &info), 0);
+  assert_int_equal(t->start_ns, T0 + 1000);
+  assert_int_equal(t->stop_ns, T0 + 5400);
+  assert_int_equal(t->overhead_ns, 100);
+  assert_int_equal(kernels(t), 1);
+  assert_int_equal(info.r.api_calls, 1);
+  /* overhead x2, API, kernel, memory */
+  assert_int_equal(info.outside_window, 5);
+  assert_int_equal(info.outside_capture, 0);
+  assert_false(warned(t, "capture range"));
+  const tbe_event *open = NULL;
+  for (size_t i = 0; i < t->nevents; i++) {
+    const tbe_event *e = &t->events[i];
+    assert_true(e->start_ns >= T0 + 1000 && e->start_ns <= T0 + 5000);
+    if (e->kind == TBE_EV_NVTX_RANGE) open = e;
+  }
+  assert_non_null(open);
+  assert_int_equal(end_of(open), T0 + 5000);
+  /* busy: the kernel's 450 ns of 4400 */
+  assert_true(info.r.gpu_busy_pct > 10.22 && info.r.gpu_busy_pct < 10.23);
+  tbe_trace_free(t);
+  tbe__buf_deinit(&m.b);
+}
+
+/* Steps marked by the program (TBE__SP_STEP, tbe_profiler_step): numbered
+ * by time over the whole spool (the one before the window is left out but
+ * counts), each until the next, the last until collection stops, on the
+ * thread that marked it.  --steps wins; with no match it warns, names the
+ * top-level ranges, and the marks stay.  Through the run's XSpace, the
+ * steps come back. */
+static void step_image(img *m) {
+  tbe__buf p;
+  img_begin(m, &p);
+  step_at(&p, T0 + 50, 322); /* step 0, before collection began */
+  window_at(&p, T0 + 100, 1);
+  step_at(&p, T0 + 200, 322);
+  range_at(&p, 1, 4, 322, T0 + 210, T0 + 390);
+  step_at(&p, T0 + 700, 322); /* (items need not come in time order) */
+  step_at(&p, T0 + 400, 323);
+  range_at(&p, 2, 4, 322, T0 + 410, T0 + 690);
+  range_at(&p, 3, 5, 322, T0 + 800, T0 + 810);
+  range_at(&p, 4, 5, 323, T0 + 820, T0 + 830);
+  range_at(&p, 5, 5, 323, T0 + 840, T0 + 850);
+  overhead_at(&p, T0 + 900, T0 + 950);
+  window_at(&p, T0 + 1000, 0); /* tbe_profiler_stop */
+  img_end(m, &p, T0 + 1100);
+}
+
+static void test_marked_steps(void **state) {
+  (void)state;
+  img m;
+  step_image(&m);
+  tbe_trace *t;
+  tbe__convert_info info;
+  assert_int_equal(convert(m.b.data, m.b.len, &t, &info), 0);
+  assert_int_equal(info.steps_marked, 4);
+  assert_int_equal(t->nsteps, 3);
+  assert_int_equal(info.r.steps, 3);
+  static const int64_t s0[3] = {200, 400, 700}, s1[3] = {400, 700, 1000};
+  static const int64_t tid[3] = {322, 323, 322};
+  for (size_t i = 0; i < 3; i++) {
+    const tbe_step *st = &t->steps[i];
+    char name[32];
+    snprintf(name, sizeof name, "ProfilerStep#%zu", i + 1);
+    assert_int_equal(st->num, (int64_t)i + 1);
+    assert_int_equal(st->start_ns, T0 + s0[i]);
+    assert_int_equal(st->end_ns, T0 + s1[i]);
+    assert_string_equal(tbe_trace_str(t, st->name), name);
+    assert_int_not_equal(st->track, TBE_NONE);
+    assert_int_equal(t->tracks[st->track].tid, tid[i]);
+  }
+  tbe_trace_free(t);
+
+  /* --steps wins. */
+  tbe__convert_opts o = {.steps_name = "train_step"};
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  assert_int_equal(tbe__spool_to_trace(m.b.data, m.b.len, "321.spool", &o, t, &info), 0);
+  assert_int_equal(t->nsteps, 2);
+  assert_int_equal(info.r.steps, 2);
+  assert_int_equal(t->steps[0].num, 0);
+  assert_int_equal(t->steps[0].start_ns, T0 + 210);
+  assert_int_equal(t->steps[1].end_ns, T0 + 690);
+  assert_string_equal(tbe_trace_str(t, t->steps[1].name), "train_step");
+  assert_int_equal(t->nwarnings, 0);
+  tbe_trace_free(t);
+
+  /* No match: one warning with the name and the top-level ranges; the
+   * marked steps stay. */
+  o.steps_name = "train";
+  o.steps_domain = "loop";
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  assert_int_equal(tbe__spool_to_trace(m.b.data, m.b.len, "321.spool", &o, t, &info), 0);
+  assert_int_equal(t->nsteps, 3);
+  assert_int_equal(t->nwarnings, 1);
+  assert_string_equal(tbe_trace_str(t, t->warnings[0]),
+                      "--steps nvtx:train@loop: no NVTX range or user annotation has that name in "
+                      "that domain; the most frequent top-level ranges are 'other' (3), "
+                      "'train_step' (2); the 3 steps found otherwise are kept");
+  tbe_trace_free(t);
+  tbe__buf_deinit(&m.b);
+
+  /* A spool without step items (older writers): no steps. */
+  build(&m, 1);
+  assert_int_equal(convert(m.b.data, m.b.len, &t, &info), 0);
+  assert_int_equal(t->nsteps, 0);
+  assert_int_equal(info.steps_marked, 0);
+  char line[600];
+  assert_int_equal(tbe__steps_apply(t, "x", NULL, line, sizeof line), 0);
+  assert_string_equal(line, "--steps nvtx:x: no NVTX range or user annotation has that name; the "
+                            "trace has no NVTX ranges or user annotations; the run has no steps");
+  tbe_trace_free(t);
+  tbe__buf_deinit(&m.b);
+}
+
+/* The marked steps in the run: the XSpace carries them (step markers) and
+ * they come back on import; so does CUPTI's overhead, as overhead (the
+ * profiler's cost), not as the program's CPU ops. */
+static void test_marked_steps_in_run(void **state) {
+  (void)state;
+  img m;
+  step_image(&m);
+  char *dir = tu_mkdtemp();
+  char *spools = tu_join(dir, ".tbexport-spool-9");
+  assert_int_equal(mkdir(spools, 0700), 0);
+  char *sp = tu_join(spools, "321.spool");
+  assert_int_equal(tu_write_file(sp, m.b.data, m.b.len), 0);
+  tbe_export_options eo;
+  tbe_export_options_init(&eo);
+  eo.logdir = dir;
+  eo.run = "steps";
+  eo.host = "node";
+  tbe__session s;
+  memset(&s, 0, sizeof s);
+  s.spool_dir = spools;
+  s.eo = &eo;
+  s.quiet = 1;
+  tbe_profiler_result r;
+  assert_int_equal(tbe__spools_write_run(&s, &r, NULL), 0);
+  assert_int_equal(r.steps, 3);
+  char *x = tu_join(dir, "plugins/profile/steps/node.xplane.pb");
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  assert_int_equal(tbe_import_file(t, x, NULL, NULL), 0);
+  assert_int_equal(t->nsteps, 3);
+  for (size_t i = 0; i < 3; i++) assert_int_equal(t->steps[i].num, (int64_t)i + 1);
+  assert_int_equal(t->steps[2].end_ns - t->steps[2].start_ns, 300);
+  size_t over = 0, ops = 0;
+  for (size_t i = 0; i < t->nevents; i++) {
+    const tbe_event *e = &t->events[i];
+    over += e->kind == TBE_EV_OVERHEAD;
+    ops += e->kind == TBE_EV_CPU_OP;
+    if (e->kind == TBE_EV_OVERHEAD) {
+      assert_string_equal(tbe_trace_str(t, e->name), "Activity buffer request");
+      assert_int_equal(e->dur_ns, 50);
+      assert_int_equal(t->tracks[e->track].type, TBE_TRACK_THREAD);
+      assert_int_equal(t->tracks[e->track].tid, 322); /* on its thread */
+    }
+  }
+  assert_int_equal(over, 1);
+  assert_int_equal(ops, 0);
+  assert_int_equal(t->overhead_ns, 50); /* the run's count comes back too */
+  tbe_trace_free(t);
+  free(x);
+  free(sp);
+  free(spools);
+  tu_rmrf(dir);
+  free(dir);
   tbe__buf_deinit(&m.b);
 }
 
@@ -688,6 +1080,10 @@ int main(void) {
       cmocka_unit_test(test_no_end_marker),
       cmocka_unit_test(test_not_a_spool),
       cmocka_unit_test(test_duration_window),
+      cmocka_unit_test(test_capture_range_bounds_everything),
+      cmocka_unit_test(test_collection_window_bounds_everything),
+      cmocka_unit_test(test_marked_steps),
+      cmocka_unit_test(test_marked_steps_in_run),
       cmocka_unit_test(test_items_out_of_bounds),
       cmocka_unit_test(test_write_frame_to_file),
       cmocka_unit_test(test_options),

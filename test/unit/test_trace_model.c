@@ -246,11 +246,240 @@ static void test_alloc_failures(void **state) {
   assert_true(succeeded);
 }
 
+/* ---- steps from a named range ---- */
+
+/* Adds a host range of kind K on track TR: [start, start+dur), NVTX domain
+ * DOM (NULL: default), integer payload PAY when HAS_PAY (1 int64, 2 uint64). */
+static void range_ev(tbe_trace *t, uint32_t tr, tbe_event_kind k, const char *name, const char *dom,
+                     int64_t start, int64_t dur, int has_pay, uint64_t pay) {
+  tbe_event e = {0};
+  e.start_ns = start;
+  e.dur_ns = dur;
+  e.name = tbe_trace_str_id(t, name);
+  e.track = tr;
+  e.kind = (uint8_t)k;
+  tbe_nvtx nv = {0};
+  nv.domain = dom ? tbe_trace_str_id(t, dom) : 0;
+  nv.payload_type = (uint8_t)has_pay;
+  nv.payload.u = pay;
+  int nvtx = k == TBE_EV_NVTX_RANGE || k == TBE_EV_NVTX_MARK;
+  assert_int_equal(tbe_trace_add_event(t, &e, nvtx ? &nv : NULL, NULL, 0, NULL), 0);
+}
+
+/* One thread: three outermost "train_step" ranges, one nested in the first
+ * (recursion), other ranges around and inside; the steps are the three. */
+static void test_steps_from_range_nesting(void **state) {
+  (void)state;
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  uint32_t th, gpu;
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 10, 11, -1, &th), 0);
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_STREAM, 10, 7, 0, &gpu), 0);
+  range_ev(t, th, TBE_EV_NVTX_RANGE, "epoch", NULL, 50, 5000, 0, 0);
+  range_ev(t, th, TBE_EV_NVTX_RANGE, "train_step", NULL, 300, 200, 0, 0);
+  range_ev(t, th, TBE_EV_NVTX_RANGE, "train_step", NULL, 100, 900, 0, 0);
+  range_ev(t, th, TBE_EV_NVTX_RANGE, "forward", NULL, 120, 100, 0, 0);
+  range_ev(t, th, TBE_EV_NVTX_RANGE, "train_step", NULL, 2000, 900, 0, 0);
+  range_ev(t, th, TBE_EV_NVTX_RANGE, "train_step", NULL, 1000, 1000, 0, 0);
+  range_ev(t, th, TBE_EV_NVTX_MARK, "train_step", NULL, 3500, 0, 0, 0); /* a mark: no */
+  range_ev(t, gpu, TBE_EV_GPU_ANNOTATION, "train_step", NULL, 4000, 10, 0, 0); /* GPU: no */
+  range_ev(t, th, TBE_EV_NVTX_RANGE, "step 7", NULL, 4500, 10, 0, 0); /* derived by name */
+  assert_int_equal(tbe_trace_finish(t), 0);
+  assert_int_equal(t->nsteps, 1); /* "step 7", derived */
+  assert_int_equal(tbe_trace_steps_from_range(t, "train_step", NULL), 3);
+  assert_int_equal(t->nsteps, 3);
+  static const int64_t start[3] = {100, 1000, 2000}, end[3] = {1000, 2000, 2900};
+  for (size_t i = 0; i < 3; i++) {
+    assert_int_equal(t->steps[i].num, (int64_t)i);
+    assert_int_equal(t->steps[i].start_ns, start[i]);
+    assert_int_equal(t->steps[i].end_ns, end[i]);
+    assert_string_equal(tbe_trace_str(t, t->steps[i].name), "train_step");
+    assert_int_equal(t->steps[i].track, th);
+  }
+  /* Still finished: the analysis runs and sees the steps. */
+  tbe_analysis *an;
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  assert_int_equal(an->nsteps, 3);
+  assert_int_equal(an->steps[1].dur_ns, 1000);
+  tbe_analysis_free(an);
+  /* An exact name only, and an empty one is refused. */
+  assert_int_equal(tbe_trace_steps_from_range(t, "train", NULL), 0);
+  assert_int_equal(tbe_trace_steps_from_range(t, "", NULL), TBE_EINVAL);
+  assert_int_equal(tbe_trace_steps_from_range(t, NULL, NULL), TBE_EINVAL);
+  assert_int_equal(t->nsteps, 3);
+  tbe_trace_free(t);
+}
+
+/* Several threads: the one with the most occurrences gives the steps; on a
+ * tie, the one whose first occurrence is earliest.  A trace not yet
+ * finished is finished first. */
+static void test_steps_from_range_threads(void **state) {
+  (void)state;
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  uint32_t a, b, c;
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 1, 100, -1, &a), 0);
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 1, 200, -1, &b), 0);
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 2, 300, -1, &c), 0);
+  /* a: 2; b: 4 starting at 200 (added out of order); c: 4 starting at 150 */
+  for (int i = 0; i < 2; i++) range_ev(t, a, TBE_EV_NVTX_RANGE, "it", NULL, 10 + i * 100, 50, 0, 0);
+  for (int i = 0; i < 4; i++) range_ev(t, b, TBE_EV_NVTX_RANGE, "it", NULL, 500 - i * 100, 50, 0, 0);
+  for (int i = 0; i < 4; i++) range_ev(t, c, TBE_EV_NVTX_RANGE, "it", NULL, 150 + i * 100, 50, 0, 0);
+  assert_int_equal(tbe_trace_steps_from_range(t, "it", NULL), 4);
+  for (size_t i = 0; i < 4; i++) {
+    assert_int_equal(t->steps[i].track, c);
+    assert_int_equal(t->steps[i].start_ns, 150 + 100 * (int64_t)i);
+    assert_int_equal(t->steps[i].num, (int64_t)i);
+  }
+  /* One more on b: b now has the most. */
+  range_ev(t, b, TBE_EV_NVTX_RANGE, "it", NULL, 900, 50, 0, 0);
+  assert_int_equal(tbe_trace_steps_from_range(t, "it", NULL), 5);
+  assert_int_equal(t->steps[0].track, b);
+  assert_int_equal(t->steps[0].start_ns, 200);
+  assert_int_equal(t->steps[4].start_ns, 900);
+  tbe_trace_free(t);
+}
+
+/* Payload numbering: used when every occurrence has a distinct integer
+ * payload; a missing, repeated, double or too large one gives 0, 1, ... */
+static void test_steps_from_range_payload(void **state) {
+  (void)state;
+  static const struct {
+    int type[3];
+    uint64_t pay[3];
+    int64_t want[3];
+  } cases[] = {
+      {{1, 1, 1}, {40, 41, 42}, {40, 41, 42}},              /* int64 */
+      {{2, 2, 1}, {7, 9, 8}, {7, 9, 8}},                    /* uint64 and int64, any order */
+      {{1, 0, 1}, {40, 41, 42}, {0, 1, 2}},                 /* one without */
+      {{1, 1, 1}, {5, 5, 6}, {0, 1, 2}},                    /* repeated */
+      {{1, 3, 1}, {1, 2, 3}, {0, 1, 2}},                    /* a double */
+      {{2, 2, 2}, {1, UINT64_MAX, 3}, {0, 1, 2}},           /* beyond int64 */
+      {{1, 1, 1}, {(uint64_t)-3, (uint64_t)-2, (uint64_t)-1}, {-3, -2, -1}}, /* negative */
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    tbe_trace *t;
+    assert_int_equal(tbe_trace_create(&t, NULL), 0);
+    uint32_t th;
+    assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 1, 1, -1, &th), 0);
+    for (int i = 0; i < 3; i++)
+      range_ev(t, th, TBE_EV_NVTX_RANGE, "step", NULL, 1000 * (i + 1), 500, cases[k].type[i],
+               cases[k].pay[i]);
+    assert_int_equal(tbe_trace_steps_from_range(t, "step", NULL), 3);
+    for (int i = 0; i < 3; i++) {
+      assert_int_equal(t->steps[i].num, cases[k].want[i]);
+      assert_int_equal(t->steps[i].start_ns, 1000 * (i + 1)); /* time order */
+    }
+    tbe_trace_free(t);
+  }
+}
+
+/* Domains: NAME@DOMAIN matches NVTX ranges of that domain only; without a
+ * domain any domain and user annotations (record_function) match. */
+static void test_steps_from_range_domains(void **state) {
+  (void)state;
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  uint32_t th;
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 1, 1, -1, &th), 0);
+  range_ev(t, th, TBE_EV_NVTX_RANGE, "step", "train", 100, 50, 0, 0);
+  range_ev(t, th, TBE_EV_NVTX_RANGE, "step", "train", 200, 50, 0, 0);
+  range_ev(t, th, TBE_EV_NVTX_RANGE, "step", "eval", 300, 50, 0, 0);
+  range_ev(t, th, TBE_EV_USER_ANNOTATION, "step", NULL, 400, 50, 0, 0);
+  range_ev(t, th, TBE_EV_NVTX_RANGE, "step", NULL, 500, 50, 0, 0);
+  assert_int_equal(tbe_trace_steps_from_range(t, "step", "train"), 2);
+  assert_int_equal(t->steps[1].start_ns, 200);
+  assert_int_equal(tbe_trace_steps_from_range(t, "step", "eval"), 1);
+  assert_int_equal(t->steps[0].start_ns, 300);
+  assert_int_equal(tbe_trace_steps_from_range(t, "step", NULL), 5);
+  assert_int_equal(t->steps[3].start_ns, 400); /* the user annotation */
+  /* An unknown domain, or a domain of a name that has none: no match, the
+   * steps stay as they were. */
+  assert_int_equal(tbe_trace_steps_from_range(t, "step", "nccl"), 0);
+  assert_int_equal(tbe_trace_steps_from_range(t, "step", "step"), 0);
+  assert_int_equal(t->nsteps, 5);
+  tbe_trace_free(t);
+}
+
+/* No match, and the hint: the most frequent top-level range names. */
+static void test_top_ranges(void **state) {
+  (void)state;
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  uint32_t a, b, gpu;
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 1, 1, -1, &a), 0);
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 1, 2, -1, &b), 0);
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_STREAM, 1, 7, 0, &gpu), 0);
+  tbe_name_count top[4];
+  assert_int_equal(tbe_trace_top_ranges(t, top, 4), TBE_ESTATE); /* not finished */
+  for (int i = 0; i < 5; i++) {
+    range_ev(t, a, TBE_EV_NVTX_RANGE, "iteration", NULL, 1000 * i, 900, 0, 0);
+    range_ev(t, a, TBE_EV_NVTX_RANGE, "forward", NULL, 1000 * i + 10, 100, 0, 0); /* nested */
+  }
+  for (int i = 0; i < 3; i++) range_ev(t, b, TBE_EV_USER_ANNOTATION, "loader", NULL, 1000 * i, 10, 0, 0);
+  range_ev(t, b, TBE_EV_NVTX_RANGE, "iteration", NULL, 9000, 10, 0, 0);
+  range_ev(t, a, TBE_EV_NVTX_RANGE, "setup", NULL, 9000, 10, 0, 0);
+  for (int i = 0; i < 9; i++) range_ev(t, gpu, TBE_EV_GPU_ANNOTATION, "gpu", NULL, 10 * i, 5, 0, 0);
+  range_ev(t, a, TBE_EV_NVTX_MARK, "mark", NULL, 9500, 0, 0, 0);
+  assert_int_equal(tbe_trace_finish(t), 0);
+  assert_int_equal(tbe_trace_steps_from_range(t, "train_step", NULL), 0);
+  assert_int_equal(t->nsteps, 0);
+  assert_int_equal(tbe_trace_top_ranges(t, top, 4), 3);
+  assert_string_equal(tbe_trace_str(t, top[0].name), "iteration");
+  assert_int_equal(top[0].count, 6);
+  assert_string_equal(tbe_trace_str(t, top[1].name), "loader");
+  assert_int_equal(top[1].count, 3);
+  assert_string_equal(tbe_trace_str(t, top[2].name), "setup");
+  assert_int_equal(top[2].count, 1);
+  assert_int_equal(tbe_trace_top_ranges(t, top, 1), 1);
+  assert_string_equal(tbe_trace_str(t, top[0].name), "iteration");
+  assert_int_equal(tbe_trace_top_ranges(t, NULL, 0), 0);
+  tbe_trace_free(t);
+}
+
+/* Allocation failures: an error with the steps unchanged, never a partial
+ * replacement. */
+static void test_steps_from_range_alloc(void **state) {
+  (void)state;
+  int succeeded = 0;
+  for (long n = 0; n < 400 && !succeeded; n++) {
+    tu_failalloc f;
+    tbe_allocator al = tu_failalloc_init(&f, 1000000);
+    tbe_trace *t = NULL;
+    assert_int_equal(tbe_trace_create(&t, &al), 0);
+    uint32_t th;
+    assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 1, 1, -1, &th), 0);
+    for (int i = 0; i < 100; i++) range_ev(t, th, TBE_EV_NVTX_RANGE, "s", NULL, 10 * i, 5, 0, 0);
+    range_ev(t, th, TBE_EV_NVTX_RANGE, "ProfilerStep#9", NULL, 5000, 5, 0, 0);
+    assert_int_equal(tbe_trace_finish(t), 0);
+    assert_int_equal(t->nsteps, 1);
+    f.left = n; /* from here on, allocation n fails */
+    int rc = tbe_trace_steps_from_range(t, "s", NULL);
+    if (rc == 100) {
+      succeeded = 1;
+      assert_int_equal(t->nsteps, 100);
+    } else {
+      assert_int_equal(rc, TBE_ENOMEM);
+      assert_int_equal(t->nsteps, 1);
+      assert_int_equal(t->steps[0].num, 9);
+    }
+    tbe_trace_free(t);
+    assert_int_equal(f.live, 0);
+  }
+  assert_true(succeeded);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_intern),        cmocka_unit_test(test_tracks),
       cmocka_unit_test(test_finish),        cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_large_shuffle), cmocka_unit_test(test_alloc_failures),
+      cmocka_unit_test(test_steps_from_range_nesting),
+      cmocka_unit_test(test_steps_from_range_threads),
+      cmocka_unit_test(test_steps_from_range_payload),
+      cmocka_unit_test(test_steps_from_range_domains),
+      cmocka_unit_test(test_top_ranges),
+      cmocka_unit_test(test_steps_from_range_alloc),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
