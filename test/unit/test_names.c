@@ -9,8 +9,9 @@
  *   - tbe_demangle's buffer API and libiberty's bound on long names;
  *   - the pass of tbe_trace_finish that renames mangled kernels and keeps
  *     the mangled text as the "mangled name" arg: one demangling per
- *     distinct name, idempotent, only kernels, and the arg surviving a
- *     Chrome JSON and an XSpace round trip;
+ *     distinct name, idempotent, only kernels, the collector's spools
+ *     converted through it, and the arg surviving a Chrome JSON and an
+ *     XSpace round trip;
  *   - kernel tags of the run-summary events (export_events.c): readable,
  *     unique within a run, the same for a kernel in every run whatever the
  *     other kernels, never merged by the cut.
@@ -34,6 +35,10 @@
 
 #include <cmocka.h>
 
+#include "collect/convert.h"
+#include "collect/spool.h"
+#include "common/alloc.h"
+#include "common/buf.h"
 #include "testutil.h"
 
 #include "tbexport.h"
@@ -528,6 +533,71 @@ static void test_round_trip(void **state) {
   free(dir);
 }
 
+/* The collector's path: a spool with CUPTI's mangled names converts into
+ * kernels named as c++filt prints them, with the mangled text as the arg. */
+static void test_spool_names(void **state) {
+  (void)state;
+  tbe_allocator al;
+  tbe__allocator_init(&al, NULL);
+  char *dir = tu_mkdtemp();
+  char *path = tu_join(dir, "42.spool");
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  assert_true(fd >= 0);
+  uint8_t head[TBE__SPOOL_HEADER];
+  tbe__spool_header(head, 1700000000000000000LL);
+  assert_int_equal(write(fd, head, sizeof head), (ssize_t)sizeof head);
+  tbe__buf p;
+  tbe__buf_init(&p, &al);
+  tbe__sp_info info;
+  memset(&info, 0, sizeof info);
+  info.start_ns = 1700000000000000000LL;
+  info.pid = 42;
+  info.trace = 3;
+  tbe__spool_item(&p, TBE__SP_INFO, &info, sizeof info);
+  tbe__spool_str(&p, 1, GATHER_M, strlen(GATHER_M));
+  tbe__spool_str(&p, 2, "triton_poi_fused_add_0", 22);
+  for (int i = 0; i < 3; i++) {
+    tbe__sp_kernel k;
+    memset(&k, 0, sizeof k);
+    k.start = info.start_ns + 100 * (i + 1);
+    k.end = k.start + 50;
+    k.stream = 7;
+    k.name = i == 2 ? 2 : 1;
+    k.grid[0] = k.block[0] = 1;
+    tbe__spool_item(&p, TBE__SP_KERNEL, &k, sizeof k);
+  }
+  tbe__sp_end end = {info.start_ns + 1000};
+  tbe__spool_item(&p, TBE__SP_END, &end, sizeof end);
+  assert_int_equal(tbe__buf_error(&p), 0);
+  assert_int_equal(tbe__spool_write_frame(fd, p.data, p.len), 0);
+  assert_int_equal(close(fd), 0);
+  tbe__buf_deinit(&p);
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  tbe__convert_info ci;
+  assert_int_equal(tbe__spool_file_to_trace(path, NULL, t, &ci), 0);
+  size_t gather = 0, triton = 0;
+  for (size_t i = 0; i < t->nevents; i++) {
+    const tbe_event *e = &t->events[i];
+    if (e->kind != TBE_EV_KERNEL) continue;
+    const char *name = tbe_trace_str(t, e->name);
+    if (strcmp(name, GATHER_D) == 0) {
+      assert_string_equal(arg_str(t, e, "mangled name"), GATHER_M);
+      gather++;
+    } else {
+      assert_string_equal(name, "triton_poi_fused_add_0");
+      assert_null(arg_str(t, e, "mangled name"));
+      triton++;
+    }
+  }
+  assert_int_equal(gather, 2);
+  assert_int_equal(triton, 1);
+  tbe_trace_free(t);
+  free(path);
+  tu_rmrf(dir);
+  free(dir);
+}
+
 /* ---- kernel tags ---- */
 
 /* Kernels whose short forms collide in every way but their full names: the
@@ -724,6 +794,7 @@ int main(void) {
       cmocka_unit_test(test_corpus),     cmocka_unit_test(test_edge_cases),
       cmocka_unit_test(test_api),        cmocka_unit_test(test_trace_pass),
       cmocka_unit_test(test_trace_pass_alloc), cmocka_unit_test(test_round_trip),
+      cmocka_unit_test(test_spool_names),
       cmocka_unit_test(test_tags),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
