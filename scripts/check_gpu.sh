@@ -42,9 +42,11 @@ else
   missing=""
   for pc in libprotobuf-c yajl sqlite3 zlib; do pkg-config --exists "$pc" 2>/dev/null || missing="$missing $pc"; done
   command -v protoc-c >/dev/null || missing="$missing protoc-c"
+  [ -f /usr/include/libiberty/demangle.h ] || [ -f "${TBE_LIBIBERTY_ROOT:-/nonexistent}/include/libiberty/demangle.h" ] ||
+    missing="$missing libiberty(or TBE_LIBIBERTY_ROOT)"
   if [ -n "$missing" ]; then
     say "missing build dependencies:$missing"
-    say "(Debian/Ubuntu: apt-get install libprotobuf-c-dev protobuf-c-compiler libyajl-dev libsqlite3-dev zlib1g-dev pkg-config)"
+    say "(Debian/Ubuntu: apt-get install libprotobuf-c-dev protobuf-c-compiler libyajl-dev libsqlite3-dev zlib1g-dev libiberty-dev pkg-config)"
     exit 1
   fi
   if ! { cmake -S "$root" -B "$bd" -DCMAKE_BUILD_TYPE=Release -DTBE_BUILD_TESTS=OFF \

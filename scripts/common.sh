@@ -2,7 +2,7 @@
 # Installs missing Debian packages (as root; otherwise prints the command and
 # stops) and configures + builds a CMake tree.
 
-TBE_PACKAGES="build-essential cmake pkg-config libprotobuf-c-dev protobuf-c-compiler protobuf-compiler zlib1g-dev libcmocka-dev libsqlite3-dev libyajl-dev python3"
+TBE_PACKAGES="build-essential cmake pkg-config libprotobuf-c-dev protobuf-c-compiler protobuf-compiler zlib1g-dev libcmocka-dev libsqlite3-dev libyajl-dev libiberty-dev python3"
 # The sanitizer run-times of Debian 12's gcc-12 (ASan, UBSan, TSan), which
 # scripts/test's sanitizer passes need.
 TBE_SANITIZER_PACKAGES="libasan8 libubsan1 libtsan2"

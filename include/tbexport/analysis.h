@@ -424,7 +424,9 @@ TBE_API void tbe_report_free(char *s, size_t len, const tbe_allocator *a);
  * Markdown report of the top `top` names per table as text ("report") and
  * the new/base ratios as scalars at step 0 ("wall_time_ratio",
  * "gpu_busy_ratio", "kernel_time_ratio", "step_time_ratio" when both sides
- * have steps, and "kernels/<short name>" for matched kernels).
+ * have steps, and "kernels/<tag>" for matched kernels, with the tags of the run
+ * summary: the short name, plus a hash of the full name unless the name
+ * is a tag as it is).
  * `base_label` must pass tbe_name_check.  `host` may be NULL (this
  * machine).  When `path` is not NULL, the file's path is copied there
  * (size bytes).  On failure the file is removed.  Returns 0 or a negative
@@ -439,15 +441,26 @@ TBE_API int tbe_run_diff_write_events(const tbe_run_diff *d, const char *run_dir
                                       const char *host, char *path, size_t size);
 
 /* Names. */
-/* Demangles an Itanium C++ ABI name ("_Z…") into `buf` (always
- * NUL-terminated when size > 0).  Returns the demangled length, or -1 when
- * `mangled` is not a name this demangler understands (then `buf` holds
- * the input unchanged, truncated to fit). */
+/* Demangles `mangled` into `buf` exactly as `c++filt` (GNU binutils, its
+ * default options) prints it: Itanium C++ names ("_Z…", e.g.
+ * "_ZN2at6native24vectorized_gather_kernelILi16ElEEvPcS2_PT0_illllb" ->
+ * "void at::native::vectorized_gather_kernel<16, long>(char*, char*,
+ * long*, int, long, long, long, long, bool)"), Rust names, "_GLOBAL_…"
+ * constructor names.  The engine is libiberty's; nothing is allocated and
+ * the function is reentrant.  Like c++filt, names longer than 1,024 bytes
+ * are not demangled.
+ * Returns the full length of the demangled text (snprintf-style: when it
+ * is `size` or more, `buf` holds its first size - 1 bytes), or -1 when
+ * `mangled` is not demangled (then `buf` holds the input, truncated to
+ * fit).  `buf` is always NUL-terminated when size > 0; with size 0 it may
+ * be NULL and only the length is returned. */
 TBE_API int tbe_demangle(const char *mangled, char *buf, size_t size);
 /* Writes a readable form of a kernel or operator name of at most `width`
- * bytes into `buf`: demangled, without return type and parameter list,
- * nested template arguments elided ("<…>" written "<...>"), then cut with
- * "...".  Returns the length written. */
+ * bytes (0: no limit) into `buf`: without return type and parameter list,
+ * and when too long without namespaces, then with nested template
+ * arguments elided ("<…>" written "<...>"), then cut with "...".  A
+ * mangled name is demangled first (names in a finished trace already are).
+ * Returns the length written. */
 TBE_API size_t tbe_name_shorten(const char *name, size_t width, char *buf, size_t size);
 
 #ifdef __cplusplus

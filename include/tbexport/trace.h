@@ -360,7 +360,10 @@ TBE_API int tbe_trace_error(const tbe_trace *t);
 /* Finishes building: sorts events by (track, start, longer first) and sets
  * each track's first/count; resolves correlation links (event.link) between
  * host API calls and GPU work; derives steps from "ProfilerStep#N" events
- * when none were added; sets start_ns/stop_ns from the events when unset.
+ * when none were added; renames every kernel whose name is mangled to the
+ * demangled form (tbe_demangle: as c++filt prints it) and keeps the mangled
+ * text in a string arg "mangled name" (kernels that already carry that arg
+ * are left alone); sets start_ns/stop_ns from the events when unset.
  * Idempotent.  Returns 0 or an error. */
 TBE_API int tbe_trace_finish(tbe_trace *t);
 

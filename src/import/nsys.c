@@ -29,7 +29,9 @@
  *                                  "_v<digits>" suffix of names is dropped
  *   CUPTI_ACTIVITY_KIND_DRIVER     driver calls, if an export has it
  *   CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY, _MEMSET, _SYNCHRONIZATION
- *                                  on GPU stream tracks (device, stream)
+ *                                  on GPU stream tracks (device, stream);
+ *                                  kernels named from mangledName as
+ *                                  c++filt demangles it (kernel_name)
  *   CUPTI_ACTIVITY_KIND_OVERHEAD, PROFILER_OVERHEAD   overhead events
  *   NVTX_EVENTS                    push/pop and start/end ranges (already
  *                                  paired), marks, domains (eventType 75),
@@ -52,6 +54,7 @@
 #include <string.h>
 
 #include "import/importers.h"
+#include "tbexport/analysis.h"
 #include "tbexport/error.h"
 
 /* ---- int64 -> uint32 map (string ids, correlation keys) ---- */
@@ -146,6 +149,7 @@ typedef struct ns_state {
   sqlite3_stmt *str_stmt;  /* SELECT value FROM StringIds WHERE id=? */
   nmap strs;               /* StringIds id -> tbe_str */
   nmap api_strs;           /* StringIds id -> tbe_str without "_v<n>" */
+  nmap demangles;          /* kernel mangledName (tbe_str) -> 1 if libiberty demangles it */
   nmap corr_api;           /* (pid, correlation) -> API name (tbe_str) */
   nmap domains;            /* NVTX domainId -> tbe_str */
   nmap pnames;             /* pid -> process name */
@@ -707,6 +711,42 @@ static const char *const kernel_cols[] = {
     "demangledName", "shortName", "mangledName", "registersPerThread", "gridX", "gridY", "gridZ",
     "blockX", "blockY", "blockZ", "staticSharedMemory", "dynamicSharedMemory", "graphNodeId"};
 
+/* A kernel's name, as Kineto and c++filt spell it.  nsys's demangledName
+ * has NVIDIA's own spelling ("<(int)16, long>(char *, …, T2 *, …)") and
+ * shortName drops the template arguments, so the name is mangledName when
+ * libiberty demangles it: tbe_trace_finish then demangles it like every
+ * other source's and keeps the mangled text as the "mangled name" arg.
+ * Otherwise (a plain C name, or a form libiberty refuses) demangledName,
+ * then shortName, then mangledName, whichever the row has; when that is
+ * not mangledName, *arg carries mangledName (*na = 1). */
+static int kernel_name(ns_state *s, row *r, tbe_str *name, tbe_arg *arg, size_t *na) {
+  int rc = 0;
+  tbe_str id[3] = {0, 0, 0}; /* demangledName, shortName, mangledName */
+  for (int c = K_DNAME; c <= K_MNAME && !r->rc && !rc; c++) {
+    int64_t nid = get_i(r, c, 0, 0);
+    if (nid) id[c - K_DNAME] = str_of(s, nid, &rc);
+  }
+  if (rc || r->rc) return rc;
+  tbe_str m = id[2];
+  *name = 0;
+  if (m) {
+    uint32_t ok = nmap_get(&s->demangles, m);
+    if (ok == TBE_NONE) {
+      ok = tbe_demangle(tbe_trace_str(s->t, m), NULL, 0) >= 0;
+      if (nmap_put(&s->demangles, m, ok)) return TBE_ENOMEM;
+    }
+    if (ok) *name = m;
+  }
+  if (!*name) *name = id[0] ? id[0] : id[1] ? id[1] : m;
+  if (m && *name != m) {
+    arg->key = text_id(s, "mangled name");
+    arg->type = TBE_ARG_STR;
+    arg->v.s = m;
+    *na = 1;
+  }
+  return tbe_trace_error(s->t);
+}
+
 static int kernel_row(ns_state *s, row *r) {
   int rc = 0;
   tbe_event ev;
@@ -732,22 +772,16 @@ static int kernel_row(ns_state *s, row *r) {
   k.blocks_per_sm = -1;
   k.warps_per_sm = -1;
   int64_t graph = get_i(r, K_GRAPH, 0, 0);
-  int64_t nid = 0;
-  for (int c = K_DNAME; c <= K_MNAME && !r->rc; c++) {
-    nid = get_i(r, c, 0, 0);
-    if (nid) {
-      ev.name = str_of(s, nid, &rc);
-      if (rc) return rc;
-      if (ev.name) break;
-    }
-  }
+  tbe_arg mangled;
+  size_t na = 0;
+  if ((rc = kernel_name(s, r, &ev.name, &mangled, &na))) return rc;
   if (r->rc) return r->rc;
   set_times(s, &ev, start, end);
   ev.kind = TBE_EV_KERNEL;
   ev.correlation = model_corr(s, gpid >= 0 ? gt_pid(gpid) : 0, corr);
   if (graph) ev.flags |= TBE_EVF_GRAPH;
   if ((rc = stream_track(s, gpid, stream, dev, &ev.track))) return rc;
-  return add_event(s, &ev, &k, NULL, 0);
+  return add_event(s, &ev, &k, &mangled, na);
 }
 
 enum { C_START = 1, C_END, C_DEV, C_CTX, C_STREAM, C_CORR, C_PID, C_BYTES, C_KIND, C_SRC, C_DST,
@@ -1130,6 +1164,7 @@ int tbe__import_nsys(tbe_trace *t, const char *path, const tbe_import_options *o
   sqlite3_close(s.db);
   nmap_free(&s.strs);
   nmap_free(&s.api_strs);
+  nmap_free(&s.demangles);
   nmap_free(&s.corr_api);
   nmap_free(&s.domains);
   nmap_free(&s.pnames);

@@ -13,8 +13,26 @@
  *   profiler/…       dropped records, overhead, ended early
  *   summary/top_kernels, summary/advice   Markdown text
  * Tags depend only on what was measured, never on the run name, so two
- * runs overlay in the Scalars dashboard.  Kernel tags are shortened names
- * restricted to [A-Za-z0-9_.:-] and made unique.
+ * runs overlay in the Scalars dashboard.
+ *
+ * Kernel tags (kernels/<tag>, diff/<base>/kernels/<tag>; kernel_tag) are a
+ * function of the kernel's full (demangled) name alone, never of which
+ * other kernels the run holds, so the same kernel has the same tag in every
+ * run and before/after runs overlay:
+ *   - a name that is already a tag (only [A-Za-z0-9_.:-], at most
+ *     TAG_WIDTH bytes: "sm90_xmma_gemm_…", "triton_poi_fused_add_0") is
+ *     its own tag;
+ *   - any other is its short form (tbe_name_shorten: no return type, no
+ *     parameters, no namespaces), characters outside that set made '_',
+ *     cut to TAG_WIDTH - 9 bytes, then "." and 8 hex digits of the full
+ *     name's hash (FNV-1a, 64 bits, low 32): "vectorized_elementwise_
+ *     kernel_4_FillFunctor_float_array_char_1ul.1f392d55".  The short form
+ *     keeps the tag readable; the hash keeps apart what it elided
+ *     (parameters, namespaces, '*' against '&', the cut tail), so two of
+ *     the many elementwise_kernel<…> instantiations never share a tag.
+ * Two names with the same tag within one run (two hashes equal, about one
+ * chance in 10^8 for the top 20 kernels) still get distinct tags: the
+ * later one by total time gets "_2", "_3", ….
  *
  * Wall times are the trace's own end time (seconds), so re-exporting a
  * trace gives the same records.  Scalars per tag are written with strictly
@@ -45,6 +63,56 @@ static void fmt(char *buf, size_t size, const char *f, ...) {
   va_start(ap, f);
   vsnprintf(buf, size, f, ap);
   va_end(ap);
+}
+
+/* ---- kernel tags ---- */
+
+/* FNV-1a over the name's bytes: the same on every machine and in every
+ * release, as tags must be. */
+static uint64_t fnv1a(const char *s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (; *s; s++) {
+    h ^= (unsigned char)*s;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+/* 1 if `name` can be a tag component as it is. */
+static int is_tag(const char *name) {
+  size_t n = 0;
+  for (; name[n]; n++) {
+    char c = name[n];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+          c == '.' || c == ':' || c == '-'))
+      return 0;
+  }
+  return n > 0 && n <= TAG_WIDTH;
+}
+
+/* The tag component of a kernel (the file essay gives the scheme). */
+static void kernel_tag(const char *name, char *out, size_t size) {
+  if (is_tag(name)) {
+    snprintf(out, size, "%s", name);
+    return;
+  }
+  char comp[TAG_WIDTH + 1];
+  size_t n = tbe__tag_component(name, TAG_WIDTH - 9, comp, sizeof comp);
+  while (n > 1 && comp[n - 1] == '_') comp[--n] = '\0';
+  fmt(out, size, "%s.%08x", comp, (unsigned)(fnv1a(name) & 0xffffffffu));
+}
+
+/* Stores the tag of kernel `name` in used[n], distinct from used[0..n). */
+static void unique_kernel_tag(const char *name, char (*used)[TAG_WIDTH + 8], size_t n) {
+  char tag[TAG_WIDTH + 1];
+  kernel_tag(name, tag, sizeof tag);
+  snprintf(used[n], sizeof used[n], "%s", tag);
+  for (int k = 2;; k++) {
+    int clash = 0;
+    for (size_t j = 0; j < n && !clash; j++) clash = strcmp(used[j], used[n]) == 0;
+    if (!clash) return;
+    fmt(used[n], sizeof used[n], "%s_%d", tag, k);
+  }
 }
 
 static double ms(int64_t ns) { return (double)ns / 1e6; }
@@ -146,16 +214,7 @@ static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
   char used[TOP_KERNELS][TAG_WIDTH + 8];
   for (size_t i = 0; i < nk && !e->rc; i++) {
     const tbe_name_stats *k = &an->groups[TBE_GROUP_KERNEL][i];
-    char comp[TAG_WIDTH + 1];
-    tbe__tag_component(k->label, TAG_WIDTH, comp, sizeof comp);
-    snprintf(used[i], sizeof used[i], "%s", comp);
-    for (int n = 2;; n++) {
-      int clash = 0;
-      for (size_t j = 0; j < i; j++)
-        if (strcmp(used[j], used[i]) == 0) clash = 1;
-      if (!clash) break;
-      fmt(used[i], sizeof used[i], "%s_%d", comp, n);
-    }
+    unique_kernel_tag(k->label, used, i);
     fmt(tag, sizeof tag, "kernels/%s", used[i]);
     scalar(e, tag, ms(k->total_ns), 0);
   }
@@ -290,16 +349,7 @@ static int diff_events(const tbe_diff *d, const tbe_run_diff *run, const char *r
   for (size_t i = 0; i < n && !e.rc; i++) {
     const tbe_diff_entry *en = &d->entries[TBE_GROUP_KERNEL][i];
     if (en->present != 3 || en->total_ns[0] <= 0 || nused >= 64) continue;
-    char comp[TAG_WIDTH + 1];
-    tbe__tag_component(en->name, TAG_WIDTH, comp, sizeof comp);
-    snprintf(used[nused], sizeof used[nused], "%s", comp);
-    for (int k = 2;; k++) {
-      int clash = 0;
-      for (size_t j = 0; j < nused; j++)
-        if (strcmp(used[j], used[nused]) == 0) clash = 1;
-      if (!clash) break;
-      fmt(used[nused], sizeof used[nused], "%s_%d", comp, k);
-    }
+    unique_kernel_tag(en->name, used, nused);
     fmt(tag, sizeof tag, "diff/%s/kernels/%s", base_label, used[nused]);
     nused++;
     scalar(&e, tag, en->ratio, 0);

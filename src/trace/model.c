@@ -10,7 +10,9 @@
  * index sort and an in-place cycle permutation (no second copy of the event
  * array); links between host API calls and GPU work are resolved through a
  * correlation-id hash table; steps are derived from "ProfilerStep#N"-style
- * events when none were given.
+ * events when none were given; kernel names are demangled once per
+ * distinct name, the mangled text kept as a "mangled name" arg
+ * (demangle_kernels).
  *
  * After finishing, tbe_trace_steps_from_range may replace the steps by the
  * occurrences of a range the user names (one thread's outermost ones); it
@@ -21,6 +23,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "tbexport/analysis.h"
 #include "tbexport/error.h"
 #include "tbexport/trace.h"
 
@@ -632,6 +635,119 @@ static int derive_steps(tbe_trace *t) {
   return 0;
 }
 
+/* ---- kernel names ---- */
+
+/* What a kernel name becomes, per string id, during one pass. */
+typedef struct kname {
+  tbe_str dem;  /* 0: not looked at yet; TBE_NONE: stays as it is; else the demangled name */
+  uint32_t arg; /* the shared "mangled name" arg in t->args, TBE_NONE until made */
+} kname;
+
+static int maybe_mangled(const char *s) { return s[0] == '_' || s[0] == '.' || s[0] == '$'; }
+
+static int has_arg(const tbe_trace *t, const tbe_event *e, tbe_str key) {
+  for (uint32_t i = 0; i < e->nargs; i++)
+    if (t->args[e->args + i].key == key) return 1;
+  return 0;
+}
+
+/* The interned demangled form of `name`, TBE_NONE when libiberty does not
+ * demangle it. */
+static tbe_str demangled_id(tbe_trace *t, tbe_str name, int *rc) {
+  const char *s = tbe_trace_str(t, name);
+  char stackbuf[4096];
+  int n = tbe_demangle(s, stackbuf, sizeof stackbuf);
+  if (n < 0) return TBE_NONE;
+  char *b = stackbuf;
+  if ((size_t)n >= sizeof stackbuf) {
+    b = tbe__alloc(&t->priv->a, (size_t)n + 1);
+    if (!b) {
+      *rc = fail(t, TBE_ENOMEM);
+      return TBE_NONE;
+    }
+    tbe_demangle(s, b, (size_t)n + 1);
+  }
+  tbe_str id = TBE_NONE;
+  *rc = tbe_trace_intern(t, b, (size_t)n, &id);
+  if (b != stackbuf) tbe__free(&t->priv->a, b);
+  return *rc ? TBE_NONE : id;
+}
+
+/* Appends `n` args; returns the index of the first, or TBE_NONE. */
+static uint32_t args_room(tbe_trace *t, size_t n) {
+  void *pp = t->args;
+  if (t->nargs + n >= UINT32_MAX ||
+      tbe__grow(&t->priv->a, &pp, &t->priv->cap_args, t->nargs + n, sizeof *t->args))
+    return TBE_NONE;
+  t->args = pp;
+  uint32_t first = (uint32_t)t->nargs;
+  t->nargs += n;
+  return first;
+}
+
+/* Kernel names as people read them, whatever the source: every kernel
+ * whose name libiberty demangles (what c++filt prints; tbe_demangle) is
+ * renamed to the demangled form and keeps the mangled text in a string arg
+ * "mangled name".  Each distinct name is demangled once (a map by string
+ * id), so the cost is the number of distinct names, not of events.  Events
+ * without other args share one arg entry per name (args are read-only
+ * ranges); an event with args gets a copy of them plus the new one at the
+ * end of t->args.  An event that already carries "mangled name" is left
+ * alone, so the pass is idempotent, also on a trace read back from our own
+ * outputs; a name libiberty does not demangle stays as it is. */
+static int demangle_kernels(tbe_trace *t) {
+  const tbe__trace_priv *p = t->priv;
+  size_t nstr = p->nstr, i;
+  /* Every name tbe_demangle demangles starts with '_' (or with c++filt's
+   * '.' or '$' before it): most traces stop here. */
+  for (i = 0; i < t->nevents; i++) {
+    const tbe_event *e = &t->events[i];
+    if (e->kind == TBE_EV_KERNEL && e->name < nstr && maybe_mangled(p->sptr[e->name])) break;
+  }
+  if (i == t->nevents) return 0;
+  kname *map = tbe__calloc(&p->a, nstr, sizeof *map);
+  if (!map) return fail(t, TBE_ENOMEM);
+  tbe_str key = TBE_NONE;
+  int rc = 0;
+  for (; i < t->nevents && !rc; i++) {
+    tbe_event *e = &t->events[i];
+    if (e->kind != TBE_EV_KERNEL || e->name >= nstr || !maybe_mangled(p->sptr[e->name])) continue;
+    kname *k = &map[e->name];
+    if (k->dem == 0) {
+      k->dem = demangled_id(t, e->name, &rc);
+      k->arg = TBE_NONE;
+      if (rc) break;
+    }
+    if (k->dem == TBE_NONE) continue;
+    if (key == TBE_NONE && (rc = tbe_trace_intern(t, "mangled name", 12, &key))) break;
+    if (has_arg(t, e, key) || e->nargs == UINT16_MAX) continue;
+    tbe_arg a = {.key = key, .type = TBE_ARG_STR, .v.s = e->name};
+    if (e->nargs == 0) {
+      if (k->arg == TBE_NONE) {
+        if ((k->arg = args_room(t, 1)) == TBE_NONE) {
+          rc = fail(t, TBE_ENOMEM);
+          break;
+        }
+        t->args[k->arg] = a;
+      }
+      e->args = k->arg;
+    } else {
+      uint32_t first = args_room(t, (size_t)e->nargs + 1);
+      if (first == TBE_NONE) {
+        rc = fail(t, TBE_ENOMEM);
+        break;
+      }
+      memcpy(t->args + first, t->args + e->args, e->nargs * sizeof *t->args);
+      t->args[first + e->nargs] = a;
+      e->args = first;
+    }
+    e->nargs++;
+    e->name = k->dem;
+  }
+  tbe__free(&p->a, map);
+  return rc;
+}
+
 int tbe_trace_finish(tbe_trace *t) {
   if (!t) return TBE_EINVAL;
   if (t->priv->err) return t->priv->err;
@@ -639,6 +755,7 @@ int tbe_trace_finish(tbe_trace *t) {
   int rc = sort_events(t);
   if (!rc) rc = link_events(t);
   if (!rc) rc = derive_steps(t);
+  if (!rc) rc = demangle_kernels(t);
   if (rc) return rc;
   if (t->nevents && (t->start_ns == 0 || t->stop_ns == 0)) {
     int64_t lo = INT64_MAX, hi = INT64_MIN;

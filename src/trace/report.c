@@ -276,11 +276,23 @@ size_t tbe_name_shorten(const char *name, size_t width, char *buf, size_t size) 
   if (!buf || size == 0) return 0;
   buf[0] = '\0';
   if (!name) return 0;
+  /* Names in a finished trace arrive demangled; a mangled one given
+   * directly is demangled here (on the heap when it is long). */
   char dem[SHORT_MAX], tmp[SHORT_MAX];
+  char *heap = NULL;
+  tbe_allocator al;
+  tbe__allocator_init(&al, NULL);
   const char *s = name;
-  if (name[0] == '_' && name[1] == 'Z' && tbe_demangle(name, dem, sizeof dem) >= 0) s = dem;
+  if (name[0] == '_') {
+    int dn = tbe_demangle(name, dem, sizeof dem);
+    if (dn >= (int)sizeof dem && (heap = tbe__alloc(&al, (size_t)dn + 1)) != NULL) {
+      tbe_demangle(name, heap, (size_t)dn + 1);
+      s = heap;
+    } else if (dn >= 0 && dn < (int)sizeof dem) {
+      s = dem;
+    }
+  }
   size_t n = strlen(s);
-  if (n >= SHORT_MAX) n = SHORT_MAX - 1;
   /* A C++ signature ends with its parameter list: drop it, then drop the
    * return type (text up to the last space outside brackets). */
   if (n > 1 && s[n - 1] == ')') {
@@ -309,8 +321,10 @@ size_t tbe_name_shorten(const char *name, size_t width, char *buf, size_t size) 
       n -= cut;
     }
   }
+  if (n >= SHORT_MAX) n = SHORT_MAX - 1;
   memcpy(tmp, s, n);
   tmp[n] = '\0';
+  tbe__free(&al, heap);
   /* Too long: drop namespace qualifiers, then elide template arguments
    * nested two deep, then cut the end (the full name is in --wide, CSV
    * and JSON). */
@@ -336,11 +350,9 @@ size_t tbe_name_shorten(const char *name, size_t width, char *buf, size_t size) 
   return n;
 }
 
-/* The full name as shown with --wide: demangled when it is mangled. */
-static void full_name(const char *name, char *buf, size_t size) {
-  if (name[0] == '_' && name[1] == 'Z' && tbe_demangle(name, buf, size) >= 0) return;
-  snprintf(buf, size, "%s", name);
-}
+/* The full name as shown with --wide (kernel names arrive demangled:
+ * tbe_trace_finish). */
+static void full_name(const char *name, char *buf, size_t size) { snprintf(buf, size, "%s", name); }
 
 void tbe__full_name(const char *name, char *buf, size_t size) { full_name(name, buf, size); }
 

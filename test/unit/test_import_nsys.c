@@ -135,32 +135,56 @@ static void check_counts(const char *rel) {
   assert_int_equal(t->nkernels, count_kind(t, TBE_EV_KERNEL));
   assert_int_equal(t->nmemcpys, count_kind(t, TBE_EV_MEMCPY));
 
-  /* Total kernel time and calls per name: SQL vs the model. */
+  /* Total kernel time and calls per name: SQL vs the model.  A kernel is
+   * named by its mangledName as c++filt demangles it (test_names checks
+   * tbe_demangle against c++filt), else by nsys's demangledName; a
+   * demangled one carries the mangled text as "mangled name". */
   sqlite3_stmt *st;
   assert_int_equal(sqlite3_prepare_v2(db,
-                                      "SELECT s.value, sum(k.end - k.start), count(*) FROM "
-                                      "CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON "
-                                      "s.id = k.demangledName GROUP BY s.value",
+                                      "SELECT m.value, d.value, sum(k.end - k.start), count(*) FROM "
+                                      "CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds m ON "
+                                      "m.id = k.mangledName JOIN StringIds d ON d.id = k.demangledName "
+                                      "GROUP BY m.value",
                                       -1, &st, NULL),
                    SQLITE_OK);
-  size_t names = 0;
+  tbe_str key = tbe_trace_find_str(t, "mangled name", 12);
+  size_t names = 0, demangled = 0;
   while (sqlite3_step(st) == SQLITE_ROW) {
-    const char *name = (const char *)sqlite3_column_text(st, 0);
-    int64_t sum = sqlite3_column_int64(st, 1), calls = sqlite3_column_int64(st, 2);
-    tbe_str id = tbe_trace_find_str(t, name, strlen(name));
+    const char *mangled = (const char *)sqlite3_column_text(st, 0);
+    const char *nsys_name = (const char *)sqlite3_column_text(st, 1);
+    int64_t sum = sqlite3_column_int64(st, 2), calls = sqlite3_column_int64(st, 3);
+    char want[8192];
+    int dn = tbe_demangle(mangled, want, sizeof want);
+    assert_true(dn < (int)sizeof want);
+    if (dn < 0) snprintf(want, sizeof want, "%s", nsys_name);
+    else demangled++;
+    tbe_str id = tbe_trace_find_str(t, want, strlen(want));
+    tbe_str mid = tbe_trace_find_str(t, mangled, strlen(mangled));
     assert_int_not_equal(id, TBE_NONE);
     int64_t msum = 0, mcalls = 0;
-    for (size_t i = 0; i < t->nevents; i++)
-      if (t->events[i].kind == TBE_EV_KERNEL && t->events[i].name == id) {
-        msum += t->events[i].dur_ns;
-        mcalls++;
+    for (size_t i = 0; i < t->nevents; i++) {
+      const tbe_event *e = &t->events[i];
+      if (e->kind != TBE_EV_KERNEL || e->name != id) continue;
+      msum += e->dur_ns;
+      mcalls++;
+      int has = 0;
+      for (uint32_t a = 0; a < e->nargs; a++) {
+        const tbe_arg *g = &t->args[e->args + a];
+        if (g->key == key && key != TBE_NONE) {
+          assert_int_equal(g->type, TBE_ARG_STR);
+          assert_int_equal(g->v.s, mid);
+          has = 1;
+        }
       }
+      assert_int_equal(has, strcmp(want, mangled) != 0);
+    }
     assert_int_equal(msum, sum);
     assert_int_equal(mcalls, calls);
     names++;
   }
   sqlite3_finalize(st);
   assert_true(names > 0);
+  assert_true(demangled > 0);
 
   /* Memcpy bytes per direction (nsys copy kinds 1 HtoD, 2 DtoH, 8 DtoD). */
   const int kinds[] = {1, 2, 8, 10};
@@ -568,6 +592,93 @@ static void test_synthetic_minimal(void **state) {
 
 /* No session start: times stay relative, and a warning says so.  Only the
  * tables present are read. */
+/* Kernel names: mangledName as c++filt demangles it, with the mangled text
+ * as the "mangled name" arg; nsys's demangledName when libiberty refuses
+ * the mangled one (the arg still keeps it); a plain C name as it is; the
+ * short name when nothing else is there; and an old schema without
+ * mangledName. */
+static void test_kernel_names(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  const char *sql =
+      "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+      "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL, "
+      "  deviceId INTEGER NOT NULL, streamId INTEGER, demangledName INTEGER, shortName INTEGER, "
+      "  mangledName INTEGER);"
+      "INSERT INTO StringIds VALUES "
+      "  (1, '_ZN2at6native24vectorized_gather_kernelILi16ElEEvPcS2_PT0_illllb'),"
+      "  (2, 'void at::native::vectorized_gather_kernel<(int)16, long>(char *, char *, T2 *, int, "
+      "long, long, long, long, bool)'),"
+      "  (3, 'vectorized_gather_kernel'),"
+      "  (4, 'sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_cublas'),"
+      "  (5, '_Z3badXYZ'), (6, 'bad(nvidia spelling)'), (7, 'bad'), (8, 'short_only');"
+      "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES"
+      "  (1000, 2000, 0, 7, 2, 3, 1),"
+      "  (3000, 4000, 0, 7, 4, 4, 4),"
+      "  (5000, 6000, 0, 7, 6, 7, 5),"
+      "  (7000, 8000, 0, 7, NULL, 8, NULL),"
+      "  (9000, 9500, 0, 7, 2, 3, 1);";
+  char *path = make_db(dir, "names.sqlite", sql);
+  tbe_trace *t = import_ok(path);
+  static const struct {
+    int64_t start;
+    const char *name, *mangled;
+  } want[] = {
+      {1000,
+       "void at::native::vectorized_gather_kernel<16, long>(char*, char*, long*, int, long, long, "
+       "long, long, bool)",
+       "_ZN2at6native24vectorized_gather_kernelILi16ElEEvPcS2_PT0_illllb"},
+      {3000, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_cublas", NULL},
+      {5000, "bad(nvidia spelling)", "_Z3badXYZ"},
+      {7000, "short_only", NULL},
+      {9000,
+       "void at::native::vectorized_gather_kernel<16, long>(char*, char*, long*, int, long, long, "
+       "long, long, bool)",
+       "_ZN2at6native24vectorized_gather_kernelILi16ElEEvPcS2_PT0_illllb"},
+  };
+  tbe_str key = tbe_trace_find_str(t, "mangled name", 12);
+  assert_int_not_equal(key, TBE_NONE);
+  assert_int_equal(count_kind(t, TBE_EV_KERNEL), 5);
+  for (size_t i = 0; i < t->nevents; i++) {
+    const tbe_event *e = &t->events[i];
+    size_t w = 0;
+    while (w < 5 && e->start_ns % 1000000 != want[w].start) w++;
+    assert_true(w < 5);
+    assert_string_equal(tbe_trace_str(t, e->name), want[w].name);
+    if (want[w].mangled) {
+      assert_int_equal(e->nargs, 1);
+      assert_int_equal(t->args[e->args].key, key);
+      assert_int_equal(t->args[e->args].type, TBE_ARG_STR);
+      assert_string_equal(tbe_trace_str(t, t->args[e->args].v.s), want[w].mangled);
+    } else {
+      assert_int_equal(e->nargs, 0);
+    }
+  }
+  tbe_trace_free(t);
+
+  /* No mangledName column (schema 2.x exports may lack it): demangledName. */
+  char *old = make_db(dir, "old.sqlite",
+                      "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+                      "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER "
+                      "  NOT NULL, deviceId INTEGER NOT NULL, streamId INTEGER, demangledName INTEGER, "
+                      "  shortName INTEGER);"
+                      "INSERT INTO StringIds VALUES (1, 'saxpy(double *, double *, double *, double, int)'),"
+                      "  (2, 'saxpy');"
+                      "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1000, 2000, 0, 7, 1, 2);");
+  t = import_ok(old);
+  assert_int_equal(count_kind(t, TBE_EV_KERNEL), 1);
+  for (size_t i = 0; i < t->nevents; i++) {
+    assert_string_equal(tbe_trace_str(t, t->events[i].name),
+                        "saxpy(double *, double *, double *, double, int)");
+    assert_int_equal(t->events[i].nargs, 0);
+  }
+  tbe_trace_free(t);
+  free(old);
+  free(path);
+  tu_rmrf(dir);
+  free(dir);
+}
+
 static void test_no_session_start(void **state) {
   (void)state;
   char *dir = tu_mkdtemp();
@@ -716,6 +827,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_h100_counts),       cmocka_unit_test(test_saxpy_counts),
       cmocka_unit_test(test_h100_details),      cmocka_unit_test(test_saxpy_details),
+      cmocka_unit_test(test_kernel_names),
       cmocka_unit_test(test_read_only),         cmocka_unit_test(test_synthetic_minimal),
       cmocka_unit_test(test_no_session_start),  cmocka_unit_test(test_not_nsys),
       cmocka_unit_test(test_bad_rows),          cmocka_unit_test(test_damaged),

@@ -1,8 +1,7 @@
-/* test_report.c: report rendering and names (report.c, demangle.c) and the
- * run-summary events exporter (export_events.c).
+/* test_report.c: report rendering and name shortening (report.c) and the
+ * run-summary events exporter (export_events.c); the demangler and kernel
+ * tags are tested in test_names.c.
  *
- * Demangler outputs are the ones c++filt (GNU binutils) prints for the
- * same names; names it cannot handle must come back unchanged with -1.
  * The events exporter is checked by reading its file back with the event
  * reader: tags, steps, values and the Markdown text. */
 #include <math.h>
@@ -51,64 +50,6 @@ static void test_fmt_dur(void **state) {
   /* Truncation never overruns. */
   assert_int_equal(tbe__fmt_dur(b, 4, 12345), 3);
   assert_string_equal(b, "12.");
-}
-
-static void test_demangle(void **state) {
-  (void)state;
-  static const struct {
-    const char *in, *out;
-  } ok[] = {
-      {"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_",
-       "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
-       "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)"},
-      {"_Z10add_kernelPfPKfi", "add_kernel(float*, float const*, int)"},
-      {"_ZN5cudnn6detail17wgrad_alg0_engineIfLi128ELi5ELi5ELi3ELi3ELi3ELb0ELi512EEEviiiPKT_iPS3_S5_"
-       "18kernel_grad_paramsyifiiii",
-       "void cudnn::detail::wgrad_alg0_engine<float, 128, 5, 5, 3, 3, 3, false, 512>(int, int, int, "
-       "float const*, int, float const*, float const*, kernel_grad_params, unsigned long long, int, "
-       "float, int, int, int, int)"},
-      {"_ZN12_GLOBAL__N_18myKernelEv", "(anonymous namespace)::myKernel()"},
-      {"_ZNK3foo3barEv", "foo::bar() const"},
-      {"_ZN3foo3barC2Ev", "foo::bar::bar()"},
-      {"_Z3fooIJifEEvDpT_", "void foo<int, float>(int, float)"},
-      {"_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_7MeanOpsIffEEjfLi4EEEEEvT1_",
-       "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, "
-       "float>, unsigned int, float, 4> >(at::native::ReduceOp<float, at::native::MeanOps<float, "
-       "float>, unsigned int, float, 4>)"},
-      {"_Z1fIN3foo3BarEEvRKT_", "void f<foo::Bar>(foo::Bar const&)"},
-      {"_Z5saxpyifPfS_", "saxpy(int, float, float*, float*)"},
-      {"_Z6kernelv.cold", "kernel() [clone .cold]"},
-  };
-  char buf[1024];
-  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
-    int n = tbe_demangle(ok[i].in, buf, sizeof buf);
-    assert_string_equal(buf, ok[i].out);
-    assert_int_equal(n, (int)strlen(ok[i].out));
-  }
-  static const char *bad[] = {
-      "_ZN7cutlass6KernelI53cutlass_80_tensorop_s1688gemm_64x64_16x3_tn_align4EEvNT_6ParamsE",
-      "_ZZ4mainE1x",     /* local name: not handled */
-      "_Z",              /* truncated */
-      "_Z3fo",           /* length past the end */
-      "_ZN3fooE_junk",   /* trailing garbage */
-      "_Z1fS5_",         /* substitution out of range */
-      "_Z1fT_",          /* template parameter without template */
-      "plain_name",
-      "",
-  };
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    assert_int_equal(tbe_demangle(bad[i], buf, sizeof buf), -1);
-    assert_string_equal(buf, bad[i]);
-  }
-  /* Small buffers: truncated, NUL-terminated. */
-  assert_int_equal(tbe_demangle("_Z10add_kernelPfPKfi", buf, 8), 7);
-  assert_string_equal(buf, "add_ker");
-  assert_int_equal(tbe_demangle("_Z10add_kernelPfPKfi", buf, 0), -1);
-  /* Deep nesting is refused, not overflowed. */
-  char deep[4096] = "_Z1fI";
-  for (int i = 0; i < 500; i++) strcat(deep, "P");
-  strcat(deep, "iEvv");
-  assert_int_equal(tbe_demangle(deep, buf, sizeof buf), -1);
 }
 
 static void test_shorten(void **state) {
@@ -476,10 +417,15 @@ static void test_export_events(void **state) {
   assert_null(find_tag(s, n, "steps/step_time_ms", 1));
   /* The top kernel's total time. */
   tbe_analysis_sort(an, TBE_GROUP_KERNEL, TBE_SORT_TOTAL);
-  char comp[128], tag[160];
-  tbe__tag_component(an->groups[TBE_GROUP_KERNEL][0].label, 100, comp, sizeof comp);
-  snprintf(tag, sizeof tag, "kernels/%s", comp);
-  x = find_tag(s, n, tag, 0);
+  /* Its name is longer than a tag: the short form cut, then the hash of
+   * the full name (FNV-1a, low 32 bits; test_names tests the scheme). */
+  assert_string_equal(an->groups[TBE_GROUP_KERNEL][0].label,
+                      "sm80_xmma_wgrad_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nhwc_"
+                      "tilesize64x64x64_stage4_warpsize2x2x1_g1_tensor16x8x8_execute_kernel__5x_cudnn");
+  x = find_tag(s, n,
+               "kernels/sm80_xmma_wgrad_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nhwc_"
+               "tilesize64x64x64_st.fb0e4655",
+               0);
   assert_non_null(x);
   assert_true(fabs(x->value - (double)an->groups[TBE_GROUP_KERNEL][0].total_ns / 1e6) < 1e-3);
   /* 20 kernel tags, all distinct. */
@@ -552,7 +498,7 @@ static void test_diff_events(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_fmt_dur),       cmocka_unit_test(test_demangle),
+      cmocka_unit_test(test_fmt_dur),
       cmocka_unit_test(test_shorten),       cmocka_unit_test(test_escapes),
       cmocka_unit_test(test_table_width),   cmocka_unit_test(test_export_events),
       cmocka_unit_test(test_diff_events),   cmocka_unit_test(test_run_reports),
