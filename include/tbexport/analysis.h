@@ -117,13 +117,22 @@ typedef struct tbe_device_stats {
   uint64_t launch_samples;   /* correlated pairs behind the median */
 } tbe_device_stats;
 
+/* One step.  Its window is the step as it ran on the device, the way
+ * PyTorch's TensorBoard plugin measures it: in start order, a step starts
+ * at its host start or where the previous step ended, whichever is later,
+ * and ends at its host end or at the end of the last GPU work it launched
+ * (kernels, copies, memsets), whichever is later.  So the windows tile the
+ * timeline, and in a GPU-bound loop, whose host runs ahead, the step time
+ * is the GPU's, not how fast the host queued work (host_ns). */
 typedef struct tbe_step_stats {
   int64_t num;
-  int64_t start_ns;
-  int64_t dur_ns;
+  int64_t start_ns;     /* the window (above) */
+  int64_t dur_ns;       /* the step time: the window's length */
+  int64_t host_ns;      /* the step's host range alone */
   int64_t gpu_busy_ns;  /* time any GPU was busy inside the step's window */
   int64_t kernel_ns;    /* kernels launched in the step */
   uint64_t kernel_count;
+  int64_t gpu_end_ns;   /* private to the analysis (0 once it is done) */
 } tbe_step_stats;
 
 /* The distribution of n per-step figures (step durations, or one name's

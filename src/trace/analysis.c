@@ -431,6 +431,54 @@ static long find_devices(tbe_analysis *an, scratch *s) {
 
 /* ---- the main pass ---- */
 
+static int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+}
+
+static int64_t sat_sub(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_sub_overflow(a, b, &r) ? (b < 0 ? INT64_MAX : INT64_MIN) : r;
+}
+
+/* The step GPU work `e` belongs to: the step of the call that launched it,
+ * else of its own start; -1 for none. */
+static long launch_step(const tbe_trace *t, const scratch *s, const tbe_event *e) {
+  int64_t when = e->start_ns;
+  if (e->link != TBE_NONE && e->link < t->nevents) when = t->events[e->link].start_ns;
+  return step_of(t, s, when);
+}
+
+/* Step `si` ends no earlier than the GPU work it launched (gpu_end_ns
+ * holds the latest end until device_steps turns it into the window). */
+static void step_gpu_end(tbe_analysis *an, long si, const tbe_event *e) {
+  int64_t end = sat_add(e->start_ns, e->dur_ns);
+  if (end > an->steps[si].gpu_end_ns) an->steps[si].gpu_end_ns = end;
+}
+
+/* The steps' windows as they run on the device, the way PyTorch's
+ * TensorBoard plugin measures them: in start order, a step starts at its
+ * host start or where the previous step ended, whichever is later, and
+ * ends at its host end or at the end of the last GPU work it launched,
+ * whichever is later.  In a GPU-bound loop, where the host runs steps
+ * ahead of the GPU, the host ranges alone say how fast the host queued
+ * work, not how long a step took; these windows tile the timeline and sum
+ * to about the wall time either way. */
+static void device_steps(tbe_analysis *an, const scratch *s) {
+  int64_t prev_end = INT64_MIN;
+  for (size_t k = 0; k < an->nsteps; k++) {
+    tbe_step_stats *st = &an->steps[s->step_order[k]];
+    int64_t host_end = sat_add(st->start_ns, st->host_ns);
+    int64_t start = st->start_ns > prev_end ? st->start_ns : prev_end;
+    int64_t end = st->gpu_end_ns > host_end ? st->gpu_end_ns : host_end;
+    if (end < start) end = start;
+    st->start_ns = start;
+    st->dur_ns = end - start;
+    st->gpu_end_ns = 0;
+    prev_end = end;
+  }
+}
+
 static int gpu_event(tbe_analysis *an, scratch *s, const tbe_event *e, int32_t d) {
   const tbe_trace *t = an->trace;
   tbe_device_stats *ds = &an->devices[d];
@@ -444,13 +492,12 @@ static int gpu_event(tbe_analysis *an, scratch *s, const tbe_event *e, int32_t d
       if (slot < 0) return TBE_ENOMEM;
       account(&an->groups[TBE_GROUP_KERNEL][slot], dur);
       if (t->nsteps) {
-        int64_t when = e->start_ns;
-        if (e->link != TBE_NONE && e->link < t->nevents) when = t->events[e->link].start_ns;
-        long si = step_of(t, s, when);
+        long si = launch_step(t, s, e);
         s->kstep[s->nk++] = (int32_t)si; /* reused by per_step_names */
         if (si >= 0) {
           an->steps[si].kernel_ns += dur;
           an->steps[si].kernel_count++;
+          step_gpu_end(an, si, e);
         }
       }
       break;
@@ -478,6 +525,10 @@ static int gpu_event(tbe_analysis *an, scratch *s, const tbe_event *e, int32_t d
       an->sync_call_ns += dur;
       return 0;
     default: return 0;
+  }
+  if (t->nsteps && e->kind != TBE_EV_KERNEL) {
+    long si = launch_step(t, s, e);
+    if (si >= 0) step_gpu_end(an, si, e);
   }
   if (e->link != TBE_NONE && e->link < t->nevents) {
     const tbe_event *api = &t->events[e->link];
@@ -847,7 +898,9 @@ static int run(tbe_analysis *an, scratch *s) {
       s->step_order[i] = i;
       an->steps[i].num = t->steps[i].num;
       an->steps[i].start_ns = t->steps[i].start_ns;
-      an->steps[i].dur_ns = t->steps[i].end_ns - t->steps[i].start_ns;
+      an->steps[i].host_ns = sat_sub(t->steps[i].end_ns, t->steps[i].start_ns);
+      an->steps[i].dur_ns = an->steps[i].host_ns;
+      an->steps[i].gpu_end_ns = INT64_MIN;
     }
     qsort_r(s->step_order, t->nsteps, sizeof(size_t), cmp_step_start, (void *)t);
   }
@@ -931,7 +984,8 @@ static int run(tbe_analysis *an, scratch *s) {
   }
   all->idle_ns = all->wall_ns > all->busy_ns ? all->wall_ns - all->busy_ns : 0;
 
-  /* Steps: GPU busy inside each window. */
+  /* Steps: their windows on the device, and GPU busy inside each. */
+  if (an->nsteps) device_steps(an, s);
   for (size_t i = 0; i < an->nsteps; i++)
     an->steps[i].gpu_busy_ns =
         busy_in(s, an->steps[i].start_ns, an->steps[i].start_ns + an->steps[i].dur_ns);

@@ -630,23 +630,25 @@ static void name_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
 static void steps_table(tbe__buf *b, const tbe_analysis *an) {
   if (!an->nsteps) return;
   tbe__buf_printf(b, "\nSteps (%zu)\n", an->nsteps);
-  static const char *hd[5] = {"step", "time", "GPU busy", "kernel time", "kernels"};
-  static const int cw[5] = {10, 12, 9, 12, 8};
-  for (int c = 0; c < 5; c++) {
+  /* time: the step on the device (tbe_step_stats); host: its host range */
+  static const char *hd[6] = {"step", "time", "host", "GPU busy", "kernel time", "kernels"};
+  static const int cw[6] = {10, 12, 12, 9, 12, 8};
+  for (int c = 0; c < 6; c++) {
     if (c) tbe__buf_puts(b, "  ");
     cell(b, hd[c], cw[c], c != 0);
   }
   tbe__buf_putc(b, '\n');
-  rule(b, 10 + 12 + 9 + 12 + 8 + 8);
+  rule(b, 10 + 12 + 12 + 9 + 12 + 8 + 10);
   for (size_t i = 0; i < an->nsteps; i++) {
     const tbe_step_stats *s = &an->steps[i];
-    char v[5][32];
+    char v[6][32];
     snprintf(v[0], 32, "%lld", (long long)s->num);
     tbe__fmt_dur(v[1], 32, s->dur_ns);
-    snprintf(v[2], 32, "%.1f%%", pct(s->gpu_busy_ns, s->dur_ns));
-    tbe__fmt_dur(v[3], 32, s->kernel_ns);
-    snprintf(v[4], 32, "%llu", (unsigned long long)s->kernel_count);
-    for (int c = 0; c < 5; c++) {
+    tbe__fmt_dur(v[2], 32, s->host_ns);
+    snprintf(v[3], 32, "%.1f%%", pct(s->gpu_busy_ns, s->dur_ns));
+    tbe__fmt_dur(v[4], 32, s->kernel_ns);
+    snprintf(v[5], 32, "%llu", (unsigned long long)s->kernel_count);
+    for (int c = 0; c < 6; c++) {
       if (c) tbe__buf_puts(b, "  ");
       cell(b, v[c], cw[c], c != 0);
     }
@@ -882,12 +884,14 @@ static void summary_md(tbe__buf *b, tbe_analysis *an, const tbe_report_options *
   }
   for (int g = 0; g < TBE_GROUP__COUNT; g++) md_group(b, an, (tbe_group_kind)g, o);
   if (an->nsteps) {
-    tbe__buf_puts(b, "\n## Steps\n\n| step | time | GPU busy % | kernel time | kernels |\n"
-                     "|---:|---:|---:|---:|---:|\n");
+    tbe__buf_puts(b, "\n## Steps\n\n| step | time | host | GPU busy % | kernel time | kernels |\n"
+                     "|---:|---:|---:|---:|---:|---:|\n");
     for (size_t i = 0; i < an->nsteps; i++) {
       const tbe_step_stats *s = &an->steps[i];
-      tbe__buf_printf(b, "| %lld | %s | %.1f | %s | %llu |\n", (long long)s->num, dur(x, s->dur_ns),
-                      pct(s->gpu_busy_ns, s->dur_ns), dur(y, s->kernel_ns),
+      char h[32];
+      tbe__fmt_dur(h, sizeof h, s->host_ns);
+      tbe__buf_printf(b, "| %lld | %s | %s | %.1f | %s | %llu |\n", (long long)s->num,
+                      dur(x, s->dur_ns), h, pct(s->gpu_busy_ns, s->dur_ns), dur(y, s->kernel_ns),
                       (unsigned long long)s->kernel_count);
     }
   }
@@ -944,12 +948,13 @@ static void summary_csv(tbe__buf *b, tbe_analysis *an, const tbe_report_options 
   }
   tbe__summary_names(b, an, o);
   if (an->nsteps) {
-    tbe__buf_puts(b, "\nsection,step,start_ns,dur_ns,gpu_busy_ns,kernel_ns,kernel_count\n");
+    tbe__buf_puts(b, "\nsection,step,start_ns,dur_ns,host_ns,gpu_busy_ns,kernel_ns,kernel_count\n");
     for (size_t i = 0; i < an->nsteps; i++) {
       const tbe_step_stats *s = &an->steps[i];
-      tbe__buf_printf(b, "step,%lld,%lld,%lld,%lld,%lld,%llu\n", (long long)s->num,
-                      (long long)s->start_ns, (long long)s->dur_ns, (long long)s->gpu_busy_ns,
-                      (long long)s->kernel_ns, (unsigned long long)s->kernel_count);
+      tbe__buf_printf(b, "step,%lld,%lld,%lld,%lld,%lld,%lld,%llu\n", (long long)s->num,
+                      (long long)s->start_ns, (long long)s->dur_ns, (long long)s->host_ns,
+                      (long long)s->gpu_busy_ns, (long long)s->kernel_ns,
+                      (unsigned long long)s->kernel_count);
     }
   }
   tbe__step_hint_csv(b, an, NULL, 1);
@@ -1052,10 +1057,10 @@ void tbe__summary_json(tbe__buf *b, const tbe_analysis *an, const tbe_report_opt
   for (size_t i = 0; i < an->nsteps; i++) {
     const tbe_step_stats *s = &an->steps[i];
     tbe__buf_printf(b,
-                    "%s{\"step\":%lld,\"start_ns\":%lld,\"dur_ns\":%lld,\"gpu_busy_ns\":%lld,"
-                    "\"kernel_ns\":%lld,\"kernel_count\":%llu}",
+                    "%s{\"step\":%lld,\"start_ns\":%lld,\"dur_ns\":%lld,\"host_ns\":%lld,"
+                    "\"gpu_busy_ns\":%lld,\"kernel_ns\":%lld,\"kernel_count\":%llu}",
                     i ? "," : "", (long long)s->num, (long long)s->start_ns, (long long)s->dur_ns,
-                    (long long)s->gpu_busy_ns, (long long)s->kernel_ns,
+                    (long long)s->host_ns, (long long)s->gpu_busy_ns, (long long)s->kernel_ns,
                     (unsigned long long)s->kernel_count);
   }
   tbe__buf_puts(b, "],\"step_stats\":");

@@ -189,6 +189,7 @@ static int merge_steps(tbe_run_analysis *r, long **map) {
       map[h][v[i].idx] = (long)c;
       if (s->start_ns < m->start_ns) m->start_ns = s->start_ns;
       if (s->dur_ns > m->dur_ns) m->dur_ns = s->dur_ns;
+      if (s->host_ns > m->host_ns) m->host_ns = s->host_ns;
       if (s->dur_ns < r->step_fastest_ns[c]) r->step_fastest_ns[c] = s->dur_ns;
       m->gpu_busy_ns += s->gpu_busy_ns;
       m->kernel_ns += s->kernel_ns;

@@ -193,11 +193,11 @@ PY
   export TBEXPORT_CUPTI_LIB="$fake" TBE_TEST_LIBTBEXPORT="$libtbe"
   steps_of() { # the Steps table of run $1 as "num=time/kernels ..."
     "$tb" summary --logdir ldF "$1" 2>&1 |
-      sed -n '/^Steps (/,/^$/p' | awk 'NR>3 && NF {printf "%s=%s/%s ", $1, $2, $5}'
+      sed -n '/^Steps (/,/^$/p' | awk 'NR>3 && NF {printf "%s=%s/%s ", $1, $2, $6}'
   }
   xsteps_of() { # the same from its XSpace
     "$tb" summary ldF/plugins/profile/"$1"/*.xplane.pb 2>&1 |
-      sed -n '/^Steps (/,/^$/p' | awk 'NR>3 && NF {printf "%s=%s/%s ", $1, $2, $5}'
+      sed -n '/^Steps (/,/^$/p' | awk 'NR>3 && NF {printf "%s=%s/%s ", $1, $2, $6}'
   }
   "$tb" --logdir ldF --run marked -- python3 drv.py loop 2>err.txt
   rc=$?

@@ -293,6 +293,57 @@ static void test_odd_inputs(void **state) {
   tbe_trace_free(t);
 }
 
+/* Step windows on the device: a GPU-bound loop whose host queues each
+ * step in 1 ms while its kernel runs 3 ms; then a host-bound step whose
+ * kernel ends inside it; then a step that launches nothing. */
+static void test_device_steps(void **state) {
+  (void)state;
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  uint32_t host, s7;
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 1, 1, -1, &host), 0);
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_STREAM, 1, 7, 0, &s7), 0);
+  tbe_kernel k;
+  memset(&k, 0, sizeof k);
+  const int64_t ms = 1000000;
+  for (int i = 0; i < 3; i++) {
+    add(t, host, TBE_EV_RUNTIME, "cudaLaunchKernel", i * ms + 100000, 1000, (uint64_t)i + 1, NULL);
+    add(t, s7, TBE_EV_KERNEL, "k", 200000 + i * 3 * ms, 3 * ms, (uint64_t)i + 1, &k);
+    assert_int_equal(tbe_trace_add_step(t, i, T0 + i * ms, T0 + (i + 1) * ms, 0), 0);
+  }
+  /* step 3: host [20, 25] ms, its kernel [21, 22] ms; step 4: host [25, 26] ms, nothing */
+  add(t, host, TBE_EV_RUNTIME, "cudaLaunchKernel", 20 * ms + 500000, 1000, 9, NULL);
+  add(t, s7, TBE_EV_KERNEL, "k", 21 * ms, ms, 9, &k);
+  assert_int_equal(tbe_trace_add_step(t, 3, T0 + 20 * ms, T0 + 25 * ms, 0), 0);
+  assert_int_equal(tbe_trace_add_step(t, 4, T0 + 25 * ms, T0 + 26 * ms, 0), 0);
+  assert_int_equal(tbe_trace_finish(t), 0);
+  tbe_analysis *an;
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  assert_int_equal(an->nsteps, 5);
+  /* step 0 ends with its kernel at 3.2 ms; each later one starts where the
+   * previous ended and lasts its kernel's 3 ms */
+  assert_int_equal(an->steps[0].start_ns, T0);
+  assert_int_equal(an->steps[0].dur_ns, 3200000);
+  assert_int_equal(an->steps[1].start_ns, T0 + 3200000);
+  assert_int_equal(an->steps[1].dur_ns, 3 * ms);
+  assert_int_equal(an->steps[2].start_ns, T0 + 6200000);
+  assert_int_equal(an->steps[2].dur_ns, 3 * ms);
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(an->steps[i].host_ns, ms);
+    assert_int_equal(an->steps[i].gpu_busy_ns, an->steps[i].dur_ns - (i == 0 ? 200000 : 0));
+    assert_int_equal(an->steps[i].gpu_end_ns, 0);
+  }
+  /* host-bound: the host range */
+  assert_int_equal(an->steps[3].start_ns, T0 + 20 * ms);
+  assert_int_equal(an->steps[3].dur_ns, 5 * ms);
+  assert_int_equal(an->steps[3].gpu_busy_ns, ms);
+  assert_int_equal(an->steps[4].start_ns, T0 + 25 * ms);
+  assert_int_equal(an->steps[4].dur_ns, ms);
+  assert_int_equal(an->step_dist.median_ns, 3 * ms);
+  tbe_analysis_free(an);
+  tbe_trace_free(t);
+}
+
 static void test_empty_and_dropped(void **state) {
   (void)state;
   tbe_trace *t;
@@ -1513,7 +1564,8 @@ static void test_run_alloc_failures(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_synthetic),     cmocka_unit_test(test_range_labels),
-      cmocka_unit_test(test_odd_inputs),    cmocka_unit_test(test_empty_and_dropped),
+      cmocka_unit_test(test_odd_inputs),    cmocka_unit_test(test_device_steps),
+      cmocka_unit_test(test_empty_and_dropped),
       cmocka_unit_test(test_diff_synthetic), cmocka_unit_test(test_golden_fp32),
       cmocka_unit_test(test_golden_bf16),   cmocka_unit_test(test_golden_add_loop),
       cmocka_unit_test(test_golden_diff),
