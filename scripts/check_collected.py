@@ -103,20 +103,14 @@ def show_summary(tb, logdir, name):
     print(p.stdout)
 
 
-def gpt(tb, logdir, work, flush):
-    res = {}
-    for dt in ("fp32", "bf16"):
-        name = "gpt_" + dt
-        p = run([tb, "--logdir", logdir, "--run", name, "--steps", "nvtx:train_step",
-                 "--capture-range", "nvtx:measure", "--", sys.executable,
-                 os.path.join(GPU, "train_loop.py"), "--dtype", dt, "--steps", "20"])
-        check(p.returncode == 0, "%s: profiled program exits 0" % name)
-        res[dt] = last_json(p.stdout)
-        print("  program:", res[dt])
-    ref_dir = os.path.join(work, "torch_fp32")
-    p = run([sys.executable, os.path.join(GPU, "train_loop.py"), "--dtype", "fp32", "--steps", "20",
+def compare_kernels(logdir, work, dt):
+    """The same loop under torch.profiler: every kernel name and call count
+    of the collected run must equal key_averages()'s."""
+    name = "gpt_" + dt
+    ref_dir = os.path.join(work, "torch_" + dt)
+    p = run([sys.executable, os.path.join(GPU, "train_loop.py"), "--dtype", dt, "--steps", "20",
              "--torch-profiler", ref_dir])
-    check(p.returncode == 0, "gpt_fp32 under torch.profiler exits 0")
+    check(p.returncode == 0, "%s under torch.profiler exits 0" % name)
     print("  program under torch.profiler:", last_json(p.stdout))
     # key_averages' CUDA rows also hold copies, memsets and GPU annotations:
     # its kernels are the names PyTorch's own trace files as cat "kernel"
@@ -124,7 +118,7 @@ def gpt(tb, logdir, work, flush):
         knames = {e["name"] for e in json.load(f)["traceEvents"] if e.get("cat") == "kernel"}
     with open(os.path.join(ref_dir, "key_averages.json")) as f:
         ref = {k: v["calls"] for k, v in json.load(f).items() if k in knames}
-    docs = chrome_docs(logdir, "gpt_fp32")
+    docs = chrome_docs(logdir, name)
     got = kernels_of(docs)
     missing = sorted(set(ref) - set(got))
     extra = sorted(set(got) - set(ref))
@@ -136,10 +130,25 @@ def gpt(tb, logdir, work, flush):
         print("  only in tbexport:     %s (%d)" % (k, got[k]))
     for k in diffc[:5]:
         print("  calls differ: %s: key_averages %d, tbexport %d" % (k, ref[k], got[k]))
-    check(not missing and not extra and not diffc,
-          "gpt_fp32: every kernel name and call count equals key_averages() (%d names, %d kernels)"
-          % (len(ref), sum(ref.values())))
-    check(not any(n.startswith("_Z") for n in got), "gpt_fp32: no mangled kernel names in the Chrome trace")
+    check(ref and not missing and not extra and not diffc,
+          "%s: every kernel name and call count equals key_averages() (%d names, %d kernels)"
+          % (name, len(ref), sum(ref.values())))
+    check(not any(n.startswith("_Z") for n in got), "%s: no mangled kernel names in the Chrome trace" % name)
+
+
+def gpt(tb, logdir, work, flush):
+    res = {}
+    for dt in ("fp32", "bf16"):
+        name = "gpt_" + dt
+        p = run([tb, "--logdir", logdir, "--run", name, "--steps", "nvtx:train_step",
+                 "--capture-range", "nvtx:measure", "--", sys.executable,
+                 os.path.join(GPU, "train_loop.py"), "--dtype", dt, "--steps", "20"])
+        check(p.returncode == 0, "%s: profiled program exits 0" % name)
+        res[dt] = last_json(p.stdout)
+        print("  program:", res[dt])
+    for dt in ("fp32", "bf16"):
+        compare_kernels(logdir, work, dt)
+    docs = chrome_docs(logdir, "gpt_fp32")
     steps = sum(1 for _, d in docs for e in d["traceEvents"]
                 if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#"))
     check(steps == 20, "gpt_fp32: 20 ProfilerStep#N annotations in the Chrome trace (%d)" % steps)
