@@ -480,11 +480,12 @@ int tbe_cmd_profile(int argc, char **argv) {
     tbe_cli_error("profile", "%s: %s", logdir, tbe_strerror(rc));
     goto out;
   }
-  snprintf(spool_rel, sizeof spool_rel, "%s/.tbexport-spool-%ld-%lld", logdir, (long)getpid(),
-           (long long)tbe__now_ns());
-  if (mkdir(spool_rel, 0700) != 0) {
-    tbe_cli_error("profile", "%s: %s", spool_rel, strerror(errno));
-    goto out;
+  {
+    char where[PATH_MAX + 64], line[PATH_MAX + 200];
+    if ((rc = tbe__spool_dir_make(logdir, spool_rel, sizeof spool_rel, where, sizeof where))) {
+      tbe_cli_error("profile", "%s", tbe_export_strerror(rc, where, line, sizeof line));
+      goto out;
+    }
   }
   made_spool = 1;
   spool = realpath(spool_rel, NULL);

@@ -1453,10 +1453,14 @@ int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, siz
     if (!r) {
       tbe_export_options eo = eo_run;
       eo.host = host;
+      char where[4200], line[4400];
+      eo.error_path = where;
+      eo.error_path_size = sizeof where;
       r = tbe_export_run(t, &eo);
       if (r)
-        say(s, "cannot write run '%s' for host %s in %s: %s%s", eo.run, host, eo.logdir,
-            tbe_strerror(r), r == TBE_EEXIST ? " (use --force to replace it)" : "");
+        say(s, "cannot write run '%s' for host %s%s%s: %s%s", eo.run, host, where[0] ? "" : " in ",
+            where[0] ? "" : eo.logdir, tbe_export_strerror(r, where, line, sizeof line),
+            r == TBE_EEXIST ? " (use --force to replace it)" : "");
     }
     tbe_trace_free(t);
     if (r) {
@@ -1480,4 +1484,22 @@ int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, siz
   if (total) *total = tot;
   if (nprocs) *nprocs = nn;
   return rc;
+}
+
+int tbe__spool_dir_make(const char *logdir, char *path, size_t size, char *where, size_t wsize) {
+  char name[80];
+  snprintf(name, sizeof name, ".tbexport-spool-%ld-%lld", (long)getpid(), (long long)tbe__now_ns());
+  /* Made by this call (EXCL) under the symlink rule: a symlink planted at
+   * its name is refused, never used. */
+  int fd = tbe__dir_open(logdir, name, TBE__DIR_CREATE | TBE__DIR_EXCL, 0700, where, wsize);
+  if (fd < 0) return fd;
+  close(fd);
+  int n = snprintf(path, size, "%s/%s", logdir, name);
+  if (n < 0 || (size_t)n >= size) {
+    char full[4200];
+    snprintf(full, sizeof full, "%s/%s", logdir, name);
+    rmdir(full);
+    return -ENAMETOOLONG;
+  }
+  return 0;
 }
