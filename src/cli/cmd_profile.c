@@ -653,7 +653,7 @@ int tbe_cmd_profile(int argc, char **argv) {
       fprintf(stderr, "tbexport: conversion %.3f s\n", conv);
     for (size_t i = 0; i < w.n; i++) fprintf(stderr, "tbexport: wrote %s\n", w.paths[i]);
   }
-  if (rc) tbe_cli_error("profile", "writing the run failed: %s", tbe_strerror(rc));
+  /* (a failure to write the run: the session has said why, in one line) */
   made_spool = 0; /* the conversion removed it (or kept what it could not convert) */
   ret = rc && exit_code == 0 ? tbe_cli_exit_for(rc) : exit_code;
 out:

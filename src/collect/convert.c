@@ -1256,6 +1256,17 @@ static void say(const tbe__session *s, const char *fmt, ...) {
   fputc('\n', stderr);
 }
 
+/* An error: said even when quiet (quiet drops warnings, not failures). */
+static void shout(const tbe__session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void shout(const tbe__session *s, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "%s: ", s->prog ? s->prog : "tbexport");
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+
 static void sum(tbe_profiler_result *a, const tbe_profiler_result *b) {
   a->kernels += b->kernels;
   a->copies += b->copies;
@@ -1370,7 +1381,7 @@ int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, siz
   int64_t *pids = nn > 1 ? calloc(nn, sizeof *pids) : NULL;
   if (nn > 1 && !pids) rc = TBE_ENOMEM;
   int listed = rc == 0;
-  if (!listed) say(s, "cannot list the spools: %s", tbe_strerror(rc));
+  if (!listed) shout(s, "cannot list the spools: %s", tbe_strerror(rc));
   size_t busy = 0;
   for (size_t i = 0; listed && i <= nn; i++) {
     if (i == nn && nn > 0) break;
@@ -1385,6 +1396,7 @@ int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, siz
     tbe_trace *t = NULL;
     int r = tbe_trace_create(&t, s->eo->allocator);
     if (r) {
+      shout(s, "cannot convert the spools: %s", tbe_strerror(r));
       rc = r;
       break;
     }
@@ -1423,9 +1435,9 @@ int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, siz
     } else {
       r = tbe__spool_file_to_trace(names[i], &co, t, &info);
       if (r && info.tail_why)
-        say(s, "%s: byte %zu: %s", names[i], info.tail_offset, info.tail_why);
+        shout(s, "%s: byte %zu: %s", names[i], info.tail_offset, info.tail_why);
       else if (r) {
-        say(s, "%s: cannot convert: %s", names[i], tbe_strerror(r));
+        shout(s, "%s: cannot convert: %s", names[i], tbe_strerror(r));
       } else {
         if (nn > 1) {
           /* pid clashes only among spools imported from several sessions */
@@ -1458,7 +1470,7 @@ int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, siz
       eo.error_path_size = sizeof where;
       r = tbe_export_run(t, &eo);
       if (r)
-        say(s, "cannot write run '%s' for host %s%s%s: %s%s", eo.run, host, where[0] ? "" : " in ",
+        shout(s, "cannot write run '%s' for host %s%s%s: %s%s", eo.run, host, where[0] ? "" : " in ",
             where[0] ? "" : eo.logdir, tbe_export_strerror(r, where, line, sizeof line),
             r == TBE_EEXIST ? " (use --force to replace it)" : "");
     }
