@@ -811,6 +811,13 @@ int tbe__io_fault_hit(tbe__io_kind kind, size_t *n) {
   }
   if (kind != plan.kind || c != plan.k) return 0;
   if (plan.mode == TBE__IOF_KILL) kill(getpid(), SIGKILL);
+  if (plan.mode == TBE__IOF_DELAY) {
+    struct timespec ts = {0, 400000000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+    atomic_fetch_add(&plan.injected, 1);
+    return 0;
+  }
   if (plan.mode == TBE__IOF_SHORT && n && *n > 1) {
     *n /= 2;
     atomic_store(&plan.full, 1);

@@ -39,8 +39,10 @@ typedef enum tbe__io_mode {
   TBE__IOF_EIO,    /* the call fails with EIO */
   TBE__IOF_SHORT,  /* WRITE only: writes half (at least 1 byte less), then
                       every later write fails with ENOSPC */
-  TBE__IOF_KILL    /* the process gets SIGKILL at that call (crash tests,
+  TBE__IOF_KILL,   /* the process gets SIGKILL at that call (crash tests,
                       in a forked child) */
+  TBE__IOF_DELAY   /* the call waits 0.4 s, then succeeds (races made
+                      certain: another process acts meanwhile) */
 } tbe__io_mode;
 
 /* Nonzero only while a test plan is armed. */
