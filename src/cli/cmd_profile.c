@@ -94,7 +94,7 @@ static void profile_usage(FILE *f) {
           "                          1000), so a program killed with SIGKILL loses at most\n"
           "                          about that much (fatal signals flush everything first)\n"
           "  --keep-noisy-api        keep cudaGetDevice, cudaGetLastError and similar calls\n"
-          "  --force                 replace existing output files\n"
+          "  --force                 replace the run's outputs of this host together\n"
           "  --quiet                 no summary\n"
           "\n"
           "exit status: the command's own (128+N if signal N ended it); 127 if CMD was not\n"
