@@ -6,7 +6,9 @@
  * system call behind one well-predicted branch.  A test arms a plan
  * (tbe__io_fault_arm): the k-th call of one kind then fails with ENOSPC or
  * EIO, or (short write) writes only part of its bytes, after which every
- * later write of the plan fails with ENOSPC, as a full disk does.  The
+ * later write of the plan fails with ENOSPC, as a full disk does; or the
+ * process is killed there (SIGKILL), or the call waits before it proceeds
+ * (another process acts meanwhile).  The
  * seam is deterministic and works under sanitizers and valgrind, unlike an
  * LD_PRELOAD shim.
  *
