@@ -428,18 +428,26 @@ TBE_API int tbe_report_run_diff(const tbe_run_diff *d, const tbe_report_options 
 /* Frees a report string with the allocator it was made with. */
 TBE_API void tbe_report_free(char *s, size_t len, const tbe_allocator *a);
 
-/* Writes the comparison into TensorBoard: a new event file in `run_dir`
- * (normally "<logdir>/<new run>") holding, under "diff/<base_label>/", the
+/* Writes the comparison into TensorBoard: an event file in `run_dir`
+ * ("<logdir>/<new run>") holding, under "diff/<base_label>/", the
  * Markdown report of the top `top` names per table as text ("report") and
  * the new/base ratios as scalars at step 0 ("wall_time_ratio",
  * "gpu_busy_ratio", "kernel_time_ratio", "step_time_ratio" when both sides
  * have steps, and "kernels/<tag>" for matched kernels, with the tags of the run
  * summary: the short name, plus a hash of the full name unless the name
- * is a tag as it is).
- * `base_label` must pass tbe_name_check.  `host` may be NULL (this
- * machine).  When `path` is not NULL, the file's path is copied there
- * (size bytes).  On failure the file is removed.  Returns 0 or a negative
- * code. */
+ * is a tag as it is).  The file,
+ * events.out.tfevents.<ts>.<base_label>.tbexport-diff, replaces the one an
+ * earlier comparison against the same base wrote there.  It is placed
+ * like tbe_export_run's outputs (tbexport/export.h): the log dir part of
+ * `run_dir` is the caller's (symlinks followed), the run folder, its last
+ * component, must pass tbe_name_check and is never a symlink (-ELOOP);
+ * the file is complete under its name or absent, and the run lock is
+ * held while it is written.  `base_label` must pass tbe_name_check.
+ * `host` (NULL: this machine) is checked like a host name and no longer
+ * part of the file name.  When `path` is not NULL, the file's path is
+ * copied there (size bytes), or on failure the path the failure concerns
+ * ("" if none: pass both to tbe_export_strerror).  Returns 0 or a
+ * negative code. */
 TBE_API int tbe_diff_write_events(const tbe_diff *d, const char *run_dir, const char *base_label,
                                   const char *new_label, size_t top, const char *host,
                                   char *path, size_t size);

@@ -3,11 +3,23 @@
  * One finished trace becomes, under `logdir`:
  *   plugins/profile/<run>/<host>.xplane.pb       XSpace (xprof, JAX)
  *   plugins/profile/<run>/<host>.trace.json.gz   Chrome trace, Kineto layout
- *   <run>/events.out.tfevents.<ts>.<host>.<pid>.<n>  run summary (scalars, text)
- * Files are written under hidden temporary names and renamed into place;
- * an existing file is never replaced unless `force` is set.  Run and host
- * names are validated (tbe_name_check); names found inside traces are never
- * used as paths. */
+ *   <run>/events.out.tfevents.<ts>.<host>.tbexport-summary
+ *                                                run summary (scalars, text)
+ * A run's files of one host are replaced together or not at all: each is
+ * written under a hidden temporary name, and only when all are written
+ * (and, when they replace files, synced) are they renamed into place; the
+ * files they replace stay until then, and come back if the renaming fails.
+ * An existing file is never replaced unless `force` is set; with `force`
+ * the run's earlier summary of that host is replaced too (recognised by
+ * its name: ".tbexport-summary" after the host).  Writers of one run take
+ * turns (a lock in logdir/.tbexport.lock).  Run and host names are
+ * validated (tbe_name_check); names found inside traces are never used as
+ * paths.  Below `logdir` no component is ever a symbolic link we write
+ * through: a symlink at plugins/, plugins/profile/, the run folders or
+ * .tbexport.lock is refused (-ELOOP); one at an output name is refused
+ * without `force` and with `force` replaced itself, never followed.
+ * Hidden temporary files (".tbexport-tmp-*") of a writer that died are
+ * removed by the next export into that folder. */
 #ifndef TBEXPORT_EXPORT_H
 #define TBEXPORT_EXPORT_H
 
@@ -41,6 +53,11 @@ typedef struct tbe_export_options {
    * number of event-walking outputs).  May be NULL. */
   void (*progress)(void *ctx, uint64_t done, uint64_t total);
   void *progress_ctx;
+  /* When not NULL: after a failure, the path it concerns (the symlink
+   * refused, the file in the way, the file that could not be written),
+   * or "" when none does; `error_path_size` bytes, cut to fit. */
+  char *error_path;
+  size_t error_path_size;
 } tbe_export_options;
 
 /* Fills `o` with the defaults above (logdir NULL). */
@@ -48,15 +65,23 @@ TBE_API void tbe_export_options_init(tbe_export_options *o);
 
 /* Writes the outputs of a finished trace.  Returns 0 or a negative code:
  * TBE_EINVAL (no logdir, unknown output bits), TBE_ENAME (run or host name
- * refused), TBE_EEXIST (an output file exists and `force` is 0: checked for
- * every output before anything is written), -ELOOP (plugins/,
- * plugins/profile/ or a run directory below logdir is a symbolic link: the
- * directories below logdir are never written through a symlink; logdir
- * itself may be one), -errno, TBE_ENOMEM.  All or
- * nothing: when one output fails, the files already written by this call
- * are removed again, and on_file is only called after all succeeded.
- * Not thread-safe for the same logdir/run/host. */
+ * refused), TBE_EEXIST (an output of this run and host exists and `force`
+ * is 0: checked for every output before anything is written), -ELOOP (a
+ * symbolic link below logdir where the outputs go: plugins/,
+ * plugins/profile/, a run folder, logdir/.tbexport.lock; logdir itself
+ * may be one), -ENOTDIR, -errno (-ENOSPC ...), TBE_ENOMEM; then
+ * o->error_path names the path concerned.  All or nothing (see above):
+ * on failure the run is as it was, and on_file is only called after the
+ * commit.  Waits while another writer (thread or process) writes the same
+ * run. */
 TBE_API int tbe_export_run(const tbe_trace *t, const tbe_export_options *o);
+
+/* One line for a failure `rc` of tbe_export_run or of the diff writers
+ * (analysis.h) about `path` (their error path; NULL or "" for none):
+ * "PATH is a symbolic link: refusing to write through it", "PATH already
+ * exists", "PATH: No space left on device", ...  Written into `buf`
+ * (`size` bytes, cut to fit); returns `buf`. */
+TBE_API const char *tbe_export_strerror(int rc, const char *path, char *buf, size_t size);
 
 /* Resolves the run and host names tbe_export_run would use (defaults
  * applied, both validated) into `run` and `host` (at least 201 bytes each;
@@ -67,8 +92,11 @@ TBE_API int tbe_export_resolve(const tbe_trace *t, const tbe_export_options *o, 
                                size_t run_size, char *host, size_t host_size);
 
 /* Writes into `buf` the path of the first file tbe_export_run would
- * create that already exists (a symlink counts; it is never followed).
- * Returns 1 if there is one, 0 if none, or a negative code. */
+ * create or, with `force`, replace that already exists without `force`
+ * (a symlink counts; it is never followed): a profile file of the run and
+ * host, or the run's summary events of that host.  Returns 1 if there is
+ * one, 0 if none, or a negative code.  Advisory: tbe_export_run checks
+ * again under the run lock. */
 TBE_API int tbe_export_conflict(const tbe_trace *t, const tbe_export_options *o, char *buf,
                                 size_t size);
 

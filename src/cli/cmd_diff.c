@@ -5,9 +5,12 @@
  * tbe_cli_load_run, cmd_summary.c: every host file of a run).  Runs of
  * several hosts are compared in total and host by host
  * (tbe_run_diff_create).  The report goes to stdout.  When NEW is a run,
- * the comparison is also written into TensorBoard, as a new event file in
- * <logdir>/<NEW>/ with tags under diff/<BASE>/ (its path is printed on
- * stderr); --no-events skips that. */
+ * the comparison is also written into TensorBoard, as an event file in
+ * <logdir>/<NEW>/ with tags under diff/<BASE>/ that replaces the one an
+ * earlier diff against the same BASE wrote (its path is printed on
+ * stderr); --no-events skips that.  It is placed like every output
+ * (tbe_run_diff_write_events): never through a symlink below the log dir,
+ * complete or not at all. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,7 +34,8 @@ static void usage(FILE *f) {
           "called within or beyond the steps' own noise (4 steps per side needed).\n"
           "Runs of several hosts are compared in total and host by host (matched by\n"
           "rank, else by host name).  When NEW is a run, the comparison is also written\n"
-          "to <logdir>/<NEW>/ (tags diff/<BASE>/...).\n"
+          "to <logdir>/<NEW>/ (tags diff/<BASE>/...), replacing the one of an earlier\n"
+          "diff against the same BASE.\n"
           "\n"
           "options:\n"
           "  --logdir DIR        log directory holding the runs (default " DEFAULT_LOGDIR ")\n"
@@ -124,7 +128,10 @@ int tbe_cmd_diff(int argc, char **argv) {
     side_label(side[0].label, side[0].is_run, base, sizeof base);
     err = tbe_run_diff_write_events(d, dir, base, side[1].label, o.top, NULL, path, sizeof path);
     if (err) {
-      tbe_cli_error("diff", "%s: %s", dir, tbe_strerror(err));
+      char line[4400];
+      if (path[0]) tbe_cli_error("diff", "writing the comparison: %s",
+                                 tbe_export_strerror(err, path, line, sizeof line));
+      else tbe_cli_error("diff", "writing the comparison into %s: %s", dir, tbe_strerror(err));
       rc = tbe_cli_exit_for(err);
     } else if (!quiet) {
       fprintf(stderr, "wrote %s\n", path);

@@ -5,9 +5,12 @@
  * Every FILE is imported into one trace (several files merge), then the
  * requested outputs are written under the log directory and each file
  * written is printed on its own line.  Nothing is written when an input is
- * bad (exit 2, the importer's one-line error), when a name is refused
- * (exit 2), or when an output file already exists without --force (exit 1);
- * a failure while writing removes what this run wrote.
+ * bad (exit 2, the importer's one-line error), when a name is refused or
+ * one file is named twice (exit 2: it would count its events twice), or
+ * when an output file already exists without --force (exit 1).  Writing is
+ * all or nothing (tbe_export_run): with --force a failure (a full disk)
+ * leaves the run's previous files as they were, and a symlink below the
+ * log dir is refused with one line naming it.
  *
  * Spool files (*.spool, left under a log dir's hidden .tbexport-spool-*
  * folder when `tbexport -- CMD` was killed or could not write its run) are
@@ -24,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -62,7 +66,8 @@ static void usage(FILE *f) {
           "                  annotations) named NAME, in DOMAIN if given: the outermost\n"
           "                  ones of the thread with the most, numbered from 0 or by\n"
           "                  their integer payload (replaces steps found by name)\n"
-          "  --force         replace existing output files\n"
+          "  --force         replace the run's outputs of this host (XSpace, JSON,\n"
+          "                  summary events) together; if writing fails they stay\n"
           "  --quiet         no progress bar\n"
           "  --help          this text\n"
           "\n"
@@ -100,6 +105,46 @@ static int parse_formats(const char *list, unsigned *out) {
 static void print_file(void *ctx, const char *path) {
   (void)ctx;
   printf("%s\n", path);
+}
+
+/* An input named twice (the same path, or two paths of one file: a
+ * link, "./x" and "x") would be imported twice and count its events
+ * twice: refused with one line.  Returns 0 or 1 after the error. */
+static int named_twice(char **files, int n) {
+  struct stat *st = calloc((size_t)n, sizeof *st);
+  int *ok = calloc((size_t)n, sizeof *ok);
+  int bad = 0;
+  if (st && ok) {
+    for (int i = 0; i < n && !bad; i++) {
+      ok[i] = stat(files[i], &st[i]) == 0 && S_ISREG(st[i].st_mode);
+      for (int j = 0; j < i && ok[i] && !bad; j++)
+        if (ok[j] && st[j].st_dev == st[i].st_dev && st[j].st_ino == st[i].st_ino) {
+          if (strcmp(files[i], files[j]) == 0)
+            tbe_cli_error("import", "%s is named twice: importing it twice would count its "
+                                    "events twice", files[i]);
+          else
+            tbe_cli_error("import", "%s and %s are the same file: importing it twice would "
+                                    "count its events twice", files[j], files[i]);
+          bad = 1;
+        }
+    }
+  }
+  free(st);
+  free(ok);
+  return bad;
+}
+
+/* The one line for a failure of tbe_export_run about `path`. */
+static void write_error(const char *run, const char *logdir, int rc, const char *path) {
+  char line[4400];
+  tbe_export_strerror(rc, path, line, sizeof line);
+  if (rc == TBE_EEXIST)
+    tbe_cli_error("import", "%s (use --force to replace it)", path && *path ? line :
+                  "an output file of the run already exists");
+  else if (path && *path)
+    tbe_cli_error("import", "writing run '%s': %s", run, line);
+  else
+    tbe_cli_error("import", "writing run '%s' in %s: %s", run, logdir, line);
 }
 
 /* Whether PATH starts like a spool file. */
@@ -241,6 +286,7 @@ static int import_files(int argc, char **argv, const char *logdir, const char *r
   o.force = force;
   o.on_file = print_file;
 
+  if (named_twice(argv + optind, argc - optind)) return TBE_EXIT_USAGE;
   int nspool = 0;
   for (int i = optind; i < argc; i++) nspool += is_spool(argv[i]);
   if (nspool) {
@@ -314,19 +360,13 @@ static int import_files(int argc, char **argv, const char *logdir, const char *r
   tbe_progress_start(&pb, "writing outputs", TBE_PROGRESS_EVENTS, quiet);
   o.progress = tbe_progress_cb;
   o.progress_ctx = &pb;
+  char where[4200];
+  o.error_path = where;
+  o.error_path_size = sizeof where;
   rc = tbe_export_run(t, &o);
   tbe_progress_end(&pb);
   if (rc) {
-    if (rc == TBE_EEXIST)
-      tbe_cli_error("import", "an output file of run '%s' already exists (use --force to replace it)",
-                    run_buf);
-    else if (rc == -ELOOP)
-      tbe_cli_error("import",
-                    "writing run '%s' in %s: a directory on the way (plugins, profile, the run) "
-                    "is a symbolic link; refusing to write through it",
-                    run_buf, logdir);
-    else
-      tbe_cli_error("import", "writing run '%s' in %s: %s", run_buf, logdir, tbe_strerror(rc));
+    write_error(run_buf, logdir, rc, where);
     tbe_trace_free(t);
     return TBE_EXIT_FAIL;
   }

@@ -94,7 +94,7 @@ static void profile_usage(FILE *f) {
           "                          1000), so a program killed with SIGKILL loses at most\n"
           "                          about that much (fatal signals flush everything first)\n"
           "  --keep-noisy-api        keep cudaGetDevice, cudaGetLastError and similar calls\n"
-          "  --force                 replace existing output files\n"
+          "  --force                 replace the run's outputs of this host together\n"
           "  --quiet                 no summary\n"
           "\n"
           "exit status: the command's own (128+N if signal N ended it); 127 if CMD was not\n"
@@ -480,11 +480,12 @@ int tbe_cmd_profile(int argc, char **argv) {
     tbe_cli_error("profile", "%s: %s", logdir, tbe_strerror(rc));
     goto out;
   }
-  snprintf(spool_rel, sizeof spool_rel, "%s/.tbexport-spool-%ld-%lld", logdir, (long)getpid(),
-           (long long)tbe__now_ns());
-  if (mkdir(spool_rel, 0700) != 0) {
-    tbe_cli_error("profile", "%s: %s", spool_rel, strerror(errno));
-    goto out;
+  {
+    char where[PATH_MAX + 64], line[PATH_MAX + 200];
+    if ((rc = tbe__spool_dir_make(logdir, spool_rel, sizeof spool_rel, where, sizeof where))) {
+      tbe_cli_error("profile", "%s", tbe_export_strerror(rc, where, line, sizeof line));
+      goto out;
+    }
   }
   made_spool = 1;
   spool = realpath(spool_rel, NULL);
@@ -652,7 +653,7 @@ int tbe_cmd_profile(int argc, char **argv) {
       fprintf(stderr, "tbexport: conversion %.3f s\n", conv);
     for (size_t i = 0; i < w.n; i++) fprintf(stderr, "tbexport: wrote %s\n", w.paths[i]);
   }
-  if (rc) tbe_cli_error("profile", "writing the run failed: %s", tbe_strerror(rc));
+  /* (a failure to write the run: the session has said why, in one line) */
   made_spool = 0; /* the conversion removed it (or kept what it could not convert) */
   ret = rc && exit_code == 0 ? tbe_cli_exit_for(rc) : exit_code;
 out:

@@ -1256,6 +1256,17 @@ static void say(const tbe__session *s, const char *fmt, ...) {
   fputc('\n', stderr);
 }
 
+/* An error: said even when quiet (quiet drops warnings, not failures). */
+static void shout(const tbe__session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void shout(const tbe__session *s, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "%s: ", s->prog ? s->prog : "tbexport");
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+
 static void sum(tbe_profiler_result *a, const tbe_profiler_result *b) {
   a->kernels += b->kernels;
   a->copies += b->copies;
@@ -1370,7 +1381,7 @@ int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, siz
   int64_t *pids = nn > 1 ? calloc(nn, sizeof *pids) : NULL;
   if (nn > 1 && !pids) rc = TBE_ENOMEM;
   int listed = rc == 0;
-  if (!listed) say(s, "cannot list the spools: %s", tbe_strerror(rc));
+  if (!listed) shout(s, "cannot list the spools: %s", tbe_strerror(rc));
   size_t busy = 0;
   for (size_t i = 0; listed && i <= nn; i++) {
     if (i == nn && nn > 0) break;
@@ -1385,6 +1396,7 @@ int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, siz
     tbe_trace *t = NULL;
     int r = tbe_trace_create(&t, s->eo->allocator);
     if (r) {
+      shout(s, "cannot convert the spools: %s", tbe_strerror(r));
       rc = r;
       break;
     }
@@ -1423,9 +1435,9 @@ int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, siz
     } else {
       r = tbe__spool_file_to_trace(names[i], &co, t, &info);
       if (r && info.tail_why)
-        say(s, "%s: byte %zu: %s", names[i], info.tail_offset, info.tail_why);
+        shout(s, "%s: byte %zu: %s", names[i], info.tail_offset, info.tail_why);
       else if (r) {
-        say(s, "%s: cannot convert: %s", names[i], tbe_strerror(r));
+        shout(s, "%s: cannot convert: %s", names[i], tbe_strerror(r));
       } else {
         if (nn > 1) {
           /* pid clashes only among spools imported from several sessions */
@@ -1453,10 +1465,14 @@ int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, siz
     if (!r) {
       tbe_export_options eo = eo_run;
       eo.host = host;
+      char where[4200], line[4400];
+      eo.error_path = where;
+      eo.error_path_size = sizeof where;
       r = tbe_export_run(t, &eo);
       if (r)
-        say(s, "cannot write run '%s' for host %s in %s: %s%s", eo.run, host, eo.logdir,
-            tbe_strerror(r), r == TBE_EEXIST ? " (use --force to replace it)" : "");
+        shout(s, "cannot write run '%s' for host %s%s%s: %s%s", eo.run, host, where[0] ? "" : " in ",
+            where[0] ? "" : eo.logdir, tbe_export_strerror(r, where, line, sizeof line),
+            r == TBE_EEXIST ? " (use --force to replace it)" : "");
     }
     tbe_trace_free(t);
     if (r) {
@@ -1480,4 +1496,22 @@ int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, siz
   if (total) *total = tot;
   if (nprocs) *nprocs = nn;
   return rc;
+}
+
+int tbe__spool_dir_make(const char *logdir, char *path, size_t size, char *where, size_t wsize) {
+  char name[80];
+  snprintf(name, sizeof name, ".tbexport-spool-%ld-%lld", (long)getpid(), (long long)tbe__now_ns());
+  /* Made by this call (EXCL) under the symlink rule: a symlink planted at
+   * its name is refused, never used. */
+  int fd = tbe__dir_open(logdir, name, TBE__DIR_CREATE | TBE__DIR_EXCL, 0700, where, wsize);
+  if (fd < 0) return fd;
+  close(fd);
+  int n = snprintf(path, size, "%s/%s", logdir, name);
+  if (n < 0 || (size_t)n >= size) {
+    char full[4200];
+    snprintf(full, sizeof full, "%s/%s", logdir, name);
+    rmdir(full);
+    return -ENAMETOOLONG;
+  }
+  return 0;
 }

@@ -88,6 +88,13 @@ typedef struct tbe__collector_cost {
 
 int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, size_t *nprocs);
 
+/* Makes a session's hidden spool folder, <logdir>/.tbexport-spool-<pid>-<ns>
+ * (mode 0700; the log dir made as needed), under the symlink rule
+ * (common/fsutil.h): it must be new, and a symlink at its name is refused
+ * (-ELOOP).  Its path goes into `path` (`size` bytes).  Returns 0 or a
+ * negative code with `where` naming the path concerned. */
+int tbe__spool_dir_make(const char *logdir, char *path, size_t size, char *where, size_t wsize);
+
 /* Applies --steps nvtx:NAME[@DOMAIN] to the finished trace `t`
  * (tbe_trace_steps_from_range).  When nothing matches, adds one warning to
  * `t` naming NAME and the most frequent top-level ranges, and copies it into

@@ -108,10 +108,7 @@ int tbe_profiler_start(const tbe_profiler_options *o) {
     session_free();
     return TBE_ENOMEM;
   }
-  snprintf(P.spool_dir, dl, "%s/.tbexport-spool-%ld-%lld", o->logdir, (long)getpid(),
-           (long long)tbe__now_ns());
-  if (mkdir(P.spool_dir, 0700) != 0) {
-    rc = TBE_EIO;
+  if ((rc = tbe__spool_dir_make(o->logdir, P.spool_dir, dl, NULL, 0))) {
     session_free();
     return rc;
   }

@@ -1,16 +1,27 @@
-/* fsutil.c: directory creation, name checks, atomic files (see fsutil.h),
- * and the test side of the I/O seam (iofault.h; here rather than in a file
- * of its own because every build of the common code, the injection library
- * included, already links this file).  All writes below go through the
- * seam's tbe__io_* wrappers. */
+/* fsutil.c: directories under the symlink rule, name checks, temporary
+ * and atomic files, the stage that places files below the log dir, locks
+ * (see fsutil.h), and the test side of the I/O seam (iofault.h; here
+ * rather than in a file of its own because every build of the common code,
+ * the injection library included, already links this file).  All writes
+ * below go through the seam's tbe__io_* wrappers.
+ *
+ * Invariant of the temporary files: a file named TBE__TMP_PREFIX* that
+ * still has a link is flock'ed by a live writer, or its writer is gone.
+ * The writer creates it and takes the lock before it trusts it (a cleaner
+ * may have removed it in between: then it has no link left, and the
+ * writer tries another name); the cleaner removes only a file it holds
+ * the lock of. */
 #include "common/fsutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,41 +53,84 @@ int tbe__mkdir_p(const char *path, mode_t mode) {
   return rc;
 }
 
-int tbe__mkdir_under(const char *base, const char *rel, mode_t mode) {
-  if (!base || !*base || !rel || !*rel || rel[0] == '/') return TBE_EINVAL;
-  int rc = tbe__mkdir_p(base, mode);
-  if (rc) return rc;
+/* ---- directories under the symlink rule ---- */
+
+/* `where` = base/rel[0..n) (the component concerned), cut to fit. */
+static void where_at(char *where, size_t wsize, const char *base, const char *rel, size_t n) {
+  if (!where || !wsize) return;
+  if (n == 0) snprintf(where, wsize, "%s", base);
+  else snprintf(where, wsize, "%s/%.*s", base, (int)n, rel);
+}
+
+int tbe__dir_open(const char *base, const char *rel, unsigned flags, mode_t mode, char *where,
+                  size_t wsize) {
+  if (where && wsize) where[0] = 0;
+  if (!base || !*base || !rel || rel[0] == '/') return TBE_EINVAL;
+  int rc = 0;
+  if ((flags & TBE__DIR_CREATE) && (rc = tbe__mkdir_p(base, 0755))) {
+    where_at(where, wsize, base, rel, 0);
+    return rc;
+  }
   int dfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return -errno;
+  if (dfd < 0) {
+    rc = -errno;
+    where_at(where, wsize, base, rel, 0);
+    return rc;
+  }
   char comp[256];
   const char *p = rel;
   while (*p && rc == 0) {
     const char *e = strchr(p, '/');
     size_t n = e ? (size_t)(e - p) : strlen(p);
+    size_t upto = (size_t)(p - rel) + n; /* rel[0..upto) names this component */
+    int last = !e || !e[1];
     if (n == 0 || n >= sizeof comp || (p[0] == '.' && (n == 1 || (n == 2 && p[1] == '.')))) {
       rc = TBE_EINVAL;
+      where_at(where, wsize, base, rel, upto);
       break;
     }
     memcpy(comp, p, n);
     comp[n] = 0;
-    if (mkdirat(dfd, comp, mode) != 0 && errno != EEXIST) {
-      rc = -errno;
-      break;
+    int made = 0;
+    if (flags & TBE__DIR_CREATE) {
+      if (mkdirat(dfd, comp, mode) == 0) made = 1;
+      else if (errno != EEXIST) rc = -errno;
     }
-    /* O_NOFOLLOW: a symlink planted here fails with ELOOP (or ENOTDIR
-     * for a file) instead of taking our files elsewhere. */
-    int nfd = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (nfd < 0) {
-      rc = -errno;
-      struct stat st;
-      if (fstatat(dfd, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) rc = -ELOOP;
+    struct stat st;
+    if (!rc && !made && last && (flags & TBE__DIR_EXCL))
+      rc = fstatat(dfd, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode) ? -ELOOP
+                                                                                   : -EEXIST;
+    int nfd = -1;
+    if (!rc) {
+      /* O_NOFOLLOW: a symlink planted here fails (ELOOP, or ENOTDIR with
+       * O_DIRECTORY) instead of taking our files elsewhere. */
+      nfd = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (nfd < 0) {
+        rc = -errno;
+        if (fstatat(dfd, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) rc = -ELOOP;
+      }
+    }
+    if (rc) {
+      where_at(where, wsize, base, rel, upto);
+      break;
     }
     close(dfd);
     dfd = nfd;
     p = e ? e + 1 : p + n;
   }
-  if (dfd >= 0) close(dfd);
-  return rc;
+  if (rc) {
+    close(dfd);
+    return rc;
+  }
+  return dfd;
+}
+
+int tbe__mkdir_under(const char *base, const char *rel, mode_t mode) {
+  if (!rel || !*rel) return TBE_EINVAL;
+  int fd = tbe__dir_open(base, rel, TBE__DIR_CREATE, mode, NULL, 0);
+  if (fd < 0) return fd;
+  close(fd);
+  return 0;
 }
 
 int tbe__fsync_dir(const char *path) {
@@ -192,55 +246,149 @@ int tbe__path_split(const tbe_allocator *a, const char *path, char **dir, const 
   return 0;
 }
 
-static void afile_release(tbe__afile *f) {
-  if (f->fd >= 0) close(f->fd);
-  if (f->dfd >= 0) close(f->dfd);
-  f->fd = f->dfd = -1;
-  if (f->a) {
-    tbe__free(f->a, f->dir);
-    tbe__free(f->a, f->tmp_name);
-    tbe__free(f->a, f->name);
+/* ---- temporary files ---- */
+
+static atomic_uint tmp_counter;
+
+/* A fresh temporary name in `name` (TBE__TMP_NAME_MAX bytes). */
+static void tmp_name(char *name) {
+  static atomic_uint salt;
+  unsigned z = atomic_load(&salt);
+  if (!z) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    z = (unsigned)(ts.tv_nsec ^ (ts.tv_sec << 10)) | 1u;
+    atomic_store(&salt, z);
   }
-  f->dir = f->tmp_name = f->name = NULL;
+  unsigned n = atomic_fetch_add(&tmp_counter, 1u);
+  snprintf(name, TBE__TMP_NAME_MAX, TBE__TMP_PREFIX "%ld-%08x-%u", (long)getpid(), z, n);
 }
 
-int tbe__afile_open(tbe__afile *f, const tbe_allocator *a, const char *dir, const char *name,
-                    int force) {
+static int lock_wait(int fd, int op) {
+  while (flock(fd, op) != 0)
+    if (errno != EINTR) return -errno;
+  return 0;
+}
+
+/* Creates a temporary file in `dfd`, locked (see the file's invariant):
+ * its name in `name`, the descriptor to write in *fd and a duplicate that
+ * holds the lock in *lockfd.  Returns 0 or a negative code. */
+static int tmp_create(int dfd, char *name, int *fd, int *lockfd) {
+  *fd = *lockfd = -1;
+  for (int attempt = 0; attempt < 100; attempt++) {
+    tmp_name(name);
+    /* O_EXCL|O_NOFOLLOW: never opens what a planted file or symlink at the
+     * temporary name points to. */
+    int f = tbe__io_openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (f < 0) {
+      if (errno == EEXIST) continue;
+      return -errno;
+    }
+    int rc = lock_wait(f, LOCK_EX);
+    struct stat st;
+    if (!rc && fstat(f, &st) != 0) rc = -errno;
+    if (!rc && st.st_nlink == 0) {
+      /* A cleaner took it between our open and our lock: try again. */
+      close(f);
+      continue;
+    }
+    int l = rc ? -1 : fcntl(f, F_DUPFD_CLOEXEC, 0);
+    if (!rc && l < 0) rc = -errno;
+    if (rc) {
+      unlinkat(dfd, name, 0);
+      close(f);
+      return rc;
+    }
+    *fd = f;
+    *lockfd = l;
+    return 0;
+  }
+  return TBE_EEXIST;
+}
+
+size_t tbe__dir_clean(int dfd) {
+  int d2 = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (d2 < 0) return 0;
+  DIR *d = fdopendir(d2);
+  if (!d) {
+    close(d2);
+    return 0;
+  }
+  size_t removed = 0, pl = strlen(TBE__TMP_PREFIX);
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    const char *n = de->d_name;
+    if (strncmp(n, TBE__TMP_PREFIX, pl) != 0) continue;
+    struct stat st, st2;
+    if (fstatat(dfd, n, &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISDIR(st.st_mode)) continue;
+    if (!S_ISREG(st.st_mode)) {
+      if (unlinkat(dfd, n, 0) == 0) removed++;
+      continue;
+    }
+    /* Read-write: on NFS flock is emulated by a POSIX write lock. */
+    int fd = openat(dfd, n, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) continue;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0 && fstat(fd, &st2) == 0 &&
+        fstatat(dfd, n, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == st2.st_ino &&
+        st.st_dev == st2.st_dev && unlinkat(dfd, n, 0) == 0)
+      removed++;
+    close(fd); /* releases the lock after the unlink: see the invariant */
+  }
+  closedir(d);
+  return removed;
+}
+
+/* ---- atomic files ---- */
+
+static void afile_release(tbe__afile *f) {
+  if (f->fd >= 0) close(f->fd);
+  if (f->lockfd >= 0) close(f->lockfd);
+  if (f->dfd >= 0) close(f->dfd);
+  f->fd = f->lockfd = f->dfd = -1;
+  if (f->a) {
+    tbe__free(f->a, f->dir);
+    tbe__free(f->a, f->name);
+  }
+  f->dir = f->name = NULL;
+  f->tmp_name[0] = 0;
+}
+
+int tbe__afile_openat(tbe__afile *f, const tbe_allocator *a, int dfd, const char *dir,
+                      const char *name, int force) {
   memset(f, 0, sizeof *f);
-  f->fd = f->dfd = -1;
+  f->fd = f->lockfd = f->dfd = -1;
   f->a = a;
-  /* The directory is held open from here to the commit: every later step
-   * works relative to this descriptor, so a directory swapped for a
-   * symlink in between cannot redirect the file. */
-  f->dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  /* The directory is held from here to the commit: every later step works
+   * relative to this descriptor, so a directory swapped for a symlink in
+   * between cannot redirect the file. */
+  f->dfd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
   if (f->dfd < 0) return -errno;
   struct stat st;
   if (!force && fstatat(f->dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
     afile_release(f);
     return TBE_EEXIST;
   }
-  f->dir = tbe__strdup(a, dir);
+  f->dir = dir ? tbe__strdup(a, dir) : NULL;
   f->name = tbe__strdup(a, name);
-  size_t tl = strlen(name) + 48;
-  f->tmp_name = tbe__alloc(a, tl);
-  if (!f->dir || !f->name || !f->tmp_name) {
+  if ((dir && !f->dir) || !f->name) {
     afile_release(f);
     return TBE_ENOMEM;
   }
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  unsigned salt = (unsigned)(ts.tv_nsec ^ (ts.tv_sec << 10));
-  int rc = 0;
-  for (int attempt = 0; attempt < 100; attempt++) {
-    snprintf(f->tmp_name, tl, ".%s.tmp.%d.%u", name, (int)getpid(), salt + (unsigned)attempt);
-    /* O_EXCL|O_NOFOLLOW: never opens what a planted file or symlink at the
-     * temporary name points to. */
-    f->fd = tbe__io_openat(f->dfd, f->tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                           0644);
-    if (f->fd >= 0 || errno != EEXIST) break;
-  }
-  if (f->fd < 0) rc = -errno;
+  int rc = tmp_create(f->dfd, f->tmp_name, &f->fd, &f->lockfd);
   if (rc) afile_release(f);
+  return rc;
+}
+
+int tbe__afile_open(tbe__afile *f, const tbe_allocator *a, const char *dir, const char *name,
+                    int force) {
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) {
+    memset(f, 0, sizeof *f);
+    f->fd = f->lockfd = f->dfd = -1;
+    return -errno;
+  }
+  int rc = tbe__afile_openat(f, a, dfd, dir, name, force);
+  close(dfd);
   return rc;
 }
 
@@ -248,6 +396,8 @@ int tbe__afile_commit(tbe__afile *f, int durable, int force) {
   int rc = 0;
   if (f->fd < 0 || f->dfd < 0) return TBE_ECLOSED;
   if (durable && tbe__io_fsync(f->fd) != 0) rc = -errno;
+  /* Closed before the rename (NFS reports write-back errors here); the
+   * lock stays on lockfd until the file is in place. */
   if (tbe__io_close(f->fd) != 0 && rc == 0) rc = -errno;
   f->fd = -1;
   int dfd = f->dfd;
@@ -277,8 +427,344 @@ int tbe__afile_commit(tbe__afile *f, int durable, int force) {
 
 void tbe__afile_abort(tbe__afile *f) {
   /* No allocation here: the abort must work when memory has run out. */
-  if (f->dfd >= 0 && f->tmp_name) unlinkat(f->dfd, f->tmp_name, 0);
+  if (f->dfd >= 0 && f->tmp_name[0]) unlinkat(f->dfd, f->tmp_name, 0);
   afile_release(f);
+}
+
+/* ---- the stage ---- */
+
+void tbe__stage_init(tbe__stage *s, const tbe_allocator *a, const char *base) {
+  memset(s, 0, sizeof *s);
+  s->a = a;
+  s->base = base;
+}
+
+/* s->where = base/rel/name (name may be NULL). */
+static void stage_where(tbe__stage *s, size_t dir, const char *name) {
+  const char *rel = s->dirs[dir].rel;
+  snprintf(s->where, sizeof s->where, "%s%s%s%s%s", s->base, *rel ? "/" : "", rel,
+           name ? "/" : "", name ? name : "");
+}
+
+/* The index of base/rel among the stage's directories, opened on first
+ * use.  Returns 0 or a negative code. */
+static int stage_dir_index(tbe__stage *s, const char *rel, int create, size_t *idx) {
+  for (size_t i = 0; i < s->ndirs; i++)
+    if (strcmp(s->dirs[i].rel, rel) == 0) {
+      *idx = i;
+      return 0;
+    }
+  if (tbe__grow(s->a, (void **)&s->dirs, &s->capdirs, s->ndirs + 1, sizeof *s->dirs))
+    return TBE_ENOMEM;
+  char *copy = tbe__strdup(s->a, rel);
+  if (!copy) return TBE_ENOMEM;
+  int fd = tbe__dir_open(s->base, rel, create ? TBE__DIR_CREATE : 0, 0755, s->where,
+                         sizeof s->where);
+  if (fd < 0) {
+    tbe__free(s->a, copy);
+    return fd;
+  }
+  /* "The next write into that folder": what dead writers left goes now. */
+  tbe__dir_clean(fd);
+  s->dirs[s->ndirs].rel = copy;
+  s->dirs[s->ndirs].fd = fd;
+  *idx = s->ndirs++;
+  return 0;
+}
+
+int tbe__stage_dir(tbe__stage *s, const char *rel, int create) {
+  size_t i;
+  int rc = stage_dir_index(s, rel, create, &i);
+  return rc ? rc : s->dirs[i].fd;
+}
+
+/* A new entry for base/rel/name; returns it in *out or a negative code. */
+static int stage_entry(tbe__stage *s, const char *rel, const char *name, int create,
+                       tbe__stage_entry **out) {
+  size_t di;
+  int rc = stage_dir_index(s, rel, create, &di);
+  if (rc) return rc;
+  if (tbe__grow(s->a, (void **)&s->e, &s->cap, s->n + 1, sizeof *s->e)) return TBE_ENOMEM;
+  tbe__stage_entry *e = &s->e[s->n];
+  memset(e, 0, sizeof *e);
+  e->dir = di;
+  e->fd = e->lockfd = e->oldfd = -1;
+  e->name = tbe__strdup(s->a, name);
+  if (!e->name) return TBE_ENOMEM;
+  *out = e;
+  return 0;
+}
+
+int tbe__stage_file(tbe__stage *s, const char *rel, const char *name, int *fd) {
+  s->where[0] = 0;
+  if (!name || !*name || strchr(name, '/')) return TBE_EINVAL;
+  tbe__stage_entry *e;
+  int rc = stage_entry(s, rel, name, 1, &e);
+  if (rc) return rc;
+  rc = tmp_create(s->dirs[e->dir].fd, e->tmp, &e->fd, &e->lockfd);
+  if (rc) {
+    stage_where(s, e->dir, NULL);
+    tbe__free(s->a, e->name);
+    return rc;
+  }
+  s->n++;
+  *fd = e->fd;
+  return 0;
+}
+
+int tbe__stage_remove(tbe__stage *s, const char *rel, const char *name) {
+  s->where[0] = 0;
+  if (!name || !*name || strchr(name, '/')) return TBE_EINVAL;
+  tbe__stage_entry *e;
+  int rc = stage_entry(s, rel, name, 0, &e);
+  if (rc == -ENOENT) {
+    s->where[0] = 0;
+    return 0; /* no directory: nothing to remove */
+  }
+  if (rc) return rc;
+  e->remove = 1;
+  s->n++;
+  return 0;
+}
+
+/* Step 2: gives the file at e's final name a second, hidden name (a hard
+ * link; a rename where the file system has no hard links), flock'ed like
+ * a temporary file.  0 when there is none.  Returns 0 or a negative code. */
+static int stage_hide_old(tbe__stage *s, tbe__stage_entry *e) {
+  int dfd = s->dirs[e->dir].fd;
+  struct stat st;
+  if (fstatat(dfd, e->name, &st, AT_SYMLINK_NOFOLLOW) != 0) return errno == ENOENT ? 0 : -errno;
+  if (S_ISDIR(st.st_mode)) return -EISDIR;
+  if (S_ISREG(st.st_mode)) {
+    /* The lock keeps cleaners off the hidden name (best effort: a file we
+     * cannot open or lock is still hidden and put back). */
+    int fd = openat(dfd, e->name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) fd = openat(dfd, e->name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) { /* unlocked: still hidden */ }
+    e->oldfd = fd;
+  }
+  for (int attempt = 0; attempt < 100; attempt++) {
+    char hidden[TBE__TMP_NAME_MAX];
+    tmp_name(hidden);
+    if (tbe__io_linkat(dfd, e->name, dfd, hidden, 0) == 0) {
+      memcpy(e->old, hidden, sizeof hidden);
+      return 0;
+    }
+    if (errno == EEXIST) continue;
+    if (errno != EPERM && errno != EOPNOTSUPP) return -errno;
+    /* No hard links here: the old file leaves its name for the commit. */
+    if (tbe__io_renameat(dfd, e->name, dfd, hidden) != 0) return -errno;
+    memcpy(e->old, hidden, sizeof hidden);
+    return 0;
+  }
+  return TBE_EEXIST;
+}
+
+/* Step 3 for one entry.  Returns 0 or a negative code. */
+static int stage_switch(tbe__stage *s, tbe__stage_entry *e, int force) {
+  int dfd = s->dirs[e->dir].fd;
+  if (e->remove) {
+    if (e->old[0] && unlinkat(dfd, e->name, 0) != 0 && errno != ENOENT) return -errno;
+    return 0;
+  }
+  if (force) {
+    /* rename() replaces the final name itself, never what a planted
+     * symlink points to. */
+    if (tbe__io_renameat(dfd, e->tmp, dfd, e->name) != 0) return -errno;
+  } else {
+    /* link() fails on an existing name (or a symlink planted meanwhile). */
+    if (tbe__io_linkat(dfd, e->tmp, dfd, e->name, 0) != 0)
+      return errno == EEXIST ? TBE_EEXIST : -errno;
+    unlinkat(dfd, e->tmp, 0);
+  }
+  e->tmp[0] = 0;
+  return 0;
+}
+
+/* Releases every entry: open files closed, temporary and hidden names
+ * removed.  No allocation. */
+static void stage_release(tbe__stage *s) {
+  for (size_t i = 0; i < s->n; i++) {
+    tbe__stage_entry *e = &s->e[i];
+    int dfd = s->dirs[e->dir].fd;
+    if (e->fd >= 0) close(e->fd);
+    if (e->tmp[0]) unlinkat(dfd, e->tmp, 0);
+    if (e->old[0]) unlinkat(dfd, e->old, 0);
+    if (e->lockfd >= 0) close(e->lockfd);
+    if (e->oldfd >= 0) close(e->oldfd);
+    tbe__free(s->a, e->name);
+  }
+  s->n = 0;
+}
+
+int tbe__stage_commit(tbe__stage *s, int force, int durable) {
+  int rc = 0;
+  size_t at = 0; /* the entry an error is about */
+  int replacing = 0;
+  struct stat st;
+  s->where[0] = 0;
+  for (size_t i = 0; i < s->n && !rc; i++) {
+    tbe__stage_entry *e = &s->e[i];
+    at = i;
+    if (fstatat(s->dirs[e->dir].fd, e->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      if (!e->remove && !force) rc = TBE_EEXIST;
+      replacing = 1;
+    } else if (errno != ENOENT) {
+      rc = -errno;
+    }
+  }
+  /* 1. complete: synced when anything old is at stake */
+  for (size_t i = 0; i < s->n && !rc; i++) {
+    tbe__stage_entry *e = &s->e[i];
+    if (e->remove) continue;
+    at = i;
+    if ((durable || replacing) && tbe__io_fsync(e->fd) != 0) rc = -errno;
+    if (tbe__io_close(e->fd) != 0 && !rc) rc = -errno;
+    e->fd = -1;
+  }
+  /* 2. the old files get hidden names */
+  for (size_t i = 0; i < s->n && !rc; i++) {
+    at = i;
+    rc = stage_hide_old(s, &s->e[i]);
+  }
+  /* 3. switch */
+  for (size_t i = 0; i < s->n && !rc; i++) {
+    at = i;
+    rc = stage_switch(s, &s->e[i], force);
+    if (!rc) s->e[i].done = 1;
+  }
+  /* 4. durable */
+  int dir_failed = 0;
+  for (size_t d = 0; d < s->ndirs && !rc && durable; d++)
+    if (tbe__io_fsync(s->dirs[d].fd) != 0) {
+      rc = -errno;
+      dir_failed = 1;
+      snprintf(s->where, sizeof s->where, "%s%s%s", s->base, *s->dirs[d].rel ? "/" : "",
+               s->dirs[d].rel);
+    }
+  if (rc && s->n && !dir_failed) stage_where(s, s->e[at].dir, s->e[at].name);
+  /* Put back what step 3 changed, from the hidden names. */
+  for (size_t i = s->n; rc && i-- > 0;) {
+    tbe__stage_entry *e = &s->e[i];
+    if (!e->done) continue;
+    int dfd = s->dirs[e->dir].fd;
+    if (e->old[0]) {
+      /* Put back, or (a second failure) left under its hidden name rather
+       * than removed: not ours to lose. */
+      renameat(dfd, e->old, dfd, e->name);
+      e->old[0] = 0;
+    } else if (!e->remove) {
+      unlinkat(dfd, e->name, 0);
+    }
+  }
+  /* Step 2 alone (a failure before any switch) leaves hard links only;
+   * a hidden name made by rename must go back too. */
+  for (size_t i = 0; rc && i < s->n; i++) {
+    tbe__stage_entry *e = &s->e[i];
+    int dfd = s->dirs[e->dir].fd;
+    if (!e->done && e->old[0] && fstatat(dfd, e->name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      renameat(dfd, e->old, dfd, e->name);
+      e->old[0] = 0;
+    }
+  }
+  /* 5. */
+  stage_release(s);
+  return rc;
+}
+
+void tbe__stage_abort(tbe__stage *s) { stage_release(s); }
+
+void tbe__stage_free(tbe__stage *s) {
+  stage_release(s);
+  for (size_t i = 0; i < s->ndirs; i++) {
+    close(s->dirs[i].fd);
+    tbe__free(s->a, s->dirs[i].rel);
+  }
+  tbe__free(s->a, s->dirs);
+  tbe__free(s->a, s->e);
+  s->dirs = NULL;
+  s->e = NULL;
+  s->ndirs = s->capdirs = s->cap = 0;
+}
+
+/* ---- locks ---- */
+
+int tbe__lock_take(tbe__lock *l, const char *base, const char *key, char *where, size_t wsize) {
+  l->fd = -1;
+  l->dfd = tbe__dir_open(base, "", TBE__DIR_CREATE, 0755, where, wsize);
+  if (l->dfd < 0) return l->dfd;
+  uint32_t h = 2166136261u; /* FNV-1a of the key picks the byte */
+  for (const unsigned char *p = (const unsigned char *)key; *p; p++) h = (h ^ *p) * 16777619u;
+  int rc = 0;
+  for (int attempt = 0; attempt < 1000; attempt++) {
+    /* O_NOFOLLOW with O_CREAT: a planted symlink (even a dangling one) is
+     * refused, never created through; O_NONBLOCK: a planted FIFO does not
+     * block the open. */
+    int fd = openat(l->dfd, TBE__LOCK_FILE,
+                    O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
+    struct stat st, st2;
+    if (fd < 0) {
+      rc = -errno;
+      if (fstatat(l->dfd, TBE__LOCK_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+        rc = -ELOOP;
+      break;
+    }
+    if (fstat(fd, &st) != 0) rc = -errno;
+    else if (!S_ISREG(st.st_mode)) rc = S_ISDIR(st.st_mode) ? -EISDIR : TBE_EINVAL;
+    if (rc) {
+      close(fd);
+      break;
+    }
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = (off_t)(h & 0x3fffffffu);
+    fl.l_len = 1;
+    int locked = 1;
+    while (fcntl(fd, F_OFD_SETLKW, &fl) != 0) {
+      if (errno == EINTR) continue;
+      if (errno != ENOLCK && errno != EOPNOTSUPP && errno != EINVAL) rc = -errno;
+      locked = 0; /* no locks on this file system: go on unlocked */
+      break;
+    }
+    if (rc) {
+      close(fd);
+      break;
+    }
+    /* Locked a file the last one out has removed meanwhile: again. */
+    if (locked && (fstatat(l->dfd, TBE__LOCK_FILE, &st2, AT_SYMLINK_NOFOLLOW) != 0 ||
+                   st2.st_ino != st.st_ino || st2.st_dev != st.st_dev)) {
+      close(fd);
+      continue;
+    }
+    l->fd = fd;
+    return 0;
+  }
+  if (!rc) rc = TBE_EBUSY;
+  if (where && wsize) snprintf(where, wsize, "%s/%s", base, TBE__LOCK_FILE);
+  close(l->dfd);
+  l->dfd = -1;
+  return rc;
+}
+
+void tbe__lock_release(tbe__lock *l) {
+  if (l->fd >= 0) {
+    /* The whole file lockable: no one else holds or waits on a byte of
+     * it (a waiter that opened it already finds it gone and retries). */
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    struct stat st, st2;
+    if (fcntl(l->fd, F_OFD_SETLK, &fl) == 0 && fstat(l->fd, &st) == 0 &&
+        fstatat(l->dfd, TBE__LOCK_FILE, &st2, AT_SYMLINK_NOFOLLOW) == 0 &&
+        st.st_ino == st2.st_ino && st.st_dev == st2.st_dev)
+      unlinkat(l->dfd, TBE__LOCK_FILE, 0);
+    close(l->fd);
+  }
+  if (l->dfd >= 0) close(l->dfd);
+  l->fd = l->dfd = -1;
 }
 
 /* ---- the I/O seam's test side (iofault.h) ----
@@ -324,6 +810,14 @@ int tbe__io_fault_hit(tbe__io_kind kind, size_t *n) {
     return ENOSPC;
   }
   if (kind != plan.kind || c != plan.k) return 0;
+  if (plan.mode == TBE__IOF_KILL) kill(getpid(), SIGKILL);
+  if (plan.mode == TBE__IOF_DELAY) {
+    struct timespec ts = {0, 400000000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+    atomic_fetch_add(&plan.injected, 1);
+    return 0;
+  }
   if (plan.mode == TBE__IOF_SHORT && n && *n > 1) {
     *n /= 2;
     atomic_store(&plan.full, 1);

@@ -2,10 +2,27 @@
  *
  * - Names we create come from validated run/host names, never from text
  *   inside a trace (tbe__name_check).
- * - Final files appear atomically: written under a hidden temporary name in
- *   the same directory, then renamed into place without replacing an
- *   existing file unless asked to (tbe__afile_*).  A crash leaves at most a
- *   hidden temporary file, never a half-written file under a final name.
+ * - The symlink rule.  A directory we are given (the log dir) is the
+ *   caller's: symlinks in it are followed.  Below it, no component we
+ *   create, open or write through is ever a symbolic link: directories are
+ *   opened one component at a time with O_NOFOLLOW and held open
+ *   (tbe__dir_open), files are created with O_EXCL|O_NOFOLLOW in such a
+ *   directory, and a final name is replaced by rename(), which replaces a
+ *   planted link itself, never what it points to.  A refusal names the
+ *   component (-ELOOP: a symlink; -ENOTDIR: not a directory).
+ * - Final files appear atomically: written under a hidden temporary name
+ *   (TBE__TMP_PREFIX) in the same directory, then renamed into place
+ *   without replacing an existing file unless asked to (tbe__afile_*).  A
+ *   crash leaves at most a hidden temporary file, never a half-written
+ *   file under a final name.
+ * - Placing files below the log dir is one mechanism, the stage
+ *   (tbe__stage_*): every file of one replacement is staged, then all are
+ *   committed together or none is; the files they replace stay until the
+ *   last new one is in place, and come back when the commit fails.
+ * - Temporary files are flock'ed by their writer from creation to commit,
+ *   so a writer that died (SIGKILL, power loss) is told from a live one by
+ *   the lock alone: the next stage in that directory removes the unlocked
+ *   ones (tbe__dir_clean).
  * - Writes retry on EINTR and short writes (tbe__write_all). */
 #ifndef TBE_COMMON_FSUTIL_H
 #define TBE_COMMON_FSUTIL_H
@@ -22,12 +39,25 @@
  * it exists as a directory afterwards, else -errno. */
 int tbe__mkdir_p(const char *path, mode_t mode);
 
-/* Creates `base` like tbe__mkdir_p (it is the caller's: symlinks in it are
- * followed), then the relative path `rel` below it one component at a
- * time, never following a symlink: a component that exists as a symlink
- * (to a directory or anything else) gives -ELOOP, one that is a file
- * -ENOTDIR.  `rel` must not be absolute nor hold "." or ".." components
- * (TBE_EINVAL).  Returns 0 or a negative code. */
+/* How tbe__dir_open treats missing directories. */
+#define TBE__DIR_CREATE 0x1 /* create `base` (as tbe__mkdir_p) and missing components */
+#define TBE__DIR_EXCL 0x2   /* the last component must be made by this call (-EEXIST) */
+
+/* Opens the directory `base`/`rel` under the symlink rule: `base` is the
+ * caller's (symlinks in it are followed); `rel` is walked one component at
+ * a time from a descriptor, never following a symlink: a component that
+ * exists as a symlink (to a directory or anything else) gives -ELOOP, one
+ * that is something else -ENOTDIR.  `rel` may be "" (base itself); it must
+ * not be absolute nor hold empty, "." or ".." components (TBE_EINVAL).
+ * Missing components are made with `mode` when `flags` has
+ * TBE__DIR_CREATE, else -ENOENT.  Returns a directory descriptor
+ * (O_CLOEXEC), or a negative code; then, when `where` is not NULL, it
+ * holds the path of the component concerned (`wsize` bytes, cut to fit). */
+int tbe__dir_open(const char *base, const char *rel, unsigned flags, mode_t mode, char *where,
+                  size_t wsize);
+
+/* tbe__dir_open with TBE__DIR_CREATE, closing the directory again.
+ * Returns 0 or a negative code. */
 int tbe__mkdir_under(const char *base, const char *rel, mode_t mode);
 
 /* fsyncs the directory `path`.  Returns 0 or -errno. */
@@ -59,21 +89,45 @@ int tbe__pwrite_all(int fd, const void *p, size_t n, uint64_t off);
  * or TBE_ENOMEM. */
 int tbe__path_split(const tbe_allocator *a, const char *path, char **dir, const char **name);
 
+/* ---- temporary files ----
+ * Every temporary file we create is named TBE__TMP_PREFIX<pid>-<n>
+ * (nothing of the final name: TensorBoard reads any file whose name holds
+ * "tfevents", and a long final name must not make a too long temporary
+ * one), is created with O_EXCL|O_NOFOLLOW and is flock'ed (LOCK_EX) by
+ * its writer before anyone can see it unlocked: a cleaner that locks a
+ * file first and only then removes it, and a writer that finds its new
+ * file removed (no link left) after taking the lock, never step on each
+ * other. */
+#define TBE__TMP_PREFIX ".tbexport-tmp-"
+#define TBE__TMP_NAME_MAX 64
+
+/* Removes from the directory `dfd` every temporary file (TBE__TMP_PREFIX)
+ * whose writer is gone: those nobody holds a flock on (symlinks and other
+ * non-regular entries with that prefix too: we never make such).  Best
+ * effort; returns the number removed. */
+size_t tbe__dir_clean(int dfd);
+
 /* A file being written under a temporary name. */
 typedef struct tbe__afile {
   int fd;
+  int lockfd;      /* a duplicate of fd: holds the temporary file's flock to the end */
   int dfd;         /* the directory, open from tbe__afile_open to the end */
   char *dir;
-  char *tmp_name;  /* basename of the temporary file */
+  char tmp_name[TBE__TMP_NAME_MAX]; /* basename of the temporary file */
   char *name;      /* final basename */
   const tbe_allocator *a;
 } tbe__afile;
 
-/* Creates a hidden temporary file in `dir` (which must exist) that will
- * become `name`.  Fails with TBE_EEXIST when `name` already exists and
- * `force` is 0.  Returns 0 or a negative code. */
+/* Creates a hidden temporary file in `dir` (which must exist; it is the
+ * caller's path, symlinks in it are followed) that will become `name`.
+ * Fails with TBE_EEXIST when `name` already exists and `force` is 0.
+ * Returns 0 or a negative code. */
 int tbe__afile_open(tbe__afile *f, const tbe_allocator *a, const char *dir, const char *name,
                     int force);
+/* The same in the directory open as `dfd` (duplicated: the caller keeps
+ * its descriptor), whose path is `dir` (for messages only). */
+int tbe__afile_openat(tbe__afile *f, const tbe_allocator *a, int dfd, const char *dir,
+                      const char *name, int force);
 /* fsyncs (when `durable`), closes and renames the file into place; with
  * `force` 0 an existing file is never replaced (TBE_EEXIST).  On failure
  * the temporary file is removed, and so is the final name when only the
@@ -82,5 +136,99 @@ int tbe__afile_open(tbe__afile *f, const tbe_allocator *a, const char *dir, cons
 int tbe__afile_commit(tbe__afile *f, int durable, int force);
 /* Removes the temporary file and releases `f`.  Safe after a failed open. */
 void tbe__afile_abort(tbe__afile *f);
+
+/* ---- the stage: placing files below a base directory ----
+ * The one way our commands put files below the log dir.  A stage holds
+ * the directories it opened (tbe__dir_open: the symlink rule), the new
+ * files staged under temporary names and the old files to remove; commit
+ * puts every new file in place and removes the old ones together:
+ *   1. every new file is closed, and fsync'ed first when the commit
+ *      replaces or removes anything (or `durable`), so that a full disk or
+ *      an I/O error shows before anything old is touched;
+ *   2. every old file the commit replaces or removes gets a second,
+ *      hidden name (a hard link, flock'ed like a temporary file);
+ *   3. each new file is renamed into place (with `force` 0 linked, which
+ *      fails on an existing name), each removed file unlinked;
+ *   4. with `durable`, each directory is fsync'ed;
+ *   5. the hidden old names are removed.
+ * A failure in 1 or 2 changes nothing; one in 3 or 4 puts back what 3 had
+ * changed from the hidden names.  So the outputs are all new or all old.
+ * Not covered: a crash (or SIGKILL) inside steps 3–5, a few renames long;
+ * it can leave some new and some old files, and hidden old names that the
+ * next stage in that directory removes.  Stages over the same directories
+ * must be serialized by the caller (export_run.c: the run lock). */
+typedef struct tbe__stage_folder {
+  char *rel;
+  int fd;
+} tbe__stage_folder;
+
+typedef struct tbe__stage_entry {
+  size_t dir;         /* index in dirs */
+  char *name;         /* final basename (the removed file's for a removal) */
+  int remove;         /* an old file to remove, not a new one */
+  int fd, lockfd;     /* the new file (fd open until step 1), its lock to the end */
+  char tmp[TBE__TMP_NAME_MAX]; /* its temporary name; "" once renamed */
+  int oldfd;          /* the old file's lock while it has a hidden name */
+  char old[TBE__TMP_NAME_MAX]; /* the old file's hidden name; "" none */
+  int done;           /* step 3 happened for this entry */
+} tbe__stage_entry;
+
+typedef struct tbe__stage {
+  const tbe_allocator *a;
+  const char *base;
+  tbe__stage_folder *dirs;
+  size_t ndirs, capdirs;
+  tbe__stage_entry *e;
+  size_t n, cap;
+  char where[4096]; /* after a failure: the path it concerns, or "" */
+} tbe__stage;
+
+/* Starts an empty stage below `base` (kept by pointer until the end). */
+void tbe__stage_init(tbe__stage *s, const tbe_allocator *a, const char *base);
+/* Opens (with `create`, makes) base/rel under the symlink rule and, the
+ * first time, removes the temporary files of dead writers there
+ * (tbe__dir_clean).  Returns the directory's descriptor (owned by the
+ * stage) or a negative code, with s->where naming the path concerned. */
+int tbe__stage_dir(tbe__stage *s, const char *rel, int create);
+/* Places a file: stages a new file that becomes base/rel/name at commit,
+ * making base/rel as needed (tbe__stage_dir).  *fd is the file to write
+ * (owned by the stage; leave it open).  Returns 0 or a negative code. */
+int tbe__stage_file(tbe__stage *s, const char *rel, const char *name, int *fd);
+/* Removes base/rel/name at commit (an older file the new ones replace); a
+ * name that is gone by then is fine.  Returns 0 or a negative code. */
+int tbe__stage_remove(tbe__stage *s, const char *rel, const char *name);
+/* Commits (see above).  With `force` 0 an existing final name fails it
+ * with TBE_EEXIST.  Returns 0 or a negative code (s->where names the path
+ * concerned).  Always releases the staged files; tbe__stage_free after. */
+int tbe__stage_commit(tbe__stage *s, int force, int durable);
+/* Removes every staged file and releases them.  No allocation. */
+void tbe__stage_abort(tbe__stage *s);
+/* Closes the directories and frees the stage (after commit or abort). */
+void tbe__stage_free(tbe__stage *s);
+
+/* ---- locks ----
+ * A named exclusive lock among the writers of a directory `base`: an
+ * open-file-description lock (F_OFD_SETLKW: held by the descriptor,
+ * released when it closes, also by process death, and between threads of
+ * one process too) on one byte, at an offset hashed from the name, of the
+ * hidden file base/.tbexport.lock (opened without following a symlink;
+ * never written).  Two names may share a byte: they then also take turns.
+ * The file exists only while someone holds or waits for a lock: the last
+ * one out (the whole file lockable) removes it, and one that got its lock
+ * on a removed file tries again on the new one.  A file system without
+ * locks (ENOLCK, EOPNOTSUPP) gives no lock, and no error. */
+#define TBE__LOCK_FILE ".tbexport.lock"
+typedef struct tbe__lock {
+  int fd;  /* the lock file */
+  int dfd; /* base */
+} tbe__lock;
+
+/* Waits for the lock `key` of directory `base` (made as needed).  Returns
+ * 0, or a negative code with `where` naming the path concerned (-ELOOP:
+ * the lock file is a symlink). */
+int tbe__lock_take(tbe__lock *l, const char *base, const char *key, char *where, size_t wsize);
+/* Releases it (and removes the lock file when no one else holds a byte
+ * of it).  Safe after a failed take. */
+void tbe__lock_release(tbe__lock *l);
 
 #endif

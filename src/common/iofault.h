@@ -6,7 +6,9 @@
  * system call behind one well-predicted branch.  A test arms a plan
  * (tbe__io_fault_arm): the k-th call of one kind then fails with ENOSPC or
  * EIO, or (short write) writes only part of its bytes, after which every
- * later write of the plan fails with ENOSPC, as a full disk does.  The
+ * later write of the plan fails with ENOSPC, as a full disk does; or the
+ * process is killed there (SIGKILL), or the call waits before it proceeds
+ * (another process acts meanwhile).  The
  * seam is deterministic and works under sanitizers and valgrind, unlike an
  * LD_PRELOAD shim.
  *
@@ -37,8 +39,12 @@ typedef enum tbe__io_kind {
 typedef enum tbe__io_mode {
   TBE__IOF_ENOSPC, /* the call fails with ENOSPC */
   TBE__IOF_EIO,    /* the call fails with EIO */
-  TBE__IOF_SHORT   /* WRITE only: writes half (at least 1 byte less), then
+  TBE__IOF_SHORT,  /* WRITE only: writes half (at least 1 byte less), then
                       every later write fails with ENOSPC */
+  TBE__IOF_KILL,   /* the process gets SIGKILL at that call (crash tests,
+                      in a forked child) */
+  TBE__IOF_DELAY   /* the call waits 0.4 s, then succeeds (races made
+                      certain: another process acts meanwhile) */
 } tbe__io_mode;
 
 /* Nonzero only while a test plan is armed. */

@@ -258,43 +258,71 @@ static int write_file_version(tbe_writer *w) {
   return tbe__writer_write_message(w, &ev.base);
 }
 
-int tbe_writer_open(tbe_writer **out, const char *run_dir, const tbe_writer_options *opts) {
-  if (!out) return TBE_EINVAL;
+/* The writer object of tbe_writer_open and tbe__writer_open_fd, without a
+ * file; `o` gets the options with defaults applied. */
+static int writer_new(tbe_writer **out, const char *run_dir, const tbe_writer_options *opts,
+                      tbe_writer_options *o) {
   *out = NULL;
-  if (!run_dir || !*run_dir) return TBE_EINVAL;
-  tbe_writer_options o;
-  tbe_writer_options_init(&o);
-  if (opts) o = *opts;
-  if (isnan(o.flush_interval_s) || o.flush_interval_s < 0) return TBE_EINVAL;
-  if (o.buffer_size == 0) o.buffer_size = DEFAULT_BUFFER;
-  if (o.filename_suffix && check_suffix(o.filename_suffix) < 0) return TBE_ENAME;
-  if (o.host && tbe__name_check(o.host, NULL) < 0) return TBE_ENAME;
+  tbe_writer_options_init(o);
+  if (opts) *o = *opts;
+  if (isnan(o->flush_interval_s) || o->flush_interval_s < 0) return TBE_EINVAL;
+  if (o->buffer_size == 0) o->buffer_size = DEFAULT_BUFFER;
+  if (o->filename_suffix && check_suffix(o->filename_suffix) < 0) return TBE_ENAME;
+  if (o->host && tbe__name_check(o->host, NULL) < 0) return TBE_ENAME;
 
   tbe_allocator a;
-  tbe__allocator_init(&a, o.allocator);
+  tbe__allocator_init(&a, o->allocator);
   tbe_writer *w = tbe__calloc(&a, 1, sizeof *w);
   if (!w) return TBE_ENOMEM;
   w->a = a;
   w->fd = -1;
   w->pending_since = -1;
-  w->flush_interval = o.flush_interval_s;
-  w->buffer_size = o.buffer_size;
-  w->durable = o.durable;
+  w->flush_interval = o->flush_interval_s;
+  w->buffer_size = o->buffer_size;
+  w->durable = o->durable;
   pthread_mutex_init(&w->mu, NULL);
   tbe__buf_init(&w->buf, &w->a);
   char hostbuf[256];
-  if (o.host)
-    snprintf(hostbuf, sizeof hostbuf, "%s", o.host);
+  if (o->host)
+    snprintf(hostbuf, sizeof hostbuf, "%s", o->host);
   else
     tbe__hostname(hostbuf, sizeof hostbuf);
   w->dir = tbe__strdup(&w->a, run_dir);
   w->host = tbe__strdup(&w->a, hostbuf);
-  w->suffix = tbe__strdup(&w->a, o.filename_suffix ? o.filename_suffix : "");
+  w->suffix = tbe__strdup(&w->a, o->filename_suffix ? o->filename_suffix : "");
   if (!w->dir || !w->host || !w->suffix) {
     writer_free(w);
     return TBE_ENOMEM;
   }
-  int rc = tbe__mkdir_p(run_dir, 0755);
+  *out = w;
+  return 0;
+}
+
+/* Writes the file_version record at once. */
+static int writer_start(tbe_writer *w, int durable) {
+  int rc = write_file_version(w);
+  if (rc == 0) {
+    pthread_mutex_lock(&w->mu);
+    rc = flush_locked(w, durable);
+    pthread_mutex_unlock(&w->mu);
+  }
+  return rc;
+}
+
+int tbe_writer_open(tbe_writer **out, const char *run_dir, const tbe_writer_options *opts) {
+  if (!out) return TBE_EINVAL;
+  *out = NULL;
+  if (!run_dir || !*run_dir) return TBE_EINVAL;
+  tbe_writer_options o;
+  tbe_writer *w;
+  int rc = writer_new(&w, run_dir, opts, &o);
+  if (rc) return rc;
+  /* run_dir is the caller's (symlinks in it are followed); the file is
+   * created in it with O_EXCL, so a symlink planted at a name we try is
+   * skipped, never opened. */
+  rc = tbe__mkdir_p(run_dir, 0755);
+  int dfd = rc ? -1 : open(run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (!rc && dfd < 0) rc = -errno;
   if (rc < 0) {
     writer_free(w);
     return rc;
@@ -309,10 +337,12 @@ int tbe_writer_open(tbe_writer **out, const char *run_dir, const tbe_writer_opti
     tbe__buf_putc(&name, '\0');
     if (tbe__buf_error(&name)) {
       tbe__buf_deinit(&name);
+      close(dfd);
       writer_free(w);
       return TBE_ENOMEM;
     }
-    int fd = tbe__io_open((char *)name.data, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    const char *base = (char *)name.data + strlen(run_dir) + 1;
+    int fd = tbe__io_openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd >= 0) {
       w->fd = fd;
       w->path = (char *)name.data; /* owned now */
@@ -321,24 +351,53 @@ int tbe_writer_open(tbe_writer **out, const char *run_dir, const tbe_writer_opti
     int e = errno;
     tbe__buf_deinit(&name);
     if (e != EEXIST) {
+      close(dfd);
       writer_free(w);
       return -e;
     }
   }
   if (w->fd < 0) {
+    close(dfd);
     writer_free(w);
     return TBE_EEXIST;
   }
-  rc = write_file_version(w);
-  if (rc == 0) {
-    pthread_mutex_lock(&w->mu);
-    rc = flush_locked(w, o.durable);
-    pthread_mutex_unlock(&w->mu);
-  }
-  if (rc == 0 && o.durable) rc = tbe__fsync_dir(run_dir);
+  rc = writer_start(w, o.durable);
+  if (rc == 0 && o.durable && tbe__io_fsync(dfd) != 0) rc = -errno;
   if (rc < 0) {
     close(w->fd);
-    unlink(w->path);
+    unlinkat(dfd, strrchr(w->path, '/') + 1, 0);
+    close(dfd);
+    writer_free(w);
+    return rc;
+  }
+  close(dfd);
+  *out = w;
+  return 0;
+}
+
+int tbe__writer_open_fd(tbe_writer **out, int fd, const char *path,
+                        const tbe_writer_options *opts) {
+  if (!out) return TBE_EINVAL;
+  *out = NULL;
+  if (fd < 0 || !path) {
+    if (fd >= 0) close(fd);
+    return TBE_EINVAL;
+  }
+  tbe_writer_options o;
+  tbe_writer *w;
+  int rc = writer_new(&w, "", opts, &o);
+  if (!rc && !(w->path = tbe__strdup(&w->a, path))) {
+    writer_free(w);
+    rc = TBE_ENOMEM;
+  }
+  if (rc) {
+    close(fd);
+    return rc;
+  }
+  w->fd = fd;
+  rc = writer_start(w, o.durable);
+  if (rc < 0) {
+    close(w->fd);
     writer_free(w);
     return rc;
   }

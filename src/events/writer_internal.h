@@ -11,6 +11,14 @@
  * ENOSPC.  Returns 0 or TBE_EINVAL. */
 int tbe__writer_replace_fd(tbe_writer *w, int fd);
 
+/* A writer on `fd`, a new empty file someone else placed (export_run.c
+ * stages the run summary's file): the writer owns `fd` (closed by
+ * tbe_writer_finish, or here on failure), `path` is only what
+ * tbe_writer_path reports.  Writes the file_version record at once.
+ * Returns 0 or a negative code. */
+int tbe__writer_open_fd(tbe_writer **out, int fd, const char *path,
+                        const tbe_writer_options *opts);
+
 /* Packs `msg` (an Event) and appends it as one record. */
 int tbe__writer_write_message(tbe_writer *w, const ProtobufCMessage *msg);
 

@@ -37,8 +37,17 @@
  * Wall times are the trace's own end time (seconds), so re-exporting a
  * trace gives the same records.  Scalars per tag are written with strictly
  * increasing steps (TensorBoard's loader drops earlier points at an equal
- * or later step).  On failure the event file is removed: no half-written
- * summary is left under its final name. */
+ * or later step).
+ *
+ * Files: the summary is written into the file export_run.c staged for it
+ * (events.out.tfevents.<ts>.<host>.tbexport-summary, exporter.h); the diff
+ * writers place theirs the same way, in <logdir>/<new run>/ under the run
+ * lock, as events.out.tfevents.<ts>.<base>.tbexport-diff, replacing the
+ * earlier comparison against the same base.  Either file is complete under
+ * its final name or absent (a crash leaves a hidden temporary file that
+ * the next write into the folder removes). */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +58,8 @@
 #include "common/fsutil.h"
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
+#include "events/writer_internal.h"
+#include "tbexport/export.h"
 #include "tbexport/writer.h"
 #include "trace/exporter.h"
 #include "trace/report.h"
@@ -247,55 +258,29 @@ static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
   return e->rc;
 }
 
-/* Closes the writer; on failure (or when `rc` is already an error)
- * removes its file.  Copies the path out on success. */
-static int finish_writer(tbe_writer *w, int rc, const tbe_allocator *a, char **path_out) {
-  char *path = tbe__strdup(a, tbe_writer_path(w));
-  if (!path) {
-    /* No copy of the name to report or remove later: remove it now. */
-    unlink(tbe_writer_path(w));
-    tbe_writer_close(w);
-    return rc ? rc : TBE_ENOMEM;
-  }
-  int crc = tbe_writer_close(w);
-  if (!rc) rc = crc;
-  if (rc) {
-    unlink(path);
-    tbe__free(a, path);
-    return rc;
-  }
-  if (path_out) *path_out = path;
-  else tbe__free(a, path);
-  return 0;
-}
-
 static double trace_wall(const tbe_analysis *an) {
   int64_t end = an->start_ns + an->wall_ns;
   return end > 0 ? (double)end / 1e9 : TBE_WALL_NOW;
 }
 
-static int events_write(const tbe__export_ctx *ctx) {
-  const tbe_allocator *a = ctx->a;
-  tbe_allocator al;
-  tbe__allocator_init(&al, a);
-  size_t n = strlen(ctx->logdir) + strlen(ctx->run) + 2;
-  char *dir = tbe__alloc(&al, n);
-  if (!dir) return TBE_ENOMEM;
-  snprintf(dir, n, "%s/%s", ctx->logdir, ctx->run);
-  tbe_analysis *an = NULL;
-  int rc = tbe_analysis_create(&an, ctx->trace, &al);
-  if (rc) {
-    tbe__free(&al, dir);
-    return rc;
-  }
+/* A writer on a duplicate of the staged file `fd`. */
+static int writer_on(tbe_writer **w, int fd, const char *path, const tbe_allocator *a) {
+  int dup = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (dup < 0) return -errno;
   tbe_writer_options wo;
   tbe_writer_options_init(&wo);
-  wo.host = ctx->host;
-  wo.durable = ctx->durable;
   wo.allocator = a;
+  return tbe__writer_open_fd(w, dup, path, &wo);
+}
+
+static int events_write(const tbe__export_ctx *ctx, int fd) {
+  tbe_allocator al;
+  tbe__allocator_init(&al, ctx->a);
+  tbe_analysis *an = NULL;
+  int rc = tbe_analysis_create(&an, ctx->trace, &al);
+  if (rc) return rc;
   tbe_writer *w = NULL;
-  rc = tbe_writer_open(&w, dir, &wo);
-  tbe__free(&al, dir);
+  rc = writer_on(&w, fd, "summary", &al);
   if (rc) {
     tbe_analysis_free(an);
     return rc;
@@ -303,11 +288,8 @@ static int events_write(const tbe__export_ctx *ctx) {
   ew e = {w, trace_wall(an), 0};
   rc = write_summary(&e, an, &al);
   tbe_analysis_free(an);
-  char *path = NULL;
-  rc = finish_writer(w, rc, &al, &path);
-  if (!rc && ctx->on_file) ctx->on_file(ctx->on_file_ctx, path);
-  tbe__free(&al, path);
-  return rc;
+  int crc = tbe_writer_close(w);
+  return rc ? rc : crc;
 }
 
 const tbe__exporter tbe__exporter_events = {"events", TBE_OUT_EVENTS, events_write};
@@ -317,17 +299,34 @@ const tbe__exporter tbe__exporter_events = {"events", TBE_OUT_EVENTS, events_wri
 static int diff_events(const tbe_diff *d, const tbe_run_diff *run, const char *run_dir,
                        const char *base_label, const char *new_label, size_t top,
                        const char *host, char *path, size_t size) {
+  if (path && size) path[0] = 0;
   if (!d || !run_dir || !base_label) return TBE_EINVAL;
   if (tbe__name_check(base_label, NULL) != 0) return TBE_ENAME;
+  if (host && tbe__name_check(host, NULL) != 0) return TBE_ENAME;
   tbe_allocator al;
   tbe__allocator_init(&al, &d->alloc_);
-  tbe_writer_options wo;
-  tbe_writer_options_init(&wo);
-  wo.host = host;
-  wo.allocator = &al;
-  tbe_writer *w = NULL;
-  int rc = tbe_writer_open(&w, run_dir, &wo);
+  /* run_dir = <logdir>/<run>: the log dir is the caller's, the run ours. */
+  char *logdir;
+  const char *rname;
+  int rc = tbe__path_split(&al, run_dir, &logdir, &rname);
   if (rc) return rc;
+  if (tbe__name_check(rname, NULL) != 0) {
+    tbe__free(&al, logdir);
+    return TBE_ENAME;
+  }
+  tbe__stage s;
+  tbe__stage_init(&s, &al, logdir);
+  tbe__lock lock;
+  rc = tbe__run_lock(&lock, logdir, rname, s.where, sizeof s.where);
+  char name[TBE_NAME_MAX + 64];
+  int fd = -1;
+  if (!rc) rc = tbe__stage_events(&s, rname, base_label, TBE__DIFF_MARK, 1, &fd, name, sizeof name);
+  tbe_writer *w = NULL;
+  if (!rc) rc = writer_on(&w, fd, name, &al);
+  if (rc) {
+    tbe__stage_abort(&s);
+    goto out;
+  }
   ew e = {w, trace_wall(d->side[1]), 0};
   char tag[320];
 #define RATIO(name, b, n)                                                    \
@@ -371,10 +370,20 @@ static int diff_events(const tbe_diff *d, const tbe_run_diff *run, const char *r
       tbe_report_free(md, len, &al);
     }
   }
-  char *p = NULL;
-  rc = finish_writer(w, e.rc, &al, &p);
-  if (!rc && path && size) snprintf(path, size, "%s", p);
-  tbe__free(&al, p);
+  rc = e.rc;
+  int crc = tbe_writer_close(w);
+  if (!rc) rc = crc;
+  if (rc) snprintf(s.where, sizeof s.where, "%s/%s/%s", logdir, rname, name);
+  if (!rc) rc = tbe__stage_commit(&s, 1, 0);
+  else tbe__stage_abort(&s);
+out:
+  tbe__lock_release(&lock);
+  if (path && size) {
+    if (!rc) snprintf(path, size, "%s/%s/%s", logdir, rname, name);
+    else snprintf(path, size, "%s", s.where);
+  }
+  tbe__stage_free(&s);
+  tbe__free(&al, logdir);
   return rc;
 }
 

@@ -32,8 +32,9 @@
  *   online CPUs, at most 32) into a ring of buffers that the calling thread
  *   writes (or, gzip, that the workers deflate) strictly in order.  The
  *   bytes do not depend on the number of threads (tested); nothing is
- *   allocated per event.  The file is an atomic file (tbe__afile_*): it
- *   appears complete under its final name or not at all.
+ *   allocated per event.  The file it writes into is staged by
+ *   export_run.c (a run) or an atomic file (tbe__afile_*, a single file):
+ *   it appears complete under its final name or not at all.
  *
  * Position: an output of src/trace (exporter table entry "json"); reads only
  * the model. */
@@ -1904,30 +1905,13 @@ int tbe_export_chrome_json(const tbe_trace *t, const char *path, int gzip, int f
   return rc;
 }
 
-static int json_export(const tbe__export_ctx *x) {
-  size_t n = strlen(x->logdir) + strlen(x->run) + 32;
+static int json_export(const tbe__export_ctx *x, int fd) {
   tbe_allocator a;
   tbe__allocator_init(&a, x->a);
-  char *dir = tbe__alloc(&a, n);
-  char *name = tbe__alloc(&a, strlen(x->host) + 32);
-  char *path = tbe__alloc(&a, n + strlen(x->host) + 32);
-  int rc = TBE_ENOMEM;
-  if (dir && name && path) {
-    snprintf(dir, n, "%s/plugins/profile/%s", x->logdir, x->run);
-    snprintf(name, strlen(x->host) + 32, "%s.trace.json.gz", x->host);
-    rc = tbe__mkdir_p(dir, 0755);
-    if (!rc)
-      rc = json_file(x->trace, &a, dir, name, x->host, 1, x->force, x->durable, x->progress,
-                     x->progress_ctx);
-    if (!rc && x->on_file) {
-      snprintf(path, n + strlen(x->host) + 32, "%s/%s", dir, name);
-      x->on_file(x->on_file_ctx, path);
-    }
-  }
-  tbe__free(&a, dir);
-  tbe__free(&a, name);
-  tbe__free(&a, path);
-  return rc;
+  /* The trace's name, when it has none of its own: the file's. */
+  char name[TBE_NAME_MAX + 32];
+  snprintf(name, sizeof name, "%s.trace.json.gz", x->host);
+  return json_write(x->trace, fd, 1, 0, name, x->host, &a, x->progress, x->progress_ctx);
 }
 
 const tbe__exporter tbe__exporter_json = {"json", TBE_OUT_JSON, json_export};

@@ -1,18 +1,26 @@
 /* export_run.c: writing a finished trace as a TensorBoard run
- * (include/tbexport/export.h).
+ * (include/tbexport/export.h), and where every file of a run goes.
  *
  * tbe_export_run validates the run and host names (tbe_name_check), applies
  * the defaults (run: local time YYYY_MM_DD_HH_MM_SS as XLA's saver names
  * profile runs; host: the trace's host made safe, else this machine's),
- * creates <logdir>/plugins/profile/<run>/ and <logdir>/<run>/ as needed
- * (never through a symlink planted at plugins, profile or the run: -ELOOP),
- * refuses to start when a target file exists (unless forced), and walks the
- * exporter table (src/trace/exporter.h).  Each output writes its files
- * atomically; when one fails, the files the earlier ones wrote in this call
- * are removed, so a run is written completely or not at all.
+ * then, holding the run lock (tbe__run_lock):
+ *   1. stages one file per requested output (common/fsutil.h, tbe__stage):
+ *      the folders <logdir>/plugins/profile/<run>/ and <logdir>/<run>/ are
+ *      opened under the symlink rule (made as needed; the temporary files
+ *      of dead writers there are removed), an existing output is a
+ *      conflict unless forced (before anything is written), and with force
+ *      the run's earlier summary events of the host are staged for removal;
+ *   2. walks the exporter table (src/trace/exporter.h), each output writing
+ *      its bytes into its staged file;
+ *   3. commits: all new files in place and the replaced ones gone, or (on
+ *      any failure: a full disk, an I/O error, a crash before the commit)
+ *      the run exactly as it was.
  *
- * Invariant: names found inside a trace reach the file system only after
- * the same validation as user-given names. */
+ * Invariants: names found inside a trace reach the file system only after
+ * the same validation as user-given names; no file of a run is under its
+ * final name before every file of that export is complete. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -171,8 +179,60 @@ int tbe_export_resolve(const tbe_trace *t, const tbe_export_options *o, char *ru
   return 0;
 }
 
-/* The file names an output creates under plugins/profile/<run>/ (the
- * events output names its files uniquely, so it never conflicts). */
+/* ---- the run layout ---- */
+
+#define EVENTS_PREFIX "events.out.tfevents."
+
+int tbe__events_name(char *buf, size_t size, long long ts, const char *who, const char *mark) {
+  if (ts < 0 || ts > 9999999999LL) ts = 0;
+  int n = snprintf(buf, size, EVENTS_PREFIX "%010lld.%s%s", ts, who, mark);
+  return n < 0 || (size_t)n >= size ? TBE_EINVAL : 0;
+}
+
+int tbe__events_name_is(const char *name, const char *who, const char *mark) {
+  size_t pl = strlen(EVENTS_PREFIX), wl = strlen(who), ml = strlen(mark), n = strlen(name);
+  if (n != pl + 11 + wl + ml || strncmp(name, EVENTS_PREFIX, pl) != 0) return 0;
+  for (size_t i = pl; i < pl + 10; i++)
+    if (name[i] < '0' || name[i] > '9') return 0;
+  return name[pl + 10] == '.' && memcmp(name + pl + 11, who, wl) == 0 &&
+         memcmp(name + pl + 11 + wl, mark, ml) == 0;
+}
+
+int tbe__run_lock(tbe__lock *l, const char *logdir, const char *run, char *where, size_t wsize) {
+  return tbe__lock_take(l, logdir, run, where, wsize);
+}
+
+int tbe__stage_events(tbe__stage *s, const char *run, const char *who, const char *mark,
+                      int force, int *fd, char *name, size_t size) {
+  int dfd = tbe__stage_dir(s, run, 1);
+  if (dfd < 0) return dfd;
+  int rc = tbe__events_name(name, size, (long long)time(NULL), who, mark);
+  if (rc) return rc;
+  int d2 = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = d2 < 0 ? NULL : fdopendir(d2);
+  if (!d) {
+    rc = -errno;
+    if (d2 >= 0) close(d2);
+    snprintf(s->where, sizeof s->where, "%s/%s", s->base, run);
+    return rc;
+  }
+  struct dirent *de;
+  while (!rc && (de = readdir(d)) != NULL) {
+    if (!tbe__events_name_is(de->d_name, who, mark)) continue;
+    if (!force) {
+      snprintf(s->where, sizeof s->where, "%s/%s/%s", s->base, run, de->d_name);
+      rc = TBE_EEXIST;
+    } else if (strcmp(de->d_name, name) != 0) {
+      rc = tbe__stage_remove(s, run, de->d_name); /* the same name is replaced by the new one */
+    }
+  }
+  closedir(d);
+  if (!rc) rc = tbe__stage_file(s, run, name, fd);
+  return rc;
+}
+
+/* The file name an output has under plugins/profile/<run>/ (NULL: the
+ * events output, in <run>/). */
 static const char *profile_suffix(unsigned bit) {
   if (bit == TBE_OUT_XPLANE) return ".xplane.pb";
   if (bit == TBE_OUT_JSON) return ".trace.json.gz";
@@ -181,11 +241,28 @@ static const char *profile_suffix(unsigned bit) {
 
 static int conflict(const char *logdir, const char *run, const char *host, unsigned outputs,
                     char *buf, size_t size) {
+  char path[4096];
   for (size_t i = 0; i < NEXPORTERS; i++) {
     unsigned bit = EXPORTERS[i]->bit;
     const char *suffix = profile_suffix(bit);
-    if (!(outputs & bit) || !suffix) continue;
-    char path[4096];
+    if (!(outputs & bit)) continue;
+    if (!suffix) {
+      /* the run's summary events of this host */
+      int n = snprintf(path, sizeof path, "%s/%s", logdir, run);
+      if (n < 0 || (size_t)n >= sizeof path) return -ENAMETOOLONG;
+      DIR *d = opendir(path);
+      if (!d) continue;
+      struct dirent *de;
+      int hit = 0;
+      while (!hit && (de = readdir(d)) != NULL)
+        if (tbe__events_name_is(de->d_name, host, TBE__SUMMARY_MARK)) {
+          hit = 1;
+          if (buf && size) snprintf(buf, size, "%s/%s", path, de->d_name);
+        }
+      closedir(d);
+      if (hit) return 1;
+      continue;
+    }
     int n = snprintf(path, sizeof path, "%s/plugins/profile/%s/%s%s", logdir, run, host, suffix);
     if (n < 0 || (size_t)n >= sizeof path) return -ENAMETOOLONG;
     struct stat st;
@@ -206,35 +283,18 @@ int tbe_export_conflict(const tbe_trace *t, const tbe_export_options *o, char *b
   return conflict(o->logdir, run, host, o->outputs ? o->outputs : TBE_OUT_ALL, buf, size);
 }
 
-/* Paths written by this call, kept until every output succeeded. */
-typedef struct written {
-  char **paths;
-  size_t n, cap;
-  int err;
-  const tbe_allocator *a;
-} written;
-
-/* A file that cannot be recorded (out of memory) is removed at once: it
- * could not be removed later when another output fails. */
-static void record_file(void *ctx, const char *path) {
-  written *w = ctx;
-  if (w->err) {
-    unlink(path);
-    return;
-  }
-  if (tbe__grow(w->a, (void **)&w->paths, &w->cap, w->n + 1, sizeof *w->paths)) {
-    w->err = TBE_ENOMEM;
-    unlink(path);
-    return;
-  }
-  w->paths[w->n] = tbe__strdup(w->a, path);
-  if (!w->paths[w->n]) {
-    w->err = TBE_ENOMEM;
-    unlink(path);
-    return;
-  }
-  w->n++;
+const char *tbe_export_strerror(int rc, const char *path, char *buf, size_t size) {
+  if (!buf || !size) return buf;
+  if (!path || !*path) snprintf(buf, size, "%s", tbe_strerror(rc));
+  else if (rc == -ELOOP)
+    snprintf(buf, size, "%s is a symbolic link: refusing to write through it", path);
+  else if (rc == -ENOTDIR) snprintf(buf, size, "%s is not a directory", path);
+  else if (rc == TBE_EEXIST || rc == -EEXIST) snprintf(buf, size, "%s already exists", path);
+  else snprintf(buf, size, "%s: %s", path, tbe_strerror(rc));
+  return buf;
 }
+
+/* ---- tbe_export_run ---- */
 
 typedef struct prog {
   const tbe_export_options *o;
@@ -247,7 +307,48 @@ static void forward_progress(void *ctx, uint64_t done, uint64_t total) {
   p->o->progress(p->o->progress_ctx, p->base + done, p->total);
 }
 
+/* One output of this export: where its file goes. */
+typedef struct placed {
+  const tbe__exporter *x;
+  const char *rel;
+  char name[TBE_NAME_MAX + 64];
+  int fd;
+} placed;
+
+/* Step 1: stages the file of every requested output; conflicts first. */
+static int stage_outputs(tbe__stage *s, const tbe_export_options *o, unsigned outputs,
+                         const char *run, const char *host, const char *prel, placed *p,
+                         size_t *np) {
+  int rc = 0;
+  *np = 0;
+  for (size_t i = 0; i < NEXPORTERS && !rc; i++) {
+    if (!(outputs & EXPORTERS[i]->bit)) continue;
+    placed *q = &p[(*np)++];
+    q->x = EXPORTERS[i];
+    q->fd = -1;
+    const char *suffix = profile_suffix(q->x->bit);
+    if (!suffix) {
+      q->rel = run;
+      rc = tbe__stage_events(s, run, host, TBE__SUMMARY_MARK, o->force, &q->fd, q->name,
+                             sizeof q->name);
+      continue;
+    }
+    q->rel = prel;
+    snprintf(q->name, sizeof q->name, "%s%s", host, suffix);
+    int dfd = tbe__stage_dir(s, prel, 1);
+    if (dfd < 0) return dfd;
+    struct stat st;
+    if (!o->force && fstatat(dfd, q->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      snprintf(s->where, sizeof s->where, "%s/%s/%s", o->logdir, prel, q->name);
+      return TBE_EEXIST;
+    }
+    rc = tbe__stage_file(s, prel, q->name, &q->fd);
+  }
+  return rc;
+}
+
 int tbe_export_run(const tbe_trace *t, const tbe_export_options *o) {
+  if (o && o->error_path && o->error_path_size) o->error_path[0] = 0;
   if (!t || !o || !o->logdir || !*o->logdir) return TBE_EINVAL;
   unsigned outputs = o->outputs ? o->outputs : TBE_OUT_ALL;
   if (outputs & ~TBE_OUT_ALL) return TBE_EINVAL;
@@ -257,50 +358,46 @@ int tbe_export_run(const tbe_trace *t, const tbe_export_options *o) {
 
   tbe_allocator a;
   tbe__allocator_init(&a, o->allocator);
-  /* The directories below logdir are ours: never written through a
-   * symlink planted in their place (-ELOOP). */
-  char rel[TBE_NAME_MAX + 32];
-  if (outputs & (TBE_OUT_XPLANE | TBE_OUT_JSON)) {
-    snprintf(rel, sizeof rel, "plugins/profile/%s", run);
-    rc = tbe__mkdir_under(o->logdir, rel, 0755);
+  tbe__stage s;
+  tbe__stage_init(&s, &a, o->logdir);
+  tbe__lock lock;
+  rc = tbe__run_lock(&lock, o->logdir, run, s.where, sizeof s.where);
+  if (rc) {
+    if (o->error_path && o->error_path_size)
+      snprintf(o->error_path, o->error_path_size, "%s", s.where);
+    return rc;
   }
-  if (!rc && (outputs & TBE_OUT_EVENTS)) rc = tbe__mkdir_under(o->logdir, run, 0755);
-  if (rc) return rc;
-  if (!o->force) {
-    rc = conflict(o->logdir, run, host, outputs, NULL, 0);
-    if (rc == 1) return TBE_EEXIST;
-    if (rc) return rc;
-  }
+  char prel[TBE_NAME_MAX + 32];
+  snprintf(prel, sizeof prel, "plugins/profile/%s", run);
+  placed p[NEXPORTERS];
+  size_t np = 0;
+  rc = stage_outputs(&s, o, outputs, run, host, prel, p, &np);
 
-  written w = {NULL, 0, 0, 0, &a};
   prog pr = {o, 0, 0};
-  for (size_t i = 0; i < NEXPORTERS; i++)
-    if ((outputs & EXPORTERS[i]->bit) && EXPORTERS[i]->bit != TBE_OUT_EVENTS)
-      pr.total += t->nevents;
+  for (size_t i = 0; i < np; i++)
+    if (p[i].x->bit != TBE_OUT_EVENTS) pr.total += t->nevents;
   tbe__export_ctx x;
   memset(&x, 0, sizeof x);
   x.trace = t;
-  x.logdir = o->logdir;
-  x.run = run;
   x.host = host;
-  x.force = o->force;
-  x.durable = o->durable;
   x.a = &a;
-  x.on_file = record_file;
-  x.on_file_ctx = &w;
   x.progress = o->progress ? forward_progress : NULL;
   x.progress_ctx = &pr;
-  for (size_t i = 0; i < NEXPORTERS && !rc; i++) {
-    if (!(outputs & EXPORTERS[i]->bit)) continue;
-    rc = EXPORTERS[i]->write(&x);
-    if (!rc) rc = w.err;
-    if (EXPORTERS[i]->bit != TBE_OUT_EVENTS) pr.base += t->nevents;
+  for (size_t i = 0; i < np && !rc; i++) {
+    rc = p[i].x->write(&x, p[i].fd);
+    if (rc) snprintf(s.where, sizeof s.where, "%s/%s/%s", o->logdir, p[i].rel, p[i].name);
+    if (p[i].x->bit != TBE_OUT_EVENTS) pr.base += t->nevents;
   }
-  for (size_t i = 0; i < w.n; i++) {
-    if (rc) unlink(w.paths[i]);
-    else if (o->on_file) o->on_file(o->ctx, w.paths[i]);
-    tbe__free(&a, w.paths[i]);
+  if (!rc) rc = tbe__stage_commit(&s, o->force, o->durable);
+  else tbe__stage_abort(&s);
+  tbe__lock_release(&lock);
+  if (rc && o->error_path && o->error_path_size)
+    snprintf(o->error_path, o->error_path_size, "%s", s.where);
+  tbe__stage_free(&s);
+  for (size_t i = 0; i < np && !rc && o->on_file; i++) {
+    char path[4096 + 2 * TBE_NAME_MAX];
+    snprintf(path, sizeof path, "%s/%s/%s", o->logdir, p[i].rel, p[i].name);
+    o->on_file(o->ctx, path);
   }
-  tbe__free(&a, w.paths);
   return rc;
 }

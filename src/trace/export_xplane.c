@@ -1465,31 +1465,10 @@ int tbe_export_xplane(const tbe_trace *t, const char *path, int force) {
   return rc;
 }
 
-static int xplane_export(const tbe__export_ctx *x) {
-  size_t n = strlen(x->logdir) + strlen(x->run) + 32;
-  size_t hl = strlen(x->host) + 32;
+static int xplane_export(const tbe__export_ctx *x, int fd) {
   tbe_allocator a;
   tbe__allocator_init(&a, x->a);
-  char *dir = tbe__alloc(&a, n);
-  char *name = tbe__alloc(&a, hl);
-  char *path = tbe__alloc(&a, n + hl);
-  int rc = TBE_ENOMEM;
-  if (dir && name && path) {
-    snprintf(dir, n, "%s/plugins/profile/%s", x->logdir, x->run);
-    snprintf(name, hl, "%s.xplane.pb", x->host);
-    rc = tbe__mkdir_p(dir, 0755);
-    if (!rc)
-      rc = xplane_file(x->trace, &a, dir, name, x->host, x->force, x->durable, x->progress,
-                       x->progress_ctx);
-    if (!rc && x->on_file) {
-      snprintf(path, n + hl, "%s/%s", dir, name);
-      x->on_file(x->on_file_ctx, path);
-    }
-  }
-  tbe__free(&a, dir);
-  tbe__free(&a, name);
-  tbe__free(&a, path);
-  return rc;
+  return xplane_write(x->trace, fd, x->host, &a, x->progress, x->progress_ctx);
 }
 
 const tbe__exporter tbe__exporter_xplane = {"xplane", TBE_OUT_XPLANE, xplane_export};

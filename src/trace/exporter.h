@@ -1,26 +1,26 @@
-/* exporter.h: the table of outputs over one finished trace.
+/* exporter.h: the table of outputs over one finished trace, and the run
+ * layout that places them.
  *
- * Each output (Chrome JSON, XSpace, run summary events) is a small table:
- * a name, its TBE_OUT_* bit and a function that writes it for one run.
- * tbe_export_run walks the table; no output ever reads another's file. */
+ * Each output (Chrome JSON, XSpace, run summary events) is a small table
+ * entry: a name, its TBE_OUT_* bit and a function that writes its bytes
+ * into a file it is handed.  Exporters write bytes; export_run.c alone
+ * decides where files go: it stages one file per output below the log dir
+ * (common/fsutil.h, tbe__stage) and commits them together.  No output ever
+ * reads another's file. */
 #ifndef TBE_TRACE_EXPORTER_H
 #define TBE_TRACE_EXPORTER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
+#include "common/fsutil.h"
 #include "tbexport/export.h"
 #include "tbexport/trace.h"
 
 typedef struct tbe__export_ctx {
   const tbe_trace *trace;
-  const char *logdir;
-  const char *run;    /* validated */
-  const char *host;   /* validated */
-  int force;
-  int durable;
+  const char *host;   /* validated; recorded inside the outputs */
   const tbe_allocator *a;
-  void (*on_file)(void *ctx, const char *path);
-  void *on_file_ctx;
   /* Progress in events written by this output (may be NULL). */
   void (*progress)(void *ctx, uint64_t done, uint64_t total);
   void *progress_ctx;
@@ -29,11 +29,50 @@ typedef struct tbe__export_ctx {
 typedef struct tbe__exporter {
   const char *name;   /* "xplane", "json", "events" */
   unsigned bit;       /* TBE_OUT_* */
-  /* Writes this output for ctx->run/ctx->host; calls ctx->on_file for each
-   * file written.  Returns 0 or a negative code; on failure leaves no file
-   * under a final name. */
-  int (*write)(const tbe__export_ctx *ctx);
+  /* Writes this output of ctx->trace into `fd`, a new empty file (left
+   * open; the caller commits or removes it).  Returns 0 or a negative
+   * code. */
+  int (*write)(const tbe__export_ctx *ctx, int fd);
 } tbe__exporter;
+
+/* ---- the run layout (export_run.c) ----
+ * Our event files are recognised by name, so that a replacement finds
+ * the files it replaces:
+ *   events.out.tfevents.<ts>.<who><mark>
+ * <ts> the export time, 10 digits; <who> a valid name (tbe_name_check);
+ * <mark> TBE__SUMMARY_MARK (the run summary of host <who>, in <run>/) or
+ * TBE__DIFF_MARK (the comparison against base run <who>, in the new run's
+ * folder).  TensorBoard reads every file whose name holds "tfevents"; the
+ * fixed width of <ts> and the fixed mark make <who> unambiguous, and the
+ * longest name is 248 bytes. */
+#define TBE__SUMMARY_MARK ".tbexport-summary"
+#define TBE__DIFF_MARK ".tbexport-diff"
+
+/* Writes the name of our event file for `who` and `mark` at time `ts`.
+ * Returns 0 or TBE_EINVAL (does not fit). */
+int tbe__events_name(char *buf, size_t size, long long ts, const char *who, const char *mark);
+
+/* Whether `name` is our event file for `who` and `mark` (any time). */
+int tbe__events_name_is(const char *name, const char *who, const char *mark);
+
+/* The run lock: waits until no other writer of run `run` in `logdir`
+ * holds it (tbe__lock_take on logdir/.tbexport.lock).  Every writer into
+ * a run's folders (tbe_export_run, the diff writers) holds it from before
+ * it looks at the folders to after its commit, so writers of one run take
+ * turns: the last to commit wins, with all its files.  Waiting, not
+ * refusing: writers of different hosts into one run (the ranks of one
+ * job) are all meant to succeed, and a writer holds the lock only for its
+ * export, never while a profiled program runs.  Returns 0 (release with
+ * tbe__lock_release) or a negative code (`where` names the path). */
+int tbe__run_lock(tbe__lock *l, const char *logdir, const char *run, char *where, size_t wsize);
+
+/* Stages, in the stage's base/<run>/, a new event file for `who` and
+ * `mark` (name in `name`, `size` bytes; descriptor in *fd) that replaces,
+ * at commit, every earlier one of the same `who` and `mark`.  With
+ * `force` 0 an earlier one is a conflict instead: TBE_EEXIST, s->where
+ * names it.  Call with the run lock held.  Returns 0 or a negative code. */
+int tbe__stage_events(tbe__stage *s, const char *run, const char *who, const char *mark,
+                      int force, int *fd, char *name, size_t size);
 
 /* The generic status lines an output states before the trace's own
  * warnings: records dropped, records with bad timestamps, (WITH_OVERHEAD:

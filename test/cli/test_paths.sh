@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# CLI tests of path safety in `tbexport import`: hostile --run/--host names
-# are refused with one line and create nothing; a hostile host name inside
-# a trace (XSpace hostnames) only ever becomes a safe file name under the
-# logdir; symlinks planted at an output name are never written through
-# (refused, or with --force replaced by the file); symlinks planted in
-# place of the directories tbexport creates (plugins/profile/<run>, <run>)
-# are refused even with --force.  Every case checks that nothing outside
-# the logdir changed.
+# CLI tests of path safety in every command that writes: hostile --run/--host
+# names are refused with one line and create nothing; a hostile host name
+# inside a trace (XSpace hostnames) only ever becomes a safe file name under
+# the logdir; symlinks planted at an output name are never written through
+# (refused, or with --force replaced by the file); symlinks planted in place
+# of the directories tbexport creates (plugins/profile/<run>, <run>) are
+# refused even with --force.  Then the matrix: a symlink (to a directory
+# outside, to a file outside) at every component below the logdir that
+# `import`, `diff` and `tbexport -- CMD` create or write through (plugins,
+# profile, the run's two folders, the lock file, each output name, the
+# summary and diff event names): refused with one line naming it, or for an
+# output name with --force replaced itself.  (The spool folder's name is not
+# predictable; test_paths.c plants a link at the folder it makes.)  Every
+# case checks that nothing outside the logdir changed.
 # usage: test_paths.sh TBEXPORT_BINARY TEST_DATA_DIR
 set -u
 bin=$1 data=$2
@@ -116,6 +122,70 @@ for d in plugins/profile/r r plugins; do
   done
 done
 ok "symlinked run directories are refused"
+
+# 5. the matrix
+trace2=$data/cli/small2.trace.json
+now=$(date +%s)
+cases=0
+# comp TARGET_RUN: the components, one per line: "kind rel" (kind dir|out)
+comps() {
+  local r=$1 k
+  printf 'dir plugins\ndir plugins/profile\ndir plugins/profile/%s\ndir %s\ndir .tbexport.lock\n' "$r" "$r"
+  printf 'out plugins/profile/%s/h.xplane.pb\nout plugins/profile/%s/h.trace.json.gz\n' "$r" "$r"
+  for k in 0 1 2 3; do
+    printf 'out %s/events.out.tfevents.%010d.h.tbexport-summary\n' "$r" $((now + k))
+    printf 'out %s/events.out.tfevents.%010d.base.tbexport-diff\n' "$r" $((now + k))
+  done
+}
+for cmd in import import-force diff profile profile-force; do
+  case $cmd in diff) target=r2 ;; *) target=r ;; esac
+  while read -r kind rel; do
+    for dest in "$outside" "$outside/target"; do
+      log=$work/log5
+      rm -rf "$log"
+      # two runs to compare: base, and r2 (profile files only)
+      "$bin" import "$trace" --logdir "$log" --run base --host h >/dev/null 2>&1 || fail "setup base"
+      "$bin" import "$trace2" --logdir "$log" --run r2 --host h --format xplane,json >/dev/null 2>&1 || fail "setup r2"
+      case $cmd in
+        diff) case $rel in r2|r2/*events*diff|.tbexport.lock) ;; *) continue ;; esac ;;
+        *) case $rel in r2*|*diff) continue ;; esac ;;
+      esac
+      rm -rf "${log:?}/$rel"
+      mkdir -p "$log/$(dirname "$rel")"
+      ln -s "$dest" "$log/$rel"
+      case $cmd in
+        import) "$bin" import "$trace" --logdir "$log" --run r --host h >"$work/out" 2>"$work/err" ;;
+        import-force) "$bin" import "$trace" --logdir "$log" --run r --host h --force >"$work/out" 2>"$work/err" ;;
+        diff) "$bin" diff --logdir "$log" base r2 >"$work/out" 2>"$work/err" ;;
+        profile) "$bin" --logdir "$log" --run r --host h --quiet -- true >"$work/out" 2>"$work/err" ;;
+        profile-force) "$bin" --logdir "$log" --run r --host h --quiet --force -- true >"$work/out" 2>"$work/err" ;;
+      esac
+      rc=$?
+      what="$cmd, link at $rel -> $dest"
+      cases=$((cases + 1))
+      if [ "$kind" = dir ] || { [ "$cmd" != import-force ] && [ "$cmd" != profile-force ] && [ "$cmd" != diff ]; }; then
+        # refused: exit 1, one line, naming the component
+        [ $rc -eq 1 ] || fail "$what: exit $rc"
+        [ "$(wc -l <"$work/err")" -eq 1 ] || fail "$what: stderr is not one line: $(cat "$work/err")"
+        if [ "$kind" = dir ]; then
+          grep -qF "$log/$rel is a symbolic link" "$work/err" || fail "$what: message $(cat "$work/err")"
+        else
+          grep -qE "already (exists|has outputs)" "$work/err" || fail "$what: message $(cat "$work/err")"
+        fi
+        [ -L "$log/$rel" ] || fail "$what: the link was removed"
+      else
+        # an output name with --force (diff always replaces): the link itself replaced
+        [ $rc -eq 0 ] || fail "$what: exit $rc: $(cat "$work/err")"
+        case $rel in
+          *events*) [ -z "$(find "$log/$target" -type l)" ] || fail "$what: links left: $(find "$log/$target" -type l)" ;;
+          *) [ -f "$log/$rel" ] && [ ! -L "$log/$rel" ] || fail "$what: not replaced by a file" ;;
+        esac
+      fi
+      check_outside "$what"
+    done
+  done < <(comps "$target")
+done
+ok "symlink matrix: $cases cases (import, import --force, diff, tbexport -- true, with --force), nothing written outside"
 
 [ $fails -eq 0 ] || { echo "$fails failure(s)" >&2; exit 1; }
 echo "all path tests passed"

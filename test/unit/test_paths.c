@@ -12,6 +12,16 @@
  *   create below the logdir (plugins, plugins/profile, the run, the
  *   events run, an hparams sub-run): those are refused with -ELOOP.  Each
  *   test checks that nothing outside the logdir changed.
+ * - The matrix: a symlink (to a directory outside, to a file outside,
+ *   dangling) at every component any library writer creates or writes
+ *   through below the logdir (plugins, profile, the run's two folders, the
+ *   lock file, each output name, the summary and diff event names, a new
+ *   folder such as the spool folder), for every writer (tbe_export_run of
+ *   each output and all, with and without force; the diff writer): a
+ *   writer whose path crosses the link fails with -ELOOP (an output name:
+ *   TBE_EEXIST without force, the link replaced itself with force) and
+ *   names it in its error path; one whose path does not cross it works;
+ *   nothing outside the logdir changes. 
  * - Imports bound their memory: lengths claimed by the input beyond its
  *   end are corruption, never an allocation of that size. */
 #include <setjmp.h>
@@ -484,6 +494,168 @@ static void test_symlinked_hparams_subrun(void **state) {
   sb_free(&s);
 }
 
+/* ---- the symlink matrix ---- */
+
+/* What a writer of the matrix is. */
+typedef struct mwriter {
+  const char *name;
+  unsigned outputs; /* tbe_export_run's, or 0: the diff writer */
+  int force;
+} mwriter;
+
+/* A component: where the link goes, and which writers cross it. */
+typedef struct mcomp {
+  const char *rel;
+  unsigned crossed_by; /* output bits; TBE_OUT_EVENTS << 1: the diff writer */
+  int is_output;       /* an output name: with force replaced, not refused */
+} mcomp;
+
+#define M_DIFF (TBE_OUT_EVENTS << 1)
+
+/* A comparison of `t` with itself (the analyses use t's strings: keep t). */
+static tbe_diff *small_diff(const tbe_trace *t, tbe_analysis **an) {
+  assert_int_equal(tbe_analysis_create(&an[0], t, NULL), 0);
+  assert_int_equal(tbe_analysis_create(&an[1], t, NULL), 0);
+  tbe_diff *d = NULL;
+  assert_int_equal(tbe_diff_create(&d, an[0], an[1], NULL), 0);
+  return d;
+}
+
+static void test_symlink_matrix(void **state) {
+  (void)state;
+  long long now = (long long)time(NULL);
+  char sum_name[3][300], diff_name[3][300];
+  for (int k = 0; k < 3; k++) {
+    snprintf(sum_name[k], sizeof sum_name[k], "r/events.out.tfevents.%010lld.h.tbexport-summary",
+             now + k);
+    snprintf(diff_name[k], sizeof diff_name[k], "r/events.out.tfevents.%010lld.base.tbexport-diff",
+             now + k);
+  }
+  const mcomp comps[] = {
+      {"plugins", TBE_OUT_XPLANE | TBE_OUT_JSON, 0},
+      {"plugins/profile", TBE_OUT_XPLANE | TBE_OUT_JSON, 0},
+      {"plugins/profile/r", TBE_OUT_XPLANE | TBE_OUT_JSON, 0},
+      {"r", TBE_OUT_EVENTS | M_DIFF, 0},
+      {".tbexport.lock", TBE_OUT_ALL | M_DIFF, 0},
+      {"plugins/profile/r/h.xplane.pb", TBE_OUT_XPLANE, 1},
+      {"plugins/profile/r/h.trace.json.gz", TBE_OUT_JSON, 1},
+      {"summary events (3 seconds of names)", TBE_OUT_EVENTS, 1},
+      {"diff events (3 seconds of names)", M_DIFF, 1},
+  };
+  const mwriter writers[] = {
+      {"export all", TBE_OUT_ALL, 0},         {"export all --force", TBE_OUT_ALL, 1},
+      {"export xplane", TBE_OUT_XPLANE, 0},   {"export json --force", TBE_OUT_JSON, 1},
+      {"export events", TBE_OUT_EVENTS, 0},   {"export events --force", TBE_OUT_EVENTS, 1},
+      {"diff", 0, 1},
+  };
+  tbe_trace *t = load_small();
+  tbe_analysis *an[2];
+  tbe_diff *d = small_diff(t, an);
+  long cases = 0;
+  for (size_t c = 0; c < sizeof comps / sizeof *comps; c++)
+    for (size_t w = 0; w < sizeof writers / sizeof *writers; w++)
+      for (int kind = 0; kind < 3; kind++) { /* to a dir outside, a file outside, dangling */
+        sandbox s;
+        sb_init(&s);
+        char *dangling = tu_join(s.outside, "new");
+        const char *dest = kind == 0 ? s.outside : kind == 1 ? s.target : dangling;
+        /* Plant the link(s). */
+        const char *rels[3] = {comps[c].rel, NULL, NULL};
+        if (c == 7 || c == 8)
+          for (int k = 0; k < 3; k++) rels[k] = c == 7 ? sum_name[k] : diff_name[k];
+        for (int k = 0; k < 3 && rels[k]; k++) {
+          char *link = tu_join(s.logdir, rels[k]);
+          char *parent = strdup(link);
+          *strrchr(parent, '/') = 0;
+          assert_int_equal(tbe__mkdir_p(parent, 0755), 0);
+          assert_int_equal(symlink(dest, link), 0);
+          free(parent);
+          free(link);
+        }
+        const mwriter *mw = &writers[w];
+        unsigned me = mw->outputs ? mw->outputs : M_DIFF;
+        int crossed = (comps[c].crossed_by & me) != 0;
+        char where[4096] = "x";
+        int rc;
+        if (mw->outputs) {
+          tbe_export_options o;
+          tbe_export_options_init(&o);
+          o.logdir = s.logdir;
+          o.run = "r";
+          o.host = "h";
+          o.outputs = mw->outputs;
+          o.force = mw->force;
+          o.error_path = where;
+          o.error_path_size = sizeof where;
+          rc = tbe_export_run(t, &o);
+        } else {
+          char *run_dir = tu_join(s.logdir, "r");
+          rc = tbe_diff_write_events(d, run_dir, "base", "r", 10, NULL, where, sizeof where);
+          free(run_dir);
+        }
+        int want = !crossed ? 0 : !comps[c].is_output ? -ELOOP : mw->force ? 0 : TBE_EEXIST;
+        if (rc != want)
+          fail_msg("link at %s (%s), %s: got %s, want %s (%s)", comps[c].rel,
+                   kind == 0 ? "dir" : kind == 1 ? "file" : "dangling", mw->name,
+                   tbe_err_name(rc), tbe_err_name(want), where);
+        if (want) {
+          /* The error names the component (a summary/diff name: one of them). */
+          char *expect = tu_join(s.logdir, rels[0]);
+          if (c == 7 || c == 8) assert_non_null(strstr(where, c == 7 ? ".h.tbexport-summary"
+                                                                     : ".base.tbexport-diff"));
+          else assert_string_equal(where, expect);
+          free(expect);
+        }
+        if (crossed && comps[c].is_output && mw->force) {
+          /* The link itself was replaced (or, for an older event name,
+           * removed): none is left where a link was, except at names of
+           * seconds the writer did not use. */
+          struct stat st;
+          int links = 0;
+          for (int k = 0; k < 3 && rels[k]; k++) {
+            char *p = tu_join(s.logdir, rels[k]);
+            if (lstat(p, &st) == 0 && S_ISLNK(st.st_mode)) links++;
+            else if (lstat(p, &st) == 0) assert_true(S_ISREG(st.st_mode));
+            free(p);
+          }
+          assert_int_equal(links, 0);
+        }
+        sb_check_outside(&s); /* the target untouched, "new" not created */
+        cases++;
+        free(dangling);
+        sb_free(&s);
+      }
+  fprintf(stderr, "symlink matrix: %ld cases (9 components x 7 writers x 3 link kinds)\n", cases);
+  tbe_diff_free(d);
+  tbe_analysis_free(an[0]);
+  tbe_analysis_free(an[1]);
+  tbe_trace_free(t);
+}
+
+/* A folder that must be new (the spool folder, tbe__spool_dir_make):
+ * a symlink at its name is refused, never used. */
+static void test_symlink_at_new_folder(void **state) {
+  (void)state;
+  sandbox s;
+  sb_init(&s);
+  char *link = tu_join(s.logdir, ".tbexport-spool-1-2");
+  assert_int_equal(symlink(s.outside, link), 0);
+  char where[4096];
+  int fd = tbe__dir_open(s.logdir, ".tbexport-spool-1-2", TBE__DIR_CREATE | TBE__DIR_EXCL, 0700,
+                         where, sizeof where);
+  assert_int_equal(fd, -ELOOP);
+  assert_string_equal(where, link);
+  char path[4096];
+  assert_int_equal(tbe__spool_dir_make(s.logdir, path, sizeof path, where, sizeof where), 0);
+  struct stat st;
+  assert_int_equal(lstat(path, &st), 0);
+  assert_true(S_ISDIR(st.st_mode));
+  assert_int_equal(st.st_mode & 0777, 0700);
+  sb_check_outside(&s);
+  free(link);
+  sb_free(&s);
+}
+
 static void test_mkdir_under(void **state) {
   (void)state;
   sandbox s;
@@ -646,6 +818,8 @@ int main(void) {
       cmocka_unit_test(test_symlink_planted_before_commit),
       cmocka_unit_test(test_symlinked_directories),
       cmocka_unit_test(test_symlinked_hparams_subrun),
+      cmocka_unit_test(test_symlink_matrix),
+      cmocka_unit_test(test_symlink_at_new_folder),
       cmocka_unit_test(test_mkdir_under),
       cmocka_unit_test(test_tfrecord_claimed_length),
       cmocka_unit_test(test_xspace_claimed_lengths),
