@@ -187,8 +187,11 @@ def jax_part(tb, logdir, work):
         check(s.get("dropped_records", -1) == 0, "jax: 0 dropped records (%s)" % s.get("dropped_records"))
         k = s.get("all", {}).get("kernel_count", 0)
         r = ref.get("gpu_kernels", 0)
-        check(r > 0 and r <= k <= r + 200,
-              "jax: kernels %d, jax.profiler saw %d in the loop (plus start-up work)" % (k, r))
+        # the run covers the whole program: the loop's kernels plus start-up
+        # work (autotuning, initialization), which jax.profiler did not see
+        check(r > 0 and r <= k <= r * 1.05,
+              "jax: kernels %d: the %d jax.profiler saw in the loop, plus %d of start-up work"
+              % (k, r, k - r))
 
 
 def two_procs(tb, logdir):
