@@ -63,9 +63,16 @@ def main():
         ranks = sorted(an.t.get_ranks())
         its = an.t.get_iterations()
         print("== %s: ranks %s, iterations %s" % (d, ranks, its))
-        tb = an.get_temporal_breakdown(visualize=False)
-        print(tb.to_string())
-        breakdown[d] = tb
+        try:
+            tb = an.get_temporal_breakdown(visualize=False)
+            print(tb.to_string())
+            breakdown[d] = tb
+        except AssertionError:
+            # HTA rounds starts up and ends down to whole microseconds, so a
+            # kernel under 1 us gets a negative duration and its breakdown
+            # asserts; it does the same on PyTorch's own traces of such loops
+            print("  note: HTA's temporal breakdown asserted (sub-microsecond kernels)")
+            breakdown[d] = None
         check("ProfilerStep not found" not in log, "%s: HTA finds ProfilerStep markers" % d)
         if a.steps:
             check(len(its) >= a.steps - 2,
@@ -80,8 +87,11 @@ def main():
             want = [int(x) for x in a.ranks.split(",")]
             check(ranks == want, "%s: HTA sees ranks %s (%s)" % (d, want, ranks))
     if a.same:
-        x, y = (breakdown[d].drop(columns=["rank"]).round(2) for d in a.same)
-        check(x.equals(y), "HTA's temporal breakdown of %s equals that of %s" % tuple(a.same))
+        bx, by = (breakdown[d] for d in a.same)
+        check(bx is not None and by is not None, "HTA computes both temporal breakdowns")
+        if bx is not None and by is not None:
+            x, y = (b.drop(columns=["rank"]).round(2) for b in (bx, by))
+            check(x.equals(y), "HTA's temporal breakdown of %s equals that of %s" % tuple(a.same))
     print("== check_hta: %d failure(s)" % fails)
     sys.exit(1 if fails else 0)
 
