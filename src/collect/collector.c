@@ -926,28 +926,13 @@ static double since_t0(void) {
   return (double)(n.tv_sec - G.t0.tv_sec) + (double)(n.tv_nsec - G.t0.tv_nsec) * 1e-9;
 }
 
-static const char *sig_name(int sig) {
-  switch (sig) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGBUS: return "SIGBUS";
-    case SIGABRT: return "SIGABRT";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    case SIGTERM: return "SIGTERM";
-    case SIGINT: return "SIGINT";
-    default: return "a signal";
-  }
-}
-
 /* The first half of a fatal-signal flush (G.mu not held): says so in the
  * spool at once, then forces CUPTI to return every buffer; the caller
  * decodes them. */
 static void crash_flush(int sig) {
-  char what[64];
-  snprintf(what, sizeof what, "signal %d (%s)", sig, sig_name(sig));
   pthread_mutex_lock(&G.mu);
-  note("%s reached the program: the collector flushed CUPTI's buffers to the spool %s", what,
-       "at that moment (records completed before it are kept)");
+  tbe__sp_signal si = {cupti_now(), sig, 0};
+  side_item_locked(TBE__SP_SIGNAL, &si, sizeof si);
   pthread_mutex_unlock(&G.mu);
   write_batch();
   G.api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);

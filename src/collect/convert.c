@@ -25,6 +25,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,8 +146,9 @@ static void map_free(u32map *m) {
 typedef struct scan {
   tbe_trace *t;
   tbe__sp_info info;
-  int have_info, have_end;
+  int have_info, have_end, have_signal;
   tbe__sp_end end;
+  tbe__sp_signal signal; /* the first fatal signal, if any */
   tbe__sp_stats stats;
   char host[256];
   char cmd[4096];
@@ -247,6 +249,12 @@ static int on_item(void *ctx, unsigned type, const uint8_t *body, size_t len) {
     case TBE__SP_THREAD_NAME: TAKE(s->tnames, tbe__sp_thread_name); break;
     case TBE__SP_WINDOW: TAKE(s->windows, tbe__sp_window); break;
     case TBE__SP_STEP: TAKE(s->steps, tbe__sp_step); break;
+    case TBE__SP_SIGNAL:
+      if (len >= sizeof s->signal && !s->have_signal) {
+        memcpy(&s->signal, body, sizeof s->signal);
+        s->have_signal = 1;
+      }
+      break;
     case TBE__SP_STATS:
       if (len >= sizeof s->stats) memcpy(&s->stats, body, sizeof s->stats);
       break;
@@ -316,6 +324,19 @@ static const char *overhead_name(unsigned k) {
     case 7u << 16: return "Activity buffer request";
     case 8u << 16: return "UVM activity init";
     default: return "CUPTI overhead";
+  }
+}
+
+static const char *signal_name(int sig) {
+  switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGABRT: return "SIGABRT";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    default: return "a fatal signal";
   }
 }
 
@@ -1107,7 +1128,13 @@ int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
     for (size_t i = 0; i < s.notes.n; i++)
       tbe_trace_warn(t, "%s", tbe_trace_str(t, s.notes.v[i]));
     if (info->ended_early) {
-      if (tail.bytes)
+      if (s.have_signal && !tail.bytes)
+        tbe_trace_warn(t,
+                       "the program died of signal %d (%s): the collector flushed at the signal, "
+                       "so every record completed before it is here; GPU work still running "
+                       "then is missing",
+                       (int)s.signal.sig, signal_name(s.signal.sig));
+      else if (tail.bytes)
         tbe_trace_warn(t,
                        "the capture ended early (the program was killed or crashed): %s: %zu "
                        "bytes at offset %zu are incomplete (%s); activity after that is missing",

@@ -64,6 +64,7 @@ enum {
   TBE__SP_MEMORY = 20,
   TBE__SP_THREAD_NAME = 21,
   TBE__SP_STEP = 22,       /* tbe__sp_step: the program began its next step */
+  TBE__SP_SIGNAL = 23,     /* tbe__sp_signal: a fatal signal reached the program */
   TBE__SP_WINDOW = 30,     /* tbe__sp_window: collection switched on/off */
   TBE__SP_STATS = 31,      /* tbe__sp_stats, cumulative: the last one counts */
   TBE__SP_END = 32         /* tbe__sp_end: clean end of the session */
@@ -195,6 +196,18 @@ typedef struct tbe__sp_step {
   int64_t ts;        /* when the step began */
   uint32_t pid, tid; /* the marking thread (system thread id, as CUPTI's) */
 } tbe__sp_step;
+
+/* A fatal signal reached the program (SIGSEGV, SIGABRT, SIGTERM, ...):
+ * written by the collector's signal handler before it forced CUPTI to
+ * flush and spooled what came back, so every record completed before `ts`
+ * follows in the file (unless the flush ran out of time).  A reader of an
+ * older spool has none; conversion then says only that the capture ended
+ * early. */
+typedef struct tbe__sp_signal {
+  int64_t ts;     /* when the handler ran */
+  int32_t sig;    /* the signal number */
+  uint32_t pad;
+} tbe__sp_signal;
 
 typedef struct tbe__sp_window {
   int64_t ts;
