@@ -19,4 +19,9 @@ int tbe__analysis_blank(tbe_analysis **out, const tbe_allocator *a);
  * per-step name times); NULL on failure or when it has one already. */
 int64_t *tbe__analysis_pool(tbe_analysis *an, size_t n);
 
+/* Length of a run host's label without the "_pid<N>[_<k>]" that tbexport
+ * appends for the processes of one machine: the machine's name
+ * (run_analysis.c). */
+size_t tbe__host_base_len(const char *label);
+
 #endif

@@ -20,10 +20,12 @@
  * [<summary object + "index">...]}, each summary object the one
  * tbe_report_summary prints for one trace. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
 #include "tbexport/error.h"
+#include "trace/analysis_int.h"
 #include "trace/report.h"
 
 #define NAME_MIN 12
@@ -284,22 +286,79 @@ static void warnings(tbe__buf *b, const tbe_run_analysis *r, int md) {
   }
 }
 
-static size_t gpus(const tbe_run_analysis *r) {
+/* A GPU of the run: the machine of its host file (the label without the
+ * "_pid<N>" tbexport appends for the processes of one machine) and the
+ * device ordinal.  Processes of one machine share its GPUs: two processes
+ * on GPU 0 are one GPU. */
+typedef struct gpu_id {
+  const char *machine;
+  size_t len;
+  int32_t device;
+} gpu_id;
+
+static int cmp_gpu_id(const void *x, const void *y) {
+  const gpu_id *a = x, *b = y;
+  int c = strncmp(a->machine, b->machine, a->len < b->len ? a->len : b->len);
+  if (!c && a->len != b->len) c = a->len < b->len ? -1 : 1;
+  return c ? c : (a->device > b->device) - (a->device < b->device);
+}
+
+static gpu_id machine_of(const tbe_run_host *h, int32_t device) {
+  return (gpu_id){h->label, tbe__host_base_len(h->label), device};
+}
+
+/* Distinct GPUs (*ngpu) and machines (*nmach) of the run; both fall back
+ * to plain sums when memory is short. */
+static void count_gpus(const tbe_run_analysis *r, size_t *ngpu, size_t *nmach) {
   size_t n = 0;
   for (size_t i = 0; i < r->nhosts; i++) n += r->hosts[i].an->ndevices;
-  return n;
+  *ngpu = n;
+  *nmach = r->nhosts;
+  gpu_id *v = tbe__alloc(&r->alloc_, (n + r->nhosts) * sizeof *v);
+  if (!v) return;
+  size_t k = 0;
+  for (size_t i = 0; i < r->nhosts; i++)
+    for (size_t j = 0; j < r->hosts[i].an->ndevices; j++)
+      v[k++] = machine_of(&r->hosts[i], r->hosts[i].an->devices[j].device);
+  qsort(v, n, sizeof *v, cmp_gpu_id);
+  *ngpu = 0;
+  for (size_t i = 0; i < n; i++) *ngpu += i == 0 || cmp_gpu_id(&v[i - 1], &v[i]) != 0;
+  gpu_id *m = v + n;
+  for (size_t i = 0; i < r->nhosts; i++) m[i] = machine_of(&r->hosts[i], 0);
+  qsort(m, r->nhosts, sizeof *m, cmp_gpu_id);
+  *nmach = 0;
+  for (size_t i = 0; i < r->nhosts; i++) *nmach += i == 0 || cmp_gpu_id(&m[i - 1], &m[i]) != 0;
+  tbe__free(&r->alloc_, v);
+}
+
+static size_t gpus(const tbe_run_analysis *r) {
+  size_t ngpu, nmach;
+  count_gpus(r, &ngpu, &nmach);
+  return ngpu;
+}
+
+/* "2 hosts", or "2 processes on 1 host" when several files come from one
+ * machine. */
+static void who(char *out, size_t size, const tbe_run_analysis *r, size_t nmach) {
+  if (nmach == r->nhosts)
+    snprintf(out, size, "%zu hosts", r->nhosts);
+  else
+    snprintf(out, size, "%zu processes on %zu host%s", r->nhosts, nmach, nmach == 1 ? "" : "s");
 }
 
 static void run_table(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options *o) {
   const tbe_analysis *t = r->total;
   char x[32];
-  char line[256];
+  char line[256], w[64];
+  size_t ngpu, nmach;
+  count_gpus(r, &ngpu, &nmach);
+  who(w, sizeof w, r, nmach);
   if (o->label[0]) tbe__buf_printf(b, "Run %s\n", o->label[0]);
   snprintf(line, sizeof line,
-           "%zu hosts, wall %s (first start to last end), %zu GPUs, %llu kernels, %zu steps "
+           "%s, wall %s (first start to last end), %zu GPU%s, %llu kernels, %zu steps "
            "common to all hosts",
-           r->nhosts, tbe__dur(x, t->wall_ns), gpus(r), (unsigned long long)t->all.kernel_count,
-           t->nsteps);
+           w, tbe__dur(x, t->wall_ns), ngpu, ngpu == 1 ? "" : "s",
+           (unsigned long long)t->all.kernel_count, t->nsteps);
   tbe__wrap(b, line, o->width);
   warnings(b, r, 0);
   hosts_table(b, r, o);
@@ -321,9 +380,13 @@ static void run_md(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options *o
     tbe__buf_puts(b, ": ");
     tbe__md_escape(b, o->label[0]);
   }
-  tbe__buf_printf(b, "\n\n%zu hosts, wall %s (first start to last end), %zu GPUs, %llu kernels, "
+  size_t ngpu, nmach;
+  char w[64];
+  count_gpus(r, &ngpu, &nmach);
+  who(w, sizeof w, r, nmach);
+  tbe__buf_printf(b, "\n\n%s, wall %s (first start to last end), %zu GPU%s, %llu kernels, "
                      "%zu steps common to all hosts.\n",
-                  r->nhosts, tbe__dur(x, t->wall_ns), gpus(r),
+                  w, tbe__dur(x, t->wall_ns), ngpu, ngpu == 1 ? "" : "s",
                   (unsigned long long)t->all.kernel_count, t->nsteps);
   warnings(b, r, 1);
   tbe__buf_printf(b, "\n## Hosts (by %s)\n\n| host | pid | rank | GPUs | wall | GPU busy %% | "

@@ -44,7 +44,7 @@ typedef struct run_priv {
 
 /* Length of `label` without a trailing "_pid<digits>" or
  * "_pid<digits>_<digits>". */
-static size_t host_base_len(const char *label) {
+size_t tbe__host_base_len(const char *label) {
   size_t n = strlen(label), i = n;
   while (i > 0 && label[i - 1] >= '0' && label[i - 1] <= '9') i--;
   if (i < n && i > 0 && label[i - 1] == '_') { /* "_<k>" after the pid */
@@ -59,7 +59,7 @@ static size_t host_base_len(const char *label) {
 /* The pid a label names ("_pid<N>" after the host name), else the
  * analysis's. */
 static int64_t host_pid(const tbe_run_host *h) {
-  size_t base = host_base_len(h->label);
+  size_t base = tbe__host_base_len(h->label);
   if (h->label[base] == '\0') return h->an->pid;
   int64_t v = 0;
   for (const char *p = h->label + base + 4; *p >= '0' && *p <= '9' && v < INT64_MAX / 10; p++)
@@ -68,7 +68,7 @@ static int64_t host_pid(const tbe_run_host *h) {
 }
 
 static int cmp_by_name(const tbe_run_host *a, const tbe_run_host *b) {
-  size_t la = host_base_len(a->label), lb = host_base_len(b->label);
+  size_t la = tbe__host_base_len(a->label), lb = tbe__host_base_len(b->label);
   int c = strncmp(a->label, b->label, la < lb ? la : lb);
   if (c) return c;
   if (la != lb) return la < lb ? -1 : 1;
@@ -525,7 +525,7 @@ static int cmp_idx_name(const void *x, const void *y, void *ctx) {
 }
 
 static int same_host(const tbe_run_host *a, const tbe_run_host *b) {
-  size_t la = host_base_len(a->label), lb = host_base_len(b->label);
+  size_t la = tbe__host_base_len(a->label), lb = tbe__host_base_len(b->label);
   return la == lb && strncmp(a->label, b->label, la) == 0;
 }
 
@@ -568,7 +568,7 @@ static int match_hosts(tbe_run_diff *d, long *partner[2]) {
       i++, j++;
       continue;
     }
-    size_t la = host_base_len(a->label), lb = host_base_len(b->label);
+    size_t la = tbe__host_base_len(a->label), lb = tbe__host_base_len(b->label);
     int c = strncmp(a->label, b->label, la < lb ? la : lb);
     if (c < 0 || (c == 0 && la < lb)) i++;
     else j++;
