@@ -448,8 +448,8 @@ int tbe_cmd_inspect(int argc, char **argv) {
       tbe_reader_error_info info;
       tbe_reader_error(r, &info);
       if (rc == TBE_ETRUNCATED) {
-        fprintf(stderr, "tbexport inspect: warning: %s: byte offset %" PRIu64 ": %s\n", info.path,
-                info.offset, info.message);
+        tbe_cli_warn("inspect", "%s: byte offset %" PRIu64 ": %s", info.path, info.offset,
+                     info.message);
         continue;
       }
       if (rc == TBE_ECHECKSUM || rc == TBE_EPARSE) {
