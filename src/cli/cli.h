@@ -32,7 +32,9 @@ typedef struct tbe_cli_cmd {
 /* Print "tbexport <cmd>: <message>\n", "tbexport <cmd>: warning:
  * <message>\n" (cmd NULL: "tbexport: ...") and "<message>\n" to stderr,
  * the message made one line of safe text, in one write.  Pass text from
- * inputs as it is: escaping it first would show its backslashes doubled. */
+ * inputs as it is (the line form is idempotent, so text already in line
+ * form reads the same; text in terminal form would show its backslashes
+ * doubled). */
 void tbe_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tbe_cli_warn(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tbe_cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
