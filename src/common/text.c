@@ -329,7 +329,7 @@ void tbe__text_json(tbe__buf *b, const char *s, size_t n) {
 void tbe__text_csv(tbe__buf *b, const char *s, size_t n) {
   /* Escapes are letters, digits and backslashes: only the input's own
    * commas and quotes call for quoting. */
-  int quote = memchr(s, ',', n) || memchr(s, '"', n);
+  int quote = n && (memchr(s, ',', n) || memchr(s, '"', n));
   const uint8_t *p = (const uint8_t *)s;
   char u[10];
   size_t used;

@@ -249,7 +249,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         back[o++] = p[i];
         if (p[i] == '"') i++;
       }
-    } else {
+    } else if (n) {
       if (memchr(p, ',', n) || memchr(p, '"', n)) fail("CSV field needs quotes");
       memcpy(back, p, n), o = n;
     }
