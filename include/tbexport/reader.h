@@ -157,10 +157,19 @@ typedef struct tbe_tb_event {
 
 /* Opens `path`: an event file (any name), or a directory (its event files
  * in name order; with TBE_READER_RECURSIVE every event file below it, in
- * path order, which groups them by run).  Symbolic links are followed.
- * `allocator` may be NULL.  Returns 0 and the reader in *out, TBE_EINVAL,
- * -ENOENT, another -errno, or TBE_ENOMEM.  A directory with no event files
- * is not an error (the first next() returns 0). */
+ * path order, which groups them by run).  `path` itself may be a symbolic
+ * link.  Below it, each directory is read once, known by its device and
+ * inode: the real subdirectories first, then the symbolic links to
+ * directories not read yet (a link to a directory outside the tree is
+ * followed, its runs named by the link's path), so links such as
+ * `latest -> .` or two links to each other neither repeat runs nor loop;
+ * the links not followed are listed by tbe_reader_skipped.  Links to event
+ * files are followed.  Only regular files are read: a FIFO, device or
+ * socket named like an event file is listed by tbe_reader_skipped and
+ * never opened, and such a `path` gives -ESPIPE.  `allocator` may be
+ * NULL.  Returns 0 and the reader in *out, TBE_EINVAL, -ENOENT, -ESPIPE,
+ * another -errno, or TBE_ENOMEM.  A directory with no event files is not
+ * an error (the first next() returns 0). */
 TBE_API int tbe_reader_open(tbe_reader **out, const char *path, unsigned flags,
                             const tbe_allocator *allocator);
 
@@ -184,6 +193,14 @@ TBE_API void tbe_reader_error(const tbe_reader *r, tbe_reader_error_info *info);
 
 /* Number of event files the reader found (known after open). */
 TBE_API size_t tbe_reader_file_count(const tbe_reader *r);
+
+/* Entries of the tree that open() did not list (known after open): names
+ * containing "tfevents" that are not regular files, and symbolic links to
+ * a directory already read.  Returns their number; for i below it, sets
+ * *path (owned by the reader) and *why (a static phrase, e.g. "a FIFO, not
+ * a regular file: not opened"); either may be NULL. */
+TBE_API size_t tbe_reader_skipped(const tbe_reader *r, size_t i, const char **path,
+                                  const char **why);
 
 /* Frees the reader (NULL is a no-op). */
 TBE_API void tbe_reader_close(tbe_reader *r);

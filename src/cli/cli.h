@@ -6,7 +6,13 @@
  *   2  bad usage or bad input (unknown option, corrupt or malformed file)
  *   127 the command to profile was not found (profiling only; otherwise the
  *       profiled command's own exit status is returned)
- * Errors are one line on stderr: "tbexport <cmd>: <what>: <why>". */
+ * Errors are one line on stderr: "tbexport <cmd>: <what>: <why>", whatever
+ * the input: every message goes through the printers below, which show
+ * control characters, invalid UTF-8 and invisible or reordering Unicode as
+ * escapes (common/text.h, the line form), so a file name holding a newline
+ * or an escape sequence can neither add a line nor act on the terminal.
+ * Text from an input printed on stdout is escaped where it is printed (the
+ * reports, inspect). */
 #ifndef TBE_CLI_H
 #define TBE_CLI_H
 
@@ -23,8 +29,15 @@ typedef struct tbe_cli_cmd {
   int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
 } tbe_cli_cmd;
 
-/* Prints "tbexport <cmd>: <formatted message>\n" to stderr. */
+/* Print "tbexport <cmd>: <message>\n", "tbexport <cmd>: warning:
+ * <message>\n" (cmd NULL: "tbexport: ...") and "<message>\n" to stderr,
+ * the message made one line of safe text, in one write.  Pass text from
+ * inputs as it is (the line form is idempotent, so text already in line
+ * form reads the same; text in terminal form would show its backslashes
+ * doubled). */
 void tbe_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tbe_cli_warn(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tbe_cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Maps a library error code to an exit status (corrupt/parse -> 2, else 1). */
 int tbe_cli_exit_for(int err);

@@ -134,7 +134,7 @@ int tbe_cmd_diff(int argc, char **argv) {
       else tbe_cli_error("diff", "writing the comparison into %s: %s", dir, tbe_strerror(err));
       rc = tbe_cli_exit_for(err);
     } else if (!quiet) {
-      fprintf(stderr, "wrote %s\n", path);
+      tbe_cli_note("wrote %s", path);
     }
   }
   if (!rc) rc = tbe_cli_print("diff", text, len);

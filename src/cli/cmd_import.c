@@ -35,6 +35,7 @@
 #include "collect/convert.h"
 #include "collect/options.h"
 #include "collect/spool.h"
+#include "common/text.h"
 #include "tbexport.h"
 
 static void usage(FILE *f) {
@@ -104,7 +105,9 @@ static int parse_formats(const char *list, unsigned *out) {
 
 static void print_file(void *ctx, const char *path) {
   (void)ctx;
-  printf("%s\n", path);
+  char shown[4200]; /* a path is one line, whatever the log dir is called */
+  tbe__text_term_z(shown, sizeof shown, path, 1);
+  printf("%s\n", shown);
 }
 
 /* An input named twice (the same path, or two paths of one file: a
@@ -188,9 +191,9 @@ static int import_spools(char **files, size_t n, const tbe_export_options *o,
   /* (the session has said which file failed and why, with its offset) */
   if (rc) return rc == TBE_EFORMAT || rc == TBE_ECORRUPT ? TBE_EXIT_USAGE : TBE_EXIT_FAIL;
   if (!quiet && isatty(2))
-    fprintf(stderr,
+    tbe_cli_note(
             "tbexport: %zu process%s; kernels %llu, copies %llu, memsets %llu, API calls %llu, "
-            "NVTX ranges %llu; dropped records %llu\n",
+            "NVTX ranges %llu; dropped records %llu",
             np, np == 1 ? "" : "es", (unsigned long long)r.kernels, (unsigned long long)r.copies,
             (unsigned long long)r.memsets, (unsigned long long)r.api_calls,
             (unsigned long long)r.nvtx_ranges, (unsigned long long)r.dropped_records);
@@ -336,7 +339,7 @@ static int import_files(int argc, char **argv, const char *logdir, const char *r
       tbe_trace_free(t);
       return TBE_EXIT_FAIL;
     }
-    if (line[0]) fprintf(stderr, "tbexport import: warning: %s\n", line);
+    if (line[0]) tbe_cli_warn("import", "%s", line);
   }
 
   char run_buf[256], host_buf[256];

@@ -7,16 +7,34 @@
  * A truncated tail is a warning (a writer may still be appending); a
  * corrupt record (bad CRC, not an Event) is reported with its file and
  * byte offset, the rest of that file is skipped, the other files are still
- * read, and the exit status is 2.  Uses only the public API. */
+ * read, and the exit status is 2.  One file that does not start with a
+ * TFRecord is recognized by its first bytes when it is one of the other
+ * files we read or write (XSpace, Chrome trace JSON plain or gzip, SQLite,
+ * a spool): one line says so and which command reads it, exit 2.
+ *
+ * Whatever the files hold, the output stays inert text: run names, plugin
+ * names, tags and paths are printed in the terminal form of common/text.h
+ * and padded by their width after escaping; --dump's JSON escapes controls
+ * and invisible characters.  The walk itself (each directory once,
+ * symbolic links to a directory already read listed as skipped, FIFOs and
+ * devices listed, never opened) is the reader's (tbexport/reader.h). */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "collect/spool.h"
+#include "common/alloc.h"
+#include "common/text.h"
+#include "events/tfrecord.h"
 #include "tbexport.h"
 
 typedef struct tagstat {
@@ -50,7 +68,9 @@ static void usage(FILE *f) {
           "usage: tbexport inspect [--dump] PATH\n"
           "\n"
           "Lists what TensorBoard event files hold.  PATH is a log directory (every\n"
-          "run below it is read), a run directory, or one event file.\n"
+          "run below it is read), a run directory, or one event file.  Each directory\n"
+          "is read once: symbolic links to one already read, and FIFOs or devices\n"
+          "named like event files, are listed as skipped, never followed or opened.\n"
           "\n"
           "  --dump    print one JSON object per event (JSON Lines) instead of the summary\n"
           "  -h, --help  this help\n"
@@ -87,6 +107,23 @@ static void *xrealloc(void *p, size_t n) {
     exit(TBE_EXIT_FAIL);
   }
   return q;
+}
+
+/* Prints `s` (a name from an event file, a path) in terminal form, then
+ * spaces up to `w` columns. */
+static void put_text(const char *s, int w) {
+  tbe_allocator al;
+  tbe__allocator_init(&al, NULL);
+  tbe__buf b;
+  tbe__buf_init(&b, &al);
+  tbe__text_term(&b, s, strlen(s));
+  if (tbe__buf_error(&b)) {
+    tbe_cli_error("inspect", "out of memory");
+    exit(TBE_EXIT_FAIL);
+  }
+  fwrite(b.data, 1, b.len, stdout);
+  for (int i = (int)tbe__text_width((const char *)b.data, b.len); i < w; i++) putchar(' ');
+  tbe__buf_deinit(&b);
 }
 
 static runstat *run_of(stats *st, const char *run) {
@@ -196,13 +233,22 @@ static int cmp_tag(const void *x, const void *y) {
   return c;
 }
 
-static void print_summary(stats *st, const char *path) {
-  qsort(st->tags, st->ntags, sizeof *st->tags, cmp_tag);
-  printf("%s: %zu run%s, %" PRIu64 " events\n", path, st->nruns, st->nruns == 1 ? "" : "s",
-         st->events);
+static void print_summary(stats *st, const char *path, const tbe_reader *rd) {
+  if (st->ntags > 1) qsort(st->tags, st->ntags, sizeof *st->tags, cmp_tag);
+  put_text(path, 0);
+  printf(": %zu run%s, %" PRIu64 " events\n", st->nruns, st->nruns == 1 ? "" : "s", st->events);
+  const char *sp, *why;
+  for (size_t i = 0, n = tbe_reader_skipped(rd, 0, NULL, NULL); i < n; i++) {
+    tbe_reader_skipped(rd, i, &sp, &why);
+    fputs("skipped ", stdout);
+    put_text(sp, 0);
+    printf(": %s\n", why);
+  }
   for (size_t i = 0; i < st->nruns; i++) {
     runstat *r = &st->runs[i];
-    printf("\nrun %s  (%" PRIu64 " file%s, %" PRIu64 " events)\n", r->run, r->files_seen,
+    fputs("\nrun ", stdout);
+    put_text(r->run, 0);
+    printf("  (%" PRIu64 " file%s, %" PRIu64 " events)\n", r->files_seen,
            r->files_seen == 1 ? "" : "s", r->events);
     const char *plugin = NULL;
     for (size_t k = 0; k < st->ntags; k++) {
@@ -210,13 +256,17 @@ static void print_summary(stats *st, const char *path) {
       if (strcmp(t->run, r->run) != 0) continue;
       if (!plugin || strcmp(plugin, t->plugin) != 0) {
         plugin = t->plugin;
-        printf("  %s\n", plugin);
+        fputs("  ", stdout);
+        put_text(plugin, 0);
+        putchar('\n');
       }
       char fw[40], lw[40];
       fmt_time(fw, sizeof fw, t->first_wall);
       fmt_time(lw, sizeof lw, t->last_wall);
-      printf("    %-32s count %-7" PRIu64 " steps %" PRId64 "..%" PRId64, t->tag, t->count,
-             t->first_step, t->last_step);
+      fputs("    ", stdout);
+      put_text(t->tag, 32);
+      printf(" count %-7" PRIu64 " steps %" PRId64 "..%" PRId64, t->count, t->first_step,
+             t->last_step);
       if (t->min_step != t->first_step || t->max_step != t->last_step)
         printf(" (min %" PRId64 ", max %" PRId64 ")", t->min_step, t->max_step);
       if (t->out_of_order) printf(" [%" PRIu64 " out of order]", t->out_of_order);
@@ -227,36 +277,20 @@ static void print_summary(stats *st, const char *path) {
 
 /* ---- JSON output ---- */
 
+/* A JSON string literal (common/text.h: controls, DEL, C1 and invisible
+ * characters escaped, invalid UTF-8 replaced by U+FFFD). */
 static void json_str(FILE *f, const uint8_t *s, size_t n) {
-  fputc('"', f);
-  for (size_t i = 0; i < n; i++) {
-    uint8_t c = s[i];
-    if (c == '"' || c == '\\')
-      fprintf(f, "\\%c", c);
-    else if (c == '\n')
-      fputs("\\n", f);
-    else if (c == '\t')
-      fputs("\\t", f);
-    else if (c == '\r')
-      fputs("\\r", f);
-    else if (c < 0x20 || c == 0x7f)
-      fprintf(f, "\\u%04x", c);
-    else if (c < 0x80)
-      fputc(c, f);
-    else {
-      /* pass valid UTF-8 sequences through; escape stray bytes as U+00XX */
-      size_t len = (c >= 0xf0 && c <= 0xf4) ? 4 : (c >= 0xe0) ? 3 : (c >= 0xc2 && c < 0xe0) ? 2 : 0;
-      int ok = len > 0 && i + len <= n && c < 0xf5;
-      for (size_t k = 1; ok && k < len; k++) ok = (s[i + k] & 0xc0) == 0x80;
-      if (ok) {
-        fwrite(s + i, 1, len, f);
-        i += len - 1;
-      } else {
-        fprintf(f, "\\u%04x", c);
-      }
-    }
+  tbe_allocator al;
+  tbe__allocator_init(&al, NULL);
+  tbe__buf b;
+  tbe__buf_init(&b, &al);
+  tbe__text_json(&b, (const char *)s, n);
+  if (tbe__buf_error(&b)) {
+    tbe_cli_error("inspect", "out of memory");
+    exit(TBE_EXIT_FAIL);
   }
-  fputc('"', f);
+  fwrite(b.data, 1, b.len, f);
+  tbe__buf_deinit(&b);
 }
 
 static void json_cstr(FILE *f, const char *s) { json_str(f, (const uint8_t *)(s ? s : ""), s ? strlen(s) : 0); }
@@ -405,6 +439,77 @@ static void dump_event(FILE *f, const tbe_tb_event *ev) {
   fputs("}\n", f);
 }
 
+/* ---- files that are not event files ---- */
+
+/* `path` quoted for the shell when it needs it (for the command we
+ * suggest; the printer makes it inert). */
+static const char *shell_quoted(const char *path, char *buf, size_t size) {
+  size_t o = 0;
+  int plain = *path != '\0';
+  for (const char *p = path; *p && plain; p++)
+    plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:@%+=,-", *p) != NULL;
+  if (plain) return path;
+  buf[o++] = '\'';
+  for (const char *p = path; *p && o + 6 < size; p++) {
+    if (*p == '\'') {
+      memcpy(buf + o, "'\\''", 4);
+      o += 4;
+    } else {
+      buf[o++] = *p;
+    }
+  }
+  buf[o++] = '\'';
+  buf[o] = '\0';
+  return buf;
+}
+
+/* When the regular file `path` does not start with a TFRecord and is one
+ * of the other files we read or write, says so in one line and returns
+ * TBE_EXIT_USAGE; returns 0 when it starts like an event file (or is
+ * empty) and -1 when it is something we do not know. */
+static int other_format(const char *path) {
+  uint8_t head[16];
+  ssize_t n = -1;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd >= 0) {
+    n = pread(fd, head, sizeof head, 0);
+    close(fd);
+  }
+  if (n < 0) return 0; /* the reader says why it cannot read it */
+  uint64_t len;
+  uint32_t got, want;
+  if (tbe__tfr_check(head, (size_t)n, &len, &got, &want) != TBE__TFR_BAD_LENGTH_CRC) return 0;
+  char q[4200];
+  const char *qp = shell_quoted(path, q, sizeof q);
+  if (n >= 8 && memcmp(head, TBE__SPOOL_MAGIC, 8) == 0) {
+    tbe_cli_error("inspect", "%s is a tbexport spool (a profile not converted yet), not a "
+                  "TensorBoard event file; use `tbexport import %s --logdir DIR`", path, qp);
+    return TBE_EXIT_USAGE;
+  }
+  tbe_import_format fmt = TBE_FORMAT_UNKNOWN;
+  if (tbe_import_detect(path, &fmt) != 0) fmt = TBE_FORMAT_UNKNOWN;
+  int gz = n >= 2 && head[0] == 0x1f && head[1] == 0x8b;
+  const char *what = fmt == TBE_FORMAT_XSPACE ? "an XSpace file"
+                     : fmt == TBE_FORMAT_NSYS_SQLITE ? "an SQLite database (as Nsight Systems exports)"
+                     : fmt == TBE_FORMAT_CHROME_JSON && gz ? "a gzip-compressed Chrome trace JSON file"
+                     : fmt == TBE_FORMAT_CHROME_JSON ? "a Chrome trace JSON file"
+                     : gz ? "a gzip file"
+                     : NULL;
+  if (!what) return -1;
+  if (fmt == TBE_FORMAT_UNKNOWN)
+    tbe_cli_error("inspect", "%s is %s, not a TensorBoard event file", path, what);
+  else
+    tbe_cli_error("inspect", "%s is %s, not a TensorBoard event file; use `tbexport summary %s`",
+                  path, what, qp);
+  return TBE_EXIT_USAGE;
+}
+
+/* What a path that is neither a directory nor a regular file is. */
+static const char *special_name(mode_t m) {
+  return S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) || S_ISBLK(m) ? "a device" : S_ISSOCK(m) ? "a socket"
+                                                                                      : "not a file";
+}
+
 int tbe_cmd_inspect(int argc, char **argv) {
   static const struct option opts[] = {
       {"dump", no_argument, 0, 'd'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
@@ -426,11 +531,34 @@ int tbe_cmd_inspect(int argc, char **argv) {
     return TBE_EXIT_USAGE;
   }
   const char *path = argv[optind];
+  struct stat ps;
+  if (stat(path, &ps) == 0 && !S_ISDIR(ps.st_mode) && !S_ISREG(ps.st_mode)) {
+    tbe_cli_error("inspect", "%s is %s, not an event file or a directory: not read", path,
+                  special_name(ps.st_mode));
+    return TBE_EXIT_USAGE;
+  }
+  if (stat(path, &ps) == 0 && S_ISREG(ps.st_mode)) {
+    int other = other_format(path);
+    if (other > 0) return other;
+    const char *base = strrchr(path, '/');
+    if (other < 0 && !strstr(base ? base + 1 : path, "tfevents")) {
+      tbe_cli_error("inspect", "%s: not a TensorBoard event file (it does not start with a "
+                    "TFRecord, and is no other format tbexport knows)", path);
+      return TBE_EXIT_USAGE;
+    }
+  }
   tbe_reader *r;
   int rc = tbe_reader_open(&r, path, TBE_READER_RECURSIVE, NULL);
   if (rc < 0) {
     tbe_cli_error("inspect", "%s: %s", path, tbe_strerror(rc));
-    return rc == -ENOENT ? TBE_EXIT_USAGE : tbe_cli_exit_for(rc);
+    return rc == -ENOENT || rc == -ESPIPE ? TBE_EXIT_USAGE : tbe_cli_exit_for(rc);
+  }
+  if (tbe_reader_file_count(r) == 0 || dump) {
+    const char *sp, *why;
+    for (size_t i = 0, n = tbe_reader_skipped(r, 0, NULL, NULL); i < n; i++) {
+      tbe_reader_skipped(r, i, &sp, &why);
+      tbe_cli_warn("inspect", "skipped %s: %s", sp, why);
+    }
   }
   if (tbe_reader_file_count(r) == 0) {
     tbe_cli_error("inspect", "%s: no event files (names containing \"tfevents\") found", path);
@@ -448,8 +576,8 @@ int tbe_cmd_inspect(int argc, char **argv) {
       tbe_reader_error_info info;
       tbe_reader_error(r, &info);
       if (rc == TBE_ETRUNCATED) {
-        fprintf(stderr, "tbexport inspect: warning: %s: byte offset %" PRIu64 ": %s\n", info.path,
-                info.offset, info.message);
+        tbe_cli_warn("inspect", "%s: byte offset %" PRIu64 ": %s", info.path, info.offset,
+                     info.message);
         continue;
       }
       if (rc == TBE_ECHECKSUM || rc == TBE_EPARSE) {
@@ -482,8 +610,8 @@ int tbe_cmd_inspect(int argc, char **argv) {
     if (ev->kind == TBE_TB_SUMMARY)
       for (size_t i = 0; i < ev->nvalues; i++) count_value(&st, ev, &ev->values[i]);
   }
+  if (!dump) print_summary(&st, path, r);
   tbe_reader_close(r);
-  if (!dump) print_summary(&st, path);
   for (size_t i = 0; i < st.ntags; i++) {
     free(st.tags[i].run);
     free(st.tags[i].plugin);

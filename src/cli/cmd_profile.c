@@ -626,11 +626,10 @@ int tbe_cmd_profile(int argc, char **argv) {
   double conv = mono() - c0;
   if (!quiet) {
     if (WIFSIGNALED(status))
-      fprintf(stderr, "tbexport: %s was killed by signal %d after %.3f s\n", cmd[0],
-              WTERMSIG(status), wall);
+      tbe_cli_note("tbexport: %s was killed by signal %d after %.3f s", cmd[0], WTERMSIG(status),
+                   wall);
     else
-      fprintf(stderr, "tbexport: %s exited with status %d after %.3f s\n", cmd[0], exit_code,
-              wall);
+      tbe_cli_note("tbexport: %s exited with status %d after %.3f s", cmd[0], exit_code, wall);
     fprintf(stderr,
             "tbexport: %zu process%s with CUDA; GPU busy %.1f%%; kernels %llu, copies %llu, "
             "memsets %llu, API calls %llu, NVTX ranges %llu, marks %llu, steps %llu\n",
@@ -651,7 +650,7 @@ int tbe_cmd_profile(int argc, char **argv) {
               (double)cost.spool_bytes / 1048576.0, conv);
     else
       fprintf(stderr, "tbexport: conversion %.3f s\n", conv);
-    for (size_t i = 0; i < w.n; i++) fprintf(stderr, "tbexport: wrote %s\n", w.paths[i]);
+    for (size_t i = 0; i < w.n; i++) tbe_cli_note("tbexport: wrote %s", w.paths[i]);
   }
   /* (a failure to write the run: the session has said why, in one line) */
   made_spool = 0; /* the conversion removed it (or kept what it could not convert) */

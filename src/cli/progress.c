@@ -4,6 +4,7 @@
  * end.  Nothing at all is written when stderr is not a terminal, so logs
  * and pipes never see control characters. */
 #include "cli/progress.h"
+#include "common/text.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -22,7 +23,7 @@ static double now_s(void) {
 
 void tbe_progress_start(tbe_progress *p, const char *label, tbe_progress_unit unit, int quiet) {
   memset(p, 0, sizeof *p);
-  snprintf(p->label, sizeof p->label, "%s", label ? label : "");
+  tbe__text_term_z(p->label, sizeof p->label, label, 1); /* a file name: one line, inert */
   p->unit = unit;
   p->enabled = !quiet && isatty(STDERR_FILENO);
   p->start_s = now_s();

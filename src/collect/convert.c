@@ -38,6 +38,7 @@
 
 #include "collect/spool.h"
 #include "common/fsutil.h"
+#include "common/text.h"
 #include "tbexport/error.h"
 
 int64_t tbe__now_ns(void) {
@@ -1272,26 +1273,31 @@ static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* One line on stderr, whatever the spool's names and warnings hold
+ * (common/text.h, the line form, as the CLI's printer). */
+static void emit(const tbe__session *s, const char *fmt, va_list ap) {
+  char msg[2048], line[4 * sizeof msg];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  tbe__text_term_z(line, sizeof line, msg, 1);
+  fprintf(stderr, "%s: %s\n", s->prog ? s->prog : "tbexport", line);
+}
+
 static void say(const tbe__session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(const tbe__session *s, const char *fmt, ...) {
   if (s->quiet) return;
   va_list ap;
-  fprintf(stderr, "%s: ", s->prog ? s->prog : "tbexport");
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  emit(s, fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
 }
 
 /* An error: said even when quiet (quiet drops warnings, not failures). */
 static void shout(const tbe__session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void shout(const tbe__session *s, const char *fmt, ...) {
   va_list ap;
-  fprintf(stderr, "%s: ", s->prog ? s->prog : "tbexport");
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  emit(s, fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
 }
 
 static void sum(tbe_profiler_result *a, const tbe_profiler_result *b) {

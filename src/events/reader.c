@@ -1,6 +1,16 @@
 /* reader.c: the TensorBoard event reader (include/tbexport/reader.h).
  *
- * open() lists the event files up front (sorted by run, then name).  next()
+ * open() lists the event files up front (sorted by run, then name), walking
+ * a directory tree so that it ends whatever the tree holds: each directory
+ * is read once, known by (device, inode), so a link back up (`latest ->
+ * .`) or two links to each other cannot repeat or loop; the real
+ * directories are walked first and the symbolic links to directories
+ * after, a generation at a time in name order, so a run keeps its own name
+ * when a link also leads to it and the list does not depend on readdir's
+ * order; a link to a directory outside the tree is followed once.  Only
+ * regular files are listed: a FIFO, device or socket named like an event
+ * file is recorded as skipped, never opened (opening a FIFO blocks).
+ * next()
  * reads one record at `offset` of the current file through a read window
  * (pread of 256 KiB at a time): the 12-byte header first (length CRC checked
  * before the length is trusted), then the rest; a record longer than the
@@ -14,6 +24,7 @@
  * looks again (tail-follow); a truncated tail is reported once per offset.
  * Corruption makes the rest of a file unreadable ("dead"). */
 #include <dirent.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -41,12 +52,40 @@ typedef struct rfile {
   char *name;
 } rfile;
 
+/* A symbolic link to a directory, walked after the real tree. */
+typedef struct rlink {
+  char *path;
+  char *run;
+  dev_t dev;
+  ino_t ino;
+  int depth;
+} rlink;
+
+/* An entry not read, and why (a static string). */
+typedef struct rskip {
+  char *path;
+  const char *why;
+} rskip;
+
+/* The directories read: an open-addressing set of (device, inode). */
+typedef struct dirid {
+  dev_t dev;
+  ino_t ino;
+  int used;
+} dirid;
+
 struct tbe_reader {
   tbe_allocator a;
   tbe__pbctx pctx;
   ProtobufCAllocator pa;
   rfile *files;
   size_t nfiles, capfiles;
+  rlink *links;
+  size_t nlinks, caplinks;
+  rskip *skipped;
+  size_t nskipped, capskipped;
+  dirid *seen;
+  size_t nseen, capseen; /* capseen: a power of two */
   size_t cur;
   int fd;
   int dead;             /* current file abandoned */
@@ -84,47 +123,156 @@ static int add_file(tbe_reader *r, const char *dir, const char *run, const char 
   return 0;
 }
 
+/* Marks the directory (dev, ino) read.  Returns 1 when it was already, 0
+ * when it is now, TBE_ENOMEM. */
+static int seen_add(tbe_reader *r, dev_t dev, ino_t ino) {
+  if (2 * (r->nseen + 1) > r->capseen) {
+    size_t ncap = r->capseen ? 2 * r->capseen : 64;
+    dirid *t = tbe__calloc(&r->a, ncap, sizeof *t);
+    if (!t) return TBE_ENOMEM;
+    for (size_t i = 0; i < r->capseen; i++) {
+      if (!r->seen[i].used) continue;
+      size_t k = ((size_t)r->seen[i].ino * 0x9e3779b97f4a7c15ull ^ (size_t)r->seen[i].dev) & (ncap - 1);
+      while (t[k].used) k = (k + 1) & (ncap - 1);
+      t[k] = r->seen[i];
+    }
+    tbe__free(&r->a, r->seen);
+    r->seen = t;
+    r->capseen = ncap;
+  }
+  size_t k = ((size_t)ino * 0x9e3779b97f4a7c15ull ^ (size_t)dev) & (r->capseen - 1);
+  for (; r->seen[k].used; k = (k + 1) & (r->capseen - 1))
+    if (r->seen[k].dev == dev && r->seen[k].ino == ino) return 1;
+  r->seen[k].dev = dev;
+  r->seen[k].ino = ino;
+  r->seen[k].used = 1;
+  r->nseen++;
+  return 0;
+}
+
+static int seen_has(const tbe_reader *r, dev_t dev, ino_t ino) {
+  if (!r->capseen) return 0;
+  size_t k = ((size_t)ino * 0x9e3779b97f4a7c15ull ^ (size_t)dev) & (r->capseen - 1);
+  for (; r->seen[k].used; k = (k + 1) & (r->capseen - 1))
+    if (r->seen[k].dev == dev && r->seen[k].ino == ino) return 1;
+  return 0;
+}
+
+static int add_skip(tbe_reader *r, const char *path, const char *why) {
+  if (tbe__grow(&r->a, (void **)&r->skipped, &r->capskipped, r->nskipped + 1, sizeof(rskip)) < 0)
+    return TBE_ENOMEM;
+  char *p = tbe__strdup(&r->a, path);
+  if (!p) return TBE_ENOMEM;
+  r->skipped[r->nskipped].path = p;
+  r->skipped[r->nskipped++].why = why;
+  return 0;
+}
+
+static int add_link(tbe_reader *r, const char *path, const char *run, const struct stat *st,
+                    int depth) {
+  if (tbe__grow(&r->a, (void **)&r->links, &r->caplinks, r->nlinks + 1, sizeof(rlink)) < 0)
+    return TBE_ENOMEM;
+  rlink *l = &r->links[r->nlinks];
+  l->path = tbe__strdup(&r->a, path);
+  l->run = tbe__strdup(&r->a, run);
+  l->dev = st->st_dev;
+  l->ino = st->st_ino;
+  l->depth = depth;
+  r->nlinks++;
+  return l->path && l->run ? 0 : TBE_ENOMEM;
+}
+
+static const char *special_kind(mode_t m) {
+  if (S_ISFIFO(m)) return "a FIFO, not a regular file: not opened";
+  if (S_ISCHR(m) || S_ISBLK(m)) return "a device, not a regular file: not opened";
+  if (S_ISSOCK(m)) return "a socket, not a regular file: not opened";
+  return "not a regular file: not opened";
+}
+
+/* Lists the event files of `dir` (its run name `run`, "." for the top),
+ * walks its real subdirectories and queues its links to directories.  A
+ * directory already read is not read again. */
 static int scan_dir(tbe_reader *r, const char *dir, const char *run, int recursive, int depth) {
   DIR *d = opendir(dir);
   if (!d) return -errno;
-  int rc = 0;
+  struct stat ds;
+  int rc = fstat(dirfd(d), &ds) == 0 ? seen_add(r, ds.st_dev, ds.st_ino) : -errno;
+  if (rc != 0) { /* read already (a bind mount of an ancestor), or an error */
+    closedir(d);
+    return rc > 0 ? 0 : rc;
+  }
   struct dirent *de;
+  tbe__buf p, sub;
+  tbe__buf_init(&p, &r->a);
+  tbe__buf_init(&sub, &r->a);
   while ((de = readdir(d)) != NULL && rc == 0) {
     const char *n = de->d_name;
     if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0) continue;
-    tbe__buf p;
-    tbe__buf_init(&p, &r->a);
+    tbe__buf_clear(&p);
     tbe__buf_printf(&p, "%s/%s", dir, n);
     tbe__buf_putc(&p, '\0');
-    if (p.err) {
-      tbe__buf_deinit(&p);
+    tbe__buf_clear(&sub);
+    if (strcmp(run, ".") == 0) tbe__buf_puts(&sub, n);
+    else tbe__buf_printf(&sub, "%s/%s", run, n);
+    tbe__buf_putc(&sub, '\0');
+    if (p.err || sub.err) {
       rc = TBE_ENOMEM;
       break;
     }
+    const char *path = (const char *)p.data;
+    int named = strstr(n, "tfevents") != NULL;
     struct stat st;
-    if (stat((char *)p.data, &st) == 0) {
-      if (S_ISREG(st.st_mode) && strstr(n, "tfevents")) {
-        rc = add_file(r, dir, run, n);
-      } else if (S_ISDIR(st.st_mode) && recursive && depth < MAX_DEPTH) {
-        tbe__buf sub;
-        tbe__buf_init(&sub, &r->a);
-        if (strcmp(run, ".") == 0)
-          tbe__buf_puts(&sub, n);
-        else
-          tbe__buf_printf(&sub, "%s/%s", run, n);
-        tbe__buf_putc(&sub, '\0');
-        if (sub.err)
-          rc = TBE_ENOMEM;
-        else {
-          int src = scan_dir(r, (char *)p.data, (char *)sub.data, recursive, depth + 1);
-          if (src == TBE_ENOMEM) rc = src; /* unreadable subdirectories are skipped */
-        }
-        tbe__buf_deinit(&sub);
+    if (lstat(path, &st) != 0) continue; /* gone since readdir */
+    if (S_ISLNK(st.st_mode)) {
+      if (stat(path, &st) != 0) continue; /* a dangling link */
+      if (S_ISDIR(st.st_mode)) {
+        if (recursive && depth < MAX_DEPTH)
+          rc = add_link(r, path, (const char *)sub.data, &st, depth + 1);
+        continue;
       }
     }
-    tbe__buf_deinit(&p);
+    if (S_ISREG(st.st_mode)) {
+      if (named) rc = add_file(r, dir, run, n);
+    } else if (S_ISDIR(st.st_mode)) {
+      if (recursive && depth < MAX_DEPTH) {
+        int src = scan_dir(r, path, (const char *)sub.data, recursive, depth + 1);
+        if (src == TBE_ENOMEM) rc = src; /* unreadable subdirectories are skipped */
+      }
+    } else if (named) {
+      rc = add_skip(r, path, special_kind(st.st_mode));
+    }
   }
+  tbe__buf_deinit(&p);
+  tbe__buf_deinit(&sub);
   closedir(d);
+  return rc;
+}
+
+static int cmp_link(const void *x, const void *y) {
+  return strcmp(((const rlink *)x)->run, ((const rlink *)y)->run);
+}
+
+/* The whole tree below `path`: the real directories, then the links to
+ * directories not read yet, one generation (the links found by the
+ * previous one) at a time, each in name order. */
+static int scan_tree(tbe_reader *r, const char *path, int recursive) {
+  int rc = scan_dir(r, path, ".", recursive, 0);
+  size_t next = 0;
+  while (rc == 0 && next < r->nlinks) {
+    size_t end = r->nlinks;
+    qsort(r->links + next, end - next, sizeof(rlink), cmp_link);
+    for (; rc == 0 && next < end; next++) {
+      /* the array may move as links are added: index it afresh */
+      if (seen_has(r, r->links[next].dev, r->links[next].ino)) {
+        rc = add_skip(r, r->links[next].path,
+                      "a symbolic link to a directory already read: not followed");
+        continue;
+      }
+      int src = scan_dir(r, r->links[next].path, r->links[next].run, recursive,
+                         r->links[next].depth);
+      if (src == TBE_ENOMEM) rc = src;
+    }
+  }
   return rc;
 }
 
@@ -153,8 +301,10 @@ int tbe_reader_open(tbe_reader **out, const char *path, unsigned flags,
   tbe__buf_init(&r->win, &r->a);
   int rc;
   if (S_ISDIR(st.st_mode)) {
-    rc = scan_dir(r, path, ".", (flags & TBE_READER_RECURSIVE) != 0, 0);
+    rc = scan_tree(r, path, (flags & TBE_READER_RECURSIVE) != 0);
     if (rc == 0 && r->nfiles > 1) qsort(r->files, r->nfiles, sizeof(rfile), cmp_file);
+  } else if (!S_ISREG(st.st_mode)) {
+    rc = -ESPIPE; /* a FIFO, a device, a socket: not a file to read at offsets */
   } else {
     rc = TBE_ENOMEM;
     if (tbe__grow(&r->a, (void **)&r->files, &r->capfiles, 1, sizeof(rfile)) == 0) {
@@ -175,6 +325,15 @@ int tbe_reader_open(tbe_reader **out, const char *path, unsigned flags,
 }
 
 size_t tbe_reader_file_count(const tbe_reader *r) { return r ? r->nfiles : 0; }
+
+size_t tbe_reader_skipped(const tbe_reader *r, size_t i, const char **path, const char **why) {
+  if (!r) return 0;
+  if (i < r->nskipped) {
+    if (path) *path = r->skipped[i].path;
+    if (why) *why = r->skipped[i].why;
+  }
+  return r->nskipped;
+}
 
 /* ---- per-event scratch ---- */
 
@@ -206,6 +365,14 @@ void tbe_reader_close(tbe_reader *r) {
     tbe__free(&a, r->files[i].name);
   }
   tbe__free(&a, r->files);
+  for (size_t i = 0; i < r->nlinks; i++) {
+    tbe__free(&a, r->links[i].path);
+    tbe__free(&a, r->links[i].run);
+  }
+  tbe__free(&a, r->links);
+  for (size_t i = 0; i < r->nskipped; i++) tbe__free(&a, r->skipped[i].path);
+  tbe__free(&a, r->skipped);
+  tbe__free(&a, r->seen);
   tbe__buf_deinit(&r->win);
   tbe__free(&a, r);
 }
@@ -596,10 +763,18 @@ int tbe_reader_next(tbe_reader *r, const tbe_tb_event **ev) {
       continue;
     }
     if (r->fd < 0) {
-      r->fd = open(f->path, O_RDONLY | O_CLOEXEC);
+      /* O_NONBLOCK: a file replaced by a FIFO since open() must not block */
+      r->fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+      struct stat fs;
+      if (r->fd >= 0 && (fstat(r->fd, &fs) != 0 || !S_ISREG(fs.st_mode))) {
+        close(r->fd);
+        r->fd = -1;
+        errno = ESPIPE;
+      }
       if (r->fd < 0) {
         int e = -errno;
-        report(r, e, "cannot open: %s", tbe_strerror(e));
+        if (e == -ESPIPE) report(r, e, "not a regular file: not read");
+        else report(r, e, "cannot open: %s", tbe_strerror(e));
         r->dead = 1;
         return e;
       }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "common/text.h"
 #include "import/importers.h"
 #include "tbexport/error.h"
 
@@ -27,26 +28,28 @@ const char *tbe_import_format_name(tbe_import_format f) {
 int tbe__import_fail(tbe_import_error *err, int code, const char *path, uint64_t offset,
                      uint64_t line, uint64_t column, const char *fmt, ...) {
   if (!err) return code;
-  char what[384];
+  char what[384], at[96];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
-  /* Keep the message on one line whatever the input contained. */
-  for (char *p = what; *p; p++)
-    if ((unsigned char)*p < 0x20) *p = ' ';
   err->offset = offset == UINT64_MAX ? 0 : offset;
   err->line = line;
   err->column = column;
   if (offset == UINT64_MAX)
-    snprintf(err->message, sizeof err->message, "%s: %s", path, what);
+    snprintf(at, sizeof at, ": ");
   else if (line)
-    snprintf(err->message, sizeof err->message, "%s: byte %llu (line %llu, column %llu): %s", path,
-             (unsigned long long)offset, (unsigned long long)line, (unsigned long long)column,
-             what);
+    snprintf(at, sizeof at, ": byte %llu (line %llu, column %llu): ", (unsigned long long)offset,
+             (unsigned long long)line, (unsigned long long)column);
   else
-    snprintf(err->message, sizeof err->message, "%s: byte %llu: %s", path,
-             (unsigned long long)offset, what);
+    snprintf(at, sizeof at, ": byte %llu: ", (unsigned long long)offset);
+  /* One line of inert text whatever the input and its name hold (the line
+   * form of common/text.h: controls and invisible characters as escapes);
+   * the name is cut first, so the reason always shows. */
+  char *m = err->message;
+  size_t cap = sizeof err->message, o = tbe__text_term_z(m, cap - 128, path, 1);
+  o += tbe__text_term_z(m + o, cap - o, at, 1);
+  tbe__text_term_z(m + o, cap - o, what, 1);
   return code;
 }
 

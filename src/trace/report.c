@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/text.h"
 #include "tbexport/error.h"
 
 #define NAME_MIN 12
@@ -61,110 +62,18 @@ static double pct(int64_t part, int64_t whole) {
   return whole > 0 ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
-static size_t utf8_len(const unsigned char *s);
+/* Text from the trace goes out through common/text.h: the terminal form
+ * in tables, measured after escaping; the Markdown, JSON and CSV forms in
+ * theirs. */
+void tbe__md_escape(tbe__buf *b, const char *s) { tbe__text_md(b, s, strlen(s)); }
+void tbe__json_str(tbe__buf *b, const char *s) { tbe__text_json(b, s, strlen(s)); }
+static void csv_str(tbe__buf *b, const char *s) { tbe__text_csv(b, s, strlen(s)); }
+/* Appends `s` in terminal form. */
+void tbe__term(tbe__buf *b, const char *s) { tbe__text_term(b, s, strlen(s)); }
 
-void tbe__md_escape(tbe__buf *b, const char *s) {
-  const unsigned char *p = (const unsigned char *)s;
-  while (*p) {
-    unsigned char c = *p;
-    if (c >= 0x80) { /* keep valid UTF-8, replace the rest (TensorBoard needs valid text) */
-      size_t n = utf8_len(p);
-      if (n) tbe__buf_append(b, p, n);
-      else tbe__buf_puts(b, "\xef\xbf\xbd");
-      p += n ? n : 1;
-      continue;
-    }
-    p++;
-    if (c < 0x20 || c == 0x7f) {
-      tbe__buf_putc(b, ' ');
-      continue;
-    }
-    if (strchr("|\\`*_<>[]#", c)) tbe__buf_putc(b, '\\');
-    tbe__buf_putc(b, (char)c);
-  }
-}
-
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
-static size_t utf8_len(const unsigned char *s) {
-  unsigned c = s[0];
-  if (c < 0x80) return 1;
-  if (c >= 0xc2 && c <= 0xdf) return (s[1] & 0xc0) == 0x80 ? 2 : 0;
-  if (c >= 0xe0 && c <= 0xef) {
-    if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80) return 0;
-    if (c == 0xe0 && s[1] < 0xa0) return 0;
-    if (c == 0xed && s[1] >= 0xa0) return 0;
-    return 3;
-  }
-  if (c >= 0xf0 && c <= 0xf4) {
-    if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80) return 0;
-    if (c == 0xf0 && s[1] < 0x90) return 0;
-    if (c == 0xf4 && s[1] >= 0x90) return 0;
-    return 4;
-  }
-  return 0;
-}
-
-void tbe__json_str(tbe__buf *b, const char *s) {
-  static const char hex[] = "0123456789abcdef";
-  const unsigned char *p = (const unsigned char *)s;
-  tbe__buf_putc(b, '"');
-  while (*p) {
-    unsigned c = *p;
-    if (c == '"' || c == '\\') {
-      tbe__buf_putc(b, '\\');
-      tbe__buf_putc(b, (char)c);
-      p++;
-    } else if (c < 0x20) {
-      switch (c) {
-        case '\n': tbe__buf_puts(b, "\\n"); break;
-        case '\t': tbe__buf_puts(b, "\\t"); break;
-        case '\r': tbe__buf_puts(b, "\\r"); break;
-        default: {
-          char e[7] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15], 0};
-          tbe__buf_puts(b, e);
-        }
-      }
-      p++;
-    } else if (c < 0x80) {
-      tbe__buf_putc(b, (char)c);
-      p++;
-    } else {
-      size_t n = utf8_len(p);
-      if (n == 0) {
-        tbe__buf_puts(b, "\xef\xbf\xbd");
-        p++;
-      } else {
-        tbe__buf_append(b, p, n);
-        p += n;
-      }
-    }
-  }
-  tbe__buf_putc(b, '"');
-}
-
-static void csv_str(tbe__buf *b, const char *s) {
-  if (!strpbrk(s, ",\"\n\r")) {
-    tbe__buf_puts(b, s);
-    return;
-  }
-  tbe__buf_putc(b, '"');
-  for (; *s; s++) {
-    if (*s == '"') tbe__buf_putc(b, '"');
-    tbe__buf_putc(b, *s);
-  }
-  tbe__buf_putc(b, '"');
-}
-
-/* Appends `s` padded with spaces to `w` bytes (left-aligned), or right-
- * aligned when `right`. */
-static void cell(tbe__buf *b, const char *s, int w, int right) {
-  int n = (int)strlen(s);
-  if (right)
-    for (int i = n; i < w; i++) tbe__buf_putc(b, ' ');
-  tbe__buf_puts(b, s);
-  if (!right)
-    for (int i = n; i < w; i++) tbe__buf_putc(b, ' ');
-}
+/* Appends `s` (safe text: terminal form or our own words) padded with
+ * spaces to `w` columns (left-aligned), or right-aligned when `right`. */
+static void cell(tbe__buf *b, const char *s, int w, int right) { tbe__text_cell(b, s, w, right); }
 
 static void rule(tbe__buf *b, int w) {
   for (int i = 0; i < w; i++) tbe__buf_putc(b, '-');
@@ -182,8 +91,9 @@ void tbe__wrap(tbe__buf *b, const char *text, int width) {
   const char *p = text;
   while (*p) {
     const char *w = p;
-    while (*p && *p != ' ') p++;
-    int len = (int)(p - w);
+    int nbsp = 0;
+    while (*p && *p != ' ') nbsp += *p++ == '\x01';
+    int len = (int)tbe__text_width(w, (size_t)(p - w)) + nbsp;
     if (col > 0 && col + 1 + len > width) {
       tbe__buf_putc(b, '\n');
       col = 0;
@@ -198,7 +108,10 @@ void tbe__wrap(tbe__buf *b, const char *text, int width) {
   tbe__buf_putc(b, '\n');
 }
 
-/* Appends `s` quoted for a POSIX shell when it needs it. */
+/* Appends `s` quoted for a POSIX shell when it needs it: in single quotes,
+ * or, when it holds what the terminal form escapes, as bash's $'...',
+ * whose escapes are the terminal form's (plus \' for a quote), so the word
+ * both prints safely and gives the name back when pasted. */
 static void shell_word(tbe__buf *b, const char *s) {
   int plain = *s != '\0';
   for (const char *p = s; *p && plain; p++)
@@ -208,12 +121,27 @@ static void shell_word(tbe__buf *b, const char *s) {
     tbe__buf_puts(b, s);
     return;
   }
-  tbe__buf_putc(b, '\'');
-  for (const char *p = s; *p; p++) {
-    if (*p == '\'') tbe__buf_puts(b, "'\\''");
-    else tbe__buf_putc(b, *p);
+  tbe__buf t;
+  tbe__buf_init(&t, b->a);
+  tbe__text_line(&t, s, strlen(s));
+  int ansi = t.len != strlen(s);
+  if (ansi) {
+    tbe__buf_clear(&t);
+    tbe__text_term(&t, s, strlen(s));
+  }
+  if (tbe__buf_error(&t)) {
+    b->err = t.err;
+    tbe__buf_deinit(&t);
+    return;
+  }
+  tbe__buf_puts(b, ansi ? "$'" : "'");
+  for (size_t i = 0; i < t.len; i++) {
+    if (t.data[i] == '\'' && ansi) tbe__buf_puts(b, "\\'");
+    else if (t.data[i] == '\'') tbe__buf_puts(b, "'\\''");
+    else tbe__buf_putc(b, (char)t.data[i]);
   }
   tbe__buf_putc(b, '\'');
+  tbe__buf_deinit(&t);
 }
 
 /* ---- names ---- */
@@ -356,6 +284,14 @@ static void full_name(const char *name, char *buf, size_t size) { snprintf(buf, 
 
 void tbe__full_name(const char *name, char *buf, size_t size) { full_name(name, buf, size); }
 
+void tbe__name_cell(const char *name, int w, int wide, char *buf, size_t size) {
+  char esc[SHORT_MAX];
+  tbe__text_term_z(esc, sizeof esc, name, 0);
+  if (wide) full_name(esc, buf, size);
+  else tbe_name_shorten(esc, (size_t)(w > 0 ? w : 1), buf, size);
+  if (!buf[0]) snprintf(buf, size, "(unnamed)");
+}
+
 size_t tbe__tag_component(const char *name, size_t width, char *buf, size_t size) {
   char s[SHORT_MAX];
   size_t n = tbe_name_shorten(name, 0, s, sizeof s);
@@ -408,9 +344,7 @@ void tbe__overview(tbe__buf *b, const tbe__ocol *cols, size_t ncols, const tbe_d
     size_t c1 = c0 + per < ncols ? c0 + per : ncols;
     cell(b, "", lw, 0);
     for (size_t c = c0; c < c1; c++) {
-      size_t l = strlen(cols[c].label);
-      if (l > DCOL) snprintf(v, sizeof v, "%.*s...", DCOL - 3, cols[c].label);
-      else snprintf(v, sizeof v, "%s", cols[c].label);
+      tbe__text_fit(v, sizeof v, cols[c].label, DCOL);
       tbe__buf_puts(b, "  ");
       cell(b, v, DCOL, 1);
     }
@@ -429,10 +363,7 @@ void tbe__overview(tbe__buf *b, const tbe__ocol *cols, size_t ncols, const tbe_d
           case 15:
             label = "name";
             if (cols[c].name && cols[c].name[0]) {
-              const char *nm = cols[c].name;
-              size_t l = strlen(nm);
-              if (l > DCOL) snprintf(vals[c - c0], 64, "%.*s...", DCOL - 3, nm);
-              else snprintf(vals[c - c0], 64, "%s", nm);
+              tbe__text_fit(vals[c - c0], 64, cols[c].name, DCOL);
               any = 1;
             }
             break;
@@ -586,8 +517,8 @@ static void name_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
   char name[SHORT_MAX], x[32];
   if (o->wide) {
     for (size_t i = 0; i < top; i++) {
-      full_name(an->groups[g][i].label, name, sizeof name);
-      size_t l = strlen(name);
+      tbe__name_cell(an->groups[g][i].label, nw, 1, name, sizeof name);
+      size_t l = tbe__text_width(name, strlen(name));
       if ((int)l > nw) nw = (int)l;
     }
   }
@@ -605,10 +536,7 @@ static void name_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
   rule(b, nw + fixed);
   for (size_t i = 0; i < top; i++) {
     const tbe_name_stats *e = &an->groups[g][i];
-    const char *full = e->label;
-    if (o->wide) full_name(full, name, sizeof name);
-    else tbe_name_shorten(full, (size_t)nw, name, sizeof name);
-    if (!name[0]) snprintf(name, sizeof name, "(unnamed)");
+    tbe__name_cell(e->label, nw, o->wide, name, sizeof name);
     cell(b, name, nw, 0);
     int64_t avg = e->calls ? e->total_ns / (int64_t)e->calls : 0;
     char v[6][32];
@@ -662,7 +590,7 @@ static void advice_lines(tbe__buf *b, const tbe_analysis *an, int md) {
   for (size_t i = 0; i < an->nadvice; i++) {
     tbe__buf_puts(b, "- ");
     if (md) tbe__md_escape(b, an->advice[i].text);
-    else tbe__buf_puts(b, an->advice[i].text);
+    else tbe__term(b, an->advice[i].text);
     tbe__buf_putc(b, '\n');
   }
 }
@@ -690,25 +618,39 @@ void tbe__step_hint_text(tbe__buf *b, const tbe_analysis *an, const tbe_report_o
                          const char *where, const char *whole) {
   if (!an->step_hint) return;
   int md = o->format == TBE_REPORT_MARKDOWN;
-  tbe__buf t;
+  tbe__buf t, flag;
   tbe__buf_init(&t, b->a);
+  tbe__buf_init(&flag, b->a);
+  tbe__step_hint_flag(&flag, an);
+  /* Markdown: the flag is a code span, fenced by one backtick more than
+   * the longest run of them in it (a range name may hold backticks). */
+  size_t run = 0, longest = 0;
+  for (size_t i = 0; i < flag.len; i++) {
+    run = flag.data[i] == '`' ? run + 1 : 0;
+    if (run > longest) longest = run;
+  }
   tbe__buf_printf(&t, "%sNo steps %s. The %s \"", md ? "**Steps:** " : "",
                   whole ? whole : "in this trace",
                   an->step_hint_kind == TBE_EV_USER_ANNOTATION ? "user annotation" : "NVTX range");
   if (md) tbe__md_escape(&t, an->step_hint);
-  else tbe__buf_puts(&t, an->step_hint);
+  else tbe__term(&t, an->step_hint);
   tbe__buf_printf(&t, "\" looks like the iteration (%s%s%llu times at the top of one host thread, "
                       "%.1f%% of the wall time): for per-step figures, profile or import again "
-                      "with %s",
+                      "with ",
                   where ? where : "", where ? ": " : "", (unsigned long long)an->step_hint_count,
-                  pct(an->step_hint_ns, an->wall_ns), md ? "`" : "");
+                  pct(an->step_hint_ns, an->wall_ns));
+  for (size_t i = 0; md && i <= longest; i++) tbe__buf_putc(&t, '`');
+  if (md && longest) tbe__buf_putc(&t, ' ');
   size_t at = t.len;
-  tbe__step_hint_flag(&t, an);
+  tbe__buf_append(&t, flag.data, flag.len);
   if (!md) /* keep the flag on one line */
     for (size_t i = at; i < t.len; i++)
       if (t.data[i] == ' ') t.data[i] = '\x01';
-  tbe__buf_puts(&t, md ? "`.\n" : ".");
+  if (md && longest) tbe__buf_putc(&t, ' ');
+  for (size_t i = 0; md && i <= longest; i++) tbe__buf_putc(&t, '`');
+  tbe__buf_puts(&t, md ? ".\n" : ".");
   tbe__buf_putc(&t, '\0');
+  if (tbe__buf_error(&flag)) t.err = flag.err;
   if (tbe__buf_error(&t)) {
     b->err = t.err;
   } else {
@@ -716,6 +658,7 @@ void tbe__step_hint_text(tbe__buf *b, const tbe_analysis *an, const tbe_report_o
     if (md) tbe__buf_puts(b, (const char *)t.data);
     else tbe__wrap(b, (const char *)t.data, o->width);
   }
+  tbe__buf_deinit(&flag);
   tbe__buf_deinit(&t);
 }
 
@@ -777,14 +720,24 @@ void tbe__json_dist(tbe__buf *b, const tbe_step_dist *d) {
 static void summary_header(tbe__buf *b, const tbe_analysis *an, const tbe_report_options *o) {
   const tbe_trace *t = an->trace;
   char x[32];
-  if (o->label[0]) tbe__buf_printf(b, "Trace %s\n", o->label[0]);
+  if (o->label[0]) {
+    tbe__buf_puts(b, "Trace ");
+    tbe__term(b, o->label[0]);
+    tbe__buf_putc(b, '\n');
+  }
   tbe__buf_printf(b, "wall %s, %zu GPU%s, %llu kernels, %zu steps", dur(x, an->wall_ns),
                   an->ndevices, an->ndevices == 1 ? "" : "s",
                   (unsigned long long)an->all.kernel_count, an->nsteps);
-  if (t->host) tbe__buf_printf(b, ", host %s", tbe_trace_str(t, t->host));
+  if (t->host) {
+    tbe__buf_puts(b, ", host ");
+    tbe__term(b, tbe_trace_str(t, t->host));
+  }
   tbe__buf_putc(b, '\n');
-  for (size_t i = 0; i < t->nwarnings; i++)
-    tbe__buf_printf(b, "warning: %s\n", tbe_trace_str(t, t->warnings[i]));
+  for (size_t i = 0; i < t->nwarnings; i++) {
+    tbe__buf_puts(b, "warning: ");
+    tbe__term(b, tbe_trace_str(t, t->warnings[i]));
+    tbe__buf_putc(b, '\n');
+  }
 }
 
 static void summary_table(tbe__buf *b, tbe_analysis *an, const tbe_report_options *o) {

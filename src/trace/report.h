@@ -30,21 +30,26 @@ static inline double tbe__pct(int64_t part, int64_t whole) {
 void tbe__delta_str(char *buf, int64_t d);
 void tbe__ratio_str(char *buf, size_t size, int64_t base, int64_t now);
 
-/* Appends `s` escaped for a Markdown table cell. */
+/* Text from an input (names, hosts, labels, warnings) goes out only
+ * through these, in the form of common/text.h for each output:
+ * the terminal form (tables), the Markdown form (also one table cell), a
+ * JSON string literal (quotes included), a CSV field. */
+void tbe__term(tbe__buf *b, const char *s);
 void tbe__md_escape(tbe__buf *b, const char *s);
-/* Appends `s` as a JSON string literal (quotes included; control
- * characters escaped, invalid UTF-8 replaced by U+FFFD). */
 void tbe__json_str(tbe__buf *b, const char *s);
-/* Appends `s` as a CSV field (quoted when it holds a comma, quote or newline). */
 void tbe__csv_str(tbe__buf *b, const char *s);
-/* Appends `s` padded with spaces to `w` bytes, right-aligned when `right`. */
+/* Appends `s`, safe text (terminal form or our own words), padded with
+ * spaces to `w` terminal columns, right-aligned when `right`. */
 void tbe__cell(tbe__buf *b, const char *s, int w, int right);
+/* A name as a table cell: its terminal form shortened to `w` columns
+ * (tbe_name_shorten), or whole when `wide`; "(unnamed)" when empty. */
+void tbe__name_cell(const char *name, int w, int wide, char *buf, size_t size);
 /* Appends `w` dashes and a newline. */
 void tbe__rule(tbe__buf *b, int w);
-/* Appends `text` wrapped at `width` columns, then a newline; a \x01 in
- * `text` is a space where no line may break. */
+/* Appends `text` (safe text) wrapped at `width` columns, then a newline;
+ * a \x01 in `text` is a space where no line may break. */
 void tbe__wrap(tbe__buf *b, const char *text, int width);
-/* The full name as shown with --wide. */
+/* The full name as shown with --wide (raw: escape it for output). */
 void tbe__full_name(const char *name, char *buf, size_t size);
 /* "Kernels", "CPU operators", "Ranges". */
 const char *tbe__group_title(tbe_group_kind g);

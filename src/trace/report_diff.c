@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/text.h"
 #include "tbexport/error.h"
 #include "trace/report.h"
 
@@ -258,8 +259,9 @@ static void names_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options
     char name[SHORT_MAX], v[8][40];
     if (o->wide)
       for (size_t i = 0; i < top; i++) {
-        tbe__full_name(d->entries[g][i].name, name, sizeof name);
-        if ((int)strlen(name) > nw) nw = (int)strlen(name);
+        tbe__name_cell(d->entries[g][i].name, nw, 1, name, sizeof name);
+        int l = (int)tbe__text_width(name, strlen(name));
+        if (l > nw) nw = l;
       }
     tbe__buf_printf(b, "\n%s: %zu matched, %zu added (+), %zu removed (-); %zu shown, by |delta|\n",
                     tbe__group_title((tbe_group_kind)g), n - d->added[g] - d->removed[g],
@@ -276,9 +278,7 @@ static void names_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options
     tbe__rule(b, nw + fixed);
     for (size_t i = 0; i < top; i++) {
       const tbe_diff_entry *e = &d->entries[g][i];
-      if (o->wide) tbe__full_name(e->name, name, sizeof name);
-      else tbe_name_shorten(e->name, (size_t)nw, name, sizeof name);
-      if (!name[0]) snprintf(name, sizeof name, "(unnamed)");
+      tbe__name_cell(e->name, nw, o->wide, name, sizeof name);
       tbe__cell(b, name, nw, 0);
       snprintf(v[0], 40, "%llu/%llu", (unsigned long long)e->calls[0],
                (unsigned long long)e->calls[1]);
@@ -423,7 +423,11 @@ void tbe__diff_names(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o
 static void diff_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
   const char *lb = o->label[0] ? o->label[0] : "base";
   const char *ln = o->label[1] ? o->label[1] : "new";
-  tbe__buf_printf(b, "Comparing %s (base) with %s (new)\n\n", lb, ln);
+  tbe__buf_puts(b, "Comparing ");
+  tbe__term(b, lb);
+  tbe__buf_puts(b, " (base) with ");
+  tbe__term(b, ln);
+  tbe__buf_puts(b, " (new)\n\n");
   tbe__diff_overall(b, d, o);
   tbe__diff_names(b, d, o);
 }

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/text.h"
 #include "tbexport/error.h"
 #include "trace/analysis_int.h"
 #include "trace/report.h"
@@ -50,11 +51,17 @@ static const char *role(const tbe_run_analysis *r, size_t i) {
   return "";
 }
 
-/* Host label cut to `w` bytes ("..." at the end). */
+/* A host label as a table cell: its terminal form cut to `w` columns
+ * ("..." at the end; w 0: whole). */
 static void cut(char *buf, size_t size, const char *s, int w) {
-  size_t n = strlen(s);
-  if (w > 3 && n > (size_t)w) snprintf(buf, size, "%.*s...", w - 3, s);
-  else snprintf(buf, size, "%s", s);
+  tbe__text_fit(buf, size, s, w > 0 ? (size_t)w : 0);
+}
+
+/* Appends a host label (or any text from an input) in the form of the
+ * report: Markdown, else the terminal form. */
+static void put_text(tbe__buf *b, const char *s, int md) {
+  if (md) tbe__md_escape(b, s);
+  else tbe__term(b, s);
 }
 
 /* "slowest a, fastest b by median step time: spread 1.000ms (5.0% of the
@@ -62,18 +69,26 @@ static void cut(char *buf, size_t size, const char *s, int w) {
 static void extremes(tbe__buf *b, const tbe_run_analysis *r, const tbe_report_options *o) {
   if (r->slowest < 0) return;
   int md = o->format == TBE_REPORT_MARKDOWN;
-  char x[32], line[1200];
-  snprintf(line, sizeof line, "%s %.400s, fastest %.400s by %s: spread %s (%.1f%% of the fastest)%s",
-           md ? "Slowest host" : "slowest", host_label(&r->hosts[r->slowest]),
-           host_label(&r->hosts[r->fastest]), figure_words(r->figure), tbe__dur(x, r->spread_ns),
-           tbe__pct(r->spread_ns, r->fastest_ns), md ? "." : "");
-  if (md) {
+  char x[32];
+  tbe__buf t;
+  tbe__buf_init(&t, b->a);
+  tbe__buf_puts(&t, md ? "Slowest host " : "slowest ");
+  put_text(&t, host_label(&r->hosts[r->slowest]), md);
+  tbe__buf_puts(&t, ", fastest ");
+  put_text(&t, host_label(&r->hosts[r->fastest]), md);
+  tbe__buf_printf(&t, " by %s: spread %s (%.1f%% of the fastest)%s", figure_words(r->figure),
+                  tbe__dur(x, r->spread_ns), tbe__pct(r->spread_ns, r->fastest_ns), md ? "." : "");
+  tbe__buf_putc(&t, '\0');
+  if (tbe__buf_error(&t)) {
+    b->err = t.err;
+  } else if (md) {
     tbe__buf_putc(b, '\n');
-    tbe__md_escape(b, line);
+    tbe__buf_puts(b, (const char *)t.data);
     tbe__buf_putc(b, '\n');
   } else {
-    tbe__wrap(b, line, o->width);
+    tbe__wrap(b, (const char *)t.data, o->width);
   }
+  tbe__buf_deinit(&t);
 }
 
 /* ---- summary: table ---- */
@@ -90,9 +105,12 @@ static void hosts_table(tbe__buf *b, const tbe_run_analysis *r, const tbe_report
   if (ncol == 9) fixed += cw[8] + 2;
   int nw = o->width - fixed;
   if (nw < NAME_MIN) nw = NAME_MIN;
+  char name[512], v[9][40];
   if (o->wide)
-    for (size_t i = 0; i < r->nhosts; i++)
-      if ((int)strlen(host_label(&r->hosts[i])) > nw) nw = (int)strlen(host_label(&r->hosts[i]));
+    for (size_t i = 0; i < r->nhosts; i++) {
+      int l = (int)tbe__text_fit(name, sizeof name, host_label(&r->hosts[i]), 0);
+      if (l > nw) nw = l;
+    }
   tbe__buf_printf(b, "\nHosts (%zu, by %s", r->nhosts, r->by_rank ? "rank" : "host name");
   if (r->slowest >= 0) tbe__buf_printf(b, "; slowest and fastest by %s", figure_words(r->figure));
   tbe__buf_puts(b, ")\n");
@@ -104,7 +122,6 @@ static void hosts_table(tbe__buf *b, const tbe_run_analysis *r, const tbe_report
   while (b->len && b->data[b->len - 1] == ' ') b->len--;
   tbe__buf_putc(b, '\n');
   tbe__rule(b, nw + fixed - (ncol == 9 ? cw[8] + 2 : 0));
-  char name[512], v[9][40];
   for (size_t i = 0; i < r->nhosts; i++) {
     const tbe_analysis *an = r->hosts[i].an;
     cut(name, sizeof name, host_label(&r->hosts[i]), o->wide ? 0 : nw);
@@ -229,10 +246,16 @@ static void run_hint(tbe__buf *b, const tbe_run_analysis *r, const tbe_report_op
                                 strcmp(r->hosts[first].an->step_hint, t->step_hint) == 0))
     first++;
   if (first == r->nhosts) return;
-  char where[400];
-  snprintf(where, sizeof where, "on %zu of %zu hosts; %.300s", r->hint_hosts, r->nhosts,
-           host_label(&r->hosts[first]));
-  tbe__step_hint_text(b, r->hosts[first].an, o, where, "common to all hosts");
+  tbe__buf where;
+  tbe__buf_init(&where, b->a);
+  tbe__buf_printf(&where, "on %zu of %zu hosts; ", r->hint_hosts, r->nhosts);
+  put_text(&where, host_label(&r->hosts[first]), o->format == TBE_REPORT_MARKDOWN);
+  tbe__buf_putc(&where, '\0');
+  if (tbe__buf_error(&where))
+    b->err = where.err;
+  else
+    tbe__step_hint_text(b, r->hosts[first].an, o, (const char *)where.data, "common to all hosts");
+  tbe__buf_deinit(&where);
 }
 
 /* Advice of all hosts, each distinct line once, with the hosts it
@@ -258,12 +281,10 @@ static void run_advice(tbe__buf *b, const tbe_run_analysis *r, int md) {
       if (!any) tbe__buf_puts(b, md ? "\n## Advice\n\n" : "\nAdvice\n");
       any = 1;
       tbe__buf_puts(b, "- ");
-      if (md) tbe__md_escape(b, host_label(&r->hosts[i]));
-      else tbe__buf_puts(b, host_label(&r->hosts[i]));
+      put_text(b, host_label(&r->hosts[i]), md);
       if (more) tbe__buf_printf(b, " (and %zu more host%s)", more, more == 1 ? "" : "s");
       tbe__buf_puts(b, ": ");
-      if (md) tbe__md_escape(b, ad->text);
-      else tbe__buf_puts(b, ad->text);
+      put_text(b, ad->text, md);
       tbe__buf_putc(b, '\n');
     }
   }
@@ -274,13 +295,9 @@ static void warnings(tbe__buf *b, const tbe_run_analysis *r, int md) {
     const tbe_trace *t = r->hosts[i].an->trace;
     for (size_t k = 0; t && k < t->nwarnings; k++) {
       tbe__buf_puts(b, md ? "\nwarning: " : "warning: ");
-      if (md) {
-        tbe__md_escape(b, host_label(&r->hosts[i]));
-        tbe__buf_puts(b, ": ");
-        tbe__md_escape(b, tbe_trace_str(t, t->warnings[k]));
-      } else {
-        tbe__buf_printf(b, "%s: %s", host_label(&r->hosts[i]), tbe_trace_str(t, t->warnings[k]));
-      }
+      put_text(b, host_label(&r->hosts[i]), md);
+      tbe__buf_puts(b, ": ");
+      put_text(b, tbe_trace_str(t, t->warnings[k]), md);
       tbe__buf_putc(b, '\n');
     }
   }
@@ -353,7 +370,11 @@ static void run_table(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options
   size_t ngpu, nmach;
   count_gpus(r, &ngpu, &nmach);
   who(w, sizeof w, r, nmach);
-  if (o->label[0]) tbe__buf_printf(b, "Run %s\n", o->label[0]);
+  if (o->label[0]) {
+    tbe__buf_puts(b, "Run ");
+    tbe__term(b, o->label[0]);
+    tbe__buf_putc(b, '\n');
+  }
   snprintf(line, sizeof line,
            "%s, wall %s (first start to last end), %zu GPU%s, %llu kernels, %zu steps "
            "common to all hosts",
@@ -614,7 +635,8 @@ static void hosts_diff_table(tbe__buf *b, const tbe_run_diff *d, const tbe_repor
   if (o->wide)
     for (size_t i = 0; i < d->nhosts; i++) {
       pair_label(d, &d->hosts[i], name, sizeof name);
-      if ((int)strlen(name) > nw) nw = (int)strlen(name);
+      int l = (int)tbe__text_fit(shown, sizeof shown, name, 0);
+      if (l > nw) nw = l;
     }
   tbe__buf_printf(b, "\nHosts: %zu matched by %s, %zu only in base (-), %zu only in new (+)\n",
                   d->matched, d->by_rank ? "rank" : "host name", d->only[0], d->only[1]);
@@ -786,9 +808,12 @@ int tbe_report_run_diff(const tbe_run_diff *d, const tbe_report_options *o, char
       tbe__diff_names(&b, d->total, &oo);
       break;
     default:
-      tbe__buf_printf(&b, "Comparing %s (base, %zu host%s) with %s (new, %zu host%s); totals over "
-                          "all hosts\n\n",
-                      lb, n0, n0 == 1 ? "" : "s", ln, n1, n1 == 1 ? "" : "s");
+      tbe__buf_puts(&b, "Comparing ");
+      tbe__term(&b, lb);
+      tbe__buf_printf(&b, " (base, %zu host%s) with ", n0, n0 == 1 ? "" : "s");
+      tbe__term(&b, ln);
+      tbe__buf_printf(&b, " (new, %zu host%s); totals over all hosts\n\n", n1,
+                      n1 == 1 ? "" : "s");
       tbe__diff_overall(&b, d->total, &oo);
       hosts_diff_table(&b, d, &oo);
       tbe__diff_names(&b, d->total, &oo);

@@ -69,4 +69,122 @@ expect2 "$work/does-not-exist"
 mkdir "$work/empty"
 expect2 "$work/empty"
 expect2 "$so" extra
+# ---- a tree with symbolic links: each directory read once ----
+# `latest -> .` (listed every run 32 times before), two directories linked
+# to each other (an exponential walk before), a link to a run outside the
+# tree (followed once), a FIFO named like an event file (listed, never
+# opened: opening it would block).  `timeout` turns a hang into a failure.
+L=$work/links
+cp -r "$data/tensorboard/run1" "$L"
+ln -s . "$L/latest"
+mkdir -p "$L/a" "$L/b" "$work/outside/ext"
+ln -s ../b "$L/a/to_b"
+ln -s ../a "$L/b/to_a"
+cp "$so" "$work/outside/ext/"
+ln -s "$work/outside" "$L/out"
+ln -s "$work/outside" "$L/out_again"
+mkfifo "$L/a/events.out.tfevents.fifo"
+set +e
+timeout 20 "$bin" inspect "$L" >"$work/out" 2>"$work/err"
+st=$?
+set -e
+[ $st -eq 0 ] || fail "inspect of a tree with links: exit $st: $(cat "$work/err")"
+head -1 "$work/out" | grep -q ": 5 runs, 121 events$" || fail "links: $(head -1 "$work/out") (want 5 runs, 121 events)"
+[ "$(grep -c '^run ' "$work/out")" -eq 5 ] || fail "links: $(grep -c '^run ' "$work/out") runs listed"
+grep -q "^run out/ext " "$work/out" || fail "links: the run outside is not listed as out/ext"
+! grep -q "^run latest" "$work/out" || fail "links: runs listed again through latest"
+for l in latest a/to_b b/to_a out_again; do
+  grep -qF "skipped $L/$l: a symbolic link to a directory already read: not followed" "$work/out" ||
+    fail "links: $l not listed as skipped"
+done
+grep -qF "skipped $L/a/events.out.tfevents.fifo: a FIFO, not a regular file: not opened" "$work/out" ||
+  fail "links: the FIFO is not listed"
+# a FIFO given as PATH: one line, exit 2, no hang
+set +e
+timeout 20 "$bin" inspect "$L/a/events.out.tfevents.fifo" >/dev/null 2>"$work/err"
+st=$?
+set -e
+[ $st -eq 2 ] || fail "inspect FIFO: exit $st"
+[ "$(wc -l <"$work/err")" -eq 1 ] && grep -q "is a FIFO, not an event file or a directory" "$work/err" ||
+  fail "inspect FIFO: $(cat "$work/err")"
+
+# ---- files that are not event files: what they are, in one line, exit 2 ----
+printf 'TBESPL01 not a whole spool' >"$work/1234.spool"
+not_events() { # FILE WHAT HINT
+  set +e
+  "$bin" inspect "$1" >"$work/out" 2>"$work/err"
+  local st=$?
+  set -e
+  [ $st -eq 2 ] || fail "inspect $1: exit $st"
+  [ "$(wc -l <"$work/err")" -eq 1 ] || fail "inspect $1: $(wc -l <"$work/err") lines"
+  grep -qF "$1 is $2, not a TensorBoard event file; use \`$3 $1" "$work/err" ||
+    fail "inspect $1: $(cat "$work/err")"
+  [ ! -s "$work/out" ] || fail "inspect $1 wrote to stdout"
+}
+not_events "$data/jax/h200_matmul.xplane.pb" "an XSpace file" "tbexport summary"
+not_events "$data/jax/h200_matmul.trace.json.gz" "a gzip-compressed Chrome trace JSON file" "tbexport summary"
+not_events "$data/cli/small.trace.json" "a Chrome trace JSON file" "tbexport summary"
+not_events "$data/nsys/saxpy_mpi_cuda_perlmutter.sqlite" "an SQLite database (as Nsight Systems exports)" "tbexport summary"
+not_events "$work/1234.spool" "a tbexport spool (a profile not converted yet)" "tbexport import"
+
+# ---- hostile run names and tags: inert output, the columns in line ----
+H=$work/hostile
+mkdir -p "$H/"$'run\e[2J\nfake'
+python3 - "$H/"$'run\e[2J\nfake'"/events.out.tfevents.1.h" <<'PY' || fail "writing the hostile event file"
+import struct, sys
+def crc32c(b):
+    c = 0xFFFFFFFF
+    for x in b:
+        c ^= x
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    return c ^ 0xFFFFFFFF
+def masked(c):
+    return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+def field(n, wire, payload):
+    key = bytes([(n << 3) | wire])
+    if wire == 2:
+        l, v = len(payload), b""
+        while True:
+            v += bytes([(l & 0x7F) | (0x80 if l > 0x7F else 0)])
+            l >>= 7
+            if not l:
+                break
+        return key + v + payload
+    return key + payload
+def record(data):
+    h = struct.pack("<Q", len(data))
+    return h + struct.pack("<I", masked(crc32c(h))) + data + struct.pack("<I", masked(crc32c(data)))
+tags = ["loss\x1b[2J\x1b]8;;http://x\x07", "acc\r\nrun ok  (1 file, 9 events)", "\u202eevil",
+        "wide\u4e2d\u6587", "bad\xff".encode("latin-1").decode("latin-1")]
+out = b""
+for step, tag in enumerate(tags):
+    t = tag.encode("utf-8") if not tag.startswith("bad") else b"bad\xff"
+    value = field(1, 2, t) + field(2, 5, struct.pack("<f", 1.5))
+    ev = field(1, 1, struct.pack("<d", 1.7e9 + step)) + field(2, 0, bytes([step])) + field(5, 2, field(1, 2, value))
+    out += record(ev)
+open(sys.argv[1], "wb").write(out)
+PY
+"$bin" inspect "$H" >"$work/out" 2>"$work/err" || fail "inspect of hostile tags: $(cat "$work/err")"
+python3 - "$work/out" <<'PY' || fail "hostile tags: output not inert or out of line"
+import re, sys
+s = open(sys.argv[1], "rb").read().decode("utf-8")
+for i, c in enumerate(s):
+    o = ord(c)
+    assert not ((o < 0x20 and c != "\n") or 0x7f <= o <= 0x9f or 0x202a <= o <= 0x202e), \
+        f"raw U+{o:04X} at {i}: {s[max(0, i - 20):i + 10]!r}"
+runs = [l for l in s.split("\n") if l.startswith("run ")]
+assert runs == ["run run\\x1b[2J\\nfake  (1 file, 5 events)"], runs
+rows = [l for l in s.split("\n") if l.startswith("    ")]
+assert len(rows) == 5, rows
+wide = lambda t: sum(2 if "\u4e00" <= c <= "\u9fff" else 1 for c in t)
+for r in rows:  # tags padded to 32 columns (measured after escaping)
+    k = r.index(" count ")
+    assert wide(r[:k]) == 4 + max(32, wide(r[4:k].rstrip())), (wide(r[:k]), r)
+assert any("loss\\x1b[2J\\x1b]8;;http://x\\x07" in r for r in rows)
+assert any("acc\\r\\nrun ok" in r for r in rows)
+assert any("\\u202eevil" in r for r in rows)
+assert any("bad\\xff" in r for r in rows)
+PY
+
 echo "test_inspect: OK"

@@ -680,7 +680,7 @@ static void test_noise_verdicts(void **state) {
     if (f == TBE_REPORT_TABLE || f == TBE_REPORT_MARKDOWN) {
       assert_non_null(strstr(txt, f == TBE_REPORT_TABLE
                                       ? "beyond the steps' own noise (Mann-Whitney p < 0.001 over 8 and 8"
-                                      : "beyond the steps' own noise (Mann-Whitney p \\< 0.001 over 8 and 8"));
+                                      : "beyond the steps' own noise (Mann-Whitney p &lt; 0.001 over 8 and 8"));
       assert_non_null(strstr(txt, "within"));
     } else {
       assert_non_null(strstr(txt, "beyond"));
