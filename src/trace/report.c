@@ -292,6 +292,90 @@ void tbe__name_cell(const char *name, int w, int wide, char *buf, size_t size) {
   if (!buf[0]) snprintf(buf, size, "(unnamed)");
 }
 
+/* `s` cut to `w` bytes around byte `d`, where it differs from a row
+ * that would read the same: its start, "...", then a window that begins a
+ * little before `d`, closed by "..." when `s` goes on. */
+static void cut_around(const char *s, size_t d, size_t w, char *out, size_t size) {
+  size_t n = strlen(s);
+  if (n <= w || w < 12) {
+    snprintf(out, size, "%.*s", (int)(w < n ? w : n), s);
+    return;
+  }
+  size_t head = w / 3, win = w - head - 3;
+  size_t from = d > win / 4 ? d - win / 4 : 0;
+  if (from < head) from = head;
+  int more = from + win < n;
+  if (more) win -= 3;
+  if (from + win > n) from = n - win;
+  /* cut on character boundaries */
+  while (head > 0 && ((unsigned char)s[head] & 0xc0) == 0x80) head--;
+  while (from < n && ((unsigned char)s[from] & 0xc0) == 0x80) from++;
+  size_t end = from + win;
+  while (end > from && end < n && ((unsigned char)s[end] & 0xc0) == 0x80) end--;
+  snprintf(out, size, "%.*s...%.*s%s", (int)head, s, (int)(end - from), s + from,
+           more ? "..." : "");
+}
+
+static size_t first_diff(const char *a, const char *b) {
+  size_t i = 0;
+  while (a[i] && a[i] == b[i]) i++;
+  return i;
+}
+
+int tbe__name_cells(const char *const *names, size_t n, int w, int wide, char *cells,
+                    size_t size, const tbe_allocator *a) {
+  for (size_t i = 0; i < n; i++) tbe__name_cell(names[i], w, wide, cells + i * size, size);
+  if (wide || n < 2) return 0;
+  /* Rows that read alike: their names without the template arguments
+   * elided by tbe_name_shorten, else their whole names, cut where they
+   * differ from the others. */
+  char *full = tbe__alloc(a, n * size);
+  char *plain = tbe__alloc(a, n * size); /* the cells before any is changed */
+  uint8_t *dup = tbe__calloc(a, n, 1);
+  if (!full || !plain || !dup) {
+    tbe__free(a, full);
+    tbe__free(a, plain);
+    tbe__free(a, dup);
+    return TBE_ENOMEM;
+  }
+  memcpy(plain, cells, n * size);
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = i + 1; j < n; j++)
+      if (strcmp(plain + i * size, plain + j * size) == 0) dup[i] = dup[j] = 1;
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t i = 0; i < n; i++) {
+      if (!dup[i]) continue;
+      char esc[SHORT_MAX];
+      tbe__text_term_z(esc, sizeof esc, names[i], 0);
+      if (pass == 0) tbe_name_shorten(esc, 0, full + i * size, size);
+      else snprintf(full + i * size, size, "%s", esc);
+    }
+    int left = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (!dup[i]) continue;
+      size_t d = 0;
+      int clash = 0;
+      for (size_t j = 0; j < n; j++) {
+        if (j == i || !dup[j] || strcmp(plain + i * size, plain + j * size) != 0) continue;
+        size_t f = first_diff(full + i * size, full + j * size);
+        if (f > d) d = f;
+        clash |= strcmp(full + i * size, full + j * size) == 0;
+      }
+      if (clash) {
+        left = 1; /* the same short form: the whole names, next pass */
+        continue;
+      }
+      cut_around(full + i * size, d, (size_t)(w > 0 ? w : 1), cells + i * size, size);
+      dup[i] = 2;
+    }
+    if (!left) break;
+  }
+  tbe__free(a, full);
+  tbe__free(a, plain);
+  tbe__free(a, dup);
+  return 0;
+}
+
 size_t tbe__tag_component(const char *name, size_t width, char *buf, size_t size) {
   char s[SHORT_MAX];
   size_t n = tbe_name_shorten(name, 0, s, sizeof s);
@@ -534,9 +618,19 @@ static void name_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
   }
   tbe__buf_putc(b, '\n');
   rule(b, nw + fixed);
+  const char **labels = tbe__alloc(b->a, (top ? top : 1) * sizeof *labels);
+  char *cells = tbe__alloc(b->a, (top ? top : 1) * (size_t)SHORT_MAX);
+  if (!labels || !cells) {
+    tbe__free(b->a, labels);
+    tbe__free(b->a, cells);
+    b->err = TBE_ENOMEM;
+    return;
+  }
+  for (size_t i = 0; i < top; i++) labels[i] = an->groups[g][i].label;
+  if (tbe__name_cells(labels, top, nw, o->wide, cells, SHORT_MAX, b->a)) b->err = TBE_ENOMEM;
   for (size_t i = 0; i < top; i++) {
     const tbe_name_stats *e = &an->groups[g][i];
-    tbe__name_cell(e->label, nw, o->wide, name, sizeof name);
+    snprintf(name, sizeof name, "%s", cells + i * SHORT_MAX);
     cell(b, name, nw, 0);
     int64_t avg = e->calls ? e->total_ns / (int64_t)e->calls : 0;
     char v[6][32];
@@ -552,6 +646,8 @@ static void name_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
     }
     tbe__buf_putc(b, '\n');
   }
+  tbe__free(b->a, labels);
+  tbe__free(b->a, cells);
   (void)x;
 }
 

@@ -44,6 +44,14 @@ void tbe__cell(tbe__buf *b, const char *s, int w, int right);
 /* A name as a table cell: its terminal form shortened to `w` columns
  * (tbe_name_shorten), or whole when `wide`; "(unnamed)" when empty. */
 void tbe__name_cell(const char *name, int w, int wide, char *buf, size_t size);
+/* The name cells of the `n` rows of one table (cells[i] gets row i's, at
+ * most `size` bytes each) as tbe__name_cell makes them, except that rows
+ * whose shortened names would read the same show, after the common start,
+ * the part where their names differ ("sm80_xmma_g...tn_n_tilesize128x64x8_"
+ * and "sm80_xmma_g...nn_n_tilesize32x32x8_s"), so that no two rows of a
+ * table look alike.  Returns 0 or TBE_ENOMEM (then the plain cells). */
+int tbe__name_cells(const char *const *names, size_t n, int w, int wide, char *cells,
+                    size_t size, const tbe_allocator *a);
 /* Appends `w` dashes and a newline. */
 void tbe__rule(tbe__buf *b, int w);
 /* Appends `text` (safe text) wrapped at `width` columns, then a newline;

@@ -276,9 +276,19 @@ static void names_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options
     while (b->len && b->data[b->len - 1] == ' ') b->len--;
     tbe__buf_putc(b, '\n');
     tbe__rule(b, nw + fixed);
+    const char **names = tbe__alloc(b->a, top * sizeof *names);
+    char *cells = tbe__alloc(b->a, top * (size_t)SHORT_MAX);
+    if (!names || !cells) {
+      tbe__free(b->a, names);
+      tbe__free(b->a, cells);
+      b->err = TBE_ENOMEM;
+      return;
+    }
+    for (size_t i = 0; i < top; i++) names[i] = d->entries[g][i].name;
+    if (tbe__name_cells(names, top, nw, o->wide, cells, SHORT_MAX, b->a)) b->err = TBE_ENOMEM;
     for (size_t i = 0; i < top; i++) {
       const tbe_diff_entry *e = &d->entries[g][i];
-      tbe__name_cell(e->name, nw, o->wide, name, sizeof name);
+      snprintf(name, sizeof name, "%s", cells + i * SHORT_MAX);
       tbe__cell(b, name, nw, 0);
       snprintf(v[0], 40, "%llu/%llu", (unsigned long long)e->calls[0],
                (unsigned long long)e->calls[1]);
@@ -304,6 +314,8 @@ static void names_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options
       while (b->len && b->data[b->len - 1] == ' ') b->len--;
       tbe__buf_putc(b, '\n');
     }
+    tbe__free(b->a, names);
+    tbe__free(b->a, cells);
   }
 }
 

@@ -209,6 +209,88 @@ static void check_width(const char *s, int width) {
 /* A run of golden traces as hosts: every format renders, tables fit the
  * width, JSON parses with the totals equal to the sums, CSV has a row per
  * host; beyond eight hosts the overview keeps only the total column. */
+/* Names that shorten alike show where they differ: cuBLAS's GEMM kernels
+ * (alike for 60 bytes), CUTLASS instantiations (alike once their template
+ * arguments are elided), and two that differ only past any cut.  No two
+ * rows of a table read the same, in the summary and in the diff. */
+static void test_alike_names(void **state) {
+  (void)state;
+  static const char *const names[] = {
+      "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x64x8_stage3_warpsize2x2x1_ffma_aligna4_"
+      "alignc4_execute_kernel__5x_cublas",
+      "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_aligna4_"
+      "alignc4_execute_kernel__5x_cublas",
+      "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize256x128x8_stage3_warpsize2x2x1_ffma_"
+      "aligna4_alignc4_execute_kernel__5x_cublas",
+      "void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nt_align1>(cutlass_80_simt_"
+      "sgemm_256x128_8x4_nt_align1::Params)",
+      "void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>(cutlass_80_simt_"
+      "sgemm_256x128_8x4_nn_align1::Params)",
+      "a_kernel_whose_name_is_long_enough_to_be_cut_and_then_differs_at_the_very_end_A",
+      "a_kernel_whose_name_is_long_enough_to_be_cut_and_then_differs_at_the_very_end_B",
+  };
+  const size_t nn = sizeof names / sizeof names[0];
+  const char *want[] = {"128x64x8", "f32_nn_n", "256x128x8", "8x4_nt_", "8x4_nn_", "end_A", "end_B"};
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  uint32_t s7;
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_STREAM, 1, 7, 0, &s7), 0);
+  tbe_kernel k;
+  memset(&k, 0, sizeof k);
+  for (size_t i = 0; i < nn; i++) {
+    tbe_event e;
+    memset(&e, 0, sizeof e);
+    e.start_ns = 1000000000LL + (int64_t)i * 10000;
+    e.dur_ns = 9000 - (int64_t)i * 100; /* sorted by total: in this order */
+    e.name = tbe_trace_str_id(t, names[i]);
+    e.track = s7;
+    e.kind = TBE_EV_KERNEL;
+    e.link = e.detail = TBE_NONE;
+    assert_int_equal(tbe_trace_add_event(t, &e, &k, NULL, 0, NULL), 0);
+  }
+  assert_int_equal(tbe_trace_finish(t), 0);
+  tbe_analysis *an;
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  tbe_diff *d;
+  assert_int_equal(tbe_diff_create(&d, an, an, NULL), 0);
+  for (int which = 0; which < 2; which++) {
+    tbe_report_options o;
+    tbe_report_options_init(&o);
+    o.top = 0;
+    char *s;
+    size_t n;
+    if (which == 0) assert_int_equal(tbe_report_summary(an, &o, &s, &n), 0);
+    else assert_int_equal(tbe_report_diff(d, &o, &s, &n), 0);
+    const char *sec = strstr(s, which == 0 ? "\nKernels (" : "\nKernels:");
+    assert_non_null(sec);
+    const char *row = strstr(sec, "\n---");
+    assert_non_null(row);
+    row = strchr(row + 1, '\n') + 1;
+    char cells[8][64];
+    for (size_t i = 0; i < nn; i++) {
+      const char *end = strstr(row, "  ");
+      assert_non_null(end);
+      size_t l = (size_t)(end - row);
+      assert_true(l < sizeof cells[i]);
+      memcpy(cells[i], row, l);
+      cells[i][l] = '\0';
+      for (size_t j = 0; j < i; j++)
+        if (strcmp(cells[i], cells[j]) == 0) fail_msg("rows %zu and %zu both read '%s'", j, i, cells[i]);
+      row = strchr(row, '\n') + 1;
+    }
+    /* (the diff orders rows its own way) each row shows what tells it apart */
+    for (size_t w = 0; w < nn; w++) {
+      size_t hits = 0;
+      for (size_t i = 0; i < nn; i++) hits += strstr(cells[i], want[w]) != NULL;
+      if (hits != 1) fail_msg("%s: %zu rows show '%s'", which ? "diff" : "summary", hits, want[w]);
+    }
+    tbe_report_free(s, n, NULL);
+  }
+  tbe_diff_free(d);
+  tbe_analysis_free(an);
+  tbe_trace_free(t);
+}
+
 static void test_run_reports(void **state) {
   (void)state;
   const char *files[3] = {"kineto/h200_cnn_fp32.pt.trace.json", "kineto/h200_cnn_bf16.pt.trace.json",
@@ -499,7 +581,7 @@ int main(void) {
       cmocka_unit_test(test_shorten),       cmocka_unit_test(test_escapes),
       cmocka_unit_test(test_table_width),   cmocka_unit_test(test_export_events),
       cmocka_unit_test(test_diff_events),   cmocka_unit_test(test_run_reports),
-      cmocka_unit_test(test_wrap),
+      cmocka_unit_test(test_wrap),          cmocka_unit_test(test_alike_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
