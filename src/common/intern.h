@@ -82,7 +82,9 @@ uint32_t tbe__intern_find(const tbe__intern *in, const void *s, size_t n);
 uint32_t tbe__intern_find_hashed(const tbe__intern *in, const void *s, size_t n, uint64_t hash);
 
 /* The string of `id` (< tbe__intern_count), NUL-terminated. */
-static inline const char *tbe__intern_str(const tbe__intern *in, uint32_t id) { return in->ent[id].s; }
+static inline const char *tbe__intern_str(const tbe__intern *in, uint32_t id) {
+  return in->ent[id].s;
+}
 static inline size_t tbe__intern_len(const tbe__intern *in, uint32_t id) { return in->ent[id].len; }
 static inline size_t tbe__intern_count(const tbe__intern *in) { return in->n; }
 static inline int tbe__intern_error(const tbe__intern *in) { return in->err; }

@@ -208,7 +208,8 @@ void tbe__pool_destroy(tbe__pool *p) {
   pworker *cw = &p->w[p->cfg.threads];
   if (cw->init == 0 && p->cfg.worker_fini) p->cfg.worker_fini(p->cfg.ctx, cw->mem);
   if (p->cfg.slot_fini)
-    for (uint32_t i = 0; i < p->nslots; i++) p->cfg.slot_fini(p->cfg.ctx, p->slots + i * p->sstride);
+    for (uint32_t i = 0; i < p->nslots; i++)
+      p->cfg.slot_fini(p->cfg.ctx, p->slots + i * p->sstride);
   pthread_cond_destroy(&p->work_cv);
   pthread_cond_destroy(&p->done_cv);
   pthread_cond_destroy(&p->free_cv);
@@ -267,7 +268,8 @@ void tbe__pool_close(tbe__pool *p) {
 
 void tbe__pool_wait_idle(tbe__pool *p) {
   pthread_mutex_lock(&p->mu);
-  while (!p->stop && !p->failed && (p->pending || p->running)) pthread_cond_wait(&p->done_cv, &p->mu);
+  while (!p->stop && !p->failed && (p->pending || p->running))
+    pthread_cond_wait(&p->done_cv, &p->mu);
   pthread_mutex_unlock(&p->mu);
 }
 

@@ -78,7 +78,9 @@ static inline void *tbe__vec_push_sized(tbe__vec *v, size_t elem) {
   return p;
 }
 
-static inline void *tbe__vec_at(const tbe__vec *v, size_t i) { return (char *)v->data + i * v->elem; }
+static inline void *tbe__vec_at(const tbe__vec *v, size_t i) {
+  return (char *)v->data + i * v->elem;
+}
 #define TBE__VEC_AT(v, T, i) (((T *)(v)->data)[i])
 
 static inline size_t tbe__vec_len(const tbe__vec *v) { return v->n; }

@@ -593,8 +593,8 @@ static size_t json_names(char (*names)[400], size_t *len) {
   size_t n = 0;
   for (size_t i = 0; i < 6; i++)
     for (int v = 0; v < 4; v++) {
-      len[n] = (size_t)snprintf(names[n], 400, "%s%s", kernels[i],
-                                v == 1 ? " \"q\"" : v == 2 ? " caf\xc3\xa9" : v == 3 ? " \xff" : "");
+      const char *tail = v == 1 ? " \"q\"" : v == 2 ? " caf\xc3\xa9" : v == 3 ? " \xff" : "";
+      len[n] = (size_t)snprintf(names[n], 400, "%s%s", kernels[i], tail);
       n++;
     }
   return n;
@@ -611,7 +611,8 @@ static void bench_json(row *r, row *rv, uint64_t events) {
     double t0 = now();
     for (uint64_t i = 0; i < iters; i++) {
       size_t k = i % nn;
-      if (!old_json_clean(names[k], len[k])) sum += old_escape_into(out, names[k], len[k]) + (uint8_t)out[len[k] / 2];
+      if (!old_json_clean(names[k], len[k]))
+        sum += old_escape_into(out, names[k], len[k]) + (uint8_t)out[len[k] / 2];
       else sum += len[k];
       bytes += len[k];
     }
@@ -630,12 +631,14 @@ static void bench_json(row *r, row *rv, uint64_t events) {
     /* UTF-8 validation of the same names */
     sum = 0;
     t0 = now();
-    for (uint64_t i = 0; i < iters; i++) sum += (uint64_t)old_utf8_valid(names[i % nn], len[i % nn]) * (i & 15);
+    for (uint64_t i = 0; i < iters; i++)
+      sum += (uint64_t)old_utf8_valid(names[i % nn], len[i % nn]) * (i & 15);
     best(&rv->twin, now() - t0);
     vold = sum;
     sum = 0;
     t0 = now();
-    for (uint64_t i = 0; i < iters; i++) sum += (uint64_t)tbe__utf8_valid(names[i % nn], len[i % nn]) * (i & 15);
+    for (uint64_t i = 0; i < iters; i++)
+      sum += (uint64_t)tbe__utf8_valid(names[i % nn], len[i % nn]) * (i & 15);
     best(&rv->tool, now() - t0);
     vnew = sum;
   }

@@ -152,7 +152,9 @@ static int vec_run(const tbe_allocator *a, void *ctx) {
   if (rc) {
     assert_int_equal(tbe__vec_len(&v), (size_t)i);
     for (int j = 0; j < i; j++) assert_true(TBE__VEC_AT(&v, item, j).a == (uint64_t)j);
-    assert_int_equal(tbe__vec_append(&v, TBE__VEC_AT(&v, item, 0).c, 0), rc);
+    item one = {0};
+    assert_int_equal(tbe__vec_append(&v, &one, 1), rc); /* sticky */
+    assert_int_equal(tbe__vec_len(&v), (size_t)i);
   }
   tbe__vec_deinit(&v);
   return rc;
