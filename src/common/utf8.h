@@ -5,7 +5,7 @@
  * sequences are invalid) and one rule for invalid input: every maximal
  * subpart of an ill-formed sequence (its lead byte plus the continuation
  * bytes that could still have completed it) becomes one U+FFFD, as the
- * Unicode standard recommends and as Python, browsers and protobuf
+ * Unicode standard recommends and as Python's and the browsers' (WHATWG)
  * decoders do.  So "\xe2\x82A" is U+FFFD then "A" (one replacement, not
  * two), and a lone "\x80" is one.  Outputs that must hold valid UTF-8
  * (XSpace's proto3 strings, JSON files) and importers that hand text on
