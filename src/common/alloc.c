@@ -62,9 +62,11 @@ char *tbe__strdup(const tbe_allocator *a, const char *s) {
   return d;
 }
 
-int tbe__grow(const tbe_allocator *a, void **pp, size_t *cap, size_t need, size_t elem) {
+int tbe__grow_from(const tbe_allocator *a, void **pp, size_t *cap, size_t need, size_t elem,
+                   size_t first) {
   if (need <= *cap) return 0;
-  size_t ncap = *cap ? *cap : 16;
+  size_t ncap = *cap ? *cap : first ? first : 1;
+  if (ncap > SIZE_MAX / elem) return TBE_ENOMEM;
   while (ncap < need) {
     if (ncap > SIZE_MAX / 2 / elem) return TBE_ENOMEM;
     ncap *= 2;
@@ -74,4 +76,8 @@ int tbe__grow(const tbe_allocator *a, void **pp, size_t *cap, size_t need, size_
   *pp = np;
   *cap = ncap;
   return 0;
+}
+
+int tbe__grow(const tbe_allocator *a, void **pp, size_t *cap, size_t need, size_t elem) {
+  return tbe__grow_from(a, pp, cap, need, elem, 16);
 }

@@ -21,8 +21,15 @@ void *tbe__realloc(const tbe_allocator *a, void *p, size_t old_size, size_t new_
 void tbe__free(const tbe_allocator *a, void *p);
 char *tbe__strdup(const tbe_allocator *a, const char *s);
 
-/* Grows an array `*pp` of `*cap` elements of `elem` bytes so that it holds
- * at least `need`; doubles the capacity.  Returns 0 or TBE_ENOMEM. */
+/* The one growth rule of the library (buffers, vectors, tables' arrays):
+ * grows an array `*pp` of `*cap` elements of `elem` (> 0) bytes so that it
+ * holds at least `need`, doubling the capacity, starting from `first`
+ * elements when it is empty.  Every size is checked: a capacity whose
+ * bytes would overflow size_t is TBE_ENOMEM, as is a failed reallocation
+ * (then `*pp` and `*cap` are unchanged).  Amortized O(1) per element. */
+int tbe__grow_from(const tbe_allocator *a, void **pp, size_t *cap, size_t need, size_t elem,
+                   size_t first);
+/* tbe__grow_from with `first` 16.  Returns 0 or TBE_ENOMEM. */
 int tbe__grow(const tbe_allocator *a, void **pp, size_t *cap, size_t need, size_t elem);
 
 #endif

@@ -25,21 +25,13 @@ uint8_t *tbe__buf_reserve(tbe__buf *b, size_t n) {
     return NULL;
   }
   if (b->len + n > b->cap || !b->data) { /* never hand out NULL + 0 */
-    size_t ncap = b->cap ? b->cap : 256;
-    while (ncap < b->len + n) {
-      if (ncap > SIZE_MAX / 2) {
-        b->err = TBE_ENOMEM;
-        return NULL;
-      }
-      ncap *= 2;
-    }
-    uint8_t *nd = tbe__realloc(b->a, b->data, b->cap, ncap);
-    if (!nd) {
+    void *p = b->data;
+    size_t need = b->len + n ? b->len + n : 1;
+    if (tbe__grow_from(b->a, &p, &b->cap, need, 1, 256)) {
       b->err = TBE_ENOMEM;
       return NULL;
     }
-    b->data = nd;
-    b->cap = ncap;
+    b->data = p;
   }
   return b->data + b->len;
 }

@@ -141,32 +141,6 @@ int tbe__fsync_dir(const char *path) {
   return rc;
 }
 
-int tbe__utf8_valid(const char *s, size_t n) {
-  const unsigned char *p = (const unsigned char *)s, *e = p + n;
-  while (p < e) {
-    unsigned c = *p;
-    if (c < 0x80) {
-      p++;
-      continue;
-    }
-    int len;
-    unsigned cp;
-    if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F;
-    else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F;
-    else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07;
-    else return 0;
-    if (e - p < len) return 0;
-    for (int i = 1; i < len; i++) {
-      if ((p[i] & 0xC0) != 0x80) return 0;
-      cp = (cp << 6) | (p[i] & 0x3F);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return 0;
-    if (cp >= 0xD800 && cp <= 0xDFFF) return 0;
-    p += len;
-  }
-  return 1;
-}
-
 int tbe__name_check(const char *name, const char **why) {
   const char *reason = NULL;
   size_t n = name ? strlen(name) : 0;

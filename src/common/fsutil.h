@@ -31,6 +31,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/utf8.h"
 #include "tbexport/common.h"
 
 #define TBE_NAME_MAX 200
@@ -68,8 +69,8 @@ int tbe__fsync_dir(const char *path);
  * Returns 0 or TBE_ENAME and, when `why` is given, a static reason. */
 int tbe__name_check(const char *name, const char **why);
 
-/* Returns 1 if [s, s+n) is valid UTF-8 (no overlongs, no surrogates). */
-int tbe__utf8_valid(const char *s, size_t n);
+/* tbe__utf8_valid lives in common/utf8.h, included above for the callers
+ * that still find it here. */
 
 /* Writes this machine's host name into `buf` (`:` and '/' replaced by '_',
  * "localhost" if unknown).  Always NUL-terminates. */

@@ -11,36 +11,7 @@
 
 static const char hex[] = "0123456789abcdef";
 
-/* ---- UTF-8 ---- */
-
-size_t tbe__utf8_decode(const uint8_t *s, size_t n, uint32_t *cp) {
-  if (n == 0) return 0;
-  uint32_t c = s[0];
-  if (c < 0x80) {
-    *cp = c;
-    return 1;
-  }
-  size_t k;
-  uint32_t v, lo = 0x80, hi = 0xbf;
-  if (c >= 0xc2 && c <= 0xdf) k = 2, v = c & 0x1f;
-  else if (c >= 0xe0 && c <= 0xef) k = 3, v = c & 0x0f;
-  else if (c >= 0xf0 && c <= 0xf4) k = 4, v = c & 0x07;
-  else return 0;
-  /* The second byte's range excludes overlong forms, surrogates and code
-   * points above U+10FFFF (Unicode table 3-7). */
-  if (c == 0xe0) lo = 0xa0;
-  else if (c == 0xed) hi = 0x9f;
-  else if (c == 0xf0) lo = 0x90;
-  else if (c == 0xf4) hi = 0x8f;
-  if (n < k || s[1] < lo || s[1] > hi) return 0;
-  v = (v << 6) | (s[1] & 0x3f);
-  for (size_t i = 2; i < k; i++) {
-    if ((s[i] & 0xc0) != 0x80) return 0;
-    v = (v << 6) | (s[i] & 0x3f);
-  }
-  *cp = v;
-  return k;
-}
+/* ---- invisible characters ---- */
 
 int tbe__text_invisible(uint32_t c) {
   if (c >= 0x80 && c <= 0x9f) return 1; /* C1 controls (0x9b is a one-byte CSI) */

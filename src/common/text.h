@@ -62,11 +62,7 @@
 #include <stdint.h>
 
 #include "common/buf.h"
-
-/* The valid UTF-8 sequence at s[0..n): its length (1..4) and code point in
- * *cp, or 0 when s does not start one (overlong forms, surrogates, code
- * points above U+10FFFF and truncated sequences are invalid). */
-size_t tbe__utf8_decode(const uint8_t *s, size_t n, uint32_t *cp);
+#include "common/utf8.h" /* tbe__utf8_decode */
 
 /* 1 for a code point shown as an escape although it is valid (C1 controls
  * and the invisible or reordering characters listed above). */

@@ -36,6 +36,7 @@
 
 #include "common/alloc.h"
 #include "common/buf.h"
+#include "common/intern.h"
 #include "events/tfrecord.h"
 #include "events/writer_internal.h"
 #include "tbexport/error.h"
@@ -67,13 +68,6 @@ typedef struct rskip {
   const char *why;
 } rskip;
 
-/* The directories read: an open-addressing set of (device, inode). */
-typedef struct dirid {
-  dev_t dev;
-  ino_t ino;
-  int used;
-} dirid;
-
 struct tbe_reader {
   tbe_allocator a;
   tbe__pbctx pctx;
@@ -84,8 +78,7 @@ struct tbe_reader {
   size_t nlinks, caplinks;
   rskip *skipped;
   size_t nskipped, capskipped;
-  dirid *seen;
-  size_t nseen, capseen; /* capseen: a power of two */
+  tbe__intern seen; /* the directories read: (device, inode) as 16 bytes */
   size_t cur;
   int fd;
   int dead;             /* current file abandoned */
@@ -123,39 +116,28 @@ static int add_file(tbe_reader *r, const char *dir, const char *run, const char 
   return 0;
 }
 
+/* A directory's key in r->seen: no padding, so equal pairs are equal
+ * bytes. */
+static void dir_key(uint64_t k[2], dev_t dev, ino_t ino) {
+  k[0] = (uint64_t)dev;
+  k[1] = (uint64_t)ino;
+}
+
 /* Marks the directory (dev, ino) read.  Returns 1 when it was already, 0
  * when it is now, TBE_ENOMEM. */
 static int seen_add(tbe_reader *r, dev_t dev, ino_t ino) {
-  if (2 * (r->nseen + 1) > r->capseen) {
-    size_t ncap = r->capseen ? 2 * r->capseen : 64;
-    dirid *t = tbe__calloc(&r->a, ncap, sizeof *t);
-    if (!t) return TBE_ENOMEM;
-    for (size_t i = 0; i < r->capseen; i++) {
-      if (!r->seen[i].used) continue;
-      size_t k = ((size_t)r->seen[i].ino * 0x9e3779b97f4a7c15ull ^ (size_t)r->seen[i].dev) & (ncap - 1);
-      while (t[k].used) k = (k + 1) & (ncap - 1);
-      t[k] = r->seen[i];
-    }
-    tbe__free(&r->a, r->seen);
-    r->seen = t;
-    r->capseen = ncap;
-  }
-  size_t k = ((size_t)ino * 0x9e3779b97f4a7c15ull ^ (size_t)dev) & (r->capseen - 1);
-  for (; r->seen[k].used; k = (k + 1) & (r->capseen - 1))
-    if (r->seen[k].dev == dev && r->seen[k].ino == ino) return 1;
-  r->seen[k].dev = dev;
-  r->seen[k].ino = ino;
-  r->seen[k].used = 1;
-  r->nseen++;
-  return 0;
+  uint64_t k[2];
+  uint32_t id;
+  int added;
+  dir_key(k, dev, ino);
+  int rc = tbe__intern_add(&r->seen, k, sizeof k, &id, &added);
+  return rc ? rc : !added;
 }
 
 static int seen_has(const tbe_reader *r, dev_t dev, ino_t ino) {
-  if (!r->capseen) return 0;
-  size_t k = ((size_t)ino * 0x9e3779b97f4a7c15ull ^ (size_t)dev) & (r->capseen - 1);
-  for (; r->seen[k].used; k = (k + 1) & (r->capseen - 1))
-    if (r->seen[k].dev == dev && r->seen[k].ino == ino) return 1;
-  return 0;
+  uint64_t k[2];
+  dir_key(k, dev, ino);
+  return tbe__intern_find(&r->seen, k, sizeof k) != TBE__NOIDX;
 }
 
 static int add_skip(tbe_reader *r, const char *path, const char *why) {
@@ -299,6 +281,7 @@ int tbe_reader_open(tbe_reader **out, const char *path, unsigned flags,
   r->fd = -1;
   r->trunc_at = UINT64_MAX;
   tbe__buf_init(&r->win, &r->a);
+  tbe__intern_init(&r->seen, &r->a, TBE__SEED_PROCESS);
   int rc;
   if (S_ISDIR(st.st_mode)) {
     rc = scan_tree(r, path, (flags & TBE_READER_RECURSIVE) != 0);
@@ -372,7 +355,7 @@ void tbe_reader_close(tbe_reader *r) {
   tbe__free(&a, r->links);
   for (size_t i = 0; i < r->nskipped; i++) tbe__free(&a, r->skipped[i].path);
   tbe__free(&a, r->skipped);
-  tbe__free(&a, r->seen);
+  tbe__intern_deinit(&r->seen);
   tbe__buf_deinit(&r->win);
   tbe__free(&a, r);
 }

@@ -1,10 +1,11 @@
 /* model.c: the trace model of include/tbexport/trace.h.
  *
  * Storage: every array in tbe_trace grows by doubling through the trace's
- * allocator (no malloc per event).  Strings live in an arena of fixed
- * blocks, so a pointer returned by tbe_trace_str stays valid for the life of
- * the trace; an open-addressing hash table of ids finds existing strings.
- * Tracks and processes have their own small hash indexes.
+ * allocator (no malloc per event).  Strings are the trace's interner
+ * (common/intern.h): ids in order of first appearance, copies in an arena
+ * of fixed blocks, so a pointer returned by tbe_trace_str stays valid for
+ * the life of the trace.  Tracks and processes have their own small hash
+ * indexes.
  *
  * Finishing: events are ordered by (track, start, longer first) with an
  * index sort and an in-place cycle permutation (no second copy of the event
@@ -23,29 +24,16 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/intern.h"
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
 #include "tbexport/trace.h"
-
-#define STR_BLOCK (64 * 1024)
-
-typedef struct str_block {
-  struct str_block *next;
-  size_t used, cap;
-  char data[];
-} str_block;
 
 typedef struct tbe__trace_priv {
   tbe_allocator a;
   int err;
   int finished;
-  /* strings */
-  str_block *blocks;
-  const char **sptr;
-  uint32_t *slen;
-  size_t nstr, capstr;
-  uint32_t *shash;  /* id+1, 0 = empty */
-  size_t shash_cap; /* power of two */
+  tbe__intern strs; /* the strings: tbe_str is the interner's id */
   /* tracks: index+1 per slot */
   uint32_t *thash;
   size_t thash_cap;
@@ -54,19 +42,6 @@ typedef struct tbe__trace_priv {
       cap_memory, cap_args, cap_tracks, cap_processes, cap_devices, cap_steps, cap_flows,
       cap_warnings;
 } tbe__trace_priv;
-
-static uint64_t hash_bytes(const char *s, size_t n) {
-  /* FNV-1a, 64-bit, then a final mix: good enough for interning names. */
-  uint64_t h = 1469598103934665603ULL;
-  for (size_t i = 0; i < n; i++) {
-    h ^= (unsigned char)s[i];
-    h *= 1099511628211ULL;
-  }
-  h ^= h >> 29;
-  h *= 0xbf58476d1ce4e5b9ULL;
-  h ^= h >> 32;
-  return h;
-}
 
 static uint64_t mix64(uint64_t x) {
   x ^= x >> 30;
@@ -82,50 +57,6 @@ static int fail(tbe_trace *t, int err) {
   return err;
 }
 
-static char *arena_copy(tbe__trace_priv *p, const char *s, size_t n) {
-  str_block *b = p->blocks;
-  if (!b || b->cap - b->used < n + 1) {
-    size_t cap = n + 1 > STR_BLOCK ? n + 1 : STR_BLOCK;
-    str_block *nb = tbe__alloc(&p->a, sizeof(str_block) + cap);
-    if (!nb) return NULL;
-    nb->next = b;
-    nb->used = 0;
-    nb->cap = cap;
-    /* Keep a partly used block at the head when the new one is for a single
-     * huge string, so small strings keep filling the old one. */
-    if (b && n + 1 > STR_BLOCK) {
-      nb->next = b->next;
-      b->next = nb;
-      char *d = nb->data;
-      memcpy(d, s, n);
-      d[n] = 0;
-      nb->used = n + 1;
-      return d;
-    }
-    p->blocks = b = nb;
-  }
-  char *d = b->data + b->used;
-  memcpy(d, s, n);
-  d[n] = 0;
-  b->used += n + 1;
-  return d;
-}
-
-static int shash_rebuild(tbe__trace_priv *p, size_t cap) {
-  uint32_t *h = tbe__calloc(&p->a, cap, sizeof *h);
-  if (!h) return TBE_ENOMEM;
-  for (size_t id = 0; id < p->nstr; id++) {
-    uint64_t k = hash_bytes(p->sptr[id], p->slen[id]);
-    size_t i = (size_t)k & (cap - 1);
-    while (h[i]) i = (i + 1) & (cap - 1);
-    h[i] = (uint32_t)id + 1;
-  }
-  tbe__free(&p->a, p->shash);
-  p->shash = h;
-  p->shash_cap = cap;
-  return 0;
-}
-
 int tbe_trace_create(tbe_trace **out, const tbe_allocator *a) {
   if (!out) return TBE_EINVAL;
   *out = NULL;
@@ -139,6 +70,7 @@ int tbe_trace_create(tbe_trace **out, const tbe_allocator *a) {
     return TBE_ENOMEM;
   }
   p->a = al;
+  tbe__intern_init(&p->strs, &p->a, TBE__SEED_PROCESS);
   t->priv = p;
   t->rank = -1;
   /* id 0 is the empty string */
@@ -170,14 +102,7 @@ void tbe_trace_free(tbe_trace *t) {
   tbe__free(&a, t->steps);
   tbe__free(&a, t->flows);
   tbe__free(&a, t->warnings);
-  for (str_block *b = p->blocks; b;) {
-    str_block *n = b->next;
-    tbe__free(&a, b);
-    b = n;
-  }
-  tbe__free(&a, p->sptr);
-  tbe__free(&a, p->slen);
-  tbe__free(&a, p->shash);
+  tbe__intern_deinit(&p->strs);
   tbe__free(&a, p->thash);
   tbe__free(&a, p);
   tbe__free(&a, t);
@@ -186,54 +111,15 @@ void tbe_trace_free(tbe_trace *t) {
 int tbe_trace_error(const tbe_trace *t) { return t ? t->priv->err : TBE_EINVAL; }
 
 tbe_str tbe_trace_find_str(const tbe_trace *t, const char *s, size_t len) {
-  const tbe__trace_priv *p = t->priv;
-  if (!p->shash_cap) return TBE_NONE;
-  uint64_t k = hash_bytes(s, len);
-  size_t i = (size_t)k & (p->shash_cap - 1);
-  while (p->shash[i]) {
-    uint32_t id = p->shash[i] - 1;
-    if (p->slen[id] == len && memcmp(p->sptr[id], s, len) == 0) return id;
-    i = (i + 1) & (p->shash_cap - 1);
-  }
-  return TBE_NONE;
+  uint32_t id = tbe__intern_find(&t->priv->strs, s, len);
+  return id == TBE__NOIDX ? TBE_NONE : id;
 }
 
 int tbe_trace_intern(tbe_trace *t, const char *s, size_t len, tbe_str *out) {
   if (!t || (!s && len) || !out) return TBE_EINVAL;
-  tbe__trace_priv *p = t->priv;
-  if (!s) s = "";
-  if (len > UINT32_MAX - 1) return fail(t, TBE_ETOOBIG);
-  tbe_str found = tbe_trace_find_str(t, s, len);
-  if (found != TBE_NONE) {
-    *out = found;
-    return 0;
-  }
-  if (p->nstr >= UINT32_MAX - 1) return fail(t, TBE_ETOOBIG);
-  if ((p->nstr + 1) * 2 > p->shash_cap) {
-    int rc = shash_rebuild(p, p->shash_cap ? p->shash_cap * 2 : 1024);
-    if (rc) return fail(t, rc);
-  }
-  if (p->nstr + 1 > p->capstr) {
-    size_t c1 = p->capstr, c2 = p->capstr;
-    void *a1 = p->sptr, *a2 = p->slen;
-    if (tbe__grow(&p->a, &a1, &c1, p->nstr + 1, sizeof *p->sptr)) return fail(t, TBE_ENOMEM);
-    p->sptr = a1;
-    if (tbe__grow(&p->a, &a2, &c2, p->nstr + 1, sizeof *p->slen)) {
-      /* sptr grew, slen did not: keep the smaller capacity. */
-      return fail(t, TBE_ENOMEM);
-    }
-    p->slen = a2;
-    p->capstr = c1 < c2 ? c1 : c2;
-  }
-  char *d = arena_copy(p, s, len);
-  if (!d) return fail(t, TBE_ENOMEM);
-  uint32_t id = (uint32_t)p->nstr++;
-  p->sptr[id] = d;
-  p->slen[id] = (uint32_t)len;
-  uint64_t k = hash_bytes(s, len);
-  size_t i = (size_t)k & (p->shash_cap - 1);
-  while (p->shash[i]) i = (i + 1) & (p->shash_cap - 1);
-  p->shash[i] = id + 1;
+  uint32_t id;
+  int rc = tbe__intern_add(&t->priv->strs, s, len, &id, NULL);
+  if (rc) return fail(t, rc);
   *out = id;
   return 0;
 }
@@ -246,16 +132,16 @@ tbe_str tbe_trace_str_id(tbe_trace *t, const char *s) {
 }
 
 const char *tbe_trace_str(const tbe_trace *t, tbe_str s) {
-  if (!t || s >= t->priv->nstr) return "";
-  return t->priv->sptr[s];
+  if (!t || s >= tbe__intern_count(&t->priv->strs)) return "";
+  return tbe__intern_str(&t->priv->strs, s);
 }
 
 size_t tbe_trace_strlen(const tbe_trace *t, tbe_str s) {
-  if (!t || s >= t->priv->nstr) return 0;
-  return t->priv->slen[s];
+  if (!t || s >= tbe__intern_count(&t->priv->strs)) return 0;
+  return tbe__intern_len(&t->priv->strs, s);
 }
 
-size_t tbe_trace_nstrings(const tbe_trace *t) { return t ? t->priv->nstr : 0; }
+size_t tbe_trace_nstrings(const tbe_trace *t) { return t ? tbe__intern_count(&t->priv->strs) : 0; }
 
 /* Grows public array `arr` (with count `n` and capacity `cap`) by one. */
 #define GROW1(t, arr, n, cap)                                                        \
@@ -697,12 +583,14 @@ static uint32_t args_room(tbe_trace *t, size_t n) {
  * outputs; a name libiberty does not demangle stays as it is. */
 static int demangle_kernels(tbe_trace *t) {
   const tbe__trace_priv *p = t->priv;
-  size_t nstr = p->nstr, i;
+  size_t nstr = tbe__intern_count(&p->strs), i;
   /* Every name tbe_demangle demangles starts with '_' (or with c++filt's
    * '.' or '$' before it): most traces stop here. */
   for (i = 0; i < t->nevents; i++) {
     const tbe_event *e = &t->events[i];
-    if (e->kind == TBE_EV_KERNEL && e->name < nstr && maybe_mangled(p->sptr[e->name])) break;
+    if (e->kind == TBE_EV_KERNEL && e->name < nstr &&
+        maybe_mangled(tbe__intern_str(&p->strs, e->name)))
+      break;
   }
   if (i == t->nevents) return 0;
   kname *map = tbe__calloc(&p->a, nstr, sizeof *map);
@@ -711,7 +599,9 @@ static int demangle_kernels(tbe_trace *t) {
   int rc = 0;
   for (; i < t->nevents && !rc; i++) {
     tbe_event *e = &t->events[i];
-    if (e->kind != TBE_EV_KERNEL || e->name >= nstr || !maybe_mangled(p->sptr[e->name])) continue;
+    if (e->kind != TBE_EV_KERNEL || e->name >= nstr ||
+        !maybe_mangled(tbe__intern_str(&p->strs, e->name)))
+      continue;
     kname *k = &map[e->name];
     if (k->dem == 0) {
       k->dem = demangled_id(t, e->name, &rc);
@@ -896,7 +786,7 @@ int tbe_trace_top_ranges(const tbe_trace *t, tbe_name_count *out, size_t n) {
   if (!t || (!out && n)) return TBE_EINVAL;
   if (!t->priv->finished) return TBE_ESTATE;
   const tbe_allocator *a = &t->priv->a;
-  size_t nstr = t->priv->nstr;
+  size_t nstr = tbe__intern_count(&t->priv->strs);
   uint64_t *cnt = tbe__calloc(a, nstr ? nstr : 1, sizeof *cnt);
   if (!cnt) return TBE_ENOMEM;
   for (size_t k = 0; k < t->ntracks; k++) {

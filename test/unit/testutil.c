@@ -156,6 +156,24 @@ long tu_import_alloc_sweep(const char *path, long dense) {
   return attempts - 1;      /* all but the last attempt failed */
 }
 
+long tu_alloc_sweep(int (*run)(const tbe_allocator *a, void *ctx), void *ctx, long dense) {
+  long failed = 0;
+  int done = 0;
+  for (long n = 0; n < 10000000 && !done; n += n < dense ? 1 : 7) {
+    tu_failalloc f;
+    tbe_allocator a = tu_failalloc_init(&f, n);
+    int rc = run(&a, ctx);
+    if (rc != 0 && rc != TBE_ENOMEM) fprintf(stderr, "sweep n=%ld: %s\n", n, tbe_strerror(rc));
+    assert_true(rc == 0 || rc == TBE_ENOMEM);
+    assert_int_equal(f.live, 0);
+    if (rc == 0) done = 1;
+    else failed++;
+  }
+  assert_true(done);
+  assert_true(failed > 0);
+  return failed;
+}
+
 static long tu_nfiles;
 static int tu_count_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
   (void)p;

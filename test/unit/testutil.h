@@ -43,4 +43,12 @@ tbe_allocator tu_failalloc_init(tu_failalloc *f, long succeed);
  * otherwise.  Returns the number of attempts that failed. */
 long tu_import_alloc_sweep(const char *path, long dense);
 
+/* The same sweep over any operation: run(a, ctx) is called with
+ * allocation n failing, for n = 0, 1, ... (every n up to `dense`, then
+ * every 7th) until it returns 0.  Each failed run must return TBE_ENOMEM
+ * and free everything it allocated (checked).  Fails the running CMocka
+ * test otherwise, or when no run failed at all (the operation did not
+ * allocate: the sweep measured nothing).  Returns the failed runs. */
+long tu_alloc_sweep(int (*run)(const tbe_allocator *a, void *ctx), void *ctx, long dense);
+
 #endif
