@@ -219,12 +219,14 @@ static void test_map_property(void **state) {
 
 /* ---- hostile keys ---- */
 
-static void test_map_hostile(void **state) {
-  (void)state;
-  enum { N = 200000 };
+/* Every family under many seeds: a weak mixer fails only some seeds (the
+ * one-multiply hash clustered i << 32 under about one seed in 18), so one
+ * random seed per run would make this check pass by luck. */
+static void map_hostile(uint64_t seed) {
+  enum { N = 100000 };
   for (int fam = 0; fam < 3; fam++) {
     tbe__map m;
-    tbe__map_init(&m, &g_malloc, TBE__SEED_PROCESS);
+    tbe__map_init(&m, &g_malloc, seed);
     for (uint64_t i = 0; i < N; i++) {
       /* Under key & (cap - 1), or key % 2^k, all of these are one slot. */
       uint64_t k = fam == 0 ? i << 32 : fam == 1 ? (i << 20) | 5 : i * 0x100000000ull + 0xabcd;
@@ -242,6 +244,19 @@ static void test_map_hostile(void **state) {
     }
     tbe__map_deinit(&m);
   }
+}
+
+static void test_map_hostile(void **state) {
+  (void)state;
+  uint64_t x = 42;
+  for (int i = 0; i < 48; i++) {
+    x += 0x9e3779b97f4a7c15ull; /* splitmix64: fixed, well-spread seeds */
+    uint64_t z = x;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    map_hostile((z ^ (z >> 31)) | 1);
+  }
+  map_hostile(TBE__SEED_PROCESS);
 }
 
 /* ---- allocation failures ---- */
