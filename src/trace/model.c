@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/checked.h"
 #include "common/intern.h"
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
@@ -37,6 +38,11 @@ typedef struct tbe__trace_priv {
   /* tracks: index+1 per slot */
   uint32_t *thash;
   size_t thash_cap;
+  /* devices by id, processes by pid: index+1 per slot (the ids are the
+   * input's: 80,000 distinct ones cost a linear scan each before) */
+  uint32_t *dhash, *phash;
+  size_t dhash_cap, phash_cap;
+  size_t dhash_n, phash_n; /* entries the indexes cover */
   /* capacities of the public arrays */
   size_t cap_events, cap_kernels, cap_memcpys, cap_memsets, cap_syncs, cap_nvtx, cap_counters,
       cap_memory, cap_args, cap_tracks, cap_processes, cap_devices, cap_steps, cap_flows,
@@ -104,6 +110,8 @@ void tbe_trace_free(tbe_trace *t) {
   tbe__free(&a, t->warnings);
   tbe__intern_deinit(&p->strs);
   tbe__free(&a, p->thash);
+  tbe__free(&a, p->dhash);
+  tbe__free(&a, p->phash);
   tbe__free(&a, p);
   tbe__free(&a, t);
 }
@@ -207,30 +215,86 @@ int tbe_trace_track(tbe_trace *t, tbe_track_type type, int64_t pid, int64_t tid,
   return 0;
 }
 
+/* ---- devices and processes: hash indexes over the public arrays ----
+ *
+ * Users may append to t->devices / t->processes themselves (the arrays are
+ * public); an index that covers another count of entries than the array
+ * holds is rebuilt before use, so a lookup sees every entry appended. */
+
+/* The key of entry i of the devices (dev 1) or processes array. */
+static uint64_t id_key(const tbe_trace *t, int dev, size_t i) {
+  return dev ? (uint64_t)(uint32_t)t->devices[i].id : (uint64_t)t->processes[i].pid;
+}
+
+/* Rebuilds index *h (capacity *cap) over the first n entries, at least
+ * twice n slots.  Returns 0 or TBE_ENOMEM. */
+static int id_index_build(tbe_trace *t, int dev, uint32_t **h, size_t *cap, size_t n) {
+  size_t nc = 64;
+  while (nc < 2 * (n + 1)) nc *= 2;
+  uint32_t *nh = tbe__calloc(&t->priv->a, nc, sizeof *nh);
+  if (!nh) return TBE_ENOMEM;
+  for (size_t i = 0; i < n; i++) {
+    size_t k = (size_t)mix64(id_key(t, dev, i)) & (nc - 1);
+    while (nh[k]) k = (k + 1) & (nc - 1);
+    nh[k] = (uint32_t)i + 1;
+  }
+  tbe__free(&t->priv->a, *h);
+  *h = nh;
+  *cap = nc;
+  return 0;
+}
+
+/* Finds `key` among the n entries; returns its index or -1 and in *slot the
+ * free slot where it would go.  The index must cover all n entries. */
+static long id_find(const tbe_trace *t, int dev, const uint32_t *h, size_t cap, uint64_t key,
+                    size_t *slot) {
+  size_t k = (size_t)mix64(key) & (cap - 1);
+  for (; h[k]; k = (k + 1) & (cap - 1))
+    if (id_key(t, dev, h[k] - 1) == key) return (long)(h[k] - 1);
+  *slot = k;
+  return -1;
+}
+
 int tbe_trace_process(tbe_trace *t, int64_t pid, uint32_t *out) {
   if (!t || !out) return TBE_EINVAL;
-  for (size_t i = 0; i < t->nprocesses; i++)
-    if (t->processes[i].pid == pid) {
-      *out = (uint32_t)i;
-      return 0;
-    }
+  tbe__trace_priv *p = t->priv;
+  if (!p->phash_cap || p->phash_n != t->nprocesses || 2 * (t->nprocesses + 1) > p->phash_cap) {
+    if (id_index_build(t, 0, &p->phash, &p->phash_cap, t->nprocesses)) return fail(t, TBE_ENOMEM);
+    p->phash_n = t->nprocesses;
+  }
+  size_t slot;
+  long i = id_find(t, 0, p->phash, p->phash_cap, (uint64_t)pid, &slot);
+  if (i >= 0) {
+    *out = (uint32_t)i;
+    return 0;
+  }
   GROW1(t, processes, nprocesses, cap_processes);
   memset(&t->processes[t->nprocesses], 0, sizeof t->processes[0]);
   t->processes[t->nprocesses].pid = pid;
+  p->phash[slot] = (uint32_t)t->nprocesses + 1;
+  p->phash_n = t->nprocesses + 1;
   *out = (uint32_t)t->nprocesses++;
   return 0;
 }
 
 int tbe_trace_device(tbe_trace *t, int32_t id, uint32_t *out) {
   if (!t || !out) return TBE_EINVAL;
-  for (size_t i = 0; i < t->ndevices; i++)
-    if (t->devices[i].id == id) {
-      *out = (uint32_t)i;
-      return 0;
-    }
+  tbe__trace_priv *p = t->priv;
+  if (!p->dhash_cap || p->dhash_n != t->ndevices || 2 * (t->ndevices + 1) > p->dhash_cap) {
+    if (id_index_build(t, 1, &p->dhash, &p->dhash_cap, t->ndevices)) return fail(t, TBE_ENOMEM);
+    p->dhash_n = t->ndevices;
+  }
+  size_t slot;
+  long i = id_find(t, 1, p->dhash, p->dhash_cap, (uint64_t)(uint32_t)id, &slot);
+  if (i >= 0) {
+    *out = (uint32_t)i;
+    return 0;
+  }
   GROW1(t, devices, ndevices, cap_devices);
   memset(&t->devices[t->ndevices], 0, sizeof t->devices[0]);
   t->devices[t->ndevices].id = id;
+  p->dhash[slot] = (uint32_t)t->ndevices + 1;
+  p->dhash_n = t->ndevices + 1;
   *out = (uint32_t)t->ndevices++;
   return 0;
 }
@@ -284,6 +348,16 @@ int tbe_trace_add_event(tbe_trace *t, const tbe_event *ev, const void *detail,
     e->dur_ns = 0;
     e->flags |= TBE_EVF_CLAMPED;
   }
+  /* The time range (common/checked.h): the model saturates, the importers
+   * refused such times before; after this start + dur never overflows. */
+  if (!tbe__time_ok(e->start_ns)) {
+    e->start_ns = tbe__time_clamp(e->start_ns);
+    e->flags |= TBE_EVF_CLAMPED;
+  }
+  if (e->dur_ns > TBE__TIME_MAX - e->start_ns) {
+    e->dur_ns = TBE__TIME_MAX - e->start_ns;
+    e->flags |= TBE_EVF_CLAMPED;
+  }
   if (index) *index = (uint32_t)t->nevents;
   t->nevents++;
   t->priv->finished = 0;
@@ -295,8 +369,9 @@ int tbe_trace_add_step(tbe_trace *t, int64_t num, int64_t start_ns, int64_t end_
   GROW1(t, steps, nsteps, cap_steps);
   tbe_step *s = &t->steps[t->nsteps++];
   s->num = num;
-  s->start_ns = start_ns;
-  s->end_ns = end_ns < start_ns ? start_ns : end_ns;
+  s->start_ns = tbe__time_clamp(start_ns); /* the model saturates (common/checked.h) */
+  end_ns = tbe__time_clamp(end_ns);
+  s->end_ns = end_ns < s->start_ns ? s->start_ns : end_ns;
   s->name = name;
   s->track = TBE_NONE;
   return 0;
@@ -501,21 +576,43 @@ static int derive_steps(tbe_trace *t) {
   if (t->nsteps == 0) {
     /* Host-side step markers only: CPU ops, user annotations, NVTX ranges
      * and generic events.  GPU projections of the same range are skipped so
-     * a step is counted once. */
-    for (size_t i = 0; i < t->nevents; i++) {
+     * a step is counted once: the first event of a number wins, found in a
+     * hash set of the numbers taken (a file may hold 80,000 of them). */
+    int64_t *seen = NULL;
+    size_t cap = 0;
+    int rc = 0;
+    for (size_t i = 0; i < t->nevents && !rc; i++) {
       const tbe_event *e = &t->events[i];
       if (e->kind != TBE_EV_CPU_OP && e->kind != TBE_EV_USER_ANNOTATION &&
           e->kind != TBE_EV_NVTX_RANGE && e->kind != TBE_EV_GENERIC)
         continue;
       int64_t num;
       if (!parse_step_name(tbe_trace_str(t, e->name), &num)) continue;
-      int dup = 0;
-      for (size_t k = 0; k < t->nsteps && !dup; k++) dup = t->steps[k].num == num;
-      if (dup) continue;
-      int rc = tbe_trace_add_step(t, num, e->start_ns, e->start_ns + e->dur_ns, e->name);
-      if (rc) return rc;
-      t->steps[t->nsteps - 1].track = e->track;
+      if (2 * (t->nsteps + 1) > cap) { /* grow the set, numbers + 1 (0 = empty) */
+        size_t nc = cap ? 2 * cap : 64;
+        int64_t *ns = tbe__calloc(&t->priv->a, nc, sizeof *ns);
+        if (!ns) {
+          rc = fail(t, TBE_ENOMEM);
+          break;
+        }
+        for (size_t k = 0; k < t->nsteps; k++) {
+          size_t h = (size_t)mix64((uint64_t)t->steps[k].num) & (nc - 1);
+          while (ns[h]) h = (h + 1) & (nc - 1);
+          ns[h] = t->steps[k].num + 1;
+        }
+        tbe__free(&t->priv->a, seen);
+        seen = ns;
+        cap = nc;
+      }
+      size_t h = (size_t)mix64((uint64_t)num) & (cap - 1);
+      while (seen[h] && seen[h] != num + 1) h = (h + 1) & (cap - 1);
+      if (seen[h]) continue; /* a duplicate */
+      seen[h] = num + 1; /* num <= INT64_MAX - 9 (parse_step_name), >= 0 */
+      rc = tbe_trace_add_step(t, num, e->start_ns, tbe__end_ns(e->start_ns, e->dur_ns), e->name);
+      if (!rc) t->steps[t->nsteps - 1].track = e->track;
     }
+    tbe__free(&t->priv->a, seen);
+    if (rc) return rc;
   }
   if (t->nsteps > 1) qsort(t->steps, t->nsteps, sizeof *t->steps, cmp_step);
   return 0;
@@ -651,8 +748,9 @@ int tbe_trace_finish(tbe_trace *t) {
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     for (size_t i = 0; i < t->nevents; i++) {
       const tbe_event *e = &t->events[i];
+      int64_t end = tbe__end_ns(e->start_ns, e->dur_ns); /* events are public: saturate */
       if (e->start_ns < lo) lo = e->start_ns;
-      if (e->start_ns + e->dur_ns > hi) hi = e->start_ns + e->dur_ns;
+      if (end > hi) hi = end;
     }
     if (t->start_ns == 0) t->start_ns = lo;
     if (t->stop_ns == 0) t->stop_ns = hi;

@@ -520,7 +520,7 @@ static void test_jax_trace(void **s) {
 
 static void test_empty(void **s) {
   (void)s;
-  const char *cases[] = {"{}", "[]", "{\"traceEvents\":[]}", " \n[ ] \n", "[", "[\n  "};
+  const char *cases[] = {"[]", "{\"traceEvents\":[]}", " \n[ ] \n", "[", "[\n  "};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     tbe_trace *t = import_text(cases[i], 0, NULL);
     assert_int_equal(t->nevents, 0);
@@ -840,12 +840,30 @@ static void test_unterminated_string(void **s) {
   tbe_trace_free(t);
 }
 
+static tbe_trace *import_text_opts(const char *json, size_t len, const tbe_import_options *o,
+                                   int expect_rc, tbe_import_error *err) {
+  char *p = write_tmp("t.json", json, len);
+  tbe_trace *t = NULL;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  tbe_import_error e2;
+  if (!err) err = &e2;
+  int rc = tbe_import_file(t, p, o, err);
+  if (rc != expect_rc) fprintf(stderr, "rc %d: %s\n", rc, err->message);
+  assert_int_equal(rc, expect_rc);
+  free(p);
+  return t;
+}
+
+/* Nesting is bounded by max_depth (default 1000) everywhere in the
+ * document, skipped values included: refused at the exact bracket that
+ * passes it, with the flag that raises it; raised, the same input reads. */
 static void test_deep_nesting(void **s) {
   (void)s;
+  const char *pre = "[{\"ph\":\"i\",\"ts\":1,\"pid\":1,\"tid\":1,\"args\":{\"deep\":";
   for (int depth = 1; depth <= 5000; depth += 4999) {
     size_t cap = (size_t)depth * 2 + 256;
     char *j = malloc(cap), *want = malloc(cap);
-    size_t n = (size_t)sprintf(j, "[{\"ph\":\"i\",\"ts\":1,\"pid\":1,\"tid\":1,\"args\":{\"deep\":");
+    size_t n = (size_t)sprintf(j, "%s", pre);
     size_t w = 0;
     for (int i = 0; i < depth; i++) j[n++] = '[', want[w++] = '[';
     j[n++] = '7', want[w++] = '7';
@@ -854,28 +872,40 @@ static void test_deep_nesting(void **s) {
     n += (size_t)sprintf(j + n, "}}]");
     tbe_trace *t;
     tbe_import_error err;
-    if (depth <= 4096) {
+    if (depth < 990) {
       t = import_text(j, 0, NULL);
-      const tbe_arg *a = find_arg(t, &t->events[0], "deep");
-      assert_non_null(a);
-      assert_int_equal(a->type, TBE_ARG_JSON);
-      assert_string_equal(tbe_trace_str(t, a->v.s), want);
     } else {
-      t = import_text(j, TBE_EPARSE, &err);
-      assert_non_null(strstr(err.message, "nested deeper"));
-      assert_true(err.offset > 40 && err.offset < 40 + 4200);
+      t = import_text(j, TBE_ETOOBIG, &err);
+      assert_non_null(strstr(err.message, "nested deeper than the limit"));
+      assert_non_null(strstr(err.message, "raise it with --max-depth"));
+      /* levels: '[' 1, '{' 2, args '{' 3, then the k-th '[' is 3 + k */
+      assert_int_equal(err.offset, strlen(pre) + (1001 - 3) - 1); /* level 1001: k = 998 */
+      assert_null(strchr(err.message, '\n'));
+      tbe_trace_free(t);
+      tbe_import_options o = {.max_depth = 6000};
+      t = import_text_opts(j, n, &o, 0, NULL);
     }
+    const tbe_arg *a = find_arg(t, &t->events[0], "deep");
+    assert_non_null(a);
+    assert_int_equal(a->type, TBE_ARG_JSON);
+    assert_string_equal(tbe_trace_str(t, a->v.s), want);
     tbe_trace_free(t);
     free(j);
     free(want);
   }
-  /* deep nesting in a skipped top-level value is fine */
+  /* in a skipped top-level value too: a bracket bomb never reaches yajl */
   char *j = malloc(20000);
   size_t n = (size_t)sprintf(j, "{\"other\":");
   for (int i = 0; i < 9000; i++) j[n++] = '[';
   for (int i = 0; i < 9000; i++) j[n++] = ']';
   n += (size_t)sprintf(j + n, ",\"traceEvents\":[]}");
-  tbe_trace *t = import_text(j, 0, NULL);
+  j[n] = 0;
+  tbe_import_error err;
+  tbe_trace *t = import_text(j, TBE_ETOOBIG, &err);
+  assert_int_equal(err.offset, 9 + 999);
+  tbe_trace_free(t);
+  tbe_import_options o = {.max_depth = 9001};
+  t = import_text_opts(j, n, &o, 0, NULL);
   tbe_trace_free(t);
   free(j);
 }
@@ -1106,7 +1136,7 @@ static void progress_cb(void *ctx, uint64_t done, uint64_t total) {
 static void test_progress(void **s) {
   (void)s;
   uint64_t v[3] = {0, 0, 0};
-  tbe_import_options o = {progress_cb, v};
+  tbe_import_options o = {.progress = progress_cb, .progress_ctx = v};
   tbe_trace *t = NULL;
   assert_int_equal(tbe_trace_create(&t, NULL), 0);
   const char *path = tu_data("jax/h200_matmul.trace.json.gz");

@@ -806,7 +806,7 @@ static void test_progress(void **state) {
   tbe_trace *t;
   assert_int_equal(tbe_trace_create(&t, NULL), 0);
   uint64_t c[3] = {0, 0, 0};
-  tbe_import_options o = {count_progress, c};
+  tbe_import_options o = {.progress = count_progress, .progress_ctx = c};
   assert_int_equal(tbe_import_file(t, tu_data("nsys/h100_2gpu_1s.sqlite"), &o, NULL), 0);
   assert_true(c[0] > 1);
   assert_int_equal(c[1], t->nevents); /* every event row counted at the end */
