@@ -23,6 +23,7 @@
  * runs collected without steps get them.  No match is a warning (in the
  * run and on stderr), not an error. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,11 +156,15 @@ static void write_error(const char *run, const char *logdir, int rc, const char 
 
 /* Whether PATH starts like a spool file. */
 static int is_spool(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return 0;
+  /* Regular files only, opened without blocking: a FIFO (which fopen would
+   * wait on forever) is the importer's to refuse. */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return 0;
+  struct stat st;
   char m[8];
-  int yes = fread(m, 1, sizeof m, f) == sizeof m && memcmp(m, TBE__SPOOL_MAGIC, 8) == 0;
-  fclose(f);
+  int yes = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && read(fd, m, sizeof m) == (ssize_t)sizeof m &&
+            memcmp(m, TBE__SPOOL_MAGIC, 8) == 0;
+  close(fd);
   return yes;
 }
 

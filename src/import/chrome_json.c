@@ -3999,7 +3999,7 @@ int tbe__import_chrome_json(tbe_trace *t, tbe__input *in, const char *path,
    * no JSON: skipped, the offsets still count it. */
   const uint8_t *head;
   size_t hn;
-  if (tbe__input_peek(in, 3, &head, &hn) == 0 && hn == 3 && head[0] == 0xEF && head[1] == 0xBB &&
+  if (tbe__input_peek(in, 3, &head, &hn) == 0 && hn >= 3 && head[0] == 0xEF && head[1] == 0xBB &&
       head[2] == 0xBF) {
     uint8_t bom[3];
     size_t got;

@@ -21,6 +21,7 @@
 
 #include "import/importers.h"
 #include "import/input.h"
+#include "tbexport/analysis.h"
 #include "tbexport/error.h"
 #include "tbexport/import.h"
 #include "tbexport/trace.h"
@@ -1444,6 +1445,112 @@ static void test_ac2g_check(void **s) {
   tbe_trace_free(t);
 }
 
+/* Tokens cut by the reads (256 KiB) and by the parallel chunks: a name of
+ * 600 KB full of escapes, an arg key of 300 KB, a number of 300 KB digits
+ * and a string ending exactly at a read boundary all read back whole and
+ * exact (the guard hands yajl each token once, whole). */
+static void test_tokens_across_reads(void **s) {
+  (void)s;
+  size_t big = 600 * 1024;
+  char *name = malloc(big + 1), *want = malloc(big + 1);
+  size_t nn = 0, wn = 0;
+  while (nn < big - 8) {
+    switch ((nn / 7) % 4) {
+      case 0: memcpy(name + nn, "\\\"", 2), nn += 2, want[wn++] = '"'; break;
+      case 1: memcpy(name + nn, "\\\\", 2), nn += 2, want[wn++] = '\\'; break;
+      case 2: memcpy(name + nn, "\\u00e9", 6), nn += 6, want[wn++] = (char)0xC3, want[wn++] = (char)0xA9; break;
+      default: name[nn++] = 'n', want[wn++] = 'n';
+    }
+  }
+  name[nn] = 0;
+  want[wn] = 0;
+  size_t kl = 300 * 1024;
+  char *key = malloc(kl + 1), *num = malloc(kl + 1);
+  memset(key, 'k', kl);
+  key[kl] = 0;
+  memset(num, '7', kl);
+  num[kl] = 0;
+  size_t cap = big + 3 * kl + 4096;
+  char *j = malloc(cap);
+  int n = snprintf(j, cap,
+                   "[{\"ph\":\"X\",\"ts\":1,\"dur\":1,\"pid\":1,\"tid\":1,\"name\":\"%s\","
+                   "\"args\":{\"%s\":1,\"n\":%s}},",
+                   name, key, num);
+  /* pad so that the next event's name ends right at a multiple of 256 KiB */
+  size_t boundary = ((size_t)n + 200) / (256 * 1024) * (256 * 1024) + 256 * 1024;
+  while ((size_t)n + 60 < boundary) n += snprintf(j + n, cap - (size_t)n, " ");
+  size_t room = boundary - (size_t)n;
+  const char *pre = "{\"ph\":\"X\",\"ts\":2,\"dur\":1,\"pid\":1,\"tid\":1,\"name\":\"";
+  n += snprintf(j + n, cap - (size_t)n, "%s", pre);
+  size_t fill = room - strlen(pre) - 1;
+  memset(j + n, 'z', fill);
+  n += (int)fill;
+  j[n++] = '"'; /* the closing quote is the read's last byte */
+  n += snprintf(j + n, cap - (size_t)n, "}]");
+  tbe_trace *t = import_text(j, 0, NULL);
+  assert_int_equal(t->nevents, 2);
+  const tbe_event *e = NULL;
+  for (size_t i = 0; i < t->nevents; i++)
+    if (t->events[i].start_ns == 1000) e = &t->events[i];
+  assert_non_null(e);
+  assert_string_equal(tbe_trace_str(t, e->name), want);
+  const tbe_arg *a = find_arg(t, e, key);
+  assert_non_null(a);
+  assert_int_equal(a->v.i, 1);
+  a = find_arg(t, e, "n");
+  assert_non_null(a);
+  assert_int_equal(a->type, TBE_ARG_JSON); /* too long for a number type: verbatim */
+  assert_string_equal(tbe_trace_str(t, a->v.s), num);
+  for (size_t i = 0; i < t->nevents; i++)
+    if (t->events[i].start_ns == 2000) assert_int_equal(tbe_trace_strlen(t, t->events[i].name), fill);
+  tbe_trace_free(t);
+  free(j);
+  free(name);
+  free(want);
+  free(key);
+  free(num);
+}
+
+/* Tens of thousands of distinct device ids, GPU pids, string pids and
+ * thread names: every one is kept (lookups are hashed or sorted; each was
+ * a linear scan, 80k device ids took 106 s). */
+static void test_many_ids(void **s) {
+  (void)s;
+  const int n = 20000;
+  size_t cap = (size_t)n * 400 + 256;
+  char *j = malloc(cap);
+  size_t len = 0;
+  j[len++] = '[';
+  for (int i = 0; i < n; i++)
+    len += (size_t)snprintf(j + len, cap - len,
+                            "%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":%d,\"dur\":1,"
+                            "\"pid\":%d,\"tid\":7,\"args\":{\"device\":%d,\"stream\":7}},"
+                            "{\"ph\":\"X\",\"name\":\"h\",\"ts\":%d,\"dur\":1,\"pid\":\"p%d\",\"tid\":\"t%d\"},"
+                            "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,"
+                            "\"args\":{\"name\":\"T%d\"}}",
+                            i ? "," : "", i, 100000 + i, i, i, i, i, 200000 + i, i, i);
+  len += (size_t)snprintf(j + len, cap - len, "%s",
+                          ",{\"ph\":\"X\",\"name\":\"x\",\"ts\":1,\"dur\":1,\"pid\":200005,\"tid\":5}]");
+  j[len] = 0;
+  tbe_trace *t = import_text(j, 0, NULL);
+  assert_int_equal(t->ndevices, (size_t)n);
+  size_t named = 0, str_procs = 0;
+  for (size_t i = 0; i < t->ntracks; i++)
+    if (t->tracks[i].pid == 200005 && t->tracks[i].tid == 5)
+      assert_string_equal(tbe_trace_str(t, t->tracks[i].name), "T5");
+  for (size_t i = 0; i < t->ntracks; i++) named += t->tracks[i].name != 0;
+  for (size_t i = 0; i < t->nprocesses; i++) str_procs += t->processes[i].pid <= -2;
+  assert_int_equal(str_procs, (size_t)n);
+  assert_true(named >= (size_t)n); /* the string tids name their tracks */
+  tbe_analysis *an;
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  assert_int_equal(an->ndevices, (size_t)n);
+  assert_int_equal(an->all.kernel_count, (uint64_t)n);
+  tbe_analysis_free(an);
+  tbe_trace_free(t);
+  free(j);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kineto_cnn_fp32),
@@ -1470,6 +1577,8 @@ int main(void) {
       cmocka_unit_test(test_parallel_nasty),
       cmocka_unit_test(test_parallel_errors),
       cmocka_unit_test(test_ac2g_check),
+      cmocka_unit_test(test_tokens_across_reads),
+      cmocka_unit_test(test_many_ids),
   };
   /* Every test on the calling thread alone, then threaded (driver, N parse
    * workers, model on the calling thread) with N = 1, 2 and 4, whatever
