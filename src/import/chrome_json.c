@@ -1,7 +1,7 @@
 /* chrome_json.c: the Chrome-trace / PyTorch-Kineto JSON importer.
  *
- * A streaming parse: the file (plain or gzip, via input.h) is fed to yajl in
- * chunks and the callbacks build each event from its keys into a small
+ * A streaming parse: the input (plain or gzip, opened by import.c via
+ * input.h) is fed to yajl in chunks and the callbacks build each event from its keys into a small
  * reusable scratch (name, cat, ph, ts, dur, pid, tid, id, bp, s and the
  * args as key/value spans over one byte buffer).  At the event's closing
  * brace the scratch becomes one model event (or a metadata record, a flow
@@ -77,10 +77,27 @@
  * errors, truncations and trailing commas behave exactly as in one thread.
  * A ring of N+4 slots bounds the memory in flight.
  *
+ * Hostile input (limits of tbe_import_options, resolved by import.c): the
+ * main handle is fed through a token guard ("token guard" below) that
+ * hands yajl whole tokens only (yajl re-lexes a token cut by a read from
+ * its first byte: quadratic) and refuses strings, keys and nesting past
+ * max_token_bytes / max_depth before yajl reads them; numbers and the size
+ * of the event being parsed (max_event_bytes) are checked at every token by
+ * the callbacks; max_events counts the events applied.  A worker that
+ * meets a limit gives its chunk back and the serial replay refuses it at
+ * the exact byte, so the limits behave as in one thread.  Times are
+ * checked against the model's range (common/checked.h): ts and dur as
+ * parsed, ts + baseTimeNanoseconds and the end of a complete event when
+ * applied (the base may come last: finish_import checks those events).
+ * A UTF-8 BOM is skipped; an object without traceEvents is no trace; a
+ * typed field (ts, dur, ph, pid, ...) holding an object or array is an
+ * error naming it.
+ *
  * Errors: yajl's and our own ("ts is not a number") become one line with
  * the byte offset, line and column through tbe__import_fail and
- * TBE_EPARSE.  Line and column are computed only on error, by re-reading
- * the input up to the offset, so the parse itself never counts newlines. */
+ * TBE_EPARSE (TBE_ETOOBIG for a limit, naming its flag).  Line and column
+ * are computed only on error, by re-reading the input up to the offset
+ * (not for standard input), so the parse itself never counts newlines. */
 #include <pthread.h>
 #ifdef __SSE2__
 #include <emmintrin.h>

@@ -44,6 +44,10 @@
  * calls and GPU work of different processes never link (the 2-GPU fixture
  * has colliding ids across its two processes).
  *
+ * Times: start + the session offset and end + the offset must lie in the
+ * model's range (common/checked.h), else the row is refused naming the
+ * column; max_events counts the rows that become events.
+ *
  * Errors: a file that is SQLite but not an nsys export is TBE_EFORMAT; an
  * unreadable database, a required column missing or a value of the wrong
  * type is TBE_ECORRUPT with "<path>: table T row R: ..." (no byte offset). */

@@ -3,7 +3,10 @@
  * Reads the protobuf written by JAX, TensorFlow, XLA and our own exporter
  * (schema: proto/profiler/xplane.proto) into the trace model.
  *
- * How: the whole file is read into memory; the top-level XSpace fields are
+ * How: the whole input is read into memory (a regular file at its size;
+ * through gzip or standard input with its top-level framing followed as
+ * it comes, so a stream of anything else stops at its first bad header and
+ * no field may claim more than max_input_bytes); the top-level XSpace fields are
  * walked by hand (so every plane's byte offset is known and a corrupt length
  * is reported, never allocated), then each plane is decoded on its own with
  * protobuf-c and released before the next, so the peak is the file plus one
@@ -46,6 +49,12 @@
  *     events (tbexport_kind, tbexport_cat), asynchronous ranges (_a), NVTX
  *     lines by thread id, and their warnings without the generic status
  *     lines the exporter put first.
+ *
+ * Times outside the model's range (common/checked.h) are refused naming the
+ * field (line timestamp_ns, offset_ps, duration_ps, profile_start_time) and
+ * the plane's byte; max_events is counted per event.  Lookups keyed by the
+ * file's values are sorted or hashed: NVTX lines find their thread's line
+ * by a binary search over the plane's names, tbexport_track_pids is sorted.
  *
  * Errors: TBE_ECORRUPT with "<path>: byte N: ..." naming the offending
  * field; nothing is kept from a plane that did not decode. */

@@ -169,7 +169,7 @@ static char *utf8_fixed(const tbe_allocator *a, const char *s, size_t n, size_t 
 
 static void xw_bytes(xw *w, const void *p, size_t n) {
   uint8_t *d = xw_room(w, n);
-  if (!d) return;
+  if (!d || !n) return; /* (NULL, 0) is an empty name: memcpy must not see NULL */
   memcpy(d, p, n);
   w->len += n;
 }
@@ -321,7 +321,7 @@ static uint32_t ntab_get(ntab *t, const char *s, size_t n) {
   if (t->cap) {
     size_t i = (size_t)h & (t->cap - 1);
     for (uint32_t id; (id = t->slots[i]) != 0; i = (i + 1) & (t->cap - 1))
-      if (t->hash[id] == h && t->len[id] == n && memcmp(t->arena + t->off[id], s, n) == 0)
+      if (t->hash[id] == h && t->len[id] == n && (n == 0 || memcmp(t->arena + t->off[id], s, n) == 0))
         return id;
   }
   if ((t->n + 2) * 2 > t->cap) {
@@ -340,7 +340,7 @@ static uint32_t ntab_get(ntab *t, const char *s, size_t n) {
     t->hash = hh;
     t->ncap = nc;
   }
-  if (t->acap - t->alen < n) {
+  if (!t->arena || t->acap - t->alen < n) { /* never NULL: "" (a nameless event) points into it */
     size_t nc = t->acap ? t->acap : 4096;
     while (nc - t->alen < n) nc *= 2;
     char *na = tbe__realloc(t->a, t->arena, t->acap, nc);
@@ -349,7 +349,7 @@ static uint32_t ntab_get(ntab *t, const char *s, size_t n) {
     t->acap = nc;
   }
   uint32_t id = (uint32_t)++t->n;
-  if (n) memcpy(t->arena + t->alen, s, n); /* "" may come as (NULL, 0): a nameless event */
+  if (n) memcpy(t->arena + t->alen, s, n); /* "" may come as (NULL, 0) */
   t->off[id] = t->alen;
   t->len[id] = (uint32_t)n;
   t->hash[id] = h;

@@ -4,8 +4,10 @@
  * allocator (no malloc per event).  Strings are the trace's interner
  * (common/intern.h): ids in order of first appearance, copies in an arena
  * of fixed blocks, so a pointer returned by tbe_trace_str stays valid for
- * the life of the trace.  Tracks and processes have their own small hash
- * indexes.
+ * the life of the trace.  Tracks, processes and devices have their own
+ * hash indexes (ids come from the input: a file may name 80,000 of them).
+ * Times are kept in the range of common/checked.h: tbe_trace_add_event and
+ * _add_step saturate what lies outside and flag the event TBE_EVF_CLAMPED.
  *
  * Finishing: events are ordered by (track, start, longer first) with an
  * index sort and an in-place cycle permutation (no second copy of the event
