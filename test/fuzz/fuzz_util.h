@@ -8,6 +8,7 @@
 #ifndef TBE_FUZZ_UTIL_H
 #define TBE_FUZZ_UTIL_H
 
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,24 @@ __attribute__((unused)) static void fz_write(char path[128], const char *name, c
     perror(path);
     abort();
   }
+}
+
+/* Imports `path` into `t`: as the file, or (via_stdin) as "-" with
+ * standard input opened on it, so the stream paths (detection from peeked
+ * bytes, no re-reading for line numbers, the XSpace framing walk) are
+ * fuzzed by the same corpus. */
+__attribute__((unused)) static int fz_import(tbe_trace *t, const char *path,
+                                             const tbe_import_options *o, tbe_import_error *err,
+                                             int via_stdin) {
+  if (!via_stdin) return tbe_import_file(t, path, o, err);
+  int fd = open(path, O_RDONLY);
+  int saved = dup(0);
+  if (fd < 0 || saved < 0 || dup2(fd, 0) < 0) abort(); /* the environment, not a finding */
+  close(fd);
+  int rc = tbe_import_file(t, "-", o, err);
+  dup2(saved, 0);
+  close(saved);
+  return rc;
 }
 
 /* After an import that succeeded: the analysis and the summary in every
