@@ -390,6 +390,7 @@ typedef struct cj {
   uint64_t carry_off;     /* its file offset */
   int saw_events;         /* a traceEvents array was entered */
   int in_event;           /* between a trace event's '{' and its '}' */
+  int ev_tick;            /* tokens until the event's size is checked again */
   const uint8_t *wbuf;    /* a worker: the chunk text being parsed */
   uint64_t base_off;      /* offset of baseTimeNanoseconds (consumer) */
   uint64_t nevents_read;  /* trace events applied (consumer) */
@@ -2193,9 +2194,20 @@ static const char *ev_key_type(int k) {
   }
 }
 
-static int ev_size_ok(cj *c) {
-  if (!c->in_event || cj_pos(c) - c->pe.start_off <= c->o->max_event_bytes) return 1;
+/* The size of the event being parsed, from its '{' to the token just
+ * read: checked at every token of more than 4 KiB, every 32nd token and
+ * at the event's end (ev_size_end), so the scratch never holds more than
+ * max_event_bytes plus 31 small tokens (and the parse makes few calls into
+ * yajl for it). */
+static int ev_size_check(cj *c) {
+  c->ev_tick = 32;
+  if (cj_pos(c) - c->pe.start_off <= c->o->max_event_bytes) return 1;
   return cj_limit(c, c->pe.start_off, TBE__LIM_EVENT, "a trace event larger than the limit");
+}
+
+static inline int ev_size_ok(cj *c, size_t n) {
+  if (!c->in_event || (n <= 4096 && --c->ev_tick > 0)) return 1;
+  return ev_size_check(c);
 }
 
 /* A worker's string or key of decoded length `n`, just lexed: its length
@@ -2222,7 +2234,7 @@ static int token_ok(cj *c, int type, size_t n) {
 
 /* A scalar value (number text, string, or true/false/null as JSON text). */
 static int on_scalar(cj *c, int type, const char *s, size_t n) {
-  if (!token_ok(c, type, n) || !ev_size_ok(c)) return 0;
+  if (!token_ok(c, type, n) || !ev_size_ok(c, n)) return 0;
   if (c->skip) return 1;
   if (c->cap) {
     cap_sep(c);
@@ -2382,7 +2394,7 @@ static void scratch_reset(scratch *e) {
 }
 
 static int on_open(cj *c, int is_map) {
-  if (!ev_size_ok(c)) return 0;
+  if (!ev_size_ok(c, 0)) return 0;
   /* The main handle's guard refuses nesting past max_depth before yajl
    * sees it; a worker gives its chunk back (one level early: its '[' stands
    * for an array that is at depth 2 in the object form) and the serial
@@ -2489,7 +2501,10 @@ static int apply_device(cj *c, const tbe_device *s, const char *name, size_t nle
 }
 
 static int on_close(cj *c, int is_map) {
-  if (!ev_size_ok(c)) return 0;
+  if (c->in_event) { /* the event's own '}' always checks its size */
+    int end = !c->skip && !c->cap && c->role[c->depth] == R_EVENT;
+    if (end ? !ev_size_check(c) : !ev_size_ok(c, 0)) return 0;
+  }
   if (c->skip) {
     c->skip--;
     return 1;
@@ -2522,7 +2537,7 @@ static int key_is(const unsigned char *k, size_t n, const char *lit) {
 static int cb_map_key(void *ctx, const unsigned char *k, size_t n) {
   cj *c = ctx;
   if (c->worker && !token_ok(c, V_STR, n)) return 0;
-  if (!ev_size_ok(c)) return 0;
+  if (!ev_size_ok(c, n)) return 0;
   if (c->skip) return 1;
   if (c->cap) {
     uint8_t *st = &c->capst[c->cap];
@@ -3198,41 +3213,97 @@ static inline int guard_byte(cj *c, const uint8_t *d, size_t i, uint64_t off, in
   return 0;
 }
 
+#ifdef __SSE2__
+/* The quotes, backslashes, opening and closing brackets of p[0..64), one
+ * bit per byte. */
+static inline void masks64(const uint8_t *p, uint64_t *q, uint64_t *bs, uint64_t *op,
+                           uint64_t *cl) {
+  const __m128i vq = _mm_set1_epi8('"'), vb = _mm_set1_epi8('\\'), vo1 = _mm_set1_epi8('{');
+  const __m128i vo2 = _mm_set1_epi8('['), vc1 = _mm_set1_epi8('}'), vc2 = _mm_set1_epi8(']');
+  *q = *bs = *op = *cl = 0;
+  for (int k = 0; k < 4; k++) {
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * k));
+    unsigned sh = 16u * (unsigned)k;
+    *q |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, vq)) << sh;
+    *bs |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, vb)) << sh;
+    *op |= (uint64_t)(unsigned)_mm_movemask_epi8(
+               _mm_or_si128(_mm_cmpeq_epi8(x, vo1), _mm_cmpeq_epi8(x, vo2)))
+           << sh;
+    *cl |= (uint64_t)(unsigned)_mm_movemask_epi8(
+               _mm_or_si128(_mm_cmpeq_epi8(x, vc1), _mm_cmpeq_epi8(x, vc2)))
+           << sh;
+  }
+}
+#endif
+
+/* Bit i of the result is the xor of bits 0..i of x: 1 from an opening
+ * quote up to (not including) its closing quote. */
+static inline uint64_t prefix_xor(uint64_t x) {
+  x ^= x << 1;
+  x ^= x << 2;
+  x ^= x << 4;
+  x ^= x << 8;
+  x ^= x << 16;
+  x ^= x << 32;
+  return x;
+}
+
+/* The bytes escaped by a backslash: those right after an odd-length run
+ * of backslashes.  *carry says the first byte is escaped (the previous
+ * block ended in an odd run) and receives the same for the next block.
+ * Runs are told odd from even by where they start: adding each run's
+ * odd-position start to the run carries past its end exactly when the
+ * run, counted from an odd start, has odd length. */
+static inline uint64_t escaped_bytes(uint64_t bs, uint64_t *carry) {
+  const uint64_t even = 0x5555555555555555ull;
+  bs &= ~*carry;                       /* a backslash escaped itself is none */
+  uint64_t follows = (bs << 1) | *carry;
+  uint64_t odd_starts = bs & ~even & ~follows;
+  uint64_t sum;
+  *carry = __builtin_add_overflow(odd_starts, bs, &sum);
+  return (even ^ (sum << 1)) & follows;
+}
+
 /* Scans d[0..n) at file offset `off` (no token carried in).  Returns n, or
- * the index of the byte at which a limit stops the parse (*viol). */
+ * the index of the byte at which a limit stops the parse (*viol).
+ *
+ * 64 bytes at a time (the common case: valid JSON, limits far away): the
+ * escaped bytes, then the quotes that count and, by a prefix xor, which
+ * bytes lie inside strings; brackets outside strings move the depth by
+ * their counts.  A block where that could differ from the bytewise rule of
+ * guard_byte (a backslash outside a string, the depth possibly reaching
+ * the limit, more closing brackets than open ones, a string closing past
+ * the token limit, a token limit under 64 bytes) is redone byte by byte
+ * from the state it started with.  (A bracket closing below depth 0 inside
+ * a block is invalid JSON that yajl refuses at that byte, before anything
+ * the count could decide.) */
 static size_t guard_scan(cj *c, const uint8_t *d, size_t n, uint64_t off, int *viol) {
   size_t i = 0;
 #ifdef __SSE2__
-  /* 16 bytes at a time: only quotes and backslashes matter inside a
-   * string, only quotes and brackets outside. */
-  const __m128i vq = _mm_set1_epi8('"'), vb = _mm_set1_epi8('\\'), vo1 = _mm_set1_epi8('{');
-  const __m128i vo2 = _mm_set1_epi8('['), vc1 = _mm_set1_epi8('}'), vc2 = _mm_set1_epi8(']');
-  while (i + 16 <= n) {
-    if (c->g_esc) {
-      c->g_esc = 0;
-      i++;
+  const uint64_t maxt = c->o->max_token_bytes;
+  const uint32_t maxd = c->o->max_depth;
+  for (; maxt >= 64 && i + 64 <= n; i += 64) {
+    uint64_t q, bs, open, close;
+    masks64(d + i, &q, &bs, &open, &close);
+    uint64_t carry = (uint64_t)c->g_esc;
+    uint64_t quotes = q & ~escaped_bytes(bs, &carry);
+    uint64_t instr = prefix_xor(quotes) ^ (c->g_in_str ? ~0ull : 0);
+    open &= ~instr;
+    close &= ~instr;
+    unsigned opens = (unsigned)__builtin_popcountll(open), closes = (unsigned)__builtin_popcountll(close);
+    int slow = (bs & ~instr) != 0 || (uint64_t)c->g_depth + opens > maxd ||
+               closes > (uint64_t)c->g_depth + opens;
+    if (!slow && c->g_in_str && quotes) /* the string carried in closes here */
+      slow = off + i + (unsigned)__builtin_ctzll(quotes) - c->g_str_start + 1 > maxt;
+    if (slow) {
+      for (size_t k = i; k < i + 64; k++)
+        if (guard_byte(c, d, k, off, viol)) return k;
       continue;
     }
-    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(d + i));
-    unsigned q = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, vq));
-    unsigned bs = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, vb));
-    unsigned br = (unsigned)_mm_movemask_epi8(
-        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, vo1), _mm_cmpeq_epi8(v, vo2)),
-                     _mm_or_si128(_mm_cmpeq_epi8(v, vc1), _mm_cmpeq_epi8(v, vc2))));
-    unsigned pos = 0;
-    while (pos < 16) {
-      unsigned m = (c->g_in_str ? (q | bs) : (q | br)) & (0xFFFFu << pos) & 0xFFFFu;
-      if (!m) break;
-      unsigned b = (unsigned)__builtin_ctz(m);
-      if (guard_byte(c, d, i + b, off, viol)) return i + b;
-      pos = b + 1;
-      if (c->g_esc) { /* the escaped byte is skipped */
-        if (b == 15) break;
-        c->g_esc = 0;
-        pos = b + 2;
-      }
-    }
-    i += 16;
+    c->g_depth = c->g_depth + opens - closes;
+    c->g_in_str = (int)(instr >> 63);
+    c->g_esc = c->g_in_str ? (int)carry : 0;
+    if (c->g_in_str && quotes) c->g_str_start = off + i + 63 - (unsigned)__builtin_clzll(quotes);
   }
 #endif
   for (; i < n; i++)

@@ -1551,6 +1551,47 @@ static void test_many_ids(void **s) {
   free(j);
 }
 
+/* The token guard scans 64 bytes at a time and falls back to bytes where
+ * that could differ: a string with runs of backslashes (1 to 5) placed at
+ * every alignment across a block, measured exactly: refused one byte over
+ * the token limit at its quote, accepted at the limit, and decoded right. */
+static void test_guard_alignments(void **s) {
+  (void)s;
+  char j[1024], want[256], str[256];
+  for (int run = 1; run <= 5; run++)
+    for (int align = 0; align < 70; align++) {
+      /* the string: "ab" then `run` backslashes (an odd run escapes the
+       * next byte) then "\"" padding */
+      size_t sl = 0, wl = 0;
+      for (int k = 0; k < 40; k++) str[sl++] = 'a' + (k % 26), want[wl++] = 'a' + (k % 26);
+      for (int k = 0; k < run / 2; k++) str[sl++] = '\\', str[sl++] = '\\', want[wl++] = '\\';
+      if (run % 2) str[sl++] = '\\', str[sl++] = '"', want[wl++] = '"';
+      for (int k = 0; k < 30; k++) str[sl++] = 'z', want[wl++] = 'z';
+      str[sl] = want[wl] = 0;
+      int n = snprintf(j, sizeof j, "[{\"ph\":\"X\",\"ts\":1,\"dur\":1,\"pid\":1,\"tid\":1,\"cat\":\"%*s\"},"
+                       "{\"ph\":\"X\",\"ts\":2,\"dur\":1,\"pid\":1,\"tid\":1,\"name\":\"",
+                       align, "");
+      size_t quote = (size_t)n - 1;
+      n += snprintf(j + n, sizeof j - (size_t)n, "%s\"}]", str);
+      uint64_t raw = sl + 2; /* quotes included */
+      tbe_import_options o = {.max_token_bytes = raw - 1};
+      tbe_import_error err;
+      tbe_trace *t = import_text_opts(j, (size_t)n, &o, TBE_ETOOBIG, &err);
+      assert_int_equal(err.offset, quote);
+      tbe_trace_free(t);
+      o.max_token_bytes = raw;
+      t = import_text_opts(j, (size_t)n, &o, 0, NULL);
+      int found = 0;
+      for (size_t i = 0; i < t->nevents; i++)
+        if (t->events[i].start_ns == 2000) {
+          assert_string_equal(tbe_trace_str(t, t->events[i].name), want);
+          found = 1;
+        }
+      assert_true(found);
+      tbe_trace_free(t);
+    }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kineto_cnn_fp32),
@@ -1579,6 +1620,7 @@ int main(void) {
       cmocka_unit_test(test_ac2g_check),
       cmocka_unit_test(test_tokens_across_reads),
       cmocka_unit_test(test_many_ids),
+      cmocka_unit_test(test_guard_alignments),
   };
   /* Every test on the calling thread alone, then threaded (driver, N parse
    * workers, model on the calling thread) with N = 1, 2 and 4, whatever
