@@ -114,6 +114,7 @@
 #include "common/alloc.h"
 #include "common/buf.h"
 #include "common/checked.h"
+#include "common/map.h"
 #include "import/importers.h"
 #include "import/input.h"
 #include "tbexport/error.h"
@@ -331,12 +332,11 @@ typedef struct cj {
   int crc;
   uint64_t cerr_off;
 
-  /* tables (gidx, sidx: hash indexes of gpus by pid and strpids by string,
-   * slot = array index + 1, 0 empty; sized a power of two >= 2n) */
+  /* tables (gmap, smap: gpus by pid and strpids by string id -> index;
+   * pids and names are the input's to choose: common/map.h's keyed hash) */
   pidmap *gpus;
   size_t ngpus, cap_gpus;
-  uint32_t *gidx, *sidx;
-  size_t gidx_cap, sidx_cap;
+  tbe__map gmap, smap;
   meta *metas;
   size_t nmetas, cap_metas;
   strpid *strpids;
@@ -776,38 +776,6 @@ static void parse_dim3(const char *s, size_t n, uint32_t out[3]) {
 /* ---------------------------------------------------------------------- */
 /* ids, tracks, GPU pids */
 
-static uint64_t mix_key(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  return x;
-}
-
-/* Adds entry n-1 (just appended) of gpus (strs 0) or strpids (strs 1) to
- * its hash index, growing and rebuilding it at half load.  Distinct pids
- * and string ids are the input's to choose: 80,000 of them cost a linear
- * scan each before. */
-static int index_add(cj *c, uint32_t **idx, size_t *cap, size_t n, int strs) {
-  if (n * 2 > *cap) {
-    size_t nc = *cap ? *cap * 2 : 64;
-    uint32_t *ni = tbe__calloc(c->a, nc, sizeof *ni);
-    if (!ni) return TBE_ENOMEM;
-    tbe__free(c->a, *idx);
-    *idx = ni;
-    *cap = nc;
-    for (size_t i = 0; i + 1 < n; i++) {
-      uint64_t k = strs ? (uint64_t)c->strpids[i].s : (uint64_t)c->gpus[i].pid;
-      size_t h = (size_t)mix_key(k) & (nc - 1);
-      while (ni[h]) h = (h + 1) & (nc - 1);
-      ni[h] = (uint32_t)i + 1;
-    }
-  }
-  uint64_t k = strs ? (uint64_t)c->strpids[n - 1].s : (uint64_t)c->gpus[n - 1].pid;
-  size_t h = (size_t)mix_key(k) & (*cap - 1);
-  while ((*idx)[h]) h = (h + 1) & (*cap - 1);
-  (*idx)[h] = (uint32_t)n;
-  return 0;
-}
 
 static int id_value(cj *c, const xid *x, int64_t *out) {
   if (!x->is_str) {
@@ -825,20 +793,18 @@ static int id_value(cj *c, const xid *x, int64_t *out) {
   tbe_str id;
   int rc = intern_text(c, s, x->str.len, &id);
   if (rc) return rc;
-  size_t h = c->sidx_cap ? (size_t)mix_key((uint64_t)id) & (c->sidx_cap - 1) : 0;
-  if (c->sidx_cap)
-    for (; c->sidx[h]; h = (h + 1) & (c->sidx_cap - 1))
-      if (c->strpids[c->sidx[h] - 1].s == id) {
-        *out = c->strpids[c->sidx[h] - 1].id;
-        return 0;
-      }
+  const uint32_t *k = tbe__map_get(&c->smap, id);
+  if (k) {
+    *out = c->strpids[*k].id;
+    return 0;
+  }
   void *p = c->strpids;
   if (tbe__grow(c->a, &p, &c->cap_strpids, c->nstrpids + 1, sizeof *c->strpids)) return TBE_ENOMEM;
   c->strpids = p;
   c->strpids[c->nstrpids].s = id;
   c->strpids[c->nstrpids].id = -2 - (int64_t)c->nstrpids;
-  *out = c->strpids[c->nstrpids++].id;
-  return index_add(c, &c->sidx, &c->sidx_cap, c->nstrpids, 1);
+  *out = c->strpids[c->nstrpids].id;
+  return tbe__map_set(&c->smap, id, (uint32_t)c->nstrpids++);
 }
 
 /* A string pid's name: ids are -2 - index (id_value). */
@@ -848,14 +814,10 @@ static tbe_str strpid_name(const cj *c, int64_t id) {
 }
 
 static int gpu_of_pid(const cj *c, int64_t pid, int32_t *dev) {
-  if (!c->gidx_cap) return 0;
-  for (size_t h = (size_t)mix_key((uint64_t)pid) & (c->gidx_cap - 1); c->gidx[h];
-       h = (h + 1) & (c->gidx_cap - 1))
-    if (c->gpus[c->gidx[h] - 1].pid == pid) {
-      *dev = c->gpus[c->gidx[h] - 1].device;
-      return 1;
-    }
-  return 0;
+  const uint32_t *k = tbe__map_get(&c->gmap, (uint64_t)pid);
+  if (!k) return 0;
+  *dev = c->gpus[*k].device;
+  return 1;
 }
 
 static int add_gpu_pid(cj *c, int64_t pid, int32_t device) {
@@ -865,8 +827,8 @@ static int add_gpu_pid(cj *c, int64_t pid, int32_t device) {
   if (tbe__grow(c->a, &p, &c->cap_gpus, c->ngpus + 1, sizeof *c->gpus)) return TBE_ENOMEM;
   c->gpus = p;
   c->gpus[c->ngpus].pid = pid;
-  c->gpus[c->ngpus++].device = device;
-  return index_add(c, &c->gidx, &c->gidx_cap, c->ngpus, 0);
+  c->gpus[c->ngpus].device = device;
+  return tbe__map_set(&c->gmap, (uint64_t)pid, (uint32_t)c->ngpus++);
 }
 
 static int get_track(cj *c, uint32_t type, int64_t pid, int64_t tid, int32_t device,
@@ -3095,8 +3057,8 @@ static void cj_free(cj *c) {
   tbe__free(c->a, c->gpus);
   tbe__free(c->a, c->metas);
   tbe__free(c->a, c->strpids);
-  tbe__free(c->a, c->gidx);
-  tbe__free(c->a, c->sidx);
+  tbe__map_deinit(&c->gmap);
+  tbe__map_deinit(&c->smap);
   for (size_t i = 0; i < c->nstacks; i++) {
     for (size_t k = 0; k < c->stacks[i].cap; k++) tbe__free(c->a, c->stacks[i].v[k].args);
     tbe__free(c->a, c->stacks[i].v);
@@ -4062,6 +4024,8 @@ int tbe__import_chrome_json(tbe_trace *t, tbe__input *in, const char *path,
   c->a = in->a;
   int rc;
   tbe__buf_init(&c->carry, c->a);
+  tbe__map_init(&c->gmap, c->a, TBE__SEED_PROCESS);
+  tbe__map_init(&c->smap, c->a, TBE__SEED_PROCESS);
   tbe__buf_init(&c->pe.text, c->a);
   tbe__buf_init(&c->capbuf, c->a);
   for (int i = 0; i < K_TBE_N; i++) tbe__buf_init(&c->tbe_meta[i], c->a);

@@ -28,6 +28,7 @@
 #include "common/alloc.h"
 #include "common/checked.h"
 #include "common/intern.h"
+#include "common/map.h"
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
 #include "tbexport/trace.h"
@@ -40,11 +41,11 @@ typedef struct tbe__trace_priv {
   /* tracks: index+1 per slot */
   uint32_t *thash;
   size_t thash_cap;
-  /* devices by id, processes by pid: index+1 per slot (the ids are the
-   * input's: 80,000 distinct ones cost a linear scan each before) */
-  uint32_t *dhash, *phash;
-  size_t dhash_cap, phash_cap;
-  size_t dhash_n, phash_n; /* entries the indexes cover */
+  /* devices by id, processes by pid -> index (the ids are the input's:
+   * 80,000 distinct ones cost a linear scan each before; the map's keyed
+   * hash keeps chosen ids from colliding) */
+  tbe__map devmap, pidmap;
+  size_t devmap_n, pidmap_n; /* entries of the arrays the maps cover */
   /* capacities of the public arrays */
   size_t cap_events, cap_kernels, cap_memcpys, cap_memsets, cap_syncs, cap_nvtx, cap_counters,
       cap_memory, cap_args, cap_tracks, cap_processes, cap_devices, cap_steps, cap_flows,
@@ -79,6 +80,8 @@ int tbe_trace_create(tbe_trace **out, const tbe_allocator *a) {
   }
   p->a = al;
   tbe__intern_init(&p->strs, &p->a, TBE__SEED_PROCESS);
+  tbe__map_init(&p->devmap, &p->a, TBE__SEED_PROCESS);
+  tbe__map_init(&p->pidmap, &p->a, TBE__SEED_PROCESS);
   t->priv = p;
   t->rank = -1;
   /* id 0 is the empty string */
@@ -112,8 +115,8 @@ void tbe_trace_free(tbe_trace *t) {
   tbe__free(&a, t->warnings);
   tbe__intern_deinit(&p->strs);
   tbe__free(&a, p->thash);
-  tbe__free(&a, p->dhash);
-  tbe__free(&a, p->phash);
+  tbe__map_deinit(&p->devmap);
+  tbe__map_deinit(&p->pidmap);
   tbe__free(&a, p);
   tbe__free(&a, t);
 }
@@ -217,10 +220,10 @@ int tbe_trace_track(tbe_trace *t, tbe_track_type type, int64_t pid, int64_t tid,
   return 0;
 }
 
-/* ---- devices and processes: hash indexes over the public arrays ----
+/* ---- devices and processes: maps over the public arrays ----
  *
  * Users may append to t->devices / t->processes themselves (the arrays are
- * public); an index that covers another count of entries than the array
+ * public); a map that covers another count of entries than the array
  * holds is rebuilt before use, so a lookup sees every entry appended. */
 
 /* The key of entry i of the devices (dev 1) or processes array. */
@@ -228,53 +231,37 @@ static uint64_t id_key(const tbe_trace *t, int dev, size_t i) {
   return dev ? (uint64_t)(uint32_t)t->devices[i].id : (uint64_t)t->processes[i].pid;
 }
 
-/* Rebuilds index *h (capacity *cap) over the first n entries, at least
- * twice n slots.  Returns 0 or TBE_ENOMEM. */
-static int id_index_build(tbe_trace *t, int dev, uint32_t **h, size_t *cap, size_t n) {
-  size_t nc = 64;
-  while (nc < 2 * (n + 1)) nc *= 2;
-  uint32_t *nh = tbe__calloc(&t->priv->a, nc, sizeof *nh);
-  if (!nh) return TBE_ENOMEM;
+/* Brings map `m` (covering *covered entries) up to the array's n entries:
+ * rebuilt, the first entry of a key winning as a scan would find it, when
+ * the array changed size behind the model's back.  0 or an error. */
+static int id_map_sync(tbe_trace *t, int dev, tbe__map *m, size_t *covered, size_t n) {
+  if (*covered == n) return 0;
+  tbe__map_clear(m);
   for (size_t i = 0; i < n; i++) {
-    size_t k = (size_t)mix64(id_key(t, dev, i)) & (nc - 1);
-    while (nh[k]) k = (k + 1) & (nc - 1);
-    nh[k] = (uint32_t)i + 1;
+    int added;
+    uint32_t *v = tbe__map_put(m, id_key(t, dev, i), &added);
+    if (!v) return tbe__map_error(m);
+    if (added) *v = (uint32_t)i;
   }
-  tbe__free(&t->priv->a, *h);
-  *h = nh;
-  *cap = nc;
+  *covered = n;
   return 0;
-}
-
-/* Finds `key` among the n entries; returns its index or -1 and in *slot the
- * free slot where it would go.  The index must cover all n entries. */
-static long id_find(const tbe_trace *t, int dev, const uint32_t *h, size_t cap, uint64_t key,
-                    size_t *slot) {
-  size_t k = (size_t)mix64(key) & (cap - 1);
-  for (; h[k]; k = (k + 1) & (cap - 1))
-    if (id_key(t, dev, h[k] - 1) == key) return (long)(h[k] - 1);
-  *slot = k;
-  return -1;
 }
 
 int tbe_trace_process(tbe_trace *t, int64_t pid, uint32_t *out) {
   if (!t || !out) return TBE_EINVAL;
   tbe__trace_priv *p = t->priv;
-  if (!p->phash_cap || p->phash_n != t->nprocesses || 2 * (t->nprocesses + 1) > p->phash_cap) {
-    if (id_index_build(t, 0, &p->phash, &p->phash_cap, t->nprocesses)) return fail(t, TBE_ENOMEM);
-    p->phash_n = t->nprocesses;
-  }
-  size_t slot;
-  long i = id_find(t, 0, p->phash, p->phash_cap, (uint64_t)pid, &slot);
-  if (i >= 0) {
-    *out = (uint32_t)i;
+  int rc = id_map_sync(t, 0, &p->pidmap, &p->pidmap_n, t->nprocesses);
+  if (rc) return fail(t, rc);
+  const uint32_t *v = tbe__map_get(&p->pidmap, (uint64_t)pid);
+  if (v) {
+    *out = *v;
     return 0;
   }
   GROW1(t, processes, nprocesses, cap_processes);
+  if ((rc = tbe__map_set(&p->pidmap, (uint64_t)pid, (uint32_t)t->nprocesses))) return fail(t, rc);
   memset(&t->processes[t->nprocesses], 0, sizeof t->processes[0]);
   t->processes[t->nprocesses].pid = pid;
-  p->phash[slot] = (uint32_t)t->nprocesses + 1;
-  p->phash_n = t->nprocesses + 1;
+  p->pidmap_n = t->nprocesses + 1;
   *out = (uint32_t)t->nprocesses++;
   return 0;
 }
@@ -282,21 +269,19 @@ int tbe_trace_process(tbe_trace *t, int64_t pid, uint32_t *out) {
 int tbe_trace_device(tbe_trace *t, int32_t id, uint32_t *out) {
   if (!t || !out) return TBE_EINVAL;
   tbe__trace_priv *p = t->priv;
-  if (!p->dhash_cap || p->dhash_n != t->ndevices || 2 * (t->ndevices + 1) > p->dhash_cap) {
-    if (id_index_build(t, 1, &p->dhash, &p->dhash_cap, t->ndevices)) return fail(t, TBE_ENOMEM);
-    p->dhash_n = t->ndevices;
-  }
-  size_t slot;
-  long i = id_find(t, 1, p->dhash, p->dhash_cap, (uint64_t)(uint32_t)id, &slot);
-  if (i >= 0) {
-    *out = (uint32_t)i;
+  int rc = id_map_sync(t, 1, &p->devmap, &p->devmap_n, t->ndevices);
+  if (rc) return fail(t, rc);
+  const uint32_t *v = tbe__map_get(&p->devmap, (uint64_t)(uint32_t)id);
+  if (v) {
+    *out = *v;
     return 0;
   }
   GROW1(t, devices, ndevices, cap_devices);
+  if ((rc = tbe__map_set(&p->devmap, (uint64_t)(uint32_t)id, (uint32_t)t->ndevices)))
+    return fail(t, rc);
   memset(&t->devices[t->ndevices], 0, sizeof t->devices[0]);
   t->devices[t->ndevices].id = id;
-  p->dhash[slot] = (uint32_t)t->ndevices + 1;
-  p->dhash_n = t->ndevices + 1;
+  p->devmap_n = t->ndevices + 1;
   *out = (uint32_t)t->ndevices++;
   return 0;
 }
@@ -580,8 +565,8 @@ static int derive_steps(tbe_trace *t) {
      * and generic events.  GPU projections of the same range are skipped so
      * a step is counted once: the first event of a number wins, found in a
      * hash set of the numbers taken (a file may hold 80,000 of them). */
-    int64_t *seen = NULL;
-    size_t cap = 0;
+    tbe__map seen;
+    tbe__map_init(&seen, &t->priv->a, TBE__SEED_PROCESS);
     int rc = 0;
     for (size_t i = 0; i < t->nevents && !rc; i++) {
       const tbe_event *e = &t->events[i];
@@ -590,30 +575,16 @@ static int derive_steps(tbe_trace *t) {
         continue;
       int64_t num;
       if (!parse_step_name(tbe_trace_str(t, e->name), &num)) continue;
-      if (2 * (t->nsteps + 1) > cap) { /* grow the set, numbers + 1 (0 = empty) */
-        size_t nc = cap ? 2 * cap : 64;
-        int64_t *ns = tbe__calloc(&t->priv->a, nc, sizeof *ns);
-        if (!ns) {
-          rc = fail(t, TBE_ENOMEM);
-          break;
-        }
-        for (size_t k = 0; k < t->nsteps; k++) {
-          size_t h = (size_t)mix64((uint64_t)t->steps[k].num) & (nc - 1);
-          while (ns[h]) h = (h + 1) & (nc - 1);
-          ns[h] = t->steps[k].num + 1;
-        }
-        tbe__free(&t->priv->a, seen);
-        seen = ns;
-        cap = nc;
+      int added;
+      if (!tbe__map_put(&seen, (uint64_t)num, &added)) {
+        rc = fail(t, tbe__map_error(&seen));
+        break;
       }
-      size_t h = (size_t)mix64((uint64_t)num) & (cap - 1);
-      while (seen[h] && seen[h] != num + 1) h = (h + 1) & (cap - 1);
-      if (seen[h]) continue; /* a duplicate */
-      seen[h] = num + 1; /* num <= INT64_MAX - 9 (parse_step_name), >= 0 */
+      if (!added) continue; /* a duplicate */
       rc = tbe_trace_add_step(t, num, e->start_ns, tbe__end_ns(e->start_ns, e->dur_ns), e->name);
       if (!rc) t->steps[t->nsteps - 1].track = e->track;
     }
-    tbe__free(&t->priv->a, seen);
+    tbe__map_deinit(&seen);
     if (rc) return rc;
   }
   if (t->nsteps > 1) qsort(t->steps, t->nsteps, sizeof *t->steps, cmp_step);
