@@ -38,7 +38,8 @@ extern "C" {
   XX(ENAME, -10011, "invalid name")                                           \
   XX(EBUSY, -10012, "resource busy")                                          \
   XX(ESTATE, -10013, "operation not valid in the current state")              \
-  XX(EOF_, -10014, "end of input")
+  XX(EOF_, -10014, "end of input")                                            \
+  XX(ENOTREG, -10015, "not a regular file")
 
 #define TBE__ERRNO_LIMIT (-10000)
 

@@ -7,6 +7,23 @@
  * Importing adds to a trace created with tbe_trace_create; call
  * tbe_trace_finish afterwards (tbe_import_file does so itself).
  *
+ * Inputs.  `path` names a regular file, or is "-" for standard input (a
+ * pipe: the format is sniffed from bytes kept for the importer, so nothing
+ * is lost; an Nsight Systems database cannot come through a pipe, SQLite
+ * needs the file).  Any other non-regular path (a FIFO, a character or
+ * block device such as /dev/urandom, a socket, a directory) is refused at
+ * once with TBE_ENOTREG (EISDIR for a directory): it is opened without
+ * blocking, so a FIFO with no writer, or one whose writer stalls, never
+ * hangs the caller.
+ *
+ * Limits.  Every input is someone else's: the importers hold bounded
+ * memory and take time linear in the input whatever its shape, and refuse
+ * what goes past the limits of tbe_import_options with TBE_ETOOBIG and one
+ * line naming the input, the byte offset, the limit and the tbexport flag
+ * that raises it.  The defaults stop a gzip bomb (1 GB of one JSON string
+ * in a 1 MB file) in a fraction of a second and let every real trace we
+ * know through with a wide margin (docs/reliability.md has the figures).
+ *
  * Errors: a negative TBE_E* code, and in `err` a one-line message that
  * names the input and the byte offset (and line/column for JSON, table and
  * row for SQLite).  On error the trace may hold part of the input: free
@@ -38,23 +55,69 @@ typedef struct tbe_import_error {
   uint64_t column;  /* 1-based, 0 if n/a */
 } tbe_import_error;
 
+/* Default limits (see tbe_import_options). */
+#define TBE_IMPORT_DEFAULT_MAX_TOKEN_BYTES ((uint64_t)64 << 20)   /* 64 MiB */
+#define TBE_IMPORT_DEFAULT_MAX_EVENT_BYTES ((uint64_t)16 << 20)   /* 16 MiB */
+#define TBE_IMPORT_DEFAULT_MAX_DEPTH 1000u
+#define TBE_IMPORT_DEFAULT_MAX_EVENTS ((uint64_t)50000000)        /* 50 million */
+#define TBE_IMPORT_DEFAULT_MAX_INPUT_BYTES ((uint64_t)32 << 30)   /* 32 GiB */
+
+/* Zero-initialize (tbe_import_options o = {0};) and set what you need: a
+ * limit of 0 means its default, UINT64_MAX (UINT32_MAX for max_depth) no
+ * limit.  Each limit is named in a refusal by its tbexport flag. */
 typedef struct tbe_import_options {
   /* Called now and then with bytes (or rows) done and the total (0 if
    * unknown).  May be NULL. */
   void (*progress)(void *ctx, uint64_t done, uint64_t total);
   void *progress_ctx;
+
+  /* --max-token: the longest JSON token (a string, an object key, a
+   * number), in bytes of the file's text (decompressed).  A token is the
+   * one thing the JSON parser must hold whole, so this bounds its memory
+   * (about twice the limit) for a token of any length.  Default 64 MiB. */
+  uint64_t max_token_bytes;
+  /* --max-event-size: the largest single trace event (one element of
+   * traceEvents, from '{' to '}'), in bytes of text.  Bounds what is held
+   * per event while it is parsed: its text, its args and a nested arg value
+   * re-serialized (a small multiple of the limit).  Default 16 MiB. */
+  uint64_t max_event_bytes;
+  /* --max-depth: the deepest nesting of JSON arrays and objects, counted
+   * from the top-level value (a Kineto trace needs about 6).  Default
+   * 1,000. */
+  uint32_t max_depth;
+  /* --max-events: trace events read from one file (JSON elements of
+   * traceEvents, XSpace events, nsys rows that become events).  The
+   * model's memory grows with it (64 bytes per event plus args and
+   * details).  Default 50 million. */
+  uint64_t max_events;
+  /* --max-input: bytes read from one input after decompression: bounds the
+   * time spent on an endless stream (stdin) or a decompression bomb of
+   * skipped or blank text, and what an XSpace read from stdin may hold.
+   * Default 32 GiB. */
+  uint64_t max_input_bytes;
 } tbe_import_options;
 
 /* Returns a static name: "chrome-json", "xspace", "nsys-sqlite", "unknown". */
 TBE_API const char *tbe_import_format_name(tbe_import_format f);
 
-/* Detects the format of `path` from its first bytes.  Returns 0 and sets
- * *fmt (TBE_FORMAT_UNKNOWN if not recognized), or -errno. */
+/* Detects the format of `path` from its content: an XSpace when its
+ * protobuf framing holds (a walk of the top-level fields ends exactly at
+ * the end of the file), else Chrome JSON when, after an optional UTF-8 BOM
+ * and whitespace, it begins a JSON object or array, else an nsys export
+ * when it has the SQLite header; gzip is looked through.  Never from one
+ * byte and never from the name.  Reads only the first bytes and the
+ * protobuf headers.  "-" (standard input) cannot be detected without
+ * consuming it: TBE_EINVAL.  Returns 0 and sets *fmt (TBE_FORMAT_UNKNOWN
+ * if not recognized), TBE_ENOTREG, or -errno. */
 TBE_API int tbe_import_detect(const char *path, tbe_import_format *fmt);
 
-/* Imports `path` into `t` and finishes the trace.  `opts` and `err` may be
- * NULL.  Returns 0, TBE_EFORMAT (not a format we read), TBE_EPARSE or
- * TBE_ECORRUPT (bad input; see err), or another negative code. */
+/* Imports `path` ("-" for standard input) into `t` and finishes the trace.
+ * `opts` and `err` may be NULL.  Returns 0, TBE_EFORMAT (not a format we
+ * read, or JSON that is not a trace), TBE_EPARSE or TBE_ECORRUPT (bad
+ * input; see err), TBE_ETOOBIG (past a limit), TBE_ENOTREG (not a regular
+ * file), or another negative code.  Events with a negative duration are
+ * kept with duration 0 and counted in a warning of the trace (every output
+ * shows it). */
 TBE_API int tbe_import_file(tbe_trace *t, const char *path, const tbe_import_options *opts,
                             tbe_import_error *err);
 

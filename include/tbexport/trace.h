@@ -8,7 +8,11 @@
  * directly.  Strings are interned (tbe_str ids into one string table);
  * events are 64 bytes with kind-specific details in side arrays, so there is
  * no malloc per event.  Times are integer nanoseconds since the Unix epoch;
- * durations are integer nanoseconds.
+ * durations are integer nanoseconds.  The model holds times within
+ * +-(2^62 - 1) ns (about 146 years around 1970), where any two differ and
+ * any start plus its duration adds without overflow: tbe_trace_add_event
+ * and tbe_trace_add_step saturate what lies outside (the importers refuse
+ * such files first, naming the field).
  *
  * Building: tbe_trace_create, then tbe_trace_intern / _track / _add_*; then
  * tbe_trace_finish, which sorts events (by track, start, longer first),
@@ -58,7 +62,8 @@ typedef enum tbe_event_kind {
 
 /* Event flags. */
 #define TBE_EVF_ASYNC 0x01      /* an asynchronous (non-nesting) range */
-#define TBE_EVF_CLAMPED 0x02    /* duration was negative in the source */
+#define TBE_EVF_CLAMPED 0x02    /* duration was negative in the source, or a time
+                                   lay outside the model's range (saturated) */
 #define TBE_EVF_GRAPH 0x04      /* part of a CUDA graph launch */
 
 typedef struct tbe_event {

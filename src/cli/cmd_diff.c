@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/input_limits.h"
 #include "tbexport.h"
 #include "tbexport/analysis.h"
 
@@ -44,7 +45,8 @@ static void usage(FILE *f) {
           "  --wide              full names instead of shortened ones\n"
           "  --width N           table width (default 100)\n"
           "  --no-events         do not write the comparison into TensorBoard\n"
-          "  --quiet             no progress line\n");
+          "  --quiet             no progress line\n"
+          "\n" TBE_CLI_LIMIT_USAGE);
 }
 
 /* A tag-safe label for a side: the run name, or the file's base name up
@@ -68,7 +70,7 @@ int tbe_cmd_diff(int argc, char **argv) {
       {"top", required_argument, 0, 'n'},    {"wide", no_argument, 0, 'W'},
       {"width", required_argument, 0, 'w'},  {"no-events", no_argument, 0, 'E'},
       {"quiet", no_argument, 0, 'q'},        {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
+      TBE_CLI_LIMIT_OPTIONS,                 {0, 0, 0, 0}};
   tbe_report_options o;
   tbe_report_options_init(&o);
   const char *logdir = NULL;
@@ -91,6 +93,15 @@ int tbe_cmd_diff(int argc, char **argv) {
       case ':':
         tbe_cli_error("diff", "option '%s' needs a value", argv[optind - 1]);
         return TBE_EXIT_USAGE;
+      case TBE_CLI_OPT_MAX_TOKEN:
+      case TBE_CLI_OPT_MAX_EVENT_SIZE:
+      case TBE_CLI_OPT_MAX_DEPTH:
+      case TBE_CLI_OPT_MAX_EVENTS:
+      case TBE_CLI_OPT_MAX_INPUT: {
+        int rc = tbe_cli_limit_option("diff", c, optarg);
+        if (rc) return rc;
+        break;
+      }
       default:
         tbe_cli_error("diff", "unknown option '%s' (try --help)", argv[optind - 1]);
         return TBE_EXIT_USAGE;

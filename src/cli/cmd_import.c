@@ -23,6 +23,7 @@
  * runs collected without steps get them.  No match is a warning (in the
  * run and on stderr), not an error. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/input_limits.h"
 #include "cli/progress.h"
 #include "collect/convert.h"
 #include "collect/options.h"
@@ -71,6 +73,8 @@ static void usage(FILE *f) {
           "                  summary events) together; if writing fails they stay\n"
           "  --quiet         no progress bar\n"
           "  --help          this text\n"
+          "FILE may be - for standard input (not for an Nsight Systems export).\n"
+          "\n" TBE_CLI_LIMIT_USAGE
           "\n"
           "exit status: 0 success; 1 failure while working, or an output exists\n"
           "(use --force); 2 bad usage or bad input.\n");
@@ -152,11 +156,15 @@ static void write_error(const char *run, const char *logdir, int rc, const char 
 
 /* Whether PATH starts like a spool file. */
 static int is_spool(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return 0;
+  /* Regular files only, opened without blocking: a FIFO (which fopen would
+   * wait on forever) is the importer's to refuse. */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return 0;
+  struct stat st;
   char m[8];
-  int yes = fread(m, 1, sizeof m, f) == sizeof m && memcmp(m, TBE__SPOOL_MAGIC, 8) == 0;
-  fclose(f);
+  int yes = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && read(fd, m, sizeof m) == (ssize_t)sizeof m &&
+            memcmp(m, TBE__SPOOL_MAGIC, 8) == 0;
+  close(fd);
   return yes;
 }
 
@@ -210,7 +218,7 @@ int tbe_cmd_import(int argc, char **argv) {
       {"host", required_argument, 0, 'H'},   {"format", required_argument, 0, 'f'},
       {"force", no_argument, 0, 'F'},        {"quiet", no_argument, 0, 'q'},
       {"steps", required_argument, 0, 's'},  {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
+      TBE_CLI_LIMIT_OPTIONS,                 {0, 0, 0, 0}};
   const char *logdir = NULL, *run = NULL, *host = NULL;
   const char *steps_arg = NULL;
   unsigned outputs = TBE_OUT_ALL;
@@ -233,6 +241,15 @@ int tbe_cmd_import(int argc, char **argv) {
       case 'q': quiet = 1; break;
       case 's': steps_arg = optarg; break;
       case 'h': usage(stdout); return TBE_EXIT_OK;
+      case TBE_CLI_OPT_MAX_TOKEN:
+      case TBE_CLI_OPT_MAX_EVENT_SIZE:
+      case TBE_CLI_OPT_MAX_DEPTH:
+      case TBE_CLI_OPT_MAX_EVENTS:
+      case TBE_CLI_OPT_MAX_INPUT: {
+        int lrc = tbe_cli_limit_option("import", c, optarg);
+        if (lrc) return lrc;
+        break;
+      }
       default:
         tbe_cli_error("import", "unknown or incomplete option '%s' (try --help)", argv[optind - 1]);
         return TBE_EXIT_USAGE;
@@ -319,7 +336,10 @@ static int import_files(int argc, char **argv, const char *logdir, const char *r
     char label[64];
     snprintf(label, sizeof label, "importing %s", base ? base + 1 : path);
     tbe_progress_start(&pb, label, TBE_PROGRESS_BYTES, quiet);
-    tbe_import_options io = {tbe_progress_cb, &pb};
+    tbe_import_options io;
+    tbe_cli_import_limits(&io);
+    io.progress = tbe_progress_cb;
+    io.progress_ctx = &pb;
     memset(&err, 0, sizeof err);
     rc = tbe_import_file(t, path, &io, &err);
     tbe_progress_end(&pb);

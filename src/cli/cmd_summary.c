@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/input_limits.h"
 #include "cli/progress.h"
 #include "tbexport.h"
 #include "tbexport/analysis.h"
@@ -194,7 +195,10 @@ static int load_one(const char *cmd, const char *path, const char *shown, int qu
   }
   tbe_progress pb;
   tbe_progress_start(&pb, shown, TBE_PROGRESS_BYTES, quiet);
-  tbe_import_options io = {tbe_progress_cb, &pb};
+  tbe_import_options io;
+  tbe_cli_import_limits(&io);
+  io.progress = tbe_progress_cb;
+  io.progress_ctx = &pb;
   tbe_import_error err;
   rc = tbe_import_file(r->traces[i], path, &io, &err);
   tbe_progress_end(&pb);
@@ -238,7 +242,7 @@ int tbe_cli_load_run(const char *cmd, const char *logdir, const char *arg, int q
   char path[PATH_MAX], run[256];
   struct stat st;
   int rc = 0;
-  if (arg && stat(arg, &st) == 0 && !S_ISDIR(st.st_mode)) {
+  if (arg && (strcmp(arg, "-") == 0 || (stat(arg, &st) == 0 && !S_ISDIR(st.st_mode)))) {
     const char *base = strrchr(arg, '/');
     snprintf(r->label, sizeof r->label, "%s", base ? base + 1 : arg);
     if (alloc_slots(r, 1) || !(r->hosts[0] = strdup(r->label))) {
@@ -382,7 +386,8 @@ static void usage(FILE *f) {
           "  --top N             rows per table (default 10; 0 = all)\n"
           "  --wide              full names instead of shortened ones\n"
           "  --width N           table width (default 100)\n"
-          "  --quiet             no progress line\n");
+          "  --quiet             no progress line\n"
+          "\n" TBE_CLI_LIMIT_USAGE);
 }
 
 int tbe_cmd_summary(int argc, char **argv) {
@@ -391,7 +396,7 @@ int tbe_cmd_summary(int argc, char **argv) {
       {"sort", required_argument, 0, 's'},   {"top", required_argument, 0, 'n'},
       {"wide", no_argument, 0, 'W'},         {"width", required_argument, 0, 'w'},
       {"quiet", no_argument, 0, 'q'},        {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
+      TBE_CLI_LIMIT_OPTIONS,                 {0, 0, 0, 0}};
   tbe_report_options o;
   tbe_report_options_init(&o);
   const char *logdir = NULL;
@@ -414,6 +419,15 @@ int tbe_cmd_summary(int argc, char **argv) {
       case ':':
         tbe_cli_error("summary", "option '%s' needs a value", argv[optind - 1]);
         return TBE_EXIT_USAGE;
+      case TBE_CLI_OPT_MAX_TOKEN:
+      case TBE_CLI_OPT_MAX_EVENT_SIZE:
+      case TBE_CLI_OPT_MAX_DEPTH:
+      case TBE_CLI_OPT_MAX_EVENTS:
+      case TBE_CLI_OPT_MAX_INPUT: {
+        int rc = tbe_cli_limit_option("summary", c, optarg);
+        if (rc) return rc;
+        break;
+      }
       default:
         tbe_cli_error("summary", "unknown option '%s' (try --help)", argv[optind - 1]);
         return TBE_EXIT_USAGE;

@@ -93,6 +93,8 @@ int tbe_cli_exit_for(int err) {
     case TBE_EUTF8:
     case TBE_ENAME:
     case TBE_EINVAL:
+    case TBE_ENOTREG:
+    case TBE_ETOOBIG: /* input past a limit (tbexport/import.h) */
       return TBE_EXIT_USAGE;
     default: return TBE_EXIT_FAIL;
   }

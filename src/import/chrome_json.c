@@ -1,7 +1,7 @@
 /* chrome_json.c: the Chrome-trace / PyTorch-Kineto JSON importer.
  *
- * A streaming parse: the file (plain or gzip, via input.h) is fed to yajl in
- * chunks and the callbacks build each event from its keys into a small
+ * A streaming parse: the input (plain or gzip, opened by import.c via
+ * input.h) is fed to yajl in chunks and the callbacks build each event from its keys into a small
  * reusable scratch (name, cat, ph, ts, dur, pid, tid, id, bp, s and the
  * args as key/value spans over one byte buffer).  At the event's closing
  * brace the scratch becomes one model event (or a metadata record, a flow
@@ -77,10 +77,27 @@
  * errors, truncations and trailing commas behave exactly as in one thread.
  * A ring of N+4 slots bounds the memory in flight.
  *
+ * Hostile input (limits of tbe_import_options, resolved by import.c): the
+ * main handle is fed through a token guard ("token guard" below) that
+ * hands yajl whole tokens only (yajl re-lexes a token cut by a read from
+ * its first byte: quadratic) and refuses strings, keys and nesting past
+ * max_token_bytes / max_depth before yajl reads them; numbers and the size
+ * of the event being parsed (max_event_bytes) are checked at every token by
+ * the callbacks; max_events counts the events applied.  A worker that
+ * meets a limit gives its chunk back and the serial replay refuses it at
+ * the exact byte, so the limits behave as in one thread.  Times are
+ * checked against the model's range (common/checked.h): ts and dur as
+ * parsed, ts + baseTimeNanoseconds and the end of a complete event when
+ * applied (the base may come last: finish_import checks those events).
+ * A UTF-8 BOM is skipped; an object without traceEvents is no trace; a
+ * typed field (ts, dur, ph, pid, ...) holding an object or array is an
+ * error naming it.
+ *
  * Errors: yajl's and our own ("ts is not a number") become one line with
  * the byte offset, line and column through tbe__import_fail and
- * TBE_EPARSE.  Line and column are computed only on error, by re-reading
- * the input up to the offset, so the parse itself never counts newlines. */
+ * TBE_EPARSE (TBE_ETOOBIG for a limit, naming its flag).  Line and column
+ * are computed only on error, by re-reading the input up to the offset
+ * (not for standard input), so the parse itself never counts newlines. */
 #include <pthread.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -96,14 +113,13 @@
 
 #include "common/alloc.h"
 #include "common/buf.h"
+#include "common/checked.h"
+#include "common/map.h"
 #include "import/importers.h"
 #include "import/input.h"
 #include "tbexport/error.h"
 #include "trace/exporter.h"
 
-/* Deepest nesting accepted inside an arg value (yajl itself has no limit;
- * this keeps the capture stack bounded on hostile input). */
-#define CJ_MAX_ARG_DEPTH 4096
 #define CJ_MAX_ROLE 8
 /* Slots of the intern front cache (a power of two; 16 bytes each). */
 #define CJ_ICACHE 32768
@@ -227,8 +243,8 @@ typedef struct flow_end {
 typedef struct cj {
   tbe_trace *t;
   const char *path;
-  tbe__input in;
-  const tbe_import_options *o;
+  tbe__input *in;               /* the driver's source (NULL in workers) */
+  const tbe_import_options *o;  /* limits resolved (importers.h) */
   int truncated; /* the gzip stream ended early (array form accepted) */
   tbe_import_error *err;
   const tbe_allocator *a;
@@ -251,6 +267,7 @@ typedef struct cj {
   tbe__buf tbe_meta[K_TBE_N]; /* the model side's copies of those values */
   tbe__buf capbuf;
   uint8_t *capst;     /* per level: bit0 array, bit1 need comma */
+  size_t cap_capst;
   span cap_key;
 
   scratch e;   /* the event being applied (a view into a record) */
@@ -315,9 +332,11 @@ typedef struct cj {
   int crc;
   uint64_t cerr_off;
 
-  /* tables */
+  /* tables (gmap, smap: gpus by pid and strpids by string id -> index;
+   * pids and names are the input's to choose: common/map.h's keyed hash) */
   pidmap *gpus;
   size_t ngpus, cap_gpus;
+  tbe__map gmap, smap;
   meta *metas;
   size_t nmetas, cap_metas;
   strpid *strpids;
@@ -361,6 +380,20 @@ typedef struct cj {
   int rc;
   uint64_t err_off;
   char emsg[256];
+  char cmsg[256];     /* the consumer's message ("" = its code's text) */
+
+  /* the token guard of the main handle (see "token guard" below) */
+  int g_in_str, g_esc, g_bare;
+  uint32_t g_depth;
+  uint64_t g_str_start;   /* file offset of the open string's quote */
+  tbe__buf carry;         /* a token cut by the end of a piece, whole so far */
+  uint64_t carry_off;     /* its file offset */
+  int saw_events;         /* a traceEvents array was entered */
+  int in_event;           /* between a trace event's '{' and its '}' */
+  int ev_tick;            /* tokens until the event's size is checked again */
+  const uint8_t *wbuf;    /* a worker: the chunk text being parsed */
+  uint64_t base_off;      /* offset of baseTimeNanoseconds (consumer) */
+  uint64_t nevents_read;  /* trace events applied (consumer) */
 
   /* TBE_IMPORT_PROFILE=1: phase times (ns) printed to stderr at the end */
   int prof;
@@ -398,6 +431,14 @@ static int cj_fail_at(cj *c, uint64_t off, int code, const char *fmt, ...) {
 
 static uint64_t cj_pos(cj *c) { return c->chunk_start + yajl_get_bytes_consumed(c->h); }
 
+/* A limit passed at `off`: the producer's error, like cj_fail_at. */
+static int cj_limit(cj *c, uint64_t off, tbe__limit which, const char *what) {
+  if (c->rc) return 0;
+  char msg[256];
+  tbe__import_limit_msg(msg, sizeof msg, which, c->o, what);
+  return cj_fail_at(c, off, TBE_ETOOBIG, "%s", msg);
+}
+
 static int cj_nomem(cj *c) { return cj_fail_at(c, cj_pos(c), TBE_ENOMEM, "out of memory"); }
 
 /* The consumer's failure (model side); `off` is the event's offset or
@@ -414,6 +455,18 @@ static int cfail(cj *c, uint64_t off, int code) {
     }
   }
   return 0;
+}
+
+/* cfail with a message of its own (kept when it is the first failure). */
+static int cfail_msg(cj *c, uint64_t off, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int cfail_msg(cj *c, uint64_t off, int code, const char *fmt, ...) {
+  if (c->crc) return 0;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->cmsg, sizeof c->cmsg, fmt, ap);
+  va_end(ap);
+  return cfail(c, off, code);
 }
 
 static int stopped(cj *c) { return __atomic_load_n(&c->stop, __ATOMIC_RELAXED); }
@@ -723,6 +776,7 @@ static void parse_dim3(const char *s, size_t n, uint32_t out[3]) {
 /* ---------------------------------------------------------------------- */
 /* ids, tracks, GPU pids */
 
+
 static int id_value(cj *c, const xid *x, int64_t *out) {
   if (!x->is_str) {
     *out = x->num;
@@ -739,33 +793,31 @@ static int id_value(cj *c, const xid *x, int64_t *out) {
   tbe_str id;
   int rc = intern_text(c, s, x->str.len, &id);
   if (rc) return rc;
-  for (size_t i = 0; i < c->nstrpids; i++)
-    if (c->strpids[i].s == id) {
-      *out = c->strpids[i].id;
-      return 0;
-    }
+  const uint32_t *k = tbe__map_get(&c->smap, id);
+  if (k) {
+    *out = c->strpids[*k].id;
+    return 0;
+  }
   void *p = c->strpids;
   if (tbe__grow(c->a, &p, &c->cap_strpids, c->nstrpids + 1, sizeof *c->strpids)) return TBE_ENOMEM;
   c->strpids = p;
   c->strpids[c->nstrpids].s = id;
   c->strpids[c->nstrpids].id = -2 - (int64_t)c->nstrpids;
-  *out = c->strpids[c->nstrpids++].id;
-  return 0;
+  *out = c->strpids[c->nstrpids].id;
+  return tbe__map_set(&c->smap, id, (uint32_t)c->nstrpids++);
 }
 
+/* A string pid's name: ids are -2 - index (id_value). */
 static tbe_str strpid_name(const cj *c, int64_t id) {
-  for (size_t i = 0; i < c->nstrpids; i++)
-    if (c->strpids[i].id == id) return c->strpids[i].s;
-  return TBE_NONE;
+  if (id > -2 || (uint64_t)(-2 - id) >= c->nstrpids) return TBE_NONE;
+  return c->strpids[-2 - id].s;
 }
 
 static int gpu_of_pid(const cj *c, int64_t pid, int32_t *dev) {
-  for (size_t i = 0; i < c->ngpus; i++)
-    if (c->gpus[i].pid == pid) {
-      *dev = c->gpus[i].device;
-      return 1;
-    }
-  return 0;
+  const uint32_t *k = tbe__map_get(&c->gmap, (uint64_t)pid);
+  if (!k) return 0;
+  *dev = c->gpus[*k].device;
+  return 1;
 }
 
 static int add_gpu_pid(cj *c, int64_t pid, int32_t device) {
@@ -775,8 +827,8 @@ static int add_gpu_pid(cj *c, int64_t pid, int32_t device) {
   if (tbe__grow(c->a, &p, &c->cap_gpus, c->ngpus + 1, sizeof *c->gpus)) return TBE_ENOMEM;
   c->gpus = p;
   c->gpus[c->ngpus].pid = pid;
-  c->gpus[c->ngpus++].device = device;
-  return 0;
+  c->gpus[c->ngpus].device = device;
+  return tbe__map_set(&c->gmap, (uint64_t)pid, (uint32_t)c->ngpus++);
 }
 
 static int get_track(cj *c, uint32_t type, int64_t pid, int64_t tid, int32_t device,
@@ -1661,14 +1713,38 @@ static int on_counter(cj *c) {
   return 0;
 }
 
+/* Checks that the event's times, with the base known so far, lie in the
+ * model's range (common/checked.h: importers refuse): ts and, for a
+ * complete event, its end.  ts and dur are each in range (the parser
+ * checked), so the sums below cannot overflow.  Returns 1 or 0 (failed). */
+static int times_ok(cj *c, char ph) {
+  const scratch *e = &c->e;
+  if (!(e->have & F_TS)) return 1;
+  int64_t start = e->ts + c->base;
+  if (!tbe__time_ok(start))
+    return cfail_msg(c, e->start_off, TBE_EPARSE,
+                     "event field ts%s is out of range (more than 146 years from 1970)",
+                     c->base ? " + baseTimeNanoseconds" : "");
+  if (ph == 'X' && e->dur > 0 && !tbe__span_ok(start, e->dur))
+    return cfail_msg(c, e->start_off, TBE_EPARSE,
+                     "event field dur ends the event out of range (more than 146 years from 1970)");
+  return 1;
+}
+
 /* The scratch event is complete: turn it into model data. */
 static int finish_event(cj *c) {
   scratch *e = &c->e;
+  if (++c->nevents_read > c->o->max_events) {
+    char msg[256];
+    tbe__import_limit_msg(msg, sizeof msg, TBE__LIM_EVENTS, c->o, "more trace events than the limit");
+    return cfail_msg(c, e->start_off, TBE_ETOOBIG, "%s", msg);
+  }
   if (!(e->have & F_PH) || e->ph.len == 0) {
     c->n_noph++;
     return 1;
   }
   char ph = sp(e, e->ph)[0];
+  if (ph != 'M' && !times_ok(c, ph)) return 1;
   int rc = 0;
   build b;
   switch (ph) {
@@ -1977,11 +2053,27 @@ static void cap_sep(cj *c) {
   }
 }
 
+/* Starts capturing a value: an empty buffer and the outer level's state. */
+static int cap_begin(cj *c) {
+  tbe__buf_clear(&c->capbuf);
+  if (c->cap_capst < 2) {
+    void *p = c->capst;
+    if (tbe__grow(c->a, &p, &c->cap_capst, 2, 1)) return cj_nomem(c);
+    c->capst = p;
+  }
+  c->capst[0] = 0;
+  return 1;
+}
+
 static int cap_open(cj *c, int is_map) {
   cap_sep(c);
-  if (c->cap >= CJ_MAX_ARG_DEPTH)
-    return cj_fail_at(c, cj_pos(c) - 1, TBE_EPARSE, "arg value nested deeper than %d levels",
-                      CJ_MAX_ARG_DEPTH);
+  /* One state byte per level; the nesting itself is bounded by max_depth
+   * (the guard, or on_open in a worker). */
+  if ((size_t)c->cap + 2 > c->cap_capst) {
+    void *p = c->capst;
+    if (tbe__grow(c->a, &p, &c->cap_capst, (size_t)c->cap + 2, 1)) return cj_nomem(c);
+    c->capst = p;
+  }
   tbe__buf_putc(&c->capbuf, is_map ? '{' : '[');
   c->cap++;
   c->capst[c->cap] = is_map ? 0 : 1;
@@ -2037,8 +2129,74 @@ static int set_xid(cj *c, xid *x, int is_num, const char *s, size_t n) {
   return 1;
 }
 
+/* ---- limits seen from the callbacks ----
+ *
+ * The main handle's guard (feed_main) measures strings and keys in the
+ * file's text and refuses nesting before yajl reads it; what remains for
+ * the callbacks: numbers (their text is the token), the size of the event
+ * being parsed (checked at every token, so the scratch never holds more
+ * than about one event of max_event_bytes), and in workers, strings whose
+ * decoded length leaves their raw length in doubt. */
+
+static const char *ev_key_name(int k) {
+  static const char *const names[] = {"", "name", "cat", "ph", "ts", "dur", "pid", "tid", "id",
+                                      "bp", "s", "args"};
+  return k >= 0 && k <= E_ARGS ? names[k] : "";
+}
+
+static const char *ev_key_type(int k) {
+  switch (k) {
+    case E_TS:
+    case E_DUR: return "a number";
+    case E_PID:
+    case E_TID:
+    case E_ID: return "a number or a string";
+    case E_ARGS: return "an object";
+    default: return "a string";
+  }
+}
+
+/* The size of the event being parsed, from its '{' to the token just
+ * read: checked at every token of more than 4 KiB, every 32nd token and
+ * at the event's end (ev_size_end), so the scratch never holds more than
+ * max_event_bytes plus 31 small tokens (and the parse makes few calls into
+ * yajl for it). */
+static int ev_size_check(cj *c) {
+  c->ev_tick = 32;
+  if (cj_pos(c) - c->pe.start_off <= c->o->max_event_bytes) return 1;
+  return cj_limit(c, c->pe.start_off, TBE__LIM_EVENT, "a trace event larger than the limit");
+}
+
+static inline int ev_size_ok(cj *c, size_t n) {
+  if (!c->in_event || (n <= 4096 && --c->ev_tick > 0)) return 1;
+  return ev_size_check(c);
+}
+
+/* A worker's string or key of decoded length `n`, just lexed: its length
+ * in the chunk's text, quotes included (escapes make it up to 6n + 2). */
+static uint64_t worker_raw_len(const cj *c, size_t n) {
+  size_t end = yajl_get_bytes_consumed(c->h); /* just past the closing quote */
+  if ((uint64_t)n * 6 + 2 <= c->o->max_token_bytes || end < 2) return n + 2;
+  for (size_t i = end - 1; i-- > 0;) {
+    if (c->wbuf[i] != '"') continue;
+    size_t k = i;
+    while (k > 0 && c->wbuf[k - 1] == '\\') k--;
+    if ((i - k) % 2 == 0) return end - i;
+  }
+  return end;
+}
+
+static int token_ok(cj *c, int type, size_t n) {
+  uint64_t raw = type == V_NUM ? n : type == V_STR && c->worker ? worker_raw_len(c, n) : 0;
+  if (raw <= c->o->max_token_bytes) return 1;
+  return cj_limit(c, cj_pos(c) - raw, TBE__LIM_TOKEN,
+                  type == V_NUM ? "a JSON number longer than the limit"
+                                : "a JSON string longer than the limit");
+}
+
 /* A scalar value (number text, string, or true/false/null as JSON text). */
 static int on_scalar(cj *c, int type, const char *s, size_t n) {
+  if (!token_ok(c, type, n) || !ev_size_ok(c, n)) return 0;
   if (c->skip) return 1;
   if (c->cap) {
     cap_sep(c);
@@ -2051,10 +2209,14 @@ static int on_scalar(cj *c, int type, const char *s, size_t n) {
       return cj_fail_at(c, cj_pos(c), TBE_EPARSE, "the top-level value is not an object or array");
     case R_TOP:
       if (c->top_key == K_BASE) {
-        int64_t v;
-        if (type != V_NUM || parse_int(s, n, &v, NULL, NULL) != 0)
+        int64_t v[2];
+        if (type != V_NUM || parse_int(s, n, &v[0], NULL, NULL) != 0)
           return cj_fail_at(c, cj_pos(c), TBE_EPARSE, "baseTimeNanoseconds is not an integer");
-        return emit_record(c, REC_BASE, &v, sizeof v, NULL, 0);
+        if (!tbe__time_ok(v[0]))
+          return cj_fail_at(c, cj_pos(c) - n, TBE_EPARSE,
+                            "baseTimeNanoseconds is out of range (more than 146 years from 1970)");
+        v[1] = (int64_t)(cj_pos(c) - n); /* its offset, for messages */
+        return emit_record(c, REC_BASE, v, sizeof v, NULL, 0);
       } else if (c->top_key == K_NAME && type == V_STR) {
         return emit_record(c, REC_TRACENAME, NULL, 0, s, n);
       } else if (c->top_key == K_EVENTS) {
@@ -2087,8 +2249,11 @@ static int on_scalar(cj *c, int type, const char *s, size_t n) {
           if (type != V_NUM)
             return cj_fail_at(c, e->start_off, TBE_EPARSE, "event field %s is not a number",
                               c->ev_key == E_TS ? "ts" : "dur");
-          if (us_to_ns(s, n, &v))
-            return cj_fail_at(c, e->start_off, TBE_EPARSE, "event field %s is out of range: %.*s",
+          /* Refused, not saturated (common/checked.h): a time beyond
+           * +-146 years of 1970 is no clock's. */
+          if (us_to_ns(s, n, &v) || !tbe__time_ok(v))
+            return cj_fail_at(c, e->start_off, TBE_EPARSE,
+                              "event field %s is out of range (more than 146 years from 1970): %.*s",
                               c->ev_key == E_TS ? "ts" : "dur", (int)(n > 40 ? 40 : n), s);
           if (c->ev_key == E_TS) e->ts = v, e->have |= F_TS;
           else e->dur = v, e->have |= F_DUR;
@@ -2191,6 +2356,13 @@ static void scratch_reset(scratch *e) {
 }
 
 static int on_open(cj *c, int is_map) {
+  if (!ev_size_ok(c, 0)) return 0;
+  /* The main handle's guard refuses nesting past max_depth before yajl
+   * sees it; a worker gives its chunk back (one level early: its '[' stands
+   * for an array that is at depth 2 in the object form) and the serial
+   * replay refuses it at the exact byte. */
+  if (c->worker && (uint64_t)c->depth + c->skip + (uint64_t)c->cap + 2 > c->o->max_depth)
+    return cj_fail_at(c, cj_pos(c) - 1, TBE_ETOOBIG, "nested too deep");
   if (c->skip) {
     c->skip++;
     return 1;
@@ -2203,12 +2375,14 @@ static int on_open(cj *c, int is_map) {
         push_role(c, R_TOP);
       } else {
         c->form = 2;
+        c->saw_events = 1;
         push_role(c, R_EVENTS);
       }
       return 1;
     case R_TOP:
       if (c->top_key == K_EVENTS) {
         if (is_map) return cj_fail_at(c, cj_pos(c) - 1, TBE_EPARSE, "traceEvents is not an array");
+        c->saw_events = 1;
         push_role(c, R_EVENTS);
       } else if (c->top_key == K_DEVPROPS && !is_map) {
         push_role(c, R_DEVPROPS);
@@ -2217,8 +2391,7 @@ static int on_open(cj *c, int is_map) {
         push_role(c, R_DIST);
       } else if (c->top_key >= K_TBE_FIRST) {
         c->cap_top = c->top_key;
-        tbe__buf_clear(&c->capbuf);
-        c->capst[0] = 0;
+        if (!cap_begin(c)) return 0;
         return cap_open(c, is_map);
       } else {
         c->skip = 1;
@@ -2228,16 +2401,20 @@ static int on_open(cj *c, int is_map) {
       if (!is_map) return cj_fail_at(c, cj_pos(c) - 1, TBE_EPARSE, "a trace event is not an object");
       scratch_reset(&c->pe);
       c->pe.start_off = cj_pos(c) - 1;
+      c->in_event = 1;
       push_role(c, R_EVENT);
       return 1;
     case R_EVENT:
       if (c->ev_key == E_ARGS && is_map) push_role(c, R_ARGS);
+      else if (c->ev_key != E_OTHER && c->ev_key != E_ARGS)
+        return cj_fail_at(c, c->pe.start_off, TBE_EPARSE, "event field %s is %s, not %s",
+                          ev_key_name(c->ev_key), is_map ? "an object" : "an array",
+                          ev_key_type(c->ev_key));
       else c->skip = 1;
       return 1;
     case R_ARGS:
       c->cap_key = c->arg_key;
-      tbe__buf_clear(&c->capbuf);
-      c->capst[0] = 0;
+      if (!cap_begin(c)) return 0;
       return cap_open(c, is_map);
     case R_DEVPROPS:
       if (is_map) {
@@ -2286,6 +2463,10 @@ static int apply_device(cj *c, const tbe_device *s, const char *name, size_t nle
 }
 
 static int on_close(cj *c, int is_map) {
+  if (c->in_event) { /* the event's own '}' always checks its size */
+    int end = !c->skip && !c->cap && c->role[c->depth] == R_EVENT;
+    if (end ? !ev_size_check(c) : !ev_size_ok(c, 0)) return 0;
+  }
   if (c->skip) {
     c->skip--;
     return 1;
@@ -2295,6 +2476,7 @@ static int on_close(cj *c, int is_map) {
   c->depth--;
   switch (r) {
     case R_EVENT:
+      c->in_event = 0;
       if (c->dummy) { /* the placeholder before a replay (see par_fallback) */
         c->dummy = 0;
         return 1;
@@ -2316,6 +2498,8 @@ static int key_is(const unsigned char *k, size_t n, const char *lit) {
 
 static int cb_map_key(void *ctx, const unsigned char *k, size_t n) {
   cj *c = ctx;
+  if (c->worker && !token_ok(c, V_STR, n)) return 0;
+  if (!ev_size_ok(c, n)) return 0;
   if (c->skip) return 1;
   if (c->cap) {
     uint8_t *st = &c->capst[c->cap];
@@ -2420,9 +2604,11 @@ static void apply_batch(cj *c, tbe__buf *b) {
         break;
       }
       case REC_BASE: {
-        int64_t v;
+        int64_t v, boff;
         memcpy(&v, fixed, sizeof v);
+        memcpy(&boff, fixed + sizeof v, sizeof boff);
         c->base = v;
+        c->base_off = (uint64_t)boff;
         c->base_known = 1;
         c->ev_mark = c->t->nevents;
         c->flow_mark = c->t->nflows;
@@ -2648,15 +2834,84 @@ static int apply_tbe_meta(cj *c) {
   return rc;
 }
 
+/* Track keys for thread_name metadata: GPU rows by (device, stream), host
+ * rows by (pid, tid); tracks sorted by key, found by binary search, so
+ * N names over M tracks cost (N + M) log M, not N * M. */
+typedef struct tkey {
+  int64_t a, b;
+  uint32_t gpu, track;
+} tkey;
+
+static int cmp_tkey(const void *x, const void *y) {
+  const tkey *p = x, *q = y;
+  if (p->gpu != q->gpu) return p->gpu < q->gpu ? -1 : 1;
+  if (p->a != q->a) return p->a < q->a ? -1 : 1;
+  if (p->b != q->b) return p->b < q->b ? -1 : 1;
+  return p->track < q->track ? -1 : p->track > q->track;
+}
+
+static int apply_meta_names(cj *c) {
+  tbe_trace *t = c->t;
+  tkey *keys = NULL;
+  int rc = 0;
+  for (size_t i = 0; i < c->nmetas && !rc; i++) {
+    const meta *m = &c->metas[i];
+    int32_t dev;
+    int is_gpu = gpu_of_pid(c, m->pid, &dev);
+    if (m->kind == 0 || m->kind == 3) {
+      if (is_gpu) continue;
+      uint32_t p;
+      if ((rc = tbe_trace_process(t, m->pid, &p))) break;
+      if (m->kind == 0) t->processes[p].name = m->value;
+      continue;
+    }
+    if (!keys) {
+      keys = tbe__alloc(c->a, (t->ntracks ? t->ntracks : 1) * sizeof *keys);
+      if (!keys) return TBE_ENOMEM;
+      for (size_t k = 0; k < t->ntracks; k++) {
+        const tbe_track *tr = &t->tracks[k];
+        int g = tr->type == TBE_TRACK_STREAM;
+        keys[k] = (tkey){g ? tr->device : tr->pid, tr->tid, (uint32_t)g, (uint32_t)k};
+      }
+      qsort(keys, t->ntracks, sizeof *keys, cmp_tkey);
+    }
+    tkey want = {is_gpu ? dev : m->pid, m->tid, (uint32_t)is_gpu, 0};
+    size_t lo = 0, hi = t->ntracks;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (cmp_tkey(&keys[mid], &want) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    for (; lo < t->ntracks && keys[lo].gpu == want.gpu && keys[lo].a == want.a && keys[lo].b == want.b;
+         lo++)
+      t->tracks[keys[lo].track].name = m->value;
+  }
+  tbe__free(c->a, keys);
+  return rc;
+}
+
 static int finish_import(cj *c) {
   tbe_trace *t = c->t;
   int rc;
-  /* Events read before baseTimeNanoseconds appeared get the base now. */
+  /* Events read before baseTimeNanoseconds appeared get the base now.
+   * Both are in the time range, so the sums fit; the results must be in it
+   * too (refused otherwise, as times_ok does for the events after it). */
   if (c->base) {
-    for (size_t i = c->ev_first; i < c->ev_mark && i < t->nevents; i++) t->events[i].start_ns += c->base;
-    for (size_t i = c->flow_first; i < c->flow_mark && i < t->nflows; i++) {
+    int bad = 0;
+    for (size_t i = c->ev_first; i < c->ev_mark && i < t->nevents && !bad; i++) {
+      tbe_event *ev = &t->events[i];
+      ev->start_ns += c->base;
+      bad = !tbe__span_ok(ev->start_ns, ev->dur_ns);
+    }
+    for (size_t i = c->flow_first; i < c->flow_mark && i < t->nflows && !bad; i++) {
       t->flows[i].src_ns += c->base;
       t->flows[i].dst_ns += c->base;
+      bad = !tbe__time_ok(t->flows[i].src_ns) || !tbe__time_ok(t->flows[i].dst_ns);
+    }
+    if (bad) {
+      cj_fail_at(c, c->base_off, TBE_EPARSE,
+                 "baseTimeNanoseconds puts events out of range (more than 146 years from 1970)");
+      return TBE_EPARSE;
     }
   }
   /* B events never closed end where the trace ends. */
@@ -2674,33 +2929,23 @@ static int finish_import(cj *c) {
   if (c->dist_have_rank) t->rank = (int32_t)c->dist_rank;
   if (c->dist_have_world) t->world_size = (int32_t)c->dist_world;
   /* Names from M metadata. */
-  for (size_t i = 0; i < c->nmetas; i++) {
-    const meta *m = &c->metas[i];
-    int32_t dev;
-    int is_gpu = gpu_of_pid(c, m->pid, &dev);
-    if (m->kind == 0 || m->kind == 3) {
-      if (is_gpu) continue;
-      uint32_t p;
-      if ((rc = tbe_trace_process(t, m->pid, &p))) return rc;
-      if (m->kind == 0) t->processes[p].name = m->value;
-    } else {
-      for (size_t k = 0; k < t->ntracks; k++) {
-        tbe_track *tr = &t->tracks[k];
-        int match = is_gpu ? (tr->type == TBE_TRACK_STREAM && tr->device == dev && tr->tid == m->tid)
-                           : (tr->type != TBE_TRACK_STREAM && tr->pid == m->pid && tr->tid == m->tid);
-        if (match) tr->name = m->value;
-      }
+  if ((rc = apply_meta_names(c))) return rc;
+  /* String pids are their own process names unless metadata named them
+   * (ids are -2 - index: one pass marks the ones tracks use). */
+  if (c->nstrpids) {
+    uint8_t *used = tbe__calloc(c->a, c->nstrpids, 1);
+    if (!used) return TBE_ENOMEM;
+    for (size_t k = 0; k < t->ntracks; k++) {
+      int64_t pid = t->tracks[k].pid;
+      if (pid <= -2 && (uint64_t)(-2 - pid) < c->nstrpids) used[-2 - pid] = 1;
     }
-  }
-  /* String pids are their own process names unless metadata named them. */
-  for (size_t i = 0; i < c->nstrpids; i++) {
-    int64_t id = c->strpids[i].id;
-    int used = 0;
-    for (size_t k = 0; k < t->ntracks && !used; k++) used = t->tracks[k].pid == id;
-    if (!used) continue;
-    uint32_t p;
-    if ((rc = tbe_trace_process(t, id, &p))) return rc;
-    if (!t->processes[p].name) t->processes[p].name = c->strpids[i].s;
+    for (size_t i = 0; i < c->nstrpids && !rc; i++) {
+      uint32_t p;
+      if (!used[i] || (rc = tbe_trace_process(t, c->strpids[i].id, &p))) continue;
+      if (!t->processes[p].name) t->processes[p].name = c->strpids[i].s;
+    }
+    tbe__free(c->a, used);
+    if (rc) return rc;
   }
   if ((rc = check_ac2g(c))) return rc;
   /* Unpaired flow ends. */
@@ -2792,11 +3037,6 @@ static cj *worker_new(cj *c) {
   tbe__buf_init(&w->pe.text, c->a);
   tbe__buf_init(&w->capbuf, c->a);
   tbe__buf_init(&w->tmp, c->a);
-  w->capst = tbe__alloc(c->a, CJ_MAX_ARG_DEPTH + 2);
-  if (!w->capst) {
-    worker_free(c->a, w);
-    return NULL;
-  }
   return w;
 }
 
@@ -2817,6 +3057,8 @@ static void cj_free(cj *c) {
   tbe__free(c->a, c->gpus);
   tbe__free(c->a, c->metas);
   tbe__free(c->a, c->strpids);
+  tbe__map_deinit(&c->gmap);
+  tbe__map_deinit(&c->smap);
   for (size_t i = 0; i < c->nstacks; i++) {
     for (size_t k = 0; k < c->stacks[i].cap; k++) tbe__free(c->a, c->stacks[i].v[k].args);
     tbe__free(c->a, c->stacks[i].v);
@@ -2826,14 +3068,15 @@ static void cj_free(cj *c) {
   tbe__free(c->a, c->ac2g_s);
   tbe__free(c->a, c->ac2g_f);
   tbe__free(c->a, c->targs);
-  tbe_allocator a = c->in.alloc;
-  tbe__input_close(&c->in);
-  tbe__free(&a, c);
+  tbe__buf_deinit(&c->carry);
+  const tbe_allocator *a = c->a;
+  tbe__free(a, c);
 }
 
 /* Feeds bytes at file offset `off` to the main yajl handle.  Returns 0, or
- * -1 when the parse is over (c->rc says why). */
-static int feed_main(cj *c, const uint8_t *d, size_t n, uint64_t off) {
+ * -1 when the parse is over (c->rc says why).  Only through feed_main,
+ * which hands it whole tokens. */
+static int yajl_feed(cj *c, const uint8_t *d, size_t n, uint64_t off) {
   if (!n) return 0;
   if (c->tail_ok) {
     if (only_space(d, n)) return 0;
@@ -2854,7 +3097,7 @@ static int feed_main(cj *c, const uint8_t *d, size_t n, uint64_t off) {
       d[used - 1] == ']') {
     c->tail_ok = 1;
     c->tail_bracket = off + used - 1;
-    return feed_main(c, d + used, n - used, off + used);
+    return yajl_feed(c, d + used, n - used, off + used);
   }
   unsigned char *msg = yajl_get_error(c->h, 0, d, n);
   char text[200];
@@ -2873,6 +3116,279 @@ static int feed_main(cj *c, const uint8_t *d, size_t n, uint64_t off) {
   c->err_off = eoff;
   snprintf(c->emsg, sizeof c->emsg, "malformed JSON: %s", text);
   return -1;
+}
+
+
+/* ---- token guard ----
+ *
+ * yajl keeps a token that a piece of input cuts in a buffer of its own
+ * and, with every later piece, lexes that buffer again from its first
+ * byte: one string, key or number spanning k pieces costs k^2/2 pieces of
+ * lexing (a 256 MiB string in 256 KiB reads: 70-90 s; 2 MB of gzip holding
+ * a 1 GB one: over 10 minutes).  So yajl is only ever given whole tokens:
+ * the guard scans what goes to the main handle (strings with their
+ * escapes, nesting, and the run of number/literal bytes at a piece's end),
+ * feeds everything up to the last token boundary, and keeps the cut token
+ * in `carry`, each byte appended once, until it ends; then the whole token
+ * goes to yajl in one call.  Linear whatever the input.
+ *
+ * The same scan enforces max_token_bytes on strings and keys (measured in
+ * the file's text, quotes included) and on a carried number, and
+ * max_depth, before yajl reads the bytes: a bomb is refused with at most
+ * one token's worth of memory.  Bytes before a refused byte are fed
+ * first, so an earlier syntax error is still the one reported. */
+
+/* Number and literal bytes (a token ends at anything else). */
+static const uint8_t bare_byte[256] = {
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+    ['8'] = 1, ['9'] = 1, ['-'] = 1, ['+'] = 1, ['.'] = 1, ['e'] = 1, ['E'] = 1, ['a'] = 1,
+    ['l'] = 1, ['s'] = 1, ['r'] = 1, ['u'] = 1, ['t'] = 1, ['f'] = 1, ['n'] = 1};
+
+enum { GV_NONE, GV_TOKEN, GV_DEPTH };
+
+/* One byte of the guard's scan at d[i]; returns 1 when it stops there. */
+static inline int guard_byte(cj *c, const uint8_t *d, size_t i, uint64_t off, int *viol) {
+  uint8_t ch = d[i];
+  if (c->g_in_str) {
+    if (c->g_esc) c->g_esc = 0;
+    else if (ch == '\\') c->g_esc = 1;
+    else if (ch == '"') {
+      c->g_in_str = 0;
+      if (off + i - c->g_str_start + 1 > c->o->max_token_bytes) {
+        *viol = GV_TOKEN;
+        return 1;
+      }
+    }
+    return 0;
+  }
+  if (ch == '"') {
+    c->g_in_str = 1;
+    c->g_str_start = off + i;
+  } else if (ch == '{' || ch == '[') {
+    if (++c->g_depth > c->o->max_depth) {
+      *viol = GV_DEPTH;
+      return 1;
+    }
+  } else if ((ch == '}' || ch == ']') && c->g_depth) {
+    c->g_depth--;
+  }
+  return 0;
+}
+
+#ifdef __SSE2__
+/* The quotes, backslashes, opening and closing brackets of p[0..64), one
+ * bit per byte. */
+static inline void masks64(const uint8_t *p, uint64_t *q, uint64_t *bs, uint64_t *op,
+                           uint64_t *cl) {
+  const __m128i vq = _mm_set1_epi8('"'), vb = _mm_set1_epi8('\\'), vo1 = _mm_set1_epi8('{');
+  const __m128i vo2 = _mm_set1_epi8('['), vc1 = _mm_set1_epi8('}'), vc2 = _mm_set1_epi8(']');
+  *q = *bs = *op = *cl = 0;
+  for (int k = 0; k < 4; k++) {
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * k));
+    unsigned sh = 16u * (unsigned)k;
+    *q |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, vq)) << sh;
+    *bs |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, vb)) << sh;
+    *op |= (uint64_t)(unsigned)_mm_movemask_epi8(
+               _mm_or_si128(_mm_cmpeq_epi8(x, vo1), _mm_cmpeq_epi8(x, vo2)))
+           << sh;
+    *cl |= (uint64_t)(unsigned)_mm_movemask_epi8(
+               _mm_or_si128(_mm_cmpeq_epi8(x, vc1), _mm_cmpeq_epi8(x, vc2)))
+           << sh;
+  }
+}
+#endif
+
+/* Bit i of the result is the xor of bits 0..i of x: 1 from an opening
+ * quote up to (not including) its closing quote. */
+static inline uint64_t prefix_xor(uint64_t x) {
+  x ^= x << 1;
+  x ^= x << 2;
+  x ^= x << 4;
+  x ^= x << 8;
+  x ^= x << 16;
+  x ^= x << 32;
+  return x;
+}
+
+/* The bytes escaped by a backslash: those right after an odd-length run
+ * of backslashes.  *carry says the first byte is escaped (the previous
+ * block ended in an odd run) and receives the same for the next block.
+ * Runs are told odd from even by where they start: adding each run's
+ * odd-position start to the run carries past its end exactly when the
+ * run, counted from an odd start, has odd length. */
+static inline uint64_t escaped_bytes(uint64_t bs, uint64_t *carry) {
+  const uint64_t even = 0x5555555555555555ull;
+  bs &= ~*carry;                       /* a backslash escaped itself is none */
+  uint64_t follows = (bs << 1) | *carry;
+  uint64_t odd_starts = bs & ~even & ~follows;
+  uint64_t sum;
+  *carry = __builtin_add_overflow(odd_starts, bs, &sum);
+  return (even ^ (sum << 1)) & follows;
+}
+
+/* Scans d[0..n) at file offset `off` (no token carried in).  Returns n, or
+ * the index of the byte at which a limit stops the parse (*viol).
+ *
+ * 64 bytes at a time (the common case: valid JSON, limits far away): the
+ * escaped bytes, then the quotes that count and, by a prefix xor, which
+ * bytes lie inside strings; brackets outside strings move the depth by
+ * their counts.  A block where that could differ from the bytewise rule of
+ * guard_byte (a backslash outside a string, the depth possibly reaching
+ * the limit, more closing brackets than open ones, a string closing past
+ * the token limit, a token limit under 64 bytes) is redone byte by byte
+ * from the state it started with.  (A bracket closing below depth 0 inside
+ * a block is invalid JSON that yajl refuses at that byte, before anything
+ * the count could decide.) */
+static size_t guard_scan(cj *c, const uint8_t *d, size_t n, uint64_t off, int *viol) {
+  size_t i = 0;
+#ifdef __SSE2__
+  const uint64_t maxt = c->o->max_token_bytes;
+  const uint32_t maxd = c->o->max_depth;
+  for (; maxt >= 64 && i + 64 <= n; i += 64) {
+    uint64_t q, bs, open, close;
+    masks64(d + i, &q, &bs, &open, &close);
+    uint64_t carry = (uint64_t)c->g_esc;
+    uint64_t quotes = q & ~escaped_bytes(bs, &carry);
+    uint64_t instr = prefix_xor(quotes) ^ (c->g_in_str ? ~0ull : 0);
+    open &= ~instr;
+    close &= ~instr;
+    unsigned opens = (unsigned)__builtin_popcountll(open), closes = (unsigned)__builtin_popcountll(close);
+    int slow = (bs & ~instr) != 0 || (uint64_t)c->g_depth + opens > maxd ||
+               closes > (uint64_t)c->g_depth + opens;
+    if (!slow && c->g_in_str && quotes) /* the string carried in closes here */
+      slow = off + i + (unsigned)__builtin_ctzll(quotes) - c->g_str_start + 1 > maxt;
+    if (slow) {
+      for (size_t k = i; k < i + 64; k++)
+        if (guard_byte(c, d, k, off, viol)) return k;
+      continue;
+    }
+    c->g_depth = c->g_depth + opens - closes;
+    c->g_in_str = (int)(instr >> 63);
+    c->g_esc = c->g_in_str ? (int)carry : 0;
+    if (c->g_in_str && quotes) c->g_str_start = off + i + 63 - (unsigned)__builtin_clzll(quotes);
+  }
+#endif
+  for (; i < n; i++)
+    if (guard_byte(c, d, i, off, viol)) return i;
+  return n;
+}
+
+/* Carried token: scans d[0..n) for its end.  Returns the index just past
+ * it, or n when it goes on. */
+static size_t guard_continue(cj *c, const uint8_t *d, size_t n) {
+  size_t i = 0;
+  if (!c->g_in_str) {
+    /* Eight digits at a time (a long number is digits), then bytewise. */
+    const uint64_t hi = 0xF0F0F0F0F0F0F0F0ull, zeros = 0x3030303030303030ull;
+    while (i + 8 <= n) {
+      uint64_t w = load64((const char *)d + i);
+      if ((w & hi) != zeros || ((w + 0x0606060606060606ull) & hi) != zeros) break;
+      i += 8;
+    }
+    while (i < n && bare_byte[d[i]]) i++;
+    if (i < n) c->g_bare = 0;
+    return i;
+  }
+  /* The next quote and backslash at or after i, found once each and
+   * searched again only when passed (NULL: none up to n). */
+  const uint8_t *qp = NULL, *bp = NULL;
+  int qk = 0, bk = 0;
+  for (; i < n; i++) {
+    uint8_t ch = d[i];
+    if (c->g_esc) {
+      c->g_esc = 0;
+    } else if (ch == '\\') {
+      c->g_esc = 1;
+    } else if (ch == '"') {
+      c->g_in_str = 0;
+      return i + 1;
+    } else {
+      /* The body of a long string: jump to the next quote or backslash. */
+      if (!qk || (qp && qp < d + i)) qp = memchr(d + i, '"', n - i), qk = 1;
+      if (!bk || (bp && bp < d + i)) bp = memchr(d + i, '\\', n - i), bk = 1;
+      const uint8_t *nx = !qp ? bp : !bp ? qp : qp < bp ? qp : bp;
+      if (!nx) return n;
+      i = (size_t)(nx - d) - 1;
+    }
+  }
+  return n;
+}
+
+static int guard_token_fail(cj *c, uint64_t at, int str) {
+  cj_limit(c, at, TBE__LIM_TOKEN,
+           str ? "a JSON string or key longer than the limit" : "a JSON number longer than the limit");
+  return -1;
+}
+
+/* Feeds bytes at file offset `off` to the main yajl handle through the
+ * guard.  Returns 0, or -1 when the parse is over (c->rc says why). */
+static int feed_main(cj *c, const uint8_t *d, size_t n, uint64_t off) {
+  if (c->tail_ok) return yajl_feed(c, d, n, off); /* only blanks may follow */
+  while (n) {
+    if (c->carry.len) {
+      int str = c->g_in_str;
+      size_t p = guard_continue(c, d, n);
+      if (c->carry.len + p > c->o->max_token_bytes) return guard_token_fail(c, c->carry_off, str);
+      tbe__buf_append(&c->carry, d, p);
+      if (tbe__buf_error(&c->carry)) {
+        cj_fail_at(c, c->carry_off, TBE_ENOMEM, "out of memory");
+        return -1;
+      }
+      if (p == n) return 0;
+      /* The closing quote of a string may be too far, now that it came. */
+      int r = yajl_feed(c, c->carry.data, c->carry.len, c->carry_off);
+      tbe__buf_clear(&c->carry);
+      if (r) return r;
+      d += p, n -= p, off += p;
+      continue;
+    }
+    int viol = GV_NONE;
+    size_t stop = guard_scan(c, d, n, off, &viol);
+    if (viol != GV_NONE) {
+      /* Feed what precedes the refused token or bracket: an error there
+       * comes first in the file. */
+      size_t upto = viol == GV_TOKEN ? (size_t)(c->g_str_start - off) : stop;
+      if (yajl_feed(c, d, upto, off)) return -1;
+      if (viol == GV_TOKEN) return guard_token_fail(c, c->g_str_start, 1);
+      cj_limit(c, off + stop, TBE__LIM_DEPTH, "JSON nested deeper than the limit");
+      return -1;
+    }
+    /* Hold back the token the piece cuts: an open string, or a run of
+     * number/literal bytes at its very end. */
+    size_t hold = n;
+    if (c->g_in_str) {
+      if (off + n - c->g_str_start > c->o->max_token_bytes) {
+        if (yajl_feed(c, d, (size_t)(c->g_str_start - off), off)) return -1;
+        return guard_token_fail(c, c->g_str_start, 1);
+      }
+      hold = (size_t)(c->g_str_start - off);
+    } else {
+      while (hold > 0 && bare_byte[d[hold - 1]]) hold--;
+      if (hold < n) c->g_bare = 1;
+    }
+    if (yajl_feed(c, d, hold, off)) return -1;
+    if (hold < n) {
+      if (n - hold > c->o->max_token_bytes) return guard_token_fail(c, off + hold, c->g_in_str);
+      c->carry_off = off + hold;
+      tbe__buf_append(&c->carry, d + hold, n - hold);
+      if (tbe__buf_error(&c->carry)) {
+        cj_fail_at(c, c->carry_off, TBE_ENOMEM, "out of memory");
+        return -1;
+      }
+    }
+    return 0;
+  }
+  return 0;
+}
+
+/* The end of the input: a token still carried goes to yajl as it is (a
+ * number at the very end is whole; a string cut by the end is yajl's to
+ * report).  Returns 0 or -1 as feed_main. */
+static int feed_main_end(cj *c) {
+  if (!c->carry.len) return 0;
+  int r = yajl_feed(c, c->carry.data, c->carry.len, c->carry_off);
+  tbe__buf_clear(&c->carry);
+  return r;
 }
 
 /* ---- the driver's side of the pipeline ---- */
@@ -3224,7 +3740,7 @@ size_t tbe__chrome_json_piece = 0;
  * Everything here touches only the producer's state (yajl, input, roles,
  * pe, capture, the scanner), never the model. */
 static void produce(cj *c) {
-  tbe__input *in = &c->in;
+  tbe__input *in = c->in;
   int in_rc = 0;
   int over = 0;
   const uint8_t *d = NULL;
@@ -3259,9 +3775,14 @@ static void produce(cj *c) {
   } else if (!c->rc && in_rc && in_rc != TBE_ETRUNCATED) {
     c->rc = in_rc;
     c->err_off = tbe__input_offset(in);
-    snprintf(c->emsg, sizeof c->emsg, "%s",
-             in_rc == TBE_ECORRUPT ? "corrupt gzip data" : tbe_strerror(in_rc));
-  } else if (!c->rc && !c->tail_ok) {
+    if (in_rc == TBE_ETOOBIG)
+      tbe__import_limit_msg(c->emsg, sizeof c->emsg, TBE__LIM_INPUT, c->o,
+                            in->gzip ? "more input than the limit, after decompression"
+                                     : "more input than the limit");
+    else
+      snprintf(c->emsg, sizeof c->emsg, "%s",
+               in_rc == TBE_ECORRUPT ? "corrupt gzip data" : tbe_strerror(in_rc));
+  } else if (!c->rc && !c->tail_ok && feed_main_end(c) == 0) {
     yajl_status st = yajl_complete_parse(c->h);
     if (st != yajl_status_ok && !c->rc) {
       if (c->form == 2 && c->depth == 1 && !c->skip && !c->cap) {
@@ -3322,6 +3843,8 @@ static int parse_chunk(cj *w, slot *s) {
   w->cap = 0;
   w->rc = 0;
   w->done_events = 0;
+  w->in_event = 0;
+  w->wbuf = s->in.data;
   w->out = &s->out;
   tbe__buf_clear(&s->out);
   w->chunk_start = s->off - 1;
@@ -3487,27 +4010,22 @@ static int run_threaded(cj *c, int nw, const tbe_import_options *o) {
   return driver ? 0 : -1;
 }
 
-int tbe__import_chrome_json(tbe_trace *t, const char *path, const tbe_import_options *o,
-                            tbe_import_error *err) {
-  static const tbe_import_options none = {0};
-  if (!o) o = &none;
+int tbe__import_chrome_json(tbe_trace *t, tbe__input *in, const char *path,
+                            const tbe_import_options *o, tbe_import_error *err) {
   const char *penv = getenv("TBE_IMPORT_PROFILE");
   uint64_t t_start = mono_ns();
-  tbe_allocator al;
-  tbe__allocator_init(&al, NULL);
-  cj *c = tbe__calloc(&al, 1, sizeof *c);
+  cj *c = tbe__calloc(in->a, 1, sizeof *c);
   if (!c) return tbe__import_fail(err, TBE_ENOMEM, path, UINT64_MAX, 0, 0, "out of memory");
-  /* In place: zlib's stream must not move once initialized. */
-  int rc = tbe__input_open(&c->in, path, NULL);
-  if (rc) {
-    tbe__free(&al, c);
-    return tbe__import_fail(err, rc, path, UINT64_MAX, 0, 0, "%s", tbe_strerror(rc));
-  }
+  c->in = in;
   c->t = t;
   c->path = path;
   c->err = err;
   c->o = o;
-  c->a = c->in.a;
+  c->a = in->a;
+  int rc;
+  tbe__buf_init(&c->carry, c->a);
+  tbe__map_init(&c->gmap, c->a, TBE__SEED_PROCESS);
+  tbe__map_init(&c->smap, c->a, TBE__SEED_PROCESS);
   tbe__buf_init(&c->pe.text, c->a);
   tbe__buf_init(&c->capbuf, c->a);
   for (int i = 0; i < K_TBE_N; i++) tbe__buf_init(&c->tbe_meta[i], c->a);
@@ -3516,20 +4034,29 @@ int tbe__import_chrome_json(tbe_trace *t, const char *path, const tbe_import_opt
   tbe__buf_init(&c->distname, c->a);
   tbe__buf_init(&c->batch, c->a);
   tbe__buf_init(&c->fill, c->a);
-  c->capst = tbe__alloc(c->a, CJ_MAX_ARG_DEPTH + 2);
   c->icache = tbe__calloc(c->a, CJ_ICACHE, sizeof *c->icache);
   c->h = yajl_alloc(&callbacks, NULL, c);
   c->ev_first = c->ev_mark = t->nevents;
   c->flow_first = c->flow_mark = t->nflows;
   c->source0 = t->source;
   c->prof = penv && *penv && strcmp(penv, "0") != 0;
-  if (!c->capst || !c->h || !c->icache) {
+  if (!c->h || !c->icache) {
     cj_free(c);
     return tbe__import_fail(err, TBE_ENOMEM, path, UINT64_MAX, 0, 0, "out of memory");
   }
   /* Strings are checked (and repaired) when interned: yajl's own UTF-8
    * check would reject whole traces for one bad name. */
   yajl_config(c->h, yajl_dont_validate_strings, 1);
+  /* A UTF-8 byte order mark (some editors and Windows tools write one) is
+   * no JSON: skipped, the offsets still count it. */
+  const uint8_t *head;
+  size_t hn;
+  if (tbe__input_peek(in, 3, &head, &hn) == 0 && hn >= 3 && head[0] == 0xEF && head[1] == 0xBB &&
+      head[2] == 0xBF) {
+    uint8_t bom[3];
+    size_t got;
+    (void)tbe__input_read(in, bom, 3, &got);
+  }
 
   /* Threads pay off once parsing and model building each take a while:
    * the driver and the parse workers run on threads of their own and hand
@@ -3537,8 +4064,8 @@ int tbe__import_chrome_json(tbe_trace *t, const char *path, const tbe_import_opt
   int want = tbe__chrome_json_threads;
   int nw = workers_wanted();
   if (want < 0) {
-    uint64_t sz = tbe__input_size(&c->in);
-    want = (c->in.gzip ? sz >= (1u << 20) : sz >= (8u << 20)) && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
+    uint64_t sz = tbe__input_size(in);
+    want = (in->gzip ? sz >= (1u << 20) : sz >= (8u << 20)) && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
            nw > 0;
   }
   if (nw < 1) nw = 1;
@@ -3549,7 +4076,13 @@ int tbe__import_chrome_json(tbe_trace *t, const char *path, const tbe_import_opt
   if (c->crc) {
     c->rc = c->crc;
     c->err_off = c->cerr_off;
-    snprintf(c->emsg, sizeof c->emsg, "%s", tbe_strerror(c->crc));
+    snprintf(c->emsg, sizeof c->emsg, "%s", c->cmsg[0] ? c->cmsg : tbe_strerror(c->crc));
+  }
+  if (!c->rc && c->form == 1 && !c->saw_events) {
+    c->rc = TBE_EFORMAT;
+    c->err_off = 0;
+    snprintf(c->emsg, sizeof c->emsg,
+             "a JSON object without a traceEvents array: not a Chrome or Kineto trace");
   }
   if (!c->rc && c->truncated) {
     t->ended_early = 1;
@@ -3558,7 +4091,7 @@ int tbe__import_chrome_json(tbe_trace *t, const char *path, const tbe_import_opt
   uint64_t t_fin = c->prof ? mono_ns() : 0;
   if (!c->rc) {
     rc = finish_import(c);
-    if (rc) {
+    if (rc && !c->rc) {
       c->rc = rc;
       c->err_off = UINT64_MAX;
       snprintf(c->emsg, sizeof c->emsg, "%s", tbe_strerror(rc));
@@ -3583,11 +4116,12 @@ int tbe__import_chrome_json(tbe_trace *t, const char *path, const tbe_import_opt
             (unsigned long long)c->p_chunks, (double)c->p_drv_cpu / 1e9,
             (double)c->p_drv_wait / 1e9, (double)c->p_finish / 1e9);
   }
-  if (o->progress && !c->rc) o->progress(o->progress_ctx, tbe__input_done(&c->in), tbe__input_size(&c->in));
+  if (o->progress && !c->rc) o->progress(o->progress_ctx, tbe__input_done(in), tbe__input_size(in));
   rc = c->rc;
   if (rc) {
     uint64_t line = 0, col = 0;
-    if (rc == TBE_EPARSE && c->err_off != UINT64_MAX) line_col(path, c->err_off, &line, &col);
+    if (rc == TBE_EPARSE && c->err_off != UINT64_MAX && !in->stream)
+      line_col(path, c->err_off, &line, &col);
     tbe__import_fail(err, rc, path, c->err_off, line, col, "%s", c->emsg);
   }
   cj_free(c);

@@ -44,6 +44,10 @@
  * calls and GPU work of different processes never link (the 2-GPU fixture
  * has colliding ids across its two processes).
  *
+ * Times: start + the session offset and end + the offset must lie in the
+ * model's range (common/checked.h), else the row is refused naming the
+ * column; max_events counts the rows that become events.
+ *
  * Errors: a file that is SQLite but not an nsys export is TBE_EFORMAT; an
  * unreadable database, a required column missing or a value of the wrong
  * type is TBE_ECORRUPT with "<path>: table T row R: ..." (no byte offset). */
@@ -53,6 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/checked.h"
 #include "import/importers.h"
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
@@ -164,6 +169,7 @@ typedef struct ns_state {
   uint64_t sync_moved;     /* sync rows placed on their stream's device */
   int32_t last_dev;
   uint64_t nvtx_open, skipped_backtrace;
+  size_t ev_first;         /* t->nevents before this import */
 } ns_state;
 
 static int fail_sql(ns_state *s, int code, const char *table, const char *what) {
@@ -465,7 +471,12 @@ static int load_session(ns_state *s) {
       int64_t utc, sys = 0;
       if (col_i64(st, 1, &utc) == 1 && utc > 0) {
         if (col_i64(st, 2, &sys) != 1) sys = 0;
-        s->time_off = utc - sys;
+        if (tbe__sub_i64(utc, sys, &s->time_off) || !tbe__time_ok(s->time_off)) {
+          sqlite3_finalize(st);
+          return fail_sql(s, TBE_ECORRUPT, "TARGET_INFO_SESSION_START_TIME",
+                          "utcEpochNs - systemClockNs is out of range (more than 146 years from "
+                          "1970)");
+        }
         found = 1;
       }
     } else if (rc != SQLITE_DONE) {
@@ -623,12 +634,33 @@ static int check_device(row *r, int col, int64_t dev) {
   return r->rc;
 }
 
-static void set_times(ns_state *s, tbe_event *ev, int64_t start, int64_t end) {
-  ev->start_ns = start + s->time_off;
-  ev->dur_ns = end - start; /* negative: the model clamps and flags it */
+/* Event times from the row's start and end (nanoseconds of the session
+ * clock) and the session's offset.  Outside the model's range they are
+ * refused, naming the column (common/checked.h): r->rc is set. */
+static void set_times(ns_state *s, row *r, tbe_event *ev, int64_t start, int64_t end) {
+  int64_t a, b;
+  const char *bad = NULL;
+  if (tbe__add_i64(start, s->time_off, &a) || !tbe__time_ok(a)) bad = "start";
+  else if (tbe__add_i64(end, s->time_off, &b) || !tbe__time_ok(b)) bad = "end";
+  if (bad) {
+    if (!r->rc)
+      r->rc = fail_row(s, r->table, r->rowid,
+                       "column %s is out of range (more than 146 years from 1970)", bad);
+    return;
+  }
+  ev->start_ns = a;
+  ev->dur_ns = b - a; /* negative: the model clamps and flags it */
 }
 
-static int add_event(ns_state *s, const tbe_event *ev, const void *detail, const tbe_arg *args, size_t n) {
+static int add_event(ns_state *s, row *r, const tbe_event *ev, const void *detail,
+                     const tbe_arg *args, size_t n) {
+  if (r->rc) return r->rc;
+  if (s->t->nevents - s->ev_first >= s->opts->max_events) {
+    char what[160];
+    snprintf(what, sizeof what, "table %s row %" PRId64 ": more events than the limit", r->table,
+             r->rowid);
+    return tbe__import_limit(s->err, s->path, UINT64_MAX, TBE__LIM_EVENTS, s->opts, what);
+  }
   progress(s);
   return tbe_trace_add_event(s->t, ev, detail, args, n, NULL);
 }
@@ -673,7 +705,7 @@ static int api_row(ns_state *s, row *r) {
   int64_t nid = get_i(r, API_NAME, 0, 1);
   int64_t ret = get_i(r, API_RET, 0, 0);
   if (r->rc) return r->rc;
-  set_times(s, &ev, start, end);
+  set_times(s, r, &ev, start, end);
   ev.name = api_str_of(s, nid, &rc);
   if (rc) return rc;
   const char *nm = tbe_trace_str(s->t, ev.name);
@@ -695,7 +727,7 @@ static int api_row(ns_state *s, row *r) {
     a.v.i = ret;
     na = 1;
   }
-  return add_event(s, &ev, NULL, &a, na);
+  return add_event(s, r, &ev, NULL, &a, na);
 }
 
 /* 1 if the API call with this correlation has "Async" in its name. */
@@ -776,12 +808,12 @@ static int kernel_row(ns_state *s, row *r) {
   size_t na = 0;
   if ((rc = kernel_name(s, r, &ev.name, &mangled, &na))) return rc;
   if (r->rc) return r->rc;
-  set_times(s, &ev, start, end);
+  set_times(s, r, &ev, start, end);
   ev.kind = TBE_EV_KERNEL;
   ev.correlation = model_corr(s, gpid >= 0 ? gt_pid(gpid) : 0, corr);
   if (graph) ev.flags |= TBE_EVF_GRAPH;
   if ((rc = stream_track(s, gpid, stream, dev, &ev.track))) return rc;
-  return add_event(s, &ev, &k, &mangled, na);
+  return add_event(s, r, &ev, &k, &mangled, na);
 }
 
 enum { C_START = 1, C_END, C_DEV, C_CTX, C_STREAM, C_CORR, C_PID, C_BYTES, C_KIND, C_SRC, C_DST,
@@ -816,7 +848,7 @@ static int memcpy_row(ns_state *s, row *r) {
   int64_t graph = get_i(r, C_GRAPH, 0, 0);
   if (r->rc) return r->rc;
   m.async = corr > 0 ? async_of(s, gpid, corr) : 0;
-  set_times(s, &ev, start, end);
+  set_times(s, r, &ev, start, end);
   ev.kind = TBE_EV_MEMCPY;
   ev.correlation = model_corr(s, gpid >= 0 ? gt_pid(gpid) : 0, corr);
   if (graph) ev.flags |= TBE_EVF_GRAPH;
@@ -832,7 +864,7 @@ static int memcpy_row(ns_state *s, row *r) {
     a.v.i = 1;
     na = 1;
   }
-  return add_event(s, &ev, &m, &a, na);
+  return add_event(s, r, &ev, &m, &a, na);
 }
 
 enum { M_START = 1, M_END, M_DEV, M_CTX, M_STREAM, M_CORR, M_PID, M_VALUE, M_BYTES, M_KIND, M_GRAPH };
@@ -857,7 +889,7 @@ static int memset_row(ns_state *s, row *r) {
   int64_t graph = get_i(r, M_GRAPH, 0, 0);
   if (r->rc) return r->rc;
   m.async = corr > 0 ? async_of(s, gpid, corr) : 0;
-  set_times(s, &ev, start, end);
+  set_times(s, r, &ev, start, end);
   ev.kind = TBE_EV_MEMSET;
   ev.correlation = model_corr(s, gpid >= 0 ? gt_pid(gpid) : 0, corr);
   if (graph) ev.flags |= TBE_EVF_GRAPH;
@@ -865,7 +897,7 @@ static int memset_row(ns_state *s, row *r) {
   snprintf(name, sizeof name, "Memset (%s)", tbe_mem_kind_name((tbe_mem_kind)m.mem_kind));
   ev.name = tbe_trace_str_id(s->t, name);
   if ((rc = stream_track(s, gpid, stream, dev, &ev.track))) return rc;
-  return add_event(s, &ev, &m, NULL, 0);
+  return add_event(s, r, &ev, &m, NULL, 0);
 }
 
 enum { Y_START = 1, Y_END, Y_DEV, Y_STREAM, Y_CORR, Y_PID, Y_TYPE, Y_OLDTYPE, Y_EVENT };
@@ -903,12 +935,12 @@ static int sync_row(ns_state *s, row *r) {
   y.stream = stream;
   /* CUPTI uses 0xFFFFFFFF for "no event". */
   y.cuda_event = cev > 0 && cev != 0xFFFFFFFFLL ? (uint64_t)cev : 0;
-  set_times(s, &ev, start, end);
+  set_times(s, r, &ev, start, end);
   ev.kind = TBE_EV_SYNC;
   ev.correlation = model_corr(s, gpid >= 0 ? gt_pid(gpid) : 0, corr);
   ev.name = tbe_trace_str_id(s->t, names[y.sync_kind]);
   if ((rc = stream_track(s, gpid, stream, dev, &ev.track))) return rc;
-  return add_event(s, &ev, &y, NULL, 0);
+  return add_event(s, r, &ev, &y, NULL, 0);
 }
 
 enum { O_START = 1, O_END, O_TID, O_NAME, O_TYPE };
@@ -921,14 +953,14 @@ static int overhead_row(ns_state *s, row *r) {
   int64_t start = get_i(r, O_START, 0, 1), end = get_i(r, O_END, 0, 1);
   int64_t gtid = get_i(r, O_TID, 0, 0), nid = get_i(r, O_NAME, 0, 0);
   if (r->rc) return r->rc;
-  set_times(s, &ev, start, end);
+  set_times(s, r, &ev, start, end);
   ev.kind = TBE_EV_OVERHEAD;
   ev.name = nid ? str_of(s, nid, &rc) : 0;
   if (rc) return rc;
   if (!ev.name) ev.name = tbe_trace_str_id(s->t, "Profiler overhead");
-  if (end > start) s->t->overhead_ns += (uint64_t)(end - start);
+  if (!r->rc && end > start) s->t->overhead_ns += (uint64_t)(end - start); /* in range: fits */
   if ((rc = thread_track(s, gtid, &ev.track))) return rc;
-  return add_event(s, &ev, NULL, NULL, 0);
+  return add_event(s, r, &ev, NULL, NULL, 0);
 }
 
 enum { N_START = 1, N_END, N_TYPE, N_CAT, N_COLOR, N_TEXT, N_TID, N_ENDTID, N_TEXTID, N_DOMAIN, N_U64,
@@ -995,14 +1027,14 @@ static int nvtx_row(ns_state *s, row *r) {
   size_t na = 0;
   if (type == 34) {
     ev.kind = TBE_EV_NVTX_MARK;
-    set_times(s, &ev, start, start);
+    set_times(s, r, &ev, start, start);
   } else {
     ev.kind = TBE_EV_NVTX_RANGE;
     if (is_null(r, N_END)) {
       s->nvtx_open++; /* never closed in the capture */
-      set_times(s, &ev, start, start);
+      set_times(s, r, &ev, start, start);
     } else {
-      set_times(s, &ev, start, get_i(r, N_END, start, 0));
+      set_times(s, r, &ev, start, get_i(r, N_END, start, 0));
     }
     if (type == 60) {
       ev.flags |= TBE_EVF_ASYNC;
@@ -1016,7 +1048,7 @@ static int nvtx_row(ns_state *s, row *r) {
     }
   }
   if (r->rc) return r->rc;
-  return add_event(s, &ev, &nv, &a, na);
+  return add_event(s, r, &ev, &nv, &a, na);
 }
 
 /* ---- driver ---- */
@@ -1146,6 +1178,7 @@ int tbe__import_nsys(tbe_trace *t, const char *path, const tbe_import_options *o
   s.err = err;
   s.opts = o;
   s.last_dev = -1;
+  s.ev_first = t->nevents;
   char *uri = make_uri(path);
   if (!uri) return TBE_ENOMEM;
   int rc = sqlite3_open_v2(uri, &s.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);

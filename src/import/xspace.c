@@ -3,7 +3,10 @@
  * Reads the protobuf written by JAX, TensorFlow, XLA and our own exporter
  * (schema: proto/profiler/xplane.proto) into the trace model.
  *
- * How: the whole file is read into memory; the top-level XSpace fields are
+ * How: the whole input is read into memory (a regular file at its size;
+ * through gzip or standard input with its top-level framing followed as
+ * it comes, so a stream of anything else stops at its first bad header and
+ * no field may claim more than max_input_bytes); the top-level XSpace fields are
  * walked by hand (so every plane's byte offset is known and a corrupt length
  * is reported, never allocated), then each plane is decoded on its own with
  * protobuf-c and released before the next, so the peak is the file plus one
@@ -47,6 +50,12 @@
  *     lines by thread id, and their warnings without the generic status
  *     lines the exporter put first.
  *
+ * Times outside the model's range (common/checked.h) are refused naming the
+ * field (line timestamp_ns, offset_ps, duration_ps, profile_start_time) and
+ * the plane's byte; max_events is counted per event.  Lookups keyed by the
+ * file's values are sorted or hashed: NVTX lines find their thread's line
+ * by a binary search over the plane's names, tbexport_track_pids is sorted.
+ *
  * Errors: TBE_ECORRUPT with "<path>: byte N: ..." naming the offending
  * field; nothing is kept from a plane that did not decode. */
 #include <errno.h>
@@ -58,6 +67,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/checked.h"
 #include "import/importers.h"
 #include "profiler/xplane.pb-c.h"
 #include "tbexport/error.h"
@@ -350,6 +360,14 @@ typedef struct xs_state {
   int ours;            /* written by our exporter (Task Environment: tbexport_source) */
   int64_t (*track_pids)[3]; /* dev (-1: host thread), id, pid: tbexport_track_pids */
   size_t ntrack_pids, cap_track_pids;
+  int track_pids_sorted;
+  /* Limits and where we are, for messages. */
+  const tbe_import_options *o;
+  size_t ev_first;     /* t->nevents before this import */
+  size_t plane_off;    /* byte offset of the plane being imported */
+  size_t plane_idx;
+  uint32_t *lorder;    /* the plane's named lines sorted by (name, index) */
+  size_t nlorder;
 } xs_state;
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem) {
@@ -714,6 +732,7 @@ static int parse_track_pids(xs_state *s, const char *p) {
       s->track_pids = x;
       s->cap_track_pids = nc;
     }
+    s->track_pids_sorted = 0;
     s->track_pids[s->ntrack_pids][0] = dev;
     s->track_pids[s->ntrack_pids][1] = a;
     s->track_pids[s->ntrack_pids++][2] = pid;
@@ -721,11 +740,54 @@ static int parse_track_pids(xs_state *s, const char *p) {
   return 0;
 }
 
+static int cmp_track_pid(const void *x, const void *y) {
+  const int64_t *a = x, *b = y;
+  for (int k = 0; k < 2; k++)
+    if (a[k] != b[k]) return a[k] < b[k] ? -1 : 1;
+  return 0;
+}
+
 /* The process of host thread `id` (dev -1) or GPU stream `id` of `dev`:
- * from tbexport_track_pids, else `pid`. */
-static int64_t track_pid(const xs_state *s, int64_t dev, int64_t id, int64_t pid) {
-  for (size_t i = 0; i < s->ntrack_pids; i++)
-    if (s->track_pids[i][0] == dev && s->track_pids[i][1] == id) return s->track_pids[i][2];
+ * from tbexport_track_pids, else `pid`.  The table is sorted once
+ * (stably: the first entry of a key wins, as it did in file order) and
+ * searched, so lines times entries is never walked. */
+static int64_t track_pid(xs_state *s, int64_t dev, int64_t id, int64_t pid) {
+  if (!s->ntrack_pids) return pid;
+  if (!s->track_pids_sorted) {
+    /* Stable (a bottom-up merge sort): of entries with one key, the first
+     * in file order still wins. */
+    size_t n = s->ntrack_pids;
+    int64_t(*tmp)[3] = malloc(n * sizeof *tmp);
+    if (tmp) {
+      for (size_t w = 1; w < n; w *= 2) { /* bottom-up merge sort: stable */
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+          size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+          size_t i = lo, j = mid, k = lo;
+          while (i < mid && j < hi)
+            memcpy(tmp[k++], cmp_track_pid(s->track_pids[j], s->track_pids[i]) < 0 ? s->track_pids[j++]
+                                                                                  : s->track_pids[i++],
+                   sizeof *tmp);
+          while (i < mid) memcpy(tmp[k++], s->track_pids[i++], sizeof *tmp);
+          while (j < hi) memcpy(tmp[k++], s->track_pids[j++], sizeof *tmp);
+        }
+        memcpy(s->track_pids, tmp, n * sizeof *tmp);
+      }
+      free(tmp);
+      s->track_pids_sorted = 1;
+    } else {
+      for (size_t i = 0; i < s->ntrack_pids; i++) /* no memory: the slow way */
+        if (s->track_pids[i][0] == dev && s->track_pids[i][1] == id) return s->track_pids[i][2];
+      return pid;
+    }
+  }
+  int64_t key[3] = {dev, id, 0};
+  size_t lo = 0, hi = s->ntrack_pids;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (cmp_track_pid(s->track_pids[mid], key) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo < s->ntrack_pids && cmp_track_pid(s->track_pids[lo], key) == 0) return s->track_pids[lo][2];
   return pid;
 }
 
@@ -737,12 +799,6 @@ static int64_t plane_pid(xs_state *s, const XPlane *p, int64_t fallback) {
     if (c && strcmp(c->md->name, "process_id") == 0 && stat_int(p->stats[i], &v)) return v;
   }
   return fallback;
-}
-
-static int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b) && ((a < 0) != (b < 0))) q--;
-  return q;
 }
 
 static int add_step_cand(step_cand **arr, size_t *n, size_t *cap, int64_t num, int64_t start,
@@ -776,8 +832,63 @@ static int add_group(xs_state *s, int64_t group, int64_t start, int64_t end) {
   return rc;
 }
 
+static const char *line_name(const XLine *o) {
+  return o->display_name && *o->display_name ? o->display_name : o->name;
+}
+
+static const XPlane *sort_plane; /* qsort has no context argument here */
+
+static int cmp_line(const void *x, const void *y) {
+  uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+  int c = strcmp(line_name(sort_plane->lines[a]), line_name(sort_plane->lines[b]));
+  return c ? c : (a > b) - (a < b);
+}
+
+/* The id of the first line (in file order) named exactly name[0..n), or
+ * `dflt`: for "<thread>/NVTX" lines of other producers.  The plane's
+ * lines are sorted by name once, so every NVTX line costs a binary search,
+ * not a walk over all lines. */
+static int64_t line_named(xs_state *s, const XPlane *p, const char *name, size_t n, int64_t dflt) {
+  if (!s->lorder) {
+    s->lorder = malloc((p->n_lines ? p->n_lines : 1) * sizeof *s->lorder);
+    if (!s->lorder) return dflt; /* without memory: the thread stays the line's own */
+    s->nlorder = 0;
+    for (size_t k = 0; k < p->n_lines; k++)
+      if (line_name(p->lines[k])) s->lorder[s->nlorder++] = (uint32_t)k;
+    sort_plane = p;
+    qsort(s->lorder, s->nlorder, sizeof *s->lorder, cmp_line);
+  }
+  size_t lo = 0, hi = s->nlorder;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    const char *on = line_name(p->lines[s->lorder[mid]]);
+    int c = strncmp(on, name, n);
+    if (c == 0 && on[n]) c = 1; /* longer than name */
+    if (c < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo < s->nlorder) {
+    const char *on = line_name(p->lines[s->lorder[lo]]);
+    if (strncmp(on, name, n) == 0 && !on[n]) return p->lines[s->lorder[lo]]->id;
+  }
+  return dflt;
+}
+
+/* A time out of the model's range: refused with the field named and the
+ * plane's offset (the decoded message keeps no offsets of its own). */
+static int time_fail(xs_state *s, size_t line, size_t event, const char *field) {
+  char where[64] = "";
+  if (event != SIZE_MAX) snprintf(where, sizeof where, " event %zu", event);
+  return tbe__import_fail(s->err, TBE_ECORRUPT, s->path, s->plane_off, 0, 0,
+                          "XSpace plane %zu line %zu%s: %s is out of range (more than 146 years "
+                          "from 1970)",
+                          s->plane_idx, line, where, field);
+}
+
 static int import_plane(xs_state *s, const XPlane *p, size_t pidx) {
   int32_t gpu = -1;
+  free(s->lorder);
+  s->lorder = NULL;
   plane_class pc = classify_plane(p->name, &gpu);
   int rc = load_metadata(s, p);
   if (rc) return rc;
@@ -822,14 +933,7 @@ static int import_plane(xs_state *s, const XPlane *p, size_t pidx) {
         tid = ln->id - ((int64_t)1 << 32);
       else if (s->ours && ln->id >= (int64_t)4 << 32 && ln->id < (int64_t)5 << 32)
         tid = ((int64_t)2 << 32) + (ln->id - ((int64_t)4 << 32));
-      for (size_t k = 0; k < p->n_lines && !s->ours; k++) {
-        const XLine *o = p->lines[k];
-        const char *on = o->display_name && *o->display_name ? o->display_name : o->name;
-        if (k != li && on && strlen(on) == ll - 5 && memcmp(on, lname, ll - 5) == 0) {
-          tid = o->id;
-          break;
-        }
-      }
+      if (!s->ours) tid = line_named(s, p, lname, ll - 5, tid);
     }
     uint32_t track = 0;
     if (step_line)
@@ -852,10 +956,16 @@ static int import_plane(xs_state *s, const XPlane *p, size_t pidx) {
       t->tracks[track].name = intern(s, lname);
     int is_counter_line = strcmp(lname, "_counters_") == 0;
 
+    /* Times outside the model's range are refused, naming the field
+     * (common/checked.h); in range, every sum below fits int64. */
     int64_t base = ln->timestamp_ns;
+    if (!tbe__time_ok(base))
+      return time_fail(s, li, SIZE_MAX, "line timestamp_ns");
     if (base < XS_EPOCH_MIN_NS) {
-      if (s->start_ns) base += s->start_ns;
-      else if (!s->warned_relative) {
+      if (s->start_ns) {
+        base += s->start_ns;
+        if (!tbe__time_ok(base)) return time_fail(s, li, SIZE_MAX, "line timestamp_ns + profile_start_time");
+      } else if (!s->warned_relative) {
         s->warned_relative = 1;
         tbe_trace_warn(t, "XSpace line times are relative to the session and the file has no "
                           "profile_start_time: times are not wall-clock");
@@ -887,9 +997,18 @@ static int import_plane(xs_state *s, const XPlane *p, size_t pidx) {
         ev.start_ns = base;
         num_occ = xe->num_occurrences;
       } else {
-        ev.start_ns = base + floor_div(xe->offset_ps, 1000);
+        ev.start_ns = base + tbe__ps_floor_ns(xe->offset_ps);
+        if (!tbe__time_ok(ev.start_ns)) return time_fail(s, li, ei, "offset_ps");
       }
-      ev.dur_ns = xe->duration_ps >= 0 ? (xe->duration_ps + 500) / 1000 : -1;
+      ev.dur_ns = xe->duration_ps >= 0 ? tbe__ps_to_ns(xe->duration_ps) : -1;
+      if (ev.dur_ns > 0 && !tbe__span_ok(ev.start_ns, ev.dur_ns))
+        return time_fail(s, li, ei, "duration_ps");
+      if (t->nevents - s->ev_first >= s->o->max_events) {
+        char what[96];
+        snprintf(what, sizeof what, "more events than the limit (XSpace plane %zu, line %zu)",
+                 s->plane_idx, li);
+        return tbe__import_limit(s->err, s->path, s->plane_off, TBE__LIM_EVENTS, s->o, what);
+      }
 
       /* Stats: metadata's first, then the event's. */
       s->nargs = 0;
@@ -1245,46 +1364,72 @@ typedef struct plane_ref {
   size_t len;
 } plane_ref;
 
-static int read_file(const char *path, uint8_t **out, size_t *n) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -errno;
-  struct stat st;
-  if (fstat(fd, &st) < 0) {
-    int e = -errno;
-    close(fd);
-    return e;
-  }
-  size_t cap = st.st_size > 0 ? (size_t)st.st_size : 0;
-  uint8_t *b = malloc(cap ? cap : 1);
-  if (!b) {
-    close(fd);
-    return TBE_ENOMEM;
-  }
-  size_t len = 0;
-  for (;;) {
+/* Reads the whole input (XSpace needs it all: planes refer to metadata
+ * anywhere in them).  A regular file is read at its size.  Through gzip
+ * or a pipe the top-level framing is followed as the bytes come, so a
+ * stream of something else stops at its first bad header (pass 1 then
+ * names it) and a field claiming more than max_input_bytes is refused
+ * before it is read; the input layer stops at the limit in any case. */
+static int read_input(tbe__input *in, const tbe_import_options *o, const char *path,
+                      tbe_import_error *err, uint8_t **out, size_t *n) {
+  size_t cap = !in->stream && !in->gzip && in->file_size ? (size_t)in->file_size + 1 : 1 << 20;
+  uint8_t *b = malloc(cap);
+  if (!b) return TBE_ENOMEM;
+  size_t len = 0, next = 0; /* next: the first field header not yet walked */
+  int stop = 0, rc = 0, walk = in->stream || in->gzip;
+  while (!stop) {
     if (len == cap) {
-      size_t nc = cap ? cap * 2 : 65536;
+      size_t nc = cap * 2;
       uint8_t *q = realloc(b, nc);
       if (!q) {
-        free(b);
-        close(fd);
-        return TBE_ENOMEM;
+        rc = TBE_ENOMEM;
+        break;
       }
       b = q;
       cap = nc;
     }
-    ssize_t r = read(fd, b + len, cap - len);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      int e = -errno;
-      free(b);
-      close(fd);
-      return e;
+    size_t got;
+    if ((rc = tbe__input_read(in, b + len, cap - len, &got))) {
+      tbe__import_input_fail(err, rc, path, in, o);
+      break;
     }
-    if (r == 0) break;
-    len += (size_t)r;
+    if (!got) break;
+    len += got;
+    while (walk && next < len) { /* walk the headers that are here */
+      size_t hp = next;
+      uint64_t tag, v, span;
+      if (rd_varint(b, len, &hp, &tag)) {
+        stop = len - next >= 10; /* else cut: more to come */
+        break;
+      }
+      uint64_t wt = tag & 7;
+      if ((tag >> 3) == 0 || wt == 3 || wt == 4 || wt > 5) {
+        stop = 1; /* not protobuf: pass 1 names the byte */
+        break;
+      }
+      if (wt == 1 || wt == 5) {
+        span = hp - next + (wt == 1 ? 8 : 4);
+      } else {
+        if (rd_varint(b, len, &hp, &v)) {
+          stop = len - hp >= 10;
+          break;
+        }
+        if (wt == 2 && (v > o->max_input_bytes || hp + v > o->max_input_bytes)) {
+          rc = tbe__import_limit(err, path, next, TBE__LIM_INPUT, o,
+                                 "an XSpace field longer than the input limit");
+          break;
+        }
+        span = hp - next + (wt == 2 ? v : 0);
+      }
+      if (span > len - next) break; /* its payload is still coming */
+      next += (size_t)span;
+    }
+    if (rc) break;
   }
-  close(fd);
+  if (rc) {
+    free(b);
+    return rc;
+  }
   *out = b;
   *n = len;
   return 0;
@@ -1344,18 +1489,23 @@ static char *dup_span(const uint8_t *b, size_t n) {
   return r;
 }
 
-int tbe__import_xspace(tbe_trace *t, const char *path, const tbe_import_options *o,
-                       tbe_import_error *err) {
+int tbe__import_xspace(tbe_trace *t, tbe__input *in, const char *path,
+                       const tbe_import_options *o, tbe_import_error *err) {
   uint8_t *buf = NULL;
   size_t n = 0;
-  int rc = read_file(path, &buf, &n);
-  if (rc) return tbe__import_fail(err, rc, path, UINT64_MAX, 0, 0, "%s", tbe_strerror(rc));
+  int rc = read_input(in, o, path, err, &buf, &n);
+  if (rc) {
+    if (err && !err->message[0]) tbe__import_fail(err, rc, path, UINT64_MAX, 0, 0, "%s", tbe_strerror(rc));
+    return rc;
+  }
 
   xs_state s;
   memset(&s, 0, sizeof s);
   s.t = t;
   s.path = path;
   s.err = err;
+  s.o = o;
+  s.ev_first = t->nevents;
   plane_ref *planes = NULL, *notes = NULL; /* notes: off = field (2 error, 3 warning) */
   size_t nplanes = 0, cap_planes = 0, nnotes = 0, cap_notes = 0;
   tbe_str *lines = NULL;
@@ -1455,6 +1605,13 @@ int tbe__import_xspace(tbe_trace *t, const char *path, const tbe_import_options 
     if (rc) goto out;
     break;
   }
+  if (!tbe__time_ok(s.start_ns) || !tbe__time_ok(s.stop_ns)) {
+    rc = tbe__import_fail(err, TBE_ECORRUPT, path, UINT64_MAX, 0, 0,
+                          "Task Environment plane: profile_%s_time is out of range (more than 146 "
+                          "years from 1970)",
+                          tbe__time_ok(s.start_ns) ? "stop" : "start");
+    goto out;
+  }
   if (s.start_ns > 0 && !t->start_ns) {
     t->start_ns = s.start_ns;
     if (s.stop_ns > s.start_ns) t->stop_ns = s.stop_ns;
@@ -1493,6 +1650,8 @@ int tbe__import_xspace(tbe_trace *t, const char *path, const tbe_import_options 
       rc = fail_plane(&s, buf, &planes[i], i);
       goto out;
     }
+    s.plane_off = planes[i].off;
+    s.plane_idx = i;
     rc = import_plane(&s, p, i);
     free_metadata(&s);
     tensorflow__profiler__xplane__free_unpacked(p, NULL);
@@ -1524,6 +1683,7 @@ out:
   free(s.steps);
   free(s.groups);
   free(s.track_pids);
+  free(s.lorder);
   idmap_free(&s.gmap);
   free(planes);
   free(notes);

@@ -17,7 +17,14 @@
  *    when the trace has steps.
  *
  * Scratch memory is allocated once per analysis, in proportion to the
- * events of a kind, never per event.  The analysis borrows the trace. */
+ * events of a kind, never per event.  The analysis borrows the trace.
+ *
+ * Arithmetic on times saturates (common/checked.h): the trace's fields are
+ * public and a sum of millions of durations may pass int64, so every sum,
+ * end (start + dur) and difference here goes through tbe__sat_* and a
+ * hostile trace gives saturated figures, never wrapped ones.  Lookups are
+ * by index or hash: nothing here walks one table per entry of another
+ * (devices by sorted ordinal, step names flagged up front). */
 #include "tbexport/analysis.h"
 
 #include <stdarg.h>
@@ -26,6 +33,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/checked.h"
 #include "tbexport/error.h"
 #include "trace/analysis_int.h"
 #include "trace/stats.h"
@@ -39,6 +47,7 @@
 #define NF_STEP 0x4   /* a step marker (ProfilerStep#N or a step's name) */
 #define NF_CUT 0x8    /* a range name with a per-call suffix (range_label_len) */
 #define NF_CUT_DONE 0x10
+#define NF_STEPNAME 0x20 /* the name of a step of the trace (set up front) */
 
 typedef struct open_entry {
   int64_t end;
@@ -90,12 +99,10 @@ static int is_busy_kind(uint8_t k) {
 static uint8_t name_flags(scratch *s, const tbe_trace *t, tbe_str id) {
   uint8_t f = s->nflags[id];
   if (f & NF_DONE) return f;
-  f = (uint8_t)((f & (NF_CUT | NF_CUT_DONE)) | NF_DONE);
+  f = (uint8_t)((f & (NF_CUT | NF_CUT_DONE | NF_STEPNAME)) | NF_DONE);
   const char *n = tbe_trace_str(t, id);
   if (strstr(n, "Synchronize")) f |= NF_SYNC;
-  if (strncmp(n, "ProfilerStep#", 13) == 0) f |= NF_STEP;
-  for (size_t i = 0; i < t->nsteps && !(f & NF_STEP); i++)
-    if (t->steps[i].name == id && id != 0) f |= NF_STEP;
+  if (strncmp(n, "ProfilerStep#", 13) == 0 || (f & NF_STEPNAME)) f |= NF_STEP;
   s->nflags[id] = f;
   return f;
 }
@@ -202,8 +209,8 @@ static long range_slot(tbe_analysis *an, scratch *s, tbe_str name) {
 
 static void account(tbe_name_stats *e, int64_t dur) {
   e->calls++;
-  e->total_ns += dur;
-  e->self_ns += dur;
+  e->total_ns = tbe__sat_add(e->total_ns, dur);
+  e->self_ns = tbe__sat_add(e->self_ns, dur);
   if (dur < e->min_ns) e->min_ns = dur;
   if (dur > e->max_ns) e->max_ns = dur;
 }
@@ -215,8 +222,8 @@ static int nest(tbe_analysis *an, scratch *s, size_t *depth, tbe_group_kind g, u
   while (*depth > 0 && s->stack[*depth - 1].end <= start) (*depth)--;
   if (*depth > 0) {
     open_entry *top = &s->stack[*depth - 1];
-    int64_t ov = (end < top->end ? end : top->end) - start;
-    if (ov > 0) an->groups[g][top->slot].self_ns -= ov;
+    int64_t ov = tbe__sat_sub(end < top->end ? end : top->end, start);
+    if (ov > 0) an->groups[g][top->slot].self_ns = tbe__sat_sub(an->groups[g][top->slot].self_ns, ov);
   }
   if (tbe__grow(s->a, (void **)&s->stack, &s->stack_cap, *depth + 1, sizeof(open_entry)) != 0)
     return TBE_ENOMEM;
@@ -263,7 +270,7 @@ static int64_t median(int64_t *v, size_t n) {
   int64_t b = v[k + 1];
   for (size_t i = k + 2; i < n; i++)
     if (v[i] < b) b = v[i];
-  return a + (b - a) / 2;
+  return (int64_t)(((__int128)a + b) / 2); /* a + b may pass int64 */
 }
 
 /* ---- the k-way merge of GPU tracks ---- */
@@ -317,14 +324,14 @@ static int busy_union(tbe_analysis *an, scratch *s, size_t ngpu_events) {
   while (ncur > 0) {
     const tbe_event *e = &t->events[h[0].pos];
     int32_t d = s->track_dev[e->track];
-    int64_t st = e->start_ns, en = e->start_ns + e->dur_ns;
+    int64_t st = e->start_ns, en = tbe__end_ns(e->start_ns, e->dur_ns);
     /* Per device. */
     tbe_device_stats *ds = &an->devices[d];
     if (st >= cur_end[d]) {
-      ds->busy_ns += en - st;
+      ds->busy_ns = tbe__sat_add(ds->busy_ns, tbe__sat_sub(en, st));
       cur_end[d] = en;
     } else if (en > cur_end[d]) {
-      ds->busy_ns += en - cur_end[d];
+      ds->busy_ns = tbe__sat_add(ds->busy_ns, tbe__sat_sub(en, cur_end[d]));
       cur_end[d] = en;
     }
     /* All devices, kept as segments. */
@@ -342,7 +349,8 @@ static int busy_union(tbe_analysis *an, scratch *s, size_t ngpu_events) {
     heap_down(h, ncur, 0);
   }
   s->nseg = nseg;
-  for (size_t i = 0; i < nseg; i++) an->all.busy_ns += s->seg[2 * i + 1] - s->seg[2 * i];
+  for (size_t i = 0; i < nseg; i++)
+    an->all.busy_ns = tbe__sat_add(an->all.busy_ns, tbe__sat_sub(s->seg[2 * i + 1], s->seg[2 * i]));
   tbe__free(s->a, h);
   tbe__free(s->a, cur_end);
   return 0;
@@ -360,7 +368,7 @@ static int64_t busy_in(const scratch *s, int64_t lo, int64_t hi) {
   for (size_t i = a; i < s->nseg && s->seg[2 * i] < hi; i++) {
     int64_t x = s->seg[2 * i] > lo ? s->seg[2 * i] : lo;
     int64_t y = s->seg[2 * i + 1] < hi ? s->seg[2 * i + 1] : hi;
-    if (y > x) sum += y - x;
+    if (y > x) sum = tbe__sat_add(sum, tbe__sat_sub(y, x));
   }
   return sum;
 }
@@ -409,11 +417,14 @@ static long find_devices(tbe_analysis *an, scratch *s) {
   }
   an->ndevices = u;
   for (size_t i = 0; i < u; i++) {
-    tbe_device_stats *d = &an->devices[i];
-    d->device = ord[i];
-    d->launch_median_ns = -1;
-    for (size_t j = 0; j < t->ndevices; j++)
-      if (t->devices[j].id == ord[i]) d->name = t->devices[j].name;
+    an->devices[i].device = ord[i];
+    an->devices[i].launch_median_ns = -1;
+  }
+  /* Names: each device of the table finds its ordinal by binary search
+   * (the last entry of an ordinal wins, as before). */
+  for (size_t j = 0; j < t->ndevices; j++) {
+    int32_t *p = bsearch(&t->devices[j].id, ord, u, sizeof *ord, cmp_i32);
+    if (p) an->devices[p - ord].name = t->devices[j].name;
   }
   long gpu_events = 0;
   for (size_t i = 0; i < t->ntracks; i++) {
@@ -431,16 +442,6 @@ static long find_devices(tbe_analysis *an, scratch *s) {
 
 /* ---- the main pass ---- */
 
-static int64_t sat_add(int64_t a, int64_t b) {
-  int64_t r;
-  return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
-}
-
-static int64_t sat_sub(int64_t a, int64_t b) {
-  int64_t r;
-  return __builtin_sub_overflow(a, b, &r) ? (b < 0 ? INT64_MAX : INT64_MIN) : r;
-}
-
 /* The step GPU work `e` belongs to: the step of the call that launched it,
  * else of its own start; -1 for none. */
 static long launch_step(const tbe_trace *t, const scratch *s, const tbe_event *e) {
@@ -452,7 +453,7 @@ static long launch_step(const tbe_trace *t, const scratch *s, const tbe_event *e
 /* Step `si` ends no earlier than the GPU work it launched (gpu_end_ns
  * holds the latest end until device_steps turns it into the window). */
 static void step_gpu_end(tbe_analysis *an, long si, const tbe_event *e) {
-  int64_t end = sat_add(e->start_ns, e->dur_ns);
+  int64_t end = tbe__end_ns(e->start_ns, e->dur_ns);
   if (end > an->steps[si].gpu_end_ns) an->steps[si].gpu_end_ns = end;
 }
 
@@ -468,12 +469,12 @@ static void device_steps(tbe_analysis *an, const scratch *s) {
   int64_t prev_end = INT64_MIN;
   for (size_t k = 0; k < an->nsteps; k++) {
     tbe_step_stats *st = &an->steps[s->step_order[k]];
-    int64_t host_end = sat_add(st->start_ns, st->host_ns);
+    int64_t host_end = tbe__sat_add(st->start_ns, st->host_ns);
     int64_t start = st->start_ns > prev_end ? st->start_ns : prev_end;
     int64_t end = st->gpu_end_ns > host_end ? st->gpu_end_ns : host_end;
     if (end < start) end = start;
     st->start_ns = start;
-    st->dur_ns = end - start;
+    st->dur_ns = tbe__sat_sub(end, start);
     st->gpu_end_ns = 0;
     prev_end = end;
   }
@@ -485,7 +486,7 @@ static int gpu_event(tbe_analysis *an, scratch *s, const tbe_event *e, int32_t d
   int64_t dur = e->dur_ns;
   switch (e->kind) {
     case TBE_EV_KERNEL: {
-      ds->kernel_ns += dur;
+      ds->kernel_ns = tbe__sat_add(ds->kernel_ns, dur);
       ds->kernel_count++;
       if (dur < TBE_SHORT_KERNEL_NS) ds->short_kernels++;
       long slot = group_slot(an, s, TBE_GROUP_KERNEL, e->name);
@@ -495,7 +496,7 @@ static int gpu_event(tbe_analysis *an, scratch *s, const tbe_event *e, int32_t d
         long si = launch_step(t, s, e);
         s->kstep[s->nk++] = (int32_t)si; /* reused by per_step_names */
         if (si >= 0) {
-          an->steps[si].kernel_ns += dur;
+          an->steps[si].kernel_ns = tbe__sat_add(an->steps[si].kernel_ns, dur);
           an->steps[si].kernel_count++;
           step_gpu_end(an, si, e);
         }
@@ -505,24 +506,24 @@ static int gpu_event(tbe_analysis *an, scratch *s, const tbe_event *e, int32_t d
     case TBE_EV_MEMCPY: {
       const tbe_memcpy *m = tbe_trace_memcpy(t, e);
       unsigned k = m && m->copy_kind < TBE_NCOPY_KINDS ? m->copy_kind : 0;
-      ds->memcpy_ns[k] += dur;
+      ds->memcpy_ns[k] = tbe__sat_add(ds->memcpy_ns[k], dur);
       ds->memcpy_count[k]++;
-      if (m) ds->memcpy_bytes[k] += m->bytes;
+      if (m) ds->memcpy_bytes[k] = tbe__sat_addu(ds->memcpy_bytes[k], m->bytes);
       if (m && (m->src_kind == TBE_MEM_PAGEABLE || m->dst_kind == TBE_MEM_PAGEABLE)) {
-        ds->pageable_ns += dur;
+        ds->pageable_ns = tbe__sat_add(ds->pageable_ns, dur);
         ds->pageable_count++;
       }
       break;
     }
     case TBE_EV_MEMSET:
-      ds->memset_ns += dur;
+      ds->memset_ns = tbe__sat_add(ds->memset_ns, dur);
       ds->memset_count++;
       break;
     case TBE_EV_SYNC:
-      ds->sync_ns += dur;
+      ds->sync_ns = tbe__sat_add(ds->sync_ns, dur);
       ds->sync_count++;
       an->sync_calls++;
-      an->sync_call_ns += dur;
+      an->sync_call_ns = tbe__sat_add(an->sync_call_ns, dur);
       return 0;
     default: return 0;
   }
@@ -539,7 +540,7 @@ static int gpu_event(tbe_analysis *an, scratch *s, const tbe_event *e, int32_t d
     int same = gpid < 0 || apid < 0 || gpid == apid;
     if ((api->kind == TBE_EV_RUNTIME || api->kind == TBE_EV_DRIVER) && same &&
         e->start_ns >= api->start_ns) {
-      s->lat[s->nlat] = e->start_ns - api->start_ns;
+      s->lat[s->nlat] = tbe__sat_sub(e->start_ns, api->start_ns);
       s->lat_dev[s->nlat] = (uint32_t)d;
       s->nlat++;
     }
@@ -555,7 +556,7 @@ static int host_track(tbe_analysis *an, scratch *s, const tbe_track *tr) {
   int64_t busy = 0, cur_end = INT64_MIN;
   for (uint32_t j = 0; j < tr->count; j++) {
     const tbe_event *e = &t->events[tr->first + j];
-    int64_t st = e->start_ns, en = e->start_ns + e->dur_ns;
+    int64_t st = e->start_ns, en = tbe__end_ns(e->start_ns, e->dur_ns);
     switch (e->kind) {
       case TBE_EV_CPU_OP: {
         long slot = group_slot(an, s, TBE_GROUP_CPU_OP, e->name);
@@ -570,16 +571,16 @@ static int host_track(tbe_analysis *an, scratch *s, const tbe_track *tr) {
         an->api_calls++;
         if (name_flags(s, t, e->name) & NF_SYNC) {
           an->sync_calls++;
-          an->sync_call_ns += e->dur_ns;
+          an->sync_call_ns = tbe__sat_add(an->sync_call_ns, e->dur_ns);
         }
         break;
       case TBE_EV_SYNC:
         an->sync_calls++;
-        an->sync_call_ns += e->dur_ns;
-        an->all.sync_ns += e->dur_ns;
+        an->sync_call_ns = tbe__sat_add(an->sync_call_ns, e->dur_ns);
+        an->all.sync_ns = tbe__sat_add(an->all.sync_ns, e->dur_ns);
         an->all.sync_count++;
         break;
-      case TBE_EV_OVERHEAD: an->overhead_ns += e->dur_ns; break;
+      case TBE_EV_OVERHEAD: an->overhead_ns = tbe__sat_add(an->overhead_ns, e->dur_ns); break;
       default: break;
     }
     if (e->kind == TBE_EV_CPU_OP || e->kind == TBE_EV_RUNTIME || e->kind == TBE_EV_DRIVER) {
@@ -587,10 +588,10 @@ static int host_track(tbe_analysis *an, scratch *s, const tbe_track *tr) {
       if (en > s->win_hi) en = s->win_hi;
       if (en <= st) continue;
       if (st >= cur_end) {
-        busy += en - st;
+        busy = tbe__sat_add(busy, tbe__sat_sub(en, st));
         cur_end = en;
       } else if (en > cur_end) {
-        busy += en - cur_end;
+        busy = tbe__sat_add(busy, tbe__sat_sub(en, cur_end));
         cur_end = en;
       }
     }
@@ -609,7 +610,7 @@ static int host_track(tbe_analysis *an, scratch *s, const tbe_track *tr) {
     account(&an->groups[TBE_GROUP_RANGE][slot], e->dur_ns);
     if (e->flags & TBE_EVF_ASYNC) continue;
     if (nest(an, s, &depth_range, TBE_GROUP_RANGE, (uint32_t)slot, e->start_ns,
-             e->start_ns + e->dur_ns) != 0)
+             tbe__end_ns(e->start_ns, e->dur_ns)) != 0)
       return TBE_ENOMEM;
   }
   return 0;
@@ -636,7 +637,10 @@ static int per_step_names(tbe_analysis *an, scratch *s) {
       /* Kernels are met in the order gpu_event met them (event order). */
       long si = nk < s->nk ? s->kstep[nk++] : -1;
       uint32_t slot = s->slot[TBE_GROUP_KERNEL][e->name];
-      if (si >= 0 && slot != UINT32_MAX) an->groups[TBE_GROUP_KERNEL][slot].step_ns[si] += e->dur_ns;
+      if (si >= 0 && slot != UINT32_MAX) {
+        int64_t *cell = &an->groups[TBE_GROUP_KERNEL][slot].step_ns[si];
+        *cell = tbe__sat_add(*cell, e->dur_ns);
+      }
       continue;
     } else if (e->kind == TBE_EV_CPU_OP) {
       if (s->track_dev[e->track] >= 0) continue;
@@ -650,7 +654,10 @@ static int per_step_names(tbe_analysis *an, scratch *s) {
     }
     long si = step_of(t, s, when);
     uint32_t slot = s->slot[g][e->name];
-    if (si >= 0 && slot != UINT32_MAX) an->groups[g][slot].step_ns[si] += e->dur_ns;
+    if (si >= 0 && slot != UINT32_MAX) {
+      int64_t *cell = &an->groups[g][slot].step_ns[si];
+      *cell = tbe__sat_add(*cell, e->dur_ns);
+    }
   }
   return 0;
 }
@@ -701,7 +708,7 @@ static int step_hint(tbe_analysis *an, scratch *s) {
           rc = TBE_ENOMEM;
           break;
         }
-        s->stack[depth].end = st + e->dur_ns;
+        s->stack[depth].end = tbe__end_ns(st, e->dur_ns);
         s->stack[depth++].slot = 0;
       }
       if (!top || e->name == 0 || name_is_cut(s, t, e->name)) continue;
@@ -714,7 +721,7 @@ static int step_hint(tbe_analysis *an, scratch *s) {
         kind[e->name] = e->kind;
       }
       cnt[e->name]++;
-      tot[e->name] += e->dur_ns;
+      tot[e->name] = tbe__sat_add(tot[e->name], e->dur_ns);
     }
     for (size_t k = 0; k < nt; k++) {
       tbe_str id = touched[k];
@@ -800,7 +807,7 @@ static int advise(tbe_analysis *an) {
                "(pin_memory=True, cudaHostAlloc)",
                (unsigned long long)all->pageable_count, all->pageable_count == 1 ? "y" : "ies",
                (double)all->pageable_ns / 1e6);
-  int64_t hd = all->memcpy_ns[TBE_COPY_HTOD] + all->memcpy_ns[TBE_COPY_DTOH];
+  int64_t hd = tbe__sat_add(all->memcpy_ns[TBE_COPY_HTOD], all->memcpy_ns[TBE_COPY_DTOH]);
   if (all->busy_ns > 0 && hd > 0) {
     double pct = 100.0 * (double)hd / (double)all->busy_ns;
     if (pct >= 20.0)
@@ -873,20 +880,23 @@ static int run(tbe_analysis *an, scratch *s) {
 
   /* Window. */
   an->start_ns = t->start_ns;
-  an->wall_ns = t->stop_ns > t->start_ns ? t->stop_ns - t->start_ns : 0;
+  an->wall_ns = t->stop_ns > t->start_ns ? tbe__sat_sub(t->stop_ns, t->start_ns) : 0;
   if (an->wall_ns == 0 && t->nevents) {
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     for (size_t i = 0; i < t->nevents; i++) {
+      int64_t end = tbe__end_ns(t->events[i].start_ns, t->events[i].dur_ns);
       if (t->events[i].start_ns < lo) lo = t->events[i].start_ns;
-      if (t->events[i].start_ns + t->events[i].dur_ns > hi)
-        hi = t->events[i].start_ns + t->events[i].dur_ns;
+      if (end > hi) hi = end;
     }
     an->start_ns = lo;
-    an->wall_ns = hi - lo;
+    an->wall_ns = tbe__sat_sub(hi, lo);
   }
 
   s->win_lo = an->start_ns;
-  s->win_hi = an->start_ns + an->wall_ns;
+  s->win_hi = tbe__sat_add(an->start_ns, an->wall_ns);
+  /* Step names, flagged once (name_flags reads the flag). */
+  for (size_t i = 0; i < t->nsteps; i++)
+    if (t->steps[i].name && t->steps[i].name < nstr) s->nflags[t->steps[i].name] |= NF_STEPNAME;
 
   /* Steps. */
   if (t->nsteps) {
@@ -898,7 +908,7 @@ static int run(tbe_analysis *an, scratch *s) {
       s->step_order[i] = i;
       an->steps[i].num = t->steps[i].num;
       an->steps[i].start_ns = t->steps[i].start_ns;
-      an->steps[i].host_ns = sat_sub(t->steps[i].end_ns, t->steps[i].start_ns);
+      an->steps[i].host_ns = tbe__sat_sub(t->steps[i].end_ns, t->steps[i].start_ns);
       an->steps[i].dur_ns = an->steps[i].host_ns;
       an->steps[i].gpu_end_ns = INT64_MIN;
     }
@@ -967,19 +977,19 @@ static int run(tbe_analysis *an, scratch *s) {
     tbe_device_stats *ds = &an->devices[d];
     ds->wall_ns = an->wall_ns;
     ds->idle_ns = ds->wall_ns > ds->busy_ns ? ds->wall_ns - ds->busy_ns : 0;
-    all->kernel_ns += ds->kernel_ns;
+    all->kernel_ns = tbe__sat_add(all->kernel_ns, ds->kernel_ns);
     all->kernel_count += ds->kernel_count;
     all->short_kernels += ds->short_kernels;
     for (int k = 0; k < TBE_NCOPY_KINDS; k++) {
-      all->memcpy_ns[k] += ds->memcpy_ns[k];
+      all->memcpy_ns[k] = tbe__sat_add(all->memcpy_ns[k], ds->memcpy_ns[k]);
       all->memcpy_count[k] += ds->memcpy_count[k];
-      all->memcpy_bytes[k] += ds->memcpy_bytes[k];
+      all->memcpy_bytes[k] = tbe__sat_addu(all->memcpy_bytes[k], ds->memcpy_bytes[k]);
     }
-    all->pageable_ns += ds->pageable_ns;
+    all->pageable_ns = tbe__sat_add(all->pageable_ns, ds->pageable_ns);
     all->pageable_count += ds->pageable_count;
-    all->memset_ns += ds->memset_ns;
+    all->memset_ns = tbe__sat_add(all->memset_ns, ds->memset_ns);
     all->memset_count += ds->memset_count;
-    all->sync_ns += ds->sync_ns;
+    all->sync_ns = tbe__sat_add(all->sync_ns, ds->sync_ns);
     all->sync_count += ds->sync_count;
   }
   all->idle_ns = all->wall_ns > all->busy_ns ? all->wall_ns - all->busy_ns : 0;
@@ -988,7 +998,7 @@ static int run(tbe_analysis *an, scratch *s) {
   if (an->nsteps) device_steps(an, s);
   for (size_t i = 0; i < an->nsteps; i++)
     an->steps[i].gpu_busy_ns =
-        busy_in(s, an->steps[i].start_ns, an->steps[i].start_ns + an->steps[i].dur_ns);
+        busy_in(s, an->steps[i].start_ns, tbe__sat_add(an->steps[i].start_ns, an->steps[i].dur_ns));
 
   /* Name tables. */
   for (int g = 0; g < TBE_GROUP__COUNT; g++) {
@@ -997,7 +1007,7 @@ static int run(tbe_analysis *an, scratch *s) {
       tbe_name_stats *e = &an->groups[g][i];
       if (e->self_ns < 0) e->self_ns = 0;
       if (e->min_ns == INT64_MAX) e->min_ns = 0;
-      an->group_total_ns[g] += e->self_ns;
+      an->group_total_ns[g] = tbe__sat_add(an->group_total_ns[g], e->self_ns);
     }
   }
   priv *pv = an->priv_;

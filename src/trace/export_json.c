@@ -48,6 +48,7 @@
 #include <zlib.h>
 
 #include "common/alloc.h"
+#include "common/checked.h"
 #include "common/fsutil.h"
 #include "tbexport/error.h"
 #include "tbexport/export.h"
@@ -679,7 +680,7 @@ static void ev_head(jctx *c, const char *ph, const tbe_event *e, const tbe_track
   n += put_i64(d + n, tid);
   memcpy(d + n, ",\"ts\":", 6);
   n += 6;
-  n += put_us(d + n, e->start_ns - c->base);
+  n += put_us(d + n, tbe__sat_sub(e->start_ns, c->base));
   w->len += n;
 }
 
@@ -792,7 +793,7 @@ static void flow_end(jctx *c, const char *ph, uint64_t id, const char *cat, tbe_
   p = PL(p, ",\"tid\":");
   p = p_i64(p, tid);
   p = PL(p, ",\"ts\":");
-  p = p_us(p, ts - c->base);
+  p = p_us(p, tbe__sat_sub(ts, c->base));
   if (cat) {
     p = PL(p, ",\"cat\":\"ac2g\",\"name\":\"ac2g\"");
     if (enclosing) p = PL(p, ",\"bp\":\"e\"");
@@ -887,7 +888,7 @@ static void write_hot(jctx *c, const tbe_event *e, const tbe_track *tr) {
   p = PL(p, ",\"tid\":");
   p = p_i64(p, tid);
   p = PL(p, ",\"ts\":");
-  p = p_us(p, e->start_ns - c->base);
+  p = p_us(p, tbe__sat_sub(e->start_ns, c->base));
   p = PL(p, ",\"dur\":");
   p = p_us(p, e->dur_ns < 0 ? 0 : e->dur_ns);
   size_t args_off = w->len + (size_t)(p - d);
@@ -1042,7 +1043,7 @@ static uint32_t marker_pos(const tbe_trace *t, uint32_t k, const tbe_step *st) {
     uint32_t mid = lo + (hi - lo) / 2;
     const tbe_event *e = &t->events[mid];
     int before = st->start_ns < e->start_ns ||
-                 (st->start_ns == e->start_ns && st->end_ns - st->start_ns >= e->dur_ns);
+                 (st->start_ns == e->start_ns && tbe__sat_sub(st->end_ns, st->start_ns) >= e->dur_ns);
     if (before) hi = mid;
     else lo = mid + 1;
   }
@@ -1061,7 +1062,7 @@ static int carried_on(const tbe_trace *t, uint32_t k, const tbe_step *st, tbe_st
   }
   for (uint32_t i = lo; i < tr->first + tr->count && t->events[i].start_ns == st->start_ns; i++) {
     const tbe_event *e = &t->events[i];
-    if (e->name == name && e->start_ns + e->dur_ns == st->end_ns && is_step_kind(e->kind)) return 1;
+    if (e->name == name && tbe__end_ns(e->start_ns, e->dur_ns) == st->end_ns && is_step_kind(e->kind)) return 1;
   }
   return 0;
 }
@@ -1073,7 +1074,7 @@ static int cmp_jsynth(const void *a, const void *b, void *ctx) {
   if (x->track != y->track) return x->track < y->track ? -1 : 1;
   const tbe_step *p = &t->steps[x->step], *q = &t->steps[y->step];
   if (p->start_ns != q->start_ns) return p->start_ns < q->start_ns ? -1 : 1;
-  int64_t dp = p->end_ns - p->start_ns, dq = q->end_ns - q->start_ns;
+  int64_t dp = tbe__sat_sub(p->end_ns, p->start_ns), dq = tbe__sat_sub(q->end_ns, q->start_ns);
   if (dp != dq) return dp > dq ? -1 : 1;
   return x->step < y->step ? -1 : x->step > y->step;
 }
@@ -1134,9 +1135,9 @@ static void write_step_marker(jctx *c, size_t i) {
   p = PL(p, ",\"tid\":");
   p = p_i64(p, tid);
   p = PL(p, ",\"ts\":");
-  p = p_us(p, st->start_ns - c->base);
+  p = p_us(p, tbe__sat_sub(st->start_ns, c->base));
   p = PL(p, ",\"dur\":");
-  p = p_us(p, st->end_ns - st->start_ns);
+  p = p_us(p, tbe__sat_sub(st->end_ns, st->start_ns));
   *p++ = '}';
   c->w.len += (size_t)(p - d);
 }
@@ -1341,7 +1342,7 @@ static void meta_event(jctx *c, const char *what, int64_t pid, int64_t tid, cons
   jw_mem(w, what, strlen(what));
   JW_LIT(w, "\",\"ph\":\"M\",\"ts\":");
   char *d = jw_room(w, 32);
-  if (d) w->len += put_us(d, c->t->start_ns - c->base);
+  if (d) w->len += put_us(d, tbe__sat_sub(c->t->start_ns, c->base));
   JW_LIT(w, ",\"pid\":");
   jw_i64(w, pid);
   JW_LIT(w, ",\"tid\":");
@@ -1674,7 +1675,7 @@ static void write_trace_key(jctx *c, const char *host) {
   for (size_t i = 0; i < t->nevents; i++) {
     const tbe_event *e = &t->events[i];
     if (e->start_ns < lo) lo = e->start_ns;
-    if (e->start_ns + e->dur_ns > hi) hi = e->start_ns + e->dur_ns;
+    if (tbe__end_ns(e->start_ns, e->dur_ns) > hi) hi = tbe__end_ns(e->start_ns, e->dur_ns);
   }
   int window = t->nevents ? (t->start_ns != lo || t->stop_ns != hi) : (t->start_ns || t->stop_ns);
   int n = 0;
@@ -1770,7 +1771,7 @@ static int json_write(const tbe_trace *t, int fd, int gzip, int nth, const char 
     c->base = t->base_time_ns;
   } else {
     const int64_t period = KINETO_BASE_PERIOD_S * 1000000000LL;
-    c->base = floor_div(t->start_ns, period) * period;
+    c->base = tbe__sat_mul(floor_div(t->start_ns, period), period); /* saturates (common/checked.h) */
   }
 
   jw *w = &c->w;

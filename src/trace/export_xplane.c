@@ -48,6 +48,7 @@
 
 #include "common/alloc.h"
 #include "common/buf.h"
+#include "common/checked.h"
 #include "common/fsutil.h"
 #include "tbexport/error.h"
 #include "tbexport/export.h"
@@ -168,7 +169,7 @@ static char *utf8_fixed(const tbe_allocator *a, const char *s, size_t n, size_t 
 
 static void xw_bytes(xw *w, const void *p, size_t n) {
   uint8_t *d = xw_room(w, n);
-  if (!d) return;
+  if (!d || !n) return; /* (NULL, 0) is an empty name: memcpy must not see NULL */
   memcpy(d, p, n);
   w->len += n;
 }
@@ -320,7 +321,7 @@ static uint32_t ntab_get(ntab *t, const char *s, size_t n) {
   if (t->cap) {
     size_t i = (size_t)h & (t->cap - 1);
     for (uint32_t id; (id = t->slots[i]) != 0; i = (i + 1) & (t->cap - 1))
-      if (t->hash[id] == h && t->len[id] == n && memcmp(t->arena + t->off[id], s, n) == 0)
+      if (t->hash[id] == h && t->len[id] == n && (n == 0 || memcmp(t->arena + t->off[id], s, n) == 0))
         return id;
   }
   if ((t->n + 2) * 2 > t->cap) {
@@ -339,7 +340,7 @@ static uint32_t ntab_get(ntab *t, const char *s, size_t n) {
     t->hash = hh;
     t->ncap = nc;
   }
-  if (t->acap - t->alen < n) {
+  if (!t->arena || t->acap - t->alen < n) { /* never NULL: "" (a nameless event) points into it */
     size_t nc = t->acap ? t->acap : 4096;
     while (nc - t->alen < n) nc *= 2;
     char *na = tbe__realloc(t->a, t->arena, t->acap, nc);
@@ -348,7 +349,7 @@ static uint32_t ntab_get(ntab *t, const char *s, size_t n) {
     t->acap = nc;
   }
   uint32_t id = (uint32_t)++t->n;
-  memcpy(t->arena + t->alen, s, n);
+  if (n) memcpy(t->arena + t->alen, s, n); /* "" may come as (NULL, 0) */
   t->off[id] = t->alen;
   t->len[id] = (uint32_t)n;
   t->hash[id] = h;
@@ -727,9 +728,11 @@ static void write_event(xctx *c, uint32_t idx, int64_t line_start_ns) {
   uint32_t mid = event_meta(c, e);
   *p++ = TAG(1, WT_VARINT);
   p += put_varint(p, mid);
-  int64_t off = e->start_ns - line_start_ns;
-  if (off > PS_MAX_NS) {
-    off = PS_MAX_NS;
+  /* Times saturate here (common/checked.h): an offset beyond what int64
+   * picoseconds hold is written as the largest and counted. */
+  int64_t off = tbe__sat_sub(e->start_ns, line_start_ns);
+  if (off > PS_MAX_NS || off < -PS_MAX_NS) {
+    off = off > 0 ? PS_MAX_NS : -PS_MAX_NS;
     c->clamped++;
   }
   if (off) {
@@ -906,7 +909,7 @@ static void write_step_marker(xctx *c, uint32_t s, int64_t line_start_ns) {
   uint8_t *p = body;
   *p++ = TAG(1, WT_VARINT);
   p += put_varint(p, mid);
-  int64_t off = st->start_ns - line_start_ns, dur = st->end_ns - st->start_ns;
+  int64_t off = tbe__sat_sub(st->start_ns, line_start_ns), dur = tbe__sat_sub(st->end_ns, st->start_ns);
   if (off > PS_MAX_NS) off = PS_MAX_NS;
   if (dur > PS_MAX_NS) dur = PS_MAX_NS;
   if (off > 0) {
@@ -935,7 +938,7 @@ static void write_step_marker(xctx *c, uint32_t s, int64_t line_start_ns) {
  * the same span (it encloses what the step holds). */
 static int marker_first(const tbe_step *st, const tbe_event *e) {
   if (st->start_ns != e->start_ns) return st->start_ns < e->start_ns;
-  return st->end_ns - st->start_ns >= e->dur_ns;
+  return tbe__sat_sub(st->end_ns, st->start_ns) >= e->dur_ns;
 }
 
 /* Writes one XLine holding the events of `track` that pass `keep` and,
@@ -953,7 +956,7 @@ static void write_line(xctx *c, const tbe_track *tr, ev_filter keep, int64_t lin
       first = i;
       start = e->start_ns;
     }
-    int64_t en = e->start_ns + (e->dur_ns > 0 ? e->dur_ns : 0);
+    int64_t en = tbe__end_ns(e->start_ns, e->dur_ns > 0 ? e->dur_ns : 0);
     if (en > end) end = en;
   }
   for (size_t k = synth_lo; k < synth_hi; k++) {
@@ -965,9 +968,9 @@ static void write_line(xctx *c, const tbe_track *tr, ev_filter keep, int64_t lin
   uint64_t at = xw_open(&c->w, 3);
   xw_varint_field(&c->w, 1, (uint64_t)line_id);
   xw_str_field(&c->w, 2, name, name_len);
-  int64_t rel = start - t->start_ns;
+  int64_t rel = tbe__sat_sub(start, t->start_ns);
   if (rel) xw_varint_field(&c->w, 3, (uint64_t)rel);
-  int64_t span = end - start;
+  int64_t span = tbe__sat_sub(end, start);
   if (span > PS_MAX_NS) span = PS_MAX_NS;
   if (span > 0) xw_varint_field(&c->w, 9, (uint64_t)(span * 1000));
   size_t k = synth_lo;
@@ -1056,7 +1059,7 @@ static int cmp_synth(const void *a, const void *b, void *ctx) {
   if (x->track != y->track) return x->track < y->track ? -1 : 1;
   const tbe_step *p = &t->steps[x->step], *q = &t->steps[y->step];
   if (p->start_ns != q->start_ns) return p->start_ns < q->start_ns ? -1 : 1;
-  int64_t dp = p->end_ns - p->start_ns, dq = q->end_ns - q->start_ns;
+  int64_t dp = tbe__sat_sub(p->end_ns, p->start_ns), dq = tbe__sat_sub(q->end_ns, q->start_ns);
   if (dp != dq) return dp > dq ? -1 : 1;
   return x->step < y->step ? -1 : x->step > y->step;
 }
@@ -1075,7 +1078,7 @@ static uint32_t step_carrier(const tbe_trace *t, size_t k, const tbe_step *st, t
   }
   for (uint32_t i = lo; i < tr->first + tr->count && t->events[i].start_ns == st->start_ns; i++) {
     const tbe_event *e = &t->events[i];
-    if (e->name == name && e->start_ns + e->dur_ns == st->end_ns &&
+    if (e->name == name && tbe__end_ns(e->start_ns, e->dur_ns) == st->end_ns &&
         !tbe_event_kind_is_gpu((tbe_event_kind)e->kind) && e->kind != TBE_EV_NVTX_RANGE &&
         e->kind != TBE_EV_NVTX_MARK)
       return i;
@@ -1136,7 +1139,7 @@ static void write_step_line(xctx *c, const uint8_t *unmarked) {
   uint64_t at = xw_open(&c->w, 3);
   xw_varint_field(&c->w, 1, 3ull << 32);
   xw_len_field(&c->w, 2, "Step markers", 12);
-  if (start - t->start_ns) xw_varint_field(&c->w, 3, (uint64_t)(start - t->start_ns));
+  if (start != t->start_ns) xw_varint_field(&c->w, 3, (uint64_t)tbe__sat_sub(start, t->start_ns));
   for (size_t s = 0; s < t->nsteps && !c->w.err; s++) {
     if (!unmarked[s]) continue;
     const tbe_step *st = &t->steps[s];
@@ -1153,7 +1156,7 @@ static void write_step_line(xctx *c, const uint8_t *unmarked) {
     uint8_t *p = body;
     *p++ = TAG(1, WT_VARINT);
     p += put_varint(p, mid);
-    int64_t off = st->start_ns - start, dur = st->end_ns - st->start_ns;
+    int64_t off = tbe__sat_sub(st->start_ns, start), dur = tbe__sat_sub(st->end_ns, st->start_ns);
     if (off > PS_MAX_NS) off = PS_MAX_NS;
     if (dur > PS_MAX_NS) dur = PS_MAX_NS;
     if (off > 0) {

@@ -4,8 +4,10 @@
  * allocator (no malloc per event).  Strings are the trace's interner
  * (common/intern.h): ids in order of first appearance, copies in an arena
  * of fixed blocks, so a pointer returned by tbe_trace_str stays valid for
- * the life of the trace.  Tracks and processes have their own small hash
- * indexes.
+ * the life of the trace.  Tracks, processes and devices have their own
+ * hash indexes (ids come from the input: a file may name 80,000 of them).
+ * Times are kept in the range of common/checked.h: tbe_trace_add_event and
+ * _add_step saturate what lies outside and flag the event TBE_EVF_CLAMPED.
  *
  * Finishing: events are ordered by (track, start, longer first) with an
  * index sort and an in-place cycle permutation (no second copy of the event
@@ -24,7 +26,9 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/checked.h"
 #include "common/intern.h"
+#include "common/map.h"
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
 #include "tbexport/trace.h"
@@ -37,6 +41,11 @@ typedef struct tbe__trace_priv {
   /* tracks: index+1 per slot */
   uint32_t *thash;
   size_t thash_cap;
+  /* devices by id, processes by pid -> index (the ids are the input's:
+   * 80,000 distinct ones cost a linear scan each before; the map's keyed
+   * hash keeps chosen ids from colliding) */
+  tbe__map devmap, pidmap;
+  size_t devmap_n, pidmap_n; /* entries of the arrays the maps cover */
   /* capacities of the public arrays */
   size_t cap_events, cap_kernels, cap_memcpys, cap_memsets, cap_syncs, cap_nvtx, cap_counters,
       cap_memory, cap_args, cap_tracks, cap_processes, cap_devices, cap_steps, cap_flows,
@@ -71,6 +80,8 @@ int tbe_trace_create(tbe_trace **out, const tbe_allocator *a) {
   }
   p->a = al;
   tbe__intern_init(&p->strs, &p->a, TBE__SEED_PROCESS);
+  tbe__map_init(&p->devmap, &p->a, TBE__SEED_PROCESS);
+  tbe__map_init(&p->pidmap, &p->a, TBE__SEED_PROCESS);
   t->priv = p;
   t->rank = -1;
   /* id 0 is the empty string */
@@ -104,6 +115,8 @@ void tbe_trace_free(tbe_trace *t) {
   tbe__free(&a, t->warnings);
   tbe__intern_deinit(&p->strs);
   tbe__free(&a, p->thash);
+  tbe__map_deinit(&p->devmap);
+  tbe__map_deinit(&p->pidmap);
   tbe__free(&a, p);
   tbe__free(&a, t);
 }
@@ -207,30 +220,68 @@ int tbe_trace_track(tbe_trace *t, tbe_track_type type, int64_t pid, int64_t tid,
   return 0;
 }
 
+/* ---- devices and processes: maps over the public arrays ----
+ *
+ * Users may append to t->devices / t->processes themselves (the arrays are
+ * public); a map that covers another count of entries than the array
+ * holds is rebuilt before use, so a lookup sees every entry appended. */
+
+/* The key of entry i of the devices (dev 1) or processes array. */
+static uint64_t id_key(const tbe_trace *t, int dev, size_t i) {
+  return dev ? (uint64_t)(uint32_t)t->devices[i].id : (uint64_t)t->processes[i].pid;
+}
+
+/* Brings map `m` (covering *covered entries) up to the array's n entries:
+ * rebuilt, the first entry of a key winning as a scan would find it, when
+ * the array changed size behind the model's back.  0 or an error. */
+static int id_map_sync(tbe_trace *t, int dev, tbe__map *m, size_t *covered, size_t n) {
+  if (*covered == n) return 0;
+  tbe__map_clear(m);
+  for (size_t i = 0; i < n; i++) {
+    int added;
+    uint32_t *v = tbe__map_put(m, id_key(t, dev, i), &added);
+    if (!v) return tbe__map_error(m);
+    if (added) *v = (uint32_t)i;
+  }
+  *covered = n;
+  return 0;
+}
+
 int tbe_trace_process(tbe_trace *t, int64_t pid, uint32_t *out) {
   if (!t || !out) return TBE_EINVAL;
-  for (size_t i = 0; i < t->nprocesses; i++)
-    if (t->processes[i].pid == pid) {
-      *out = (uint32_t)i;
-      return 0;
-    }
+  tbe__trace_priv *p = t->priv;
+  int rc = id_map_sync(t, 0, &p->pidmap, &p->pidmap_n, t->nprocesses);
+  if (rc) return fail(t, rc);
+  const uint32_t *v = tbe__map_get(&p->pidmap, (uint64_t)pid);
+  if (v) {
+    *out = *v;
+    return 0;
+  }
   GROW1(t, processes, nprocesses, cap_processes);
+  if ((rc = tbe__map_set(&p->pidmap, (uint64_t)pid, (uint32_t)t->nprocesses))) return fail(t, rc);
   memset(&t->processes[t->nprocesses], 0, sizeof t->processes[0]);
   t->processes[t->nprocesses].pid = pid;
+  p->pidmap_n = t->nprocesses + 1;
   *out = (uint32_t)t->nprocesses++;
   return 0;
 }
 
 int tbe_trace_device(tbe_trace *t, int32_t id, uint32_t *out) {
   if (!t || !out) return TBE_EINVAL;
-  for (size_t i = 0; i < t->ndevices; i++)
-    if (t->devices[i].id == id) {
-      *out = (uint32_t)i;
-      return 0;
-    }
+  tbe__trace_priv *p = t->priv;
+  int rc = id_map_sync(t, 1, &p->devmap, &p->devmap_n, t->ndevices);
+  if (rc) return fail(t, rc);
+  const uint32_t *v = tbe__map_get(&p->devmap, (uint64_t)(uint32_t)id);
+  if (v) {
+    *out = *v;
+    return 0;
+  }
   GROW1(t, devices, ndevices, cap_devices);
+  if ((rc = tbe__map_set(&p->devmap, (uint64_t)(uint32_t)id, (uint32_t)t->ndevices)))
+    return fail(t, rc);
   memset(&t->devices[t->ndevices], 0, sizeof t->devices[0]);
   t->devices[t->ndevices].id = id;
+  p->devmap_n = t->ndevices + 1;
   *out = (uint32_t)t->ndevices++;
   return 0;
 }
@@ -284,6 +335,16 @@ int tbe_trace_add_event(tbe_trace *t, const tbe_event *ev, const void *detail,
     e->dur_ns = 0;
     e->flags |= TBE_EVF_CLAMPED;
   }
+  /* The time range (common/checked.h): the model saturates, the importers
+   * refused such times before; after this start + dur never overflows. */
+  if (!tbe__time_ok(e->start_ns)) {
+    e->start_ns = tbe__time_clamp(e->start_ns);
+    e->flags |= TBE_EVF_CLAMPED;
+  }
+  if (e->dur_ns > TBE__TIME_MAX - e->start_ns) {
+    e->dur_ns = TBE__TIME_MAX - e->start_ns;
+    e->flags |= TBE_EVF_CLAMPED;
+  }
   if (index) *index = (uint32_t)t->nevents;
   t->nevents++;
   t->priv->finished = 0;
@@ -295,8 +356,9 @@ int tbe_trace_add_step(tbe_trace *t, int64_t num, int64_t start_ns, int64_t end_
   GROW1(t, steps, nsteps, cap_steps);
   tbe_step *s = &t->steps[t->nsteps++];
   s->num = num;
-  s->start_ns = start_ns;
-  s->end_ns = end_ns < start_ns ? start_ns : end_ns;
+  s->start_ns = tbe__time_clamp(start_ns); /* the model saturates (common/checked.h) */
+  end_ns = tbe__time_clamp(end_ns);
+  s->end_ns = end_ns < s->start_ns ? s->start_ns : end_ns;
   s->name = name;
   s->track = TBE_NONE;
   return 0;
@@ -501,21 +563,29 @@ static int derive_steps(tbe_trace *t) {
   if (t->nsteps == 0) {
     /* Host-side step markers only: CPU ops, user annotations, NVTX ranges
      * and generic events.  GPU projections of the same range are skipped so
-     * a step is counted once. */
-    for (size_t i = 0; i < t->nevents; i++) {
+     * a step is counted once: the first event of a number wins, found in a
+     * hash set of the numbers taken (a file may hold 80,000 of them). */
+    tbe__map seen;
+    tbe__map_init(&seen, &t->priv->a, TBE__SEED_PROCESS);
+    int rc = 0;
+    for (size_t i = 0; i < t->nevents && !rc; i++) {
       const tbe_event *e = &t->events[i];
       if (e->kind != TBE_EV_CPU_OP && e->kind != TBE_EV_USER_ANNOTATION &&
           e->kind != TBE_EV_NVTX_RANGE && e->kind != TBE_EV_GENERIC)
         continue;
       int64_t num;
       if (!parse_step_name(tbe_trace_str(t, e->name), &num)) continue;
-      int dup = 0;
-      for (size_t k = 0; k < t->nsteps && !dup; k++) dup = t->steps[k].num == num;
-      if (dup) continue;
-      int rc = tbe_trace_add_step(t, num, e->start_ns, e->start_ns + e->dur_ns, e->name);
-      if (rc) return rc;
-      t->steps[t->nsteps - 1].track = e->track;
+      int added;
+      if (!tbe__map_put(&seen, (uint64_t)num, &added)) {
+        rc = fail(t, tbe__map_error(&seen));
+        break;
+      }
+      if (!added) continue; /* a duplicate */
+      rc = tbe_trace_add_step(t, num, e->start_ns, tbe__end_ns(e->start_ns, e->dur_ns), e->name);
+      if (!rc) t->steps[t->nsteps - 1].track = e->track;
     }
+    tbe__map_deinit(&seen);
+    if (rc) return rc;
   }
   if (t->nsteps > 1) qsort(t->steps, t->nsteps, sizeof *t->steps, cmp_step);
   return 0;
@@ -651,8 +721,9 @@ int tbe_trace_finish(tbe_trace *t) {
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     for (size_t i = 0; i < t->nevents; i++) {
       const tbe_event *e = &t->events[i];
+      int64_t end = tbe__end_ns(e->start_ns, e->dur_ns); /* events are public: saturate */
       if (e->start_ns < lo) lo = e->start_ns;
-      if (e->start_ns + e->dur_ns > hi) hi = e->start_ns + e->dur_ns;
+      if (end > hi) hi = end;
     }
     if (t->start_ns == 0) t->start_ns = lo;
     if (t->stop_ns == 0) t->stop_ns = hi;

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/checked.h"
 #include "tbexport/error.h"
 #include "trace/analysis_int.h"
 #include "trace/stats.h"
@@ -191,8 +192,8 @@ static int merge_steps(tbe_run_analysis *r, long **map) {
       if (s->dur_ns > m->dur_ns) m->dur_ns = s->dur_ns;
       if (s->host_ns > m->host_ns) m->host_ns = s->host_ns;
       if (s->dur_ns < r->step_fastest_ns[c]) r->step_fastest_ns[c] = s->dur_ns;
-      m->gpu_busy_ns += s->gpu_busy_ns;
-      m->kernel_ns += s->kernel_ns;
+      m->gpu_busy_ns = tbe__sat_add(m->gpu_busy_ns, s->gpu_busy_ns);
+      m->kernel_ns = tbe__sat_add(m->kernel_ns, s->kernel_ns);
       m->kernel_count += s->kernel_count;
     }
   }
@@ -266,8 +267,8 @@ static int merge_names(tbe_run_analysis *r, long **map) {
         }
         tbe_name_stats *m = &tot->groups[g][k];
         m->calls += e->calls;
-        m->total_ns += e->total_ns;
-        m->self_ns += e->self_ns;
+        m->total_ns = tbe__sat_add(m->total_ns, e->total_ns);
+        m->self_ns = tbe__sat_add(m->self_ns, e->self_ns);
         if (e->min_ns < m->min_ns) m->min_ns = e->min_ns;
         if (e->max_ns > m->max_ns) m->max_ns = e->max_ns;
         if (!e->step_ns) per_step = 0;
@@ -275,7 +276,7 @@ static int merge_names(tbe_run_analysis *r, long **map) {
     }
     for (size_t i = 0; i < tot->ngroups[g]; i++) {
       if (tot->groups[g][i].min_ns == INT64_MAX) tot->groups[g][i].min_ns = 0;
-      tot->group_total_ns[g] += tot->groups[g][i].self_ns;
+      tot->group_total_ns[g] = tbe__sat_add(tot->group_total_ns[g], tot->groups[g][i].self_ns);
     }
   }
   /* Per step: the sums of the hosts' times in each common step. */
@@ -294,7 +295,7 @@ static int merge_names(tbe_run_analysis *r, long **map) {
           long k = find_or_add(tot, (tbe_group_kind)g, &t[g], NULL, e->label, 0);
           int64_t *dst = tot->groups[g][k].step_ns;
           for (size_t s = 0; s < an->nsteps; s++)
-            if (map[h][s] >= 0) dst[map[h][s]] += e->step_ns[s];
+            if (map[h][s] >= 0) dst[map[h][s]] = tbe__sat_add(dst[map[h][s]], e->step_ns[s]);
         }
       }
   }
@@ -315,35 +316,36 @@ static void merge_figures(tbe_run_analysis *r) {
     const tbe_analysis *an = r->hosts[h].an;
     const tbe_device_stats *d = &an->all;
     if (an->start_ns < lo) lo = an->start_ns;
-    if (an->start_ns + an->wall_ns > hi) hi = an->start_ns + an->wall_ns;
-    all->wall_ns += d->wall_ns;
-    all->busy_ns += d->busy_ns;
-    all->idle_ns += d->idle_ns;
-    all->kernel_ns += d->kernel_ns;
+    int64_t end = tbe__sat_add(an->start_ns, an->wall_ns);
+    if (end > hi) hi = end;
+    all->wall_ns = tbe__sat_add(all->wall_ns, d->wall_ns);
+    all->busy_ns = tbe__sat_add(all->busy_ns, d->busy_ns);
+    all->idle_ns = tbe__sat_add(all->idle_ns, d->idle_ns);
+    all->kernel_ns = tbe__sat_add(all->kernel_ns, d->kernel_ns);
     all->kernel_count += d->kernel_count;
     all->short_kernels += d->short_kernels;
     for (int k = 0; k < TBE_NCOPY_KINDS; k++) {
-      all->memcpy_ns[k] += d->memcpy_ns[k];
+      all->memcpy_ns[k] = tbe__sat_add(all->memcpy_ns[k], d->memcpy_ns[k]);
       all->memcpy_count[k] += d->memcpy_count[k];
-      all->memcpy_bytes[k] += d->memcpy_bytes[k];
+      all->memcpy_bytes[k] = tbe__sat_addu(all->memcpy_bytes[k], d->memcpy_bytes[k]);
     }
-    all->pageable_ns += d->pageable_ns;
+    all->pageable_ns = tbe__sat_add(all->pageable_ns, d->pageable_ns);
     all->pageable_count += d->pageable_count;
-    all->memset_ns += d->memset_ns;
+    all->memset_ns = tbe__sat_add(all->memset_ns, d->memset_ns);
     all->memset_count += d->memset_count;
-    all->sync_ns += d->sync_ns;
+    all->sync_ns = tbe__sat_add(all->sync_ns, d->sync_ns);
     all->sync_count += d->sync_count;
     if (an->host_busy_ns > tot->host_busy_ns) tot->host_busy_ns = an->host_busy_ns;
     tot->api_calls += an->api_calls;
     tot->sync_calls += an->sync_calls;
-    tot->sync_call_ns += an->sync_call_ns;
-    tot->overhead_ns += an->overhead_ns;
+    tot->sync_call_ns = tbe__sat_add(tot->sync_call_ns, an->sync_call_ns);
+    tot->overhead_ns = tbe__sat_add(tot->overhead_ns, an->overhead_ns);
     tot->dropped_records += an->dropped_records;
     tot->out_of_range_records += an->out_of_range_records;
     tot->ended_early |= an->ended_early;
   }
   tot->start_ns = lo;
-  tot->wall_ns = hi > lo ? hi - lo : 0;
+  tot->wall_ns = hi > lo ? tbe__sat_sub(hi, lo) : 0;
 }
 
 /* The step hint most hosts share (only when the run has no common steps). */
@@ -407,7 +409,7 @@ static void rank_hosts(tbe_run_analysis *r) {
       r->fastest_ns = v;
     }
   }
-  r->spread_ns = r->slowest_ns - r->fastest_ns;
+  r->spread_ns = tbe__sat_sub(r->slowest_ns, r->fastest_ns);
 }
 
 /* ---- create ---- */

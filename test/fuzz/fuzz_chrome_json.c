@@ -3,7 +3,10 @@
  * Writes the input to a temporary .json file and imports it with
  * tbe_import_file.  When the first byte is odd the input is gzip-compressed
  * with zlib first (written as .json.gz), so the same corpus also drives the
- * importer's gzip path. */
+ * importer's gzip path.  When its bit 2 is set the import runs under tiny
+ * limits (fz_limits), so the refusals are fuzzed as well.  Inputs of odd
+ * length are read as standard input ("-", fz_import).  A trace that
+ * imports goes through the analysis and the summaries (fz_analyse). */
 #include <stdint.h>
 #include <stdio.h>
 #include <zlib.h>
@@ -51,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   tbe_trace *t = NULL;
   if (tbe_trace_create(&t, NULL) == 0) {
     tbe_import_error err;
-    (void)tbe_import_file(t, path, NULL, &err);
+    if (fz_import(t, path, fz_limits(size ? data[0] : 0), &err, size & 1) == 0) fz_analyse(t);
     tbe_trace_free(t);
   }
   unlink(path);

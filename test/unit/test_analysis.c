@@ -1561,6 +1561,86 @@ static void test_run_alloc_failures(void **state) {
   }
 }
 
+/* Times at the edges of the model's range (+-(2^62 - 1) ns, where the
+ * model saturates what it is given): sums of durations pass int64 and
+ * saturate at INT64_MAX; windows, unions and differences stay exact where
+ * they fit; a window set by hand from INT64_MIN to INT64_MAX (public
+ * fields) saturates instead of wrapping to a negative wall time.  Under
+ * UBSan any overflow left would abort here. */
+static void add_raw(tbe_trace *t, uint32_t track, tbe_event_kind k, const char *name, int64_t start,
+                    int64_t dur) {
+  tbe_event e;
+  memset(&e, 0, sizeof e);
+  e.start_ns = start;
+  e.dur_ns = dur;
+  e.name = tbe_trace_str_id(t, name);
+  e.track = track;
+  e.kind = (uint8_t)k;
+  e.link = e.detail = TBE_NONE;
+  assert_int_equal(tbe_trace_add_event(t, &e, NULL, NULL, 0, NULL), 0);
+}
+
+static void test_time_extremes(void **state) {
+  (void)state;
+  const int64_t lo = -(((int64_t)1 << 62) - 1), hi = ((int64_t)1 << 62) - 1;
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  uint32_t st, th;
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_STREAM, -1, 7, 0, &st), 0);
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 1, 1, -1, &th), 0);
+  for (int i = 0; i < 4; i++) add_raw(t, st, TBE_EV_KERNEL, "k", lo, INT64_MAX); /* cut to end at hi */
+  add_raw(t, th, TBE_EV_CPU_OP, "op", lo, INT64_MAX);
+  add_raw(t, th, TBE_EV_CPU_OP, "op", INT64_MIN, 1);
+  add_raw(t, th, TBE_EV_RUNTIME, "cudaDeviceSynchronize", 0, hi);
+  assert_int_equal(tbe_trace_add_step(t, 1, INT64_MIN, INT64_MAX, 0), 0);
+  assert_int_equal(tbe_trace_finish(t), 0);
+  tbe_analysis *an;
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  assert_int_equal(an->wall_ns, hi - lo); /* 2^63 - 2: the widest window, exact */
+  assert_int_equal(an->all.kernel_count, 4);
+  assert_int_equal(an->all.kernel_ns, INT64_MAX); /* 4 * (2^63 - 1) saturated */
+  assert_int_equal(an->devices[0].kernel_ns, INT64_MAX);
+  assert_int_equal(an->all.busy_ns, hi - lo); /* the union of the four: exact */
+  assert_int_equal(an->all.idle_ns, 0);
+  const tbe_name_stats *k = find(an, TBE_GROUP_KERNEL, "k");
+  assert_non_null(k);
+  assert_int_equal(k->total_ns, INT64_MAX);
+  assert_int_equal(k->max_ns, hi - lo);
+  assert_true(an->host_busy_ns > 0 && an->host_busy_ns <= an->wall_ns);
+  assert_int_equal(an->nsteps, 1);
+  assert_int_equal(an->steps[0].dur_ns, hi - lo);
+  tbe_report_options o;
+  tbe_report_options_init(&o);
+  for (int f = 0; f < 4; f++) {
+    char *r;
+    size_t n;
+    o.format = f;
+    assert_int_equal(tbe_report_summary(an, &o, &r, &n), 0);
+    assert_null(strstr(r, "-446")); /* no wrapped wall time */
+    tbe_report_free(r, n, NULL);
+  }
+  tbe_analysis_free(an);
+  /* public fields set by hand */
+  t->start_ns = INT64_MIN;
+  t->stop_ns = INT64_MAX;
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  assert_int_equal(an->wall_ns, INT64_MAX);
+  tbe_analysis *an2;
+  assert_int_equal(tbe_analysis_create(&an2, t, NULL), 0);
+  tbe_analysis *hosts[2] = {an, an2};
+  tbe_run_analysis *run;
+  assert_int_equal(tbe_run_analysis_create(&run, hosts, NULL, 2, NULL), 0);
+  assert_int_equal(run->total->all.kernel_ns, INT64_MAX);
+  assert_true(run->total->wall_ns >= 0);
+  tbe_run_analysis_free(run);
+  tbe_diff *d;
+  assert_int_equal(tbe_diff_create(&d, an, an2, NULL), 0);
+  tbe_diff_free(d);
+  tbe_analysis_free(an);
+  tbe_analysis_free(an2);
+  tbe_trace_free(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_synthetic),     cmocka_unit_test(test_range_labels),
@@ -1573,7 +1653,7 @@ int main(void) {
       cmocka_unit_test(test_noise_verdicts), cmocka_unit_test(test_step_hint),
       cmocka_unit_test(test_run_two_hosts), cmocka_unit_test(test_run_several_hosts),
       cmocka_unit_test(test_run_diff),      cmocka_unit_test(test_run_alloc_failures),
-      cmocka_unit_test(test_alloc_failures),
+      cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_time_extremes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,6 +21,7 @@
 
 #include "import/importers.h"
 #include "import/input.h"
+#include "tbexport/analysis.h"
 #include "tbexport/error.h"
 #include "tbexport/import.h"
 #include "tbexport/trace.h"
@@ -520,7 +521,7 @@ static void test_jax_trace(void **s) {
 
 static void test_empty(void **s) {
   (void)s;
-  const char *cases[] = {"{}", "[]", "{\"traceEvents\":[]}", " \n[ ] \n", "[", "[\n  "};
+  const char *cases[] = {"[]", "{\"traceEvents\":[]}", " \n[ ] \n", "[", "[\n  "};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     tbe_trace *t = import_text(cases[i], 0, NULL);
     assert_int_equal(t->nevents, 0);
@@ -840,12 +841,30 @@ static void test_unterminated_string(void **s) {
   tbe_trace_free(t);
 }
 
+static tbe_trace *import_text_opts(const char *json, size_t len, const tbe_import_options *o,
+                                   int expect_rc, tbe_import_error *err) {
+  char *p = write_tmp("t.json", json, len);
+  tbe_trace *t = NULL;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  tbe_import_error e2;
+  if (!err) err = &e2;
+  int rc = tbe_import_file(t, p, o, err);
+  if (rc != expect_rc) fprintf(stderr, "rc %d: %s\n", rc, err->message);
+  assert_int_equal(rc, expect_rc);
+  free(p);
+  return t;
+}
+
+/* Nesting is bounded by max_depth (default 1000) everywhere in the
+ * document, skipped values included: refused at the exact bracket that
+ * passes it, with the flag that raises it; raised, the same input reads. */
 static void test_deep_nesting(void **s) {
   (void)s;
+  const char *pre = "[{\"ph\":\"i\",\"ts\":1,\"pid\":1,\"tid\":1,\"args\":{\"deep\":";
   for (int depth = 1; depth <= 5000; depth += 4999) {
     size_t cap = (size_t)depth * 2 + 256;
     char *j = malloc(cap), *want = malloc(cap);
-    size_t n = (size_t)sprintf(j, "[{\"ph\":\"i\",\"ts\":1,\"pid\":1,\"tid\":1,\"args\":{\"deep\":");
+    size_t n = (size_t)sprintf(j, "%s", pre);
     size_t w = 0;
     for (int i = 0; i < depth; i++) j[n++] = '[', want[w++] = '[';
     j[n++] = '7', want[w++] = '7';
@@ -854,28 +873,40 @@ static void test_deep_nesting(void **s) {
     n += (size_t)sprintf(j + n, "}}]");
     tbe_trace *t;
     tbe_import_error err;
-    if (depth <= 4096) {
+    if (depth < 990) {
       t = import_text(j, 0, NULL);
-      const tbe_arg *a = find_arg(t, &t->events[0], "deep");
-      assert_non_null(a);
-      assert_int_equal(a->type, TBE_ARG_JSON);
-      assert_string_equal(tbe_trace_str(t, a->v.s), want);
     } else {
-      t = import_text(j, TBE_EPARSE, &err);
-      assert_non_null(strstr(err.message, "nested deeper"));
-      assert_true(err.offset > 40 && err.offset < 40 + 4200);
+      t = import_text(j, TBE_ETOOBIG, &err);
+      assert_non_null(strstr(err.message, "nested deeper than the limit"));
+      assert_non_null(strstr(err.message, "raise it with --max-depth"));
+      /* levels: '[' 1, '{' 2, args '{' 3, then the k-th '[' is 3 + k */
+      assert_int_equal(err.offset, strlen(pre) + (1001 - 3) - 1); /* level 1001: k = 998 */
+      assert_null(strchr(err.message, '\n'));
+      tbe_trace_free(t);
+      tbe_import_options o = {.max_depth = 6000};
+      t = import_text_opts(j, n, &o, 0, NULL);
     }
+    const tbe_arg *a = find_arg(t, &t->events[0], "deep");
+    assert_non_null(a);
+    assert_int_equal(a->type, TBE_ARG_JSON);
+    assert_string_equal(tbe_trace_str(t, a->v.s), want);
     tbe_trace_free(t);
     free(j);
     free(want);
   }
-  /* deep nesting in a skipped top-level value is fine */
+  /* in a skipped top-level value too: a bracket bomb never reaches yajl */
   char *j = malloc(20000);
   size_t n = (size_t)sprintf(j, "{\"other\":");
   for (int i = 0; i < 9000; i++) j[n++] = '[';
   for (int i = 0; i < 9000; i++) j[n++] = ']';
   n += (size_t)sprintf(j + n, ",\"traceEvents\":[]}");
-  tbe_trace *t = import_text(j, 0, NULL);
+  j[n] = 0;
+  tbe_import_error err;
+  tbe_trace *t = import_text(j, TBE_ETOOBIG, &err);
+  assert_int_equal(err.offset, 9 + 999);
+  tbe_trace_free(t);
+  tbe_import_options o = {.max_depth = 9001};
+  t = import_text_opts(j, n, &o, 0, NULL);
   tbe_trace_free(t);
   free(j);
 }
@@ -1106,7 +1137,7 @@ static void progress_cb(void *ctx, uint64_t done, uint64_t total) {
 static void test_progress(void **s) {
   (void)s;
   uint64_t v[3] = {0, 0, 0};
-  tbe_import_options o = {progress_cb, v};
+  tbe_import_options o = {.progress = progress_cb, .progress_ctx = v};
   tbe_trace *t = NULL;
   assert_int_equal(tbe_trace_create(&t, NULL), 0);
   const char *path = tu_data("jax/h200_matmul.trace.json.gz");
@@ -1414,6 +1445,153 @@ static void test_ac2g_check(void **s) {
   tbe_trace_free(t);
 }
 
+/* Tokens cut by the reads (256 KiB) and by the parallel chunks: a name of
+ * 600 KB full of escapes, an arg key of 300 KB, a number of 300 KB digits
+ * and a string ending exactly at a read boundary all read back whole and
+ * exact (the guard hands yajl each token once, whole). */
+static void test_tokens_across_reads(void **s) {
+  (void)s;
+  size_t big = 600 * 1024;
+  char *name = malloc(big + 1), *want = malloc(big + 1);
+  size_t nn = 0, wn = 0;
+  while (nn < big - 8) {
+    switch ((nn / 7) % 4) {
+      case 0: memcpy(name + nn, "\\\"", 2), nn += 2, want[wn++] = '"'; break;
+      case 1: memcpy(name + nn, "\\\\", 2), nn += 2, want[wn++] = '\\'; break;
+      case 2: memcpy(name + nn, "\\u00e9", 6), nn += 6, want[wn++] = (char)0xC3, want[wn++] = (char)0xA9; break;
+      default: name[nn++] = 'n', want[wn++] = 'n';
+    }
+  }
+  name[nn] = 0;
+  want[wn] = 0;
+  size_t kl = 300 * 1024;
+  char *key = malloc(kl + 1), *num = malloc(kl + 1);
+  memset(key, 'k', kl);
+  key[kl] = 0;
+  memset(num, '7', kl);
+  num[kl] = 0;
+  size_t cap = big + 3 * kl + 4096;
+  char *j = malloc(cap);
+  int n = snprintf(j, cap,
+                   "[{\"ph\":\"X\",\"ts\":1,\"dur\":1,\"pid\":1,\"tid\":1,\"name\":\"%s\","
+                   "\"args\":{\"%s\":1,\"n\":%s}},",
+                   name, key, num);
+  /* pad so that the next event's name ends right at a multiple of 256 KiB */
+  size_t boundary = ((size_t)n + 200) / (256 * 1024) * (256 * 1024) + 256 * 1024;
+  while ((size_t)n + 60 < boundary) n += snprintf(j + n, cap - (size_t)n, " ");
+  size_t room = boundary - (size_t)n;
+  const char *pre = "{\"ph\":\"X\",\"ts\":2,\"dur\":1,\"pid\":1,\"tid\":1,\"name\":\"";
+  n += snprintf(j + n, cap - (size_t)n, "%s", pre);
+  size_t fill = room - strlen(pre) - 1;
+  memset(j + n, 'z', fill);
+  n += (int)fill;
+  j[n++] = '"'; /* the closing quote is the read's last byte */
+  n += snprintf(j + n, cap - (size_t)n, "}]");
+  tbe_trace *t = import_text(j, 0, NULL);
+  assert_int_equal(t->nevents, 2);
+  const tbe_event *e = NULL;
+  for (size_t i = 0; i < t->nevents; i++)
+    if (t->events[i].start_ns == 1000) e = &t->events[i];
+  assert_non_null(e);
+  assert_string_equal(tbe_trace_str(t, e->name), want);
+  const tbe_arg *a = find_arg(t, e, key);
+  assert_non_null(a);
+  assert_int_equal(a->v.i, 1);
+  a = find_arg(t, e, "n");
+  assert_non_null(a);
+  assert_int_equal(a->type, TBE_ARG_JSON); /* too long for a number type: verbatim */
+  assert_string_equal(tbe_trace_str(t, a->v.s), num);
+  for (size_t i = 0; i < t->nevents; i++)
+    if (t->events[i].start_ns == 2000) assert_int_equal(tbe_trace_strlen(t, t->events[i].name), fill);
+  tbe_trace_free(t);
+  free(j);
+  free(name);
+  free(want);
+  free(key);
+  free(num);
+}
+
+/* Tens of thousands of distinct device ids, GPU pids, string pids and
+ * thread names: every one is kept (lookups are hashed or sorted; each was
+ * a linear scan, 80k device ids took 106 s). */
+static void test_many_ids(void **s) {
+  (void)s;
+  const int n = 20000;
+  size_t cap = (size_t)n * 400 + 256;
+  char *j = malloc(cap);
+  size_t len = 0;
+  j[len++] = '[';
+  for (int i = 0; i < n; i++)
+    len += (size_t)snprintf(j + len, cap - len,
+                            "%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":%d,\"dur\":1,"
+                            "\"pid\":%d,\"tid\":7,\"args\":{\"device\":%d,\"stream\":7}},"
+                            "{\"ph\":\"X\",\"name\":\"h\",\"ts\":%d,\"dur\":1,\"pid\":\"p%d\",\"tid\":\"t%d\"},"
+                            "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,"
+                            "\"args\":{\"name\":\"T%d\"}}",
+                            i ? "," : "", i, 100000 + i, i, i, i, i, 200000 + i, i, i);
+  len += (size_t)snprintf(j + len, cap - len, "%s",
+                          ",{\"ph\":\"X\",\"name\":\"x\",\"ts\":1,\"dur\":1,\"pid\":200005,\"tid\":5}]");
+  j[len] = 0;
+  tbe_trace *t = import_text(j, 0, NULL);
+  assert_int_equal(t->ndevices, (size_t)n);
+  size_t named = 0, str_procs = 0;
+  for (size_t i = 0; i < t->ntracks; i++)
+    if (t->tracks[i].pid == 200005 && t->tracks[i].tid == 5)
+      assert_string_equal(tbe_trace_str(t, t->tracks[i].name), "T5");
+  for (size_t i = 0; i < t->ntracks; i++) named += t->tracks[i].name != 0;
+  for (size_t i = 0; i < t->nprocesses; i++) str_procs += t->processes[i].pid <= -2;
+  assert_int_equal(str_procs, (size_t)n);
+  assert_true(named >= (size_t)n); /* the string tids name their tracks */
+  tbe_analysis *an;
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  assert_int_equal(an->ndevices, (size_t)n);
+  assert_int_equal(an->all.kernel_count, (uint64_t)n);
+  tbe_analysis_free(an);
+  tbe_trace_free(t);
+  free(j);
+}
+
+/* The token guard scans 64 bytes at a time and falls back to bytes where
+ * that could differ: a string with runs of backslashes (1 to 5) placed at
+ * every alignment across a block, measured exactly: refused one byte over
+ * the token limit at its quote, accepted at the limit, and decoded right. */
+static void test_guard_alignments(void **s) {
+  (void)s;
+  char j[1024], want[256], str[256];
+  for (int run = 1; run <= 5; run++)
+    for (int align = 0; align < 70; align++) {
+      /* the string: "ab" then `run` backslashes (an odd run escapes the
+       * next byte) then "\"" padding */
+      size_t sl = 0, wl = 0;
+      for (int k = 0; k < 40; k++) str[sl++] = 'a' + (k % 26), want[wl++] = 'a' + (k % 26);
+      for (int k = 0; k < run / 2; k++) str[sl++] = '\\', str[sl++] = '\\', want[wl++] = '\\';
+      if (run % 2) str[sl++] = '\\', str[sl++] = '"', want[wl++] = '"';
+      for (int k = 0; k < 30; k++) str[sl++] = 'z', want[wl++] = 'z';
+      str[sl] = want[wl] = 0;
+      int n = snprintf(j, sizeof j, "[{\"ph\":\"X\",\"ts\":1,\"dur\":1,\"pid\":1,\"tid\":1,\"cat\":\"%*s\"},"
+                       "{\"ph\":\"X\",\"ts\":2,\"dur\":1,\"pid\":1,\"tid\":1,\"name\":\"",
+                       align, "");
+      size_t quote = (size_t)n - 1;
+      n += snprintf(j + n, sizeof j - (size_t)n, "%s\"}]", str);
+      uint64_t raw = sl + 2; /* quotes included */
+      tbe_import_options o = {.max_token_bytes = raw - 1};
+      tbe_import_error err;
+      tbe_trace *t = import_text_opts(j, (size_t)n, &o, TBE_ETOOBIG, &err);
+      assert_int_equal(err.offset, quote);
+      tbe_trace_free(t);
+      o.max_token_bytes = raw;
+      t = import_text_opts(j, (size_t)n, &o, 0, NULL);
+      int found = 0;
+      for (size_t i = 0; i < t->nevents; i++)
+        if (t->events[i].start_ns == 2000) {
+          assert_string_equal(tbe_trace_str(t, t->events[i].name), want);
+          found = 1;
+        }
+      assert_true(found);
+      tbe_trace_free(t);
+    }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kineto_cnn_fp32),
@@ -1440,6 +1618,9 @@ int main(void) {
       cmocka_unit_test(test_parallel_nasty),
       cmocka_unit_test(test_parallel_errors),
       cmocka_unit_test(test_ac2g_check),
+      cmocka_unit_test(test_tokens_across_reads),
+      cmocka_unit_test(test_many_ids),
+      cmocka_unit_test(test_guard_alignments),
   };
   /* Every test on the calling thread alone, then threaded (driver, N parse
    * workers, model on the calling thread) with N = 1, 2 and 4, whatever

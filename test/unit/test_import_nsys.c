@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <dirent.h>
 
@@ -754,6 +755,61 @@ static void test_bad_rows(void **state) {
   free(dir);
 }
 
+/* Times outside the model's range (+-146 years of 1970), as the session
+ * offset and the row give them, are refused naming table, row and column;
+ * the session offset itself when utcEpochNs - systemClockNs overflows.
+ * --max-events stops at the row past the limit. */
+static void test_time_range_and_limits(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  char sql[4096];
+  struct {
+    const char *rows, *want;
+  } c[] = {
+      {"(9223372036854775807, 9223372036854775807, 0, 1, 1)",
+       "table CUPTI_ACTIVITY_KIND_KERNEL row 1: column start is out of range"},
+      {"(1, 2, 0, 1, 1), (5, 9223372036854775807, 0, 1, 1)",
+       "table CUPTI_ACTIVITY_KIND_KERNEL row 2: column end is out of range"},
+      {"(-9223372036854775807, 5, 0, 1, 1)",
+       "table CUPTI_ACTIVITY_KIND_KERNEL row 1: column start is out of range"},
+  };
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    snprintf(sql, sizeof sql,
+             "%s INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, streamId, "
+             "demangledName) VALUES %s;",
+             minimal_schema, c[i].rows);
+    char *path = make_db(dir, "times.sqlite", sql);
+    expect_fail(path, TBE_ECORRUPT, c[i].want);
+    unlink(path);
+    free(path);
+  }
+  char *path = make_db(dir, "offset.sqlite",
+                       "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+                       "CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT);"
+                       "CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER, "
+                       "  systemClockNs INTEGER);"
+                       "INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES (9223372036854775807, "
+                       "  -9223372036854775807);");
+  expect_fail(path, TBE_ECORRUPT, "utcEpochNs - systemClockNs is out of range");
+  free(path);
+  snprintf(sql, sizeof sql,
+           "%s INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, streamId, demangledName) "
+           "VALUES (1, 2, 0, 1, 1), (3, 4, 0, 1, 1), (5, 6, 0, 1, 1);",
+           minimal_schema);
+  path = make_db(dir, "three.sqlite", sql);
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  tbe_import_error err;
+  tbe_import_options o = {.max_events = 2};
+  assert_int_equal(tbe_import_file(t, path, &o, &err), TBE_ETOOBIG);
+  assert_non_null(strstr(err.message, "table CUPTI_ACTIVITY_KIND_KERNEL row 3: more events than the limit"));
+  assert_non_null(strstr(err.message, "raise it with --max-events"));
+  tbe_trace_free(t);
+  free(path);
+  tu_rmrf(dir);
+  free(dir);
+}
+
 /* Damaged files: a one-line error, never a crash. */
 static void test_damaged(void **state) {
   (void)state;
@@ -806,7 +862,7 @@ static void test_progress(void **state) {
   tbe_trace *t;
   assert_int_equal(tbe_trace_create(&t, NULL), 0);
   uint64_t c[3] = {0, 0, 0};
-  tbe_import_options o = {count_progress, c};
+  tbe_import_options o = {.progress = count_progress, .progress_ctx = c};
   assert_int_equal(tbe_import_file(t, tu_data("nsys/h100_2gpu_1s.sqlite"), &o, NULL), 0);
   assert_true(c[0] > 1);
   assert_int_equal(c[1], t->nevents); /* every event row counted at the end */
@@ -832,6 +888,7 @@ int main(void) {
       cmocka_unit_test(test_no_session_start),  cmocka_unit_test(test_not_nsys),
       cmocka_unit_test(test_bad_rows),          cmocka_unit_test(test_damaged),
       cmocka_unit_test(test_progress),          cmocka_unit_test(test_alloc_failures),
+      cmocka_unit_test(test_time_range_and_limits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -861,12 +861,113 @@ static void test_alloc_failures(void **state) {
   free(dir);
 }
 
+/* ---- format detection and times at the edges ---- */
+
+/* A valid XSpace whose first plane is 91 or 123 bytes long starts with
+ * 0x0a '[' or 0x0a '{' (0x0a is also '\n'): it was refused as malformed
+ * JSON.  Detection now walks the protobuf framing first.  The real file
+ * behind the extra plane imports exactly as it does alone. */
+static void test_detect_json_lookalike(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  size_t n;
+  uint8_t *data = tu_read_file(tu_data("jax/h200_matmul.xplane.pb"), &n);
+  assert_non_null(data);
+  int rc;
+  tbe_import_error err;
+  tbe_trace *ref = import_file(tu_data("jax/h200_matmul.xplane.pb"), &rc, &err);
+  assert_int_equal(rc, 0);
+  const size_t sizes[] = {91, 123};
+  for (size_t k = 0; k < 2; k++) {
+    wb plane = {0}, w = {0};
+    put_int(&plane, 1, 77);
+    char name[160];
+    size_t nl = sizes[k] - 2 - 2; /* id field 2 bytes, name tag and length 2 */
+    memset(name, 'x', nl);
+    memcpy(name, "/custom:", 8);
+    name[nl] = 0;
+    put_str(&plane, 2, name);
+    assert_int_equal(plane.n, sizes[k]);
+    put_msg(&w, 1, &plane);
+    wb_put(&w, data, n);
+    assert_int_equal(w.b[1], k ? '{' : '[');
+    char *path = write_tmp(dir, "lookalike.xplane.pb", &w);
+    tbe_import_format fmt;
+    assert_int_equal(tbe_import_detect(path, &fmt), 0);
+    assert_int_equal(fmt, TBE_FORMAT_XSPACE);
+    tbe_trace *t = import_file(path, &rc, &err);
+    if (rc) fprintf(stderr, "%s\n", err.message);
+    assert_int_equal(rc, 0);
+    assert_int_equal(t->nevents, ref->nevents);
+    tbe_trace_free(t);
+    free(path);
+    free(w.b);
+  }
+  tbe_trace_free(ref);
+  free(data);
+  tu_rmrf(dir);
+  free(dir);
+}
+
+/* Times outside the model's range (+-146 years of 1970) are refused with
+ * the field named and the plane's byte: a line timestamp, an offset and a
+ * duration that carry an event past the range, and a session start. */
+static void test_time_range(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  const int64_t max = ((int64_t)1 << 62) - 1;
+  struct {
+    int64_t line_ts, off_ps, dur_ps, start;
+    const char *want;
+  } c[] = {
+      {INT64_MAX, 0, 0, 0, "line timestamp_ns is out of range"},
+      {INT64_MIN, 0, 0, 0, "line timestamp_ns is out of range"},
+      {max - 1000, INT64_MAX, 0, 0, "event 0: offset_ps is out of range"},
+      {max - 5000000, 0, INT64_MAX, 0, "event 0: duration_ps is out of range"},
+      {5, 0, 0, max, "line timestamp_ns + profile_start_time is out of range"},
+      {5, 0, 0, INT64_MAX, "profile_start_time is out of range"},
+  };
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    wb space = {0}, p = {0}, ln, ev;
+    if (c[i].start) {
+      wb env = {0};
+      put_str(&env, 2, "Task Environment");
+      stat_md(&env, 1, "profile_start_time");
+      stat(&env, 6, 1, 'i', c[i].start, NULL);
+      put_msg(&space, 1, &env);
+    }
+    size_t plane_off = space.n;
+    put_str(&p, 2, "/host:CPU");
+    event_md(&p, 1, "op", NULL);
+    line_begin(&ln, 1, "thread", c[i].line_ts);
+    event_begin(&ev, 1, c[i].off_ps, c[i].dur_ps);
+    put_msg(&ln, 4, &ev);
+    put_msg(&p, 3, &ln);
+    put_msg(&space, 1, &p);
+    char *path = write_tmp(dir, "times.xplane.pb", &space);
+    tbe_import_error err;
+    int rc;
+    tbe_trace *t = import_file(path, &rc, &err);
+    if (rc != TBE_ECORRUPT || !strstr(err.message, c[i].want))
+      fprintf(stderr, "case %zu: rc %d: %s\n", i, rc, err.message);
+    assert_int_equal(rc, TBE_ECORRUPT);
+    assert_non_null(strstr(err.message, c[i].want));
+    if (c[i].start != INT64_MAX) assert_int_equal(err.offset, plane_off);
+    tbe_trace_free(t);
+    free(path);
+    free(space.b);
+  }
+  tu_rmrf(dir);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_golden),          cmocka_unit_test(test_synthetic),
       cmocka_unit_test(test_truncated),       cmocka_unit_test(test_bad_inner_field),
       cmocka_unit_test(test_flipped),         cmocka_unit_test(test_alloc_failures),
-      cmocka_unit_test(test_round_trip),
+      cmocka_unit_test(test_round_trip),      cmocka_unit_test(test_detect_json_lookalike),
+      cmocka_unit_test(test_time_range),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
