@@ -36,7 +36,12 @@
  * padded varint is valid protobuf: every parser reads varints of up to 10
  * bytes, and 5 bytes hold any length below 2^35 (messages are < 2 GiB).
  * Metadata ids are assigned from 1 per plane; names are interned per plane
- * so each distinct event name and stat name appears once.
+ * (common/intern.h, cleared for each plane: id = interner id + 1) so each
+ * distinct event name and stat name appears once.  proto3 strings must be
+ * valid UTF-8 (C++ and Python protobuf refuse the file otherwise), so
+ * trace text that is not gets each maximal invalid subpart replaced by
+ * U+FFFD (common/utf8.h, tbe__utf8_repair) before it is interned or
+ * written.
  *
  * Position: an output of src/trace (exporter table entry "xplane"); reads
  * only the model. */
@@ -50,6 +55,8 @@
 #include "common/buf.h"
 #include "common/checked.h"
 #include "common/fsutil.h"
+#include "common/intern.h"
+#include "common/utf8.h"
 #include "tbexport/error.h"
 #include "tbexport/export.h"
 #include "trace/exporter.h"
@@ -65,6 +72,7 @@ typedef struct xw {
   int fd;
   int err;
   uint64_t flushed; /* bytes already written to fd */
+  tbe__buf fix;     /* a string field's text with its invalid UTF-8 replaced */
   const tbe_allocator *a;
 } xw;
 
@@ -114,53 +122,6 @@ static inline size_t varint_len(uint64_t v) {
   return n;
 }
 
-/* proto3 string fields must hold valid UTF-8 (C++ and Python protobuf
- * refuse to parse the file otherwise), but trace strings may not: invalid
- * sequences become U+FFFD.  Returns a malloc'd fixed copy and its length in
- * *out_len, or NULL when `s` is valid already (or on ENOMEM, *out_len = 0). */
-static char *utf8_fixed(const tbe_allocator *a, const char *s, size_t n, size_t *out_len) {
-  *out_len = 0;
-  if (tbe__utf8_valid(s, n)) return NULL;
-  char *b = tbe__alloc(a, 3 * n + 1);
-  if (!b) return NULL;
-  const unsigned char *p = (const unsigned char *)s, *e = p + n;
-  size_t o = 0;
-  while (p < e) {
-    unsigned c = *p;
-    if (c < 0x80) {
-      b[o++] = (char)c;
-      p++;
-      continue;
-    }
-    size_t len = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-    if (len && (size_t)(e - p) >= len && tbe__utf8_valid((const char *)p, len)) {
-      memcpy(b + o, p, len);
-      o += len;
-      p += len;
-      continue;
-    }
-    /* One U+FFFD for the maximal subpart: the lead byte plus the
-     * continuation bytes that could still have completed it. */
-    size_t k = 1;
-    if (len) {
-      unsigned lo = 0x80, hi = 0xBF;
-      if (c == 0xE0) lo = 0xA0;
-      else if (c == 0xED) hi = 0x9F;
-      else if (c == 0xF0) lo = 0x90;
-      else if (c == 0xF4) hi = 0x8F;
-      if (p + 1 < e && p[1] >= lo && p[1] <= hi) {
-        k = 2;
-        while (k < len && p + k < e && (p[k] & 0xC0) == 0x80) k++;
-      }
-    }
-    memcpy(b + o, "\xEF\xBF\xBD", 3);
-    o += 3;
-    p += k;
-  }
-  *out_len = o;
-  return b;
-}
-
 /* Field tags (all our field numbers are < 16: one byte). */
 #define TAG(f, wt) ((uint8_t)(((f) << 3) | (wt)))
 #define WT_VARINT 0
@@ -191,14 +152,17 @@ static void xw_len_field(xw *w, unsigned f, const void *p, size_t n) {
 
 /* A string field: like xw_len_field, with invalid UTF-8 replaced. */
 static void xw_str_field(xw *w, unsigned f, const char *s, size_t n) {
-  size_t fl;
-  char *fixed = utf8_fixed(w->a, s, n, &fl);
-  if (fixed) {
-    xw_len_field(w, f, fixed, fl);
-    tbe__free(w->a, fixed);
-  } else {
+  if (tbe__utf8_valid(s, n)) {
     xw_len_field(w, f, s, n);
+    return;
   }
+  tbe__buf_clear(&w->fix);
+  tbe__utf8_repair(&w->fix, s, n, 0);
+  if (tbe__buf_error(&w->fix)) {
+    if (!w->err) w->err = tbe__buf_error(&w->fix);
+    return;
+  }
+  xw_len_field(w, f, w->fix.data, w->fix.len);
 }
 
 /* Opens a length-delimited field whose length is patched later; returns the
@@ -240,128 +204,48 @@ static void xw_close(xw *w, uint64_t at) {
 /* ---- per-plane name tables (event and stat metadata) ---- */
 
 typedef struct ntab {
-  uint32_t *slots; /* id, 0 = empty */
-  size_t cap;      /* power of two */
-  uint64_t *off;   /* per id (1-based): offset of the name in arena */
-  uint32_t *len;
-  uint64_t *hash;
-  size_t n, ncap;
-  char *arena;
-  size_t alen, acap;
+  tbe__intern in;  /* the plane's names: metadata id = interner id + 1 */
   uint32_t *cache; /* per trace string id: metadata id, 0 = not yet */
   size_t ncache;
-  const tbe_allocator *a;
-  int err;
+  tbe__buf fix;    /* a name with its invalid UTF-8 replaced */
+  int err;         /* sticky */
 } ntab;
 
-static uint64_t hash_bytes(const char *s, size_t n) {
-  uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t v;
-    memcpy(&v, s + i, 8);
-    h = (h ^ v) * 0xff51afd7ed558ccdULL;
-    h ^= h >> 32;
-  }
-  for (; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
-  h ^= h >> 29;
-  h *= 0xbf58476d1ce4e5b9ULL;
-  h ^= h >> 32;
-  return h;
+static void ntab_init(ntab *t, const tbe_allocator *a) {
+  memset(t, 0, sizeof *t);
+  tbe__intern_init(&t->in, a, TBE__SEED_PROCESS);
+  tbe__buf_init(&t->fix, a);
 }
 
 static void ntab_free(ntab *t) {
-  tbe__free(t->a, t->slots);
-  tbe__free(t->a, t->off);
-  tbe__free(t->a, t->len);
-  tbe__free(t->a, t->hash);
-  tbe__free(t->a, t->arena);
-  tbe__free(t->a, t->cache);
+  tbe__intern_deinit(&t->in);
+  tbe__buf_deinit(&t->fix);
+  tbe__free(t->in.a, t->cache);
 }
 
 static void ntab_reset(ntab *t) {
-  if (t->slots) memset(t->slots, 0, t->cap * sizeof *t->slots);
+  tbe__intern_clear(&t->in);
   if (t->cache) memset(t->cache, 0, t->ncache * sizeof *t->cache);
-  t->n = 0;
-  t->alen = 0;
-}
-
-static int ntab_rehash(ntab *t, size_t cap) {
-  uint32_t *s = tbe__calloc(t->a, cap, sizeof *s);
-  if (!s) return TBE_ENOMEM;
-  for (size_t id = 1; id <= t->n; id++) {
-    size_t i = (size_t)t->hash[id] & (cap - 1);
-    while (s[i]) i = (i + 1) & (cap - 1);
-    s[i] = (uint32_t)id;
-  }
-  tbe__free(t->a, t->slots);
-  t->slots = s;
-  t->cap = cap;
-  return 0;
 }
 
 /* Returns the id (>= 1) of `name`, adding it; 0 after an allocation
  * failure (sticky in t->err). */
 static uint32_t ntab_get(ntab *t, const char *s, size_t n) {
   if (t->err) return 0;
-  if (n > UINT32_MAX) n = UINT32_MAX;
-  for (size_t i = 0; i < n; i++) {
-    if ((unsigned char)s[i] >= 0x80) {
-      size_t fl;
-      char *fixed = utf8_fixed(t->a, s, n, &fl);
-      if (fixed) {
-        uint32_t id = ntab_get(t, fixed, fl);
-        tbe__free(t->a, fixed);
-        return id;
-      }
-      break;
-    }
+  if (!tbe__utf8_valid(s, n)) {
+    tbe__buf_clear(&t->fix);
+    tbe__utf8_repair(&t->fix, s, n, 0);
+    if ((t->err = tbe__buf_error(&t->fix)) != 0) return 0;
+    s = (const char *)t->fix.data;
+    n = t->fix.len;
   }
-  uint64_t h = hash_bytes(s, n);
-  if (t->cap) {
-    size_t i = (size_t)h & (t->cap - 1);
-    for (uint32_t id; (id = t->slots[i]) != 0; i = (i + 1) & (t->cap - 1))
-      if (t->hash[id] == h && t->len[id] == n && (n == 0 || memcmp(t->arena + t->off[id], s, n) == 0))
-        return id;
-  }
-  if ((t->n + 2) * 2 > t->cap) {
-    if (ntab_rehash(t, t->cap ? t->cap * 2 : 256)) goto oom;
-  }
-  if (t->n + 2 > t->ncap) {
-    size_t nc = t->ncap ? t->ncap * 2 : 256;
-    uint64_t *o = tbe__realloc(t->a, t->off, t->ncap * sizeof *o, nc * sizeof *o);
-    if (!o) goto oom;
-    t->off = o;
-    uint32_t *l = tbe__realloc(t->a, t->len, t->ncap * sizeof *l, nc * sizeof *l);
-    if (!l) goto oom;
-    t->len = l;
-    uint64_t *hh = tbe__realloc(t->a, t->hash, t->ncap * sizeof *hh, nc * sizeof *hh);
-    if (!hh) goto oom;
-    t->hash = hh;
-    t->ncap = nc;
-  }
-  if (!t->arena || t->acap - t->alen < n) { /* never NULL: "" (a nameless event) points into it */
-    size_t nc = t->acap ? t->acap : 4096;
-    while (nc - t->alen < n) nc *= 2;
-    char *na = tbe__realloc(t->a, t->arena, t->acap, nc);
-    if (!na) goto oom;
-    t->arena = na;
-    t->acap = nc;
-  }
-  uint32_t id = (uint32_t)++t->n;
-  if (n) memcpy(t->arena + t->alen, s, n); /* "" may come as (NULL, 0) */
-  t->off[id] = t->alen;
-  t->len[id] = (uint32_t)n;
-  t->hash[id] = h;
-  t->alen += n;
-  size_t i = (size_t)h & (t->cap - 1);
-  while (t->slots[i]) i = (i + 1) & (t->cap - 1);
-  t->slots[i] = id;
-  return id;
-oom:
-  t->err = TBE_ENOMEM;
-  return 0;
+  uint32_t id;
+  if ((t->err = tbe__intern_add(&t->in, s, n, &id, NULL)) != 0) return 0;
+  return id + 1;
 }
+
+/* The number of names of the plane (their ids are 1..count). */
+static inline size_t ntab_count(const ntab *t) { return tbe__intern_count(&t->in); }
 
 /* The id of an interned trace string, through the per-string cache. */
 static inline uint32_t ntab_str(ntab *t, const tbe_trace *tr, tbe_str s) {
@@ -991,8 +875,8 @@ static void write_metadata(xctx *c) {
   for (int which = 0; which < 2; which++) {
     ntab *nt = which ? &c->st : &c->ev;
     unsigned field = which ? 5 : 4;
-    for (size_t id = 1; id <= nt->n && !w->err; id++) {
-      size_t nl = nt->len[id];
+    for (size_t id = 1; id <= ntab_count(nt) && !w->err; id++) {
+      size_t nl = tbe__intern_len(&nt->in, (uint32_t)id - 1);
       /* value message: id (1), name (2) */
       size_t vlen = 1 + varint_len(id) + 1 + varint_len(nl) + nl;
       /* entry message: key (1), value (2) */
@@ -1011,7 +895,7 @@ static void write_metadata(xctx *c) {
       d[n++] = TAG(2, WT_LEN);
       n += put_varint(d + n, nl);
       w->len += n;
-      xw_bytes(w, nt->arena + nt->off[id], nl);
+      xw_bytes(w, tbe__intern_str(&nt->in, (uint32_t)id - 1), nl);
     }
   }
 }
@@ -1370,7 +1254,9 @@ static int xplane_write(const tbe_trace *t, int fd, const char *host, const tbe_
   c->w.a = a;
   c->w.cap = XW_CAP;
   c->w.buf = tbe__alloc(a, XW_CAP);
-  c->ev.a = c->st.a = a;
+  tbe__buf_init(&c->w.fix, a);
+  ntab_init(&c->ev, a);
+  ntab_init(&c->st, a);
   c->ev.ncache = c->st.ncache = tbe_trace_nstrings(t);
   c->ev.cache = tbe__calloc(a, c->ev.ncache + 1, sizeof(uint32_t));
   c->st.cache = tbe__calloc(a, c->st.ncache + 1, sizeof(uint32_t));
@@ -1436,6 +1322,7 @@ done:
   tbe__free(a, unmarked);
   tbe__free(a, devs);
   tbe__free(a, c->w.buf);
+  tbe__buf_deinit(&c->w.fix);
   tbe__free(a, c);
   return rc;
 }
