@@ -40,7 +40,6 @@
  * the model. */
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,8 +47,11 @@
 #include <zlib.h>
 
 #include "common/alloc.h"
+#include "common/buf.h"
 #include "common/checked.h"
 #include "common/fsutil.h"
+#include "common/pool.h"
+#include "common/utf8.h"
 #include "tbexport/error.h"
 #include "tbexport/export.h"
 #include "trace/export_json.h"
@@ -61,38 +63,18 @@
 
 #define GZ_LEVEL 1  /* measured (bench_export): level 1 is ~2.5x faster than 6 for ~25% more bytes */
 
-/* A growable text buffer with a sticky error: every part of the document
- * (the head, each chunk of events, the tail) is formatted into one of
- * these, in memory, and handed to the sink afterwards. */
-typedef struct jw {
-  char *buf;
-  size_t len, cap;
-  int err;
-  const tbe_allocator *a;
-} jw;
+/* Every part of the document (the head, each chunk of events, the tail)
+ * is formatted into a growable buffer with a sticky error (common/buf.h),
+ * in memory, and handed to the sink afterwards. */
+typedef tbe__buf jw;
 
 /* Makes room for n more bytes; returns the write pointer, or NULL after an
- * allocation failure (sticky in w->err; callers then skip their write). */
+ * allocation failure (sticky in w->err; callers then skip their write).
+ * tbe__buf_reserve with its fast path inline: the event formatters call
+ * it several times per event. */
 static inline char *jw_room(jw *w, size_t n) {
-  if (w->cap - w->len < n) {
-    if (w->err) return NULL;
-    size_t ncap = w->cap ? w->cap : 4096;
-    while (ncap - w->len < n) {
-      if (ncap > SIZE_MAX / 2) {
-        w->err = TBE_ETOOBIG;
-        return NULL;
-      }
-      ncap *= 2;
-    }
-    char *nb = tbe__realloc(w->a, w->buf, w->cap, ncap);
-    if (!nb) {
-      w->err = TBE_ENOMEM;
-      return NULL;
-    }
-    w->buf = nb;
-    w->cap = ncap;
-  }
-  return w->buf + w->len;
+  if (w->data && w->cap - w->len >= n) return (char *)w->data + w->len;
+  return (char *)tbe__buf_reserve(w, n);
 }
 
 static void jw_mem(jw *w, const void *p, size_t n) {
@@ -340,8 +322,7 @@ typedef struct jctx {
    * else 2 + offset of [u32 len][bytes] in escbuf. */
   uint64_t *esc;
   size_t nesc;
-  char *escbuf;
-  size_t esclen, esccap;
+  tbe__buf escbuf;
   fcache_ent fcache[FCACHE_SIZE];
   int first_event;
   /* Interned ids of the arg keys written from typed fields (TBE_NONE when
@@ -386,140 +367,33 @@ static void jw_double(jw *w, double v) {
 
 /* ---- strings ---- */
 
-/* Length of a valid UTF-8 sequence at p (1..4), or 0 if the bytes there do
- * not start one.  `n` bytes are available. */
-static inline size_t utf8_seq(const unsigned char *p, size_t n) {
-  unsigned c = p[0];
-  if (c < 0x80) return 1;
-  if (c < 0xC2 || c > 0xF4) return 0;
-  size_t len = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-  if (n < len) {
-    /* fall through to the checks below on what is there: a truncated
-     * sequence is invalid */
-  }
-  unsigned lo = 0x80, hi = 0xBF;
-  if (c == 0xE0) lo = 0xA0;
-  else if (c == 0xED) hi = 0x9F;
-  else if (c == 0xF0) lo = 0x90;
-  else if (c == 0xF4) hi = 0x8F;
-  if (n < 2 || p[1] < lo || p[1] > hi) return 0;
-  for (size_t i = 2; i < len; i++)
-    if (i >= n || (p[i] & 0xC0) != 0x80) return 0;
-  return len;
-}
-
-/* Bytes an invalid sequence at p occupies: the maximal subpart (the lead
- * byte plus the continuation bytes that were valid so far), replaced by a
- * single U+FFFD as Unicode recommends. */
-static inline size_t utf8_bad_len(const unsigned char *p, size_t n) {
-  unsigned c = p[0];
-  if (c < 0xC2 || c > 0xF4) return 1;
-  size_t len = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-  unsigned lo = 0x80, hi = 0xBF;
-  if (c == 0xE0) lo = 0xA0;
-  else if (c == 0xED) hi = 0x9F;
-  else if (c == 0xF0) lo = 0x90;
-  else if (c == 0xF4) hi = 0x8F;
-  size_t i = 1;
-  if (i < n && p[1] >= lo && p[1] <= hi) {
-    i = 2;
-    while (i < len && i < n && (p[i] & 0xC0) == 0x80) i++;
-  }
-  return i;
-}
-
-/* Escapes [s, s+n) into d (room for 6*n bytes); returns the length. */
-static size_t escape_into(char *d, const char *s, size_t n) {
-  static const char hex[] = "0123456789abcdef";
-  const unsigned char *p = (const unsigned char *)s, *e = p + n;
-  char *o = d;
-  while (p < e) {
-    unsigned c = *p;
-    if (c >= 0x20 && c < 0x80) {
-      if (c == '"' || c == '\\') *o++ = '\\';
-      *o++ = (char)c;
-      p++;
-    } else if (c < 0x20) {
-      memcpy(o, "\\u00", 4);
-      o[4] = hex[c >> 4];
-      o[5] = hex[c & 15];
-      o += 6;
-      p++;
-    } else {
-      size_t l = utf8_seq(p, (size_t)(e - p));
-      if (l) {
-        memcpy(o, p, l);
-        o += l;
-        p += l;
-      } else {
-        memcpy(o, "\xEF\xBF\xBD", 3);
-        o += 3;
-        p += utf8_bad_len(p, (size_t)(e - p));
-      }
-    }
-  }
-  return (size_t)(o - d);
-}
-
-/* 1 if [s, s+n) can be written as is between quotes. */
-static int json_clean(const char *s, size_t n) {
-  const unsigned char *p = (const unsigned char *)s, *e = p + n;
-  while (p < e) {
-    unsigned c = *p;
-    if (c >= 0x80) {
-      size_t l = utf8_seq(p, (size_t)(e - p));
-      if (!l) return 0;
-      p += l;
-      continue;
-    }
-    if (c < 0x20 || c == '"' || c == '\\') return 0;
-    p++;
-  }
-  return 1;
-}
-
-/* Writes "<escaped s>" (with quotes) for text not in the string table. */
-static void jw_qstr(jw *w, const char *s, size_t n) {
-  if (n > (SIZE_MAX - 8) / 6) {
-    w->err = TBE_ETOOBIG;
-    return;
-  }
-  char *d = jw_room(w, 6 * n + 2);
-  if (!d) return;
-  d[0] = '"';
-  size_t l = escape_into(d + 1, s, n);
-  d[l + 1] = '"';
-  w->len += l + 2;
-}
+/* Writes "<escaped s>" (with quotes) for text not in the string table:
+ * JSON strings as data (common/utf8.h). */
+static void jw_qstr(jw *w, const char *s, size_t n) { tbe__json_quote(w, s, n, 0); }
 
 static void jw_qcstr(jw *w, const char *s) { jw_qstr(w, s, strlen(s)); }
 
 /* The JSON text of an interned string (escaped, without quotes) through
- * the escape cache.  Returns 0, or TBE_ENOMEM (sticky in the writer). */
+ * the escape cache.  Returns 0, or TBE_ENOMEM / TBE_ETOOBIG (sticky in the
+ * writer). */
 static int esc_get(jctx *c, tbe_str id, const char **out, size_t *out_len) {
   const char *s = tbe_trace_str(c->t, id);
   size_t n = tbe_trace_strlen(c->t, id);
   uint64_t e = c->esc[id];
   if (e == 0) {
-    if (json_clean(s, n)) {
+    if (tbe__json_plain(s, n)) {
       e = 1;
     } else {
-      size_t need = 4 + 6 * n;
-      if (c->esccap - c->esclen < need) {
-        size_t ncap = c->esccap ? c->esccap : 4096;
-        while (ncap - c->esclen < need) ncap *= 2;
-        char *nb = tbe__realloc(c->w.a, c->escbuf, c->esccap, ncap);
-        if (!nb) {
-          if (!c->w.err) c->w.err = TBE_ENOMEM;
-          return TBE_ENOMEM;
-        }
-        c->escbuf = nb;
-        c->esccap = ncap;
+      tbe__buf *eb = &c->escbuf;
+      uint8_t *d = n <= (UINT32_MAX - 4) / 6 ? tbe__buf_reserve(eb, 4 + TBE__JSON_ROOM(n)) : NULL;
+      if (!d) {
+        if (!c->w.err) c->w.err = eb->err ? eb->err : TBE_ETOOBIG;
+        return c->w.err;
       }
-      uint32_t l = (uint32_t)escape_into(c->escbuf + c->esclen + 4, s, n);
-      memcpy(c->escbuf + c->esclen, &l, 4);
-      e = 2 + c->esclen;
-      c->esclen += 4 + l;
+      uint32_t l = (uint32_t)tbe__json_escape((char *)d + 4, s, n, 0);
+      memcpy(d, &l, 4);
+      e = 2 + eb->len;
+      eb->len += 4 + l;
     }
     c->esc[id] = e;
   }
@@ -528,8 +402,8 @@ static int esc_get(jctx *c, tbe_str id, const char **out, size_t *out_len) {
     *out_len = n;
   } else {
     uint32_t l;
-    memcpy(&l, c->escbuf + (e - 2), 4);
-    *out = c->escbuf + (e - 2) + 4;
+    memcpy(&l, c->escbuf.data + (e - 2), 4);
+    *out = (const char *)c->escbuf.data + (e - 2) + 4;
     *out_len = l;
   }
   return 0;
@@ -1479,13 +1353,14 @@ static int esc_all(jctx *c) {
 
 /* ---- the events, formatted in parallel ----
  *
- * The events are cut into chunks of `chunk_ev` consecutive events.  Worker
- * threads take chunks in order, each formatting into a slot of a ring of
- * `nslots` (and deflating it, gzip); the calling thread writes the slots
- * strictly in chunk order.  A chunk's text depends only on the model and
- * on whether it holds the document's first event, so the output is the
- * same byte for byte whatever the number of threads (tested).  The ring
- * bounds the memory in flight to nslots chunks. */
+ * The events are cut into chunks of `chunk_ev` consecutive events, the
+ * items of an ordered worker pool (common/pool.h): worker threads format
+ * chunks into the slots of its ring (and deflate them, gzip), the calling
+ * thread claims and submits them, formats the ones no worker took, and
+ * writes them strictly in chunk order.  A chunk's text depends only on
+ * the model and on whether it holds the document's first event, so the
+ * output is the same byte for byte whatever the number of threads
+ * (tested).  The ring bounds the memory in flight to its slots. */
 
 /* Thread knobs (tests, benchmarks): formatting threads (0 = the
  * TBE_EXPORT_THREADS environment variable, else the online CPUs, at most
@@ -1497,24 +1372,19 @@ uint32_t tbe__json_chunk_events = 0;
 #define JP_CHUNK_EVENTS 2048u
 #define JP_MAX_THREADS 32
 
+/* A slot of the ring: one chunk's text and its deflated form. */
 typedef struct jslot {
   jw w;
   gzpart z;
-  int ready;
-  uint32_t chunk;
 } jslot;
 
+/* What the pool's work function reads: the shared context (read-only
+ * while the pool runs; each worker formats with a copy of its own). */
 typedef struct jpool {
-  const jctx *c;    /* shared, read-only while the workers run */
-  jsink *sink;
-  jslot *slots;
-  uint32_t nslots, nchunks, chunk_ev;
+  const jctx *c;
+  uint32_t nchunks, chunk_ev;
+  int gzip;
   int first0;       /* chunk 0 holds the document's first event */
-  uint32_t next;    /* the next chunk to format */
-  uint32_t written; /* chunks written */
-  int stop;
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
 } jpool;
 
 static int threads_wanted(void) {
@@ -1525,17 +1395,34 @@ static int threads_wanted(void) {
     long v = strtol(env, &end, 10);
     if (!*end && v >= 1) return v > JP_MAX_THREADS ? JP_MAX_THREADS : (int)v;
   }
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n < 1 ? 1 : n > JP_MAX_THREADS ? JP_MAX_THREADS : (int)n;
+  int n = tbe__pool_cpus();
+  return n > JP_MAX_THREADS ? JP_MAX_THREADS : n;
 }
 
-/* Formats chunk `k` into `sl` with the formatter state `wc` (a private copy
- * of the shared context), and deflates it for gzip output. */
-static void format_chunk(const jpool *p, jctx *wc, jslot *sl, uint32_t k) {
-  uint32_t lo = k * p->chunk_ev;
+/* The pool's worker_init: the worker's formatter state, a copy of the
+ * shared context. */
+static int chunk_worker_init(void *ctx, void *worker) {
+  memcpy(worker, ((const jpool *)ctx)->c, sizeof(jctx));
+  return 0;
+}
+
+static void chunk_slot_fini(void *ctx, void *slot) {
+  jslot *sl = slot;
+  tbe__buf_deinit(&sl->w);
+  tbe__free(((const jpool *)ctx)->c->w.a, sl->z.out);
+}
+
+/* The pool's work: formats chunk `k` into the slot with the worker's
+ * formatter state `wc`, and deflates it for gzip output.  0 or the
+ * chunk's error. */
+static int format_chunk(void *ctx, void *worker, void *slot, uint64_t k) {
+  const jpool *p = ctx;
+  jctx *wc = worker;
+  jslot *sl = slot;
+  uint32_t lo = (uint32_t)k * p->chunk_ev;
   uint32_t hi = p->c->t->nevents - lo > p->chunk_ev ? lo + p->chunk_ev : (uint32_t)p->c->t->nevents;
+  if (!sl->w.a) tbe__buf_init(&sl->w, p->c->w.a);
   sl->w.len = 0;
-  sl->w.err = 0;
   wc->w = sl->w;
   wc->first_event = k == 0 ? p->first0 : 0;
   size_t m = synth_from(wc, lo);
@@ -1544,36 +1431,9 @@ static void format_chunk(const jpool *p, jctx *wc, jslot *sl, uint32_t k) {
     write_event(wc, i);
   }
   sl->w = wc->w;
-  sl->chunk = k;
-  if (p->sink->gzip && !sl->w.err) gz_compress(sl->w.a, sl->w.buf, sl->w.len, 0, &sl->z);
-}
-
-static void *pool_worker(void *arg) {
-  jpool *p = arg;
-  jctx *wc = tbe__alloc(p->c->w.a, sizeof *wc);
-  pthread_mutex_lock(&p->mu);
-  if (!wc) { /* the calling thread formats what is left */
-    pthread_mutex_unlock(&p->mu);
-    return NULL;
-  }
-  memcpy(wc, p->c, sizeof *wc);
-  for (;;) {
-    if (p->stop || p->next >= p->nchunks) break;
-    if (p->next >= p->written + p->nslots) {
-      pthread_cond_wait(&p->cv, &p->mu);
-      continue;
-    }
-    uint32_t k = p->next++;
-    jslot *sl = &p->slots[k % p->nslots];
-    pthread_mutex_unlock(&p->mu);
-    format_chunk(p, wc, sl, k);
-    pthread_mutex_lock(&p->mu);
-    sl->ready = 1;
-    pthread_cond_broadcast(&p->cv);
-  }
-  pthread_mutex_unlock(&p->mu);
-  tbe__free(p->c->w.a, wc);
-  return NULL;
+  if (sl->w.err) return sl->w.err;
+  if (p->gzip) gz_compress(sl->w.a, (const char *)sl->w.data, sl->w.len, 0, &sl->z);
+  return p->gzip ? sl->z.rc : 0;
 }
 
 /* Writes the events [0, nevents) through the sink with `nth` formatting
@@ -1581,87 +1441,46 @@ static void *pool_worker(void *arg) {
 static int write_events(jctx *c, jsink *sink, int nth) {
   const tbe_trace *t = c->t;
   if (t->nevents == 0) return 0;
-  jpool p;
-  memset(&p, 0, sizeof p);
-  p.c = c;
-  p.sink = sink;
+  jpool p = {c, 0, 0, sink->gzip, c->first_event};
   p.chunk_ev = tbe__json_chunk_events ? tbe__json_chunk_events : JP_CHUNK_EVENTS;
   p.nchunks = (uint32_t)((t->nevents + p.chunk_ev - 1) / p.chunk_ev);
-  p.first0 = c->first_event;
   if ((uint32_t)nth > p.nchunks) nth = (int)p.nchunks;
   if (nth < 1) nth = 1;
-  p.nslots = nth > 1 ? 2u * (uint32_t)nth : 1u;
-  const tbe_allocator *a = c->w.a;
-  /* The calling thread formats with a copy of its own too: `c` stays
-   * untouched while the workers copy it. */
-  jctx *mc = tbe__alloc(a, sizeof *mc);
-  p.slots = tbe__calloc(a, p.nslots, sizeof *p.slots);
-  if (!p.slots || !mc) {
-    tbe__free(a, mc);
-    tbe__free(a, p.slots);
-    return TBE_ENOMEM;
-  }
-  memcpy(mc, c, sizeof *mc);
-  for (uint32_t i = 0; i < p.nslots; i++) p.slots[i].w.a = a;
-  int rc = 0;
-  pthread_t th[JP_MAX_THREADS];
-  int started = 0;
-  if (nth > 1 && pthread_mutex_init(&p.mu, NULL) == 0) {
-    if (pthread_cond_init(&p.cv, NULL) == 0) {
-      for (int i = 0; i < nth; i++) {
-        if (pthread_create(&th[i], NULL, pool_worker, &p) != 0) break;
-        started++;
-      }
-      if (!started) pthread_cond_destroy(&p.cv);
+  tbe__pool_config cfg = {
+      .threads = nth > 1 ? nth : 0, /* the calling thread formats too */
+      .slots = nth > 1 ? 2u * (uint32_t)nth : 1u,
+      .slot_size = sizeof(jslot),
+      .worker_size = sizeof(jctx),
+      .work = format_chunk,
+      .worker_init = chunk_worker_init,
+      .slot_fini = chunk_slot_fini,
+      .ctx = &p,
+      .allocator = c->w.a,
+  };
+  tbe__pool *pool;
+  int rc = tbe__pool_create(&pool, &cfg);
+  if (rc) return rc;
+  uint64_t claimed = 0, done = 0;
+  for (;;) {
+    /* Hand over every chunk the ring has room for, then write the next. */
+    uint64_t seq;
+    while (claimed < p.nchunks && tbe__pool_try_claim(pool, &seq)) {
+      tbe__pool_submit(pool, seq, 1);
+      if (++claimed == p.nchunks) tbe__pool_close(pool);
     }
-    if (!started) pthread_mutex_destroy(&p.mu);
-  }
-  uint64_t done = 0;
-  for (uint32_t k = 0; k < p.nchunks; k++) {
-    jslot *sl = &p.slots[k % p.nslots];
-    if (started) {
-      pthread_mutex_lock(&p.mu);
-      /* Chunks no worker has taken yet (all busy, or gone for want of
-       * memory) are formatted here. */
-      while (!(sl->ready && sl->chunk == k) && p.next > k) pthread_cond_wait(&p.cv, &p.mu);
-      int mine = !(sl->ready && sl->chunk == k);
-      if (mine) p.next = k + 1;
-      pthread_mutex_unlock(&p.mu);
-      if (mine) format_chunk(&p, mc, sl, k);
-    } else {
-      format_chunk(&p, mc, sl, k);
-    }
-    rc = sl->w.err ? sl->w.err : sink->gzip ? sl->z.rc : 0;
-    if (!rc) sink_part(sink, sl->w.buf, sl->w.len, sink->gzip ? &sl->z : NULL, 0);
-    if (!rc) rc = sink->err;
+    void *slot;
+    int r = tbe__pool_next(pool, &slot, &seq);
+    if (r == TBE__POOL_END) break;
+    if ((rc = r) != 0) break;
+    const jslot *sl = slot;
+    sink_part(sink, (const char *)sl->w.data, sl->w.len, sink->gzip ? &sl->z : NULL, 0);
+    tbe__pool_release(pool);
+    if ((rc = sink->err) != 0) break;
     uint64_t lo = done;
-    done = (uint64_t)(k + 1) * p.chunk_ev < t->nevents ? (uint64_t)(k + 1) * p.chunk_ev : t->nevents;
-    if (!rc && c->progress && (lo >> 16) != (done >> 16)) c->progress(c->progress_ctx, done, t->nevents);
-    if (started) {
-      pthread_mutex_lock(&p.mu);
-      sl->ready = 0;
-      p.written = k + 1;
-      if (rc) p.stop = 1;
-      pthread_cond_broadcast(&p.cv);
-      pthread_mutex_unlock(&p.mu);
-    }
-    if (rc) break;
+    done = (seq + 1) * p.chunk_ev < t->nevents ? (seq + 1) * p.chunk_ev : t->nevents;
+    if (c->progress && (lo >> 16) != (done >> 16)) c->progress(c->progress_ctx, done, t->nevents);
   }
-  if (started) {
-    pthread_mutex_lock(&p.mu);
-    p.stop = 1;
-    pthread_cond_broadcast(&p.cv);
-    pthread_mutex_unlock(&p.mu);
-    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
-    pthread_cond_destroy(&p.cv);
-    pthread_mutex_destroy(&p.mu);
-  }
-  for (uint32_t i = 0; i < p.nslots; i++) {
-    tbe__free(a, p.slots[i].w.buf);
-    tbe__free(a, p.slots[i].z.out);
-  }
-  tbe__free(a, p.slots);
-  tbe__free(a, mc);
+  tbe__pool_destroy(pool);
   return rc;
 }
 
@@ -1723,7 +1542,8 @@ static int json_write(const tbe_trace *t, int fd, int gzip, int nth, const char 
   jctx *c = tbe__calloc(a, 1, sizeof *c);
   if (!c) return TBE_ENOMEM;
   c->t = t;
-  c->w.a = a;
+  tbe__buf_init(&c->w, a);
+  tbe__buf_init(&c->escbuf, a);
   c->nesc = tbe_trace_nstrings(t);
   c->esc = tbe__calloc(a, c->nesc ? c->nesc : 1, sizeof *c->esc);
   c->progress = progress;
@@ -1832,7 +1652,7 @@ static int json_write(const tbe_trace *t, int fd, int gzip, int nth, const char 
   if (!rc) rc = w->err;
   if (rc) goto done;
   sink_start(&sink);
-  sink_part(&sink, w->buf, w->len, NULL, 0);
+  sink_part(&sink, (const char *)w->data, w->len, NULL, 0);
   if ((rc = sink.err)) goto done;
 
   rc = write_events(c, &sink, nth > 0 ? nth : threads_wanted());
@@ -1857,16 +1677,16 @@ static int json_write(const tbe_trace *t, int fd, int gzip, int nth, const char 
   else jw_qcstr(w, trace_name ? trace_name : "");
   JW_LIT(w, "\n}\n");
   if ((rc = w->err)) goto done;
-  sink_part(&sink, w->buf, w->len, NULL, 1);
+  sink_part(&sink, (const char *)w->data, w->len, NULL, 1);
   sink_end(&sink);
   rc = sink.err;
   if (!rc && progress) progress(progress_ctx, t->nevents, t->nevents);
 
 done:
-  tbe__free(a, c->w.buf);
+  tbe__buf_deinit(&c->w);
   tbe__free(a, c->synth);
   tbe__free(a, c->esc);
-  tbe__free(a, c->escbuf);
+  tbe__buf_deinit(&c->escbuf);
   tbe__free(a, c);
   return rc;
 }
