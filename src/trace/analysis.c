@@ -16,6 +16,8 @@
  *  - Medians by quickselect; per-step per-name times in a second pass only
  *    when the trace has steps.
  *
+ * Two analyses are compared in analysis_diff.c.
+ *
  * Scratch memory is allocated once per analysis, in proportion to the
  * events of a kind, never per event.  The analysis borrows the trace.
  *
@@ -854,9 +856,10 @@ static int cmp_step_start(const void *x, const void *y, void *ctx) {
   return (a > b) - (a < b);
 }
 
-static int run(tbe_analysis *an, scratch *s) {
-  const tbe_trace *t = an->trace;
-  size_t nstr = tbe_trace_nstrings(t);
+/* ---- the analysis, step by step ---- */
+
+/* The dense slot arrays of the name tables and the per-string flags. */
+static int name_slots(scratch *s, size_t nstr) {
   for (int g = 0; g < TBE_GROUP__COUNT; g++) {
     s->slot[g] = tbe__alloc(s->a, (nstr ? nstr : 1) * sizeof(uint32_t));
     if (!s->slot[g]) return TBE_ENOMEM;
@@ -864,8 +867,12 @@ static int run(tbe_analysis *an, scratch *s) {
   }
   s->nflags = tbe__calloc(s->a, nstr ? nstr : 1, 1);
   if (!s->nflags) return TBE_ENOMEM;
+  return 0;
+}
 
-  /* Window. */
+/* The analysed window: the trace's, else the span of its events. */
+static void window(tbe_analysis *an, scratch *s) {
+  const tbe_trace *t = an->trace;
   an->start_ns = t->start_ns;
   an->wall_ns = t->stop_ns > t->start_ns ? tbe__sat_sub(t->stop_ns, t->start_ns) : 0;
   if (an->wall_ns == 0 && t->nevents) {
@@ -878,14 +885,17 @@ static int run(tbe_analysis *an, scratch *s) {
     an->start_ns = lo;
     an->wall_ns = tbe__sat_sub(hi, lo);
   }
-
   s->win_lo = an->start_ns;
   s->win_hi = tbe__sat_add(an->start_ns, an->wall_ns);
-  /* Step names, flagged once (name_flags reads the flag). */
+}
+
+/* The steps as the trace gives them (their device windows come later),
+ * in start order through s->step_order; step names flagged once
+ * (name_flags reads the flag). */
+static int steps_init(tbe_analysis *an, scratch *s, size_t nstr) {
+  const tbe_trace *t = an->trace;
   for (size_t i = 0; i < t->nsteps; i++)
     if (t->steps[i].name && t->steps[i].name < nstr) s->nflags[t->steps[i].name] |= NF_STEPNAME;
-
-  /* Steps. */
   if (t->nsteps) {
     an->steps = tbe__calloc(s->a, t->nsteps, sizeof *an->steps);
     s->step_order = tbe__alloc(s->a, t->nsteps * sizeof(size_t));
@@ -901,36 +911,12 @@ static int run(tbe_analysis *an, scratch *s) {
     }
     qsort_r(s->step_order, t->nsteps, sizeof(size_t), cmp_step_start, (void *)t);
   }
+  return 0;
+}
 
-  long ngpu = find_devices(an, s);
-  if (ngpu < 0) return TBE_ENOMEM;
-  size_t nl = ngpu ? (size_t)ngpu : 1;
-  s->lat = tbe__alloc(s->a, nl * sizeof(int64_t));
-  s->lat_dev = tbe__alloc(s->a, nl * sizeof(uint32_t));
-  if (!s->lat || !s->lat_dev) return TBE_ENOMEM;
-  if (t->nsteps) {
-    s->kstep = tbe__alloc(s->a, nl * sizeof(int32_t));
-    if (!s->kstep) return TBE_ENOMEM;
-  }
-
-  for (size_t i = 0; i < t->ntracks; i++) {
-    const tbe_track *tr = &t->tracks[i];
-    int32_t d = s->track_dev[i];
-    if (d >= 0) {
-      for (uint32_t j = 0; j < tr->count; j++) {
-        int rc = gpu_event(an, s, &t->events[tr->first + j], d);
-        if (rc) return rc;
-      }
-    } else {
-      int rc = host_track(an, s, tr);
-      if (rc) return rc;
-    }
-  }
-
-  int rc = busy_union(an, s, (size_t)ngpu);
-  if (rc) return rc;
-
-  /* Launch latency medians: group by device (counting sort), then select. */
+/* Launch latency medians: grouped by device (counting sort), then
+ * selected. */
+static int launch_medians(tbe_analysis *an, scratch *s) {
   if (s->nlat) {
     size_t *cnt = tbe__calloc(s->a, an->ndevices + 1, sizeof *cnt);
     int64_t *by = tbe__alloc(s->a, s->nlat * sizeof *by);
@@ -956,8 +942,11 @@ static int run(tbe_analysis *an, scratch *s) {
     tbe__free(s->a, cnt);
     tbe__free(s->a, by);
   }
+  return 0;
+}
 
-  /* Devices: window and totals. */
+/* Devices: the window, idle time, and the totals over all devices. */
+static void device_totals(tbe_analysis *an) {
   tbe_device_stats *all = &an->all;
   all->wall_ns = an->wall_ns;
   for (size_t d = 0; d < an->ndevices; d++) {
@@ -980,13 +969,11 @@ static int run(tbe_analysis *an, scratch *s) {
     all->sync_count += ds->sync_count;
   }
   all->idle_ns = all->wall_ns > all->busy_ns ? all->wall_ns - all->busy_ns : 0;
+}
 
-  /* Steps: their windows on the device, and GPU busy inside each. */
-  if (an->nsteps) device_steps(an, s);
-  for (size_t i = 0; i < an->nsteps; i++)
-    an->steps[i].gpu_busy_ns =
-        busy_in(s, an->steps[i].start_ns, tbe__sat_add(an->steps[i].start_ns, an->steps[i].dur_ns));
-
+/* The name tables' clean-up (self time, minimum), totals and labels. */
+static void name_totals(tbe_analysis *an, scratch *s) {
+  const tbe_trace *t = an->trace;
   /* Name tables. */
   for (int g = 0; g < TBE_GROUP__COUNT; g++) {
     an->group_total_ns[g] = 0;
@@ -1005,13 +992,11 @@ static int run(tbe_analysis *an, scratch *s) {
                          ? TBE__VEC_AT(&s->label_of, uint32_t, i) : 0;
       e->label = lab ? tbe__intern_str(&pv->labels, lab - 1) : tbe_trace_str(t, e->name);
     }
-  rc = per_step_names(an, s);
-  if (!rc) rc = step_hint(an, s);
-  if (!rc) rc = step_distribution(an, s);
-  if (rc) return rc;
-  for (int g = 0; g < TBE_GROUP__COUNT; g++)
-    tbe_analysis_sort(an, (tbe_group_kind)g, TBE_SORT_TOTAL);
+}
 
+/* Who the trace is and what its collection lost. */
+static void identity(tbe_analysis *an) {
+  const tbe_trace *t = an->trace;
   if (t->overhead_ns) an->overhead_ns = (int64_t)t->overhead_ns;
   an->dropped_records = t->dropped_records + t->dropped_out_of_range;
   an->out_of_range_records = t->dropped_out_of_range;
@@ -1020,6 +1005,58 @@ static int run(tbe_analysis *an, scratch *s) {
   an->world_size = t->world_size;
   an->rank = t->rank >= 0 && (t->world_size > 1 || t->rank > 0) ? t->rank : -1;
   if (an->pid < 0 && t->nprocesses) an->pid = t->processes[0].pid;
+}
+
+/* The whole analysis, as an outline of the steps above and the passes
+ * of the sections before. */
+static int run(tbe_analysis *an, scratch *s) {
+  const tbe_trace *t = an->trace;
+  size_t nstr = tbe_trace_nstrings(t);
+  int rc = name_slots(s, nstr);
+  if (rc) return rc;
+  window(an, s);
+  if ((rc = steps_init(an, s, nstr))) return rc;
+
+  long ngpu = find_devices(an, s);
+  if (ngpu < 0) return TBE_ENOMEM;
+  size_t nl = ngpu ? (size_t)ngpu : 1;
+  s->lat = tbe__alloc(s->a, nl * sizeof(int64_t));
+  s->lat_dev = tbe__alloc(s->a, nl * sizeof(uint32_t));
+  if (!s->lat || !s->lat_dev) return TBE_ENOMEM;
+  if (t->nsteps) {
+    s->kstep = tbe__alloc(s->a, nl * sizeof(int32_t));
+    if (!s->kstep) return TBE_ENOMEM;
+  }
+
+  for (size_t i = 0; i < t->ntracks; i++) {
+    const tbe_track *tr = &t->tracks[i];
+    int32_t d = s->track_dev[i];
+    if (d >= 0) {
+      for (uint32_t j = 0; j < tr->count; j++)
+        if ((rc = gpu_event(an, s, &t->events[tr->first + j], d))) return rc;
+    } else if ((rc = host_track(an, s, tr))) {
+      return rc;
+    }
+  }
+
+  if ((rc = busy_union(an, s, (size_t)ngpu))) return rc;
+  if ((rc = launch_medians(an, s))) return rc;
+  device_totals(an);
+
+  /* Steps: their windows on the device, and GPU busy inside each. */
+  if (an->nsteps) device_steps(an, s);
+  for (size_t i = 0; i < an->nsteps; i++)
+    an->steps[i].gpu_busy_ns =
+        busy_in(s, an->steps[i].start_ns, tbe__sat_add(an->steps[i].start_ns, an->steps[i].dur_ns));
+
+  name_totals(an, s);
+  rc = per_step_names(an, s);
+  if (!rc) rc = step_hint(an, s);
+  if (!rc) rc = step_distribution(an, s);
+  if (rc) return rc;
+  for (int g = 0; g < TBE_GROUP__COUNT; g++)
+    tbe_analysis_sort(an, (tbe_group_kind)g, TBE_SORT_TOTAL);
+  identity(an);
   return advise(an);
 }
 
@@ -1128,171 +1165,4 @@ void tbe_analysis_sort(tbe_analysis *an, tbe_group_kind g, tbe_sort_key key) {
   if (!an || (unsigned)g >= TBE_GROUP__COUNT || an->ngroups[g] < 2) return;
   sort_ctx c = {an->trace, key};
   qsort_r(an->groups[g], an->ngroups[g], sizeof(tbe_name_stats), cmp_stats, &c);
-}
-
-/* ---- diff ---- */
-
-static int cmp_delta(const void *x, const void *y) {
-  const tbe_diff_entry *a = x, *b = y;
-  int64_t da = a->delta_ns < 0 ? -a->delta_ns : a->delta_ns;
-  int64_t db = b->delta_ns < 0 ? -b->delta_ns : b->delta_ns;
-  if (da != db) return da > db ? -1 : 1;
-  return strcmp(a->name, b->name);
-}
-
-/* The per-step figures of one name on each side, then the table's
- * verdicts at a false discovery rate of TBE_NOISE_ALPHA. */
-static int diff_noise(tbe_diff *d, tbe_diff_entry *out, size_t k, const tbe_name_stats **eb,
-                      const tbe_name_stats **en, tbe__mw *mw) {
-  const tbe_analysis *b = d->side[0], *n = d->side[1];
-  double *p = tbe__alloc(&d->alloc_, (k ? k : 1) * sizeof *p);
-  if (!p) return TBE_ENOMEM;
-  size_t np = 0;
-  for (size_t i = 0; i < k; i++) {
-    const int64_t *vb = eb[i] && b->nsteps ? eb[i]->step_ns : NULL;
-    const int64_t *vn = en[i] && n->nsteps ? en[i]->step_ns : NULL;
-    int rc = tbe__step_compare(mw, vb, vb ? b->nsteps : 0, vn, vn ? n->nsteps : 0, &out[i].steps);
-    if (rc) {
-      tbe__free(&d->alloc_, p);
-      return rc;
-    }
-    if (!vb || !vn) out[i].steps.verdict = TBE_NOISE_NONE;
-    if (out[i].steps.p_value >= 0) p[np++] = out[i].steps.p_value;
-  }
-  double thr = tbe__fdr_threshold(p, np, TBE_NOISE_ALPHA);
-  for (size_t i = 0; i < k; i++)
-    if (out[i].steps.p_value >= 0)
-      out[i].steps.verdict = out[i].steps.p_value <= thr ? TBE_NOISE_BEYOND : TBE_NOISE_WITHIN;
-  tbe__free(&d->alloc_, p);
-  return 0;
-}
-
-static int diff_group(tbe_diff *d, tbe_group_kind g, tbe__mw *mw) {
-  const tbe_analysis *b = d->side[0], *n = d->side[1];
-  size_t nb = b->ngroups[g], nn = n->ngroups[g];
-  /* The base entries by label; reserved, so that of two entries with one
-   * label (a range name and a cut one, analysis.c) the first is found. */
-  tbe__index tab;
-  tbe__index_init(&tab, &d->alloc_, TBE__SEED_PROCESS);
-  tbe_diff_entry *out = tbe__calloc(&d->alloc_, nb + nn + 1, sizeof *out);
-  uint32_t *match = tbe__alloc(&d->alloc_, (nb + 1) * sizeof *match);
-  const tbe_name_stats **src = tbe__calloc(&d->alloc_, 2 * (nb + nn) + 1, sizeof *src);
-  int rc = out && match && src ? tbe__index_reserve(&tab, nb) : TBE_ENOMEM;
-  for (size_t i = 0; i < nb && !rc; i++) {
-    const char *s = b->groups[g][i].label;
-    rc = tbe__index_add(&tab, tbe__hash_bytes(s, strlen(s), tab.seed), (uint32_t)i);
-    match[i] = UINT32_MAX;
-  }
-  if (rc) {
-    tbe__index_deinit(&tab);
-    tbe__free(&d->alloc_, out);
-    tbe__free(&d->alloc_, match);
-    tbe__free(&d->alloc_, src);
-    return rc;
-  }
-  /* src[i] and src[nb + nn + i]: entry i's base and new names. */
-  const tbe_name_stats **srcb = src, **srcn = src + nb + nn;
-  size_t k = 0;
-  for (size_t j = 0; j < nn; j++) {
-    const tbe_name_stats *en = &n->groups[g][j];
-    const char *s = en->label;
-    tbe__iprobe pr;
-    uint32_t hit = tbe__index_first(&tab, tbe__hash_bytes(s, strlen(s), tab.seed), &pr);
-    while (hit != TBE__NOIDX && strcmp(b->groups[g][hit].label, s) != 0)
-      hit = tbe__index_next(&tab, &pr);
-    srcn[k] = en;
-    tbe_diff_entry *o = &out[k++];
-    o->name = s;
-    o->present = 2;
-    o->calls[1] = en->calls;
-    o->total_ns[1] = en->total_ns;
-    const tbe_name_stats *eb = NULL;
-    if (hit != TBE__NOIDX) {
-      match[hit] = (uint32_t)j;
-      eb = &b->groups[g][hit];
-      o->present |= 1;
-      o->calls[0] = eb->calls;
-      o->total_ns[0] = eb->total_ns;
-      srcb[k - 1] = eb;
-    } else {
-      d->added[g]++;
-    }
-  }
-  for (size_t i = 0; i < nb; i++) {
-    if (match[i] != UINT32_MAX) continue;
-    const tbe_name_stats *eb = &b->groups[g][i];
-    srcb[k] = eb;
-    tbe_diff_entry *o = &out[k++];
-    o->name = eb->label;
-    o->present = 1;
-    o->calls[0] = eb->calls;
-    o->total_ns[0] = eb->total_ns;
-    d->removed[g]++;
-  }
-  for (size_t i = 0; i < k; i++) {
-    out[i].delta_ns = out[i].total_ns[1] - out[i].total_ns[0];
-    out[i].ratio = out[i].total_ns[0] > 0 ? (double)out[i].total_ns[1] / (double)out[i].total_ns[0]
-                                          : 0.0;
-  }
-  rc = diff_noise(d, out, k, srcb, srcn, mw);
-  tbe__index_deinit(&tab);
-  tbe__free(&d->alloc_, match);
-  tbe__free(&d->alloc_, src);
-  if (rc) {
-    tbe__free(&d->alloc_, out);
-    return rc;
-  }
-  qsort(out, k, sizeof *out, cmp_delta);
-  d->entries[g] = out;
-  d->nentries[g] = k;
-  return 0;
-}
-
-int tbe_diff_create(tbe_diff **out, const tbe_analysis *base, const tbe_analysis *newer,
-                    const tbe_allocator *a) {
-  if (!out) return TBE_EINVAL;
-  *out = NULL;
-  if (!base || !newer) return TBE_EINVAL;
-  tbe_allocator al;
-  tbe__allocator_init(&al, a);
-  tbe_diff *d = tbe__calloc(&al, 1, sizeof *d);
-  if (!d) return TBE_ENOMEM;
-  d->alloc_ = al;
-  d->side[0] = base;
-  d->side[1] = newer;
-  for (int s = 0; s < 2; s++) {
-    const tbe_analysis *an = d->side[s];
-    d->wall_ns[s] = an->wall_ns;
-    d->kernel_ns[s] = an->all.kernel_ns;
-    d->busy_ns[s] = an->all.busy_ns;
-    d->nsteps[s] = an->nsteps;
-  }
-  size_t ns = base->nsteps + newer->nsteps;
-  int64_t *dur = tbe__alloc(&d->alloc_, (ns ? ns : 1) * sizeof *dur);
-  tbe__mw mw;
-  tbe__mw_init(&mw, &d->alloc_);
-  int rc = dur ? 0 : TBE_ENOMEM;
-  if (!rc) {
-    for (size_t i = 0; i < base->nsteps; i++) dur[i] = base->steps[i].dur_ns;
-    for (size_t i = 0; i < newer->nsteps; i++) dur[base->nsteps + i] = newer->steps[i].dur_ns;
-    rc = tbe__step_compare(&mw, dur, base->nsteps, dur + base->nsteps, newer->nsteps, &d->steps);
-    d->step_median_ns[0] = d->steps.dist[0].median_ns;
-    d->step_median_ns[1] = d->steps.dist[1].median_ns;
-  }
-  for (int g = 0; g < TBE_GROUP__COUNT && !rc; g++) rc = diff_group(d, (tbe_group_kind)g, &mw);
-  tbe__free(&d->alloc_, dur);
-  tbe__mw_free(&mw);
-  if (rc) {
-    tbe_diff_free(d);
-    return rc;
-  }
-  *out = d;
-  return 0;
-}
-
-void tbe_diff_free(tbe_diff *d) {
-  if (!d) return;
-  tbe_allocator al = d->alloc_;
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) tbe__free(&al, d->entries[g]);
-  tbe__free(&al, d);
 }
