@@ -10,7 +10,15 @@
  * floats and are printed with a fixed number of decimals.
  *
  * Table layout: the name column takes whatever the numeric columns leave
- * of `width` (default 100); names are shortened to fit unless `wide`. */
+ * of `width` (default 100); names are shortened to fit unless `wide`.
+ *
+ * The formats are a table (FORMATS below, report.h): a row per format, a
+ * renderer per report in each row, found by tbe__report_format_of; the
+ * public entry points here and in report_diff.c and report_run.c check
+ * the options and call their format's entry.  The renderers live with
+ * their report: report_summary.c (one analysis), report_diff.c (two),
+ * report_run.c (a run of several hosts, and two runs); this file keeps
+ * the helpers they share and the name shortening. */
 #include "trace/report.h"
 
 #include <stdio.h>
@@ -21,8 +29,6 @@
 #include "common/text.h"
 #include "tbexport/error.h"
 
-#define NAME_MIN 12
-#define SHORT_MAX 4096
 
 /* ---- small formatting helpers ---- */
 
@@ -51,15 +57,6 @@ size_t tbe__fmt_dur(char *buf, size_t size, int64_t ns) {
                  (unsigned long long)(q % 1000));
   }
   return n < 0 ? 0 : ((size_t)n < size ? (size_t)n : (size ? size - 1 : 0));
-}
-
-static const char *dur(char *buf, int64_t ns) {
-  tbe__fmt_dur(buf, 32, ns);
-  return buf;
-}
-
-static double pct(int64_t part, int64_t whole) {
-  return whole > 0 ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
 /* Text from the trace goes out through common/text.h: the terminal form
@@ -112,7 +109,7 @@ void tbe__wrap(tbe__buf *b, const char *text, int width) {
  * or, when it holds what the terminal form escapes, as bash's $'...',
  * whose escapes are the terminal form's (plus \' for a quote), so the word
  * both prints safely and gives the name back when pasted. */
-static void shell_word(tbe__buf *b, const char *s) {
+void tbe__shell_word(tbe__buf *b, const char *s) {
   int plain = *s != '\0';
   for (const char *p = s; *p && plain; p++)
     plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
@@ -206,7 +203,7 @@ size_t tbe_name_shorten(const char *name, size_t width, char *buf, size_t size) 
   if (!name) return 0;
   /* Names in a finished trace arrive demangled; a mangled one given
    * directly is demangled here (on the heap when it is long). */
-  char dem[SHORT_MAX], tmp[SHORT_MAX];
+  char dem[TBE__SHORT_MAX], tmp[TBE__SHORT_MAX];
   char *heap = NULL;
   tbe_allocator al;
   tbe__allocator_init(&al, NULL);
@@ -249,7 +246,7 @@ size_t tbe_name_shorten(const char *name, size_t width, char *buf, size_t size) 
       n -= cut;
     }
   }
-  if (n >= SHORT_MAX) n = SHORT_MAX - 1;
+  if (n >= TBE__SHORT_MAX) n = TBE__SHORT_MAX - 1;
   memcpy(tmp, s, n);
   tmp[n] = '\0';
   tbe__free(&al, heap);
@@ -258,7 +255,7 @@ size_t tbe_name_shorten(const char *name, size_t width, char *buf, size_t size) 
    * and JSON). */
   if (width && n > width) n = strip_qualifiers(tmp, n);
   if (width && n > width) {
-    char t2[SHORT_MAX];
+    char t2[TBE__SHORT_MAX];
     memcpy(t2, tmp, n + 1);
     n = elide_templates(t2, n, 2, tmp, sizeof tmp);
   }
@@ -285,7 +282,7 @@ static void full_name(const char *name, char *buf, size_t size) { snprintf(buf, 
 void tbe__full_name(const char *name, char *buf, size_t size) { full_name(name, buf, size); }
 
 void tbe__name_cell(const char *name, int w, int wide, char *buf, size_t size) {
-  char esc[SHORT_MAX];
+  char esc[TBE__SHORT_MAX];
   tbe__text_term_z(esc, sizeof esc, name, 0);
   if (wide) full_name(esc, buf, size);
   else tbe_name_shorten(esc, (size_t)(w > 0 ? w : 1), buf, size);
@@ -345,7 +342,7 @@ int tbe__name_cells(const char *const *names, size_t n, int w, int wide, char *c
   for (int pass = 0; pass < 2; pass++) {
     for (size_t i = 0; i < n; i++) {
       if (!dup[i]) continue;
-      char esc[SHORT_MAX];
+      char esc[TBE__SHORT_MAX];
       tbe__text_term_z(esc, sizeof esc, names[i], 0);
       if (pass == 0) tbe_name_shorten(esc, 0, full + i * size, size);
       else snprintf(full + i * size, size, "%s", esc);
@@ -377,7 +374,7 @@ int tbe__name_cells(const char *const *names, size_t n, int w, int wide, char *c
 }
 
 size_t tbe__tag_component(const char *name, size_t width, char *buf, size_t size) {
-  char s[SHORT_MAX];
+  char s[TBE__SHORT_MAX];
   size_t n = tbe_name_shorten(name, 0, s, sizeof s);
   strip_qualifiers(s, n);
   size_t o = 0;
@@ -396,7 +393,7 @@ size_t tbe__tag_component(const char *name, size_t width, char *buf, size_t size
   return o;
 }
 
-/* ---- summary: table ---- */
+/* ---- group titles ---- */
 
 static const char *gtitle[TBE_GROUP__COUNT] = {"Kernels", "CPU operators", "Ranges"};
 
@@ -404,736 +401,21 @@ const char *tbe__group_title(tbe_group_kind g) {
   return (unsigned)g < TBE_GROUP__COUNT ? gtitle[g] : "";
 }
 
-static void device_label(const tbe_analysis *an, const tbe_device_stats *d, char *buf,
-                         size_t size) {
-  if (d->device < 0) snprintf(buf, size, "all GPUs");
-  else snprintf(buf, size, "GPU %d", (int)d->device);
-  (void)an;
-}
+/* ---- the format table ---- */
 
-#define DCOL 20
+#define ROW(fmt)                                                                         \
+  {#fmt,                    tbe__rep_summary_##fmt, tbe__rep_diff_##fmt, tbe__rep_overall_##fmt, \
+   tbe__rep_names_##fmt,    tbe__rep_run_##fmt,     tbe__rep_run_diff_##fmt}
+static const tbe__report_format FORMATS[] = {
+    [TBE_REPORT_TABLE] = ROW(table),
+    [TBE_REPORT_CSV] = ROW(csv),
+    [TBE_REPORT_JSON] = ROW(json),
+    [TBE_REPORT_MARKDOWN] = ROW(md),
+};
+#undef ROW
 
-void tbe__overview(tbe__buf *b, const tbe__ocol *cols, size_t ncols, const tbe_device_stats *ref,
-                   int width) {
-  if (ncols == 0) {
-    tbe__buf_puts(b, "No GPU activity in this trace.\n");
-    return;
-  }
-  if (ncols > 64) ncols = 64;
-  const int lw = 16;
-  size_t per = (size_t)((width - lw) / (DCOL + 2));
-  if (per < 1) per = 1;
-  char v[64], x[32], y[32];
-  for (size_t c0 = 0; c0 < ncols; c0 += per) {
-    size_t c1 = c0 + per < ncols ? c0 + per : ncols;
-    cell(b, "", lw, 0);
-    for (size_t c = c0; c < c1; c++) {
-      tbe__text_fit(v, sizeof v, cols[c].label, DCOL);
-      tbe__buf_puts(b, "  ");
-      cell(b, v, DCOL, 1);
-    }
-    tbe__buf_putc(b, '\n');
-    /* Rows. */
-    static const int order[16] = {15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
-    for (int ri = 0; ri < 16; ri++) {
-      int r = order[ri];
-      const char *label = NULL;
-      int any = 0;
-      char vals[64][64];
-      for (size_t c = c0; c < c1; c++) {
-        const tbe_device_stats *d = cols[c].d;
-        vals[c - c0][0] = '\0';
-        switch (r) {
-          case 15:
-            label = "name";
-            if (cols[c].name && cols[c].name[0]) {
-              tbe__text_fit(vals[c - c0], 64, cols[c].name, DCOL);
-              any = 1;
-            }
-            break;
-          case 0: label = "wall time"; snprintf(vals[c - c0], 64, "%s", dur(x, d->wall_ns)); any = 1; break;
-          case 1:
-            label = "GPU busy";
-            snprintf(vals[c - c0], 64, "%s %5.1f%%", dur(x, d->busy_ns), pct(d->busy_ns, d->wall_ns));
-            any = 1;
-            break;
-          case 2:
-            label = "kernels";
-            snprintf(vals[c - c0], 64, "%s %5.1f%%", dur(x, d->kernel_ns), pct(d->kernel_ns, d->wall_ns));
-            any = 1;
-            break;
-          case 3:
-            label = "kernel count";
-            snprintf(vals[c - c0], 64, "%llu", (unsigned long long)d->kernel_count);
-            any = 1;
-            break;
-          case 4: case 5: case 6: case 7: case 8: {
-            static const int kinds[5] = {TBE_COPY_HTOD, TBE_COPY_DTOH, TBE_COPY_DTOD, TBE_COPY_HTOH,
-                                         TBE_COPY_PTOP};
-            static const char *labels[5] = {"memcpy HtoD", "memcpy DtoH", "memcpy DtoD",
-                                            "memcpy HtoH", "memcpy PtoP"};
-            int k = kinds[r - 4];
-            label = labels[r - 4];
-            if (ref->memcpy_count[k]) {
-              snprintf(vals[c - c0], 64, "%s (%llu)", dur(x, d->memcpy_ns[k]),
-                       (unsigned long long)d->memcpy_count[k]);
-              any = 1;
-            }
-            break;
-          }
-          case 9: {
-            label = "memcpy other";
-            int64_t ns = 0;
-            uint64_t cnt = 0, acnt = 0;
-            for (int k = 0; k < TBE_NCOPY_KINDS; k++) {
-              if (k == TBE_COPY_HTOD || k == TBE_COPY_DTOH || k == TBE_COPY_DTOD ||
-                  k == TBE_COPY_HTOH || k == TBE_COPY_PTOP)
-                continue;
-              ns += d->memcpy_ns[k];
-              cnt += d->memcpy_count[k];
-              acnt += ref->memcpy_count[k];
-            }
-            if (acnt) {
-              snprintf(vals[c - c0], 64, "%s (%llu)", dur(x, ns), (unsigned long long)cnt);
-              any = 1;
-            }
-            break;
-          }
-          case 10:
-            label = "memset";
-            if (ref->memset_count) {
-              snprintf(vals[c - c0], 64, "%s (%llu)", dur(x, d->memset_ns),
-                       (unsigned long long)d->memset_count);
-              any = 1;
-            }
-            break;
-          case 11:
-            label = "sync";
-            if (ref->sync_count) {
-              snprintf(vals[c - c0], 64, "%s (%llu)", dur(x, d->sync_ns),
-                       (unsigned long long)d->sync_count);
-              any = 1;
-            }
-            break;
-          case 12:
-            label = "idle";
-            snprintf(vals[c - c0], 64, "%s %5.1f%%", dur(x, d->idle_ns), pct(d->idle_ns, d->wall_ns));
-            any = 1;
-            break;
-          case 13:
-            label = "launch latency";
-            if (ref->launch_samples) {
-              if (d->launch_median_ns >= 0) snprintf(vals[c - c0], 64, "%s", dur(x, d->launch_median_ns));
-              else snprintf(vals[c - c0], 64, "-");
-              any = 1;
-            }
-            break;
-          case 14:
-            label = "short kernels";
-            if (ref->kernel_count) {
-              snprintf(vals[c - c0], 64, "%llu (<%dus)", (unsigned long long)d->short_kernels,
-                       TBE_SHORT_KERNEL_NS / 1000);
-              any = 1;
-            }
-            break;
-          default: break;
-        }
-        (void)y;
-      }
-      if (!label || !any) continue;
-      cell(b, label, lw, 0);
-      for (size_t c = c0; c < c1; c++) {
-        tbe__buf_puts(b, "  ");
-        cell(b, vals[c - c0], DCOL, 1);
-      }
-      tbe__buf_putc(b, '\n');
-    }
-  }
-}
-
-/* The per-GPU overview of one trace: a column per GPU, and all GPUs
- * together when there are several. */
-static void overview_table(tbe__buf *b, const tbe_analysis *an, int width) {
-  tbe__ocol cols[65];
-  char labels[65][32];
-  size_t ncols = 0;
-  for (size_t i = 0; i < an->ndevices && ncols < 64; i++, ncols++) {
-    const tbe_device_stats *d = &an->devices[i];
-    device_label(an, d, labels[ncols], sizeof labels[ncols]);
-    cols[ncols].d = d;
-    cols[ncols].label = labels[ncols];
-    cols[ncols].name = d->name && an->trace ? tbe_trace_str(an->trace, d->name) : NULL;
-  }
-  if (an->ndevices > 1) {
-    device_label(an, &an->all, labels[ncols], sizeof labels[ncols]);
-    cols[ncols].d = &an->all;
-    cols[ncols].label = labels[ncols];
-    cols[ncols++].name = NULL;
-  }
-  tbe__overview(b, cols, ncols, &an->all, width);
-}
-
-static void host_lines(tbe__buf *b, const tbe_analysis *an) {
-  char x[32], y[32];
-  tbe__buf_printf(b, "host: busiest thread %s (%.1f%%), %llu CUDA API calls, %llu syncs (%s)\n",
-                  dur(x, an->host_busy_ns), pct(an->host_busy_ns, an->wall_ns),
-                  (unsigned long long)an->api_calls, (unsigned long long)an->sync_calls,
-                  dur(y, an->sync_call_ns));
-  if (an->overhead_ns || an->dropped_records || an->ended_early)
-    tbe__buf_printf(b, "profiler: overhead %s, dropped records %llu (out-of-range timestamps %llu)%s\n",
-                    dur(x, an->overhead_ns), (unsigned long long)an->dropped_records,
-                    (unsigned long long)an->out_of_range_records,
-                    an->ended_early ? ", capture ended early" : "");
-}
-
-static void name_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
-                       const tbe_report_options *o) {
-  size_t n = an->ngroups[g];
-  if (n == 0) return;
-  size_t top = o->top && o->top < n ? o->top : n;
-  int kern = g == TBE_GROUP_KERNEL;
-  /* Columns: name, calls 7, total 10, self 10 (host tables), self% 6,
-   * avg 10, min 10 (kernels), max 10. */
-  static const int cw[6] = {7, 10, 10, 6, 10, 10};
-  int fixed = 7 + 10 + 10 + 6 + 10 + 10 + 2 * 6;
-  int nw = o->width - fixed;
-  if (nw < NAME_MIN) nw = NAME_MIN;
-  char name[SHORT_MAX], x[32];
-  if (o->wide) {
-    for (size_t i = 0; i < top; i++) {
-      tbe__name_cell(an->groups[g][i].label, nw, 1, name, sizeof name);
-      size_t l = tbe__text_width(name, strlen(name));
-      if ((int)l > nw) nw = (int)l;
-    }
-  }
-  tbe__buf_printf(b, "\n%s (%zu of %zu, by %s)\n", gtitle[g], top, n,
-                  o->sort == TBE_SORT_AVG ? "average" : o->sort == TBE_SORT_CALLS ? "calls"
-                                            : o->sort == TBE_SORT_MAX ? "max" : "total");
-  cell(b, "name", nw, 0);
-  const char *hd[6] = {"calls", "total", kern ? "avg" : "self", "self%", kern ? "min" : "avg",
-                       "max"};
-  for (int c = 0; c < 6; c++) {
-    tbe__buf_puts(b, "  ");
-    cell(b, hd[c], cw[c], 1);
-  }
-  tbe__buf_putc(b, '\n');
-  rule(b, nw + fixed);
-  const char **labels = tbe__alloc(b->a, (top ? top : 1) * sizeof *labels);
-  char *cells = tbe__alloc(b->a, (top ? top : 1) * (size_t)SHORT_MAX);
-  if (!labels || !cells) {
-    tbe__free(b->a, labels);
-    tbe__free(b->a, cells);
-    b->err = TBE_ENOMEM;
-    return;
-  }
-  for (size_t i = 0; i < top; i++) labels[i] = an->groups[g][i].label;
-  if (tbe__name_cells(labels, top, nw, o->wide, cells, SHORT_MAX, b->a)) b->err = TBE_ENOMEM;
-  for (size_t i = 0; i < top; i++) {
-    const tbe_name_stats *e = &an->groups[g][i];
-    snprintf(name, sizeof name, "%s", cells + i * SHORT_MAX);
-    cell(b, name, nw, 0);
-    int64_t avg = e->calls ? e->total_ns / (int64_t)e->calls : 0;
-    char v[6][32];
-    snprintf(v[0], 32, "%llu", (unsigned long long)e->calls);
-    tbe__fmt_dur(v[1], 32, e->total_ns);
-    tbe__fmt_dur(v[2], 32, kern ? avg : e->self_ns);
-    snprintf(v[3], 32, "%.1f", pct(e->self_ns, an->group_total_ns[g]));
-    tbe__fmt_dur(v[4], 32, kern ? e->min_ns : avg);
-    tbe__fmt_dur(v[5], 32, e->max_ns);
-    for (int c = 0; c < 6; c++) {
-      tbe__buf_puts(b, "  ");
-      cell(b, v[c], cw[c], 1);
-    }
-    tbe__buf_putc(b, '\n');
-  }
-  tbe__free(b->a, labels);
-  tbe__free(b->a, cells);
-  (void)x;
-}
-
-static void steps_table(tbe__buf *b, const tbe_analysis *an) {
-  if (!an->nsteps) return;
-  tbe__buf_printf(b, "\nSteps (%zu)\n", an->nsteps);
-  /* time: the step on the device (tbe_step_stats); host: its host range */
-  static const char *hd[6] = {"step", "time", "host", "GPU busy", "kernel time", "kernels"};
-  static const int cw[6] = {10, 12, 12, 9, 12, 8};
-  for (int c = 0; c < 6; c++) {
-    if (c) tbe__buf_puts(b, "  ");
-    cell(b, hd[c], cw[c], c != 0);
-  }
-  tbe__buf_putc(b, '\n');
-  rule(b, 10 + 12 + 12 + 9 + 12 + 8 + 10);
-  for (size_t i = 0; i < an->nsteps; i++) {
-    const tbe_step_stats *s = &an->steps[i];
-    char v[6][32];
-    snprintf(v[0], 32, "%lld", (long long)s->num);
-    tbe__fmt_dur(v[1], 32, s->dur_ns);
-    tbe__fmt_dur(v[2], 32, s->host_ns);
-    snprintf(v[3], 32, "%.1f%%", pct(s->gpu_busy_ns, s->dur_ns));
-    tbe__fmt_dur(v[4], 32, s->kernel_ns);
-    snprintf(v[5], 32, "%llu", (unsigned long long)s->kernel_count);
-    for (int c = 0; c < 6; c++) {
-      if (c) tbe__buf_puts(b, "  ");
-      cell(b, v[c], cw[c], c != 0);
-    }
-    tbe__buf_putc(b, '\n');
-  }
-}
-
-static void advice_lines(tbe__buf *b, const tbe_analysis *an, int md) {
-  if (!an->nadvice) return;
-  tbe__buf_puts(b, md ? "\n## Advice\n\n" : "\nAdvice\n");
-  for (size_t i = 0; i < an->nadvice; i++) {
-    tbe__buf_puts(b, "- ");
-    if (md) tbe__md_escape(b, an->advice[i].text);
-    else tbe__term(b, an->advice[i].text);
-    tbe__buf_putc(b, '\n');
-  }
-}
-
-/* ---- the step hint ---- */
-
-/* The flag that makes the hinted range the step: "--steps nvtx:NAME",
- * shell-quoted when needed. */
-void tbe__step_hint_flag(tbe__buf *b, const tbe_analysis *an) {
-  tbe__buf_puts(b, "--steps ");
-  tbe__buf t;
-  tbe__buf_init(&t, b->a);
-  tbe__buf_puts(&t, "nvtx:");
-  tbe__buf_puts(&t, an->step_hint);
-  tbe__buf_putc(&t, '\0');
-  if (tbe__buf_error(&t)) b->err = t.err;
-  else shell_word(b, (const char *)t.data);
-  tbe__buf_deinit(&t);
-}
-
-/* The sentence naming the range that looks like the iteration, in the
- * table (wrapped at the width) or Markdown form; nothing without a hint.
- * `where` says whose figures they are (NULL: this trace's). */
-void tbe__step_hint_text(tbe__buf *b, const tbe_analysis *an, const tbe_report_options *o,
-                         const char *where, const char *whole) {
-  if (!an->step_hint) return;
-  int md = o->format == TBE_REPORT_MARKDOWN;
-  tbe__buf t, flag;
-  tbe__buf_init(&t, b->a);
-  tbe__buf_init(&flag, b->a);
-  tbe__step_hint_flag(&flag, an);
-  /* Markdown: the flag is a code span, fenced by one backtick more than
-   * the longest run of them in it (a range name may hold backticks). */
-  size_t run = 0, longest = 0;
-  for (size_t i = 0; i < flag.len; i++) {
-    run = flag.data[i] == '`' ? run + 1 : 0;
-    if (run > longest) longest = run;
-  }
-  tbe__buf_printf(&t, "%sNo steps %s. The %s \"", md ? "**Steps:** " : "",
-                  whole ? whole : "in this trace",
-                  an->step_hint_kind == TBE_EV_USER_ANNOTATION ? "user annotation" : "NVTX range");
-  if (md) tbe__md_escape(&t, an->step_hint);
-  else tbe__term(&t, an->step_hint);
-  tbe__buf_printf(&t, "\" looks like the iteration (%s%s%llu times at the top of one host thread, "
-                      "%.1f%% of the wall time): for per-step figures, profile or import again "
-                      "with ",
-                  where ? where : "", where ? ": " : "", (unsigned long long)an->step_hint_count,
-                  pct(an->step_hint_ns, an->wall_ns));
-  for (size_t i = 0; md && i <= longest; i++) tbe__buf_putc(&t, '`');
-  if (md && longest) tbe__buf_putc(&t, ' ');
-  size_t at = t.len;
-  tbe__buf_append(&t, flag.data, flag.len);
-  if (!md) /* keep the flag on one line */
-    for (size_t i = at; i < t.len; i++)
-      if (t.data[i] == ' ') t.data[i] = '\x01';
-  if (md && longest) tbe__buf_putc(&t, ' ');
-  for (size_t i = 0; md && i <= longest; i++) tbe__buf_putc(&t, '`');
-  tbe__buf_puts(&t, md ? ".\n" : ".");
-  tbe__buf_putc(&t, '\0');
-  if (tbe__buf_error(&flag)) t.err = flag.err;
-  if (tbe__buf_error(&t)) {
-    b->err = t.err;
-  } else {
-    tbe__buf_putc(b, '\n');
-    if (md) tbe__buf_puts(b, (const char *)t.data);
-    else tbe__wrap(b, (const char *)t.data, o->width);
-  }
-  tbe__buf_deinit(&flag);
-  tbe__buf_deinit(&t);
-}
-
-/* The hint as CSV (its own section) or as the value of a JSON member. */
-void tbe__step_hint_csv(tbe__buf *b, const tbe_analysis *an, const char *host, int header) {
-  if (!an->step_hint) return;
-  if (header)
-    tbe__buf_printf(b, "\nsection,%sname,kind,count,total_ns,wall_pct,flag\n", host ? "host," : "");
-  tbe__buf_puts(b, "step_hint,");
-  if (host) {
-    csv_str(b, host);
-    tbe__buf_putc(b, ',');
-  }
-  csv_str(b, an->step_hint);
-  tbe__buf_printf(b, ",%s,%llu,%lld,%.2f,",
-                  an->step_hint_kind == TBE_EV_USER_ANNOTATION ? "user_annotation" : "nvtx",
-                  (unsigned long long)an->step_hint_count, (long long)an->step_hint_ns,
-                  pct(an->step_hint_ns, an->wall_ns));
-  tbe__buf t;
-  tbe__buf_init(&t, b->a);
-  tbe__step_hint_flag(&t, an);
-  tbe__buf_putc(&t, '\0');
-  if (tbe__buf_error(&t)) b->err = t.err;
-  else csv_str(b, (const char *)t.data);
-  tbe__buf_deinit(&t);
-  tbe__buf_putc(b, '\n');
-}
-
-void tbe__step_hint_json(tbe__buf *b, const tbe_analysis *an) {
-  if (!an->step_hint) {
-    tbe__buf_puts(b, "null");
-    return;
-  }
-  tbe__buf_puts(b, "{\"name\":");
-  tbe__json_str(b, an->step_hint);
-  tbe__buf_printf(b, ",\"kind\":\"%s\",\"count\":%llu,\"total_ns\":%lld,\"flag\":",
-                  an->step_hint_kind == TBE_EV_USER_ANNOTATION ? "user_annotation" : "nvtx",
-                  (unsigned long long)an->step_hint_count, (long long)an->step_hint_ns);
-  tbe__buf t;
-  tbe__buf_init(&t, b->a);
-  tbe__step_hint_flag(&t, an);
-  tbe__buf_putc(&t, '\0');
-  if (tbe__buf_error(&t)) b->err = t.err;
-  else tbe__json_str(b, (const char *)t.data);
-  tbe__buf_deinit(&t);
-  tbe__buf_putc(b, '}');
-}
-
-void tbe__json_dist(tbe__buf *b, const tbe_step_dist *d) {
-  tbe__buf_printf(b,
-                  "{\"n\":%zu,\"median_ns\":%lld,\"q1_ns\":%lld,\"q3_ns\":%lld,\"min_ns\":%lld,"
-                  "\"max_ns\":%lld}",
-                  d->n, (long long)d->median_ns, (long long)d->q1_ns, (long long)d->q3_ns,
-                  (long long)d->min_ns, (long long)d->max_ns);
-}
-
-/* ---- summary: table (continued) ---- */
-
-static void summary_header(tbe__buf *b, const tbe_analysis *an, const tbe_report_options *o) {
-  const tbe_trace *t = an->trace;
-  char x[32];
-  if (o->label[0]) {
-    tbe__buf_puts(b, "Trace ");
-    tbe__term(b, o->label[0]);
-    tbe__buf_putc(b, '\n');
-  }
-  tbe__buf_printf(b, "wall %s, %zu GPU%s, %llu kernels, %zu steps", dur(x, an->wall_ns),
-                  an->ndevices, an->ndevices == 1 ? "" : "s",
-                  (unsigned long long)an->all.kernel_count, an->nsteps);
-  if (t->host) {
-    tbe__buf_puts(b, ", host ");
-    tbe__term(b, tbe_trace_str(t, t->host));
-  }
-  tbe__buf_putc(b, '\n');
-  for (size_t i = 0; i < t->nwarnings; i++) {
-    tbe__buf_puts(b, "warning: ");
-    tbe__term(b, tbe_trace_str(t, t->warnings[i]));
-    tbe__buf_putc(b, '\n');
-  }
-}
-
-static void summary_table(tbe__buf *b, tbe_analysis *an, const tbe_report_options *o) {
-  summary_header(b, an, o);
-  tbe__buf_putc(b, '\n');
-  overview_table(b, an, o->width);
-  host_lines(b, an);
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) name_table(b, an, (tbe_group_kind)g, o);
-  steps_table(b, an);
-  tbe__step_hint_text(b, an, o, NULL, NULL);
-  advice_lines(b, an, 0);
-}
-
-/* ---- summary: markdown ---- */
-
-void tbe__md_kernels(tbe__buf *b, const tbe_analysis *an, size_t top, int wide) {
-  size_t n = an->ngroups[TBE_GROUP_KERNEL];
-  if (top == 0 || top > n) top = n;
-  char name[SHORT_MAX], v[6][32];
-  tbe__buf_puts(b, "| kernel | calls | total | self % | avg | min | max |\n"
-                   "|---|---:|---:|---:|---:|---:|---:|\n");
-  for (size_t i = 0; i < top; i++) {
-    const tbe_name_stats *e = &an->groups[TBE_GROUP_KERNEL][i];
-    const char *full = e->label;
-    if (wide) full_name(full, name, sizeof name);
-    else tbe_name_shorten(full, 80, name, sizeof name);
-    int64_t avg = e->calls ? e->total_ns / (int64_t)e->calls : 0;
-    tbe__fmt_dur(v[1], 32, e->total_ns);
-    tbe__fmt_dur(v[2], 32, avg);
-    tbe__fmt_dur(v[3], 32, e->min_ns);
-    tbe__fmt_dur(v[4], 32, e->max_ns);
-    tbe__buf_puts(b, "| ");
-    tbe__md_escape(b, name);
-    tbe__buf_printf(b, " | %llu | %s | %.1f | %s | %s | %s |\n", (unsigned long long)e->calls,
-                    v[1], pct(e->self_ns, an->group_total_ns[TBE_GROUP_KERNEL]), v[2], v[3], v[4]);
-  }
-}
-
-static void md_group(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
-                     const tbe_report_options *o) {
-  size_t n = an->ngroups[g];
-  if (!n) return;
-  size_t top = o->top && o->top < n ? o->top : n;
-  tbe__buf_printf(b, "\n## %s (%zu of %zu)\n\n", gtitle[g], top, n);
-  if (g == TBE_GROUP_KERNEL) {
-    tbe__md_kernels(b, an, top, o->wide);
-    return;
-  }
-  char name[SHORT_MAX], v[5][32];
-  tbe__buf_puts(b, "| name | calls | total | self | self % | avg | max |\n"
-                   "|---|---:|---:|---:|---:|---:|---:|\n");
-  for (size_t i = 0; i < top; i++) {
-    const tbe_name_stats *e = &an->groups[g][i];
-    const char *full = e->label;
-    if (o->wide) full_name(full, name, sizeof name);
-    else tbe_name_shorten(full, 80, name, sizeof name);
-    int64_t avg = e->calls ? e->total_ns / (int64_t)e->calls : 0;
-    tbe__fmt_dur(v[0], 32, e->total_ns);
-    tbe__fmt_dur(v[1], 32, e->self_ns);
-    tbe__fmt_dur(v[2], 32, avg);
-    tbe__fmt_dur(v[3], 32, e->max_ns);
-    tbe__buf_puts(b, "| ");
-    tbe__md_escape(b, name);
-    tbe__buf_printf(b, " | %llu | %s | %s | %.1f | %s | %s |\n", (unsigned long long)e->calls,
-                    v[0], v[1], pct(e->self_ns, an->group_total_ns[g]), v[2], v[3]);
-  }
-}
-
-static void summary_md(tbe__buf *b, tbe_analysis *an, const tbe_report_options *o) {
-  char x[32], y[32];
-  tbe__buf_puts(b, "# Summary");
-  if (o->label[0]) {
-    tbe__buf_puts(b, ": ");
-    tbe__md_escape(b, o->label[0]);
-  }
-  tbe__buf_printf(b, "\n\nWall time %s, %llu kernels, %zu steps.\n\n", dur(x, an->wall_ns),
-                  (unsigned long long)an->all.kernel_count, an->nsteps);
-  tbe__buf_puts(b, "| device | busy | busy % | kernels | kernel count | memcpy | memset | sync | "
-                   "idle | launch latency |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-  for (size_t i = 0; i <= an->ndevices; i++) {
-    const tbe_device_stats *d = i < an->ndevices ? &an->devices[i] : &an->all;
-    if (i == an->ndevices && an->ndevices == 1) break;
-    int64_t cp = 0;
-    for (int k = 0; k < TBE_NCOPY_KINDS; k++) cp += d->memcpy_ns[k];
-    char v[6][32];
-    tbe__fmt_dur(v[0], 32, d->busy_ns);
-    tbe__fmt_dur(v[1], 32, d->kernel_ns);
-    tbe__fmt_dur(v[2], 32, cp);
-    tbe__fmt_dur(v[3], 32, d->memset_ns);
-    tbe__fmt_dur(v[4], 32, d->sync_ns);
-    tbe__fmt_dur(v[5], 32, d->idle_ns);
-    char lab[32];
-    device_label(an, d, lab, sizeof lab);
-    tbe__buf_printf(b, "| %s | %s | %.1f | %s | %llu | %s | %s | %s | %s | %s |\n", lab, v[0],
-                    pct(d->busy_ns, d->wall_ns), v[1], (unsigned long long)d->kernel_count, v[2],
-                    v[3], v[4], v[5], d->launch_median_ns >= 0 ? dur(y, d->launch_median_ns) : "-");
-  }
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) md_group(b, an, (tbe_group_kind)g, o);
-  if (an->nsteps) {
-    tbe__buf_puts(b, "\n## Steps\n\n| step | time | host | GPU busy % | kernel time | kernels |\n"
-                     "|---:|---:|---:|---:|---:|---:|\n");
-    for (size_t i = 0; i < an->nsteps; i++) {
-      const tbe_step_stats *s = &an->steps[i];
-      char h[32];
-      tbe__fmt_dur(h, sizeof h, s->host_ns);
-      tbe__buf_printf(b, "| %lld | %s | %s | %.1f | %s | %llu |\n", (long long)s->num,
-                      dur(x, s->dur_ns), h, pct(s->gpu_busy_ns, s->dur_ns), dur(y, s->kernel_ns),
-                      (unsigned long long)s->kernel_count);
-    }
-  }
-  tbe__step_hint_text(b, an, o, NULL, NULL);
-  advice_lines(b, an, 1);
-}
-
-/* ---- summary: CSV ---- */
-
-static void names_csv(tbe__buf *b, const tbe_analysis *an, const tbe_report_options *o) {
-  tbe__buf_puts(b, "\nsection,name,calls,total_ns,self_ns,self_pct,avg_ns,min_ns,max_ns\n");
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
-    size_t n = an->ngroups[g], top = o->top && o->top < n ? o->top : n;
-    for (size_t i = 0; i < top; i++) {
-      const tbe_name_stats *e = &an->groups[g][i];
-      tbe__buf_printf(b, "%s,", tbe_group_name((tbe_group_kind)g));
-      csv_str(b, e->label);
-      tbe__buf_printf(b, ",%llu,%lld,%lld,%.2f,%lld,%lld,%lld\n", (unsigned long long)e->calls,
-                      (long long)e->total_ns, (long long)e->self_ns,
-                      pct(e->self_ns, an->group_total_ns[g]),
-                      (long long)(e->calls ? e->total_ns / (int64_t)e->calls : 0),
-                      (long long)e->min_ns, (long long)e->max_ns);
-    }
-  }
-}
-
-void tbe__summary_names(tbe__buf *b, const tbe_analysis *an, const tbe_report_options *o) {
-  for (int g = 0; g < TBE_GROUP__COUNT && o->format == TBE_REPORT_TABLE; g++)
-    name_table(b, an, (tbe_group_kind)g, o);
-  for (int g = 0; g < TBE_GROUP__COUNT && o->format == TBE_REPORT_MARKDOWN; g++)
-    md_group(b, an, (tbe_group_kind)g, o);
-  if (o->format == TBE_REPORT_CSV) names_csv(b, an, o);
-}
-
-static void summary_csv(tbe__buf *b, tbe_analysis *an, const tbe_report_options *o) {
-  tbe__buf_puts(b, "section,device,wall_ns,busy_ns,kernel_ns,kernel_count,memcpy_htod_ns,"
-                   "memcpy_dtoh_ns,memcpy_dtod_ns,memcpy_other_ns,memset_ns,sync_ns,idle_ns,"
-                   "launch_median_ns\n");
-  for (size_t i = 0; i <= an->ndevices; i++) {
-    const tbe_device_stats *d = i < an->ndevices ? &an->devices[i] : &an->all;
-    int64_t other = 0;
-    for (int k = 0; k < TBE_NCOPY_KINDS; k++)
-      if (k != TBE_COPY_HTOD && k != TBE_COPY_DTOH && k != TBE_COPY_DTOD) other += d->memcpy_ns[k];
-    char dev[16];
-    if (d->device < 0) snprintf(dev, sizeof dev, "all");
-    else snprintf(dev, sizeof dev, "%d", (int)d->device);
-    tbe__buf_printf(b, "device,%s,%lld,%lld,%lld,%llu,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld\n",
-                    dev,
-                    (long long)d->wall_ns, (long long)d->busy_ns, (long long)d->kernel_ns,
-                    (unsigned long long)d->kernel_count, (long long)d->memcpy_ns[TBE_COPY_HTOD],
-                    (long long)d->memcpy_ns[TBE_COPY_DTOH], (long long)d->memcpy_ns[TBE_COPY_DTOD],
-                    (long long)other, (long long)d->memset_ns, (long long)d->sync_ns,
-                    (long long)d->idle_ns, (long long)d->launch_median_ns);
-  }
-  tbe__summary_names(b, an, o);
-  if (an->nsteps) {
-    tbe__buf_puts(b, "\nsection,step,start_ns,dur_ns,host_ns,gpu_busy_ns,kernel_ns,kernel_count\n");
-    for (size_t i = 0; i < an->nsteps; i++) {
-      const tbe_step_stats *s = &an->steps[i];
-      tbe__buf_printf(b, "step,%lld,%lld,%lld,%lld,%lld,%lld,%llu\n", (long long)s->num,
-                      (long long)s->start_ns, (long long)s->dur_ns, (long long)s->host_ns,
-                      (long long)s->gpu_busy_ns, (long long)s->kernel_ns,
-                      (unsigned long long)s->kernel_count);
-    }
-  }
-  tbe__step_hint_csv(b, an, NULL, 1);
-  if (an->nadvice) {
-    tbe__buf_puts(b, "\nsection,kind,figure,text\n");
-    for (size_t i = 0; i < an->nadvice; i++) {
-      tbe__buf_printf(b, "advice,%u,%.3f,", an->advice[i].kind, an->advice[i].figure);
-      csv_str(b, an->advice[i].text);
-      tbe__buf_putc(b, '\n');
-    }
-  }
-}
-
-/* ---- summary: JSON ---- */
-
-static void json_device(tbe__buf *b, const tbe_analysis *an, const tbe_device_stats *d) {
-  static const char *copy[TBE_NCOPY_KINDS] = {"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
-                                              "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
-  tbe__buf_printf(b, "{\"device\":%d,\"name\":", (int)d->device);
-  tbe__json_str(b, an->trace && d->name ? tbe_trace_str(an->trace, d->name) : "");
-  tbe__buf_printf(b,
-                  ",\"wall_ns\":%lld,\"busy_ns\":%lld,\"busy_pct\":%.3f,\"idle_ns\":%lld,"
-                  "\"kernel_ns\":%lld,\"kernel_count\":%llu,\"short_kernels\":%llu,"
-                  "\"memset_ns\":%lld,\"memset_count\":%llu,\"sync_ns\":%lld,\"sync_count\":%llu,"
-                  "\"pageable_ns\":%lld,\"pageable_count\":%llu,\"launch_median_ns\":%lld,"
-                  "\"launch_samples\":%llu,\"memcpy\":{",
-                  (long long)d->wall_ns, (long long)d->busy_ns, pct(d->busy_ns, d->wall_ns),
-                  (long long)d->idle_ns, (long long)d->kernel_ns,
-                  (unsigned long long)d->kernel_count, (unsigned long long)d->short_kernels,
-                  (long long)d->memset_ns, (unsigned long long)d->memset_count,
-                  (long long)d->sync_ns, (unsigned long long)d->sync_count,
-                  (long long)d->pageable_ns, (unsigned long long)d->pageable_count,
-                  (long long)d->launch_median_ns, (unsigned long long)d->launch_samples);
-  int first = 1;
-  for (int k = 0; k < TBE_NCOPY_KINDS; k++) {
-    if (!d->memcpy_count[k]) continue;
-    tbe__buf_printf(b, "%s\"%s\":{\"ns\":%lld,\"count\":%llu,\"bytes\":%llu}", first ? "" : ",",
-                    copy[k], (long long)d->memcpy_ns[k], (unsigned long long)d->memcpy_count[k],
-                    (unsigned long long)d->memcpy_bytes[k]);
-    first = 0;
-  }
-  tbe__buf_puts(b, "}}");
-}
-
-void tbe__summary_json(tbe__buf *b, const tbe_analysis *an, const tbe_report_options *o,
-                       const char *label) {
-  const tbe_trace *t = an->trace;
-  tbe__buf_puts(b, "{\"label\":");
-  tbe__json_str(b, label ? label : "");
-  tbe__buf_puts(b, ",\"host\":");
-  tbe__json_str(b, an->host ? an->host : "");
-  tbe__buf_printf(b, ",\"pid\":%lld,\"rank\":%d,\"world_size\":%d", (long long)an->pid,
-                  (int)an->rank, (int)an->world_size);
-  tbe__buf_printf(b,
-                  ",\"start_ns\":%lld,\"wall_ns\":%lld,\"host_busy_ns\":%lld,\"api_calls\":%llu,"
-                  "\"sync_calls\":%llu,\"sync_call_ns\":%lld,\"overhead_ns\":%lld,"
-                  "\"dropped_records\":%llu,\"out_of_range_records\":%llu,\"ended_early\":%s,"
-                  "\"devices\":[",
-                  (long long)an->start_ns, (long long)an->wall_ns, (long long)an->host_busy_ns,
-                  (unsigned long long)an->api_calls, (unsigned long long)an->sync_calls,
-                  (long long)an->sync_call_ns, (long long)an->overhead_ns,
-                  (unsigned long long)an->dropped_records,
-                  (unsigned long long)an->out_of_range_records, an->ended_early ? "true" : "false");
-  for (size_t i = 0; i < an->ndevices; i++) {
-    if (i) tbe__buf_putc(b, ',');
-    json_device(b, an, &an->devices[i]);
-  }
-  tbe__buf_puts(b, "],\"all\":");
-  json_device(b, an, &an->all);
-  char name[SHORT_MAX];
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
-    size_t n = an->ngroups[g], top = o->top && o->top < n ? o->top : n;
-    tbe__buf_printf(b, ",\"%s\":[", tbe_group_name((tbe_group_kind)g));
-    for (size_t i = 0; i < top; i++) {
-      const tbe_name_stats *e = &an->groups[g][i];
-      const char *full = e->label;
-      tbe_name_shorten(full, 0, name, sizeof name);
-      tbe__buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
-      tbe__json_str(b, full);
-      tbe__buf_puts(b, ",\"short_name\":");
-      tbe__json_str(b, name);
-      tbe__buf_printf(b,
-                      ",\"calls\":%llu,\"total_ns\":%lld,\"self_ns\":%lld,\"self_pct\":%.3f,"
-                      "\"avg_ns\":%lld,\"min_ns\":%lld,\"max_ns\":%lld",
-                      (unsigned long long)e->calls, (long long)e->total_ns, (long long)e->self_ns,
-                      pct(e->self_ns, an->group_total_ns[g]),
-                      (long long)(e->calls ? e->total_ns / (int64_t)e->calls : 0),
-                      (long long)e->min_ns, (long long)e->max_ns);
-      if (e->step_ns) {
-        tbe__buf_puts(b, ",\"step_ns\":[");
-        for (size_t s = 0; s < an->nsteps; s++)
-          tbe__buf_printf(b, "%s%lld", s ? "," : "", (long long)e->step_ns[s]);
-        tbe__buf_putc(b, ']');
-      }
-      tbe__buf_putc(b, '}');
-    }
-    tbe__buf_putc(b, ']');
-  }
-  tbe__buf_puts(b, ",\"steps\":[");
-  for (size_t i = 0; i < an->nsteps; i++) {
-    const tbe_step_stats *s = &an->steps[i];
-    tbe__buf_printf(b,
-                    "%s{\"step\":%lld,\"start_ns\":%lld,\"dur_ns\":%lld,\"host_ns\":%lld,"
-                    "\"gpu_busy_ns\":%lld,\"kernel_ns\":%lld,\"kernel_count\":%llu}",
-                    i ? "," : "", (long long)s->num, (long long)s->start_ns, (long long)s->dur_ns,
-                    (long long)s->host_ns, (long long)s->gpu_busy_ns, (long long)s->kernel_ns,
-                    (unsigned long long)s->kernel_count);
-  }
-  tbe__buf_puts(b, "],\"step_stats\":");
-  tbe__json_dist(b, &an->step_dist);
-  tbe__buf_puts(b, ",\"step_hint\":");
-  tbe__step_hint_json(b, an);
-  tbe__buf_puts(b, ",\"advice\":[");
-  for (size_t i = 0; i < an->nadvice; i++) {
-    tbe__buf_printf(b, "%s{\"kind\":%u,\"figure\":%.6g,\"text\":", i ? "," : "",
-                    an->advice[i].kind, an->advice[i].figure);
-    tbe__json_str(b, an->advice[i].text);
-    tbe__buf_putc(b, '}');
-  }
-  tbe__buf_puts(b, "],\"warnings\":[");
-  for (size_t i = 0; t && i < t->nwarnings; i++) {
-    if (i) tbe__buf_putc(b, ',');
-    tbe__json_str(b, tbe_trace_str(t, t->warnings[i]));
-  }
-  tbe__buf_puts(b, "]}");
-}
-
-static void summary_json(tbe__buf *b, tbe_analysis *an, const tbe_report_options *o) {
-  tbe__summary_json(b, an, o, o->label[0]);
-  tbe__buf_putc(b, '\n');
+const tbe__report_format *tbe__report_format_of(int f) {
+  return (unsigned)f < sizeof FORMATS / sizeof FORMATS[0] ? &FORMATS[f] : &FORMATS[0];
 }
 
 /* ---- public entry points ---- */
@@ -1170,12 +452,7 @@ int tbe_report_summary(tbe_analysis *an, const tbe_report_options *o, char **out
   tbe__allocator_init(&al, oo.allocator);
   tbe__buf b;
   tbe__buf_init(&b, &al);
-  switch (oo.format) {
-    case TBE_REPORT_CSV: summary_csv(&b, an, &oo); break;
-    case TBE_REPORT_JSON: summary_json(&b, an, &oo); break;
-    case TBE_REPORT_MARKDOWN: summary_md(&b, an, &oo); break;
-    default: summary_table(&b, an, &oo); break;
-  }
+  tbe__report_format_of(oo.format)->summary(&b, an, &oo);
   return finish(&b, out, len);
 }
 
