@@ -50,6 +50,7 @@
 #include "trace/export_json.h"
 #include "trace/export_json_int.h"
 #include "trace/exporter.h"
+#include "trace/model_int.h"
 
 /* Kineto floors its base time to this many seconds (~a quarter year), so
  * ranks on different hosts share one base (output_json.h). */
@@ -374,10 +375,10 @@ static int write_tail(jctx *c, const char *trace_name) {
   return w->err;
 }
 
-/* Writes the whole document to `fd`: the head, the events
+/* Writes the whole document into `out`: the head, the events
  * (export_json_pipe.c, `nth` formatting threads, 0: the default), the
  * tail. */
-static int json_write(const tbe_trace *t, int fd, int gzip, int nth, const char *trace_name,
+static int json_write(const tbe_trace *t, tbe__sink *out, int gzip, int nth, const char *trace_name,
                       const char *host, const tbe_allocator *a,
                       void (*progress)(void *, uint64_t, uint64_t), void *progress_ctx) {
   jctx *c = tbe__calloc(a, 1, sizeof *c);
@@ -396,7 +397,7 @@ static int json_write(const tbe_trace *t, int fd, int gzip, int nth, const char 
     c->base = tbe__sat_mul(floor_div(t->start_ns, period), period); /* saturates (common/checked.h) */
   }
   tbe__jw_keys(c);
-  jsink sink = {fd, gzip, 0, 0, 0, a};
+  jsink sink = {out, gzip, 0, 0, 0, a};
   int rc = c->esc ? tbe__jw_esc_all(c) : TBE_ENOMEM;
   if (!rc) rc = write_head(c, host);
   if (!rc) {
@@ -424,46 +425,21 @@ static int json_write(const tbe_trace *t, int fd, int gzip, int nth, const char 
 
 int tbe__json_write_fd(const tbe_trace *t, int fd, int gzip, int threads, const char *trace_name) {
   if (!t || fd < 0) return TBE_EINVAL;
+  if (!tbe__trace_finished(t)) return TBE_ESTATE;
   tbe_allocator a;
   tbe__allocator_init(&a, NULL);
-  return json_write(t, fd, gzip, threads, trace_name, NULL, &a, NULL, NULL);
+  tbe__sink out;
+  tbe__sink_file(&out, fd);
+  return json_write(t, &out, gzip, threads, trace_name, NULL, &a, NULL, NULL);
 }
 
-/* Writes the JSON of `t` to `dir`/`name` atomically. */
-static int json_file(const tbe_trace *t, const tbe_allocator *a, const char *dir, const char *name,
-                     const char *host, int gzip, int force, int durable,
-                     void (*progress)(void *, uint64_t, uint64_t), void *progress_ctx) {
-  tbe__afile f;
-  int rc = tbe__afile_open(&f, a, dir, name, force);
-  if (rc) return rc;
-  rc = json_write(t, f.fd, gzip, 0, name, host, a, progress, progress_ctx);
-  if (rc) {
-    tbe__afile_abort(&f);
-    return rc;
-  }
-  return tbe__afile_commit(&f, durable, force);
-}
-
-int tbe_export_chrome_json(const tbe_trace *t, const char *path, int gzip, int force) {
-  if (!t || !path || !*path) return TBE_EINVAL;
-  tbe_allocator a;
-  tbe__allocator_init(&a, NULL);
-  char *dir;
-  const char *name;
-  int rc = tbe__path_split(&a, path, &dir, &name);
-  if (rc) return rc;
-  rc = json_file(t, &a, dir, name, NULL, gzip, force, 0, NULL, NULL);
-  tbe__free(&a, dir);
-  return rc;
-}
-
-static int json_export(const tbe__export_ctx *x, int fd) {
+/* The exporter table's entry: the trace's name, when it has none of its
+ * own, is the file's. */
+static int json_export(const tbe__export_ctx *x, tbe__sink *out) {
   tbe_allocator a;
   tbe__allocator_init(&a, x->a);
-  /* The trace's name, when it has none of its own: the file's. */
-  char name[TBE_NAME_MAX + 32];
-  snprintf(name, sizeof name, "%s.trace.json.gz", x->host);
-  return json_write(x->trace, fd, 1, 0, name, x->host, &a, x->progress, x->progress_ctx);
+  return json_write(x->trace, out, !x->plain, 0, x->name, x->host, &a, x->progress,
+                    x->progress_ctx);
 }
 
 const tbe__exporter tbe__exporter_json = {"json", TBE_OUT_JSON, json_export};

@@ -24,6 +24,7 @@
 #include "common/buf.h"
 #include "common/utf8.h"
 #include "tbexport/trace.h"
+#include "trace/exporter.h"
 
 /* Kineto shows a sync's stream on the row "stream <id> (sync)", this far
  * from the stream's own row (output_json.h kSyncStreamTidOffset), so that it
@@ -244,7 +245,7 @@ typedef struct gzpart {
 } gzpart;
 
 typedef struct jsink {
-  int fd;
+  tbe__sink *out; /* where the bytes go (exporter.h) */
   int gzip;
   int err;
   uLong crc;

@@ -6,8 +6,8 @@
  * doubles through the shortest %.Ng that reads back the same.  Strings of
  * the trace are escaped once each (common/utf8.h: JSON strings as data)
  * into one cache that the event formatters only read.  The sink writes
- * the parts plain, or compressed as below, through tbe__write_all (the I/O
- * seam of common/iofault.h). */
+ * the parts plain, or compressed as below, into the output's sink
+ * (exporter.h), which export_run.c points at the file. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +15,6 @@
 #include <zlib.h>
 
 #include "common/alloc.h"
-#include "common/fsutil.h"
 #include "tbexport/error.h"
 #include "trace/export_json_int.h"
 
@@ -112,9 +111,9 @@ void tbe__jw_str(jctx *c, tbe_str id) {
  * the same whatever the thread count.  Independent parts cost ~1% in size. */
 
 static void sink_write(jsink *k, const void *p, size_t n) {
-  if (k->err || !n) return;
-  int rc = tbe__write_all(k->fd, p, n);
-  if (rc) k->err = rc;
+  if (k->err) return;
+  tbe__sink_write(k->out, p, n);
+  k->err = tbe__sink_error(k->out);
 }
 
 void tbe__jw_gz_compress(const tbe_allocator *a, const char *in, size_t len, int last,

@@ -32,7 +32,8 @@
  * buffer: no per-event allocation.  XEvents get exact lengths (each is
  * encoded into a scratch area first); the enclosing XLine and XPlane
  * messages get a 5-byte padded varint length that is patched once the line
- * or plane is complete (in the buffer, or with pwrite once flushed).  A
+ * or plane is complete (in the buffer, or through the sink's patch once
+ * flushed).  A
  * padded varint is valid protobuf: every parser reads varints of up to 10
  * bytes, and 5 bytes hold any length below 2^35 (messages are < 2 GiB).
  * Metadata ids are assigned from 1 per plane; names are interned per plane
@@ -57,7 +58,6 @@
 #include "common/alloc.h"
 #include "common/buf.h"
 #include "common/checked.h"
-#include "common/fsutil.h"
 #include "common/intern.h"
 #include "common/utf8.h"
 #include "tbexport/error.h"
@@ -69,8 +69,8 @@
 
 void tbe__xw_flush(xw *w) {
   if (!w->err && w->len) {
-    int rc = tbe__write_all(w->fd, w->buf, w->len);
-    if (rc) w->err = rc;
+    tbe__sink_write(w->out, w->buf, w->len);
+    w->err = tbe__sink_error(w->out);
   }
   w->flushed += w->len;
   w->len = 0;
@@ -141,10 +141,12 @@ static void xw_close(xw *w, uint64_t at) {
   if (at >= w->flushed) {
     memcpy(w->buf + (at - w->flushed), p, 5);
   } else if (at + 5 <= w->flushed) {
-    w->err = tbe__pwrite_all(w->fd, p, 5, at);
+    tbe__sink_patch(w->out, at, p, 5);
+    w->err = tbe__sink_error(w->out);
   } else {
     size_t k = (size_t)(w->flushed - at);
-    w->err = tbe__pwrite_all(w->fd, p, k, at);
+    tbe__sink_patch(w->out, at, p, k);
+    w->err = tbe__sink_error(w->out);
     memcpy(w->buf, p + k, 5 - k);
   }
 }
@@ -681,12 +683,12 @@ static void warning_line(void *ctx, const char *line, size_t len) {
   xw_len_field(ctx, 3, line, len);
 }
 
-static int xplane_write(const tbe_trace *t, int fd, const char *host, const tbe_allocator *a,
-                        void (*progress)(void *, uint64_t, uint64_t), void *progress_ctx) {
+static int xplane_write(const tbe_trace *t, tbe__sink *out, const char *host,
+                        const tbe_allocator *a, void (*progress)(void *, uint64_t, uint64_t), void *progress_ctx) {
   xctx *c = tbe__calloc(a, 1, sizeof *c);
   if (!c) return TBE_ENOMEM;
   c->t = t;
-  c->w.fd = fd;
+  c->w.out = out;
   c->w.a = a;
   c->w.cap = XW_CAP;
   c->w.buf = tbe__alloc(a, XW_CAP);
@@ -763,38 +765,11 @@ done:
   return rc;
 }
 
-static int xplane_file(const tbe_trace *t, const tbe_allocator *a, const char *dir,
-                       const char *name, const char *host, int force, int durable,
-                       void (*progress)(void *, uint64_t, uint64_t), void *progress_ctx) {
-  tbe__afile f;
-  int rc = tbe__afile_open(&f, a, dir, name, force);
-  if (rc) return rc;
-  rc = xplane_write(t, f.fd, host, a, progress, progress_ctx);
-  if (rc) {
-    tbe__afile_abort(&f);
-    return rc;
-  }
-  return tbe__afile_commit(&f, durable, force);
-}
-
-int tbe_export_xplane(const tbe_trace *t, const char *path, int force) {
-  if (!t || !path || !*path) return TBE_EINVAL;
-  tbe_allocator a;
-  tbe__allocator_init(&a, NULL);
-  char *dir;
-  const char *name;
-  int rc = tbe__path_split(&a, path, &dir, &name);
-  if (rc) return rc;
-  /* The host name recorded inside is the trace's own (text, not a path). */
-  rc = xplane_file(t, &a, dir, name, tbe_trace_str(t, t->host), force, 0, NULL, NULL);
-  tbe__free(&a, dir);
-  return rc;
-}
-
-static int xplane_export(const tbe__export_ctx *x, int fd) {
+/* The exporter table's entry. */
+static int xplane_export(const tbe__export_ctx *x, tbe__sink *out) {
   tbe_allocator a;
   tbe__allocator_init(&a, x->a);
-  return xplane_write(x->trace, fd, x->host, &a, x->progress, x->progress_ctx);
+  return xplane_write(x->trace, out, x->host, &a, x->progress, x->progress_ctx);
 }
 
 const tbe__exporter tbe__exporter_xplane = {"xplane", TBE_OUT_XPLANE, xplane_export};

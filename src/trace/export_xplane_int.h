@@ -22,6 +22,7 @@
 #include "common/intern.h"
 #include "tbexport/error.h"
 #include "tbexport/trace.h"
+#include "trace/exporter.h"
 
 #define XW_CAP (1u << 20)
 #define PS_MAX_NS (INT64_MAX / 1000)
@@ -31,9 +32,9 @@
 typedef struct xw {
   uint8_t *buf;
   size_t len, cap;
-  int fd;
+  tbe__sink *out;   /* where the bytes go (exporter.h) */
   int err;
-  uint64_t flushed; /* bytes already written to fd */
+  uint64_t flushed; /* bytes already handed to out */
   tbe__buf fix;     /* a string field's text with its invalid UTF-8 replaced */
   const tbe_allocator *a;
 } xw;

@@ -35,6 +35,7 @@
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
 #include "tbexport/trace.h"
+#include "trace/model_int.h"
 
 typedef struct tbe__trace_priv {
   tbe_allocator a;
@@ -113,6 +114,8 @@ void tbe_trace_free(tbe_trace *t) {
   tbe__free(&a, p);
   tbe__free(&a, t);
 }
+
+int tbe__trace_finished(const tbe_trace *t) { return t && t->priv->finished; }
 
 int tbe_trace_error(const tbe_trace *t) { return t ? t->priv->err : TBE_EINVAL; }
 

@@ -1,7 +1,7 @@
 /* test_export_run.c: the run layout (src/trace/export_run.c): run and host
  * names (validation, defaults), directories and file names, existing files
  * and planted symlinks never overwritten or followed, all-or-nothing
- * writing, the callbacks. */
+ * writing, the callbacks; every output refuses an unfinished trace. */
 #include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
@@ -21,7 +21,8 @@
 #include "tbexport/trace.h"
 #include "testutil.h"
 
-static tbe_trace *tiny(const char *host) {
+/* The two-event trace of these tests, not finished yet. */
+static tbe_trace *tiny_unfinished(const char *host) {
   tbe_trace *t;
   assert_int_equal(tbe_trace_create(&t, NULL), 0);
   uint32_t h, s;
@@ -45,6 +46,11 @@ static tbe_trace *tiny(const char *host) {
   k.occupancy_pct = -1;
   assert_int_equal(tbe_trace_add_event(t, &e, &k, NULL, 0, NULL), 0);
   if (host) t->host = tbe_trace_str_id(t, host);
+  return t;
+}
+
+static tbe_trace *tiny(const char *host) {
+  tbe_trace *t = tiny_unfinished(host);
   assert_int_equal(tbe_trace_finish(t), 0);
   return t;
 }
@@ -324,6 +330,91 @@ static void test_all_outputs(void **state) {
   free(dir);
 }
 
+/* Every output refuses a trace tbe_trace_finish has not ordered and
+ * linked, with TBE_ESTATE and before anything is written (not even the
+ * run's folders); finished, the same export succeeds.  A finished trace
+ * that gets another event is unfinished again. */
+static void refuse_unfinished(unsigned bit) {
+  char *dir = tu_mkdtemp();
+  tbe_trace *t = tiny_unfinished("h");
+  tbe_export_options o;
+  tbe_export_options_init(&o);
+  o.logdir = dir;
+  o.run = "r";
+  o.outputs = bit;
+  files f = {.n = 0};
+  o.on_file = on_file;
+  o.ctx = &f;
+  assert_int_equal(tbe_export_run(t, &o), TBE_ESTATE);
+  assert_int_equal(f.n, 0);
+  assert_int_equal(tu_count_files(dir), 0);
+  assert_false(exists(dir, "plugins"));
+  assert_false(exists(dir, "r"));
+  assert_int_equal(tbe_trace_finish(t), 0);
+  assert_int_equal(tbe_export_run(t, &o), 0);
+  assert_int_equal(f.n, 1);
+  /* one more event: unfinished again, and the run is left as it was */
+  tbe_event e;
+  memset(&e, 0, sizeof e);
+  e.kind = TBE_EV_CPU_OP;
+  e.track = 0;
+  e.name = tbe_trace_str_id(t, "aten::mm");
+  e.start_ns = 1700000000000000000LL;
+  e.dur_ns = 10;
+  assert_int_equal(tbe_trace_add_event(t, &e, NULL, NULL, 0, NULL), 0);
+  o.force = 1;
+  assert_int_equal(tbe_export_run(t, &o), TBE_ESTATE);
+  assert_int_equal(f.n, 1);
+  assert_int_equal(tu_count_files(dir), 1);
+  tbe_trace_free(t);
+  tu_rmrf(dir);
+  free(dir);
+}
+
+static void test_unfinished_xplane(void **state) {
+  (void)state;
+  refuse_unfinished(TBE_OUT_XPLANE);
+  /* the single-file call too */
+  char *dir = tu_mkdtemp();
+  char *path = tu_join(dir, "t.xplane.pb");
+  tbe_trace *t = tiny_unfinished("h");
+  assert_int_equal(tbe_export_xplane(t, path, 0), TBE_ESTATE);
+  assert_int_equal(tu_count_files(dir), 0);
+  assert_int_equal(tbe_trace_finish(t), 0);
+  assert_int_equal(tbe_export_xplane(t, path, 0), 0);
+  assert_int_equal(tu_count_files(dir), 1);
+  tbe_trace_free(t);
+  free(path);
+  tu_rmrf(dir);
+  free(dir);
+}
+
+static void test_unfinished_json(void **state) {
+  (void)state;
+  refuse_unfinished(TBE_OUT_JSON);
+  char *dir = tu_mkdtemp();
+  char *gz = tu_join(dir, "t.trace.json.gz");
+  char *plain = tu_join(dir, "t.trace.json");
+  tbe_trace *t = tiny_unfinished("h");
+  assert_int_equal(tbe_export_chrome_json(t, gz, 1, 0), TBE_ESTATE);
+  assert_int_equal(tbe_export_chrome_json(t, plain, 0, 0), TBE_ESTATE);
+  assert_int_equal(tu_count_files(dir), 0);
+  assert_int_equal(tbe_trace_finish(t), 0);
+  assert_int_equal(tbe_export_chrome_json(t, gz, 1, 0), 0);
+  assert_int_equal(tbe_export_chrome_json(t, plain, 0, 0), 0);
+  assert_int_equal(tu_count_files(dir), 2);
+  tbe_trace_free(t);
+  free(gz);
+  free(plain);
+  tu_rmrf(dir);
+  free(dir);
+}
+
+static void test_unfinished_events(void **state) {
+  (void)state;
+  refuse_unfinished(TBE_OUT_EVENTS);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_names),
@@ -333,6 +424,9 @@ int main(void) {
       cmocka_unit_test(test_symlink_not_followed),
       cmocka_unit_test(test_all_or_nothing),
       cmocka_unit_test(test_all_outputs),
+      cmocka_unit_test(test_unfinished_xplane),
+      cmocka_unit_test(test_unfinished_json),
+      cmocka_unit_test(test_unfinished_events),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
