@@ -45,6 +45,7 @@
 
 #include "common/alloc.h"
 #include "common/checked.h"
+#include "common/map.h"
 #include "tbexport/error.h"
 #include "tbexport/export.h"
 #include "trace/export_json.h"
@@ -390,6 +391,7 @@ static int json_write(const tbe_trace *t, tbe__sink *out, int gzip, int nth, con
   c->esc = tbe__calloc(a, c->nesc ? c->nesc : 1, sizeof *c->esc);
   c->progress = progress;
   c->progress_ctx = progress_ctx;
+  c->seed = tbe__hash_seed();
   if (t->base_time_ns) {
     c->base = t->base_time_ns;
   } else {
@@ -427,7 +429,7 @@ int tbe__json_write_fd(const tbe_trace *t, int fd, int gzip, int threads, const 
   if (!t || fd < 0) return TBE_EINVAL;
   if (!tbe__trace_finished(t)) return TBE_ESTATE;
   tbe_allocator a;
-  tbe__allocator_init(&a, NULL);
+  tbe__allocator_init(&a, tbe__trace_allocator(t));
   tbe__sink out;
   tbe__sink_file(&out, fd);
   return json_write(t, &out, gzip, threads, trace_name, NULL, &a, NULL, NULL);

@@ -22,6 +22,7 @@
 
 #include "common/alloc.h"
 #include "common/checked.h"
+#include "common/map.h"
 #include "tbexport/error.h"
 #include "trace/export_json_int.h"
 
@@ -48,8 +49,8 @@ static size_t fmt_float(char *out, float v) {
 static const fcache_ent *float_text(jctx *c, float v) {
   uint32_t bits;
   memcpy(&bits, &v, 4);
-  uint32_t h = (bits ^ (bits >> 15)) * 0x9E3779B1u;
-  fcache_ent *e = &c->fcache[(h >> 22) & ~1u];
+  uint64_t h = tbe__hash_u64(bits, c->seed);
+  fcache_ent *e = &c->fcache[(size_t)(h >> (64 - FCACHE_BITS)) & ~(size_t)1];
   if (e[0].valid && e[0].bits == bits) return &e[0];
   if (e[1].valid && e[1].bits == bits) return &e[1];
   e[1] = e[0];

@@ -157,7 +157,8 @@ typedef struct fcache_ent {
   char text[22];
 } fcache_ent;
 
-#define FCACHE_SIZE 1024 /* two-way: pairs of entries, most recent first */
+#define FCACHE_BITS 10 /* two-way: pairs of entries, most recent first */
+#define FCACHE_SIZE (1u << FCACHE_BITS)
 
 /* A step no ProfilerStep#N event carries: its marker event is written
  * before event `pos` (nevents: after the last), on the row of `track`. */
@@ -182,6 +183,7 @@ typedef struct jctx {
   size_t nesc;
   tbe__buf escbuf;
   fcache_ent fcache[FCACHE_SIZE];
+  uint64_t seed; /* the toolbox's hash key (common/map.h), for the fcache */
   int first_event;
   /* Interned ids of the arg keys written from typed fields (TBE_NONE when
    * the trace does not contain the key), to skip them among generic args. */

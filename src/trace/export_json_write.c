@@ -124,13 +124,12 @@ void tbe__jw_gz_compress(const tbe_allocator *a, const char *in, size_t len, int
   /* room for incompressible input: stored blocks plus the flush marker */
   size_t need = len + len / 1000 + 64 + 5 * (len / 16000 + 1);
   if (z->out_cap < need) {
-    unsigned char *o = tbe__realloc(a, z->out, z->out_cap, need);
-    if (!o) {
+    void *o = z->out;
+    if (tbe__grow(a, &o, &z->out_cap, need, 1)) {
       z->rc = TBE_ENOMEM;
       return;
     }
     z->out = o;
-    z->out_cap = need;
   }
   z_stream zs;
   memset(&zs, 0, sizeof zs);

@@ -360,7 +360,7 @@ static int export_file(const tbe_trace *t, const tbe__exporter *x, const char *p
   if (!t || !path || !*path) return TBE_EINVAL;
   if (!tbe__trace_finished(t)) return TBE_ESTATE;
   tbe_allocator a;
-  tbe__allocator_init(&a, NULL);
+  tbe__allocator_init(&a, tbe__trace_allocator(t));
   char *dir;
   const char *name;
   int rc = tbe__path_split(&a, path, &dir, &name);

@@ -59,6 +59,7 @@
 #include "common/buf.h"
 #include "common/checked.h"
 #include "common/intern.h"
+#include "common/map.h"
 #include "common/utf8.h"
 #include "tbexport/error.h"
 #include "tbexport/export.h"
@@ -699,6 +700,7 @@ static int xplane_write(const tbe_trace *t, tbe__sink *out, const char *host,
   c->ev.cache = tbe__calloc(a, c->ev.ncache + 1, sizeof(uint32_t));
   c->st.cache = tbe__calloc(a, c->st.ncache + 1, sizeof(uint32_t));
   c->dc = tbe__calloc(a, DC_SIZE, sizeof *c->dc);
+  c->seed = tbe__hash_seed();
   c->scap = 1024;
   c->scratch = tbe__alloc(a, c->scap);
   c->marks = tbe__calloc(a, t->nsteps + 1, sizeof *c->marks);

@@ -19,6 +19,7 @@
 
 #include "common/alloc.h"
 #include "common/checked.h"
+#include "common/map.h"
 #include "tbexport/error.h"
 #include "trace/export_xplane_int.h"
 
@@ -37,8 +38,7 @@ static uint32_t detail_id(xctx *c, const uint64_t key[6], const char *fmt_buf, s
 static const char *mem_kind(uint8_t k) { return tbe_mem_kind_name((tbe_mem_kind)k); }
 
 static uint32_t dcache_lookup(xctx *c, const uint64_t key[6], dcache_ent **slot) {
-  uint64_t h = 0;
-  for (int i = 0; i < 6; i++) h = (h ^ key[i]) * 0x9E3779B97F4A7C15ULL;
+  uint64_t h = tbe__hash_bytes(key, 6 * sizeof *key, c->seed);
   dcache_ent *d = &c->dc[(h >> 40) & (DC_SIZE - 1)];
   *slot = d;
   if (d->gen == c->gen && memcmp(d->key, key, sizeof d->key) == 0) return d->id;
@@ -220,15 +220,9 @@ static uint32_t event_meta(xctx *c, const tbe_event *e) {
 static int scratch_fit(xctx *c, const tbe_event *e) {
   size_t need = 256 + (size_t)e->nargs * 32;
   if (need > c->scap) {
-    size_t nc = c->scap;
-    while (nc < need) nc *= 2;
-    uint8_t *ns = tbe__realloc(c->w.a, c->scratch, c->scap, nc);
-    if (!ns) {
-      c->w.err = TBE_ENOMEM;
-      return TBE_ENOMEM;
-    }
-    c->scratch = ns;
-    c->scap = nc;
+    void *p = c->scratch;
+    if (tbe__grow(c->w.a, &p, &c->scap, need, 1)) return c->w.err = TBE_ENOMEM;
+    c->scratch = p;
   }
   return 0;
 }

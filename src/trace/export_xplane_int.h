@@ -46,15 +46,12 @@ static inline uint8_t *xw_room(xw *w, size_t n) {
   if (w->cap - w->len < n) {
     tbe__xw_flush(w);
     if (w->cap < n) {
-      size_t ncap = w->cap;
-      while (ncap < n) ncap *= 2;
-      uint8_t *nb = tbe__realloc(w->a, w->buf, w->cap, ncap);
-      if (!nb) {
+      void *p = w->buf;
+      if (tbe__grow(w->a, &p, &w->cap, n, 1)) {
         if (!w->err) w->err = TBE_ENOMEM;
         return NULL;
       }
-      w->buf = nb;
-      w->cap = ncap;
+      w->buf = p;
     }
   }
   return w->buf + w->len;
@@ -175,6 +172,7 @@ typedef struct xctx {
   ntab st;   /* stat metadata */
   uint32_t fixed[S__COUNT];
   dcache_ent *dc;
+  uint64_t seed; /* the toolbox's hash key (common/map.h), read once */
   uint32_t gen;
   uint8_t *scratch;
   size_t scap;

@@ -117,6 +117,8 @@ void tbe_trace_free(tbe_trace *t) {
 
 int tbe__trace_finished(const tbe_trace *t) { return t && t->priv->finished; }
 
+const tbe_allocator *tbe__trace_allocator(const tbe_trace *t) { return &t->priv->a; }
+
 int tbe_trace_error(const tbe_trace *t) { return t ? t->priv->err : TBE_EINVAL; }
 
 tbe_str tbe_trace_find_str(const tbe_trace *t, const char *s, size_t len) {

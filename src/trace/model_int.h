@@ -10,4 +10,9 @@
  * any other trace with TBE_ESTATE before anything is written. */
 int tbe__trace_finished(const tbe_trace *t);
 
+/* The allocator the trace was created with: the caller's, for work on the
+ * trace whose entry point takes none (tbe_export_chrome_json,
+ * tbe_export_xplane). */
+const tbe_allocator *tbe__trace_allocator(const tbe_trace *t);
+
 #endif

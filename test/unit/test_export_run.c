@@ -415,6 +415,54 @@ static void test_unfinished_events(void **state) {
   refuse_unfinished(TBE_OUT_EVENTS);
 }
 
+/* The single-file calls take no allocator: they allocate through the
+ * trace's (the caller's, given to tbe_trace_create).  Failing its n-th
+ * allocation, for every n until the export succeeds, gives TBE_ENOMEM,
+ * leaves no file and no block behind. */
+static void single_file_sweep(int json) {
+  char *dir = tu_mkdtemp();
+  char *path = tu_join(dir, json ? "t.trace.json.gz" : "t.xplane.pb");
+  tu_failalloc f;
+  tbe_allocator a = tu_failalloc_init(&f, 1L << 40);
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, &a), 0);
+  uint32_t h;
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 1, 2, -1, &h), 0);
+  tbe_event e;
+  memset(&e, 0, sizeof e);
+  e.kind = TBE_EV_CPU_OP;
+  e.track = h;
+  e.name = tbe_trace_str_id(t, "aten::mm");
+  e.start_ns = 1700000000000000000LL;
+  e.dur_ns = 5000;
+  assert_int_equal(tbe_trace_add_event(t, &e, NULL, NULL, 0, NULL), 0);
+  assert_int_equal(tbe_trace_finish(t), 0);
+  long live = f.live, failed = 0;
+  for (long n = 0;; n++) {
+    f.left = n;
+    int rc = json ? tbe_export_chrome_json(t, path, 1, 1) : tbe_export_xplane(t, path, 1);
+    assert_int_equal(f.live, live);
+    if (rc == 0) break;
+    assert_int_equal(rc, TBE_ENOMEM);
+    assert_int_equal(tu_count_files(dir), 0);
+    failed++;
+  }
+  assert_true(failed > 0);
+  assert_int_equal(tu_count_files(dir), 1);
+  f.left = 1L << 40;
+  tbe_trace_free(t);
+  assert_int_equal(f.live, 0);
+  free(path);
+  tu_rmrf(dir);
+  free(dir);
+}
+
+static void test_single_file_allocator(void **state) {
+  (void)state;
+  single_file_sweep(1);
+  single_file_sweep(0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_names),
@@ -427,6 +475,7 @@ int main(void) {
       cmocka_unit_test(test_unfinished_xplane),
       cmocka_unit_test(test_unfinished_json),
       cmocka_unit_test(test_unfinished_events),
+      cmocka_unit_test(test_single_file_allocator),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
