@@ -1,4 +1,4 @@
-/* test_export_xplane.c: the XSpace output (src/trace/export_xplane.c).
+/* test_export_xplane.c: the XSpace output (src/trace/export/export_xplane.c).
  *
  * The file is decoded with our generated protobuf-c messages and checked
  * field by field (planes, line ids/names/timestamps, event offsets and

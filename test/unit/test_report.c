@@ -26,7 +26,7 @@
 #include "common/alloc.h"
 #include "testutil.h"
 #include "trace/exporter.h"
-#include "trace/report.h"
+#include "trace/report/report.h"
 
 static void test_fmt_dur(void **state) {
   (void)state;

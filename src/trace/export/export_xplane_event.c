@@ -21,7 +21,7 @@
 #include "common/checked.h"
 #include "common/map.h"
 #include "tbexport/error.h"
-#include "trace/export_xplane_int.h"
+#include "trace/export/export_xplane_int.h"
 
 const char *const tbe__xstat_names[S__COUNT] = {
     "correlation_id", "device_id",      "external_id",     "kernel_details", "memcpy_details",

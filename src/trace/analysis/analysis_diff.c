@@ -20,7 +20,7 @@
 #include "common/map.h"
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
-#include "trace/stats.h"
+#include "trace/analysis/stats.h"
 
 /* ---- one group ---- */
 

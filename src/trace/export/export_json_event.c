@@ -24,7 +24,7 @@
 #include "common/checked.h"
 #include "common/map.h"
 #include "tbexport/error.h"
-#include "trace/export_json_int.h"
+#include "trace/export/export_json_int.h"
 
 /* ---- floats ---- */
 

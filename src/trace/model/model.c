@@ -35,7 +35,7 @@
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
 #include "tbexport/trace.h"
-#include "trace/model_int.h"
+#include "trace/model/model_int.h"
 
 typedef struct tbe__trace_priv {
   tbe_allocator a;

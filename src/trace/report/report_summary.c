@@ -14,7 +14,7 @@
 #include "common/alloc.h"
 #include "common/text.h"
 #include "tbexport/error.h"
-#include "trace/report.h"
+#include "trace/report/report.h"
 
 /* ---- summary: table ---- */
 

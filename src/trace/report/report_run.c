@@ -26,8 +26,8 @@
 #include "common/alloc.h"
 #include "common/text.h"
 #include "tbexport/error.h"
-#include "trace/analysis_int.h"
-#include "trace/report.h"
+#include "trace/analysis/analysis_int.h"
+#include "trace/report/report.h"
 
 #define NAME_MIN 12
 /* Hosts shown as columns of the GPU overview; beyond, the total alone. */

@@ -36,8 +36,8 @@
 #include "common/map.h"
 #include "common/vec.h"
 #include "tbexport/error.h"
-#include "trace/analysis_int.h"
-#include "trace/stats.h"
+#include "trace/analysis/analysis_int.h"
+#include "trace/analysis/stats.h"
 
 typedef struct run_priv {
   int owns_total;  /* total is the merge (else hosts[0]'s analysis) */

@@ -10,8 +10,8 @@
 #include "common/alloc.h"
 #include "common/pool.h"
 #include "tbexport/error.h"
-#include "trace/export_json.h"
-#include "trace/export_json_int.h"
+#include "trace/export/export_json.h"
+#include "trace/export/export_json_int.h"
 
 /* ---- the events, formatted in parallel ----
  *

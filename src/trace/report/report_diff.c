@@ -15,7 +15,7 @@
 #include "common/alloc.h"
 #include "common/text.h"
 #include "tbexport/error.h"
-#include "trace/report.h"
+#include "trace/report/report.h"
 
 #define NAME_MIN 12
 #define SHORT_MAX 4096

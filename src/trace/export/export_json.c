@@ -48,10 +48,10 @@
 #include "common/map.h"
 #include "tbexport/error.h"
 #include "tbexport/export.h"
-#include "trace/export_json.h"
-#include "trace/export_json_int.h"
+#include "trace/export/export_json.h"
+#include "trace/export/export_json_int.h"
 #include "trace/exporter.h"
-#include "trace/model_int.h"
+#include "trace/model/model_int.h"
 
 /* Kineto floors its base time to this many seconds (~a quarter year), so
  * ranks on different hosts share one base (output_json.h). */

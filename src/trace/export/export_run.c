@@ -43,9 +43,9 @@
 #include "common/fsutil.h"
 #include "tbexport/error.h"
 #include "tbexport/export.h"
-#include "trace/export_run.h"
+#include "trace/export/export_run.h"
 #include "trace/exporter.h"
-#include "trace/model_int.h"
+#include "trace/model/model_int.h"
 
 /* Whether one of T's warnings contains NEEDLE. */
 static int mentions(const tbe_trace *t, const char *needle) {

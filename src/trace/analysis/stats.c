@@ -23,7 +23,7 @@
  * by default); tests check the exact path against brute-force enumeration.
  *
  * Invariant: a context's cdf always matches its (m, n), or m = 0. */
-#include "trace/stats.h"
+#include "trace/analysis/stats.h"
 
 #include <math.h>
 #include <stdlib.h>

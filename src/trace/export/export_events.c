@@ -59,9 +59,9 @@
 #include "events/writer_internal.h"
 #include "tbexport/export.h"
 #include "tbexport/writer.h"
-#include "trace/export_run.h"
+#include "trace/export/export_run.h"
 #include "trace/exporter.h"
-#include "trace/report.h"
+#include "trace/report/report.h"
 
 #define TOP_KERNELS 20
 #define TAG_WIDTH 100

@@ -16,7 +16,7 @@
 
 #include "common/alloc.h"
 #include "tbexport/error.h"
-#include "trace/export_json_int.h"
+#include "trace/export/export_json_int.h"
 
 #define GZ_LEVEL 1  /* measured (bench_export): level 1 is ~2.5x faster than 6 for ~25% more bytes */
 

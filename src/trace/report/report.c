@@ -19,7 +19,7 @@
  * their report: report_summary.c (one analysis), report_diff.c (two),
  * report_run.c (a run of several hosts, and two runs); this file keeps
  * the helpers they share and the name shortening. */
-#include "trace/report.h"
+#include "trace/report/report.h"
 
 #include <stdio.h>
 #include <stdlib.h>

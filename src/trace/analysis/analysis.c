@@ -40,8 +40,8 @@
 #include "common/map.h"
 #include "common/vec.h"
 #include "tbexport/error.h"
-#include "trace/analysis_int.h"
-#include "trace/stats.h"
+#include "trace/analysis/analysis_int.h"
+#include "trace/analysis/stats.h"
 
 /* Caps per-step per-name storage (entries of int64). */
 #define STEP_CELLS_MAX TBE__STEP_CELLS_MAX

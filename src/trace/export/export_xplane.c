@@ -63,7 +63,7 @@
 #include "common/utf8.h"
 #include "tbexport/error.h"
 #include "tbexport/export.h"
-#include "trace/export_xplane_int.h"
+#include "trace/export/export_xplane_int.h"
 #include "trace/exporter.h"
 
 /* ---- output ---- */
