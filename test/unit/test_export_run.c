@@ -1,9 +1,11 @@
 /* test_export_run.c: the run layout (src/trace/export/export_run.c): run and host
  * names (validation, defaults), directories and file names, existing files
  * and planted symlinks never overwritten or followed, all-or-nothing
- * writing, the callbacks; every output refuses an unfinished trace. */
+ * writing, the callbacks; every output refuses an unfinished trace; the
+ * sink outputs write into. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +22,7 @@
 #include "tbexport/export.h"
 #include "tbexport/trace.h"
 #include "testutil.h"
+#include "trace/exporter.h"
 
 /* The two-event trace of these tests, not finished yet. */
 static tbe_trace *tiny_unfinished(const char *host) {
@@ -463,6 +466,46 @@ static void test_single_file_allocator(void **state) {
   single_file_sweep(0);
 }
 
+/* The sink outputs write into (exporter.h): appends, patches of bytes
+ * already written, and one sticky error: a patch past what was written is
+ * refused (TBE_EINVAL), and after it nothing more reaches the file. */
+static void test_sink(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  char *path = tu_join(dir, "s");
+  FILE *fp = fopen(path, "wb");
+  assert_non_null(fp);
+  tbe__sink s;
+  tbe__sink_file(&s, fileno(fp));
+  tbe__sink_write(&s, "abcdef", 6);
+  tbe__sink_patch(&s, 2, "XY", 2);
+  assert_int_equal(tbe__sink_error(&s), 0);
+  assert_int_equal(s.written, 6);
+  tbe__sink_patch(&s, 5, "ZZ", 2);
+  assert_int_equal(tbe__sink_error(&s), TBE_EINVAL);
+  tbe__sink_write(&s, "gh", 2);
+  assert_int_equal(s.written, 6);
+  int dup = tbe__sink_dup_fd(&s);
+  assert_true(dup >= 0);
+  close(dup);
+  assert_int_equal(fclose(fp), 0);
+  size_t len = 0;
+  uint8_t *got = tu_read_file(path, &len);
+  assert_int_equal(len, 6);
+  assert_memory_equal(got, "abXYef", 6);
+  free(got);
+  /* a full device: the write's error is the sink's */
+  int fd = open("/dev/full", O_WRONLY);
+  assert_true(fd >= 0);
+  tbe__sink_file(&s, fd);
+  tbe__sink_write(&s, "x", 1);
+  assert_int_equal(tbe__sink_error(&s), -ENOSPC);
+  close(fd);
+  free(path);
+  tu_rmrf(dir);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_names),
@@ -476,6 +519,7 @@ int main(void) {
       cmocka_unit_test(test_unfinished_json),
       cmocka_unit_test(test_unfinished_events),
       cmocka_unit_test(test_single_file_allocator),
+      cmocka_unit_test(test_sink),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
