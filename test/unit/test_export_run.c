@@ -1,5 +1,5 @@
-/* test_export_run.c: the run layout (src/trace/export/export_run.c): run and host
- * names (validation, defaults), directories and file names, existing files
+/* test_export_run.c: the run layout (src/trace/export/export_run.c): run
+ * and host names (validation, defaults), directories and file names, existing files
  * and planted symlinks never overwritten or followed, all-or-nothing
  * writing, the callbacks; every output refuses an unfinished trace; the
  * sink outputs write into. */

@@ -7,8 +7,8 @@
  * same everywhere:
  *  - names: one tbe__index (common/map.h) over the merged entries, keyed by
  *    label and reserved for the sum of the hosts' names, so each name is
- *    hashed once per host that has it and the merge is linear in the names (calls, total and self add; min and max are
- *    taken over hosts);
+ *    hashed once per host that has it and the merge is linear in the
+ *    names (calls, total and self add; min and max are taken over hosts);
  *  - steps: by step number, the numbers every host has (data-parallel
  *    ranks run the same iterations); a merged step lasts as long as its
  *    slowest host, since a synchronous iteration waits for it, and its

@@ -685,7 +685,8 @@ static void warning_line(void *ctx, const char *line, size_t len) {
 }
 
 static int xplane_write(const tbe_trace *t, tbe__sink *out, const char *host,
-                        const tbe_allocator *a, void (*progress)(void *, uint64_t, uint64_t), void *progress_ctx) {
+                        const tbe_allocator *a, void (*progress)(void *, uint64_t, uint64_t),
+                        void *progress_ctx) {
   xctx *c = tbe__calloc(a, 1, sizeof *c);
   if (!c) return TBE_ENOMEM;
   c->t = t;

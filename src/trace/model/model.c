@@ -15,8 +15,9 @@
  * Finishing: events are ordered by (track, start, longer first) with an
  * index sort and an in-place cycle permutation (no second copy of the event
  * array); links between host API calls and GPU work are resolved through a
- * tbe__map from correlation id to the first API call that carries it; steps are derived from "ProfilerStep#N"-style
- * events when none were given; kernel names are demangled once per
+ * tbe__map from correlation id to the first API call that carries it;
+ * steps are derived from "ProfilerStep#N"-style events when none were
+ * given; kernel names are demangled once per
  * distinct name, the mangled text kept as a "mangled name" arg
  * (demangle_kernels).
  *
