@@ -64,10 +64,11 @@ typedef struct tbe_export_options {
 TBE_API void tbe_export_options_init(tbe_export_options *o);
 
 /* Writes the outputs of a finished trace.  Returns 0 or a negative code:
- * TBE_EINVAL (no logdir, unknown output bits), TBE_ENAME (run or host name
- * refused), TBE_EEXIST (an output of this run and host exists and `force`
- * is 0: checked for every output before anything is written), -ELOOP (a
- * symbolic link below logdir where the outputs go: plugins/,
+ * TBE_ESTATE (tbe_trace_finish has not run on the trace: nothing is
+ * written), TBE_EINVAL (no logdir, unknown output bits), TBE_ENAME (run or
+ * host name refused), TBE_EEXIST (an output of this run and host exists
+ * and `force` is 0: checked for every output before anything is written),
+ * -ELOOP (a symbolic link below logdir where the outputs go: plugins/,
  * plugins/profile/, a run folder, logdir/.tbexport.lock; logdir itself
  * may be one), -ENOTDIR, -errno (-ENOSPC ...), TBE_ENOMEM; then
  * o->error_path names the path concerned.  All or nothing (see above):
@@ -110,7 +111,8 @@ TBE_API int tbe_name_check(const char *name, const char **why);
 TBE_API int tbe_run_name_default(char *buf, size_t size);
 
 /* Single outputs, for programs that want one file at a given path.  The
- * file is written atomically and not replaced unless `force`. */
+ * file is written atomically and not replaced unless `force`; memory comes
+ * from the trace's allocator.  TBE_ESTATE for a trace not finished. */
 TBE_API int tbe_export_chrome_json(const tbe_trace *t, const char *path, int gzip, int force);
 TBE_API int tbe_export_xplane(const tbe_trace *t, const char *path, int force);
 

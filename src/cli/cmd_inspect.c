@@ -33,6 +33,7 @@
 #include "cli/cli.h"
 #include "collect/spool.h"
 #include "common/alloc.h"
+#include "common/map.h"
 #include "common/text.h"
 #include "events/tfrecord.h"
 #include "tbexport.h"
@@ -56,8 +57,8 @@ typedef struct runstat {
 typedef struct stats {
   tagstat *tags;
   size_t ntags, cap;
-  size_t *slots; /* open-addressing index of `tags` by (run, plugin, tag); 0 = empty, else i+1 */
-  size_t nslots;
+  tbe__index ix; /* `tags` by (run, plugin, tag) */
+  tbe_allocator al;
   runstat *runs;
   size_t nruns, rcap;
   uint64_t events;
@@ -140,55 +141,36 @@ static runstat *run_of(stats *st, const char *run) {
   return r;
 }
 
-static uint64_t hash3(const char *a, const char *b, const char *c) {
-  uint64_t h = 1469598103934665603ull;
-  const char *parts[3] = {a, b, c};
-  for (int i = 0; i < 3; i++) {
-    for (const unsigned char *p = (const unsigned char *)parts[i]; *p; p++)
-      h = (h ^ *p) * 1099511628211ull;
-    h = (h ^ 0xff) * 1099511628211ull; /* separator */
-  }
-  return h;
+/* The key's hash: each part hashed with the hash of those before it as
+ * its seed, so ("ab", "c") and ("a", "bc") differ. */
+static uint64_t hash3(const tbe__index *x, const char *a, const char *b, const char *c) {
+  uint64_t h = x->seed;
+  h = tbe__hash_bytes(a, strlen(a), h);
+  h = tbe__hash_bytes(b, strlen(b), h);
+  return tbe__hash_bytes(c, strlen(c), h);
 }
 
 static int same(const tagstat *t, const char *run, const char *plugin, const char *tag) {
   return strcmp(t->tag, tag) == 0 && strcmp(t->run, run) == 0 && strcmp(t->plugin, plugin) == 0;
 }
 
-static void index_insert(stats *st, size_t i) {
-  tagstat *t = &st->tags[i];
-  size_t mask = st->nslots - 1, k = (size_t)hash3(t->run, t->plugin, t->tag) & mask;
-  while (st->slots[k]) k = (k + 1) & mask;
-  st->slots[k] = i + 1;
-}
-
-static void index_grow(stats *st) {
-  free(st->slots);
-  st->nslots = st->nslots ? 2 * st->nslots : 64;
-  st->slots = calloc(st->nslots, sizeof *st->slots);
-  if (!st->slots) {
-    tbe_cli_error("inspect", "out of memory");
-    exit(TBE_EXIT_FAIL);
-  }
-  for (size_t i = 0; i < st->ntags; i++) index_insert(st, i);
-}
-
 static void count_value(stats *st, const tbe_tb_event *ev, const tbe_summary_value *v) {
   const char *plugin = plugin_of(v);
   const char *tag = v->tag && v->tag[0] ? v->tag : v->node_name;
   tagstat *t = NULL;
-  if (st->nslots) {
-    size_t mask = st->nslots - 1, k = (size_t)hash3(ev->run, plugin, tag) & mask;
-    for (; st->slots[k]; k = (k + 1) & mask)
-      if (same(&st->tags[st->slots[k] - 1], ev->run, plugin, tag)) {
-        t = &st->tags[st->slots[k] - 1];
-        break;
-      }
-  }
+  uint64_t h = hash3(&st->ix, ev->run, plugin, tag);
+  tbe__iprobe pr;
+  for (uint32_t i = tbe__index_first(&st->ix, h, &pr); i != TBE__NOIDX && !t;
+       i = tbe__index_next(&st->ix, &pr))
+    if (same(&st->tags[i], ev->run, plugin, tag)) t = &st->tags[i];
   if (!t) {
     if (st->ntags == st->cap) {
       st->cap = st->cap ? 2 * st->cap : 16;
       st->tags = xrealloc(st->tags, st->cap * sizeof *st->tags);
+    }
+    if (tbe__index_add(&st->ix, h, (uint32_t)st->ntags)) {
+      tbe_cli_error("inspect", "out of memory");
+      exit(TBE_EXIT_FAIL);
     }
     t = &st->tags[st->ntags++];
     memset(t, 0, sizeof *t);
@@ -197,10 +179,6 @@ static void count_value(stats *st, const tbe_tb_event *ev, const tbe_summary_val
     t->tag = xstrdup(tag);
     t->first_step = t->min_step = t->max_step = ev->step;
     t->first_wall = ev->wall_time;
-    if (2 * st->ntags > st->nslots)
-      index_grow(st);
-    else
-      index_insert(st, st->ntags - 1);
   } else if (ev->step < t->last_step) {
     t->out_of_order++;
   }
@@ -567,6 +545,8 @@ int tbe_cmd_inspect(int argc, char **argv) {
   }
   stats st;
   memset(&st, 0, sizeof st);
+  tbe__allocator_init(&st.al, NULL);
+  tbe__index_init(&st.ix, &st.al, TBE__SEED_PROCESS);
   int status = TBE_EXIT_OK;
   const tbe_tb_event *ev;
   for (;;) {
@@ -622,7 +602,7 @@ int tbe_cmd_inspect(int argc, char **argv) {
     free(st.runs[i].last_path);
   }
   free(st.tags);
-  free(st.slots);
+  tbe__index_deinit(&st.ix);
   free(st.runs);
   if (fflush(stdout) != 0 && status == TBE_EXIT_OK) status = TBE_EXIT_FAIL;
   return status;

@@ -1,25 +1,78 @@
-/* exporter.h: the table of outputs over one finished trace, and the run
- * layout that places them.
+/* exporter.h: the table of outputs over one finished trace, the sink
+ * they write into, and the run layout that places them.
  *
  * Each output (Chrome JSON, XSpace, run summary events) is a small table
  * entry: a name, its TBE_OUT_* bit and a function that writes its bytes
- * into a file it is handed.  Exporters write bytes; export_run.c alone
- * decides where files go: it stages one file per output below the log dir
- * (common/fsutil.h, tbe__stage) and commits them together.  No output ever
- * reads another's file. */
+ * into a sink.  Exporters produce bytes; export_run.c alone decides where
+ * they go: it stages one file per output below the log dir (common/fsutil.h,
+ * tbe__stage) and commits them together, or, for the single-file calls
+ * (tbe_export_chrome_json, tbe_export_xplane), writes one file atomically;
+ * it checks conflicts, refuses an unfinished trace (TBE_ESTATE) and adds up
+ * progress.  No output opens, names or renames a file, and none ever reads
+ * another's. */
 #ifndef TBE_TRACE_EXPORTER_H
 #define TBE_TRACE_EXPORTER_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/fsutil.h"
+#include "tbexport/error.h"
 #include "tbexport/export.h"
 #include "tbexport/trace.h"
 
+/* ---- the sink ----
+ * Where an output's bytes go, behind one backend table (the file that
+ * export_run.c staged or opened, today the only backend), with one sticky
+ * error: after the first failure writes are no-ops, and the output checks
+ * once, at its end (tbe__sink_error).  An output appends; XSpace also
+ * patches the lengths of messages it has closed (bytes already written,
+ * never beyond `written`). */
+typedef struct tbe__sink tbe__sink;
+typedef struct tbe__sink_ops {
+  int (*write)(tbe__sink *s, const void *p, size_t n);
+  int (*patch)(tbe__sink *s, uint64_t at, const void *p, size_t n);
+} tbe__sink_ops;
+struct tbe__sink {
+  const tbe__sink_ops *ops;
+  int fd;           /* the file backend's descriptor (not the output's business) */
+  uint64_t written; /* bytes appended */
+  int err;          /* sticky: the first failure */
+};
+
+/* A sink over `fd`, a new empty file the caller owns (export_run.c; the
+ * JSON output's test seam tbe__json_write_fd). */
+void tbe__sink_file(tbe__sink *s, int fd);
+
+static inline void tbe__sink_write(tbe__sink *s, const void *p, size_t n) {
+  if (s->err || !n) return;
+  int rc = s->ops->write(s, p, n);
+  if (rc) s->err = rc;
+  else s->written += n;
+}
+
+static inline void tbe__sink_patch(tbe__sink *s, uint64_t at, const void *p, size_t n) {
+  if (s->err) return;
+  if (at > s->written || n > s->written - at) s->err = TBE_EINVAL;
+  else if (!s->ops->patch) s->err = -ENOTSUP;
+  else s->err = s->ops->patch(s, at, p, n);
+}
+
+static inline int tbe__sink_error(const tbe__sink *s) { return s->err; }
+
+/* The event writer (src/events/writer.c) frames its records on a file
+ * descriptor itself: the events output hands it a duplicate of the file
+ * backend's.  Returns the new descriptor, or a negative code (-ENOTSUP
+ * for a sink that is no file). */
+int tbe__sink_dup_fd(tbe__sink *s);
+
+/* ---- the table ---- */
+
 typedef struct tbe__export_ctx {
-  const tbe_trace *trace;
-  const char *host;   /* validated; recorded inside the outputs */
+  const tbe_trace *trace; /* finished (export_run.c checks) */
+  const char *host;   /* validated; recorded inside the outputs (may be NULL) */
+  const char *name;   /* the file's name, recorded where a format names itself */
+  int plain;          /* JSON: not gzipped (tbe_export_chrome_json's choice) */
   const tbe_allocator *a;
   /* Progress in events written by this output (may be NULL). */
   void (*progress)(void *ctx, uint64_t done, uint64_t total);
@@ -29,50 +82,10 @@ typedef struct tbe__export_ctx {
 typedef struct tbe__exporter {
   const char *name;   /* "xplane", "json", "events" */
   unsigned bit;       /* TBE_OUT_* */
-  /* Writes this output of ctx->trace into `fd`, a new empty file (left
-   * open; the caller commits or removes it).  Returns 0 or a negative
-   * code. */
-  int (*write)(const tbe__export_ctx *ctx, int fd);
+  /* Writes this output of ctx->trace into `out`.  Returns 0 or a negative
+   * code (the sink's error included). */
+  int (*write)(const tbe__export_ctx *ctx, tbe__sink *out);
 } tbe__exporter;
-
-/* ---- the run layout (export_run.c) ----
- * Our event files are recognised by name, so that a replacement finds
- * the files it replaces:
- *   events.out.tfevents.<ts>.<who><mark>
- * <ts> the export time, 10 digits; <who> a valid name (tbe_name_check);
- * <mark> TBE__SUMMARY_MARK (the run summary of host <who>, in <run>/) or
- * TBE__DIFF_MARK (the comparison against base run <who>, in the new run's
- * folder).  TensorBoard reads every file whose name holds "tfevents"; the
- * fixed width of <ts> and the fixed mark make <who> unambiguous, and the
- * longest name is 248 bytes. */
-#define TBE__SUMMARY_MARK ".tbexport-summary"
-#define TBE__DIFF_MARK ".tbexport-diff"
-
-/* Writes the name of our event file for `who` and `mark` at time `ts`.
- * Returns 0 or TBE_EINVAL (does not fit). */
-int tbe__events_name(char *buf, size_t size, long long ts, const char *who, const char *mark);
-
-/* Whether `name` is our event file for `who` and `mark` (any time). */
-int tbe__events_name_is(const char *name, const char *who, const char *mark);
-
-/* The run lock: waits until no other writer of run `run` in `logdir`
- * holds it (tbe__lock_take on logdir/.tbexport.lock).  Every writer into
- * a run's folders (tbe_export_run, the diff writers) holds it from before
- * it looks at the folders to after its commit, so writers of one run take
- * turns: the last to commit wins, with all its files.  Waiting, not
- * refusing: writers of different hosts into one run (the ranks of one
- * job) are all meant to succeed, and a writer holds the lock only for its
- * export, never while a profiled program runs.  Returns 0 (release with
- * tbe__lock_release) or a negative code (`where` names the path). */
-int tbe__run_lock(tbe__lock *l, const char *logdir, const char *run, char *where, size_t wsize);
-
-/* Stages, in the stage's base/<run>/, a new event file for `who` and
- * `mark` (name in `name`, `size` bytes; descriptor in *fd) that replaces,
- * at commit, every earlier one of the same `who` and `mark`.  With
- * `force` 0 an earlier one is a conflict instead: TBE_EEXIST, s->where
- * names it.  Call with the run lock held.  Returns 0 or a negative code. */
-int tbe__stage_events(tbe__stage *s, const char *run, const char *who, const char *mark,
-                      int force, int *fd, char *name, size_t size);
 
 /* The generic status lines an output states before the trace's own
  * warnings: records dropped, records with bad timestamps, (WITH_OVERHEAD:

@@ -40,7 +40,7 @@
 #include "tbexport/error.h"
 #include "tbexport/export.h"
 #include "tbexport/trace.h"
-#include "trace/export_json.h"
+#include "trace/export/export_json.h"
 
 #define PYTORCH_EVENTS_PER_S 426000.0
 

@@ -3,8 +3,8 @@
  * same run on the same work.
  *
  * The twins are copied here as they were in the tree when the toolbox
- * was written (the model's interner from trace/model.c, the int64 map of
- * import/nsys.c, the JSON escaping of trace/export_json.c, the UTF-8
+ * was written (the model's interner from trace/model/model.c, the int64 map of
+ * import/nsys.c, the JSON escaping of trace/export/export_json.c, the UTF-8
  * check of common/fsutil.c, the grow-by-one of the model's arrays, the
  * export's formatting pool), so the ratio stays measurable after the
  * rooms move onto the toolbox.
@@ -70,7 +70,7 @@ static void check(int ok, const char *what) {
 
 /* ---- the twins, as they were ---- */
 
-/* trace/model.c's interner: FNV-1a + a final mix, a table of id + 1,
+/* trace/model/model.c's interner: FNV-1a + a final mix, a table of id + 1,
  * pointer and length arrays, an arena of 64 KB blocks. */
 typedef struct old_block {
   struct old_block *next;
@@ -260,7 +260,7 @@ static uint64_t nunmix(uint64_t x) {
   return x;
 }
 
-/* trace/export_json.c's escaping and check (utf8_seq, utf8_bad_len,
+/* trace/export/export_json.c's escaping and check (utf8_seq, utf8_bad_len,
  * escape_into, json_clean). */
 static inline size_t old_utf8_seq(const unsigned char *p, size_t n) {
   unsigned c = p[0];

@@ -1,4 +1,4 @@
-/* test_export_json.c: the Chrome-trace JSON output (src/trace/export_json.c).
+/* test_export_json.c: the Chrome-trace JSON output (src/trace/export/export_json.c).
  *
  * Every output is checked by a strict JSON validator written here (RFC 8259:
  * no trailing commas, no control characters in strings, valid escapes and
@@ -23,7 +23,7 @@
 #include "tbexport/import.h"
 #include "tbexport/trace.h"
 #include "testutil.h"
-#include "trace/export_json.h"
+#include "trace/export/export_json.h"
 
 /* ---- a strict JSON validator ---- */
 

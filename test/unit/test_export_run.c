@@ -1,9 +1,11 @@
-/* test_export_run.c: the run layout (src/trace/export_run.c): run and host
- * names (validation, defaults), directories and file names, existing files
+/* test_export_run.c: the run layout (src/trace/export/export_run.c): run
+ * and host names (validation, defaults), directories and file names, existing files
  * and planted symlinks never overwritten or followed, all-or-nothing
- * writing, the callbacks. */
+ * writing, the callbacks; every output refuses an unfinished trace; the
+ * sink outputs write into. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,8 +22,10 @@
 #include "tbexport/export.h"
 #include "tbexport/trace.h"
 #include "testutil.h"
+#include "trace/exporter.h"
 
-static tbe_trace *tiny(const char *host) {
+/* The two-event trace of these tests, not finished yet. */
+static tbe_trace *tiny_unfinished(const char *host) {
   tbe_trace *t;
   assert_int_equal(tbe_trace_create(&t, NULL), 0);
   uint32_t h, s;
@@ -45,6 +49,11 @@ static tbe_trace *tiny(const char *host) {
   k.occupancy_pct = -1;
   assert_int_equal(tbe_trace_add_event(t, &e, &k, NULL, 0, NULL), 0);
   if (host) t->host = tbe_trace_str_id(t, host);
+  return t;
+}
+
+static tbe_trace *tiny(const char *host) {
+  tbe_trace *t = tiny_unfinished(host);
   assert_int_equal(tbe_trace_finish(t), 0);
   return t;
 }
@@ -324,6 +333,179 @@ static void test_all_outputs(void **state) {
   free(dir);
 }
 
+/* Every output refuses a trace tbe_trace_finish has not ordered and
+ * linked, with TBE_ESTATE and before anything is written (not even the
+ * run's folders); finished, the same export succeeds.  A finished trace
+ * that gets another event is unfinished again. */
+static void refuse_unfinished(unsigned bit) {
+  char *dir = tu_mkdtemp();
+  tbe_trace *t = tiny_unfinished("h");
+  tbe_export_options o;
+  tbe_export_options_init(&o);
+  o.logdir = dir;
+  o.run = "r";
+  o.outputs = bit;
+  files f = {.n = 0};
+  o.on_file = on_file;
+  o.ctx = &f;
+  assert_int_equal(tbe_export_run(t, &o), TBE_ESTATE);
+  assert_int_equal(f.n, 0);
+  assert_int_equal(tu_count_files(dir), 0);
+  assert_false(exists(dir, "plugins"));
+  assert_false(exists(dir, "r"));
+  assert_int_equal(tbe_trace_finish(t), 0);
+  assert_int_equal(tbe_export_run(t, &o), 0);
+  assert_int_equal(f.n, 1);
+  /* one more event: unfinished again, and the run is left as it was */
+  tbe_event e;
+  memset(&e, 0, sizeof e);
+  e.kind = TBE_EV_CPU_OP;
+  e.track = 0;
+  e.name = tbe_trace_str_id(t, "aten::mm");
+  e.start_ns = 1700000000000000000LL;
+  e.dur_ns = 10;
+  assert_int_equal(tbe_trace_add_event(t, &e, NULL, NULL, 0, NULL), 0);
+  o.force = 1;
+  assert_int_equal(tbe_export_run(t, &o), TBE_ESTATE);
+  assert_int_equal(f.n, 1);
+  assert_int_equal(tu_count_files(dir), 1);
+  tbe_trace_free(t);
+  tu_rmrf(dir);
+  free(dir);
+}
+
+static void test_unfinished_xplane(void **state) {
+  (void)state;
+  refuse_unfinished(TBE_OUT_XPLANE);
+  /* the single-file call too */
+  char *dir = tu_mkdtemp();
+  char *path = tu_join(dir, "t.xplane.pb");
+  tbe_trace *t = tiny_unfinished("h");
+  assert_int_equal(tbe_export_xplane(t, path, 0), TBE_ESTATE);
+  assert_int_equal(tu_count_files(dir), 0);
+  assert_int_equal(tbe_trace_finish(t), 0);
+  assert_int_equal(tbe_export_xplane(t, path, 0), 0);
+  assert_int_equal(tu_count_files(dir), 1);
+  tbe_trace_free(t);
+  free(path);
+  tu_rmrf(dir);
+  free(dir);
+}
+
+static void test_unfinished_json(void **state) {
+  (void)state;
+  refuse_unfinished(TBE_OUT_JSON);
+  char *dir = tu_mkdtemp();
+  char *gz = tu_join(dir, "t.trace.json.gz");
+  char *plain = tu_join(dir, "t.trace.json");
+  tbe_trace *t = tiny_unfinished("h");
+  assert_int_equal(tbe_export_chrome_json(t, gz, 1, 0), TBE_ESTATE);
+  assert_int_equal(tbe_export_chrome_json(t, plain, 0, 0), TBE_ESTATE);
+  assert_int_equal(tu_count_files(dir), 0);
+  assert_int_equal(tbe_trace_finish(t), 0);
+  assert_int_equal(tbe_export_chrome_json(t, gz, 1, 0), 0);
+  assert_int_equal(tbe_export_chrome_json(t, plain, 0, 0), 0);
+  assert_int_equal(tu_count_files(dir), 2);
+  tbe_trace_free(t);
+  free(gz);
+  free(plain);
+  tu_rmrf(dir);
+  free(dir);
+}
+
+static void test_unfinished_events(void **state) {
+  (void)state;
+  refuse_unfinished(TBE_OUT_EVENTS);
+}
+
+/* The single-file calls take no allocator: they allocate through the
+ * trace's (the caller's, given to tbe_trace_create).  Failing its n-th
+ * allocation, for every n until the export succeeds, gives TBE_ENOMEM,
+ * leaves no file and no block behind. */
+static void single_file_sweep(int json) {
+  char *dir = tu_mkdtemp();
+  char *path = tu_join(dir, json ? "t.trace.json.gz" : "t.xplane.pb");
+  tu_failalloc f;
+  tbe_allocator a = tu_failalloc_init(&f, 1L << 40);
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, &a), 0);
+  uint32_t h;
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 1, 2, -1, &h), 0);
+  tbe_event e;
+  memset(&e, 0, sizeof e);
+  e.kind = TBE_EV_CPU_OP;
+  e.track = h;
+  e.name = tbe_trace_str_id(t, "aten::mm");
+  e.start_ns = 1700000000000000000LL;
+  e.dur_ns = 5000;
+  assert_int_equal(tbe_trace_add_event(t, &e, NULL, NULL, 0, NULL), 0);
+  assert_int_equal(tbe_trace_finish(t), 0);
+  long live = f.live, failed = 0;
+  for (long n = 0;; n++) {
+    f.left = n;
+    int rc = json ? tbe_export_chrome_json(t, path, 1, 1) : tbe_export_xplane(t, path, 1);
+    assert_int_equal(f.live, live);
+    if (rc == 0) break;
+    assert_int_equal(rc, TBE_ENOMEM);
+    assert_int_equal(tu_count_files(dir), 0);
+    failed++;
+  }
+  assert_true(failed > 0);
+  assert_int_equal(tu_count_files(dir), 1);
+  f.left = 1L << 40;
+  tbe_trace_free(t);
+  assert_int_equal(f.live, 0);
+  free(path);
+  tu_rmrf(dir);
+  free(dir);
+}
+
+static void test_single_file_allocator(void **state) {
+  (void)state;
+  single_file_sweep(1);
+  single_file_sweep(0);
+}
+
+/* The sink outputs write into (exporter.h): appends, patches of bytes
+ * already written, and one sticky error: a patch past what was written is
+ * refused (TBE_EINVAL), and after it nothing more reaches the file. */
+static void test_sink(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  char *path = tu_join(dir, "s");
+  FILE *fp = fopen(path, "wb");
+  assert_non_null(fp);
+  tbe__sink s;
+  tbe__sink_file(&s, fileno(fp));
+  tbe__sink_write(&s, "abcdef", 6);
+  tbe__sink_patch(&s, 2, "XY", 2);
+  assert_int_equal(tbe__sink_error(&s), 0);
+  assert_int_equal(s.written, 6);
+  tbe__sink_patch(&s, 5, "ZZ", 2);
+  assert_int_equal(tbe__sink_error(&s), TBE_EINVAL);
+  tbe__sink_write(&s, "gh", 2);
+  assert_int_equal(s.written, 6);
+  int dup = tbe__sink_dup_fd(&s);
+  assert_true(dup >= 0);
+  close(dup);
+  assert_int_equal(fclose(fp), 0);
+  size_t len = 0;
+  uint8_t *got = tu_read_file(path, &len);
+  assert_int_equal(len, 6);
+  assert_memory_equal(got, "abXYef", 6);
+  free(got);
+  /* a full device: the write's error is the sink's */
+  int fd = open("/dev/full", O_WRONLY);
+  assert_true(fd >= 0);
+  tbe__sink_file(&s, fd);
+  tbe__sink_write(&s, "x", 1);
+  assert_int_equal(tbe__sink_error(&s), -ENOSPC);
+  close(fd);
+  free(path);
+  tu_rmrf(dir);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_names),
@@ -333,6 +515,11 @@ int main(void) {
       cmocka_unit_test(test_symlink_not_followed),
       cmocka_unit_test(test_all_or_nothing),
       cmocka_unit_test(test_all_outputs),
+      cmocka_unit_test(test_unfinished_xplane),
+      cmocka_unit_test(test_unfinished_json),
+      cmocka_unit_test(test_unfinished_events),
+      cmocka_unit_test(test_single_file_allocator),
+      cmocka_unit_test(test_sink),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

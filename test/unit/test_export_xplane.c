@@ -1,4 +1,4 @@
-/* test_export_xplane.c: the XSpace output (src/trace/export_xplane.c).
+/* test_export_xplane.c: the XSpace output (src/trace/export/export_xplane.c).
  *
  * The file is decoded with our generated protobuf-c messages and checked
  * field by field (planes, line ids/names/timestamps, event offsets and
@@ -490,9 +490,28 @@ static void test_big_line_and_names(void **state) {
     assert_int_equal(tbe_trace_add_event(t, &e, &k, NULL, 0, NULL), 0);
   }
   assert_int_equal(tbe_trace_add_step(t, 5, 1000, 2000, 0), 0);
+  /* A cut sequence is one maximal subpart: one U+FFFD, in a warning (a
+   * string field) as in an event's name (a metadata name). */
+  uint32_t st2;
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_STREAM, 1, 4, 3, &st2), 0);
+  assert_int_equal(tbe_trace_warn(t, "w\xe2\x82z"), 0);
+  tbe_event e2;
+  memset(&e2, 0, sizeof e2);
+  e2.kind = TBE_EV_KERNEL;
+  e2.track = st2;
+  e2.name = tbe_trace_str_id(t, "m\xe2\x82z\xf0\x9f\x98\x80");
+  e2.start_ns = 1000;
+  e2.dur_ns = 5;
+  assert_int_equal(tbe_trace_add_event(t, &e2, NULL, NULL, 0, NULL), 0);
   assert_int_equal(tbe_trace_finish(t), 0);
   char *path;
   XSpace *xs = export_decode(t, &path);
+  const XPlane *g3 = plane(xs, "/device:GPU:3");
+  assert_non_null(g3);
+  assert_int_equal(xs->n_warnings, 1);
+  assert_string_equal(xs->warnings[0], "w\xef\xbf\xbdz");
+  assert_int_equal(g3->n_event_metadata, 1);
+  assert_string_equal(g3->event_metadata[0]->value->name, "m\xef\xbf\xbdz\xf0\x9f\x98\x80");
   protoc_check(path);
   const XPlane *g = plane(xs, "/device:GPU:2");
   assert_non_null(g);

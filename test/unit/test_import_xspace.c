@@ -795,7 +795,7 @@ static ev_key *keys_of(const tbe_trace *t) {
   return k;
 }
 
-/* The JAX file, exported by src/trace/export_xplane.c and imported again,
+/* The JAX file, exported by src/trace/export/export_xplane.c and imported again,
  * gives the same events (time, kind, duration, name, number of args), the
  * same kernel details, devices and session. */
 static void test_round_trip(void **state) {

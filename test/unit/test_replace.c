@@ -1,4 +1,4 @@
-/* test_replace.c: replacing a run is a transaction (src/trace/export_run.c,
+/* test_replace.c: replacing a run is a transaction (src/trace/export/export_run.c,
  * the stage of src/common/fsutil.c).
  *
  * What must never happen:

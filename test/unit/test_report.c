@@ -26,7 +26,7 @@
 #include "common/alloc.h"
 #include "testutil.h"
 #include "trace/exporter.h"
-#include "trace/report.h"
+#include "trace/report/report.h"
 
 static void test_fmt_dur(void **state) {
   (void)state;
@@ -471,7 +471,9 @@ static void test_export_events(void **state) {
   ctx.host = "testhost";
   assert_string_equal(tbe__exporter_events.name, "events");
   assert_int_equal(tbe__exporter_events.bit, TBE_OUT_EVENTS);
-  assert_int_equal(tbe__exporter_events.write(&ctx, fd), 0);
+  tbe__sink out;
+  tbe__sink_file(&out, fd);
+  assert_int_equal(tbe__exporter_events.write(&ctx, &out), 0);
   assert_int_equal(close(fd), 0);
   free(file);
   free(rundir);
@@ -530,7 +532,8 @@ static void test_export_events(void **state) {
   /* A file that cannot take the bytes fails cleanly. */
   fd = open("/dev/full", O_WRONLY);
   assert_true(fd >= 0);
-  assert_int_equal(tbe__exporter_events.write(&ctx, fd), -ENOSPC);
+  tbe__sink_file(&out, fd);
+  assert_int_equal(tbe__exporter_events.write(&ctx, &out), -ENOSPC);
   close(fd);
   free(run);
   tu_rmrf(dir);

@@ -1,18 +1,12 @@
-/* report.c: rendering an analysis or a diff as a terminal table, CSV, JSON
- * or Markdown (tbexport/analysis.h), and the name shortening they share.
+/* report_summary.c: the summary of one analysis in the four formats
+ * (the rows of the format table, report.c): a terminal table, Markdown,
+ * CSV and JSON, and the parts the run report reuses (the GPU overview,
+ * the name tables, the step hint, one analysis as a JSON object).
  *
- * Everything is written into one growable buffer (common/buf.h) with a
- * sticky allocation error, then handed to the caller whole, so a failed
- * report never prints half a table.  Durations are printed from integer
- * nanoseconds with integer arithmetic (tbe__fmt_dur), never through a
- * float format, so the text is the same on every machine; CSV and JSON
- * carry raw integer nanoseconds.  Percentages and ratios are the only
- * floats and are printed with a fixed number of decimals.
- *
- * Table layout: the name column takes whatever the numeric columns leave
- * of `width` (default 100); names are shortened to fit unless `wide`. */
-#include "trace/report.h"
-
+ * Position: a renderer of src/trace; reads one finished analysis, writes
+ * into the caller's buffer (report.h: every helper shared by the reports).
+ * Each format is one function over the same parts, so the four say the
+ * same thing. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,389 +14,10 @@
 #include "common/alloc.h"
 #include "common/text.h"
 #include "tbexport/error.h"
-
-#define NAME_MIN 12
-#define SHORT_MAX 4096
-
-/* ---- small formatting helpers ---- */
-
-size_t tbe__fmt_dur(char *buf, size_t size, int64_t ns) {
-  const char *sign = "";
-  uint64_t v;
-  if (ns < 0) {
-    sign = "-";
-    v = (uint64_t)(-(ns + 1)) + 1;
-  } else {
-    v = (uint64_t)ns;
-  }
-  int n;
-  if (v < 1000) {
-    n = snprintf(buf, size, "%s%lluns", sign, (unsigned long long)v);
-  } else if (v < 1000000) {
-    n = snprintf(buf, size, "%s%llu.%03lluus", sign, (unsigned long long)(v / 1000),
-                 (unsigned long long)(v % 1000));
-  } else if (v < 1000000000) {
-    uint64_t q = (v + 500) / 1000; /* microseconds, rounded */
-    n = snprintf(buf, size, "%s%llu.%03llums", sign, (unsigned long long)(q / 1000),
-                 (unsigned long long)(q % 1000));
-  } else {
-    uint64_t q = (v + 500000) / 1000000; /* milliseconds, rounded */
-    n = snprintf(buf, size, "%s%llu.%03llus", sign, (unsigned long long)(q / 1000),
-                 (unsigned long long)(q % 1000));
-  }
-  return n < 0 ? 0 : ((size_t)n < size ? (size_t)n : (size ? size - 1 : 0));
-}
-
-static const char *dur(char *buf, int64_t ns) {
-  tbe__fmt_dur(buf, 32, ns);
-  return buf;
-}
-
-static double pct(int64_t part, int64_t whole) {
-  return whole > 0 ? 100.0 * (double)part / (double)whole : 0.0;
-}
-
-/* Text from the trace goes out through common/text.h: the terminal form
- * in tables, measured after escaping; the Markdown, JSON and CSV forms in
- * theirs. */
-void tbe__md_escape(tbe__buf *b, const char *s) { tbe__text_md(b, s, strlen(s)); }
-void tbe__json_str(tbe__buf *b, const char *s) { tbe__text_json(b, s, strlen(s)); }
-static void csv_str(tbe__buf *b, const char *s) { tbe__text_csv(b, s, strlen(s)); }
-/* Appends `s` in terminal form. */
-void tbe__term(tbe__buf *b, const char *s) { tbe__text_term(b, s, strlen(s)); }
-
-/* Appends `s` (safe text: terminal form or our own words) padded with
- * spaces to `w` columns (left-aligned), or right-aligned when `right`. */
-static void cell(tbe__buf *b, const char *s, int w, int right) { tbe__text_cell(b, s, w, right); }
-
-static void rule(tbe__buf *b, int w) {
-  for (int i = 0; i < w; i++) tbe__buf_putc(b, '-');
-  tbe__buf_putc(b, '\n');
-}
-
-void tbe__cell(tbe__buf *b, const char *s, int w, int right) { cell(b, s, w, right); }
-void tbe__rule(tbe__buf *b, int w) { rule(b, w); }
-void tbe__csv_str(tbe__buf *b, const char *s) { csv_str(b, s); }
-
-/* Appends `text` wrapped at `width` columns (words split at spaces; a
- * \x01 is a space that does not break), then a newline. */
-void tbe__wrap(tbe__buf *b, const char *text, int width) {
-  int col = 0;
-  const char *p = text;
-  while (*p) {
-    const char *w = p;
-    int nbsp = 0;
-    while (*p && *p != ' ') nbsp += *p++ == '\x01';
-    int len = (int)tbe__text_width(w, (size_t)(p - w)) + nbsp;
-    if (col > 0 && col + 1 + len > width) {
-      tbe__buf_putc(b, '\n');
-      col = 0;
-    } else if (col > 0) {
-      tbe__buf_putc(b, ' ');
-      col++;
-    }
-    for (const char *q = w; q < p; q++) tbe__buf_putc(b, *q == '\x01' ? ' ' : *q);
-    col += len;
-    while (*p == ' ') p++;
-  }
-  tbe__buf_putc(b, '\n');
-}
-
-/* Appends `s` quoted for a POSIX shell when it needs it: in single quotes,
- * or, when it holds what the terminal form escapes, as bash's $'...',
- * whose escapes are the terminal form's (plus \' for a quote), so the word
- * both prints safely and gives the name back when pasted. */
-static void shell_word(tbe__buf *b, const char *s) {
-  int plain = *s != '\0';
-  for (const char *p = s; *p && plain; p++)
-    plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-            strchr("_./:@%+=,-#", *p);
-  if (plain) {
-    tbe__buf_puts(b, s);
-    return;
-  }
-  tbe__buf t;
-  tbe__buf_init(&t, b->a);
-  tbe__text_line(&t, s, strlen(s));
-  int ansi = t.len != strlen(s);
-  if (ansi) {
-    tbe__buf_clear(&t);
-    tbe__text_term(&t, s, strlen(s));
-  }
-  if (tbe__buf_error(&t)) {
-    b->err = t.err;
-    tbe__buf_deinit(&t);
-    return;
-  }
-  tbe__buf_puts(b, ansi ? "$'" : "'");
-  for (size_t i = 0; i < t.len; i++) {
-    if (t.data[i] == '\'' && ansi) tbe__buf_puts(b, "\\'");
-    else if (t.data[i] == '\'') tbe__buf_puts(b, "'\\''");
-    else tbe__buf_putc(b, (char)t.data[i]);
-  }
-  tbe__buf_putc(b, '\'');
-  tbe__buf_deinit(&t);
-}
-
-/* ---- names ---- */
-
-/* Copies `s[0..n)` into `out` eliding template arguments nested at depth
- * >= `depth` to "...".  Returns the new length. */
-static size_t elide_templates(const char *s, size_t n, int depth, char *out, size_t size) {
-  size_t o = 0;
-  int d = 0;
-  for (size_t i = 0; i < n && o + 4 < size; i++) {
-    char c = s[i];
-    if (c == '<') {
-      d++;
-      if (d == depth) {
-        out[o++] = '<';
-        memcpy(out + o, "...", 3);
-        o += 3;
-        continue;
-      }
-    } else if (c == '>' && d > 0) {
-      d--;
-      if (d >= depth) continue;
-    }
-    if (d >= depth) continue;
-    out[o++] = c;
-  }
-  out[o] = '\0';
-  return o;
-}
-
-/* Removes "ns::" qualifiers ("at::native::f<std::array<T> >" becomes
- * "f<array<T> >") in place; "(anonymous namespace)::" goes too.  Returns
- * the new length. */
-static size_t strip_qualifiers(char *s, size_t n) {
-  size_t o = 0, seg = 0; /* seg: where the current identifier began in the output */
-  for (size_t i = 0; i < n; i++) {
-    char c = s[i];
-    if (c == ':' && i + 1 < n && s[i + 1] == ':') {
-      o = seg; /* drop the qualifier just written */
-      i++;
-      continue;
-    }
-    s[o++] = c;
-    int ident = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                c == '_' || c == ')' || c == '(' || c == ' ';
-    if (c == '(' && i + 21 <= n && strncmp(s + i, "(anonymous namespace)", 21) == 0) {
-      /* copy the whole token so its space does not start a new segment */
-      memmove(s + o, s + i + 1, 20);
-      o += 20;
-      i += 20;
-      continue;
-    }
-    if (!ident || c == ' ') seg = o;
-  }
-  s[o] = '\0';
-  return o;
-}
-
-size_t tbe_name_shorten(const char *name, size_t width, char *buf, size_t size) {
-  if (!buf || size == 0) return 0;
-  buf[0] = '\0';
-  if (!name) return 0;
-  /* Names in a finished trace arrive demangled; a mangled one given
-   * directly is demangled here (on the heap when it is long). */
-  char dem[SHORT_MAX], tmp[SHORT_MAX];
-  char *heap = NULL;
-  tbe_allocator al;
-  tbe__allocator_init(&al, NULL);
-  const char *s = name;
-  if (name[0] == '_') {
-    int dn = tbe_demangle(name, dem, sizeof dem);
-    if (dn >= (int)sizeof dem && (heap = tbe__alloc(&al, (size_t)dn + 1)) != NULL) {
-      tbe_demangle(name, heap, (size_t)dn + 1);
-      s = heap;
-    } else if (dn >= 0 && dn < (int)sizeof dem) {
-      s = dem;
-    }
-  }
-  size_t n = strlen(s);
-  /* A C++ signature ends with its parameter list: drop it, then drop the
-   * return type (text up to the last space outside brackets). */
-  if (n > 1 && s[n - 1] == ')') {
-    int d = 0;
-    size_t open = n;
-    for (size_t i = n; i-- > 0;) {
-      char c = s[i];
-      if (c == ')' || c == '>') d++;
-      else if (c == '(' || c == '<') d--;
-      if (d == 0) {
-        open = i;
-        break;
-      }
-    }
-    if (open < n && open > 0 && s[open] == '(' && strncmp(s + open, "(anonymous", 10) != 0) {
-      n = open;
-      d = 0;
-      size_t cut = 0;
-      for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (c == '<' || c == '(') d++;
-        else if ((c == '>' || c == ')') && d > 0) d--;
-        else if (c == ' ' && d == 0) cut = i + 1;
-      }
-      s += cut;
-      n -= cut;
-    }
-  }
-  if (n >= SHORT_MAX) n = SHORT_MAX - 1;
-  memcpy(tmp, s, n);
-  tmp[n] = '\0';
-  tbe__free(&al, heap);
-  /* Too long: drop namespace qualifiers, then elide template arguments
-   * nested two deep, then cut the end (the full name is in --wide, CSV
-   * and JSON). */
-  if (width && n > width) n = strip_qualifiers(tmp, n);
-  if (width && n > width) {
-    char t2[SHORT_MAX];
-    memcpy(t2, tmp, n + 1);
-    n = elide_templates(t2, n, 2, tmp, sizeof tmp);
-  }
-  if (width && n > width) {
-    size_t keep = width > 3 ? width - 3 : 0;
-    while (keep > 0 && ((unsigned char)tmp[keep] & 0xc0) == 0x80) keep--;
-    memcpy(tmp + keep, "...", 3);
-    n = keep + (width >= 3 ? 3 : width);
-    tmp[n] = '\0';
-  }
-  if (n >= size) {
-    n = size - 1;
-    while (n > 0 && ((unsigned char)tmp[n] & 0xc0) == 0x80) n--;
-  }
-  memcpy(buf, tmp, n);
-  buf[n] = '\0';
-  return n;
-}
-
-/* The full name as shown with --wide (kernel names arrive demangled:
- * tbe_trace_finish). */
-static void full_name(const char *name, char *buf, size_t size) { snprintf(buf, size, "%s", name); }
-
-void tbe__full_name(const char *name, char *buf, size_t size) { full_name(name, buf, size); }
-
-void tbe__name_cell(const char *name, int w, int wide, char *buf, size_t size) {
-  char esc[SHORT_MAX];
-  tbe__text_term_z(esc, sizeof esc, name, 0);
-  if (wide) full_name(esc, buf, size);
-  else tbe_name_shorten(esc, (size_t)(w > 0 ? w : 1), buf, size);
-  if (!buf[0]) snprintf(buf, size, "(unnamed)");
-}
-
-/* `s` cut to `w` bytes around byte `d`, where it differs from a row
- * that would read the same: its start, "...", then a window that begins a
- * little before `d`, closed by "..." when `s` goes on. */
-static void cut_around(const char *s, size_t d, size_t w, char *out, size_t size) {
-  size_t n = strlen(s);
-  if (n <= w || w < 12) {
-    snprintf(out, size, "%.*s", (int)(w < n ? w : n), s);
-    return;
-  }
-  size_t head = w / 3, win = w - head - 3;
-  size_t from = d > win / 4 ? d - win / 4 : 0;
-  if (from < head) from = head;
-  int more = from + win < n;
-  if (more) win -= 3;
-  if (from + win > n) from = n - win;
-  /* cut on character boundaries */
-  while (head > 0 && ((unsigned char)s[head] & 0xc0) == 0x80) head--;
-  while (from < n && ((unsigned char)s[from] & 0xc0) == 0x80) from++;
-  size_t end = from + win;
-  while (end > from && end < n && ((unsigned char)s[end] & 0xc0) == 0x80) end--;
-  snprintf(out, size, "%.*s...%.*s%s", (int)head, s, (int)(end - from), s + from,
-           more ? "..." : "");
-}
-
-static size_t first_diff(const char *a, const char *b) {
-  size_t i = 0;
-  while (a[i] && a[i] == b[i]) i++;
-  return i;
-}
-
-int tbe__name_cells(const char *const *names, size_t n, int w, int wide, char *cells,
-                    size_t size, const tbe_allocator *a) {
-  for (size_t i = 0; i < n; i++) tbe__name_cell(names[i], w, wide, cells + i * size, size);
-  if (wide || n < 2) return 0;
-  /* Rows that read alike: their names without the template arguments
-   * elided by tbe_name_shorten, else their whole names, cut where they
-   * differ from the others. */
-  char *full = tbe__alloc(a, n * size);
-  char *plain = tbe__alloc(a, n * size); /* the cells before any is changed */
-  uint8_t *dup = tbe__calloc(a, n, 1);
-  if (!full || !plain || !dup) {
-    tbe__free(a, full);
-    tbe__free(a, plain);
-    tbe__free(a, dup);
-    return TBE_ENOMEM;
-  }
-  memcpy(plain, cells, n * size);
-  for (size_t i = 0; i < n; i++)
-    for (size_t j = i + 1; j < n; j++)
-      if (strcmp(plain + i * size, plain + j * size) == 0) dup[i] = dup[j] = 1;
-  for (int pass = 0; pass < 2; pass++) {
-    for (size_t i = 0; i < n; i++) {
-      if (!dup[i]) continue;
-      char esc[SHORT_MAX];
-      tbe__text_term_z(esc, sizeof esc, names[i], 0);
-      if (pass == 0) tbe_name_shorten(esc, 0, full + i * size, size);
-      else snprintf(full + i * size, size, "%s", esc);
-    }
-    int left = 0;
-    for (size_t i = 0; i < n; i++) {
-      if (!dup[i]) continue;
-      size_t d = 0;
-      int clash = 0;
-      for (size_t j = 0; j < n; j++) {
-        if (j == i || !dup[j] || strcmp(plain + i * size, plain + j * size) != 0) continue;
-        size_t f = first_diff(full + i * size, full + j * size);
-        if (f > d) d = f;
-        clash |= strcmp(full + i * size, full + j * size) == 0;
-      }
-      if (clash) {
-        left = 1; /* the same short form: the whole names, next pass */
-        continue;
-      }
-      cut_around(full + i * size, d, (size_t)(w > 0 ? w : 1), cells + i * size, size);
-      dup[i] = 2;
-    }
-    if (!left) break;
-  }
-  tbe__free(a, full);
-  tbe__free(a, plain);
-  tbe__free(a, dup);
-  return 0;
-}
-
-size_t tbe__tag_component(const char *name, size_t width, char *buf, size_t size) {
-  char s[SHORT_MAX];
-  size_t n = tbe_name_shorten(name, 0, s, sizeof s);
-  strip_qualifiers(s, n);
-  size_t o = 0;
-  if (width && width < size) size = width + 1;
-  for (const char *p = s; *p && o + 1 < size; p++) {
-    char c = *p;
-    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-             c == '_' || c == '.' || c == ':' || c == '-';
-    if (!ok) c = '_';
-    if (c == '_' && o > 0 && buf[o - 1] == '_') continue;
-    buf[o++] = c;
-  }
-  while (o > 1 && buf[o - 1] == '_') o--;
-  if (o == 0 && size > 1) buf[o++] = '_';
-  if (size) buf[o < size ? o : size - 1] = '\0';
-  return o;
-}
+#include "trace/report/report.h"
 
 /* ---- summary: table ---- */
 
-static const char *gtitle[TBE_GROUP__COUNT] = {"Kernels", "CPU operators", "Ranges"};
-
-const char *tbe__group_title(tbe_group_kind g) {
-  return (unsigned)g < TBE_GROUP__COUNT ? gtitle[g] : "";
-}
 
 static void device_label(const tbe_analysis *an, const tbe_device_stats *d, char *buf,
                          size_t size) {
@@ -426,11 +41,11 @@ void tbe__overview(tbe__buf *b, const tbe__ocol *cols, size_t ncols, const tbe_d
   char v[64], x[32], y[32];
   for (size_t c0 = 0; c0 < ncols; c0 += per) {
     size_t c1 = c0 + per < ncols ? c0 + per : ncols;
-    cell(b, "", lw, 0);
+    tbe__cell(b, "", lw, 0);
     for (size_t c = c0; c < c1; c++) {
       tbe__text_fit(v, sizeof v, cols[c].label, DCOL);
       tbe__buf_puts(b, "  ");
-      cell(b, v, DCOL, 1);
+      tbe__cell(b, v, DCOL, 1);
     }
     tbe__buf_putc(b, '\n');
     /* Rows. */
@@ -451,15 +66,15 @@ void tbe__overview(tbe__buf *b, const tbe__ocol *cols, size_t ncols, const tbe_d
               any = 1;
             }
             break;
-          case 0: label = "wall time"; snprintf(vals[c - c0], 64, "%s", dur(x, d->wall_ns)); any = 1; break;
+          case 0: label = "wall time"; snprintf(vals[c - c0], 64, "%s", tbe__dur(x, d->wall_ns)); any = 1; break;
           case 1:
             label = "GPU busy";
-            snprintf(vals[c - c0], 64, "%s %5.1f%%", dur(x, d->busy_ns), pct(d->busy_ns, d->wall_ns));
+            snprintf(vals[c - c0], 64, "%s %5.1f%%", tbe__dur(x, d->busy_ns), tbe__pct(d->busy_ns, d->wall_ns));
             any = 1;
             break;
           case 2:
             label = "kernels";
-            snprintf(vals[c - c0], 64, "%s %5.1f%%", dur(x, d->kernel_ns), pct(d->kernel_ns, d->wall_ns));
+            snprintf(vals[c - c0], 64, "%s %5.1f%%", tbe__dur(x, d->kernel_ns), tbe__pct(d->kernel_ns, d->wall_ns));
             any = 1;
             break;
           case 3:
@@ -475,7 +90,7 @@ void tbe__overview(tbe__buf *b, const tbe__ocol *cols, size_t ncols, const tbe_d
             int k = kinds[r - 4];
             label = labels[r - 4];
             if (ref->memcpy_count[k]) {
-              snprintf(vals[c - c0], 64, "%s (%llu)", dur(x, d->memcpy_ns[k]),
+              snprintf(vals[c - c0], 64, "%s (%llu)", tbe__dur(x, d->memcpy_ns[k]),
                        (unsigned long long)d->memcpy_count[k]);
               any = 1;
             }
@@ -494,7 +109,7 @@ void tbe__overview(tbe__buf *b, const tbe__ocol *cols, size_t ncols, const tbe_d
               acnt += ref->memcpy_count[k];
             }
             if (acnt) {
-              snprintf(vals[c - c0], 64, "%s (%llu)", dur(x, ns), (unsigned long long)cnt);
+              snprintf(vals[c - c0], 64, "%s (%llu)", tbe__dur(x, ns), (unsigned long long)cnt);
               any = 1;
             }
             break;
@@ -502,7 +117,7 @@ void tbe__overview(tbe__buf *b, const tbe__ocol *cols, size_t ncols, const tbe_d
           case 10:
             label = "memset";
             if (ref->memset_count) {
-              snprintf(vals[c - c0], 64, "%s (%llu)", dur(x, d->memset_ns),
+              snprintf(vals[c - c0], 64, "%s (%llu)", tbe__dur(x, d->memset_ns),
                        (unsigned long long)d->memset_count);
               any = 1;
             }
@@ -510,20 +125,20 @@ void tbe__overview(tbe__buf *b, const tbe__ocol *cols, size_t ncols, const tbe_d
           case 11:
             label = "sync";
             if (ref->sync_count) {
-              snprintf(vals[c - c0], 64, "%s (%llu)", dur(x, d->sync_ns),
+              snprintf(vals[c - c0], 64, "%s (%llu)", tbe__dur(x, d->sync_ns),
                        (unsigned long long)d->sync_count);
               any = 1;
             }
             break;
           case 12:
             label = "idle";
-            snprintf(vals[c - c0], 64, "%s %5.1f%%", dur(x, d->idle_ns), pct(d->idle_ns, d->wall_ns));
+            snprintf(vals[c - c0], 64, "%s %5.1f%%", tbe__dur(x, d->idle_ns), tbe__pct(d->idle_ns, d->wall_ns));
             any = 1;
             break;
           case 13:
             label = "launch latency";
             if (ref->launch_samples) {
-              if (d->launch_median_ns >= 0) snprintf(vals[c - c0], 64, "%s", dur(x, d->launch_median_ns));
+              if (d->launch_median_ns >= 0) snprintf(vals[c - c0], 64, "%s", tbe__dur(x, d->launch_median_ns));
               else snprintf(vals[c - c0], 64, "-");
               any = 1;
             }
@@ -541,10 +156,10 @@ void tbe__overview(tbe__buf *b, const tbe__ocol *cols, size_t ncols, const tbe_d
         (void)y;
       }
       if (!label || !any) continue;
-      cell(b, label, lw, 0);
+      tbe__cell(b, label, lw, 0);
       for (size_t c = c0; c < c1; c++) {
         tbe__buf_puts(b, "  ");
-        cell(b, vals[c - c0], DCOL, 1);
+        tbe__cell(b, vals[c - c0], DCOL, 1);
       }
       tbe__buf_putc(b, '\n');
     }
@@ -576,12 +191,12 @@ static void overview_table(tbe__buf *b, const tbe_analysis *an, int width) {
 static void host_lines(tbe__buf *b, const tbe_analysis *an) {
   char x[32], y[32];
   tbe__buf_printf(b, "host: busiest thread %s (%.1f%%), %llu CUDA API calls, %llu syncs (%s)\n",
-                  dur(x, an->host_busy_ns), pct(an->host_busy_ns, an->wall_ns),
+                  tbe__dur(x, an->host_busy_ns), tbe__pct(an->host_busy_ns, an->wall_ns),
                   (unsigned long long)an->api_calls, (unsigned long long)an->sync_calls,
-                  dur(y, an->sync_call_ns));
+                  tbe__dur(y, an->sync_call_ns));
   if (an->overhead_ns || an->dropped_records || an->ended_early)
     tbe__buf_printf(b, "profiler: overhead %s, dropped records %llu (out-of-range timestamps %llu)%s\n",
-                    dur(x, an->overhead_ns), (unsigned long long)an->dropped_records,
+                    tbe__dur(x, an->overhead_ns), (unsigned long long)an->dropped_records,
                     (unsigned long long)an->out_of_range_records,
                     an->ended_early ? ", capture ended early" : "");
 }
@@ -597,8 +212,8 @@ static void name_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
   static const int cw[6] = {7, 10, 10, 6, 10, 10};
   int fixed = 7 + 10 + 10 + 6 + 10 + 10 + 2 * 6;
   int nw = o->width - fixed;
-  if (nw < NAME_MIN) nw = NAME_MIN;
-  char name[SHORT_MAX], x[32];
+  if (nw < TBE__NAME_MIN) nw = TBE__NAME_MIN;
+  char name[TBE__SHORT_MAX], x[32];
   if (o->wide) {
     for (size_t i = 0; i < top; i++) {
       tbe__name_cell(an->groups[g][i].label, nw, 1, name, sizeof name);
@@ -606,20 +221,20 @@ static void name_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
       if ((int)l > nw) nw = (int)l;
     }
   }
-  tbe__buf_printf(b, "\n%s (%zu of %zu, by %s)\n", gtitle[g], top, n,
+  tbe__buf_printf(b, "\n%s (%zu of %zu, by %s)\n", tbe__group_title(g), top, n,
                   o->sort == TBE_SORT_AVG ? "average" : o->sort == TBE_SORT_CALLS ? "calls"
                                             : o->sort == TBE_SORT_MAX ? "max" : "total");
-  cell(b, "name", nw, 0);
+  tbe__cell(b, "name", nw, 0);
   const char *hd[6] = {"calls", "total", kern ? "avg" : "self", "self%", kern ? "min" : "avg",
                        "max"};
   for (int c = 0; c < 6; c++) {
     tbe__buf_puts(b, "  ");
-    cell(b, hd[c], cw[c], 1);
+    tbe__cell(b, hd[c], cw[c], 1);
   }
   tbe__buf_putc(b, '\n');
-  rule(b, nw + fixed);
+  tbe__rule(b, nw + fixed);
   const char **labels = tbe__alloc(b->a, (top ? top : 1) * sizeof *labels);
-  char *cells = tbe__alloc(b->a, (top ? top : 1) * (size_t)SHORT_MAX);
+  char *cells = tbe__alloc(b->a, (top ? top : 1) * (size_t)TBE__SHORT_MAX);
   if (!labels || !cells) {
     tbe__free(b->a, labels);
     tbe__free(b->a, cells);
@@ -627,22 +242,22 @@ static void name_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
     return;
   }
   for (size_t i = 0; i < top; i++) labels[i] = an->groups[g][i].label;
-  if (tbe__name_cells(labels, top, nw, o->wide, cells, SHORT_MAX, b->a)) b->err = TBE_ENOMEM;
+  if (tbe__name_cells(labels, top, nw, o->wide, cells, TBE__SHORT_MAX, b->a)) b->err = TBE_ENOMEM;
   for (size_t i = 0; i < top; i++) {
     const tbe_name_stats *e = &an->groups[g][i];
-    snprintf(name, sizeof name, "%s", cells + i * SHORT_MAX);
-    cell(b, name, nw, 0);
+    snprintf(name, sizeof name, "%s", cells + i * TBE__SHORT_MAX);
+    tbe__cell(b, name, nw, 0);
     int64_t avg = e->calls ? e->total_ns / (int64_t)e->calls : 0;
     char v[6][32];
     snprintf(v[0], 32, "%llu", (unsigned long long)e->calls);
     tbe__fmt_dur(v[1], 32, e->total_ns);
     tbe__fmt_dur(v[2], 32, kern ? avg : e->self_ns);
-    snprintf(v[3], 32, "%.1f", pct(e->self_ns, an->group_total_ns[g]));
+    snprintf(v[3], 32, "%.1f", tbe__pct(e->self_ns, an->group_total_ns[g]));
     tbe__fmt_dur(v[4], 32, kern ? e->min_ns : avg);
     tbe__fmt_dur(v[5], 32, e->max_ns);
     for (int c = 0; c < 6; c++) {
       tbe__buf_puts(b, "  ");
-      cell(b, v[c], cw[c], 1);
+      tbe__cell(b, v[c], cw[c], 1);
     }
     tbe__buf_putc(b, '\n');
   }
@@ -659,22 +274,22 @@ static void steps_table(tbe__buf *b, const tbe_analysis *an) {
   static const int cw[6] = {10, 12, 12, 9, 12, 8};
   for (int c = 0; c < 6; c++) {
     if (c) tbe__buf_puts(b, "  ");
-    cell(b, hd[c], cw[c], c != 0);
+    tbe__cell(b, hd[c], cw[c], c != 0);
   }
   tbe__buf_putc(b, '\n');
-  rule(b, 10 + 12 + 12 + 9 + 12 + 8 + 10);
+  tbe__rule(b, 10 + 12 + 12 + 9 + 12 + 8 + 10);
   for (size_t i = 0; i < an->nsteps; i++) {
     const tbe_step_stats *s = &an->steps[i];
     char v[6][32];
     snprintf(v[0], 32, "%lld", (long long)s->num);
     tbe__fmt_dur(v[1], 32, s->dur_ns);
     tbe__fmt_dur(v[2], 32, s->host_ns);
-    snprintf(v[3], 32, "%.1f%%", pct(s->gpu_busy_ns, s->dur_ns));
+    snprintf(v[3], 32, "%.1f%%", tbe__pct(s->gpu_busy_ns, s->dur_ns));
     tbe__fmt_dur(v[4], 32, s->kernel_ns);
     snprintf(v[5], 32, "%llu", (unsigned long long)s->kernel_count);
     for (int c = 0; c < 6; c++) {
       if (c) tbe__buf_puts(b, "  ");
-      cell(b, v[c], cw[c], c != 0);
+      tbe__cell(b, v[c], cw[c], c != 0);
     }
     tbe__buf_putc(b, '\n');
   }
@@ -703,7 +318,7 @@ void tbe__step_hint_flag(tbe__buf *b, const tbe_analysis *an) {
   tbe__buf_puts(&t, an->step_hint);
   tbe__buf_putc(&t, '\0');
   if (tbe__buf_error(&t)) b->err = t.err;
-  else shell_word(b, (const char *)t.data);
+  else tbe__shell_word(b, (const char *)t.data);
   tbe__buf_deinit(&t);
 }
 
@@ -734,7 +349,7 @@ void tbe__step_hint_text(tbe__buf *b, const tbe_analysis *an, const tbe_report_o
                       "%.1f%% of the wall time): for per-step figures, profile or import again "
                       "with ",
                   where ? where : "", where ? ": " : "", (unsigned long long)an->step_hint_count,
-                  pct(an->step_hint_ns, an->wall_ns));
+                  tbe__pct(an->step_hint_ns, an->wall_ns));
   for (size_t i = 0; md && i <= longest; i++) tbe__buf_putc(&t, '`');
   if (md && longest) tbe__buf_putc(&t, ' ');
   size_t at = t.len;
@@ -765,20 +380,20 @@ void tbe__step_hint_csv(tbe__buf *b, const tbe_analysis *an, const char *host, i
     tbe__buf_printf(b, "\nsection,%sname,kind,count,total_ns,wall_pct,flag\n", host ? "host," : "");
   tbe__buf_puts(b, "step_hint,");
   if (host) {
-    csv_str(b, host);
+    tbe__csv_str(b, host);
     tbe__buf_putc(b, ',');
   }
-  csv_str(b, an->step_hint);
+  tbe__csv_str(b, an->step_hint);
   tbe__buf_printf(b, ",%s,%llu,%lld,%.2f,",
                   an->step_hint_kind == TBE_EV_USER_ANNOTATION ? "user_annotation" : "nvtx",
                   (unsigned long long)an->step_hint_count, (long long)an->step_hint_ns,
-                  pct(an->step_hint_ns, an->wall_ns));
+                  tbe__pct(an->step_hint_ns, an->wall_ns));
   tbe__buf t;
   tbe__buf_init(&t, b->a);
   tbe__step_hint_flag(&t, an);
   tbe__buf_putc(&t, '\0');
   if (tbe__buf_error(&t)) b->err = t.err;
-  else csv_str(b, (const char *)t.data);
+  else tbe__csv_str(b, (const char *)t.data);
   tbe__buf_deinit(&t);
   tbe__buf_putc(b, '\n');
 }
@@ -821,7 +436,7 @@ static void summary_header(tbe__buf *b, const tbe_analysis *an, const tbe_report
     tbe__term(b, o->label[0]);
     tbe__buf_putc(b, '\n');
   }
-  tbe__buf_printf(b, "wall %s, %zu GPU%s, %llu kernels, %zu steps", dur(x, an->wall_ns),
+  tbe__buf_printf(b, "wall %s, %zu GPU%s, %llu kernels, %zu steps", tbe__dur(x, an->wall_ns),
                   an->ndevices, an->ndevices == 1 ? "" : "s",
                   (unsigned long long)an->all.kernel_count, an->nsteps);
   if (t->host) {
@@ -836,7 +451,7 @@ static void summary_header(tbe__buf *b, const tbe_analysis *an, const tbe_report
   }
 }
 
-static void summary_table(tbe__buf *b, tbe_analysis *an, const tbe_report_options *o) {
+void tbe__rep_summary_table(tbe__buf *b, tbe_analysis *an, const tbe_report_options *o) {
   summary_header(b, an, o);
   tbe__buf_putc(b, '\n');
   overview_table(b, an, o->width);
@@ -852,13 +467,13 @@ static void summary_table(tbe__buf *b, tbe_analysis *an, const tbe_report_option
 void tbe__md_kernels(tbe__buf *b, const tbe_analysis *an, size_t top, int wide) {
   size_t n = an->ngroups[TBE_GROUP_KERNEL];
   if (top == 0 || top > n) top = n;
-  char name[SHORT_MAX], v[6][32];
+  char name[TBE__SHORT_MAX], v[6][32];
   tbe__buf_puts(b, "| kernel | calls | total | self % | avg | min | max |\n"
                    "|---|---:|---:|---:|---:|---:|---:|\n");
   for (size_t i = 0; i < top; i++) {
     const tbe_name_stats *e = &an->groups[TBE_GROUP_KERNEL][i];
     const char *full = e->label;
-    if (wide) full_name(full, name, sizeof name);
+    if (wide) tbe__full_name(full, name, sizeof name);
     else tbe_name_shorten(full, 80, name, sizeof name);
     int64_t avg = e->calls ? e->total_ns / (int64_t)e->calls : 0;
     tbe__fmt_dur(v[1], 32, e->total_ns);
@@ -868,7 +483,7 @@ void tbe__md_kernels(tbe__buf *b, const tbe_analysis *an, size_t top, int wide) 
     tbe__buf_puts(b, "| ");
     tbe__md_escape(b, name);
     tbe__buf_printf(b, " | %llu | %s | %.1f | %s | %s | %s |\n", (unsigned long long)e->calls,
-                    v[1], pct(e->self_ns, an->group_total_ns[TBE_GROUP_KERNEL]), v[2], v[3], v[4]);
+                    v[1], tbe__pct(e->self_ns, an->group_total_ns[TBE_GROUP_KERNEL]), v[2], v[3], v[4]);
   }
 }
 
@@ -877,18 +492,18 @@ static void md_group(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
   size_t n = an->ngroups[g];
   if (!n) return;
   size_t top = o->top && o->top < n ? o->top : n;
-  tbe__buf_printf(b, "\n## %s (%zu of %zu)\n\n", gtitle[g], top, n);
+  tbe__buf_printf(b, "\n## %s (%zu of %zu)\n\n", tbe__group_title(g), top, n);
   if (g == TBE_GROUP_KERNEL) {
     tbe__md_kernels(b, an, top, o->wide);
     return;
   }
-  char name[SHORT_MAX], v[5][32];
+  char name[TBE__SHORT_MAX], v[5][32];
   tbe__buf_puts(b, "| name | calls | total | self | self % | avg | max |\n"
                    "|---|---:|---:|---:|---:|---:|---:|\n");
   for (size_t i = 0; i < top; i++) {
     const tbe_name_stats *e = &an->groups[g][i];
     const char *full = e->label;
-    if (o->wide) full_name(full, name, sizeof name);
+    if (o->wide) tbe__full_name(full, name, sizeof name);
     else tbe_name_shorten(full, 80, name, sizeof name);
     int64_t avg = e->calls ? e->total_ns / (int64_t)e->calls : 0;
     tbe__fmt_dur(v[0], 32, e->total_ns);
@@ -898,18 +513,18 @@ static void md_group(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
     tbe__buf_puts(b, "| ");
     tbe__md_escape(b, name);
     tbe__buf_printf(b, " | %llu | %s | %s | %.1f | %s | %s |\n", (unsigned long long)e->calls,
-                    v[0], v[1], pct(e->self_ns, an->group_total_ns[g]), v[2], v[3]);
+                    v[0], v[1], tbe__pct(e->self_ns, an->group_total_ns[g]), v[2], v[3]);
   }
 }
 
-static void summary_md(tbe__buf *b, tbe_analysis *an, const tbe_report_options *o) {
+void tbe__rep_summary_md(tbe__buf *b, tbe_analysis *an, const tbe_report_options *o) {
   char x[32], y[32];
   tbe__buf_puts(b, "# Summary");
   if (o->label[0]) {
     tbe__buf_puts(b, ": ");
     tbe__md_escape(b, o->label[0]);
   }
-  tbe__buf_printf(b, "\n\nWall time %s, %llu kernels, %zu steps.\n\n", dur(x, an->wall_ns),
+  tbe__buf_printf(b, "\n\nWall time %s, %llu kernels, %zu steps.\n\n", tbe__dur(x, an->wall_ns),
                   (unsigned long long)an->all.kernel_count, an->nsteps);
   tbe__buf_puts(b, "| device | busy | busy % | kernels | kernel count | memcpy | memset | sync | "
                    "idle | launch latency |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
@@ -928,8 +543,8 @@ static void summary_md(tbe__buf *b, tbe_analysis *an, const tbe_report_options *
     char lab[32];
     device_label(an, d, lab, sizeof lab);
     tbe__buf_printf(b, "| %s | %s | %.1f | %s | %llu | %s | %s | %s | %s | %s |\n", lab, v[0],
-                    pct(d->busy_ns, d->wall_ns), v[1], (unsigned long long)d->kernel_count, v[2],
-                    v[3], v[4], v[5], d->launch_median_ns >= 0 ? dur(y, d->launch_median_ns) : "-");
+                    tbe__pct(d->busy_ns, d->wall_ns), v[1], (unsigned long long)d->kernel_count, v[2],
+                    v[3], v[4], v[5], d->launch_median_ns >= 0 ? tbe__dur(y, d->launch_median_ns) : "-");
   }
   for (int g = 0; g < TBE_GROUP__COUNT; g++) md_group(b, an, (tbe_group_kind)g, o);
   if (an->nsteps) {
@@ -940,7 +555,7 @@ static void summary_md(tbe__buf *b, tbe_analysis *an, const tbe_report_options *
       char h[32];
       tbe__fmt_dur(h, sizeof h, s->host_ns);
       tbe__buf_printf(b, "| %lld | %s | %s | %.1f | %s | %llu |\n", (long long)s->num,
-                      dur(x, s->dur_ns), h, pct(s->gpu_busy_ns, s->dur_ns), dur(y, s->kernel_ns),
+                      tbe__dur(x, s->dur_ns), h, tbe__pct(s->gpu_busy_ns, s->dur_ns), tbe__dur(y, s->kernel_ns),
                       (unsigned long long)s->kernel_count);
     }
   }
@@ -957,10 +572,10 @@ static void names_csv(tbe__buf *b, const tbe_analysis *an, const tbe_report_opti
     for (size_t i = 0; i < top; i++) {
       const tbe_name_stats *e = &an->groups[g][i];
       tbe__buf_printf(b, "%s,", tbe_group_name((tbe_group_kind)g));
-      csv_str(b, e->label);
+      tbe__csv_str(b, e->label);
       tbe__buf_printf(b, ",%llu,%lld,%lld,%.2f,%lld,%lld,%lld\n", (unsigned long long)e->calls,
                       (long long)e->total_ns, (long long)e->self_ns,
-                      pct(e->self_ns, an->group_total_ns[g]),
+                      tbe__pct(e->self_ns, an->group_total_ns[g]),
                       (long long)(e->calls ? e->total_ns / (int64_t)e->calls : 0),
                       (long long)e->min_ns, (long long)e->max_ns);
     }
@@ -975,7 +590,7 @@ void tbe__summary_names(tbe__buf *b, const tbe_analysis *an, const tbe_report_op
   if (o->format == TBE_REPORT_CSV) names_csv(b, an, o);
 }
 
-static void summary_csv(tbe__buf *b, tbe_analysis *an, const tbe_report_options *o) {
+void tbe__rep_summary_csv(tbe__buf *b, tbe_analysis *an, const tbe_report_options *o) {
   tbe__buf_puts(b, "section,device,wall_ns,busy_ns,kernel_ns,kernel_count,memcpy_htod_ns,"
                    "memcpy_dtoh_ns,memcpy_dtod_ns,memcpy_other_ns,memset_ns,sync_ns,idle_ns,"
                    "launch_median_ns\n");
@@ -1011,7 +626,7 @@ static void summary_csv(tbe__buf *b, tbe_analysis *an, const tbe_report_options 
     tbe__buf_puts(b, "\nsection,kind,figure,text\n");
     for (size_t i = 0; i < an->nadvice; i++) {
       tbe__buf_printf(b, "advice,%u,%.3f,", an->advice[i].kind, an->advice[i].figure);
-      csv_str(b, an->advice[i].text);
+      tbe__csv_str(b, an->advice[i].text);
       tbe__buf_putc(b, '\n');
     }
   }
@@ -1030,7 +645,7 @@ static void json_device(tbe__buf *b, const tbe_analysis *an, const tbe_device_st
                   "\"memset_ns\":%lld,\"memset_count\":%llu,\"sync_ns\":%lld,\"sync_count\":%llu,"
                   "\"pageable_ns\":%lld,\"pageable_count\":%llu,\"launch_median_ns\":%lld,"
                   "\"launch_samples\":%llu,\"memcpy\":{",
-                  (long long)d->wall_ns, (long long)d->busy_ns, pct(d->busy_ns, d->wall_ns),
+                  (long long)d->wall_ns, (long long)d->busy_ns, tbe__pct(d->busy_ns, d->wall_ns),
                   (long long)d->idle_ns, (long long)d->kernel_ns,
                   (unsigned long long)d->kernel_count, (unsigned long long)d->short_kernels,
                   (long long)d->memset_ns, (unsigned long long)d->memset_count,
@@ -1073,7 +688,7 @@ void tbe__summary_json(tbe__buf *b, const tbe_analysis *an, const tbe_report_opt
   }
   tbe__buf_puts(b, "],\"all\":");
   json_device(b, an, &an->all);
-  char name[SHORT_MAX];
+  char name[TBE__SHORT_MAX];
   for (int g = 0; g < TBE_GROUP__COUNT; g++) {
     size_t n = an->ngroups[g], top = o->top && o->top < n ? o->top : n;
     tbe__buf_printf(b, ",\"%s\":[", tbe_group_name((tbe_group_kind)g));
@@ -1089,7 +704,7 @@ void tbe__summary_json(tbe__buf *b, const tbe_analysis *an, const tbe_report_opt
                       ",\"calls\":%llu,\"total_ns\":%lld,\"self_ns\":%lld,\"self_pct\":%.3f,"
                       "\"avg_ns\":%lld,\"min_ns\":%lld,\"max_ns\":%lld",
                       (unsigned long long)e->calls, (long long)e->total_ns, (long long)e->self_ns,
-                      pct(e->self_ns, an->group_total_ns[g]),
+                      tbe__pct(e->self_ns, an->group_total_ns[g]),
                       (long long)(e->calls ? e->total_ns / (int64_t)e->calls : 0),
                       (long long)e->min_ns, (long long)e->max_ns);
       if (e->step_ns) {
@@ -1131,69 +746,7 @@ void tbe__summary_json(tbe__buf *b, const tbe_analysis *an, const tbe_report_opt
   tbe__buf_puts(b, "]}");
 }
 
-static void summary_json(tbe__buf *b, tbe_analysis *an, const tbe_report_options *o) {
+void tbe__rep_summary_json(tbe__buf *b, tbe_analysis *an, const tbe_report_options *o) {
   tbe__summary_json(b, an, o, o->label[0]);
   tbe__buf_putc(b, '\n');
 }
-
-/* ---- public entry points ---- */
-
-void tbe_report_options_init(tbe_report_options *o) {
-  if (!o) return;
-  memset(o, 0, sizeof *o);
-  o->format = TBE_REPORT_TABLE;
-  o->sort = TBE_SORT_TOTAL;
-  o->top = 10;
-  o->width = 100;
-}
-
-static int finish(tbe__buf *b, char **out, size_t *len) {
-  tbe__buf_putc(b, '\0');
-  if (tbe__buf_error(b)) {
-    tbe__buf_deinit(b);
-    return TBE_ENOMEM;
-  }
-  *out = (char *)b->data;
-  if (len) *len = b->len - 1;
-  return 0;
-}
-
-int tbe_report_summary(tbe_analysis *an, const tbe_report_options *o, char **out, size_t *len) {
-  if (!out) return TBE_EINVAL;
-  *out = NULL;
-  if (!an) return TBE_EINVAL;
-  tbe_report_options oo;
-  if (tbe__report_options(o, &oo)) return TBE_EINVAL;
-  for (int g = 0; g < TBE_GROUP__COUNT; g++)
-    tbe_analysis_sort(an, (tbe_group_kind)g, (tbe_sort_key)oo.sort);
-  tbe_allocator al;
-  tbe__allocator_init(&al, oo.allocator);
-  tbe__buf b;
-  tbe__buf_init(&b, &al);
-  switch (oo.format) {
-    case TBE_REPORT_CSV: summary_csv(&b, an, &oo); break;
-    case TBE_REPORT_JSON: summary_json(&b, an, &oo); break;
-    case TBE_REPORT_MARKDOWN: summary_md(&b, an, &oo); break;
-    default: summary_table(&b, an, &oo); break;
-  }
-  return finish(&b, out, len);
-}
-
-void tbe_report_free(char *s, size_t len, const tbe_allocator *a) {
-  (void)len;
-  if (!s) return;
-  tbe_allocator al;
-  tbe__allocator_init(&al, a);
-  tbe__free(&al, s);
-}
-
-int tbe__report_options(const tbe_report_options *o, tbe_report_options *oo) {
-  if (!o) tbe_report_options_init(oo);
-  else *oo = *o;
-  if (oo->width <= 0) oo->width = 100;
-  if ((unsigned)oo->sort > TBE_SORT_MAX || (unsigned)oo->format > TBE_REPORT_MARKDOWN)
-    return TBE_EINVAL;
-  return 0;
-}
-
-int tbe__report_finish(tbe__buf *b, char **out, size_t *len) { return finish(b, out, len); }

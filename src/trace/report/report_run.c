@@ -26,8 +26,8 @@
 #include "common/alloc.h"
 #include "common/text.h"
 #include "tbexport/error.h"
-#include "trace/analysis_int.h"
-#include "trace/report.h"
+#include "trace/analysis/analysis_int.h"
+#include "trace/report/report.h"
 
 #define NAME_MIN 12
 /* Hosts shown as columns of the GPU overview; beyond, the total alone. */
@@ -363,7 +363,7 @@ static void who(char *out, size_t size, const tbe_run_analysis *r, size_t nmach)
     snprintf(out, size, "%zu processes on %zu host%s", r->nhosts, nmach, nmach == 1 ? "" : "s");
 }
 
-static void run_table(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options *o) {
+void tbe__rep_run_table(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options *o) {
   const tbe_analysis *t = r->total;
   char x[32];
   char line[256], w[64];
@@ -393,7 +393,7 @@ static void run_table(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options
 
 /* ---- summary: Markdown ---- */
 
-static void run_md(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options *o) {
+void tbe__rep_run_md(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options *o) {
   const tbe_analysis *t = r->total;
   char x[32], v[8][40];
   tbe__buf_puts(b, "# Summary");
@@ -479,7 +479,7 @@ static void csv_host_row(tbe__buf *b, const char *section, const char *label, co
                   (long long)an->step_dist.q3_ns, role_word);
 }
 
-static void run_csv(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options *o) {
+void tbe__rep_run_csv(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options *o) {
   const tbe_analysis *t = r->total;
   tbe__buf_puts(b, "section,host,pid,rank,world_size,gpus,wall_ns,busy_ns,busy_pct,kernel_ns,"
                    "kernel_count,nsteps,step_median_ns,step_q1_ns,step_q3_ns,role\n");
@@ -549,7 +549,7 @@ static void json_extreme(tbe__buf *b, const tbe_run_analysis *r, long i, int64_t
   tbe__buf_printf(b, ",\"index\":%ld,\"value_ns\":%lld}", i, (long long)ns);
 }
 
-static void run_json(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options *o) {
+void tbe__rep_run_json(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options *o) {
   tbe__buf_puts(b, "{\"label\":");
   tbe__json_str(b, o->label[0] ? o->label[0] : "");
   tbe__buf_printf(b, ",\"hosts_count\":%zu,\"by_rank\":%s,\"figure\":\"%s\",\"slowest\":",
@@ -593,12 +593,7 @@ int tbe_report_run(tbe_run_analysis *r, const tbe_report_options *o, char **out,
   tbe__allocator_init(&al, oo.allocator);
   tbe__buf b;
   tbe__buf_init(&b, &al);
-  switch (oo.format) {
-    case TBE_REPORT_CSV: run_csv(&b, r, &oo); break;
-    case TBE_REPORT_JSON: run_json(&b, r, &oo); break;
-    case TBE_REPORT_MARKDOWN: run_md(&b, r, &oo); break;
-    default: run_table(&b, r, &oo); break;
-  }
+  tbe__report_format_of(oo.format)->run(&b, r, &oo);
   return tbe__report_finish(&b, out, len);
 }
 
@@ -763,6 +758,57 @@ static void hosts_diff_json(tbe__buf *b, const tbe_run_diff *d) {
   tbe__buf_putc(b, ']');
 }
 
+/* The run diff in each format: the totals' overall figures, the hosts
+ * side by side, the totals' name tables. */
+void tbe__rep_run_diff_table(tbe__buf *b, const tbe_run_diff *d, const tbe_report_options *o) {
+  const char *lb = o->label[0] ? o->label[0] : "base";
+  const char *ln = o->label[1] ? o->label[1] : "new";
+  size_t n0 = d->side[0]->nhosts, n1 = d->side[1]->nhosts;
+  tbe__buf_puts(b, "Comparing ");
+  tbe__term(b, lb);
+  tbe__buf_printf(b, " (base, %zu host%s) with ", n0, n0 == 1 ? "" : "s");
+  tbe__term(b, ln);
+  tbe__buf_printf(b, " (new, %zu host%s); totals over all hosts\n\n", n1, n1 == 1 ? "" : "s");
+  tbe__diff_overall(b, d->total, o);
+  hosts_diff_table(b, d, o);
+  tbe__diff_names(b, d->total, o);
+}
+
+void tbe__rep_run_diff_csv(tbe__buf *b, const tbe_run_diff *d, const tbe_report_options *o) {
+  tbe__diff_overall(b, d->total, o);
+  hosts_diff_csv(b, d);
+  tbe__diff_names(b, d->total, o);
+}
+
+void tbe__rep_run_diff_json(tbe__buf *b, const tbe_run_diff *d, const tbe_report_options *o) {
+  const char *lb = o->label[0] ? o->label[0] : "base";
+  const char *ln = o->label[1] ? o->label[1] : "new";
+  size_t n0 = d->side[0]->nhosts, n1 = d->side[1]->nhosts;
+  tbe__buf_puts(b, "{\"base\":");
+  tbe__json_str(b, lb);
+  tbe__buf_puts(b, ",\"new\":");
+  tbe__json_str(b, ln);
+  tbe__buf_printf(b, ",\"hosts_count\":[%zu,%zu],", n0, n1);
+  tbe__diff_overall(b, d->total, o);
+  hosts_diff_json(b, d);
+  tbe__diff_names(b, d->total, o);
+  tbe__buf_puts(b, "}\n");
+}
+
+void tbe__rep_run_diff_md(tbe__buf *b, const tbe_run_diff *d, const tbe_report_options *o) {
+  const char *lb = o->label[0] ? o->label[0] : "base";
+  const char *ln = o->label[1] ? o->label[1] : "new";
+  size_t n0 = d->side[0]->nhosts, n1 = d->side[1]->nhosts;
+  tbe__buf_puts(b, "# Diff: ");
+  tbe__md_escape(b, lb);
+  tbe__buf_puts(b, " → ");
+  tbe__md_escape(b, ln);
+  tbe__buf_printf(b, "\n\n%zu hosts (base), %zu hosts (new); totals over all hosts:\n\n", n0, n1);
+  tbe__diff_overall(b, d->total, o);
+  hosts_diff_md(b, d);
+  tbe__diff_names(b, d->total, o);
+}
+
 int tbe_report_run_diff(const tbe_run_diff *d, const tbe_report_options *o, char **out,
                         size_t *len) {
   if (!out) return TBE_EINVAL;
@@ -776,48 +822,6 @@ int tbe_report_run_diff(const tbe_run_diff *d, const tbe_report_options *o, char
   tbe__allocator_init(&al, oo.allocator);
   tbe__buf b;
   tbe__buf_init(&b, &al);
-  const char *lb = oo.label[0] ? oo.label[0] : "base";
-  const char *ln = oo.label[1] ? oo.label[1] : "new";
-  size_t n0 = d->side[0]->nhosts, n1 = d->side[1]->nhosts;
-  switch (oo.format) {
-    case TBE_REPORT_CSV:
-      tbe__diff_overall(&b, d->total, &oo);
-      hosts_diff_csv(&b, d);
-      tbe__diff_names(&b, d->total, &oo);
-      break;
-    case TBE_REPORT_JSON:
-      tbe__buf_puts(&b, "{\"base\":");
-      tbe__json_str(&b, lb);
-      tbe__buf_puts(&b, ",\"new\":");
-      tbe__json_str(&b, ln);
-      tbe__buf_printf(&b, ",\"hosts_count\":[%zu,%zu],", n0, n1);
-      tbe__diff_overall(&b, d->total, &oo);
-      hosts_diff_json(&b, d);
-      tbe__diff_names(&b, d->total, &oo);
-      tbe__buf_puts(&b, "}\n");
-      break;
-    case TBE_REPORT_MARKDOWN:
-      tbe__buf_puts(&b, "# Diff: ");
-      tbe__md_escape(&b, lb);
-      tbe__buf_puts(&b, " → ");
-      tbe__md_escape(&b, ln);
-      tbe__buf_printf(&b, "\n\n%zu hosts (base), %zu hosts (new); totals over all hosts:\n\n", n0,
-                      n1);
-      tbe__diff_overall(&b, d->total, &oo);
-      hosts_diff_md(&b, d);
-      tbe__diff_names(&b, d->total, &oo);
-      break;
-    default:
-      tbe__buf_puts(&b, "Comparing ");
-      tbe__term(&b, lb);
-      tbe__buf_printf(&b, " (base, %zu host%s) with ", n0, n0 == 1 ? "" : "s");
-      tbe__term(&b, ln);
-      tbe__buf_printf(&b, " (new, %zu host%s); totals over all hosts\n\n", n1,
-                      n1 == 1 ? "" : "s");
-      tbe__diff_overall(&b, d->total, &oo);
-      hosts_diff_table(&b, d, &oo);
-      tbe__diff_names(&b, d->total, &oo);
-      break;
-  }
+  tbe__report_format_of(oo.format)->run_diff(&b, d, &oo);
   return tbe__report_finish(&b, out, len);
 }

@@ -4,16 +4,20 @@
  * allocator (no malloc per event).  Strings are the trace's interner
  * (common/intern.h): ids in order of first appearance, copies in an arena
  * of fixed blocks, so a pointer returned by tbe_trace_str stays valid for
- * the life of the trace.  Tracks, processes and devices have their own
- * hash indexes (ids come from the input: a file may name 80,000 of them).
+ * the life of the trace.  Tracks are found by (type, pid, tid, device)
+ * through a tbe__index over t->tracks (common/map.h), so a track costs
+ * one keyed hash and one comparison however many there are; processes and
+ * devices through tbe__maps by pid and id (ids come from the input: a file
+ * may name 80,000 of them).
  * Times are kept in the range of common/checked.h: tbe_trace_add_event and
  * _add_step saturate what lies outside and flag the event TBE_EVF_CLAMPED.
  *
  * Finishing: events are ordered by (track, start, longer first) with an
  * index sort and an in-place cycle permutation (no second copy of the event
  * array); links between host API calls and GPU work are resolved through a
- * correlation-id hash table; steps are derived from "ProfilerStep#N"-style
- * events when none were given; kernel names are demangled once per
+ * tbe__map from correlation id to the first API call that carries it;
+ * steps are derived from "ProfilerStep#N"-style events when none were
+ * given; kernel names are demangled once per
  * distinct name, the mangled text kept as a "mangled name" arg
  * (demangle_kernels).
  *
@@ -32,15 +36,14 @@
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
 #include "tbexport/trace.h"
+#include "trace/model/model_int.h"
 
 typedef struct tbe__trace_priv {
   tbe_allocator a;
   int err;
   int finished;
   tbe__intern strs; /* the strings: tbe_str is the interner's id */
-  /* tracks: index+1 per slot */
-  uint32_t *thash;
-  size_t thash_cap;
+  tbe__index tracks; /* t->tracks by (type, pid, tid, device) */
   /* devices by id, processes by pid -> index (the ids are the input's:
    * 80,000 distinct ones cost a linear scan each before; the map's keyed
    * hash keeps chosen ids from colliding) */
@@ -51,15 +54,6 @@ typedef struct tbe__trace_priv {
       cap_memory, cap_args, cap_tracks, cap_processes, cap_devices, cap_steps, cap_flows,
       cap_warnings;
 } tbe__trace_priv;
-
-static uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
 
 static int fail(tbe_trace *t, int err) {
   if (!t->priv->err) t->priv->err = err;
@@ -80,6 +74,7 @@ int tbe_trace_create(tbe_trace **out, const tbe_allocator *a) {
   }
   p->a = al;
   tbe__intern_init(&p->strs, &p->a, TBE__SEED_PROCESS);
+  tbe__index_init(&p->tracks, &p->a, TBE__SEED_PROCESS);
   tbe__map_init(&p->devmap, &p->a, TBE__SEED_PROCESS);
   tbe__map_init(&p->pidmap, &p->a, TBE__SEED_PROCESS);
   t->priv = p;
@@ -114,12 +109,16 @@ void tbe_trace_free(tbe_trace *t) {
   tbe__free(&a, t->flows);
   tbe__free(&a, t->warnings);
   tbe__intern_deinit(&p->strs);
-  tbe__free(&a, p->thash);
+  tbe__index_deinit(&p->tracks);
   tbe__map_deinit(&p->devmap);
   tbe__map_deinit(&p->pidmap);
   tbe__free(&a, p);
   tbe__free(&a, t);
 }
+
+int tbe__trace_finished(const tbe_trace *t) { return t && t->priv->finished; }
+
+const tbe_allocator *tbe__trace_allocator(const tbe_trace *t) { return &t->priv->a; }
 
 int tbe_trace_error(const tbe_trace *t) { return t ? t->priv->err : TBE_EINVAL; }
 
@@ -165,56 +164,43 @@ size_t tbe_trace_nstrings(const tbe_trace *t) { return t ? tbe__intern_count(&t-
     (t)->arr = _pp;                                                                  \
   } while (0)
 
-static uint64_t track_key(uint32_t type, int64_t pid, int64_t tid, int32_t device) {
-  return mix64((uint64_t)pid * 0x9E3779B97F4A7C15ULL ^ mix64((uint64_t)tid) ^
-               ((uint64_t)(uint32_t)device << 8) ^ type);
-}
+/* The track's key, packed without padding, and its hash. */
+typedef struct track_key {
+  int64_t pid, tid;
+  int32_t device;
+  uint32_t type;
+} track_key;
 
-static int thash_rebuild(tbe_trace *t, size_t cap) {
-  tbe__trace_priv *p = t->priv;
-  uint32_t *h = tbe__calloc(&p->a, cap, sizeof *h);
-  if (!h) return TBE_ENOMEM;
-  for (size_t k = 0; k < t->ntracks; k++) {
-    const tbe_track *tr = &t->tracks[k];
-    size_t i = (size_t)track_key(tr->type, tr->pid, tr->tid, tr->device) & (cap - 1);
-    while (h[i]) i = (i + 1) & (cap - 1);
-    h[i] = (uint32_t)k + 1;
-  }
-  tbe__free(&p->a, p->thash);
-  p->thash = h;
-  p->thash_cap = cap;
-  return 0;
+static uint64_t track_hash(const tbe__index *x, uint32_t type, int64_t pid, int64_t tid,
+                           int32_t device) {
+  track_key k = {pid, tid, device, type};
+  return tbe__hash_bytes(&k, sizeof k, x->seed);
 }
 
 int tbe_trace_track(tbe_trace *t, tbe_track_type type, int64_t pid, int64_t tid, int32_t device,
                     uint32_t *out) {
   if (!t || !out) return TBE_EINVAL;
   tbe__trace_priv *p = t->priv;
-  if (p->thash_cap) {
-    size_t i = (size_t)track_key(type, pid, tid, device) & (p->thash_cap - 1);
-    while (p->thash[i]) {
-      const tbe_track *tr = &t->tracks[p->thash[i] - 1];
-      if (tr->type == (uint32_t)type && tr->pid == pid && tr->tid == tid && tr->device == device) {
-        *out = p->thash[i] - 1;
-        return 0;
-      }
-      i = (i + 1) & (p->thash_cap - 1);
+  uint64_t h = track_hash(&p->tracks, (uint32_t)type, pid, tid, device);
+  tbe__iprobe probe;
+  for (uint32_t i = tbe__index_first(&p->tracks, h, &probe); i != TBE__NOIDX;
+       i = tbe__index_next(&p->tracks, &probe)) {
+    const tbe_track *tr = &t->tracks[i];
+    if (tr->type == (uint32_t)type && tr->pid == pid && tr->tid == tid && tr->device == device) {
+      *out = i;
+      return 0;
     }
   }
-  if ((t->ntracks + 1) * 2 > p->thash_cap) {
-    int rc = thash_rebuild(t, p->thash_cap ? p->thash_cap * 2 : 64);
-    if (rc) return fail(t, rc);
-  }
+  if (t->ntracks >= UINT32_MAX - 1) return fail(t, TBE_ETOOBIG);
   GROW1(t, tracks, ntracks, cap_tracks);
+  int rc = tbe__index_add(&p->tracks, h, (uint32_t)t->ntracks);
+  if (rc) return fail(t, rc);
   tbe_track *tr = &t->tracks[t->ntracks];
   memset(tr, 0, sizeof *tr);
   tr->type = (uint32_t)type;
   tr->pid = pid;
   tr->tid = tid;
   tr->device = device;
-  size_t i = (size_t)track_key(type, pid, tid, device) & (p->thash_cap - 1);
-  while (p->thash[i]) i = (i + 1) & (p->thash_cap - 1);
-  p->thash[i] = (uint32_t)t->ntracks + 1;
   *out = (uint32_t)t->ntracks++;
   p->finished = 0;
   return 0;
@@ -497,37 +483,31 @@ static int link_events(tbe_trace *t) {
     if (is_api(t->events[i].kind) && t->events[i].correlation) napi++;
   }
   if (napi == 0) return 0;
-  size_t cap = 16;
-  while (cap < napi * 2) cap *= 2;
-  tbe_allocator *a = &t->priv->a;
-  uint32_t *h = tbe__alloc(a, cap * sizeof *h);
-  if (!h) return fail(t, TBE_ENOMEM);
-  memset(h, 0xff, cap * sizeof *h);
-  for (size_t i = 0; i < n; i++) {
+  /* correlation id -> the first API call (in event order) that carries it */
+  tbe__map calls;
+  tbe__map_init(&calls, &t->priv->a, TBE__SEED_PROCESS);
+  int rc = tbe__map_reserve(&calls, napi);
+  for (size_t i = 0; i < n && !rc; i++) {
     const tbe_event *e = &t->events[i];
     if (!is_api(e->kind) || !e->correlation) continue;
-    size_t s = (size_t)mix64(e->correlation) & (cap - 1);
-    while (h[s] != TBE_NONE && t->events[h[s]].correlation != e->correlation) s = (s + 1) & (cap - 1);
-    if (h[s] == TBE_NONE) h[s] = (uint32_t)i; /* first API call with this id wins */
+    int added;
+    uint32_t *v = tbe__map_put(&calls, e->correlation, &added);
+    if (!v) rc = tbe__map_error(&calls);
+    else if (added) *v = (uint32_t)i; /* the first API call with this id wins */
   }
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < n && !rc; i++) {
     tbe_event *e = &t->events[i];
     if (!e->correlation || is_api(e->kind) || !tbe_event_kind_is_gpu(e->kind)) continue;
-    size_t s = (size_t)mix64(e->correlation) & (cap - 1);
-    while (h[s] != TBE_NONE) {
-      tbe_event *api = &t->events[h[s]];
-      if (api->correlation == e->correlation) {
-        e->link = h[s];
-        /* An API call links to the first GPU activity it launched. */
-        if (api->link == TBE_NONE || t->events[api->link].start_ns > e->start_ns)
-          api->link = (uint32_t)i;
-        break;
-      }
-      s = (s + 1) & (cap - 1);
-    }
+    const uint32_t *v = tbe__map_get(&calls, e->correlation);
+    if (!v) continue;
+    tbe_event *api = &t->events[*v];
+    e->link = *v;
+    /* An API call links to the first GPU activity it launched. */
+    if (api->link == TBE_NONE || t->events[api->link].start_ns > e->start_ns)
+      api->link = (uint32_t)i;
   }
-  tbe__free(a, h);
-  return 0;
+  tbe__map_deinit(&calls);
+  return rc ? fail(t, rc) : 0;
 }
 
 /* Parses step names: "ProfilerStep#12", "step 12", "Step#12", "train_step_12",

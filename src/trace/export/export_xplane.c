@@ -32,11 +32,20 @@
  * buffer: no per-event allocation.  XEvents get exact lengths (each is
  * encoded into a scratch area first); the enclosing XLine and XPlane
  * messages get a 5-byte padded varint length that is patched once the line
- * or plane is complete (in the buffer, or with pwrite once flushed).  A
+ * or plane is complete (in the buffer, or through the sink's patch once
+ * flushed).  A
  * padded varint is valid protobuf: every parser reads varints of up to 10
  * bytes, and 5 bytes hold any length below 2^35 (messages are < 2 GiB).
  * Metadata ids are assigned from 1 per plane; names are interned per plane
- * so each distinct event name and stat name appears once.
+ * (common/intern.h, cleared for each plane: id = interner id + 1) so each
+ * distinct event name and stat name appears once.  proto3 strings must be
+ * valid UTF-8 (C++ and Python protobuf refuse the file otherwise), so
+ * trace text that is not gets each maximal invalid subpart replaced by
+ * U+FFFD (common/utf8.h, tbe__utf8_repair) before it is interned or
+ * written.
+ *
+ * The parts of the output and what they share: export_xplane_int.h (one
+ * XEvent is export_xplane_event.c).
  *
  * Position: an output of src/trace (exporter table entry "xplane"); reads
  * only the model. */
@@ -49,123 +58,24 @@
 #include "common/alloc.h"
 #include "common/buf.h"
 #include "common/checked.h"
-#include "common/fsutil.h"
+#include "common/intern.h"
+#include "common/map.h"
+#include "common/utf8.h"
 #include "tbexport/error.h"
 #include "tbexport/export.h"
+#include "trace/export/export_xplane_int.h"
 #include "trace/exporter.h"
-
-#define XW_CAP (1u << 20)
-#define PS_MAX_NS (INT64_MAX / 1000)
 
 /* ---- output ---- */
 
-typedef struct xw {
-  uint8_t *buf;
-  size_t len, cap;
-  int fd;
-  int err;
-  uint64_t flushed; /* bytes already written to fd */
-  const tbe_allocator *a;
-} xw;
-
-static void xw_flush(xw *w) {
+void tbe__xw_flush(xw *w) {
   if (!w->err && w->len) {
-    int rc = tbe__write_all(w->fd, w->buf, w->len);
-    if (rc) w->err = rc;
+    tbe__sink_write(w->out, w->buf, w->len);
+    w->err = tbe__sink_error(w->out);
   }
   w->flushed += w->len;
   w->len = 0;
 }
-
-static inline uint8_t *xw_room(xw *w, size_t n) {
-  if (w->cap - w->len < n) {
-    xw_flush(w);
-    if (w->cap < n) {
-      size_t ncap = w->cap;
-      while (ncap < n) ncap *= 2;
-      uint8_t *nb = tbe__realloc(w->a, w->buf, w->cap, ncap);
-      if (!nb) {
-        if (!w->err) w->err = TBE_ENOMEM;
-        return NULL;
-      }
-      w->buf = nb;
-      w->cap = ncap;
-    }
-  }
-  return w->buf + w->len;
-}
-
-static inline size_t put_varint(uint8_t *p, uint64_t v) {
-  size_t n = 0;
-  while (v >= 0x80) {
-    p[n++] = (uint8_t)(v | 0x80);
-    v >>= 7;
-  }
-  p[n++] = (uint8_t)v;
-  return n;
-}
-
-static inline size_t varint_len(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    n++;
-  }
-  return n;
-}
-
-/* proto3 string fields must hold valid UTF-8 (C++ and Python protobuf
- * refuse to parse the file otherwise), but trace strings may not: invalid
- * sequences become U+FFFD.  Returns a malloc'd fixed copy and its length in
- * *out_len, or NULL when `s` is valid already (or on ENOMEM, *out_len = 0). */
-static char *utf8_fixed(const tbe_allocator *a, const char *s, size_t n, size_t *out_len) {
-  *out_len = 0;
-  if (tbe__utf8_valid(s, n)) return NULL;
-  char *b = tbe__alloc(a, 3 * n + 1);
-  if (!b) return NULL;
-  const unsigned char *p = (const unsigned char *)s, *e = p + n;
-  size_t o = 0;
-  while (p < e) {
-    unsigned c = *p;
-    if (c < 0x80) {
-      b[o++] = (char)c;
-      p++;
-      continue;
-    }
-    size_t len = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-    if (len && (size_t)(e - p) >= len && tbe__utf8_valid((const char *)p, len)) {
-      memcpy(b + o, p, len);
-      o += len;
-      p += len;
-      continue;
-    }
-    /* One U+FFFD for the maximal subpart: the lead byte plus the
-     * continuation bytes that could still have completed it. */
-    size_t k = 1;
-    if (len) {
-      unsigned lo = 0x80, hi = 0xBF;
-      if (c == 0xE0) lo = 0xA0;
-      else if (c == 0xED) hi = 0x9F;
-      else if (c == 0xF0) lo = 0x90;
-      else if (c == 0xF4) hi = 0x8F;
-      if (p + 1 < e && p[1] >= lo && p[1] <= hi) {
-        k = 2;
-        while (k < len && p + k < e && (p[k] & 0xC0) == 0x80) k++;
-      }
-    }
-    memcpy(b + o, "\xEF\xBF\xBD", 3);
-    o += 3;
-    p += k;
-  }
-  *out_len = o;
-  return b;
-}
-
-/* Field tags (all our field numbers are < 16: one byte). */
-#define TAG(f, wt) ((uint8_t)(((f) << 3) | (wt)))
-#define WT_VARINT 0
-#define WT_I64 1
-#define WT_LEN 2
 
 static void xw_bytes(xw *w, const void *p, size_t n) {
   uint8_t *d = xw_room(w, n);
@@ -191,14 +101,17 @@ static void xw_len_field(xw *w, unsigned f, const void *p, size_t n) {
 
 /* A string field: like xw_len_field, with invalid UTF-8 replaced. */
 static void xw_str_field(xw *w, unsigned f, const char *s, size_t n) {
-  size_t fl;
-  char *fixed = utf8_fixed(w->a, s, n, &fl);
-  if (fixed) {
-    xw_len_field(w, f, fixed, fl);
-    tbe__free(w->a, fixed);
-  } else {
+  if (tbe__utf8_valid(s, n)) {
     xw_len_field(w, f, s, n);
+    return;
   }
+  tbe__buf_clear(&w->fix);
+  tbe__utf8_repair(&w->fix, s, n, 0);
+  if (tbe__buf_error(&w->fix)) {
+    if (!w->err) w->err = tbe__buf_error(&w->fix);
+    return;
+  }
+  xw_len_field(w, f, w->fix.data, w->fix.len);
 }
 
 /* Opens a length-delimited field whose length is patched later; returns the
@@ -229,647 +142,57 @@ static void xw_close(xw *w, uint64_t at) {
   if (at >= w->flushed) {
     memcpy(w->buf + (at - w->flushed), p, 5);
   } else if (at + 5 <= w->flushed) {
-    w->err = tbe__pwrite_all(w->fd, p, 5, at);
+    tbe__sink_patch(w->out, at, p, 5);
+    w->err = tbe__sink_error(w->out);
   } else {
     size_t k = (size_t)(w->flushed - at);
-    w->err = tbe__pwrite_all(w->fd, p, k, at);
+    tbe__sink_patch(w->out, at, p, k);
+    w->err = tbe__sink_error(w->out);
     memcpy(w->buf, p + k, 5 - k);
   }
 }
 
 /* ---- per-plane name tables (event and stat metadata) ---- */
 
-typedef struct ntab {
-  uint32_t *slots; /* id, 0 = empty */
-  size_t cap;      /* power of two */
-  uint64_t *off;   /* per id (1-based): offset of the name in arena */
-  uint32_t *len;
-  uint64_t *hash;
-  size_t n, ncap;
-  char *arena;
-  size_t alen, acap;
-  uint32_t *cache; /* per trace string id: metadata id, 0 = not yet */
-  size_t ncache;
-  const tbe_allocator *a;
-  int err;
-} ntab;
-
-static uint64_t hash_bytes(const char *s, size_t n) {
-  uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t v;
-    memcpy(&v, s + i, 8);
-    h = (h ^ v) * 0xff51afd7ed558ccdULL;
-    h ^= h >> 32;
-  }
-  for (; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
-  h ^= h >> 29;
-  h *= 0xbf58476d1ce4e5b9ULL;
-  h ^= h >> 32;
-  return h;
+static void ntab_init(ntab *t, const tbe_allocator *a) {
+  memset(t, 0, sizeof *t);
+  tbe__intern_init(&t->in, a, TBE__SEED_PROCESS);
+  tbe__buf_init(&t->fix, a);
 }
 
 static void ntab_free(ntab *t) {
-  tbe__free(t->a, t->slots);
-  tbe__free(t->a, t->off);
-  tbe__free(t->a, t->len);
-  tbe__free(t->a, t->hash);
-  tbe__free(t->a, t->arena);
-  tbe__free(t->a, t->cache);
+  tbe__intern_deinit(&t->in);
+  tbe__buf_deinit(&t->fix);
+  tbe__free(t->in.a, t->cache);
 }
 
 static void ntab_reset(ntab *t) {
-  if (t->slots) memset(t->slots, 0, t->cap * sizeof *t->slots);
+  tbe__intern_clear(&t->in);
   if (t->cache) memset(t->cache, 0, t->ncache * sizeof *t->cache);
-  t->n = 0;
-  t->alen = 0;
 }
 
-static int ntab_rehash(ntab *t, size_t cap) {
-  uint32_t *s = tbe__calloc(t->a, cap, sizeof *s);
-  if (!s) return TBE_ENOMEM;
-  for (size_t id = 1; id <= t->n; id++) {
-    size_t i = (size_t)t->hash[id] & (cap - 1);
-    while (s[i]) i = (i + 1) & (cap - 1);
-    s[i] = (uint32_t)id;
-  }
-  tbe__free(t->a, t->slots);
-  t->slots = s;
-  t->cap = cap;
-  return 0;
-}
-
-/* Returns the id (>= 1) of `name`, adding it; 0 after an allocation
- * failure (sticky in t->err). */
-static uint32_t ntab_get(ntab *t, const char *s, size_t n) {
+/* tbe__ntab_get (export_xplane_int.h). */
+uint32_t tbe__ntab_get(ntab *t, const char *s, size_t n) {
   if (t->err) return 0;
-  if (n > UINT32_MAX) n = UINT32_MAX;
-  for (size_t i = 0; i < n; i++) {
-    if ((unsigned char)s[i] >= 0x80) {
-      size_t fl;
-      char *fixed = utf8_fixed(t->a, s, n, &fl);
-      if (fixed) {
-        uint32_t id = ntab_get(t, fixed, fl);
-        tbe__free(t->a, fixed);
-        return id;
-      }
-      break;
-    }
+  if (!tbe__utf8_valid(s, n)) {
+    tbe__buf_clear(&t->fix);
+    tbe__utf8_repair(&t->fix, s, n, 0);
+    if ((t->err = tbe__buf_error(&t->fix)) != 0) return 0;
+    s = (const char *)t->fix.data;
+    n = t->fix.len;
   }
-  uint64_t h = hash_bytes(s, n);
-  if (t->cap) {
-    size_t i = (size_t)h & (t->cap - 1);
-    for (uint32_t id; (id = t->slots[i]) != 0; i = (i + 1) & (t->cap - 1))
-      if (t->hash[id] == h && t->len[id] == n && (n == 0 || memcmp(t->arena + t->off[id], s, n) == 0))
-        return id;
-  }
-  if ((t->n + 2) * 2 > t->cap) {
-    if (ntab_rehash(t, t->cap ? t->cap * 2 : 256)) goto oom;
-  }
-  if (t->n + 2 > t->ncap) {
-    size_t nc = t->ncap ? t->ncap * 2 : 256;
-    uint64_t *o = tbe__realloc(t->a, t->off, t->ncap * sizeof *o, nc * sizeof *o);
-    if (!o) goto oom;
-    t->off = o;
-    uint32_t *l = tbe__realloc(t->a, t->len, t->ncap * sizeof *l, nc * sizeof *l);
-    if (!l) goto oom;
-    t->len = l;
-    uint64_t *hh = tbe__realloc(t->a, t->hash, t->ncap * sizeof *hh, nc * sizeof *hh);
-    if (!hh) goto oom;
-    t->hash = hh;
-    t->ncap = nc;
-  }
-  if (!t->arena || t->acap - t->alen < n) { /* never NULL: "" (a nameless event) points into it */
-    size_t nc = t->acap ? t->acap : 4096;
-    while (nc - t->alen < n) nc *= 2;
-    char *na = tbe__realloc(t->a, t->arena, t->acap, nc);
-    if (!na) goto oom;
-    t->arena = na;
-    t->acap = nc;
-  }
-  uint32_t id = (uint32_t)++t->n;
-  if (n) memcpy(t->arena + t->alen, s, n); /* "" may come as (NULL, 0) */
-  t->off[id] = t->alen;
-  t->len[id] = (uint32_t)n;
-  t->hash[id] = h;
-  t->alen += n;
-  size_t i = (size_t)h & (t->cap - 1);
-  while (t->slots[i]) i = (i + 1) & (t->cap - 1);
-  t->slots[i] = id;
-  return id;
-oom:
-  t->err = TBE_ENOMEM;
-  return 0;
-}
-
-/* The id of an interned trace string, through the per-string cache. */
-static inline uint32_t ntab_str(ntab *t, const tbe_trace *tr, tbe_str s) {
-  if (s < t->ncache && t->cache[s]) return t->cache[s];
-  uint32_t id = ntab_get(t, tbe_trace_str(tr, s), tbe_trace_strlen(tr, s));
-  if (s < t->ncache) t->cache[s] = id;
-  return id;
-}
-
-/* ---- the exporter state ---- */
-
-/* Stats whose metadata ids are looked up once per plane. */
-enum {
-  S_CORRELATION,
-  S_DEVICE_ID,
-  S_EXTERNAL_ID,
-  S_KERNEL_DETAILS,
-  S_MEMCPY_DETAILS,
-  S_MEMSET_DETAILS,
-  S_OCCUPANCY,
-  S_CONTEXT,
-  S_STEP_NUM,
-  S_R,
-  S_VALUE,
-  S_ADDR,
-  S_NUM_BYTES,
-  S_TOTAL_ALLOCATED,
-  S_TOTAL_RESERVED,
-  S_DEVICE_ORDINAL,
-  S_SYNC_KIND,
-  S_SYNC_STREAM,
-  S_CUDA_EVENT,
-  S_NVTX_DOMAIN,
-  S_NVTX_COLOR,
-  S_NVTX_CATEGORY,
-  S_NVTX_PAYLOAD,
-  S_TBE_KIND,
-  S_TBE_CAT,
-  S_ASYNC,
-  S__COUNT
-};
-static const char *const STAT_NAMES[S__COUNT] = {
-    "correlation_id", "device_id",      "external_id",     "kernel_details", "memcpy_details",
-    "Memset_details", "theoretical_occupancy_pct", "context_id", "step_num", "_r",
-    "value",          "addr",           "num_bytes",       "total_allocated", "total_reserved",
-    "device_ordinal", "sync_kind",      "sync_stream",     "cuda_event",     "nvtx_domain",
-    "nvtx_color",     "nvtx_category",  "nvtx_payload",    "tbexport_kind",  "tbexport_cat",
-    "_a"};
-
-/* Direct-mapped cache from packed detail fields to a stat metadata id, so a
- * kernel configuration seen many times is formatted and hashed once per
- * plane. */
-#define DC_SIZE 4096
-typedef struct dcache_ent {
-  uint64_t key[6];
   uint32_t id;
-  uint32_t gen;
-} dcache_ent;
-
-typedef struct step_mark {
-  uint32_t event;
-  uint32_t step;
-} step_mark;
-
-/* A step no host event carries, written as a marker event of its own on the
- * host line of the step's track (sorted by track, then like events). */
-typedef struct synth_step {
-  uint32_t track;
-  uint32_t step;
-} synth_step;
-
-typedef struct xctx {
-  const tbe_trace *t;
-  xw w;
-  ntab ev;   /* event metadata */
-  ntab st;   /* stat metadata */
-  uint32_t fixed[S__COUNT];
-  dcache_ent *dc;
-  uint32_t gen;
-  uint8_t *scratch;
-  size_t scap;
-  step_mark *marks;
-  size_t nmarks;
-  synth_step *synth;
-  size_t nsynth, synth_at; /* synth_at: the next one to write (tracks in order) */
-  uint64_t clamped; /* durations/offsets beyond what int64 picoseconds hold */
-  uint64_t done;
-  void (*progress)(void *, uint64_t, uint64_t);
-  void *progress_ctx;
-} xctx;
-
-static inline uint32_t fixed_stat(xctx *c, int which) {
-  if (!c->fixed[which]) c->fixed[which] = ntab_get(&c->st, STAT_NAMES[which], strlen(STAT_NAMES[which]));
-  return c->fixed[which];
+  if ((t->err = tbe__intern_add(&t->in, s, n, &id, NULL)) != 0) return 0;
+  return id + 1;
 }
+
+/* ---- planes ---- */
 
 static void plane_reset(xctx *c) {
   ntab_reset(&c->ev);
   ntab_reset(&c->st);
   memset(c->fixed, 0, sizeof c->fixed);
   c->gen++;
-}
-
-/* ---- XEvent body encoding (into scratch) ---- */
-
-typedef struct enc {
-  uint8_t *p; /* write position */
-} enc;
-
-static inline void enc_stat_u64(enc *e, uint32_t mid, uint64_t v) {
-  uint8_t *p = e->p;
-  uint8_t body[24];
-  size_t n = 0;
-  body[n++] = TAG(1, WT_VARINT);
-  n += put_varint(body + n, mid);
-  body[n++] = TAG(3, WT_VARINT);
-  n += put_varint(body + n, v);
-  *p++ = TAG(4, WT_LEN);
-  *p++ = (uint8_t)n;
-  memcpy(p, body, n);
-  e->p = p + n;
-}
-
-static inline void enc_stat_i64(enc *e, uint32_t mid, int64_t v) {
-  uint8_t *p = e->p;
-  uint8_t body[24];
-  size_t n = 0;
-  body[n++] = TAG(1, WT_VARINT);
-  n += put_varint(body + n, mid);
-  body[n++] = TAG(4, WT_VARINT);
-  n += put_varint(body + n, (uint64_t)v);
-  *p++ = TAG(4, WT_LEN);
-  *p++ = (uint8_t)n;
-  memcpy(p, body, n);
-  e->p = p + n;
-}
-
-static inline void enc_stat_ref(enc *e, uint32_t mid, uint32_t ref) {
-  uint8_t *p = e->p;
-  uint8_t body[24];
-  size_t n = 0;
-  body[n++] = TAG(1, WT_VARINT);
-  n += put_varint(body + n, mid);
-  body[n++] = TAG(7, WT_VARINT);
-  n += put_varint(body + n, ref);
-  *p++ = TAG(4, WT_LEN);
-  *p++ = (uint8_t)n;
-  memcpy(p, body, n);
-  e->p = p + n;
-}
-
-static inline void enc_stat_double(enc *e, uint32_t mid, double v) {
-  uint8_t *p = e->p;
-  uint8_t body[24];
-  size_t n = 0;
-  body[n++] = TAG(1, WT_VARINT);
-  n += put_varint(body + n, mid);
-  body[n++] = TAG(2, WT_I64);
-  memcpy(body + n, &v, 8); /* little-endian hosts only, as protobuf-c */
-  n += 8;
-  *p++ = TAG(4, WT_LEN);
-  *p++ = (uint8_t)n;
-  memcpy(p, body, n);
-  e->p = p + n;
-}
-
-static uint32_t detail_id(xctx *c, const uint64_t key[6], const char *fmt_buf, size_t fmt_len);
-
-static const char *mem_kind(uint8_t k) { return tbe_mem_kind_name((tbe_mem_kind)k); }
-
-static uint32_t dcache_lookup(xctx *c, const uint64_t key[6], dcache_ent **slot) {
-  uint64_t h = 0;
-  for (int i = 0; i < 6; i++) h = (h ^ key[i]) * 0x9E3779B97F4A7C15ULL;
-  dcache_ent *d = &c->dc[(h >> 40) & (DC_SIZE - 1)];
-  *slot = d;
-  if (d->gen == c->gen && memcmp(d->key, key, sizeof d->key) == 0) return d->id;
-  return 0;
-}
-
-static uint32_t detail_id(xctx *c, const uint64_t key[6], const char *s, size_t n) {
-  dcache_ent *d;
-  uint32_t id = dcache_lookup(c, key, &d);
-  if (id) return id;
-  id = ntab_get(&c->st, s, n);
-  memcpy(d->key, key, sizeof d->key);
-  d->id = id;
-  d->gen = c->gen;
-  return id;
-}
-
-static uint32_t kernel_details(xctx *c, const tbe_kernel *k) {
-  uint32_t occ;
-  memcpy(&occ, &k->occupancy_pct, 4);
-  uint64_t key[6] = {1ull << 56 | k->registers, (uint64_t)k->static_shared << 32 | k->dynamic_shared,
-                     (uint64_t)k->grid[0] << 32 | k->grid[1],
-                     (uint64_t)k->grid[2] << 32 | k->block[0],
-                     (uint64_t)k->block[1] << 32 | k->block[2], occ};
-  dcache_ent *d;
-  uint32_t id = dcache_lookup(c, key, &d);
-  if (id) return id;
-  char buf[256];
-  int n = snprintf(buf, sizeof buf,
-                   "regs:%u static_shared:%u dynamic_shared:%u grid:%u,%u,%u block:%u,%u,%u",
-                   k->registers, k->static_shared, k->dynamic_shared, k->grid[0], k->grid[1],
-                   k->grid[2], k->block[0], k->block[1], k->block[2]);
-  if (k->occupancy_pct >= 0)
-    n += snprintf(buf + n, sizeof buf - (size_t)n, " occ_pct:%g", (double)k->occupancy_pct);
-  return detail_id(c, key, buf, (size_t)n);
-}
-
-static uint32_t memcpy_details(xctx *c, const tbe_memcpy *m, int32_t track_device) {
-  int32_t dest = m->dst_device >= 0 ? m->dst_device : track_device;
-  uint64_t key[6] = {2ull << 56 | (uint64_t)m->src_kind << 16 | (uint64_t)m->dst_kind << 8 | m->async,
-                     m->bytes, (uint64_t)(uint32_t)dest, 0, 0, 0};
-  dcache_ent *d;
-  uint32_t id = dcache_lookup(c, key, &d);
-  if (id) return id;
-  char buf[200];
-  int n = snprintf(buf, sizeof buf, "kind_src:%s kind_dst:%s size:%llu dest:%d async:%d",
-                   mem_kind(m->src_kind), mem_kind(m->dst_kind), (unsigned long long)m->bytes,
-                   (int)dest, m->async ? 1 : 0);
-  return detail_id(c, key, buf, (size_t)n);
-}
-
-static uint32_t memset_details(xctx *c, const tbe_memset *m) {
-  uint64_t key[6] = {3ull << 56 | (uint64_t)m->mem_kind << 8 | m->async, m->bytes, 0, 0, 0, 0};
-  dcache_ent *d;
-  uint32_t id = dcache_lookup(c, key, &d);
-  if (id) return id;
-  char buf[160];
-  int n = snprintf(buf, sizeof buf, "kind:%s num_bytes:%llu async:%d", mem_kind(m->mem_kind),
-                   (unsigned long long)m->bytes, m->async ? 1 : 0);
-  return detail_id(c, key, buf, (size_t)n);
-}
-
-static uint32_t context_ref(xctx *c, unsigned ctx) {
-  uint64_t key[6] = {4ull << 56 | ctx, 0, 0, 0, 0, 0};
-  dcache_ent *d;
-  uint32_t id = dcache_lookup(c, key, &d);
-  if (id) return id;
-  char buf[32];
-  int n = snprintf(buf, sizeof buf, "$$%u", ctx);
-  return detail_id(c, key, buf, (size_t)n);
-}
-
-static int host_mem(uint8_t k) {
-  return k == TBE_MEM_PAGEABLE || k == TBE_MEM_PINNED || k == TBE_MEM_MANAGED ||
-         k == TBE_MEM_MANAGED_STATIC;
-}
-
-/* The direction a reader infers for "MemcpyOther" from the memory kinds
- * (src/import/xspace.c copy_kind_of does this for XLA's files). */
-static uint8_t inferred_kind(const tbe_memcpy *m) {
-  int sh = host_mem(m->src_kind), dh = host_mem(m->dst_kind);
-  int sd = m->src_kind == TBE_MEM_DEVICE || m->src_kind == TBE_MEM_DEVICE_STATIC;
-  int dd = m->dst_kind == TBE_MEM_DEVICE || m->dst_kind == TBE_MEM_DEVICE_STATIC;
-  if (sh && dd) return TBE_COPY_HTOD;
-  if (sd && dh) return TBE_COPY_DTOH;
-  if (sd && dd) return TBE_COPY_DTOD;
-  if (sh && dh) return TBE_COPY_HTOH;
-  if (m->src_kind == TBE_MEM_ARRAY && dd) return TBE_COPY_ATOD;
-  if (sd && m->dst_kind == TBE_MEM_ARRAY) return TBE_COPY_DTOA;
-  return TBE_COPY_UNKNOWN;
-}
-
-/* XLA's names for the four directions it tells apart, and "MemcpyOther"
- * for the rest when the memory kinds say the direction; else ours
- * ("Memcpy" and tbe_copy_kind_name: "MemcpyUnknown", "MemcpyHtoA", ...), so
- * that the direction reads back. */
-static const char *memcpy_xla_name(const tbe_memcpy *m, char *buf, size_t size) {
-  uint8_t kind = m ? m->copy_kind : TBE_COPY_UNKNOWN;
-  switch (kind) {
-    case TBE_COPY_HTOD: return "MemcpyH2D";
-    case TBE_COPY_DTOH: return "MemcpyD2H";
-    case TBE_COPY_DTOD: return "MemcpyD2D";
-    case TBE_COPY_PTOP: return "MemcpyP2P";
-    default: break;
-  }
-  if (m && inferred_kind(m) == kind) return "MemcpyOther";
-  snprintf(buf, size, "Memcpy%s", tbe_copy_kind_name((tbe_copy_kind)kind));
-  return buf;
-}
-
-static int find_mark(const xctx *c, uint32_t ev) {
-  size_t lo = 0, hi = c->nmarks;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    if (c->marks[mid].event < ev) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < c->nmarks && c->marks[lo].event == ev ? (int)lo : -1;
-}
-
-/* The kind our importer (src/import/xspace.c) gives a host event from what
- * XLA's conventions say about it: a correlation_id makes an API call
- * (runtime when the name starts with "cuda"), the NVTX line NVTX, memory
- * stats an allocator event, anything else a CPU operator, or an instant
- * when it has no duration.  Events of another kind carry a tbexport_kind
- * stat that says theirs. */
-static uint8_t host_kind_default(const tbe_trace *t, const tbe_event *e) {
-  if (e->correlation)
-    return strncmp(tbe_trace_str(t, e->name), "cuda", 4) == 0 ? TBE_EV_RUNTIME : TBE_EV_DRIVER;
-  if (e->kind == TBE_EV_NVTX_RANGE || e->kind == TBE_EV_NVTX_MARK)
-    return e->dur_ns ? TBE_EV_NVTX_RANGE : TBE_EV_NVTX_MARK;
-  if (e->kind == TBE_EV_MEMORY && tbe_trace_memory(t, e) && !e->dur_ns) return TBE_EV_MEMORY;
-  return e->dur_ns ? TBE_EV_CPU_OP : TBE_EV_INSTANT;
-}
-
-static uint32_t kind_ref(xctx *c, uint8_t kind) {
-  const char *n = tbe_event_kind_name((tbe_event_kind)kind);
-  return ntab_get(&c->st, n, strlen(n));
-}
-
-/* Event metadata id for an event's display name. */
-static uint32_t event_meta(xctx *c, const tbe_event *e) {
-  const tbe_trace *t = c->t;
-  if (e->kind == TBE_EV_MEMCPY) {
-    char nb[32];
-    const char *n = memcpy_xla_name(tbe_trace_memcpy(t, e), nb, sizeof nb);
-    return ntab_get(&c->ev, n, strlen(n));
-  }
-  if (e->kind == TBE_EV_NVTX_RANGE || e->kind == TBE_EV_NVTX_MARK) {
-    const tbe_nvtx *nv = tbe_trace_nvtx(t, e);
-    if (nv && nv->domain) {
-      size_t dl = tbe_trace_strlen(t, nv->domain), ml = tbe_trace_strlen(t, e->name);
-      char stackbuf[512];
-      char *b = dl + ml + 6 <= sizeof stackbuf ? stackbuf : tbe__alloc(c->w.a, dl + ml + 6);
-      if (!b) {
-        c->ev.err = TBE_ENOMEM;
-        return 0;
-      }
-      memcpy(b, "NVTX:", 5);
-      memcpy(b + 5, tbe_trace_str(t, nv->domain), dl);
-      b[5 + dl] = ':';
-      memcpy(b + 6 + dl, tbe_trace_str(t, e->name), ml);
-      uint32_t id = ntab_get(&c->ev, b, dl + ml + 6);
-      if (b != stackbuf) tbe__free(c->w.a, b);
-      return id;
-    }
-  }
-  return ntab_str(&c->ev, t, e->name);
-}
-
-/* Encodes the XEvent for model event `idx` (placed at `line_start_ns`) and
- * appends it as field 4 of the current line. */
-static void write_event(xctx *c, uint32_t idx, int64_t line_start_ns) {
-  const tbe_trace *t = c->t;
-  const tbe_event *e = &t->events[idx];
-  const tbe_track *tr = &t->tracks[e->track];
-  size_t need = 256 + (size_t)e->nargs * 32;
-  if (need > c->scap) {
-    size_t nc = c->scap;
-    while (nc < need) nc *= 2;
-    uint8_t *ns = tbe__realloc(c->w.a, c->scratch, c->scap, nc);
-    if (!ns) {
-      c->w.err = TBE_ENOMEM;
-      return;
-    }
-    c->scratch = ns;
-    c->scap = nc;
-  }
-  enc en = {c->scratch};
-  uint8_t *p = en.p;
-  uint32_t mid = event_meta(c, e);
-  *p++ = TAG(1, WT_VARINT);
-  p += put_varint(p, mid);
-  /* Times saturate here (common/checked.h): an offset beyond what int64
-   * picoseconds hold is written as the largest and counted. */
-  int64_t off = tbe__sat_sub(e->start_ns, line_start_ns);
-  if (off > PS_MAX_NS || off < -PS_MAX_NS) {
-    off = off > 0 ? PS_MAX_NS : -PS_MAX_NS;
-    c->clamped++;
-  }
-  if (off) {
-    *p++ = TAG(2, WT_VARINT);
-    p += put_varint(p, (uint64_t)(off * 1000));
-  }
-  int64_t dur = e->dur_ns < 0 ? 0 : e->dur_ns;
-  if (dur > PS_MAX_NS) {
-    dur = PS_MAX_NS;
-    c->clamped++;
-  }
-  if (dur) {
-    *p++ = TAG(3, WT_VARINT);
-    p += put_varint(p, (uint64_t)(dur * 1000));
-  }
-  en.p = p;
-
-  switch (e->kind) {
-    case TBE_EV_KERNEL: {
-      const tbe_kernel *k = tbe_trace_kernel(t, e);
-      if (e->correlation) enc_stat_u64(&en, fixed_stat(c, S_CORRELATION), e->correlation);
-      if (k) {
-        enc_stat_ref(&en, fixed_stat(c, S_KERNEL_DETAILS), kernel_details(c, k));
-        if (k->occupancy_pct >= 0)
-          enc_stat_double(&en, fixed_stat(c, S_OCCUPANCY), (double)k->occupancy_pct);
-        if (k->context) enc_stat_ref(&en, fixed_stat(c, S_CONTEXT), context_ref(c, k->context));
-      }
-      break;
-    }
-    case TBE_EV_MEMCPY: {
-      const tbe_memcpy *m = tbe_trace_memcpy(t, e);
-      if (e->correlation) enc_stat_u64(&en, fixed_stat(c, S_CORRELATION), e->correlation);
-      if (m) {
-        enc_stat_ref(&en, fixed_stat(c, S_MEMCPY_DETAILS), memcpy_details(c, m, tr->device));
-        if (m->context) enc_stat_ref(&en, fixed_stat(c, S_CONTEXT), context_ref(c, m->context));
-      }
-      break;
-    }
-    case TBE_EV_MEMSET: {
-      const tbe_memset *m = tbe_trace_memset(t, e);
-      if (e->correlation) enc_stat_u64(&en, fixed_stat(c, S_CORRELATION), e->correlation);
-      if (m) {
-        enc_stat_ref(&en, fixed_stat(c, S_MEMSET_DETAILS), memset_details(c, m));
-        if (m->context) enc_stat_ref(&en, fixed_stat(c, S_CONTEXT), context_ref(c, m->context));
-      }
-      break;
-    }
-    case TBE_EV_RUNTIME:
-    case TBE_EV_DRIVER:
-      if (e->correlation) enc_stat_u64(&en, fixed_stat(c, S_CORRELATION), e->correlation);
-      if (e->link != TBE_NONE && e->link < t->nevents) {
-        const tbe_track *gt = &t->tracks[t->events[e->link].track];
-        if (gt->type == TBE_TRACK_STREAM && gt->device >= 0)
-          enc_stat_u64(&en, fixed_stat(c, S_DEVICE_ID), (uint64_t)gt->device);
-      }
-      break;
-    case TBE_EV_SYNC: {
-      const tbe_sync *s = tbe_trace_sync(t, e);
-      if (e->correlation) enc_stat_u64(&en, fixed_stat(c, S_CORRELATION), e->correlation);
-      if (s) {
-        const char *kn = tbe_sync_kind_name((tbe_sync_kind)s->sync_kind);
-        enc_stat_ref(&en, fixed_stat(c, S_SYNC_KIND), ntab_get(&c->st, kn, strlen(kn)));
-        if (s->stream >= 0) enc_stat_i64(&en, fixed_stat(c, S_SYNC_STREAM), s->stream);
-        if (s->cuda_event) enc_stat_u64(&en, fixed_stat(c, S_CUDA_EVENT), s->cuda_event);
-      }
-      break;
-    }
-    case TBE_EV_NVTX_RANGE:
-    case TBE_EV_NVTX_MARK: {
-      const tbe_nvtx *nv = tbe_trace_nvtx(t, e);
-      if (nv) {
-        if (nv->domain)
-          enc_stat_ref(&en, fixed_stat(c, S_NVTX_DOMAIN), ntab_str(&c->st, t, nv->domain));
-        if (nv->color) enc_stat_u64(&en, fixed_stat(c, S_NVTX_COLOR), nv->color);
-        if (nv->category) enc_stat_u64(&en, fixed_stat(c, S_NVTX_CATEGORY), nv->category);
-        if (nv->payload_type == 1) enc_stat_i64(&en, fixed_stat(c, S_NVTX_PAYLOAD), nv->payload.i);
-        else if (nv->payload_type == 2)
-          enc_stat_u64(&en, fixed_stat(c, S_NVTX_PAYLOAD), nv->payload.u);
-        else if (nv->payload_type == 3)
-          enc_stat_double(&en, fixed_stat(c, S_NVTX_PAYLOAD), nv->payload.d);
-      }
-      break;
-    }
-    case TBE_EV_COUNTER: {
-      const tbe_counter *k = tbe_trace_counter(t, e);
-      enc_stat_double(&en, fixed_stat(c, S_VALUE), k ? k->value : 0.0);
-      break;
-    }
-    case TBE_EV_MEMORY: {
-      const tbe_memory *m = tbe_trace_memory(t, e);
-      if (m) {
-        enc_stat_u64(&en, fixed_stat(c, S_ADDR), m->addr);
-        enc_stat_i64(&en, fixed_stat(c, S_NUM_BYTES), m->bytes);
-        if (m->total_allocated >= 0)
-          enc_stat_i64(&en, fixed_stat(c, S_TOTAL_ALLOCATED), m->total_allocated);
-        if (m->total_reserved >= 0)
-          enc_stat_i64(&en, fixed_stat(c, S_TOTAL_RESERVED), m->total_reserved);
-        enc_stat_i64(&en, fixed_stat(c, S_DEVICE_ORDINAL), m->device);
-      }
-      break;
-    }
-    default: break;
-  }
-  if (e->external_id) enc_stat_u64(&en, fixed_stat(c, S_EXTERNAL_ID), e->external_id);
-  if (c->nmarks) {
-    int m = find_mark(c, idx);
-    if (m >= 0) {
-      enc_stat_i64(&en, fixed_stat(c, S_STEP_NUM), t->steps[c->marks[m].step].num);
-      enc_stat_i64(&en, fixed_stat(c, S_R), 1);
-    }
-  }
-  /* XLA's is_async: xprof's grouping does not nest what it marks. */
-  if (e->flags & TBE_EVF_ASYNC) enc_stat_i64(&en, fixed_stat(c, S_ASYNC), 1);
-  if (tr->type != TBE_TRACK_STREAM) {
-    if (e->kind != host_kind_default(t, e))
-      enc_stat_ref(&en, fixed_stat(c, S_TBE_KIND), kind_ref(c, e->kind));
-    if (e->cat) enc_stat_ref(&en, fixed_stat(c, S_TBE_CAT), ntab_str(&c->st, t, e->cat));
-  }
-  for (uint32_t i = 0; i < e->nargs; i++) {
-    const tbe_arg *g = &t->args[e->args + i];
-    uint32_t k = ntab_str(&c->st, t, g->key);
-    switch (g->type) {
-      case TBE_ARG_INT: enc_stat_i64(&en, k, g->v.i); break;
-      case TBE_ARG_UINT: enc_stat_u64(&en, k, g->v.u); break;
-      case TBE_ARG_DOUBLE: enc_stat_double(&en, k, g->v.d); break;
-      default: enc_stat_ref(&en, k, ntab_str(&c->st, t, g->v.s)); break;
-    }
-  }
-  size_t n = (size_t)(en.p - c->scratch);
-  uint8_t *d = xw_room(&c->w, n + 11);
-  if (!d) return;
-  d[0] = TAG(4, WT_LEN);
-  size_t h = 1 + put_varint(d + 1, n);
-  memcpy(d + h, c->scratch, n);
-  c->w.len += h + n;
-  c->done++;
-  if (c->progress && (c->done & 0xFFFF) == 0) c->progress(c->progress_ctx, c->done, t->nevents);
 }
 
 /* ---- lines and planes ---- */
@@ -903,7 +226,7 @@ static void write_step_marker(xctx *c, uint32_t s, int64_t line_start_ns) {
   char nb[48];
   size_t nl;
   const char *nm = step_marker_name(c->t, st, nb, sizeof nb, &nl);
-  uint32_t mid = ntab_get(&c->ev, nm, nl);
+  uint32_t mid = tbe__ntab_get(&c->ev, nm, nl);
   uint8_t body[96];
   enc en = {body};
   uint8_t *p = body;
@@ -923,7 +246,7 @@ static void write_step_marker(xctx *c, uint32_t s, int64_t line_start_ns) {
   en.p = p;
   enc_stat_i64(&en, fixed_stat(c, S_STEP_NUM), st->num);
   enc_stat_i64(&en, fixed_stat(c, S_R), 1);
-  enc_stat_ref(&en, fixed_stat(c, S_TBE_KIND), kind_ref(c, TBE_EV_USER_ANNOTATION));
+  enc_stat_ref(&en, fixed_stat(c, S_TBE_KIND), tbe__xp_kind_ref(c, TBE_EV_USER_ANNOTATION));
   size_t n = (size_t)(en.p - body);
   uint8_t *d = xw_room(&c->w, n + 11);
   if (!d) return;
@@ -979,7 +302,7 @@ static void write_line(xctx *c, const tbe_track *tr, ev_filter keep, int64_t lin
       if (!keep(t->events[i].kind)) continue;
       while (k < synth_hi && marker_first(&t->steps[c->synth[k].step], &t->events[i]))
         write_step_marker(c, c->synth[k++].step, start);
-      write_event(c, i, start);
+      tbe__xp_write_event(c, i, start);
     }
   while (k < synth_hi && !c->w.err) write_step_marker(c, c->synth[k++].step, start);
   xw_close(&c->w, at);
@@ -991,8 +314,8 @@ static void write_metadata(xctx *c) {
   for (int which = 0; which < 2; which++) {
     ntab *nt = which ? &c->st : &c->ev;
     unsigned field = which ? 5 : 4;
-    for (size_t id = 1; id <= nt->n && !w->err; id++) {
-      size_t nl = nt->len[id];
+    for (size_t id = 1; id <= ntab_count(nt) && !w->err; id++) {
+      size_t nl = tbe__intern_len(&nt->in, (uint32_t)id - 1);
       /* value message: id (1), name (2) */
       size_t vlen = 1 + varint_len(id) + 1 + varint_len(nl) + nl;
       /* entry message: key (1), value (2) */
@@ -1011,14 +334,14 @@ static void write_metadata(xctx *c) {
       d[n++] = TAG(2, WT_LEN);
       n += put_varint(d + n, nl);
       w->len += n;
-      xw_bytes(w, nt->arena + nt->off[id], nl);
+      xw_bytes(w, tbe__intern_str(&nt->in, (uint32_t)id - 1), nl);
     }
   }
 }
 
 /* A plane-level XStat (field 6 of XPlane). */
 static void plane_stat(xctx *c, const char *name, int type, uint64_t u, const char *s) {
-  uint32_t mid = ntab_get(&c->st, name, strlen(name));
+  uint32_t mid = tbe__ntab_get(&c->st, name, strlen(name));
   uint8_t body[32];
   size_t n = 0;
   body[n++] = TAG(1, WT_VARINT);
@@ -1149,7 +472,7 @@ static void write_step_line(xctx *c, const uint8_t *unmarked) {
     } else {
       char nb[48];
       int n = snprintf(nb, sizeof nb, "Step %lld", (long long)st->num);
-      mid = ntab_get(&c->ev, nb, (size_t)n);
+      mid = tbe__ntab_get(&c->ev, nb, (size_t)n);
     }
     uint8_t body[96];
     enc en = {body};
@@ -1361,20 +684,24 @@ static void warning_line(void *ctx, const char *line, size_t len) {
   xw_len_field(ctx, 3, line, len);
 }
 
-static int xplane_write(const tbe_trace *t, int fd, const char *host, const tbe_allocator *a,
-                        void (*progress)(void *, uint64_t, uint64_t), void *progress_ctx) {
+static int xplane_write(const tbe_trace *t, tbe__sink *out, const char *host,
+                        const tbe_allocator *a, void (*progress)(void *, uint64_t, uint64_t),
+                        void *progress_ctx) {
   xctx *c = tbe__calloc(a, 1, sizeof *c);
   if (!c) return TBE_ENOMEM;
   c->t = t;
-  c->w.fd = fd;
+  c->w.out = out;
   c->w.a = a;
   c->w.cap = XW_CAP;
   c->w.buf = tbe__alloc(a, XW_CAP);
-  c->ev.a = c->st.a = a;
+  tbe__buf_init(&c->w.fix, a);
+  ntab_init(&c->ev, a);
+  ntab_init(&c->st, a);
   c->ev.ncache = c->st.ncache = tbe_trace_nstrings(t);
   c->ev.cache = tbe__calloc(a, c->ev.ncache + 1, sizeof(uint32_t));
   c->st.cache = tbe__calloc(a, c->st.ncache + 1, sizeof(uint32_t));
   c->dc = tbe__calloc(a, DC_SIZE, sizeof *c->dc);
+  c->seed = tbe__hash_seed();
   c->scap = 1024;
   c->scratch = tbe__alloc(a, c->scap);
   c->marks = tbe__calloc(a, t->nsteps + 1, sizeof *c->marks);
@@ -1422,7 +749,7 @@ static int xplane_write(const tbe_trace *t, int fd, const char *host, const tbe_
   for (size_t i = 0; i < t->nwarnings; i++)
     xw_str_field(&c->w, 3, tbe_trace_str(t, t->warnings[i]), tbe_trace_strlen(t, t->warnings[i]));
   if (host && *host) xw_str_field(&c->w, 4, host, strlen(host));
-  xw_flush(&c->w);
+  tbe__xw_flush(&c->w);
   rc = xerr(c);
   if (!rc && progress) progress(progress_ctx, t->nevents, t->nevents);
 
@@ -1436,42 +763,16 @@ done:
   tbe__free(a, unmarked);
   tbe__free(a, devs);
   tbe__free(a, c->w.buf);
+  tbe__buf_deinit(&c->w.fix);
   tbe__free(a, c);
   return rc;
 }
 
-static int xplane_file(const tbe_trace *t, const tbe_allocator *a, const char *dir,
-                       const char *name, const char *host, int force, int durable,
-                       void (*progress)(void *, uint64_t, uint64_t), void *progress_ctx) {
-  tbe__afile f;
-  int rc = tbe__afile_open(&f, a, dir, name, force);
-  if (rc) return rc;
-  rc = xplane_write(t, f.fd, host, a, progress, progress_ctx);
-  if (rc) {
-    tbe__afile_abort(&f);
-    return rc;
-  }
-  return tbe__afile_commit(&f, durable, force);
-}
-
-int tbe_export_xplane(const tbe_trace *t, const char *path, int force) {
-  if (!t || !path || !*path) return TBE_EINVAL;
-  tbe_allocator a;
-  tbe__allocator_init(&a, NULL);
-  char *dir;
-  const char *name;
-  int rc = tbe__path_split(&a, path, &dir, &name);
-  if (rc) return rc;
-  /* The host name recorded inside is the trace's own (text, not a path). */
-  rc = xplane_file(t, &a, dir, name, tbe_trace_str(t, t->host), force, 0, NULL, NULL);
-  tbe__free(&a, dir);
-  return rc;
-}
-
-static int xplane_export(const tbe__export_ctx *x, int fd) {
+/* The exporter table's entry. */
+static int xplane_export(const tbe__export_ctx *x, tbe__sink *out) {
   tbe_allocator a;
   tbe__allocator_init(&a, x->a);
-  return xplane_write(x->trace, fd, x->host, &a, x->progress, x->progress_ctx);
+  return xplane_write(x->trace, out, x->host, &a, x->progress, x->progress_ctx);
 }
 
 const tbe__exporter tbe__exporter_xplane = {"xplane", TBE_OUT_XPLANE, xplane_export};

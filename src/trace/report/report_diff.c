@@ -15,7 +15,7 @@
 #include "common/alloc.h"
 #include "common/text.h"
 #include "tbexport/error.h"
-#include "trace/report.h"
+#include "trace/report/report.h"
 
 #define NAME_MIN 12
 #define SHORT_MAX 4096
@@ -136,73 +136,77 @@ static int any_tested(const tbe_diff *d) {
   return 0;
 }
 
-void tbe__diff_overall(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
-  char x[32], y[32], z[32], w[32], q[4][32];
-  switch (o->format) {
-    case TBE_REPORT_CSV:
-      tbe__buf_puts(b, "section,metric,base_ns,new_ns,delta_ns,ratio,noise,p_value\n");
-      for (int r = 0; r < 6; r++) {
-        const char *label;
-        int64_t v[2];
-        int have;
-        if (r < 4) {
-          diff_overall_rows(d, r, &label, v, &have);
-        } else {
-          label = r == 4 ? "step (q1)" : "step (q3)";
-          v[0] = r == 4 ? d->steps.dist[0].q1_ns : d->steps.dist[0].q3_ns;
-          v[1] = r == 4 ? d->steps.dist[1].q1_ns : d->steps.dist[1].q3_ns;
-          have = d->nsteps[0] && d->nsteps[1];
-        }
-        if (!have) continue;
-        tbe__buf_printf(b, "overall,%s,%lld,%lld,%lld,%.6f,%s,", label, (long long)v[0],
-                        (long long)v[1], (long long)(v[1] - v[0]),
-                        v[0] > 0 ? (double)v[1] / (double)v[0] : 0.0,
-                        r == 3 ? tbe__noise_key(d->steps.verdict) : "");
-        if (r == 3 && d->steps.p_value >= 0) tbe__buf_printf(b, "%.6f", d->steps.p_value);
-        tbe__buf_putc(b, '\n');
-      }
-      return;
-    case TBE_REPORT_JSON: {
-      tbe__buf_puts(b, "\"overall\":{");
-      static const char *keys[4] = {"wall_ns", "busy_ns", "kernel_ns", "step_median_ns"};
-      for (int r = 0; r < 4; r++) {
-        const char *label;
-        int64_t v[2];
-        int have;
-        diff_overall_rows(d, r, &label, v, &have);
-        tbe__buf_printf(b, "%s\"%s\":[%lld,%lld]", r ? "," : "", keys[r], (long long)v[0],
-                        (long long)v[1]);
-      }
-      tbe__buf_printf(b, ",\"nsteps\":[%zu,%zu],\"steps\":", d->nsteps[0], d->nsteps[1]);
-      tbe__json_step_compare(b, &d->steps);
-      tbe__buf_putc(b, '}');
-      return;
+/* The overall figures of a diff in each format (wall, GPU busy, kernel
+ * and median step time, each side, delta, ratio, the step test). */
+void tbe__rep_overall_csv(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
+  (void)o;
+  tbe__buf_puts(b, "section,metric,base_ns,new_ns,delta_ns,ratio,noise,p_value\n");
+  for (int r = 0; r < 6; r++) {
+    const char *label;
+    int64_t v[2];
+    int have;
+    if (r < 4) {
+      diff_overall_rows(d, r, &label, v, &have);
+    } else {
+      label = r == 4 ? "step (q1)" : "step (q3)";
+      v[0] = r == 4 ? d->steps.dist[0].q1_ns : d->steps.dist[0].q3_ns;
+      v[1] = r == 4 ? d->steps.dist[1].q1_ns : d->steps.dist[1].q3_ns;
+      have = d->nsteps[0] && d->nsteps[1];
     }
-    case TBE_REPORT_MARKDOWN:
-      tbe__buf_puts(b, "| | base | new | delta | ratio | noise |\n|---|---:|---:|---:|---:|---|\n");
-      for (int r = 0; r < 4; r++) {
-        const char *label;
-        int64_t v[2];
-        int have;
-        diff_overall_rows(d, r, &label, v, &have);
-        if (!have) continue;
-        delta_str(z, v[1] - v[0]);
-        ratio_str(w, sizeof w, v[0], v[1]);
-        tbe__buf_printf(b, "| %s | %s | %s | %s | %s | %s |\n", label, tbe__dur(x, v[0]), tbe__dur(y, v[1]),
-                        z, w, r == 3 ? tbe_noise_name((tbe_noise)d->steps.verdict) : "");
-      }
-      if (d->nsteps[0] && d->nsteps[1])
-        tbe__buf_printf(b, "\nSteps: %zu (base), %zu (new); quartiles %s–%s (base), %s–%s (new).\n",
-                        d->nsteps[0], d->nsteps[1], tbe__dur(q[0], d->steps.dist[0].q1_ns),
-                        tbe__dur(q[1], d->steps.dist[0].q3_ns), tbe__dur(q[2], d->steps.dist[1].q1_ns),
-                        tbe__dur(q[3], d->steps.dist[1].q3_ns));
-      tbe__noise_sentence(b, &d->steps, "Step time", o);
-      if (any_tested(d))
-        tbe__buf_puts(b, "\nPer name, the time per step is compared the same way (a 5% false "
-                         "discovery rate over the names of each table).\n");
-      return;
-    default: break;
+    if (!have) continue;
+    tbe__buf_printf(b, "overall,%s,%lld,%lld,%lld,%.6f,%s,", label, (long long)v[0],
+                    (long long)v[1], (long long)(v[1] - v[0]),
+                    v[0] > 0 ? (double)v[1] / (double)v[0] : 0.0,
+                    r == 3 ? tbe__noise_key(d->steps.verdict) : "");
+    if (r == 3 && d->steps.p_value >= 0) tbe__buf_printf(b, "%.6f", d->steps.p_value);
+    tbe__buf_putc(b, '\n');
   }
+}
+
+void tbe__rep_overall_json(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
+  (void)o;
+  tbe__buf_puts(b, "\"overall\":{");
+  static const char *keys[4] = {"wall_ns", "busy_ns", "kernel_ns", "step_median_ns"};
+  for (int r = 0; r < 4; r++) {
+    const char *label;
+    int64_t v[2];
+    int have;
+    diff_overall_rows(d, r, &label, v, &have);
+    tbe__buf_printf(b, "%s\"%s\":[%lld,%lld]", r ? "," : "", keys[r], (long long)v[0],
+                    (long long)v[1]);
+  }
+  tbe__buf_printf(b, ",\"nsteps\":[%zu,%zu],\"steps\":", d->nsteps[0], d->nsteps[1]);
+  tbe__json_step_compare(b, &d->steps);
+  tbe__buf_putc(b, '}');
+}
+
+void tbe__rep_overall_md(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
+  char x[32], y[32], z[32], w[32], q[4][32];
+  tbe__buf_puts(b, "| | base | new | delta | ratio | noise |\n|---|---:|---:|---:|---:|---|\n");
+  for (int r = 0; r < 4; r++) {
+    const char *label;
+    int64_t v[2];
+    int have;
+    diff_overall_rows(d, r, &label, v, &have);
+    if (!have) continue;
+    delta_str(z, v[1] - v[0]);
+    ratio_str(w, sizeof w, v[0], v[1]);
+    tbe__buf_printf(b, "| %s | %s | %s | %s | %s | %s |\n", label, tbe__dur(x, v[0]), tbe__dur(y, v[1]),
+                    z, w, r == 3 ? tbe_noise_name((tbe_noise)d->steps.verdict) : "");
+  }
+  if (d->nsteps[0] && d->nsteps[1])
+    tbe__buf_printf(b, "\nSteps: %zu (base), %zu (new); quartiles %s–%s (base), %s–%s (new).\n",
+                    d->nsteps[0], d->nsteps[1], tbe__dur(q[0], d->steps.dist[0].q1_ns),
+                    tbe__dur(q[1], d->steps.dist[0].q3_ns), tbe__dur(q[2], d->steps.dist[1].q1_ns),
+                    tbe__dur(q[3], d->steps.dist[1].q3_ns));
+  tbe__noise_sentence(b, &d->steps, "Step time", o);
+  if (any_tested(d))
+    tbe__buf_puts(b, "\nPer name, the time per step is compared the same way (a 5% false "
+                     "discovery rate over the names of each table).\n");
+}
+
+void tbe__rep_overall_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
+  char x[32], y[32], z[32], w[32], q[4][32];
   tbe__cell(b, "", 16, 0);
   tbe__cell(b, "base", 12, 1);
   tbe__cell(b, "new", 12, 1);
@@ -243,7 +247,11 @@ void tbe__diff_overall(tbe__buf *b, const tbe_diff *d, const tbe_report_options 
               o->width);
 }
 
-static void names_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
+void tbe__diff_overall(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
+  tbe__report_format_of(o->format)->diff_overall(b, d, o);
+}
+
+void tbe__rep_names_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
   int ps = per_step_cols(d);
   /* Per-name tables: name, calls b/n, total b, total n, avg (or median
    * per step) b, n, delta, ratio, mark. */
@@ -319,7 +327,7 @@ static void names_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options
   }
 }
 
-static void names_md(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
+void tbe__rep_names_md(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
   for (int g = 0; g < TBE_GROUP__COUNT; g++) {
     size_t n = d->nentries[g];
     if (!n) continue;
@@ -353,7 +361,7 @@ static void names_md(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o
   }
 }
 
-static void names_csv(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
+void tbe__rep_names_csv(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
   tbe__buf_puts(b, "\nsection,name,status,calls_base,calls_new,total_base_ns,total_new_ns,"
                    "avg_base_ns,avg_new_ns,delta_ns,ratio,step_median_base_ns,"
                    "step_q1_base_ns,step_q3_base_ns,step_median_new_ns,step_q1_new_ns,"
@@ -397,7 +405,7 @@ void tbe__json_step_compare(tbe__buf *b, const tbe_step_compare *c) {
   tbe__buf_putc(b, '}');
 }
 
-static void names_json(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
+void tbe__rep_names_json(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
   for (int g = 0; g < TBE_GROUP__COUNT; g++) {
     size_t n = d->nentries[g], top = o->top && o->top < n ? o->top : n;
     tbe__buf_printf(b, ",\"%s\":{\"added\":%zu,\"removed\":%zu,\"entries\":[",
@@ -424,15 +432,10 @@ static void names_json(tbe__buf *b, const tbe_diff *d, const tbe_report_options 
 }
 
 void tbe__diff_names(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
-  switch (o->format) {
-    case TBE_REPORT_CSV: names_csv(b, d, o); break;
-    case TBE_REPORT_JSON: names_json(b, d, o); break;
-    case TBE_REPORT_MARKDOWN: names_md(b, d, o); break;
-    default: names_table(b, d, o); break;
-  }
+  tbe__report_format_of(o->format)->diff_names(b, d, o);
 }
 
-static void diff_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
+void tbe__rep_diff_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
   const char *lb = o->label[0] ? o->label[0] : "base";
   const char *ln = o->label[1] ? o->label[1] : "new";
   tbe__buf_puts(b, "Comparing ");
@@ -444,7 +447,7 @@ static void diff_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options 
   tbe__diff_names(b, d, o);
 }
 
-static void diff_md(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
+void tbe__rep_diff_md(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
   tbe__buf_puts(b, "# Diff: ");
   tbe__md_escape(b, o->label[0] ? o->label[0] : "base");
   tbe__buf_puts(b, " → ");
@@ -454,12 +457,12 @@ static void diff_md(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o)
   tbe__diff_names(b, d, o);
 }
 
-static void diff_csv(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
+void tbe__rep_diff_csv(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
   tbe__diff_overall(b, d, o);
   tbe__diff_names(b, d, o);
 }
 
-static void diff_json(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
+void tbe__rep_diff_json(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
   tbe__buf_puts(b, "{\"base\":");
   tbe__json_str(b, o->label[0] ? o->label[0] : "base");
   tbe__buf_puts(b, ",\"new\":");
@@ -481,11 +484,6 @@ int tbe_report_diff(const tbe_diff *d, const tbe_report_options *o, char **out, 
   tbe__allocator_init(&al, oo.allocator);
   tbe__buf b;
   tbe__buf_init(&b, &al);
-  switch (oo.format) {
-    case TBE_REPORT_CSV: diff_csv(&b, d, &oo); break;
-    case TBE_REPORT_JSON: diff_json(&b, d, &oo); break;
-    case TBE_REPORT_MARKDOWN: diff_md(&b, d, &oo); break;
-    default: diff_table(&b, d, &oo); break;
-  }
+  tbe__report_format_of(oo.format)->diff(&b, d, &oo);
   return tbe__report_finish(&b, out, len);
 }

@@ -5,10 +5,10 @@
  * thread ids, stream ids and device ordinals of different hosts mean
  * different things and are never merged.  What is merged is what means the
  * same everywhere:
- *  - names: one open-addressing table over the labels of every host's name
- *    tables, so each name is hashed once per host that has it and the merge
- *    is linear in the names (calls, total and self add; min and max are
- *    taken over hosts);
+ *  - names: one tbe__index (common/map.h) over the merged entries, keyed by
+ *    label and reserved for the sum of the hosts' names, so each name is
+ *    hashed once per host that has it and the merge is linear in the
+ *    names (calls, total and self add; min and max are taken over hosts);
  *  - steps: by step number, the numbers every host has (data-parallel
  *    ranks run the same iterations); a merged step lasts as long as its
  *    slowest host, since a synchronous iteration waits for it, and its
@@ -33,9 +33,11 @@
 
 #include "common/alloc.h"
 #include "common/checked.h"
+#include "common/map.h"
+#include "common/vec.h"
 #include "tbexport/error.h"
-#include "trace/analysis_int.h"
-#include "trace/stats.h"
+#include "trace/analysis/analysis_int.h"
+#include "trace/analysis/stats.h"
 
 typedef struct run_priv {
   int owns_total;  /* total is the merge (else hosts[0]'s analysis) */
@@ -204,38 +206,31 @@ static int merge_steps(tbe_run_analysis *r, long **map) {
 
 /* ---- names merged by label ---- */
 
-static uint64_t hash_str(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
-  return h;
-}
-
+/* The merged entries of one table (tot->groups[g]) and their index by
+ * label. */
 typedef struct ltab {
-  uint32_t *slot;  /* entry index + 1, 0 = empty */
-  size_t cap;
+  tbe__vec ent;    /* tbe_name_stats: tot->groups[g] (the analysis frees it) */
+  tbe__index ix;
 } ltab;
 
-/* The merged entry of `label` in table g, added when absent; -1 on
- * allocation failure. */
-static long find_or_add(tbe_analysis *tot, tbe_group_kind g, ltab *t, size_t *cap,
-                        const char *label, int add) {
-  size_t h = (size_t)hash_str(label) & (t->cap - 1);
-  while (t->slot[h]) {
-    long i = (long)t->slot[h] - 1;
-    if (strcmp(tot->groups[g][i].label, label) == 0) return i;
-    h = (h + 1) & (t->cap - 1);
-  }
+/* The merged entry of `label` in table g, added when `add` and absent; -1
+ * when absent and not added, or on allocation failure. */
+static long find_or_add(tbe_analysis *tot, tbe_group_kind g, ltab *t, const char *label,
+                        int add) {
+  uint64_t h = tbe__hash_bytes(label, strlen(label), t->ix.seed);
+  tbe__iprobe pr;
+  for (uint32_t i = tbe__index_first(&t->ix, h, &pr); i != TBE__NOIDX;
+       i = tbe__index_next(&t->ix, &pr))
+    if (strcmp(tot->groups[g][i].label, label) == 0) return (long)i;
   if (!add) return -1;
   size_t n = tot->ngroups[g];
-  if (tbe__grow(&tot->alloc_, (void **)&tot->groups[g], cap, n + 1, sizeof(tbe_name_stats)))
-    return -1;
-  tbe_name_stats *e = &tot->groups[g][n];
-  memset(e, 0, sizeof *e);
+  tbe_name_stats *e = TBE__VEC_PUSH(&t->ent, tbe_name_stats);
+  if (!e) return -1;
+  tot->groups[g] = t->ent.data; /* the analysis's from here, freed with it */
   e->label = label;
   e->min_ns = INT64_MAX;
   tot->ngroups[g] = n + 1;
-  t->slot[h] = (uint32_t)n + 1;
-  return (long)n;
+  return tbe__index_add(&t->ix, h, (uint32_t)n) ? -1 : (long)n;
 }
 
 static int merge_names(tbe_run_analysis *r, long **map) {
@@ -244,23 +239,22 @@ static int merge_names(tbe_run_analysis *r, long **map) {
   size_t nsteps = tot->nsteps;
   int per_step = nsteps > 0;
   ltab t[TBE_GROUP__COUNT];
-  memset(t, 0, sizeof t);
+  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
+    tbe__vec_init(&t[g].ent, a, sizeof(tbe_name_stats));
+    tbe__index_init(&t[g].ix, a, TBE__SEED_PROCESS);
+  }
   int rc = 0;
   for (int g = 0; g < TBE_GROUP__COUNT && !rc; g++) {
-    size_t sum = 0, cap = 0;
+    size_t sum = 0;
     for (size_t h = 0; h < r->nhosts; h++) sum += r->hosts[h].an->ngroups[g];
-    t[g].cap = 16;
-    while (t[g].cap < 2 * sum) t[g].cap *= 2;
-    t[g].slot = tbe__calloc(a, t[g].cap, sizeof *t[g].slot);
-    if (!t[g].slot) {
-      rc = TBE_ENOMEM;
-      break;
-    }
+    /* Reserved: no rehash, so of two entries of one host with one label
+     * (analysis.c: a range name and a cut one) the first is always found. */
+    rc = tbe__index_reserve(&t[g].ix, sum);
     for (size_t h = 0; h < r->nhosts && !rc; h++) {
       const tbe_analysis *an = r->hosts[h].an;
       for (size_t i = 0; i < an->ngroups[g]; i++) {
         const tbe_name_stats *e = &an->groups[g][i];
-        long k = find_or_add(tot, (tbe_group_kind)g, &t[g], &cap, e->label, 1);
+        long k = find_or_add(tot, (tbe_group_kind)g, &t[g], e->label, 1);
         if (k < 0) {
           rc = TBE_ENOMEM;
           break;
@@ -292,14 +286,14 @@ static int merge_names(tbe_run_analysis *r, long **map) {
         const tbe_analysis *an = r->hosts[h].an;
         for (size_t i = 0; i < an->ngroups[g]; i++) {
           const tbe_name_stats *e = &an->groups[g][i];
-          long k = find_or_add(tot, (tbe_group_kind)g, &t[g], NULL, e->label, 0);
+          long k = find_or_add(tot, (tbe_group_kind)g, &t[g], e->label, 0);
           int64_t *dst = tot->groups[g][k].step_ns;
           for (size_t s = 0; s < an->nsteps; s++)
             if (map[h][s] >= 0) dst[map[h][s]] = tbe__sat_add(dst[map[h][s]], e->step_ns[s]);
         }
       }
   }
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) tbe__free(a, t[g].slot);
+  for (int g = 0; g < TBE_GROUP__COUNT; g++) tbe__index_deinit(&t[g].ix);
   if (!rc)
     for (int g = 0; g < TBE_GROUP__COUNT; g++)
       tbe_analysis_sort(tot, (tbe_group_kind)g, TBE_SORT_TOTAL);

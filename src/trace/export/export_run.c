@@ -1,10 +1,13 @@
 /* export_run.c: writing a finished trace as a TensorBoard run
- * (include/tbexport/export.h), and where every file of a run goes.
+ * (include/tbexport/export.h), and where every file we write below a log
+ * dir goes: the one place that names, opens, commits and renames them.
  *
- * tbe_export_run validates the run and host names (tbe_name_check), applies
- * the defaults (run: local time YYYY_MM_DD_HH_MM_SS as XLA's saver names
- * profile runs; host: the trace's host made safe, else this machine's),
- * then, holding the run lock (tbe__run_lock):
+ * tbe_export_run refuses a trace tbe_trace_finish has not finished
+ * (TBE_ESTATE: the outputs read its order and links), validates the run
+ * and host names (tbe_name_check), applies the defaults (run: local time
+ * YYYY_MM_DD_HH_MM_SS as XLA's saver names profile runs; host: the
+ * trace's host made safe, else this machine's), then, holding the run
+ * lock (tbe__run_lock):
  *   1. stages one file per requested output (common/fsutil.h, tbe__stage):
  *      the folders <logdir>/plugins/profile/<run>/ and <logdir>/<run>/ are
  *      opened under the symlink rule (made as needed; the temporary files
@@ -12,14 +15,21 @@
  *      conflict unless forced (before anything is written), and with force
  *      the run's earlier summary events of the host are staged for removal;
  *   2. walks the exporter table (src/trace/exporter.h), each output writing
- *      its bytes into its staged file;
+ *      its bytes into a sink over its staged file, progress added up over
+ *      the outputs;
  *   3. commits: all new files in place and the replaced ones gone, or (on
  *      any failure: a full disk, an I/O error, a crash before the commit)
  *      the run exactly as it was.
+ * The same rules place the single-file outputs (tbe_export_chrome_json,
+ * tbe_export_xplane: one atomic file) and a comparison's events file
+ * (tbe__export_diff_file, for tbe_diff_write_events).  The layout
+ * plugins/profile/<run>/<host>.<suffix> is spelled once (profile_dir,
+ * profile_suffix).
  *
  * Invariants: names found inside a trace reach the file system only after
  * the same validation as user-given names; no file of a run is under its
- * final name before every file of that export is complete. */
+ * final name before every file of that export is complete; no output
+ * learns where its bytes go. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -33,7 +43,9 @@
 #include "common/fsutil.h"
 #include "tbexport/error.h"
 #include "tbexport/export.h"
+#include "trace/export/export_run.h"
 #include "trace/exporter.h"
+#include "trace/model/model_int.h"
 
 /* Whether one of T's warnings contains NEEDLE. */
 static int mentions(const tbe_trace *t, const char *needle) {
@@ -231,17 +243,29 @@ int tbe__stage_events(tbe__stage *s, const char *run, const char *who, const cha
   return rc;
 }
 
-/* The file name an output has under plugins/profile/<run>/ (NULL: the
- * events output, in <run>/). */
+/* ---- the layout ----
+ * <logdir>/plugins/profile/<run>/<host><suffix> for the profile plugin's
+ * outputs, <logdir>/<run>/events.out.tfevents.* for the summary events:
+ * spelled here only. */
+
+/* The suffix an output's file has after the host (NULL: the events
+ * output, in <run>/). */
 static const char *profile_suffix(unsigned bit) {
   if (bit == TBE_OUT_XPLANE) return ".xplane.pb";
   if (bit == TBE_OUT_JSON) return ".trace.json.gz";
   return NULL;
 }
 
+/* The folder of the profile plugin's outputs of `run`, relative to the
+ * log dir. */
+static void profile_dir(char *buf, size_t size, const char *run) {
+  snprintf(buf, size, "plugins/profile/%s", run);
+}
+
 static int conflict(const char *logdir, const char *run, const char *host, unsigned outputs,
                     char *buf, size_t size) {
-  char path[4096];
+  char path[4096], prel[TBE_NAME_MAX + 32];
+  profile_dir(prel, sizeof prel, run);
   for (size_t i = 0; i < NEXPORTERS; i++) {
     unsigned bit = EXPORTERS[i]->bit;
     const char *suffix = profile_suffix(bit);
@@ -263,7 +287,7 @@ static int conflict(const char *logdir, const char *run, const char *host, unsig
       if (hit) return 1;
       continue;
     }
-    int n = snprintf(path, sizeof path, "%s/plugins/profile/%s/%s%s", logdir, run, host, suffix);
+    int n = snprintf(path, sizeof path, "%s/%s/%s%s", logdir, prel, host, suffix);
     if (n < 0 || (size_t)n >= sizeof path) return -ENAMETOOLONG;
     struct stat st;
     if (lstat(path, &st) == 0) {
@@ -292,6 +316,121 @@ const char *tbe_export_strerror(int rc, const char *path, char *buf, size_t size
   else if (rc == TBE_EEXIST || rc == -EEXIST) snprintf(buf, size, "%s already exists", path);
   else snprintf(buf, size, "%s: %s", path, tbe_strerror(rc));
   return buf;
+}
+
+/* ---- the file sink ----
+ * The one backend of tbe__sink (exporter.h): a file this file staged or
+ * opened, written through the I/O seam (common/iofault.h). */
+
+static int file_write(tbe__sink *s, const void *p, size_t n) { return tbe__write_all(s->fd, p, n); }
+
+static int file_patch(tbe__sink *s, uint64_t at, const void *p, size_t n) {
+  return tbe__pwrite_all(s->fd, p, n, at);
+}
+
+static const tbe__sink_ops FILE_SINK = {file_write, file_patch};
+
+void tbe__sink_file(tbe__sink *s, int fd) {
+  memset(s, 0, sizeof *s);
+  s->ops = &FILE_SINK;
+  s->fd = fd;
+}
+
+int tbe__sink_dup_fd(tbe__sink *s) {
+  if (s->ops != &FILE_SINK || s->fd < 0) return -ENOTSUP;
+  int fd = fcntl(s->fd, F_DUPFD_CLOEXEC, 0);
+  return fd < 0 ? -errno : fd;
+}
+
+/* Runs one output into the file `fd` and checks the sink once. */
+static int write_output(const tbe__exporter *x, const tbe__export_ctx *ctx, int fd) {
+  tbe__sink out;
+  tbe__sink_file(&out, fd);
+  int rc = x->write(ctx, &out);
+  return rc ? rc : tbe__sink_error(&out);
+}
+
+/* ---- one output to one path ----
+ * tbe_export_chrome_json and tbe_export_xplane: the output of `x` to
+ * `path`, atomically (common/fsutil.h, tbe__afile: the file appears whole
+ * or not at all; an existing one is a conflict unless `force`). */
+
+static int export_file(const tbe_trace *t, const tbe__exporter *x, const char *path, int force,
+                       int plain, const char *host) {
+  if (!t || !path || !*path) return TBE_EINVAL;
+  if (!tbe__trace_finished(t)) return TBE_ESTATE;
+  tbe_allocator a;
+  tbe__allocator_init(&a, tbe__trace_allocator(t));
+  char *dir;
+  const char *name;
+  int rc = tbe__path_split(&a, path, &dir, &name);
+  if (rc) return rc;
+  tbe__afile f;
+  rc = tbe__afile_open(&f, &a, dir, name, force);
+  if (!rc) {
+    tbe__export_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.trace = t;
+    ctx.host = host;
+    ctx.name = name;
+    ctx.plain = plain;
+    ctx.a = &a;
+    rc = write_output(x, &ctx, f.fd);
+    if (rc) tbe__afile_abort(&f);
+    else rc = tbe__afile_commit(&f, 0, force);
+  }
+  tbe__free(&a, dir);
+  return rc;
+}
+
+int tbe_export_chrome_json(const tbe_trace *t, const char *path, int gzip, int force) {
+  return export_file(t, &tbe__exporter_json, path, force, !gzip, NULL);
+}
+
+int tbe_export_xplane(const tbe_trace *t, const char *path, int force) {
+  /* The host name recorded inside is the trace's own (text, not a path). */
+  return export_file(t, &tbe__exporter_xplane, path, force, 0,
+                     t ? tbe_trace_str(t, t->host) : NULL);
+}
+
+/* ---- a comparison's events file ---- */
+
+int tbe__export_diff_file(const tbe_allocator *a, const char *run_dir, const char *base_label,
+                          int (*write)(void *ctx, tbe__sink *out, const char *name), void *ctx,
+                          char *path, size_t size) {
+  /* run_dir = <logdir>/<run>: the log dir is the caller's, the run ours. */
+  char *logdir;
+  const char *rname;
+  int rc = tbe__path_split(a, run_dir, &logdir, &rname);
+  if (rc) return rc;
+  if (tbe__name_check(rname, NULL) != 0) {
+    tbe__free(a, logdir);
+    return TBE_ENAME;
+  }
+  tbe__stage s;
+  tbe__stage_init(&s, a, logdir);
+  tbe__lock lock;
+  rc = tbe__run_lock(&lock, logdir, rname, s.where, sizeof s.where);
+  char name[TBE_NAME_MAX + 64];
+  int fd = -1, locked = !rc;
+  if (!rc) rc = tbe__stage_events(&s, rname, base_label, TBE__DIFF_MARK, 1, &fd, name, sizeof name);
+  if (!rc) {
+    tbe__sink out;
+    tbe__sink_file(&out, fd);
+    rc = write(ctx, &out, name);
+    if (!rc) rc = tbe__sink_error(&out);
+    if (rc) snprintf(s.where, sizeof s.where, "%s/%s/%s", logdir, rname, name);
+  }
+  if (!rc) rc = tbe__stage_commit(&s, 1, 0);
+  else tbe__stage_abort(&s);
+  if (locked) tbe__lock_release(&lock);
+  if (path && size) {
+    if (!rc) snprintf(path, size, "%s/%s/%s", logdir, rname, name);
+    else snprintf(path, size, "%s", s.where);
+  }
+  tbe__stage_free(&s);
+  tbe__free(a, logdir);
+  return rc;
 }
 
 /* ---- tbe_export_run ---- */
@@ -353,6 +492,7 @@ int tbe_export_run(const tbe_trace *t, const tbe_export_options *o) {
   unsigned outputs = o->outputs ? o->outputs : TBE_OUT_ALL;
   if (outputs & ~TBE_OUT_ALL) return TBE_EINVAL;
   char run[TBE_NAME_MAX + 1], host[TBE_NAME_MAX + 1];
+  if (!tbe__trace_finished(t)) return TBE_ESTATE;
   int rc = tbe_export_resolve(t, o, run, sizeof run, host, sizeof host);
   if (rc) return rc;
 
@@ -368,7 +508,7 @@ int tbe_export_run(const tbe_trace *t, const tbe_export_options *o) {
     return rc;
   }
   char prel[TBE_NAME_MAX + 32];
-  snprintf(prel, sizeof prel, "plugins/profile/%s", run);
+  profile_dir(prel, sizeof prel, run);
   placed p[NEXPORTERS];
   size_t np = 0;
   rc = stage_outputs(&s, o, outputs, run, host, prel, p, &np);
@@ -384,7 +524,8 @@ int tbe_export_run(const tbe_trace *t, const tbe_export_options *o) {
   x.progress = o->progress ? forward_progress : NULL;
   x.progress_ctx = &pr;
   for (size_t i = 0; i < np && !rc; i++) {
-    rc = p[i].x->write(&x, p[i].fd);
+    x.name = p[i].name;
+    rc = write_output(p[i].x, &x, p[i].fd);
     if (rc) snprintf(s.where, sizeof s.where, "%s/%s/%s", o->logdir, p[i].rel, p[i].name);
     if (p[i].x->bit != TBE_OUT_EVENTS) pr.base += t->nevents;
   }

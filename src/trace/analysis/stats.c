@@ -23,7 +23,7 @@
  * by default); tests check the exact path against brute-force enumeration.
  *
  * Invariant: a context's cdf always matches its (m, n), or m = 0. */
-#include "trace/stats.h"
+#include "trace/analysis/stats.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -71,12 +71,15 @@ void tbe__dist_sort(int64_t *v, size_t n, tbe_step_dist *d) {
 void tbe__mw_init(tbe__mw *c, const tbe_allocator *a) {
   memset(c, 0, sizeof *c);
   c->a = a;
+  tbe__vec_init(&c->cdf, a, sizeof(double));
+  tbe__vec_init(&c->x, a, sizeof(int64_t));
+  tbe__vec_init(&c->y, a, sizeof(int64_t));
 }
 
 void tbe__mw_free(tbe__mw *c) {
-  tbe__free(c->a, c->cdf);
-  tbe__free(c->a, c->x);
-  tbe__free(c->a, c->y);
+  tbe__vec_deinit(&c->cdf);
+  tbe__vec_deinit(&c->x);
+  tbe__vec_deinit(&c->y);
   memset(c, 0, sizeof *c);
 }
 
@@ -86,9 +89,8 @@ static int exact_cdf(tbe__mw *c, size_t m, size_t n) {
   size_t top = m * n;
   c->m = c->n = 0;
   /* A multiplication reaches degree deg + n + i before its division. */
-  if (tbe__grow(c->a, (void **)&c->cdf, &c->cdf_cap, top + m + 1, sizeof(double)) != 0)
-    return TBE_ENOMEM;
-  double *f = c->cdf;
+  if (tbe__vec_resize(&c->cdf, top + m + 1) != 0) return TBE_ENOMEM;
+  double *f = c->cdf.data;
   memset(f, 0, (top + m + 1) * sizeof *f);
   f[0] = 1.0;
   size_t deg = 0;
@@ -129,7 +131,8 @@ static int mann_whitney(tbe__mw *c, const int64_t *x, size_t m, const int64_t *y
     if (exact_cdf(c, m, n) != 0) return TBE_ENOMEM;
     size_t uu = (size_t)(u2 / 2), top = m * n;
     size_t lo = uu < top - uu ? uu : top - uu;
-    double q = 2.0 * c->cdf[lo] / c->cdf[top];
+    const double *f = c->cdf.data;
+    double q = 2.0 * f[lo] / f[top];
     *p = q > 1.0 ? 1.0 : (q < 0.0 ? 0.0 : q);
     return 0;
   }
@@ -148,13 +151,13 @@ static int mann_whitney(tbe__mw *c, const int64_t *x, size_t m, const int64_t *y
 
 int tbe__step_compare(tbe__mw *c, const int64_t *base, size_t m, const int64_t *newer, size_t n,
                       tbe_step_compare *out) {
-  if (tbe__grow(c->a, (void **)&c->x, &c->x_cap, m ? m : 1, sizeof(int64_t)) != 0 ||
-      tbe__grow(c->a, (void **)&c->y, &c->y_cap, n ? n : 1, sizeof(int64_t)) != 0)
+  if (tbe__vec_resize(&c->x, m ? m : 1) != 0 || tbe__vec_resize(&c->y, n ? n : 1) != 0)
     return TBE_ENOMEM;
-  if (m) memcpy(c->x, base, m * sizeof *base);
-  if (n) memcpy(c->y, newer, n * sizeof *newer);
-  tbe__dist_sort(c->x, m, &out->dist[0]);
-  tbe__dist_sort(c->y, n, &out->dist[1]);
+  int64_t *x = c->x.data, *y = c->y.data;
+  if (m) memcpy(x, base, m * sizeof *base);
+  if (n) memcpy(y, newer, n * sizeof *newer);
+  tbe__dist_sort(x, m, &out->dist[0]);
+  tbe__dist_sort(y, n, &out->dist[1]);
   out->p_value = -1;
   if (m == 0 || n == 0) {
     out->verdict = TBE_NOISE_NONE;
@@ -164,7 +167,7 @@ int tbe__step_compare(tbe__mw *c, const int64_t *base, size_t m, const int64_t *
     out->verdict = TBE_NOISE_TOO_FEW;
     return 0;
   }
-  int rc = mann_whitney(c, c->x, m, c->y, n, &out->p_value);
+  int rc = mann_whitney(c, x, m, y, n, &out->p_value);
   if (rc) return rc;
   out->verdict = out->p_value < TBE_NOISE_ALPHA ? TBE_NOISE_BEYOND : TBE_NOISE_WITHIN;
   return 0;

@@ -71,6 +71,51 @@ void tbe__md_kernels(tbe__buf *b, const tbe_analysis *an, size_t top, int wide);
  * '_' collapsed, never empty.  Returns the length. */
 size_t tbe__tag_component(const char *name, size_t width, char *buf, size_t size);
 
+/* ---- the format table ----
+ * A row per output format, indexed by TBE_REPORT_* (table, CSV, JSON,
+ * Markdown), a renderer per report in each row.  tbe_report_summary,
+ * tbe_report_diff, tbe_report_run and tbe_report_run_diff check the
+ * options, prepare the analyses and call their format's entry: a format
+ * is one row, and no report switches on the format. */
+typedef struct tbe__report_format {
+  const char *name;
+  void (*summary)(tbe__buf *b, tbe_analysis *an, const tbe_report_options *o);
+  void (*diff)(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o);
+  /* the overall figures and the name tables of a diff, also under a run
+   * diff's hosts */
+  void (*diff_overall)(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o);
+  void (*diff_names)(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o);
+  void (*run)(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options *o);
+  void (*run_diff)(tbe__buf *b, const tbe_run_diff *d, const tbe_report_options *o);
+} tbe__report_format;
+
+/* The row of format `f` (checked by tbe__report_options). */
+const tbe__report_format *tbe__report_format_of(int f);
+
+/* The rows' renderers: report_summary.c, report_diff.c, report_run.c. */
+#define TBE__REP_FORMAT(fmt)                                                                  \
+  void tbe__rep_summary_##fmt(tbe__buf *b, tbe_analysis *an, const tbe_report_options *o);   \
+  void tbe__rep_diff_##fmt(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o);     \
+  void tbe__rep_overall_##fmt(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o);  \
+  void tbe__rep_names_##fmt(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o);    \
+  void tbe__rep_run_##fmt(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options *o);    \
+  void tbe__rep_run_diff_##fmt(tbe__buf *b, const tbe_run_diff *d, const tbe_report_options *o);
+TBE__REP_FORMAT(table)
+TBE__REP_FORMAT(csv)
+TBE__REP_FORMAT(json)
+TBE__REP_FORMAT(md)
+#undef TBE__REP_FORMAT
+
+/* Limits of a name cell: the narrowest name column, and the longest
+ * shortened name (bytes, with its NUL). */
+#define TBE__NAME_MIN 12
+#define TBE__SHORT_MAX 4096
+
+/* Appends `s` quoted for a POSIX shell when it needs it (the step hint's
+ * flag): single quotes, or bash's $'...' when it holds what the terminal
+ * form escapes. */
+void tbe__shell_word(tbe__buf *b, const char *s);
+
 /* ---- parts of the summary ---- */
 
 /* One column of the GPU overview: its figures, header and device name

@@ -47,7 +47,6 @@
  * its final name or absent (a crash leaves a hidden temporary file that
  * the next write into the folder removes). */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,14 +54,14 @@
 #include <unistd.h>
 
 #include "common/alloc.h"
-#include "common/fsutil.h"
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
 #include "events/writer_internal.h"
 #include "tbexport/export.h"
 #include "tbexport/writer.h"
+#include "trace/export/export_run.h"
 #include "trace/exporter.h"
-#include "trace/report.h"
+#include "trace/report/report.h"
 
 #define TOP_KERNELS 20
 #define TAG_WIDTH 100
@@ -263,24 +262,25 @@ static double trace_wall(const tbe_analysis *an) {
   return end > 0 ? (double)end / 1e9 : TBE_WALL_NOW;
 }
 
-/* A writer on a duplicate of the staged file `fd`. */
-static int writer_on(tbe_writer **w, int fd, const char *path, const tbe_allocator *a) {
-  int dup = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-  if (dup < 0) return -errno;
+/* A writer on the file behind `out` (the event writer frames its records
+ * on a descriptor of its own: exporter.h, tbe__sink_dup_fd). */
+static int writer_on(tbe_writer **w, tbe__sink *out, const char *path, const tbe_allocator *a) {
+  int dup = tbe__sink_dup_fd(out);
+  if (dup < 0) return dup;
   tbe_writer_options wo;
   tbe_writer_options_init(&wo);
   wo.allocator = a;
   return tbe__writer_open_fd(w, dup, path, &wo);
 }
 
-static int events_write(const tbe__export_ctx *ctx, int fd) {
+static int events_write(const tbe__export_ctx *ctx, tbe__sink *out) {
   tbe_allocator al;
   tbe__allocator_init(&al, ctx->a);
   tbe_analysis *an = NULL;
   int rc = tbe_analysis_create(&an, ctx->trace, &al);
   if (rc) return rc;
   tbe_writer *w = NULL;
-  rc = writer_on(&w, fd, "summary", &al);
+  rc = writer_on(&w, out, "summary", &al);
   if (rc) {
     tbe_analysis_free(an);
     return rc;
@@ -294,39 +294,26 @@ static int events_write(const tbe__export_ctx *ctx, int fd) {
 
 const tbe__exporter tbe__exporter_events = {"events", TBE_OUT_EVENTS, events_write};
 
-/* The body of tbe_diff_write_events; `run` (may be NULL) makes the
- * Markdown report the run comparison's. */
-static int diff_events(const tbe_diff *d, const tbe_run_diff *run, const char *run_dir,
-                       const char *base_label, const char *new_label, size_t top,
-                       const char *host, char *path, size_t size) {
-  if (path && size) path[0] = 0;
-  if (!d || !run_dir || !base_label) return TBE_EINVAL;
-  if (tbe__name_check(base_label, NULL) != 0) return TBE_ENAME;
-  if (host && tbe__name_check(host, NULL) != 0) return TBE_ENAME;
-  tbe_allocator al;
-  tbe__allocator_init(&al, &d->alloc_);
-  /* run_dir = <logdir>/<run>: the log dir is the caller's, the run ours. */
-  char *logdir;
-  const char *rname;
-  int rc = tbe__path_split(&al, run_dir, &logdir, &rname);
-  if (rc) return rc;
-  if (tbe__name_check(rname, NULL) != 0) {
-    tbe__free(&al, logdir);
-    return TBE_ENAME;
-  }
-  tbe__stage s;
-  tbe__stage_init(&s, &al, logdir);
-  tbe__lock lock;
-  rc = tbe__run_lock(&lock, logdir, rname, s.where, sizeof s.where);
-  char name[TBE_NAME_MAX + 64];
-  int fd = -1;
-  if (!rc) rc = tbe__stage_events(&s, rname, base_label, TBE__DIFF_MARK, 1, &fd, name, sizeof name);
+/* What a diff's events file holds: the ratios, the kernels' ratios and
+ * the Markdown report (the run comparison's when `run` is not NULL). */
+typedef struct diff_job {
+  const tbe_diff *d;
+  const tbe_run_diff *run;
+  const char *base_label, *new_label;
+  size_t top;
+  const tbe_allocator *a;
+} diff_job;
+
+/* tbe__export_diff_file's WRITE: the events into the staged file. */
+static int diff_body(void *ctx, tbe__sink *out, const char *name) {
+  const diff_job *j = ctx;
+  const tbe_diff *d = j->d;
+  const char *base_label = j->base_label, *new_label = j->new_label;
+  size_t top = j->top;
+  tbe_allocator al = *j->a;
   tbe_writer *w = NULL;
-  if (!rc) rc = writer_on(&w, fd, name, &al);
-  if (rc) {
-    tbe__stage_abort(&s);
-    goto out;
-  }
+  int rc = writer_on(&w, out, name, &al);
+  if (rc) return rc;
   ew e = {w, trace_wall(d->side[1]), 0};
   char tag[320];
 #define RATIO(name, b, n)                                                    \
@@ -363,7 +350,7 @@ static int diff_events(const tbe_diff *d, const tbe_run_diff *run, const char *r
     o.allocator = &al;
     char *md = NULL;
     size_t len = 0;
-    e.rc = run ? tbe_report_run_diff(run, &o, &md, &len) : tbe_report_diff(d, &o, &md, &len);
+    e.rc = j->run ? tbe_report_run_diff(j->run, &o, &md, &len) : tbe_report_diff(d, &o, &md, &len);
     if (!e.rc) {
       fmt(tag, sizeof tag, "diff/%s/report", base_label);
       text(&e, tag, md);
@@ -372,19 +359,22 @@ static int diff_events(const tbe_diff *d, const tbe_run_diff *run, const char *r
   }
   rc = e.rc;
   int crc = tbe_writer_close(w);
-  if (!rc) rc = crc;
-  if (rc) snprintf(s.where, sizeof s.where, "%s/%s/%s", logdir, rname, name);
-  if (!rc) rc = tbe__stage_commit(&s, 1, 0);
-  else tbe__stage_abort(&s);
-out:
-  tbe__lock_release(&lock);
-  if (path && size) {
-    if (!rc) snprintf(path, size, "%s/%s/%s", logdir, rname, name);
-    else snprintf(path, size, "%s", s.where);
-  }
-  tbe__stage_free(&s);
-  tbe__free(&al, logdir);
-  return rc;
+  return rc ? rc : crc;
+}
+
+/* The body of tbe_diff_write_events; `run` (may be NULL) makes the
+ * Markdown report the run comparison's.  export_run.c places the file. */
+static int diff_events(const tbe_diff *d, const tbe_run_diff *run, const char *run_dir,
+                       const char *base_label, const char *new_label, size_t top,
+                       const char *host, char *path, size_t size) {
+  if (path && size) path[0] = 0;
+  if (!d || !run_dir || !base_label) return TBE_EINVAL;
+  if (tbe_name_check(base_label, NULL) != 0) return TBE_ENAME;
+  if (host && tbe_name_check(host, NULL) != 0) return TBE_ENAME;
+  tbe_allocator al;
+  tbe__allocator_init(&al, &d->alloc_);
+  diff_job j = {d, run, base_label, new_label, top, &al};
+  return tbe__export_diff_file(&al, run_dir, base_label, diff_body, &j, path, size);
 }
 
 int tbe_diff_write_events(const tbe_diff *d, const char *run_dir, const char *base_label,

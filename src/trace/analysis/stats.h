@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/vec.h"
 #include "tbexport/analysis.h"
 
 /* Sorts v[0..n) ascending and describes it (all -1 when n is 0). */
@@ -20,10 +21,8 @@ void tbe__dist_sort(int64_t *v, size_t n, tbe_step_dist *d);
 typedef struct tbe__mw {
   const tbe_allocator *a;
   size_t m, n;       /* sizes of the cached distribution; 0 = none */
-  double *cdf;       /* cdf[u] = arrangements with U <= u, u = 0..m*n */
-  size_t cdf_cap;
-  int64_t *x, *y;    /* sorted copies of the samples */
-  size_t x_cap, y_cap;
+  tbe__vec cdf;      /* double: cdf[u] = arrangements with U <= u, u = 0..m*n */
+  tbe__vec x, y;     /* int64_t: sorted copies of the samples */
 } tbe__mw;
 
 void tbe__mw_init(tbe__mw *c, const tbe_allocator *a);

@@ -16,6 +16,8 @@
  *  - Medians by quickselect; per-step per-name times in a second pass only
  *    when the trace has steps.
  *
+ * Two analyses are compared in analysis_diff.c.
+ *
  * Scratch memory is allocated once per analysis, in proportion to the
  * events of a kind, never per event.  The analysis borrows the trace.
  *
@@ -34,9 +36,12 @@
 
 #include "common/alloc.h"
 #include "common/checked.h"
+#include "common/intern.h"
+#include "common/map.h"
+#include "common/vec.h"
 #include "tbexport/error.h"
-#include "trace/analysis_int.h"
-#include "trace/stats.h"
+#include "trace/analysis/analysis_int.h"
+#include "trace/analysis/stats.h"
 
 /* Caps per-step per-name storage (entries of int64). */
 #define STEP_CELLS_MAX TBE__STEP_CELLS_MAX
@@ -56,28 +61,24 @@ typedef struct open_entry {
 
 typedef struct priv {
   int64_t *step_pool;
-  char *arena;  /* labels of grouped ranges, NUL-terminated, back to back */
-  size_t arena_len, arena_cap;
+  tbe__intern labels;  /* labels of grouped ranges (the entries' label points here) */
 } priv;
 
 typedef struct scratch {
   const tbe_allocator *a;
   uint32_t *slot[TBE_GROUP__COUNT];  /* name id -> index in groups[g] */
-  size_t cap[TBE_GROUP__COUNT];
+  tbe__vec groups[TBE_GROUP__COUNT]; /* an->groups[g] (data handed over: not freed here) */
   uint8_t *nflags;
   int32_t *track_dev;      /* track -> device index, -1 for host tracks */
   size_t *step_order;      /* step indexes sorted by start */
-  open_entry *stack;
-  size_t stack_cap;
+  tbe__vec stack;           /* open_entry: the open entries of one walk */
   int64_t *lat;            /* launch latencies */
   uint32_t *lat_dev;
   size_t nlat;
   int64_t *seg;            /* all-device busy union: start, end pairs */
   size_t nseg;
-  uint32_t *label_off;     /* per range entry: label offset + 1 in the arena, 0 = none */
-  size_t label_cap, label_n;
-  uint32_t *ptab;          /* range label -> entry index + 1 (open addressing) */
-  size_t ptab_cap, ptab_n;
+  tbe__vec label_of;       /* uint32_t per range entry: its label's id + 1 in priv.labels, 0 = none */
+  tbe__vec label_entry;    /* uint32_t per label id: its range entry */
   int64_t win_lo, win_hi;  /* the profiled window */
   int32_t *kstep;          /* step of each GPU kernel, in event order (steps only) */
   size_t nk;
@@ -126,10 +127,9 @@ static long group_slot(tbe_analysis *an, scratch *s, tbe_group_kind g, tbe_str n
   uint32_t v = s->slot[g][name];
   if (v != UINT32_MAX) return v;
   size_t n = an->ngroups[g];
-  if (tbe__grow(s->a, (void **)&an->groups[g], &s->cap[g], n + 1, sizeof(tbe_name_stats)) != 0)
-    return -1;
-  tbe_name_stats *e = &an->groups[g][n];
-  memset(e, 0, sizeof *e);
+  tbe_name_stats *e = TBE__VEC_PUSH(&s->groups[g], tbe_name_stats);
+  if (!e) return -1;
+  an->groups[g] = s->groups[g].data; /* owned by the analysis from here */
   e->name = name;
   e->min_ns = INT64_MAX;
   an->ngroups[g] = n + 1;
@@ -150,13 +150,9 @@ static size_t range_label_len(const char *n) {
   return cut;
 }
 
-static uint64_t hash_bytes(const char *s, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
-  return h;
-}
-
-/* The range table's entry for `name`, grouping names by their label. */
+/* The range table's entry for `name`, grouping names by their label:
+ * names with a per-call suffix share the entry of their label (interned
+ * in the analysis, whose entries point at it); others are their own. */
 static long range_slot(tbe_analysis *an, scratch *s, tbe_str name) {
   uint32_t v = s->slot[TBE_GROUP_RANGE][name];
   if (v != UINT32_MAX) return v;
@@ -165,45 +161,19 @@ static long range_slot(tbe_analysis *an, scratch *s, tbe_str name) {
   size_t len = range_label_len(n);
   if (n[len] == '\0') return group_slot(an, s, TBE_GROUP_RANGE, name);
   priv *p = an->priv_;
-  if (2 * (s->ptab_n + 1) > s->ptab_cap) { /* grow and rehash */
-    size_t cap = s->ptab_cap ? 2 * s->ptab_cap : 64;
-    uint32_t *nt = tbe__calloc(s->a, cap, sizeof *nt);
-    if (!nt) return -1;
-    for (size_t i = 0; i < s->ptab_cap; i++) {
-      if (!s->ptab[i]) continue;
-      const char *l = p->arena + s->label_off[s->ptab[i] - 1] - 1;
-      size_t h = (size_t)hash_bytes(l, strlen(l)) & (cap - 1);
-      while (nt[h]) h = (h + 1) & (cap - 1);
-      nt[h] = s->ptab[i];
-    }
-    tbe__free(s->a, s->ptab);
-    s->ptab = nt;
-    s->ptab_cap = cap;
-  }
-  size_t h = (size_t)hash_bytes(n, len) & (s->ptab_cap - 1);
-  while (s->ptab[h]) {
-    uint32_t idx = s->ptab[h] - 1;
-    const char *l = p->arena + s->label_off[idx] - 1;
-    if (strncmp(l, n, len) == 0 && l[len] == '\0') {
-      s->slot[TBE_GROUP_RANGE][name] = idx;
-      return idx;
-    }
-    h = (h + 1) & (s->ptab_cap - 1);
+  uint32_t id;
+  int added;
+  if (tbe__intern_add(&p->labels, n, len, &id, &added)) return -1;
+  if (!added) {
+    uint32_t idx = TBE__VEC_AT(&s->label_entry, uint32_t, id);
+    s->slot[TBE_GROUP_RANGE][name] = idx;
+    return idx;
   }
   long idx = group_slot(an, s, TBE_GROUP_RANGE, name);
-  if (idx < 0) return -1;
-  if (tbe__grow(s->a, (void **)&s->label_off, &s->label_cap, (size_t)idx + 1, sizeof(uint32_t)) ||
-      tbe__grow(s->a, (void **)&p->arena, &p->arena_cap, p->arena_len + len + 1, 1) ||
-      p->arena_len + 1 > UINT32_MAX - len)
-    return -1;
-  memcpy(p->arena + p->arena_len, n, len);
-  p->arena[p->arena_len + len] = '\0';
-  while (s->label_n < (size_t)idx) s->label_off[s->label_n++] = 0;
-  s->label_off[idx] = (uint32_t)p->arena_len + 1;
-  s->label_n = (size_t)idx + 1;
-  p->arena_len += len + 1;
-  s->ptab[h] = (uint32_t)idx + 1;
-  s->ptab_n++;
+  uint32_t *le = TBE__VEC_PUSH(&s->label_entry, uint32_t); /* at `id` */
+  if (idx < 0 || !le || tbe__vec_resize(&s->label_of, (size_t)idx + 1)) return -1;
+  *le = (uint32_t)idx;
+  TBE__VEC_AT(&s->label_of, uint32_t, idx) = id + 1;
   return idx;
 }
 
@@ -215,21 +185,27 @@ static void account(tbe_name_stats *e, int64_t dur) {
   if (dur > e->max_ns) e->max_ns = dur;
 }
 
+/* Closes the open entries of s->stack that end by `start`. */
+static void stack_close(scratch *s, int64_t start) {
+  while (s->stack.n > 0 && TBE__VEC_AT(&s->stack, open_entry, s->stack.n - 1).end <= start)
+    s->stack.n--;
+}
+
 /* Self time: subtracts from the innermost open entry of the same table
- * the part of `e` it encloses, then opens `e`.  Returns 0 or TBE_ENOMEM. */
-static int nest(tbe_analysis *an, scratch *s, size_t *depth, tbe_group_kind g, uint32_t slot,
-                int64_t start, int64_t end) {
-  while (*depth > 0 && s->stack[*depth - 1].end <= start) (*depth)--;
-  if (*depth > 0) {
-    open_entry *top = &s->stack[*depth - 1];
+ * (s->stack) the part of `e` it encloses, then opens `e`.  Returns 0 or
+ * TBE_ENOMEM. */
+static int nest(tbe_analysis *an, scratch *s, tbe_group_kind g, uint32_t slot, int64_t start,
+                int64_t end) {
+  stack_close(s, start);
+  if (s->stack.n > 0) {
+    const open_entry *top = &TBE__VEC_AT(&s->stack, open_entry, s->stack.n - 1);
     int64_t ov = tbe__sat_sub(end < top->end ? end : top->end, start);
     if (ov > 0) an->groups[g][top->slot].self_ns = tbe__sat_sub(an->groups[g][top->slot].self_ns, ov);
   }
-  if (tbe__grow(s->a, (void **)&s->stack, &s->stack_cap, *depth + 1, sizeof(open_entry)) != 0)
-    return TBE_ENOMEM;
-  s->stack[*depth].end = end;
-  s->stack[*depth].slot = slot;
-  (*depth)++;
+  open_entry *o = TBE__VEC_PUSH(&s->stack, open_entry);
+  if (!o) return TBE_ENOMEM;
+  o->end = end;
+  o->slot = slot;
   return 0;
 }
 
@@ -550,9 +526,9 @@ static int gpu_event(tbe_analysis *an, scratch *s, const tbe_event *e, int32_t d
 
 static int host_track(tbe_analysis *an, scratch *s, const tbe_track *tr) {
   const tbe_trace *t = an->trace;
-  size_t depth_op = 0, depth_range = 0;
   /* The two tables nest independently; their stacks share one buffer by
    * being walked in two sub-passes. */
+  tbe__vec_clear(&s->stack);
   int64_t busy = 0, cur_end = INT64_MIN;
   for (uint32_t j = 0; j < tr->count; j++) {
     const tbe_event *e = &t->events[tr->first + j];
@@ -562,7 +538,7 @@ static int host_track(tbe_analysis *an, scratch *s, const tbe_track *tr) {
         long slot = group_slot(an, s, TBE_GROUP_CPU_OP, e->name);
         if (slot < 0) return TBE_ENOMEM;
         account(&an->groups[TBE_GROUP_CPU_OP][slot], e->dur_ns);
-        if (nest(an, s, &depth_op, TBE_GROUP_CPU_OP, (uint32_t)slot, st, en) != 0)
+        if (nest(an, s, TBE_GROUP_CPU_OP, (uint32_t)slot, st, en) != 0)
           return TBE_ENOMEM;
         break;
       }
@@ -601,6 +577,7 @@ static int host_track(tbe_analysis *an, scratch *s, const tbe_track *tr) {
     an->pid = tr->pid;
   }
   /* Ranges: a second walk over the same track with its own stack. */
+  tbe__vec_clear(&s->stack);
   for (uint32_t j = 0; j < tr->count; j++) {
     const tbe_event *e = &t->events[tr->first + j];
     if (e->kind != TBE_EV_NVTX_RANGE && e->kind != TBE_EV_USER_ANNOTATION) continue;
@@ -609,7 +586,7 @@ static int host_track(tbe_analysis *an, scratch *s, const tbe_track *tr) {
     if (slot < 0) return TBE_ENOMEM;
     account(&an->groups[TBE_GROUP_RANGE][slot], e->dur_ns);
     if (e->flags & TBE_EVF_ASYNC) continue;
-    if (nest(an, s, &depth_range, TBE_GROUP_RANGE, (uint32_t)slot, e->start_ns,
+    if (nest(an, s, TBE_GROUP_RANGE, (uint32_t)slot, e->start_ns,
              tbe__end_ns(e->start_ns, e->dur_ns)) != 0)
       return TBE_ENOMEM;
   }
@@ -689,42 +666,44 @@ static int step_hint(tbe_analysis *an, scratch *s) {
   uint32_t *cnt = tbe__calloc(s->a, nstr ? nstr : 1, sizeof *cnt);
   int64_t *tot = tbe__calloc(s->a, nstr ? nstr : 1, sizeof *tot);
   uint8_t *kind = tbe__calloc(s->a, nstr ? nstr : 1, 1);
-  tbe_str *touched = NULL;
-  size_t tcap = 0;
+  tbe__vec touched; /* tbe_str: the names one thread counted */
+  tbe__vec_init(&touched, s->a, sizeof(tbe_str));
   int rc = cnt && tot && kind ? 0 : TBE_ENOMEM;
   tbe_str best = 0;
   for (size_t i = 0; !rc && i < t->ntracks; i++) {
     if (s->track_dev[i] >= 0) continue;
     const tbe_track *tr = &t->tracks[i];
-    size_t depth = 0, nt = 0;
+    tbe__vec_clear(&s->stack);
+    tbe__vec_clear(&touched);
     for (uint32_t j = 0; !rc && j < tr->count; j++) {
       const tbe_event *e = &t->events[tr->first + j];
       if (e->kind != TBE_EV_NVTX_RANGE && e->kind != TBE_EV_USER_ANNOTATION) continue;
       int64_t st = e->start_ns;
-      while (depth > 0 && s->stack[depth - 1].end <= st) depth--;
-      int top = depth == 0;
+      stack_close(s, st);
+      int top = s->stack.n == 0;
       if (!(e->flags & TBE_EVF_ASYNC)) {
-        if (tbe__grow(s->a, (void **)&s->stack, &s->stack_cap, depth + 1, sizeof(open_entry))) {
+        open_entry *o = TBE__VEC_PUSH(&s->stack, open_entry);
+        if (!o) {
           rc = TBE_ENOMEM;
           break;
         }
-        s->stack[depth].end = tbe__end_ns(st, e->dur_ns);
-        s->stack[depth++].slot = 0;
+        o->end = tbe__end_ns(st, e->dur_ns);
       }
       if (!top || e->name == 0 || name_is_cut(s, t, e->name)) continue;
       if (cnt[e->name] == 0) {
-        if (tbe__grow(s->a, (void **)&touched, &tcap, nt + 1, sizeof *touched)) {
+        tbe_str *tn = TBE__VEC_PUSH(&touched, tbe_str);
+        if (!tn) {
           rc = TBE_ENOMEM;
           break;
         }
-        touched[nt++] = e->name;
+        *tn = e->name;
         kind[e->name] = e->kind;
       }
       cnt[e->name]++;
       tot[e->name] = tbe__sat_add(tot[e->name], e->dur_ns);
     }
-    for (size_t k = 0; k < nt; k++) {
-      tbe_str id = touched[k];
+    for (size_t k = 0; k < touched.n; k++) {
+      tbe_str id = TBE__VEC_AT(&touched, tbe_str, k);
       int enough = cnt[id] >= 2 && (double)tot[id] * 100.0 >= (double)an->wall_ns *
                                                                    TBE_STEP_HINT_MIN_PCT;
       int better = !best || cnt[id] > an->step_hint_count ||
@@ -746,7 +725,7 @@ static int step_hint(tbe_analysis *an, scratch *s) {
   tbe__free(s->a, cnt);
   tbe__free(s->a, tot);
   tbe__free(s->a, kind);
-  tbe__free(s->a, touched);
+  tbe__vec_deinit(&touched);
   return rc;
 }
 
@@ -847,17 +826,27 @@ static int advise(tbe_analysis *an) {
   return 0;
 }
 
+static void scratch_init(scratch *s, const tbe_allocator *a) {
+  memset(s, 0, sizeof *s);
+  s->a = a;
+  for (int g = 0; g < TBE_GROUP__COUNT; g++) tbe__vec_init(&s->groups[g], a, sizeof(tbe_name_stats));
+  tbe__vec_init(&s->stack, a, sizeof(open_entry));
+  tbe__vec_init(&s->label_of, a, sizeof(uint32_t));
+  tbe__vec_init(&s->label_entry, a, sizeof(uint32_t));
+}
+
+/* Frees the scratch memory (not s->groups: their arrays are the analysis's). */
 static void scratch_free(scratch *s) {
   for (int g = 0; g < TBE_GROUP__COUNT; g++) tbe__free(s->a, s->slot[g]);
   tbe__free(s->a, s->nflags);
   tbe__free(s->a, s->track_dev);
   tbe__free(s->a, s->step_order);
-  tbe__free(s->a, s->stack);
+  tbe__vec_deinit(&s->stack);
   tbe__free(s->a, s->lat);
   tbe__free(s->a, s->lat_dev);
   tbe__free(s->a, s->seg);
-  tbe__free(s->a, s->label_off);
-  tbe__free(s->a, s->ptab);
+  tbe__vec_deinit(&s->label_of);
+  tbe__vec_deinit(&s->label_entry);
   tbe__free(s->a, s->kstep);
 }
 
@@ -867,9 +856,10 @@ static int cmp_step_start(const void *x, const void *y, void *ctx) {
   return (a > b) - (a < b);
 }
 
-static int run(tbe_analysis *an, scratch *s) {
-  const tbe_trace *t = an->trace;
-  size_t nstr = tbe_trace_nstrings(t);
+/* ---- the analysis, step by step ---- */
+
+/* The dense slot arrays of the name tables and the per-string flags. */
+static int name_slots(scratch *s, size_t nstr) {
   for (int g = 0; g < TBE_GROUP__COUNT; g++) {
     s->slot[g] = tbe__alloc(s->a, (nstr ? nstr : 1) * sizeof(uint32_t));
     if (!s->slot[g]) return TBE_ENOMEM;
@@ -877,8 +867,12 @@ static int run(tbe_analysis *an, scratch *s) {
   }
   s->nflags = tbe__calloc(s->a, nstr ? nstr : 1, 1);
   if (!s->nflags) return TBE_ENOMEM;
+  return 0;
+}
 
-  /* Window. */
+/* The analysed window: the trace's, else the span of its events. */
+static void window(tbe_analysis *an, scratch *s) {
+  const tbe_trace *t = an->trace;
   an->start_ns = t->start_ns;
   an->wall_ns = t->stop_ns > t->start_ns ? tbe__sat_sub(t->stop_ns, t->start_ns) : 0;
   if (an->wall_ns == 0 && t->nevents) {
@@ -891,14 +885,17 @@ static int run(tbe_analysis *an, scratch *s) {
     an->start_ns = lo;
     an->wall_ns = tbe__sat_sub(hi, lo);
   }
-
   s->win_lo = an->start_ns;
   s->win_hi = tbe__sat_add(an->start_ns, an->wall_ns);
-  /* Step names, flagged once (name_flags reads the flag). */
+}
+
+/* The steps as the trace gives them (their device windows come later),
+ * in start order through s->step_order; step names flagged once
+ * (name_flags reads the flag). */
+static int steps_init(tbe_analysis *an, scratch *s, size_t nstr) {
+  const tbe_trace *t = an->trace;
   for (size_t i = 0; i < t->nsteps; i++)
     if (t->steps[i].name && t->steps[i].name < nstr) s->nflags[t->steps[i].name] |= NF_STEPNAME;
-
-  /* Steps. */
   if (t->nsteps) {
     an->steps = tbe__calloc(s->a, t->nsteps, sizeof *an->steps);
     s->step_order = tbe__alloc(s->a, t->nsteps * sizeof(size_t));
@@ -914,36 +911,12 @@ static int run(tbe_analysis *an, scratch *s) {
     }
     qsort_r(s->step_order, t->nsteps, sizeof(size_t), cmp_step_start, (void *)t);
   }
+  return 0;
+}
 
-  long ngpu = find_devices(an, s);
-  if (ngpu < 0) return TBE_ENOMEM;
-  size_t nl = ngpu ? (size_t)ngpu : 1;
-  s->lat = tbe__alloc(s->a, nl * sizeof(int64_t));
-  s->lat_dev = tbe__alloc(s->a, nl * sizeof(uint32_t));
-  if (!s->lat || !s->lat_dev) return TBE_ENOMEM;
-  if (t->nsteps) {
-    s->kstep = tbe__alloc(s->a, nl * sizeof(int32_t));
-    if (!s->kstep) return TBE_ENOMEM;
-  }
-
-  for (size_t i = 0; i < t->ntracks; i++) {
-    const tbe_track *tr = &t->tracks[i];
-    int32_t d = s->track_dev[i];
-    if (d >= 0) {
-      for (uint32_t j = 0; j < tr->count; j++) {
-        int rc = gpu_event(an, s, &t->events[tr->first + j], d);
-        if (rc) return rc;
-      }
-    } else {
-      int rc = host_track(an, s, tr);
-      if (rc) return rc;
-    }
-  }
-
-  int rc = busy_union(an, s, (size_t)ngpu);
-  if (rc) return rc;
-
-  /* Launch latency medians: group by device (counting sort), then select. */
+/* Launch latency medians: grouped by device (counting sort), then
+ * selected. */
+static int launch_medians(tbe_analysis *an, scratch *s) {
   if (s->nlat) {
     size_t *cnt = tbe__calloc(s->a, an->ndevices + 1, sizeof *cnt);
     int64_t *by = tbe__alloc(s->a, s->nlat * sizeof *by);
@@ -969,8 +942,11 @@ static int run(tbe_analysis *an, scratch *s) {
     tbe__free(s->a, cnt);
     tbe__free(s->a, by);
   }
+  return 0;
+}
 
-  /* Devices: window and totals. */
+/* Devices: the window, idle time, and the totals over all devices. */
+static void device_totals(tbe_analysis *an) {
   tbe_device_stats *all = &an->all;
   all->wall_ns = an->wall_ns;
   for (size_t d = 0; d < an->ndevices; d++) {
@@ -993,13 +969,11 @@ static int run(tbe_analysis *an, scratch *s) {
     all->sync_count += ds->sync_count;
   }
   all->idle_ns = all->wall_ns > all->busy_ns ? all->wall_ns - all->busy_ns : 0;
+}
 
-  /* Steps: their windows on the device, and GPU busy inside each. */
-  if (an->nsteps) device_steps(an, s);
-  for (size_t i = 0; i < an->nsteps; i++)
-    an->steps[i].gpu_busy_ns =
-        busy_in(s, an->steps[i].start_ns, tbe__sat_add(an->steps[i].start_ns, an->steps[i].dur_ns));
-
+/* The name tables' clean-up (self time, minimum), totals and labels. */
+static void name_totals(tbe_analysis *an, scratch *s) {
+  const tbe_trace *t = an->trace;
   /* Name tables. */
   for (int g = 0; g < TBE_GROUP__COUNT; g++) {
     an->group_total_ns[g] = 0;
@@ -1014,16 +988,15 @@ static int run(tbe_analysis *an, scratch *s) {
   for (int g = 0; g < TBE_GROUP__COUNT; g++)
     for (size_t i = 0; i < an->ngroups[g]; i++) {
       tbe_name_stats *e = &an->groups[g][i];
-      uint32_t off = g == TBE_GROUP_RANGE && i < s->label_n ? s->label_off[i] : 0;
-      e->label = off ? pv->arena + off - 1 : tbe_trace_str(t, e->name);
+      uint32_t lab = g == TBE_GROUP_RANGE && i < s->label_of.n
+                         ? TBE__VEC_AT(&s->label_of, uint32_t, i) : 0;
+      e->label = lab ? tbe__intern_str(&pv->labels, lab - 1) : tbe_trace_str(t, e->name);
     }
-  rc = per_step_names(an, s);
-  if (!rc) rc = step_hint(an, s);
-  if (!rc) rc = step_distribution(an, s);
-  if (rc) return rc;
-  for (int g = 0; g < TBE_GROUP__COUNT; g++)
-    tbe_analysis_sort(an, (tbe_group_kind)g, TBE_SORT_TOTAL);
+}
 
+/* Who the trace is and what its collection lost. */
+static void identity(tbe_analysis *an) {
+  const tbe_trace *t = an->trace;
   if (t->overhead_ns) an->overhead_ns = (int64_t)t->overhead_ns;
   an->dropped_records = t->dropped_records + t->dropped_out_of_range;
   an->out_of_range_records = t->dropped_out_of_range;
@@ -1032,6 +1005,58 @@ static int run(tbe_analysis *an, scratch *s) {
   an->world_size = t->world_size;
   an->rank = t->rank >= 0 && (t->world_size > 1 || t->rank > 0) ? t->rank : -1;
   if (an->pid < 0 && t->nprocesses) an->pid = t->processes[0].pid;
+}
+
+/* The whole analysis, as an outline of the steps above and the passes
+ * of the sections before. */
+static int run(tbe_analysis *an, scratch *s) {
+  const tbe_trace *t = an->trace;
+  size_t nstr = tbe_trace_nstrings(t);
+  int rc = name_slots(s, nstr);
+  if (rc) return rc;
+  window(an, s);
+  if ((rc = steps_init(an, s, nstr))) return rc;
+
+  long ngpu = find_devices(an, s);
+  if (ngpu < 0) return TBE_ENOMEM;
+  size_t nl = ngpu ? (size_t)ngpu : 1;
+  s->lat = tbe__alloc(s->a, nl * sizeof(int64_t));
+  s->lat_dev = tbe__alloc(s->a, nl * sizeof(uint32_t));
+  if (!s->lat || !s->lat_dev) return TBE_ENOMEM;
+  if (t->nsteps) {
+    s->kstep = tbe__alloc(s->a, nl * sizeof(int32_t));
+    if (!s->kstep) return TBE_ENOMEM;
+  }
+
+  for (size_t i = 0; i < t->ntracks; i++) {
+    const tbe_track *tr = &t->tracks[i];
+    int32_t d = s->track_dev[i];
+    if (d >= 0) {
+      for (uint32_t j = 0; j < tr->count; j++)
+        if ((rc = gpu_event(an, s, &t->events[tr->first + j], d))) return rc;
+    } else if ((rc = host_track(an, s, tr))) {
+      return rc;
+    }
+  }
+
+  if ((rc = busy_union(an, s, (size_t)ngpu))) return rc;
+  if ((rc = launch_medians(an, s))) return rc;
+  device_totals(an);
+
+  /* Steps: their windows on the device, and GPU busy inside each. */
+  if (an->nsteps) device_steps(an, s);
+  for (size_t i = 0; i < an->nsteps; i++)
+    an->steps[i].gpu_busy_ns =
+        busy_in(s, an->steps[i].start_ns, tbe__sat_add(an->steps[i].start_ns, an->steps[i].dur_ns));
+
+  name_totals(an, s);
+  rc = per_step_names(an, s);
+  if (!rc) rc = step_hint(an, s);
+  if (!rc) rc = step_distribution(an, s);
+  if (rc) return rc;
+  for (int g = 0; g < TBE_GROUP__COUNT; g++)
+    tbe_analysis_sort(an, (tbe_group_kind)g, TBE_SORT_TOTAL);
+  identity(an);
   return advise(an);
 }
 
@@ -1055,9 +1080,9 @@ int tbe_analysis_create(tbe_analysis **out, const tbe_trace *t, const tbe_alloca
     tbe__free(&an->alloc_, an);
     return TBE_ENOMEM;
   }
+  tbe__intern_init(&((priv *)an->priv_)->labels, &an->alloc_, TBE__SEED_PROCESS);
   scratch s;
-  memset(&s, 0, sizeof s);
-  s.a = &an->alloc_;
+  scratch_init(&s, &an->alloc_);
   int rc = run(an, &s);
   scratch_free(&s);
   if (rc) {
@@ -1079,6 +1104,7 @@ int tbe__analysis_blank(tbe_analysis **out, const tbe_allocator *a) {
     tbe__free(&al, an);
     return TBE_ENOMEM;
   }
+  tbe__intern_init(&((priv *)an->priv_)->labels, &an->alloc_, TBE__SEED_PROCESS);
   an->all.device = -1;
   an->all.launch_median_ns = -1;
   an->host = "";
@@ -1106,7 +1132,7 @@ void tbe_analysis_free(tbe_analysis *an) {
   tbe__free(&al, an->advice);
   if (an->priv_) {
     tbe__free(&al, ((priv *)an->priv_)->step_pool);
-    tbe__free(&al, ((priv *)an->priv_)->arena);
+    tbe__intern_deinit(&((priv *)an->priv_)->labels);
   }
   tbe__free(&al, an->priv_);
   tbe__free(&al, an);
@@ -1139,183 +1165,4 @@ void tbe_analysis_sort(tbe_analysis *an, tbe_group_kind g, tbe_sort_key key) {
   if (!an || (unsigned)g >= TBE_GROUP__COUNT || an->ngroups[g] < 2) return;
   sort_ctx c = {an->trace, key};
   qsort_r(an->groups[g], an->ngroups[g], sizeof(tbe_name_stats), cmp_stats, &c);
-}
-
-/* ---- diff ---- */
-
-static uint64_t hash_str(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
-  return h;
-}
-
-static int cmp_delta(const void *x, const void *y) {
-  const tbe_diff_entry *a = x, *b = y;
-  int64_t da = a->delta_ns < 0 ? -a->delta_ns : a->delta_ns;
-  int64_t db = b->delta_ns < 0 ? -b->delta_ns : b->delta_ns;
-  if (da != db) return da > db ? -1 : 1;
-  return strcmp(a->name, b->name);
-}
-
-/* The per-step figures of one name on each side, then the table's
- * verdicts at a false discovery rate of TBE_NOISE_ALPHA. */
-static int diff_noise(tbe_diff *d, tbe_diff_entry *out, size_t k, const tbe_name_stats **eb,
-                      const tbe_name_stats **en, tbe__mw *mw) {
-  const tbe_analysis *b = d->side[0], *n = d->side[1];
-  double *p = tbe__alloc(&d->alloc_, (k ? k : 1) * sizeof *p);
-  if (!p) return TBE_ENOMEM;
-  size_t np = 0;
-  for (size_t i = 0; i < k; i++) {
-    const int64_t *vb = eb[i] && b->nsteps ? eb[i]->step_ns : NULL;
-    const int64_t *vn = en[i] && n->nsteps ? en[i]->step_ns : NULL;
-    int rc = tbe__step_compare(mw, vb, vb ? b->nsteps : 0, vn, vn ? n->nsteps : 0, &out[i].steps);
-    if (rc) {
-      tbe__free(&d->alloc_, p);
-      return rc;
-    }
-    if (!vb || !vn) out[i].steps.verdict = TBE_NOISE_NONE;
-    if (out[i].steps.p_value >= 0) p[np++] = out[i].steps.p_value;
-  }
-  double thr = tbe__fdr_threshold(p, np, TBE_NOISE_ALPHA);
-  for (size_t i = 0; i < k; i++)
-    if (out[i].steps.p_value >= 0)
-      out[i].steps.verdict = out[i].steps.p_value <= thr ? TBE_NOISE_BEYOND : TBE_NOISE_WITHIN;
-  tbe__free(&d->alloc_, p);
-  return 0;
-}
-
-static int diff_group(tbe_diff *d, tbe_group_kind g, tbe__mw *mw) {
-  const tbe_analysis *b = d->side[0], *n = d->side[1];
-  size_t nb = b->ngroups[g], nn = n->ngroups[g];
-  size_t cap = 16;
-  while (cap < 2 * nb) cap *= 2;
-  uint32_t *tab = tbe__alloc(&d->alloc_, cap * sizeof *tab);
-  tbe_diff_entry *out = tbe__calloc(&d->alloc_, nb + nn + 1, sizeof *out);
-  uint32_t *match = tbe__alloc(&d->alloc_, (nb + 1) * sizeof *match);
-  const tbe_name_stats **src = tbe__calloc(&d->alloc_, 2 * (nb + nn) + 1, sizeof *src);
-  if (!tab || !out || !match || !src) {
-    tbe__free(&d->alloc_, tab);
-    tbe__free(&d->alloc_, out);
-    tbe__free(&d->alloc_, match);
-    tbe__free(&d->alloc_, src);
-    return TBE_ENOMEM;
-  }
-  /* src[i] and src[nb + nn + i]: entry i's base and new names. */
-  const tbe_name_stats **srcb = src, **srcn = src + nb + nn;
-  memset(tab, 0xff, cap * sizeof *tab);
-  for (size_t i = 0; i < nb; i++) {
-    const char *s = b->groups[g][i].label;
-    size_t h = (size_t)hash_str(s) & (cap - 1);
-    while (tab[h] != UINT32_MAX) h = (h + 1) & (cap - 1);
-    tab[h] = (uint32_t)i;
-    match[i] = UINT32_MAX;
-  }
-  size_t k = 0;
-  for (size_t j = 0; j < nn; j++) {
-    const tbe_name_stats *en = &n->groups[g][j];
-    const char *s = en->label;
-    size_t h = (size_t)hash_str(s) & (cap - 1);
-    uint32_t hit = UINT32_MAX;
-    while (tab[h] != UINT32_MAX) {
-      if (strcmp(b->groups[g][tab[h]].label, s) == 0) {
-        hit = tab[h];
-        break;
-      }
-      h = (h + 1) & (cap - 1);
-    }
-    srcn[k] = en;
-    tbe_diff_entry *o = &out[k++];
-    o->name = s;
-    o->present = 2;
-    o->calls[1] = en->calls;
-    o->total_ns[1] = en->total_ns;
-    const tbe_name_stats *eb = NULL;
-    if (hit != UINT32_MAX) {
-      match[hit] = (uint32_t)j;
-      eb = &b->groups[g][hit];
-      o->present |= 1;
-      o->calls[0] = eb->calls;
-      o->total_ns[0] = eb->total_ns;
-      srcb[k - 1] = eb;
-    } else {
-      d->added[g]++;
-    }
-  }
-  for (size_t i = 0; i < nb; i++) {
-    if (match[i] != UINT32_MAX) continue;
-    const tbe_name_stats *eb = &b->groups[g][i];
-    srcb[k] = eb;
-    tbe_diff_entry *o = &out[k++];
-    o->name = eb->label;
-    o->present = 1;
-    o->calls[0] = eb->calls;
-    o->total_ns[0] = eb->total_ns;
-    d->removed[g]++;
-  }
-  for (size_t i = 0; i < k; i++) {
-    out[i].delta_ns = out[i].total_ns[1] - out[i].total_ns[0];
-    out[i].ratio = out[i].total_ns[0] > 0 ? (double)out[i].total_ns[1] / (double)out[i].total_ns[0]
-                                          : 0.0;
-  }
-  int rc = diff_noise(d, out, k, srcb, srcn, mw);
-  tbe__free(&d->alloc_, tab);
-  tbe__free(&d->alloc_, match);
-  tbe__free(&d->alloc_, src);
-  if (rc) {
-    tbe__free(&d->alloc_, out);
-    return rc;
-  }
-  qsort(out, k, sizeof *out, cmp_delta);
-  d->entries[g] = out;
-  d->nentries[g] = k;
-  return 0;
-}
-
-int tbe_diff_create(tbe_diff **out, const tbe_analysis *base, const tbe_analysis *newer,
-                    const tbe_allocator *a) {
-  if (!out) return TBE_EINVAL;
-  *out = NULL;
-  if (!base || !newer) return TBE_EINVAL;
-  tbe_allocator al;
-  tbe__allocator_init(&al, a);
-  tbe_diff *d = tbe__calloc(&al, 1, sizeof *d);
-  if (!d) return TBE_ENOMEM;
-  d->alloc_ = al;
-  d->side[0] = base;
-  d->side[1] = newer;
-  for (int s = 0; s < 2; s++) {
-    const tbe_analysis *an = d->side[s];
-    d->wall_ns[s] = an->wall_ns;
-    d->kernel_ns[s] = an->all.kernel_ns;
-    d->busy_ns[s] = an->all.busy_ns;
-    d->nsteps[s] = an->nsteps;
-  }
-  size_t ns = base->nsteps + newer->nsteps;
-  int64_t *dur = tbe__alloc(&d->alloc_, (ns ? ns : 1) * sizeof *dur);
-  tbe__mw mw;
-  tbe__mw_init(&mw, &d->alloc_);
-  int rc = dur ? 0 : TBE_ENOMEM;
-  if (!rc) {
-    for (size_t i = 0; i < base->nsteps; i++) dur[i] = base->steps[i].dur_ns;
-    for (size_t i = 0; i < newer->nsteps; i++) dur[base->nsteps + i] = newer->steps[i].dur_ns;
-    rc = tbe__step_compare(&mw, dur, base->nsteps, dur + base->nsteps, newer->nsteps, &d->steps);
-    d->step_median_ns[0] = d->steps.dist[0].median_ns;
-    d->step_median_ns[1] = d->steps.dist[1].median_ns;
-  }
-  for (int g = 0; g < TBE_GROUP__COUNT && !rc; g++) rc = diff_group(d, (tbe_group_kind)g, &mw);
-  tbe__free(&d->alloc_, dur);
-  tbe__mw_free(&mw);
-  if (rc) {
-    tbe_diff_free(d);
-    return rc;
-  }
-  *out = d;
-  return 0;
-}
-
-void tbe_diff_free(tbe_diff *d) {
-  if (!d) return;
-  tbe_allocator al = d->alloc_;
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) tbe__free(&al, d->entries[g]);
-  tbe__free(&al, d);
 }
