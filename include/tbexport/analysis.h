@@ -480,6 +480,35 @@ TBE_API int tbe_demangle(const char *mangled, char *buf, size_t size);
  * Returns the length written. */
 TBE_API size_t tbe_name_shorten(const char *name, size_t width, char *buf, size_t size);
 
+/* Kernel classes: what a kernel does, decided from its (demangled) name
+ * alone by an ordered table of name fragments (src/trace/kclass.c; the
+ * first matching row wins, so specific families come before the broad
+ * ones: communication, attention, softmax, normalization, convolution
+ * and GEMM before reduction and elementwise).  Memcpy and memset records
+ * count as TBE_KCLASS_COPY in the analysis. */
+typedef enum tbe_kernel_class {
+  TBE_KCLASS_GEMM = 0,       /* matrix multiply: cuBLAS, CUTLASS, nvjet, xmma gemm, triton mm */
+  TBE_KCLASS_CONV = 1,       /* convolution: fprop, dgrad, wgrad, winograd, im2col */
+  TBE_KCLASS_ATTENTION = 2,  /* fused attention: FlashAttention, fmha, SDPA, flex */
+  TBE_KCLASS_ELEMENTWISE = 3,
+  TBE_KCLASS_REDUCTION = 4,
+  TBE_KCLASS_NORM = 5,       /* layer, batch, group, RMS normalization */
+  TBE_KCLASS_SOFTMAX = 6,
+  TBE_KCLASS_COPY = 7,       /* copy/memset: copy and fill kernels, layout
+                                transposes, memcpy and memset records */
+  TBE_KCLASS_COMM = 8,       /* communication: NCCL, NVSHMEM, all-reduce */
+  TBE_KCLASS_OTHER = 9,
+  TBE_KCLASS__COUNT
+} tbe_kernel_class;
+
+/* The class of a kernel name (demangled or not: "_Z…" names are
+ * demangled first).  NULL or "" is TBE_KCLASS_OTHER. */
+TBE_API tbe_kernel_class tbe_kernel_class_of(const char *name);
+/* "gemm", "conv", "attention", "elementwise", "reduction", "norm",
+ * "softmax", "copy", "comm", "other" (a tag component and a column
+ * name); "?" for a value out of range. */
+TBE_API const char *tbe_kernel_class_name(uint32_t k);
+
 #ifdef __cplusplus
 }
 #endif
