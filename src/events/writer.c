@@ -899,6 +899,10 @@ int tbe_writer_add_pr_curve(tbe_writer *w, const char *tag, const uint8_t *label
 /* ---- custom scalars ---- */
 
 int tbe_writer_set_custom_scalars_layout(tbe_writer *w, const tbe_category *cats, size_t ncats) {
+  return tbe__writer_layout_at(w, cats, ncats, wall_now());
+}
+
+int tbe__writer_layout_at(tbe_writer *w, const tbe_category *cats, size_t ncats, double wall) {
   if (!w || !cats || ncats == 0) return TBE_EINVAL;
   int rc;
   size_t nch = 0, nser = 0, tl;
@@ -999,7 +1003,7 @@ int tbe_writer_set_custom_scalars_layout(tbe_writer *w, const tbe_category *cats
     v.metadata = &md;
     v.value_case = TENSORBOARD__SUMMARY__VALUE__VALUE_TENSOR;
     v.tensor = &t;
-    rc = write_value(w, &v, 0, wall_now());
+    rc = write_value(w, &v, 0, wall);
   }
 done:
   tbe__free(a, packed);

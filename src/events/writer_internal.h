@@ -19,6 +19,10 @@ int tbe__writer_replace_fd(tbe_writer *w, int fd);
 int tbe__writer_open_fd(tbe_writer **out, int fd, const char *path,
                         const tbe_writer_options *opts);
 
+/* tbe_writer_set_custom_scalars_layout at wall time `wall` (seconds), for
+ * outputs whose records must not depend on when they were written. */
+int tbe__writer_layout_at(tbe_writer *w, const tbe_category *cats, size_t ncats, double wall);
+
 /* Packs `msg` (an Event) and appends it as one record. */
 int tbe__writer_write_message(tbe_writer *w, const ProtobufCMessage *msg);
 

@@ -65,6 +65,9 @@ static const rule rules[] = {
     ROW(TBE_KCLASS_ATTENTION, IN_BASE, "attn"),
     ROW(TBE_KCLASS_ATTENTION, IN_BASE, "sdpa"),
     ROW(TBE_KCLASS_ATTENTION, IN_BASE, "mha_"),
+    /* cuDNN's SDPA backward: dO.O row sums and the dQ conversion */
+    ROW(TBE_KCLASS_ATTENTION, IN_BASE, "compute_dot_do_o"),
+    ROW(TBE_KCLASS_ATTENTION, IN_BASE, "convert_dq"),
     /* softmax (before reduction: a softmax is one) */
     ROW(TBE_KCLASS_SOFTMAX, IN_BASE, "softmax"),
     /* normalization (before reduction: statistics are one); cuDNN's

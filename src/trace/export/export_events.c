@@ -64,6 +64,7 @@
 #include "trace/report/report.h"
 
 #define TOP_KERNELS 20
+#define TOP_STEP_KERNELS 10
 #define TAG_WIDTH 100
 
 /* snprintf that truncates silently (tags are bounded by construction). */
@@ -172,14 +173,117 @@ static void device_scalars(ew *e, const char *prefix, const tbe_analysis *an,
   S("idle_time_ms", ms(d->idle_ns));
   S("kernel_count", (double)d->kernel_count);
   if (d->launch_median_ns >= 0) S("launch_latency_us", (double)d->launch_median_ns / 1e3);
+  for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
+    if (!d->class_count[k]) continue;
+    fmt(tag, sizeof tag, "%s/class/%s_ms", prefix, tbe_kernel_class_name(k));
+    scalar(e, tag, ms(d->class_ns[k]), 0);
+  }
 #undef S
   (void)an;
+}
+
+/* The custom-scalars layout every run writes (TensorBoard merges the
+ * runs' layouts by category title): the per-step series as multi-line
+ * charts, one line per run, so the Custom Scalars dashboard opens on the
+ * comparison.  Tags are regular expressions. */
+static void compare_layout(ew *e) {
+  static const char *const step_time[] = {"^steps/step_time_ms$"};
+  static const char *const busy[] = {"^steps/gpu_busy_pct$"};
+  static const char *const classes[] = {"^steps/class/"};
+  static const char *const copies[] = {"^steps/(memcpy|memset|sync)_time_ms$"};
+  static const char *const launch[] = {"^steps/launch_latency_us$"};
+  static const char *const kernels[] = {"^steps/kernels/"};
+  static const char *const totals[] = {"^summary/class/"};
+  static const char *const overall[] = {"^summary/(step_time_median_ms|step_time_p90_ms|gpu_busy_pct)$"};
+  static const tbe_chart steps[] = {
+      {"step time (ms)", 0, step_time, 1},
+      {"GPU busy per step (%)", 0, busy, 1},
+      {"time per kernel class per step (ms)", 0, classes, 1},
+      {"copies, memsets and syncs per step (ms)", 0, copies, 1},
+      {"launch latency per step (us)", 0, launch, 1},
+      {"top kernels per step (ms)", 0, kernels, 1},
+  };
+  static const tbe_chart runs[] = {
+      {"time per kernel class (ms)", 0, totals, 1},
+      {"step time and GPU busy", 0, overall, 1},
+  };
+  static const tbe_category cats[] = {
+      {"tbexport: compare steps", steps, sizeof steps / sizeof steps[0], 0},
+      {"tbexport: compare runs", runs, sizeof runs / sizeof runs[0], 0},
+  };
+  if (e->rc) return;
+  e->rc = tbe__writer_layout_at(e->w, cats, sizeof cats / sizeof cats[0], e->wall);
 }
 
 static int cmp_step_num(const void *x, const void *y) {
   const tbe_step_stats *a = *(const tbe_step_stats *const *)x;
   const tbe_step_stats *b = *(const tbe_step_stats *const *)y;
   return (a->num > b->num) - (a->num < b->num);
+}
+
+/* The q-quantile (0..1) of the step times, by the nearest-rank rule. */
+static int64_t step_quantile(const tbe_step_stats *const *by_time, size_t n, double q) {
+  size_t r = (size_t)(q * (double)n + 0.999999);
+  if (r < 1) r = 1;
+  if (r > n) r = n;
+  return by_time[r - 1]->dur_ns;
+}
+
+static int cmp_step_dur(const void *x, const void *y) {
+  const tbe_step_stats *a = *(const tbe_step_stats *const *)x;
+  const tbe_step_stats *b = *(const tbe_step_stats *const *)y;
+  return (a->dur_ns > b->dur_ns) - (a->dur_ns < b->dur_ns);
+}
+
+/* The per-step series: one point per step number (the first step of a
+ * number when several share it), so runs overlay as curves. */
+static int step_series(ew *e, const tbe_analysis *an, char (*ktag)[TAG_WIDTH + 8], size_t nk,
+                       const tbe_allocator *a) {
+  const tbe_step_stats **order = tbe__alloc(a, an->nsteps * sizeof *order);
+  size_t *index = tbe__alloc(a, an->nsteps * sizeof *index);
+  if (!order || !index) {
+    tbe__free(a, order);
+    tbe__free(a, index);
+    return TBE_ENOMEM;
+  }
+  for (size_t i = 0; i < an->nsteps; i++) order[i] = &an->steps[i];
+  qsort(order, an->nsteps, sizeof *order, cmp_step_num);
+  for (size_t i = 0; i < an->nsteps; i++) index[i] = (size_t)(order[i] - an->steps);
+  char tag[160];
+  for (size_t i = 0; i < an->nsteps && !e->rc; i++) {
+    const tbe_step_stats *s = order[i];
+    if (i && s->num == order[i - 1]->num) continue;
+    scalar(e, "steps/step_time_ms", ms(s->dur_ns), s->num);
+    scalar(e, "steps/gpu_busy_pct", pct(s->gpu_busy_ns, s->dur_ns), s->num);
+    scalar(e, "steps/kernel_time_ms", ms(s->kernel_ns), s->num);
+    scalar(e, "steps/kernel_count", (double)s->kernel_count, s->num);
+    scalar(e, "steps/memcpy_time_ms", ms(s->memcpy_ns), s->num);
+    scalar(e, "steps/memset_time_ms", ms(s->memset_ns), s->num);
+    scalar(e, "steps/sync_time_ms", ms(s->sync_ns), s->num);
+    if (s->launch_median_ns >= 0)
+      scalar(e, "steps/launch_latency_us", (double)s->launch_median_ns / 1e3, s->num);
+    /* Every class the run has, so a class absent from one step reads 0
+     * there instead of a gap. */
+    for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
+      if (!an->all.class_count[k]) continue;
+      fmt(tag, sizeof tag, "steps/class/%s_ms", tbe_kernel_class_name(k));
+      scalar(e, tag, ms(s->class_ns[k]), s->num);
+    }
+    for (size_t j = 0; j < nk; j++) {
+      const tbe_name_stats *kn = &an->groups[TBE_GROUP_KERNEL][j];
+      if (!kn->step_ns) continue;
+      fmt(tag, sizeof tag, "steps/kernels/%s", ktag[j]);
+      scalar(e, tag, ms(kn->step_ns[index[i]]), s->num);
+    }
+  }
+  /* The distribution, as single points the HParams and the summary read. */
+  qsort(order, an->nsteps, sizeof *order, cmp_step_dur);
+  scalar(e, "summary/step_time_median_ms", ms(step_quantile(order, an->nsteps, 0.5)), 0);
+  scalar(e, "summary/step_time_p90_ms", ms(step_quantile(order, an->nsteps, 0.9)), 0);
+  scalar(e, "summary/steps", (double)an->nsteps, 0);
+  tbe__free(a, order);
+  tbe__free(a, index);
+  return e->rc;
 }
 
 static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
@@ -200,23 +304,6 @@ static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
   scalar(e, "profiler/overhead_ms", ms(an->overhead_ns), 0);
   scalar(e, "profiler/ended_early", an->ended_early ? 1.0 : 0.0, 0);
 
-  /* Steps, by step number, each number once. */
-  if (an->nsteps) {
-    const tbe_step_stats **order = tbe__alloc(a, an->nsteps * sizeof *order);
-    if (!order) return TBE_ENOMEM;
-    for (size_t i = 0; i < an->nsteps; i++) order[i] = &an->steps[i];
-    qsort(order, an->nsteps, sizeof *order, cmp_step_num);
-    for (size_t i = 0; i < an->nsteps; i++) {
-      const tbe_step_stats *s = order[i];
-      if (i && s->num == order[i - 1]->num) continue;
-      scalar(e, "steps/step_time_ms", ms(s->dur_ns), s->num);
-      scalar(e, "steps/gpu_busy_pct", pct(s->gpu_busy_ns, s->dur_ns), s->num);
-      scalar(e, "steps/kernel_time_ms", ms(s->kernel_ns), s->num);
-      scalar(e, "steps/kernel_count", (double)s->kernel_count, s->num);
-    }
-    tbe__free(a, order);
-  }
-
   /* Top kernels by total time, with unique tags. */
   tbe_analysis_sort(an, TBE_GROUP_KERNEL, TBE_SORT_TOTAL);
   size_t nk = an->ngroups[TBE_GROUP_KERNEL];
@@ -228,6 +315,12 @@ static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
     fmt(tag, sizeof tag, "kernels/%s", used[i]);
     scalar(e, tag, ms(k->total_ns), 0);
   }
+
+  if (an->nsteps && !e->rc) {
+    size_t nks = nk < TOP_STEP_KERNELS ? nk : TOP_STEP_KERNELS;
+    if (step_series(e, an, used, nks, a)) return e->rc ? e->rc : TBE_ENOMEM;
+  }
+  if (!e->rc) compare_layout(e);
 
   if (an->ngroups[TBE_GROUP_KERNEL] && !e->rc) {
     tbe__buf b;
