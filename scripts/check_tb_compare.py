@@ -17,7 +17,7 @@ pair, `BIN summary --format json --top 0 --logdir DIR RUN` is the reference:
                   with its step-time chart;
   text            NEW holds the diff report against BASE (diff/BASE/...);
   hparams         both runs are sessions of one experiment (the sub-run
-                  RUN/hparams), with the host, GPU and step definition as
+                  RUN/hparams/HOST), with the host, GPU and step definition as
                   hyper-parameters, the given labels, and the median step
                   time and GPU busy % as metrics equal to the summary's;
   pytorch_profiler  (the frozen torch-tb-profiler plugin) finds each run,
@@ -150,7 +150,8 @@ def check_hparams(args, runs, sums, labels):
         for ses in g.get("sessions", []):
             sessions[ses["name"]] = (g.get("hparams", {}), ses.get("metricValues", []))
     for run in runs:
-        key = run + "/hparams"
+        keys = [k for k in sessions if k.startswith(run + "/hparams/")]
+        key = keys[0] if len(keys) == 1 else run + "/hparams/?"
         ok = key in sessions
         detail = "sessions %s" % sorted(sessions)
         if ok:

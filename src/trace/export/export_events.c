@@ -8,10 +8,22 @@
  *                    memsets, synchronization, idle, kernel count, launch
  *                    latency, host busy %  (step 0)
  *   gpu<N>/…         the same per GPU when there are several
- *   steps/…          step time, GPU busy %, kernel time (x axis = step number)
+ *   summary/class/<class>_ms  GPU time per kernel class (tbe_kernel_class)
+ *   summary/step_time_median_ms, step_time_p90_ms, steps
+ *   steps/…          per step (x axis = step number): step time, GPU busy
+ *                    %, kernel time and count, memcpy, memset and sync
+ *                    time, launch latency, steps/class/<class>_ms for every
+ *                    class the run has, steps/kernels/<tag> for the top 10
+ *                    kernels: runs overlay as curves
  *   kernels/<name>   total time of the top kernels in ms (step 0)
  *   profiler/…       dropped records, overhead, ended early
  *   summary/top_kernels, summary/advice   Markdown text
+ *   custom_scalars__config__  the comparison layout (compare_layout)
+ * and the "hparams" output writes the run's HParams session into the
+ * sub-run <run>/hparams/<host>/ (hparams_write): the run, host, GPU, source,
+ * event kinds, step definition, command and the user's labels as
+ * hyper-parameters, its headline figures as the only scalars there, so
+ * that they alone are the session's metrics.
  * Tags depend only on what was measured, never on the run name, so two
  * runs overlay in the Scalars dashboard.
  *
@@ -366,26 +378,222 @@ static int writer_on(tbe_writer **w, tbe__sink *out, const char *path, const tbe
   return tbe__writer_open_fd(w, dup, path, &wo);
 }
 
+/* The trace's analysis: the one ctx shares, made on first use, or a new
+ * one (*own set: the caller frees it). */
+static int analysis_of(const tbe__export_ctx *ctx, const tbe_allocator *al, tbe_analysis **an,
+                       int *own) {
+  *own = 0;
+  if (ctx->analysis && *ctx->analysis) {
+    *an = *ctx->analysis;
+    return 0;
+  }
+  int rc = tbe_analysis_create(an, ctx->trace, ctx->analysis ? ctx->a : al);
+  if (rc) return rc;
+  if (ctx->analysis) *ctx->analysis = *an;
+  else *own = 1;
+  return 0;
+}
+
 static int events_write(const tbe__export_ctx *ctx, tbe__sink *out) {
   tbe_allocator al;
   tbe__allocator_init(&al, ctx->a);
   tbe_analysis *an = NULL;
-  int rc = tbe_analysis_create(&an, ctx->trace, &al);
+  int own;
+  int rc = analysis_of(ctx, &al, &an, &own);
   if (rc) return rc;
   tbe_writer *w = NULL;
   rc = writer_on(&w, out, "summary", &al);
   if (rc) {
-    tbe_analysis_free(an);
+    if (own) tbe_analysis_free(an);
     return rc;
   }
   ew e = {w, trace_wall(an), 0};
   rc = write_summary(&e, an, &al);
-  tbe_analysis_free(an);
+  if (own) tbe_analysis_free(an);
   int crc = tbe_writer_close(w);
   return rc ? rc : crc;
 }
 
 const tbe__exporter tbe__exporter_events = {"events", TBE_OUT_EVENTS, events_write};
+
+/* ---- the HParams session ---- */
+
+/* The hyper-parameter names tbexport sets itself (labels may not take
+ * them). */
+static const char *const BUILTIN_HPARAMS[] = {"run", "host", "gpu", "source", "kinds", "steps",
+                                              "command"};
+
+int tbe__labels_check(const char *const *labels, size_t n) {
+  if (n && !labels) return TBE_EINVAL;
+  for (size_t i = 0; i < n; i++) {
+    const char *l = labels[i], *eq = l ? strchr(l, '=') : NULL;
+    if (!eq || eq == l || (size_t)(eq - l) > 100) return TBE_EINVAL;
+    size_t kl = (size_t)(eq - l);
+    for (size_t j = 0; j < kl; j++) {
+      char c = l[j];
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '_' || c == '.' || c == '-'))
+        return TBE_EINVAL;
+    }
+    for (size_t b = 0; b < sizeof BUILTIN_HPARAMS / sizeof *BUILTIN_HPARAMS; b++)
+      if (strlen(BUILTIN_HPARAMS[b]) == kl && memcmp(BUILTIN_HPARAMS[b], l, kl) == 0)
+        return TBE_EINVAL;
+    for (size_t j = 0; j < i; j++)
+      if (strncmp(labels[j], l, kl + 1) == 0) return TBE_EINVAL; /* "key=" twice */
+  }
+  return 0;
+}
+
+/* Whether `v` reads whole as a finite number (then in *x). */
+static int as_number(const char *v, double *x) {
+  if (!*v) return 0;
+  char *end;
+  double d = strtod(v, &end);
+  if (*end || d != d || d > 1.7e308 || d < -1.7e308) return 0;
+  *x = d;
+  return 1;
+}
+
+/* "NVIDIA H200", or "2 x NVIDIA H200", or "" without GPUs. */
+static void gpu_text(const tbe_analysis *an, char *buf, size_t size) {
+  buf[0] = 0;
+  if (!an->ndevices) return;
+  const char *n = an->devices[0].name ? tbe_trace_str(an->trace, an->devices[0].name) : "GPU";
+  if (an->ndevices == 1) snprintf(buf, size, "%s", n);
+  else snprintf(buf, size, "%zu x %s", an->ndevices, n);
+}
+
+/* The step definition: the steps' name without its number
+ * ("ProfilerStep#", "train_step"), or "none". */
+static void steps_text(const tbe_trace *t, char *buf, size_t size) {
+  if (!t->nsteps) {
+    snprintf(buf, size, "none");
+    return;
+  }
+  const char *n = t->steps[0].name ? tbe_trace_str(t, t->steps[0].name) : "";
+  size_t l = strlen(n);
+  while (l && n[l - 1] >= '0' && n[l - 1] <= '9') l--;
+  if (!l) {
+    snprintf(buf, size, "unnamed");
+    return;
+  }
+  snprintf(buf, size, "%.*s", (int)(l < size - 1 ? l : size - 1), n);
+}
+
+/* The kinds of events the trace holds, as a comma list. */
+static void kinds_text(const tbe_analysis *an, char *buf, size_t size) {
+  const tbe_device_stats *d = &an->all;
+  uint64_t copies = 0;
+  for (int k = 0; k < TBE_NCOPY_KINDS; k++) copies += d->memcpy_count[k];
+  struct {
+    const char *name;
+    int has;
+  } k[] = {{"kernel", d->kernel_count > 0},
+           {"memcpy", copies > 0},
+           {"memset", d->memset_count > 0},
+           {"sync", d->sync_count > 0},
+           {"api", an->api_calls > 0},
+           {"cpu_op", an->ngroups[TBE_GROUP_CPU_OP] > 0},
+           {"range", an->ngroups[TBE_GROUP_RANGE] > 0}};
+  size_t at = 0;
+  buf[0] = 0;
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+    if (k[i].has && at < size)
+      at += (size_t)snprintf(buf + at, size - at, "%s%s", at ? "," : "", k[i].name);
+}
+
+static int hparams_write(const tbe__export_ctx *ctx, tbe__sink *out) {
+  int rc = tbe__labels_check(ctx->labels, ctx->nlabels);
+  if (rc) return rc;
+  tbe_allocator al;
+  tbe__allocator_init(&al, ctx->a);
+  tbe_analysis *an = NULL;
+  int own;
+  if ((rc = analysis_of(ctx, &al, &an, &own))) return rc;
+  const tbe_trace *t = ctx->trace;
+  char gpu[160], steps[128], kinds[96];
+  gpu_text(an, gpu, sizeof gpu);
+  steps_text(t, steps, sizeof steps);
+  kinds_text(an, kinds, sizeof kinds);
+  size_t nh = 0, cap = 8 + ctx->nlabels;
+  tbe_hparam *hp = tbe__calloc(&al, cap, sizeof *hp);
+  char *keys = tbe__alloc(&al, ctx->nlabels * 104 + 1);
+  if (!hp || !keys) {
+    tbe__free(&al, hp);
+    tbe__free(&al, keys);
+    if (own) tbe_analysis_free(an);
+    return TBE_ENOMEM;
+  }
+#define HS(n, v) (hp[nh].name = (n), hp[nh].type = TBE_HPARAM_STRING, hp[nh++].string = (v))
+  HS("run", ctx->run ? ctx->run : "");
+  HS("host", ctx->host ? ctx->host : "");
+  HS("gpu", gpu);
+  HS("source", tbe__source_name(t->source));
+  HS("kinds", kinds);
+  HS("steps", steps);
+  if (ctx->command) HS("command", ctx->command);
+#undef HS
+  for (size_t i = 0; i < ctx->nlabels; i++) {
+    const char *l = ctx->labels[i], *eq = strchr(l, '=');
+    char *k = keys + i * 104;
+    snprintf(k, 104, "%.*s", (int)(eq - l), l);
+    hp[nh].name = k;
+    if (as_number(eq + 1, &hp[nh].number)) {
+      hp[nh].type = TBE_HPARAM_NUMBER;
+    } else {
+      hp[nh].type = TBE_HPARAM_STRING;
+      hp[nh].string = eq + 1;
+    }
+    nh++;
+  }
+  /* The metrics: the same names in every run, zeros included, so the
+   * table's columns line up. */
+  tbe_metric m[16 + TBE_KCLASS__COUNT];
+  char mtags[TBE_KCLASS__COUNT][40];
+  size_t nm = 0;
+  const tbe_device_stats *d = &an->all;
+#define M(t_, v_) (m[nm].tag = (t_), m[nm++].value = (v_))
+  if (an->nsteps) {
+    const tbe_step_stats **by = tbe__alloc(&al, an->nsteps * sizeof *by);
+    if (!by) rc = TBE_ENOMEM;
+    for (size_t i = 0; by && i < an->nsteps; i++) by[i] = &an->steps[i];
+    if (by) {
+      qsort(by, an->nsteps, sizeof *by, cmp_step_dur);
+      M("step_time_median_ms", ms(step_quantile(by, an->nsteps, 0.5)));
+      M("step_time_p90_ms", ms(step_quantile(by, an->nsteps, 0.9)));
+      tbe__free(&al, by);
+    }
+  }
+  M("wall_time_ms", ms(an->wall_ns));
+  M("gpu_busy_pct", pct(d->busy_ns, d->wall_ns));
+  M("kernel_time_ms", ms(d->kernel_ns));
+  M("memcpy_time_ms", ms(copy_ns(d)));
+  M("memset_time_ms", ms(d->memset_ns));
+  M("sync_time_ms", ms(d->sync_ns));
+  M("kernel_count", (double)d->kernel_count);
+  if (d->launch_median_ns >= 0) M("launch_latency_us", (double)d->launch_median_ns / 1e3);
+  M("dropped_records", (double)an->dropped_records);
+  for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
+    fmt(mtags[k], sizeof mtags[k], "class/%s_ms", tbe_kernel_class_name(k));
+    M(mtags[k], ms(d->class_ns[k]));
+  }
+#undef M
+  tbe_writer *w = NULL;
+  if (!rc) rc = writer_on(&w, out, TBE__HPARAMS_RUN, &al);
+  if (!rc) {
+    double wall = trace_wall(an);
+    double start = an->start_ns > 0 ? (double)an->start_ns / 1e9 : 0;
+    rc = tbe__writer_hparams_session(w, hp, nh, m, nm, start, 0, wall);
+    int crc = tbe_writer_close(w);
+    if (!rc) rc = crc;
+  }
+  tbe__free(&al, hp);
+  tbe__free(&al, keys);
+  if (own) tbe_analysis_free(an);
+  return rc;
+}
+
+const tbe__exporter tbe__exporter_hparams = {"hparams", TBE_OUT_EVENTS, hparams_write};
 
 /* What a diff's events file holds: the ratios, the kernels' ratios and
  * the Markdown report (the run comparison's when `run` is not NULL). */
