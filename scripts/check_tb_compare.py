@@ -139,7 +139,8 @@ def check_hparams(args, runs, sums, labels):
     metrics = {m["name"]["tag"] for m in exp.get("metricInfos", [])}
     need = {"host", "gpu", "steps", "source"} | {k for (_, k, _) in labels}
     report("hparams: hyper-parameters %s" % sorted(need), need <= names, "got %s" % sorted(names))
-    need_m = {"step_time_median_ms", "step_time_p90_ms", "gpu_busy_pct", "kernel_time_ms"}
+    need_m = {"hparams/step_median_ms", "hparams/step_p90_ms", "hparams/gpu_busy_pct",
+              "hparams/kernel_ms", "hparams/time_in/gemm_ms"}
     report("hparams: metrics %s" % sorted(need_m), need_m <= metrics, "got %s" % sorted(metrics))
     groups = get(args.url + "/data/plugin/hparams/session_groups", {
         "experimentName": "", "allowedStatuses": ["STATUS_UNKNOWN", "STATUS_SUCCESS",
@@ -161,10 +162,12 @@ def check_hparams(args, runs, sums, labels):
             steps = sorted(st["dur_ns"] for st in first_steps(s))
             if steps:
                 med = steps[(len(steps) + 1) // 2 - 1] / 1e6
-                ok = close(vals.get("step_time_median_ms", -1), med, rel=1e-4)
-                detail = "median %s, want %.4f" % (vals.get("step_time_median_ms"), med)
+                ok = close(vals.get("hparams/step_median_ms", -1), med, rel=1e-4)
+                detail = "median %s, want %.4f" % (vals.get("hparams/step_median_ms"), med)
             busy = s["all"]["busy_pct"]
-            ok = ok and close(vals.get("gpu_busy_pct", -1), busy, rel=1e-4, absolute=1e-3)
+            ok = ok and close(vals.get("hparams/gpu_busy_pct", -1), busy, rel=1e-4, absolute=1e-3)
+            gemm = s["all"].get("classes", {}).get("gemm", {}).get("ns", 0) / 1e6
+            ok = ok and close(vals.get("hparams/time_in/gemm_ms", -1), gemm, rel=1e-4)
             for (r, k, v) in labels:
                 if r == run:
                     ok = ok and hp.get(k) == v

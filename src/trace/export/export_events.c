@@ -547,7 +547,8 @@ static int hparams_write(const tbe__export_ctx *ctx, tbe__sink *out) {
     nh++;
   }
   /* The metrics: the same names in every run, zeros included, so the
-   * table's columns line up. */
+   * table's columns line up; under hparams/, one section of the Scalars
+   * dashboard apart from the run's own tags. */
   tbe_metric m[16 + TBE_KCLASS__COUNT];
   char mtags[TBE_KCLASS__COUNT][40];
   size_t nm = 0;
@@ -559,22 +560,22 @@ static int hparams_write(const tbe__export_ctx *ctx, tbe__sink *out) {
     for (size_t i = 0; by && i < an->nsteps; i++) by[i] = &an->steps[i];
     if (by) {
       qsort(by, an->nsteps, sizeof *by, cmp_step_dur);
-      M("step_time_median_ms", ms(step_quantile(by, an->nsteps, 0.5)));
-      M("step_time_p90_ms", ms(step_quantile(by, an->nsteps, 0.9)));
+      M("hparams/step_median_ms", ms(step_quantile(by, an->nsteps, 0.5)));
+      M("hparams/step_p90_ms", ms(step_quantile(by, an->nsteps, 0.9)));
       tbe__free(&al, by);
     }
   }
-  M("wall_time_ms", ms(an->wall_ns));
-  M("gpu_busy_pct", pct(d->busy_ns, d->wall_ns));
-  M("kernel_time_ms", ms(d->kernel_ns));
-  M("memcpy_time_ms", ms(copy_ns(d)));
-  M("memset_time_ms", ms(d->memset_ns));
-  M("sync_time_ms", ms(d->sync_ns));
-  M("kernel_count", (double)d->kernel_count);
-  if (d->launch_median_ns >= 0) M("launch_latency_us", (double)d->launch_median_ns / 1e3);
-  M("dropped_records", (double)an->dropped_records);
+  M("hparams/wall_ms", ms(an->wall_ns));
+  M("hparams/gpu_busy_pct", pct(d->busy_ns, d->wall_ns));
+  M("hparams/kernel_ms", ms(d->kernel_ns));
+  M("hparams/memcpy_ms", ms(copy_ns(d)));
+  M("hparams/memset_ms", ms(d->memset_ns));
+  M("hparams/sync_ms", ms(d->sync_ns));
+  M("hparams/kernel_count", (double)d->kernel_count);
+  if (d->launch_median_ns >= 0) M("hparams/launch_latency_us", (double)d->launch_median_ns / 1e3);
+  M("hparams/dropped_records", (double)an->dropped_records);
   for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
-    fmt(mtags[k], sizeof mtags[k], "class/%s_ms", tbe_kernel_class_name(k));
+    fmt(mtags[k], sizeof mtags[k], "hparams/time_in/%s_ms", tbe_kernel_class_name(k));
     M(mtags[k], ms(d->class_ns[k]));
   }
 #undef M
