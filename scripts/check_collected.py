@@ -193,6 +193,9 @@ def compiled(tb, logdir, work):
     if not s:
         return
     show_summary(tb, logdir, "compiled")
+    # Inductor compiles in worker processes: a run of several processes,
+    # whose JSON holds each host's summary and the totals.
+    s = s.get("total", s)
     ks = s.get("kernels", [])
     with open(os.path.join(work, "compiled_kernels.tsv"), "w") as f:
         for k in ks:
@@ -325,6 +328,8 @@ def readers(logdir):
         check(False, "jax.profiler.ProfileData: %s" % e)
         ProfileData = None
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.backend.event_processing import plugin_event_accumulator as pea
+    gpu_of = {}
     for p in sorted(glob.glob(os.path.join(logdir, "plugins/profile/*/*.xplane.pb"))):
         run = p.split(os.sep)[-2]
         if ProfileData is None:
@@ -340,9 +345,11 @@ def readers(logdir):
                     elif any(n == "step_num" for n, _ in ev.stats):
                         steps += 1
         print("  %s: XSpace %s: %d GPU events, %d step markers" % (run, os.path.basename(p), gpu, steps))
-        check(gpu > 0, "%s: XSpace opens in ProfileData with GPU events" % run)
+        gpu_of[run] = gpu_of.get(run, 0) + gpu
         if run.startswith("gpt_"):
             check(steps == 20, "%s: 20 step markers in the XSpace (%d)" % (run, steps))
+    for run, gpu in sorted(gpu_of.items()):  # a process of a run may have no GPU work
+        check(gpu > 0, "%s: its XSpaces open in ProfileData, with %d GPU events" % (run, gpu))
     for d in sorted(glob.glob(os.path.join(logdir, "*"))):
         if not os.path.isdir(d) or os.path.basename(d) == "plugins":
             continue
@@ -363,14 +370,16 @@ def readers(logdir):
             check(cl and all(n == 20 for n in pts), "%s: per-step class series %s" % (run, cl))
             check("custom_scalars__config__" in tags.get("tensors", []), "%s: the comparison layout" % run)
         # The HParams session of each host, in <run>/hparams/<host>/.
+        # (the server's accumulator: the legacy one skips values that
+        # carry only plugin metadata, as the hparams records do)
         for h in sorted(glob.glob(os.path.join(d, "hparams", "*"))):
-            hea = EventAccumulator(h, size_guidance={"scalars": 0, "tensors": 0})
+            hea = pea.EventAccumulator(h, size_guidance={"tensors": 0})
             hea.Reload()
-            ht = hea.Tags()
-            ok = "_hparams_/session_start_info" in ht.get("tensors", []) and \
-                "hparams/gpu_busy_pct" in ht.get("scalars", [])
-            check(ok, "%s: HParams session %s (%d metrics)" % (run, os.path.relpath(h, d),
-                                                            len(ht.get("scalars", []))))
+            hp = hea.PluginTagToContent("hparams")
+            metrics = hea.PluginTagToContent("scalars")
+            ok = "_hparams_/session_start_info" in hp and "hparams/gpu_busy_pct" in metrics
+            check(ok, "%s: HParams session %s (%s, %d metrics)" % (run, os.path.relpath(h, d),
+                                                                sorted(hp), len(metrics)))
         for link in glob.glob(os.path.join(d, "*.pt.trace.json.gz")):
             host = os.path.basename(link)[:-len(".pt.trace.json.gz")]
             js = os.path.join(logdir, "plugins/profile", run, host + ".trace.json.gz")

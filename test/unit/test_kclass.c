@@ -82,7 +82,7 @@ static void test_reviewed_table(void **state) {
   (void)state;
   table_ctx c = {0};
   each_line("names/classes.tsv", table_line, &c);
-  assert_true(c.lines >= 150);
+  assert_true(c.lines >= 200);
   assert_int_equal(c.wrong, 0);
   /* The table covers every class but "other" with real names. */
   for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) assert_true(c.per_class[k] > 0);
@@ -143,6 +143,14 @@ static void test_corpus_families(void **state) {
   assert_true(family("names/cuda13-libcudnn_ops.txt", "softmax", TBE_KCLASS_SOFTMAX, 0) >= 100);
   assert_true(family("names/cuda13-libcurand.txt", NULL, TBE_KCLASS__COUNT, heavy) >= 200);
   assert_true(family("names/cuda13-libcufft.txt", NULL, TBE_KCLASS__COUNT, heavy) >= 30);
+  /* Inductor's Triton kernels: a reduction kernel is a reduction (or the
+   * normalization it computes), never a copy for the cat it fuses. */
+  const uint32_t not_red = ~(1u << TBE_KCLASS_REDUCTION | 1u << TBE_KCLASS_NORM |
+                             1u << TBE_KCLASS_SOFTMAX) & ((1u << TBE_KCLASS__COUNT) - 1);
+  assert_true(family("names/runtime-h200-compiled.names", "triton_red_", TBE_KCLASS__COUNT, not_red) >= 4);
+  assert_true(family("names/runtime-h200-compiled.names", "triton_per_", TBE_KCLASS__COUNT, not_red) >= 8);
+  assert_true(family("names/runtime-h200-compiled.names", "nvjet", TBE_KCLASS_GEMM, 0) >= 8);
+  assert_true(family("names/runtime-h200-compiled.names", "sdpa", TBE_KCLASS_ATTENTION, 0) >= 2);
   /* PyTorch's elementwise loop is elementwise unless it runs a copy or a fill. */
   assert_true(family("names/torch-libtorch_cuda.txt", "vectorized_elementwise_kernel<4, at::native::cudafunctor",
                      TBE_KCLASS_ELEMENTWISE, 0) >= 1);

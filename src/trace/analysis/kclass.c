@@ -129,6 +129,11 @@ static const rule rules[] = {
     ROW(TBE_KCLASS_GEMM, IN_BASE, "trsv"),
     ROW(TBE_KCLASS_GEMM, IN_BASE, "tbsv"),
     ROW(TBE_KCLASS_GEMM, IN_BASE, "tpsv"),
+    /* Triton's reductions (Inductor names them triton_red_ / triton_per_
+     * and lists the fused ops after "fused_": a cat or transpose among
+     * them does not make the kernel a copy) */
+    ROW(TBE_KCLASS_REDUCTION, IN_BASE, "triton_red_"),
+    ROW(TBE_KCLASS_REDUCTION, IN_BASE, "triton_per_"),
     /* copy and fill */
     ROW(TBE_KCLASS_COPY, IN_BASE, "copy"),
     ROW(TBE_KCLASS_COPY, IN_ARGS, "copy_kernel"),
