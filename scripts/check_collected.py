@@ -141,7 +141,7 @@ def gpt(tb, logdir, work, flush):
     for dt in ("fp32", "bf16"):
         name = "gpt_" + dt
         p = run([tb, "--logdir", logdir, "--run", name, "--steps", "nvtx:train_step",
-                 "--capture-range", "nvtx:measure", "--", sys.executable,
+                 "--capture-range", "nvtx:measure", "--label", "precision=" + dt, "--", sys.executable,
                  os.path.join(GPU, "train_loop.py"), "--dtype", dt, "--steps", "20"])
         check(p.returncode == 0, "%s: profiled program exits 0" % name)
         res[dt] = last_json(p.stdout)
@@ -166,9 +166,52 @@ def gpt(tb, logdir, work, flush):
         check(s.get("dropped_records", -1) == 0, "gpt_%s: 0 dropped records" % dt)
         names = [k["name"] for k in s.get("kernels", [])]
         check(names and not any(n.startswith("_Z") for n in names), "gpt_%s: summary kernel names demangled" % dt)
+        classes_add_up(s, "gpt_" + dt)
     p = run([tb, "diff", "--logdir", logdir, "--top", "8", "gpt_fp32", "gpt_bf16"])
     print(p.stdout)
     check(p.returncode == 0 and "step" in p.stdout.lower(), "diff gpt_fp32 gpt_bf16 compares the steps")
+
+
+def classes_add_up(s, what):
+    """The kernel classes of a summary hold all GPU work: their sum is the
+    kernel, memcpy and memset time; GEMM is the GPT loop's biggest class."""
+    a = s["all"]
+    cls = a.get("classes", {})
+    total = sum(c["ns"] for c in cls.values())
+    work = a["kernel_ns"] + sum(m["ns"] for m in a.get("memcpy", {}).values()) + a["memset_ns"]
+    print("  %s classes: %s" % (what, {k: round(v["ns"] / 1e6, 3) for k, v in cls.items()}))
+    check(total == work, "%s: kernel classes add up to the GPU work (%d = %d ns)" % (what, total, work))
+    check(sum(c["count"] for c in cls.values()) >= a["kernel_count"], "%s: every kernel has a class" % what)
+
+
+def compiled(tb, logdir, work):
+    """torch.compile (Triton) and SDPA kernels get their classes."""
+    p = run([tb, "--logdir", logdir, "--run", "compiled", "--steps", "nvtx:step", "--",
+             sys.executable, os.path.join(GPU, "compiled.py")], timeout=400)
+    check(p.returncode == 0, "compiled: profiled program exits 0")
+    s = summary(tb, logdir, "compiled")
+    if not s:
+        return
+    show_summary(tb, logdir, "compiled")
+    # Inductor compiles in worker processes: a run of several processes,
+    # whose JSON holds each host's summary and the totals.
+    s = s.get("total", s)
+    ks = s.get("kernels", [])
+    with open(os.path.join(work, "compiled_kernels.tsv"), "w") as f:
+        for k in ks:
+            f.write("%s\t%s\n" % (k["class"], k["name"]))
+    triton = [k for k in ks if k["name"].startswith("triton_")]
+    print("  %d kernels, %d from Triton; classes %s" % (len(ks), len(triton),
+          sorted({(k["name"].split("_")[1], k["class"]) for k in triton})))
+    check(len(triton) > 0, "compiled: Triton kernels collected (%d)" % len(triton))
+    bad = [k["name"] for k in triton
+           if (k["name"].startswith(("triton_poi_",)) and k["class"] != "elementwise")
+           or (k["name"].startswith(("triton_red_", "triton_per_")) and
+               k["class"] not in ("reduction", "norm", "softmax"))]
+    check(not bad, "compiled: Triton pointwise kernels are elementwise, reductions reduction/norm/softmax %s" % bad[:3])
+    att = [k for k in ks if k["class"] == "attention"]
+    check(len(att) > 0, "compiled: SDPA's kernels are attention (%s)" % [k["name"][:60] for k in att[:2]])
+    classes_add_up(s, "compiled")
 
 
 def jax_part(tb, logdir, work):
@@ -285,6 +328,8 @@ def readers(logdir):
         check(False, "jax.profiler.ProfileData: %s" % e)
         ProfileData = None
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.backend.event_processing import plugin_event_accumulator as pea
+    gpu_of = {}
     for p in sorted(glob.glob(os.path.join(logdir, "plugins/profile/*/*.xplane.pb"))):
         run = p.split(os.sep)[-2]
         if ProfileData is None:
@@ -300,9 +345,11 @@ def readers(logdir):
                     elif any(n == "step_num" for n, _ in ev.stats):
                         steps += 1
         print("  %s: XSpace %s: %d GPU events, %d step markers" % (run, os.path.basename(p), gpu, steps))
-        check(gpu > 0, "%s: XSpace opens in ProfileData with GPU events" % run)
+        gpu_of[run] = gpu_of.get(run, 0) + gpu
         if run.startswith("gpt_"):
             check(steps == 20, "%s: 20 step markers in the XSpace (%d)" % (run, steps))
+    for run, gpu in sorted(gpu_of.items()):  # a process of a run may have no GPU work
+        check(gpu > 0, "%s: its XSpaces open in ProfileData, with %d GPU events" % (run, gpu))
     for d in sorted(glob.glob(os.path.join(logdir, "*"))):
         if not os.path.isdir(d) or os.path.basename(d) == "plugins":
             continue
@@ -318,6 +365,26 @@ def readers(logdir):
             pts = len(ea.Scalars(st[0])) if st else 0
             check(st and pts == 20, "%s: per-step series (%s: %d points)" % (run, st[:1], pts))
             check(not any("_Z" in t for t in sc), "%s: no mangled names in the tags" % run)
+            cl = [t for t in sc if t.startswith("steps/class/")]
+            pts = [len(ea.Scalars(t)) for t in cl]
+            check(cl and all(n == 20 for n in pts), "%s: per-step class series %s" % (run, cl))
+            check("custom_scalars__config__" in tags.get("tensors", []), "%s: the comparison layout" % run)
+        # The HParams session of each host, in <run>/hparams/<host>/.
+        # (the server's accumulator: the legacy one skips values that
+        # carry only plugin metadata, as the hparams records do)
+        for h in sorted(glob.glob(os.path.join(d, "hparams", "*"))):
+            hea = pea.EventAccumulator(h, size_guidance={"tensors": 0})
+            hea.Reload()
+            hp = hea.PluginTagToContent("hparams")
+            metrics = hea.PluginTagToContent("scalars")
+            ok = "_hparams_/session_start_info" in hp and "hparams/gpu_busy_pct" in metrics
+            check(ok, "%s: HParams session %s (%s, %d metrics)" % (run, os.path.relpath(h, d),
+                                                                sorted(hp), len(metrics)))
+        for link in glob.glob(os.path.join(d, "*.pt.trace.json.gz")):
+            host = os.path.basename(link)[:-len(".pt.trace.json.gz")]
+            js = os.path.join(logdir, "plugins/profile", run, host + ".trace.json.gz")
+            check(os.path.exists(js) and os.path.samefile(link, js),
+                  "%s: %s is the run's Chrome JSON (hard link)" % (run, os.path.basename(link)))
     for p in sorted(glob.glob(os.path.join(logdir, "plugins/profile/*/*.trace.json.gz"))):
         with gzip.open(p, "rt") as f:
             json.load(f)
@@ -330,7 +397,8 @@ def main():
     ap.add_argument("--logdir", required=True)
     ap.add_argument("--work", default="/tmp/check_collected")
     ap.add_argument("--flush-s", type=float, default=1.0)
-    ap.add_argument("parts", nargs="*", default=["gpt", "jax", "two", "crash", "kill", "readers"])
+    ap.add_argument("parts", nargs="*", default=["gpt", "jax", "two", "crash", "kill", "compiled",
+                                                 "readers"])
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     t0 = time.time()
@@ -348,6 +416,8 @@ def main():
                 crash(a.tbexport, a.logdir, "abrt", 128 + 6)
             elif part == "kill":
                 killed(a.tbexport, a.logdir, a.flush_s)
+            elif part == "compiled":
+                compiled(a.tbexport, a.logdir, a.work)
             elif part == "readers":
                 readers(a.logdir)
         except Exception as e:  # a broken part is a failure, and the others still run

@@ -70,6 +70,27 @@ typedef enum tbe_sort_key {
   TBE_SORT_MAX = 3     /* longest single call, descending */
 } tbe_sort_key;
 
+/* Kernel classes: what a kernel does, decided from its (demangled) name
+ * alone by an ordered table of name fragments (src/trace/kclass.c; the
+ * first matching row wins, so specific families come before the broad
+ * ones: communication, attention, softmax, normalization, convolution
+ * and GEMM before reduction and elementwise).  Memcpy and memset records
+ * count as TBE_KCLASS_COPY in the analysis. */
+typedef enum tbe_kernel_class {
+  TBE_KCLASS_GEMM = 0,       /* matrix multiply: cuBLAS, CUTLASS, nvjet, xmma gemm, triton mm */
+  TBE_KCLASS_CONV = 1,       /* convolution: fprop, dgrad, wgrad, winograd, im2col */
+  TBE_KCLASS_ATTENTION = 2,  /* fused attention: FlashAttention, fmha, SDPA, flex */
+  TBE_KCLASS_ELEMENTWISE = 3,
+  TBE_KCLASS_REDUCTION = 4,
+  TBE_KCLASS_NORM = 5,       /* layer, batch, group, RMS normalization */
+  TBE_KCLASS_SOFTMAX = 6,
+  TBE_KCLASS_COPY = 7,       /* copy/memset: copy and fill kernels, layout
+                                transposes, memcpy and memset records */
+  TBE_KCLASS_COMM = 8,       /* communication: NCCL, NVSHMEM, all-reduce */
+  TBE_KCLASS_OTHER = 9,
+  TBE_KCLASS__COUNT
+} tbe_kernel_class;
+
 /* Figures of one name in one table. */
 typedef struct tbe_name_stats {
   tbe_str name;       /* in the analysed trace's string table (for ranges, the
@@ -91,6 +112,7 @@ typedef struct tbe_name_stats {
    * API call that launched them (else of their own start); host entries in
    * the step where they start. */
   int64_t *step_ns;
+  uint32_t kclass;    /* kernels: tbe_kernel_class of the name; 0 otherwise */
 } tbe_name_stats;
 
 /* Figures of one GPU (or, in tbe_analysis.all, of all GPUs together:
@@ -115,6 +137,10 @@ typedef struct tbe_device_stats {
   uint64_t sync_count;
   int64_t launch_median_ns;  /* median API start -> GPU start; -1 if unknown */
   uint64_t launch_samples;   /* correlated pairs behind the median */
+  /* GPU time by kernel class (tbe_kernel_class_of the kernel's name);
+   * memcpy and memset records count as TBE_KCLASS_COPY. */
+  int64_t class_ns[TBE_KCLASS__COUNT];
+  uint64_t class_count[TBE_KCLASS__COUNT];
 } tbe_device_stats;
 
 /* One step.  Its window is the step as it ran on the device, the way
@@ -132,6 +158,13 @@ typedef struct tbe_step_stats {
   int64_t gpu_busy_ns;  /* time any GPU was busy inside the step's window */
   int64_t kernel_ns;    /* kernels launched in the step */
   uint64_t kernel_count;
+  /* GPU work launched in the step (like kernel_ns: by the step of the API
+   * call that launched it, else of its own start). */
+  int64_t memcpy_ns;
+  int64_t memset_ns;
+  int64_t sync_ns;      /* synchronization records */
+  int64_t launch_median_ns;  /* median launch latency of the step's GPU work; -1 if unknown */
+  int64_t class_ns[TBE_KCLASS__COUNT];  /* as tbe_device_stats.class_ns */
   int64_t gpu_end_ns;   /* private to the analysis (0 once it is done) */
 } tbe_step_stats;
 
@@ -479,6 +512,15 @@ TBE_API int tbe_demangle(const char *mangled, char *buf, size_t size);
  * mangled name is demangled first (names in a finished trace already are).
  * Returns the length written. */
 TBE_API size_t tbe_name_shorten(const char *name, size_t width, char *buf, size_t size);
+
+
+/* The class of a kernel name (demangled or not: "_Z…" names are
+ * demangled first).  NULL or "" is TBE_KCLASS_OTHER. */
+TBE_API tbe_kernel_class tbe_kernel_class_of(const char *name);
+/* "gemm", "conv", "attention", "elementwise", "reduction", "norm",
+ * "softmax", "copy", "comm", "other" (a tag component and a column
+ * name); "?" for a value out of range. */
+TBE_API const char *tbe_kernel_class_name(uint32_t k);
 
 #ifdef __cplusplus
 }

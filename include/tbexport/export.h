@@ -58,6 +58,24 @@ typedef struct tbe_export_options {
    * or "" when none does; `error_path_size` bytes, cut to fit. */
   char *error_path;
   size_t error_path_size;
+  /* The run in TensorBoard's HParams dashboard (with the events output):
+   * the sub-run <run>/hparams/<host> holds one session whose hyper-parameters are
+   * the run, host, GPU, trace source, event kinds and step definition,
+   * `command` (what produced the trace, e.g. the profiled command line;
+   * NULL: none) and the labels, and whose metrics are the run's figures
+   * (median and p90 step time, GPU busy %, kernel, copy and sync time,
+   * time per kernel class, dropped records).  Each label is "key=value":
+   * key a valid tag, not one of the built-in names, each key once
+   * (TBE_EINVAL otherwise); a value that reads whole as a number is a
+   * number.  Runs written at different times land in one HParams table. */
+  const char *command;
+  const char *const *labels;
+  size_t nlabels;
+  /* With the JSON output: also <logdir>/<run>/<host>.pt.trace.json.gz, a
+   * hard link to it (no extra disk; a symbolic link where the file system
+   * has no hard links), where PyTorch's TensorBoard plugin finds runs.
+   * Set to 1 to leave it out. */
+  int no_pt_link;
 } tbe_export_options;
 
 /* Fills `o` with the defaults above (logdir NULL). */

@@ -34,6 +34,7 @@
 #include "cli/cli.h"
 #include "cli/input_limits.h"
 #include "cli/progress.h"
+#include "cli/run_options.h"
 #include "collect/convert.h"
 #include "collect/options.h"
 #include "collect/spool.h"
@@ -51,6 +52,8 @@ static void usage(FILE *f) {
           "  DIR/plugins/profile/RUN/HOST.xplane.pb      TensorBoard profile plugin, xprof\n"
           "  DIR/plugins/profile/RUN/HOST.trace.json.gz  Perfetto, chrome://tracing\n"
           "  DIR/RUN/events.out.tfevents.*               TensorBoard scalars and text\n"
+          "  DIR/RUN/hparams/HOST/events.out.tfevents.*  its HParams session\n"
+          "  DIR/RUN/HOST.pt.trace.json.gz               PyTorch's TensorBoard plugin (a link)\n"
           "Several FILEs are merged into one trace.  Prints each file written.\n"
           "Spool files (DIR/.tbexport-spool-*/PID.spool, left when `tbexport -- CMD` was\n"
           "killed or could not write its run) are converted on their own, one host per\n"
@@ -71,6 +74,7 @@ static void usage(FILE *f) {
           "                  their integer payload (replaces steps found by name)\n"
           "  --force         replace the run's outputs of this host (XSpace, JSON,\n"
           "                  summary events) together; if writing fails they stay\n"
+          TBE_CLI_RUN_USAGE
           "  --quiet         no progress bar\n"
           "  --help          this text\n"
           "FILE may be - for standard input (not for an Nsight Systems export).\n"
@@ -218,7 +222,8 @@ int tbe_cmd_import(int argc, char **argv) {
       {"host", required_argument, 0, 'H'},   {"format", required_argument, 0, 'f'},
       {"force", no_argument, 0, 'F'},        {"quiet", no_argument, 0, 'q'},
       {"steps", required_argument, 0, 's'},  {"help", no_argument, 0, 'h'},
-      TBE_CLI_LIMIT_OPTIONS,                 {0, 0, 0, 0}};
+      TBE_CLI_LIMIT_OPTIONS,                 TBE_CLI_RUN_OPTIONS,
+      {0, 0, 0, 0}};
   const char *logdir = NULL, *run = NULL, *host = NULL;
   const char *steps_arg = NULL;
   unsigned outputs = TBE_OUT_ALL;
@@ -248,6 +253,12 @@ int tbe_cmd_import(int argc, char **argv) {
       case TBE_CLI_OPT_MAX_INPUT: {
         int lrc = tbe_cli_limit_option("import", c, optarg);
         if (lrc) return lrc;
+        break;
+      }
+      case TBE_CLI_OPT_LABEL:
+      case TBE_CLI_OPT_NO_PT_LINK: {
+        int rrc = tbe_cli_run_option("import", c, optarg);
+        if (rrc) return rrc;
         break;
       }
       default:
@@ -305,6 +316,10 @@ static int import_files(int argc, char **argv, const char *logdir, const char *r
   o.outputs = outputs;
   o.force = force;
   o.on_file = print_file;
+  /* The HParams "command": what the run was made from. */
+  char command[1024] = "import ";
+  tbe_cli_command_line(argv + optind, (size_t)(argc - optind), command + 7, sizeof command - 7);
+  tbe_cli_run_options_apply(&o, command);
 
   if (named_twice(argv + optind, argc - optind)) return TBE_EXIT_USAGE;
   int nspool = 0;

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/run_options.h"
 #include "collect/convert.h"
 #include "collect/options.h"
 #include "common/fsutil.h"
@@ -48,6 +49,7 @@ static const struct option profile_opts[] = {
     {"force", no_argument, 0, 'f'},
     {"quiet", no_argument, 0, 'q'},
     {"help", no_argument, 0, 'h'},
+    TBE_CLI_RUN_OPTIONS,
     {0, 0, 0, 0}};
 
 int tbe_cmd_profile_wants(int argc, char **argv) {
@@ -95,6 +97,10 @@ static void profile_usage(FILE *f) {
           "                          about that much (fatal signals flush everything first)\n"
           "  --keep-noisy-api        keep cudaGetDevice, cudaGetLastError and similar calls\n"
           "  --force                 replace the run's outputs of this host together\n"
+          "  --label KEY=VALUE       a hyper-parameter of the run in TensorBoard's HParams\n"
+          "                          dashboard (repeatable; a numeric VALUE is a number)\n"
+          "  --no-pt-link            no RUN/HOST.pt.trace.json.gz (a hard link to the JSON,\n"
+          "                          where PyTorch's TensorBoard plugin finds runs)\n"
           "  --quiet                 no summary\n"
           "\n"
           "exit status: the command's own (128+N if signal N ended it); 127 if CMD was not\n"
@@ -358,6 +364,10 @@ int tbe_cmd_profile(int argc, char **argv) {
       case 'k': co.keep_noisy = 1; break;
       case 'f': force = 1; break;
       case 'q': quiet = 1; break;
+      case TBE_CLI_OPT_LABEL:
+      case TBE_CLI_OPT_NO_PT_LINK:
+        if (tbe_cli_run_option("profile", c, optarg)) goto usage;
+        break;
       case 'h':
         profile_usage(stdout);
         free(cap_name);
@@ -606,6 +616,11 @@ int tbe_cmd_profile(int argc, char **argv) {
   cmdline[0] = '\0';
   for (char **a = cmd; *a && cl < sizeof cmdline - 1; a++)
     cl += (size_t)snprintf(cmdline + cl, sizeof cmdline - cl, "%s%s", a == cmd ? "" : " ", *a);
+  char command[1024];
+  size_t ncmd = 0;
+  while (cmd[ncmd]) ncmd++;
+  tbe_cli_command_line(cmd, ncmd, command, sizeof command);
+  tbe_cli_run_options_apply(&eo, command);
   tbe__session s;
   memset(&s, 0, sizeof s);
   s.spool_dir = spool;

@@ -486,6 +486,54 @@ int tbe__stage_file(tbe__stage *s, const char *rel, const char *name, int *fd) {
   return 0;
 }
 
+int tbe__stage_link(tbe__stage *s, int src_fd, const char *rel, const char *name,
+                    const char *symlink_target) {
+  s->where[0] = 0;
+  if (!name || !*name || strchr(name, '/')) return TBE_EINVAL;
+  const tbe__stage_entry *src = NULL;
+  for (size_t i = 0; i < s->n && !src; i++)
+    if (!s->e[i].remove && s->e[i].fd == src_fd && s->e[i].tmp[0]) src = &s->e[i];
+  if (!src) return TBE_EINVAL;
+  size_t src_dir = src->dir;
+  char src_tmp[TBE__TMP_NAME_MAX];
+  memcpy(src_tmp, src->tmp, sizeof src_tmp);
+  int src_lock = src->lockfd;
+  tbe__stage_entry *e; /* may move s->e: src is not used below */
+  int rc = stage_entry(s, rel, name, 1, &e);
+  if (rc) return rc;
+  int sdfd = s->dirs[src_dir].fd, dfd = s->dirs[e->dir].fd;
+  rc = TBE_EEXIST;
+  int made = 0;
+  for (int attempt = 0; attempt < 100 && rc == TBE_EEXIST; attempt++) {
+    tmp_name(e->tmp);
+    if (tbe__io_linkat(sdfd, src_tmp, dfd, e->tmp, 0) == 0) rc = 0;
+    else if (errno == EEXIST) continue;
+    else if (errno != EPERM && errno != EOPNOTSUPP && errno != EXDEV) rc = -errno;
+    /* No hard links here: a symbolic link, or the error. */
+    else if (!symlink_target) rc = -errno;
+    else rc = symlinkat(symlink_target, dfd, e->tmp) == 0 ? 0 : errno == EEXIST ? TBE_EEXIST : -errno;
+    made = rc == 0;
+  }
+  /* The entry shares the source's file: its own descriptors are
+   * duplicates, so committing it syncs and closes nothing the source
+   * still needs, and the source's lock keeps cleaners off the link. */
+  if (!rc) {
+    e->fd = fcntl(src_fd, F_DUPFD_CLOEXEC, 0);
+    e->lockfd = src_lock >= 0 ? fcntl(src_lock, F_DUPFD_CLOEXEC, 0) : -1;
+    if (e->fd < 0 || (src_lock >= 0 && e->lockfd < 0)) rc = -errno;
+  }
+  if (rc) {
+    if (e->fd >= 0) close(e->fd);
+    if (e->lockfd >= 0) close(e->lockfd);
+    if (made) unlinkat(dfd, e->tmp, 0);
+    stage_where(s, e->dir, name);
+    tbe__free(s->a, e->name);
+    return rc;
+  }
+  s->n++;
+  return 0;
+}
+
 int tbe__stage_remove(tbe__stage *s, const char *rel, const char *name) {
   s->where[0] = 0;
   if (!name || !*name || strchr(name, '/')) return TBE_EINVAL;

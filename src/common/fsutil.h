@@ -195,6 +195,15 @@ int tbe__stage_dir(tbe__stage *s, const char *rel, int create);
  * making base/rel as needed (tbe__stage_dir).  *fd is the file to write
  * (owned by the stage; leave it open).  Returns 0 or a negative code. */
 int tbe__stage_file(tbe__stage *s, const char *rel, const char *name, int *fd);
+/* Places a second name for a staged file: base/rel/name becomes, at
+ * commit, a hard link to the file staged with descriptor `src_fd` (same
+ * bytes, no extra disk; whatever is written to src_fd before the commit
+ * is in both).  Where the file system has no hard links and
+ * `symlink_target` is not NULL, a symbolic link to symlink_target
+ * (relative to base/rel) instead.  Replaces and conflicts like
+ * tbe__stage_file.  Returns 0 or a negative code. */
+int tbe__stage_link(tbe__stage *s, int src_fd, const char *rel, const char *name,
+                    const char *symlink_target);
 /* Removes base/rel/name at commit (an older file the new ones replace); a
  * name that is gone by then is fine.  Returns 0 or a negative code. */
 int tbe__stage_remove(tbe__stage *s, const char *rel, const char *name);

@@ -649,8 +649,12 @@ static int write_hp_value(tbe_writer *w, const char *tag, ProtobufCBinaryData co
   return write_value(w, &v, step, wall_time);
 }
 
+/* The hparams records: the experiment (when `experiment`), the session
+ * start (its hyper-parameters, start time `start` when > 0) and end
+ * (SUCCESS), then each metric as a scalar. */
 static int hp_write_all(tbe_writer *sub, const tbe_allocator *a, const tbe_hparam *hp, size_t nh,
-                        const tbe_metric *m, size_t nm, int64_t step, double wall) {
+                        const tbe_metric *m, size_t nm, int64_t step, double wall, int experiment,
+                        double start) {
   int rc = 0;
   Tensorboard__Hparams__HParamInfo *infos = tbe__calloc(a, nh ? nh : 1, sizeof *infos);
   Tensorboard__Hparams__HParamInfo **pinfos = tbe__calloc(a, nh ? nh : 1, sizeof *pinfos);
@@ -716,14 +720,17 @@ static int hp_write_all(tbe_writer *sub, const tbe_allocator *a, const tbe_hpara
   Tensorboard__Hparams__HParamsPluginData pd = TENSORBOARD__HPARAMS__HPARAMS_PLUGIN_DATA__INIT;
   pd.data_case = TENSORBOARD__HPARAMS__HPARAMS_PLUGIN_DATA__DATA_EXPERIMENT;
   pd.experiment = &exp;
-  if ((rc = pack_hp(a, &pd, &c)) < 0) goto done;
-  if ((rc = write_hp_value(sub, "_hparams_/experiment", c, step, wall)) < 0) goto done;
-  tbe__free(a, c.data);
-  c.data = NULL;
+  if (experiment) {
+    if ((rc = pack_hp(a, &pd, &c)) < 0) goto done;
+    if ((rc = write_hp_value(sub, "_hparams_/experiment", c, step, wall)) < 0) goto done;
+    tbe__free(a, c.data);
+    c.data = NULL;
+  }
   /* session start */
   Tensorboard__Hparams__SessionStartInfo ssi = TENSORBOARD__HPARAMS__SESSION_START_INFO__INIT;
   ssi.n_hparams = nh;
   ssi.hparams = pents;
+  if (start > 0) ssi.start_time_secs = start;
   pd.data_case = TENSORBOARD__HPARAMS__HPARAMS_PLUGIN_DATA__DATA_SESSION_START_INFO;
   pd.session_start_info = &ssi;
   if ((rc = pack_hp(a, &pd, &c)) < 0) goto done;
@@ -750,6 +757,23 @@ done:
   tbe__free(a, ents);
   tbe__free(a, pents);
   return rc;
+}
+
+int tbe__writer_hparams_session(tbe_writer *w, const tbe_hparam *hparams, size_t nhparams,
+                                const tbe_metric *metrics, size_t nmetrics, double start,
+                                int64_t step, double wall_time) {
+  if (!w || (nhparams && !hparams) || (nmetrics && !metrics)) return TBE_EINVAL;
+  size_t tl;
+  int rc;
+  for (size_t i = 0; i < nhparams; i++) {
+    if ((rc = check_tag(hparams[i].name, &tl)) < 0) return rc;
+    if (hparams[i].type == TBE_HPARAM_STRING && (rc = check_text(hparams[i].string)) < 0)
+      return rc;
+  }
+  for (size_t i = 0; i < nmetrics; i++)
+    if ((rc = check_tag(metrics[i].tag, &tl)) < 0) return rc;
+  if ((rc = resolve_wall(&wall_time)) < 0) return rc;
+  return hp_write_all(w, &w->a, hparams, nhparams, metrics, nmetrics, step, wall_time, 0, start);
 }
 
 int tbe_writer_add_hparams(tbe_writer *w, const tbe_hparam *hparams, size_t nhparams,
@@ -803,7 +827,7 @@ int tbe_writer_add_hparams(tbe_writer *w, const tbe_hparam *hparams, size_t nhpa
   if (rc == 0) rc = tbe_writer_open(&sub, (char *)dir.data, &o);
   tbe__buf_deinit(&dir);
   if (rc < 0) return rc;
-  rc = hp_write_all(sub, &w->a, hparams, nhparams, metrics, nmetrics, step, wall_time);
+  rc = hp_write_all(sub, &w->a, hparams, nhparams, metrics, nmetrics, step, wall_time, 1, 0);
   int rc2 = tbe_writer_close(sub);
   return rc < 0 ? rc : rc2;
 }
@@ -899,6 +923,10 @@ int tbe_writer_add_pr_curve(tbe_writer *w, const char *tag, const uint8_t *label
 /* ---- custom scalars ---- */
 
 int tbe_writer_set_custom_scalars_layout(tbe_writer *w, const tbe_category *cats, size_t ncats) {
+  return tbe__writer_layout_at(w, cats, ncats, wall_now());
+}
+
+int tbe__writer_layout_at(tbe_writer *w, const tbe_category *cats, size_t ncats, double wall) {
   if (!w || !cats || ncats == 0) return TBE_EINVAL;
   int rc;
   size_t nch = 0, nser = 0, tl;
@@ -999,7 +1027,7 @@ int tbe_writer_set_custom_scalars_layout(tbe_writer *w, const tbe_category *cats
     v.metadata = &md;
     v.value_case = TENSORBOARD__SUMMARY__VALUE__VALUE_TENSOR;
     v.tensor = &t;
-    rc = write_value(w, &v, 0, wall_now());
+    rc = write_value(w, &v, 0, wall);
   }
 done:
   tbe__free(a, packed);

@@ -19,6 +19,22 @@ int tbe__writer_replace_fd(tbe_writer *w, int fd);
 int tbe__writer_open_fd(tbe_writer **out, int fd, const char *path,
                         const tbe_writer_options *opts);
 
+/* tbe_writer_set_custom_scalars_layout at wall time `wall` (seconds), for
+ * outputs whose records must not depend on when they were written. */
+int tbe__writer_layout_at(tbe_writer *w, const tbe_category *cats, size_t ncats, double wall);
+
+/* A session of TensorBoard's HParams dashboard written into `w` itself
+ * (not a sub-run): session start (the hyper-parameters; `start` seconds
+ * when > 0) and end (SUCCESS) records, then each metric as a scalar at
+ * `step`, all at `wall_time`.  No experiment record: TensorBoard then
+ * builds the experiment from every session's hyper-parameters and the
+ * scalars of the session runs, so sessions written by different programs
+ * with different hyper-parameters land in one table.  Returns 0 or a
+ * negative code. */
+int tbe__writer_hparams_session(tbe_writer *w, const tbe_hparam *hparams, size_t nhparams,
+                                const tbe_metric *metrics, size_t nmetrics, double start,
+                                int64_t step, double wall_time);
+
 /* Packs `msg` (an Event) and appends it as one record. */
 int tbe__writer_write_message(tbe_writer *w, const ProtobufCMessage *msg);
 

@@ -77,6 +77,14 @@ typedef struct tbe__export_ctx {
   /* Progress in events written by this output (may be NULL). */
   void (*progress)(void *ctx, uint64_t done, uint64_t total);
   void *progress_ctx;
+  /* The run's HParams session (tbe_export_options: run, command, labels). */
+  const char *run;
+  const char *command;
+  const char *const *labels;
+  size_t nlabels;
+  /* The trace's analysis, made by the first output that needs it and
+   * shared by the others (export_run.c frees it; NULL: none shares). */
+  struct tbe_analysis **analysis;
 } tbe__export_ctx;
 
 typedef struct tbe__exporter {
@@ -108,8 +116,13 @@ uint32_t tbe__source_of(const char *name, size_t len);
  * the source; its own warnings are not used. */
 size_t tbe__status_prefix(const tbe_trace *t, int with_overhead, const tbe_str *lines, size_t n);
 
+/* Checks the labels of tbe_export_options (its comment gives the rules).
+ * Returns 0 or TBE_EINVAL. */
+int tbe__labels_check(const char *const *labels, size_t n);
+
 extern const tbe__exporter tbe__exporter_xplane;
 extern const tbe__exporter tbe__exporter_json;
 extern const tbe__exporter tbe__exporter_events;
+extern const tbe__exporter tbe__exporter_hparams;
 
 #endif

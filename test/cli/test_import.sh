@@ -17,17 +17,23 @@ fp32=$data/kineto/h200_cnn_fp32.pt.trace.json
 bf16=$data/kineto/h200_cnn_bf16.pt.trace.json
 log=$work/log_dir
 
-# 1. a golden trace becomes a run: three files, one line each
+# 1. a golden trace becomes a run: three outputs, the JSON's link for
+# PyTorch's TensorBoard plugin and the HParams session, one line each
 out=$("$bin" import "$fp32" --logdir "$log" --run fp32 --host h200 2>"$work/err")
 rc=$?
 [ $rc -eq 0 ] || fail "import fp32 exit $rc: $(cat "$work/err")"
 [ -s "$work/err" ] && fail "stderr not empty when not a terminal: $(cat "$work/err")"
-[ "$(printf '%s\n' "$out" | wc -l)" -eq 3 ] || fail "expected 3 lines, got: $out"
+[ "$(printf '%s\n' "$out" | wc -l)" -eq 5 ] || fail "expected 5 lines, got: $out"
 printf '%s\n' "$out" | grep -qx "$log/plugins/profile/fp32/h200.xplane.pb" || fail "xplane line: $out"
 printf '%s\n' "$out" | grep -qx "$log/plugins/profile/fp32/h200.trace.json.gz" || fail "json line: $out"
 printf '%s\n' "$out" | grep -q "^$log/fp32/events.out.tfevents\." || fail "events line: $out"
+printf '%s\n' "$out" | grep -qx "$log/fp32/h200.pt.trace.json.gz" || fail "link line: $out"
+printf '%s\n' "$out" | grep -q "^$log/fp32/hparams/h200/events.out.tfevents\..*\.h200\.tbexport-hparams$" ||
+  fail "hparams line: $out"
+[ "$(stat -c %i "$log/fp32/h200.pt.trace.json.gz")" = "$(stat -c %i "$log/plugins/profile/fp32/h200.trace.json.gz")" ] ||
+  fail "the link is not the JSON itself"
 while read -r f; do [ -s "$f" ] || fail "missing $f"; done <<<"$out"
-ok "import writes three files"
+ok "import writes three outputs, the JSON's link and the HParams session"
 
 # 2. the JSON, read by Python's json module: counts per category equal the
 #    source's, every X event has a cat, every flow has both ends
@@ -118,7 +124,8 @@ ok "refused names exit 2"
 
 # 7. --format, several files, usage errors
 out=$("$bin" import "$fp32" "$bf16" --logdir "$log" --run both --format json --host h)
-[ "$out" = "$log/plugins/profile/both/h.trace.json.gz" ] || fail "--format json: $out"
+[ "$out" = "$log/plugins/profile/both/h.trace.json.gz
+$log/both/h.pt.trace.json.gz" ] || fail "--format json: $out"
 [ -e "$log/plugins/profile/both/h.xplane.pb" ] && fail "--format json wrote xplane"
 python3 - "$fp32" "$bf16" "$log/plugins/profile/both/h.trace.json.gz" <<'PY' || fail "merged counts"
 import gzip, json, sys

@@ -44,7 +44,7 @@ grep -q "no CUDA activity was recorded" err.txt || fail "/bin/true: no note on s
 grep -q "GPU busy" err.txt || fail "/bin/true: no summary"
 n=$(find ld -name '*.xplane.pb' | wc -l)
 [ "$n" -eq 1 ] || fail "/bin/true: $n xplane files"
-j=$(find ld -name '*.trace.json.gz')
+j=$(find ld -path '*/plugins/profile/*' -name '*.trace.json.gz')
 [ -n "$j" ] || fail "/bin/true: no trace.json.gz"
 gzip -dc "$j" | grep -q "no CUDA activity was recorded" || fail "/bin/true: the JSON lacks the note"
 ls ld/*/events.out.tfevents.* >/dev/null 2>&1 || fail "/bin/true: no events file"

@@ -75,7 +75,7 @@ if mount -t tmpfs -o size=1m tmpfs "$mnt" 2>"$work/mount.err"; then
   rm -f "$mnt/filler"
   imp "$B" --logdir "$log" --force >/dev/null || fail "disk full: import with room"
   [ "$(from "$log" h.xplane.pb)$(from "$log" h.trace.json.gz)" = BB ] || fail "disk full: not the new run after"
-  [ "$(ls "$log/r" | wc -l)" -eq 1 ] || fail "disk full: $(ls "$log/r")"
+  [ "$(ls "$log/r" | wc -l)" -eq 3 ] || fail "disk full: $(ls "$log/r")" # summary, link, hparams/
   [ "$(hidden "$log")" -eq 0 ] || fail "disk full: hidden files left"
   umount "$mnt"
   ok "a full disk during import --force ($nfail failed imports) leaves the run byte-identical"
@@ -117,7 +117,8 @@ for round in $(seq 1 30); do
   [ $n -ge 1 ] || fail "kill round $round: no summary"
   imp "$A" --logdir "$log" --force >/dev/null || fail "kill round $round: the next import"
   [ "$(hidden "$log")" -eq 0 ] || fail "kill round $round: hidden files left: $(find "$log" -name '.tbexport*')"
-  [ "$(ls "$log/r" | wc -l)" -eq 1 ] || fail "kill round $round: $(ls "$log/r")"
+  [ "$(ls "$log/r" | wc -l)" -eq 3 ] || fail "kill round $round: $(ls "$log/r")"
+  [ "$(ls "$log/r/hparams/h" | wc -l)" -eq 1 ] || fail "kill round $round: $(ls "$log/r/hparams/h")"
 done
 ok "SIGKILL during import --force: $killed kills in 30 rounds (seed $seed; then the old run $old times, the new one $new, a mix $mixed), no partial file under a final name"
 
@@ -133,7 +134,7 @@ grep -E "^ +summary/wall_time_ms +count 2 " "$work/out" >/dev/null || fail "insp
 "$bin" import "$B" --logdir "$log" --run r2 --host h --quiet >/dev/null || fail "diff: second run"
 for i in 1 2 3 4 5; do "$bin" diff --logdir "$log" --quiet r r2 >/dev/null 2>&1 || fail "diff $i"; done
 [ "$(ls "$log"/r2/*.r.tbexport-diff | wc -l)" -eq 1 ] || fail "5 diffs: $(ls "$log/r2")"
-[ "$(ls "$log/r2" | wc -l)" -eq 2 ] || fail "5 diffs: $(ls "$log/r2")"
+[ "$(ls "$log/r2" | wc -l)" -eq 4 ] || fail "5 diffs: $(ls "$log/r2")" # summary, diff, link, hparams/
 ok "40 import --force leave one summary per host; 5 diffs one comparison"
 
 # 4. concurrent --force imports of two traces into one run
@@ -146,7 +147,10 @@ for round in $(seq 1 8); do
   wait $pa $pb
   pair="$(from "$log" h.xplane.pb)$(from "$log" h.trace.json.gz)"
   case $pair in AA|BB) ;; *) fail "concurrent round $round: XSpace and JSON from $pair" ;; esac
-  [ "$(ls "$log/r" | wc -l)" -eq 1 ] || fail "concurrent round $round: $(ls "$log/r")"
+  [ "$(ls "$log/r" | wc -l)" -eq 3 ] || fail "concurrent round $round: $(ls "$log/r")"
+  # the link is always the committed JSON itself, whichever import won
+  [ "$(stat -c %i "$log/r/h.pt.trace.json.gz")" = "$(stat -c %i "$log/plugins/profile/r/h.trace.json.gz")" ] ||
+    fail "concurrent round $round: the link is not the JSON"
   [ "$(hidden "$log")" -eq 0 ] || fail "concurrent round $round: hidden files left"
 done
 ok "concurrent import --force: XSpace and JSON always of one trace"

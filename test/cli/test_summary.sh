@@ -52,6 +52,14 @@ assert d["all"]["busy_ns"] == 110000
 k = d["kernels"][0]
 assert k["name"] == "void gemm<float>(float*, int)" and k["calls"] == 2 and k["total_ns"] == 100000
 assert [s["kernel_ns"] for s in d["steps"]] == [40000, 60000]
+# Kernel classes: the gemm kernel and the HtoD copy; per step the copy,
+# the launch latency median and the class times.
+assert k["class"] == "gemm"
+assert d["all"]["classes"] == {"gemm": {"ns": 100000, "count": 2}, "copy": {"ns": 10000, "count": 1}}
+assert [s["memcpy_ns"] for s in d["steps"]] == [10000, 0]
+assert [s["classes"]["gemm"] for s in d["steps"]] == [40000, 60000]
+assert [s["classes"]["copy"] for s in d["steps"]] == [10000, 0]
+assert all(s["launch_median_ns"] > 0 for s in d["steps"])
 ' "$tmp/j" || fail "json figures"
 fi
 

@@ -163,15 +163,25 @@ static void test_layout(void **state) {
   o.progress = progress;
   o.progress_ctx = last;
   assert_int_equal(tbe_export_run(t, &o), 0);
-  assert_int_equal(f.n, 2);
+  assert_int_equal(f.n, 3);
   char expect[4096];
   snprintf(expect, sizeof expect, "%s/plugins/profile/fp32/node_0.xplane.pb", logdir);
   assert_string_equal(f.paths[0], expect);
   snprintf(expect, sizeof expect, "%s/plugins/profile/fp32/node_0.trace.json.gz", logdir);
   assert_string_equal(f.paths[1], expect);
+  /* The JSON's second name, where PyTorch's TensorBoard plugin looks: one
+   * file (a hard link), not a copy. */
+  snprintf(expect, sizeof expect, "%s/fp32/node_0.pt.trace.json.gz", logdir);
+  assert_string_equal(f.paths[2], expect);
+  struct stat sa, sb;
+  assert_int_equal(lstat(f.paths[1], &sa), 0);
+  assert_int_equal(lstat(f.paths[2], &sb), 0);
+  assert_true(sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev && sa.st_nlink == 2);
   assert_int_equal(last[0], last[1]);
   assert_int_equal(last[1], 2 * t->nevents);
-  assert_false(exists(logdir, "fp32")); /* no events output requested */
+  /* no events output requested: the run folder holds the link alone */
+  assert_true(exists(logdir, "fp32/node_0.pt.trace.json.gz"));
+  assert_int_equal(tu_count_files(logdir), 3);
 
   /* a second export refuses, and says which file is in the way */
   char conflict[4096];
@@ -183,7 +193,7 @@ static void test_layout(void **state) {
   assert_int_equal(f.n, 0);
   o.force = 1;
   assert_int_equal(tbe_export_run(t, &o), 0);
-  assert_int_equal(f.n, 2);
+  assert_int_equal(f.n, 3);
 
   /* the same run name from another host: its own files */
   o.force = 0;
@@ -322,12 +332,27 @@ static void test_all_outputs(void **state) {
   o.on_file = on_file;
   o.ctx = &f;
   assert_int_equal(tbe_export_run(t, &o), 0);
-  assert_int_equal(f.n, 3);
+  assert_int_equal(f.n, 5);
   assert_true(exists(dir, "plugins/profile/all/h.xplane.pb"));
   assert_true(exists(dir, "plugins/profile/all/h.trace.json.gz"));
+  assert_true(exists(dir, "all/h.pt.trace.json.gz"));
   char prefix[4096];
   snprintf(prefix, sizeof prefix, "%s/all/events.out.tfevents.", dir);
-  assert_memory_equal(f.paths[2], prefix, strlen(prefix));
+  assert_memory_equal(f.paths[3], prefix, strlen(prefix));
+  /* The HParams session in its own sub-run. */
+  snprintf(prefix, sizeof prefix, "%s/all/hparams/h/events.out.tfevents.", dir);
+  assert_memory_equal(f.paths[4], prefix, strlen(prefix));
+  assert_non_null(strstr(f.paths[4], ".h.tbexport-hparams"));
+  /* Without the link: no second name. */
+  char *dir2 = tu_mkdtemp();
+  o.logdir = dir2;
+  o.no_pt_link = 1;
+  f.n = 0;
+  assert_int_equal(tbe_export_run(t, &o), 0);
+  assert_int_equal(f.n, 4);
+  assert_false(exists(dir2, "all/h.pt.trace.json.gz"));
+  tu_rmrf(dir2);
+  free(dir2);
   tbe_trace_free(t);
   tu_rmrf(dir);
   free(dir);
@@ -355,7 +380,8 @@ static void refuse_unfinished(unsigned bit) {
   assert_false(exists(dir, "r"));
   assert_int_equal(tbe_trace_finish(t), 0);
   assert_int_equal(tbe_export_run(t, &o), 0);
-  assert_int_equal(f.n, 1);
+  /* the JSON and its link; the events and their HParams session */
+  assert_int_equal(f.n, bit == TBE_OUT_XPLANE ? 1 : 2);
   /* one more event: unfinished again, and the run is left as it was */
   tbe_event e;
   memset(&e, 0, sizeof e);
@@ -367,8 +393,8 @@ static void refuse_unfinished(unsigned bit) {
   assert_int_equal(tbe_trace_add_event(t, &e, NULL, NULL, 0, NULL), 0);
   o.force = 1;
   assert_int_equal(tbe_export_run(t, &o), TBE_ESTATE);
-  assert_int_equal(f.n, 1);
-  assert_int_equal(tu_count_files(dir), 1);
+  assert_int_equal(f.n, bit == TBE_OUT_XPLANE ? 1 : 2);
+  assert_int_equal(tu_count_files(dir), bit == TBE_OUT_XPLANE ? 1 : 2);
   tbe_trace_free(t);
   tu_rmrf(dir);
   free(dir);

@@ -228,7 +228,8 @@ static void test_hostile_trace_host(void **state) {
     assert_null(strchr(host, '/'));
     assert_int_equal(tbe_export_run(t, &o), 0);
     g_allow[0] = s.target;
-    assert_int_equal(files_under(s.base, s.logdir), 3); /* the 3 outputs, nothing elsewhere */
+    /* the 3 outputs, the JSON's link, the HParams session; nothing elsewhere */
+    assert_int_equal(files_under(s.base, s.logdir), 5);
     g_allow[0] = NULL;
     /* The trace's host is used as a name only: the profile files carry the
      * resolved (safe) name. */
@@ -290,7 +291,8 @@ static void test_hostile_xspace_hostname(void **state) {
     assert_int_equal(export(t, s.logdir, "r", NULL, TBE_OUT_ALL, 0), 0);
     g_allow[0] = s.target;
     g_allow[1] = in;
-    assert_int_equal(files_under(s.base, s.logdir), 3); /* the 3 outputs, nothing elsewhere */
+    /* the 3 outputs, the JSON's link, the HParams session; nothing elsewhere */
+    assert_int_equal(files_under(s.base, s.logdir), 5);
     g_allow[0] = g_allow[1] = NULL;
     sb_check_outside(&s);
     tbe_trace_free(t);
@@ -467,7 +469,7 @@ static void test_symlinked_directories(void **state) {
   char *ld = tu_join(s.base, "linked");
   assert_int_equal(symlink(s.logdir, ld), 0);
   assert_int_equal(export(t, ld, "r", "h", TBE_OUT_ALL, 0), 0);
-  assert_int_equal(files_under(s.logdir, s.logdir), 3);
+  assert_int_equal(files_under(s.logdir, s.logdir), 5);
   sb_check_outside(&s);
   free(ld);
   tbe_trace_free(t);
@@ -524,8 +526,10 @@ static tbe_diff *small_diff(const tbe_trace *t, tbe_analysis **an) {
 static void test_symlink_matrix(void **state) {
   (void)state;
   long long now = (long long)time(NULL);
-  char sum_name[3][300], diff_name[3][300];
+  char sum_name[3][300], diff_name[3][300], hp_name[3][300];
   for (int k = 0; k < 3; k++) {
+    snprintf(hp_name[k], sizeof hp_name[k],
+             "r/hparams/h/events.out.tfevents.%010lld.h.tbexport-hparams", now + k);
     snprintf(sum_name[k], sizeof sum_name[k], "r/events.out.tfevents.%010lld.h.tbexport-summary",
              now + k);
     snprintf(diff_name[k], sizeof diff_name[k], "r/events.out.tfevents.%010lld.base.tbexport-diff",
@@ -535,12 +539,16 @@ static void test_symlink_matrix(void **state) {
       {"plugins", TBE_OUT_XPLANE | TBE_OUT_JSON, 0},
       {"plugins/profile", TBE_OUT_XPLANE | TBE_OUT_JSON, 0},
       {"plugins/profile/r", TBE_OUT_XPLANE | TBE_OUT_JSON, 0},
-      {"r", TBE_OUT_EVENTS | M_DIFF, 0},
+      {"r", TBE_OUT_EVENTS | TBE_OUT_JSON | M_DIFF, 0}, /* JSON: its link, r/h.pt.trace.json.gz */
       {".tbexport.lock", TBE_OUT_ALL | M_DIFF, 0},
       {"plugins/profile/r/h.xplane.pb", TBE_OUT_XPLANE, 1},
       {"plugins/profile/r/h.trace.json.gz", TBE_OUT_JSON, 1},
       {"summary events (3 seconds of names)", TBE_OUT_EVENTS, 1},
       {"diff events (3 seconds of names)", M_DIFF, 1},
+      {"r/h.pt.trace.json.gz", TBE_OUT_JSON, 1},
+      {"r/hparams", TBE_OUT_EVENTS, 0},
+      {"r/hparams/h", TBE_OUT_EVENTS, 0},
+      {"hparams events (3 seconds of names)", TBE_OUT_EVENTS, 1},
   };
   const mwriter writers[] = {
       {"export all", TBE_OUT_ALL, 0},         {"export all --force", TBE_OUT_ALL, 1},
@@ -561,8 +569,9 @@ static void test_symlink_matrix(void **state) {
         const char *dest = kind == 0 ? s.outside : kind == 1 ? s.target : dangling;
         /* Plant the link(s). */
         const char *rels[3] = {comps[c].rel, NULL, NULL};
-        if (c == 7 || c == 8)
-          for (int k = 0; k < 3; k++) rels[k] = c == 7 ? sum_name[k] : diff_name[k];
+        if (c == 7 || c == 8 || c == 12)
+          for (int k = 0; k < 3; k++)
+            rels[k] = c == 7 ? sum_name[k] : c == 8 ? diff_name[k] : hp_name[k];
         for (int k = 0; k < 3 && rels[k]; k++) {
           char *link = tu_join(s.logdir, rels[k]);
           char *parent = strdup(link);
@@ -601,8 +610,10 @@ static void test_symlink_matrix(void **state) {
         if (want) {
           /* The error names the component (a summary/diff name: one of them). */
           char *expect = tu_join(s.logdir, rels[0]);
-          if (c == 7 || c == 8) assert_non_null(strstr(where, c == 7 ? ".h.tbexport-summary"
-                                                                     : ".base.tbexport-diff"));
+          if (c == 7 || c == 8 || c == 12)
+            assert_non_null(strstr(where, c == 7   ? ".h.tbexport-summary"
+                                          : c == 8 ? ".base.tbexport-diff"
+                                                   : ".h.tbexport-hparams"));
           else assert_string_equal(where, expect);
           free(expect);
         }
@@ -625,7 +636,7 @@ static void test_symlink_matrix(void **state) {
         free(dangling);
         sb_free(&s);
       }
-  fprintf(stderr, "symlink matrix: %ld cases (9 components x 7 writers x 3 link kinds)\n", cases);
+  fprintf(stderr, "symlink matrix: %ld cases (13 components x 7 writers x 3 link kinds)\n", cases);
   tbe_diff_free(d);
   tbe_analysis_free(an[0]);
   tbe_analysis_free(an[1]);

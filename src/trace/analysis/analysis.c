@@ -74,6 +74,7 @@ typedef struct scratch {
   tbe__vec stack;           /* open_entry: the open entries of one walk */
   int64_t *lat;            /* launch latencies */
   uint32_t *lat_dev;
+  int32_t *lat_step;       /* the step of each latency, -1 for none (steps only) */
   size_t nlat;
   int64_t *seg;            /* all-device busy union: start, end pairs */
   size_t nseg;
@@ -132,6 +133,7 @@ static long group_slot(tbe_analysis *an, scratch *s, tbe_group_kind g, tbe_str n
   an->groups[g] = s->groups[g].data; /* owned by the analysis from here */
   e->name = name;
   e->min_ns = INT64_MAX;
+  if (g == TBE_GROUP_KERNEL) e->kclass = tbe_kernel_class_of(tbe_trace_str(an->trace, name));
   an->ngroups[g] = n + 1;
   s->slot[g][name] = (uint32_t)n;
   return (long)n;
@@ -456,10 +458,18 @@ static void device_steps(tbe_analysis *an, const scratch *s) {
   }
 }
 
+/* Adds `dur` to class `k` of a device and, when si >= 0, of step si. */
+static void class_add(tbe_analysis *an, tbe_device_stats *ds, long si, uint32_t k, int64_t dur) {
+  ds->class_ns[k] = tbe__sat_add(ds->class_ns[k], dur);
+  ds->class_count[k]++;
+  if (si >= 0) an->steps[si].class_ns[k] = tbe__sat_add(an->steps[si].class_ns[k], dur);
+}
+
 static int gpu_event(tbe_analysis *an, scratch *s, const tbe_event *e, int32_t d) {
   const tbe_trace *t = an->trace;
   tbe_device_stats *ds = &an->devices[d];
   int64_t dur = e->dur_ns;
+  long si = t->nsteps ? launch_step(t, s, e) : -1;
   switch (e->kind) {
     case TBE_EV_KERNEL: {
       ds->kernel_ns = tbe__sat_add(ds->kernel_ns, dur);
@@ -468,13 +478,12 @@ static int gpu_event(tbe_analysis *an, scratch *s, const tbe_event *e, int32_t d
       long slot = group_slot(an, s, TBE_GROUP_KERNEL, e->name);
       if (slot < 0) return TBE_ENOMEM;
       account(&an->groups[TBE_GROUP_KERNEL][slot], dur);
+      class_add(an, ds, si, an->groups[TBE_GROUP_KERNEL][slot].kclass, dur);
       if (t->nsteps) {
-        long si = launch_step(t, s, e);
         s->kstep[s->nk++] = (int32_t)si; /* reused by per_step_names */
         if (si >= 0) {
           an->steps[si].kernel_ns = tbe__sat_add(an->steps[si].kernel_ns, dur);
           an->steps[si].kernel_count++;
-          step_gpu_end(an, si, e);
         }
       }
       break;
@@ -489,24 +498,26 @@ static int gpu_event(tbe_analysis *an, scratch *s, const tbe_event *e, int32_t d
         ds->pageable_ns = tbe__sat_add(ds->pageable_ns, dur);
         ds->pageable_count++;
       }
+      class_add(an, ds, si, TBE_KCLASS_COPY, dur);
+      if (si >= 0) an->steps[si].memcpy_ns = tbe__sat_add(an->steps[si].memcpy_ns, dur);
       break;
     }
     case TBE_EV_MEMSET:
       ds->memset_ns = tbe__sat_add(ds->memset_ns, dur);
       ds->memset_count++;
+      class_add(an, ds, si, TBE_KCLASS_COPY, dur);
+      if (si >= 0) an->steps[si].memset_ns = tbe__sat_add(an->steps[si].memset_ns, dur);
       break;
     case TBE_EV_SYNC:
       ds->sync_ns = tbe__sat_add(ds->sync_ns, dur);
       ds->sync_count++;
       an->sync_calls++;
       an->sync_call_ns = tbe__sat_add(an->sync_call_ns, dur);
+      if (si >= 0) an->steps[si].sync_ns = tbe__sat_add(an->steps[si].sync_ns, dur);
       return 0;
     default: return 0;
   }
-  if (t->nsteps && e->kind != TBE_EV_KERNEL) {
-    long si = launch_step(t, s, e);
-    if (si >= 0) step_gpu_end(an, si, e);
-  }
+  if (si >= 0) step_gpu_end(an, si, e);
   if (e->link != TBE_NONE && e->link < t->nevents) {
     const tbe_event *api = &t->events[e->link];
     /* Correlation ids are per process: a link across processes, or one
@@ -518,6 +529,7 @@ static int gpu_event(tbe_analysis *an, scratch *s, const tbe_event *e, int32_t d
         e->start_ns >= api->start_ns) {
       s->lat[s->nlat] = tbe__sat_sub(e->start_ns, api->start_ns);
       s->lat_dev[s->nlat] = (uint32_t)d;
+      if (s->lat_step) s->lat_step[s->nlat] = (int32_t)si;
       s->nlat++;
     }
   }
@@ -844,6 +856,7 @@ static void scratch_free(scratch *s) {
   tbe__vec_deinit(&s->stack);
   tbe__free(s->a, s->lat);
   tbe__free(s->a, s->lat_dev);
+  tbe__free(s->a, s->lat_step);
   tbe__free(s->a, s->seg);
   tbe__vec_deinit(&s->label_of);
   tbe__vec_deinit(&s->label_entry);
@@ -908,6 +921,7 @@ static int steps_init(tbe_analysis *an, scratch *s, size_t nstr) {
       an->steps[i].host_ns = tbe__sat_sub(t->steps[i].end_ns, t->steps[i].start_ns);
       an->steps[i].dur_ns = an->steps[i].host_ns;
       an->steps[i].gpu_end_ns = INT64_MIN;
+      an->steps[i].launch_median_ns = -1;
     }
     qsort_r(s->step_order, t->nsteps, sizeof(size_t), cmp_step_start, (void *)t);
   }
@@ -945,6 +959,31 @@ static int launch_medians(tbe_analysis *an, scratch *s) {
   return 0;
 }
 
+/* The launch latency median of each step: the samples grouped by step
+ * (counting sort), then selected. */
+static int step_launch_medians(tbe_analysis *an, scratch *s) {
+  if (!an->nsteps || !s->nlat) return 0;
+  size_t *cnt = tbe__calloc(s->a, an->nsteps + 2, sizeof *cnt);
+  int64_t *by = tbe__alloc(s->a, s->nlat * sizeof *by);
+  if (!cnt || !by) {
+    tbe__free(s->a, cnt);
+    tbe__free(s->a, by);
+    return TBE_ENOMEM;
+  }
+  /* Bucket b = step + 1 (bucket 0: no step), counted at b + 1. */
+  for (size_t i = 0; i < s->nlat; i++) cnt[s->lat_step[i] + 2]++;
+  for (size_t b = 0; b <= an->nsteps; b++) cnt[b + 1] += cnt[b];
+  for (size_t i = 0; i < s->nlat; i++) by[cnt[s->lat_step[i] + 1]++] = s->lat[i];
+  /* cnt[b] is now the end of bucket b; bucket b starts at cnt[b - 1]. */
+  for (size_t si = 0; si < an->nsteps; si++) {
+    size_t lo = cnt[si], hi = cnt[si + 1];
+    if (hi > lo) an->steps[si].launch_median_ns = median(by + lo, hi - lo);
+  }
+  tbe__free(s->a, cnt);
+  tbe__free(s->a, by);
+  return 0;
+}
+
 /* Devices: the window, idle time, and the totals over all devices. */
 static void device_totals(tbe_analysis *an) {
   tbe_device_stats *all = &an->all;
@@ -967,6 +1006,10 @@ static void device_totals(tbe_analysis *an) {
     all->memset_count += ds->memset_count;
     all->sync_ns = tbe__sat_add(all->sync_ns, ds->sync_ns);
     all->sync_count += ds->sync_count;
+    for (int k = 0; k < TBE_KCLASS__COUNT; k++) {
+      all->class_ns[k] = tbe__sat_add(all->class_ns[k], ds->class_ns[k]);
+      all->class_count[k] += ds->class_count[k];
+    }
   }
   all->idle_ns = all->wall_ns > all->busy_ns ? all->wall_ns - all->busy_ns : 0;
 }
@@ -1025,7 +1068,8 @@ static int run(tbe_analysis *an, scratch *s) {
   if (!s->lat || !s->lat_dev) return TBE_ENOMEM;
   if (t->nsteps) {
     s->kstep = tbe__alloc(s->a, nl * sizeof(int32_t));
-    if (!s->kstep) return TBE_ENOMEM;
+    s->lat_step = tbe__alloc(s->a, nl * sizeof(int32_t));
+    if (!s->kstep || !s->lat_step) return TBE_ENOMEM;
   }
 
   for (size_t i = 0; i < t->ntracks; i++) {
@@ -1041,6 +1085,7 @@ static int run(tbe_analysis *an, scratch *s) {
 
   if ((rc = busy_union(an, s, (size_t)ngpu))) return rc;
   if ((rc = launch_medians(an, s))) return rc;
+  if ((rc = step_launch_medians(an, s))) return rc;
   device_totals(an);
 
   /* Steps: their windows on the device, and GPU busy inside each. */

@@ -168,6 +168,7 @@ static int merge_steps(tbe_run_analysis *r, long **map) {
   for (size_t c = 0; c < nc && !rc; c++) {
     tot->steps[c].num = common[c];
     tot->steps[c].start_ns = INT64_MAX;
+    tot->steps[c].launch_median_ns = -1;
     r->step_fastest_ns[c] = INT64_MAX;
   }
   if (!rc) tot->nsteps = nc;
@@ -197,6 +198,13 @@ static int merge_steps(tbe_run_analysis *r, long **map) {
       m->gpu_busy_ns = tbe__sat_add(m->gpu_busy_ns, s->gpu_busy_ns);
       m->kernel_ns = tbe__sat_add(m->kernel_ns, s->kernel_ns);
       m->kernel_count += s->kernel_count;
+      m->memcpy_ns = tbe__sat_add(m->memcpy_ns, s->memcpy_ns);
+      m->memset_ns = tbe__sat_add(m->memset_ns, s->memset_ns);
+      m->sync_ns = tbe__sat_add(m->sync_ns, s->sync_ns);
+      /* Medians do not add up: the merged step keeps the slowest host's. */
+      if (s->launch_median_ns > m->launch_median_ns) m->launch_median_ns = s->launch_median_ns;
+      for (int k = 0; k < TBE_KCLASS__COUNT; k++)
+        m->class_ns[k] = tbe__sat_add(m->class_ns[k], s->class_ns[k]);
     }
   }
   tbe__free(a, v);
@@ -260,6 +268,7 @@ static int merge_names(tbe_run_analysis *r, long **map) {
           break;
         }
         tbe_name_stats *m = &tot->groups[g][k];
+        m->kclass = e->kclass;
         m->calls += e->calls;
         m->total_ns = tbe__sat_add(m->total_ns, e->total_ns);
         m->self_ns = tbe__sat_add(m->self_ns, e->self_ns);
@@ -329,6 +338,10 @@ static void merge_figures(tbe_run_analysis *r) {
     all->memset_count += d->memset_count;
     all->sync_ns = tbe__sat_add(all->sync_ns, d->sync_ns);
     all->sync_count += d->sync_count;
+    for (int k = 0; k < TBE_KCLASS__COUNT; k++) {
+      all->class_ns[k] = tbe__sat_add(all->class_ns[k], d->class_ns[k]);
+      all->class_count[k] += d->class_count[k];
+    }
     if (an->host_busy_ns > tot->host_busy_ns) tot->host_busy_ns = an->host_busy_ns;
     tot->api_calls += an->api_calls;
     tot->sync_calls += an->sync_calls;

@@ -8,10 +8,22 @@
  *                    memsets, synchronization, idle, kernel count, launch
  *                    latency, host busy %  (step 0)
  *   gpu<N>/…         the same per GPU when there are several
- *   steps/…          step time, GPU busy %, kernel time (x axis = step number)
+ *   summary/class/<class>_ms  GPU time per kernel class (tbe_kernel_class)
+ *   summary/step_time_median_ms, step_time_p90_ms, steps
+ *   steps/…          per step (x axis = step number): step time, GPU busy
+ *                    %, kernel time and count, memcpy, memset and sync
+ *                    time, launch latency, steps/class/<class>_ms for every
+ *                    class the run has, steps/kernels/<tag> for the top 10
+ *                    kernels: runs overlay as curves
  *   kernels/<name>   total time of the top kernels in ms (step 0)
  *   profiler/…       dropped records, overhead, ended early
  *   summary/top_kernels, summary/advice   Markdown text
+ *   custom_scalars__config__  the comparison layout (compare_layout)
+ * and the "hparams" output writes the run's HParams session into the
+ * sub-run <run>/hparams/<host>/ (hparams_write): the run, host, GPU, source,
+ * event kinds, step definition, command and the user's labels as
+ * hyper-parameters, its headline figures as the only scalars there, so
+ * that they alone are the session's metrics.
  * Tags depend only on what was measured, never on the run name, so two
  * runs overlay in the Scalars dashboard.
  *
@@ -64,6 +76,7 @@
 #include "trace/report/report.h"
 
 #define TOP_KERNELS 20
+#define TOP_STEP_KERNELS 10
 #define TAG_WIDTH 100
 
 /* snprintf that truncates silently (tags are bounded by construction). */
@@ -172,14 +185,117 @@ static void device_scalars(ew *e, const char *prefix, const tbe_analysis *an,
   S("idle_time_ms", ms(d->idle_ns));
   S("kernel_count", (double)d->kernel_count);
   if (d->launch_median_ns >= 0) S("launch_latency_us", (double)d->launch_median_ns / 1e3);
+  for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
+    if (!d->class_count[k]) continue;
+    fmt(tag, sizeof tag, "%s/class/%s_ms", prefix, tbe_kernel_class_name(k));
+    scalar(e, tag, ms(d->class_ns[k]), 0);
+  }
 #undef S
   (void)an;
+}
+
+/* The custom-scalars layout every run writes (TensorBoard merges the
+ * runs' layouts by category title): the per-step series as multi-line
+ * charts, one line per run, so the Custom Scalars dashboard opens on the
+ * comparison.  Tags are regular expressions. */
+static void compare_layout(ew *e) {
+  static const char *const step_time[] = {"^steps/step_time_ms$"};
+  static const char *const busy[] = {"^steps/gpu_busy_pct$"};
+  static const char *const classes[] = {"^steps/class/"};
+  static const char *const copies[] = {"^steps/(memcpy|memset|sync)_time_ms$"};
+  static const char *const launch[] = {"^steps/launch_latency_us$"};
+  static const char *const kernels[] = {"^steps/kernels/"};
+  static const char *const totals[] = {"^summary/class/"};
+  static const char *const overall[] = {"^summary/(step_time_median_ms|step_time_p90_ms|gpu_busy_pct)$"};
+  static const tbe_chart steps[] = {
+      {"step time (ms)", 0, step_time, 1},
+      {"GPU busy per step (%)", 0, busy, 1},
+      {"time per kernel class per step (ms)", 0, classes, 1},
+      {"copies, memsets and syncs per step (ms)", 0, copies, 1},
+      {"launch latency per step (us)", 0, launch, 1},
+      {"top kernels per step (ms)", 0, kernels, 1},
+  };
+  static const tbe_chart runs[] = {
+      {"time per kernel class (ms)", 0, totals, 1},
+      {"step time and GPU busy", 0, overall, 1},
+  };
+  static const tbe_category cats[] = {
+      {"tbexport: compare steps", steps, sizeof steps / sizeof steps[0], 0},
+      {"tbexport: compare runs", runs, sizeof runs / sizeof runs[0], 0},
+  };
+  if (e->rc) return;
+  e->rc = tbe__writer_layout_at(e->w, cats, sizeof cats / sizeof cats[0], e->wall);
 }
 
 static int cmp_step_num(const void *x, const void *y) {
   const tbe_step_stats *a = *(const tbe_step_stats *const *)x;
   const tbe_step_stats *b = *(const tbe_step_stats *const *)y;
   return (a->num > b->num) - (a->num < b->num);
+}
+
+/* The q-quantile (0..1) of the step times, by the nearest-rank rule. */
+static int64_t step_quantile(const tbe_step_stats *const *by_time, size_t n, double q) {
+  size_t r = (size_t)(q * (double)n + 0.999999);
+  if (r < 1) r = 1;
+  if (r > n) r = n;
+  return by_time[r - 1]->dur_ns;
+}
+
+static int cmp_step_dur(const void *x, const void *y) {
+  const tbe_step_stats *a = *(const tbe_step_stats *const *)x;
+  const tbe_step_stats *b = *(const tbe_step_stats *const *)y;
+  return (a->dur_ns > b->dur_ns) - (a->dur_ns < b->dur_ns);
+}
+
+/* The per-step series: one point per step number (the first step of a
+ * number when several share it), so runs overlay as curves. */
+static int step_series(ew *e, const tbe_analysis *an, char (*ktag)[TAG_WIDTH + 8], size_t nk,
+                       const tbe_allocator *a) {
+  const tbe_step_stats **order = tbe__alloc(a, an->nsteps * sizeof *order);
+  size_t *index = tbe__alloc(a, an->nsteps * sizeof *index);
+  if (!order || !index) {
+    tbe__free(a, order);
+    tbe__free(a, index);
+    return TBE_ENOMEM;
+  }
+  for (size_t i = 0; i < an->nsteps; i++) order[i] = &an->steps[i];
+  qsort(order, an->nsteps, sizeof *order, cmp_step_num);
+  for (size_t i = 0; i < an->nsteps; i++) index[i] = (size_t)(order[i] - an->steps);
+  char tag[160];
+  for (size_t i = 0; i < an->nsteps && !e->rc; i++) {
+    const tbe_step_stats *s = order[i];
+    if (i && s->num == order[i - 1]->num) continue;
+    scalar(e, "steps/step_time_ms", ms(s->dur_ns), s->num);
+    scalar(e, "steps/gpu_busy_pct", pct(s->gpu_busy_ns, s->dur_ns), s->num);
+    scalar(e, "steps/kernel_time_ms", ms(s->kernel_ns), s->num);
+    scalar(e, "steps/kernel_count", (double)s->kernel_count, s->num);
+    scalar(e, "steps/memcpy_time_ms", ms(s->memcpy_ns), s->num);
+    scalar(e, "steps/memset_time_ms", ms(s->memset_ns), s->num);
+    scalar(e, "steps/sync_time_ms", ms(s->sync_ns), s->num);
+    if (s->launch_median_ns >= 0)
+      scalar(e, "steps/launch_latency_us", (double)s->launch_median_ns / 1e3, s->num);
+    /* Every class the run has, so a class absent from one step reads 0
+     * there instead of a gap. */
+    for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
+      if (!an->all.class_count[k]) continue;
+      fmt(tag, sizeof tag, "steps/class/%s_ms", tbe_kernel_class_name(k));
+      scalar(e, tag, ms(s->class_ns[k]), s->num);
+    }
+    for (size_t j = 0; j < nk; j++) {
+      const tbe_name_stats *kn = &an->groups[TBE_GROUP_KERNEL][j];
+      if (!kn->step_ns) continue;
+      fmt(tag, sizeof tag, "steps/kernels/%s", ktag[j]);
+      scalar(e, tag, ms(kn->step_ns[index[i]]), s->num);
+    }
+  }
+  /* The distribution, as single points the HParams and the summary read. */
+  qsort(order, an->nsteps, sizeof *order, cmp_step_dur);
+  scalar(e, "summary/step_time_median_ms", ms(step_quantile(order, an->nsteps, 0.5)), 0);
+  scalar(e, "summary/step_time_p90_ms", ms(step_quantile(order, an->nsteps, 0.9)), 0);
+  scalar(e, "summary/steps", (double)an->nsteps, 0);
+  tbe__free(a, order);
+  tbe__free(a, index);
+  return e->rc;
 }
 
 static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
@@ -200,23 +316,6 @@ static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
   scalar(e, "profiler/overhead_ms", ms(an->overhead_ns), 0);
   scalar(e, "profiler/ended_early", an->ended_early ? 1.0 : 0.0, 0);
 
-  /* Steps, by step number, each number once. */
-  if (an->nsteps) {
-    const tbe_step_stats **order = tbe__alloc(a, an->nsteps * sizeof *order);
-    if (!order) return TBE_ENOMEM;
-    for (size_t i = 0; i < an->nsteps; i++) order[i] = &an->steps[i];
-    qsort(order, an->nsteps, sizeof *order, cmp_step_num);
-    for (size_t i = 0; i < an->nsteps; i++) {
-      const tbe_step_stats *s = order[i];
-      if (i && s->num == order[i - 1]->num) continue;
-      scalar(e, "steps/step_time_ms", ms(s->dur_ns), s->num);
-      scalar(e, "steps/gpu_busy_pct", pct(s->gpu_busy_ns, s->dur_ns), s->num);
-      scalar(e, "steps/kernel_time_ms", ms(s->kernel_ns), s->num);
-      scalar(e, "steps/kernel_count", (double)s->kernel_count, s->num);
-    }
-    tbe__free(a, order);
-  }
-
   /* Top kernels by total time, with unique tags. */
   tbe_analysis_sort(an, TBE_GROUP_KERNEL, TBE_SORT_TOTAL);
   size_t nk = an->ngroups[TBE_GROUP_KERNEL];
@@ -228,6 +327,12 @@ static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
     fmt(tag, sizeof tag, "kernels/%s", used[i]);
     scalar(e, tag, ms(k->total_ns), 0);
   }
+
+  if (an->nsteps && !e->rc) {
+    size_t nks = nk < TOP_STEP_KERNELS ? nk : TOP_STEP_KERNELS;
+    if (step_series(e, an, used, nks, a)) return e->rc ? e->rc : TBE_ENOMEM;
+  }
+  if (!e->rc) compare_layout(e);
 
   if (an->ngroups[TBE_GROUP_KERNEL] && !e->rc) {
     tbe__buf b;
@@ -273,26 +378,223 @@ static int writer_on(tbe_writer **w, tbe__sink *out, const char *path, const tbe
   return tbe__writer_open_fd(w, dup, path, &wo);
 }
 
+/* The trace's analysis: the one ctx shares, made on first use, or a new
+ * one (*own set: the caller frees it). */
+static int analysis_of(const tbe__export_ctx *ctx, const tbe_allocator *al, tbe_analysis **an,
+                       int *own) {
+  *own = 0;
+  if (ctx->analysis && *ctx->analysis) {
+    *an = *ctx->analysis;
+    return 0;
+  }
+  int rc = tbe_analysis_create(an, ctx->trace, ctx->analysis ? ctx->a : al);
+  if (rc) return rc;
+  if (ctx->analysis) *ctx->analysis = *an;
+  else *own = 1;
+  return 0;
+}
+
 static int events_write(const tbe__export_ctx *ctx, tbe__sink *out) {
   tbe_allocator al;
   tbe__allocator_init(&al, ctx->a);
   tbe_analysis *an = NULL;
-  int rc = tbe_analysis_create(&an, ctx->trace, &al);
+  int own;
+  int rc = analysis_of(ctx, &al, &an, &own);
   if (rc) return rc;
   tbe_writer *w = NULL;
   rc = writer_on(&w, out, "summary", &al);
   if (rc) {
-    tbe_analysis_free(an);
+    if (own) tbe_analysis_free(an);
     return rc;
   }
   ew e = {w, trace_wall(an), 0};
   rc = write_summary(&e, an, &al);
-  tbe_analysis_free(an);
+  if (own) tbe_analysis_free(an);
   int crc = tbe_writer_close(w);
   return rc ? rc : crc;
 }
 
 const tbe__exporter tbe__exporter_events = {"events", TBE_OUT_EVENTS, events_write};
+
+/* ---- the HParams session ---- */
+
+/* The hyper-parameter names tbexport sets itself (labels may not take
+ * them). */
+static const char *const BUILTIN_HPARAMS[] = {"run", "host", "gpu", "source", "kinds", "steps",
+                                              "command"};
+
+int tbe__labels_check(const char *const *labels, size_t n) {
+  if (n && !labels) return TBE_EINVAL;
+  for (size_t i = 0; i < n; i++) {
+    const char *l = labels[i], *eq = l ? strchr(l, '=') : NULL;
+    if (!eq || eq == l || (size_t)(eq - l) > 100) return TBE_EINVAL;
+    size_t kl = (size_t)(eq - l);
+    for (size_t j = 0; j < kl; j++) {
+      char c = l[j];
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '_' || c == '.' || c == '-'))
+        return TBE_EINVAL;
+    }
+    for (size_t b = 0; b < sizeof BUILTIN_HPARAMS / sizeof *BUILTIN_HPARAMS; b++)
+      if (strlen(BUILTIN_HPARAMS[b]) == kl && memcmp(BUILTIN_HPARAMS[b], l, kl) == 0)
+        return TBE_EINVAL;
+    for (size_t j = 0; j < i; j++)
+      if (strncmp(labels[j], l, kl + 1) == 0) return TBE_EINVAL; /* "key=" twice */
+  }
+  return 0;
+}
+
+/* Whether `v` reads whole as a finite number (then in *x). */
+static int as_number(const char *v, double *x) {
+  if (!*v) return 0;
+  char *end;
+  double d = strtod(v, &end);
+  if (*end || d != d || d > 1.7e308 || d < -1.7e308) return 0;
+  *x = d;
+  return 1;
+}
+
+/* "NVIDIA H200", or "2 x NVIDIA H200", or "" without GPUs. */
+static void gpu_text(const tbe_analysis *an, char *buf, size_t size) {
+  buf[0] = 0;
+  if (!an->ndevices) return;
+  const char *n = an->devices[0].name ? tbe_trace_str(an->trace, an->devices[0].name) : "GPU";
+  if (an->ndevices == 1) snprintf(buf, size, "%s", n);
+  else snprintf(buf, size, "%zu x %s", an->ndevices, n);
+}
+
+/* The step definition: the steps' name without its number
+ * ("ProfilerStep#", "train_step"), or "none". */
+static void steps_text(const tbe_trace *t, char *buf, size_t size) {
+  if (!t->nsteps) {
+    snprintf(buf, size, "none");
+    return;
+  }
+  const char *n = t->steps[0].name ? tbe_trace_str(t, t->steps[0].name) : "";
+  size_t l = strlen(n);
+  while (l && n[l - 1] >= '0' && n[l - 1] <= '9') l--;
+  if (!l) {
+    snprintf(buf, size, "unnamed");
+    return;
+  }
+  snprintf(buf, size, "%.*s", (int)(l < size - 1 ? l : size - 1), n);
+}
+
+/* The kinds of events the trace holds, as a comma list. */
+static void kinds_text(const tbe_analysis *an, char *buf, size_t size) {
+  const tbe_device_stats *d = &an->all;
+  uint64_t copies = 0;
+  for (int k = 0; k < TBE_NCOPY_KINDS; k++) copies += d->memcpy_count[k];
+  struct {
+    const char *name;
+    int has;
+  } k[] = {{"kernel", d->kernel_count > 0},
+           {"memcpy", copies > 0},
+           {"memset", d->memset_count > 0},
+           {"sync", d->sync_count > 0},
+           {"api", an->api_calls > 0},
+           {"cpu_op", an->ngroups[TBE_GROUP_CPU_OP] > 0},
+           {"range", an->ngroups[TBE_GROUP_RANGE] > 0}};
+  size_t at = 0;
+  buf[0] = 0;
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+    if (k[i].has && at < size)
+      at += (size_t)snprintf(buf + at, size - at, "%s%s", at ? "," : "", k[i].name);
+}
+
+static int hparams_write(const tbe__export_ctx *ctx, tbe__sink *out) {
+  int rc = tbe__labels_check(ctx->labels, ctx->nlabels);
+  if (rc) return rc;
+  tbe_allocator al;
+  tbe__allocator_init(&al, ctx->a);
+  tbe_analysis *an = NULL;
+  int own;
+  if ((rc = analysis_of(ctx, &al, &an, &own))) return rc;
+  const tbe_trace *t = ctx->trace;
+  char gpu[160], steps[128], kinds[96];
+  gpu_text(an, gpu, sizeof gpu);
+  steps_text(t, steps, sizeof steps);
+  kinds_text(an, kinds, sizeof kinds);
+  size_t nh = 0, cap = 8 + ctx->nlabels;
+  tbe_hparam *hp = tbe__calloc(&al, cap, sizeof *hp);
+  char *keys = tbe__alloc(&al, ctx->nlabels * 104 + 1);
+  if (!hp || !keys) {
+    tbe__free(&al, hp);
+    tbe__free(&al, keys);
+    if (own) tbe_analysis_free(an);
+    return TBE_ENOMEM;
+  }
+#define HS(n, v) (hp[nh].name = (n), hp[nh].type = TBE_HPARAM_STRING, hp[nh++].string = (v))
+  HS("run", ctx->run ? ctx->run : "");
+  HS("host", ctx->host ? ctx->host : "");
+  HS("gpu", gpu);
+  HS("source", tbe__source_name(t->source));
+  HS("kinds", kinds);
+  HS("steps", steps);
+  if (ctx->command) HS("command", ctx->command);
+#undef HS
+  for (size_t i = 0; i < ctx->nlabels; i++) {
+    const char *l = ctx->labels[i], *eq = strchr(l, '=');
+    char *k = keys + i * 104;
+    snprintf(k, 104, "%.*s", (int)(eq - l), l);
+    hp[nh].name = k;
+    if (as_number(eq + 1, &hp[nh].number)) {
+      hp[nh].type = TBE_HPARAM_NUMBER;
+    } else {
+      hp[nh].type = TBE_HPARAM_STRING;
+      hp[nh].string = eq + 1;
+    }
+    nh++;
+  }
+  /* The metrics: the same names in every run, zeros included, so the
+   * table's columns line up; under hparams/, one section of the Scalars
+   * dashboard apart from the run's own tags. */
+  tbe_metric m[16 + TBE_KCLASS__COUNT];
+  char mtags[TBE_KCLASS__COUNT][40];
+  size_t nm = 0;
+  const tbe_device_stats *d = &an->all;
+#define M(t_, v_) (m[nm].tag = (t_), m[nm++].value = (v_))
+  if (an->nsteps) {
+    const tbe_step_stats **by = tbe__alloc(&al, an->nsteps * sizeof *by);
+    if (!by) rc = TBE_ENOMEM;
+    for (size_t i = 0; by && i < an->nsteps; i++) by[i] = &an->steps[i];
+    if (by) {
+      qsort(by, an->nsteps, sizeof *by, cmp_step_dur);
+      M("hparams/step_median_ms", ms(step_quantile(by, an->nsteps, 0.5)));
+      M("hparams/step_p90_ms", ms(step_quantile(by, an->nsteps, 0.9)));
+      tbe__free(&al, by);
+    }
+  }
+  M("hparams/wall_ms", ms(an->wall_ns));
+  M("hparams/gpu_busy_pct", pct(d->busy_ns, d->wall_ns));
+  M("hparams/kernel_ms", ms(d->kernel_ns));
+  M("hparams/memcpy_ms", ms(copy_ns(d)));
+  M("hparams/memset_ms", ms(d->memset_ns));
+  M("hparams/sync_ms", ms(d->sync_ns));
+  M("hparams/kernel_count", (double)d->kernel_count);
+  if (d->launch_median_ns >= 0) M("hparams/launch_latency_us", (double)d->launch_median_ns / 1e3);
+  M("hparams/dropped_records", (double)an->dropped_records);
+  for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
+    fmt(mtags[k], sizeof mtags[k], "hparams/time_in/%s_ms", tbe_kernel_class_name(k));
+    M(mtags[k], ms(d->class_ns[k]));
+  }
+#undef M
+  tbe_writer *w = NULL;
+  if (!rc) rc = writer_on(&w, out, TBE__HPARAMS_RUN, &al);
+  if (!rc) {
+    double wall = trace_wall(an);
+    double start = an->start_ns > 0 ? (double)an->start_ns / 1e9 : 0;
+    rc = tbe__writer_hparams_session(w, hp, nh, m, nm, start, 0, wall);
+    int crc = tbe_writer_close(w);
+    if (!rc) rc = crc;
+  }
+  tbe__free(&al, hp);
+  tbe__free(&al, keys);
+  if (own) tbe_analysis_free(an);
+  return rc;
+}
+
+const tbe__exporter tbe__exporter_hparams = {"hparams", TBE_OUT_EVENTS, hparams_write};
 
 /* What a diff's events file holds: the ratios, the kernels' ratios and
  * the Markdown report (the run comparison's when `run` is not NULL). */

@@ -41,6 +41,7 @@
 
 #include "common/alloc.h"
 #include "common/fsutil.h"
+#include "tbexport/analysis.h"
 #include "tbexport/error.h"
 #include "tbexport/export.h"
 #include "trace/export/export_run.h"
@@ -122,7 +123,7 @@ size_t tbe__status_prefix(const tbe_trace *t, int with_overhead, const tbe_str *
 }
 
 static const tbe__exporter *const EXPORTERS[] = {&tbe__exporter_xplane, &tbe__exporter_json,
-                                                 &tbe__exporter_events};
+                                                 &tbe__exporter_events, &tbe__exporter_hparams};
 #define NEXPORTERS (sizeof EXPORTERS / sizeof EXPORTERS[0])
 
 void tbe_export_options_init(tbe_export_options *o) {
@@ -248,8 +249,12 @@ int tbe__stage_events(tbe__stage *s, const char *run, const char *who, const cha
  * outputs, <logdir>/<run>/events.out.tfevents.* for the summary events:
  * spelled here only. */
 
+/* The name of the hard link PyTorch's TensorBoard plugin finds a run's
+ * Chrome JSON by, in <run>/. */
+#define PT_LINK_SUFFIX ".pt.trace.json.gz"
+
 /* The suffix an output's file has after the host (NULL: the events
- * output, in <run>/). */
+ * outputs, in <run>/ and <run>/hparams/<host>/). */
 static const char *profile_suffix(unsigned bit) {
   if (bit == TBE_OUT_XPLANE) return ".xplane.pb";
   if (bit == TBE_OUT_JSON) return ".trace.json.gz";
@@ -452,12 +457,30 @@ typedef struct placed {
   const char *rel;
   char name[TBE_NAME_MAX + 64];
   int fd;
+  char link[TBE_NAME_MAX + 64]; /* JSON: the name of its link in <run>/, "" none */
 } placed;
+
+/* Stages <run>/<host>.pt.trace.json.gz as a second name of the JSON
+ * output staged as `q` (a conflict unless forced, like the output). */
+static int stage_pt_link(tbe__stage *s, const tbe_export_options *o, const char *run,
+                         const char *host, const char *prel, placed *q) {
+  char target[3 * TBE_NAME_MAX + 128];
+  snprintf(q->link, sizeof q->link, "%s%s", host, PT_LINK_SUFFIX);
+  snprintf(target, sizeof target, "../%s/%s", prel, q->name);
+  int dfd = tbe__stage_dir(s, run, 1);
+  if (dfd < 0) return dfd;
+  struct stat st;
+  if (!o->force && fstatat(dfd, q->link, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    snprintf(s->where, sizeof s->where, "%s/%s/%s", o->logdir, run, q->link);
+    return TBE_EEXIST;
+  }
+  return tbe__stage_link(s, q->fd, run, q->link, target);
+}
 
 /* Step 1: stages the file of every requested output; conflicts first. */
 static int stage_outputs(tbe__stage *s, const tbe_export_options *o, unsigned outputs,
-                         const char *run, const char *host, const char *prel, placed *p,
-                         size_t *np) {
+                         const char *run, const char *host, const char *prel, const char *hrel,
+                         placed *p, size_t *np) {
   int rc = 0;
   *np = 0;
   for (size_t i = 0; i < NEXPORTERS && !rc; i++) {
@@ -465,7 +488,14 @@ static int stage_outputs(tbe__stage *s, const tbe_export_options *o, unsigned ou
     placed *q = &p[(*np)++];
     q->x = EXPORTERS[i];
     q->fd = -1;
+    q->link[0] = 0;
     const char *suffix = profile_suffix(q->x->bit);
+    if (!suffix && q->x == &tbe__exporter_hparams) {
+      q->rel = hrel;
+      rc = tbe__stage_events(s, hrel, host, TBE__HPARAMS_MARK, o->force, &q->fd, q->name,
+                             sizeof q->name);
+      continue;
+    }
     if (!suffix) {
       q->rel = run;
       rc = tbe__stage_events(s, run, host, TBE__SUMMARY_MARK, o->force, &q->fd, q->name,
@@ -482,6 +512,8 @@ static int stage_outputs(tbe__stage *s, const tbe_export_options *o, unsigned ou
       return TBE_EEXIST;
     }
     rc = tbe__stage_file(s, prel, q->name, &q->fd);
+    if (!rc && q->x->bit == TBE_OUT_JSON && !o->no_pt_link)
+      rc = stage_pt_link(s, o, run, host, prel, q);
   }
   return rc;
 }
@@ -494,6 +526,7 @@ int tbe_export_run(const tbe_trace *t, const tbe_export_options *o) {
   char run[TBE_NAME_MAX + 1], host[TBE_NAME_MAX + 1];
   if (!tbe__trace_finished(t)) return TBE_ESTATE;
   int rc = tbe_export_resolve(t, o, run, sizeof run, host, sizeof host);
+  if (!rc && (outputs & TBE_OUT_EVENTS)) rc = tbe__labels_check(o->labels, o->nlabels);
   if (rc) return rc;
 
   tbe_allocator a;
@@ -507,20 +540,27 @@ int tbe_export_run(const tbe_trace *t, const tbe_export_options *o) {
       snprintf(o->error_path, o->error_path_size, "%s", s.where);
     return rc;
   }
-  char prel[TBE_NAME_MAX + 32];
+  char prel[TBE_NAME_MAX + 32], hrel[2 * TBE_NAME_MAX + 32];
   profile_dir(prel, sizeof prel, run);
+  snprintf(hrel, sizeof hrel, "%s/%s/%s", run, TBE__HPARAMS_RUN, host);
   placed p[NEXPORTERS];
   size_t np = 0;
-  rc = stage_outputs(&s, o, outputs, run, host, prel, p, &np);
+  rc = stage_outputs(&s, o, outputs, run, host, prel, hrel, p, &np);
 
   prog pr = {o, 0, 0};
   for (size_t i = 0; i < np; i++)
     if (p[i].x->bit != TBE_OUT_EVENTS) pr.total += t->nevents;
   tbe__export_ctx x;
   memset(&x, 0, sizeof x);
+  struct tbe_analysis *shared = NULL;
   x.trace = t;
   x.host = host;
   x.a = &a;
+  x.run = run;
+  x.command = o->command;
+  x.labels = o->labels;
+  x.nlabels = o->nlabels;
+  x.analysis = &shared;
   x.progress = o->progress ? forward_progress : NULL;
   x.progress_ctx = &pr;
   for (size_t i = 0; i < np && !rc; i++) {
@@ -529,6 +569,7 @@ int tbe_export_run(const tbe_trace *t, const tbe_export_options *o) {
     if (rc) snprintf(s.where, sizeof s.where, "%s/%s/%s", o->logdir, p[i].rel, p[i].name);
     if (p[i].x->bit != TBE_OUT_EVENTS) pr.base += t->nevents;
   }
+  tbe_analysis_free(shared);
   if (!rc) rc = tbe__stage_commit(&s, o->force, o->durable);
   else tbe__stage_abort(&s);
   tbe__lock_release(&lock);
@@ -539,6 +580,10 @@ int tbe_export_run(const tbe_trace *t, const tbe_export_options *o) {
     char path[4096 + 2 * TBE_NAME_MAX];
     snprintf(path, sizeof path, "%s/%s/%s", o->logdir, p[i].rel, p[i].name);
     o->on_file(o->ctx, path);
+    if (p[i].link[0]) {
+      snprintf(path, sizeof path, "%s/%s/%s", o->logdir, run, p[i].link);
+      o->on_file(o->ctx, path);
+    }
   }
   return rc;
 }

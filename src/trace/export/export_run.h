@@ -12,6 +12,10 @@
 #include "trace/exporter.h"
 
 /* ---- the run layout ----
+ * <logdir>/<run>/events.out.tfevents.*<SUMMARY_MARK>  the run summary
+ * <logdir>/<run>/hparams/<host>/events.out.tfevents.*<HPARAMS_MARK>  its session
+ * <logdir>/<run>/<host>.pt.trace.json.gz  a hard link to the JSON output
+ * <logdir>/plugins/profile/<run>/<host>.{xplane.pb,trace.json.gz}
  * Our event files are recognised by name, so that a replacement finds
  * the files it replaces:
  *   events.out.tfevents.<ts>.<who><mark>
@@ -23,6 +27,11 @@
  * longest name is 248 bytes. */
 #define TBE__SUMMARY_MARK ".tbexport-summary"
 #define TBE__DIFF_MARK ".tbexport-diff"
+/* The run's HParams session of each host, in <run>/TBE__HPARAMS_RUN/<host>/
+ * (a sub-run of its own, so that the session's metrics are only the
+ * scalars written there, and each process of a run its own session). */
+#define TBE__HPARAMS_MARK ".tbexport-hparams"
+#define TBE__HPARAMS_RUN "hparams"
 
 /* Writes the name of our event file for `who` and `mark` at time `ts`.
  * Returns 0 or TBE_EINVAL (does not fit). */

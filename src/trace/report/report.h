@@ -146,6 +146,9 @@ void tbe__step_hint_text(tbe__buf *b, const tbe_analysis *an, const tbe_report_o
                          const char *where, const char *whole);
 void tbe__step_hint_csv(tbe__buf *b, const tbe_analysis *an, const char *host, int header);
 void tbe__step_hint_json(tbe__buf *b, const tbe_analysis *an);
+/* The kernel classes of `d` with any work, by time descending, into
+ * order[TBE_KCLASS__COUNT]; returns their number. */
+size_t tbe__class_order(const tbe_device_stats *d, uint32_t *order);
 void tbe__step_hint_flag(tbe__buf *b, const tbe_analysis *an);
 
 /* ---- parts of the diff ---- */

@@ -125,6 +125,23 @@ static void diff_overall_rows(const tbe_diff *d, int r, const char **label, int6
   }
 }
 
+/* Row k of the kernel-class rows: the class's GPU time on each side
+ * (tbe_device_stats.class_ns of all GPUs); *have is 0 when neither side
+ * has work of the class. */
+static void diff_class_row(const tbe_diff *d, uint32_t k, const char **label, int64_t v[2],
+                           int *have) {
+  static const char *const labels[TBE_KCLASS__COUNT] = {
+      "  gemm", "  conv", "  attention", "  elementwise", "  reduction",
+      "  norm", "  softmax", "  copy", "  comm", "  other"};
+  *label = labels[k];
+  *have = 0;
+  for (int s = 0; s < 2; s++) {
+    const tbe_analysis *an = d->side[s];
+    v[s] = an ? an->all.class_ns[k] : 0;
+    if (an && an->all.class_count[k]) *have = 1;
+  }
+}
+
 /* Whether the name tables show per-step medians instead of per-call
  * averages: both sides have steps. */
 static int per_step_cols(const tbe_diff *d) { return d->nsteps[0] && d->nsteps[1]; }
@@ -161,6 +178,16 @@ void tbe__rep_overall_csv(tbe__buf *b, const tbe_diff *d, const tbe_report_optio
     if (r == 3 && d->steps.p_value >= 0) tbe__buf_printf(b, "%.6f", d->steps.p_value);
     tbe__buf_putc(b, '\n');
   }
+  for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
+    const char *label;
+    int64_t v[2];
+    int have;
+    diff_class_row(d, k, &label, v, &have);
+    if (!have) continue;
+    tbe__buf_printf(b, "class,%s,%lld,%lld,%lld,%.6f,,\n", tbe_kernel_class_name(k),
+                    (long long)v[0], (long long)v[1], (long long)(v[1] - v[0]),
+                    v[0] > 0 ? (double)v[1] / (double)v[0] : 0.0);
+  }
 }
 
 void tbe__rep_overall_json(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
@@ -175,6 +202,19 @@ void tbe__rep_overall_json(tbe__buf *b, const tbe_diff *d, const tbe_report_opti
     tbe__buf_printf(b, "%s\"%s\":[%lld,%lld]", r ? "," : "", keys[r], (long long)v[0],
                     (long long)v[1]);
   }
+  tbe__buf_puts(b, ",\"classes\":{");
+  int first = 1;
+  for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
+    const char *label;
+    int64_t v[2];
+    int have;
+    diff_class_row(d, k, &label, v, &have);
+    if (!have) continue;
+    tbe__buf_printf(b, "%s\"%s\":[%lld,%lld]", first ? "" : ",", tbe_kernel_class_name(k),
+                    (long long)v[0], (long long)v[1]);
+    first = 0;
+  }
+  tbe__buf_putc(b, '}');
   tbe__buf_printf(b, ",\"nsteps\":[%zu,%zu],\"steps\":", d->nsteps[0], d->nsteps[1]);
   tbe__json_step_compare(b, &d->steps);
   tbe__buf_putc(b, '}');
@@ -193,6 +233,17 @@ void tbe__rep_overall_md(tbe__buf *b, const tbe_diff *d, const tbe_report_option
     ratio_str(w, sizeof w, v[0], v[1]);
     tbe__buf_printf(b, "| %s | %s | %s | %s | %s | %s |\n", label, tbe__dur(x, v[0]), tbe__dur(y, v[1]),
                     z, w, r == 3 ? tbe_noise_name((tbe_noise)d->steps.verdict) : "");
+  }
+  for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
+    const char *label;
+    int64_t v[2];
+    int have;
+    diff_class_row(d, k, &label, v, &have);
+    if (!have) continue;
+    delta_str(z, v[1] - v[0]);
+    ratio_str(w, sizeof w, v[0], v[1]);
+    tbe__buf_printf(b, "| %s (class) | %s | %s | %s | %s | |\n", label + 2, tbe__dur(x, v[0]),
+                    tbe__dur(y, v[1]), z, w);
   }
   if (d->nsteps[0] && d->nsteps[1])
     tbe__buf_printf(b, "\nSteps: %zu (base), %zu (new); quartiles %s–%s (base), %s–%s (new).\n",
@@ -228,6 +279,23 @@ void tbe__rep_overall_table(tbe__buf *b, const tbe_diff *d, const tbe_report_opt
     tbe__cell(b, w, 8, 1);
     if (r == 3 && d->steps.verdict != TBE_NOISE_NONE)
       tbe__buf_printf(b, "  %s", tbe_noise_name((tbe_noise)d->steps.verdict));
+    tbe__buf_putc(b, '\n');
+  }
+  int titled = 0;
+  for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
+    const char *label;
+    int64_t v[2];
+    int have;
+    diff_class_row(d, k, &label, v, &have);
+    if (!have) continue;
+    if (!titled++) tbe__buf_puts(b, "by class:\n");
+    tbe__cell(b, label, 16, 0);
+    tbe__cell(b, tbe__dur(x, v[0]), 12, 1);
+    tbe__cell(b, tbe__dur(y, v[1]), 12, 1);
+    delta_str(z, v[1] - v[0]);
+    tbe__cell(b, z, 12, 1);
+    ratio_str(w, sizeof w, v[0], v[1]);
+    tbe__cell(b, w, 8, 1);
     tbe__buf_putc(b, '\n');
   }
   if (d->nsteps[0] && d->nsteps[1])

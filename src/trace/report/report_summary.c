@@ -14,6 +14,7 @@
 #include "common/alloc.h"
 #include "common/text.h"
 #include "tbexport/error.h"
+#include "common/checked.h"
 #include "trace/report/report.h"
 
 /* ---- summary: table ---- */
@@ -186,6 +187,51 @@ static void overview_table(tbe__buf *b, const tbe_analysis *an, int width) {
     cols[ncols++].name = NULL;
   }
   tbe__overview(b, cols, ncols, &an->all, width);
+}
+
+/* The classes of `d` with any work, by time (descending, then class
+ * order); returns how many (<= TBE_KCLASS__COUNT) are in order[]. */
+size_t tbe__class_order(const tbe_device_stats *d, uint32_t *order) {
+  size_t n = 0;
+  for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
+    if (!d->class_count[k]) continue;
+    size_t i = n++;
+    while (i > 0 && d->class_ns[order[i - 1]] < d->class_ns[k]) {
+      order[i] = order[i - 1];
+      i--;
+    }
+    order[i] = k;
+  }
+  return n;
+}
+
+/* Work of all GPUs by kernel class: time, share of the classified work,
+ * count (memcpy and memset records count as "copy"). */
+static void class_table(tbe__buf *b, const tbe_device_stats *d, int md) {
+  uint32_t order[TBE_KCLASS__COUNT];
+  size_t n = tbe__class_order(d, order);
+  if (!n) return;
+  int64_t total = 0;
+  for (size_t i = 0; i < n; i++) total = tbe__sat_add(total, d->class_ns[order[i]]);
+  char x[32];
+  if (md) {
+    tbe__buf_puts(b, "\n## Kernel classes\n\n| class | time | % of GPU work | count |\n"
+                     "|---|---:|---:|---:|\n");
+  } else {
+    tbe__buf_printf(b, "\nKernel classes (%zu; memcpy and memset count as copy)\n", n);
+    tbe__buf_printf(b, "%-12s  %10s  %7s  %10s\n", "class", "time", "%", "count");
+    tbe__rule(b, 12 + 10 + 7 + 10 + 6);
+  }
+  for (size_t i = 0; i < n; i++) {
+    uint32_t k = order[i];
+    tbe__fmt_dur(x, sizeof x, d->class_ns[k]);
+    if (md)
+      tbe__buf_printf(b, "| %s | %s | %.1f | %llu |\n", tbe_kernel_class_name(k), x,
+                      tbe__pct(d->class_ns[k], total), (unsigned long long)d->class_count[k]);
+    else
+      tbe__buf_printf(b, "%-12s  %10s  %6.1f%%  %10llu\n", tbe_kernel_class_name(k), x,
+                      tbe__pct(d->class_ns[k], total), (unsigned long long)d->class_count[k]);
+  }
 }
 
 static void host_lines(tbe__buf *b, const tbe_analysis *an) {
@@ -456,6 +502,7 @@ void tbe__rep_summary_table(tbe__buf *b, tbe_analysis *an, const tbe_report_opti
   tbe__buf_putc(b, '\n');
   overview_table(b, an, o->width);
   host_lines(b, an);
+  class_table(b, &an->all, 0);
   for (int g = 0; g < TBE_GROUP__COUNT; g++) name_table(b, an, (tbe_group_kind)g, o);
   steps_table(b, an);
   tbe__step_hint_text(b, an, o, NULL, NULL);
@@ -546,6 +593,7 @@ void tbe__rep_summary_md(tbe__buf *b, tbe_analysis *an, const tbe_report_options
                     tbe__pct(d->busy_ns, d->wall_ns), v[1], (unsigned long long)d->kernel_count, v[2],
                     v[3], v[4], v[5], d->launch_median_ns >= 0 ? tbe__dur(y, d->launch_median_ns) : "-");
   }
+  class_table(b, &an->all, 1);
   for (int g = 0; g < TBE_GROUP__COUNT; g++) md_group(b, an, (tbe_group_kind)g, o);
   if (an->nsteps) {
     tbe__buf_puts(b, "\n## Steps\n\n| step | time | host | GPU busy % | kernel time | kernels |\n"
@@ -566,18 +614,19 @@ void tbe__rep_summary_md(tbe__buf *b, tbe_analysis *an, const tbe_report_options
 /* ---- summary: CSV ---- */
 
 static void names_csv(tbe__buf *b, const tbe_analysis *an, const tbe_report_options *o) {
-  tbe__buf_puts(b, "\nsection,name,calls,total_ns,self_ns,self_pct,avg_ns,min_ns,max_ns\n");
+  tbe__buf_puts(b, "\nsection,name,calls,total_ns,self_ns,self_pct,avg_ns,min_ns,max_ns,class\n");
   for (int g = 0; g < TBE_GROUP__COUNT; g++) {
     size_t n = an->ngroups[g], top = o->top && o->top < n ? o->top : n;
     for (size_t i = 0; i < top; i++) {
       const tbe_name_stats *e = &an->groups[g][i];
       tbe__buf_printf(b, "%s,", tbe_group_name((tbe_group_kind)g));
       tbe__csv_str(b, e->label);
-      tbe__buf_printf(b, ",%llu,%lld,%lld,%.2f,%lld,%lld,%lld\n", (unsigned long long)e->calls,
+      tbe__buf_printf(b, ",%llu,%lld,%lld,%.2f,%lld,%lld,%lld,%s\n", (unsigned long long)e->calls,
                       (long long)e->total_ns, (long long)e->self_ns,
                       tbe__pct(e->self_ns, an->group_total_ns[g]),
                       (long long)(e->calls ? e->total_ns / (int64_t)e->calls : 0),
-                      (long long)e->min_ns, (long long)e->max_ns);
+                      (long long)e->min_ns, (long long)e->max_ns,
+                      g == TBE_GROUP_KERNEL ? tbe_kernel_class_name(e->kclass) : "");
     }
   }
 }
@@ -610,15 +659,33 @@ void tbe__rep_summary_csv(tbe__buf *b, tbe_analysis *an, const tbe_report_option
                     (long long)other, (long long)d->memset_ns, (long long)d->sync_ns,
                     (long long)d->idle_ns, (long long)d->launch_median_ns);
   }
+  uint32_t order[TBE_KCLASS__COUNT];
+  size_t ncls = tbe__class_order(&an->all, order);
+  if (ncls) {
+    tbe__buf_puts(b, "\nsection,class,ns,count\n");
+    for (size_t i = 0; i < ncls; i++)
+      tbe__buf_printf(b, "class,%s,%lld,%llu\n", tbe_kernel_class_name(order[i]),
+                      (long long)an->all.class_ns[order[i]],
+                      (unsigned long long)an->all.class_count[order[i]]);
+  }
   tbe__summary_names(b, an, o);
   if (an->nsteps) {
-    tbe__buf_puts(b, "\nsection,step,start_ns,dur_ns,host_ns,gpu_busy_ns,kernel_ns,kernel_count\n");
+    tbe__buf_puts(b, "\nsection,step,start_ns,dur_ns,host_ns,gpu_busy_ns,kernel_ns,kernel_count,"
+                     "memcpy_ns,memset_ns,sync_ns,launch_median_ns");
+    for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++)
+      tbe__buf_printf(b, ",%s_ns", tbe_kernel_class_name(k));
+    tbe__buf_putc(b, '\n');
     for (size_t i = 0; i < an->nsteps; i++) {
       const tbe_step_stats *s = &an->steps[i];
-      tbe__buf_printf(b, "step,%lld,%lld,%lld,%lld,%lld,%lld,%llu\n", (long long)s->num,
-                      (long long)s->start_ns, (long long)s->dur_ns, (long long)s->host_ns,
-                      (long long)s->gpu_busy_ns, (long long)s->kernel_ns,
-                      (unsigned long long)s->kernel_count);
+      tbe__buf_printf(b, "step,%lld,%lld,%lld,%lld,%lld,%lld,%llu,%lld,%lld,%lld,%lld",
+                      (long long)s->num, (long long)s->start_ns, (long long)s->dur_ns,
+                      (long long)s->host_ns, (long long)s->gpu_busy_ns, (long long)s->kernel_ns,
+                      (unsigned long long)s->kernel_count, (long long)s->memcpy_ns,
+                      (long long)s->memset_ns, (long long)s->sync_ns,
+                      (long long)s->launch_median_ns);
+      for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++)
+        tbe__buf_printf(b, ",%lld", (long long)s->class_ns[k]);
+      tbe__buf_putc(b, '\n');
     }
   }
   tbe__step_hint_csv(b, an, NULL, 1);
@@ -658,6 +725,15 @@ static void json_device(tbe__buf *b, const tbe_analysis *an, const tbe_device_st
     tbe__buf_printf(b, "%s\"%s\":{\"ns\":%lld,\"count\":%llu,\"bytes\":%llu}", first ? "" : ",",
                     copy[k], (long long)d->memcpy_ns[k], (unsigned long long)d->memcpy_count[k],
                     (unsigned long long)d->memcpy_bytes[k]);
+    first = 0;
+  }
+  tbe__buf_puts(b, "},\"classes\":{");
+  first = 1;
+  for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
+    if (!d->class_count[k]) continue;
+    tbe__buf_printf(b, "%s\"%s\":{\"ns\":%lld,\"count\":%llu}", first ? "" : ",",
+                    tbe_kernel_class_name(k), (long long)d->class_ns[k],
+                    (unsigned long long)d->class_count[k]);
     first = 0;
   }
   tbe__buf_puts(b, "}}");
@@ -707,6 +783,8 @@ void tbe__summary_json(tbe__buf *b, const tbe_analysis *an, const tbe_report_opt
                       tbe__pct(e->self_ns, an->group_total_ns[g]),
                       (long long)(e->calls ? e->total_ns / (int64_t)e->calls : 0),
                       (long long)e->min_ns, (long long)e->max_ns);
+      if (g == TBE_GROUP_KERNEL)
+        tbe__buf_printf(b, ",\"class\":\"%s\"", tbe_kernel_class_name(e->kclass));
       if (e->step_ns) {
         tbe__buf_puts(b, ",\"step_ns\":[");
         for (size_t s = 0; s < an->nsteps; s++)
@@ -722,10 +800,18 @@ void tbe__summary_json(tbe__buf *b, const tbe_analysis *an, const tbe_report_opt
     const tbe_step_stats *s = &an->steps[i];
     tbe__buf_printf(b,
                     "%s{\"step\":%lld,\"start_ns\":%lld,\"dur_ns\":%lld,\"host_ns\":%lld,"
-                    "\"gpu_busy_ns\":%lld,\"kernel_ns\":%lld,\"kernel_count\":%llu}",
+                    "\"gpu_busy_ns\":%lld,\"kernel_ns\":%lld,\"kernel_count\":%llu,"
+                    "\"memcpy_ns\":%lld,\"memset_ns\":%lld,\"sync_ns\":%lld,"
+                    "\"launch_median_ns\":%lld,\"classes\":{",
                     i ? "," : "", (long long)s->num, (long long)s->start_ns, (long long)s->dur_ns,
                     (long long)s->host_ns, (long long)s->gpu_busy_ns, (long long)s->kernel_ns,
-                    (unsigned long long)s->kernel_count);
+                    (unsigned long long)s->kernel_count, (long long)s->memcpy_ns,
+                    (long long)s->memset_ns, (long long)s->sync_ns,
+                    (long long)s->launch_median_ns);
+    for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++)
+      tbe__buf_printf(b, "%s\"%s\":%lld", k ? "," : "", tbe_kernel_class_name(k),
+                      (long long)s->class_ns[k]);
+    tbe__buf_puts(b, "}}");
   }
   tbe__buf_puts(b, "],\"step_stats\":");
   tbe__json_dist(b, &an->step_dist);

@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""check_tb_compare.py: what a real TensorBoard shows of runs tbexport wrote,
+checked through its HTTP data API against tbexport's own summary.
+
+usage: check_tb_compare.py --url URL --logdir DIR --tbexport BIN
+                           --pair BASE:NEW [--pair BASE:NEW ...]
+                           [--label RUN:KEY=VALUE ...] [--no-profiler-plugin]
+
+URL serves DIR (../shared/tools/tensorboard/serve).  For every run of every
+pair, `BIN summary --format json --top 0 --logdir DIR RUN` is the reference:
+
+  scalars         steps/step_time_ms has one point per step, equal to the
+                  summary's step times; every kernel class of the run has
+                  its steps/class/<class>_ms curve and summary/class/<class>_ms
+                  equal to the summary's class time;
+  custom scalars  the layout has the "tbexport: compare steps" category
+                  with its step-time chart;
+  text            NEW holds the diff report against BASE (diff/BASE/...);
+  hparams         both runs are sessions of one experiment (the sub-run
+                  RUN/hparams/HOST), with the host, GPU and step definition as
+                  hyper-parameters, the given labels, and the median step
+                  time and GPU busy % as metrics equal to the summary's;
+  pytorch_profiler  (the frozen torch-tb-profiler plugin) finds each run,
+                  its overview has one row per step, its kernel table the
+                  summary's kernels with their call counts, its trace
+                  answers, and the diff of the pair answers.
+
+Prints a PASS/FAIL line per check; exits 1 if any failed, 2 on bad usage.
+"""
+import argparse
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+
+RESULTS = []
+
+
+def report(name, ok, detail=""):
+    RESULTS.append(bool(ok))
+    line = "%s %s" % ("PASS" if ok else "FAIL", name)
+    if detail:
+        line += ": " + detail
+    print(line, flush=True)
+
+
+def get(url, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(req, timeout=120) as r:
+        raw = r.read()
+        if r.headers.get("Content-Encoding") == "gzip":
+            import gzip
+            raw = gzip.decompress(raw)
+        return json.loads(raw)
+
+
+def q(**kw):
+    return urllib.parse.urlencode(kw)
+
+
+def close(a, b, rel=1e-5, absolute=1e-6):
+    return abs(a - b) <= max(absolute, rel * max(abs(a), abs(b)))
+
+
+def summary(args, run):
+    out = subprocess.run([args.tbexport, "summary", "--format", "json", "--top", "0",
+                          "--logdir", args.logdir, run], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit("summary of %s failed: %s" % (run, out.stderr.strip()))
+    return json.loads(out.stdout)
+
+
+def first_steps(s):
+    """The summary's steps, one per step number (the first), by number."""
+    seen, steps = set(), []
+    for st in sorted(s["steps"], key=lambda x: x["step"]):
+        if st["step"] not in seen:
+            seen.add(st["step"])
+            steps.append(st)
+    return steps
+
+
+def check_scalars(args, run, s, tags):
+    base = args.url + "/data/plugin/scalars/scalars?"
+    mine = tags.get(run, {})
+    steps = first_steps(s)
+    if steps:
+        pts = get(base + q(run=run, tag="steps/step_time_ms")) if "steps/step_time_ms" in mine else []
+        want = [(st["step"], st["dur_ns"] / 1e6) for st in steps]
+        got = [(p[1], p[2]) for p in pts]
+        ok = len(got) == len(want) and all(g[0] == w[0] and close(g[1], w[1]) for g, w in zip(got, want))
+        report("%s: steps/step_time_ms is the summary's %d step times" % (run, len(want)), ok,
+               "" if ok else "got %s, want %s" % (got[:4], want[:4]))
+    classes = s["all"].get("classes", {})
+    for c, v in sorted(classes.items()):
+        t = "summary/class/%s_ms" % c
+        pts = get(base + q(run=run, tag=t)) if t in mine else []
+        ok = len(pts) == 1 and close(pts[0][2], v["ns"] / 1e6)
+        report("%s: %s = %.3f ms" % (run, t, v["ns"] / 1e6), ok, "" if ok else "got %s" % pts)
+        if steps:
+            t = "steps/class/%s_ms" % c
+            pts = get(base + q(run=run, tag=t)) if t in mine else []
+            want = [st["classes"][c] / 1e6 for st in steps]
+            ok = len(pts) == len(want) and all(close(p[2], w) for p, w in zip(pts, want))
+            report("%s: %s has one point per step" % (run, t), ok,
+                   "" if ok else "got %d points" % len(pts))
+    report("%s: classes in the summary" % run, len(classes) > 0, "none" if not classes else "")
+
+
+def check_layout(args):
+    lay = get(args.url + "/data/plugin/custom_scalars/layout")
+    cats = {c.get("title"): c for c in lay.get("category", [])}
+    c = cats.get("tbexport: compare steps")
+    charts = [ch.get("title") for ch in (c or {}).get("chart", [])]
+    report("custom scalars: 'tbexport: compare steps' with 'step time (ms)'",
+           c is not None and "step time (ms)" in charts, "categories %s" % list(cats))
+
+
+def check_text(args, base, new):
+    tags = get(args.url + "/data/plugin/text/tags")
+    mine = [t for t in tags.get(new, []) if t.startswith("diff/%s/" % base)]
+    ok = bool(mine)
+    if ok:
+        t = [x for x in mine if x.endswith("report")] or mine
+        pts = get(args.url + "/data/plugin/text/text?" + q(run=new, tag=t[0]))
+        ok = bool(pts) and "class" in pts[-1]["text"]
+    report("text: %s holds the diff against %s with the kernel classes" % (new, base), ok,
+           "tags %s" % tags.get(new, []))
+
+
+def check_hparams(args, runs, sums, labels):
+    exp = get(args.url + "/data/plugin/hparams/experiment", {"experimentName": ""})
+    names = {h["name"] for h in exp.get("hparamInfos", [])}
+    metrics = {m["name"]["tag"] for m in exp.get("metricInfos", [])}
+    need = {"host", "gpu", "steps", "source"} | {k for (_, k, _) in labels}
+    report("hparams: hyper-parameters %s" % sorted(need), need <= names, "got %s" % sorted(names))
+    need_m = {"hparams/step_median_ms", "hparams/step_p90_ms", "hparams/gpu_busy_pct",
+              "hparams/kernel_ms", "hparams/time_in/gemm_ms"}
+    report("hparams: metrics %s" % sorted(need_m), need_m <= metrics, "got %s" % sorted(metrics))
+    groups = get(args.url + "/data/plugin/hparams/session_groups", {
+        "experimentName": "", "allowedStatuses": ["STATUS_UNKNOWN", "STATUS_SUCCESS",
+                                                  "STATUS_FAILURE", "STATUS_RUNNING"],
+        "colParams": [], "startIndex": 0, "sliceSize": 1000})
+    sessions = {}
+    for g in groups.get("sessionGroups", []):
+        for ses in g.get("sessions", []):
+            sessions[ses["name"]] = (g.get("hparams", {}), ses.get("metricValues", []))
+    for run in runs:
+        keys = [k for k in sessions if k.startswith(run + "/hparams/")]
+        key = keys[0] if len(keys) == 1 else run + "/hparams/?"
+        ok = key in sessions
+        detail = "sessions %s" % sorted(sessions)
+        if ok:
+            hp, mv = sessions[key]
+            vals = {m["name"]["tag"]: m["value"] for m in mv}
+            s = sums[run]
+            steps = sorted(st["dur_ns"] for st in first_steps(s))
+            if steps:
+                med = steps[(len(steps) + 1) // 2 - 1] / 1e6
+                ok = close(vals.get("hparams/step_median_ms", -1), med, rel=1e-4)
+                detail = "median %s, want %.4f" % (vals.get("hparams/step_median_ms"), med)
+            busy = s["all"]["busy_pct"]
+            ok = ok and close(vals.get("hparams/gpu_busy_pct", -1), busy, rel=1e-4, absolute=1e-3)
+            gemm = s["all"].get("classes", {}).get("gemm", {}).get("ns", 0) / 1e6
+            ok = ok and close(vals.get("hparams/time_in/gemm_ms", -1), gemm, rel=1e-4)
+            for (r, k, v) in labels:
+                if r == run:
+                    ok = ok and hp.get(k) == v
+        report("hparams: session %s with the summary's figures" % key, ok, detail)
+
+
+def check_profiler(args, runs, sums, pairs):
+    base = args.url + "/data/plugin/pytorch_profiler/"
+    found = get(base + "runs").get("runs", [])
+    for run in runs:
+        ok = run in found
+        report("pytorch_profiler: finds %s" % run, ok, "runs %s" % found)
+        if not ok:
+            continue
+        workers = get(base + "workers?" + q(run=run, view="Overview"))
+        w = workers[0]
+        spans = get(base + "spans?" + q(run=run, worker=w))
+        span = spans[0] if spans else ""
+        ov = get(base + "overview?" + q(run=run, worker=w, span=span))
+        nsteps = len(first_steps(sums[run]))
+        rows = ov.get("steps", {}).get("rows", [])
+        total = ov["performance"][0]["value"]
+        report("pytorch_profiler: %s overview has %d steps, a positive average" % (run, nsteps),
+               len(rows) == nsteps and total > 0, "rows %d, average %s us" % (len(rows), total))
+        kt = get(base + "kernel/table?" + q(run=run, worker=w, span=span, group_by="Kernel"))
+        theirs = {r[0]: r[2] for r in kt["data"]["rows"]}
+        ours = {k["name"]: k["calls"] for k in sums[run]["kernels"]}
+        # The plugin counts the kernels inside its steps; with steps every
+        # kernel launched in one is there.
+        diffs = [(n, c, theirs.get(n)) for n, c in ours.items() if theirs.get(n) not in (None, c)]
+        missing = [n for n in theirs if n not in ours]
+        report("pytorch_profiler: %s kernel table names and calls are the summary's" % run,
+               not missing and len(theirs) > 0 and len(diffs) <= len(ours) // 10,
+               "%d kernels, %d unknown names, %d call counts differ %s" %
+               (len(theirs), len(missing), len(diffs), (missing + diffs)[:2]))
+        try:
+            get(base + "trace?" + q(run=run, worker=w, span=span))
+            report("pytorch_profiler: %s trace answers" % run, True)
+        except urllib.error.HTTPError as e:
+            report("pytorch_profiler: %s trace answers" % run, False, str(e))
+    for b, n in pairs:
+        wb = get(base + "workers?" + q(run=b, view="Overview"))[0]
+        wn = get(base + "workers?" + q(run=n, view="Overview"))[0]
+        sb = (get(base + "spans?" + q(run=b, worker=wb)) or [""])[0]
+        sn = (get(base + "spans?" + q(run=n, worker=wn)) or [""])[0]
+        try:
+            d = get(base + "diffnode?" + q(run=b, worker=wb, span=sb, exp_run=n, exp_worker=wn,
+                                           exp_span=sn, path="0"))
+            ok = "left" in d and "right" in d
+            report("pytorch_profiler: diff %s -> %s answers" % (b, n), ok,
+                   "left %s, right %s" % (d.get("left", {}).get("name"), d.get("right", {}).get("name")))
+        except urllib.error.HTTPError as e:
+            report("pytorch_profiler: diff %s -> %s answers" % (b, n), False, str(e))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--url", required=True)
+    ap.add_argument("--logdir", required=True)
+    ap.add_argument("--tbexport", required=True)
+    ap.add_argument("--pair", action="append", required=True)
+    ap.add_argument("--label", action="append", default=[])
+    ap.add_argument("--no-profiler-plugin", action="store_true")
+    args = ap.parse_args()
+    args.url = args.url.rstrip("/")
+    pairs = [tuple(p.split(":", 1)) for p in args.pair]
+    labels = []
+    for lab in args.label:
+        run, kv = lab.split(":", 1)
+        k, v = kv.split("=", 1)
+        labels.append((run, k, v))
+    runs = [r for p in pairs for r in p]
+    sums = {r: summary(args, r) for r in runs}
+    tags = get(args.url + "/data/plugin/scalars/tags")
+    for r in runs:
+        check_scalars(args, r, sums[r], tags)
+    check_layout(args)
+    for b, n in pairs:
+        check_text(args, b, n)
+    check_hparams(args, runs, sums, labels)
+    if not args.no_profiler_plugin:
+        check_profiler(args, runs, sums, pairs)
+    failed = RESULTS.count(False)
+    print("%d checks, %d failed" % (len(RESULTS), failed))
+    return 1 if failed or not RESULTS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
