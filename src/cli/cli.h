@@ -29,7 +29,9 @@ typedef struct tbe_cli_cmd {
   int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
 } tbe_cli_cmd;
 
-/* Print "tbexport <cmd>: <message>\n", "tbexport <cmd>: warning:
+/* The printer and the exit codes live in cli.c.
+ *
+ * Print "tbexport <cmd>: <message>\n", "tbexport <cmd>: warning:
  * <message>\n" (cmd NULL: "tbexport: ...") and "<message>\n" to stderr,
  * the message made one line of safe text, in one write.  Pass text from
  * inputs as it is (the line form is idempotent, so text already in line
