@@ -8,6 +8,8 @@
  *   tbexport/export.h   writing a trace as a TensorBoard run
  *   tbexport/analysis.h statistics, summary and diff reports over a trace
  *   tbexport/profiler.h in-process CUPTI collection (tbe_profiler_start/stop)
+ *   tbexport/session.h  a profiled session: `tbexport -- CMD` as a library
+ *   tbexport/text.h     text from inputs made safe to show
  */
 #ifndef TBEXPORT_H
 #define TBEXPORT_H
@@ -22,5 +24,7 @@
 #include "tbexport/export.h"
 #include "tbexport/analysis.h"
 #include "tbexport/profiler.h"
+#include "tbexport/session.h"
+#include "tbexport/text.h"
 
 #endif

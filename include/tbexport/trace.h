@@ -397,6 +397,15 @@ TBE_API int tbe_trace_finish(tbe_trace *t);
  * or TBE_ENOMEM with the steps unchanged. */
 TBE_API int tbe_trace_steps_from_range(tbe_trace *t, const char *name, const char *domain);
 
+/* tbe_trace_steps_from_range as `--steps nvtx:NAME[@DOMAIN]` applies it:
+ * when nothing matches, the steps stay as they were and one warning is
+ * added to the trace (and copied into line[0..size) when `line` is not
+ * NULL, "" otherwise) naming NAME, the most frequent top-level ranges
+ * (tbe_trace_top_ranges) and the steps kept.  Returns the number of steps
+ * (0: no match) or an error. */
+TBE_API int tbe_trace_steps_apply(tbe_trace *t, const char *name, const char *domain, char *line,
+                                  size_t size);
+
 /* A name and how often it occurs (tbe_trace_top_ranges). */
 typedef struct tbe_name_count {
   tbe_str name;

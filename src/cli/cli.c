@@ -4,15 +4,14 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli.h"
-#include "common/alloc.h"
-#include "common/text.h"
 #include "tbexport.h"
 
 /* ---- the one printer of messages ---- */
 
-/* Formats the message, puts it in line form (common/text.h: every control
+/* Formats the message, puts it in line form (tbexport/text.h: every control
  * character, invalid UTF-8 byte and invisible or reordering character
  * shown as an escape; idempotent, so a library message already made safe
  * reads the same) after `prefix`, and writes the line with one call.
@@ -29,21 +28,25 @@ static void say(const char *prefix, const char *fmt, va_list ap) {
     else n = (int)sizeof small - 1, free(big);
   }
   va_end(aq);
-  tbe_allocator al;
-  tbe__allocator_init(&al, NULL);
-  tbe__buf line;
-  tbe__buf_init(&line, &al);
-  tbe__buf_puts(&line, prefix);
-  tbe__text_line(&line, msg, (size_t)n);
-  tbe__buf_putc(&line, '\n');
-  if (!tbe__buf_error(&line)) {
-    fwrite(line.data, 1, line.len, stderr);
+  size_t pl = strlen(prefix), need = tbe_text_escape(TBE_TEXT_LINE, msg, (size_t)n, NULL, 0);
+  char cut[sizeof small + 64], *line = malloc(pl + need + 2);
+  size_t len;
+  if (line && (need || !n)) {
+    memcpy(line, prefix, pl);
+    len = pl + tbe_text_escape(TBE_TEXT_LINE, msg, (size_t)n, line + pl, need + 1);
   } else {
-    char cut[sizeof small];
-    tbe__text_term_z(cut, sizeof cut, msg, 1);
-    fprintf(stderr, "%s%s\n", prefix, cut);
+    /* no memory for the whole line: the part that fits on the stack */
+    free(line);
+    line = NULL;
+    snprintf(cut, sizeof cut, "%s", prefix);
+    len = strlen(cut);
+    tbe_text_escape(TBE_TEXT_LINE, msg, (size_t)n, cut + len, sizeof cut - len - 1);
+    len = strlen(cut);
   }
-  tbe__buf_deinit(&line);
+  char *out = line ? line : cut;
+  out[len++] = '\n';
+  fwrite(out, 1, len, stderr);
+  free(line);
   if (msg != small) free(msg);
 }
 
@@ -70,6 +73,11 @@ void tbe_cli_note(const char *fmt, ...) {
   va_start(ap, fmt);
   say("", fmt, ap);
   va_end(ap);
+}
+
+void tbe_cli_on_message(void *quiet, tbe_message_level level, const char *line) {
+  if (level < TBE_MSG_ERROR && quiet && *(const int *)quiet) return;
+  tbe_cli_error(NULL, "%s", line);
 }
 
 int tbe_cli_exit_for(int err) {

@@ -18,6 +18,8 @@
 
 #include <stdio.h>
 
+#include "tbexport.h"
+
 #define TBE_EXIT_OK 0
 #define TBE_EXIT_FAIL 1
 #define TBE_EXIT_USAGE 2
@@ -40,6 +42,11 @@ typedef struct tbe_cli_cmd {
 void tbe_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tbe_cli_warn(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tbe_cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The library's messages (a tbe_message_fn): "tbexport: <line>" on
+ * stderr through the printer above; `quiet` points to an int, and when
+ * it is non-zero only errors are printed. */
+void tbe_cli_on_message(void *quiet, tbe_message_level level, const char *line);
 
 /* Maps a library error code to an exit status (corrupt/parse -> 2, else 1). */
 int tbe_cli_exit_for(int err);

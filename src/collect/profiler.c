@@ -17,14 +17,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "collect/convert.h"
 #include "collect/options.h"
 #include "common/fsutil.h"
 #include "tbexport/error.h"
 #include "tbexport/export.h"
 #include "tbexport/profiler.h"
+#include "tbexport/session.h"
 
 #ifdef TBE_HAVE_CUPTI
 #include "collect/collector.h"
@@ -36,6 +37,8 @@ static struct {
   int capture;
   unsigned outputs;
   int force;
+  tbe_message_fn on_message;
+  void *message_ctx;
 } P;
 
 static void session_free(void) {
@@ -92,7 +95,6 @@ int tbe_profiler_start(const tbe_profiler_options *o) {
     fprintf(stderr, "tbexport: %s\n", why);
     return rc;
   }
-  if ((rc = tbe__mkdir_p(o->logdir, 0755))) return rc;
   int err = 0;
   P.logdir = dup_or_null(o->logdir, &err);
   P.run = dup_or_null(o->run, &err);
@@ -102,13 +104,15 @@ int tbe_profiler_start(const tbe_profiler_options *o) {
   P.capture = o->capture;
   P.outputs = o->outputs;
   P.force = o->force;
+  P.on_message = o->on_message;
+  P.message_ctx = o->message_ctx;
   size_t dl = strlen(o->logdir) + 64;
   P.spool_dir = malloc(dl);
   if (err || !P.spool_dir) {
     session_free();
     return TBE_ENOMEM;
   }
-  if ((rc = tbe__spool_dir_make(o->logdir, P.spool_dir, dl, NULL, 0))) {
+  if ((rc = tbe_session_spool_dir(o->logdir, P.spool_dir, dl, NULL, 0))) {
     session_free();
     return rc;
   }
@@ -153,17 +157,22 @@ int tbe_profiler_stop(tbe_profiler_result *result) {
   eo.host = P.host;
   eo.outputs = P.outputs;
   eo.force = P.force;
-  tbe__convert_opts co = {.capture = P.capture, .capture_name = P.capture_name,
-                          .capture_domain = P.capture_domain};
-  tbe__session s;
-  memset(&s, 0, sizeof s);
-  s.spool_dir = P.spool_dir;
-  s.eo = &eo;
-  s.co = &co;
-  s.prog = "tbexport";
-  s.fallback_pid = getpid();
-  s.fallback_start_ns = s.fallback_stop_ns = tbe__now_ns();
-  int rc2 = tbe__spools_write_run(&s, result, NULL);
+  tbe_session_options so;
+  tbe_session_options_init(&so);
+  so.spool_dir = P.spool_dir;
+  so.export_options = &eo;
+  so.capture = P.capture;
+  so.capture_name = P.capture_name;
+  so.capture_domain = P.capture_domain;
+  so.program_pid = getpid();
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  so.start_ns = so.stop_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+  so.on_message = P.on_message;
+  so.message_ctx = P.message_ctx;
+  tbe_session_result sr;
+  int rc2 = tbe_session_convert(&so, &sr);
+  if (result) *result = sr.total;
   session_free();
   return rc2;
 #endif
