@@ -136,7 +136,7 @@ TBE_API int tbe_profiler_parse_seconds(const char *s, double *out);
 /* Starts collecting.  Returns 0; TBE_EINVAL (no logdir, bad names);
  * TBE_EBUSY (a session is active, or this process is being profiled by
  * `tbexport -- CMD`); TBE_ENOCUPTI (built without CUDA or libcupti not
- * loadable); TBE_ECUPTI (CUPTI refused; a line on stderr says why); or an
+ * loadable); TBE_ECUPTI (CUPTI refused; on_message says why); or an
  * I/O error creating the spool. */
 TBE_API int tbe_profiler_start(const tbe_profiler_options *o);
 

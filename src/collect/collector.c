@@ -84,6 +84,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -255,6 +256,19 @@ static struct {
 
 static int atfork_registered;
 static tbe_allocator malloc_alloc; /* the batches' allocator (malloc) */
+
+/* One line to the caller's on_message (collector.h); the collector never
+ * prints. */
+static void say(tbe_message_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(tbe_message_level level, const char *fmt, ...) {
+  if (!G.cfg.on_message) return;
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  G.cfg.on_message(G.cfg.message_ctx, level, line);
+}
 
 static uint32_t intern(const char *s) {
   if (!s) return 0;
@@ -613,8 +627,8 @@ static void write_batch(void) {
     G.stats.spool_dropped += G.batch_records;
     if (!G.write_err) {
       G.write_err = rc;
-      fprintf(stderr, "tbexport: cannot write the spool %s: %s; records are being dropped\n",
-              G.cfg.spool_path, tbe_strerror(rc));
+      say(TBE_MSG_WARNING, "cannot write the spool %s: %s; records are being dropped",
+          G.cfg.spool_path, tbe_strerror(rc));
     }
     G.batch.err = 0;
   }
@@ -912,7 +926,7 @@ static int set_enabled(int on) {
   G.enabled = on && any;
   pthread_mutex_unlock(&G.mu);
   if (on && !any && G.cfg.trace) {
-    fprintf(stderr, "tbexport: CUPTI refused every activity kind: %s\n", cupti_err(first_err));
+    say(TBE_MSG_ERROR, "CUPTI refused every activity kind: %s", cupti_err(first_err));
     return TBE_ECUPTI;
   }
   return 0;
@@ -1317,7 +1331,7 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
     if (G.api.set_thread_id_type) G.api.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
     CUptiResult r = G.api.register_callbacks(buffer_requested, buffer_completed);
     if (r != CUPTI_SUCCESS) {
-      fprintf(stderr, "tbexport: cuptiActivityRegisterCallbacks failed: %s\n", cupti_err(r));
+      say(TBE_MSG_ERROR, "cuptiActivityRegisterCallbacks failed: %s", cupti_err(r));
       rc = TBE_ECUPTI;
     }
   }

@@ -13,6 +13,7 @@
  * library the CUDA driver loaded from CUDA_INJECTION64_PATH exports
  * tbexport_inject_step (inject.c), found once it is loaded and kept. */
 #include <dlfcn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 
 #include "collect/options.h"
 #include "common/fsutil.h"
+#include "common/text.h"
 #include "tbexport/error.h"
 #include "tbexport/export.h"
 #include "tbexport/profiler.h"
@@ -65,6 +67,27 @@ static void route_nvtx(const tbe__cupti_api *api) {
     setenv("NVTX_INJECTION64_PATH", info.dli_fname, 0);
 }
 
+/* One message to the caller's on_message (tbexport/common.h), in line
+ * form: the library never prints. */
+static void say(tbe_message_fn fn, void *ctx, tbe_message_level level, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void say(tbe_message_fn fn, void *ctx, tbe_message_level level, const char *fmt, ...) {
+  if (!fn) return;
+  char msg[1024], line[4 * sizeof msg];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  tbe__text_term_z(line, sizeof line, msg, 1);
+  fn(ctx, level, line);
+}
+
+/* The collector's messages (from this thread or its background thread). */
+static void relay(void *ctx, tbe_message_level level, const char *line) {
+  (void)ctx;
+  say(P.on_message, P.message_ctx, level, "%s", line);
+}
+
 static char *dup_or_null(const char *s, int *err) {
   if (!s) return NULL;
   char *d = strdup(s);
@@ -92,7 +115,7 @@ int tbe_profiler_start(const tbe_profiler_options *o) {
   char why[256];
   int rc = tbe__cupti_load(&api, why, sizeof why);
   if (rc) {
-    fprintf(stderr, "tbexport: %s\n", why);
+    say(o->on_message, o->message_ctx, TBE_MSG_ERROR, "%s", why);
     return rc;
   }
   int err = 0;
@@ -129,6 +152,7 @@ int tbe_profiler_start(const tbe_profiler_options *o) {
   cfg.flush_ms = o->flush_period_ms ? o->flush_period_ms : 1000;
   cfg.catch_signals = 1;
   cfg.spool_path = path;
+  cfg.on_message = relay;
   if (cfg.trace & TBE_TRACE_NVTX) route_nvtx(&api);
   rc = tbe__collector_start(&api, &cfg);
   if (rc) {
@@ -149,7 +173,9 @@ int tbe_profiler_stop(tbe_profiler_result *result) {
   if (result) memset(result, 0, sizeof *result);
   if (!P.active) return TBE_ESTATE;
   int rc = tbe__collector_stop(NULL);
-  if (rc) fprintf(stderr, "tbexport: the spool was not fully written: %s\n", tbe_strerror(rc));
+  if (rc)
+    say(P.on_message, P.message_ctx, TBE_MSG_WARNING, "the spool was not fully written: %s",
+        tbe_strerror(rc));
   tbe_export_options eo;
   tbe_export_options_init(&eo);
   eo.logdir = P.logdir;
