@@ -183,7 +183,7 @@ static char *find_inject_lib(void) {
   *slash = '\0';
   const char *rel[] = {"",
 #ifdef TBE_INJECT_RELDIR
-                       "/" TBE_INJECT_RELDIR,
+                       ("/" TBE_INJECT_RELDIR),
 #endif
                        "/../lib/tbexport"};
   for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
