@@ -20,6 +20,29 @@ libdirs="$work/prefix/lib:$work/prefix/lib64"
 # The library a program loads, as ldd resolves it.
 loads() { env -u LD_LIBRARY_PATH ldd "$1" | awk '/libtbexport\.so/ {print $3}'; }
 
+# The 0.x rule (include/tbexport/version.h): the soname carries 0.MINOR,
+# and the package satisfies only a request for that 0.MINOR.
+vh="$src/include/tbexport/version.h"
+major=$(awk '/define TBE_VERSION_MAJOR/ {print $3}' "$vh")
+minor=$(awk '/define TBE_VERSION_MINOR/ {print $3}' "$vh")
+lib=$(ls "$work"/prefix/lib*/libtbexport.so | head -1)
+soname=$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+if [ "$major" = 0 ]; then want="libtbexport.so.0.$minor"; else want="libtbexport.so.$major"; fi
+[ "$soname" = "$want" ] || fail "soname is '$soname', not '$want'"
+mkdir -p "$work/ver"
+for req in "$major.$minor" "$major.$((minor + 1))"; do
+  printf 'cmake_minimum_required(VERSION 3.25)\nproject(v C)\nfind_package(tbexport %s QUIET)\n%s\n' \
+    "$req" 'message(STATUS "found=${tbexport_FOUND}")' > "$work/ver/CMakeLists.txt"
+  found=$(cmake -S "$work/ver" -B "$work/ver/b$req" -DCMAKE_PREFIX_PATH="$work/prefix" 2>/dev/null |
+    sed -n 's/.*found=//p')
+  case "$req:$found" in
+    "$major.$minor:1") ;;
+    "$major.$((minor + 1)):0") [ "$major" = 0 ] || fail "0.x rule applied after 1.0" ;;
+    "$major.$((minor + 1)):1") [ "$major" != 0 ] || fail "find_package($req) accepted $major.$minor" ;;
+    *) fail "find_package(tbexport $req): found='$found'" ;;
+  esac
+done
+
 mkdir -p "$work/proj"
 cat > "$work/proj/CMakeLists.txt" <<CM
 cmake_minimum_required(VERSION 3.25)
