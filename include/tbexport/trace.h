@@ -157,11 +157,19 @@ typedef struct tbe_sync {
   uint64_t cuda_event;/* 0 if none */
 } tbe_sync;
 
+/* Which member of tbe_nvtx.payload holds the range's payload. */
+typedef enum tbe_payload_type {
+  TBE_PAYLOAD_NONE = 0,
+  TBE_PAYLOAD_INT64 = 1,  /* payload.i */
+  TBE_PAYLOAD_UINT64 = 2, /* payload.u */
+  TBE_PAYLOAD_DOUBLE = 3  /* payload.d */
+} tbe_payload_type;
+
 typedef struct tbe_nvtx {
   tbe_str domain;     /* 0 = the default domain */
   uint32_t color;     /* ARGB; 0 = none */
   uint32_t category;
-  uint8_t payload_type; /* 0 none, 1 int64, 2 uint64, 3 double */
+  uint8_t payload_type; /* tbe_payload_type (one byte: the layout stays) */
   union {
     int64_t i;
     uint64_t u;

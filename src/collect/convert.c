@@ -804,9 +804,9 @@ static int build_trace(build *b) {
       if (d->flags & TBE__MK_COLOR_ARGB) nv.color = d->color;
       nv.category = d->category;
       switch (d->payload_kind) {
-        case 0: nv.payload_type = 3; memcpy(&nv.payload.d, &d->payload, 8); break;
-        case 1: nv.payload_type = 2; nv.payload.u = d->payload; break;
-        case 4: nv.payload_type = 1; memcpy(&nv.payload.i, &d->payload, 8); break;
+        case 0: nv.payload_type = TBE_PAYLOAD_DOUBLE; memcpy(&nv.payload.d, &d->payload, 8); break;
+        case 1: nv.payload_type = TBE_PAYLOAD_UINT64; nv.payload.u = d->payload; break;
+        case 4: nv.payload_type = TBE_PAYLOAD_INT64; memcpy(&nv.payload.i, &d->payload, 8); break;
         default: break;
       }
     }

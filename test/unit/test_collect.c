@@ -529,10 +529,10 @@ static void test_nvtx(void **state) {
   assert_non_null(nv);
   assert_int_equal(nv->color, 0xff00ff00u);
   assert_int_equal(nv->category, 7);
-  assert_int_equal(nv->payload_type, 2);
+  assert_int_equal(nv->payload_type, TBE_PAYLOAD_UINT64);
   assert_int_equal(nv->payload.u, 42);
   assert_int_equal(nv->domain, 0);
-  assert_int_equal(tbe_trace_nvtx(t, inner)->payload_type, 0);
+  assert_int_equal(tbe_trace_nvtx(t, inner)->payload_type, TBE_PAYLOAD_NONE);
 
   const tbe_event *a = find(t, TBE_EV_NVTX_RANGE, "A");
   const tbe_event *b = find(t, TBE_EV_NVTX_RANGE, "B");
@@ -547,7 +547,7 @@ static void test_nvtx(void **state) {
   assert_non_null(rg);
   assert_string_equal(tbe_trace_str(t, tbe_trace_nvtx(t, rg)->domain), "dom");
   assert_int_equal(tbe_trace_nvtx(t, rg)->color, 0); /* COLOR_NONE */
-  assert_int_equal(tbe_trace_nvtx(t, rg)->payload_type, 3);
+  assert_int_equal(tbe_trace_nvtx(t, rg)->payload_type, TBE_PAYLOAD_DOUBLE);
   assert_true(tbe_trace_nvtx(t, rg)->payload.d == 2.5);
   const tbe_event *h = find(t, TBE_EV_NVTX_RANGE, "handoff");
   assert_true(h->flags & TBE_EVF_ASYNC);

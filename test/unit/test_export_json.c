@@ -598,7 +598,7 @@ static void test_all_kinds(void **state) {
       case TBE_EV_MEMSET: d.s.bytes = 64; d.s.mem_kind = TBE_MEM_DEVICE; dp = &d; break;
       case TBE_EV_SYNC: d.y.sync_kind = TBE_SYNC_STREAM; d.y.stream = 3; dp = &d; break;
       case TBE_EV_NVTX_RANGE:
-      case TBE_EV_NVTX_MARK: d.n.domain = S(t, "dom"); d.n.color = 0xff00ff00u; d.n.payload_type = 3; d.n.payload.d = 2.5; dp = &d; break;
+      case TBE_EV_NVTX_MARK: d.n.domain = S(t, "dom"); d.n.color = 0xff00ff00u; d.n.payload_type = TBE_PAYLOAD_DOUBLE; d.n.payload.d = 2.5; dp = &d; break;
       case TBE_EV_COUNTER: d.c.value = 1e300; dp = &d; break;
       case TBE_EV_MEMORY: d.mem.bytes = -4096; d.mem.total_allocated = -1; d.mem.total_reserved = 8192; d.mem.device = -1; dp = &d; break;
       default: break;
