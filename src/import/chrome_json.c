@@ -1347,12 +1347,12 @@ static int build_event(cj *c, build *b, int instant) {
           } else if (KEY_IS(a, "category") && arg_int(e, a, &v)) {
             b->d.nv.category = (uint32_t)v, used = 1;
           } else if (KEY_IS(a, "payload") && a->type == V_NUM && a->num == NUM_INT) {
-            b->d.nv.payload_type = a->is_u ? 2 : 1;
+            b->d.nv.payload_type = a->is_u ? TBE_PAYLOAD_UINT64 : TBE_PAYLOAD_INT64;
             if (a->is_u) b->d.nv.payload.u = a->nv.u;
             else b->d.nv.payload.i = a->nv.i;
             used = 1;
           } else if (KEY_IS(a, "payload") && a->type == V_NUM && a->num == NUM_DBL) {
-            b->d.nv.payload_type = 3, b->d.nv.payload.d = a->nv.d, used = 1;
+            b->d.nv.payload_type = TBE_PAYLOAD_DOUBLE, b->d.nv.payload.d = a->nv.d, used = 1;
           }
           break;
         case TBE_EV_DRIVER:
