@@ -35,6 +35,10 @@
 #ifndef TBEXPORT_SESSION_H
 #define TBEXPORT_SESSION_H
 
+#ifndef TBE_EXPERIMENTAL
+#error "tbexport/session.h is the experimental tier: define TBE_EXPERIMENTAL before including tbexport headers (see tbexport.h)"
+#endif
+
 #include <stddef.h>
 #include <stdint.h>
 

@@ -31,6 +31,10 @@
 #ifndef TBEXPORT_TEXT_H
 #define TBEXPORT_TEXT_H
 
+#ifndef TBE_EXPERIMENTAL
+#error "tbexport/text.h is the experimental tier: define TBE_EXPERIMENTAL before including tbexport headers (see tbexport.h)"
+#endif
+
 #include <stddef.h>
 
 #include "tbexport/common.h"

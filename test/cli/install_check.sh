@@ -69,6 +69,38 @@ rm -rf "$work/log_dir"
 (cd "$work" && LD_LIBRARY_PATH="$libdirs" "$work/we_pc" >/dev/null) || fail "pkg-config build does not run"
 ls "$work"/log_dir/demo/events.out.tfevents.* >/dev/null || fail "pkg-config build wrote nothing"
 
+# The tiers (tbexport.h): the stable one compiles alone, and a layout of
+# the experimental one is refused without TBE_EXPERIMENTAL.
+cat > "$work/tier.c" <<'C'
+#include <tbexport.h>
+int main(void) {
+  tbe_trace *t;
+  if (tbe_trace_create(&t, NULL)) return 1;
+#ifdef TBE_EXPERIMENTAL
+  int n = (int)t->nevents;
+#else
+  int n = 0;
+#endif
+  tbe_trace_free(t);
+  return n;
+}
+C
+cflags=$(pkg-config --cflags tbexport)
+# shellcheck disable=SC2086
+cc -fsyntax-only $cflags "$work/tier.c" || fail "the stable tier does not compile alone"
+# shellcheck disable=SC2086
+cc -fsyntax-only -DTBE_EXPERIMENTAL $cflags "$work/tier.c" || fail "the experimental tier does not compile"
+echo '#include <tbexport/analysis.h>' > "$work/exp.c"
+# shellcheck disable=SC2086
+if cc -fsyntax-only $cflags "$work/exp.c" 2>/dev/null; then
+  fail "tbexport/analysis.h compiles without TBE_EXPERIMENTAL"
+fi
+printf '#include <tbexport.h>\nsize_t f(tbe_trace *t) { return t->nevents; }\n' > "$work/exp2.c"
+# shellcheck disable=SC2086
+if cc -fsyntax-only $cflags "$work/exp2.c" 2>/dev/null; then
+  fail "the trace's layout is visible without TBE_EXPERIMENTAL"
+fi
+
 # The installed program.
 tb="$work/prefix/bin/tbexport"
 case "$(loads "$tb")" in
