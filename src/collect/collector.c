@@ -353,236 +353,265 @@ static int64_t ts64(uint64_t v) { return v > (uint64_t)INT64_MAX ? INT64_MAX : (
 
 #define ITEM(type, var) tbe__spool_item(&G.batch, type, &(var), sizeof(var))
 
+/* A kernel (plain or concurrent). */
+static void put_kernel(const CUpti_Activity *r) {
+  const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)r;
+  tbe__sp_kernel o;
+  memset(&o, 0, sizeof o);
+  o.start = ts64(k->start);
+  o.end = ts64(k->end);
+  o.corr = k->correlationId;
+  o.device = k->deviceId;
+  o.context = k->contextId;
+  o.stream = k->streamId;
+  o.name = intern(k->name);
+  o.grid[0] = k->gridX, o.grid[1] = k->gridY, o.grid[2] = k->gridZ;
+  o.block[0] = k->blockX, o.block[1] = k->blockY, o.block[2] = k->blockZ;
+  o.static_shared = k->staticSharedMemory;
+  o.dynamic_shared = k->dynamicSharedMemory;
+  o.registers = k->registersPerThread;
+  o.graph_id = k->graphId;
+  o.launch_type = k->launchType;
+  ITEM(TBE__SP_KERNEL, o);
+}
+
+/* A copy within one device or between host and device. */
+static void put_memcpy(const CUpti_Activity *r) {
+  const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)r;
+  tbe__sp_memcpy o;
+  memset(&o, 0, sizeof o);
+  o.start = ts64(m->start);
+  o.end = ts64(m->end);
+  o.bytes = m->bytes;
+  o.corr = m->correlationId;
+  o.device = m->deviceId;
+  o.context = m->contextId;
+  o.stream = m->streamId;
+  o.src_device = o.dst_device = -1;
+  o.copy_kind = m->copyKind;
+  o.src_kind = m->srcKind;
+  o.dst_kind = m->dstKind;
+  o.flags = m->flags;
+  o.graph_id = m->graphId;
+  ITEM(TBE__SP_MEMCPY, o);
+}
+
+/* A copy between two devices (peer to peer). */
+static void put_memcpy_p2p(const CUpti_Activity *r) {
+  const CUpti_ActivityMemcpyPtoP4 *m = (const CUpti_ActivityMemcpyPtoP4 *)r;
+  tbe__sp_memcpy o;
+  memset(&o, 0, sizeof o);
+  o.start = ts64(m->start);
+  o.end = ts64(m->end);
+  o.bytes = m->bytes;
+  o.corr = m->correlationId;
+  o.device = m->deviceId;
+  o.context = m->contextId;
+  o.stream = m->streamId;
+  o.src_device = (int32_t)m->srcDeviceId;
+  o.dst_device = (int32_t)m->dstDeviceId;
+  o.copy_kind = m->copyKind;
+  o.src_kind = m->srcKind;
+  o.dst_kind = m->dstKind;
+  o.flags = m->flags;
+  o.graph_id = m->graphId;
+  ITEM(TBE__SP_MEMCPY, o);
+}
+
+/* A memset. */
+static void put_memset(const CUpti_Activity *r) {
+  const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)r;
+  tbe__sp_memset o;
+  memset(&o, 0, sizeof o);
+  o.start = ts64(m->start);
+  o.end = ts64(m->end);
+  o.bytes = m->bytes;
+  o.corr = m->correlationId;
+  o.device = m->deviceId;
+  o.context = m->contextId;
+  o.stream = m->streamId;
+  o.value = m->value;
+  o.mem_kind = m->memoryKind;
+  o.flags = m->flags;
+  ITEM(TBE__SP_MEMSET, o);
+}
+
+/* A runtime or driver API call; noisy ones (tbe__api_is_noisy) are left out. */
+static void put_api_call(const CUpti_Activity *r) {
+  const CUpti_ActivityAPI *a = (const CUpti_ActivityAPI *)r;
+  int driver = r->kind == CUPTI_ACTIVITY_KIND_DRIVER;
+  uint32_t name = api_name(driver, a->cbid);
+  if (name == UINT32_MAX) return; /* filtered noisy call */
+  tbe__sp_api o;
+  memset(&o, 0, sizeof o);
+  o.start = ts64(a->start);
+  o.end = ts64(a->end);
+  o.corr = a->correlationId;
+  o.pid = a->processId;
+  o.tid = a->threadId;
+  o.cbid = a->cbid;
+  o.ret = a->returnValue;
+  o.name = name;
+  o.domain = driver ? TBE__API_DRIVER : TBE__API_RUNTIME;
+  ITEM(TBE__SP_API, o);
+}
+
+/* A synchronization (stream, event, context). */
+static void put_sync(const CUpti_Activity *r) {
+  const CUpti_ActivitySynchronization2 *s = (const CUpti_ActivitySynchronization2 *)r;
+  tbe__sp_sync o;
+  memset(&o, 0, sizeof o);
+  o.start = ts64(s->start);
+  o.end = ts64(s->end);
+  o.corr = s->correlationId;
+  o.context = s->contextId;
+  o.stream = s->streamId;
+  o.type = (uint32_t)s->type;
+  o.event = s->cudaEventId;
+  o.ret = s->returnValue;
+  ITEM(TBE__SP_SYNC, o);
+}
+
+/* An NVTX mark, or one end of an NVTX range. */
+static void put_marker(const CUpti_Activity *r) {
+  const CUpti_ActivityMarker2 *m = (const CUpti_ActivityMarker2 *)r;
+  tbe__sp_marker o;
+  memset(&o, 0, sizeof o);
+  o.ts = ts64(m->timestamp);
+  o.id = m->id;
+  o.flags = (uint32_t)m->flags;
+  o.obj_kind = (uint32_t)m->objectKind;
+  if (m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ||
+      m->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
+    o.obj[0] = m->objectId.pt.processId;
+    o.obj[1] = m->objectId.pt.threadId;
+  } else {
+    o.obj[0] = m->objectId.dcs.deviceId;
+    o.obj[1] = m->objectId.dcs.contextId;
+    o.obj[2] = m->objectId.dcs.streamId;
+  }
+  o.name = intern(m->name);
+  o.domain = intern(m->domain);
+  ITEM(TBE__SP_MARKER, o);
+}
+
+/* The color, category and payload of an NVTX marker. */
+static void put_marker_data(const CUpti_Activity *r) {
+  const CUpti_ActivityMarkerData2 *m = (const CUpti_ActivityMarkerData2 *)r;
+  tbe__sp_marker_data o;
+  memset(&o, 0, sizeof o);
+  memcpy(&o.payload, &m->payload, sizeof o.payload);
+  o.id = m->id;
+  o.flags = (uint32_t)m->flags;
+  o.payload_kind = (uint32_t)m->payloadKind;
+  o.color = m->color;
+  o.category = m->category;
+  o.domain_id = m->cuptiDomainId;
+  ITEM(TBE__SP_MARKER_DATA, o);
+}
+
+/* CUPTI's own overhead. */
+static void put_overhead(const CUpti_Activity *r) {
+  const CUpti_ActivityOverhead3 *m = (const CUpti_ActivityOverhead3 *)r;
+  tbe__sp_overhead o;
+  memset(&o, 0, sizeof o);
+  o.start = ts64(m->start);
+  o.end = ts64(m->end);
+  o.kind = (uint32_t)m->overheadKind;
+  o.obj_kind = (uint32_t)m->objectKind;
+  if (m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ||
+      m->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
+    o.obj[0] = m->objectId.pt.processId;
+    o.obj[1] = m->objectId.pt.threadId;
+  } else {
+    o.obj[0] = m->objectId.dcs.deviceId;
+    o.obj[1] = m->objectId.dcs.contextId;
+    o.obj[2] = m->objectId.dcs.streamId;
+  }
+  o.corr = m->correlationId;
+  /* The client owns overheadData (header: "must be freed by client"). */
+  if (m->overheadData) free(m->overheadData);
+  ITEM(TBE__SP_OVERHEAD, o);
+}
+
+/* A device and its properties. */
+static void put_device(const CUpti_Activity *r) {
+  const CUpti_ActivityDevice5 *d = (const CUpti_ActivityDevice5 *)r;
+  tbe__sp_device o;
+  memset(&o, 0, sizeof o);
+  o.memory_bytes = ts64(d->globalMemorySize);
+  o.bandwidth_kbps = ts64(d->globalMemoryBandwidth);
+  o.id = d->id;
+  o.name = intern(d->name);
+  o.sm_count = d->numMultiprocessors;
+  o.clock_khz = d->coreClockRate;
+  o.cc_major = d->computeCapabilityMajor;
+  o.cc_minor = d->computeCapabilityMinor;
+  o.max_threads_per_block = d->maxThreadsPerBlock;
+  o.max_warps_per_sm = d->maxWarpsPerMultiprocessor;
+  o.regs_per_block = d->maxRegistersPerBlock;
+  o.regs_per_sm = d->maxRegistersPerMultiprocessor;
+  o.warp_size = d->numThreadsPerWarp;
+  o.shared_per_block = d->maxSharedMemoryPerBlock;
+  o.shared_per_sm = d->maxSharedMemoryPerMultiprocessor;
+  ITEM(TBE__SP_DEVICE, o);
+}
+
+/* A context (its device). */
+static void put_context(const CUpti_Activity *r) {
+  const CUpti_ActivityContext3 *c = (const CUpti_ActivityContext3 *)r;
+  tbe__sp_context o = {c->contextId, c->deviceId};
+  ITEM(TBE__SP_CONTEXT, o);
+}
+
+/* A device memory allocation or release. */
+static void put_memory(const CUpti_Activity *r) {
+  const CUpti_ActivityMemory4 *m = (const CUpti_ActivityMemory4 *)r;
+  tbe__sp_memory o;
+  memset(&o, 0, sizeof o);
+  o.ts = ts64(m->timestamp);
+  o.addr = m->address;
+  o.bytes = m->bytes;
+  o.op = (uint32_t)m->memoryOperationType;
+  o.mem_kind = (uint32_t)m->memoryKind;
+  o.corr = m->correlationId;
+  o.pid = m->processId;
+  o.device = m->deviceId;
+  o.context = m->contextId;
+  o.stream = m->streamId;
+  ITEM(TBE__SP_MEMORY, o);
+}
+
+/* The name of a host thread (other objects are left out). */
+static void put_thread_name(const CUpti_Activity *r) {
+  const CUpti_ActivityName *n = (const CUpti_ActivityName *)r;
+  if (n->objectKind != CUPTI_ACTIVITY_OBJECT_THREAD) return;
+  tbe__sp_thread_name o = {n->objectId.pt.processId, n->objectId.pt.threadId,
+                           intern(n->name)};
+  ITEM(TBE__SP_THREAD_NAME, o);
+}
+
+/* One record into the batch: the switch over the kinds is the whole
+ * per-record path; each kind's fields are copied by its put_ function above
+ * (static, one caller each, so the compiler inlines them). */
 static void decode_record(const CUpti_Activity *r) {
   G.stats.records++;
   switch (r->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-      const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)r;
-      tbe__sp_kernel o;
-      memset(&o, 0, sizeof o);
-      o.start = ts64(k->start);
-      o.end = ts64(k->end);
-      o.corr = k->correlationId;
-      o.device = k->deviceId;
-      o.context = k->contextId;
-      o.stream = k->streamId;
-      o.name = intern(k->name);
-      o.grid[0] = k->gridX, o.grid[1] = k->gridY, o.grid[2] = k->gridZ;
-      o.block[0] = k->blockX, o.block[1] = k->blockY, o.block[2] = k->blockZ;
-      o.static_shared = k->staticSharedMemory;
-      o.dynamic_shared = k->dynamicSharedMemory;
-      o.registers = k->registersPerThread;
-      o.graph_id = k->graphId;
-      o.launch_type = k->launchType;
-      ITEM(TBE__SP_KERNEL, o);
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-      const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)r;
-      tbe__sp_memcpy o;
-      memset(&o, 0, sizeof o);
-      o.start = ts64(m->start);
-      o.end = ts64(m->end);
-      o.bytes = m->bytes;
-      o.corr = m->correlationId;
-      o.device = m->deviceId;
-      o.context = m->contextId;
-      o.stream = m->streamId;
-      o.src_device = o.dst_device = -1;
-      o.copy_kind = m->copyKind;
-      o.src_kind = m->srcKind;
-      o.dst_kind = m->dstKind;
-      o.flags = m->flags;
-      o.graph_id = m->graphId;
-      ITEM(TBE__SP_MEMCPY, o);
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: {
-      const CUpti_ActivityMemcpyPtoP4 *m = (const CUpti_ActivityMemcpyPtoP4 *)r;
-      tbe__sp_memcpy o;
-      memset(&o, 0, sizeof o);
-      o.start = ts64(m->start);
-      o.end = ts64(m->end);
-      o.bytes = m->bytes;
-      o.corr = m->correlationId;
-      o.device = m->deviceId;
-      o.context = m->contextId;
-      o.stream = m->streamId;
-      o.src_device = (int32_t)m->srcDeviceId;
-      o.dst_device = (int32_t)m->dstDeviceId;
-      o.copy_kind = m->copyKind;
-      o.src_kind = m->srcKind;
-      o.dst_kind = m->dstKind;
-      o.flags = m->flags;
-      o.graph_id = m->graphId;
-      ITEM(TBE__SP_MEMCPY, o);
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-      const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)r;
-      tbe__sp_memset o;
-      memset(&o, 0, sizeof o);
-      o.start = ts64(m->start);
-      o.end = ts64(m->end);
-      o.bytes = m->bytes;
-      o.corr = m->correlationId;
-      o.device = m->deviceId;
-      o.context = m->contextId;
-      o.stream = m->streamId;
-      o.value = m->value;
-      o.mem_kind = m->memoryKind;
-      o.flags = m->flags;
-      ITEM(TBE__SP_MEMSET, o);
-      break;
-    }
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: put_kernel(r); break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY: put_memcpy(r); break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: put_memcpy_p2p(r); break;
+    case CUPTI_ACTIVITY_KIND_MEMSET: put_memset(r); break;
     case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER: {
-      const CUpti_ActivityAPI *a = (const CUpti_ActivityAPI *)r;
-      int driver = r->kind == CUPTI_ACTIVITY_KIND_DRIVER;
-      uint32_t name = api_name(driver, a->cbid);
-      if (name == UINT32_MAX) break; /* filtered noisy call */
-      tbe__sp_api o;
-      memset(&o, 0, sizeof o);
-      o.start = ts64(a->start);
-      o.end = ts64(a->end);
-      o.corr = a->correlationId;
-      o.pid = a->processId;
-      o.tid = a->threadId;
-      o.cbid = a->cbid;
-      o.ret = a->returnValue;
-      o.name = name;
-      o.domain = driver ? TBE__API_DRIVER : TBE__API_RUNTIME;
-      ITEM(TBE__SP_API, o);
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
-      const CUpti_ActivitySynchronization2 *s = (const CUpti_ActivitySynchronization2 *)r;
-      tbe__sp_sync o;
-      memset(&o, 0, sizeof o);
-      o.start = ts64(s->start);
-      o.end = ts64(s->end);
-      o.corr = s->correlationId;
-      o.context = s->contextId;
-      o.stream = s->streamId;
-      o.type = (uint32_t)s->type;
-      o.event = s->cudaEventId;
-      o.ret = s->returnValue;
-      ITEM(TBE__SP_SYNC, o);
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_MARKER: {
-      const CUpti_ActivityMarker2 *m = (const CUpti_ActivityMarker2 *)r;
-      tbe__sp_marker o;
-      memset(&o, 0, sizeof o);
-      o.ts = ts64(m->timestamp);
-      o.id = m->id;
-      o.flags = (uint32_t)m->flags;
-      o.obj_kind = (uint32_t)m->objectKind;
-      if (m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ||
-          m->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
-        o.obj[0] = m->objectId.pt.processId;
-        o.obj[1] = m->objectId.pt.threadId;
-      } else {
-        o.obj[0] = m->objectId.dcs.deviceId;
-        o.obj[1] = m->objectId.dcs.contextId;
-        o.obj[2] = m->objectId.dcs.streamId;
-      }
-      o.name = intern(m->name);
-      o.domain = intern(m->domain);
-      ITEM(TBE__SP_MARKER, o);
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_MARKER_DATA: {
-      const CUpti_ActivityMarkerData2 *m = (const CUpti_ActivityMarkerData2 *)r;
-      tbe__sp_marker_data o;
-      memset(&o, 0, sizeof o);
-      memcpy(&o.payload, &m->payload, sizeof o.payload);
-      o.id = m->id;
-      o.flags = (uint32_t)m->flags;
-      o.payload_kind = (uint32_t)m->payloadKind;
-      o.color = m->color;
-      o.category = m->category;
-      o.domain_id = m->cuptiDomainId;
-      ITEM(TBE__SP_MARKER_DATA, o);
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_OVERHEAD: {
-      const CUpti_ActivityOverhead3 *m = (const CUpti_ActivityOverhead3 *)r;
-      tbe__sp_overhead o;
-      memset(&o, 0, sizeof o);
-      o.start = ts64(m->start);
-      o.end = ts64(m->end);
-      o.kind = (uint32_t)m->overheadKind;
-      o.obj_kind = (uint32_t)m->objectKind;
-      if (m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ||
-          m->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
-        o.obj[0] = m->objectId.pt.processId;
-        o.obj[1] = m->objectId.pt.threadId;
-      } else {
-        o.obj[0] = m->objectId.dcs.deviceId;
-        o.obj[1] = m->objectId.dcs.contextId;
-        o.obj[2] = m->objectId.dcs.streamId;
-      }
-      o.corr = m->correlationId;
-      /* The client owns overheadData (header: "must be freed by client"). */
-      if (m->overheadData) free(m->overheadData);
-      ITEM(TBE__SP_OVERHEAD, o);
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_DEVICE: {
-      const CUpti_ActivityDevice5 *d = (const CUpti_ActivityDevice5 *)r;
-      tbe__sp_device o;
-      memset(&o, 0, sizeof o);
-      o.memory_bytes = ts64(d->globalMemorySize);
-      o.bandwidth_kbps = ts64(d->globalMemoryBandwidth);
-      o.id = d->id;
-      o.name = intern(d->name);
-      o.sm_count = d->numMultiprocessors;
-      o.clock_khz = d->coreClockRate;
-      o.cc_major = d->computeCapabilityMajor;
-      o.cc_minor = d->computeCapabilityMinor;
-      o.max_threads_per_block = d->maxThreadsPerBlock;
-      o.max_warps_per_sm = d->maxWarpsPerMultiprocessor;
-      o.regs_per_block = d->maxRegistersPerBlock;
-      o.regs_per_sm = d->maxRegistersPerMultiprocessor;
-      o.warp_size = d->numThreadsPerWarp;
-      o.shared_per_block = d->maxSharedMemoryPerBlock;
-      o.shared_per_sm = d->maxSharedMemoryPerMultiprocessor;
-      ITEM(TBE__SP_DEVICE, o);
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_CONTEXT: {
-      const CUpti_ActivityContext3 *c = (const CUpti_ActivityContext3 *)r;
-      tbe__sp_context o = {c->contextId, c->deviceId};
-      ITEM(TBE__SP_CONTEXT, o);
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMORY2: {
-      const CUpti_ActivityMemory4 *m = (const CUpti_ActivityMemory4 *)r;
-      tbe__sp_memory o;
-      memset(&o, 0, sizeof o);
-      o.ts = ts64(m->timestamp);
-      o.addr = m->address;
-      o.bytes = m->bytes;
-      o.op = (uint32_t)m->memoryOperationType;
-      o.mem_kind = (uint32_t)m->memoryKind;
-      o.corr = m->correlationId;
-      o.pid = m->processId;
-      o.device = m->deviceId;
-      o.context = m->contextId;
-      o.stream = m->streamId;
-      ITEM(TBE__SP_MEMORY, o);
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_NAME: {
-      const CUpti_ActivityName *n = (const CUpti_ActivityName *)r;
-      if (n->objectKind != CUPTI_ACTIVITY_OBJECT_THREAD) break;
-      tbe__sp_thread_name o = {n->objectId.pt.processId, n->objectId.pt.threadId,
-                               intern(n->name)};
-      ITEM(TBE__SP_THREAD_NAME, o);
-      break;
-    }
+    case CUPTI_ACTIVITY_KIND_DRIVER: put_api_call(r); break;
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: put_sync(r); break;
+    case CUPTI_ACTIVITY_KIND_MARKER: put_marker(r); break;
+    case CUPTI_ACTIVITY_KIND_MARKER_DATA: put_marker_data(r); break;
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: put_overhead(r); break;
+    case CUPTI_ACTIVITY_KIND_DEVICE: put_device(r); break;
+    case CUPTI_ACTIVITY_KIND_CONTEXT: put_context(r); break;
+    case CUPTI_ACTIVITY_KIND_MEMORY2: put_memory(r); break;
+    case CUPTI_ACTIVITY_KIND_NAME: put_thread_name(r); break;
     default:
       G.stats.unknown_records++;
       break;
