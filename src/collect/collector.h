@@ -100,8 +100,5 @@ void tbe__collector_memory(size_t *held, size_t *peak, size_t *resident);
  * process. */
 int tbe__collector_step(void);
 
-/* The runtime and driver calls left out unless keep_noisy (by name without
- * the _vNNNN suffix). */
-int tbe__api_is_noisy(int driver, const char *name, size_t len);
 
 #endif
