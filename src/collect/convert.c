@@ -633,14 +633,21 @@ static int marked_steps(build *b) {
   return 0;
 }
 
-static int build_trace(build *b) {
+/* ---- building the trace ---- */
+
+typedef VEC(range) range_vec;
+
+/* The pid of the spool's process (0 when the spool has no info item). */
+static int64_t spool_pid(const scan *s) { return s->have_info ? (int64_t)s->info.pid : 0; }
+
+/* The process and its host; where the session starts (*start_out) and
+ * ends (b->end_ns): the latest timestamp anywhere closes unended ranges
+ * (and the window of a spool that ended early). */
+static int process_and_end(build *b, int64_t *start_out) {
   scan *s = b->s;
   tbe_trace *t = b->t;
-  tbe__convert_info *info = b->info;
-  int64_t pid = s->have_info ? (int64_t)s->info.pid : 0;
+  int64_t pid = spool_pid(b->s);
   int rc = 0;
-
-  /* Process, host, session window. */
   uint32_t pi;
   if ((rc = tbe_trace_process(t, pid, &pi))) return rc;
   const char *host = b->o && b->o->host ? b->o->host : (s->host[0] ? s->host : NULL);
@@ -655,8 +662,6 @@ static int build_trace(build *b) {
       if (s->windows.v[i].ts > 0) start = s->windows.v[i].ts;
       break;
     }
-  /* The latest timestamp anywhere closes unended ranges (and the window
-   * of a spool that ended early). */
 #define LAST(vec)                                                        \
   for (size_t i_ = 0; i_ < (vec).n; i_++)                                \
     if ((vec).v[i_].start > 0 && (vec).v[i_].end >= (vec).v[i_].start) \
@@ -685,9 +690,14 @@ static int build_trace(build *b) {
   }
   if (closed > 0 && closed < b->end_ns) b->end_ns = closed > s->last_ts ? closed : s->last_ts;
   if (b->end_ns < start) b->end_ns = start;
-  if ((rc = collection_windows(b))) return rc;
+  *start_out = start;
+  return 0;
+}
 
-  /* Correlation and context maps. */
+/* Correlation ids -> API calls; contexts -> devices. */
+static int correlation_maps(build *b) {
+  scan *s = b->s;
+  int rc = 0;
   for (size_t i = 0; i < s->apis.n && !rc; i++) {
     uint32_t prev;
     if (map_get(&b->corr, s->apis.v[i].corr, &prev) &&
@@ -699,11 +709,18 @@ static int build_trace(build *b) {
     rc = map_put(&b->ctxdev, s->contexts.v[i].context, s->contexts.v[i].device, 1);
   for (size_t i = 0; i < s->kernels.n && !rc; i++)
     rc = map_put(&b->ctxdev, s->kernels.v[i].context, s->kernels.v[i].device, 0);
-  if (rc) return rc;
+  return rc;
+}
 
-  /* NVTX: pair markers, attach data. */
+/* NVTX: markers paired into ranges (a START with its END; a mark alone),
+ * their data attached; ranges that do not nest on their thread are
+ * asynchronous. */
+static int nvtx_ranges(build *b, range_vec *rs) {
+  scan *s = b->s;
+  tbe_trace *t = b->t;
+  tbe__convert_info *info = b->info;
+  int rc = 0;
   u32map starts = {0}, datas = {0};
-  VEC(range) rs = {0};
   for (size_t i = 0; i < s->mdata.n && !rc; i++) rc = map_put(&datas, s->mdata.v[i].id, (uint32_t)i, 0);
   for (size_t i = 0; i < s->markers.n && !rc; i++) {
     const tbe__sp_marker *m = &s->markers.v[i];
@@ -761,19 +778,19 @@ static int build_trace(build *b) {
       if (r.end < m->ts) r.end = m->ts;
       info->nvtx_unclosed++;
     }
-    rc = PUSH(rs, &r);
+    rc = PUSH(*rs, &r);
   }
   free(endof);
   map_free(&starts);
   /* Ranges that do not nest on their thread are asynchronous. */
-  if (!rc && rs.n) {
-    qsort(rs.v, rs.n, sizeof *rs.v, cmp_range);
-    int64_t *stack = malloc(rs.n * sizeof *stack);
+  if (!rc && rs->n) {
+    qsort(rs->v, rs->n, sizeof *rs->v, cmp_range);
+    int64_t *stack = malloc(rs->n * sizeof *stack);
     if (!stack) rc = TBE_ENOMEM;
     size_t sp = 0;
     uint32_t cur = UINT32_MAX;
-    for (size_t i = 0; i < rs.n && !rc; i++) {
-      range *r = &rs.v[i];
+    for (size_t i = 0; i < rs->n && !rc; i++) {
+      range *r = &rs->v[i];
       if (r->is_mark || (r->flags & TBE_EVF_ASYNC)) continue;
       if (r->track != cur) {
         cur = r->track;
@@ -788,12 +805,17 @@ static int build_trace(build *b) {
     }
     free(stack);
   }
-  if (!rc) rc = compute_windows(b, rs.v, rs.n);
-  if (!rc) rc = kept_windows(b);
+  map_free(&datas);
+  return rc;
+}
 
-  /* NVTX events. */
-  for (size_t i = 0; i < rs.n && !rc; i++) {
-    const range *r = &rs.v[i];
+/* NVTX events: the ranges and marks that start in a kept window. */
+static int nvtx_events(build *b, const range_vec *rs) {
+  scan *s = b->s;
+  tbe__convert_info *info = b->info;
+  int rc = 0;
+  for (size_t i = 0; i < rs->n && !rc; i++) {
+    const range *r = &rs->v[i];
     const tbe__sp_marker *m = &s->markers.v[r->start_marker];
     if (!keep(b, r->start)) continue;
     tbe_nvtx nv;
@@ -817,10 +839,15 @@ static int build_trace(build *b) {
     else
       info->r.nvtx_ranges++;
   }
-  free(rs.v);
-  map_free(&datas);
+  return rc;
+}
 
-  /* API calls. */
+/* Runtime and driver API calls. */
+static int api_calls(build *b) {
+  scan *s = b->s;
+  tbe_trace *t = b->t;
+  tbe__convert_info *info = b->info;
+  int rc = 0;
   for (size_t i = 0; i < s->apis.n && !rc; i++) {
     const tbe__sp_api *a = &s->apis.v[i];
     seen(s, a->end);
@@ -832,8 +859,15 @@ static int build_trace(build *b) {
              a->end - a->start, a->corr, S(s, a->name), tr, 0, NULL);
     info->r.api_calls++;
   }
+  return rc;
+}
 
-  /* GPU work. */
+/* GPU work: kernels. */
+static int kernels(build *b) {
+  scan *s = b->s;
+  tbe__convert_info *info = b->info;
+  int64_t pid = spool_pid(b->s);
+  int rc = 0;
   for (size_t i = 0; i < s->kernels.n && !rc; i++) {
     const tbe__sp_kernel *k = &s->kernels.v[i];
     uint32_t tr;
@@ -861,6 +895,16 @@ static int build_trace(build *b) {
     if (!rc) rc = PUSH(b->gpu, &iv);
     info->r.kernels++;
   }
+  return rc;
+}
+
+/* GPU work: copies. */
+static int copies(build *b) {
+  scan *s = b->s;
+  tbe_trace *t = b->t;
+  tbe__convert_info *info = b->info;
+  int64_t pid = spool_pid(b->s);
+  int rc = 0;
   for (size_t i = 0; i < s->memcpys.n && !rc; i++) {
     const tbe__sp_memcpy *m = &s->memcpys.v[i];
     uint32_t tr;
@@ -889,6 +933,16 @@ static int build_trace(build *b) {
     if (!rc) rc = PUSH(b->gpu, &iv);
     info->r.copies++;
   }
+  return rc;
+}
+
+/* GPU work: memsets. */
+static int memsets(build *b) {
+  scan *s = b->s;
+  tbe_trace *t = b->t;
+  tbe__convert_info *info = b->info;
+  int64_t pid = spool_pid(b->s);
+  int rc = 0;
   for (size_t i = 0; i < s->memsets.n && !rc; i++) {
     const tbe__sp_memset *m = &s->memsets.v[i];
     uint32_t tr;
@@ -913,10 +967,17 @@ static int build_trace(build *b) {
     if (!rc) rc = PUSH(b->gpu, &iv);
     info->r.memsets++;
   }
+  return rc;
+}
 
-  /* Synchronization: on the GPU stream it waited for (a context sync, which
-   * has none, on the device's stream -1), as Kineto and Nsight Systems place
-   * it; the API call that waited links to it by correlation id. */
+/* Synchronization: on the GPU stream it waited for (a context sync, which
+ * has none, on the device's stream -1), as Kineto and Nsight Systems place
+ * it; the API call that waited links to it by correlation id. */
+static int syncs(build *b) {
+  scan *s = b->s;
+  tbe_trace *t = b->t;
+  int64_t pid = spool_pid(b->s);
+  int rc = 0;
   for (size_t i = 0; i < s->syncs.n && !rc; i++) {
     const tbe__sp_sync *y = &s->syncs.v[i];
     if (bad_span(b, y->start, y->end)) continue;
@@ -933,9 +994,17 @@ static int build_trace(build *b) {
     rc = add(b, TBE_EV_SYNC, y->start, y->end - y->start, y->corr,
              tbe_trace_str_id(t, sync_name(y->type)), tr, 0, &d);
   }
+  return rc;
+}
 
-  /* CUPTI overhead: the profiler's cost, counted where it overlaps a kept
-   * window and cut to it. */
+/* CUPTI overhead: the profiler's cost, counted where it overlaps a kept
+ * window and cut to it. */
+static int overheads(build *b) {
+  scan *s = b->s;
+  tbe_trace *t = b->t;
+  tbe__convert_info *info = b->info;
+  int64_t pid = spool_pid(b->s);
+  int rc = 0;
   for (size_t i = 0; i < s->overheads.n && !rc; i++) {
     const tbe__sp_overhead *o = &s->overheads.v[i];
     if (bad_span(b, o->start, o->end)) continue;
@@ -966,8 +1035,16 @@ static int build_trace(build *b) {
     rc = add(b, TBE_EV_OVERHEAD, os, oe - os, o->corr,
              tbe_trace_str_id(t, overhead_name(o->kind)), tr, 0, NULL);
   }
+  return rc;
+}
 
-  /* Memory allocations and frees. */
+/* Memory allocations and frees. */
+static int memory_events(build *b) {
+  scan *s = b->s;
+  tbe_trace *t = b->t;
+  tbe__convert_info *info = b->info;
+  int64_t pid = spool_pid(b->s);
+  int rc = 0;
   for (size_t i = 0; i < s->memory.n && !rc; i++) {
     const tbe__sp_memory *m = &s->memory.v[i];
     if (m->ts <= 0) {
@@ -988,8 +1065,14 @@ static int build_trace(build *b) {
     d.device_type = 1;
     rc = add(b, TBE_EV_MEMORY, m->ts, 0, m->corr, tbe_trace_str_id(t, "[memory]"), tr, 0, &d);
   }
+  return rc;
+}
 
-  /* Devices and thread names. */
+/* Devices and thread names. */
+static int devices_and_threads(build *b) {
+  scan *s = b->s;
+  tbe_trace *t = b->t;
+  int rc = 0;
   for (size_t i = 0; i < s->devices.n && !rc; i++) {
     const tbe__sp_device *d = &s->devices.v[i];
     uint32_t di;
@@ -1020,13 +1103,12 @@ static int build_trace(build *b) {
       break;
     t->tracks[tr].name = S(s, s->tnames.v[i].name);
   }
-  if (rc) return rc;
+  return rc;
+}
 
-  if (!rc) rc = marked_steps(b);
-  if (rc) return rc;
-
-  /* Bounded, the trace spans the kept windows (and the GPU work launched in
-   * them), so that wall time and GPU busy % are over what was kept. */
+/* Bounded, the trace spans the kept windows (and the GPU work launched in
+ * them), so that wall time and GPU busy % are over what was kept. */
+static int trace_span(build *b, int64_t *start) {
   if (b->bounded && b->win.n) {
     int64_t ws = b->win.v[0].a, we = INT64_MIN;
     for (size_t i = 0; i < b->win.n; i++) {
@@ -1035,12 +1117,38 @@ static int build_trace(build *b) {
     }
     for (size_t i = 0; i < b->gpu.n; i++)
       if (b->gpu.v[i].b > we) we = b->gpu.v[i].b;
-    start = ws;
-    b->end_ns = we >= start ? we : start;
+    *start = ws;
+    b->end_ns = we >= *start ? we : *start;
   }
-  t->start_ns = start > 0 ? start : 0;
-  t->stop_ns = b->end_ns;
-  return tbe_trace_error(t);
+  b->t->start_ns = *start > 0 ? *start : 0;
+  b->t->stop_ns = b->end_ns;
+  return tbe_trace_error(b->t);
+}
+
+/* The spool's records into the trace, in this order: the session's span
+ * and windows first (they decide what is kept), then each kind of record,
+ * then the program's own steps and the trace's span. */
+static int build_trace(build *b) {
+  int64_t start = 0;
+  range_vec rs = {0};
+  int rc = process_and_end(b, &start);
+  if (!rc) rc = collection_windows(b);
+  if (!rc) rc = correlation_maps(b);
+  if (!rc) rc = nvtx_ranges(b, &rs);
+  if (!rc) rc = compute_windows(b, rs.v, rs.n);
+  if (!rc) rc = kept_windows(b);
+  if (!rc) rc = nvtx_events(b, &rs);
+  free(rs.v);
+  if (!rc) rc = api_calls(b);
+  if (!rc) rc = kernels(b);
+  if (!rc) rc = copies(b);
+  if (!rc) rc = memsets(b);
+  if (!rc) rc = syncs(b);
+  if (!rc) rc = overheads(b);
+  if (!rc) rc = memory_events(b);
+  if (!rc) rc = devices_and_threads(b);
+  if (!rc) rc = marked_steps(b);
+  return rc ? rc : trace_span(b, &start);
 }
 
 static double busy_pct(ival *v, size_t n, int64_t a, int64_t b) {
