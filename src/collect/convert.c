@@ -1,7 +1,8 @@
 /* convert.c: spool -> trace model (see convert.h).
  *
- * Two phases.  Scanning (tbe__spool_scan) copies every item into typed
- * arrays, mapping spool string ids to trace strings as they are defined.
+ * Two phases.  Scanning (tbe__spool_scan with convert_scan.c's callback)
+ * copies every item into typed arrays, mapping spool string ids to trace
+ * strings as they are defined.
  * Building then: checks timestamps (start = 0 or end < start is counted in
  * dropped_out_of_range and left out), pairs NVTX START/END markers by id
  * (CUPTI gives both the same id; unclosed ranges end at the end of the
@@ -21,6 +22,7 @@
  * inside them, and the trace's start and stop are their span plus the GPU
  * work launched in them. */
 #include "collect/convert.h"
+#include "collect/convert_scan.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,28 +36,6 @@
 
 #include "collect/spool.h"
 #include "tbexport/error.h"
-
-/* ---- growable arrays ---- */
-
-#define VEC(T) \
-  struct {     \
-    T *v;      \
-    size_t n, cap; \
-  }
-
-static int vpush(void **v, size_t *n, size_t *cap, size_t elem, const void *x) {
-  if (*n == *cap) {
-    size_t nc = *cap ? *cap * 2 : 64;
-    void *nv = realloc(*v, nc * elem);
-    if (!nv) return TBE_ENOMEM;
-    *v = nv;
-    *cap = nc;
-  }
-  memcpy((char *)*v + *n * elem, x, elem);
-  (*n)++;
-  return 0;
-}
-#define PUSH(vec, x) vpush((void **)&(vec).v, &(vec).n, &(vec).cap, sizeof *(vec).v, (x))
 
 /* ---- u32 -> u32 hash map (open addressing; key UINT32_MAX reserved) ---- */
 
@@ -128,153 +108,6 @@ static void map_free(u32map *m) {
   free(m->k);
   free(m->v);
   memset(m, 0, sizeof *m);
-}
-
-/* ---- scanning ---- */
-
-typedef struct scan {
-  tbe_trace *t;
-  tbe__sp_info info;
-  int have_info, have_end, have_signal;
-  tbe__sp_end end;
-  tbe__sp_signal signal; /* the first fatal signal, if any */
-  tbe__sp_stats stats;
-  char host[256];
-  char cmd[4096];
-  VEC(tbe_str) strs; /* spool id -> trace string */
-  VEC(tbe__sp_kernel) kernels;
-  VEC(tbe__sp_memcpy) memcpys;
-  VEC(tbe__sp_memset) memsets;
-  VEC(tbe__sp_api) apis;
-  VEC(tbe__sp_sync) syncs;
-  VEC(tbe__sp_marker) markers;
-  VEC(tbe__sp_marker_data) mdata;
-  VEC(tbe__sp_overhead) overheads;
-  VEC(tbe__sp_device) devices;
-  VEC(tbe__sp_context) contexts;
-  VEC(tbe__sp_memory) memory;
-  VEC(tbe__sp_thread_name) tnames;
-  VEC(tbe__sp_window) windows;
-  VEC(tbe__sp_step) steps;
-  VEC(tbe_str) notes;
-  int64_t last_ts; /* latest timestamp seen anywhere */
-} scan;
-
-static void seen(scan *s, int64_t ts) {
-  if (ts > s->last_ts) s->last_ts = ts;
-}
-
-/* Maps a spool string id to a trace string; unknown ids give "". */
-static tbe_str S(const scan *s, uint32_t id) { return id < s->strs.n ? s->strs.v[id] : 0; }
-
-#define TAKE(vec, T)                     \
-  do {                                   \
-    T x_;                                \
-    if (len < sizeof x_) return 0;       \
-    memcpy(&x_, body, sizeof x_);        \
-    rc = PUSH(vec, &x_);                 \
-  } while (0)
-
-static int on_item(void *ctx, unsigned type, const uint8_t *body, size_t len) {
-  scan *s = ctx;
-  int rc = 0;
-  switch (type) {
-    case TBE__SP_INFO:
-      if (len >= sizeof s->info) {
-        memcpy(&s->info, body, sizeof s->info);
-        s->have_info = 1;
-      }
-      break;
-    case TBE__SP_HOST:
-      if (len >= sizeof s->host) len = sizeof s->host - 1;
-      memcpy(s->host, body, len);
-      s->host[len] = '\0';
-      break;
-    case TBE__SP_CMD:
-      if (len >= sizeof s->cmd) len = sizeof s->cmd - 1;
-      memcpy(s->cmd, body, len);
-      s->cmd[len] = '\0';
-      break;
-    case TBE__SP_STR: {
-      if (len < 4) return 0;
-      uint32_t id;
-      memcpy(&id, body, 4);
-      if (id == 0 || id > (1u << 26)) return 0; /* ids are dense from 1 */
-      while (s->strs.n <= id) {
-        tbe_str z = 0;
-        if ((rc = PUSH(s->strs, &z))) return rc;
-      }
-      const char *p = (const char *)body + 4;
-      size_t n = len - 4;
-      /* The model rejects embedded NULs: cut there. */
-      const char *nul = memchr(p, '\0', n);
-      if (nul) n = (size_t)(nul - p);
-      tbe_str st;
-      if ((rc = tbe_trace_intern(s->t, p, n, &st))) return rc;
-      s->strs.v[id] = st;
-      break;
-    }
-    case TBE__SP_NOTE: {
-      const char *p = (const char *)body;
-      size_t n = len;
-      const char *nul = memchr(p, '\0', n);
-      if (nul) n = (size_t)(nul - p);
-      tbe_str st;
-      if ((rc = tbe_trace_intern(s->t, p, n, &st))) return rc;
-      rc = PUSH(s->notes, &st);
-      break;
-    }
-    case TBE__SP_KERNEL: TAKE(s->kernels, tbe__sp_kernel); break;
-    case TBE__SP_MEMCPY: TAKE(s->memcpys, tbe__sp_memcpy); break;
-    case TBE__SP_MEMSET: TAKE(s->memsets, tbe__sp_memset); break;
-    case TBE__SP_API: TAKE(s->apis, tbe__sp_api); break;
-    case TBE__SP_SYNC: TAKE(s->syncs, tbe__sp_sync); break;
-    case TBE__SP_MARKER: TAKE(s->markers, tbe__sp_marker); break;
-    case TBE__SP_MARKER_DATA: TAKE(s->mdata, tbe__sp_marker_data); break;
-    case TBE__SP_OVERHEAD: TAKE(s->overheads, tbe__sp_overhead); break;
-    case TBE__SP_DEVICE: TAKE(s->devices, tbe__sp_device); break;
-    case TBE__SP_CONTEXT: TAKE(s->contexts, tbe__sp_context); break;
-    case TBE__SP_MEMORY: TAKE(s->memory, tbe__sp_memory); break;
-    case TBE__SP_THREAD_NAME: TAKE(s->tnames, tbe__sp_thread_name); break;
-    case TBE__SP_WINDOW: TAKE(s->windows, tbe__sp_window); break;
-    case TBE__SP_STEP: TAKE(s->steps, tbe__sp_step); break;
-    case TBE__SP_SIGNAL:
-      if (len >= sizeof s->signal && !s->have_signal) {
-        memcpy(&s->signal, body, sizeof s->signal);
-        s->have_signal = 1;
-      }
-      break;
-    case TBE__SP_STATS:
-      if (len >= sizeof s->stats) memcpy(&s->stats, body, sizeof s->stats);
-      break;
-    case TBE__SP_END:
-      if (len >= sizeof s->end) {
-        memcpy(&s->end, body, sizeof s->end);
-        s->have_end = 1;
-      }
-      break;
-    default: break; /* unknown item: skipped */
-  }
-  return rc;
-}
-
-static void scan_free(scan *s) {
-  free(s->strs.v);
-  free(s->kernels.v);
-  free(s->memcpys.v);
-  free(s->memsets.v);
-  free(s->apis.v);
-  free(s->syncs.v);
-  free(s->markers.v);
-  free(s->mdata.v);
-  free(s->overheads.v);
-  free(s->devices.v);
-  free(s->contexts.v);
-  free(s->memory.v);
-  free(s->tnames.v);
-  free(s->windows.v);
-  free(s->steps.v);
-  free(s->notes.v);
 }
 
 /* ---- names ---- */
@@ -1181,10 +1014,10 @@ int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
   tbe_str zero = 0;
   int rc = PUSH(s.strs, &zero);
   tbe__spool_tail tail;
-  if (!rc) rc = tbe__spool_scan(data, n, on_item, &s, &tail);
+  if (!rc) rc = tbe__spool_scan(data, n, tbe__convert_on_item, &s, &tail);
   if (rc) {
     info->tail_offset = tail.good_bytes, info->tail_why = tail.why;
-    scan_free(&s);
+    tbe__convert_scan_free(&s);
     return rc;
   }
   if (!s.have_info && label) {
@@ -1282,7 +1115,7 @@ int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
   free(b.coll.v);
   free(b.win.v);
   free(b.gpu.v);
-  scan_free(&s);
+  tbe__convert_scan_free(&s);
   return rc ? rc : tbe_trace_error(t);
 }
 
