@@ -251,7 +251,31 @@ static void add_dropped(void) {
     G.stats.cupti_dropped += d;
 }
 
-/* Appends the stats item and writes the batch as one frame. */
+/* Puts the items of other threads that a failed frame held (collection
+ * windows, notes, steps, a signal) back in front of G.side, for the next
+ * frame: they are few, and they decide what the records mean (a lost "on"
+ * window would leave every later record out of the run), so a failed write
+ * loses only the records of its buffers.  Without memory for that, they
+ * are lost with the frame, as before. */
+static void requeue_side(const uint8_t *items, size_t len) {
+  tbe__buf keep;
+  tbe__buf_init(&keep, &malloc_alloc);
+  tbe__buf_append(&keep, items, len);
+  pthread_mutex_lock(&G.mu);
+  tbe__buf_append(&keep, G.side.data, G.side.len);
+  if (!tbe__buf_error(&keep)) {
+    tbe__buf old = G.side;
+    G.side = keep;
+    keep = old;
+  }
+  pthread_mutex_unlock(&G.mu);
+  tbe__buf_deinit(&keep);
+}
+
+/* Appends the stats item and writes the batch as one frame.  A frame that
+ * cannot be written loses its records (counted in spool_dropped); the
+ * strings it defined are defined again and the other threads' items it
+ * held are queued again (requeue_side). */
 static void write_batch(void) {
   struct timespec c;
   if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c) == 0 && G.thread_started &&
@@ -260,6 +284,7 @@ static void write_batch(void) {
   pthread_mutex_lock(&G.mu);
   G.stats.buffers_declined = G.declined;
   G.stats.buffer_bytes = G.held_peak;
+  size_t side_at = G.batch.len, side_len = G.side.len;
   if (G.side.len) {
     tbe__buf_append(&G.batch, G.side.data, G.side.len);
     tbe__buf_clear(&G.side);
@@ -270,7 +295,9 @@ static void write_batch(void) {
   pthread_mutex_unlock(&G.mu);
   ITEM(TBE__SP_STATS, snap);
   int rc = tbe__buf_error(&G.batch);
+  int written_whole = rc == 0;
   if (rc == 0 && G.fd >= 0) rc = tbe__spool_write_frame(G.fd, G.batch.data, G.batch.len);
+  if (rc != 0 && written_whole && side_len) requeue_side(G.batch.data + side_at, side_len);
   if (rc != 0) {
     G.stats.spool_dropped += G.batch_records;
     if (!G.write_err) {
