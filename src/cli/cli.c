@@ -80,6 +80,28 @@ void tbe_cli_on_message(void *quiet, tbe_message_level level, const char *line) 
   tbe_cli_error(NULL, "%s", line);
 }
 
+/* ---- thread counts from the environment ---- */
+
+/* A count >= 0 from variable `name`; -1 when unset or not a number. */
+static long env_count(const char *name) {
+  const char *v = getenv(name);
+  if (!v || !*v) return -1;
+  char *end;
+  long n = strtol(v, &end, 10);
+  return *end || n < 0 ? -1 : n;
+}
+
+unsigned tbe_cli_import_threads(void) {
+  long n = env_count("TBE_IMPORT_THREADS");
+  if (n < 0) return 0;
+  return n <= 1 ? 1 : n > 64 ? 64 : (unsigned)n; /* 0 (none) and 1: one thread */
+}
+
+unsigned tbe_cli_export_threads(void) {
+  long n = env_count("TBE_EXPORT_THREADS");
+  return n < 1 ? 0 : n > 32 ? 32 : (unsigned)n;
+}
+
 int tbe_cli_exit_for(int err) {
   switch (err) {
     case 0: return TBE_EXIT_OK;

@@ -48,6 +48,14 @@ void tbe_cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * it is non-zero only errors are printed. */
 void tbe_cli_on_message(void *quiet, tbe_message_level level, const char *line);
 
+/* The thread counts the library takes as options, from the environment
+ * (the program reads it; the library never does): TBE_IMPORT_THREADS for
+ * tbe_import_options.threads (0: the calling thread only, N: N parse
+ * workers) and TBE_EXPORT_THREADS for tbe_export_options.threads (N
+ * formatting threads).  0 when unset or not a number: the default. */
+unsigned tbe_cli_import_threads(void);
+unsigned tbe_cli_export_threads(void);
+
 /* Maps a library error code to an exit status (corrupt/parse -> 2, else 1). */
 int tbe_cli_exit_for(int err);
 

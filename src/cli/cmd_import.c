@@ -286,6 +286,7 @@ static int import_files(int argc, char **argv, const char *logdir, const char *r
                         const char *steps_name, const char *steps_domain) {
   tbe_export_options o;
   tbe_export_options_init(&o);
+  o.threads = tbe_cli_export_threads();
   o.logdir = logdir;
   o.run = run;
   o.host = host;

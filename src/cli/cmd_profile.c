@@ -549,6 +549,7 @@ static int convert(const profile_args *a, const char *run, const char *spool, co
   written w = {0};
   tbe_export_options eo;
   tbe_export_options_init(&eo);
+  eo.threads = tbe_cli_export_threads();
   eo.logdir = a->logdir;
   eo.run = run;
   eo.host = a->host;

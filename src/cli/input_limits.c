@@ -90,4 +90,5 @@ void tbe_cli_import_limits(tbe_import_options *o) {
   *o = chosen;
   o->progress = NULL;
   o->progress_ctx = NULL;
+  o->threads = tbe_cli_import_threads();
 }

@@ -66,7 +66,7 @@
  * 16 bytes at a time with SSE2); everything outside that array goes
  * through the main yajl handle as before, the array's elements are cut
  * into chunks of about 128 KB of whole events and parsed by N workers
- * (N = TBE_IMPORT_THREADS, else half the online CPUs, at least 2 and at
+ * (N = tbe_import_options.threads, else half the online CPUs, at least 2 and at
  * most 16), each with a
  * yajl handle of its own, into records (raw text, nothing interned).  The
  * calling thread applies all records strictly in file order with the same
@@ -3929,7 +3929,7 @@ static void consume(cj *c, const tbe_import_options *o) {
 
 /* Import threads: -1 decides by size, 0 never, 1 always (tests). */
 int tbe__chrome_json_threads = -1;
-/* Parse workers when threaded: 0 = TBE_IMPORT_THREADS or half the online
+/* Parse workers when threaded: 0 = tbe_import_options.threads or half the online
  * CPUs (2..16); tests set it. */
 int tbe__chrome_json_workers = 0;
 /* Target chunk size in bytes (0: the default); tests force tiny chunks. */
@@ -3938,14 +3938,10 @@ size_t tbe__chrome_json_chunk = 0;
 #define CJ_CHUNK (128u * 1024u)
 #define CJ_MAX_WORKERS 16
 
-static int workers_wanted(void) {
+static int workers_wanted(const tbe_import_options *o) {
   if (tbe__chrome_json_workers > 0) return tbe__chrome_json_workers;
-  const char *env = getenv("TBE_IMPORT_THREADS");
-  if (env && *env) {
-    char *end;
-    long v = strtol(env, &end, 10);
-    if (!*end && v >= 0) return v > 64 ? 64 : (int)v;
-  }
+  if (o && o->threads == 1) return 0; /* the calling thread only */
+  if (o && o->threads > 1) return o->threads > 64 ? 64 : (int)o->threads;
   /* Half the CPUs: the reading thread and the model builder need cores
    * too, and the builder is the serial limit.  On the 16-core H200 host 8
    * workers imported a 69 MB PyTorch trace in 0.122 s against 0.134 s with
@@ -4062,7 +4058,7 @@ int tbe__import_chrome_json(tbe_trace *t, tbe__input *in, const char *path,
    * the driver and the parse workers run on threads of their own and hand
    * records over in file order. */
   int want = tbe__chrome_json_threads;
-  int nw = workers_wanted();
+  int nw = workers_wanted(o);
   if (want < 0) {
     uint64_t sz = tbe__input_size(in);
     want = (in->gzip ? sz >= (1u << 20) : sz >= (8u << 20)) && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&

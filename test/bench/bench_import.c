@@ -251,7 +251,13 @@ static void import_child(const char *path, int fd) {
   tbe_import_error err;
   double t0 = now();
   r.rc = tbe_trace_create(&t, NULL);
-  if (!r.rc) r.rc = tbe_import_file(t, path, NULL, &err);
+  /* the importer's own choice, or TBE_IMPORT_THREADS parse workers (as
+   * the tbexport program reads it: 0 = the calling thread only) */
+  tbe_import_options io;
+  memset(&io, 0, sizeof io);
+  const char *e = getenv("TBE_IMPORT_THREADS");
+  if (e && *e) io.threads = atoi(e) <= 1 ? 1 : (unsigned)atoi(e);
+  if (!r.rc) r.rc = tbe_import_file(t, path, &io, &err);
   r.seconds = now() - t0;
   getrusage(RUSAGE_SELF, &ru);
   r.maxrss_kb = ru.ru_maxrss;
