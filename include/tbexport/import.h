@@ -102,6 +102,13 @@ typedef struct tbe_import_options {
    * whatever it says.  The library reads no environment for it (the
    * tbexport program takes TBE_IMPORT_THREADS). */
   unsigned threads;
+  /* For measuring the Chrome JSON importer: when not NULL, called at the
+   * end of an import, one call per line (TBE_MSG_NOTE, line form), with
+   * its phase times: wall and CPU time of model building, chunk parsing
+   * and the driver, the end of the import, the number of parse workers.
+   * The tbexport program prints them when TBE_IMPORT_PROFILE=1. */
+  tbe_message_fn on_profile;
+  void *profile_ctx;
 } tbe_import_options;
 
 /* Returns a static name: "chrome-json", "xspace", "nsys-sqlite", "unknown". */

@@ -115,6 +115,7 @@
 #include "common/buf.h"
 #include "common/checked.h"
 #include "common/map.h"
+#include "common/text.h"
 #include "import/importers.h"
 #include "import/input.h"
 #include "tbexport/error.h"
@@ -395,7 +396,7 @@ typedef struct cj {
   uint64_t base_off;      /* offset of baseTimeNanoseconds (consumer) */
   uint64_t nevents_read;  /* trace events applied (consumer) */
 
-  /* TBE_IMPORT_PROFILE=1: phase times (ns) printed to stderr at the end */
+  /* o->on_profile: phase times (ns) handed to the caller at the end */
   int prof;
   uint64_t p_apply, p_wait, p_parse, p_drv_wait, p_finish, p_chunks;
   uint64_t p_apply_cpu, p_parse_cpu, p_drv_cpu; /* thread CPU time */
@@ -4008,7 +4009,6 @@ static int run_threaded(cj *c, int nw, const tbe_import_options *o) {
 
 int tbe__import_chrome_json(tbe_trace *t, tbe__input *in, const char *path,
                             const tbe_import_options *o, tbe_import_error *err) {
-  const char *penv = getenv("TBE_IMPORT_PROFILE");
   uint64_t t_start = mono_ns();
   cj *c = tbe__calloc(in->a, 1, sizeof *c);
   if (!c) return tbe__import_fail(err, TBE_ENOMEM, path, UINT64_MAX, 0, 0, "out of memory");
@@ -4035,7 +4035,7 @@ int tbe__import_chrome_json(tbe_trace *t, tbe__input *in, const char *path,
   c->ev_first = c->ev_mark = t->nevents;
   c->flow_first = c->flow_mark = t->nflows;
   c->source0 = t->source;
-  c->prof = penv && *penv && strcmp(penv, "0") != 0;
+  c->prof = o && o->on_profile;
   if (!c->h || !c->icache) {
     cj_free(c);
     return tbe__import_fail(err, TBE_ENOMEM, path, UINT64_MAX, 0, 0, "out of memory");
@@ -4099,18 +4099,27 @@ int tbe__import_chrome_json(tbe_trace *t, tbe__input *in, const char *path,
     /* Wall times, and the CPU time of the thread(s) in [brackets]: the
      * serial parts (model building, the driver's read and scan, the end)
      * bound the speed whatever the number of workers. */
-    fprintf(stderr,
-            "chrome_json profile: %s: %.3f s total, %d parse workers%s\n"
-            "  model building (serial, calling thread): %.3f s [cpu %.3f s], waiting for "
-            "records %.3f s\n"
-            "  chunk parsing (workers, summed): %.3f s [cpu %.3f s] over %llu chunks\n"
-            "  driver (serial: read, scan, cut): [cpu %.3f s], waiting for free slots %.3f s\n"
-            "  end of import (serial: ac2g check, metadata): %.3f s\n",
-            path, (double)(end - t_start) / 1e9, want ? nw : 0, want ? "" : " (one thread)",
-            (double)c->p_apply / 1e9, (double)c->p_apply_cpu / 1e9, (double)c->p_wait / 1e9,
-            (double)c->p_parse / 1e9, (double)c->p_parse_cpu / 1e9,
-            (unsigned long long)c->p_chunks, (double)c->p_drv_cpu / 1e9,
-            (double)c->p_drv_wait / 1e9, (double)c->p_finish / 1e9);
+    char text[1024];
+    snprintf(text, sizeof text,
+             "chrome_json profile: %s: %.3f s total, %d parse workers%s\n"
+             "  model building (serial, calling thread): %.3f s [cpu %.3f s], waiting for "
+             "records %.3f s\n"
+             "  chunk parsing (workers, summed): %.3f s [cpu %.3f s] over %llu chunks\n"
+             "  driver (serial: read, scan, cut): [cpu %.3f s], waiting for free slots %.3f s\n"
+             "  end of import (serial: ac2g check, metadata): %.3f s\n",
+             path, (double)(end - t_start) / 1e9, want ? nw : 0, want ? "" : " (one thread)",
+             (double)c->p_apply / 1e9, (double)c->p_apply_cpu / 1e9, (double)c->p_wait / 1e9,
+             (double)c->p_parse / 1e9, (double)c->p_parse_cpu / 1e9,
+             (unsigned long long)c->p_chunks, (double)c->p_drv_cpu / 1e9,
+             (double)c->p_drv_wait / 1e9, (double)c->p_finish / 1e9);
+    /* one call per line, each in line form (the path is anyone's) */
+    for (char *line = text, *nl; *line; line = nl + 1) {
+      if ((nl = strchr(line, '\n'))) *nl = '\0';
+      char shown[2048];
+      tbe__text_term_z(shown, sizeof shown, line, 1);
+      o->on_profile(o->profile_ctx, TBE_MSG_NOTE, shown);
+      if (!nl) break;
+    }
   }
   if (o->progress && !c->rc) o->progress(o->progress_ctx, tbe__input_done(in), tbe__input_size(in));
   rc = c->rc;

@@ -241,6 +241,13 @@ typedef struct result {
   char msg[512];
 } result;
 
+/* TBE_IMPORT_PROFILE=1: the importer's phase times, on stderr. */
+static void print_profile(void *ctx, tbe_message_level level, const char *line) {
+  (void)ctx;
+  (void)level;
+  fprintf(stderr, "%s\n", line);
+}
+
 static void import_child(const char *path, int fd) {
   result r;
   memset(&r, 0, sizeof r);
@@ -257,6 +264,8 @@ static void import_child(const char *path, int fd) {
   memset(&io, 0, sizeof io);
   const char *e = getenv("TBE_IMPORT_THREADS");
   if (e && *e) io.threads = atoi(e) <= 1 ? 1 : (unsigned)atoi(e);
+  const char *prof = getenv("TBE_IMPORT_PROFILE");
+  if (prof && *prof && strcmp(prof, "0") != 0) io.on_profile = print_profile;
   if (!r.rc) r.rc = tbe_import_file(t, path, &io, &err);
   r.seconds = now() - t0;
   getrusage(RUSAGE_SELF, &ru);
