@@ -168,6 +168,13 @@ static int usage(void) {
   return 2;
 }
 
+/* What the profiler has to say (CUPTI refusing a call, a spool that could
+ * not be written), one line each. */
+static void print_message(void *ctx, tbe_message_level level, const char *line) {
+  (void)ctx;
+  fprintf(stderr, "profile_api: %s%s\n", level == TBE_MSG_ERROR ? "error: " : "", line);
+}
+
 int main(int argc, char **argv) {
   const char *logdir = "log_dir";
   long steps = 4, per_step = 500;
@@ -193,6 +200,7 @@ int main(int argc, char **argv) {
   o.logdir = logdir;
   o.run = "profile_api";
   o.force = 1;
+  o.on_message = print_message; /* the library never prints: its messages come here */
 
 #if !TBE_SAMPLE_WITH_CUDA
   (void)steps;

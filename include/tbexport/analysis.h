@@ -40,6 +40,10 @@
 #ifndef TBEXPORT_ANALYSIS_H
 #define TBEXPORT_ANALYSIS_H
 
+#ifndef TBE_EXPERIMENTAL
+#error "tbexport/analysis.h is the experimental tier: define TBE_EXPERIMENTAL before including tbexport headers (see tbexport.h)"
+#endif
+
 #include <stddef.h>
 #include <stdint.h>
 

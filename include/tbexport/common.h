@@ -1,5 +1,6 @@
 /* tbexport/common.h: definitions every public header shares: the export
- * macro, the allocator hook and the version query. */
+ * macro, the allocator hook, messages for a person, the longest name and
+ * the version query. */
 #ifndef TBEXPORT_COMMON_H
 #define TBEXPORT_COMMON_H
 
@@ -33,6 +34,25 @@ typedef struct tbe_allocator {
   void (*free)(void *opaque, void *ptr);
   void *opaque;
 } tbe_allocator;
+
+/* The longest run or host name, in bytes (tbe_name_check); buffers that
+ * receive one hold TBE_NAME_MAX + 1. */
+#define TBE_NAME_MAX 200
+
+/* Messages for a person.  The library never prints: what a command line
+ * would show on stderr (a spool left for later, a process that could not
+ * collect, CUPTI refusing a call) goes to a callback the caller gives, and
+ * nowhere when it gives none (the return codes still say what failed).
+ * `line` is one line, without a newline, in the line form of text from
+ * inputs (tbexport/text.h: controls, invalid UTF-8 and invisible
+ * characters shown as escapes), valid during the call only.  Where a
+ * callback may be called from another thread, its option says so. */
+typedef enum tbe_message_level {
+  TBE_MSG_NOTE = 0,    /* what happened, for the record */
+  TBE_MSG_WARNING = 1, /* something was left out, or kept for later */
+  TBE_MSG_ERROR = 2    /* something failed (the call's result says so too) */
+} tbe_message_level;
+typedef void (*tbe_message_fn)(void *ctx, tbe_message_level level, const char *line);
 
 /* Returns TBE_VERSION_NUMBER of the library actually linked. */
 TBE_API unsigned tbe_version_number(void);

@@ -76,6 +76,11 @@ typedef struct tbe_export_options {
    * has no hard links), where PyTorch's TensorBoard plugin finds runs.
    * Set to 1 to leave it out. */
   int no_pt_link;
+  /* Threads formatting the Chrome JSON output (the bytes are the same for
+   * any number): 0 = the online CPUs, at most 32; 1 = the calling thread
+   * only; N = N (at most 32).  The library reads no environment for it (the
+   * tbexport program takes TBE_EXPORT_THREADS). */
+  unsigned threads;
 } tbe_export_options;
 
 /* Fills `o` with the defaults above (logdir NULL). */

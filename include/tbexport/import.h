@@ -95,6 +95,20 @@ typedef struct tbe_import_options {
    * skipped or blank text, and what an XSpace read from stdin may hold.
    * Default 32 GiB. */
   uint64_t max_input_bytes;
+  /* Parse workers of the Chrome JSON importer for a large file (the model
+   * is the same for any number): 0 = half the online CPUs (at least 2, at
+   * most 16); 1 = none, the calling thread parses; N = N workers (at most
+   * 64).  Files under 8 MB (1 MB gzipped) are parsed on the calling thread
+   * whatever it says.  The library reads no environment for it (the
+   * tbexport program takes TBE_IMPORT_THREADS). */
+  unsigned threads;
+  /* For measuring the Chrome JSON importer: when not NULL, called at the
+   * end of an import, one call per line (TBE_MSG_NOTE, line form), with
+   * its phase times: wall and CPU time of model building, chunk parsing
+   * and the driver, the end of the import, the number of parse workers.
+   * The tbexport program prints them when TBE_IMPORT_PROFILE=1. */
+  tbe_message_fn on_profile;
+  void *profile_ctx;
 } tbe_import_options;
 
 /* Returns a static name: "chrome-json", "xspace", "nsys-sqlite", "unknown". */

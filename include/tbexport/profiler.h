@@ -86,6 +86,13 @@ typedef struct tbe_profiler_options {
   const char *host;         /* NULL: this machine's name */
   unsigned outputs;         /* TBE_OUT_* mask; 0 means all */
   int force;                /* replace existing files */
+  /* Messages (tbexport/common.h): why libcupti could not be loaded, what
+   * CUPTI refused, records dropped because the spool could not be
+   * written, what stop left out or kept.  NULL: none.  Called from the
+   * calling thread or from the collector's background thread (never two
+   * at once), until stop returns. */
+  tbe_message_fn on_message;
+  void *message_ctx;
 } tbe_profiler_options;
 
 /* What a session collected (filled by tbe_profiler_stop). */
@@ -112,10 +119,24 @@ TBE_API void tbe_profiler_options_init(tbe_profiler_options *o);
  * offending word's offset in *bad_at (if not NULL). */
 TBE_API int tbe_profiler_parse_trace(const char *list, unsigned *mask, size_t *bad_at);
 
+/* Parses a capture range or a step range as the command line spells it:
+ * "nvtx:NAME[@DOMAIN]" (the last '@' starts the domain; NAME and DOMAIN
+ * not empty), "cudaProfilerApi" or "none".  Sets *mode (tbe_capture_mode)
+ * and copies NAME and DOMAIN into buf[0..size) (strlen(arg) + 1 bytes
+ * always suffice), pointing *name and *domain at the copies (NULL when
+ * absent).  Returns 0, TBE_EINVAL (not such a range) or TBE_ETOOBIG (buf
+ * too small). */
+TBE_API int tbe_profiler_parse_range(const char *arg, int *mode, char *buf, size_t size,
+                                     const char **name, const char **domain);
+
+/* Parses a non-negative number of seconds: "2", "0.5", "1.5s", "200ms".
+ * Returns 0 or TBE_EINVAL. */
+TBE_API int tbe_profiler_parse_seconds(const char *s, double *out);
+
 /* Starts collecting.  Returns 0; TBE_EINVAL (no logdir, bad names);
  * TBE_EBUSY (a session is active, or this process is being profiled by
  * `tbexport -- CMD`); TBE_ENOCUPTI (built without CUDA or libcupti not
- * loadable); TBE_ECUPTI (CUPTI refused; a line on stderr says why); or an
+ * loadable); TBE_ECUPTI (CUPTI refused; on_message says why); or an
  * I/O error creating the spool. */
 TBE_API int tbe_profiler_start(const tbe_profiler_options *o);
 

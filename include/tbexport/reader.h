@@ -205,6 +205,14 @@ TBE_API size_t tbe_reader_skipped(const tbe_reader *r, size_t i, const char **pa
 /* Frees the reader (NULL is a no-op). */
 TBE_API void tbe_reader_close(tbe_reader *r);
 
+/* Whether the first `n` bytes of a file can start an event file, for a
+ * program that wants to say what a file is before reading it: 1 when the
+ * first record's length and its masked CRC32C agree, or when fewer than
+ * the 12 bytes of a record header are given (an empty or cut file is the
+ * reader's to report); 0 when the length's checksum fails, so the file is
+ * something else.  `head` may be NULL when n is 0. */
+TBE_API int tbe_reader_probe(const void *head, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -21,7 +21,11 @@
  * finished trace.
  *
  * Thread safety: none; one thread builds, any number may read a finished
- * trace. */
+ * trace.
+ *
+ * Tiers (tbexport.h): the handle (create, finish, steps, free) is stable;
+ * the layout and the building and reading functions are experimental,
+ * declared only when TBE_EXPERIMENTAL is defined. */
 #ifndef TBEXPORT_TRACE_H
 #define TBEXPORT_TRACE_H
 
@@ -29,6 +33,81 @@
 #include <stdint.h>
 
 #include "tbexport/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the stable tier: a trace as a handle ----
+ *
+ * What reading and writing runs needs (tbexport/import.h, export.h):
+ * create a trace, import into it, finish it, choose its steps, export it,
+ * free it.  Its layout and the functions that build or read it event by
+ * event are the experimental tier, below (tbexport.h). */
+
+typedef struct tbe_trace tbe_trace;
+
+/* Creates an empty trace.  `a` may be NULL.  Returns 0 or TBE_ENOMEM. */
+TBE_API int tbe_trace_create(tbe_trace **out, const tbe_allocator *a);
+/* Frees the trace and everything it owns (NULL is a no-op). */
+TBE_API void tbe_trace_free(tbe_trace *t);
+
+/* The first allocation failure met while building, sticky; 0 if none. */
+TBE_API int tbe_trace_error(const tbe_trace *t);
+
+/* Finishes building: sorts events by (track, start, longer first) and sets
+ * each track's first/count; resolves correlation links (event.link) between
+ * host API calls and GPU work; derives steps from "ProfilerStep#N" events
+ * when none were added; renames every kernel whose name is mangled to the
+ * demangled form (tbe_demangle: as c++filt prints it) and keeps the mangled
+ * text in a string arg "mangled name" (kernels that already carry that arg
+ * are left alone); sets start_ns/stop_ns from the events when unset.
+ * Idempotent.  Returns 0 or an error. */
+TBE_API int tbe_trace_finish(tbe_trace *t);
+
+/* Steps from a named range.
+ *
+ * Replaces the trace's steps by the occurrences of the NVTX range or user
+ * annotation (record_function) named exactly `name`: NVTX ranges of NVTX
+ * domain `domain` only (NULL: any domain; a user annotation has no domain,
+ * so it matches only when `domain` is NULL).  Marks, GPU projections of
+ * annotations and events on GPU streams never match.
+ * - Outermost occurrences only: one nested in another occurrence of the
+ *   same name on its thread (recursion) is part of that step.
+ * - One thread: when several host threads carry the range, the thread with
+ *   the most outermost occurrences gives the steps (on a tie, the one whose
+ *   first occurrence is earliest); the occurrences on other threads stay
+ *   ordinary ranges.  Each step records that thread in tbe_step.track.
+ * - Numbering: in time order, from 0; or, when every chosen occurrence is
+ *   an NVTX range carrying an integer payload (int64, or uint64 up to
+ *   INT64_MAX) and no two carry the same value, by that payload (PyTorch's
+ *   and many training loops' step counter).  Steps are stored in time order
+ *   and named like the range.
+ * The trace is finished first if it was not, and stays finished.  Returns
+ * the number of steps (> 0) with the steps replaced; 0 when nothing matches,
+ * the steps then left as they were (not an error: callers say so, see
+ * tbe_trace_top_ranges for a hint); TBE_EINVAL (empty name), TBE_ETOOBIG,
+ * or TBE_ENOMEM with the steps unchanged. */
+TBE_API int tbe_trace_steps_from_range(tbe_trace *t, const char *name, const char *domain);
+
+/* tbe_trace_steps_from_range as `--steps nvtx:NAME[@DOMAIN]` applies it:
+ * when nothing matches, the steps stay as they were and one warning is
+ * added to the trace (and copied into line[0..size) when `line` is not
+ * NULL, "" otherwise) naming NAME, the most frequent top-level ranges
+ * (tbe_trace_top_ranges) and the steps kept.  Returns the number of steps
+ * (0: no match) or an error. */
+TBE_API int tbe_trace_steps_apply(tbe_trace *t, const char *name, const char *domain, char *line,
+                                  size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TBEXPORT_TRACE_H */
+
+/* ---- the experimental tier: the model's layout ---- */
+#if defined(TBE_EXPERIMENTAL) && !defined(TBEXPORT_TRACE_H_EXPERIMENTAL)
+#define TBEXPORT_TRACE_H_EXPERIMENTAL
 
 #ifdef __cplusplus
 extern "C" {
@@ -157,11 +236,19 @@ typedef struct tbe_sync {
   uint64_t cuda_event;/* 0 if none */
 } tbe_sync;
 
+/* Which member of tbe_nvtx.payload holds the range's payload. */
+typedef enum tbe_payload_type {
+  TBE_PAYLOAD_NONE = 0,
+  TBE_PAYLOAD_INT64 = 1,  /* payload.i */
+  TBE_PAYLOAD_UINT64 = 2, /* payload.u */
+  TBE_PAYLOAD_DOUBLE = 3  /* payload.d */
+} tbe_payload_type;
+
 typedef struct tbe_nvtx {
   tbe_str domain;     /* 0 = the default domain */
   uint32_t color;     /* ARGB; 0 = none */
   uint32_t category;
-  uint8_t payload_type; /* 0 none, 1 int64, 2 uint64, 3 double */
+  uint8_t payload_type; /* tbe_payload_type (one byte: the layout stays) */
   union {
     int64_t i;
     uint64_t u;
@@ -276,7 +363,7 @@ typedef enum tbe_source {
   TBE_SRC_NSYS = 5
 } tbe_source;
 
-typedef struct tbe_trace {
+struct tbe_trace {
   /* Events and their kind-specific details. */
   tbe_event *events;     size_t nevents;
   tbe_kernel *kernels;   size_t nkernels;
@@ -314,12 +401,8 @@ typedef struct tbe_trace {
 
   /* Private: string table, lookup indexes, allocator.  Do not touch. */
   struct tbe__trace_priv *priv;
-} tbe_trace;
+};
 
-/* Creates an empty trace.  `a` may be NULL.  Returns 0 or TBE_ENOMEM. */
-TBE_API int tbe_trace_create(tbe_trace **out, const tbe_allocator *a);
-/* Frees the trace and everything it owns (NULL is a no-op). */
-TBE_API void tbe_trace_free(tbe_trace *t);
 
 /* Interns `len` bytes at `s` (need not be NUL-terminated, may not contain
  * NUL).  The same bytes always give the same id.  Returns 0 or an error. */
@@ -359,43 +442,9 @@ TBE_API int tbe_trace_add_flow(tbe_trace *t, const tbe_flow *flow);
 /* Adds a warning (copied) shown by every output. */
 TBE_API int tbe_trace_warn(tbe_trace *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* The first allocation failure met while building, sticky; 0 if none. */
-TBE_API int tbe_trace_error(const tbe_trace *t);
 
-/* Finishes building: sorts events by (track, start, longer first) and sets
- * each track's first/count; resolves correlation links (event.link) between
- * host API calls and GPU work; derives steps from "ProfilerStep#N" events
- * when none were added; renames every kernel whose name is mangled to the
- * demangled form (tbe_demangle: as c++filt prints it) and keeps the mangled
- * text in a string arg "mangled name" (kernels that already carry that arg
- * are left alone); sets start_ns/stop_ns from the events when unset.
- * Idempotent.  Returns 0 or an error. */
-TBE_API int tbe_trace_finish(tbe_trace *t);
 
-/* Steps from a named range.
- *
- * Replaces the trace's steps by the occurrences of the NVTX range or user
- * annotation (record_function) named exactly `name`: NVTX ranges of NVTX
- * domain `domain` only (NULL: any domain; a user annotation has no domain,
- * so it matches only when `domain` is NULL).  Marks, GPU projections of
- * annotations and events on GPU streams never match.
- * - Outermost occurrences only: one nested in another occurrence of the
- *   same name on its thread (recursion) is part of that step.
- * - One thread: when several host threads carry the range, the thread with
- *   the most outermost occurrences gives the steps (on a tie, the one whose
- *   first occurrence is earliest); the occurrences on other threads stay
- *   ordinary ranges.  Each step records that thread in tbe_step.track.
- * - Numbering: in time order, from 0; or, when every chosen occurrence is
- *   an NVTX range carrying an integer payload (int64, or uint64 up to
- *   INT64_MAX) and no two carry the same value, by that payload (PyTorch's
- *   and many training loops' step counter).  Steps are stored in time order
- *   and named like the range.
- * The trace is finished first if it was not, and stays finished.  Returns
- * the number of steps (> 0) with the steps replaced; 0 when nothing matches,
- * the steps then left as they were (not an error: callers say so, see
- * tbe_trace_top_ranges for a hint); TBE_EINVAL (empty name), TBE_ETOOBIG,
- * or TBE_ENOMEM with the steps unchanged. */
-TBE_API int tbe_trace_steps_from_range(tbe_trace *t, const char *name, const char *domain);
+
 
 /* A name and how often it occurs (tbe_trace_top_ranges). */
 typedef struct tbe_name_count {
@@ -431,4 +480,4 @@ TBE_API const tbe_counter *tbe_trace_counter(const tbe_trace *t, const tbe_event
 }
 #endif
 
-#endif
+#endif /* TBE_EXPERIMENTAL */

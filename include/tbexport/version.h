@@ -1,8 +1,15 @@
 /* tbexport/version.h: the library version.
  *
  * CMake reads the three numbers below to version the package, so this
- * file is the one place the version lives.  Same major version means the
- * same ABI. */
+ * file is the one place the version lives.
+ *
+ * The rule, honest about 0.x: while TBE_VERSION_MAJOR is 0, each minor
+ * version may change the API and the ABI of both tiers (tbexport.h), so
+ * the shared library's soname is libtbexport.so.0.MINOR and the CMake
+ * package only satisfies a request for the same 0.MINOR; a patch version
+ * changes neither.  From 1.0 on: the stable tier keeps its API and ABI
+ * for a whole major version (soname libtbexport.so.MAJOR), and the
+ * experimental tier may still change at any minor version. */
 #ifndef TBEXPORT_VERSION_H
 #define TBEXPORT_VERSION_H
 

@@ -18,6 +18,8 @@
 
 #include <stdio.h>
 
+#include "tbexport.h"
+
 #define TBE_EXIT_OK 0
 #define TBE_EXIT_FAIL 1
 #define TBE_EXIT_USAGE 2
@@ -29,7 +31,9 @@ typedef struct tbe_cli_cmd {
   int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
 } tbe_cli_cmd;
 
-/* Print "tbexport <cmd>: <message>\n", "tbexport <cmd>: warning:
+/* The printer and the exit codes live in cli.c.
+ *
+ * Print "tbexport <cmd>: <message>\n", "tbexport <cmd>: warning:
  * <message>\n" (cmd NULL: "tbexport: ...") and "<message>\n" to stderr,
  * the message made one line of safe text, in one write.  Pass text from
  * inputs as it is (the line form is idempotent, so text already in line
@@ -38,6 +42,19 @@ typedef struct tbe_cli_cmd {
 void tbe_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tbe_cli_warn(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tbe_cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The library's messages (a tbe_message_fn): "tbexport: <line>" on
+ * stderr through the printer above; `quiet` points to an int, and when
+ * it is non-zero only errors are printed. */
+void tbe_cli_on_message(void *quiet, tbe_message_level level, const char *line);
+
+/* The thread counts the library takes as options, from the environment
+ * (the program reads it; the library never does): TBE_IMPORT_THREADS for
+ * tbe_import_options.threads (0: the calling thread only, N: N parse
+ * workers) and TBE_EXPORT_THREADS for tbe_export_options.threads (N
+ * formatting threads).  0 when unset or not a number: the default. */
+unsigned tbe_cli_import_threads(void);
+unsigned tbe_cli_export_threads(void);
 
 /* Maps a library error code to an exit status (corrupt/parse -> 2, else 1). */
 int tbe_cli_exit_for(int err);

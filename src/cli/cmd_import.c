@@ -35,10 +35,6 @@
 #include "cli/input_limits.h"
 #include "cli/progress.h"
 #include "cli/run_options.h"
-#include "collect/convert.h"
-#include "collect/options.h"
-#include "collect/spool.h"
-#include "common/text.h"
 #include "tbexport.h"
 
 static void usage(FILE *f) {
@@ -114,7 +110,7 @@ static int parse_formats(const char *list, unsigned *out) {
 static void print_file(void *ctx, const char *path) {
   (void)ctx;
   char shown[4200]; /* a path is one line, whatever the log dir is called */
-  tbe__text_term_z(shown, sizeof shown, path, 1);
+  tbe_text_escape(TBE_TEXT_LINE, path, strlen(path), shown, sizeof shown);
   printf("%s\n", shown);
 }
 
@@ -158,48 +154,24 @@ static void write_error(const char *run, const char *logdir, int rc, const char 
     tbe_cli_error("import", "writing run '%s' in %s: %s", run, logdir, line);
 }
 
-/* Whether PATH starts like a spool file. */
-static int is_spool(const char *path) {
-  /* Regular files only, opened without blocking: a FIFO (which fopen would
-   * wait on forever) is the importer's to refuse. */
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) return 0;
-  struct stat st;
-  char m[8];
-  int yes = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && read(fd, m, sizeof m) == (ssize_t)sizeof m &&
-            memcmp(m, TBE__SPOOL_MAGIC, 8) == 0;
-  close(fd);
-  return yes;
-}
-
-/* Checks the header of spool PATH (all that can make a spool unreadable: a
- * cut or bad tail only ends it early); 0, or a one-line error and 1. */
-static int spool_header_bad(const char *path) {
-  uint8_t head[TBE__SPOOL_HEADER];
-  FILE *f = fopen(path, "rb");
-  size_t n = f ? fread(head, 1, sizeof head, f) : 0;
-  if (f) fclose(f);
-  tbe__spool_tail tail;
-  if (tbe__spool_scan(head, n, NULL, NULL, &tail) == 0) return 0;
-  tbe_cli_error("import", "%s: byte %zu: %s", path, tail.good_bytes,
-                tail.why ? tail.why : "not a spool file");
-  return 1;
-}
-
 /* Converts the spool files FILES[0..n) into run o->run (see above). */
 static int import_spools(char **files, size_t n, const tbe_export_options *o,
-                         const tbe__convert_opts *co, int quiet) {
-  tbe__session s;
-  memset(&s, 0, sizeof s);
+                         const char *steps_name, const char *steps_domain, int quiet) {
+  tbe_session_options s;
+  tbe_session_options_init(&s);
   s.files = (const char *const *)files;
   s.nfiles = n;
-  s.eo = o;
-  s.co = co;
+  s.export_options = o;
+  s.steps_name = steps_name;
+  s.steps_domain = steps_domain;
   s.keep = 1;
-  s.prog = "tbexport"; /* not quiet: --quiet only drops the progress line */
-  tbe_profiler_result r;
-  size_t np = 0;
-  int rc = tbe__spools_write_run(&s, &r, &np);
+  int loud = 0; /* not quiet: --quiet only drops the progress line */
+  s.on_message = tbe_cli_on_message;
+  s.message_ctx = &loud;
+  tbe_session_result sr;
+  int rc = tbe_session_convert(&s, &sr);
+  const tbe_profiler_result r = sr.total;
+  size_t np = sr.processes;
   /* (the session has said which file failed and why, with its offset) */
   if (rc) return rc == TBE_EFORMAT || rc == TBE_ECORRUPT ? TBE_EXIT_USAGE : TBE_EXIT_FAIL;
   if (!quiet && isatty(2))
@@ -285,22 +257,26 @@ int tbe_cmd_import(int argc, char **argv) {
   }
 
   /* --steps: checked like --capture-range (the same syntax). */
-  char *steps_name = NULL, *steps_domain = NULL;
+  const char *steps_name = NULL, *steps_domain = NULL;
+  char *steps_buf = NULL;
   if (steps_arg) {
     int mode;
-    if (tbe__parse_capture_range(steps_arg, &mode, &steps_name, &steps_domain) ||
+    size_t size = strlen(steps_arg) + 1;
+    if (!(steps_buf = malloc(size))) {
+      tbe_cli_error("import", "out of memory");
+      return TBE_EXIT_FAIL;
+    }
+    if (tbe_profiler_parse_range(steps_arg, &mode, steps_buf, size, &steps_name, &steps_domain) ||
         mode != TBE_CAPTURE_NVTX) {
       tbe_cli_error("import", "--steps: expected nvtx:NAME[@DOMAIN], got '%s'",
                     printable(steps_arg, shown, sizeof shown));
-      free(steps_name);
-      free(steps_domain);
+      free(steps_buf);
       return TBE_EXIT_USAGE;
     }
   }
   int ret = import_files(argc, argv, logdir, run, host, outputs, force, quiet, steps_name,
                          steps_domain);
-  free(steps_name);
-  free(steps_domain);
+  free(steps_buf);
   return ret;
 }
 
@@ -310,6 +286,7 @@ static int import_files(int argc, char **argv, const char *logdir, const char *r
                         const char *steps_name, const char *steps_domain) {
   tbe_export_options o;
   tbe_export_options_init(&o);
+  o.threads = tbe_cli_export_threads();
   o.logdir = logdir;
   o.run = run;
   o.host = host;
@@ -322,20 +299,24 @@ static int import_files(int argc, char **argv, const char *logdir, const char *r
   tbe_cli_run_options_apply(&o, command);
 
   if (named_twice(argv + optind, argc - optind)) return TBE_EXIT_USAGE;
+  /* Spools: recognised by their first bytes; nothing is written when one
+   * of them cannot be read. */
   int nspool = 0;
-  for (int i = optind; i < argc; i++) nspool += is_spool(argv[i]);
-  if (nspool) {
-    if (nspool != argc - optind) {
-      tbe_cli_error("import",
-                    "spool files cannot be merged with other traces: import them on their own");
+  static tbe_import_error serr; /* 512+ bytes: keep it off the stack */
+  for (int i = optind; i < argc; i++) nspool += tbe_session_spool_check(argv[i], NULL) != 0;
+  if (nspool && nspool != argc - optind) {
+    tbe_cli_error("import",
+                  "spool files cannot be merged with other traces: import them on their own");
+    return TBE_EXIT_USAGE;
+  }
+  for (int i = optind; i < argc && nspool; i++)
+    if (tbe_session_spool_check(argv[i], &serr) < 0) {
+      tbe_cli_error("import", "%s", serr.message);
       return TBE_EXIT_USAGE;
     }
-    /* Nothing is written when one of them is bad. */
-    for (int i = optind; i < argc; i++)
-      if (spool_header_bad(argv[i])) return TBE_EXIT_USAGE;
-    tbe__convert_opts co = {.steps_name = steps_name, .steps_domain = steps_domain};
-    return import_spools(argv + optind, (size_t)(argc - optind), &o, &co, quiet);
-  }
+  if (nspool)
+    return import_spools(argv + optind, (size_t)(argc - optind), &o, steps_name, steps_domain,
+                         quiet);
 
   tbe_trace *t = NULL;
   int rc = tbe_trace_create(&t, NULL);
@@ -368,7 +349,7 @@ static int import_files(int argc, char **argv, const char *logdir, const char *r
 
   if (steps_name) {
     char line[640];
-    rc = tbe__steps_apply(t, steps_name, steps_domain, line, sizeof line);
+    rc = tbe_trace_steps_apply(t, steps_name, steps_domain, line, sizeof line);
     if (rc < 0) {
       tbe_cli_error("import", "--steps: %s", tbe_strerror(rc));
       tbe_trace_free(t);

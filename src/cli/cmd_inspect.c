@@ -13,7 +13,7 @@
  * a spool): one line says so and which command reads it, exit 2.
  *
  * Whatever the files hold, the output stays inert text: run names, plugin
- * names, tags and paths are printed in the terminal form of common/text.h
+ * names, tags and paths are printed in the terminal form of tbexport/text.h
  * and padded by their width after escaping; --dump's JSON escapes controls
  * and invisible characters.  The walk itself (each directory once,
  * symbolic links to a directory already read listed as skipped, FIFOs and
@@ -31,11 +31,8 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "collect/spool.h"
-#include "common/alloc.h"
+#include "common/alloc.h" /* the tag index: see CMakeLists.txt, the CLI */
 #include "common/map.h"
-#include "common/text.h"
-#include "events/tfrecord.h"
 #include "tbexport.h"
 
 typedef struct tagstat {
@@ -113,18 +110,18 @@ static void *xrealloc(void *p, size_t n) {
 /* Prints `s` (a name from an event file, a path) in terminal form, then
  * spaces up to `w` columns. */
 static void put_text(const char *s, int w) {
-  tbe_allocator al;
-  tbe__allocator_init(&al, NULL);
-  tbe__buf b;
-  tbe__buf_init(&b, &al);
-  tbe__text_term(&b, s, strlen(s));
-  if (tbe__buf_error(&b)) {
-    tbe_cli_error("inspect", "out of memory");
-    exit(TBE_EXIT_FAIL);
+  char small[512], *big = NULL, *out = small;
+  size_t n = tbe_text_escape(TBE_TEXT_TERMINAL, s, strlen(s), small, sizeof small);
+  if (n >= sizeof small) {
+    out = big = xrealloc(NULL, n + 1);
+    if (tbe_text_escape(TBE_TEXT_TERMINAL, s, strlen(s), big, n + 1) != n) {
+      tbe_cli_error("inspect", "out of memory");
+      exit(TBE_EXIT_FAIL);
+    }
   }
-  fwrite(b.data, 1, b.len, stdout);
-  for (int i = (int)tbe__text_width((const char *)b.data, b.len); i < w; i++) putchar(' ');
-  tbe__buf_deinit(&b);
+  fwrite(out, 1, n, stdout);
+  for (int i = (int)tbe_text_width(out, n); i < w; i++) putchar(' ');
+  free(big);
 }
 
 static runstat *run_of(stats *st, const char *run) {
@@ -255,20 +252,21 @@ static void print_summary(stats *st, const char *path, const tbe_reader *rd) {
 
 /* ---- JSON output ---- */
 
-/* A JSON string literal (common/text.h: controls, DEL, C1 and invisible
+/* A JSON string literal (tbexport/text.h: controls, DEL, C1 and invisible
  * characters escaped, invalid UTF-8 replaced by U+FFFD). */
 static void json_str(FILE *f, const uint8_t *s, size_t n) {
-  tbe_allocator al;
-  tbe__allocator_init(&al, NULL);
-  tbe__buf b;
-  tbe__buf_init(&b, &al);
-  tbe__text_json(&b, (const char *)s, n);
-  if (tbe__buf_error(&b)) {
+  char small[512], *big = NULL, *out = small;
+  size_t len = tbe_text_escape(TBE_TEXT_JSON, (const char *)s, n, small, sizeof small);
+  if (len >= sizeof small) {
+    out = big = xrealloc(NULL, len + 1);
+    if (tbe_text_escape(TBE_TEXT_JSON, (const char *)s, n, big, len + 1) != len) len = 0;
+  }
+  if (!len) { /* even "" is 2 bytes: the form could not be built */
     tbe_cli_error("inspect", "out of memory");
     exit(TBE_EXIT_FAIL);
   }
-  fwrite(b.data, 1, b.len, f);
-  tbe__buf_deinit(&b);
+  fwrite(out, 1, len, f);
+  free(big);
 }
 
 static void json_cstr(FILE *f, const char *s) { json_str(f, (const uint8_t *)(s ? s : ""), s ? strlen(s) : 0); }
@@ -454,12 +452,10 @@ static int other_format(const char *path) {
     close(fd);
   }
   if (n < 0) return 0; /* the reader says why it cannot read it */
-  uint64_t len;
-  uint32_t got, want;
-  if (tbe__tfr_check(head, (size_t)n, &len, &got, &want) != TBE__TFR_BAD_LENGTH_CRC) return 0;
+  if (tbe_reader_probe(head, (size_t)n)) return 0;
   char q[4200];
   const char *qp = shell_quoted(path, q, sizeof q);
-  if (n >= 8 && memcmp(head, TBE__SPOOL_MAGIC, 8) == 0) {
+  if (tbe_session_spool_check(path, NULL) != 0) {
     tbe_cli_error("inspect", "%s is a tbexport spool (a profile not converted yet), not a "
                   "TensorBoard event file; use `tbexport import %s --logdir DIR`", path, qp);
     return TBE_EXIT_USAGE;

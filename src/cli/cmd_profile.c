@@ -7,9 +7,11 @@
  * the log dir; run the command with its arguments and environment plus
  * CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH and the session variables;
  * forward signals (see below); wait; convert every process's spool into the
- * run (collect/convert.c); print a summary on stderr; exit with the
- * command's status (128+N when a signal N ended it).  Without CUPTI at
- * build time it explains that the collector was not built. */
+ * run; print a summary on stderr; exit with the command's status (128+N
+ * when a signal N ended it).  Naming the run, the spool folder, the
+ * environment and the conversion are the session API's
+ * (tbexport/session.h); running the program is this file's.  Without
+ * CUPTI at build time it explains that the collector was not built. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -26,11 +28,7 @@
 
 #include "cli/cli.h"
 #include "cli/run_options.h"
-#include "collect/convert.h"
-#include "collect/options.h"
-#include "common/fsutil.h"
 #include "tbexport.h"
-#include "tbexport/profiler.h"
 
 extern char **environ;
 
@@ -185,7 +183,7 @@ static char *find_inject_lib(void) {
   *slash = '\0';
   const char *rel[] = {"",
 #ifdef TBE_INJECT_RELDIR
-                       "/" TBE_INJECT_RELDIR,
+                       ("/" TBE_INJECT_RELDIR),
 #endif
                        "/../lib/tbexport"};
   for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
@@ -194,40 +192,6 @@ static char *find_inject_lib(void) {
     if (access(cand, R_OK) == 0) return realpath(cand, NULL);
   }
   return NULL;
-}
-
-/* The outputs run RUN already holds for host HOST in LOGDIR: a file under
- * plugins/profile/RUN named HOST.<ext> or HOST_pid<N>.<ext> (the names one
- * profiled session writes).  Returns 1 and names the first in FOUND, or 0. */
-static int run_has_host(const char *logdir, const char *run, const char *host, char *found,
-                        size_t size) {
-  char dir[PATH_MAX];
-  if (snprintf(dir, sizeof dir, "%s/plugins/profile/%s", logdir, run) >= (int)sizeof dir) return 0;
-  DIR *d = opendir(dir);
-  if (!d) return 0;
-  size_t hl = strlen(host);
-  struct dirent *e;
-  int hit = 0;
-  while (!hit && (e = readdir(d))) {
-    const char *n = e->d_name;
-    if (strncmp(n, host, hl) != 0) continue;
-    if (n[hl] == '.' && n[hl + 1] != '\0') hit = 1;
-    if (strncmp(n + hl, "_pid", 4) == 0 && n[hl + 4] >= '0' && n[hl + 4] <= '9') hit = 1;
-    if (hit) snprintf(found, size, "%s/%s", dir, n);
-  }
-  closedir(d);
-  return hit;
-}
-
-/* Whether anything of run RUN exists in LOGDIR (its profile folder or its
- * events folder). */
-static int run_exists(const char *logdir, const char *run) {
-  char p[PATH_MAX];
-  struct stat st;
-  snprintf(p, sizeof p, "%s/plugins/profile/%s", logdir, run);
-  if (lstat(p, &st) == 0) return 1;
-  snprintf(p, sizeof p, "%s/%s", logdir, run);
-  return lstat(p, &st) == 0;
 }
 
 typedef struct written {
@@ -247,27 +211,54 @@ static void on_file(void *ctx, const char *path) {
   if ((w->paths[w->n] = strdup(path))) w->n++;
 }
 
-/* Sets KEY=VAL in the environment array; returns the new string (owned
- * by the caller, referenced by *envp) or NULL when out of memory. */
-static char *set_env(char ***envp, size_t *n, const char *key, const char *val) {
+/* The program's environment: this process's, plus the session's
+ * variables (tbe_session_environment), which replace any of the same
+ * name. */
+typedef struct env {
+  char **v;       /* NULL-terminated */
+  size_t n;
+  char *added[8]; /* the strings we made (v points to them) */
+  int nadded;
+} env;
+
+static int env_init(env *e) {
+  memset(e, 0, sizeof *e);
+  while (environ[e->n]) e->n++;
+  if (!(e->v = malloc((e->n + 1) * sizeof *e->v))) return TBE_ENOMEM;
+  memcpy(e->v, environ, (e->n + 1) * sizeof *e->v);
+  return 0;
+}
+
+static int env_set(void *ctx, const char *key, const char *val) {
+  env *e = ctx;
   size_t kl = strlen(key);
+  if (e->nadded == (int)(sizeof e->added / sizeof e->added[0])) return TBE_ETOOBIG;
   char *kv = malloc(kl + strlen(val) + 2);
-  if (!kv) return NULL;
+  if (!kv) return TBE_ENOMEM;
   sprintf(kv, "%s=%s", key, val);
-  for (size_t i = 0; i < *n; i++)
-    if (strncmp((*envp)[i], key, kl) == 0 && (*envp)[i][kl] == '=') {
-      (*envp)[i] = kv;
-      return kv;
+  e->added[e->nadded++] = kv;
+  for (size_t i = 0; i < e->n; i++)
+    if (strncmp(e->v[i], key, kl) == 0 && e->v[i][kl] == '=') {
+      e->v[i] = kv;
+      return 0;
     }
-  char **e = realloc(*envp, (*n + 2) * sizeof *e);
-  if (!e) {
-    free(kv);
-    return NULL;
-  }
-  e[(*n)++] = kv;
-  e[*n] = NULL;
-  *envp = e;
-  return kv;
+  char **x = realloc(e->v, (e->n + 2) * sizeof *x);
+  if (!x) return TBE_ENOMEM;
+  x[e->n++] = kv;
+  x[e->n] = NULL;
+  e->v = x;
+  return 0;
+}
+
+static void env_free(env *e) {
+  for (int i = 0; i < e->nadded; i++) free(e->added[i]);
+  free(e->v);
+}
+
+static int64_t epoch_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
 static double mono(void) {
@@ -278,252 +269,172 @@ static double mono(void) {
 
 #endif
 
-int tbe_cmd_profile(int argc, char **argv) {
-  const char *logdir = "log_dir", *run = NULL, *host = NULL;
-  tbe__collect_opts co;
-  tbe__opts_default(&co);
-  int capture = TBE_CAPTURE_ALL, force = 0, quiet = 0;
-  char *cap_name = NULL, *cap_domain = NULL, *steps_name = NULL, *steps_domain = NULL;
-  int c;
+
+/* ---- options ---- */
+
+typedef struct profile_args {
+  const char *logdir, *run, *host;
+  tbe_profiler_options po; /* what to collect, the capture range */
+  char *cap_buf, *steps_buf; /* the ranges' names (tbe_profiler_parse_range) */
+  const char *steps_name, *steps_domain;
+  int force, quiet;
+  char **cmd;
+} profile_args;
+
+static void args_free(profile_args *a) {
+  free(a->cap_buf);
+  free(a->steps_buf);
+}
+
+/* A range option (--capture-range, --steps) into *buf: 0, or -1 after the
+ * error line. */
+static int parse_range(const char *opt, const char *arg, int *mode, char **buf,
+                       const char **name, const char **domain) {
+  free(*buf);
+  size_t size = strlen(arg) + 1;
+  if (!(*buf = malloc(size))) {
+    tbe_cli_error("profile", "out of memory");
+    return -1;
+  }
+  if (tbe_profiler_parse_range(arg, mode, *buf, size, name, domain) == 0) return 0;
+  if (strcmp(opt, "steps") == 0)
+    tbe_cli_error("profile", "--steps: expected nvtx:NAME[@DOMAIN], got '%s'", arg);
+  else
+    tbe_cli_error("profile",
+                  "--capture-range: expected nvtx:NAME[@DOMAIN] or cudaProfilerApi, got '%s'", arg);
+  return -1;
+}
+
+/* One option; 0, or -1 after the error line. */
+static int parse_one(int c, const char *arg, profile_args *a) {
+  tbe_profiler_options *po = &a->po;
+  char *end;
+  long v;
+  switch (c) {
+    case 'l': a->logdir = arg; return 0;
+    case 'r': a->run = arg; return 0;
+    case 'H': a->host = arg; return 0;
+    case 'k': po->keep_noisy_api = 1; return 0;
+    case 'f': a->force = 1; return 0;
+    case 'q': a->quiet = 1; return 0;
+    case TBE_CLI_OPT_LABEL:
+    case TBE_CLI_OPT_NO_PT_LINK: return tbe_cli_run_option("profile", c, arg) ? -1 : 0;
+    case 't': {
+      size_t bad;
+      if (!tbe_profiler_parse_trace(arg, &po->trace, &bad)) return 0;
+      tbe_cli_error("profile", "--trace: unknown kind at '%s' (use cuda,nvtx,memory,driver)",
+                    arg + bad);
+      return -1;
+    }
+    case 'd':
+    case 'D':
+      if (!tbe_profiler_parse_seconds(arg, c == 'd' ? &po->delay_s : &po->duration_s)) return 0;
+      tbe_cli_error("profile", "--%s: not a number of seconds: '%s'",
+                    c == 'd' ? "delay" : "duration", arg);
+      return -1;
+    case 'c':
+      return parse_range("capture-range", arg, &po->capture, &a->cap_buf, &po->capture_name,
+                         &po->capture_domain);
+    case 's': {
+      int mode;
+      if (parse_range("steps", arg, &mode, &a->steps_buf, &a->steps_name, &a->steps_domain))
+        return -1;
+      if (mode == TBE_CAPTURE_NVTX) return 0;
+      tbe_cli_error("profile", "--steps: expected nvtx:NAME[@DOMAIN], got '%s'", arg);
+      return -1;
+    }
+    case 'b':
+      v = strtol(arg, &end, 10);
+      if (!*end && v >= 1 && v <= 65536) {
+        po->buffer_mb = (size_t)v;
+        return 0;
+      }
+      tbe_cli_error("profile", "--buffer-mb: expected 1..65536, got '%s'", arg);
+      return -1;
+    case 'F':
+      v = strtol(arg, &end, 10);
+      if (*arg && !*end && v >= 1 && v <= 3600000) {
+        po->flush_period_ms = (unsigned)v;
+        return 0;
+      }
+      tbe_cli_error("profile", "--flush-period: expected milliseconds 1..3600000, got '%s'", arg);
+      return -1;
+    default: return -1;
+  }
+}
+
+/* Parses argv into *a.  Returns -1 to go on, or the exit status (0 after
+ * --help). */
+static int parse_args(int argc, char **argv, profile_args *a) {
+  memset(a, 0, sizeof *a);
+  a->logdir = "log_dir";
+  tbe_profiler_options_init(&a->po);
+  int c, li = -1;
   optind = 1;
-  int li = -1;
   while ((c = getopt_long(argc, argv, "+h", profile_opts, &li)) != -1) {
     /* `--logdir -- CMD`: the value is missing, not a directory named "--" */
     if (optarg && strcmp(optarg, "--") == 0 && li >= 0) {
       tbe_cli_error("profile", "--%s needs a value before '--'", profile_opts[li].name);
-      goto usage;
+      return TBE_EXIT_USAGE;
     }
     li = -1;
-    switch (c) {
-      case 'l': logdir = optarg; break;
-      case 'r': run = optarg; break;
-      case 'H': host = optarg; break;
-      case 't': {
-        size_t bad;
-        if (tbe_profiler_parse_trace(optarg, &co.trace, &bad)) {
-          tbe_cli_error("profile", "--trace: unknown kind at '%s' (use cuda,nvtx,memory,driver)",
-                        optarg + bad);
-          goto usage;
-        }
-        break;
-      }
-      case 'd':
-      case 'D': {
-        double s;
-        if (tbe__parse_seconds(optarg, &s)) {
-          tbe_cli_error("profile", "--%s: not a number of seconds: '%s'",
-                        c == 'd' ? "delay" : "duration", optarg);
-          goto usage;
-        }
-        if (c == 'd') co.delay_s = s;
-        else co.duration_s = s;
-        break;
-      }
-      case 'c':
-        free(cap_name);
-        free(cap_domain);
-        if (tbe__parse_capture_range(optarg, &capture, &cap_name, &cap_domain)) {
-          tbe_cli_error("profile",
-                        "--capture-range: expected nvtx:NAME[@DOMAIN] or cudaProfilerApi, got '%s'",
-                        optarg);
-          goto usage;
-        }
-        break;
-      case 's': {
-        int mode;
-        free(steps_name);
-        free(steps_domain);
-        if (tbe__parse_capture_range(optarg, &mode, &steps_name, &steps_domain) ||
-            mode != TBE_CAPTURE_NVTX) {
-          tbe_cli_error("profile", "--steps: expected nvtx:NAME[@DOMAIN], got '%s'", optarg);
-          goto usage;
-        }
-        break;
-      }
-      case 'b': {
-        char *end;
-        long v = strtol(optarg, &end, 10);
-        if (*end || v < 1 || v > 65536) {
-          tbe_cli_error("profile", "--buffer-mb: expected 1..65536, got '%s'", optarg);
-          goto usage;
-        }
-        co.buffer_mb = (size_t)v;
-        break;
-      }
-      case 'F': {
-        char *end;
-        long v = strtol(optarg, &end, 10);
-        if (!*optarg || *end || v < 1 || v > 3600000) {
-          tbe_cli_error("profile", "--flush-period: expected milliseconds 1..3600000, got '%s'",
-                        optarg);
-          goto usage;
-        }
-        co.flush_ms = (unsigned)v;
-        break;
-      }
-      case 'k': co.keep_noisy = 1; break;
-      case 'f': force = 1; break;
-      case 'q': quiet = 1; break;
-      case TBE_CLI_OPT_LABEL:
-      case TBE_CLI_OPT_NO_PT_LINK:
-        if (tbe_cli_run_option("profile", c, optarg)) goto usage;
-        break;
-      case 'h':
-        profile_usage(stdout);
-        free(cap_name);
-        free(cap_domain);
-        free(steps_name);
-        free(steps_domain);
-        return TBE_EXIT_OK;
-      default: goto usage;
+    if (c == 'h') {
+      profile_usage(stdout);
+      return TBE_EXIT_OK;
     }
+    if (parse_one(c, optarg, a)) return TBE_EXIT_USAGE;
   }
-  co.capture = (unsigned)capture;
+  const tbe_profiler_options *po = &a->po;
   /* A capture range is read from records that --trace must collect. */
-  if (capture == TBE_CAPTURE_NVTX && !(co.trace & TBE_TRACE_NVTX)) {
-    tbe_cli_error("profile", "--capture-range nvtx:... needs nvtx in --trace");
-    free(cap_name);
-    free(cap_domain);
-    free(steps_name);
-    free(steps_domain);
-    return TBE_EXIT_USAGE;
-  }
-  if (steps_name && !(co.trace & TBE_TRACE_NVTX)) {
-    tbe_cli_error("profile", "--steps nvtx:... needs nvtx in --trace");
-    free(cap_name);
-    free(cap_domain);
-    free(steps_name);
-    free(steps_domain);
-    return TBE_EXIT_USAGE;
-  }
-  if (capture == TBE_CAPTURE_PROFILER_API && !(co.trace & TBE_TRACE_CUDA)) {
-    tbe_cli_error("profile", "--capture-range cudaProfilerApi needs cuda in --trace");
-    free(cap_name);
-    free(cap_domain);
-    free(steps_name);
-    free(steps_domain);
+  const char *needs = po->capture == TBE_CAPTURE_NVTX && !(po->trace & TBE_TRACE_NVTX)
+                          ? "--capture-range nvtx:... needs nvtx in --trace"
+                      : a->steps_name && !(po->trace & TBE_TRACE_NVTX)
+                          ? "--steps nvtx:... needs nvtx in --trace"
+                      : po->capture == TBE_CAPTURE_PROFILER_API && !(po->trace & TBE_TRACE_CUDA)
+                          ? "--capture-range cudaProfilerApi needs cuda in --trace"
+                          : NULL;
+  if (needs) {
+    tbe_cli_error("profile", "%s", needs);
     return TBE_EXIT_USAGE;
   }
   if (optind >= argc) {
     tbe_cli_error("profile", "no command to run (usage: tbexport [OPTIONS] -- CMD [ARGS...])");
-    goto usage;
+    return TBE_EXIT_USAGE;
   }
   const char *why;
-  if (run && tbe_name_check(run, &why)) {
-    tbe_cli_error("profile", "--run '%s': %s", run, why);
-    goto usage;
+  if (a->run && tbe_name_check(a->run, &why)) {
+    tbe_cli_error("profile", "--run '%s': %s", a->run, why);
+    return TBE_EXIT_USAGE;
   }
-  if (host && tbe_name_check(host, &why)) {
-    tbe_cli_error("profile", "--host '%s': %s", host, why);
-    goto usage;
+  if (a->host && tbe_name_check(a->host, &why)) {
+    tbe_cli_error("profile", "--host '%s': %s", a->host, why);
+    return TBE_EXIT_USAGE;
   }
-  char **cmd = argv + optind;
-  char *exe = find_command(cmd[0]);
-  if (!exe) {
-    int e = errno;
-    tbe_cli_error("profile", "%s: %s", cmd[0],
-                  e == EACCES ? "permission denied" : "command not found");
-    free(cap_name);
-    free(cap_domain);
-    free(steps_name);
-    free(steps_domain);
-    return e == EACCES ? 126 : TBE_EXIT_NOCMD;
-  }
-#ifndef TBE_HAVE_CUPTI
-  (void)logdir;
-  (void)force;
-  (void)quiet;
-  tbe_cli_error("profile",
-                "the CUPTI collector was not built: this tbexport was configured without the CUDA "
-                "toolkit (CUPTI); rebuild with CUDA installed to profile programs");
-  free(exe);
-  free(cap_name);
-  free(cap_domain);
-  free(steps_name);
-  free(steps_domain);
-  return TBE_EXIT_FAIL;
-#else
-  int rc, ret = TBE_EXIT_FAIL, made_spool = 0, nadded = 0;
-  char *inject = NULL, *spool = NULL, *added[4] = {0};
-  char **sh_argv = NULL;
-  int logdir_made = 0, made_logdir_empty = 0;
-  char **envp = NULL;
-  char spool_rel[PATH_MAX];
-  written w = {0};
-  /* The run's name is fixed before the program starts, and an existing
-   * run is refused now rather than after a long program has run. */
-  char run_buf[TBE_NAME_MAX + 1];
-  if (!run) {
-    if (tbe_run_name_default(run_buf, sizeof run_buf) != 0) {
-      tbe_cli_error("profile", "cannot name the run from the clock; give --run NAME");
-      goto out;
-    }
-    /* Another session started in the same second: the next free suffix. */
-    size_t bl = strlen(run_buf);
-    for (int k = 2; run_exists(logdir, run_buf) && k < 1000; k++)
-      snprintf(run_buf + bl, sizeof run_buf - bl, "_%d", k);
-    run = run_buf;
-  } else if (!force) {
-    char hb[TBE_NAME_MAX + 1], found[PATH_MAX + 300];
-    if (host)
-      snprintf(hb, sizeof hb, "%s", host);
-    else
-      tbe__hostname(hb, sizeof hb);
-    if (run_has_host(logdir, run, hb, found, sizeof found)) {
-      tbe_cli_error("profile",
-                    "run '%s' already has outputs for host %s (%s); use --force to replace them, "
-                    "or another --run or --host; the program was not started",
-                    run, hb, found);
-      goto out;
-    }
-  }
-  inject = find_inject_lib();
-  if (!inject) {
-    tbe_cli_error("profile",
-                  "libtbexport_inject.so not found next to tbexport or in its install folder "
-                  "(set TBEXPORT_INJECT_LIB)");
-    goto out;
-  }
-  struct stat lst;
-  logdir_made = stat(logdir, &lst) != 0;
-  if ((rc = tbe__mkdir_p(logdir, 0755))) {
-    tbe_cli_error("profile", "%s: %s", logdir, tbe_strerror(rc));
-    goto out;
-  }
-  {
-    char where[PATH_MAX + 64], line[PATH_MAX + 200];
-    if ((rc = tbe__spool_dir_make(logdir, spool_rel, sizeof spool_rel, where, sizeof where))) {
-      tbe_cli_error("profile", "%s", tbe_export_strerror(rc, where, line, sizeof line));
-      goto out;
-    }
-  }
-  made_spool = 1;
-  spool = realpath(spool_rel, NULL);
-  char opts[256];
-  tbe__opts_encode(&co, opts, sizeof opts);
-  size_t ne = 0;
-  while (environ[ne]) ne++;
-  envp = malloc((ne + 1) * sizeof *envp);
-  if (!envp || !spool) {
-    tbe_cli_error("profile", "out of memory");
-    goto out;
-  }
-  memcpy(envp, environ, (ne + 1) * sizeof *envp);
-  int env_ok = (added[nadded++] = set_env(&envp, &ne, "CUDA_INJECTION64_PATH", inject)) != NULL;
-  if (env_ok && (co.trace & TBE_TRACE_NVTX))
-    env_ok = (added[nadded++] = set_env(&envp, &ne, "NVTX_INJECTION64_PATH", inject)) != NULL;
-  if (env_ok) env_ok = (added[nadded++] = set_env(&envp, &ne, TBE__ENV_SPOOL_DIR, spool)) != NULL;
-  if (env_ok) env_ok = (added[nadded++] = set_env(&envp, &ne, TBE__ENV_OPTIONS, opts)) != NULL;
-  if (!env_ok) {
-    tbe_cli_error("profile", "out of memory");
-    goto out;
-  }
+  a->cmd = argv + optind;
+  return -1;
+}
 
-  /* Run it.  A CLOEXEC pipe reports an exec failure. */
+#ifdef TBE_HAVE_CUPTI
+/* ---- running the program ---- */
+
+typedef struct ran {
+  pid_t pid;
+  int status;      /* waitpid's */
+  int exec_err;    /* errno of a failed exec, else 0 */
+  double wall;     /* seconds */
+  int64_t start_ns, stop_ns;
+} ran;
+
+/* Runs `exe` with argv `cmd` and environment `envp`, forwarding signals
+ * (see above), and waits for it.  Returns 0, or -1 after the error line
+ * (nothing ran). */
+static int run_program(const char *exe, char **cmd, char **envp, ran *r) {
+  memset(r, 0, sizeof *r);
+  /* A CLOEXEC pipe reports an exec failure. */
   int pfd[2];
   if (pipe2(pfd, O_CLOEXEC) != 0) {
     tbe_cli_error("profile", "pipe: %s", strerror(errno));
-    goto out;
+    return -1;
   }
   struct sigaction sa, old[6];
   static const int fwd[6] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
@@ -535,7 +446,7 @@ int tbe_cmd_profile(int argc, char **argv) {
    * before fork: the child only calls execve). */
   int argc_cmd = 0;
   while (cmd[argc_cmd]) argc_cmd++;
-  sh_argv = malloc(((size_t)argc_cmd + 2) * sizeof *sh_argv);
+  const char **sh_argv = malloc(((size_t)argc_cmd + 2) * sizeof *sh_argv);
   if (sh_argv) {
     sh_argv[0] = "/bin/sh";
     sh_argv[1] = exe;
@@ -545,7 +456,7 @@ int tbe_cmd_profile(int argc, char **argv) {
   pending_sig = 0;
   child_pid = 0;
   for (int i = 0; i < 6; i++) sigaction(fwd[i], &sa, &old[i]);
-  int64_t start_ns = tbe__now_ns();
+  r->start_ns = epoch_ns();
   double t0 = mono();
   fflush(NULL);
   pid_t pid = fork();
@@ -554,7 +465,8 @@ int tbe_cmd_profile(int argc, char **argv) {
     for (int i = 0; i < 6; i++) sigaction(fwd[i], &old[i], NULL);
     close(pfd[0]);
     close(pfd[1]);
-    goto out;
+    free(sh_argv);
+    return -1;
   }
   if (pid == 0) {
     close(pfd[0]);
@@ -565,7 +477,7 @@ int tbe_cmd_profile(int argc, char **argv) {
     if (e == ENOEXEC && sh_argv) {
       /* An executable without #! line: run by the shell, as shells and
        * execvp do. */
-      execve("/bin/sh", sh_argv, envp);
+      execve("/bin/sh", (char *const *)sh_argv, envp);
       e = errno;
     }
     ssize_t wr = write(pfd[1], &e, sizeof e);
@@ -576,121 +488,203 @@ int tbe_cmd_profile(int argc, char **argv) {
   child_pid = pid;
   if (pending_sig) kill(own_group ? -pid : pid, pending_sig);
   close(pfd[1]);
-  int exec_err = 0;
   ssize_t got;
-  do got = read(pfd[0], &exec_err, sizeof exec_err);
+  do got = read(pfd[0], &r->exec_err, sizeof r->exec_err);
   while (got < 0 && errno == EINTR);
+  if (got != (ssize_t)sizeof r->exec_err) r->exec_err = 0;
   close(pfd[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  while (waitpid(pid, &r->status, 0) < 0 && errno == EINTR) {
   }
-  double wall = mono() - t0;
-  int64_t stop_ns = tbe__now_ns();
+  r->wall = mono() - t0;
+  r->stop_ns = epoch_ns();
+  r->pid = pid;
   child_pid = 0;
   for (int i = 0; i < 6; i++) sigaction(fwd[i], &old[i], NULL);
-  int exit_code = WIFEXITED(status) ? WEXITSTATUS(status)
-                  : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
-                                        : TBE_EXIT_FAIL;
-  if (got == (ssize_t)sizeof exec_err && exec_err) {
-    tbe_cli_error("profile", "%s: %s", cmd[0], strerror(exec_err));
-    ret = exec_err == EACCES ? 126 : TBE_EXIT_NOCMD;
-    made_logdir_empty = logdir_made; /* nothing ran: leave no trace of it */
-    goto out;
-  }
+  free(sh_argv);
+  return 0;
+}
 
-  /* Convert. */
+/* ---- the session ---- */
+
+/* The summary on stderr after the run is written. */
+static void report(const profile_args *a, const ran *r, int exit_code, double conv,
+                   const tbe_session_result *sr, const written *w) {
+  const tbe_profiler_result *t = &sr->total;
+  if (WIFSIGNALED(r->status))
+    tbe_cli_note("tbexport: %s was killed by signal %d after %.3f s", a->cmd[0],
+                 WTERMSIG(r->status), r->wall);
+  else
+    tbe_cli_note("tbexport: %s exited with status %d after %.3f s", a->cmd[0], exit_code, r->wall);
+  size_t np = sr->processes;
+  fprintf(stderr,
+          "tbexport: %zu process%s with CUDA; GPU busy %.1f%%; kernels %llu, copies %llu, "
+          "memsets %llu, API calls %llu, NVTX ranges %llu, marks %llu, steps %llu\n",
+          np, np == 1 ? "" : "es", t->gpu_busy_pct, (unsigned long long)t->kernels,
+          (unsigned long long)t->copies, (unsigned long long)t->memsets,
+          (unsigned long long)t->api_calls, (unsigned long long)t->nvtx_ranges,
+          (unsigned long long)t->nvtx_marks, (unsigned long long)t->steps);
+  fprintf(stderr,
+          "tbexport: dropped records %llu, out-of-range timestamps %llu, CUPTI overhead "
+          "%.3f ms\n",
+          (unsigned long long)t->dropped_records, (unsigned long long)t->dropped_out_of_range,
+          (double)t->overhead_ns / 1e6);
+  if (np > 0)
+    fprintf(stderr,
+            "tbexport: collector: background thread CPU %.3f ms, CUPTI buffers %.1f MiB, "
+            "spool %.1f MiB; conversion %.3f s\n",
+            (double)sr->collector_cpu_ns / 1e6, (double)sr->buffer_bytes / 1048576.0,
+            (double)sr->spool_bytes / 1048576.0, conv);
+  else
+    fprintf(stderr, "tbexport: conversion %.3f s\n", conv);
+  for (size_t i = 0; i < w->n; i++) tbe_cli_note("tbexport: wrote %s", w->paths[i]);
+}
+
+/* Converts the session's spools into the run and prints the summary;
+ * returns the exit status. */
+static int convert(const profile_args *a, const char *run, const char *spool, const ran *r) {
+  int exit_code = WIFEXITED(r->status)   ? WEXITSTATUS(r->status)
+                  : WIFSIGNALED(r->status) ? 128 + WTERMSIG(r->status)
+                                           : TBE_EXIT_FAIL;
   double c0 = mono();
+  written w = {0};
   tbe_export_options eo;
   tbe_export_options_init(&eo);
-  eo.logdir = logdir;
+  eo.threads = tbe_cli_export_threads();
+  eo.logdir = a->logdir;
   eo.run = run;
-  eo.host = host;
-  eo.force = force;
+  eo.host = a->host;
+  eo.force = a->force;
   eo.on_file = on_file;
   eo.ctx = &w;
-  tbe__convert_opts cvo = {.capture = capture, .capture_name = cap_name,
-                           .capture_domain = cap_domain, .steps_name = steps_name,
-                           .steps_domain = steps_domain};
   char cmdline[512];
   size_t cl = 0;
   cmdline[0] = '\0';
-  for (char **a = cmd; *a && cl < sizeof cmdline - 1; a++)
-    cl += (size_t)snprintf(cmdline + cl, sizeof cmdline - cl, "%s%s", a == cmd ? "" : " ", *a);
+  for (char **x = a->cmd; *x && cl < sizeof cmdline - 1; x++)
+    cl += (size_t)snprintf(cmdline + cl, sizeof cmdline - cl, "%s%s", x == a->cmd ? "" : " ", *x);
+  /* The HParams "command": what the run was made from. */
   char command[1024];
   size_t ncmd = 0;
-  while (cmd[ncmd]) ncmd++;
-  tbe_cli_command_line(cmd, ncmd, command, sizeof command);
+  while (a->cmd[ncmd]) ncmd++;
+  tbe_cli_command_line(a->cmd, ncmd, command, sizeof command);
   tbe_cli_run_options_apply(&eo, command);
-  tbe__session s;
-  memset(&s, 0, sizeof s);
-  s.spool_dir = spool;
-  s.eo = &eo;
-  s.co = &cvo;
-  s.fallback_start_ns = start_ns;
-  s.fallback_stop_ns = stop_ns;
-  s.fallback_pid = pid;
-  s.fallback_cmd = cmdline;
-  s.prog = "tbexport";
-  s.quiet = quiet;
-  tbe__collector_cost cost;
-  memset(&cost, 0, sizeof cost);
-  s.cost = &cost;
-  tbe_profiler_result r;
-  size_t nprocs = 0;
-  rc = tbe__spools_write_run(&s, &r, &nprocs);
-  double conv = mono() - c0;
-  if (!quiet) {
-    if (WIFSIGNALED(status))
-      tbe_cli_note("tbexport: %s was killed by signal %d after %.3f s", cmd[0], WTERMSIG(status),
-                   wall);
-    else
-      tbe_cli_note("tbexport: %s exited with status %d after %.3f s", cmd[0], exit_code, wall);
-    fprintf(stderr,
-            "tbexport: %zu process%s with CUDA; GPU busy %.1f%%; kernels %llu, copies %llu, "
-            "memsets %llu, API calls %llu, NVTX ranges %llu, marks %llu, steps %llu\n",
-            nprocs, nprocs == 1 ? "" : "es", r.gpu_busy_pct, (unsigned long long)r.kernels,
-            (unsigned long long)r.copies, (unsigned long long)r.memsets,
-            (unsigned long long)r.api_calls, (unsigned long long)r.nvtx_ranges,
-            (unsigned long long)r.nvtx_marks, (unsigned long long)r.steps);
-    fprintf(stderr,
-            "tbexport: dropped records %llu, out-of-range timestamps %llu, CUPTI overhead "
-            "%.3f ms\n",
-            (unsigned long long)r.dropped_records, (unsigned long long)r.dropped_out_of_range,
-            (double)r.overhead_ns / 1e6);
-    if (nprocs > 0)
-      fprintf(stderr,
-              "tbexport: collector: background thread CPU %.3f ms, CUPTI buffers %.1f MiB, "
-              "spool %.1f MiB; conversion %.3f s\n",
-              (double)cost.decode_cpu_ns / 1e6, (double)cost.buffer_bytes / 1048576.0,
-              (double)cost.spool_bytes / 1048576.0, conv);
-    else
-      fprintf(stderr, "tbexport: conversion %.3f s\n", conv);
-    for (size_t i = 0; i < w.n; i++) tbe_cli_note("tbexport: wrote %s", w.paths[i]);
-  }
-  /* (a failure to write the run: the session has said why, in one line) */
-  made_spool = 0; /* the conversion removed it (or kept what it could not convert) */
-  ret = rc && exit_code == 0 ? tbe_cli_exit_for(rc) : exit_code;
-out:
-  if (made_spool) rmdir(spool_rel);
-  if (made_logdir_empty) rmdir(logdir); /* only if still empty */
+  tbe_session_options so;
+  tbe_session_options_init(&so);
+  so.spool_dir = spool;
+  so.export_options = &eo;
+  so.capture = a->po.capture;
+  so.capture_name = a->po.capture_name;
+  so.capture_domain = a->po.capture_domain;
+  so.steps_name = a->steps_name;
+  so.steps_domain = a->steps_domain;
+  so.program_pid = r->pid;
+  so.program_cmd = cmdline;
+  so.start_ns = r->start_ns;
+  so.stop_ns = r->stop_ns;
+  so.on_message = tbe_cli_on_message;
+  so.message_ctx = (void *)&a->quiet;
+  tbe_session_result sr;
+  int rc = tbe_session_convert(&so, &sr);
+  if (!a->quiet) report(a, r, exit_code, mono() - c0, &sr, &w);
   for (size_t i = 0; i < w.n; i++) free(w.paths[i]);
   free(w.paths);
-  for (int i = 0; i < nadded; i++) free(added[i]);
-  free(envp);
-  free(sh_argv);
-  free(exe);
-  free(inject);
+  /* (a failure to write the run: the session has said why, in one line) */
+  return rc && exit_code == 0 ? tbe_cli_exit_for(rc) : exit_code;
+}
+
+/* Names the run, makes the spool folder, runs the program under the
+ * collector and converts.  Returns the exit status. */
+static int session(const profile_args *a, const char *exe) {
+  char run[TBE_NAME_MAX + 1], clash[PATH_MAX + 300];
+  /* The run's name is fixed before the program starts, and an existing
+   * run is refused now rather than after a long program has run. */
+  int rc = tbe_session_run_name(a->logdir, a->run, a->host, a->force, run, sizeof run, clash,
+                                sizeof clash);
+  if (rc == TBE_EEXIST) {
+    char hb[TBE_NAME_MAX + 1];
+    if (a->host)
+      snprintf(hb, sizeof hb, "%s", a->host);
+    else
+      tbe_session_host(hb, sizeof hb);
+    tbe_cli_error("profile",
+                  "run '%s' already has outputs for host %s (%s); use --force to replace them, "
+                  "or another --run or --host; the program was not started",
+                  a->run, hb, clash);
+    return TBE_EXIT_FAIL;
+  }
+  if (rc) {
+    tbe_cli_error("profile", "cannot name the run from the clock; give --run NAME");
+    return TBE_EXIT_FAIL;
+  }
+  char *inject = find_inject_lib();
+  if (!inject) {
+    tbe_cli_error("profile",
+                  "libtbexport_inject.so not found next to tbexport or in its install folder "
+                  "(set TBEXPORT_INJECT_LIB)");
+    return TBE_EXIT_FAIL;
+  }
+  struct stat lst;
+  int logdir_made = stat(a->logdir, &lst) != 0, ret = TBE_EXIT_FAIL;
+  char spool_rel[PATH_MAX], where[PATH_MAX + 64], line[PATH_MAX + 200];
+  char *spool = NULL;
+  env e;
+  int env_ok = env_init(&e) == 0;
+  if ((rc = tbe_session_spool_dir(a->logdir, spool_rel, sizeof spool_rel, where, sizeof where))) {
+    tbe_cli_error("profile", "%s", tbe_export_strerror(rc, where, line, sizeof line));
+    goto out;
+  }
+  spool = realpath(spool_rel, NULL);
+  if (!env_ok || !spool || tbe_session_environment(&a->po, inject, spool, env_set, &e)) {
+    tbe_cli_error("profile", "out of memory");
+    rmdir(spool_rel);
+    goto out;
+  }
+  ran r;
+  if (run_program(exe, a->cmd, e.v, &r)) {
+    rmdir(spool_rel);
+    goto out;
+  }
+  if (r.exec_err) {
+    tbe_cli_error("profile", "%s: %s", a->cmd[0], strerror(r.exec_err));
+    ret = r.exec_err == EACCES ? 126 : TBE_EXIT_NOCMD;
+    rmdir(spool_rel);
+    if (logdir_made) rmdir(a->logdir); /* nothing ran: leave no trace of it (if still empty) */
+    goto out;
+  }
+  /* The conversion removes the spool folder (or keeps what it could not
+   * convert). */
+  ret = convert(a, run, spool, &r);
+out:
+  env_free(&e);
   free(spool);
-  free(cap_name);
-  free(cap_domain);
-  free(steps_name);
-  free(steps_domain);
+  free(inject);
   return ret;
+}
 #endif
-usage:
-  free(cap_name);
-  free(cap_domain);
-  free(steps_name);
-  free(steps_domain);
-  return TBE_EXIT_USAGE;
+
+int tbe_cmd_profile(int argc, char **argv) {
+  profile_args a;
+  int ret = parse_args(argc, argv, &a);
+  if (ret >= 0) {
+    args_free(&a);
+    return ret;
+  }
+  char *exe = find_command(a.cmd[0]);
+  if (!exe) {
+    int e = errno;
+    tbe_cli_error("profile", "%s: %s", a.cmd[0],
+                  e == EACCES ? "permission denied" : "command not found");
+    args_free(&a);
+    return e == EACCES ? 126 : TBE_EXIT_NOCMD;
+  }
+#ifdef TBE_HAVE_CUPTI
+  ret = session(&a, exe);
+#else
+  tbe_cli_error("profile",
+                "the CUPTI collector was not built: this tbexport was configured without the CUDA "
+                "toolkit (CUPTI); rebuild with CUDA installed to profile programs");
+  ret = TBE_EXIT_FAIL;
+#endif
+  free(exe);
+  args_free(&a);
+  return ret;
 }

@@ -86,8 +86,17 @@ int tbe_cli_limit_option(const char *cmd, int c, const char *arg) {
   return TBE_EXIT_USAGE;
 }
 
+static void print_profile(void *ctx, tbe_message_level level, const char *line) {
+  (void)ctx;
+  (void)level;
+  tbe_cli_note("%s", line);
+}
+
 void tbe_cli_import_limits(tbe_import_options *o) {
   *o = chosen;
   o->progress = NULL;
   o->progress_ctx = NULL;
+  o->threads = tbe_cli_import_threads();
+  const char *prof = getenv("TBE_IMPORT_PROFILE"); /* the importer's phase times */
+  if (prof && *prof && strcmp(prof, "0") != 0) o->on_profile = print_profile;
 }

@@ -4,13 +4,14 @@
  * end.  Nothing at all is written when stderr is not a terminal, so logs
  * and pipes never see control characters. */
 #include "cli/progress.h"
-#include "common/text.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "tbexport.h"
 
 #define SHOW_AFTER_S 1.0
 #define REDRAW_S 0.125
@@ -23,7 +24,8 @@ static double now_s(void) {
 
 void tbe_progress_start(tbe_progress *p, const char *label, tbe_progress_unit unit, int quiet) {
   memset(p, 0, sizeof *p);
-  tbe__text_term_z(p->label, sizeof p->label, label, 1); /* a file name: one line, inert */
+  /* a file name: one line, inert */
+  tbe_text_escape(TBE_TEXT_LINE, label, strlen(label), p->label, sizeof p->label);
   p->unit = unit;
   p->enabled = !quiet && isatty(STDERR_FILENO);
   p->start_s = now_s();

@@ -72,18 +72,23 @@
  * would without us).  SIGKILL cannot be caught: the periodic flush bounds
  * its loss.
  *
+ * Records become spool items in collector_decode.c (the per-record work
+ * and the spool's string ids: the decoder, owned by the decoding thread).
+ *
  * Invariants: a slot is in exactly one place (free stack, CUPTI, queue,
  * being decoded); G.held is the sum of the charges and is at most the cap;
  * the spool string ids are assigned only by the decoding thread (the
  * background thread, or the stopping thread after the join); CUPTI-owned
  * strings are copied before the buffer is recycled. */
 #include "collect/collector.h"
+#include "collect/collector_decode.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,23 +122,7 @@ _Static_assert(TBE__MK_COLOR_ARGB == CUPTI_ACTIVITY_FLAG_MARKER_COLOR_ARGB, "mar
 _Static_assert(TBE__OBJ_PROCESS == CUPTI_ACTIVITY_OBJECT_PROCESS, "object kind");
 _Static_assert(TBE__OBJ_THREAD == CUPTI_ACTIVITY_OBJECT_THREAD, "object kind");
 
-/* ---- noisy API calls ---- */
-
-static const char *const noisy_runtime[] = {
-    "cudaGetDevice", "cudaGetLastError", "cudaPeekAtLastError", "cudaGetDeviceCount",
-    "cudaDeviceGetAttribute", "cudaStreamIsCapturing", "cudaStreamGetCaptureInfo",
-    "cudaPointerGetAttributes", NULL};
-static const char *const noisy_driver[] = {
-    "cuCtxGetCurrent", "cuCtxGetDevice", "cuDeviceGet", "cuDeviceGetAttribute",
-    "cuDevicePrimaryCtxGetState", "cuKernelGetAttribute", "cuGetProcAddress",
-    "cuGetErrorString", NULL};
-
-int tbe__api_is_noisy(int driver, const char *name, size_t len) {
-  const char *const *l = driver ? noisy_driver : noisy_runtime;
-  for (; *l; l++)
-    if (strlen(*l) == len && memcmp(*l, name, len) == 0) return 1;
-  return 0;
-}
+/* ---- noisy API calls (their names: collector_decode.c) ---- */
 
 static const CUpti_CallbackId noisy_runtime_cbids[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,
@@ -158,31 +147,6 @@ static const CUpti_CallbackId noisy_driver_cbids[] = {
     CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress_v2,
     CUPTI_DRIVER_TRACE_CBID_cuGetErrorString,
 };
-
-/* ---- string interning (decoding thread only) ---- */
-
-typedef struct strent {
-  uint64_t hash;
-  char *s;
-  uint32_t len, id;
-} strent;
-
-typedef struct strtab {
-  strent *e;
-  size_t cap, n;
-  uint32_t next_id;
-} strtab;
-
-static uint64_t hash_str(const char *s, size_t *len) {
-  uint64_t h = 1469598103934665603ull;
-  const char *p = s;
-  while (*p) {
-    h ^= (unsigned char)*p++;
-    h *= 1099511628211ull;
-  }
-  *len = (size_t)(p - s);
-  return h;
-}
 
 /* The collector's global state. */
 typedef struct qent {
@@ -228,8 +192,7 @@ static struct {
   tbe__buf batch;          /* decoding thread only */
   tbe__buf side;           /* items from other threads, under mu */
   uint64_t batch_records;
-  strtab strs;
-  uint32_t api_names[2][1024]; /* spool string id per cbid; UINT32_MAX = noisy */
+  tbe__decoder dec;        /* decoding thread only (collector_decode.h) */
   tbe__sp_stats stats;
   struct timespec t0;      /* CLOCK_MONOTONIC at start */
   int window_opened, window_closed;
@@ -256,324 +219,23 @@ static struct {
 static int atfork_registered;
 static tbe_allocator malloc_alloc; /* the batches' allocator (malloc) */
 
-static uint32_t intern(const char *s) {
-  if (!s) return 0;
-  size_t len;
-  uint64_t h = hash_str(s, &len);
-  strtab *t = &G.strs;
-  if (t->n * 2 >= t->cap) {
-    size_t ncap = t->cap ? t->cap * 2 : 1024;
-    strent *ne = calloc(ncap, sizeof *ne);
-    if (!ne) return 0;
-    for (size_t i = 0; i < t->cap; i++) {
-      if (!t->e[i].s) continue;
-      size_t j = t->e[i].hash & (ncap - 1);
-      while (ne[j].s) j = (j + 1) & (ncap - 1);
-      ne[j] = t->e[i];
-    }
-    free(t->e);
-    t->e = ne;
-    t->cap = ncap;
-  }
-  size_t j = h & (t->cap - 1);
-  while (t->e[j].s) {
-    if (t->e[j].hash == h && t->e[j].len == len && memcmp(t->e[j].s, s, len) == 0)
-      return t->e[j].id;
-    j = (j + 1) & (t->cap - 1);
-  }
-  char *copy = malloc(len + 1);
-  if (!copy) return 0;
-  memcpy(copy, s, len + 1);
-  uint32_t id = ++t->next_id;
-  t->e[j] = (strent){h, copy, (uint32_t)len, id};
-  t->n++;
-  tbe__spool_str(&G.batch, id, s, len);
-  return id;
+/* One line to the caller's on_message (collector.h); the collector never
+ * prints. */
+static void say(tbe_message_level level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void say(tbe_message_level level, const char *fmt, ...) {
+  if (!G.cfg.on_message) return;
+  char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  G.cfg.on_message(G.cfg.message_ctx, level, line);
 }
-
-static void strtab_free(strtab *t) {
-  for (size_t i = 0; i < t->cap; i++) free(t->e[i].s);
-  free(t->e);
-  memset(t, 0, sizeof *t);
-}
-
-/* Name of a runtime/driver call: cached spool id, UINT32_MAX if filtered. */
-static uint32_t api_name(int driver, uint32_t cbid) {
-  uint32_t *slot = cbid < 1024 ? &G.api_names[driver][cbid] : NULL;
-  if (slot && *slot) return *slot;
-  const char *name = NULL;
-  char tmp[160];
-  if (G.api.get_callback_name(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API,
-                              cbid, &name) != CUPTI_SUCCESS ||
-      !name) {
-    snprintf(tmp, sizeof tmp, "%s_cbid_%u", driver ? "cuDriver" : "cudaRuntime", cbid);
-  } else {
-    /* Drop the version suffix: cudaLaunchKernel_v7000 -> cudaLaunchKernel. */
-    size_t n = strlen(name);
-    const char *v = strstr(name, "_v");
-    while (v) {
-      const char *d = v + 2;
-      while (*d >= '0' && *d <= '9') d++;
-      if (*d == '\0' && d > v + 2) {
-        n = (size_t)(v - name);
-        break;
-      }
-      v = strstr(v + 2, "_v");
-    }
-    if (n >= sizeof tmp) n = sizeof tmp - 1;
-    memcpy(tmp, name, n);
-    tmp[n] = '\0';
-  }
-  uint32_t id;
-  if (!G.cfg.keep_noisy && tbe__api_is_noisy(driver, tmp, strlen(tmp)))
-    id = UINT32_MAX;
-  else
-    id = intern(tmp);
-  if (slot && id) *slot = id;
-  return id;
-}
-
-/* ---- decoding ---- */
 
 static int64_t ts64(uint64_t v) { return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v; }
 
 #define ITEM(type, var) tbe__spool_item(&G.batch, type, &(var), sizeof(var))
-
-static void decode_record(const CUpti_Activity *r) {
-  G.stats.records++;
-  switch (r->kind) {
-    case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-      const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)r;
-      tbe__sp_kernel o;
-      memset(&o, 0, sizeof o);
-      o.start = ts64(k->start);
-      o.end = ts64(k->end);
-      o.corr = k->correlationId;
-      o.device = k->deviceId;
-      o.context = k->contextId;
-      o.stream = k->streamId;
-      o.name = intern(k->name);
-      o.grid[0] = k->gridX, o.grid[1] = k->gridY, o.grid[2] = k->gridZ;
-      o.block[0] = k->blockX, o.block[1] = k->blockY, o.block[2] = k->blockZ;
-      o.static_shared = k->staticSharedMemory;
-      o.dynamic_shared = k->dynamicSharedMemory;
-      o.registers = k->registersPerThread;
-      o.graph_id = k->graphId;
-      o.launch_type = k->launchType;
-      ITEM(TBE__SP_KERNEL, o);
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-      const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)r;
-      tbe__sp_memcpy o;
-      memset(&o, 0, sizeof o);
-      o.start = ts64(m->start);
-      o.end = ts64(m->end);
-      o.bytes = m->bytes;
-      o.corr = m->correlationId;
-      o.device = m->deviceId;
-      o.context = m->contextId;
-      o.stream = m->streamId;
-      o.src_device = o.dst_device = -1;
-      o.copy_kind = m->copyKind;
-      o.src_kind = m->srcKind;
-      o.dst_kind = m->dstKind;
-      o.flags = m->flags;
-      o.graph_id = m->graphId;
-      ITEM(TBE__SP_MEMCPY, o);
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: {
-      const CUpti_ActivityMemcpyPtoP4 *m = (const CUpti_ActivityMemcpyPtoP4 *)r;
-      tbe__sp_memcpy o;
-      memset(&o, 0, sizeof o);
-      o.start = ts64(m->start);
-      o.end = ts64(m->end);
-      o.bytes = m->bytes;
-      o.corr = m->correlationId;
-      o.device = m->deviceId;
-      o.context = m->contextId;
-      o.stream = m->streamId;
-      o.src_device = (int32_t)m->srcDeviceId;
-      o.dst_device = (int32_t)m->dstDeviceId;
-      o.copy_kind = m->copyKind;
-      o.src_kind = m->srcKind;
-      o.dst_kind = m->dstKind;
-      o.flags = m->flags;
-      o.graph_id = m->graphId;
-      ITEM(TBE__SP_MEMCPY, o);
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-      const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)r;
-      tbe__sp_memset o;
-      memset(&o, 0, sizeof o);
-      o.start = ts64(m->start);
-      o.end = ts64(m->end);
-      o.bytes = m->bytes;
-      o.corr = m->correlationId;
-      o.device = m->deviceId;
-      o.context = m->contextId;
-      o.stream = m->streamId;
-      o.value = m->value;
-      o.mem_kind = m->memoryKind;
-      o.flags = m->flags;
-      ITEM(TBE__SP_MEMSET, o);
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER: {
-      const CUpti_ActivityAPI *a = (const CUpti_ActivityAPI *)r;
-      int driver = r->kind == CUPTI_ACTIVITY_KIND_DRIVER;
-      uint32_t name = api_name(driver, a->cbid);
-      if (name == UINT32_MAX) break; /* filtered noisy call */
-      tbe__sp_api o;
-      memset(&o, 0, sizeof o);
-      o.start = ts64(a->start);
-      o.end = ts64(a->end);
-      o.corr = a->correlationId;
-      o.pid = a->processId;
-      o.tid = a->threadId;
-      o.cbid = a->cbid;
-      o.ret = a->returnValue;
-      o.name = name;
-      o.domain = driver ? TBE__API_DRIVER : TBE__API_RUNTIME;
-      ITEM(TBE__SP_API, o);
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
-      const CUpti_ActivitySynchronization2 *s = (const CUpti_ActivitySynchronization2 *)r;
-      tbe__sp_sync o;
-      memset(&o, 0, sizeof o);
-      o.start = ts64(s->start);
-      o.end = ts64(s->end);
-      o.corr = s->correlationId;
-      o.context = s->contextId;
-      o.stream = s->streamId;
-      o.type = (uint32_t)s->type;
-      o.event = s->cudaEventId;
-      o.ret = s->returnValue;
-      ITEM(TBE__SP_SYNC, o);
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_MARKER: {
-      const CUpti_ActivityMarker2 *m = (const CUpti_ActivityMarker2 *)r;
-      tbe__sp_marker o;
-      memset(&o, 0, sizeof o);
-      o.ts = ts64(m->timestamp);
-      o.id = m->id;
-      o.flags = (uint32_t)m->flags;
-      o.obj_kind = (uint32_t)m->objectKind;
-      if (m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ||
-          m->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
-        o.obj[0] = m->objectId.pt.processId;
-        o.obj[1] = m->objectId.pt.threadId;
-      } else {
-        o.obj[0] = m->objectId.dcs.deviceId;
-        o.obj[1] = m->objectId.dcs.contextId;
-        o.obj[2] = m->objectId.dcs.streamId;
-      }
-      o.name = intern(m->name);
-      o.domain = intern(m->domain);
-      ITEM(TBE__SP_MARKER, o);
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_MARKER_DATA: {
-      const CUpti_ActivityMarkerData2 *m = (const CUpti_ActivityMarkerData2 *)r;
-      tbe__sp_marker_data o;
-      memset(&o, 0, sizeof o);
-      memcpy(&o.payload, &m->payload, sizeof o.payload);
-      o.id = m->id;
-      o.flags = (uint32_t)m->flags;
-      o.payload_kind = (uint32_t)m->payloadKind;
-      o.color = m->color;
-      o.category = m->category;
-      o.domain_id = m->cuptiDomainId;
-      ITEM(TBE__SP_MARKER_DATA, o);
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_OVERHEAD: {
-      const CUpti_ActivityOverhead3 *m = (const CUpti_ActivityOverhead3 *)r;
-      tbe__sp_overhead o;
-      memset(&o, 0, sizeof o);
-      o.start = ts64(m->start);
-      o.end = ts64(m->end);
-      o.kind = (uint32_t)m->overheadKind;
-      o.obj_kind = (uint32_t)m->objectKind;
-      if (m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ||
-          m->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
-        o.obj[0] = m->objectId.pt.processId;
-        o.obj[1] = m->objectId.pt.threadId;
-      } else {
-        o.obj[0] = m->objectId.dcs.deviceId;
-        o.obj[1] = m->objectId.dcs.contextId;
-        o.obj[2] = m->objectId.dcs.streamId;
-      }
-      o.corr = m->correlationId;
-      /* The client owns overheadData (header: "must be freed by client"). */
-      if (m->overheadData) free(m->overheadData);
-      ITEM(TBE__SP_OVERHEAD, o);
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_DEVICE: {
-      const CUpti_ActivityDevice5 *d = (const CUpti_ActivityDevice5 *)r;
-      tbe__sp_device o;
-      memset(&o, 0, sizeof o);
-      o.memory_bytes = ts64(d->globalMemorySize);
-      o.bandwidth_kbps = ts64(d->globalMemoryBandwidth);
-      o.id = d->id;
-      o.name = intern(d->name);
-      o.sm_count = d->numMultiprocessors;
-      o.clock_khz = d->coreClockRate;
-      o.cc_major = d->computeCapabilityMajor;
-      o.cc_minor = d->computeCapabilityMinor;
-      o.max_threads_per_block = d->maxThreadsPerBlock;
-      o.max_warps_per_sm = d->maxWarpsPerMultiprocessor;
-      o.regs_per_block = d->maxRegistersPerBlock;
-      o.regs_per_sm = d->maxRegistersPerMultiprocessor;
-      o.warp_size = d->numThreadsPerWarp;
-      o.shared_per_block = d->maxSharedMemoryPerBlock;
-      o.shared_per_sm = d->maxSharedMemoryPerMultiprocessor;
-      ITEM(TBE__SP_DEVICE, o);
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_CONTEXT: {
-      const CUpti_ActivityContext3 *c = (const CUpti_ActivityContext3 *)r;
-      tbe__sp_context o = {c->contextId, c->deviceId};
-      ITEM(TBE__SP_CONTEXT, o);
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMORY2: {
-      const CUpti_ActivityMemory4 *m = (const CUpti_ActivityMemory4 *)r;
-      tbe__sp_memory o;
-      memset(&o, 0, sizeof o);
-      o.ts = ts64(m->timestamp);
-      o.addr = m->address;
-      o.bytes = m->bytes;
-      o.op = (uint32_t)m->memoryOperationType;
-      o.mem_kind = (uint32_t)m->memoryKind;
-      o.corr = m->correlationId;
-      o.pid = m->processId;
-      o.device = m->deviceId;
-      o.context = m->contextId;
-      o.stream = m->streamId;
-      ITEM(TBE__SP_MEMORY, o);
-      break;
-    }
-    case CUPTI_ACTIVITY_KIND_NAME: {
-      const CUpti_ActivityName *n = (const CUpti_ActivityName *)r;
-      if (n->objectKind != CUPTI_ACTIVITY_OBJECT_THREAD) break;
-      tbe__sp_thread_name o = {n->objectId.pt.processId, n->objectId.pt.threadId,
-                               intern(n->name)};
-      ITEM(TBE__SP_THREAD_NAME, o);
-      break;
-    }
-    default:
-      G.stats.unknown_records++;
-      break;
-  }
-}
 
 static int64_t cupti_now(void) {
   uint64_t ts = 0;
@@ -589,7 +251,31 @@ static void add_dropped(void) {
     G.stats.cupti_dropped += d;
 }
 
-/* Appends the stats item and writes the batch as one frame. */
+/* Puts the items of other threads that a failed frame held (collection
+ * windows, notes, steps, a signal) back in front of G.side, for the next
+ * frame: they are few, and they decide what the records mean (a lost "on"
+ * window would leave every later record out of the run), so a failed write
+ * loses only the records of its buffers.  Without memory for that, they
+ * are lost with the frame, as before. */
+static void requeue_side(const uint8_t *items, size_t len) {
+  tbe__buf keep;
+  tbe__buf_init(&keep, &malloc_alloc);
+  tbe__buf_append(&keep, items, len);
+  pthread_mutex_lock(&G.mu);
+  tbe__buf_append(&keep, G.side.data, G.side.len);
+  if (!tbe__buf_error(&keep)) {
+    tbe__buf old = G.side;
+    G.side = keep;
+    keep = old;
+  }
+  pthread_mutex_unlock(&G.mu);
+  tbe__buf_deinit(&keep);
+}
+
+/* Appends the stats item and writes the batch as one frame.  A frame that
+ * cannot be written loses its records (counted in spool_dropped); the
+ * strings it defined are defined again and the other threads' items it
+ * held are queued again (requeue_side). */
 static void write_batch(void) {
   struct timespec c;
   if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c) == 0 && G.thread_started &&
@@ -598,6 +284,7 @@ static void write_batch(void) {
   pthread_mutex_lock(&G.mu);
   G.stats.buffers_declined = G.declined;
   G.stats.buffer_bytes = G.held_peak;
+  size_t side_at = G.batch.len, side_len = G.side.len;
   if (G.side.len) {
     tbe__buf_append(&G.batch, G.side.data, G.side.len);
     tbe__buf_clear(&G.side);
@@ -608,13 +295,15 @@ static void write_batch(void) {
   pthread_mutex_unlock(&G.mu);
   ITEM(TBE__SP_STATS, snap);
   int rc = tbe__buf_error(&G.batch);
+  int written_whole = rc == 0;
   if (rc == 0 && G.fd >= 0) rc = tbe__spool_write_frame(G.fd, G.batch.data, G.batch.len);
+  if (rc != 0 && written_whole && side_len) requeue_side(G.batch.data + side_at, side_len);
   if (rc != 0) {
     G.stats.spool_dropped += G.batch_records;
     if (!G.write_err) {
       G.write_err = rc;
-      fprintf(stderr, "tbexport: cannot write the spool %s: %s; records are being dropped\n",
-              G.cfg.spool_path, tbe_strerror(rc));
+      say(TBE_MSG_WARNING, "cannot write the spool %s: %s; records are being dropped",
+          G.cfg.spool_path, tbe_strerror(rc));
     }
     G.batch.err = 0;
   }
@@ -623,39 +312,27 @@ static void write_batch(void) {
   if (rc != 0) {
     /* The lost frame may have defined strings that later records use:
      * define them all again in the next one. */
-    for (size_t i = 0; i < G.strs.cap; i++)
-      if (G.strs.e[i].s) tbe__spool_str(&G.batch, G.strs.e[i].id, G.strs.e[i].s, G.strs.e[i].len);
+    tbe__decoder_redefine(&G.dec);
   }
 }
 
 static void note(const char *fmt, const char *a, const char *b);
 static const char *cupti_err(CUptiResult r);
 
-/* Decodes the records of one completed buffer into the batch. */
+/* Decodes one completed buffer (collector_decode.h); a walk CUPTI cut
+ * short is noted once. */
 static void decode_buffer(uint8_t *buf, size_t valid) {
-  uint64_t before = G.stats.records;
-  CUpti_Activity *rec = NULL;
-  if (valid) {
-    for (;;) {
-      CUptiResult r = G.api.get_next_record(buf, valid, &rec);
-      if (r == CUPTI_ERROR_MAX_LIMIT_REACHED) break; /* the end */
-      if (r != CUPTI_SUCCESS) {
-        /* (INVALID_KIND: a record this CUPTI cannot size) the walk ends
-         * here; what follows in the buffer is lost: said once. */
-        if (!G.walk_noted) {
-          G.walk_noted = 1;
-          pthread_mutex_lock(&G.mu);
-          note("CUPTI could not walk an activity buffer past a record (%s): %s", cupti_err(r),
-               "the rest of that buffer was skipped, and of any other like it");
-          pthread_mutex_unlock(&G.mu);
-        }
-        break;
-      }
-      decode_record(rec);
-    }
+  uint64_t n = 0;
+  int bad = tbe__decoder_buffer(&G.dec, buf, valid, &n);
+  G.batch_records += n;
+  if (bad && !G.walk_noted) {
+    G.walk_noted = 1;
+    pthread_mutex_lock(&G.mu);
+    note("CUPTI could not walk an activity buffer past a record (%s): %s",
+         cupti_err((CUptiResult)bad),
+         "the rest of that buffer was skipped, and of any other like it");
+    pthread_mutex_unlock(&G.mu);
   }
-  G.stats.buffers++;
-  G.batch_records += G.stats.records - before;
 }
 
 /* ---- buffers ---- */
@@ -912,7 +589,7 @@ static int set_enabled(int on) {
   G.enabled = on && any;
   pthread_mutex_unlock(&G.mu);
   if (on && !any && G.cfg.trace) {
-    fprintf(stderr, "tbexport: CUPTI refused every activity kind: %s\n", cupti_err(first_err));
+    say(TBE_MSG_ERROR, "CUPTI refused every activity kind: %s", cupti_err(first_err));
     return TBE_ECUPTI;
   }
   return 0;
@@ -1275,7 +952,12 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
   tbe__buf_init(&G.batch, &malloc_alloc);
   tbe__buf_init(&G.side, &malloc_alloc);
   memset(&G.stats, 0, sizeof G.stats);
-  memset(G.api_names, 0, sizeof G.api_names);
+  tbe__decoder_reset(&G.dec);
+  G.dec.batch = &G.batch;
+  G.dec.stats = &G.stats;
+  G.dec.keep_noisy = cfg->keep_noisy;
+  G.dec.get_next_record = api->get_next_record;
+  G.dec.get_callback_name = api->get_callback_name;
   memset(kind_on, 0, sizeof kind_on);
   G.declined = 0;
   G.write_err = 0;
@@ -1317,7 +999,7 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
     if (G.api.set_thread_id_type) G.api.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
     CUptiResult r = G.api.register_callbacks(buffer_requested, buffer_completed);
     if (r != CUPTI_SUCCESS) {
-      fprintf(stderr, "tbexport: cuptiActivityRegisterCallbacks failed: %s\n", cupti_err(r));
+      say(TBE_MSG_ERROR, "cuptiActivityRegisterCallbacks failed: %s", cupti_err(r));
       rc = TBE_ECUPTI;
     }
   }
@@ -1356,7 +1038,7 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
     }
     tbe__buf_deinit(&G.batch);
     tbe__buf_deinit(&G.side);
-    strtab_free(&G.strs);
+    tbe__decoder_reset(&G.dec);
     free_slots(); /* (kept mapped if CUPTI holds a buffer) */
     free((char *)G.cfg.spool_path);
     G.cfg.spool_path = NULL;
@@ -1409,7 +1091,7 @@ int tbe__collector_stop(tbe__sp_stats *stats) {
   if (stats) *stats = G.stats;
   tbe__buf_deinit(&G.batch);
   tbe__buf_deinit(&G.side);
-  strtab_free(&G.strs);
+  tbe__decoder_reset(&G.dec);
   free_slots();
   free((char *)G.cfg.spool_path);
   G.cfg.spool_path = NULL;

@@ -70,10 +70,17 @@ typedef struct tbe__collect_config {
   int catch_signals;       /* flush on fatal signals (see above) */
   uint32_t flags;          /* TBE__SPF_* */
   const char *spool_path;  /* file to create (O_EXCL) */
+  /* What went wrong while collecting (CUPTI refusing a call, a spool
+   * write that failed), one line each (tbexport/common.h); NULL: none.
+   * Called from the starting thread or the background thread, never two
+   * at once, with text that is not yet in line form (the spool's path is
+   * the caller's).  The collector itself never prints. */
+  tbe_message_fn on_message;
+  void *message_ctx;
 } tbe__collect_config;
 
-/* Starts the singleton.  Returns 0, TBE_EBUSY, TBE_ECUPTI (a line on
- * stderr names the call and CUPTI's message), or an I/O error. */
+/* Starts the singleton.  Returns 0, TBE_EBUSY, TBE_ECUPTI (a message names
+ * the call and CUPTI's message), or an I/O error. */
 int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *cfg);
 /* Disables the kinds, forces a flush, drains and writes the end of the
  * spool, closes it.  `stats` may be NULL.  Returns 0, TBE_ESTATE if not
@@ -93,8 +100,5 @@ void tbe__collector_memory(size_t *held, size_t *peak, size_t *resident);
  * process. */
 int tbe__collector_step(void);
 
-/* The runtime and driver calls left out unless keep_noisy (by name without
- * the _vNNNN suffix). */
-int tbe__api_is_noisy(int driver, const char *name, size_t len);
 
 #endif

@@ -1,7 +1,8 @@
 /* convert.c: spool -> trace model (see convert.h).
  *
- * Two phases.  Scanning (tbe__spool_scan) copies every item into typed
- * arrays, mapping spool string ids to trace strings as they are defined.
+ * Two phases.  Scanning (tbe__spool_scan with convert_scan.c's callback)
+ * copies every item into typed arrays, mapping spool string ids to trace
+ * strings as they are defined.
  * Building then: checks timestamps (start = 0 or end < start is counted in
  * dropped_out_of_range and left out), pairs NVTX START/END markers by id
  * (CUPTI gives both the same id; unclosed ranges end at the end of the
@@ -21,53 +22,20 @@
  * inside them, and the trace's start and stop are their span plus the GPU
  * work launched in them. */
 #include "collect/convert.h"
+#include "collect/convert_scan.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "collect/spool.h"
-#include "common/fsutil.h"
-#include "common/text.h"
 #include "tbexport/error.h"
-
-int64_t tbe__now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_REALTIME, &t);
-  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
-/* ---- growable arrays ---- */
-
-#define VEC(T) \
-  struct {     \
-    T *v;      \
-    size_t n, cap; \
-  }
-
-static int vpush(void **v, size_t *n, size_t *cap, size_t elem, const void *x) {
-  if (*n == *cap) {
-    size_t nc = *cap ? *cap * 2 : 64;
-    void *nv = realloc(*v, nc * elem);
-    if (!nv) return TBE_ENOMEM;
-    *v = nv;
-    *cap = nc;
-  }
-  memcpy((char *)*v + *n * elem, x, elem);
-  (*n)++;
-  return 0;
-}
-#define PUSH(vec, x) vpush((void **)&(vec).v, &(vec).n, &(vec).cap, sizeof *(vec).v, (x))
 
 /* ---- u32 -> u32 hash map (open addressing; key UINT32_MAX reserved) ---- */
 
@@ -140,153 +108,6 @@ static void map_free(u32map *m) {
   free(m->k);
   free(m->v);
   memset(m, 0, sizeof *m);
-}
-
-/* ---- scanning ---- */
-
-typedef struct scan {
-  tbe_trace *t;
-  tbe__sp_info info;
-  int have_info, have_end, have_signal;
-  tbe__sp_end end;
-  tbe__sp_signal signal; /* the first fatal signal, if any */
-  tbe__sp_stats stats;
-  char host[256];
-  char cmd[4096];
-  VEC(tbe_str) strs; /* spool id -> trace string */
-  VEC(tbe__sp_kernel) kernels;
-  VEC(tbe__sp_memcpy) memcpys;
-  VEC(tbe__sp_memset) memsets;
-  VEC(tbe__sp_api) apis;
-  VEC(tbe__sp_sync) syncs;
-  VEC(tbe__sp_marker) markers;
-  VEC(tbe__sp_marker_data) mdata;
-  VEC(tbe__sp_overhead) overheads;
-  VEC(tbe__sp_device) devices;
-  VEC(tbe__sp_context) contexts;
-  VEC(tbe__sp_memory) memory;
-  VEC(tbe__sp_thread_name) tnames;
-  VEC(tbe__sp_window) windows;
-  VEC(tbe__sp_step) steps;
-  VEC(tbe_str) notes;
-  int64_t last_ts; /* latest timestamp seen anywhere */
-} scan;
-
-static void seen(scan *s, int64_t ts) {
-  if (ts > s->last_ts) s->last_ts = ts;
-}
-
-/* Maps a spool string id to a trace string; unknown ids give "". */
-static tbe_str S(const scan *s, uint32_t id) { return id < s->strs.n ? s->strs.v[id] : 0; }
-
-#define TAKE(vec, T)                     \
-  do {                                   \
-    T x_;                                \
-    if (len < sizeof x_) return 0;       \
-    memcpy(&x_, body, sizeof x_);        \
-    rc = PUSH(vec, &x_);                 \
-  } while (0)
-
-static int on_item(void *ctx, unsigned type, const uint8_t *body, size_t len) {
-  scan *s = ctx;
-  int rc = 0;
-  switch (type) {
-    case TBE__SP_INFO:
-      if (len >= sizeof s->info) {
-        memcpy(&s->info, body, sizeof s->info);
-        s->have_info = 1;
-      }
-      break;
-    case TBE__SP_HOST:
-      if (len >= sizeof s->host) len = sizeof s->host - 1;
-      memcpy(s->host, body, len);
-      s->host[len] = '\0';
-      break;
-    case TBE__SP_CMD:
-      if (len >= sizeof s->cmd) len = sizeof s->cmd - 1;
-      memcpy(s->cmd, body, len);
-      s->cmd[len] = '\0';
-      break;
-    case TBE__SP_STR: {
-      if (len < 4) return 0;
-      uint32_t id;
-      memcpy(&id, body, 4);
-      if (id == 0 || id > (1u << 26)) return 0; /* ids are dense from 1 */
-      while (s->strs.n <= id) {
-        tbe_str z = 0;
-        if ((rc = PUSH(s->strs, &z))) return rc;
-      }
-      const char *p = (const char *)body + 4;
-      size_t n = len - 4;
-      /* The model rejects embedded NULs: cut there. */
-      const char *nul = memchr(p, '\0', n);
-      if (nul) n = (size_t)(nul - p);
-      tbe_str st;
-      if ((rc = tbe_trace_intern(s->t, p, n, &st))) return rc;
-      s->strs.v[id] = st;
-      break;
-    }
-    case TBE__SP_NOTE: {
-      const char *p = (const char *)body;
-      size_t n = len;
-      const char *nul = memchr(p, '\0', n);
-      if (nul) n = (size_t)(nul - p);
-      tbe_str st;
-      if ((rc = tbe_trace_intern(s->t, p, n, &st))) return rc;
-      rc = PUSH(s->notes, &st);
-      break;
-    }
-    case TBE__SP_KERNEL: TAKE(s->kernels, tbe__sp_kernel); break;
-    case TBE__SP_MEMCPY: TAKE(s->memcpys, tbe__sp_memcpy); break;
-    case TBE__SP_MEMSET: TAKE(s->memsets, tbe__sp_memset); break;
-    case TBE__SP_API: TAKE(s->apis, tbe__sp_api); break;
-    case TBE__SP_SYNC: TAKE(s->syncs, tbe__sp_sync); break;
-    case TBE__SP_MARKER: TAKE(s->markers, tbe__sp_marker); break;
-    case TBE__SP_MARKER_DATA: TAKE(s->mdata, tbe__sp_marker_data); break;
-    case TBE__SP_OVERHEAD: TAKE(s->overheads, tbe__sp_overhead); break;
-    case TBE__SP_DEVICE: TAKE(s->devices, tbe__sp_device); break;
-    case TBE__SP_CONTEXT: TAKE(s->contexts, tbe__sp_context); break;
-    case TBE__SP_MEMORY: TAKE(s->memory, tbe__sp_memory); break;
-    case TBE__SP_THREAD_NAME: TAKE(s->tnames, tbe__sp_thread_name); break;
-    case TBE__SP_WINDOW: TAKE(s->windows, tbe__sp_window); break;
-    case TBE__SP_STEP: TAKE(s->steps, tbe__sp_step); break;
-    case TBE__SP_SIGNAL:
-      if (len >= sizeof s->signal && !s->have_signal) {
-        memcpy(&s->signal, body, sizeof s->signal);
-        s->have_signal = 1;
-      }
-      break;
-    case TBE__SP_STATS:
-      if (len >= sizeof s->stats) memcpy(&s->stats, body, sizeof s->stats);
-      break;
-    case TBE__SP_END:
-      if (len >= sizeof s->end) {
-        memcpy(&s->end, body, sizeof s->end);
-        s->have_end = 1;
-      }
-      break;
-    default: break; /* unknown item: skipped */
-  }
-  return rc;
-}
-
-static void scan_free(scan *s) {
-  free(s->strs.v);
-  free(s->kernels.v);
-  free(s->memcpys.v);
-  free(s->memsets.v);
-  free(s->apis.v);
-  free(s->syncs.v);
-  free(s->markers.v);
-  free(s->mdata.v);
-  free(s->overheads.v);
-  free(s->devices.v);
-  free(s->contexts.v);
-  free(s->memory.v);
-  free(s->tnames.v);
-  free(s->windows.v);
-  free(s->steps.v);
-  free(s->notes.v);
 }
 
 /* ---- names ---- */
@@ -645,14 +466,21 @@ static int marked_steps(build *b) {
   return 0;
 }
 
-static int build_trace(build *b) {
+/* ---- building the trace ---- */
+
+typedef VEC(range) range_vec;
+
+/* The pid of the spool's process (0 when the spool has no info item). */
+static int64_t spool_pid(const scan *s) { return s->have_info ? (int64_t)s->info.pid : 0; }
+
+/* The process and its host; where the session starts (*start_out) and
+ * ends (b->end_ns): the latest timestamp anywhere closes unended ranges
+ * (and the window of a spool that ended early). */
+static int process_and_end(build *b, int64_t *start_out) {
   scan *s = b->s;
   tbe_trace *t = b->t;
-  tbe__convert_info *info = b->info;
-  int64_t pid = s->have_info ? (int64_t)s->info.pid : 0;
+  int64_t pid = spool_pid(b->s);
   int rc = 0;
-
-  /* Process, host, session window. */
   uint32_t pi;
   if ((rc = tbe_trace_process(t, pid, &pi))) return rc;
   const char *host = b->o && b->o->host ? b->o->host : (s->host[0] ? s->host : NULL);
@@ -667,8 +495,6 @@ static int build_trace(build *b) {
       if (s->windows.v[i].ts > 0) start = s->windows.v[i].ts;
       break;
     }
-  /* The latest timestamp anywhere closes unended ranges (and the window
-   * of a spool that ended early). */
 #define LAST(vec)                                                        \
   for (size_t i_ = 0; i_ < (vec).n; i_++)                                \
     if ((vec).v[i_].start > 0 && (vec).v[i_].end >= (vec).v[i_].start) \
@@ -697,9 +523,14 @@ static int build_trace(build *b) {
   }
   if (closed > 0 && closed < b->end_ns) b->end_ns = closed > s->last_ts ? closed : s->last_ts;
   if (b->end_ns < start) b->end_ns = start;
-  if ((rc = collection_windows(b))) return rc;
+  *start_out = start;
+  return 0;
+}
 
-  /* Correlation and context maps. */
+/* Correlation ids -> API calls; contexts -> devices. */
+static int correlation_maps(build *b) {
+  scan *s = b->s;
+  int rc = 0;
   for (size_t i = 0; i < s->apis.n && !rc; i++) {
     uint32_t prev;
     if (map_get(&b->corr, s->apis.v[i].corr, &prev) &&
@@ -711,11 +542,18 @@ static int build_trace(build *b) {
     rc = map_put(&b->ctxdev, s->contexts.v[i].context, s->contexts.v[i].device, 1);
   for (size_t i = 0; i < s->kernels.n && !rc; i++)
     rc = map_put(&b->ctxdev, s->kernels.v[i].context, s->kernels.v[i].device, 0);
-  if (rc) return rc;
+  return rc;
+}
 
-  /* NVTX: pair markers, attach data. */
+/* NVTX: markers paired into ranges (a START with its END; a mark alone),
+ * their data attached; ranges that do not nest on their thread are
+ * asynchronous. */
+static int nvtx_ranges(build *b, range_vec *rs) {
+  scan *s = b->s;
+  tbe_trace *t = b->t;
+  tbe__convert_info *info = b->info;
+  int rc = 0;
   u32map starts = {0}, datas = {0};
-  VEC(range) rs = {0};
   for (size_t i = 0; i < s->mdata.n && !rc; i++) rc = map_put(&datas, s->mdata.v[i].id, (uint32_t)i, 0);
   for (size_t i = 0; i < s->markers.n && !rc; i++) {
     const tbe__sp_marker *m = &s->markers.v[i];
@@ -773,19 +611,19 @@ static int build_trace(build *b) {
       if (r.end < m->ts) r.end = m->ts;
       info->nvtx_unclosed++;
     }
-    rc = PUSH(rs, &r);
+    rc = PUSH(*rs, &r);
   }
   free(endof);
   map_free(&starts);
   /* Ranges that do not nest on their thread are asynchronous. */
-  if (!rc && rs.n) {
-    qsort(rs.v, rs.n, sizeof *rs.v, cmp_range);
-    int64_t *stack = malloc(rs.n * sizeof *stack);
+  if (!rc && rs->n) {
+    qsort(rs->v, rs->n, sizeof *rs->v, cmp_range);
+    int64_t *stack = malloc(rs->n * sizeof *stack);
     if (!stack) rc = TBE_ENOMEM;
     size_t sp = 0;
     uint32_t cur = UINT32_MAX;
-    for (size_t i = 0; i < rs.n && !rc; i++) {
-      range *r = &rs.v[i];
+    for (size_t i = 0; i < rs->n && !rc; i++) {
+      range *r = &rs->v[i];
       if (r->is_mark || (r->flags & TBE_EVF_ASYNC)) continue;
       if (r->track != cur) {
         cur = r->track;
@@ -800,12 +638,17 @@ static int build_trace(build *b) {
     }
     free(stack);
   }
-  if (!rc) rc = compute_windows(b, rs.v, rs.n);
-  if (!rc) rc = kept_windows(b);
+  map_free(&datas);
+  return rc;
+}
 
-  /* NVTX events. */
-  for (size_t i = 0; i < rs.n && !rc; i++) {
-    const range *r = &rs.v[i];
+/* NVTX events: the ranges and marks that start in a kept window. */
+static int nvtx_events(build *b, const range_vec *rs) {
+  scan *s = b->s;
+  tbe__convert_info *info = b->info;
+  int rc = 0;
+  for (size_t i = 0; i < rs->n && !rc; i++) {
+    const range *r = &rs->v[i];
     const tbe__sp_marker *m = &s->markers.v[r->start_marker];
     if (!keep(b, r->start)) continue;
     tbe_nvtx nv;
@@ -816,9 +659,9 @@ static int build_trace(build *b) {
       if (d->flags & TBE__MK_COLOR_ARGB) nv.color = d->color;
       nv.category = d->category;
       switch (d->payload_kind) {
-        case 0: nv.payload_type = 3; memcpy(&nv.payload.d, &d->payload, 8); break;
-        case 1: nv.payload_type = 2; nv.payload.u = d->payload; break;
-        case 4: nv.payload_type = 1; memcpy(&nv.payload.i, &d->payload, 8); break;
+        case 0: nv.payload_type = TBE_PAYLOAD_DOUBLE; memcpy(&nv.payload.d, &d->payload, 8); break;
+        case 1: nv.payload_type = TBE_PAYLOAD_UINT64; nv.payload.u = d->payload; break;
+        case 4: nv.payload_type = TBE_PAYLOAD_INT64; memcpy(&nv.payload.i, &d->payload, 8); break;
         default: break;
       }
     }
@@ -829,10 +672,15 @@ static int build_trace(build *b) {
     else
       info->r.nvtx_ranges++;
   }
-  free(rs.v);
-  map_free(&datas);
+  return rc;
+}
 
-  /* API calls. */
+/* Runtime and driver API calls. */
+static int api_calls(build *b) {
+  scan *s = b->s;
+  tbe_trace *t = b->t;
+  tbe__convert_info *info = b->info;
+  int rc = 0;
   for (size_t i = 0; i < s->apis.n && !rc; i++) {
     const tbe__sp_api *a = &s->apis.v[i];
     seen(s, a->end);
@@ -844,8 +692,15 @@ static int build_trace(build *b) {
              a->end - a->start, a->corr, S(s, a->name), tr, 0, NULL);
     info->r.api_calls++;
   }
+  return rc;
+}
 
-  /* GPU work. */
+/* GPU work: kernels. */
+static int kernels(build *b) {
+  scan *s = b->s;
+  tbe__convert_info *info = b->info;
+  int64_t pid = spool_pid(b->s);
+  int rc = 0;
   for (size_t i = 0; i < s->kernels.n && !rc; i++) {
     const tbe__sp_kernel *k = &s->kernels.v[i];
     uint32_t tr;
@@ -873,6 +728,16 @@ static int build_trace(build *b) {
     if (!rc) rc = PUSH(b->gpu, &iv);
     info->r.kernels++;
   }
+  return rc;
+}
+
+/* GPU work: copies. */
+static int copies(build *b) {
+  scan *s = b->s;
+  tbe_trace *t = b->t;
+  tbe__convert_info *info = b->info;
+  int64_t pid = spool_pid(b->s);
+  int rc = 0;
   for (size_t i = 0; i < s->memcpys.n && !rc; i++) {
     const tbe__sp_memcpy *m = &s->memcpys.v[i];
     uint32_t tr;
@@ -901,6 +766,16 @@ static int build_trace(build *b) {
     if (!rc) rc = PUSH(b->gpu, &iv);
     info->r.copies++;
   }
+  return rc;
+}
+
+/* GPU work: memsets. */
+static int memsets(build *b) {
+  scan *s = b->s;
+  tbe_trace *t = b->t;
+  tbe__convert_info *info = b->info;
+  int64_t pid = spool_pid(b->s);
+  int rc = 0;
   for (size_t i = 0; i < s->memsets.n && !rc; i++) {
     const tbe__sp_memset *m = &s->memsets.v[i];
     uint32_t tr;
@@ -925,10 +800,17 @@ static int build_trace(build *b) {
     if (!rc) rc = PUSH(b->gpu, &iv);
     info->r.memsets++;
   }
+  return rc;
+}
 
-  /* Synchronization: on the GPU stream it waited for (a context sync, which
-   * has none, on the device's stream -1), as Kineto and Nsight Systems place
-   * it; the API call that waited links to it by correlation id. */
+/* Synchronization: on the GPU stream it waited for (a context sync, which
+ * has none, on the device's stream -1), as Kineto and Nsight Systems place
+ * it; the API call that waited links to it by correlation id. */
+static int syncs(build *b) {
+  scan *s = b->s;
+  tbe_trace *t = b->t;
+  int64_t pid = spool_pid(b->s);
+  int rc = 0;
   for (size_t i = 0; i < s->syncs.n && !rc; i++) {
     const tbe__sp_sync *y = &s->syncs.v[i];
     if (bad_span(b, y->start, y->end)) continue;
@@ -945,9 +827,17 @@ static int build_trace(build *b) {
     rc = add(b, TBE_EV_SYNC, y->start, y->end - y->start, y->corr,
              tbe_trace_str_id(t, sync_name(y->type)), tr, 0, &d);
   }
+  return rc;
+}
 
-  /* CUPTI overhead: the profiler's cost, counted where it overlaps a kept
-   * window and cut to it. */
+/* CUPTI overhead: the profiler's cost, counted where it overlaps a kept
+ * window and cut to it. */
+static int overheads(build *b) {
+  scan *s = b->s;
+  tbe_trace *t = b->t;
+  tbe__convert_info *info = b->info;
+  int64_t pid = spool_pid(b->s);
+  int rc = 0;
   for (size_t i = 0; i < s->overheads.n && !rc; i++) {
     const tbe__sp_overhead *o = &s->overheads.v[i];
     if (bad_span(b, o->start, o->end)) continue;
@@ -978,8 +868,16 @@ static int build_trace(build *b) {
     rc = add(b, TBE_EV_OVERHEAD, os, oe - os, o->corr,
              tbe_trace_str_id(t, overhead_name(o->kind)), tr, 0, NULL);
   }
+  return rc;
+}
 
-  /* Memory allocations and frees. */
+/* Memory allocations and frees. */
+static int memory_events(build *b) {
+  scan *s = b->s;
+  tbe_trace *t = b->t;
+  tbe__convert_info *info = b->info;
+  int64_t pid = spool_pid(b->s);
+  int rc = 0;
   for (size_t i = 0; i < s->memory.n && !rc; i++) {
     const tbe__sp_memory *m = &s->memory.v[i];
     if (m->ts <= 0) {
@@ -1000,8 +898,14 @@ static int build_trace(build *b) {
     d.device_type = 1;
     rc = add(b, TBE_EV_MEMORY, m->ts, 0, m->corr, tbe_trace_str_id(t, "[memory]"), tr, 0, &d);
   }
+  return rc;
+}
 
-  /* Devices and thread names. */
+/* Devices and thread names. */
+static int devices_and_threads(build *b) {
+  scan *s = b->s;
+  tbe_trace *t = b->t;
+  int rc = 0;
   for (size_t i = 0; i < s->devices.n && !rc; i++) {
     const tbe__sp_device *d = &s->devices.v[i];
     uint32_t di;
@@ -1032,13 +936,12 @@ static int build_trace(build *b) {
       break;
     t->tracks[tr].name = S(s, s->tnames.v[i].name);
   }
-  if (rc) return rc;
+  return rc;
+}
 
-  if (!rc) rc = marked_steps(b);
-  if (rc) return rc;
-
-  /* Bounded, the trace spans the kept windows (and the GPU work launched in
-   * them), so that wall time and GPU busy % are over what was kept. */
+/* Bounded, the trace spans the kept windows (and the GPU work launched in
+ * them), so that wall time and GPU busy % are over what was kept. */
+static int trace_span(build *b, int64_t *start) {
   if (b->bounded && b->win.n) {
     int64_t ws = b->win.v[0].a, we = INT64_MIN;
     for (size_t i = 0; i < b->win.n; i++) {
@@ -1047,12 +950,38 @@ static int build_trace(build *b) {
     }
     for (size_t i = 0; i < b->gpu.n; i++)
       if (b->gpu.v[i].b > we) we = b->gpu.v[i].b;
-    start = ws;
-    b->end_ns = we >= start ? we : start;
+    *start = ws;
+    b->end_ns = we >= *start ? we : *start;
   }
-  t->start_ns = start > 0 ? start : 0;
-  t->stop_ns = b->end_ns;
-  return tbe_trace_error(t);
+  b->t->start_ns = *start > 0 ? *start : 0;
+  b->t->stop_ns = b->end_ns;
+  return tbe_trace_error(b->t);
+}
+
+/* The spool's records into the trace, in this order: the session's span
+ * and windows first (they decide what is kept), then each kind of record,
+ * then the program's own steps and the trace's span. */
+static int build_trace(build *b) {
+  int64_t start = 0;
+  range_vec rs = {0};
+  int rc = process_and_end(b, &start);
+  if (!rc) rc = collection_windows(b);
+  if (!rc) rc = correlation_maps(b);
+  if (!rc) rc = nvtx_ranges(b, &rs);
+  if (!rc) rc = compute_windows(b, rs.v, rs.n);
+  if (!rc) rc = kept_windows(b);
+  if (!rc) rc = nvtx_events(b, &rs);
+  free(rs.v);
+  if (!rc) rc = api_calls(b);
+  if (!rc) rc = kernels(b);
+  if (!rc) rc = copies(b);
+  if (!rc) rc = memsets(b);
+  if (!rc) rc = syncs(b);
+  if (!rc) rc = overheads(b);
+  if (!rc) rc = memory_events(b);
+  if (!rc) rc = devices_and_threads(b);
+  if (!rc) rc = marked_steps(b);
+  return rc ? rc : trace_span(b, &start);
 }
 
 static double busy_pct(ival *v, size_t n, int64_t a, int64_t b) {
@@ -1085,10 +1014,10 @@ int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
   tbe_str zero = 0;
   int rc = PUSH(s.strs, &zero);
   tbe__spool_tail tail;
-  if (!rc) rc = tbe__spool_scan(data, n, on_item, &s, &tail);
+  if (!rc) rc = tbe__spool_scan(data, n, tbe__convert_on_item, &s, &tail);
   if (rc) {
     info->tail_offset = tail.good_bytes, info->tail_why = tail.why;
-    scan_free(&s);
+    tbe__convert_scan_free(&s);
     return rc;
   }
   if (!s.have_info && label) {
@@ -1176,7 +1105,7 @@ int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
     /* --steps wins over the program's own marks (which stay when it
      * matches nothing; the warning says so). */
     if (!rc && o && o->steps_name) {
-      int got = tbe__steps_apply(t, o->steps_name, o->steps_domain, NULL, 0);
+      int got = tbe_trace_steps_apply(t, o->steps_name, o->steps_domain, NULL, 0);
       if (got < 0) rc = got;
     }
     info->r.steps = t->nsteps;
@@ -1186,7 +1115,7 @@ int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
   free(b.coll.v);
   free(b.win.v);
   free(b.gpu.v);
-  scan_free(&s);
+  tbe__convert_scan_free(&s);
   return rc ? rc : tbe_trace_error(t);
 }
 
@@ -1217,334 +1146,4 @@ int tbe__spool_file_to_trace(const char *path, const tbe__convert_opts *o, tbe_t
   int rc = tbe__spool_to_trace(data, n, base ? base + 1 : path, o, t, info);
   if (map) munmap(map, n);
   return rc;
-}
-
-/* ---- steps from a named range ---- */
-
-/* Appends 'NAME' (COUNT) for the hint, control characters as '?', a long
- * name cut. */
-static size_t put_name(char *p, size_t size, const char *name, uint64_t count) {
-  char nm[52];
-  size_t i = 0;
-  for (; name[i] && i < sizeof nm - 4; i++)
-    nm[i] = (unsigned char)name[i] < 0x20 || name[i] == 0x7f ? '?' : name[i];
-  if (name[i]) memcpy(nm + i, "...", 3), i += 3;
-  nm[i] = '\0';
-  int n = snprintf(p, size, "'%s' (%llu)", nm, (unsigned long long)count);
-  return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
-}
-
-int tbe__steps_apply(tbe_trace *t, const char *name, const char *domain, char *line, size_t size) {
-  if (line && size) line[0] = '\0';
-  int n = tbe_trace_steps_from_range(t, name, domain);
-  if (n != 0) return n;
-  tbe_name_count top[3];
-  int k = tbe_trace_top_ranges(t, top, 3);
-  if (k < 0) return k;
-  char hint[300];
-  size_t used = 0;
-  if (k == 0)
-    used = (size_t)snprintf(hint, sizeof hint, "the trace has no NVTX ranges or user annotations");
-  else
-    used = (size_t)snprintf(hint, sizeof hint, "the most frequent top-level ranges are ");
-  for (int i = 0; i < k && used < sizeof hint - 1; i++) {
-    if (i) used += (size_t)snprintf(hint + used, sizeof hint - used, ", ");
-    if (used < sizeof hint - 1)
-      used += put_name(hint + used, sizeof hint - used, tbe_trace_str(t, top[i].name), top[i].count);
-  }
-  char kept[96];
-  if (t->nsteps)
-    snprintf(kept, sizeof kept, "the %zu steps found otherwise are kept", t->nsteps);
-  else
-    snprintf(kept, sizeof kept, "the run has no steps");
-  char buf[640];
-  snprintf(buf, sizeof buf,
-           "--steps nvtx:%.100s%s%.60s: no NVTX range or user annotation has that name%s; %s; %s",
-           name, domain ? "@" : "", domain ? domain : "", domain ? " in that domain" : "", hint,
-           kept);
-  int rc = tbe_trace_warn(t, "%s", buf);
-  if (line && size) snprintf(line, size, "%s", buf);
-  return rc;
-}
-
-/* ---- a whole session ---- */
-
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* One line on stderr, whatever the spool's names and warnings hold
- * (common/text.h, the line form, as the CLI's printer). */
-static void emit(const tbe__session *s, const char *fmt, va_list ap) {
-  char msg[2048], line[4 * sizeof msg];
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  tbe__text_term_z(line, sizeof line, msg, 1);
-  fprintf(stderr, "%s: %s\n", s->prog ? s->prog : "tbexport", line);
-}
-
-static void say(const tbe__session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(const tbe__session *s, const char *fmt, ...) {
-  if (s->quiet) return;
-  va_list ap;
-  va_start(ap, fmt);
-  emit(s, fmt, ap);
-  va_end(ap);
-}
-
-/* An error: said even when quiet (quiet drops warnings, not failures). */
-static void shout(const tbe__session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void shout(const tbe__session *s, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  emit(s, fmt, ap);
-  va_end(ap);
-}
-
-static void sum(tbe_profiler_result *a, const tbe_profiler_result *b) {
-  a->kernels += b->kernels;
-  a->copies += b->copies;
-  a->memsets += b->memsets;
-  a->api_calls += b->api_calls;
-  a->nvtx_ranges += b->nvtx_ranges;
-  a->nvtx_marks += b->nvtx_marks;
-  a->dropped_records += b->dropped_records;
-  a->dropped_out_of_range += b->dropped_out_of_range;
-  a->overhead_ns += b->overhead_ns;
-  a->steps += b->steps;
-  if (b->start_ns && (!a->start_ns || b->start_ns < a->start_ns)) a->start_ns = b->start_ns;
-  if (b->stop_ns > a->stop_ns) a->stop_ns = b->stop_ns;
-}
-
-/* Whether a live process still holds PATH's lock (collector.c): it is
- * still writing that spool. */
-static int spool_in_use(const char *path) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  int busy = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-  close(fd);
-  return busy;
-}
-
-/* Appends "pid <stem>: <first line of DIR/NAME>" to NOTES (a "; "-separated
- * list of why processes did not collect; see inject.c) and removes the
- * file unless KEEP. */
-static void take_note(const char *dir, const char *name, int keep, char *notes, size_t size) {
-  char path[4200], text[320];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return;
-  ssize_t n = read(fd, text, sizeof text - 1);
-  close(fd);
-  if (n < 0) n = 0;
-  text[n] = '\0';
-  for (ssize_t i = 0; i < n; i++)
-    if ((unsigned char)text[i] < 0x20) text[i] = i == n - 1 && text[i] == '\n' ? '\0' : ' ';
-  size_t used = strlen(notes);
-  if (used < size)
-    snprintf(notes + used, size - used, "%spid %.*s: %s", used ? "; " : "",
-             (int)(strlen(name) - 5), name, text);
-  if (!keep) unlink(path);
-}
-
-int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, size_t *nprocs) {
-  tbe_profiler_result tot;
-  memset(&tot, 0, sizeof tot);
-  if (nprocs) *nprocs = 0;
-  char **names = NULL;
-  size_t nn = 0, cap = 0;
-  int rc = 0;
-  char notes[1024] = "";
-  DIR *d = s->spool_dir && !s->nfiles ? opendir(s->spool_dir) : NULL;
-  if (s->nfiles && !(names = calloc(s->nfiles, sizeof *names))) rc = TBE_ENOMEM;
-  for (size_t i = 0; i < s->nfiles && !rc; i++) {
-    if (!(names[i] = strdup(s->files[i]))) rc = TBE_ENOMEM;
-    else nn = i + 1;
-  }
-  if (d) {
-    struct dirent *e;
-    while ((e = readdir(d))) {
-      size_t l = strlen(e->d_name);
-      if (l > 5 && strcmp(e->d_name + l - 5, ".note") == 0) {
-        take_note(s->spool_dir, e->d_name, s->keep, notes, sizeof notes);
-        continue;
-      }
-      if (l < 7 || strcmp(e->d_name + l - 6, ".spool") != 0) continue;
-      if (nn == cap) {
-        size_t nc = cap ? cap * 2 : 8;
-        char **x = realloc(names, nc * sizeof *x);
-        if (!x) {
-          rc = TBE_ENOMEM;
-          break;
-        }
-        names = x;
-        cap = nc;
-      }
-      if (!(names[nn] = malloc(strlen(s->spool_dir) + l + 2))) {
-        rc = TBE_ENOMEM;
-        break;
-      }
-      sprintf(names[nn++], "%s/%s", s->spool_dir, e->d_name);
-    }
-    closedir(d);
-  }
-  if (nn > 1) qsort(names, nn, sizeof *names, cmp_str);
-  if (nn > 0 && notes[0]) say(s, "some processes did not collect: %s", notes);
-  char base_host[TBE_NAME_MAX + 1];
-  if (s->eo->host)
-    snprintf(base_host, sizeof base_host, "%s", s->eo->host);
-  else
-    tbe__hostname(base_host, sizeof base_host);
-
-  /* GPU busy over all processes: sum the per-process busy time weighted
-   * by span (an approximation when processes overlap). */
-  double busy_ns = 0;
-  size_t done = 0;
-  if (s->cost) memset(s->cost, 0, sizeof *s->cost);
-  /* One run name for the whole session: without --run each export would
-   * pick its own (time-stamped) default, splitting the processes. */
-  char run_buf[TBE_NAME_MAX + 1];
-  tbe_export_options eo_run = *s->eo;
-  if (!eo_run.run) {
-    int r = tbe_run_name_default(run_buf, sizeof run_buf);
-    if (r) rc = r;
-    eo_run.run = run_buf;
-  }
-  /* A spool that fails to convert does not stop the others: rc keeps the
-   * first error. */
-  int64_t *pids = nn > 1 ? calloc(nn, sizeof *pids) : NULL;
-  if (nn > 1 && !pids) rc = TBE_ENOMEM;
-  int listed = rc == 0;
-  if (!listed) shout(s, "cannot list the spools: %s", tbe_strerror(rc));
-  size_t busy = 0;
-  for (size_t i = 0; listed && i <= nn; i++) {
-    if (i == nn && nn > 0) break;
-    if (nn > 0 && spool_in_use(names[i])) {
-      /* A process that outlived the program (a daemon, a straggler). */
-      say(s, "%s is still being written by a running process: left as it is; convert it "
-             "later with: tbexport import %s --logdir DIR --run NAME",
-          names[i], names[i]);
-      busy++;
-      continue;
-    }
-    tbe_trace *t = NULL;
-    int r = tbe_trace_create(&t, s->eo->allocator);
-    if (r) {
-      shout(s, "cannot convert the spools: %s", tbe_strerror(r));
-      rc = r;
-      break;
-    }
-    tbe__convert_info info;
-    memset(&info, 0, sizeof info);
-    char host[TBE_NAME_MAX + 1];
-    tbe__convert_opts co = s->co ? *s->co : (tbe__convert_opts){0};
-    if (nn == 0) {
-      /* No process initialized CUDA: a run with a note. */
-      snprintf(host, sizeof host, "%s", base_host);
-      uint32_t pi;
-      r = tbe_trace_process(t, s->fallback_pid, &pi);
-      if (!r) {
-        t->host = tbe_trace_str_id(t, host);
-        t->processes[pi].host = t->host;
-        t->processes[pi].name = tbe_trace_str_id(t, s->fallback_cmd ? s->fallback_cmd : "");
-        t->source = TBE_SRC_CUPTI;
-        t->rank = -1;
-        t->start_ns = s->fallback_start_ns;
-        t->stop_ns = s->fallback_stop_ns;
-        if (notes[0])
-          tbe_trace_warn(t, "no CUDA activity was recorded: the collector could not start (%s)",
-                         notes);
-        else
-          tbe_trace_warn(t,
-                         "no CUDA activity was recorded: the program never initialized CUDA (or "
-                         "no GPU/driver was available)");
-        r = tbe_trace_finish(t);
-      }
-      tot.start_ns = s->fallback_start_ns;
-      tot.stop_ns = s->fallback_stop_ns;
-      if (!r && notes[0])
-        say(s, "no CUDA activity was recorded: the collector could not start (%s)", notes);
-      else if (!r)
-        say(s, "note: no CUDA activity was recorded (the program never initialized CUDA)");
-    } else {
-      r = tbe__spool_file_to_trace(names[i], &co, t, &info);
-      if (r && info.tail_why)
-        shout(s, "%s: byte %zu: %s", names[i], info.tail_offset, info.tail_why);
-      else if (r) {
-        shout(s, "%s: cannot convert: %s", names[i], tbe_strerror(r));
-      } else {
-        if (nn > 1) {
-          /* pid clashes only among spools imported from several sessions */
-          int same = 0;
-          for (size_t j = 0; j < i; j++) same += pids[j] == info.pid;
-          pids[i] = info.pid;
-          if (same)
-            snprintf(host, sizeof host, "%.180s_pid%lld_%d", base_host, (long long)info.pid,
-                     same + 1);
-          else
-            snprintf(host, sizeof host, "%.180s_pid%lld", base_host, (long long)info.pid);
-        } else
-          snprintf(host, sizeof host, "%s", base_host);
-        for (size_t w = 0; w < t->nwarnings; w++)
-          say(s, "pid %lld: %s", (long long)info.pid, tbe_trace_str(t, t->warnings[w]));
-        sum(&tot, &info.r);
-        if (s->cost) {
-          s->cost->decode_cpu_ns += info.decode_cpu_ns;
-          s->cost->buffer_bytes += info.buffer_bytes;
-          s->cost->spool_bytes += info.spool_bytes;
-        }
-        busy_ns += info.r.gpu_busy_pct / 100.0 * (double)(info.r.stop_ns - info.r.start_ns);
-      }
-    }
-    if (!r) {
-      tbe_export_options eo = eo_run;
-      eo.host = host;
-      char where[4200], line[4400];
-      eo.error_path = where;
-      eo.error_path_size = sizeof where;
-      r = tbe_export_run(t, &eo);
-      if (r)
-        shout(s, "cannot write run '%s' for host %s%s%s: %s%s", eo.run, host, where[0] ? "" : " in ",
-            where[0] ? "" : eo.logdir, tbe_export_strerror(r, where, line, sizeof line),
-            r == TBE_EEXIST ? " (use --force to replace it)" : "");
-    }
-    tbe_trace_free(t);
-    if (r) {
-      if (!rc) rc = r;
-      continue;
-    }
-    done++;
-    if (nn > 0 && !s->keep) unlink(names[i]);
-  }
-  for (size_t i = 0; i < nn; i++) free(names[i]);
-  free(names);
-  free(pids);
-  if (s->spool_dir && !s->keep) rmdir(s->spool_dir); /* only if empty */
-  if (rc && nn > 0 && !s->keep && done + busy < nn)
-    say(s, "%zu of %zu spool files were not converted and are kept in %s; convert them later "
-           "with: tbexport import FILE.spool... --logdir DIR --run NAME",
-        nn - done - busy, nn, s->spool_dir ? s->spool_dir : ".");
-  if (tot.stop_ns > tot.start_ns)
-    tot.gpu_busy_pct = 100.0 * busy_ns / (double)(tot.stop_ns - tot.start_ns);
-  if (tot.gpu_busy_pct > 100) tot.gpu_busy_pct = 100;
-  if (total) *total = tot;
-  if (nprocs) *nprocs = nn;
-  return rc;
-}
-
-int tbe__spool_dir_make(const char *logdir, char *path, size_t size, char *where, size_t wsize) {
-  char name[80];
-  snprintf(name, sizeof name, ".tbexport-spool-%ld-%lld", (long)getpid(), (long long)tbe__now_ns());
-  /* Made by this call (EXCL) under the symlink rule: a symlink planted at
-   * its name is refused, never used. */
-  int fd = tbe__dir_open(logdir, name, TBE__DIR_CREATE | TBE__DIR_EXCL, 0700, where, wsize);
-  if (fd < 0) return fd;
-  close(fd);
-  int n = snprintf(path, size, "%s/%s", logdir, name);
-  if (n < 0 || (size_t)n >= size) {
-    char full[4200];
-    snprintf(full, sizeof full, "%s/%s", logdir, name);
-    rmdir(full);
-    return -ENAMETOOLONG;
-  }
-  return 0;
 }

@@ -1,18 +1,15 @@
-/* convert.h: spool files -> trace model -> run (built in every
- * configuration; no CUDA types).
+/* convert.h: spool file -> trace model (built in every configuration; no
+ * CUDA types).
  *
- * tbe__spool_to_trace reads one spool (one process) into a trace;
- * tbe__spools_write_run converts every spool of a session directory and
- * writes the run with tbe_export_run, one host entry per process when there
- * are several.  Both are used by the `tbexport -- CMD` command and by
- * tbe_profiler_stop. */
+ * tbe__spool_to_trace reads one spool (one process) into a trace; the
+ * session (session.c, tbexport/session.h) converts every spool of a
+ * session this way and writes the run. */
 #ifndef TBE_COLLECT_CONVERT_H
 #define TBE_COLLECT_CONVERT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tbexport/export.h"
 #include "tbexport/profiler.h"
 #include "tbexport/trace.h"
 
@@ -54,55 +51,5 @@ int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
 /* Reads the file at `path` and converts it (see above). */
 int tbe__spool_file_to_trace(const char *path, const tbe__convert_opts *o, tbe_trace *t,
                              tbe__convert_info *info);
-
-/* One session's conversion.  `spool_dir` holds *.spool files (possibly
- * none: the run then holds a trace with a note that no CUDA activity was
- * seen, spanning [fallback_start_ns, fallback_stop_ns] for process
- * `fallback_pid` named `fallback_cmd`).  Writes the run through
- * tbe_export_run(eo); eo->host (NULL: this machine) is the base host name.
- * Removes the spools it converted and the directory when empty (unless
- * `keep`).  Prints warnings to stderr prefixed by `prog`.  Fills *total
- * with the sums over all processes (gpu_busy_pct of the union of all).
- * Returns 0 or the first error (conversion of the other spools continues). */
-typedef struct tbe__session {
-  const char *spool_dir;
-  const char *const *files; /* instead of listing spool_dir: these spools */
-  size_t nfiles;
-  const tbe_export_options *eo;
-  const tbe__convert_opts *co;
-  int64_t fallback_start_ns, fallback_stop_ns;
-  int64_t fallback_pid;
-  const char *fallback_cmd;
-  int keep;
-  const char *prog;      /* "tbexport" */
-  int quiet;             /* no warnings on stderr */
-  /* Optional out: what collecting cost, summed over the processes. */
-  struct tbe__collector_cost *cost;
-} tbe__session;
-
-typedef struct tbe__collector_cost {
-  uint64_t decode_cpu_ns; /* CPU time of the collectors' background threads */
-  uint64_t buffer_bytes;  /* host memory of CUPTI buffers at the peak */
-  uint64_t spool_bytes;   /* spool files converted */
-} tbe__collector_cost;
-
-int tbe__spools_write_run(const tbe__session *s, tbe_profiler_result *total, size_t *nprocs);
-
-/* Makes a session's hidden spool folder, <logdir>/.tbexport-spool-<pid>-<ns>
- * (mode 0700; the log dir made as needed), under the symlink rule
- * (common/fsutil.h): it must be new, and a symlink at its name is refused
- * (-ELOOP).  Its path goes into `path` (`size` bytes).  Returns 0 or a
- * negative code with `where` naming the path concerned. */
-int tbe__spool_dir_make(const char *logdir, char *path, size_t size, char *where, size_t wsize);
-
-/* Applies --steps nvtx:NAME[@DOMAIN] to the finished trace `t`
- * (tbe_trace_steps_from_range).  When nothing matches, adds one warning to
- * `t` naming NAME and the most frequent top-level ranges, and copies it into
- * `line` (when not NULL; "" otherwise).  Returns the number of steps
- * (0: no match) or an error. */
-int tbe__steps_apply(tbe_trace *t, const char *name, const char *domain, char *line, size_t size);
-
-/* Epoch ns now (CLOCK_REALTIME). */
-int64_t tbe__now_ns(void);
 
 #endif

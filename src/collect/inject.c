@@ -25,7 +25,12 @@
  * When a process cannot collect (libcupti missing or refused, the spool
  * not creatable), it says why on its stderr and leaves <dir>/<pid>.note
  * with that line, so that tbexport can report the cause instead of "the
- * program never initialized CUDA". */
+ * program never initialized CUDA".
+ *
+ * This file is the injection library's program side, as src/cli is the
+ * tbexport program's: the one place of the collector that prints (on the
+ * profiled program's stderr, where `tbexport -- CMD` shows it), here and
+ * through the collector's on_message (scripts/check_layers lets it). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -56,6 +61,13 @@ static void leave_note(const char *dir, const char *why) {
   ssize_t w = write(fd, why, n);
   (void)w;
   close(fd);
+}
+
+/* The collector's messages: on the program's stderr, one line each. */
+static void print_message(void *ctx, tbe_message_level level, const char *line) {
+  (void)ctx;
+  (void)level;
+  fprintf(stderr, "tbexport: %s\n", line);
 }
 
 static void at_exit(void) {
@@ -93,6 +105,7 @@ static void start_once(void) {
   cfg.keep_noisy = o.keep_noisy;
   cfg.catch_signals = 1;
   cfg.flags = TBE__SPF_INJECTED;
+  cfg.on_message = print_message;
   char path[4200];
   int rc = TBE_EEXIST;
   for (int n = 0; n < 100 && rc == TBE_EEXIST; n++) {

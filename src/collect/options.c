@@ -1,6 +1,6 @@
 /* options.c: parsing and encoding of the collector's options (options.h,
  * tbexport/profiler.h).  Built in every configuration; pure string work
- * with no allocation except the capture-range copies. */
+ * with no allocation. */
 #include "collect/options.h"
 
 #include <math.h>
@@ -86,9 +86,11 @@ int tbe__opts_decode(const char *s, tbe__collect_opts *o) {
   return 0;
 }
 
-int tbe__parse_capture_range(const char *arg, int *mode, char **name, char **domain) {
-  *name = *domain = NULL;
-  if (!arg) return TBE_EINVAL;
+int tbe_profiler_parse_range(const char *arg, int *mode, char *buf, size_t size,
+                             const char **name, const char **domain) {
+  if (name) *name = NULL;
+  if (domain) *domain = NULL;
+  if (!arg || !mode || !name || !domain) return TBE_EINVAL;
   if (strcmp(arg, "cudaProfilerApi") == 0 || strcmp(arg, "cudaprofilerapi") == 0) {
     *mode = TBE_CAPTURE_PROFILER_API;
     return 0;
@@ -102,24 +104,21 @@ int tbe__parse_capture_range(const char *arg, int *mode, char **name, char **dom
   const char *at = strrchr(n, '@');
   size_t nl = at ? (size_t)(at - n) : strlen(n);
   if (nl == 0 || (at && !at[1])) return TBE_EINVAL;
-  *name = malloc(nl + 1);
-  if (!*name) return TBE_ENOMEM;
-  memcpy(*name, n, nl);
-  (*name)[nl] = '\0';
+  size_t dl = at ? strlen(at + 1) + 1 : 0;
+  if (!buf || size < nl + 1 + dl) return TBE_ETOOBIG;
+  memcpy(buf, n, nl);
+  buf[nl] = '\0';
+  *name = buf;
   if (at) {
-    *domain = strdup(at + 1);
-    if (!*domain) {
-      free(*name);
-      *name = NULL;
-      return TBE_ENOMEM;
-    }
+    memcpy(buf + nl + 1, at + 1, dl);
+    *domain = buf + nl + 1;
   }
   *mode = TBE_CAPTURE_NVTX;
   return 0;
 }
 
-int tbe__parse_seconds(const char *s, double *out) {
-  if (!s || !*s) return TBE_EINVAL;
+int tbe_profiler_parse_seconds(const char *s, double *out) {
+  if (!s || !*s || !out) return TBE_EINVAL;
   char *end;
   double d = strtod(s, &end);
   if (end == s || !isfinite(d) || d < 0) return TBE_EINVAL;

@@ -30,12 +30,4 @@ int tbe__opts_encode(const tbe__collect_opts *o, char *buf, size_t size);
  * ignored; a bad value is TBE_EINVAL). */
 int tbe__opts_decode(const char *s, tbe__collect_opts *o);
 
-/* Parses "nvtx:NAME[@DOMAIN]" or "cudaProfilerApi".  On success *mode is
- * set and *name / *domain point into `arg`-sized malloc'd copies (NULL
- * when absent; the caller frees).  Returns 0 or TBE_EINVAL. */
-int tbe__parse_capture_range(const char *arg, int *mode, char **name, char **domain);
-
-/* Parses a non-negative number of seconds ("2", "0.5", "1.5s", "200ms"). */
-int tbe__parse_seconds(const char *s, double *out);
-
 #endif

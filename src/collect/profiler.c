@@ -13,18 +13,21 @@
  * library the CUDA driver loaded from CUDA_INJECTION64_PATH exports
  * tbexport_inject_step (inject.c), found once it is loaded and kept. */
 #include <dlfcn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "collect/convert.h"
 #include "collect/options.h"
 #include "common/fsutil.h"
+#include "common/text.h"
 #include "tbexport/error.h"
 #include "tbexport/export.h"
 #include "tbexport/profiler.h"
+#include "tbexport/session.h"
 
 #ifdef TBE_HAVE_CUPTI
 #include "collect/collector.h"
@@ -36,6 +39,8 @@ static struct {
   int capture;
   unsigned outputs;
   int force;
+  tbe_message_fn on_message;
+  void *message_ctx;
 } P;
 
 static void session_free(void) {
@@ -60,6 +65,27 @@ static void route_nvtx(const tbe__cupti_api *api) {
   memcpy(&sym, &api->register_callbacks, sizeof sym);
   if (sym && dladdr(sym, &info) && info.dli_fname && info.dli_fname[0] == '/')
     setenv("NVTX_INJECTION64_PATH", info.dli_fname, 0);
+}
+
+/* One message to the caller's on_message (tbexport/common.h), in line
+ * form: the library never prints. */
+static void say(tbe_message_fn fn, void *ctx, tbe_message_level level, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void say(tbe_message_fn fn, void *ctx, tbe_message_level level, const char *fmt, ...) {
+  if (!fn) return;
+  char msg[1024], line[4 * sizeof msg];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  tbe__text_term_z(line, sizeof line, msg, 1);
+  fn(ctx, level, line);
+}
+
+/* The collector's messages (from this thread or its background thread). */
+static void relay(void *ctx, tbe_message_level level, const char *line) {
+  (void)ctx;
+  say(P.on_message, P.message_ctx, level, "%s", line);
 }
 
 static char *dup_or_null(const char *s, int *err) {
@@ -89,10 +115,9 @@ int tbe_profiler_start(const tbe_profiler_options *o) {
   char why[256];
   int rc = tbe__cupti_load(&api, why, sizeof why);
   if (rc) {
-    fprintf(stderr, "tbexport: %s\n", why);
+    say(o->on_message, o->message_ctx, TBE_MSG_ERROR, "%s", why);
     return rc;
   }
-  if ((rc = tbe__mkdir_p(o->logdir, 0755))) return rc;
   int err = 0;
   P.logdir = dup_or_null(o->logdir, &err);
   P.run = dup_or_null(o->run, &err);
@@ -102,13 +127,15 @@ int tbe_profiler_start(const tbe_profiler_options *o) {
   P.capture = o->capture;
   P.outputs = o->outputs;
   P.force = o->force;
+  P.on_message = o->on_message;
+  P.message_ctx = o->message_ctx;
   size_t dl = strlen(o->logdir) + 64;
   P.spool_dir = malloc(dl);
   if (err || !P.spool_dir) {
     session_free();
     return TBE_ENOMEM;
   }
-  if ((rc = tbe__spool_dir_make(o->logdir, P.spool_dir, dl, NULL, 0))) {
+  if ((rc = tbe_session_spool_dir(o->logdir, P.spool_dir, dl, NULL, 0))) {
     session_free();
     return rc;
   }
@@ -125,6 +152,7 @@ int tbe_profiler_start(const tbe_profiler_options *o) {
   cfg.flush_ms = o->flush_period_ms ? o->flush_period_ms : 1000;
   cfg.catch_signals = 1;
   cfg.spool_path = path;
+  cfg.on_message = relay;
   if (cfg.trace & TBE_TRACE_NVTX) route_nvtx(&api);
   rc = tbe__collector_start(&api, &cfg);
   if (rc) {
@@ -145,7 +173,9 @@ int tbe_profiler_stop(tbe_profiler_result *result) {
   if (result) memset(result, 0, sizeof *result);
   if (!P.active) return TBE_ESTATE;
   int rc = tbe__collector_stop(NULL);
-  if (rc) fprintf(stderr, "tbexport: the spool was not fully written: %s\n", tbe_strerror(rc));
+  if (rc)
+    say(P.on_message, P.message_ctx, TBE_MSG_WARNING, "the spool was not fully written: %s",
+        tbe_strerror(rc));
   tbe_export_options eo;
   tbe_export_options_init(&eo);
   eo.logdir = P.logdir;
@@ -153,17 +183,22 @@ int tbe_profiler_stop(tbe_profiler_result *result) {
   eo.host = P.host;
   eo.outputs = P.outputs;
   eo.force = P.force;
-  tbe__convert_opts co = {.capture = P.capture, .capture_name = P.capture_name,
-                          .capture_domain = P.capture_domain};
-  tbe__session s;
-  memset(&s, 0, sizeof s);
-  s.spool_dir = P.spool_dir;
-  s.eo = &eo;
-  s.co = &co;
-  s.prog = "tbexport";
-  s.fallback_pid = getpid();
-  s.fallback_start_ns = s.fallback_stop_ns = tbe__now_ns();
-  int rc2 = tbe__spools_write_run(&s, result, NULL);
+  tbe_session_options so;
+  tbe_session_options_init(&so);
+  so.spool_dir = P.spool_dir;
+  so.export_options = &eo;
+  so.capture = P.capture;
+  so.capture_name = P.capture_name;
+  so.capture_domain = P.capture_domain;
+  so.program_pid = getpid();
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  so.start_ns = so.stop_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+  so.on_message = P.on_message;
+  so.message_ctx = P.message_ctx;
+  tbe_session_result sr;
+  int rc2 = tbe_session_convert(&so, &sr);
+  if (result) *result = sr.total;
   session_free();
   return rc2;
 #endif

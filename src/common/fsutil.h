@@ -32,9 +32,7 @@
 #include <sys/types.h>
 
 #include "common/utf8.h"
-#include "tbexport/common.h"
-
-#define TBE_NAME_MAX 200
+#include "tbexport/common.h" /* TBE_NAME_MAX */
 
 /* Creates `path` and its missing parents with `mode` (0755).  Returns 0 if
  * it exists as a directory afterwards, else -errno. */

@@ -16,7 +16,7 @@
  * pwrite), FSYNC (fsync, also of directories), CLOSE (close of a written
  * file: the descriptor is released even when it fails, as on Linux),
  * RENAME (renameat and linkat putting a file under its final name). */
-/* The test side (arming, counting) lives in fsutil.c. */
+/* The test side (arming, counting) lives in iofault.c. */
 #ifndef TBE_COMMON_IOFAULT_H
 #define TBE_COMMON_IOFAULT_H
 

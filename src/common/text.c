@@ -4,10 +4,13 @@
  * character (or stray byte) at the front of the input.  The Markdown and
  * CSV forms escape what term_unit gives further, so no form can let through
  * what the terminal form stops.  Nothing here allocates except through the
- * caller's tbe__buf. */
+ * caller's tbe__buf, and tbe_text_escape (the public forms), through malloc. */
 #include "common/text.h"
 
 #include <string.h>
+
+#include "common/alloc.h"
+#include "tbexport/text.h"
 
 static const char hex[] = "0123456789abcdef";
 
@@ -314,3 +317,33 @@ void tbe__text_csv(tbe__buf *b, const char *s, size_t n) {
   }
   if (quote) tbe__buf_putc(b, '"');
 }
+
+/* ---- the public forms (tbexport/text.h) ---- */
+
+size_t tbe_text_escape(tbe_text_form form, const char *s, size_t n, char *buf, size_t size) {
+  tbe_allocator al;
+  tbe__allocator_init(&al, NULL);
+  tbe__buf b;
+  tbe__buf_init(&b, &al);
+  if (!s) n = 0;
+  switch (form) {
+    case TBE_TEXT_LINE: tbe__text_line(&b, s, n); break;
+    case TBE_TEXT_MARKDOWN: tbe__text_md(&b, s, n); break;
+    case TBE_TEXT_JSON: tbe__text_json(&b, s, n); break;
+    case TBE_TEXT_CSV: tbe__text_csv(&b, s, n); break;
+    default: tbe__text_term(&b, s, n); break;
+  }
+  size_t len = tbe__buf_error(&b) ? 0 : b.len;
+  if (size) {
+    size_t k = len < size ? len : size - 1;
+    /* back to the start of a character: the cut never splits one */
+    if (k < len)
+      while (k > 0 && ((unsigned char)b.data[k] & 0xC0) == 0x80) k--;
+    if (k) memcpy(buf, b.data, k);
+    buf[k] = '\0';
+  }
+  tbe__buf_deinit(&b);
+  return len;
+}
+
+size_t tbe_text_width(const char *s, size_t n) { return s ? tbe__text_width(s, n) : 0; }

@@ -856,3 +856,12 @@ int tbe_reader_next(tbe_reader *r, const tbe_tb_event **ev) {
     return rc;
   }
 }
+
+/* ---- probing a file's first bytes ---- */
+
+int tbe_reader_probe(const void *head, size_t n) {
+  if (!head) return 1;
+  uint64_t len;
+  uint32_t got, want;
+  return tbe__tfr_check(head, n, &len, &got, &want) != TBE__TFR_BAD_LENGTH_CRC;
+}

@@ -66,7 +66,7 @@
  * 16 bytes at a time with SSE2); everything outside that array goes
  * through the main yajl handle as before, the array's elements are cut
  * into chunks of about 128 KB of whole events and parsed by N workers
- * (N = TBE_IMPORT_THREADS, else half the online CPUs, at least 2 and at
+ * (N = tbe_import_options.threads, else half the online CPUs, at least 2 and at
  * most 16), each with a
  * yajl handle of its own, into records (raw text, nothing interned).  The
  * calling thread applies all records strictly in file order with the same
@@ -115,6 +115,7 @@
 #include "common/buf.h"
 #include "common/checked.h"
 #include "common/map.h"
+#include "common/text.h"
 #include "import/importers.h"
 #include "import/input.h"
 #include "tbexport/error.h"
@@ -395,7 +396,7 @@ typedef struct cj {
   uint64_t base_off;      /* offset of baseTimeNanoseconds (consumer) */
   uint64_t nevents_read;  /* trace events applied (consumer) */
 
-  /* TBE_IMPORT_PROFILE=1: phase times (ns) printed to stderr at the end */
+  /* o->on_profile: phase times (ns) handed to the caller at the end */
   int prof;
   uint64_t p_apply, p_wait, p_parse, p_drv_wait, p_finish, p_chunks;
   uint64_t p_apply_cpu, p_parse_cpu, p_drv_cpu; /* thread CPU time */
@@ -1347,12 +1348,12 @@ static int build_event(cj *c, build *b, int instant) {
           } else if (KEY_IS(a, "category") && arg_int(e, a, &v)) {
             b->d.nv.category = (uint32_t)v, used = 1;
           } else if (KEY_IS(a, "payload") && a->type == V_NUM && a->num == NUM_INT) {
-            b->d.nv.payload_type = a->is_u ? 2 : 1;
+            b->d.nv.payload_type = a->is_u ? TBE_PAYLOAD_UINT64 : TBE_PAYLOAD_INT64;
             if (a->is_u) b->d.nv.payload.u = a->nv.u;
             else b->d.nv.payload.i = a->nv.i;
             used = 1;
           } else if (KEY_IS(a, "payload") && a->type == V_NUM && a->num == NUM_DBL) {
-            b->d.nv.payload_type = 3, b->d.nv.payload.d = a->nv.d, used = 1;
+            b->d.nv.payload_type = TBE_PAYLOAD_DOUBLE, b->d.nv.payload.d = a->nv.d, used = 1;
           }
           break;
         case TBE_EV_DRIVER:
@@ -3929,7 +3930,7 @@ static void consume(cj *c, const tbe_import_options *o) {
 
 /* Import threads: -1 decides by size, 0 never, 1 always (tests). */
 int tbe__chrome_json_threads = -1;
-/* Parse workers when threaded: 0 = TBE_IMPORT_THREADS or half the online
+/* Parse workers when threaded: 0 = tbe_import_options.threads or half the online
  * CPUs (2..16); tests set it. */
 int tbe__chrome_json_workers = 0;
 /* Target chunk size in bytes (0: the default); tests force tiny chunks. */
@@ -3938,14 +3939,10 @@ size_t tbe__chrome_json_chunk = 0;
 #define CJ_CHUNK (128u * 1024u)
 #define CJ_MAX_WORKERS 16
 
-static int workers_wanted(void) {
+static int workers_wanted(const tbe_import_options *o) {
   if (tbe__chrome_json_workers > 0) return tbe__chrome_json_workers;
-  const char *env = getenv("TBE_IMPORT_THREADS");
-  if (env && *env) {
-    char *end;
-    long v = strtol(env, &end, 10);
-    if (!*end && v >= 0) return v > 64 ? 64 : (int)v;
-  }
+  if (o && o->threads == 1) return 0; /* the calling thread only */
+  if (o && o->threads > 1) return o->threads > 64 ? 64 : (int)o->threads;
   /* Half the CPUs: the reading thread and the model builder need cores
    * too, and the builder is the serial limit.  On the 16-core H200 host 8
    * workers imported a 69 MB PyTorch trace in 0.122 s against 0.134 s with
@@ -4012,7 +4009,6 @@ static int run_threaded(cj *c, int nw, const tbe_import_options *o) {
 
 int tbe__import_chrome_json(tbe_trace *t, tbe__input *in, const char *path,
                             const tbe_import_options *o, tbe_import_error *err) {
-  const char *penv = getenv("TBE_IMPORT_PROFILE");
   uint64_t t_start = mono_ns();
   cj *c = tbe__calloc(in->a, 1, sizeof *c);
   if (!c) return tbe__import_fail(err, TBE_ENOMEM, path, UINT64_MAX, 0, 0, "out of memory");
@@ -4039,7 +4035,7 @@ int tbe__import_chrome_json(tbe_trace *t, tbe__input *in, const char *path,
   c->ev_first = c->ev_mark = t->nevents;
   c->flow_first = c->flow_mark = t->nflows;
   c->source0 = t->source;
-  c->prof = penv && *penv && strcmp(penv, "0") != 0;
+  c->prof = o && o->on_profile;
   if (!c->h || !c->icache) {
     cj_free(c);
     return tbe__import_fail(err, TBE_ENOMEM, path, UINT64_MAX, 0, 0, "out of memory");
@@ -4062,7 +4058,7 @@ int tbe__import_chrome_json(tbe_trace *t, tbe__input *in, const char *path,
    * the driver and the parse workers run on threads of their own and hand
    * records over in file order. */
   int want = tbe__chrome_json_threads;
-  int nw = workers_wanted();
+  int nw = workers_wanted(o);
   if (want < 0) {
     uint64_t sz = tbe__input_size(in);
     want = (in->gzip ? sz >= (1u << 20) : sz >= (8u << 20)) && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
@@ -4103,18 +4099,27 @@ int tbe__import_chrome_json(tbe_trace *t, tbe__input *in, const char *path,
     /* Wall times, and the CPU time of the thread(s) in [brackets]: the
      * serial parts (model building, the driver's read and scan, the end)
      * bound the speed whatever the number of workers. */
-    fprintf(stderr,
-            "chrome_json profile: %s: %.3f s total, %d parse workers%s\n"
-            "  model building (serial, calling thread): %.3f s [cpu %.3f s], waiting for "
-            "records %.3f s\n"
-            "  chunk parsing (workers, summed): %.3f s [cpu %.3f s] over %llu chunks\n"
-            "  driver (serial: read, scan, cut): [cpu %.3f s], waiting for free slots %.3f s\n"
-            "  end of import (serial: ac2g check, metadata): %.3f s\n",
-            path, (double)(end - t_start) / 1e9, want ? nw : 0, want ? "" : " (one thread)",
-            (double)c->p_apply / 1e9, (double)c->p_apply_cpu / 1e9, (double)c->p_wait / 1e9,
-            (double)c->p_parse / 1e9, (double)c->p_parse_cpu / 1e9,
-            (unsigned long long)c->p_chunks, (double)c->p_drv_cpu / 1e9,
-            (double)c->p_drv_wait / 1e9, (double)c->p_finish / 1e9);
+    char text[1024];
+    snprintf(text, sizeof text,
+             "chrome_json profile: %s: %.3f s total, %d parse workers%s\n"
+             "  model building (serial, calling thread): %.3f s [cpu %.3f s], waiting for "
+             "records %.3f s\n"
+             "  chunk parsing (workers, summed): %.3f s [cpu %.3f s] over %llu chunks\n"
+             "  driver (serial: read, scan, cut): [cpu %.3f s], waiting for free slots %.3f s\n"
+             "  end of import (serial: ac2g check, metadata): %.3f s\n",
+             path, (double)(end - t_start) / 1e9, want ? nw : 0, want ? "" : " (one thread)",
+             (double)c->p_apply / 1e9, (double)c->p_apply_cpu / 1e9, (double)c->p_wait / 1e9,
+             (double)c->p_parse / 1e9, (double)c->p_parse_cpu / 1e9,
+             (unsigned long long)c->p_chunks, (double)c->p_drv_cpu / 1e9,
+             (double)c->p_drv_wait / 1e9, (double)c->p_finish / 1e9);
+    /* one call per line, each in line form (the path is anyone's) */
+    for (char *line = text, *nl; *line; line = nl + 1) {
+      if ((nl = strchr(line, '\n'))) *nl = '\0';
+      char shown[2048];
+      tbe__text_term_z(shown, sizeof shown, line, 1);
+      o->on_profile(o->profile_ctx, TBE_MSG_NOTE, shown);
+      if (!nl) break;
+    }
   }
   if (o->progress && !c->rc) o->progress(o->progress_ctx, tbe__input_done(in), tbe__input_size(in));
   rc = c->rc;

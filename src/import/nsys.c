@@ -1013,13 +1013,13 @@ static int nvtx_row(ns_state *s, row *r) {
   nv.color = (uint32_t)get_i(r, N_COLOR, 0, 0);
   nv.category = (uint32_t)get_i(r, N_CAT, 0, 0);
   if (!is_null(r, N_U64) || !is_null(r, N_U32)) {
-    nv.payload_type = 2;
+    nv.payload_type = TBE_PAYLOAD_UINT64;
     nv.payload.u = (uint64_t)get_i(r, is_null(r, N_U64) ? N_U32 : N_U64, 0, 0);
   } else if (!is_null(r, N_I64) || !is_null(r, N_I32)) {
-    nv.payload_type = 1;
+    nv.payload_type = TBE_PAYLOAD_INT64;
     nv.payload.i = get_i(r, is_null(r, N_I64) ? N_I32 : N_I64, 0, 0);
   } else if (!is_null(r, N_DBL) || !is_null(r, N_FLT)) {
-    nv.payload_type = 3;
+    nv.payload_type = TBE_PAYLOAD_DOUBLE;
     nv.payload.d = sqlite3_column_double(r->st, is_null(r, N_DBL) ? N_FLT : N_DBL);
   }
   if (r->rc) return r->rc;

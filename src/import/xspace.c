@@ -1085,13 +1085,13 @@ static int import_plane(xs_state *s, const XPlane *p, size_t pidx) {
           case S_NVTX_PAYLOAD:
             have_nvtx = 1;
             if (st->value_case == TENSORFLOW__PROFILER__XSTAT__VALUE_INT64_VALUE) {
-              nv.payload_type = 1;
+              nv.payload_type = TBE_PAYLOAD_INT64;
               nv.payload.i = st->int64_value;
             } else if (st->value_case == TENSORFLOW__PROFILER__XSTAT__VALUE_UINT64_VALUE) {
-              nv.payload_type = 2;
+              nv.payload_type = TBE_PAYLOAD_UINT64;
               nv.payload.u = st->uint64_value;
             } else if (st->value_case == TENSORFLOW__PROFILER__XSTAT__VALUE_DOUBLE_VALUE) {
-              nv.payload_type = 3;
+              nv.payload_type = TBE_PAYLOAD_DOUBLE;
               nv.payload.d = st->double_value;
             }
             break;

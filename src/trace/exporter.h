@@ -85,6 +85,7 @@ typedef struct tbe__export_ctx {
   /* The trace's analysis, made by the first output that needs it and
    * shared by the others (export_run.c frees it; NULL: none shares). */
   struct tbe_analysis **analysis;
+  unsigned threads;   /* tbe_export_options.threads (0: the default) */
 } tbe__export_ctx;
 
 typedef struct tbe__exporter {

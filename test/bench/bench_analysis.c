@@ -11,7 +11,14 @@
  * report, and the diff (analysis of a second trace + tbe_diff_create +
  * report).
  *
- * usage: bench_analysis [EVENTS]   (default 5000000) */
+ * The rows say what each figure holds: "summary" is one analysis plus the
+ * table report (what `tbexport summary` computes after the import); "diff"
+ * is the analysis of the second trace, the comparison and the report,
+ * given the first trace's analysis; "diff, both analyses" computes both.
+ * Exits 2 on bad arguments and 1 when it measured nothing (no events, no
+ * kernels) or a call failed; the goal is judged on 5M events or more only.
+ *
+ * usage: bench_analysis [EVENTS]   (default 5000000, at least 1000) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +26,15 @@
 
 #include "tbexport.h"
 #include "tbexport/analysis.h"
+
+/* A decimal count >= min into *out; 0 if `s` is anything else. */
+static int parse_count(const char *s, size_t min, size_t *out) {
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (!*s || *end || *s == '-' || v < min) return 0;
+  *out = (size_t)v;
+  return 1;
+}
 
 static double now(void) {
   struct timespec t;
@@ -92,11 +108,15 @@ static int build(tbe_trace **out, size_t nevents, int64_t scale_pct) {
 }
 
 static void row(const char *what, double s, size_t nev, double base) {
-  printf("%-34s %10.3f %14.0f %10.1fx\n", what, s * 1e3, (double)nev / s, s / base);
+  printf("%-40s %10.3f %14.0f %10.1fx\n", what, s * 1e3, (double)nev / s, s / base);
 }
 
 int main(int argc, char **argv) {
-  size_t nev = argc > 1 ? (size_t)strtoull(argv[1], NULL, 10) : 5000000;
+  size_t nev = 5000000;
+  if (argc > 2 || (argc == 2 && !parse_count(argv[1], 1000, &nev))) {
+    fprintf(stderr, "usage: bench_analysis [EVENTS >= 1000]\n");
+    return 2;
+  }
   tbe_trace *a = NULL, *b = NULL;
   double t0 = now();
   if (build(&a, nev, 100) || build(&b, nev, 90)) {
@@ -108,6 +128,10 @@ int main(int argc, char **argv) {
   if (tbe_trace_finish(a) || tbe_trace_finish(b)) return 1;
   double t_finish = (now() - t0) / 2;
   size_t n = a->nevents;
+  if (n == 0 || b->nevents == 0) {
+    fprintf(stderr, "bench_analysis: the models hold no events: nothing to measure\n");
+    return 1;
+  }
 
   /* Baseline: one pass over the events. */
   double best_base = 1e9;
@@ -143,6 +167,10 @@ int main(int argc, char **argv) {
     tbe_report_free(s, len, NULL);
     el = now() - t0;
     if (el < best_diff) best_diff = el;
+    if (r == 2 && (an->all.kernel_count == 0 || bn->all.kernel_count == 0)) {
+      fprintf(stderr, "bench_analysis: the analyses found no kernels: nothing measured\n");
+      return 1;
+    }
     if (r == 2) {
       printf("kernels %llu, GPU busy %.1f%%, steps %zu, diff kernel ratio %.3f\n",
              (unsigned long long)an->all.kernel_count,
@@ -154,15 +182,18 @@ int main(int argc, char **argv) {
     tbe_analysis_free(an);
   }
   printf("model: %zu events per trace (build %.2f s for two, not timed below)\n", n, t_build);
-  printf("%-34s %10s %14s %11s\n", "operation", "ms", "events/s", "vs baseline");
+  printf("%-40s %10s %14s %11s\n", "operation", "ms", "events/s", "vs baseline");
   row("baseline: one pass over events", best_base, n, best_base);
   row("tbe_trace_finish (reference)", t_finish, n, best_base);
-  row("summary: tbe_analysis_create", best_an, n, best_base);
+  row("analysis alone (tbe_analysis_create)", best_an, n, best_base);
   row("summary: analysis + table report", best_an + best_rep, n, best_base);
-  row("diff: 2nd analysis + diff + report", best_diff, n, best_base);
-  row("diff: both analyses + diff + report", best_an + best_diff, 2 * n, best_base);
-  printf("goal: summary and diff under 1000 ms each on 5M events: %s\n",
-         best_an + best_rep < 1.0 && best_an + best_diff < 1.0 ? "met" : "NOT met");
+  row("diff: NEW's analysis + diff + report", best_diff, n, best_base);
+  row("diff, both analyses + diff + report", best_an + best_diff, 2 * n, best_base);
+  if (n >= 5000000)
+    printf("goal: summary and diff (NEW's analysis) under 1000 ms each on %zu events: %s\n", n,
+           best_an + best_rep < 1.0 && best_an + best_diff < 1.0 ? "met" : "NOT met");
+  else
+    printf("goal (under 1000 ms each on 5M events): not judged on %zu events\n", n);
   if (sink == 42) printf(" ");
   tbe_trace_free(a);
   tbe_trace_free(b);

@@ -124,14 +124,13 @@ static double bench_crc(crc_fn f, const uint8_t *buf, size_t len, double min_s, 
 int main(int argc, char **argv) {
   long n = 10000000;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--events") == 0 && i + 1 < argc)
-      n = atol(argv[++i]);
-    else if (argv[i][0] == '-') {
-      fprintf(stderr, "usage: bench_events [REPO_ROOT] [--events N]\n");
+    char *end = NULL;
+    if (strcmp(argv[i], "--events") == 0 && i + 1 < argc) n = strtol(argv[++i], &end, 10);
+    if (!end || *end || n < 1000) {
+      fprintf(stderr, "usage: bench_events [--events N >= 1000]\n");
       return 2;
     }
   }
-  if (n < 1000) n = 1000;
   const char *base = "/dev/shm";
   struct stat st;
   if (stat(base, &st) != 0 || !S_ISDIR(st.st_mode) || access(base, W_OK) != 0) {

@@ -331,10 +331,24 @@ static void run(size_t target, int with_baselines, const char *dir) {
   tbe_trace_free(t);
 }
 
+/* A decimal count >= min into *out; 0 if `s` is anything else. */
+static int parse_count(const char *s, size_t min, size_t *out) {
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (!*s || *end || *s == '-' || v < min) return 0;
+  *out = (size_t)v;
+  return 1;
+}
+
 int main(int argc, char **argv) {
   const char *td = getenv("TMPDIR");
-  size_t small = argc > 1 ? strtoull(argv[1], NULL, 10) : 250000;
-  size_t large = argc > 2 ? strtoull(argv[2], NULL, 10) : 5000000;
+  size_t small = 250000, large = 5000000;
+  /* Counts only: a path or a word is a mistake, not 0 events. */
+  if (argc > 3 || (argc > 1 && !parse_count(argv[1], 1000, &small)) ||
+      (argc > 2 && !parse_count(argv[2], 0, &large)) || (large && large < 1000)) {
+    fprintf(stderr, "usage: bench_export [SMALL_EVENTS >= 1000 [LARGE_EVENTS: 0 or >= 1000]]\n");
+    return 2;
+  }
   /* Output files go to $TMPDIR (default /tmp): point it at a tmpfs such
    * as /dev/shm to measure the exporters without the disk. */
   char tmpl[4096];

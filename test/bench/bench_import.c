@@ -241,6 +241,13 @@ typedef struct result {
   char msg[512];
 } result;
 
+/* TBE_IMPORT_PROFILE=1: the importer's phase times, on stderr. */
+static void print_profile(void *ctx, tbe_message_level level, const char *line) {
+  (void)ctx;
+  (void)level;
+  fprintf(stderr, "%s\n", line);
+}
+
 static void import_child(const char *path, int fd) {
   result r;
   memset(&r, 0, sizeof r);
@@ -251,7 +258,15 @@ static void import_child(const char *path, int fd) {
   tbe_import_error err;
   double t0 = now();
   r.rc = tbe_trace_create(&t, NULL);
-  if (!r.rc) r.rc = tbe_import_file(t, path, NULL, &err);
+  /* the importer's own choice, or TBE_IMPORT_THREADS parse workers (as
+   * the tbexport program reads it: 0 = the calling thread only) */
+  tbe_import_options io;
+  memset(&io, 0, sizeof io);
+  const char *e = getenv("TBE_IMPORT_THREADS");
+  if (e && *e) io.threads = atoi(e) <= 1 ? 1 : (unsigned)atoi(e);
+  const char *prof = getenv("TBE_IMPORT_PROFILE");
+  if (prof && *prof && strcmp(prof, "0") != 0) io.on_profile = print_profile;
+  if (!r.rc) r.rc = tbe_import_file(t, path, &io, &err);
   r.seconds = now() - t0;
   getrusage(RUSAGE_SELF, &ru);
   r.maxrss_kb = ru.ru_maxrss;
@@ -302,12 +317,18 @@ static uint64_t file_size(const char *path) {
 /* json.load's time for the current file, measured once (< 0: not yet). */
 static double py_seconds = -1;
 
-static void report(const char *label, const char *path, uint64_t events, uint64_t json_bytes,
-                   int with_python) {
+/* One row; returns 0, or 1 when the import failed or read no event. */
+static int report(const char *label, const char *path, uint64_t events, uint64_t json_bytes,
+                  int with_python) {
   result r;
+  memset(&r, 0, sizeof r);
   if (run_import(path, &r) || r.rc) {
-    printf("%-18s import failed: %s\n", label, r.msg);
-    return;
+    printf("%-18s import failed: %s\n", label, r.msg[0] ? r.msg : "the child died");
+    return 1;
+  }
+  if (!r.model_events) {
+    printf("%-18s imported no event: nothing measured\n", label);
+    return 1;
   }
   if (!events) events = r.model_events;
   if (!json_bytes) json_bytes = file_size(path);
@@ -324,25 +345,24 @@ static void report(const char *label, const char *path, uint64_t events, uint64_
   }
   printf("\n");
   fflush(stdout);
+  return 0;
 }
 
 /* A plain JSON file: with TBE_IMPORT_THREADS set, the importer's own
  * choice only; else one thread, then threaded with 1, 2 and all CPUs'
  * parse workers (1, 2, 4, 8 and all CPUs, at most 16), then the default
  * choice of `tbexport import` ("default"), all against one json.load time. */
-static void report_all(const char *label0, const char *path, uint64_t events, uint64_t json_bytes,
-                       int with_python) {
+static int report_all(const char *label0, const char *path, uint64_t events, uint64_t json_bytes,
+                      int with_python) {
   char label[96];
-  if (getenv("TBE_IMPORT_THREADS")) {
-    report(label0, path, events, json_bytes, with_python);
-    return;
-  }
+  if (getenv("TBE_IMPORT_THREADS")) return report(label0, path, events, json_bytes, with_python);
+  int bad = 0;
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   int all = cpus > 16 ? 16 : cpus < 1 ? 1 : (int)cpus;
   int ns[5] = {1, 2, 4, 8, all};
   tbe__chrome_json_threads = 0;
   snprintf(label, sizeof label, "%.60s 1thr", label0);
-  report(label, path, events, json_bytes, with_python);
+  bad |= report(label, path, events, json_bytes, with_python);
   for (int k = 0; k < 5; k++) {
     int dup = 0;
     for (int j = 0; j < k; j++) dup |= ns[j] == ns[k];
@@ -350,13 +370,14 @@ static void report_all(const char *label0, const char *path, uint64_t events, ui
     tbe__chrome_json_threads = 1;
     tbe__chrome_json_workers = ns[k];
     snprintf(label, sizeof label, "%.60s N=%d", label0, ns[k]);
-    report(label, path, events, json_bytes, with_python);
+    bad |= report(label, path, events, json_bytes, with_python);
   }
   /* what `tbexport import` does on this machine */
   tbe__chrome_json_threads = -1;
   tbe__chrome_json_workers = 0;
   snprintf(label, sizeof label, "%.60s default", label0);
-  report(label, path, events, json_bytes, with_python);
+  bad |= report(label, path, events, json_bytes, with_python);
+  return bad;
 }
 
 int main(int argc, char **argv) {
@@ -397,13 +418,19 @@ int main(int argc, char **argv) {
          "events/s", "MB/s", "peak RSS", "RSS/JSON", "json.load", "ratio");
 
   if (argc > 1) {
+    /* bench_import FILE...: each file's import (a failure fails the run) */
+    int bad = 0;
     for (int i = 1; i < argc; i++) {
       const char *b = strrchr(argv[i], '/');
       py_seconds = -1;
-      report_all(b ? b + 1 : argv[i], argv[i], 0, 0, 1);
+      bad |= report_all(b ? b + 1 : argv[i], argv[i], 0, 0, 1);
     }
     rmdir(dir);
-    return 0;
+    return bad;
+  }
+  if (small < 1000) {
+    fprintf(stderr, "bench_import: TBE_BENCH_EVENTS must be at least 1000\n");
+    return 2;
   }
   struct {
     uint64_t n;
@@ -430,10 +457,10 @@ int main(int argc, char **argv) {
     char label[64];
     py_seconds = -1;
     snprintf(label, sizeof label, "json %" PRIu64 "k", ev / 1000);
-    report_all(label, path, ev, bytes, cases[i].python);
+    rc |= report_all(label, path, ev, bytes, cases[i].python);
     if (cases[i].gz) {
       snprintf(label, sizeof label, "json.gz %" PRIu64 "k", ev / 1000);
-      report(label, gzpath, ev, bytes, 0);
+      rc |= report(label, gzpath, ev, bytes, 0);
       unlink(gzpath);
     }
     unlink(path);

@@ -118,8 +118,13 @@ static double time_sqlite_scan(const char *path, int runs) {
 
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : TBE_TEST_DATA;
-  int runs = argc > 2 ? atoi(argv[2]) : 10;
-  if (runs < 1) runs = 1;
+  int runs = 10;
+  char *end = NULL;
+  if (argc > 2) runs = (int)strtol(argv[2], &end, 10);
+  if (argc > 3 || (end && (*end || runs < 1))) {
+    fprintf(stderr, "usage: bench_import_formats [DATA_DIR [RUNS >= 1]]\n");
+    return 2;
+  }
   static const struct {
     const char *rel;
     int nsys;
@@ -144,7 +149,8 @@ int main(int argc, char **argv) {
     size_t events = 0;
     double ti = time_import(path, runs, &events);
     double tb = files[i].nsys ? time_sqlite_scan(path, runs) : time_protobuf(path, runs);
-    if (ti < 0 || tb < 0) {
+    if (ti < 0 || tb < 0 || events == 0) {
+      fprintf(stderr, "%s: %s\n", path, events == 0 && ti >= 0 ? "no events imported" : "failed");
       fail = 1;
       continue;
     }

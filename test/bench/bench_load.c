@@ -17,7 +17,7 @@
  *   summary big                   vs gunzip of its trace.json.gz alone,
  *                                 and vs summary small x 10;
  *   diff small big                vs summary big + summary small.
- * Usage: bench_load [ROOT] [SCALE]: SCALE (default 1) multiplies the trace
+ * Usage: bench_load [SCALE]: SCALE (default 1) multiplies the trace
  * sizes (0.1 for a quick look).  The log_dir is removed at the end unless
  * $TBE_BENCH_KEEP is set. */
 #include <dirent.h>
@@ -249,8 +249,13 @@ static double median_cli(int reps, char *const argv[]) {
 }
 
 int main(int argc, char **argv) {
-  double scale = argc > 2 ? atof(argv[2]) : 1.0;
-  if (!(scale > 0)) scale = 1.0;
+  double scale = 1.0;
+  char *end = NULL;
+  if (argc > 1) scale = strtod(argv[1], &end);
+  if (argc > 2 || (end && (*end || !(scale >= 0.001 && scale <= 100)))) {
+    fprintf(stderr, "usage: bench_load [SCALE: 0.001..100]\n");
+    return 2;
+  }
   ssize_t n = readlink("/proc/self/exe", tbexport, sizeof tbexport - 16);
   if (n <= 0) die("/proc/self/exe", 0);
   tbexport[n] = '\0';

@@ -813,13 +813,11 @@ static void bench_pool(row *r, uint64_t events) {
 
 int main(int argc, char **argv) {
   int i = 1;
-  struct stat st;
-  if (i < argc && stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) i++;
   uint64_t events = 5000000;
   if (i < argc) {
     char *end;
     events = strtoull(argv[i], &end, 10);
-    if (*end || events < 10000) {
+    if (argc > 2 || *end || events < 10000) {
       fprintf(stderr, "usage: bench_toolbox [EVENTS >= 10000]\n");
       return 2;
     }

@@ -15,6 +15,7 @@
 
 #include "collect/options.h"
 #include "tbexport/export.h"
+#include "tbexport/profiler.h"
 
 /* Strict UTF-8 (no overlongs, surrogates or code points above U+10FFFF). */
 static int utf8_ok(const unsigned char *s, size_t n) {
@@ -65,15 +66,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (rc != 0 && (!why || !*why)) abort();
 
   int mode = -1;
-  char *name = NULL, *domain = NULL;
-  if (tbe__parse_capture_range(s, &mode, &name, &domain) == 0) {
+  const char *name = NULL, *domain = NULL;
+  char *names = malloc(size + 1);
+  if (!names) abort();
+  if (tbe_profiler_parse_range(s, &mode, names, size + 1, &name, &domain) == 0) {
     if (mode == 1 && (!name || !*name)) abort(); /* nvtx: needs a name */
+    if (domain && !*domain) abort();
   }
-  free(name);
-  free(domain);
+  /* one byte short of the whole argument never overflows: refused */
+  if (size > 0 && tbe_profiler_parse_range(s, &mode, names, size - 1, &name, &domain) == 0 &&
+      mode == 1 && strlen(name) + (domain ? strlen(domain) + 1 : 0) + 1 > size - 1)
+    abort();
+  free(names);
 
   double secs = -1;
-  if (tbe__parse_seconds(s, &secs) == 0 && !(secs >= 0)) abort();
+  if (tbe_profiler_parse_seconds(s, &secs) == 0 && !(secs >= 0)) abort();
 
   tbe__collect_opts o, o2;
   tbe__opts_default(&o);

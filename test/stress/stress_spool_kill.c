@@ -23,7 +23,7 @@
  *   - converts it (tbe__spool_file_to_trace): the trace holds exactly those
  *     k kernels and k API calls and says it ended early;
  *   - writes the run the way `tbexport -- CMD` does after the program ended
- *     (tbe__spools_write_run on the spool directory): it succeeds, removes
+ *     (tbe_session_convert on the spool directory): it succeeds, removes
  *     the spool and its directory, and the run's summary events say
  *     profiler/ended_early = 1 and summary/kernel_count = k.
  * Prints kills, kernels acknowledged and recovered, and torn frames seen. */
@@ -351,19 +351,17 @@ int main(int argc, char **argv) {
     eo.logdir = logdir;
     eo.run = run;
     eo.host = "stresshost";
-    tbe__convert_opts co = {.capture = TBE_CAPTURE_ALL};
-    tbe__session s;
-    memset(&s, 0, sizeof s);
+    tbe_session_options s;
+    tbe_session_options_init(&s);
     s.spool_dir = sdir;
-    s.eo = &eo;
-    s.co = &co;
-    s.fallback_pid = pid;
-    s.fallback_cmd = "fake";
-    s.prog = "stress_spool_kill";
-    s.quiet = 1;
-    tbe_profiler_result res;
-    size_t nprocs = 0;
-    rc = tbe__spools_write_run(&s, &res, &nprocs);
+    s.export_options = &eo;
+    s.capture = TBE_CAPTURE_ALL;
+    s.program_pid = pid;
+    s.program_cmd = "fake";
+    tbe_session_result sres;
+    rc = tbe_session_convert(&s, &sres);
+    tbe_profiler_result res = sres.total;
+    size_t nprocs = sres.processes;
     conv_s += st_now() - c0;
     struct stat st;
     if (rc) {

@@ -529,10 +529,10 @@ static void test_nvtx(void **state) {
   assert_non_null(nv);
   assert_int_equal(nv->color, 0xff00ff00u);
   assert_int_equal(nv->category, 7);
-  assert_int_equal(nv->payload_type, 2);
+  assert_int_equal(nv->payload_type, TBE_PAYLOAD_UINT64);
   assert_int_equal(nv->payload.u, 42);
   assert_int_equal(nv->domain, 0);
-  assert_int_equal(tbe_trace_nvtx(t, inner)->payload_type, 0);
+  assert_int_equal(tbe_trace_nvtx(t, inner)->payload_type, TBE_PAYLOAD_NONE);
 
   const tbe_event *a = find(t, TBE_EV_NVTX_RANGE, "A");
   const tbe_event *b = find(t, TBE_EV_NVTX_RANGE, "B");
@@ -547,7 +547,7 @@ static void test_nvtx(void **state) {
   assert_non_null(rg);
   assert_string_equal(tbe_trace_str(t, tbe_trace_nvtx(t, rg)->domain), "dom");
   assert_int_equal(tbe_trace_nvtx(t, rg)->color, 0); /* COLOR_NONE */
-  assert_int_equal(tbe_trace_nvtx(t, rg)->payload_type, 3);
+  assert_int_equal(tbe_trace_nvtx(t, rg)->payload_type, TBE_PAYLOAD_DOUBLE);
   assert_true(tbe_trace_nvtx(t, rg)->payload.d == 2.5);
   const tbe_event *h = find(t, TBE_EV_NVTX_RANGE, "handoff");
   assert_true(h->flags & TBE_EVF_ASYNC);
@@ -661,6 +661,34 @@ static void test_failed_spool_write(void **state) {
   for (size_t i = 0; i < t->nevents; i++)
     if (t->events[i].kind == TBE_EV_KERNEL)
       assert_string_equal(tbe_trace_str(t, t->events[i].name), "gemm_kernel");
+  tbe_trace_free(t);
+}
+
+/* A frame that cannot be written loses its records, not the other threads'
+ * items it held: a step mark (like a collection window, a note or a
+ * signal) queued before the failed frame is in the next one. */
+static void test_failed_frame_keeps_side_items(void **state) {
+  fixture *f = *state;
+  start(f, TBE_TRACE_CUDA, 1 << 20, 4096);
+  size_t per_buffer = 4096 / sizeof(CUpti_ActivityKernel10);
+  assert_int_equal(tbe__collector_step(), 0); /* queued for the first frame */
+  tbe__io_fault_arm(TBE__IO_WRITE, 1, TBE__IOF_EIO);
+  uint32_t corr = 1;
+  for (size_t i = 0; i <= per_buffer; i++, corr++) /* completes buffer #1: its frame fails */
+    kernel(corr, "k", T0 + 1000 * corr, T0 + 1000 * corr + 500, 7);
+  for (int i = 0; i < 5; i++, corr++)
+    kernel(corr, "k", T0 + 1000 * corr, T0 + 1000 * corr + 500, 7);
+  tbe__sp_stats st;
+  fake_stop();
+  assert_int_equal(tbe__collector_stop(&st), TBE_EIO);
+  assert_int_equal(tbe__io_fault_disarm(), 1);
+  assert_int_equal(st.spool_dropped, per_buffer);
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  tbe__convert_info info;
+  assert_int_equal(tbe__spool_file_to_trace(f->spool, NULL, t, &info), 0);
+  assert_int_equal(info.steps_marked, 1);
+  assert_int_equal(count_kind(t, TBE_EV_KERNEL), 6);
   tbe_trace_free(t);
 }
 
@@ -1437,6 +1465,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_zero_timestamps, setup, teardown),
       cmocka_unit_test_setup_teardown(test_buffer_cap_drops, setup, teardown),
       cmocka_unit_test_setup_teardown(test_failed_spool_write, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_failed_frame_keeps_side_items, setup, teardown),
       cmocka_unit_test_setup_teardown(test_unwalkable_record, setup, teardown),
       cmocka_unit_test_setup_teardown(test_delay_and_duration, setup, teardown),
       cmocka_unit_test_setup_teardown(test_capture_nvtx, setup, teardown),

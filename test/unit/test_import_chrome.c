@@ -1355,8 +1355,8 @@ static void test_parallel_errors(void **s) {
       "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1},{\"ph\":\"X\",\"ts\":2 \"x\"}]}",
       "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1},{\"ph\":\"X\",\"ts\":2}]",
       "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1},{\"ph\":\"X\",\"ts\":2}],}",
-      "{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1}],\"traceEvents\":[{\"ph\":\"X\",\"ts\":3}],"
-      "\"baseTimeNanoseconds\":5}",
+      ("{\"traceEvents\":[{\"ph\":\"X\",\"ts\":1}],\"traceEvents\":[{\"ph\":\"X\",\"ts\":3}],"
+       "\"baseTimeNanoseconds\":5}"),
       "{\"trace\\u0045vents\":[{\"ph\":\"X\",\"ts\":1},{\"ph\":\"X\",\"ts\":2}]}",
       "{\"a\":{\"traceEvents\":[1,2]},\"traceEvents\":[ ]}",
       "{\"traceEvents\":{\"ph\":\"X\"}}",

@@ -558,13 +558,13 @@ static void test_synthetic_minimal(void **state) {
         assert_int_equal(e->dur_ns, 3800);
         assert_int_equal(n->color, 4278255360u);
         assert_int_equal(n->category, 3);
-        assert_int_equal(n->payload_type, 2);
+        assert_int_equal(n->payload_type, TBE_PAYLOAD_UINT64);
         assert_int_equal(n->payload.u, 42);
         assert_int_equal(n->domain, 0);
         seen |= 4;
       } else if (strcmp(name, "registered") == 0) {
         assert_int_equal(n->domain, dom);
-        assert_int_equal(n->payload_type, 3);
+        assert_int_equal(n->payload_type, TBE_PAYLOAD_DOUBLE);
         assert_true(n->payload.d == 2.5);
         seen |= 8;
       } else if (strcmp(name, "a mark") == 0) {

@@ -643,7 +643,7 @@ static void test_symlink_matrix(void **state) {
   tbe_trace_free(t);
 }
 
-/* A folder that must be new (the spool folder, tbe__spool_dir_make):
+/* A folder that must be new (the spool folder, tbe_session_spool_dir):
  * a symlink at its name is refused, never used. */
 static void test_symlink_at_new_folder(void **state) {
   (void)state;
@@ -657,7 +657,7 @@ static void test_symlink_at_new_folder(void **state) {
   assert_int_equal(fd, -ELOOP);
   assert_string_equal(where, link);
   char path[4096];
-  assert_int_equal(tbe__spool_dir_make(s.logdir, path, sizeof path, where, sizeof where), 0);
+  assert_int_equal(tbe_session_spool_dir(s.logdir, path, sizeof path, where, sizeof where), 0);
   struct stat st;
   assert_int_equal(lstat(path, &st), 0);
   assert_true(S_ISDIR(st.st_mode));

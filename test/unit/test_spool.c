@@ -35,6 +35,18 @@
 
 static tbe_allocator al; /* malloc, for the test's buffers */
 
+/* tbe_session_convert, its totals into *r and its process count into *np
+ * (either may be NULL), the collector's cost into *cost (may be NULL). */
+static int session_run(const tbe_session_options *s, tbe_profiler_result *r, size_t *np,
+                       tbe_session_result *cost) {
+  tbe_session_result res;
+  int rc = tbe_session_convert(s, &res);
+  if (r) *r = res.total;
+  if (np) *np = res.processes;
+  if (cost) *cost = res;
+  return rc;
+}
+
 typedef struct img {
   tbe__buf b;        /* the whole file image */
   size_t last_frame; /* offset of the last frame */
@@ -603,7 +615,7 @@ static void test_marked_steps(void **state) {
   assert_int_equal(t->nsteps, 0);
   assert_int_equal(info.steps_marked, 0);
   char line[600];
-  assert_int_equal(tbe__steps_apply(t, "x", NULL, line, sizeof line), 0);
+  assert_int_equal(tbe_trace_steps_apply(t, "x", NULL, line, sizeof line), 0);
   assert_string_equal(line, "--steps nvtx:x: no NVTX range or user annotation has that name; the "
                             "trace has no NVTX ranges or user annotations; the run has no steps");
   tbe_trace_free(t);
@@ -627,13 +639,12 @@ static void test_marked_steps_in_run(void **state) {
   eo.logdir = dir;
   eo.run = "steps";
   eo.host = "node";
-  tbe__session s;
-  memset(&s, 0, sizeof s);
+  tbe_session_options s;
+  tbe_session_options_init(&s);
   s.spool_dir = spools;
-  s.eo = &eo;
-  s.quiet = 1;
+  s.export_options = &eo;
   tbe_profiler_result r;
-  assert_int_equal(tbe__spools_write_run(&s, &r, NULL), 0);
+  assert_int_equal(session_run(&s, &r, NULL, NULL), 0);
   assert_int_equal(r.steps, 3);
   char *x = tu_join(dir, "plugins/profile/steps/node.xplane.pb");
   tbe_trace *t;
@@ -806,7 +817,7 @@ typedef struct two_procs {
   char *dir, *spools, *p1, *p2;
   img m;
   tbe_export_options eo;
-  tbe__session s;
+  tbe_session_options s;
 } two_procs;
 
 static void two_setup(two_procs *w, const char *name, size_t extra) {
@@ -823,10 +834,9 @@ static void two_setup(two_procs *w, const char *name, size_t extra) {
   tbe_export_options_init(&w->eo);
   w->eo.logdir = w->dir;
   w->eo.host = "node";
-  memset(&w->s, 0, sizeof w->s);
+  tbe_session_options_init(&w->s);
   w->s.spool_dir = w->spools;
-  w->s.eo = &w->eo;
-  w->s.quiet = 1;
+  w->s.export_options = &w->eo;
 }
 
 static void two_free(two_procs *w) {
@@ -845,14 +855,13 @@ static void test_session_two_processes(void **state) {
   two_setup(&w, ".tbexport-spool-1", 5);
   const char *dir = w.dir;
   w.eo.run = "r";
-  tbe__collector_cost cost;
-  w.s.cost = &cost;
+  tbe_session_result cost;
   tbe_profiler_result r;
   size_t np = 0;
-  assert_int_equal(tbe__spools_write_run(&w.s, &r, &np), 0);
+  assert_int_equal(session_run(&w.s, &r, &np, &cost), 0);
   assert_int_equal(np, 2);
   /* the collector's cost: from the one stats item that survived */
-  assert_int_equal(cost.decode_cpu_ns, 1234567);
+  assert_int_equal(cost.collector_cpu_ns, 1234567);
   assert_int_equal(cost.buffer_bytes, 8u << 20);
   assert_int_equal(cost.spool_bytes, w.m.b.len + w.m.last_frame + 5);
   assert_int_equal(r.kernels, 7);
@@ -887,7 +896,7 @@ static void test_session_spool_in_use(void **state) {
   assert_int_equal(flock(held, LOCK_EX | LOCK_NB), 0); /* as collector.c does */
   tbe_profiler_result r;
   size_t np = 0;
-  assert_int_equal(tbe__spools_write_run(&w.s, &r, &np), 0);
+  assert_int_equal(session_run(&w.s, &r, &np, NULL), 0);
   assert_int_equal(r.kernels, 7); /* 321's */
   assert_true(exists(dir, "plugins/profile/live/node_pid321.xplane.pb"));
   assert_false(exists(dir, "plugins/profile/live/node_pid654.xplane.pb"));
@@ -912,16 +921,15 @@ static void test_session_note_only(void **state) {
   eo.logdir = dir;
   eo.run = "n";
   eo.host = "node";
-  tbe__session s;
-  memset(&s, 0, sizeof s);
+  tbe_session_options s;
+  tbe_session_options_init(&s);
   s.spool_dir = spools;
-  s.eo = &eo;
-  s.quiet = 1;
-  s.fallback_pid = 77;
-  s.fallback_start_ns = T0;
-  s.fallback_stop_ns = T0 + 1000;
+  s.export_options = &eo;
+  s.program_pid = 77;
+  s.start_ns = T0;
+  s.stop_ns = T0 + 1000;
   size_t np = 1;
-  assert_int_equal(tbe__spools_write_run(&s, NULL, &np), 0);
+  assert_int_equal(session_run(&s, NULL, &np, NULL), 0);
   assert_int_equal(np, 0);
   assert_int_equal(xspace_warnings_with(dir, "plugins/profile/n/node.xplane.pb",
                                         "the collector could not start (pid 77: libcupti.so.13: "
@@ -947,7 +955,7 @@ static void test_session_bad_spool_default_run(void **state) {
   assert_int_equal(tu_write_file(junk, "TBESPL01 but nothing else of a spool, really", 44), 0);
   tbe_profiler_result r;
   size_t np = 0;
-  assert_int_not_equal(tbe__spools_write_run(&w.s, &r, &np), 0);
+  assert_int_not_equal(session_run(&w.s, &r, &np, NULL), 0);
   assert_int_equal(np, 3);
   assert_int_equal(r.kernels, 7);
   char *prof = tu_join(dir, "plugins/profile");
@@ -977,11 +985,10 @@ static void test_session_bad_spool_default_run(void **state) {
   memset(&w.s, 0, sizeof w.s);
   w.s.files = files;
   w.s.nfiles = 2;
-  w.s.eo = &w.eo;
+  w.s.export_options = &w.eo;
   w.s.keep = 1;
-  w.s.quiet = 1;
   w.eo.run = "again";
-  assert_int_equal(tbe__spools_write_run(&w.s, &r, &np), 0);
+  assert_int_equal(session_run(&w.s, &r, &np, NULL), 0);
   assert_true(exists(dir, "plugins/profile/again/node_pid654.xplane.pb"));
   assert_true(exists(dir, "plugins/profile/again/node_pid654_2.xplane.pb"));
   assert_true(exists(dir, ".tbexport-spool-2/654.spool")); /* kept */
@@ -998,16 +1005,15 @@ static void test_session_no_process(void **state) {
   eo.logdir = dir;
   eo.run = "empty";
   eo.host = "node";
-  tbe__session s;
-  memset(&s, 0, sizeof s);
-  s.eo = &eo;
-  s.quiet = 1;
-  s.fallback_pid = 99;
-  s.fallback_cmd = "/bin/true";
-  s.fallback_start_ns = T0;
-  s.fallback_stop_ns = T0 + 1000000;
+  tbe_session_options s;
+  tbe_session_options_init(&s);
+  s.export_options = &eo;
+  s.program_pid = 99;
+  s.program_cmd = "/bin/true";
+  s.start_ns = T0;
+  s.stop_ns = T0 + 1000000;
   size_t np = 1;
-  assert_int_equal(tbe__spools_write_run(&s, NULL, &np), 0);
+  assert_int_equal(session_run(&s, NULL, &np, NULL), 0);
   assert_int_equal(np, 0);
   assert_true(exists(dir, "plugins/profile/empty/node.xplane.pb"));
   size_t n;
@@ -1042,33 +1048,39 @@ static void test_options(void **state) {
   assert_int_equal(tbe__opts_decode("unknown=5;;noisy=0", &d), 0);
   assert_int_equal(d.keep_noisy, 0);
   int mode;
-  char *name, *dom;
-  assert_int_equal(tbe__parse_capture_range("nvtx:step@train", &mode, &name, &dom), 0);
+  const char *name, *dom;
+  char rb[32];
+  assert_int_equal(tbe_profiler_parse_range("nvtx:step@train", &mode, rb, sizeof rb, &name, &dom),
+                   0);
   assert_int_equal(mode, TBE_CAPTURE_NVTX);
   assert_string_equal(name, "step");
   assert_string_equal(dom, "train");
-  free(name);
-  free(dom);
-  assert_int_equal(tbe__parse_capture_range("nvtx:a@b@c", &mode, &name, &dom), 0);
+  assert_int_equal(tbe_profiler_parse_range("nvtx:a@b@c", &mode, rb, sizeof rb, &name, &dom), 0);
   assert_string_equal(name, "a@b"); /* the last '@' separates the domain */
   assert_string_equal(dom, "c");
-  free(name);
-  free(dom);
-  assert_int_equal(tbe__parse_capture_range("cudaProfilerApi", &mode, &name, &dom), 0);
+  /* strlen(arg) + 1 bytes suffice; one less is refused */
+  assert_int_equal(tbe_profiler_parse_range("nvtx:a@b@c", &mode, rb, 11, &name, &dom), 0);
+  assert_int_equal(tbe_profiler_parse_range("nvtx:abc", &mode, rb, 3, &name, &dom), TBE_ETOOBIG);
+  assert_int_equal(tbe_profiler_parse_range("cudaProfilerApi", &mode, rb, sizeof rb, &name, &dom),
+                   0);
   assert_int_equal(mode, TBE_CAPTURE_PROFILER_API);
   assert_null(name);
-  assert_int_equal(tbe__parse_capture_range("nvtx:", &mode, &name, &dom), TBE_EINVAL);
-  assert_int_equal(tbe__parse_capture_range("nvtx:x@", &mode, &name, &dom), TBE_EINVAL);
-  assert_int_equal(tbe__parse_capture_range("range", &mode, &name, &dom), TBE_EINVAL);
+  assert_null(dom);
+  assert_int_equal(tbe_profiler_parse_range("nvtx:", &mode, rb, sizeof rb, &name, &dom),
+                   TBE_EINVAL);
+  assert_int_equal(tbe_profiler_parse_range("nvtx:x@", &mode, rb, sizeof rb, &name, &dom),
+                   TBE_EINVAL);
+  assert_int_equal(tbe_profiler_parse_range("range", &mode, rb, sizeof rb, &name, &dom),
+                   TBE_EINVAL);
   double sec;
-  assert_int_equal(tbe__parse_seconds("2", &sec), 0);
+  assert_int_equal(tbe_profiler_parse_seconds("2", &sec), 0);
   assert_true(sec == 2.0);
-  assert_int_equal(tbe__parse_seconds("250ms", &sec), 0);
+  assert_int_equal(tbe_profiler_parse_seconds("250ms", &sec), 0);
   assert_true(sec == 0.25);
-  assert_int_equal(tbe__parse_seconds("1.5s", &sec), 0);
+  assert_int_equal(tbe_profiler_parse_seconds("1.5s", &sec), 0);
   assert_true(sec == 1.5);
-  assert_int_equal(tbe__parse_seconds("-1", &sec), TBE_EINVAL);
-  assert_int_equal(tbe__parse_seconds("2h", &sec), TBE_EINVAL);
+  assert_int_equal(tbe_profiler_parse_seconds("-1", &sec), TBE_EINVAL);
+  assert_int_equal(tbe_profiler_parse_seconds("2h", &sec), TBE_EINVAL);
 }
 
 int main(void) {

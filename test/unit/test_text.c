@@ -354,7 +354,7 @@ static void test_hostile_reports(void **state) {
   for (int i = 0; i < 3; i++) assert_int_equal(tbe_analysis_create(&an[i], t[i], NULL), 0);
   assert_non_null(an[0]->step_hint); /* the hostile range is the hint */
   /* host labels of a run come from file names: as hostile as anything */
-  const char *labels[3] = {"a\nb\x1b[2J", "\xe2\x80\xae" "fastest", "\xe4\xb8\xad\xe6\x96\x87-wide"};
+  const char *labels[3] = {"a\nb\x1b[2J", ("\xe2\x80\xae" "fastest"), "\xe4\xb8\xad\xe6\x96\x87-wide"};
   tbe_run_analysis *run[2];
   assert_int_equal(tbe_run_analysis_create(&run[0], an, labels, 3, NULL), 0);
   assert_int_equal(tbe_run_analysis_create(&run[1], an + 1, labels + 1, 2, NULL), 0);

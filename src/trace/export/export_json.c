@@ -440,7 +440,8 @@ int tbe__json_write_fd(const tbe_trace *t, int fd, int gzip, int threads, const 
 static int json_export(const tbe__export_ctx *x, tbe__sink *out) {
   tbe_allocator a;
   tbe__allocator_init(&a, x->a);
-  return json_write(x->trace, out, !x->plain, 0, x->name, x->host, &a, x->progress,
+  int nth = x->threads > 32 ? 32 : (int)x->threads; /* (export_json_pipe.c: at most 32) */
+  return json_write(x->trace, out, !x->plain, nth, x->name, x->host, &a, x->progress,
                     x->progress_ctx);
 }
 

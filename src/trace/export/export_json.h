@@ -9,7 +9,7 @@
 
 /* Writes the Chrome JSON of finished trace `t` to `fd` (plain, or gzip when
  * `gzip`), formatting the events on `threads` threads (0: the default,
- * TBE_EXPORT_THREADS or the online CPUs; 1: the calling thread only).
+ * the online CPUs; 1: the calling thread only).
  * `trace_name` is used when the trace has none.  The bytes written do not
  * depend on `threads`.  Returns 0 or a negative TBE_E* code. */
 int tbe__json_write_fd(const tbe_trace *t, int fd, int gzip, int threads, const char *trace_name);

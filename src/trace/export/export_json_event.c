@@ -741,9 +741,9 @@ void tbe__jw_event(jctx *c, uint32_t idx) {
         }
         if (n->color) ARG_U64(&a, "color", n->color);
         if (n->category) ARG_U64(&a, "category", n->category);
-        if (n->payload_type == 1) ARG_I64(&a, "payload", n->payload.i);
-        else if (n->payload_type == 2) ARG_U64(&a, "payload", n->payload.u);
-        else if (n->payload_type == 3) {
+        if (n->payload_type == TBE_PAYLOAD_INT64) ARG_I64(&a, "payload", n->payload.i);
+        else if (n->payload_type == TBE_PAYLOAD_UINT64) ARG_U64(&a, "payload", n->payload.u);
+        else if (n->payload_type == TBE_PAYLOAD_DOUBLE) {
           ARG_KEY(&a, "payload");
           jw_double(w, n->payload.d);
         }

@@ -25,7 +25,7 @@
  * (tested).  The ring bounds the memory in flight to its slots. */
 
 /* Thread knobs (tests, benchmarks): formatting threads (0 = the
- * TBE_EXPORT_THREADS environment variable, else the online CPUs, at most
+ * tbe_export_options.threads, else the online CPUs, at most
  * JP_MAX_THREADS; 1 = the calling thread only) and events per chunk (0 =
  * JP_CHUNK_EVENTS). */
 int tbe__json_threads = 0;
@@ -51,12 +51,6 @@ typedef struct jpool {
 
 static int threads_wanted(void) {
   if (tbe__json_threads > 0) return tbe__json_threads > JP_MAX_THREADS ? JP_MAX_THREADS : tbe__json_threads;
-  const char *env = getenv("TBE_EXPORT_THREADS");
-  if (env && *env) {
-    char *end;
-    long v = strtol(env, &end, 10);
-    if (!*end && v >= 1) return v > JP_MAX_THREADS ? JP_MAX_THREADS : (int)v;
-  }
   int n = tbe__pool_cpus();
   return n > JP_MAX_THREADS ? JP_MAX_THREADS : n;
 }

@@ -563,6 +563,7 @@ int tbe_export_run(const tbe_trace *t, const tbe_export_options *o) {
   x.analysis = &shared;
   x.progress = o->progress ? forward_progress : NULL;
   x.progress_ctx = &pr;
+  x.threads = o->threads;
   for (size_t i = 0; i < np && !rc; i++) {
     x.name = p[i].name;
     rc = write_output(p[i].x, &x, p[i].fd);

@@ -318,10 +318,11 @@ static void enc_kind_stats(xctx *c, enc *en, const tbe_event *e, const tbe_track
           enc_stat_ref(en, fixed_stat(c, S_NVTX_DOMAIN), ntab_str(&c->st, t, nv->domain));
         if (nv->color) enc_stat_u64(en, fixed_stat(c, S_NVTX_COLOR), nv->color);
         if (nv->category) enc_stat_u64(en, fixed_stat(c, S_NVTX_CATEGORY), nv->category);
-        if (nv->payload_type == 1) enc_stat_i64(en, fixed_stat(c, S_NVTX_PAYLOAD), nv->payload.i);
-        else if (nv->payload_type == 2)
+        if (nv->payload_type == TBE_PAYLOAD_INT64)
+          enc_stat_i64(en, fixed_stat(c, S_NVTX_PAYLOAD), nv->payload.i);
+        else if (nv->payload_type == TBE_PAYLOAD_UINT64)
           enc_stat_u64(en, fixed_stat(c, S_NVTX_PAYLOAD), nv->payload.u);
-        else if (nv->payload_type == 3)
+        else if (nv->payload_type == TBE_PAYLOAD_DOUBLE)
           enc_stat_double(en, fixed_stat(c, S_NVTX_PAYLOAD), nv->payload.d);
       }
       break;

@@ -739,11 +739,11 @@ static int range_matches(const tbe_trace *t, const tbe_event *e, tbe_str name, t
 static int payload_num(const tbe_trace *t, const tbe_event *e, int64_t *num) {
   const tbe_nvtx *nv = tbe_trace_nvtx(t, e);
   if (!nv) return 0;
-  if (nv->payload_type == 1) {
+  if (nv->payload_type == TBE_PAYLOAD_INT64) {
     *num = nv->payload.i;
     return 1;
   }
-  if (nv->payload_type == 2 && nv->payload.u <= (uint64_t)INT64_MAX) {
+  if (nv->payload_type == TBE_PAYLOAD_UINT64 && nv->payload.u <= (uint64_t)INT64_MAX) {
     *num = (int64_t)nv->payload.u;
     return 1;
   }

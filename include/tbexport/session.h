@@ -1,0 +1,155 @@
+/* tbexport/session.h: a profiled session, `tbexport -- CMD` as a library:
+ * running another program under the injected collector, then turning
+ * what each of its processes collected into one run.
+ *
+ *   char run[TBE_NAME_MAX + 1], clash[4096], spool[4096], where[4096];
+ *   tbe_session_run_name(logdir, NULL, NULL, 0, run, sizeof run, clash, sizeof clash);
+ *   tbe_session_spool_dir(logdir, spool, sizeof spool, where, sizeof where);
+ *   tbe_session_environment(&po, inject_lib, spool, set_variable, &env);
+ *   ... run the program with that environment (fork, exec, signals, wait:
+ *       the caller's) ...
+ *   tbe_session_options so;
+ *   tbe_session_options_init(&so);
+ *   so.spool_dir = spool;
+ *   so.export_options = &eo;            // logdir, run, host, force, ...
+ *   tbe_session_convert(&so, &result);  // the run, one host per process
+ *
+ * The protocol between the parts: the environment points the CUDA driver
+ * (CUDA_INJECTION64_PATH) and NVTX (NVTX_INJECTION64_PATH) at the
+ * injection library, libtbexport_inject.so, and gives it the spool folder
+ * and the collector's options (TBEXPORT_SPOOL_DIR, TBEXPORT_OPTIONS, read
+ * by the injection library only).  Each process that initializes CUDA
+ * writes <pid>.spool there, flock'ed while it writes, or <pid>.note saying
+ * why it could not collect; conversion reads them after the program ends.
+ * A spool cut short (a crash, SIGKILL) converts into a run marked as ended
+ * early; one still locked belongs to a process that outlived the program
+ * and is left for later (`tbexport import FILE.spool`).
+ *
+ * Messages (a process that could not collect, a spool left for later, the
+ * program that never initialized CUDA, a spool or a run that failed) go to
+ * the on_message callback of the options (tbexport/common.h), never to
+ * stderr.
+ *
+ * Experimental tier (see tbexport.h): define TBE_EXPERIMENTAL before
+ * including it. */
+#ifndef TBEXPORT_SESSION_H
+#define TBEXPORT_SESSION_H
+
+#ifndef TBE_EXPERIMENTAL
+#error "tbexport/session.h is the experimental tier: define TBE_EXPERIMENTAL before including tbexport headers (see tbexport.h)"
+#endif
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tbexport/common.h"
+#include "tbexport/export.h"
+#include "tbexport/import.h"
+#include "tbexport/profiler.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Names the run before the program starts, into name[0..size) (at least
+ * TBE_NAME_MAX + 1 bytes).  Without `run`: the local time
+ * (tbe_run_name_default), with "_2", "_3", ... when a run of that name
+ * exists in `logdir` (its profile folder or its events folder).  With
+ * `run` and without `force`: refuses a run that already has outputs for
+ * `host` (NULL: this machine, tbe_session_host), a file
+ * plugins/profile/RUN/HOST.* or HOST_pid<N>.*, naming the first in
+ * clash[0..clash_size) (may be NULL).  Returns 0, TBE_EEXIST, TBE_ENAME (a
+ * refused name), TBE_EINVAL (no clock, buffers too small). */
+TBE_API int tbe_session_run_name(const char *logdir, const char *run, const char *host, int force,
+                                 char *name, size_t size, char *clash, size_t clash_size);
+
+/* This machine's name as a host name: ':' and '/' replaced by '_',
+ * "localhost" if unknown; NUL-terminated in buf[0..size). */
+TBE_API void tbe_session_host(char *buf, size_t size);
+
+/* Makes the session's hidden spool folder, LOGDIR/.tbexport-spool-<pid>-<ns>
+ * (mode 0700; LOGDIR and its parents made as needed), under the symlink
+ * rule of tbexport/export.h: it must be new, and a symlink planted at its
+ * name is refused (-ELOOP).  Its path goes into path[0..size).  Returns 0
+ * or a negative code with where[0..wsize) naming the path concerned (both
+ * may be NULL / 0). */
+TBE_API int tbe_session_spool_dir(const char *logdir, char *path, size_t size, char *where,
+                                  size_t wsize);
+
+/* The variables the program's environment needs, given one at a time to
+ * `set` (name, value): CUDA_INJECTION64_PATH (and NVTX_INJECTION64_PATH
+ * when `o->trace` has TBE_TRACE_NVTX) = `inject_lib`, the spool folder
+ * and the collector's options of `o` (trace, delay_s, duration_s,
+ * capture, buffer_mb, flush_period_ms, keep_noisy_api; the rest of `o` is
+ * the conversion's).  Returns 0, the first non-zero result of `set`,
+ * TBE_EINVAL or TBE_ETOOBIG. */
+TBE_API int tbe_session_environment(const tbe_profiler_options *o, const char *inject_lib,
+                                    const char *spool_dir,
+                                    int (*set)(void *ctx, const char *name, const char *value),
+                                    void *ctx);
+
+/* Whether `path` is a spool file, checked before anything is written:
+ * returns 0 when it does not start like one (or is not a regular file,
+ * or cannot be read: then importing it says why; a FIFO is never waited
+ * on), 1 when it is a spool whose header reads (a cut
+ * or corrupt tail only ends it early), or TBE_EFORMAT / TBE_ECORRUPT with
+ * err->message "PATH: byte N: what" when it is a spool that cannot be
+ * converted (err may be NULL). */
+TBE_API int tbe_session_spool_check(const char *path, tbe_import_error *err);
+
+typedef struct tbe_session_options {
+  /* The spools: every <pid>.spool (and <pid>.note) of spool_dir, or, when
+   * nfiles > 0, the files named. */
+  const char *spool_dir;
+  const char *const *files;
+  size_t nfiles;
+  int keep;                      /* keep the spools and their folder */
+  /* Where the run goes (tbe_export_run; required): with several processes
+   * each gets the host <host>_pid<N>, its host NULL meaning this
+   * machine's name.  Without its run, one default name for all. */
+  const tbe_export_options *export_options;
+  /* Applied while converting, as tbe_profiler_options says. */
+  int capture;                   /* tbe_capture_mode */
+  const char *capture_name;
+  const char *capture_domain;
+  const char *steps_name;        /* --steps nvtx:NAME: steps from that range */
+  const char *steps_domain;
+  /* The program, for the run written when no process initialized CUDA:
+   * one process with this pid and command line, spanning [start_ns,
+   * stop_ns] (epoch ns), with a warning saying so. */
+  int64_t program_pid;
+  const char *program_cmd;
+  int64_t start_ns, stop_ns;
+  /* Messages (tbexport/common.h); NULL: none.  Called on this thread. */
+  tbe_message_fn on_message;
+  void *message_ctx;
+} tbe_session_options;
+
+typedef struct tbe_session_result {
+  tbe_profiler_result total;     /* sums over the processes; gpu_busy_pct
+                                    weighted by each one's span */
+  size_t processes;              /* spools found (converted, failed or busy) */
+  /* What collecting cost, summed over the processes. */
+  uint64_t collector_cpu_ns;     /* CPU time of the collectors' background threads */
+  uint64_t buffer_bytes;         /* host memory of CUPTI buffers at the peak */
+  uint64_t spool_bytes;          /* spool files converted */
+} tbe_session_result;
+
+/* Fills `o` with the defaults: nothing to convert, no capture range. */
+TBE_API void tbe_session_options_init(tbe_session_options *o);
+
+/* Converts every spool into the run (one host entry per process when
+ * there are several; a trace noting that no CUDA activity was recorded
+ * when there is none), then removes what it converted and the folder when
+ * empty, unless `keep`.  A spool that fails does not stop the others: it
+ * is kept, and a message says how to convert it later.  Returns 0 or the
+ * first error (TBE_EFORMAT / TBE_ECORRUPT: a spool that is not one of
+ * this build; an export error); `result` (may be NULL) is filled in every
+ * case. */
+TBE_API int tbe_session_convert(const tbe_session_options *o, tbe_session_result *result);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

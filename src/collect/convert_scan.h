@@ -1,0 +1,91 @@
+/* convert_scan.h: the first phase of spool -> trace (convert.c's essay):
+ * every item of a spool copied into typed arrays, spool string ids mapped
+ * to trace strings as they are defined.  Private to src/collect.
+ *
+ *   scan s = {.t = trace};
+ *   tbe__spool_scan(data, n, tbe__convert_on_item, &s, &tail);
+ *   ... build the trace from s (convert.c) ...
+ *   tbe__convert_scan_free(&s);
+ *
+ * Nothing read is trusted: an item shorter than its struct is skipped, an
+ * unknown one too; a string id never defined maps to "". */
+#ifndef TBE_COLLECT_CONVERT_SCAN_H
+#define TBE_COLLECT_CONVERT_SCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collect/spool.h"
+#include "tbexport/error.h"
+#include "tbexport/trace.h"
+
+/* ---- growable arrays ---- */
+
+#define VEC(T) \
+  struct {     \
+    T *v;      \
+    size_t n, cap; \
+  }
+
+static inline int vpush(void **v, size_t *n, size_t *cap, size_t elem, const void *x) {
+  if (*n == *cap) {
+    size_t nc = *cap ? *cap * 2 : 64;
+    void *nv = realloc(*v, nc * elem);
+    if (!nv) return TBE_ENOMEM;
+    *v = nv;
+    *cap = nc;
+  }
+  memcpy((char *)*v + *n * elem, x, elem);
+  (*n)++;
+  return 0;
+}
+#define PUSH(vec, x) vpush((void **)&(vec).v, &(vec).n, &(vec).cap, sizeof *(vec).v, (x))
+
+/* ---- what a scan holds ---- */
+
+typedef struct scan {
+  tbe_trace *t;
+  tbe__sp_info info;
+  int have_info, have_end, have_signal;
+  tbe__sp_end end;
+  tbe__sp_signal signal; /* the first fatal signal, if any */
+  tbe__sp_stats stats;
+  char host[256];
+  char cmd[4096];
+  VEC(tbe_str) strs; /* spool id -> trace string */
+  VEC(tbe__sp_kernel) kernels;
+  VEC(tbe__sp_memcpy) memcpys;
+  VEC(tbe__sp_memset) memsets;
+  VEC(tbe__sp_api) apis;
+  VEC(tbe__sp_sync) syncs;
+  VEC(tbe__sp_marker) markers;
+  VEC(tbe__sp_marker_data) mdata;
+  VEC(tbe__sp_overhead) overheads;
+  VEC(tbe__sp_device) devices;
+  VEC(tbe__sp_context) contexts;
+  VEC(tbe__sp_memory) memory;
+  VEC(tbe__sp_thread_name) tnames;
+  VEC(tbe__sp_window) windows;
+  VEC(tbe__sp_step) steps;
+  VEC(tbe_str) notes;
+  int64_t last_ts; /* latest timestamp seen anywhere */
+} scan;
+
+/* Notes the latest timestamp seen anywhere. */
+static inline void seen(scan *s, int64_t ts) {
+  if (ts > s->last_ts) s->last_ts = ts;
+}
+
+/* Maps a spool string id to a trace string; unknown ids give "". */
+static inline tbe_str S(const scan *s, uint32_t id) { return id < s->strs.n ? s->strs.v[id] : 0; }
+
+/* The spool item callback of tbe__spool_scan: appends the item to its
+ * array of the scan `ctx`.  Returns 0 or TBE_ENOMEM. */
+int tbe__convert_on_item(void *ctx, unsigned type, const uint8_t *body, size_t len);
+
+/* Frees the arrays (not the trace). */
+void tbe__convert_scan_free(scan *s);
+
+#endif

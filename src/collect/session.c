@@ -1,0 +1,469 @@
+/* session.c: a profiled session (tbexport/session.h): the run's name, the
+ * spool folder, the program's environment, and the conversion of every
+ * process's spool into one run after the program ends.  Built in every
+ * configuration (no CUDA types): the tbexport program, tbe_profiler_stop
+ * and `tbexport import FILE.spool` all convert through here.
+ *
+ * Conversion, per spool in name order: a spool still flock'ed belongs to
+ * a live process and is left alone; the others are read into a trace
+ * (convert.c: spool -> trace model) and written with tbe_export_run, one
+ * host entry per process when there are several (<host>_pid<N>), all
+ * under one run name fixed before the first.  A spool that fails to
+ * convert or whose run fails to write is kept and counted; the others go
+ * on, and the result is the first error.  With no spool at all, the run
+ * still says what happened: a trace of the program's process, spanning
+ * its wall time, with a warning (the program never initialized CUDA, or
+ * the notes of processes that could not collect).
+ *
+ * Invariant: the library prints nothing: every message goes to the
+ * caller's on_message, in line form (common/text.h), so that text from a
+ * spool (a command line, a trace warning) can neither add a line nor act
+ * on a terminal. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collect/convert.h"
+#include "collect/options.h"
+#include "collect/spool.h"
+#include "common/fsutil.h"
+#include "common/text.h"
+#include "tbexport/error.h"
+#include "tbexport/session.h"
+
+static int64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* ---- naming the run ---- */
+
+/* Whether anything of run RUN exists in LOGDIR (its profile folder or its
+ * events folder). */
+static int run_exists(const char *logdir, const char *run) {
+  char p[4400];
+  struct stat st;
+  snprintf(p, sizeof p, "%s/plugins/profile/%s", logdir, run);
+  if (lstat(p, &st) == 0) return 1;
+  snprintf(p, sizeof p, "%s/%s", logdir, run);
+  return lstat(p, &st) == 0;
+}
+
+/* The outputs run RUN already holds for host HOST in LOGDIR: a file under
+ * plugins/profile/RUN named HOST.<ext> or HOST_pid<N>.<ext> (the names one
+ * profiled session writes).  Returns 1 and names the first in FOUND, or 0. */
+static int run_has_host(const char *logdir, const char *run, const char *host, char *found,
+                        size_t size) {
+  char dir[4400];
+  if (snprintf(dir, sizeof dir, "%s/plugins/profile/%s", logdir, run) >= (int)sizeof dir) return 0;
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  size_t hl = strlen(host);
+  struct dirent *e;
+  int hit = 0;
+  while (!hit && (e = readdir(d))) {
+    const char *n = e->d_name;
+    if (strncmp(n, host, hl) != 0) continue;
+    if (n[hl] == '.' && n[hl + 1] != '\0') hit = 1;
+    if (strncmp(n + hl, "_pid", 4) == 0 && n[hl + 4] >= '0' && n[hl + 4] <= '9') hit = 1;
+    if (hit && found && size) snprintf(found, size, "%s/%s", dir, n);
+  }
+  closedir(d);
+  return hit;
+}
+
+int tbe_session_run_name(const char *logdir, const char *run, const char *host, int force,
+                         char *name, size_t size, char *clash, size_t clash_size) {
+  if (clash && clash_size) clash[0] = '\0';
+  if (!logdir || !name || size <= TBE_NAME_MAX) return TBE_EINVAL;
+  if ((run && tbe__name_check(run, NULL)) || (host && tbe__name_check(host, NULL)))
+    return TBE_ENAME;
+  if (!run) {
+    int rc = tbe_run_name_default(name, size);
+    if (rc) return rc;
+    /* Another session started in the same second: the next free suffix. */
+    size_t bl = strlen(name);
+    for (int k = 2; run_exists(logdir, name) && k < 1000; k++)
+      snprintf(name + bl, size - bl, "_%d", k);
+    return 0;
+  }
+  snprintf(name, size, "%s", run);
+  if (force) return 0;
+  char hb[TBE_NAME_MAX + 1];
+  if (host)
+    snprintf(hb, sizeof hb, "%s", host);
+  else
+    tbe__hostname(hb, sizeof hb);
+  return run_has_host(logdir, run, hb, clash, clash_size) ? TBE_EEXIST : 0;
+}
+
+void tbe_session_host(char *buf, size_t size) {
+  if (buf && size) tbe__hostname(buf, size);
+}
+
+/* ---- the spool folder and the program's environment ---- */
+
+int tbe_session_spool_dir(const char *logdir, char *path, size_t size, char *where, size_t wsize) {
+  if (where && wsize) where[0] = '\0';
+  if (!logdir || !*logdir || !path || !size) return TBE_EINVAL;
+  int rc = tbe__mkdir_p(logdir, 0755);
+  if (rc) {
+    if (where && wsize) snprintf(where, wsize, "%s", logdir);
+    return rc;
+  }
+  char name[80];
+  snprintf(name, sizeof name, ".tbexport-spool-%ld-%lld", (long)getpid(), (long long)now_ns());
+  /* Made by this call (EXCL) under the symlink rule: a symlink planted at
+   * its name is refused, never used. */
+  int fd = tbe__dir_open(logdir, name, TBE__DIR_CREATE | TBE__DIR_EXCL, 0700, where, wsize);
+  if (fd < 0) return fd;
+  close(fd);
+  int n = snprintf(path, size, "%s/%s", logdir, name);
+  if (n < 0 || (size_t)n >= size) {
+    char full[4400];
+    snprintf(full, sizeof full, "%s/%s", logdir, name);
+    rmdir(full);
+    return -ENAMETOOLONG;
+  }
+  return 0;
+}
+
+int tbe_session_environment(const tbe_profiler_options *o, const char *inject_lib,
+                            const char *spool_dir,
+                            int (*set)(void *ctx, const char *name, const char *value),
+                            void *ctx) {
+  if (!o || !inject_lib || !spool_dir || !set) return TBE_EINVAL;
+  tbe__collect_opts co;
+  tbe__opts_default(&co);
+  co.trace = o->trace;
+  co.delay_s = o->delay_s;
+  co.duration_s = o->duration_s;
+  co.capture = (unsigned)o->capture;
+  if (o->buffer_mb) co.buffer_mb = o->buffer_mb;
+  if (o->flush_period_ms) co.flush_ms = o->flush_period_ms;
+  co.keep_noisy = o->keep_noisy_api;
+  char opts[256];
+  int rc = tbe__opts_encode(&co, opts, sizeof opts);
+  if (!rc) rc = set(ctx, "CUDA_INJECTION64_PATH", inject_lib);
+  if (!rc && (co.trace & TBE_TRACE_NVTX)) rc = set(ctx, "NVTX_INJECTION64_PATH", inject_lib);
+  if (!rc) rc = set(ctx, TBE__ENV_SPOOL_DIR, spool_dir);
+  if (!rc) rc = set(ctx, TBE__ENV_OPTIONS, opts);
+  return rc;
+}
+
+int tbe_session_spool_check(const char *path, tbe_import_error *err) {
+  if (err) memset(err, 0, sizeof *err);
+  if (!path) return 0;
+  /* Regular files only, opened without blocking: a FIFO (which a plain
+   * open would wait on forever) or a device is the importer's to refuse. */
+  uint8_t head[TBE__SPOOL_HEADER];
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return 0;
+  struct stat st;
+  ssize_t got = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, head, sizeof head) : -1;
+  close(fd);
+  size_t n = got > 0 ? (size_t)got : 0;
+  if (n < 8 || memcmp(head, TBE__SPOOL_MAGIC, 8) != 0) return 0;
+  tbe__spool_tail tail;
+  int rc = tbe__spool_scan(head, n, NULL, NULL, &tail);
+  if (rc == 0) return 1;
+  if (err) {
+    char msg[sizeof err->message];
+    snprintf(msg, sizeof msg, "%s: byte %zu: %s", path, tail.good_bytes,
+             tail.why ? tail.why : "not a spool file");
+    tbe__text_term_z(err->message, sizeof err->message, msg, 1);
+    err->offset = tail.good_bytes;
+  }
+  return rc == TBE_ECORRUPT ? TBE_ECORRUPT : TBE_EFORMAT;
+}
+
+/* ---- messages ---- */
+
+/* One line to the caller, whatever the spool's names and warnings hold
+ * (common/text.h, the line form, as the CLI's printer). */
+static void say(const tbe_session_options *o, tbe_message_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void say(const tbe_session_options *o, tbe_message_level level, const char *fmt, ...) {
+  if (!o->on_message) return;
+  char msg[2048], line[4 * sizeof msg];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  tbe__text_term_z(line, sizeof line, msg, 1);
+  o->on_message(o->message_ctx, level, line);
+}
+
+/* ---- converting ---- */
+
+void tbe_session_options_init(tbe_session_options *o) {
+  if (o) memset(o, 0, sizeof *o);
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void sum(tbe_profiler_result *a, const tbe_profiler_result *b) {
+  a->kernels += b->kernels;
+  a->copies += b->copies;
+  a->memsets += b->memsets;
+  a->api_calls += b->api_calls;
+  a->nvtx_ranges += b->nvtx_ranges;
+  a->nvtx_marks += b->nvtx_marks;
+  a->dropped_records += b->dropped_records;
+  a->dropped_out_of_range += b->dropped_out_of_range;
+  a->overhead_ns += b->overhead_ns;
+  a->steps += b->steps;
+  if (b->start_ns && (!a->start_ns || b->start_ns < a->start_ns)) a->start_ns = b->start_ns;
+  if (b->stop_ns > a->stop_ns) a->stop_ns = b->stop_ns;
+}
+
+/* Whether a live process still holds PATH's lock (collector.c): it is
+ * still writing that spool. */
+static int spool_in_use(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  int busy = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  close(fd);
+  return busy;
+}
+
+/* Appends "pid <stem>: <first line of DIR/NAME>" to NOTES (a "; "-separated
+ * list of why processes did not collect; see inject.c) and removes the
+ * file unless KEEP. */
+static void take_note(const char *dir, const char *name, int keep, char *notes, size_t size) {
+  char path[4200], text[320];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (n < 0) n = 0;
+  text[n] = '\0';
+  for (ssize_t i = 0; i < n; i++)
+    if ((unsigned char)text[i] < 0x20) text[i] = i == n - 1 && text[i] == '\n' ? '\0' : ' ';
+  size_t used = strlen(notes);
+  if (used < size)
+    snprintf(notes + used, size - used, "%spid %.*s: %s", used ? "; " : "",
+             (int)(strlen(name) - 5), name, text);
+  if (!keep) unlink(path);
+}
+
+/* The spools to convert, sorted, into *names (malloc'd), and the notes of
+ * processes that could not collect.  Returns 0 or TBE_ENOMEM. */
+static int list_spools(const tbe_session_options *o, char ***names, size_t *nn, char *notes,
+                       size_t nsize) {
+  size_t cap = 0;
+  int rc = 0;
+  *names = NULL;
+  *nn = 0;
+  if (o->nfiles) {
+    if (!(*names = calloc(o->nfiles, sizeof **names))) return TBE_ENOMEM;
+    for (size_t i = 0; i < o->nfiles && !rc; i++) {
+      if (!((*names)[i] = strdup(o->files[i]))) rc = TBE_ENOMEM;
+      else *nn = i + 1;
+    }
+  } else if (o->spool_dir) {
+    DIR *d = opendir(o->spool_dir);
+    struct dirent *e;
+    while (d && !rc && (e = readdir(d))) {
+      size_t l = strlen(e->d_name);
+      if (l > 5 && strcmp(e->d_name + l - 5, ".note") == 0) {
+        take_note(o->spool_dir, e->d_name, o->keep, notes, nsize);
+        continue;
+      }
+      if (l < 7 || strcmp(e->d_name + l - 6, ".spool") != 0) continue;
+      if (*nn == cap) {
+        size_t nc = cap ? cap * 2 : 8;
+        char **x = realloc(*names, nc * sizeof *x);
+        if (!x) {
+          rc = TBE_ENOMEM;
+          break;
+        }
+        *names = x;
+        cap = nc;
+      }
+      if (!((*names)[*nn] = malloc(strlen(o->spool_dir) + l + 2))) {
+        rc = TBE_ENOMEM;
+        break;
+      }
+      sprintf((*names)[(*nn)++], "%s/%s", o->spool_dir, e->d_name);
+    }
+    if (d) closedir(d);
+  }
+  if (*nn > 1) qsort(*names, *nn, sizeof **names, cmp_str);
+  return rc;
+}
+
+/* The trace of a session in which no process initialized CUDA: the
+ * program's process over its wall time, with a warning. */
+static int program_trace(const tbe_session_options *o, tbe_trace *t, const char *host,
+                         const char *notes) {
+  uint32_t pi;
+  int r = tbe_trace_process(t, o->program_pid, &pi);
+  if (r) return r;
+  t->host = tbe_trace_str_id(t, host);
+  t->processes[pi].host = t->host;
+  t->processes[pi].name = tbe_trace_str_id(t, o->program_cmd ? o->program_cmd : "");
+  t->source = TBE_SRC_CUPTI;
+  t->rank = -1;
+  t->start_ns = o->start_ns;
+  t->stop_ns = o->stop_ns;
+  if (notes[0])
+    tbe_trace_warn(t, "no CUDA activity was recorded: the collector could not start (%s)", notes);
+  else
+    tbe_trace_warn(t,
+                   "no CUDA activity was recorded: the program never initialized CUDA (or no "
+                   "GPU/driver was available)");
+  return tbe_trace_finish(t);
+}
+
+int tbe_session_convert(const tbe_session_options *o, tbe_session_result *result) {
+  tbe_session_result res;
+  memset(&res, 0, sizeof res);
+  if (result) *result = res;
+  if (!o || !o->export_options) return TBE_EINVAL;
+  const tbe_export_options *eo0 = o->export_options;
+  tbe_profiler_result *tot = &res.total;
+  char **names = NULL, notes[1024] = "";
+  size_t nn = 0;
+  int rc = list_spools(o, &names, &nn, notes, sizeof notes);
+  if (nn > 0 && notes[0]) say(o, TBE_MSG_WARNING, "some processes did not collect: %s", notes);
+  char base_host[TBE_NAME_MAX + 1];
+  if (eo0->host)
+    snprintf(base_host, sizeof base_host, "%s", eo0->host);
+  else
+    tbe__hostname(base_host, sizeof base_host);
+
+  /* GPU busy over all processes: sum the per-process busy time weighted
+   * by span (an approximation when processes overlap). */
+  double busy_ns = 0;
+  size_t done = 0;
+  /* One run name for the whole session: without a run each export would
+   * pick its own (time-stamped) default, splitting the processes. */
+  char run_buf[TBE_NAME_MAX + 1];
+  tbe_export_options eo_run = *eo0;
+  if (!eo_run.run) {
+    int r = tbe_run_name_default(run_buf, sizeof run_buf);
+    if (r && !rc) rc = r;
+    eo_run.run = run_buf;
+  }
+  /* A spool that fails to convert does not stop the others: rc keeps the
+   * first error. */
+  int64_t *pids = nn > 1 ? calloc(nn, sizeof *pids) : NULL;
+  if (nn > 1 && !pids && !rc) rc = TBE_ENOMEM;
+  int listed = rc == 0;
+  if (!listed) say(o, TBE_MSG_ERROR, "cannot list the spools: %s", tbe_strerror(rc));
+  size_t busy = 0;
+  tbe__convert_opts co = {.capture = o->capture, .capture_name = o->capture_name,
+                          .capture_domain = o->capture_domain, .steps_name = o->steps_name,
+                          .steps_domain = o->steps_domain};
+  for (size_t i = 0; listed && i <= nn; i++) {
+    if (i == nn && nn > 0) break;
+    if (nn > 0 && spool_in_use(names[i])) {
+      /* A process that outlived the program (a daemon, a straggler). */
+      say(o, TBE_MSG_WARNING,
+          "%s is still being written by a running process: left as it is; convert it later "
+          "with: tbexport import %s --logdir DIR --run NAME",
+          names[i], names[i]);
+      busy++;
+      continue;
+    }
+    tbe_trace *t = NULL;
+    int r = tbe_trace_create(&t, eo0->allocator);
+    if (r) {
+      say(o, TBE_MSG_ERROR, "cannot convert the spools: %s", tbe_strerror(r));
+      rc = r;
+      break;
+    }
+    tbe__convert_info info;
+    memset(&info, 0, sizeof info);
+    char host[TBE_NAME_MAX + 1];
+    if (nn == 0) {
+      /* No process initialized CUDA: a run with a note. */
+      snprintf(host, sizeof host, "%s", base_host);
+      r = program_trace(o, t, host, notes);
+      tot->start_ns = o->start_ns;
+      tot->stop_ns = o->stop_ns;
+      if (!r && notes[0])
+        say(o, TBE_MSG_WARNING, "no CUDA activity was recorded: the collector could not start (%s)",
+            notes);
+      else if (!r)
+        say(o, TBE_MSG_NOTE,
+            "note: no CUDA activity was recorded (the program never initialized CUDA)");
+    } else {
+      r = tbe__spool_file_to_trace(names[i], &co, t, &info);
+      if (r && info.tail_why)
+        say(o, TBE_MSG_ERROR, "%s: byte %zu: %s", names[i], info.tail_offset, info.tail_why);
+      else if (r) {
+        say(o, TBE_MSG_ERROR, "%s: cannot convert: %s", names[i], tbe_strerror(r));
+      } else {
+        if (nn > 1) {
+          /* pid clashes only among spools imported from several sessions */
+          int same = 0;
+          for (size_t j = 0; j < i; j++) same += pids[j] == info.pid;
+          pids[i] = info.pid;
+          if (same)
+            snprintf(host, sizeof host, "%.180s_pid%lld_%d", base_host, (long long)info.pid,
+                     same + 1);
+          else
+            snprintf(host, sizeof host, "%.180s_pid%lld", base_host, (long long)info.pid);
+        } else
+          snprintf(host, sizeof host, "%s", base_host);
+        for (size_t w = 0; w < t->nwarnings; w++)
+          say(o, TBE_MSG_WARNING, "pid %lld: %s", (long long)info.pid,
+              tbe_trace_str(t, t->warnings[w]));
+        sum(tot, &info.r);
+        res.collector_cpu_ns += info.decode_cpu_ns;
+        res.buffer_bytes += info.buffer_bytes;
+        res.spool_bytes += info.spool_bytes;
+        busy_ns += info.r.gpu_busy_pct / 100.0 * (double)(info.r.stop_ns - info.r.start_ns);
+      }
+    }
+    if (!r) {
+      tbe_export_options eo = eo_run;
+      eo.host = host;
+      char where[4200], line[4400];
+      eo.error_path = where;
+      eo.error_path_size = sizeof where;
+      r = tbe_export_run(t, &eo);
+      if (r)
+        say(o, TBE_MSG_ERROR, "cannot write run '%s' for host %s%s%s: %s%s", eo.run, host,
+            where[0] ? "" : " in ", where[0] ? "" : eo.logdir,
+            tbe_export_strerror(r, where, line, sizeof line),
+            r == TBE_EEXIST ? " (use --force to replace it)" : "");
+    }
+    tbe_trace_free(t);
+    if (r) {
+      if (!rc) rc = r;
+      continue;
+    }
+    done++;
+    if (nn > 0 && !o->keep) unlink(names[i]);
+  }
+  for (size_t i = 0; i < nn; i++) free(names[i]);
+  free(names);
+  free(pids);
+  if (o->spool_dir && !o->keep) rmdir(o->spool_dir); /* only if empty */
+  if (rc && nn > 0 && !o->keep && done + busy < nn)
+    say(o, TBE_MSG_WARNING,
+        "%zu of %zu spool files were not converted and are kept in %s; convert them later "
+        "with: tbexport import FILE.spool... --logdir DIR --run NAME",
+        nn - done - busy, nn, o->spool_dir ? o->spool_dir : ".");
+  if (tot->stop_ns > tot->start_ns)
+    tot->gpu_busy_pct = 100.0 * busy_ns / (double)(tot->stop_ns - tot->start_ns);
+  if (tot->gpu_busy_pct > 100) tot->gpu_busy_pct = 100;
+  res.processes = nn;
+  if (result) *result = res;
+  return rc;
+}

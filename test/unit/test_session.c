@@ -1,0 +1,341 @@
+/* test_session.c: the public session API (tbexport/session.h) that the
+ * tbexport program runs `tbexport -- CMD` through, and the public text
+ * forms (tbexport/text.h) it prints with.
+ *
+ * What must never happen: a run named after one that exists (the default
+ * name takes the next free suffix), a named run started over outputs of
+ * the same host without force, a spool folder made through a symlink or
+ * left half made, a variable of the protocol missing from the program's
+ * environment (or NVTX injected when NVTX is not traced), a file taken for
+ * a spool by its name, a spool whose header cannot be read let through to
+ * a conversion that writes half a run, a message of the session printed
+ * instead of handed to the caller, text from a spool reaching the caller
+ * with a control character in it, a cut form that splits a character.
+ * Spool contents and their conversion are test_spool.c's. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "collect/spool.h"
+#include "tbexport.h"
+#include "testutil.h"
+
+static void touch(const char *dir, const char *rel) {
+  char *p = tu_join(dir, rel);
+  assert_int_equal(tu_write_file(p, "x", 1), 0);
+  free(p);
+}
+
+static void mkdirs(const char *dir, const char *rel) {
+  char *p = tu_join(dir, rel);
+  char cmd[4400];
+  snprintf(cmd, sizeof cmd, "mkdir -p '%s'", p);
+  assert_int_equal(system(cmd), 0);
+  free(p);
+}
+
+static int ends_with(const char *s, const char *tail) {
+  size_t a = strlen(s), b = strlen(tail);
+  return a >= b && strcmp(s + a - b, tail) == 0;
+}
+
+/* ---- naming the run ---- */
+
+static void test_run_name_default(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  char a[TBE_NAME_MAX + 1], b[TBE_NAME_MAX + 1];
+  assert_int_equal(tbe_session_run_name(dir, NULL, NULL, 0, a, sizeof a, NULL, 0), 0);
+  assert_int_equal(strlen(a), 19); /* YYYY_MM_DD_HH_MM_SS */
+  /* A run of that name exists (its events folder): the next is another. */
+  mkdirs(dir, a);
+  assert_int_equal(tbe_session_run_name(dir, NULL, NULL, 0, b, sizeof b, NULL, 0), 0);
+  assert_string_not_equal(a, b);
+  if (strncmp(a, b, 19) == 0) assert_string_equal(b + 19, "_2"); /* the same second */
+  /* ... and its profile folder counts too. */
+  mkdirs(dir, "plugins/profile");
+  char *p = tu_join(dir, "plugins/profile");
+  char *q = tu_join(p, b);
+  assert_int_equal(mkdir(q, 0755), 0);
+  char c[TBE_NAME_MAX + 1];
+  assert_int_equal(tbe_session_run_name(dir, NULL, NULL, 0, c, sizeof c, NULL, 0), 0);
+  assert_string_not_equal(c, a);
+  assert_string_not_equal(c, b);
+  /* buffers too small for any name */
+  assert_int_equal(tbe_session_run_name(dir, NULL, NULL, 0, c, TBE_NAME_MAX, NULL, 0), TBE_EINVAL);
+  free(p);
+  free(q);
+  tu_rmrf(dir);
+  free(dir);
+}
+
+static void test_run_name_clash(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  char name[TBE_NAME_MAX + 1], clash[4096];
+  mkdirs(dir, "plugins/profile/r");
+  touch(dir, "plugins/profile/r/node.xplane.pb");
+  touch(dir, "plugins/profile/r/nodeX.xplane.pb");
+  assert_int_equal(tbe_session_run_name(dir, "r", "node", 0, name, sizeof name, clash, sizeof clash),
+                   TBE_EEXIST);
+  assert_true(ends_with(clash, "/plugins/profile/r/node.xplane.pb"));
+  /* another host beside it; force replaces; a host that only starts alike */
+  assert_int_equal(tbe_session_run_name(dir, "r", "gpu1", 0, name, sizeof name, clash, sizeof clash),
+                   0);
+  assert_string_equal(name, "r");
+  assert_string_equal(clash, "");
+  assert_int_equal(tbe_session_run_name(dir, "r", "node", 1, name, sizeof name, NULL, 0), 0);
+  assert_int_equal(tbe_session_run_name(dir, "r", "nod", 0, name, sizeof name, NULL, 0), 0);
+  /* what one session of several processes wrote: HOST_pidN.* */
+  touch(dir, "plugins/profile/r/gpu2_pid41.trace.json.gz");
+  assert_int_equal(tbe_session_run_name(dir, "r", "gpu2", 0, name, sizeof name, clash, sizeof clash),
+                   TBE_EEXIST);
+  assert_true(ends_with(clash, "/gpu2_pid41.trace.json.gz"));
+  /* names that would not be a path part */
+  assert_int_equal(tbe_session_run_name(dir, "../r", NULL, 0, name, sizeof name, NULL, 0),
+                   TBE_ENAME);
+  assert_int_equal(tbe_session_run_name(dir, "r", "a/b", 0, name, sizeof name, NULL, 0), TBE_ENAME);
+  char host[TBE_NAME_MAX + 1];
+  tbe_session_host(host, sizeof host);
+  assert_int_equal(tbe_name_check(host, NULL), 0);
+  tu_rmrf(dir);
+  free(dir);
+}
+
+/* ---- the spool folder and the environment ---- */
+
+static void test_spool_dir(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  char *logdir = tu_join(dir, "a/b/log"), path[4096], where[4096];
+  assert_int_equal(tbe_session_spool_dir(logdir, path, sizeof path, where, sizeof where), 0);
+  struct stat st;
+  assert_int_equal(lstat(path, &st), 0);
+  assert_true(S_ISDIR(st.st_mode));
+  assert_int_equal(st.st_mode & 0777, 0700);
+  assert_true(strncmp(path, logdir, strlen(logdir)) == 0);
+  assert_true(strncmp(path + strlen(logdir), "/.tbexport-spool-", 17) == 0);
+  /* too small for the path: nothing is left behind */
+  char small[8];
+  assert_int_equal(tbe_session_spool_dir(logdir, small, sizeof small, NULL, 0), -ENAMETOOLONG);
+  assert_int_equal(tu_count_files(logdir), 0);
+  assert_int_equal(tbe_session_spool_dir("", path, sizeof path, NULL, 0), TBE_EINVAL);
+  free(logdir);
+  tu_rmrf(dir);
+  free(dir);
+}
+
+typedef struct vars {
+  char names[8][64], values[8][512];
+  int n, fail_at;
+} vars;
+
+static int set_var(void *ctx, const char *name, const char *value) {
+  vars *v = ctx;
+  if (v->n == v->fail_at) return TBE_ENOMEM;
+  snprintf(v->names[v->n], sizeof v->names[0], "%s", name);
+  snprintf(v->values[v->n], sizeof v->values[0], "%s", value);
+  v->n++;
+  return 0;
+}
+
+static const char *var(const vars *v, const char *name) {
+  for (int i = 0; i < v->n; i++)
+    if (strcmp(v->names[i], name) == 0) return v->values[i];
+  return NULL;
+}
+
+static void test_environment(void **state) {
+  (void)state;
+  tbe_profiler_options o;
+  tbe_profiler_options_init(&o);
+  o.buffer_mb = 8;
+  o.flush_period_ms = 250;
+  o.delay_s = 0.5;
+  vars v = {.fail_at = -1};
+  assert_int_equal(tbe_session_environment(&o, "/x/libtbexport_inject.so", "/l/.sp", set_var, &v),
+                   0);
+  assert_int_equal(v.n, 4);
+  assert_string_equal(var(&v, "CUDA_INJECTION64_PATH"), "/x/libtbexport_inject.so");
+  assert_string_equal(var(&v, "NVTX_INJECTION64_PATH"), "/x/libtbexport_inject.so");
+  assert_string_equal(var(&v, "TBEXPORT_SPOOL_DIR"), "/l/.sp");
+  const char *opts = var(&v, "TBEXPORT_OPTIONS");
+  assert_non_null(opts);
+  assert_non_null(strstr(opts, "trace=3;"));
+  assert_non_null(strstr(opts, "delay=0.5;"));
+  assert_non_null(strstr(opts, "buffer_mb=8;"));
+  assert_non_null(strstr(opts, "flush_ms=250;"));
+  /* without NVTX tracing, NVTX is not pointed at the collector */
+  o.trace = TBE_TRACE_CUDA;
+  v.n = 0;
+  assert_int_equal(tbe_session_environment(&o, "/i.so", "/s", set_var, &v), 0);
+  assert_int_equal(v.n, 3);
+  assert_null(var(&v, "NVTX_INJECTION64_PATH"));
+  /* the first failure of the caller's setter is the result */
+  v.n = 0;
+  v.fail_at = 1;
+  assert_int_equal(tbe_session_environment(&o, "/i.so", "/s", set_var, &v), TBE_ENOMEM);
+  assert_int_equal(tbe_session_environment(&o, NULL, "/s", set_var, &v), TBE_EINVAL);
+}
+
+/* ---- telling spools ---- */
+
+static void test_spool_check(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  tbe_import_error err;
+  char *p = tu_join(dir, "1.spool");
+  /* not there, not a spool (whatever its name), a spool's header */
+  assert_int_equal(tbe_session_spool_check(p, &err), 0);
+  assert_int_equal(tu_write_file(p, "{\"traceEvents\":[]}", 18), 0);
+  assert_int_equal(tbe_session_spool_check(p, &err), 0);
+  uint8_t head[TBE__SPOOL_HEADER];
+  tbe__spool_header(head, 1700000000000000000LL);
+  char *q = tu_join(dir, "trace.json");
+  assert_int_equal(tu_write_file(q, head, sizeof head), 0);
+  assert_int_equal(tbe_session_spool_check(q, &err), 1);
+  /* the magic, then a header of another build: refused, with its offset */
+  head[12] ^= 0xff;
+  assert_int_equal(tu_write_file(p, head, sizeof head), 0);
+  assert_int_equal(tbe_session_spool_check(p, &err), TBE_ECORRUPT);
+  assert_non_null(strstr(err.message, "1.spool: byte 12: other byte order"));
+  assert_int_equal(err.offset, 12);
+  assert_true(tbe_session_spool_check(p, NULL) < 0);
+  /* the magic alone: a header cut by a crash, which converts as a capture
+   * that ended early */
+  assert_int_equal(tu_write_file(p, TBE__SPOOL_MAGIC, 8), 0);
+  assert_int_equal(tbe_session_spool_check(p, &err), 1);
+  free(p);
+  free(q);
+  tu_rmrf(dir);
+  free(dir);
+}
+
+/* ---- messages ---- */
+
+typedef struct said {
+  int n, levels[8];
+  char lines[8][1024];
+} said;
+
+static void on_message(void *ctx, tbe_message_level level, const char *line) {
+  said *s = ctx;
+  if (s->n == 8) return;
+  s->levels[s->n] = (int)level;
+  snprintf(s->lines[s->n++], sizeof s->lines[0], "%s", line);
+}
+
+static void test_messages(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  char *spools = tu_join(dir, ".tbexport-spool-1");
+  assert_int_equal(mkdir(spools, 0700), 0);
+  tbe_export_options eo;
+  tbe_export_options_init(&eo);
+  eo.logdir = dir;
+  eo.run = "m";
+  eo.host = "node";
+  tbe_session_options so;
+  tbe_session_options_init(&so);
+  so.spool_dir = spools;
+  so.export_options = &eo;
+  so.program_pid = 5;
+  so.start_ns = 1700000000000000000LL;
+  so.stop_ns = so.start_ns + 1000;
+  /* A program that never initialized CUDA: a run, and a note for the caller. */
+  said s = {0};
+  so.on_message = on_message;
+  so.message_ctx = &s;
+  tbe_session_result r;
+  assert_int_equal(tbe_session_convert(&so, &r), 0);
+  assert_int_equal(r.processes, 0);
+  assert_int_equal(s.n, 1);
+  assert_int_equal(s.levels[0], TBE_MSG_NOTE);
+  assert_non_null(strstr(s.lines[0], "no CUDA activity was recorded"));
+  char *x = tu_join(dir, "plugins/profile/m/node.xplane.pb");
+  struct stat st;
+  assert_int_equal(stat(x, &st), 0);
+  /* A spool that cannot be read, named with an escape: an error for the
+   * caller, in line form (no control character reaches it), the spool
+   * kept and a warning saying so. */
+  assert_int_equal(mkdir(spools, 0700), 0);
+  char *bad = tu_join(spools, "7\x1b[2J.spool");
+  uint8_t head[TBE__SPOOL_HEADER];
+  tbe__spool_header(head, so.start_ns);
+  head[8] ^= 0xff; /* another version */
+  assert_int_equal(tu_write_file(bad, head, sizeof head), 0);
+  s.n = 0;
+  eo.run = "m2";
+  assert_true(tbe_session_convert(&so, &r) < 0);
+  assert_int_equal(r.processes, 1);
+  assert_true(s.n >= 2);
+  assert_int_equal(s.levels[0], TBE_MSG_ERROR);
+  assert_non_null(strstr(s.lines[0], "7\\x1b[2J.spool: byte 8: unknown spool version"));
+  for (int i = 0; i < s.n; i++)
+    for (const char *c = s.lines[i]; *c; c++) assert_true((unsigned char)*c >= 0x20);
+  assert_int_equal(s.levels[s.n - 1], TBE_MSG_WARNING);
+  assert_non_null(strstr(s.lines[s.n - 1], "were not converted and are kept"));
+  assert_int_equal(stat(bad, &st), 0);
+  /* No callback: nothing is said, the result is the same. */
+  so.on_message = NULL;
+  eo.run = "m3";
+  assert_true(tbe_session_convert(&so, NULL) < 0);
+  /* No export options: refused. */
+  so.export_options = NULL;
+  assert_int_equal(tbe_session_convert(&so, &r), TBE_EINVAL);
+  free(bad);
+  free(x);
+  free(spools);
+  tu_rmrf(dir);
+  free(dir);
+}
+
+/* ---- text forms ---- */
+
+static void test_text_forms(void **state) {
+  (void)state;
+  char buf[64];
+  const char *s = "a\x1b[2Jb\\c";
+  /* measure, then write: snprintf's rule */
+  size_t n = tbe_text_escape(TBE_TEXT_TERMINAL, s, strlen(s), NULL, 0);
+  assert_int_equal(n, strlen("a\\x1b[2Jb\\\\c"));
+  assert_int_equal(tbe_text_escape(TBE_TEXT_TERMINAL, s, strlen(s), buf, sizeof buf), n);
+  assert_string_equal(buf, "a\\x1b[2Jb\\\\c");
+  /* the line form keeps backslashes and is idempotent */
+  assert_int_equal(tbe_text_escape(TBE_TEXT_LINE, s, strlen(s), buf, sizeof buf),
+                   strlen("a\\x1b[2Jb\\c"));
+  assert_string_equal(buf, "a\\x1b[2Jb\\c");
+  char again[64];
+  tbe_text_escape(TBE_TEXT_LINE, buf, strlen(buf), again, sizeof again);
+  assert_string_equal(again, buf);
+  /* a cut never splits a character: "é" is two bytes */
+  assert_int_equal(tbe_text_escape(TBE_TEXT_TERMINAL, "ab\xc3\xa9", 4, buf, 4), 4);
+  assert_string_equal(buf, "ab");
+  assert_int_equal(tbe_text_escape(TBE_TEXT_JSON, "q\"\n", 3, buf, sizeof buf), 7);
+  assert_string_equal(buf, "\"q\\\"\\n\"");
+  assert_int_equal(tbe_text_escape(TBE_TEXT_CSV, "a,b", 3, buf, sizeof buf), 5);
+  assert_string_equal(buf, "\"a,b\"");
+  tbe_text_escape(TBE_TEXT_MARKDOWN, "<b>|", 4, buf, sizeof buf);
+  assert_null(strchr(buf, '<'));
+  assert_int_equal(tbe_text_width("\xe6\x97\xa5\xe6\x9c\xac", 6), 4); /* two wide characters */
+  assert_int_equal(tbe_text_escape(TBE_TEXT_LINE, NULL, 5, buf, sizeof buf), 0);
+  assert_string_equal(buf, "");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_run_name_default), cmocka_unit_test(test_run_name_clash),
+      cmocka_unit_test(test_spool_dir),        cmocka_unit_test(test_environment),
+      cmocka_unit_test(test_spool_check),      cmocka_unit_test(test_messages),
+      cmocka_unit_test(test_text_forms),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
