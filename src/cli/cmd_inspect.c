@@ -23,6 +23,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,8 +32,6 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "common/alloc.h" /* the tag index: see CMakeLists.txt, the CLI */
-#include "common/map.h"
 #include "tbexport.h"
 
 typedef struct tagstat {
@@ -54,8 +53,9 @@ typedef struct runstat {
 typedef struct stats {
   tagstat *tags;
   size_t ntags, cap;
-  tbe__index ix; /* `tags` by (run, plugin, tag) */
-  tbe_allocator al;
+  /* `tags` by (run, plugin, tag): libc's balanced search tree (tsearch),
+   * so tags chosen to collide cost log n each, never a scan. */
+  void *index;
   runstat *runs;
   size_t nruns, rcap;
   uint64_t events;
@@ -138,42 +138,44 @@ static runstat *run_of(stats *st, const char *run) {
   return r;
 }
 
-/* The key's hash: each part hashed with the hash of those before it as
- * its seed, so ("ab", "c") and ("a", "bc") differ. */
-static uint64_t hash3(const tbe__index *x, const char *a, const char *b, const char *c) {
-  uint64_t h = x->seed;
-  h = tbe__hash_bytes(a, strlen(a), h);
-  h = tbe__hash_bytes(b, strlen(b), h);
-  return tbe__hash_bytes(c, strlen(c), h);
-}
+/* A node of the tag index: the key's three parts (the tag's own copies)
+ * and the tag's position in `tags`. */
+typedef struct tagkey {
+  const char *run, *plugin, *tag;
+  size_t idx;
+} tagkey;
 
-static int same(const tagstat *t, const char *run, const char *plugin, const char *tag) {
-  return strcmp(t->tag, tag) == 0 && strcmp(t->run, run) == 0 && strcmp(t->plugin, plugin) == 0;
+static int cmp_key(const void *x, const void *y) {
+  const tagkey *a = x, *b = y;
+  int c = strcmp(a->tag, b->tag);
+  if (!c) c = strcmp(a->run, b->run);
+  if (!c) c = strcmp(a->plugin, b->plugin);
+  return c;
 }
 
 static void count_value(stats *st, const tbe_tb_event *ev, const tbe_summary_value *v) {
   const char *plugin = plugin_of(v);
   const char *tag = v->tag && v->tag[0] ? v->tag : v->node_name;
   tagstat *t = NULL;
-  uint64_t h = hash3(&st->ix, ev->run, plugin, tag);
-  tbe__iprobe pr;
-  for (uint32_t i = tbe__index_first(&st->ix, h, &pr); i != TBE__NOIDX && !t;
-       i = tbe__index_next(&st->ix, &pr))
-    if (same(&st->tags[i], ev->run, plugin, tag)) t = &st->tags[i];
+  tagkey probe = {ev->run, plugin, tag, 0};
+  void **found = tfind(&probe, &st->index, cmp_key);
+  if (found) t = &st->tags[((const tagkey *)*found)->idx];
   if (!t) {
     if (st->ntags == st->cap) {
       st->cap = st->cap ? 2 * st->cap : 16;
       st->tags = xrealloc(st->tags, st->cap * sizeof *st->tags);
     }
-    if (tbe__index_add(&st->ix, h, (uint32_t)st->ntags)) {
-      tbe_cli_error("inspect", "out of memory");
-      exit(TBE_EXIT_FAIL);
-    }
-    t = &st->tags[st->ntags++];
+    t = &st->tags[st->ntags];
     memset(t, 0, sizeof *t);
     t->run = xstrdup(ev->run);
     t->plugin = xstrdup(plugin);
     t->tag = xstrdup(tag);
+    tagkey *k = malloc(sizeof *k);
+    if (k) *k = (tagkey){t->run, t->plugin, t->tag, st->ntags++};
+    if (!k || !tsearch(k, &st->index, cmp_key)) {
+      tbe_cli_error("inspect", "out of memory");
+      exit(TBE_EXIT_FAIL);
+    }
     t->first_step = t->min_step = t->max_step = ev->step;
     t->first_wall = ev->wall_time;
   } else if (ev->step < t->last_step) {
@@ -209,7 +211,15 @@ static int cmp_tag(const void *x, const void *y) {
 }
 
 static void print_summary(stats *st, const char *path, const tbe_reader *rd) {
-  if (st->ntags > 1) qsort(st->tags, st->ntags, sizeof *st->tags, cmp_tag);
+  if (st->ntags > 1) {
+    qsort(st->tags, st->ntags, sizeof *st->tags, cmp_tag);
+    /* The index holds positions: give each key its tag's new one. */
+    for (size_t i = 0; i < st->ntags; i++) {
+      tagkey probe = {st->tags[i].run, st->tags[i].plugin, st->tags[i].tag, 0};
+      void **found = tfind(&probe, &st->index, cmp_key);
+      if (found) ((tagkey *)*found)->idx = i;
+    }
+  }
   put_text(path, 0);
   printf(": %zu run%s, %" PRIu64 " events\n", st->nruns, st->nruns == 1 ? "" : "s", st->events);
   const char *sp, *why;
@@ -541,8 +551,6 @@ int tbe_cmd_inspect(int argc, char **argv) {
   }
   stats st;
   memset(&st, 0, sizeof st);
-  tbe__allocator_init(&st.al, NULL);
-  tbe__index_init(&st.ix, &st.al, TBE__SEED_PROCESS);
   int status = TBE_EXIT_OK;
   const tbe_tb_event *ev;
   for (;;) {
@@ -598,7 +606,7 @@ int tbe_cmd_inspect(int argc, char **argv) {
     free(st.runs[i].last_path);
   }
   free(st.tags);
-  tbe__index_deinit(&st.ix);
+  tdestroy(st.index, free);
   free(st.runs);
   if (fflush(stdout) != 0 && status == TBE_EXIT_OK) status = TBE_EXIT_FAIL;
   return status;
