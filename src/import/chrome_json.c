@@ -104,11 +104,12 @@
 
 /* Line and column (1-based, column in bytes) of byte `off`, by re-reading
  * the input: the parse itself never counts newlines. */
-static void line_col(const char *path, uint64_t off, uint64_t *line, uint64_t *col) {
+static void line_col(const char *path, const tbe_allocator *a, uint64_t off, uint64_t *line,
+                     uint64_t *col) {
   *line = 0;
   *col = 0;
   tbe__input in;
-  if (tbe__input_open(&in, path, NULL)) return;
+  if (tbe__input_open(&in, path, a)) return;
   uint64_t ln = 1, last_nl_end = 0, pos = 0;
   for (;;) {
     const uint8_t *d;
@@ -154,9 +155,11 @@ static void cj_free(cj *c) {
     tbe__free(c->a, c->stacks[i].v);
   }
   tbe__free(c->a, c->stacks);
-  tbe__free(c->a, c->flows);
-  tbe__free(c->a, c->ac2g_s);
-  tbe__free(c->a, c->ac2g_f);
+  tbe__intern_deinit(&c->flow_keys);
+  tbe__vec_deinit(&c->flow_q);
+  tbe__vec_deinit(&c->flow_nodes);
+  tbe__vec_deinit(&c->ac2g_s);
+  tbe__vec_deinit(&c->ac2g_f);
   tbe__free(c->a, c->targs);
   tbe__buf_deinit(&c->carry);
   const tbe_allocator *a = c->a;
@@ -178,6 +181,11 @@ int tbe__import_chrome_json(tbe_trace *t, tbe__input *in, const char *path,
   tbe__buf_init(&c->carry, c->a);
   tbe__map_init(&c->gmap, c->a, TBE__SEED_PROCESS);
   tbe__map_init(&c->smap, c->a, TBE__SEED_PROCESS);
+  tbe__vec_init(&c->ac2g_s, c->a, sizeof(uint64_t));
+  tbe__intern_init(&c->flow_keys, c->a, TBE__SEED_PROCESS);
+  tbe__vec_init(&c->flow_q, c->a, sizeof(flow_queue));
+  tbe__vec_init(&c->flow_nodes, c->a, sizeof(flow_end));
+  tbe__vec_init(&c->ac2g_f, c->a, sizeof(uint64_t));
   tbe__buf_init(&c->pe.text, c->a);
   tbe__buf_init(&c->capbuf, c->a);
   for (int i = 0; i < K_TBE_N; i++) tbe__buf_init(&c->tbe_meta[i], c->a);
@@ -187,12 +195,12 @@ int tbe__import_chrome_json(tbe_trace *t, tbe__input *in, const char *path,
   tbe__buf_init(&c->batch, c->a);
   tbe__buf_init(&c->fill, c->a);
   c->icache = tbe__calloc(c->a, CJ_ICACHE, sizeof *c->icache);
-  c->h = yajl_alloc(&tbe__cj_callbacks, NULL, c);
+  c->h = tbe__cj_yajl_alloc(c);
   c->ev_first = c->ev_mark = t->nevents;
   c->flow_first = c->flow_mark = t->nflows;
   c->source0 = t->source;
   c->prof = o && o->on_profile;
-  if (!c->h || !c->icache) {
+  if (!c->h || c->ynomem || !c->icache) {
     cj_free(c);
     return tbe__import_fail(err, TBE_ENOMEM, path, UINT64_MAX, 0, 0, "out of memory");
   }
@@ -282,7 +290,7 @@ int tbe__import_chrome_json(tbe_trace *t, tbe__input *in, const char *path,
   if (rc) {
     uint64_t line = 0, col = 0;
     if (rc == TBE_EPARSE && c->err_off != UINT64_MAX && !in->stream)
-      line_col(path, c->err_off, &line, &col);
+      line_col(path, c->a, c->err_off, &line, &col);
     tbe__import_fail(err, rc, path, c->err_off, line, col, "%s", c->emsg);
   }
   cj_free(c);

@@ -6,6 +6,8 @@
  * names processes and tracks, string pids name their processes, ac2g flow
  * ends are checked against the correlation ids, and the warnings of what
  * was dropped are added. */
+#include <errno.h>
+
 #include "import/chrome_json_int.h"
 
 /* ---- end of input ---- */
@@ -43,7 +45,9 @@ static int in_sorted(const uint64_t *v, size_t n, uint64_t x) {
 /* Checks that every ac2g flow end names a correlation id of the right side:
  * starts an API call's, ends a GPU activity's. */
 static int check_ac2g(cj *c) {
-  if (!c->n_ac2g_s && !c->n_ac2g_f) return 0;
+  const uint64_t *ac2g_s = c->ac2g_s.data, *ac2g_f = c->ac2g_f.data;
+  size_t n_ac2g_s = c->ac2g_s.n, n_ac2g_f = c->ac2g_f.n;
+  if (!n_ac2g_s && !n_ac2g_f) return 0;
   tbe_trace *t = c->t;
   size_t napi = 0, ngpu = 0;
   for (size_t i = c->ev_first; i < t->nevents; i++) {
@@ -70,21 +74,21 @@ static int check_ac2g(cj *c) {
   sort_u64(gpu, ngpu);
   /* The flow ends' ids come in file order: usually increasing. */
   int s_sorted = 1, f_sorted = 1;
-  for (size_t i = 1; i < c->n_ac2g_s && s_sorted; i++) s_sorted = c->ac2g_s[i - 1] <= c->ac2g_s[i];
-  for (size_t i = 1; i < c->n_ac2g_f && f_sorted; i++) f_sorted = c->ac2g_f[i - 1] <= c->ac2g_f[i];
-  uint64_t bad_s = count_missing(c->ac2g_s, c->n_ac2g_s, s_sorted, api, napi, NULL, 0);
+  for (size_t i = 1; i < n_ac2g_s && s_sorted; i++) s_sorted = ac2g_s[i - 1] <= ac2g_s[i];
+  for (size_t i = 1; i < n_ac2g_f && f_sorted; i++) f_sorted = ac2g_f[i - 1] <= ac2g_f[i];
+  uint64_t bad_s = count_missing(ac2g_s, n_ac2g_s, s_sorted, api, napi, NULL, 0);
   /* Kineto also writes lone 'f' ends on API calls that launched nothing
    * (cudaGetErrorString, ...): those name an API call's id. */
-  uint64_t bad_f = count_missing(c->ac2g_f, c->n_ac2g_f, f_sorted, gpu, ngpu, api, napi);
+  uint64_t bad_f = count_missing(ac2g_f, n_ac2g_f, f_sorted, gpu, ngpu, api, napi);
   tbe__free(c->a, api);
   tbe__free(c->a, gpu);
   c->n_ac2g_bad = bad_s + bad_f;
   if (bad_s)
     tbe_trace_warn(t, "%s: %llu of %zu ac2g flow starts name no CUDA API call's correlation id",
-                   c->path, (unsigned long long)bad_s, c->n_ac2g_s);
+                   c->path, (unsigned long long)bad_s, n_ac2g_s);
   if (bad_f)
     tbe_trace_warn(t, "%s: %llu of %zu ac2g flow ends name no correlation id of the trace",
-                   c->path, (unsigned long long)bad_f, c->n_ac2g_f);
+                   c->path, (unsigned long long)bad_f, n_ac2g_f);
   return 0;
 }
 
@@ -117,11 +121,186 @@ static uint64_t count_missing(const uint64_t *q, size_t nq, int q_sorted, const 
  * written and read again is the trace that was written.  A value of
  * another shape is ignored (the keys are ours; nobody else writes them). */
 
-static yajl_val meta_tree(cj *c, int key) {
+/* Their values are small JSON documents, read into yajl_val trees (the
+ * public layout of yajl_tree.h, so yajl_tree_get finds paths in them)
+ * built here from a yajl handle on the import's allocator: yajl_tree_parse
+ * would take its memory from malloc. */
+
+typedef struct mtree {
+  cj *c;
+  yajl_val root;
+  yajl_val stack[16];   /* open containers; deeper values are dropped */
+  int depth, skip;
+  char *key;            /* the pending key of the innermost object */
+  int nomem;
+} mtree;
+
+static void mt_free(const tbe_allocator *a, yajl_val v) {
+  if (!v) return;
+  if (YAJL_IS_STRING(v)) {
+    tbe__free(a, v->u.string);
+  } else if (YAJL_IS_NUMBER(v)) {
+    tbe__free(a, v->u.number.r);
+  } else if (YAJL_IS_OBJECT(v)) {
+    for (size_t i = 0; i < v->u.object.len; i++) {
+      tbe__free(a, (void *)(uintptr_t)v->u.object.keys[i]);
+      mt_free(a, v->u.object.values[i]);
+    }
+    tbe__free(a, v->u.object.keys);
+    tbe__free(a, v->u.object.values);
+  } else if (YAJL_IS_ARRAY(v)) {
+    for (size_t i = 0; i < v->u.array.len; i++) mt_free(a, v->u.array.values[i]);
+    tbe__free(a, v->u.array.values);
+  }
+  tbe__free(a, v);
+}
+
+static char *mt_dup(const tbe_allocator *a, const void *s, size_t n) {
+  char *d = tbe__alloc(a, n + 1);
+  if (d) memcpy(d, s, n), d[n] = 0;
+  return d;
+}
+
+/* Room for one more element in an array of `len` (capacity 4, then the
+ * next power of two). */
+static int mt_room(const tbe_allocator *a, void **p, size_t len, size_t elem) {
+  if (len && (len < 4 || (len & (len - 1)))) return 0;
+  size_t ncap = len ? len * 2 : 4;
+  void *q = tbe__realloc(a, *p, len * elem, ncap * elem);
+  if (!q) return -1;
+  *p = q;
+  return 0;
+}
+
+/* Adds `v` to the innermost container (or makes it the root); 1 or 0. */
+static int mt_add(mtree *m, yajl_val v) {
+  const tbe_allocator *a = m->c->a;
+  if (!v) return m->nomem = 1, 0;
+  if (!m->depth) {
+    if (!m->root) m->root = v;
+    else mt_free(a, v);
+    return 1;
+  }
+  yajl_val p = m->stack[m->depth - 1];
+  if (YAJL_IS_ARRAY(p)) {
+    if (mt_room(a, (void **)&p->u.array.values, p->u.array.len, sizeof(yajl_val)))
+      return mt_free(a, v), m->nomem = 1, 0;
+    p->u.array.values[p->u.array.len++] = v;
+    return 1;
+  }
+  size_t n = p->u.object.len;
+  if (!m->key || mt_room(a, (void **)&p->u.object.keys, n, sizeof(char *)) ||
+      mt_room(a, (void **)&p->u.object.values, n, sizeof(yajl_val))) {
+    mt_free(a, v);
+    return m->nomem = 1, 0;
+  }
+  p->u.object.keys[n] = m->key;
+  p->u.object.values[n] = v;
+  p->u.object.len++;
+  m->key = NULL;
+  return 1;
+}
+
+static yajl_val mt_node(mtree *m, yajl_type type) {
+  yajl_val v = tbe__calloc(m->c->a, 1, sizeof *v);
+  if (v) v->type = type;
+  return v;
+}
+
+static int mt_null(void *ctx) {
+  mtree *m = ctx;
+  return m->skip ? 1 : mt_add(m, mt_node(m, yajl_t_null));
+}
+
+static int mt_bool(void *ctx, int b) {
+  mtree *m = ctx;
+  return m->skip ? 1 : mt_add(m, mt_node(m, b ? yajl_t_true : yajl_t_false));
+}
+
+static int mt_number(void *ctx, const char *s, size_t n) {
+  mtree *m = ctx;
+  if (m->skip) return 1;
+  yajl_val v = mt_node(m, yajl_t_number);
+  if (v && !(v->u.number.r = mt_dup(m->c->a, s, n))) tbe__free(m->c->a, v), v = NULL;
+  if (v) {
+    int64_t i;
+    char *end;
+    /* As yajl_tree: an integer when the text is one in range, a double
+     * when strtod takes all of it. */
+    if (tbe__cj_parse_int(s, n, &i, NULL, NULL) == 0 && i != INT64_MIN) {
+      v->u.number.i = i;
+      v->u.number.flags |= YAJL_NUMBER_INT_VALID;
+    }
+    errno = 0;
+    v->u.number.d = strtod(v->u.number.r, &end);
+    if (!errno && !*end) v->u.number.flags |= YAJL_NUMBER_DOUBLE_VALID;
+  }
+  return mt_add(m, v);
+}
+
+static int mt_string(void *ctx, const unsigned char *s, size_t n) {
+  mtree *m = ctx;
+  if (m->skip) return 1;
+  yajl_val v = mt_node(m, yajl_t_string);
+  if (v && !(v->u.string = mt_dup(m->c->a, s, n))) tbe__free(m->c->a, v), v = NULL;
+  return mt_add(m, v);
+}
+
+static int mt_key(void *ctx, const unsigned char *s, size_t n) {
+  mtree *m = ctx;
+  if (m->skip) return 1;
+  tbe__free(m->c->a, m->key);
+  if (!(m->key = mt_dup(m->c->a, s, n))) return m->nomem = 1, 0;
+  return 1;
+}
+
+static int mt_open(mtree *m, yajl_type type) {
+  if (m->skip || m->depth == (int)(sizeof m->stack / sizeof m->stack[0])) return m->skip++, 1;
+  yajl_val v = mt_node(m, type);
+  if (!mt_add(m, v)) return 0;
+  m->stack[m->depth++] = v;
+  return 1;
+}
+
+static int mt_close(void *ctx) {
+  mtree *m = ctx;
+  if (m->skip) m->skip--;
+  else m->depth--;
+  return 1;
+}
+
+static int mt_start_map(void *ctx) { return mt_open(ctx, yajl_t_object); }
+static int mt_start_array(void *ctx) { return mt_open(ctx, yajl_t_array); }
+
+static const yajl_callbacks mt_callbacks = {mt_null,      mt_bool,    NULL,         NULL,
+                                            mt_number,    mt_string,  mt_start_map, mt_key,
+                                            mt_close,     mt_start_array, mt_close};
+
+/* The tree of top-level key `key`, or NULL (absent or not valid JSON: the
+ * key is ours, so that is nobody's); *rc gets TBE_ENOMEM without memory. */
+static yajl_val meta_tree(cj *c, int key, int *rc) {
   tbe__buf *m = &c->tbe_meta[key - K_TBE_FIRST];
-  if (!m->len) return NULL;
-  char err[64];
-  return yajl_tree_parse((const char *)m->data, err, sizeof err);
+  if (!m->len || *rc) return NULL;
+  mtree t;
+  memset(&t, 0, sizeof t);
+  t.c = c;
+  c->ynomem = 0; /* the main parse is over */
+  tbe__cj_yajl_funcs(c);
+  yajl_handle h = yajl_alloc(&mt_callbacks, &c->yfuncs, &t);
+  int ok = h && !c->ynomem;
+  if (ok) {
+    yajl_status st = yajl_parse(h, m->data, m->len - 1); /* the buffer ends in a NUL */
+    if (st == yajl_status_ok) st = yajl_complete_parse(h);
+    ok = st == yajl_status_ok;
+  }
+  if (h) yajl_free(h);
+  tbe__free(c->a, t.key);
+  if (t.nomem || c->ynomem || !h) *rc = TBE_ENOMEM;
+  if (!ok || *rc) {
+    mt_free(c->a, t.root);
+    return NULL;
+  }
+  return t.root;
 }
 
 static int meta_int(yajl_val obj, const char *key, int64_t *out) {
@@ -142,7 +321,7 @@ static int apply_tbe_meta(cj *c) {
   tbe_trace *t = c->t;
   int rc = 0;
   int64_t v, v2;
-  yajl_val o = meta_tree(c, K_TBE_TRACE);
+  yajl_val o = meta_tree(c, K_TBE_TRACE, &rc);
   if (YAJL_IS_OBJECT(o)) {
     const char *src = meta_str(o, "source"), *host = meta_str(o, "host");
     if (src) t->source = tbe__source_of(src, strlen(src));
@@ -152,8 +331,8 @@ static int apply_tbe_meta(cj *c) {
       t->stop_ns = v2;
     }
   }
-  yajl_tree_free(o);
-  o = meta_tree(c, K_TBE_COLLECTION);
+  mt_free(c->a, o);
+  o = meta_tree(c, K_TBE_COLLECTION, &rc);
   if (!rc && YAJL_IS_OBJECT(o)) {
     if (meta_int(o, "droppedRecords", &v)) t->dropped_records = (uint64_t)v;
     if (meta_int(o, "outOfRangeRecords", &v)) t->dropped_out_of_range = (uint64_t)v;
@@ -161,8 +340,8 @@ static int apply_tbe_meta(cj *c) {
     const char *path[] = {"endedEarly", NULL};
     if (YAJL_IS_TRUE(yajl_tree_get(o, path, yajl_t_true))) t->ended_early = 1;
   }
-  yajl_tree_free(o);
-  o = meta_tree(c, K_TBE_WARNINGS);
+  mt_free(c->a, o);
+  o = meta_tree(c, K_TBE_WARNINGS, &rc);
   if (!rc && YAJL_IS_ARRAY(o) && o->u.array.len) {
     size_t n = 0, len = o->u.array.len;
     tbe_str *lines = tbe__calloc(c->a, len, sizeof *lines);
@@ -175,8 +354,8 @@ static int apply_tbe_meta(cj *c) {
     for (; k < n && !rc; k++) rc = tbe_trace_warn(t, "%s", tbe_trace_str(t, lines[k]));
     tbe__free(c->a, lines);
   }
-  yajl_tree_free(o);
-  o = meta_tree(c, K_TBE_STEPS);
+  mt_free(c->a, o);
+  o = meta_tree(c, K_TBE_STEPS, &rc);
   if (!rc && YAJL_IS_ARRAY(o)) {
     for (size_t i = 0; i < o->u.array.len && !rc; i++) {
       yajl_val st = o->u.array.values[i];
@@ -195,7 +374,7 @@ static int apply_tbe_meta(cj *c) {
       if (!(rc = tbe_trace_add_step(t, num, start, end, nm))) t->steps[t->nsteps - 1].track = track;
     }
   }
-  yajl_tree_free(o);
+  mt_free(c->a, o);
   return rc;
 }
 
@@ -314,7 +493,7 @@ int tbe__cj_finish_import(cj *c) {
   }
   if ((rc = check_ac2g(c))) return rc;
   /* Unpaired flow ends. */
-  for (size_t i = 0; i < c->cap_flows; i++) c->n_unpaired_flows += c->flows[i].used == 1;
+  c->n_unpaired_flows = c->nflows_live;
   if (c->n_unpaired_flows)
     tbe_trace_warn(t, "%s: %llu flow ends (s/f) without their other end were dropped", c->path,
                    (unsigned long long)c->n_unpaired_flows);

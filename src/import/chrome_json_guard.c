@@ -21,6 +21,10 @@ static int yajl_feed(cj *c, const uint8_t *d, size_t n, uint64_t off) {
   }
   c->chunk_start = off;
   yajl_status st = yajl_parse(c->h, d, n);
+  if (c->ynomem) {
+    tbe__cj_fail_at(c, off, TBE_ENOMEM, "out of memory");
+    return -1;
+  }
   if (st == yajl_status_ok) return 0;
   if (c->rc || __atomic_load_n(&c->stop, __ATOMIC_RELAXED)) return -1; /* described already */
   size_t used = yajl_get_bytes_consumed(c->h);

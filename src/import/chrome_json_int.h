@@ -43,8 +43,11 @@
 #include "common/alloc.h"
 #include "common/buf.h"
 #include "common/checked.h"
+#include "common/intern.h"
 #include "common/map.h"
 #include "common/text.h"
+#include "common/utf8.h"
+#include "common/vec.h"
 #include "import/importers.h"
 #include "import/input.h"
 #include "tbexport/error.h"
@@ -157,17 +160,23 @@ typedef struct bstack {
   size_t n, cap;
 } bstack;
 
-/* One end of a (non-ac2g) flow waiting for the other. */
+/* One end of a (non-ac2g) flow waiting for the other: a node of the
+ * queue of its (id, cat) pair and side (chrome_json_kineto.c, flows). */
 typedef struct flow_end {
   uint64_t id;
   tbe_str cat;
-  uint8_t used; /* 0 empty, 1 live, 2 deleted */
   uint8_t is_start;
   uint8_t bp_e;
   uint32_t track;
   int64_t ts;
   tbe_str name;
+  uint32_t next; /* the next node of its queue (or of the free list) + 1; 0: none */
 } flow_end;
+
+/* A queue of waiting flow ends, oldest first: node indexes + 1, 0 empty. */
+typedef struct flow_queue {
+  uint32_t head, tail;
+} flow_queue;
 
 typedef struct cj {
   tbe_trace *t;
@@ -178,6 +187,8 @@ typedef struct cj {
   tbe_import_error *err;
   const tbe_allocator *a;
   yajl_handle h;
+  yajl_alloc_funcs yfuncs; /* yajl's memory through `a` (tbe__cj_yajl_alloc) */
+  int ynomem;              /* the allocator refused yajl a block: TBE_ENOMEM */
   uint64_t chunk_start;
 
   /* structure */
@@ -272,10 +283,12 @@ typedef struct cj {
   size_t nstrpids, cap_strpids;
   bstack *stacks; /* indexed by track */
   size_t nstacks;
-  flow_end *flows;
-  size_t cap_flows, nflows_live, nflows_used;
-  uint64_t *ac2g_s, *ac2g_f;
-  size_t n_ac2g_s, n_ac2g_f, cap_ac2g_s, cap_ac2g_f;
+  tbe__intern flow_keys;  /* (id, cat) pairs, 12 bytes each, to dense ids */
+  tbe__vec flow_q;        /* flow_queue, two per pair: [2 * pair + is_start] */
+  tbe__vec flow_nodes;    /* flow_end */
+  uint32_t flow_free;     /* free list of flow_nodes (index + 1) */
+  size_t nflows_live;
+  tbe__vec ac2g_s, ac2g_f; /* uint64_t: the ids of ac2g flow starts and ends */
 
   /* reusable per-event buffers */
   tbe_arg *targs;
@@ -380,6 +393,11 @@ void tbe__cj_parse_dim3(const char *s, size_t n, uint32_t out[3]);
 int tbe__cj_parse_double(const char *s, size_t n, double *out);
 int tbe__cj_parse_int(const char *s, size_t n, int64_t *out, uint64_t *uout, int *is_u);
 int tbe__cj_us_to_ns(const char *s, size_t n, int64_t *out);
+/* A yajl handle on c's callbacks whose memory comes from c->a (NULL, or
+ * c->ynomem set, when there was none). */
+yajl_handle tbe__cj_yajl_alloc(cj *c);
+/* Sets c->yfuncs: yajl's memory from c->a (for other handles of c's). */
+void tbe__cj_yajl_funcs(cj *c);
 
 /* ---- chrome_json.c's handle, shared with the workers ---- */
 extern const yajl_callbacks tbe__cj_callbacks;

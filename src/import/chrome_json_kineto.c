@@ -770,36 +770,59 @@ static int on_end_event(cj *c) {
 
 /* ---- flows ---- */
 
-static uint64_t flow_hash(uint64_t id, tbe_str cat) {
-  uint64_t x = id ^ ((uint64_t)cat << 32) ^ 0x9E3779B97F4A7C15ull;
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  return x;
+/* Flow ends wait in a queue per (id, cat) and side: an end meets the
+ * oldest waiting end of the other side with the same id and cat (several
+ * may wait: ids repeat in long traces).  Pairs get dense ids from the
+ * interner (keyed hash: ids are the file's to choose); queue nodes live in
+ * one vector and are reused through a free list, so memory follows the
+ * ends waiting plus the distinct pairs. */
+
+static flow_end *flow_node(cj *c, uint32_t ref) {
+  return &TBE__VEC_AT(&c->flow_nodes, flow_end, ref - 1);
 }
 
-static int flows_rehash(cj *c, size_t ncap) {
-  flow_end *nf = tbe__calloc(c->a, ncap, sizeof *nf);
-  if (!nf) return TBE_ENOMEM;
-  for (size_t i = 0; i < c->cap_flows; i++) {
-    if (c->flows[i].used != 1) continue;
-    size_t s = (size_t)flow_hash(c->flows[i].id, c->flows[i].cat) & (ncap - 1);
-    while (nf[s].used) s = (s + 1) & (ncap - 1);
-    nf[s] = c->flows[i];
+/* The queue of (id, cat) on `side` (1: starts); NULL without memory. */
+static flow_queue *flow_queue_of(cj *c, uint64_t id, tbe_str cat, int side) {
+  uint8_t key[12];
+  memcpy(key, &id, 8);
+  memcpy(key + 8, &cat, 4);
+  uint32_t pair;
+  int added;
+  if (tbe__intern_add(&c->flow_keys, key, sizeof key, &pair, &added)) return NULL;
+  if (added && tbe__vec_resize(&c->flow_q, ((size_t)pair + 1) * 2)) return NULL;
+  return &TBE__VEC_AT(&c->flow_q, flow_queue, (size_t)pair * 2 + (size_t)side);
+}
+
+/* Appends a copy of `f` to queue `q`.  0 or TBE_ENOMEM. */
+static int flow_wait(cj *c, flow_queue *q, const flow_end *f) {
+  uint32_t ref = c->flow_free;
+  if (ref) {
+    c->flow_free = flow_node(c, ref)->next;
+  } else {
+    if (c->flow_nodes.n >= UINT32_MAX - 1 || !TBE__VEC_PUSH(&c->flow_nodes, flow_end))
+      return TBE_ENOMEM;
+    ref = (uint32_t)c->flow_nodes.n;
   }
-  tbe__free(c->a, c->flows);
-  c->flows = nf;
-  c->cap_flows = ncap;
-  c->nflows_used = c->nflows_live;
+  flow_end *n = flow_node(c, ref);
+  *n = *f;
+  n->next = 0;
+  if (q->tail) flow_node(c, q->tail)->next = ref;
+  else q->head = ref;
+  q->tail = ref;
+  c->nflows_live++;
   return 0;
 }
 
-static int push_u64(cj *c, uint64_t **v, size_t *n, size_t *cap, uint64_t x) {
-  void *p = *v;
-  if (tbe__grow(c->a, &p, cap, *n + 1, sizeof **v)) return TBE_ENOMEM;
-  *v = p;
-  (*v)[(*n)++] = x;
-  return 0;
+/* Takes the oldest end of queue `q` (not empty) into *f. */
+static void flow_take(cj *c, flow_queue *q, flow_end *f) {
+  uint32_t ref = q->head;
+  flow_end *n = flow_node(c, ref);
+  *f = *n;
+  q->head = n->next;
+  if (!q->head) q->tail = 0;
+  n->next = c->flow_free;
+  c->flow_free = ref;
+  c->nflows_live--;
 }
 
 static int on_flow(cj *c, char ph) {
@@ -835,8 +858,10 @@ static int on_flow(cj *c, char ph) {
     }
   }
   if ((e->have & F_CAT) && SPAN_IS(e, e->cat, "ac2g")) {
-    if (ph == 's') return push_u64(c, &c->ac2g_s, &c->n_ac2g_s, &c->cap_ac2g_s, id);
-    return push_u64(c, &c->ac2g_f, &c->n_ac2g_f, &c->cap_ac2g_f, id);
+    uint64_t *x = TBE__VEC_PUSH(ph == 's' ? &c->ac2g_s : &c->ac2g_f, uint64_t);
+    if (!x) return TBE_ENOMEM;
+    *x = id;
+    return 0;
   }
   tbe_str cat = 0, name = 0;
   if ((e->have & F_CAT) && (rc = intern_pre(c, sp(e, e->cat), e->cat.len, e->hcat, e->pcat, &cat))) return rc;
@@ -849,48 +874,35 @@ static int on_flow(cj *c, char ph) {
   else rc = host_track(c, &track);
   if (rc) return rc;
   int is_start = ph == 's';
-  if (c->cap_flows) {
-    size_t s = (size_t)flow_hash(id, cat) & (c->cap_flows - 1);
-    while (c->flows[s].used) {
-      flow_end *f = &c->flows[s];
-      if (f->used == 1 && f->id == id && f->cat == cat && f->is_start != is_start) {
-        tbe_flow fl;
-        memset(&fl, 0, sizeof fl);
-        fl.id = id;
-        fl.cat = cat;
-        fl.name = f->is_start ? f->name : name;
-        if (!fl.name) fl.name = f->is_start ? name : f->name;
-        fl.src_track = is_start ? track : f->track;
-        fl.src_ns = (is_start ? e->ts : f->ts) + c->base;
-        fl.dst_track = is_start ? f->track : track;
-        fl.dst_ns = (is_start ? f->ts : e->ts) + c->base;
-        fl.dst_enclosing = is_start ? f->bp_e : (e->have & F_BP) && SPAN_IS(e, e->bp, "e");
-        f->used = 2;
-        c->nflows_live--;
-        return tbe_trace_add_flow(c->t, &fl);
-      }
-      s = (s + 1) & (c->cap_flows - 1);
-    }
+  flow_queue *other = flow_queue_of(c, id, cat, !is_start);
+  if (!other) return TBE_ENOMEM;
+  if (other->head) {
+    flow_end f;
+    flow_take(c, other, &f);
+    tbe_flow fl;
+    memset(&fl, 0, sizeof fl);
+    fl.id = id;
+    fl.cat = cat;
+    fl.name = f.is_start ? f.name : name;
+    if (!fl.name) fl.name = f.is_start ? name : f.name;
+    fl.src_track = is_start ? track : f.track;
+    fl.src_ns = (is_start ? e->ts : f.ts) + c->base;
+    fl.dst_track = is_start ? f.track : track;
+    fl.dst_ns = (is_start ? f.ts : e->ts) + c->base;
+    fl.dst_enclosing = is_start ? f.bp_e : (e->have & F_BP) && SPAN_IS(e, e->bp, "e");
+    return tbe_trace_add_flow(c->t, &fl);
   }
-  if ((c->nflows_used + 1) * 2 > c->cap_flows) {
-    size_t ncap = c->cap_flows ? c->cap_flows : 64;
-    while ((c->nflows_live + 1) * 2 > ncap / 2 && ncap < ((size_t)1 << 40)) ncap *= 2;
-    if ((rc = flows_rehash(c, ncap))) return rc;
-  }
-  size_t s = (size_t)flow_hash(id, cat) & (c->cap_flows - 1);
-  while (c->flows[s].used == 1) s = (s + 1) & (c->cap_flows - 1);
-  if (c->flows[s].used == 0) c->nflows_used++;
-  flow_end *f = &c->flows[s];
-  f->used = 1;
-  f->id = id;
-  f->cat = cat;
-  f->is_start = (uint8_t)is_start;
-  f->bp_e = !is_start && (e->have & F_BP) && SPAN_IS(e, e->bp, "e");
-  f->track = track;
-  f->ts = e->ts;
-  f->name = name;
-  c->nflows_live++;
-  return 0;
+  flow_end f;
+  memset(&f, 0, sizeof f);
+  f.id = id;
+  f.cat = cat;
+  f.is_start = (uint8_t)is_start;
+  f.bp_e = !is_start && (e->have & F_BP) && SPAN_IS(e, e->bp, "e");
+  f.track = track;
+  f.ts = e->ts;
+  f.name = name;
+  flow_queue *mine = flow_queue_of(c, id, cat, is_start);
+  return mine ? flow_wait(c, mine, &f) : TBE_ENOMEM;
 }
 
 /* ---- M metadata ---- */

@@ -8,34 +8,12 @@
  * numbers, the event's size, a worker's strings and depth. */
 #include "import/chrome_json_int.h"
 
-/* ---- capture of nested arg values as compact JSON ---- */
-
-static void cap_escape(tbe__buf *b, const unsigned char *s, size_t n) {
-  static const char hex[] = "0123456789abcdef";
-  tbe__buf_putc(b, '"');
-  size_t run = 0;
-  for (size_t i = 0; i < n; i++) {
-    unsigned char ch = s[i];
-    if (ch >= 0x20 && ch != '"' && ch != '\\') continue;
-    tbe__buf_append(b, s + run, i - run);
-    run = i + 1;
-    switch (ch) {
-      case '"': tbe__buf_append(b, "\\\"", 2); break;
-      case '\\': tbe__buf_append(b, "\\\\", 2); break;
-      case '\n': tbe__buf_append(b, "\\n", 2); break;
-      case '\t': tbe__buf_append(b, "\\t", 2); break;
-      case '\r': tbe__buf_append(b, "\\r", 2); break;
-      case '\b': tbe__buf_append(b, "\\b", 2); break;
-      case '\f': tbe__buf_append(b, "\\f", 2); break;
-      default: {
-        char u[6] = {'\\', 'u', '0', '0', hex[ch >> 4], hex[ch & 15]};
-        tbe__buf_append(b, u, 6);
-      }
-    }
-  }
-  tbe__buf_append(b, s + run, n - run);
-  tbe__buf_putc(b, '"');
-}
+/* ---- capture of nested arg values as compact JSON ----
+ *
+ * Strings are re-quoted as yajl gave them: controls escaped (the short
+ * forms where JSON has them), bytes from 0x80 copied (the model repairs
+ * UTF-8 when it interns the value). */
+#define CJ_JSON (TBE__JSON_SHORT | TBE__JSON_RAW8)
 
 /* Before a value inside the capture: a comma between array elements. */
 static void cap_sep(cj *c) {
@@ -192,7 +170,7 @@ static int on_scalar(cj *c, int type, const char *s, size_t n) {
   if (c->skip) return 1;
   if (c->cap) {
     cap_sep(c);
-    if (type == V_STR) cap_escape(&c->capbuf, (const unsigned char *)s, n);
+    if (type == V_STR) tbe__json_quote(&c->capbuf, s, n, CJ_JSON);
     else tbe__buf_append(&c->capbuf, s, n);
     return 1;
   }
@@ -471,7 +449,7 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t n) {
     uint8_t *st = &c->capst[c->cap];
     if (*st & 2) tbe__buf_putc(&c->capbuf, ',');
     *st |= 2;
-    cap_escape(&c->capbuf, k, n);
+    tbe__json_quote(&c->capbuf, (const char *)k, n, CJ_JSON);
     tbe__buf_putc(&c->capbuf, ':');
     return 1;
   }

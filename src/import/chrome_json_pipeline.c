@@ -532,7 +532,11 @@ void tbe__cj_produce(cj *c) {
                in_rc == TBE_ECORRUPT ? "corrupt gzip data" : tbe_strerror(in_rc));
   } else if (!c->rc && !c->tail_ok && tbe__cj_feed_main_end(c) == 0) {
     yajl_status st = yajl_complete_parse(c->h);
-    if (st != yajl_status_ok && !c->rc) {
+    if (c->ynomem && !c->rc) {
+      c->rc = TBE_ENOMEM;
+      c->err_off = tbe__input_offset(in);
+      snprintf(c->emsg, sizeof c->emsg, "out of memory");
+    } else if (st != yajl_status_ok && !c->rc) {
       if (c->form == 2 && c->depth == 1 && !c->skip && !c->cap) {
         /* a bare array ended without its ']' */
       } else {
@@ -596,14 +600,16 @@ static int parse_chunk(cj *w, slot *s) {
   w->out = &s->out;
   tbe__buf_clear(&s->out);
   w->chunk_start = s->off - 1;
-  w->h = yajl_alloc(&tbe__cj_callbacks, NULL, w);
+  w->ynomem = 0;
+  w->h = tbe__cj_yajl_alloc(w);
   if (!w->h) return 0;
   yajl_config(w->h, yajl_dont_validate_strings, 1);
   yajl_status st = yajl_parse(w->h, s->in.data, s->in.len);
   if (st == yajl_status_ok) st = yajl_complete_parse(w->h);
   yajl_free(w->h);
   w->h = NULL;
-  return st == yajl_status_ok && !w->rc && w->done_events && !tbe__buf_error(&s->out);
+  return st == yajl_status_ok && !w->rc && !w->ynomem && w->done_events &&
+         !tbe__buf_error(&s->out);
 }
 
 static void *worker_main(void *arg) {

@@ -290,3 +290,70 @@ void tbe__cj_parse_dim3(const char *s, size_t n, uint32_t out[3]) {
   }
 }
 
+
+/* ---- yajl's memory ----
+ *
+ * yajl's allocations go through the import's allocator.  yajl cannot take
+ * a refused one (yajl_alloc and its buffers use the result unchecked), so
+ * when the allocator refuses, the block comes from malloc instead, the
+ * handle's owner is marked out of memory (c->ynomem) and the import stops
+ * with TBE_ENOMEM at the next return from yajl (tbe__cj_yajl_nomem).  A
+ * header before each block keeps its size (yajl's realloc does not pass
+ * the old one) and where it came from. */
+
+typedef union yj_hdr {
+  struct {
+    size_t size;
+    int from_malloc;
+  } h;
+  max_align_t align;
+} yj_hdr;
+
+static void *yj_malloc(void *ctx, size_t n) {
+  cj *c = ctx;
+  if (n > SIZE_MAX - sizeof(yj_hdr)) return NULL;
+  yj_hdr *h = tbe__alloc(c->a, sizeof *h + n);
+  int from_malloc = !h;
+  if (!h && !(h = malloc(sizeof *h + n))) return NULL;
+  c->ynomem |= from_malloc;
+  h->h.size = n;
+  h->h.from_malloc = from_malloc;
+  return h + 1;
+}
+
+static void yj_free(void *ctx, void *p) {
+  cj *c = ctx;
+  if (!p) return;
+  yj_hdr *h = (yj_hdr *)p - 1;
+  if (h->h.from_malloc) free(h);
+  else tbe__free(c->a, h);
+}
+
+static void *yj_realloc(void *ctx, void *p, size_t n) {
+  cj *c = ctx;
+  if (!p) return yj_malloc(ctx, n);
+  if (n > SIZE_MAX - sizeof(yj_hdr)) return NULL;
+  yj_hdr *h = (yj_hdr *)p - 1, *q = NULL;
+  if (!h->h.from_malloc) q = tbe__realloc(c->a, h, sizeof *h + h->h.size, sizeof *h + n);
+  if (q) {
+    q->h.size = n;
+    return q + 1;
+  }
+  void *r = yj_malloc(ctx, n); /* from the allocator, else malloc */
+  if (!r) return NULL;
+  memcpy(r, p, h->h.size < n ? h->h.size : n);
+  yj_free(ctx, p);
+  return r;
+}
+
+void tbe__cj_yajl_funcs(cj *c) {
+  c->yfuncs.malloc = yj_malloc;
+  c->yfuncs.realloc = yj_realloc;
+  c->yfuncs.free = yj_free;
+  c->yfuncs.ctx = c;
+}
+
+yajl_handle tbe__cj_yajl_alloc(cj *c) {
+  tbe__cj_yajl_funcs(c);
+  return yajl_alloc(&tbe__cj_callbacks, &c->yfuncs, c);
+}

@@ -29,6 +29,7 @@
 #include "common/text.h"
 #include "import/importers.h"
 #include "tbexport/error.h"
+#include "trace/exporter.h"
 
 const char *tbe_import_format_name(tbe_import_format f) {
   switch (f) {
@@ -346,8 +347,9 @@ int tbe_import_file(tbe_trace *t, const char *path, const tbe_import_options *op
   if (err) memset(err, 0, sizeof *err);
   if (!t || !path) return TBE_EINVAL;
   tbe_import_options o = resolve(opts);
+  if (!o.allocator) o.allocator = tbe__trace_allocator(t);
   tbe__input in;
-  int rc = tbe__input_open(&in, path, NULL);
+  int rc = tbe__input_open(&in, path, o.allocator);
   if (rc) return tbe__import_input_fail(err, rc, path, NULL, &o);
   in.max_input = o.max_input_bytes;
   tbe_import_format fmt;

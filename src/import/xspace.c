@@ -160,7 +160,7 @@ static uint64_t find_bad(const uint8_t *b, size_t n, uint64_t base, int m, int d
 
 /* The process_id stat of a plane, read from its stat_metadata (5) and
  * stats (6) fields without decoding the lines.  Returns 1 and *pid. */
-static int scan_process_id(const uint8_t *b, size_t n, int64_t *pid) {
+static int scan_process_id(ProtobufCAllocator *pa, const uint8_t *b, size_t n, int64_t *pid) {
   int64_t md_id = 0;
   int have_md = 0;
   for (int pass = 0; pass < 2; pass++) {
@@ -173,19 +173,19 @@ static int scan_process_id(const uint8_t *b, size_t n, int64_t *pid) {
       if (pass == 0 && f == 5) {
         Tensorflow__Profiler__XPlane__StatMetadataEntry *e =
             (Tensorflow__Profiler__XPlane__StatMetadataEntry *)protobuf_c_message_unpack(
-                &tensorflow__profiler__xplane__stat_metadata_entry__descriptor, NULL, len, b + data);
+                &tensorflow__profiler__xplane__stat_metadata_entry__descriptor, pa, len, b + data);
         if (!e) return 0;
         if (e->value && strcmp(e->value->name, "process_id") == 0) {
           md_id = e->key;
           have_md = 1;
         }
-        protobuf_c_message_free_unpacked(&e->base, NULL);
+        protobuf_c_message_free_unpacked(&e->base, pa);
       } else if (pass == 1 && f == 6 && have_md) {
-        XStat *st = tensorflow__profiler__xstat__unpack(NULL, len, b + data);
+        XStat *st = tensorflow__profiler__xstat__unpack(pa, len, b + data);
         if (!st) return 0;
         int64_t v;
         int ok = st->metadata_id == md_id && tbe__xs_stat_int(st, &v);
-        tensorflow__profiler__xstat__free_unpacked(st, NULL);
+        tensorflow__profiler__xstat__free_unpacked(st, pa);
         if (ok) {
           *pid = v;
           return 1;
@@ -212,14 +212,14 @@ typedef struct plane_ref {
 static int read_input(tbe__input *in, const tbe_import_options *o, const char *path,
                       tbe_import_error *err, uint8_t **out, size_t *n) {
   size_t cap = !in->stream && !in->gzip && in->file_size ? (size_t)in->file_size + 1 : 1 << 20;
-  uint8_t *b = malloc(cap);
+  uint8_t *b = tbe__alloc(in->a, cap);
   if (!b) return TBE_ENOMEM;
   size_t len = 0, next = 0; /* next: the first field header not yet walked */
   int stop = 0, rc = 0, walk = in->stream || in->gzip;
   while (!stop) {
     if (len == cap) {
       size_t nc = cap * 2;
-      uint8_t *q = realloc(b, nc);
+      uint8_t *q = tbe__realloc(in->a, b, cap, nc);
       if (!q) {
         rc = TBE_ENOMEM;
         break;
@@ -266,7 +266,7 @@ static int read_input(tbe__input *in, const tbe_import_options *o, const char *p
     if (rc) break;
   }
   if (rc) {
-    free(b);
+    tbe__free(in->a, b);
     return rc;
   }
   *out = b;
@@ -292,6 +292,7 @@ static void plane_name(const uint8_t *b, size_t n, char *out, size_t outsz) {
 }
 
 static int fail_plane(xs_state *s, const uint8_t *buf, const plane_ref *pr, size_t idx) {
+  if (s->pb_nomem) return TBE_ENOMEM; /* not the plane's fault */
   char pname[96];
   plane_name(buf + pr->data, pr->len, pname, sizeof pname);
   uint64_t bad = find_bad(buf + pr->data, pr->len, pr->data, M_PLANE, 0);
@@ -318,8 +319,8 @@ static int is_clamp_line(const char *w) {
   return 0;
 }
 
-static char *dup_span(const uint8_t *b, size_t n) {
-  char *r = malloc(n + 1);
+static char *dup_span(const tbe_allocator *a, const uint8_t *b, size_t n) {
+  char *r = tbe__alloc(a, n + 1);
   if (!r) return NULL;
   memcpy(r, b, n);
   r[n] = 0;
@@ -357,12 +358,12 @@ static int read_top(xs_state *s, xs_top *x) {
                               "XSpace field %u has wire type %u, expected a length-delimited value",
                               f, wt);
     if (f == 1) {
-      if (tbe__xs_grow((void **)&x->planes, &x->cap_planes, x->nplanes + 1, sizeof *x->planes))
+      if (tbe__grow(s->a, (void **)&x->planes, &x->cap_planes, x->nplanes + 1, sizeof *x->planes))
         return TBE_ENOMEM;
       x->planes[x->nplanes++] = (plane_ref){fstart, data, len};
     } else if (f == 2 || f == 3) {
       /* Kept until the Task Environment plane says whose file this is. */
-      if (tbe__xs_grow((void **)&x->notes, &x->cap_notes, x->nnotes + 1, sizeof *x->notes))
+      if (tbe__grow(s->a, (void **)&x->notes, &x->cap_notes, x->nnotes + 1, sizeof *x->notes))
         return TBE_ENOMEM;
       x->notes[x->nnotes++] = (plane_ref){f, data, len};
     } else if (f == 4 && !host && len) {
@@ -377,8 +378,8 @@ static int read_top(xs_state *s, xs_top *x) {
   return 0;
 }
 
-/* Pass 2a: the host process id, from any host plane. */
-static void find_host_pid(xs_state *s, const xs_top *x) {
+/* Pass 2a: the host process id, from any host plane.  0 or TBE_ENOMEM. */
+static int find_host_pid(xs_state *s, const xs_top *x) {
   s->host_pid = XS_SYNTH_PID;
   for (size_t i = 0; i < x->nplanes && !s->have_host_pid; i++) {
     char pname[64];
@@ -386,9 +387,10 @@ static void find_host_pid(xs_state *s, const xs_top *x) {
     plane_name(x->buf + x->planes[i].data, x->planes[i].len, pname, sizeof pname);
     plane_class c = tbe__xs_classify_plane(pname, &g);
     if (c == P_HOST || c == P_HOST_NVTX || c == P_HOST_PYTHON)
-      s->have_host_pid = scan_process_id(x->buf + x->planes[i].data, x->planes[i].len, &s->host_pid);
+      s->have_host_pid = scan_process_id(&s->pa, x->buf + x->planes[i].data, x->planes[i].len, &s->host_pid);
   }
   if (!s->have_host_pid) s->host_pid = XS_SYNTH_PID;
+  return s->pb_nomem ? TBE_ENOMEM : 0;
 }
 
 /* The Task Environment plane's stats: the session's times, our exporter's
@@ -434,11 +436,11 @@ static int read_task_env(xs_state *s, const xs_top *x) {
     const plane_ref *pr = &x->planes[i];
     plane_name(x->buf + pr->data, pr->len, pname, sizeof pname);
     if (strcmp(pname, "Task Environment") != 0) continue;
-    XPlane *p = tensorflow__profiler__xplane__unpack(NULL, pr->len, x->buf + pr->data);
+    XPlane *p = tensorflow__profiler__xplane__unpack(&s->pa, pr->len, x->buf + pr->data);
     if (!p) return fail_plane(s, x->buf, pr, i);
     if ((rc = tbe__xs_load_metadata(s, p)) == 0) rc = task_env_stats(s, p);
     tbe__xs_free_metadata(s);
-    tensorflow__profiler__xplane__free_unpacked(p, NULL);
+    tensorflow__profiler__xplane__free_unpacked(p, &s->pa);
     if (rc) return rc;
     break;
   }
@@ -461,14 +463,14 @@ static int read_task_env(xs_state *s, const xs_top *x) {
 static int read_notes(xs_state *s, xs_top *x) {
   tbe_trace *t = s->t;
   int rc = 0;
-  if (x->nnotes && !(x->lines = calloc(x->nnotes, sizeof *x->lines))) return TBE_ENOMEM;
+  if (x->nnotes && !(x->lines = tbe__calloc(s->a, x->nnotes, sizeof *x->lines))) return TBE_ENOMEM;
   size_t nlines = 0;
   for (size_t i = 0; i < x->nnotes; i++) {
-    char *msg = dup_span(x->buf + x->notes[i].data, x->notes[i].len);
+    char *msg = dup_span(s->a, x->buf + x->notes[i].data, x->notes[i].len);
     if (!msg) return TBE_ENOMEM;
     if (s->ours && x->notes[i].off == 3) rc = tbe_trace_intern(t, msg, strlen(msg), &x->lines[nlines++]);
     else tbe_trace_warn(t, "XSpace %s: %s", x->notes[i].off == 2 ? "error" : "warning", msg);
-    free(msg);
+    tbe__free(s->a, msg);
     if (rc) return rc;
   }
   if (nlines) {
@@ -483,13 +485,13 @@ static int read_notes(xs_state *s, xs_top *x) {
 static int read_planes(xs_state *s, const xs_top *x) {
   for (size_t i = 0; i < x->nplanes; i++) {
     const plane_ref *pr = &x->planes[i];
-    XPlane *p = tensorflow__profiler__xplane__unpack(NULL, pr->len, x->buf + pr->data);
+    XPlane *p = tensorflow__profiler__xplane__unpack(&s->pa, pr->len, x->buf + pr->data);
     if (!p) return fail_plane(s, x->buf, pr, i);
     s->plane_off = pr->off;
     s->plane_idx = i;
     int rc = tbe__xs_import_plane(s, p, i);
     tbe__xs_free_metadata(s);
-    tensorflow__profiler__xplane__free_unpacked(p, NULL);
+    tensorflow__profiler__xplane__free_unpacked(p, &s->pa);
     if (rc) return rc;
     if (s->o && s->o->progress) s->o->progress(s->o->progress_ctx, pr->data + pr->len, x->n);
   }
@@ -526,6 +528,7 @@ int tbe__import_xspace(tbe_trace *t, tbe__input *in, const char *path,
   }
   xs_state s;
   memset(&s, 0, sizeof s);
+  tbe__xs_state_init(&s, o->allocator);
   s.t = t;
   s.path = path;
   s.err = err;
@@ -536,8 +539,7 @@ int tbe__import_xspace(tbe_trace *t, tbe__input *in, const char *path,
   x.buf = buf;
   x.n = n;
   if (!(rc = read_top(&s, &x))) {
-    find_host_pid(&s, &x);
-    rc = read_task_env(&s, &x);
+    if (!(rc = find_host_pid(&s, &x))) rc = read_task_env(&s, &x);
   }
   if (!rc) rc = read_notes(&s, &x);
   if (!rc) rc = read_planes(&s, &x);
@@ -545,16 +547,18 @@ int tbe__import_xspace(tbe_trace *t, tbe__input *in, const char *path,
   if (rc && err && !err->message[0])
     tbe__import_fail(err, rc, path, UINT64_MAX, 0, 0, "%s", tbe_strerror(rc));
   tbe__xs_free_metadata(&s);
-  free(s.args);
-  free(s.akind);
-  free(s.steps);
-  free(s.groups);
-  free(s.track_pids);
-  free(s.lorder);
-  tbe__xs_idmap_free(&s.gmap);
-  free(x.planes);
-  free(x.notes);
-  free(x.lines);
-  free(buf);
+  tbe__map_deinit(&s.smap);
+  tbe__map_deinit(&s.emap);
+  tbe__map_deinit(&s.gmap);
+  tbe__free(s.a, s.args);
+  tbe__free(s.a, s.akind);
+  tbe__free(s.a, s.steps);
+  tbe__free(s.a, s.groups);
+  tbe__free(s.a, s.track_pids);
+  tbe__free(s.a, s.lorder);
+  tbe__free(s.a, x.planes);
+  tbe__free(s.a, x.notes);
+  tbe__free(s.a, x.lines);
+  tbe__free(s.a, buf);
   return rc;
 }

@@ -26,7 +26,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/alloc.h"
 #include "common/checked.h"
+#include "common/map.h"
 #include "import/importers.h"
 #include "profiler/xplane.pb-c.h"
 #include "tbexport/error.h"
@@ -46,11 +48,6 @@ typedef Tensorflow__Profiler__XStatMetadata XStatMetadata;
 /* Our exporter's line of step markers (steps no host event carries). */
 #define XS_STEP_LINE ((int64_t)3 << 32)
 
-typedef struct idmap {
-  int64_t *keys;
-  uint32_t *vals;  /* TBE_NONE = empty */
-  size_t cap;
-} idmap;
 
 /* ---- stat names we act on ---- */
 
@@ -111,6 +108,10 @@ typedef struct step_cand {
 
 typedef struct xs_state {
   tbe_trace *t;
+  const tbe_allocator *a;   /* everything the import allocates */
+  ProtobufCAllocator pa;    /* protobuf-c's decoding, through `a` */
+  int pb_nomem;             /* `a` refused protobuf-c a block: a NULL from an
+                               unpack is TBE_ENOMEM, not a corrupt message */
   const char *path;
   tbe_import_error *err;
   int64_t start_ns;    /* profile_start_time, 0 if unknown */
@@ -121,10 +122,10 @@ typedef struct xs_state {
   /* Per plane. */
   smd_cache *smd;
   size_t nsmd;
-  idmap smap;
+  tbe__map smap;
   emd_cache *emd;
   size_t nemd;
-  idmap emap;
+  tbe__map emap;
   /* Scratch for args. */
   tbe_arg *args;
   uint8_t *akind; /* S_* of each arg */
@@ -134,7 +135,7 @@ typedef struct xs_state {
   size_t nsteps, cap_steps;
   step_cand *groups;  /* by group_id (num = group id) */
   size_t ngroups, cap_groups;
-  idmap gmap;
+  tbe__map gmap;
   uint64_t unknown_md;
   int ours;            /* written by our exporter (Task Environment: tbexport_source) */
   int64_t (*track_pids)[3]; /* dev (-1: host thread), id, pid: tbexport_track_pids */
@@ -151,12 +152,10 @@ typedef struct xs_state {
 
 /* ---- xspace_meta.c ---- */
 int tbe__xs_add_group(xs_state *s, int64_t group, int64_t start, int64_t end);
-int tbe__xs_add_step_cand(step_cand **arr, size_t *n, size_t *cap, int64_t num, int64_t start,
+int tbe__xs_add_step_cand(xs_state *s, step_cand **arr, size_t *n, size_t *cap, int64_t num, int64_t start,
                          int64_t end, tbe_str name, uint32_t track);
 plane_class tbe__xs_classify_plane(const char *name, int32_t *gpu);
 void tbe__xs_free_metadata(xs_state *s);
-int tbe__xs_grow(void **p, size_t *cap, size_t need, size_t elem);
-void tbe__xs_idmap_free(idmap *m);
 tbe_str tbe__xs_intern(xs_state *s, const char *str);
 int64_t tbe__xs_line_named(xs_state *s, const XPlane *p, const char *name, size_t n, int64_t dflt);
 int tbe__xs_load_metadata(xs_state *s, const XPlane *p);
@@ -168,29 +167,19 @@ int tbe__xs_push_raw_arg(xs_state *s, const tbe_arg *a);
 int tbe__xs_push_str_arg(xs_state *s, const char *key, const char *val);
 int64_t tbe__xs_track_pid(xs_state *s, int64_t dev, int64_t id, int64_t pid);
 
+/* The state's allocator for protobuf-c (s->pa) and its maps. */
+void tbe__xs_state_init(xs_state *s, const tbe_allocator *a);
+
 /* ---- xspace_plane.c ---- */
 /* Imports decoded plane `p` (the pidx-th) into s->t. */
 int tbe__xs_import_plane(xs_state *s, const XPlane *p, size_t pidx);
 
 /* ---- inline helpers of the per-event path ---- */
 
-static inline uint64_t mix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return x;
-}
-
-static inline uint32_t tbe__xs_idmap_get(const idmap *m, int64_t k) {
-  if (!m->cap) return TBE_NONE;
-  size_t i = (size_t)mix((uint64_t)k) & (m->cap - 1);
-  while (m->vals[i] != TBE_NONE) {
-    if (m->keys[i] == k) return m->vals[i];
-    i = (i + 1) & (m->cap - 1);
-  }
-  return TBE_NONE;
+/* The value of id `k` in one of the state's maps, or TBE_NONE. */
+static inline uint32_t tbe__xs_idmap_get(const tbe__map *m, int64_t k) {
+  const uint32_t *v = tbe__map_get(m, (uint64_t)k);
+  return v ? *v : TBE_NONE;
 }
 
 static inline const smd_cache *tbe__xs_stat_md(xs_state *s, int64_t id) {

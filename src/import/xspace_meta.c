@@ -10,31 +10,33 @@
  * once per plane). */
 #include "import/xspace_int.h"
 
-static int idmap_init(idmap *m, size_t n) {
-  m->cap = 16;
-  while (m->cap < n * 2) m->cap *= 2;
-  m->keys = malloc(m->cap * sizeof *m->keys);
-  m->vals = malloc(m->cap * sizeof *m->vals);
-  if (!m->keys || !m->vals) return TBE_ENOMEM;
-  memset(m->vals, 0xff, m->cap * sizeof *m->vals);
+/* Inserts unless present (the first entry for a key wins).  0 or the
+ * map's sticky error. */
+static int idmap_put(tbe__map *m, int64_t k, uint32_t v) {
+  int added;
+  uint32_t *slot = tbe__map_put(m, (uint64_t)k, &added);
+  if (!slot) return tbe__map_error(m);
+  if (added) *slot = v;
   return 0;
 }
 
-void tbe__xs_idmap_free(idmap *m) {
-  free(m->keys);
-  free(m->vals);
-  memset(m, 0, sizeof *m);
+static void *pb_alloc(void *ctx, size_t n) {
+  xs_state *s = ctx;
+  void *p = tbe__alloc(s->a, n);
+  if (!p) s->pb_nomem = 1;
+  return p;
 }
 
-/* Inserts unless present (the first entry for a key wins). */
-static void idmap_put(idmap *m, int64_t k, uint32_t v) {
-  size_t i = (size_t)mix((uint64_t)k) & (m->cap - 1);
-  while (m->vals[i] != TBE_NONE) {
-    if (m->keys[i] == k) return;
-    i = (i + 1) & (m->cap - 1);
-  }
-  m->keys[i] = k;
-  m->vals[i] = v;
+static void pb_free(void *ctx, void *p) { tbe__free(((xs_state *)ctx)->a, p); }
+
+void tbe__xs_state_init(xs_state *s, const tbe_allocator *a) {
+  s->a = a;
+  s->pa.alloc = pb_alloc;
+  s->pa.free = pb_free;
+  s->pa.allocator_data = s;
+  tbe__map_init(&s->smap, a, TBE__SEED_PROCESS);
+  tbe__map_init(&s->emap, a, TBE__SEED_PROCESS);
+  tbe__map_init(&s->gmap, a, TBE__SEED_PROCESS);
 }
 
 /* ---- stat names we act on ---- */
@@ -79,17 +81,6 @@ static int classify_stat(const char *s) {
 
 /* ---- the importer's state ---- */
 
-int tbe__xs_grow(void **p, size_t *cap, size_t need, size_t elem) {
-  if (need <= *cap) return 0;
-  size_t nc = *cap ? *cap : 16;
-  while (nc < need) nc *= 2;
-  void *q = realloc(*p, nc * elem);
-  if (!q) return TBE_ENOMEM;
-  *p = q;
-  *cap = nc;
-  return 0;
-}
-
 tbe_str tbe__xs_intern(xs_state *s, const char *str) {
   tbe_str id = 0;
   if (str && *str) tbe_trace_intern(s->t, str, strlen(str), &id);
@@ -104,8 +95,8 @@ static tbe_str smd_key(xs_state *s, smd_cache *c) {
 /* Appends a ready arg (kind S_OTHER); returns 0 or TBE_ENOMEM. */
 int tbe__xs_push_raw_arg(xs_state *s, const tbe_arg *a) {
   if (s->nargs >= UINT16_MAX) return 0;
-  if (tbe__xs_grow((void **)&s->args, &s->cap_args, s->nargs + 1, sizeof *s->args) ||
-      tbe__xs_grow((void **)&s->akind, &s->cap_akind, s->nargs + 1, 1))
+  if (tbe__grow(s->a, (void **)&s->args, &s->cap_args, s->nargs + 1, sizeof *s->args) ||
+      tbe__grow(s->a, (void **)&s->akind, &s->cap_akind, s->nargs + 1, 1))
     return TBE_ENOMEM;
   s->akind[s->nargs] = S_OTHER;
   s->args[s->nargs++] = *a;
@@ -185,10 +176,12 @@ plane_class tbe__xs_classify_plane(const char *name, int32_t *gpu) {
 int tbe__xs_load_metadata(xs_state *s, const XPlane *p) {
   s->nsmd = p->n_stat_metadata;
   s->nemd = p->n_event_metadata;
-  s->smd = calloc(s->nsmd ? s->nsmd : 1, sizeof *s->smd);
-  s->emd = calloc(s->nemd ? s->nemd : 1, sizeof *s->emd);
+  s->smd = tbe__calloc(s->a, s->nsmd ? s->nsmd : 1, sizeof *s->smd);
+  s->emd = tbe__calloc(s->a, s->nemd ? s->nemd : 1, sizeof *s->emd);
   if (!s->smd || !s->emd) return TBE_ENOMEM;
-  if (idmap_init(&s->smap, s->nsmd) || idmap_init(&s->emap, s->nemd)) return TBE_ENOMEM;
+  int rc = tbe__map_reserve(&s->smap, s->nsmd);
+  if (!rc) rc = tbe__map_reserve(&s->emap, s->nemd);
+  if (rc) return rc;
   static const XStatMetadata empty_smd = TENSORFLOW__PROFILER__XSTAT_METADATA__INIT;
   static const XEventMetadata empty_emd = TENSORFLOW__PROFILER__XEVENT_METADATA__INIT;
   for (size_t i = 0; i < s->nsmd; i++) {
@@ -197,24 +190,24 @@ int tbe__xs_load_metadata(xs_state *s, const XPlane *p) {
     s->smd[i].md = md;
     s->smd[i].kind = classify_stat(md->name);
     s->smd[i].key = TBE_NONE;
-    idmap_put(&s->smap, e->key, (uint32_t)i);
+    if ((rc = idmap_put(&s->smap, e->key, (uint32_t)i))) return rc;
   }
   for (size_t i = 0; i < s->nemd; i++) {
     const Tensorflow__Profiler__XPlane__EventMetadataEntry *e = p->event_metadata[i];
     s->emd[i].md = e->value ? e->value : &empty_emd;
     s->emd[i].name = TBE_NONE;
-    idmap_put(&s->emap, e->key, (uint32_t)i);
+    if ((rc = idmap_put(&s->emap, e->key, (uint32_t)i))) return rc;
   }
   return 0;
 }
 
 void tbe__xs_free_metadata(xs_state *s) {
-  free(s->smd);
-  free(s->emd);
+  tbe__free(s->a, s->smd);
+  tbe__free(s->a, s->emd);
   s->smd = NULL;
   s->emd = NULL;
-  tbe__xs_idmap_free(&s->smap);
-  tbe__xs_idmap_free(&s->emap);
+  tbe__map_clear(&s->smap);
+  tbe__map_clear(&s->emap);
 }
 
 void tbe__xs_plane_device_info(xs_state *s, const XPlane *p, int32_t dev) {
@@ -272,7 +265,7 @@ int tbe__xs_parse_track_pids(xs_state *s, const char *p) {
     p = *end ? end + 1 : end;
     if (s->ntrack_pids == s->cap_track_pids) {
       size_t nc = s->cap_track_pids ? 2 * s->cap_track_pids : 16;
-      int64_t(*x)[3] = realloc(s->track_pids, nc * sizeof *x);
+      int64_t(*x)[3] = tbe__realloc(s->a, s->track_pids, s->cap_track_pids * sizeof *x, nc * sizeof *x);
       if (!x) return TBE_ENOMEM;
       s->track_pids = x;
       s->cap_track_pids = nc;
@@ -302,7 +295,7 @@ int64_t tbe__xs_track_pid(xs_state *s, int64_t dev, int64_t id, int64_t pid) {
     /* Stable (a bottom-up merge sort): of entries with one key, the first
      * in file order still wins. */
     size_t n = s->ntrack_pids;
-    int64_t(*tmp)[3] = malloc(n * sizeof *tmp);
+    int64_t(*tmp)[3] = tbe__alloc(s->a, n * sizeof *tmp);
     if (tmp) {
       for (size_t w = 1; w < n; w *= 2) { /* bottom-up merge sort: stable */
         for (size_t lo = 0; lo < n; lo += 2 * w) {
@@ -317,7 +310,7 @@ int64_t tbe__xs_track_pid(xs_state *s, int64_t dev, int64_t id, int64_t pid) {
         }
         memcpy(s->track_pids, tmp, n * sizeof *tmp);
       }
-      free(tmp);
+      tbe__free(s->a, tmp);
       s->track_pids_sorted = 1;
     } else {
       for (size_t i = 0; i < s->ntrack_pids; i++) /* no memory: the slow way */
@@ -346,9 +339,9 @@ int64_t tbe__xs_plane_pid(xs_state *s, const XPlane *p, int64_t fallback) {
   return fallback;
 }
 
-int tbe__xs_add_step_cand(step_cand **arr, size_t *n, size_t *cap, int64_t num, int64_t start,
+int tbe__xs_add_step_cand(xs_state *s, step_cand **arr, size_t *n, size_t *cap, int64_t num, int64_t start,
                          int64_t end, tbe_str name, uint32_t track) {
-  if (tbe__xs_grow((void **)arr, cap, *n + 1, sizeof **arr)) return TBE_ENOMEM;
+  if (tbe__grow(s->a, (void **)arr, cap, *n + 1, sizeof **arr)) return TBE_ENOMEM;
   (*arr)[(*n)++] = (step_cand){num, start, end, name, track};
   return 0;
 }
@@ -362,18 +355,8 @@ int tbe__xs_add_group(xs_state *s, int64_t group, int64_t start, int64_t end) {
     if (end > g->end) g->end = end;
     return 0;
   }
-  if ((s->ngroups + 1) * 2 > s->gmap.cap) {
-    idmap nm;
-    if (idmap_init(&nm, s->ngroups * 2 + 16)) {
-      tbe__xs_idmap_free(&nm);
-      return TBE_ENOMEM;
-    }
-    for (size_t g = 0; g < s->ngroups; g++) idmap_put(&nm, s->groups[g].num, (uint32_t)g);
-    tbe__xs_idmap_free(&s->gmap);
-    s->gmap = nm;
-  }
-  int rc = tbe__xs_add_step_cand(&s->groups, &s->ngroups, &s->cap_groups, group, start, end, 0, TBE_NONE);
-  if (!rc) idmap_put(&s->gmap, group, (uint32_t)(s->ngroups - 1));
+  int rc = tbe__xs_add_step_cand(s, &s->groups, &s->ngroups, &s->cap_groups, group, start, end, 0, TBE_NONE);
+  if (!rc) rc = idmap_put(&s->gmap, group, (uint32_t)(s->ngroups - 1));
   return rc;
 }
 
@@ -395,7 +378,7 @@ static int cmp_line(const void *x, const void *y) {
  * not a walk over all lines. */
 int64_t tbe__xs_line_named(xs_state *s, const XPlane *p, const char *name, size_t n, int64_t dflt) {
   if (!s->lorder) {
-    s->lorder = malloc((p->n_lines ? p->n_lines : 1) * sizeof *s->lorder);
+    s->lorder = tbe__alloc(s->a, (p->n_lines ? p->n_lines : 1) * sizeof *s->lorder);
     if (!s->lorder) return dflt; /* without memory: the thread stays the line's own */
     s->nlorder = 0;
     for (size_t k = 0; k < p->n_lines; k++)

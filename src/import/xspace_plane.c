@@ -457,7 +457,7 @@ static int host_kind(xs_state *s, const xs_line *l, const char *name, tbe_event 
   int64_t end = ev->start_ns + (ev->dur_ns > 0 ? ev->dur_ns : 0);
   if (x->have_step) {
     x->consumed |= 1u << S_STEP_NUM | 1u << S_ROOT;
-    return tbe__xs_add_step_cand(&s->steps, &s->nsteps, &s->cap_steps, x->step_num, ev->start_ns, end,
+    return tbe__xs_add_step_cand(s, &s->steps, &s->nsteps, &s->cap_steps, x->step_num, ev->start_ns, end,
                          x->step_name ? tbe__xs_intern(s, x->step_name) : ev->name, l->track);
   }
   if (x->have_group) return tbe__xs_add_group(s, x->group, ev->start_ns, end);
@@ -600,7 +600,7 @@ static int import_event(xs_state *s, const xs_line *l, const XEvent *xe, size_t 
   }
   if (l->step_line) {
     if (!x.have_step) return 0;
-    return tbe__xs_add_step_cand(&s->steps, &s->nsteps, &s->cap_steps, x.step_num, ev.start_ns,
+    return tbe__xs_add_step_cand(s, &s->steps, &s->nsteps, &s->cap_steps, x.step_num, ev.start_ns,
                          ev.start_ns + (ev.dur_ns > 0 ? ev.dur_ns : 0),
                          x.step_name ? tbe__xs_intern(s, x.step_name) : ev.name, TBE_NONE);
   }
@@ -627,7 +627,7 @@ int tbe__xs_import_plane(xs_state *s, const XPlane *p, size_t pidx) {
   memset(&l, 0, sizeof l);
   l.p = p;
   l.gpu = -1;
-  free(s->lorder);
+  tbe__free(s->a, s->lorder);
   s->lorder = NULL;
   l.pc = tbe__xs_classify_plane(p->name, &l.gpu);
   int rc = tbe__xs_load_metadata(s, p);
