@@ -166,8 +166,8 @@ static void cj_free(cj *c) {
   tbe__free(a, c);
 }
 
-int tbe__import_chrome_json(tbe_trace *t, tbe__input *in, const char *path,
-                            const tbe_import_options *o, tbe_import_error *err) {
+static int import_chrome_json(tbe_trace *t, tbe__input *in, const char *path,
+                              const tbe_import_options *o, tbe_import_error *err) {
   uint64_t t_start = mono_ns();
   cj *c = tbe__calloc(in->a, 1, sizeof *c);
   if (!c) return tbe__import_fail(err, TBE_ENOMEM, path, UINT64_MAX, 0, 0, "out of memory");
@@ -297,3 +297,28 @@ int tbe__import_chrome_json(tbe_trace *t, tbe__input *in, const char *path,
   return rc;
 }
 
+/* ---- detection (the table's sniff test) ---- */
+
+static int json_space(uint8_t c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+/* Whether b[0..n) begins a JSON trace: an optional UTF-8 BOM, whitespace,
+ * then '{' followed by a key or '}', or '[' followed by the start of a
+ * value or ']' (the window may end anywhere in between). */
+static int json_start(const uint8_t *b, size_t n) {
+  size_t i = 0;
+  if (n >= 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF) i = 3;
+  while (i < n && json_space(b[i])) i++;
+  if (i == n || (b[i] != '{' && b[i] != '[')) return 0;
+  uint8_t open = b[i++];
+  while (i < n && json_space(b[i])) i++;
+  if (i == n) return 1;
+  if (open == '{') return b[i] == '"' || b[i] == '}';
+  return strchr("{[]\"-0123456789tfn", b[i]) != NULL && b[i];
+}
+
+static int chrome_json_sniff(const tbe__sniff *s) {
+  return json_start(s->head, s->n) ? TBE__SNIFF_SURE : TBE__SNIFF_NO;
+}
+
+const tbe__importer tbe__importer_chrome_json = {TBE_FORMAT_CHROME_JSON, "chrome-json",
+                                                 chrome_json_sniff, import_chrome_json, 0, NULL};

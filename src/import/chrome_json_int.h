@@ -48,7 +48,7 @@
 #include "common/text.h"
 #include "common/utf8.h"
 #include "common/vec.h"
-#include "import/importers.h"
+#include "import/importer.h"
 #include "import/input.h"
 #include "tbexport/error.h"
 #include "trace/exporter.h"
@@ -182,7 +182,7 @@ typedef struct cj {
   tbe_trace *t;
   const char *path;
   tbe__input *in;               /* the driver's source (NULL in workers) */
-  const tbe_import_options *o;  /* limits resolved (importers.h) */
+  const tbe_import_options *o;  /* limits resolved (importer.h) */
   int truncated; /* the gzip stream ended early (array form accepted) */
   tbe_import_error *err;
   const tbe_allocator *a;

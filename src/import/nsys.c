@@ -60,7 +60,7 @@
 #include "common/alloc.h"
 #include "common/checked.h"
 #include "common/map.h"
-#include "import/importers.h"
+#include "import/importer.h"
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
 
@@ -1112,8 +1112,9 @@ static int run(ns_state *s) {
   return tbe_trace_error(s->t);
 }
 
-int tbe__import_nsys(tbe_trace *t, const char *path, const tbe_import_options *o,
-                     tbe_import_error *err) {
+static int import_nsys(tbe_trace *t, tbe__input *in, const char *path,
+                       const tbe_import_options *o, tbe_import_error *err) {
+  (void)in; /* closed: SQLite opens the file by its path (a regular file, checked) */
   ns_state s;
   memset(&s, 0, sizeof s);
   s.t = t;
@@ -1153,3 +1154,16 @@ int tbe__import_nsys(tbe_trace *t, const char *path, const tbe_import_options *o
   nmap_free(&s.pid_dev);
   return rc;
 }
+
+/* ---- detection (the table's sniff test) ---- */
+
+static int nsys_sniff(const tbe__sniff *s) {
+  return !s->in->gzip && s->n >= 16 && memcmp(s->head, "SQLite format 3", 16) == 0
+             ? TBE__SNIFF_SURE
+             : TBE__SNIFF_NO;
+}
+
+const tbe__importer tbe__importer_nsys = {
+    TBE_FORMAT_NSYS_SQLITE, "nsys-sqlite", nsys_sniff, import_nsys, 1,
+    "an Nsight Systems SQLite export cannot be read from standard input (SQLite needs the file): "
+    "give its path"};

@@ -517,8 +517,8 @@ static int add_steps(xs_state *s) {
   return rc ? rc : tbe_trace_error(t);
 }
 
-int tbe__import_xspace(tbe_trace *t, tbe__input *in, const char *path,
-                       const tbe_import_options *o, tbe_import_error *err) {
+static int import_xspace(tbe_trace *t, tbe__input *in, const char *path,
+                         const tbe_import_options *o, tbe_import_error *err) {
   uint8_t *buf = NULL;
   size_t n = 0;
   int rc = read_input(in, o, path, err, &buf, &n);
@@ -562,3 +562,129 @@ int tbe__import_xspace(tbe_trace *t, tbe__input *in, const char *path,
   tbe__free(s.a, buf);
   return rc;
 }
+
+/* ---- detection (the table's sniff test) ---- */
+
+/* One top-level XSpace field header at b[0..n): its tag and the bytes it
+ * spans from its first byte (header + payload).  Returns 1, 0 when it is
+ * not a valid header, -1 when `n` is too short to tell. */
+static int xs_field(const uint8_t *b, size_t n, int first, uint64_t *span) {
+  size_t pos = 0;
+  uint64_t tag, v;
+  if (rd_varint(b, n, &pos, &tag)) return n >= 10 ? 0 : -1;
+  uint64_t f = tag >> 3, wt = tag & 7;
+  if (f == 0 || f > 0x1fffffff) return 0;
+  /* XSpace: planes (1), errors (2), warnings (3), hostnames (4): all
+   * length-delimited; the first field is one of them.  Other field numbers
+   * are skipped by readers (newer schemas), with any valid wire type. */
+  if (f <= 4 ? wt != 2 : first) return 0;
+  switch (wt) {
+    case 0:
+      if (rd_varint(b, n, &pos, &v)) return n - pos >= 10 ? 0 : -1;
+      *span = pos;
+      return 1;
+    case 1: *span = pos + 8; return 1;
+    case 5: *span = pos + 4; return 1;
+    case 2:
+      if (rd_varint(b, n, &pos, &v)) return n - pos >= 10 ? 0 : -1;
+      if (v > UINT64_MAX - pos) return 0;
+      *span = pos + v;
+      return 1;
+    default: return 0;
+  }
+}
+
+/* Whether the whole regular file `fd` of `size` bytes is a sequence of
+ * valid top-level XSpace fields ending exactly at its end.  Headers are
+ * read through a window, so small fields cost one sequential read of the
+ * file and big ones a seek each. */
+static int xs_framing_file(int fd, uint64_t size) {
+  uint8_t win[4096];
+  uint64_t pos = 0, wstart = 0;
+  size_t wlen = 0;
+  int first = 1;
+  while (pos < size) {
+    if (pos < wstart || pos + 20 > wstart + wlen) {
+      ssize_t r;
+      do r = pread(fd, win, sizeof win, (off_t)pos);
+      while (r < 0 && errno == EINTR);
+      if (r <= 0) return 0;
+      wstart = pos;
+      wlen = (size_t)r;
+    }
+    uint64_t span;
+    int ok = xs_field(win + (pos - wstart), wlen - (size_t)(pos - wstart), first, &span);
+    if (ok != 1 || span > size - pos) return 0;
+    pos += span;
+    first = 0;
+  }
+  return size > 0;
+}
+
+/* The same over the first bytes of a stream: every field that starts in
+ * the window is valid (one that ends past it cannot be checked here; the
+ * importer checks it). */
+static int xs_framing_head(const uint8_t *b, size_t n, int at_end) {
+  size_t pos = 0;
+  int first = 1;
+  while (pos < n) {
+    uint64_t span;
+    int ok = xs_field(b + pos, n - pos, first, &span);
+    if (ok == 0) return 0;
+    if (ok < 0) return !at_end;
+    if (span > n - pos) return !at_end;
+    pos += (size_t)span;
+    first = 0;
+  }
+  return n > 0;
+}
+
+/* Whether the first plane (when the input starts with one) begins like an
+ * XPlane message, as far as the window shows: fields id (1, varint), name,
+ * lines, event and stat metadata, stats (2..6, length-delimited), or later
+ * fields of a plain wire type.  Text that happens to frame as a field
+ * (JSON after a newline) fails here. */
+static int xs_first_plane_ok(const uint8_t *b, size_t n) {
+  size_t pos = 0;
+  uint64_t tag, len;
+  if (rd_varint(b, n, &pos, &tag) || tag != ((1u << 3) | 2)) return 1; /* not a plane first */
+  if (rd_varint(b, n, &pos, &len)) return 1;
+  size_t end = len < n - pos ? pos + (size_t)len : n;
+  while (pos < end) {
+    uint64_t v;
+    if (rd_varint(b, end, &pos, &tag)) return 1; /* cut by the window */
+    uint64_t f = tag >> 3, wt = tag & 7;
+    if (f == 0 || (f == 1 && wt != 0) || (f >= 2 && f <= 6 && wt != 2)) return 0;
+    switch (wt) {
+      case 0:
+        if (rd_varint(b, end, &pos, &v)) return 1;
+        break;
+      case 1: pos += 8; break;
+      case 5: pos += 4; break;
+      case 2:
+        if (rd_varint(b, end, &pos, &v)) return 1;
+        if (v > end - pos) return 1; /* runs past the window */
+        pos += (size_t)v;
+        break;
+      default: return 0;
+    }
+  }
+  return 1;
+}
+
+/* Sure when the framing holds and a first plane begins like an XPlane;
+ * likely when the input starts with an XSpace field's tag (cut or corrupt:
+ * the importer names the byte). */
+static int xspace_sniff(const tbe__sniff *s) {
+  const tbe__input *in = s->in;
+  const uint8_t *b = s->head;
+  int xs = !in->gzip && !in->stream ? xs_framing_file(in->fd, in->file_size)
+                                    : xs_framing_head(b, s->n, s->whole);
+  if (xs && xs_first_plane_ok(b, s->n)) return TBE__SNIFF_SURE;
+  if (s->n >= 2 && (b[0] == 0x0a || b[0] == 0x12 || b[0] == 0x1a || b[0] == 0x22))
+    return TBE__SNIFF_LIKELY;
+  return TBE__SNIFF_NO;
+}
+
+const tbe__importer tbe__importer_xspace = {TBE_FORMAT_XSPACE, "xspace", xspace_sniff,
+                                            import_xspace, 0, NULL};

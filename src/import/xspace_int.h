@@ -29,7 +29,7 @@
 #include "common/alloc.h"
 #include "common/checked.h"
 #include "common/map.h"
-#include "import/importers.h"
+#include "import/importer.h"
 #include "profiler/xplane.pb-c.h"
 #include "tbexport/error.h"
 #include "trace/exporter.h"

@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "import/importers.h"
+#include "import/importer.h"
 #include "import/input.h"
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
