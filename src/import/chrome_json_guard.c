@@ -56,7 +56,6 @@ static int yajl_feed(cj *c, const uint8_t *d, size_t n, uint64_t off) {
   return -1;
 }
 
-
 /* ---- token guard ----
  *
  * yajl keeps a token that a piece of input cuts in a buffer of its own

@@ -12,7 +12,6 @@
 
 /* ---- ids, tracks, GPU pids ---- */
 
-
 static int id_value(cj *c, const xid *x, int64_t *out) {
   if (!x->is_str) {
     *out = x->num;

@@ -405,7 +405,6 @@ static int on_open(cj *c, int is_map) {
 static int cb_start_map(void *ctx) { return on_open(ctx, 1); }
 static int cb_start_array(void *ctx) { return on_open(ctx, 0); }
 
-
 static int on_close(cj *c, int is_map) {
   if (c->in_event) { /* the event's own '}' always checks its size */
     int end = !c->skip && !c->cap && c->role[c->depth] == R_EVENT;

@@ -30,7 +30,6 @@ typedef struct rec_ev {
   uint64_t start_off;
 } rec_ev;
 
-
 /* Appends a record of a fixed part (`p1`, `n1` then `p2`, `n2`) and a text. */
 static int emit_parts(cj *c, uint32_t kind, const void *p1, size_t n1, const void *p2, size_t n2,
                       const void *text, size_t tn) {

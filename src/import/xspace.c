@@ -155,7 +155,6 @@ static uint64_t find_bad(const uint8_t *b, size_t n, uint64_t base, int m, int d
   return UINT64_MAX;
 }
 
-
 /* ---- driver ---- */
 
 /* The process_id stat of a plane, read from its stat_metadata (5) and

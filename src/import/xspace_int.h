@@ -48,7 +48,6 @@ typedef Tensorflow__Profiler__XStatMetadata XStatMetadata;
 /* Our exporter's line of step markers (steps no host event carries). */
 #define XS_STEP_LINE ((int64_t)3 << 32)
 
-
 /* ---- stat names we act on ---- */
 
 enum {
