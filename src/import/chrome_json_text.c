@@ -63,15 +63,8 @@ int tbe__cj_cfail_msg(cj *c, uint64_t off, int code, const char *fmt, ...) {
   return tbe__cj_cfail(c, off, code);
 }
 
-
-
-
-
-/* Interns `n` bytes, replacing NUL and invalid UTF-8 sequences by U+FFFD so
- * every output can carry the text. */
-
-
-
+/* Interns `n` bytes, replacing NUL and each maximal invalid subpart of
+ * UTF-8 by U+FFFD, so every output can carry the text. */
 int tbe__cj_intern_text(cj *c, const char *s, size_t n, tbe_str *out) {
   if (n == 0) {
     *out = 0;
@@ -80,48 +73,15 @@ int tbe__cj_intern_text(cj *c, const char *s, size_t n, tbe_str *out) {
   int plain;
   uint64_t h = hash_check(s, n, &plain);
   if (plain && n < UINT32_MAX) return intern_cached(c, s, n, h, out);
-  size_t i = 0;
-  while (i < n && (unsigned char)s[i] - 1u < 0x7fu) i++;
+  /* Not plain ASCII: NUL and each maximal invalid subpart become U+FFFD
+   * (common/utf8.h, the rule of every output). */
   tbe__buf *b = &c->tmp;
   tbe__buf_clear(b);
-  tbe__buf_append(b, s, i);
-  static const char rep[3] = {(char)0xEF, (char)0xBF, (char)0xBD};
-  while (i < n) {
-    unsigned char ch = (unsigned char)s[i];
-    if (ch && ch < 0x80) {
-      tbe__buf_putc(b, (char)ch);
-      i++;
-      continue;
-    }
-    size_t need = 0;
-    uint32_t cp = 0, min = 0;
-    if (ch >= 0xC2 && ch <= 0xDF) need = 1, cp = ch & 0x1F, min = 0x80;
-    else if (ch >= 0xE0 && ch <= 0xEF) need = 2, cp = ch & 0x0F, min = 0x800;
-    else if (ch >= 0xF0 && ch <= 0xF4) need = 3, cp = ch & 0x07, min = 0x10000;
-    int ok = need > 0 && i + need < n;
-    if (ok) {
-      for (size_t k = 1; k <= need; k++) {
-        unsigned char cc = (unsigned char)s[i + k];
-        if ((cc & 0xC0) != 0x80) {
-          ok = 0;
-          break;
-        }
-        cp = (cp << 6) | (cc & 0x3F);
-      }
-    }
-    if (ok && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))) ok = 0;
-    if (ok) {
-      tbe__buf_append(b, s + i, need + 1);
-      i += need + 1;
-    } else {
-      tbe__buf_append(b, rep, 3);
-      i++;
-    }
-  }
+  tbe__utf8_repair(b, s, n, TBE__UTF8_NUL);
   if (tbe__buf_error(b)) return TBE_ENOMEM;
-  return intern_cached(c, (const char *)b->data, b->len, hash_check((const char *)b->data, b->len, &plain), out);
+  return intern_cached(c, (const char *)b->data, b->len,
+                       hash_check((const char *)b->data, b->len, &plain), out);
 }
-
 
 /* Parses a JSON number of microseconds into integer nanoseconds, exactly:
  * the decimal digits are scaled by powers of ten in integer arithmetic and
@@ -289,7 +249,6 @@ void tbe__cj_parse_dim3(const char *s, size_t n, uint32_t out[3]) {
     out[k++] = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
   }
 }
-
 
 /* ---- yajl's memory ----
  *
