@@ -109,6 +109,13 @@ typedef struct tbe_import_options {
    * The tbexport program prints them when TBE_IMPORT_PROFILE=1. */
   tbe_message_fn on_profile;
   void *profile_ctx;
+  /* Memory of the import itself (input buffers, parser state and threads'
+   * scratch, decoded XSpace planes, lookup tables), through this allocator
+   * only; it must be thread-safe (the JSON importer's workers share it).
+   * NULL: the trace's own allocator (tbe_trace_create's), so one allocator
+   * given there covers everything an import allocates.  SQLite's own
+   * memory, for nsys exports, is process-wide and not covered. */
+  const tbe_allocator *allocator;
 } tbe_import_options;
 
 /* Returns a static name: "chrome-json", "xspace", "nsys-sqlite", "unknown". */

@@ -64,6 +64,12 @@ static int open_fd(tbe__input *in, const char *path, int *out) {
   return 0;
 }
 
+static voidpf z_alloc(voidpf opaque, uInt items, uInt size) {
+  return tbe__calloc((const tbe_allocator *)opaque, items, size);
+}
+
+static void z_free(voidpf opaque, voidpf p) { tbe__free((const tbe_allocator *)opaque, p); }
+
 int tbe__input_open(tbe__input *in, const char *path, const tbe_allocator *a) {
   memset(in, 0, sizeof *in);
   in->fd = -1;
@@ -96,6 +102,9 @@ int tbe__input_open(tbe__input *in, const char *path, const tbe_allocator *a) {
   if (n >= 2 && in->raw[0] == 0x1f && in->raw[1] == 0x8b) {
     in->gzip = 1;
     memset(&in->zs, 0, sizeof in->zs);
+    in->zs.zalloc = z_alloc; /* zlib's state through the import's allocator */
+    in->zs.zfree = z_free;
+    in->zs.opaque = (voidpf)(uintptr_t)in->a;
     if (inflateInit2(&in->zs, 15 + 32) != Z_OK) {
       tbe__input_close(in);
       return TBE_ENOMEM;

@@ -57,87 +57,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "common/checked.h"
-#include "import/importers.h"
+#include "common/map.h"
+#include "import/importer.h"
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
 
-/* ---- int64 -> uint32 map (string ids, correlation keys) ---- */
+/* ---- int64 -> uint32 maps (string ids, correlation keys) ----
+ *
+ * common/map.h's keyed table: ids and correlation numbers are the file's
+ * to choose. */
 
-typedef struct nmap {
-  int64_t *keys;
-  uint32_t *vals; /* TBE_NONE = empty */
-  size_t cap, n;
-} nmap;
-
-static uint64_t mix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return x;
-}
-
-static void nmap_free(nmap *m) {
-  free(m->keys);
-  free(m->vals);
-  memset(m, 0, sizeof *m);
-}
+typedef tbe__map nmap;
 
 static uint32_t nmap_get(const nmap *m, int64_t k) {
-  if (!m->cap) return TBE_NONE;
-  size_t i = (size_t)mix((uint64_t)k) & (m->cap - 1);
-  while (m->vals[i] != TBE_NONE) {
-    if (m->keys[i] == k) return m->vals[i];
-    i = (i + 1) & (m->cap - 1);
-  }
-  return TBE_NONE;
+  const uint32_t *v = tbe__map_get(m, (uint64_t)k);
+  return v ? *v : TBE_NONE;
 }
 
-static int nmap_rehash(nmap *m, size_t ncap) {
-  int64_t *nk = malloc(ncap * sizeof *nk);
-  uint32_t *nv = malloc(ncap * sizeof *nv);
-  if (!nk || !nv) {
-    free(nk);
-    free(nv);
-    return TBE_ENOMEM;
-  }
-  memset(nv, 0xff, ncap * sizeof *nv);
-  for (size_t i = 0; i < m->cap; i++) {
-    if (m->vals[i] == TBE_NONE) continue;
-    size_t j = (size_t)mix((uint64_t)m->keys[i]) & (ncap - 1);
-    while (nv[j] != TBE_NONE) j = (j + 1) & (ncap - 1);
-    nk[j] = m->keys[i];
-    nv[j] = m->vals[i];
-  }
-  free(m->keys);
-  free(m->vals);
-  m->keys = nk;
-  m->vals = nv;
-  m->cap = ncap;
-  return 0;
-}
+/* Sets k -> v (replacing).  0 or TBE_ENOMEM. */
+static int nmap_put(nmap *m, int64_t k, uint32_t v) { return tbe__map_set(m, (uint64_t)k, v); }
 
-/* Sets k -> v (replacing). */
-static int nmap_put(nmap *m, int64_t k, uint32_t v) {
-  if ((m->n + 1) * 2 > m->cap) {
-    int rc = nmap_rehash(m, m->cap ? m->cap * 2 : 256);
-    if (rc) return rc;
-  }
-  size_t i = (size_t)mix((uint64_t)k) & (m->cap - 1);
-  while (m->vals[i] != TBE_NONE) {
-    if (m->keys[i] == k) {
-      m->vals[i] = v;
-      return 0;
-    }
-    i = (i + 1) & (m->cap - 1);
-  }
-  m->keys[i] = k;
-  m->vals[i] = v;
-  m->n++;
-  return 0;
-}
+static void nmap_free(nmap *m) { tbe__map_deinit(m); }
 
 /* ---- state ---- */
 
@@ -149,6 +91,7 @@ typedef struct ns_state {
   const char *path;
   tbe_import_error *err;
   const tbe_import_options *opts;
+  const tbe_allocator *a; /* opts->allocator: all but SQLite's own memory */
   uint64_t rows_done, rows_total;
   int64_t time_off;
   sqlite3_stmt *str_stmt;  /* SELECT value FROM StringIds WHERE id=? */
@@ -533,7 +476,7 @@ static int load_names(ns_state *s) {
 static int name_tracks(ns_state *s) {
   tbe_trace *t = s->t;
   nmap tnames;
-  memset(&tnames, 0, sizeof tnames);
+  tbe__map_init(&tnames, s->a, TBE__SEED_PROCESS);
   static const char *const cols[] = {"!nameId", "!globalTid"};
   int have[2];
   sqlite3_stmt *st;
@@ -1065,9 +1008,9 @@ static int count_rows(ns_state *s, const char *table) {
 }
 
 /* "file:<percent-encoded path>?immutable=1" */
-static char *make_uri(const char *path) {
+static char *make_uri(const tbe_allocator *a, const char *path) {
   size_t n = strlen(path);
-  char *u = malloc(n * 3 + 32);
+  char *u = tbe__alloc(a, n * 3 + 32);
   if (!u) return NULL;
   char *p = u;
   p += sprintf(p, "file:");
@@ -1169,20 +1112,26 @@ static int run(ns_state *s) {
   return tbe_trace_error(s->t);
 }
 
-int tbe__import_nsys(tbe_trace *t, const char *path, const tbe_import_options *o,
-                     tbe_import_error *err) {
+static int import_nsys(tbe_trace *t, tbe__input *in, const char *path,
+                       const tbe_import_options *o, tbe_import_error *err) {
+  (void)in; /* closed: SQLite opens the file by its path (a regular file, checked) */
   ns_state s;
   memset(&s, 0, sizeof s);
   s.t = t;
   s.path = path;
   s.err = err;
   s.opts = o;
+  s.a = o->allocator;
+  nmap *maps[] = {&s.strs, &s.api_strs, &s.demangles, &s.corr_api, &s.domains, &s.pnames,
+                  &s.stream_dev, &s.pid_dev};
+  for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++)
+    tbe__map_init(maps[i], s.a, TBE__SEED_PROCESS);
   s.last_dev = -1;
   s.ev_first = t->nevents;
-  char *uri = make_uri(path);
+  char *uri = make_uri(s.a, path);
   if (!uri) return TBE_ENOMEM;
   int rc = sqlite3_open_v2(uri, &s.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
-  free(uri);
+  tbe__free(s.a, uri);
   if (rc != SQLITE_OK) {
     int code = rc == SQLITE_NOMEM ? TBE_ENOMEM : rc == SQLITE_CANTOPEN ? TBE_ENOENT : TBE_ECORRUPT;
     tbe__import_fail(err, code, path, UINT64_MAX, 0, 0, "cannot open as SQLite: %s",
@@ -1205,3 +1154,16 @@ int tbe__import_nsys(tbe_trace *t, const char *path, const tbe_import_options *o
   nmap_free(&s.pid_dev);
   return rc;
 }
+
+/* ---- detection (the table's sniff test) ---- */
+
+static int nsys_sniff(const tbe__sniff *s) {
+  return !s->in->gzip && s->n >= 16 && memcmp(s->head, "SQLite format 3", 16) == 0
+             ? TBE__SNIFF_SURE
+             : TBE__SNIFF_NO;
+}
+
+const tbe__importer tbe__importer_nsys = {
+    TBE_FORMAT_NSYS_SQLITE, "nsys-sqlite", nsys_sniff, import_nsys, 1,
+    "an Nsight Systems SQLite export cannot be read from standard input (SQLite needs the file): "
+    "give its path"};

@@ -121,6 +121,10 @@ size_t tbe__status_prefix(const tbe_trace *t, int with_overhead, const tbe_str *
  * Returns 0 or TBE_EINVAL. */
 int tbe__labels_check(const char *const *labels, size_t n);
 
+/* The allocator `t` was created with (model/model_int.h's, declared here
+ * too for the importers' scratch memory: other rooms read this header). */
+const tbe_allocator *tbe__trace_allocator(const tbe_trace *t);
+
 extern const tbe__exporter tbe__exporter_xplane;
 extern const tbe__exporter tbe__exporter_json;
 extern const tbe__exporter tbe__exporter_events;

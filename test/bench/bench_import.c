@@ -36,7 +36,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "import/importers.h"
+#include "import/importer.h"
 #include "tbexport/error.h"
 #include "tbexport/import.h"
 #include "tbexport/trace.h"

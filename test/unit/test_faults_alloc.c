@@ -5,7 +5,8 @@
  * (every n while n < 256, then with a stride of n/64 so that the large
  * operations stay fast; the count printed per sweep says how many runs
  * failed).  Over: opening a writer and writing every summary kind, each
- * golden import format (Kineto JSON plain and gzip, JAX trace.json.gz,
+ * golden import format, importer scratch included (it draws on the
+ * trace's allocator unless the options give one: Kineto JSON plain and gzip, JAX trace.json.gz,
  * XSpace, both nsys databases), each exporter into a run directory, and
  * the spool reader.  Every failed run must return TBE_ENOMEM, leave no
  * block allocated, and leave files that read back cleanly (event files)

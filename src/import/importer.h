@@ -1,14 +1,18 @@
-/* importers.h: the per-format importers behind tbe_import_file.
+/* importer.h: the table of importers behind tbe_import_file, and the
+ * errors they report.
  *
- * tbe_import_file opens the input once (input.h decides what an input may
- * be), detects the format from peeked bytes and hands the open source to
- * the importer, with the options' limits resolved (no zeros: every limit
+ * Inputs are a table, as outputs are (trace/exporter.h): each format is
+ * one tbe__importer, defined in its importer's file and listed in
+ * import.c in the order detection asks them.  tbe_import_file opens the
+ * input once (input.h decides what an input may be), asks each entry's
+ * sniff test about the peeked bytes and hands the open source to the
+ * importer that claims them, with the options' limits resolved (no zeros: every limit
  * is its value, its default, or UINT64_MAX / UINT32_MAX for none).  Each
  * importer reads into `t` (not finished) and, on bad input, fills `err`
  * via tbe__import_fail and returns TBE_EPARSE, TBE_ECORRUPT or
  * TBE_ETOOBIG.  A limit refused names itself with tbe__import_limit. */
-#ifndef TBE_IMPORT_IMPORTERS_H
-#define TBE_IMPORT_IMPORTERS_H
+#ifndef TBE_IMPORT_IMPORTER_H
+#define TBE_IMPORT_IMPORTER_H
 
 #include <stdint.h>
 
@@ -16,13 +20,39 @@
 #include "tbexport/import.h"
 #include "tbexport/trace.h"
 
-int tbe__import_chrome_json(tbe_trace *t, tbe__input *in, const char *path,
-                            const tbe_import_options *o, tbe_import_error *err);
-int tbe__import_xspace(tbe_trace *t, tbe__input *in, const char *path,
-                       const tbe_import_options *o, tbe_import_error *err);
-/* SQLite reads the file by its path: `path` is a regular file (checked). */
-int tbe__import_nsys(tbe_trace *t, const char *path, const tbe_import_options *o,
-                     tbe_import_error *err);
+/* ---- the table ---- */
+
+/* What a sniff test sees: the open input (not to be read: its head is
+ * peeked already) and its first `n` bytes; `whole` when they are all of it. */
+typedef struct tbe__sniff {
+  tbe__input *in;
+  const uint8_t *head;
+  size_t n;
+  int whole;
+} tbe__sniff;
+
+/* A sniff test's answer.  The first entry that is SURE takes the input;
+ * when none is, the first that finds it LIKELY (a cut or corrupt file of
+ * its format, whose importer then names the byte). */
+enum { TBE__SNIFF_NO = 0, TBE__SNIFF_LIKELY = 1, TBE__SNIFF_SURE = 2 };
+
+typedef struct tbe__importer {
+  tbe_import_format format;
+  const char *name;  /* tbe_import_format_name */
+  int (*sniff)(const tbe__sniff *s);
+  /* Reads into `t` (not finished) from `in`, or, with `by_path`, from
+   * `path` itself (`in` is then closed first: SQLite opens the file). */
+  int (*import)(tbe_trace *t, tbe__input *in, const char *path, const tbe_import_options *o,
+                tbe_import_error *err);
+  int by_path;
+  const char *no_stream; /* by_path: why standard input will not do */
+} tbe__importer;
+
+extern const tbe__importer tbe__importer_chrome_json; /* chrome_json.c */
+extern const tbe__importer tbe__importer_xspace;      /* xspace.c */
+extern const tbe__importer tbe__importer_nsys;        /* nsys.c */
+
+/* ---- errors (import_error.c) ---- */
 
 /* Fills `err` (if not NULL) with "<path>: byte <offset>[ (line L, column
  * C)]: <message>" (line 0 omits the line/column part; offset UINT64_MAX

@@ -1,0 +1,511 @@
+/* chrome_json_int.h: the parts of the Chrome/Kineto JSON importer.
+ *
+ * One importer in eight files, cut where its own sections were; they share
+ * the parser state (`cj`) and the record layout below, nothing else.  The
+ * essay of the whole (layouts, mapping, threads, limits, errors) is at the
+ * top of chrome_json.c.  Data flows down this list:
+ *   chrome_json.c           the driver: tbe__import_chrome_json, set-up,
+ *                           the first error, line and column
+ *   chrome_json_guard.c     the token guard and the main yajl handle's feed
+ *   chrome_json_parse.c     yajl callbacks: the event being parsed (`pe`),
+ *                           nested values captured as compact JSON
+ *   chrome_json_records.c   records, parser -> model: encoding (emit_*),
+ *                           the parser's share of the work (prepass) and
+ *                           the model side's loop over them (apply_batch)
+ *   chrome_json_pipeline.c  threads: the slot ring, the boundary scanner,
+ *                           the driver thread, chunk workers, the consumer
+ *   chrome_json_kineto.c    Kineto's mapping: one record to model events,
+ *                           tracks, B/E pairs, flows, metadata, counters
+ *   chrome_json_finish.c    the end of the input: the base time, open B
+ *                           events, our exporter's keys, names, ac2g checks
+ *   chrome_json_text.c      text and numbers: interning with UTF-8 repair,
+ *                           exact microseconds, integers; error helpers
+ * The parser side (guard, parse, records' encoding, pipeline) touches only
+ * the producer's fields; the model side (kineto, finish, apply_batch) only
+ * the consumer's: the threads never share a field outside the ring's
+ * mutex.  Hot helpers of both sides are inline below. */
+#ifndef TBE_IMPORT_CHROME_JSON_INT_H
+#define TBE_IMPORT_CHROME_JSON_INT_H
+
+#include <pthread.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+#include <unistd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <yajl/yajl_parse.h>
+#include <yajl/yajl_tree.h>
+
+#include "common/alloc.h"
+#include "common/buf.h"
+#include "common/checked.h"
+#include "common/intern.h"
+#include "common/map.h"
+#include "common/text.h"
+#include "common/utf8.h"
+#include "common/vec.h"
+#include "import/importer.h"
+#include "import/input.h"
+#include "tbexport/error.h"
+#include "trace/exporter.h"
+
+#define CJ_MAX_ROLE 8
+/* Slots of the intern front cache (a power of two; 16 bytes each). */
+#define CJ_ICACHE 32768
+/* Records flow from the parser to the model in batches of about this many
+ * bytes (direct records; chunks make batches of their own). */
+#define CJ_BATCH (512u * 1024u)
+typedef struct span {
+  uint32_t off, len;
+} span;
+
+enum { V_NUM = 1, V_STR = 2, V_JSON = 3 };
+
+/* An arg of the event being parsed.  The fields after `type` are filled by
+ * the parser side at the event's end (prepass: on the parse workers when
+ * threaded), so that the model side, which runs on one thread, neither
+ * hashes the strings it interns nor parses numbers. */
+enum { NUM_NONE, NUM_INT, NUM_DBL, NUM_BAD };
+typedef struct sarg {
+  span key;
+  span val;
+  uint8_t type;
+  uint8_t kplain, vplain; /* key / value text all ASCII without NUL */
+  uint8_t num;            /* V_NUM: NUM_INT (nv.i or, is_u, nv.u), NUM_DBL (nv.d), NUM_BAD */
+  uint8_t is_u;
+  uint64_t kh;            /* hash_check of the key */
+  union {
+    int64_t i;
+    uint64_t u;
+    double d;
+    uint64_t vh;          /* not a parsed number: hash_check of the value text */
+  } nv;
+} sarg;
+
+/* Event fields seen. */
+enum {
+  F_NAME = 1 << 0, F_CAT = 1 << 1, F_PH = 1 << 2, F_TS = 1 << 3, F_DUR = 1 << 4,
+  F_PID = 1 << 5, F_TID = 1 << 6, F_ID = 1 << 7, F_BP = 1 << 8, F_S = 1 << 9
+};
+
+/* An id given as a number or a string. */
+typedef struct xid {
+  int64_t num;
+  span str;
+  uint8_t is_str;
+} xid;
+
+typedef struct scratch {
+  uint32_t have;
+  span name, cat, ph, bp, s;
+  uint64_t hname, hcat;  /* prepass: hash_check of name and cat */
+  uint8_t pname, pcat;   /* prepass: name / cat all ASCII without NUL */
+  xid pid, tid, id;
+  int64_t ts, dur; /* ns, relative to the base */
+  uint64_t start_off; /* byte offset of the event's '{' */
+  tbe__buf text;      /* all strings of this event */
+  sarg *args;
+  size_t nargs, cap_args;
+} scratch;
+
+/* Roles of the containers the parser walks into. */
+enum { R_NONE, R_TOP, R_EVENTS, R_EVENT, R_ARGS, R_DEVPROPS, R_DEVICE, R_DIST };
+/* Top-level keys.  K_TBE_* are our exporter's (export_json.c): their values
+ * are captured as JSON text and read at the end (tbe__cj_finish_import). */
+enum { K_OTHER, K_EVENTS, K_DEVPROPS, K_DIST, K_BASE, K_NAME, K_TBE_TRACE, K_TBE_COLLECTION,
+       K_TBE_WARNINGS, K_TBE_STEPS };
+#define K_TBE_FIRST K_TBE_TRACE
+#define K_TBE_N 4
+/* Event keys. */
+enum { E_OTHER, E_NAME, E_CAT, E_PH, E_TS, E_DUR, E_PID, E_TID, E_ID, E_BP, E_S, E_ARGS };
+
+typedef struct pidmap {
+  int64_t pid;
+  int32_t device;
+} pidmap;
+
+typedef struct meta {
+  int64_t pid, tid;
+  tbe_str value;
+  uint8_t kind; /* 0 process_name, 1 thread_name, 3 process_labels "CPU" */
+} meta;
+
+typedef struct strpid {
+  tbe_str s;
+  int64_t id;
+} strpid;
+
+/* A B event waiting for its E. */
+typedef struct pending_b {
+  tbe_event ev;
+  union {
+    tbe_kernel k;
+    tbe_memcpy mc;
+    tbe_memset ms;
+    tbe_sync sy;
+    tbe_memory mem;
+    tbe_nvtx nv;
+  } d;
+  int has_detail;
+  tbe_arg *args;
+  size_t nargs, cap;
+} pending_b;
+
+typedef struct bstack {
+  pending_b *v;
+  size_t n, cap;
+} bstack;
+
+/* One end of a (non-ac2g) flow waiting for the other: a node of the
+ * queue of its (id, cat) pair and side (chrome_json_kineto.c, flows). */
+typedef struct flow_end {
+  uint64_t id;
+  tbe_str cat;
+  uint8_t is_start;
+  uint8_t bp_e;
+  uint32_t track;
+  int64_t ts;
+  tbe_str name;
+  uint32_t next; /* the next node of its queue (or of the free list) + 1; 0: none */
+} flow_end;
+
+/* A queue of waiting flow ends, oldest first: node indexes + 1, 0 empty. */
+typedef struct flow_queue {
+  uint32_t head, tail;
+} flow_queue;
+
+typedef struct cj {
+  tbe_trace *t;
+  const char *path;
+  tbe__input *in;               /* the driver's source (NULL in workers) */
+  const tbe_import_options *o;  /* limits resolved (importer.h) */
+  int truncated; /* the gzip stream ended early (array form accepted) */
+  tbe_import_error *err;
+  const tbe_allocator *a;
+  yajl_handle h;
+  yajl_alloc_funcs yfuncs; /* yajl's memory through `a` (tbe__cj_yajl_alloc) */
+  int ynomem;              /* the allocator refused yajl a block: TBE_ENOMEM */
+  uint64_t chunk_start;
+
+  /* structure */
+  int form; /* 0 none yet, 1 object, 2 array */
+  int depth;
+  uint8_t role[CJ_MAX_ROLE + 1];
+  int top_key, ev_key, dev_key, dist_key;
+  uint64_t skip;  /* > 0: inside a skipped container, its depth */
+  int done_events;
+  int kineto;      /* Kineto's layout or categories were seen */
+  uint32_t source0; /* t->source before this import */
+
+  /* capture of nested arg values */
+  int cap;            /* capture depth, 0 = none */
+  int cap_top;        /* capturing the value of top-level key K_TBE_*, else 0 */
+  tbe__buf tbe_meta[K_TBE_N]; /* the model side's copies of those values */
+  tbe__buf capbuf;
+  uint8_t *capst;     /* per level: bit0 array, bit1 need comma */
+  size_t cap_capst;
+  span cap_key;
+
+  scratch e;   /* the event being applied (a view into a record) */
+  scratch pe;  /* the event being parsed (owned by the producer) */
+  span arg_key;
+
+  /* session */
+  int64_t base;
+  int base_known;
+  size_t ev_first, ev_mark, flow_first, flow_mark;
+  int64_t max_end; /* latest relative end seen, for B events left open */
+
+  /* device properties being read */
+  tbe_device dev;
+  int dev_have_id;
+  int64_t dist_rank, dist_world;
+  int dist_have_rank, dist_have_world, dist_have_backend;
+  tbe__buf devname, distname;
+
+  /* the record stream from the parser (producer) to the model (consumer) */
+  tbe__buf batch;      /* one-thread mode: records waiting to be applied */
+  tbe__buf *out;       /* worker: where its records go */
+  int worker;          /* this cj is a chunk worker's parser state */
+  int dummy;           /* the next event closing is a placeholder: drop it */
+  int threaded;
+  int producer_done;
+  volatile int stop;   /* the consumer failed: the producer should stop */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  uint64_t prog_done, prog_total; /* progress, updated under mu */
+
+  /* the slot ring (threaded mode; see "pipeline" below) */
+  struct cj *parent;           /* a worker's importer */
+  size_t inflight;             /* chunks PENDING or WORKING */
+  struct slot *slots;
+  size_t nslots;
+  uint64_t head, tail, wnext; /* consumer's next, driver's next, workers' next */
+  struct slot *direct;        /* the driver's open record slot, or NULL */
+  int nworkers;
+  struct cj **wcs;
+  pthread_t *wth;
+  int quit;
+  int fail_pending;
+  uint64_t fail_seq;
+  size_t chunk_target;
+
+  /* the driver's boundary scanner */
+  int par;        /* 1: farm traceEvents out to the workers */
+  int sc_mode;    /* 0 top level, 1 inside the events array, 2 serial */
+  int sc_depth, sc_in_str, sc_esc, sc_tok, sc_te, sc_kcap, sc_klen, sc_kbad;
+  char sc_key[12];
+  int r_depth, r_in_str, r_esc;
+  tbe__buf fill;      /* '[' + bytes of the chunk being cut */
+  uint64_t fill_off;  /* file offset of fill's first byte */
+  int fill_first;     /* fill begins right after the array's '[' */
+  int fill_open;      /* a fill segment follows the last dispatched chunk */
+  uint64_t region_seq0; /* first chunk seq of this region */
+  int tail_ok;        /* a bare array's trailing ",]" seen: only space may follow */
+  uint64_t tail_bracket;
+
+  /* the consumer's first error (the producer's is rc/err_off/emsg) */
+  int crc;
+  uint64_t cerr_off;
+
+  /* tables (gmap, smap: gpus by pid and strpids by string id -> index;
+   * pids and names are the input's to choose: common/map.h's keyed hash) */
+  pidmap *gpus;
+  size_t ngpus, cap_gpus;
+  tbe__map gmap, smap;
+  meta *metas;
+  size_t nmetas, cap_metas;
+  strpid *strpids;
+  size_t nstrpids, cap_strpids;
+  bstack *stacks; /* indexed by track */
+  size_t nstacks;
+  tbe__intern flow_keys;  /* (id, cat) pairs, 12 bytes each, to dense ids */
+  tbe__vec flow_q;        /* flow_queue, two per pair: [2 * pair + is_start] */
+  tbe__vec flow_nodes;    /* flow_end */
+  uint32_t flow_free;     /* free list of flow_nodes (index + 1) */
+  size_t nflows_live;
+  tbe__vec ac2g_s, ac2g_f; /* uint64_t: the ids of ac2g flow starts and ends */
+
+  /* reusable per-event buffers */
+  tbe_arg *targs;
+  size_t cap_targs;
+  tbe__buf tmp;
+
+  /* intern front cache (id 0 marks an empty slot: "" is never cached) */
+  struct icache {
+    uint64_t h;
+    uint32_t len;
+    tbe_str id;
+  } *icache;
+
+  /* track cache */
+  struct {
+    int64_t pid, tid;
+    int32_t device;
+    uint32_t type, track;
+    int valid;
+  } tc[64];
+  uint32_t last_dev_track_dev;
+  int have_last_dev;
+
+  /* counts for warnings */
+  uint64_t n_noph, n_unmatched_e, n_open_b, n_unpaired_flows, n_flow_steps, n_unsupported;
+  char unsupported_ph[16];
+  uint64_t n_ac2g_bad;
+  uint64_t n_args_cut;
+
+  /* error */
+  int rc;
+  uint64_t err_off;
+  char emsg[256];
+  char cmsg[256];     /* the consumer's message ("" = its code's text) */
+
+  /* the token guard of the main handle (see "token guard" below) */
+  int g_in_str, g_esc, g_bare;
+  uint32_t g_depth;
+  uint64_t g_str_start;   /* file offset of the open string's quote */
+  tbe__buf carry;         /* a token cut by the end of a piece, whole so far */
+  uint64_t carry_off;     /* its file offset */
+  int saw_events;         /* a traceEvents array was entered */
+  int in_event;           /* between a trace event's '{' and its '}' */
+  int ev_tick;            /* tokens until the event's size is checked again */
+  const uint8_t *wbuf;    /* a worker: the chunk text being parsed */
+  uint64_t base_off;      /* offset of baseTimeNanoseconds (consumer) */
+  uint64_t nevents_read;  /* trace events applied (consumer) */
+
+  /* o->on_profile: phase times (ns) handed to the caller at the end */
+  int prof;
+  uint64_t p_apply, p_wait, p_parse, p_drv_wait, p_finish, p_chunks;
+  uint64_t p_apply_cpu, p_parse_cpu, p_drv_cpu; /* thread CPU time */
+} cj;
+
+/* Kinds of records (chrome_json_records.c). */
+enum { REC_EVENT = 1, REC_BASE, REC_TRACENAME, REC_DEVICE, REC_BACKEND, REC_TBE };
+
+/* ---- chrome_json_finish.c ---- */
+int tbe__cj_finish_import(cj *c);
+
+/* ---- chrome_json_guard.c ---- */
+int tbe__cj_feed_main(cj *c, const uint8_t *d, size_t n, uint64_t off);
+int tbe__cj_feed_main_end(cj *c);
+
+/* ---- chrome_json_kineto.c ---- */
+int tbe__cj_emit_pending(cj *c, pending_b *pb, int64_t end, const tbe_arg *extra, size_t nextra);
+int tbe__cj_finish_event(cj *c);
+int tbe__cj_get_track(cj *c, uint32_t type, int64_t pid, int64_t tid, int32_t device,
+                     uint32_t *out);
+int tbe__cj_gpu_of_pid(const cj *c, int64_t pid, int32_t *dev);
+
+/* ---- chrome_json_pipeline.c ---- */
+int tbe__cj_flush_batch(cj *c);
+void tbe__cj_free_slots(cj *c);
+int tbe__cj_only_space(const uint8_t *p, size_t n);
+tbe__buf *tbe__cj_out_buf(cj *c);
+void tbe__cj_produce(cj *c);
+int tbe__cj_run_threaded(cj *c, int nw, const tbe_import_options *o);
+int tbe__cj_workers_wanted(const tbe_import_options *o);
+
+/* ---- chrome_json_records.c ---- */
+void tbe__cj_apply_batch(cj *c, tbe__buf *b);
+int tbe__cj_emit_device_record(cj *c);
+int tbe__cj_emit_dist_record(cj *c);
+int tbe__cj_emit_event_record(cj *c);
+int tbe__cj_emit_record(cj *c, uint32_t kind, const void *fixed, size_t fn, const void *text,
+                       size_t tn);
+
+/* ---- chrome_json_text.c ---- */
+int tbe__cj_arg_double(const scratch *e, const sarg *a, double *v);
+int tbe__cj_arg_int(const scratch *e, const sarg *a, int64_t *v);
+int tbe__cj_cfail(cj *c, uint64_t off, int code);
+int tbe__cj_cfail_msg(cj *c, uint64_t off, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+int tbe__cj_fail_at(cj *c, uint64_t off, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+int tbe__cj_limit(cj *c, uint64_t off, tbe__limit which, const char *what);
+int tbe__cj_nomem(cj *c);
+uint64_t tbe__cj_pos(cj *c);
+int tbe__cj_intern_text(cj *c, const char *s, size_t n, tbe_str *out);
+void tbe__cj_parse_dim3(const char *s, size_t n, uint32_t out[3]);
+int tbe__cj_parse_double(const char *s, size_t n, double *out);
+int tbe__cj_parse_int(const char *s, size_t n, int64_t *out, uint64_t *uout, int *is_u);
+int tbe__cj_us_to_ns(const char *s, size_t n, int64_t *out);
+/* A yajl handle on c's callbacks whose memory comes from c->a (NULL, or
+ * c->ynomem set, when there was none). */
+yajl_handle tbe__cj_yajl_alloc(cj *c);
+/* Sets c->yfuncs: yajl's memory from c->a (for other handles of c's). */
+void tbe__cj_yajl_funcs(cj *c);
+
+/* ---- chrome_json.c's handle, shared with the workers ---- */
+extern const yajl_callbacks tbe__cj_callbacks;
+/* Test knobs (test_import_chrome.c): threads -1 by size, 0 never, 1
+ * always; workers (0: by the CPUs); chunk and piece sizes (0: default). */
+extern int tbe__chrome_json_threads;
+extern int tbe__chrome_json_workers;
+extern size_t tbe__chrome_json_chunk;
+extern size_t tbe__chrome_json_piece;
+
+/* ---- inline helpers of the hot paths ---- */
+
+static inline uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline int stopped(cj *c) { return __atomic_load_n(&c->stop, __ATOMIC_RELAXED); }
+
+static inline const char *sp(const scratch *e, span s) { return (const char *)e->text.data + s.off; }
+
+static inline int span_is(const scratch *e, span s, const char *lit, size_t n) {
+  return s.len == n && memcmp(sp(e, s), lit, n) == 0;
+}
+
+#define SPAN_IS(e, s, lit) span_is((e), (s), lit, sizeof(lit) - 1)
+
+static inline span put_text(cj *c, const void *p, size_t n) {
+  tbe__buf *b = &c->pe.text;
+  span s = {(uint32_t)b->len, (uint32_t)n};
+  if (b->cap - b->len >= n) { /* the common case: no call into buf.c */
+    if (n) memcpy(b->data + b->len, p, n);
+    b->len += n;
+  } else {
+    tbe__buf_append(b, p, n);
+  }
+  return s;
+}
+
+/* A front cache for tbe_trace_intern: trace strings repeat endlessly (the
+ * same kernel names, arg keys and shapes), so a direct-mapped table keyed
+ * by a word-at-a-time hash answers most lookups with one memcmp instead of
+ * the model's byte-wise hash.  Misses go to the model and refill the slot. */
+static inline uint64_t load64(const char *p) {
+  uint64_t w;
+  memcpy(&w, p, 8);
+  return w;
+}
+
+/* Hashes `n` bytes and reports whether they are all ASCII without NUL (the
+ * fast path needs no UTF-8 repair). */
+static inline uint64_t hash_check(const char *s, size_t n, int *plain) {
+  const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ n, bad = 0;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w = load64(s + i);
+    bad |= (w & highs) | ((w - ones) & ~w & highs);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 29;
+  }
+  if (i < n) {
+    uint64_t w = 0;
+    memcpy(&w, s + i, n - i);
+    uint64_t mask = ~0ull >> (8 * (8 - (n - i)));
+    bad |= (w & highs) | ((w - ones) & ~w & highs & mask);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 29;
+  }
+  *plain = bad == 0;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 32);
+}
+
+static inline int intern_cached(cj *c, const char *s, size_t n, uint64_t h, tbe_str *out) {
+  struct icache *e = &c->icache[h & (CJ_ICACHE - 1)];
+  if (e->h == h && e->len == n && e->id) {
+    const char *have = tbe_trace_str(c->t, e->id);
+    if (memcmp(have, s, n) == 0) {
+      *out = e->id;
+      return 0;
+    }
+  }
+  int rc = tbe_trace_intern(c->t, s, n, out);
+  if (rc) return rc;
+  e->h = h;
+  e->len = (uint32_t)n;
+  e->id = *out;
+  return 0;
+}
+
+/* tbe__cj_intern_text with the hash and the plain flag computed beforehand (by
+ * hash_check, in prepass): the same result, without touching the text
+ * twice on the model's thread. */
+static inline int intern_pre(cj *c, const char *s, size_t n, uint64_t h, int plain, tbe_str *out) {
+  if (n == 0) {
+    *out = 0;
+    return 0;
+  }
+  if (plain && n < UINT32_MAX) return intern_cached(c, s, n, h, out);
+  return tbe__cj_intern_text(c, s, n, out);
+}
+
+#endif
