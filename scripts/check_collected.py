@@ -204,11 +204,12 @@ def compiled(tb, logdir, work):
     print("  %d kernels, %d from Triton; classes %s" % (len(ks), len(triton),
           sorted({(k["name"].split("_")[1], k["class"]) for k in triton})))
     check(len(triton) > 0, "compiled: Triton kernels collected (%d)" % len(triton))
+    # A pointwise kernel that only moves data (cat, transpose) is a copy.
     bad = [k["name"] for k in triton
-           if (k["name"].startswith(("triton_poi_",)) and k["class"] != "elementwise")
+           if (k["name"].startswith(("triton_poi_",)) and k["class"] not in ("elementwise", "copy"))
            or (k["name"].startswith(("triton_red_", "triton_per_")) and
                k["class"] not in ("reduction", "norm", "softmax"))]
-    check(not bad, "compiled: Triton pointwise kernels are elementwise, reductions reduction/norm/softmax %s" % bad[:3])
+    check(not bad, "compiled: Triton pointwise kernels are elementwise or copy, reductions reduction/norm/softmax %s" % bad[:3])
     att = [k for k in ks if k["class"] == "attention"]
     check(len(att) > 0, "compiled: SDPA's kernels are attention (%s)" % [k["name"][:60] for k in att[:2]])
     classes_add_up(s, "compiled")
