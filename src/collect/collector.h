@@ -29,7 +29,7 @@
 
 #include <cupti.h>
 
-#include "collect/spool.h"
+#include "events/spool.h"
 
 typedef struct tbe__cupti_api {
   CUptiResult (*activity_enable)(CUpti_ActivityKind kind);

@@ -34,7 +34,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "collect/spool.h"
+#include "events/spool.h"
 #include "tbexport/error.h"
 
 /* ---- u32 -> u32 hash map (open addressing; key UINT32_MAX reserved) ---- */

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collect/spool.h"
+#include "events/spool.h"
 #include "tbexport/error.h"
 #include "tbexport/trace.h"
 

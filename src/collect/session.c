@@ -33,7 +33,7 @@
 
 #include "collect/convert.h"
 #include "collect/options.h"
-#include "collect/spool.h"
+#include "events/spool.h"
 #include "common/fsutil.h"
 #include "common/text.h"
 #include "tbexport/error.h"

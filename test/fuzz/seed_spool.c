@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "collect/spool.h"
+#include "events/spool.h"
 #include "common/alloc.h"
 #include "common/buf.h"
 

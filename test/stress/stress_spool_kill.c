@@ -40,7 +40,7 @@
 #include <unistd.h>
 
 #include "collect/convert.h"
-#include "collect/spool.h"
+#include "events/spool.h"
 #include "common/alloc.h"
 #include "common/buf.h"
 #include "common/fsutil.h"

@@ -41,7 +41,7 @@
 #include <unistd.h>
 
 #include "collect/convert.h"
-#include "collect/spool.h"
+#include "events/spool.h"
 #include "common/crc32c.h"
 #include "common/fsutil.h"
 #include "tbexport.h"

@@ -23,7 +23,7 @@
 
 #include "collect/convert.h"
 #include "collect/options.h"
-#include "collect/spool.h"
+#include "events/spool.h"
 #include "common/alloc.h"
 #include "common/buf.h"
 #include "tbexport.h"
