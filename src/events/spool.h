@@ -2,8 +2,8 @@
  * format, writing and scanning.
  *
  * It lives beside tfrecord.h because both are framed, checksummed record
- * files: the collector (src/collect) writes it, the conversion
- * (src/collect/convert.c) reads it.
+ * files: the collector (src/collect) writes it, the spool importer
+ * (src/import/spool.c) reads it, and neither room includes the other.
  *
  * The collector's background thread decodes CUPTI buffers into the compact
  * items below and appends them to the spool in framed blocks; `tbexport`

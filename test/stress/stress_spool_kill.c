@@ -39,7 +39,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "collect/convert.h"
+#include "import/spool.h"
 #include "events/spool.h"
 #include "common/alloc.h"
 #include "common/buf.h"

@@ -35,7 +35,7 @@
 
 #include <cmocka.h>
 
-#include "collect/convert.h"
+#include "import/spool.h"
 #include "events/spool.h"
 #include "common/alloc.h"
 #include "common/buf.h"

@@ -40,7 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "collect/convert.h"
+#include "import/spool.h"
 #include "events/spool.h"
 #include "common/crc32c.h"
 #include "common/fsutil.h"

@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "collect/convert.h"
+#include "import/spool.h"
 #include "collect/options.h"
 #include "events/spool.h"
 #include "common/alloc.h"
