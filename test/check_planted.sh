@@ -3,7 +3,8 @@
 # makes its checker exit 1 and name it, and the unplanted copy passes.
 #   - check_cycles: cli/progress.h and cli/cli.h include each other;
 #   - check_layers cli-headers: the CLI includes a private header;
-#   - check_layers no-print: a library file writes to stderr.
+#   - check_layers no-print: a library file writes to stderr;
+#   - check_layers import-no-collect: an importer includes a collector header.
 # usage: check_planted.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 src=$2
@@ -25,6 +26,8 @@ fresh
   fail "check_cycles fails on the unplanted copy"
 "$src/scripts/check_layers" cli-headers "$work/t" >/dev/null ||
   fail "check_layers cli-headers fails on the unplanted copy"
+"$src/scripts/check_layers" import-no-collect "$work/t" >/dev/null ||
+  fail "check_layers import-no-collect fails on the unplanted copy"
 
 sed -i 's|#include "tbexport.h"|#include "cli/progress.h"\n#include "tbexport.h"|' "$work/t/src/cli/cli.h"
 sed -i '0,/#include <stdint.h>/s||#include <stdint.h>\n#include "cli/cli.h"|' "$work/t/src/cli/progress.h"
@@ -38,4 +41,9 @@ expect 'src/cli/cmd_diff.c:.*common/buf.h' "$src/scripts/check_layers" cli-heade
 fresh
 printf '\nvoid tbe__planted(void) { fputs("x", stderr); }\n' >> "$work/t/src/common/buf.c"
 expect 'src/common/buf.c:.*prints (stderr)' "$src/scripts/check_layers" no-print "$work/t"
-echo "check_planted: a planted include cycle, private include in the CLI and print in the library each fail their check"
+fresh
+sed -i '0,/#include "import\/importer.h"/s||#include "import/importer.h"\n#include "collect/options.h"|' \
+  "$work/t/src/import/spool.c"
+grep -q 'collect/options.h' "$work/t/src/import/spool.c" || fail "could not plant the collector include"
+expect 'src/import/spool.c:.*collect/options.h' "$src/scripts/check_layers" import-no-collect "$work/t"
+echo "check_planted: a planted include cycle, private include in the CLI, print in the library and collector header in an importer each fail their check"

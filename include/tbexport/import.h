@@ -4,6 +4,8 @@
  *   - Chrome trace JSON (PyTorch/Kineto, JAX, any producer), plain or gzip
  *   - XSpace protobuf (.xplane.pb from JAX, TensorFlow, XLA, tbexport)
  *   - Nsight Systems SQLite export (nsys export --type sqlite)
+ *   - tbexport's own spool (`<pid>.spool`, left unconverted by a profiled
+ *     process), as one process without capture range or steps
  * Importing adds to a trace created with tbe_trace_create; call
  * tbe_trace_finish afterwards (tbe_import_file does so itself).
  *
@@ -44,7 +46,9 @@ typedef enum tbe_import_format {
   TBE_FORMAT_UNKNOWN = 0,
   TBE_FORMAT_CHROME_JSON = 1,
   TBE_FORMAT_XSPACE = 2,
-  TBE_FORMAT_NSYS_SQLITE = 3
+  TBE_FORMAT_NSYS_SQLITE = 3,
+  TBE_FORMAT_SPOOL = 4 /* the collector's spool (`<pid>.spool`), converted as
+                          `tbexport import` does, without capture or steps */
 } tbe_import_format;
 
 typedef struct tbe_import_error {
@@ -118,7 +122,8 @@ typedef struct tbe_import_options {
   const tbe_allocator *allocator;
 } tbe_import_options;
 
-/* Returns a static name: "chrome-json", "xspace", "nsys-sqlite", "unknown". */
+/* Returns a static name: "chrome-json", "xspace", "nsys-sqlite", "spool",
+ * "unknown". */
 TBE_API const char *tbe_import_format_name(tbe_import_format f);
 
 /* Detects the format of `path` from its content: an XSpace when its

@@ -9,7 +9,7 @@
  * Threads: CUPTI calls buffer_requested / buffer_completed on its own and on
  * application threads; those only move buffers between a free stack and a
  * queue under a mutex.  A background thread decodes completed buffers into
- * spool items (collect/spool.h), zeroes and recycles the buffers, writes
+ * spool items (events/spool.h), zeroes and recycles the buffers, writes
  * the items, switches collection on/off for delay/duration and flushes
  * periodically.  start/stop must not race each other.
  *
@@ -29,7 +29,7 @@
 
 #include <cupti.h>
 
-#include "collect/spool.h"
+#include "events/spool.h"
 
 typedef struct tbe__cupti_api {
   CUptiResult (*activity_enable)(CUpti_ActivityKind kind);

@@ -17,7 +17,7 @@
 
 #include <cupti.h>
 
-#include "collect/spool.h"
+#include "events/spool.h"
 #include "common/buf.h"
 
 /* The spool's string table: C string -> spool id, from 1. */

@@ -4,7 +4,7 @@
  * build time (TBE_HAVE_CUPTI) it loads libcupti at run time
  * (cupti_load.c), starts the collector singleton with a spool in a hidden
  * directory under the log dir, and on stop converts that spool into the run
- * (convert.c).  Without CUPTI, start and stop return TBE_ENOCUPTI.  One
+ * (src/import/spool.c).  Without CUPTI, start and stop return TBE_ENOCUPTI.  One
  * session at a time; the session state below is only touched by start and
  * stop, which must not race.
  *

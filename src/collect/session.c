@@ -6,7 +6,7 @@
  *
  * Conversion, per spool in name order: a spool still flock'ed belongs to
  * a live process and is left alone; the others are read into a trace
- * (convert.c: spool -> trace model) and written with tbe_export_run, one
+ * (src/import/spool.c: spool -> trace model) and written with tbe_export_run, one
  * host entry per process when there are several (<host>_pid<N>), all
  * under one run name fixed before the first.  A spool that fails to
  * convert or whose run fails to write is kept and counted; the others go
@@ -31,9 +31,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "collect/convert.h"
+#include "import/spool.h"
 #include "collect/options.h"
-#include "collect/spool.h"
+#include "events/spool.h"
 #include "common/fsutil.h"
 #include "common/text.h"
 #include "tbexport/error.h"

@@ -15,7 +15,7 @@
  * first 64 KiB), then Chrome JSON, which must begin a JSON object or array
  * after an optional UTF-8 BOM (a plane of 91 or 123 bytes puts '[' or '{'
  * right after XSpace's first tag, and the tag 0x0a is a newline), then the
- * SQLite header.  When none is sure, the first that finds its format
+ * SQLite header, then the collector's spool magic ("TBESPL01").  When none is sure, the first that finds its format
  * likely takes it: a start that is an XSpace field tag whose framing
  * breaks later is still an XSpace, cut or corrupt, so its importer names
  * the byte.
@@ -34,6 +34,7 @@ static const tbe__importer *const importers[] = {
     &tbe__importer_xspace,
     &tbe__importer_chrome_json,
     &tbe__importer_nsys,
+    &tbe__importer_spool,
 };
 #define NIMPORTERS (sizeof importers / sizeof importers[0])
 

@@ -51,6 +51,7 @@ typedef struct tbe__importer {
 extern const tbe__importer tbe__importer_chrome_json; /* chrome_json.c */
 extern const tbe__importer tbe__importer_xspace;      /* xspace.c */
 extern const tbe__importer tbe__importer_nsys;        /* nsys.c */
+extern const tbe__importer tbe__importer_spool;       /* spool.c */
 
 /* ---- errors (import_error.c) ---- */
 

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "collect/convert.h"
+#include "import/spool.h"
 #include "tbexport/trace.h"
 
 static void convert(const uint8_t *data, size_t size, const tbe__convert_opts *o) {

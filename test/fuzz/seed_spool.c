@@ -1,5 +1,5 @@
 /* seed_spool.c: writes the seed spools of corpus/spool/ with the spool
- * writer's own encoders (src/collect/spool.h), so the seeds follow the
+ * writer's own encoders (src/events/spool.h), so the seeds follow the
  * format of this build.  Usage: seed_spool DIR.  Writes DIR/full.spool (one
  * process: info, host, command, strings, a device and context, kernels, a
  * copy, a memset, API calls, a sync, an NVTX range "step" and a mark,
@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "collect/spool.h"
+#include "events/spool.h"
 #include "common/alloc.h"
 #include "common/buf.h"
 

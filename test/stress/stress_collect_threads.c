@@ -37,7 +37,7 @@ int main(void) {
 #include <string.h>
 
 #include "collect/collector.h"
-#include "collect/convert.h"
+#include "import/spool.h"
 #include "fake_cupti.h"
 #include "stress_util.h"
 #include "tbexport.h"

@@ -39,8 +39,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "collect/convert.h"
-#include "collect/spool.h"
+#include "import/spool.h"
+#include "events/spool.h"
 #include "common/alloc.h"
 #include "common/buf.h"
 #include "common/fsutil.h"

@@ -50,7 +50,7 @@
 
 #ifdef TBE_HAVE_CUPTI
 #include "collect/collector.h"
-#include "collect/convert.h"
+#include "import/spool.h"
 #include "common/iofault.h"
 #include "fake_cupti.h"
 

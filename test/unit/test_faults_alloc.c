@@ -25,7 +25,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "collect/convert.h"
+#include "import/spool.h"
 #include "tbexport.h"
 #include "testutil.h"
 

@@ -27,7 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "collect/spool.h"
+#include "events/spool.h"
 #include "common/iofault.h"
 #include "tbexport.h"
 #include "testutil.h"

@@ -40,8 +40,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "collect/convert.h"
-#include "collect/spool.h"
+#include "import/spool.h"
+#include "events/spool.h"
 #include "common/crc32c.h"
 #include "common/fsutil.h"
 #include "tbexport.h"

@@ -36,8 +36,8 @@
 
 #include <cmocka.h>
 
-#include "collect/convert.h"
-#include "collect/spool.h"
+#include "import/spool.h"
+#include "events/spool.h"
 #include "common/alloc.h"
 #include "common/buf.h"
 #include "tbexport.h"

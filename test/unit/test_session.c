@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "collect/spool.h"
+#include "events/spool.h"
 #include "tbexport.h"
 #include "testutil.h"
 

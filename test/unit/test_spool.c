@@ -21,9 +21,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "collect/convert.h"
+#include "import/spool.h"
 #include "collect/options.h"
-#include "collect/spool.h"
+#include "events/spool.h"
 #include "common/alloc.h"
 #include "common/buf.h"
 #include "tbexport.h"
@@ -268,6 +268,54 @@ static void test_round_trip(void **state) {
   /* busy: 7 kernels of 100+100+50*3+100+100 = 550 ns over 6000 ns */
   assert_true(info.r.gpu_busy_pct > 9.16 && info.r.gpu_busy_pct < 9.17);
   tbe_trace_free(t);
+  tu_rmrf(dir);
+  free(dir);
+  free(path);
+  tbe__buf_deinit(&m.b);
+}
+
+/* The fourth importer: tbe_import_file and tbe_import_detect take a spool
+ * through the table, and read it as the session's conversion does (with
+ * no options); one of another build fails naming the byte and why. */
+static void test_import_table(void **state) {
+  (void)state;
+  img m;
+  build(&m, 1);
+  char *dir = tu_mkdtemp();
+  char *path = tu_join(dir, "321.spool");
+  assert_int_equal(tu_write_file(path, m.b.data, m.b.len), 0);
+  tbe_import_format f = TBE_FORMAT_UNKNOWN;
+  assert_int_equal(tbe_import_detect(path, &f), 0);
+  assert_int_equal(f, TBE_FORMAT_SPOOL);
+  assert_string_equal(tbe_import_format_name(f), "spool");
+  tbe_trace *a, *b;
+  tbe_import_error err;
+  assert_int_equal(tbe_trace_create(&a, NULL), 0);
+  assert_int_equal(tbe_import_file(a, path, NULL, &err), 0);
+  assert_int_equal(convert(m.b.data, m.b.len, &b, NULL), 0);
+  assert_int_equal(a->nevents, b->nevents);
+  assert_int_equal(kernels(a), 7);
+  for (size_t i = 0; i < a->nevents; i++) {
+    assert_int_equal(a->events[i].kind, b->events[i].kind);
+    assert_int_equal(a->events[i].start_ns, b->events[i].start_ns);
+    assert_int_equal(a->events[i].dur_ns, b->events[i].dur_ns);
+    assert_string_equal(tbe_trace_str(a, a->events[i].name), tbe_trace_str(b, b->events[i].name));
+  }
+  assert_int_equal(a->start_ns, b->start_ns);
+  assert_int_equal(a->stop_ns, b->stop_ns);
+  assert_int_equal(a->dropped_records, b->dropped_records);
+  assert_string_equal(tbe_trace_str(a, a->host), "gpuhost");
+  tbe_trace_free(a);
+  tbe_trace_free(b);
+  /* Another byte order: the importer names byte 12. */
+  uint32_t bom = 0x04030201u;
+  memcpy(m.b.data + 12, &bom, 4);
+  assert_int_equal(tu_write_file(path, m.b.data, m.b.len), 0);
+  assert_int_equal(tbe_trace_create(&a, NULL), 0);
+  assert_int_equal(tbe_import_file(a, path, NULL, &err), TBE_ECORRUPT);
+  assert_int_equal(err.offset, 12);
+  assert_non_null(strstr(err.message, "321.spool: byte 12: other byte order"));
+  tbe_trace_free(a);
   tu_rmrf(dir);
   free(dir);
   free(path);
@@ -1087,6 +1135,7 @@ int main(void) {
   tbe__allocator_init(&al, NULL);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip),
+      cmocka_unit_test(test_import_table),
       cmocka_unit_test(test_cut_at_every_byte_of_last_frame),
       cmocka_unit_test(test_corrupt_last_frame),
       cmocka_unit_test(test_no_end_marker),

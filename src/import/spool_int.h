@@ -1,23 +1,23 @@
-/* convert_scan.h: the first phase of spool -> trace (convert.c's essay):
+/* spool_int.h: the first phase of spool -> trace (spool.c's essay):
  * every item of a spool copied into typed arrays, spool string ids mapped
- * to trace strings as they are defined.  Private to src/collect.
+ * to trace strings as they are defined.  Private to the spool importer.
  *
  *   scan s = {.t = trace};
  *   tbe__spool_scan(data, n, tbe__convert_on_item, &s, &tail);
- *   ... build the trace from s (convert.c) ...
+ *   ... build the trace from s (spool.c) ...
  *   tbe__convert_scan_free(&s);
  *
  * Nothing read is trusted: an item shorter than its struct is skipped, an
  * unknown one too; a string id never defined maps to "". */
-#ifndef TBE_COLLECT_CONVERT_SCAN_H
-#define TBE_COLLECT_CONVERT_SCAN_H
+#ifndef TBE_IMPORT_SPOOL_INT_H
+#define TBE_IMPORT_SPOOL_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "collect/spool.h"
+#include "events/spool.h"
 #include "tbexport/error.h"
 #include "tbexport/trace.h"
 

@@ -8,8 +8,9 @@
  * an accepted frame are bounds-checked too.  The checksum is CRC32C
  * (src/common/crc32c.c, hardware-accelerated where the CPU allows); the
  * header records the checksum kind, so a spool of another build is refused
- * rather than misread. */
-#include "collect/spool.h"
+ * rather than misread.  The collector writes (src/collect), the spool
+ * importer scans (src/import/spool.c). */
+#include "events/spool.h"
 
 #include <errno.h>
 #include <string.h>

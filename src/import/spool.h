@@ -1,11 +1,15 @@
-/* convert.h: spool file -> trace model (built in every configuration; no
- * CUDA types).
+/* spool.h: the spool importer: spool file -> trace model (built in every
+ * configuration; no CUDA types).
  *
- * tbe__spool_to_trace reads one spool (one process) into a trace; the
- * session (session.c, tbexport/session.h) converts every spool of a
- * session this way and writes the run. */
-#ifndef TBE_COLLECT_CONVERT_H
-#define TBE_COLLECT_CONVERT_H
+ * The fourth importer (importer.h): tbe_import_file takes a file that
+ * begins with the spool magic (events/spool.h) through the table, with
+ * no capture range, steps or host of its own.  The collector's side calls
+ * the functions below with its options: tbe__spool_to_trace reads one
+ * spool (one process) into a trace; the session (src/collect/session.c,
+ * tbexport/session.h) converts every spool of a session this way and
+ * writes the run, with what tbe__convert_info tells about each process. */
+#ifndef TBE_IMPORT_SPOOL_H
+#define TBE_IMPORT_SPOOL_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
-/* convert.c: spool -> trace model (see convert.h).
+/* spool.c: the spool importer: spool -> trace model (see spool.h).
  *
- * Two phases.  Scanning (tbe__spool_scan with convert_scan.c's callback)
+ * Two phases.  Scanning (tbe__spool_scan with spool_scan.c's callback)
  * copies every item into typed arrays, mapping spool string ids to trace
  * strings as they are defined.
  * Building then: checks timestamps (start = 0 or end < start is counted in
@@ -21,8 +21,8 @@
  * (GPU work: the call that launched it), CUPTI overhead is counted only
  * inside them, and the trace's start and stop are their span plus the GPU
  * work launched in them. */
-#include "collect/convert.h"
-#include "collect/convert_scan.h"
+#include "import/spool.h"
+#include "import/spool_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,7 +34,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "collect/spool.h"
+#include "common/alloc.h"
+#include "events/spool.h"
+#include "import/importer.h"
 #include "tbexport/error.h"
 
 /* ---- u32 -> u32 hash map (open addressing; key UINT32_MAX reserved) ---- */
@@ -1147,3 +1149,35 @@ int tbe__spool_file_to_trace(const char *path, const tbe__convert_opts *o, tbe_t
   if (map) munmap(map, n);
   return rc;
 }
+
+/* ---- the importer ---- */
+
+/* Sure on the 8 bytes of the magic; a cut or bad file after them is the
+ * importer's to name. */
+static int spool_sniff(const tbe__sniff *s) {
+  return s->n >= 8 && memcmp(s->head, TBE__SPOOL_MAGIC, 8) == 0 ? TBE__SNIFF_SURE : TBE__SNIFF_NO;
+}
+
+/* tbe_import_file's way in: the whole input in memory (the allocator's),
+ * converted with no options, the label the file's base name as the
+ * session's; the trace is finished by import.c (finishing is idempotent). */
+static int import_spool(tbe_trace *t, tbe__input *in, const char *path,
+                        const tbe_import_options *o, tbe_import_error *err) {
+  uint8_t *data = NULL;
+  size_t n = 0;
+  int rc = tbe__input_read_all(in, &data, &n, o->max_input_bytes);
+  if (rc) return tbe__import_input_fail(err, rc, path, in, o);
+  tbe__convert_opts co;
+  memset(&co, 0, sizeof co);
+  tbe__convert_info info;
+  const char *base = strrchr(path, '/');
+  rc = tbe__spool_to_trace(data, n, base ? base + 1 : path, &co, t, &info);
+  tbe__free(in->a, data);
+  if (rc == TBE_EFORMAT || rc == TBE_ECORRUPT)
+    return tbe__import_fail(err, rc, path, info.tail_offset, 0, 0, "%s",
+                            info.tail_why ? info.tail_why : "not a spool file");
+  return rc;
+}
+
+const tbe__importer tbe__importer_spool = {TBE_FORMAT_SPOOL, "spool", spool_sniff, import_spool,
+                                           0, NULL};

@@ -1,7 +1,7 @@
-/* convert_scan.c: the scanning phase of spool -> trace (convert_scan.h):
+/* spool_scan.c: the scanning phase of spool -> trace (spool_int.h):
  * each spool item copied into the scan's array of its type, string and
  * note items interned into the trace as they come. */
-#include "collect/convert_scan.h"
+#include "import/spool_int.h"
 
 #include <string.h>
 

@@ -1,4 +1,9 @@
-/* spool.h: the collector's spool file, one per profiled process.
+/* spool.h: the collector's spool file, one per profiled process: its
+ * format, writing and scanning.
+ *
+ * It lives beside tfrecord.h because both are framed, checksummed record
+ * files: the collector (src/collect) writes it, the spool importer
+ * (src/import/spool.c) reads it, and neither room includes the other.
  *
  * The collector's background thread decodes CUPTI buffers into the compact
  * items below and appends them to the spool in framed blocks; `tbexport`
@@ -29,8 +34,8 @@
  *
  * Timestamps are CUPTI's clock (epoch ns), for the records and for the
  * items the collector writes itself (windows, steps, end). */
-#ifndef TBE_COLLECT_SPOOL_H
-#define TBE_COLLECT_SPOOL_H
+#ifndef TBE_EVENTS_SPOOL_H
+#define TBE_EVENTS_SPOOL_H
 
 #include <stddef.h>
 #include <stdint.h>
