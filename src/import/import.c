@@ -110,7 +110,7 @@ static int run_importer(const tbe__importer *imp, tbe_trace *t, tbe__input *in, 
                         const tbe_import_options *o, tbe_import_error *err) {
   if (!imp)
     return tbe__import_fail(err, TBE_EFORMAT, path, 0, 0, 0,
-                            "not a Chrome trace JSON, XSpace or Nsight Systems SQLite file");
+                            "not a Chrome trace JSON, XSpace, Nsight Systems SQLite or tbexport spool file");
   if (imp->by_path) {
     if (in->stream) return tbe__import_fail(err, TBE_EFORMAT, path, 0, 0, 0, "%s", imp->no_stream);
     tbe__input_close(in); /* the importer opens the file itself */
