@@ -19,6 +19,10 @@ int tbe__analysis_blank(tbe_analysis **out, const tbe_allocator *a);
  * per-step name times); NULL on failure or when it has one already. */
 int64_t *tbe__analysis_pool(tbe_analysis *an, size_t n);
 
+/* Fills an->advice from an's figures (analysis_advice.c).  Returns 0 or
+ * TBE_ENOMEM. */
+int tbe__analysis_advise(tbe_analysis *an);
+
 /* Length of a run host's label without the "_pid<N>[_<k>]" that tbexport
  * appends for the processes of one machine: the machine's name
  * (run_analysis.c). */
