@@ -35,82 +35,39 @@
 #include <unistd.h>
 
 #include "common/alloc.h"
+#include "common/map.h"
 #include "events/spool.h"
 #include "import/importer.h"
+#include "trace/exporter.h"
 #include "tbexport/error.h"
 
-/* ---- u32 -> u32 hash map (open addressing; key UINT32_MAX reserved) ---- */
+/* ---- u32 -> u32 map: the toolbox's keyed hash (common/map.h), so ids
+ * chosen to collide cost what random ones do; key UINT32_MAX is "none"
+ * and never stored ---- */
 
-typedef struct u32map {
-  uint32_t *k, *v;
-  size_t cap, n;
-} u32map;
+typedef tbe__map u32map;
 
-static uint32_t mix32(uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352dU;
-  x ^= x >> 15;
-  x *= 0x846ca68bU;
-  x ^= x >> 16;
-  return x;
-}
+static void map_init(u32map *m, const tbe_allocator *a) { tbe__map_init(m, a, TBE__SEED_PROCESS); }
 
+/* Stores k -> v; an existing key keeps its value unless `replace`. */
 static int map_put(u32map *m, uint32_t k, uint32_t v, int replace) {
   if (k == UINT32_MAX) return 0;
-  if ((m->n + 1) * 2 > m->cap) {
-    size_t nc = m->cap ? m->cap * 2 : 256;
-    uint32_t *nk = malloc(nc * sizeof *nk), *nv = malloc(nc * sizeof *nv);
-    if (!nk || !nv) {
-      free(nk);
-      free(nv);
-      return TBE_ENOMEM;
-    }
-    memset(nk, 0xff, nc * sizeof *nk);
-    for (size_t i = 0; i < m->cap; i++) {
-      if (m->k[i] == UINT32_MAX) continue;
-      size_t j = mix32(m->k[i]) & (nc - 1);
-      while (nk[j] != UINT32_MAX) j = (j + 1) & (nc - 1);
-      nk[j] = m->k[i];
-      nv[j] = m->v[i];
-    }
-    free(m->k);
-    free(m->v);
-    m->k = nk;
-    m->v = nv;
-    m->cap = nc;
-  }
-  size_t j = mix32(k) & (m->cap - 1);
-  while (m->k[j] != UINT32_MAX) {
-    if (m->k[j] == k) {
-      if (replace) m->v[j] = v;
-      return 0;
-    }
-    j = (j + 1) & (m->cap - 1);
-  }
-  m->k[j] = k;
-  m->v[j] = v;
-  m->n++;
+  int added = 0;
+  uint32_t *slot = tbe__map_put(m, k, &added);
+  if (!slot) return TBE_ENOMEM;
+  if (added || replace) *slot = v;
   return 0;
 }
 
 static int map_get(const u32map *m, uint32_t k, uint32_t *v) {
-  if (!m->cap || k == UINT32_MAX) return 0;
-  size_t j = mix32(k) & (m->cap - 1);
-  while (m->k[j] != UINT32_MAX) {
-    if (m->k[j] == k) {
-      *v = m->v[j];
-      return 1;
-    }
-    j = (j + 1) & (m->cap - 1);
-  }
-  return 0;
+  if (k == UINT32_MAX) return 0;
+  const uint32_t *p = tbe__map_get(m, k);
+  if (!p) return 0;
+  *v = *p;
+  return 1;
 }
 
-static void map_free(u32map *m) {
-  free(m->k);
-  free(m->v);
-  memset(m, 0, sizeof *m);
-}
+static void map_free(u32map *m) { tbe__map_deinit(m); }
 
 /* ---- names ---- */
 
@@ -555,7 +512,9 @@ static int nvtx_ranges(build *b, range_vec *rs) {
   tbe_trace *t = b->t;
   tbe__convert_info *info = b->info;
   int rc = 0;
-  u32map starts = {0}, datas = {0};
+  u32map starts, datas;
+  map_init(&starts, tbe__trace_allocator(t));
+  map_init(&datas, tbe__trace_allocator(t));
   for (size_t i = 0; i < s->mdata.n && !rc; i++) rc = map_put(&datas, s->mdata.v[i].id, (uint32_t)i, 0);
   for (size_t i = 0; i < s->markers.n && !rc; i++) {
     const tbe__sp_marker *m = &s->markers.v[i];
@@ -1033,6 +992,8 @@ int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
   }
   build b;
   memset(&b, 0, sizeof b);
+  map_init(&b.corr, tbe__trace_allocator(t));
+  map_init(&b.ctxdev, tbe__trace_allocator(t));
   b.s = &s;
   b.t = t;
   b.o = o;
