@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
+
 static int64_t ts64(uint64_t v) { return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v; }
 
 #define ITEM(type, var) tbe__spool_item(dc->batch, type, &(var), sizeof(var))
@@ -36,56 +38,25 @@ int tbe__api_is_noisy(int driver, const char *name, size_t len) {
 
 /* ---- string interning ---- */
 
-static uint64_t hash_str(const char *s, size_t *len) {
-  uint64_t h = 1469598103934665603ull;
-  const char *p = s;
-  while (*p) {
-    h ^= (unsigned char)*p++;
-    h *= 1099511628211ull;
-  }
-  *len = (size_t)(p - s);
-  return h;
-}
-
 static uint32_t intern(tbe__decoder *dc, const char *s) {
   if (!s) return 0;
-  size_t len;
-  uint64_t h = hash_str(s, &len);
   strtab *t = &dc->strs;
-  if (t->n * 2 >= t->cap) {
-    size_t ncap = t->cap ? t->cap * 2 : 1024;
-    strent *ne = calloc(ncap, sizeof *ne);
-    if (!ne) return 0;
-    for (size_t i = 0; i < t->cap; i++) {
-      if (!t->e[i].s) continue;
-      size_t j = t->e[i].hash & (ncap - 1);
-      while (ne[j].s) j = (j + 1) & (ncap - 1);
-      ne[j] = t->e[i];
-    }
-    free(t->e);
-    t->e = ne;
-    t->cap = ncap;
+  if (!t->ready) {
+    tbe__allocator_init(&t->a, NULL);
+    tbe__intern_init(&t->in, &t->a, TBE__SEED_PROCESS);
+    t->ready = 1;
   }
-  size_t j = h & (t->cap - 1);
-  while (t->e[j].s) {
-    if (t->e[j].hash == h && t->e[j].len == len && memcmp(t->e[j].s, s, len) == 0)
-      return t->e[j].id;
-    j = (j + 1) & (t->cap - 1);
-  }
-  char *copy = malloc(len + 1);
-  if (!copy) return 0;
-  memcpy(copy, s, len + 1);
-  uint32_t id = ++t->next_id;
-  t->e[j] = (strent){h, copy, (uint32_t)len, id};
-  t->n++;
-  tbe__spool_str(dc->batch, id, s, len);
-  return id;
+  size_t len = strlen(s);
+  uint32_t id;
+  int added;
+  if (tbe__intern_add(&t->in, s, len, &id, &added)) return 0;
+  if (added) tbe__spool_str(dc->batch, id + 1, s, len);
+  return id + 1;
 }
 
 static void strtab_free(strtab *t) {
-  for (size_t i = 0; i < t->cap; i++) free(t->e[i].s);
-  free(t->e);
-  memset(t, 0, sizeof *t);
+  if (t->ready) tbe__intern_deinit(&t->in);
+  t->ready = 0;
 }
 
 /* ---- record names ---- */
@@ -417,8 +388,9 @@ int tbe__decoder_buffer(tbe__decoder *dc, uint8_t *buf, size_t valid, uint64_t *
 
 void tbe__decoder_redefine(tbe__decoder *dc) {
   const strtab *t = &dc->strs;
-  for (size_t i = 0; i < t->cap; i++)
-    if (t->e[i].s) tbe__spool_str(dc->batch, t->e[i].id, t->e[i].s, t->e[i].len);
+  for (size_t i = 0; t->ready && i < t->in.n; i++)
+    tbe__spool_str(dc->batch, (uint32_t)i + 1, tbe__intern_str(&t->in, (uint32_t)i),
+                   tbe__intern_len(&t->in, (uint32_t)i));
 }
 
 void tbe__decoder_reset(tbe__decoder *dc) {

@@ -19,18 +19,15 @@
 
 #include "events/spool.h"
 #include "common/buf.h"
+#include "common/intern.h"
 
 /* The spool's string table: C string -> spool id, from 1. */
-typedef struct strent {
-  uint64_t hash;
-  char *s;
-  uint32_t len, id;
-} strent;
-
+/* The spool's string ids: the toolbox's interner (dense ids from 0; the
+ * spool's are id + 1, 0 meaning none), made on first use. */
 typedef struct strtab {
-  strent *e;
-  size_t cap, n;
-  uint32_t next_id;
+  tbe__intern in;
+  tbe_allocator a;
+  int ready;
 } strtab;
 
 typedef struct tbe__decoder {
