@@ -233,18 +233,29 @@ static int cmp_step_num(const void *x, const void *y) {
   return (a->num > b->num) - (a->num < b->num);
 }
 
-/* The q-quantile (0..1) of the step times, by the nearest-rank rule. */
-static int64_t step_quantile(const tbe_step_stats *const *by_time, size_t n, double q) {
-  size_t r = (size_t)(q * (double)n + 0.999999);
-  if (r < 1) r = 1;
-  if (r > n) r = n;
-  return by_time[r - 1]->dur_ns;
+static int cmp_i64(const void *x, const void *y) {
+  int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+  return (a > b) - (a < b);
 }
 
-static int cmp_step_dur(const void *x, const void *y) {
-  const tbe_step_stats *a = *(const tbe_step_stats *const *)x;
-  const tbe_step_stats *b = *(const tbe_step_stats *const *)y;
-  return (a->dur_ns > b->dur_ns) - (a->dur_ns < b->dur_ns);
+/* The median and the 90th percentile of the step times (nearest rank),
+ * in q[0] and q[1]; an->nsteps > 0.  The summary scalars and the HParams
+ * metrics both read them.  Returns 0 or TBE_ENOMEM. */
+static int step_median_p90(const tbe_analysis *an, const tbe_allocator *a, int64_t q[2]) {
+  size_t n = an->nsteps;
+  int64_t *v = tbe__alloc(a, n * sizeof *v);
+  if (!v) return TBE_ENOMEM;
+  for (size_t i = 0; i < n; i++) v[i] = an->steps[i].dur_ns;
+  qsort(v, n, sizeof *v, cmp_i64);
+  static const double at[2] = {0.5, 0.9};
+  for (int k = 0; k < 2; k++) {
+    size_t r = (size_t)(at[k] * (double)n + 0.999999);
+    if (r < 1) r = 1;
+    if (r > n) r = n;
+    q[k] = v[r - 1];
+  }
+  tbe__free(a, v);
+  return 0;
 }
 
 /* The per-step series: one point per step number (the first step of a
@@ -288,10 +299,13 @@ static int step_series(ew *e, const tbe_analysis *an, char (*ktag)[TAG_WIDTH + 8
       scalar(e, tag, ms(kn->step_ns[index[i]]), s->num);
     }
   }
-  /* The distribution, as single points the HParams and the summary read. */
-  qsort(order, an->nsteps, sizeof *order, cmp_step_dur);
-  scalar(e, "summary/step_time_median_ms", ms(step_quantile(order, an->nsteps, 0.5)), 0);
-  scalar(e, "summary/step_time_p90_ms", ms(step_quantile(order, an->nsteps, 0.9)), 0);
+  /* The distribution, as single points. */
+  int64_t q[2];
+  if (!e->rc && step_median_p90(an, a, q)) e->rc = TBE_ENOMEM;
+  if (!e->rc) {
+    scalar(e, "summary/step_time_median_ms", ms(q[0]), 0);
+    scalar(e, "summary/step_time_p90_ms", ms(q[1]), 0);
+  }
   scalar(e, "summary/steps", (double)an->nsteps, 0);
   tbe__free(a, order);
   tbe__free(a, index);
@@ -554,16 +568,10 @@ static int hparams_write(const tbe__export_ctx *ctx, tbe__sink *out) {
   size_t nm = 0;
   const tbe_device_stats *d = &an->all;
 #define M(t_, v_) (m[nm].tag = (t_), m[nm++].value = (v_))
-  if (an->nsteps) {
-    const tbe_step_stats **by = tbe__alloc(&al, an->nsteps * sizeof *by);
-    if (!by) rc = TBE_ENOMEM;
-    for (size_t i = 0; by && i < an->nsteps; i++) by[i] = &an->steps[i];
-    if (by) {
-      qsort(by, an->nsteps, sizeof *by, cmp_step_dur);
-      M("hparams/step_median_ms", ms(step_quantile(by, an->nsteps, 0.5)));
-      M("hparams/step_p90_ms", ms(step_quantile(by, an->nsteps, 0.9)));
-      tbe__free(&al, by);
-    }
+  int64_t q[2];
+  if (an->nsteps && !(rc = step_median_p90(an, &al, q))) {
+    M("hparams/step_median_ms", ms(q[0]));
+    M("hparams/step_p90_ms", ms(q[1]));
   }
   M("hparams/wall_ms", ms(an->wall_ns));
   M("hparams/gpu_busy_pct", pct(d->busy_ns, d->wall_ns));
