@@ -70,6 +70,11 @@ enum {
   TBE__SP_THREAD_NAME = 21,
   TBE__SP_STEP = 22,       /* tbe__sp_step: the program began its next step */
   TBE__SP_SIGNAL = 23,     /* tbe__sp_signal: a fatal signal reached the program */
+  TBE__SP_RANK = 24,       /* tbe__sp_rank + bytes: the launcher's rank of this process */
+  TBE__SP_METRIC_DEF = 25, /* tbe__sp_metric_def: a hardware metric's id, name, unit */
+  TBE__SP_METRIC_SAMPLES = 26, /* tbe__sp_metric_samples + values: PM sampling */
+  TBE__SP_KERNEL_METRICS = 27, /* tbe__sp_kernel_metrics + values: range profiler */
+  TBE__SP_METRIC_STATUS = 28,  /* tbe__sp_metric_status + bytes: how metrics went */
   TBE__SP_WINDOW = 30,     /* tbe__sp_window: collection switched on/off */
   TBE__SP_STATS = 31,      /* tbe__sp_stats, cumulative: the last one counts */
   TBE__SP_END = 32         /* tbe__sp_end: clean end of the session */
@@ -213,6 +218,86 @@ typedef struct tbe__sp_signal {
   int32_t sig;    /* the signal number */
   uint32_t pad;
 } tbe__sp_signal;
+
+/* The rank this process has in a distributed job, read by the collector
+ * from its launcher's environment when it starts (src/collect/launcher.c:
+ * torchrun, Open MPI, PMIx, MPICH/PMI, Slurm; the first found wins).  The
+ * body is followed by the job id's bytes (may be empty); `launcher` says
+ * which launcher's variables gave the rank (TBE__LAUNCHER_*). */
+typedef struct tbe__sp_rank {
+  int32_t rank;        /* >= 0 */
+  int32_t world_size;  /* > 0; 0 if unknown */
+  int32_t local_rank;  /* -1 if unknown */
+  uint32_t launcher;   /* TBE__LAUNCHER_* */
+} tbe__sp_rank;
+
+enum {
+  TBE__LAUNCHER_NONE = 0,
+  TBE__LAUNCHER_TORCH = 1,  /* RANK, WORLD_SIZE, LOCAL_RANK, TORCHELASTIC_RUN_ID */
+  TBE__LAUNCHER_OMPI = 2,   /* OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK */
+  TBE__LAUNCHER_PMIX = 3,   /* PMIX_RANK, PMIX_NAMESPACE */
+  TBE__LAUNCHER_PMI = 4,    /* PMI_RANK, PMI_SIZE (MPICH's Hydra, others) */
+  TBE__LAUNCHER_SLURM = 5   /* SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_JOB_ID */
+};
+
+/* Hardware metrics (issue 17).  Metric ids are the spool's own (1, 2, ...),
+ * defined by TBE__SP_METRIC_DEF before any item uses them. */
+enum {
+  TBE__MU_PCT = 1,          /* percent of peak (0..100) */
+  TBE__MU_BYTES_PER_S = 2,  /* throughput */
+  TBE__MU_HZ = 3,           /* a clock */
+  TBE__MU_COUNT = 4,        /* a plain count or ratio */
+  TBE__MU_PER_S = 5         /* events per second */
+};
+
+typedef struct tbe__sp_metric_def {
+  uint32_t id;      /* 1, 2, ... */
+  uint32_t name;    /* string id: our short name ("sm_active_pct") */
+  uint32_t source;  /* string id: the CUPTI metric it is read from; 0 if none */
+  uint32_t unit;    /* TBE__MU_* */
+} tbe__sp_metric_def;
+
+/* PM sampling: `nsamples` samples of the same `nmetrics` metrics of one
+ * device.  The body is followed by nmetrics u32 metric ids, then, per
+ * sample, an int64 timestamp (CUPTI's clock, epoch ns) and nmetrics
+ * doubles (the value of each metric, in the order of the ids, over the
+ * interval that ends at the timestamp).  An item holds as many samples as
+ * fit its 16-bit body length. */
+typedef struct tbe__sp_metric_samples {
+  uint32_t device;    /* CUDA device ordinal */
+  uint32_t nmetrics;
+  uint32_t nsamples;
+  uint32_t pad;
+} tbe__sp_metric_samples;
+
+/* Range profiler: the figures of one kernel name on one device, over
+ * `launches` launches measured.  Followed by nvalues pairs of (u32 metric
+ * id, u32 0, double value). */
+typedef struct tbe__sp_kernel_metrics {
+  uint32_t name;      /* string id: the kernel's name as CUPTI gives it */
+  uint32_t device;
+  uint32_t launches;
+  uint32_t nvalues;
+} tbe__sp_kernel_metrics;
+
+/* What became of a metrics collection (one per kind and device, the last
+ * one counts); followed by a one-line reason's bytes when status != OK. */
+enum { TBE__MKIND_PM_SAMPLING = 1, TBE__MKIND_RANGE_PROFILER = 2 };
+enum {
+  TBE__MS_OK = 0,
+  TBE__MS_NO_PERMISSION = 1,  /* CUPTI_ERROR_INSUFFICIENT_PRIVILEGES */
+  TBE__MS_BUSY = 2,           /* another profiler holds the counters */
+  TBE__MS_UNSUPPORTED = 3,    /* this GPU or CUPTI has no such API */
+  TBE__MS_FAILED = 4          /* any other error (the reason says which) */
+};
+typedef struct tbe__sp_metric_status {
+  uint32_t kind;      /* TBE__MKIND_PM_SAMPLING or TBE__MKIND_RANGE_PROFILER */
+  uint32_t device;    /* ordinal; UINT32_MAX: every device */
+  uint32_t status;    /* TBE__MS_* */
+  uint32_t pad;
+  uint64_t samples;   /* samples (PM) or launches (range) recorded */
+  uint64_t overflow;  /* samples lost when the hardware buffer overflowed */
+} tbe__sp_metric_status;
 
 typedef struct tbe__sp_window {
   int64_t ts;
