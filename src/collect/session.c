@@ -7,8 +7,12 @@
  * Conversion, per spool in name order: a spool still flock'ed belongs to
  * a live process and is left alone; the others are read into a trace
  * (src/import/spool.c: spool -> trace model) and written with tbe_export_run, one
- * host entry per process when there are several (<host>_pid<N>), all
- * under one run name fixed before the first.  A spool that fails to
+ * host entry per process, all under one run name fixed before the first.
+ * The entries follow tbexport/session.h: <host>.rank<N> for a process
+ * with a launcher's rank (the spool's TBE__SP_RANK, else the session's own
+ * launcher), _pid<P> after it when several processes share the rank (or,
+ * without ranks, when there are several); so every spool's rank is read
+ * from its first frame before any is named.  A spool that fails to
  * convert or whose run fails to write is kept and counted; the others go
  * on, and the result is the first error.  With no spool at all, the run
  * still says what happened: a trace of the program's process, spanning
