@@ -607,12 +607,14 @@ static int session(const profile_args *a, const char *exe) {
   tbe_session_launcher_read(&li, NULL, NULL);
   if (li.why[0] && !a->quiet) tbe_cli_note("tbexport: note: %s", li.why);
   const char *run_arg = a->run;
-  if (!run_arg && li.run[0]) run_arg = li.run;
+  if (!run_arg && li.run[0])
+    run_arg = li.run;
   else if (!run_arg && li.rank >= 0 && !a->quiet)
-    tbe_cli_note("tbexport: note: rank %d (%s) has no job id to name the run: ranks that start "
-                 "in different seconds land in different runs; pass the same --run NAME to "
-                 "every rank",
-                 (int)li.rank, li.launcher);
+    tbe_cli_note(
+        "tbexport: note: rank %d (%s) has no job id to name the run: ranks that start "
+        "in different seconds land in different runs; pass the same --run NAME to "
+        "every rank",
+        (int)li.rank, li.launcher);
   if (tbe_session_host_entry(a->host, li.rank, entry, sizeof entry)) {
     tbe_cli_error("profile", "the host name with its rank is not a valid name; give --host NAME");
     return TBE_EXIT_FAIL;

@@ -906,7 +906,8 @@ static void write_header_items(void) {
   if (l.why[0]) {
     char note[300];
     int nl = snprintf(note, sizeof note, "launcher: %s", l.why);
-    tbe__spool_item(&G.batch, TBE__SP_NOTE, note, nl < (int)sizeof note ? (size_t)nl : sizeof note - 1);
+    tbe__spool_item(&G.batch, TBE__SP_NOTE, note,
+                    nl < (int)sizeof note ? (size_t)nl : sizeof note - 1);
   }
   char host[256];
   if (gethostname(host, sizeof host) != 0) strcpy(host, "localhost");

@@ -42,13 +42,13 @@
 #define TBE__JOB_MAX 128 /* job id bytes kept (longer ids are cut) */
 
 typedef struct tbe__launcher {
-  int32_t rank;           /* -1: no launcher found */
-  int32_t world_size;     /* 0: unknown */
-  int32_t local_rank;     /* -1: unknown */
-  unsigned launcher;      /* TBE__LAUNCHER_* of the rank; NONE without one */
-  unsigned job_launcher;  /* TBE__LAUNCHER_* whose variable gave the job id */
+  int32_t rank;               /* -1: no launcher found */
+  int32_t world_size;         /* 0: unknown */
+  int32_t local_rank;         /* -1: unknown */
+  unsigned launcher;          /* TBE__LAUNCHER_* of the rank; NONE without one */
+  unsigned job_launcher;      /* TBE__LAUNCHER_* whose variable gave the job id */
   char job[TBE__JOB_MAX + 1]; /* the job id, "" if none (only with a rank) */
-  char why[256];          /* the first variable ignored, "" if none */
+  char why[256];              /* the first variable ignored, "" if none */
 } tbe__launcher;
 
 /* Returns the value of variable `name`, or NULL when it is not set. */

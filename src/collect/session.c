@@ -154,7 +154,8 @@ int tbe_session_host_entry(const char *host, int32_t rank, char *buf, size_t siz
   else
     tbe__hostname(hb, sizeof hb);
   if (tbe__name_check(hb, NULL)) return TBE_ENAME;
-  int n = rank >= 0 ? snprintf(buf, size, "%.160s.rank%d", hb, (int)rank) : snprintf(buf, size, "%s", hb);
+  int n = rank >= 0 ? snprintf(buf, size, "%.160s.rank%d", hb, (int)rank)
+                    : snprintf(buf, size, "%s", hb);
   if (n < 0 || (size_t)n >= size) {
     buf[0] = '\0';
     return TBE_EINVAL;

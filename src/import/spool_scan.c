@@ -83,7 +83,8 @@ int tbe__convert_on_item(void *ctx, unsigned type, const uint8_t *body, size_t l
       if (len < sizeof r || s->have_rank) break;
       memcpy(&r, body, sizeof r);
       if (r.rank < 0 || r.world_size < 0 || (r.world_size > 0 && r.rank >= r.world_size)) break;
-      if (r.local_rank < -1 || (r.world_size > 0 && r.local_rank >= r.world_size)) r.local_rank = -1;
+      if (r.local_rank < -1 || (r.world_size > 0 && r.local_rank >= r.world_size))
+        r.local_rank = -1;
       s->rank = r;
       s->have_rank = 1;
       size_t jl = len - sizeof r;

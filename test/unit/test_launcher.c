@@ -127,8 +127,8 @@ static void test_ompi(void **state) {
   assert_string_equal(tbe__launcher_name(l.launcher), "Open MPI");
   run_name(&l, "ompi-prterun-node1-4242_1"); /* '@' is no name byte */
   /* older Open MPI: the ess job id */
-  fenv old = {{"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=2", "OMPI_MCA_ess_base_jobid=3121",
-               NULL}};
+  fenv old = {
+      {"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=2", "OMPI_MCA_ess_base_jobid=3121", NULL}};
   l = rd(&old);
   expect(&l, TBE__LAUNCHER_OMPI, 0, 2, -1, "3121");
   run_name(&l, "ompi-3121");
@@ -155,8 +155,8 @@ static void test_pmi(void **state) {
 
 static void test_mvapich(void **state) {
   (void)state;
-  fenv e = {{"MV2_COMM_WORLD_RANK=2", "MV2_COMM_WORLD_SIZE=3", "MV2_COMM_WORLD_LOCAL_RANK=0",
-             NULL}};
+  fenv e = {
+      {"MV2_COMM_WORLD_RANK=2", "MV2_COMM_WORLD_SIZE=3", "MV2_COMM_WORLD_LOCAL_RANK=0", NULL}};
   tbe__launcher l = rd(&e);
   expect(&l, TBE__LAUNCHER_MVAPICH, 2, 3, 0, "");
   assert_int_equal(TBE__LAUNCHER_MVAPICH, 6);
@@ -223,8 +223,8 @@ static void test_malformed(void **state) {
   tbe__launcher l = rd(&e);
   expect(&l, TBE__LAUNCHER_SLURM, 4, 8, -1, "9");
   assert_non_null(strstr(l.why, "RANK='first' is not a decimal number: ignored"));
-  static const char *bad[] = {"-1", "+1", " 1", "1 ", "0x10", "1.0", "2147483648",
-                              "99999999999999999999", "1e3"};
+  static const char *bad[] = {
+      "-1", "+1", " 1", "1 ", "0x10", "1.0", "2147483648", "99999999999999999999", "1e3"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char kv[64];
     snprintf(kv, sizeof kv, "RANK=%s", bad[i]);

@@ -392,7 +392,7 @@ typedef struct spec {
   int bad_records; /* records with zero or inverted timestamps */
   uint64_t dropped;
   int notes;
-  int ranked;      /* a launcher's rank (TBE__SP_RANK) of ... */
+  int ranked;          /* a launcher's rank (TBE__SP_RANK) of ... */
   int32_t rank, world; /* ... this rank in a world of this size (0: unknown) */
 } spec;
 

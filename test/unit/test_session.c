@@ -214,15 +214,16 @@ static void test_run_name_ranks(void **state) {
   assert_int_equal(tbe_session_run_name(dir, "torch-abc", "node.rank0", 0, name, sizeof name, clash,
                                         sizeof clash),
                    TBE_EEXIST);
-  assert_true(ends_with(clash, "/node.rank0.xplane.pb") || ends_with(clash, "/node.rank0.trace.json.gz"));
+  assert_true(ends_with(clash, "/node.rank0.xplane.pb") ||
+              ends_with(clash, "/node.rank0.trace.json.gz"));
   /* several processes of one rank: <entry>_pid<N>[_<k>] */
   touch(dir, "plugins/profile/torch-abc/node.rank3_pid77_2.trace.json.gz");
   assert_int_equal(tbe_session_run_name(dir, "torch-abc", "node.rank3", 0, name, sizeof name, clash,
                                         sizeof clash),
                    TBE_EEXIST);
   assert_true(ends_with(clash, "/node.rank3_pid77_2.trace.json.gz"));
-  assert_int_equal(tbe_session_run_name(dir, "torch-abc", "node.rank3", 1, name, sizeof name, NULL, 0),
-                   0);
+  assert_int_equal(
+      tbe_session_run_name(dir, "torch-abc", "node.rank3", 1, name, sizeof name, NULL, 0), 0);
   /* a file of another kind is no output of the entry */
   touch(dir, "plugins/profile/torch-abc/node.rank4.txt");
   assert_int_equal(tbe_session_run_name(dir, "torch-abc", "node.rank4", 0, name, sizeof name, clash,
@@ -363,14 +364,11 @@ static void test_convert_ranks(void **state) {
   size_t np;
   assert_int_equal(convert_dir(dir, spools, "job", NULL, &np), 0);
   assert_int_equal(np, 3);
-  const char *want[] = {"plugins/profile/job/node.rank0.xplane.pb",
-                        "plugins/profile/job/node.rank0.trace.json.gz",
-                        "plugins/profile/job/node.rank1.xplane.pb",
-                        "plugins/profile/job/node.rank1.trace.json.gz",
-                        "plugins/profile/job/node.xplane.pb",
-                        "job/node.rank0.pt.trace.json.gz",
-                        "job/node.rank1.pt.trace.json.gz",
-                        "job/hparams/node.rank1"};
+  const char *want[] = {
+      "plugins/profile/job/node.rank0.xplane.pb", "plugins/profile/job/node.rank0.trace.json.gz",
+      "plugins/profile/job/node.rank1.xplane.pb", "plugins/profile/job/node.rank1.trace.json.gz",
+      "plugins/profile/job/node.xplane.pb",       "job/node.rank0.pt.trace.json.gz",
+      "job/node.rank1.pt.trace.json.gz",          "job/hparams/node.rank1"};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
     if (!exists(dir, want[i])) fail_msg("missing %s", want[i]);
   assert_false(exists(dir, "plugins/profile/job/node_pid101.xplane.pb"));
