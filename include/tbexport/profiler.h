@@ -82,8 +82,13 @@ typedef struct tbe_profiler_options {
                                this much activity; 0 = 1000 */
   /* Where the run is written (see tbexport/export.h). */
   const char *logdir;       /* required */
-  const char *run;          /* NULL: local time as YYYY_MM_DD_HH_MM_SS */
-  const char *host;         /* NULL: this machine's name */
+  const char *run;          /* NULL: the launcher's job id when the process
+                               has a rank ("torch-<id>", "slurm-<job>.<step>",
+                               ...: every rank joins it), else local time
+                               as YYYY_MM_DD_HH_MM_SS */
+  const char *host;         /* NULL: this machine's name; a process with a
+                               launcher's rank N is the host entry
+                               "<host>.rank<N>" (tbexport/session.h) */
   unsigned outputs;         /* TBE_OUT_* mask; 0 means all */
   int force;                /* replace existing files */
   /* Messages (tbexport/common.h): why libcupti could not be loaded, what

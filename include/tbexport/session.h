@@ -56,16 +56,56 @@ extern "C" {
  * (tbe_run_name_default), with "_2", "_3", ... when a run of that name
  * exists in `logdir` (its profile folder or its events folder).  With
  * `run` and without `force`: refuses a run that already has outputs for
- * `host` (NULL: this machine, tbe_session_host), a file
- * plugins/profile/RUN/HOST.* or HOST_pid<N>.*, naming the first in
- * clash[0..clash_size) (may be NULL).  Returns 0, TBE_EEXIST, TBE_ENAME (a
- * refused name), TBE_EINVAL (no clock, buffers too small). */
+ * the host entry `host` (NULL: this machine, tbe_session_host), a file
+ * plugins/profile/RUN/HOST.xplane.pb or .trace.json.gz, or the same of
+ * HOST_pid<N>[_<k>], naming the first in clash[0..clash_size) (may be
+ * NULL); other hosts' and other ranks' files (HOST.rank<N>.*, for
+ * `host` HOST) are no clash, so the ranks of one job join one run.
+ * Returns 0, TBE_EEXIST, TBE_ENAME (a refused name), TBE_EINVAL (no
+ * clock, buffers too small). */
 TBE_API int tbe_session_run_name(const char *logdir, const char *run, const char *host, int force,
                                  char *name, size_t size, char *clash, size_t clash_size);
 
 /* This machine's name as a host name: ':' and '/' replaced by '_',
  * "localhost" if unknown; NUL-terminated in buf[0..size). */
 TBE_API void tbe_session_host(char *buf, size_t size);
+
+/* Ranks.  A process started by a distributed launcher (torchrun, Open
+ * MPI's mpirun, PMIx, MPICH's Hydra and other PMI, MVAPICH, Slurm's srun)
+ * has a rank, read from the launcher's variables, the first launcher
+ * found winning in that order (src/collect/launcher.h lists the
+ * variables); the collector records it in each process's spool.  A
+ * process with a rank is the host entry "<host>.rank<N>" of its run
+ * (files plugins/profile/RUN/<host>.rank<N>.xplane.pb, ...), several
+ * processes of one rank "<host>.rank<N>_pid<P>"; processes without one
+ * stay "<host>", or "<host>_pid<P>" when there are several.  With a job
+ * id (torchrun's run id, Open MPI's or PMIx's namespace, Slurm's job and
+ * step), every rank can name the same run without talking to the others:
+ * "torch-<id>", "ompi-<id>", "pmix-<id>", "slurm-<job>[.<step>]". */
+typedef struct tbe_session_launcher {
+  int32_t rank;          /* -1: no launcher gave a rank */
+  int32_t world_size;    /* 0: unknown */
+  int32_t local_rank;    /* -1: unknown */
+  const char *launcher;  /* static: "torchrun", "Open MPI", "PMIx", "PMI", "MVAPICH",
+                            "Slurm"; "" without a rank */
+  char job_id[129];      /* "" if none (only with a rank) */
+  char run[TBE_NAME_MAX + 1]; /* the run name of the job id, "" without one */
+  char why[256];         /* a malformed variable that was ignored, "" if none */
+} tbe_session_launcher;
+
+/* Reads the launcher's variables through `get` (name -> value or NULL;
+ * NULL: this process's environment, getenv) into *l.  A malformed value
+ * is ignored (a rank above its world size, a size that is no number) and
+ * l->why says which, for the caller to report. */
+TBE_API void tbe_session_launcher_read(tbe_session_launcher *l,
+                                       const char *(*get)(void *ctx, const char *name),
+                                       void *ctx);
+
+/* The host entry of a process of rank `rank` (-1: none) on host `host`
+ * (NULL: this machine): "<host>.rank<N>", or the host itself, into
+ * buf[0..size).  Returns 0, TBE_ENAME when the host or the result is not
+ * a valid name (tbe_name_check), TBE_EINVAL when buf is too small. */
+TBE_API int tbe_session_host_entry(const char *host, int32_t rank, char *buf, size_t size);
 
 /* Makes the session's hidden spool folder, LOGDIR/.tbexport-spool-<pid>-<ns>
  * (mode 0700; LOGDIR and its parents made as needed), under the symlink
@@ -104,10 +144,17 @@ typedef struct tbe_session_options {
   const char *const *files;
   size_t nfiles;
   int keep;                      /* keep the spools and their folder */
-  /* Where the run goes (tbe_export_run; required): with several processes
-   * each gets the host <host>_pid<N>, its host NULL meaning this
-   * machine's name.  Without its run, one default name for all. */
+  /* Where the run goes (tbe_export_run; required): the host entries of
+   * the processes as the launcher's ranks and the count of processes
+   * make them (above: <host>, <host>_pid<N>, <host>.rank<N>), its host
+   * NULL meaning this machine's name.  Without its run, one default name
+   * for all. */
   const tbe_export_options *export_options;
+  /* The session's own launcher (tbe_session_launcher_read, of the process
+   * that runs the program), or NULL: its rank is that of a spool that
+   * records none and of the run written when no process initialized
+   * CUDA. */
+  const tbe_session_launcher *launcher;
   /* Applied while converting, as tbe_profiler_options says. */
   int capture;                   /* tbe_capture_mode */
   const char *capture_name;

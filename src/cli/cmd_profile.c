@@ -74,9 +74,12 @@ static void profile_usage(FILE *f) {
           "\n"
           "options:\n"
           "  --logdir DIR            log directory (default: log_dir)\n"
-          "  --run NAME              run name (default: local time YYYY_MM_DD_HH_MM_SS)\n"
-          "  --host NAME             host name in the run (default: this machine; with several\n"
-          "                          processes each gets NAME_pidN)\n"
+          "  --run NAME              run name (default: the launcher's job id, torch-ID,\n"
+          "                          slurm-JOB.STEP, ompi-ID, pmix-ID, which every rank\n"
+          "                          joins; else local time YYYY_MM_DD_HH_MM_SS)\n"
+          "  --host NAME             host name in the run (default: this machine); a process\n"
+          "                          with a launcher's rank N gets NAME.rankN, several\n"
+          "                          processes without one NAME_pidN\n"
           "  --trace LIST            cuda,nvtx,memory,driver (default: cuda,nvtx)\n"
           "  --delay SEC             start collecting SEC after the process initializes CUDA\n"
           "  --duration SEC          stop collecting after SEC\n"
@@ -541,7 +544,8 @@ static void report(const profile_args *a, const ran *r, int exit_code, double co
 
 /* Converts the session's spools into the run and prints the summary;
  * returns the exit status. */
-static int convert(const profile_args *a, const char *run, const char *spool, const ran *r) {
+static int convert(const profile_args *a, const char *run, const char *spool, const ran *r,
+                   const tbe_session_launcher *li) {
   int exit_code = WIFEXITED(r->status)   ? WEXITSTATUS(r->status)
                   : WIFSIGNALED(r->status) ? 128 + WTERMSIG(r->status)
                                            : TBE_EXIT_FAIL;
@@ -571,6 +575,7 @@ static int convert(const profile_args *a, const char *run, const char *spool, co
   tbe_session_options_init(&so);
   so.spool_dir = spool;
   so.export_options = &eo;
+  so.launcher = li;
   so.capture = a->po.capture;
   so.capture_name = a->po.capture_name;
   so.capture_domain = a->po.capture_domain;
@@ -594,21 +599,36 @@ static int convert(const profile_args *a, const char *run, const char *spool, co
 /* Names the run, makes the spool folder, runs the program under the
  * collector and converts.  Returns the exit status. */
 static int session(const profile_args *a, const char *exe) {
-  char run[TBE_NAME_MAX + 1], clash[PATH_MAX + 300];
+  char run[TBE_NAME_MAX + 1], clash[PATH_MAX + 300], entry[TBE_NAME_MAX + 1];
+  /* Under a launcher (srun tbexport -- ..., torchrun --no-python tbexport
+   * -- ...) this process has the program's rank: its host entry is
+   * <host>.rank<N>, and the job id names the run every rank joins. */
+  tbe_session_launcher li;
+  tbe_session_launcher_read(&li, NULL, NULL);
+  if (li.why[0] && !a->quiet) tbe_cli_note("tbexport: note: %s", li.why);
+  const char *run_arg = a->run;
+  if (!run_arg && li.run[0])
+    run_arg = li.run;
+  else if (!run_arg && li.rank >= 0 && !a->quiet)
+    tbe_cli_note(
+        "tbexport: note: rank %d (%s) has no job id to name the run: ranks that start "
+        "in different seconds land in different runs; pass the same --run NAME to "
+        "every rank",
+        (int)li.rank, li.launcher);
+  if (tbe_session_host_entry(a->host, li.rank, entry, sizeof entry)) {
+    tbe_cli_error("profile", "the host name with its rank is not a valid name; give --host NAME");
+    return TBE_EXIT_FAIL;
+  }
   /* The run's name is fixed before the program starts, and an existing
-   * run is refused now rather than after a long program has run. */
-  int rc = tbe_session_run_name(a->logdir, a->run, a->host, a->force, run, sizeof run, clash,
+   * run is refused now rather than after a long program has run (only
+   * this host entry's files: the other ranks join the run). */
+  int rc = tbe_session_run_name(a->logdir, run_arg, entry, a->force, run, sizeof run, clash,
                                 sizeof clash);
   if (rc == TBE_EEXIST) {
-    char hb[TBE_NAME_MAX + 1];
-    if (a->host)
-      snprintf(hb, sizeof hb, "%s", a->host);
-    else
-      tbe_session_host(hb, sizeof hb);
     tbe_cli_error("profile",
                   "run '%s' already has outputs for host %s (%s); use --force to replace them, "
                   "or another --run or --host; the program was not started",
-                  a->run, hb, clash);
+                  run_arg, entry, clash);
     return TBE_EXIT_FAIL;
   }
   if (rc) {
@@ -652,7 +672,7 @@ static int session(const profile_args *a, const char *exe) {
   }
   /* The conversion removes the spool folder (or keeps what it could not
    * convert). */
-  ret = convert(a, run, spool, &r);
+  ret = convert(a, run, spool, &r, &li);
 out:
   env_free(&e);
   free(spool);

@@ -82,6 +82,7 @@
  * strings are copied before the buffer is recycled. */
 #include "collect/collector.h"
 #include "collect/collector_decode.h"
+#include "collect/launcher.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -895,6 +896,19 @@ static void write_header_items(void) {
   info.cupti_version = G.cupti_version;
   info.flags = G.cfg.flags;
   ITEM(TBE__SP_INFO, info);
+  /* The launcher's rank (launcher.h), read once here: the environment
+   * this process started with. */
+  tbe__launcher l;
+  tbe__launcher_read(&l, NULL, NULL);
+  uint8_t rank_body[sizeof(tbe__sp_rank) + TBE__JOB_MAX];
+  size_t rank_len = tbe__launcher_item(&l, rank_body, sizeof rank_body);
+  if (rank_len) tbe__spool_item(&G.batch, TBE__SP_RANK, rank_body, rank_len);
+  if (l.why[0]) {
+    char note[300];
+    int nl = snprintf(note, sizeof note, "launcher: %s", l.why);
+    tbe__spool_item(&G.batch, TBE__SP_NOTE, note,
+                    nl < (int)sizeof note ? (size_t)nl : sizeof note - 1);
+  }
   char host[256];
   if (gethostname(host, sizeof host) != 0) strcpy(host, "localhost");
   host[sizeof host - 1] = '\0';

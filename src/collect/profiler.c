@@ -179,7 +179,11 @@ int tbe_profiler_stop(tbe_profiler_result *result) {
   tbe_export_options eo;
   tbe_export_options_init(&eo);
   eo.logdir = P.logdir;
-  eo.run = P.run;
+  /* Without a run: the launcher's job id names it, so every rank of the
+   * job joins one run (tbexport/session.h). */
+  tbe_session_launcher li;
+  tbe_session_launcher_read(&li, NULL, NULL);
+  eo.run = P.run ? P.run : li.run[0] ? li.run : NULL;
   eo.host = P.host;
   eo.outputs = P.outputs;
   eo.force = P.force;
@@ -187,6 +191,7 @@ int tbe_profiler_stop(tbe_profiler_result *result) {
   tbe_session_options_init(&so);
   so.spool_dir = P.spool_dir;
   so.export_options = &eo;
+  so.launcher = &li;
   so.capture = P.capture;
   so.capture_name = P.capture_name;
   so.capture_domain = P.capture_domain;

@@ -7,8 +7,12 @@
  * Conversion, per spool in name order: a spool still flock'ed belongs to
  * a live process and is left alone; the others are read into a trace
  * (src/import/spool.c: spool -> trace model) and written with tbe_export_run, one
- * host entry per process when there are several (<host>_pid<N>), all
- * under one run name fixed before the first.  A spool that fails to
+ * host entry per process, all under one run name fixed before the first.
+ * The entries follow tbexport/session.h: <host>.rank<N> for a process
+ * with a launcher's rank (the spool's TBE__SP_RANK, else the session's own
+ * launcher), _pid<P> after it when several processes share the rank (or,
+ * without ranks, when there are several); so every spool's rank is read
+ * from its first frame before any is named.  A spool that fails to
  * convert or whose run fails to write is kept and counted; the others go
  * on, and the result is the first error.  With no spool at all, the run
  * still says what happened: a trace of the program's process, spanning
@@ -32,6 +36,7 @@
 #include <unistd.h>
 
 #include "import/spool.h"
+#include "collect/launcher.h"
 #include "collect/options.h"
 #include "events/spool.h"
 #include "common/fsutil.h"
@@ -58,24 +63,36 @@ static int run_exists(const char *logdir, const char *run) {
   return lstat(p, &st) == 0;
 }
 
-/* The outputs run RUN already holds for host HOST in LOGDIR: a file under
- * plugins/profile/RUN named HOST.<ext> or HOST_pid<N>.<ext> (the names one
- * profiled session writes).  Returns 1 and names the first in FOUND, or 0. */
+/* Whether file name N is an output of host entry HOST of a profiled
+ * session: HOST or HOST_pid<N>[_<k>], then .xplane.pb or .trace.json.gz
+ * (export_run.c's names).  HOST.rank<N>.* is another entry, as is any
+ * host whose name only starts with HOST. */
+static int host_output(const char *n, const char *host) {
+  size_t hl = strlen(host);
+  if (strncmp(n, host, hl) != 0) return 0;
+  const char *p = n + hl;
+  if (strncmp(p, "_pid", 4) == 0 && p[4] >= '0' && p[4] <= '9') {
+    p += 4;
+    while (*p >= '0' && *p <= '9') p++;
+    if (p[0] == '_' && p[1] >= '0' && p[1] <= '9')
+      for (p++; *p >= '0' && *p <= '9';) p++;
+  }
+  return strcmp(p, ".xplane.pb") == 0 || strcmp(p, ".trace.json.gz") == 0;
+}
+
+/* The outputs run RUN already holds for host entry HOST in LOGDIR (see
+ * host_output).  Returns 1 and names the first in FOUND, or 0. */
 static int run_has_host(const char *logdir, const char *run, const char *host, char *found,
                         size_t size) {
   char dir[4400];
   if (snprintf(dir, sizeof dir, "%s/plugins/profile/%s", logdir, run) >= (int)sizeof dir) return 0;
   DIR *d = opendir(dir);
   if (!d) return 0;
-  size_t hl = strlen(host);
   struct dirent *e;
   int hit = 0;
   while (!hit && (e = readdir(d))) {
-    const char *n = e->d_name;
-    if (strncmp(n, host, hl) != 0) continue;
-    if (n[hl] == '.' && n[hl + 1] != '\0') hit = 1;
-    if (strncmp(n + hl, "_pid", 4) == 0 && n[hl + 4] >= '0' && n[hl + 4] <= '9') hit = 1;
-    if (hit && found && size) snprintf(found, size, "%s/%s", dir, n);
+    hit = host_output(e->d_name, host);
+    if (hit && found && size) snprintf(found, size, "%s/%s", dir, e->d_name);
   }
   closedir(d);
   return hit;
@@ -108,6 +125,46 @@ int tbe_session_run_name(const char *logdir, const char *run, const char *host, 
 
 void tbe_session_host(char *buf, size_t size) {
   if (buf && size) tbe__hostname(buf, size);
+}
+
+/* ---- ranks ---- */
+
+void tbe_session_launcher_read(tbe_session_launcher *l,
+                               const char *(*get)(void *ctx, const char *name), void *ctx) {
+  if (!l) return;
+  tbe__launcher in;
+  tbe__launcher_read(&in, get, ctx);
+  memset(l, 0, sizeof *l);
+  l->rank = in.rank;
+  l->world_size = in.world_size;
+  l->local_rank = in.local_rank;
+  l->launcher = tbe__launcher_name(in.launcher);
+  snprintf(l->job_id, sizeof l->job_id, "%s", in.job);
+  if (tbe__launcher_run_name(&in, l->run, sizeof l->run) || tbe__name_check(l->run, NULL))
+    l->run[0] = '\0';
+  snprintf(l->why, sizeof l->why, "%s", in.why);
+}
+
+int tbe_session_host_entry(const char *host, int32_t rank, char *buf, size_t size) {
+  if (!buf || !size) return TBE_EINVAL;
+  buf[0] = '\0';
+  char hb[TBE_NAME_MAX + 1];
+  if (host)
+    snprintf(hb, sizeof hb, "%s", host);
+  else
+    tbe__hostname(hb, sizeof hb);
+  if (tbe__name_check(hb, NULL)) return TBE_ENAME;
+  int n = rank >= 0 ? snprintf(buf, size, "%.160s.rank%d", hb, (int)rank)
+                    : snprintf(buf, size, "%s", hb);
+  if (n < 0 || (size_t)n >= size) {
+    buf[0] = '\0';
+    return TBE_EINVAL;
+  }
+  if (tbe__name_check(buf, NULL)) {
+    buf[0] = '\0';
+    return TBE_ENAME;
+  }
+  return 0;
 }
 
 /* ---- the spool folder and the program's environment ---- */
@@ -305,6 +362,38 @@ static int list_spools(const tbe_session_options *o, char ***names, size_t *nn, 
   return rc;
 }
 
+/* The host entry <base>[.rank<R>] into host[0..size). */
+static void entry_of(char *host, size_t size, const char *base, int32_t rank) {
+  if (rank >= 0)
+    snprintf(host, size, "%.160s.rank%d", base, (int)rank);
+  else
+    snprintf(host, size, "%s", base);
+}
+
+/* The host entry of spool i of nn, whose rank is ranks[i] (-1: none) and
+ * pid pids[i] (those of spools before it are known): <base>[.rank<R>]
+ * alone when no other spool of the session shares that rank (or, without
+ * one, when no other spool lacks one), else with _pid<P> after it, and
+ * _<k> for the k-th spool of one pid (spools imported from several
+ * sessions). */
+static void spool_host(char *host, size_t size, const char *base, const int32_t *ranks,
+                       const int64_t *pids, size_t nn, size_t i) {
+  char e[TBE_NAME_MAX + 1];
+  entry_of(e, sizeof e, base, ranks[i]);
+  size_t peers = 0;
+  for (size_t j = 0; j < nn; j++) peers += j != i && ranks[j] == ranks[i];
+  if (!peers) {
+    snprintf(host, size, "%s", e);
+    return;
+  }
+  int same = 0;
+  for (size_t j = 0; j < i; j++) same += pids[j] == pids[i] && ranks[j] == ranks[i];
+  if (same)
+    snprintf(host, size, "%.180s_pid%lld_%d", e, (long long)pids[i], same + 1);
+  else
+    snprintf(host, size, "%.180s_pid%lld", e, (long long)pids[i]);
+}
+
 /* The trace of a session in which no process initialized CUDA: the
  * program's process over its wall time, with a warning. */
 static int program_trace(const tbe_session_options *o, tbe_trace *t, const char *host,
@@ -316,7 +405,9 @@ static int program_trace(const tbe_session_options *o, tbe_trace *t, const char 
   t->processes[pi].host = t->host;
   t->processes[pi].name = tbe_trace_str_id(t, o->program_cmd ? o->program_cmd : "");
   t->source = TBE_SRC_CUPTI;
-  t->rank = -1;
+  const tbe_session_launcher *sl = o->launcher;
+  t->rank = sl && sl->rank >= 0 ? sl->rank : -1;
+  t->world_size = t->rank >= 0 && sl->world_size > t->rank ? sl->world_size : 0;
   t->start_ns = o->start_ns;
   t->stop_ns = o->stop_ns;
   if (notes[0])
@@ -360,8 +451,15 @@ int tbe_session_convert(const tbe_session_options *o, tbe_session_result *result
   }
   /* A spool that fails to convert does not stop the others: rc keeps the
    * first error. */
-  int64_t *pids = nn > 1 ? calloc(nn, sizeof *pids) : NULL;
-  if (nn > 1 && !pids && !rc) rc = TBE_ENOMEM;
+  /* The host entry of each spool follows its rank (the spool's, else the
+   * session's), so the ranks are read first. */
+  const tbe_session_launcher *sl = o->launcher;
+  int32_t own_rank = sl && sl->rank >= 0 ? sl->rank : -1;
+  int64_t *pids = nn ? calloc(nn, sizeof *pids) : NULL;
+  int32_t *ranks = nn ? calloc(nn, sizeof *ranks) : NULL;
+  if (nn && (!pids || !ranks) && !rc) rc = TBE_ENOMEM;
+  for (size_t i = 0; ranks && i < nn; i++)
+    if (!tbe__spool_file_rank(names[i], &ranks[i])) ranks[i] = own_rank;
   int listed = rc == 0;
   if (!listed) say(o, TBE_MSG_ERROR, "cannot list the spools: %s", tbe_strerror(rc));
   size_t busy = 0;
@@ -391,7 +489,7 @@ int tbe_session_convert(const tbe_session_options *o, tbe_session_result *result
     char host[TBE_NAME_MAX + 1];
     if (nn == 0) {
       /* No process initialized CUDA: a run with a note. */
-      snprintf(host, sizeof host, "%s", base_host);
+      entry_of(host, sizeof host, base_host, own_rank);
       r = program_trace(o, t, host, notes);
       tot->start_ns = o->start_ns;
       tot->stop_ns = o->stop_ns;
@@ -408,18 +506,12 @@ int tbe_session_convert(const tbe_session_options *o, tbe_session_result *result
       else if (r) {
         say(o, TBE_MSG_ERROR, "%s: cannot convert: %s", names[i], tbe_strerror(r));
       } else {
-        if (nn > 1) {
-          /* pid clashes only among spools imported from several sessions */
-          int same = 0;
-          for (size_t j = 0; j < i; j++) same += pids[j] == info.pid;
-          pids[i] = info.pid;
-          if (same)
-            snprintf(host, sizeof host, "%.180s_pid%lld_%d", base_host, (long long)info.pid,
-                     same + 1);
-          else
-            snprintf(host, sizeof host, "%.180s_pid%lld", base_host, (long long)info.pid);
-        } else
-          snprintf(host, sizeof host, "%s", base_host);
+        if (t->rank < 0 && ranks[i] >= 0) { /* a spool without the item */
+          t->rank = ranks[i];
+          t->world_size = sl && sl->world_size > ranks[i] ? sl->world_size : 0;
+        }
+        pids[i] = info.pid;
+        spool_host(host, sizeof host, base_host, ranks, pids, nn, i);
         for (size_t w = 0; w < t->nwarnings; w++)
           say(o, TBE_MSG_WARNING, "pid %lld: %s", (long long)info.pid,
               tbe_trace_str(t, t->warnings[w]));
@@ -454,6 +546,7 @@ int tbe_session_convert(const tbe_session_options *o, tbe_session_result *result
   for (size_t i = 0; i < nn; i++) free(names[i]);
   free(names);
   free(pids);
+  free(ranks);
   if (o->spool_dir && !o->keep) rmdir(o->spool_dir); /* only if empty */
   if (rc && nn > 0 && !o->keep && done + busy < nn)
     say(o, TBE_MSG_WARNING,

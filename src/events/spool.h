@@ -221,9 +221,10 @@ typedef struct tbe__sp_signal {
 
 /* The rank this process has in a distributed job, read by the collector
  * from its launcher's environment when it starts (src/collect/launcher.c:
- * torchrun, Open MPI, PMIx, MPICH/PMI, Slurm; the first found wins).  The
- * body is followed by the job id's bytes (may be empty); `launcher` says
- * which launcher's variables gave the rank (TBE__LAUNCHER_*). */
+ * torchrun, Open MPI, PMIx, MPICH/PMI, MVAPICH, Slurm; the first found
+ * wins), written after TBE__SP_INFO when the process has a rank.  The body
+ * is followed by the job id's bytes (may be empty); `launcher` says which
+ * launcher's variables gave the rank (TBE__LAUNCHER_*). */
 typedef struct tbe__sp_rank {
   int32_t rank;        /* >= 0 */
   int32_t world_size;  /* > 0; 0 if unknown */
@@ -237,7 +238,8 @@ enum {
   TBE__LAUNCHER_OMPI = 2,   /* OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK */
   TBE__LAUNCHER_PMIX = 3,   /* PMIX_RANK, PMIX_NAMESPACE */
   TBE__LAUNCHER_PMI = 4,    /* PMI_RANK, PMI_SIZE (MPICH's Hydra, others) */
-  TBE__LAUNCHER_SLURM = 5   /* SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_JOB_ID */
+  TBE__LAUNCHER_SLURM = 5,  /* SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_JOB_ID */
+  TBE__LAUNCHER_MVAPICH = 6 /* MV2_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK */
 };
 
 /* Hardware metrics (issue 17).  Metric ids are the spool's own (1, 2, ...),

@@ -447,7 +447,8 @@ static int process_and_end(build *b, int64_t *start_out) {
   t->processes[pi].host = t->host;
   t->processes[pi].name = tbe_trace_str_id(t, s->cmd);
   t->source = TBE_SRC_CUPTI;
-  t->rank = -1;
+  t->rank = s->have_rank ? s->rank.rank : -1;
+  t->world_size = s->have_rank ? s->rank.world_size : 0;
   int64_t start = s->info.start_ns;
   for (size_t i = 0; i < s->windows.n; i++)
     if (s->windows.v[i].on) {
@@ -1000,6 +1001,11 @@ int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
   b.info = info;
   rc = build_trace(&b);
   info->pid = s.have_info ? s.info.pid : 0;
+  info->rank = s.have_rank ? s.rank.rank : -1;
+  info->world_size = s.have_rank ? s.rank.world_size : 0;
+  info->local_rank = s.have_rank ? s.rank.local_rank : -1;
+  info->launcher = s.have_rank ? s.rank.launcher : TBE__LAUNCHER_NONE;
+  snprintf(info->job, sizeof info->job, "%s", s.job);
   size_t cl = strlen(s.cmd);
   if (cl >= sizeof info->cmd) cl = sizeof info->cmd - 1;
   memcpy(info->cmd, s.cmd, cl);
@@ -1109,6 +1115,38 @@ int tbe__spool_file_to_trace(const char *path, const tbe__convert_opts *o, tbe_t
   int rc = tbe__spool_to_trace(data, n, base ? base + 1 : path, o, t, info);
   if (map) munmap(map, n);
   return rc;
+}
+
+/* ---- the rank alone ---- */
+
+/* tbe__spool_file_rank's scan: the first frames' items up to the first
+ * record. */
+static int rank_item(void *ctx, unsigned type, const uint8_t *body, size_t len) {
+  scan *s = ctx;
+  if (type == TBE__SP_RANK) return tbe__convert_on_item(s, type, body, len) ? -1 : 1;
+  return type >= TBE__SP_KERNEL && type != TBE__SP_DEVICE && type != TBE__SP_CONTEXT ? 1 : 0;
+}
+
+int tbe__spool_file_rank(const char *path, int32_t *rank) {
+  *rank = -1;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return 0;
+  struct stat st;
+  /* The collector writes the rank with its first items, in the first
+   * frame: 64 KiB hold it. */
+  size_t cap = 65536, n = 0;
+  uint8_t *buf = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? malloc(cap) : NULL;
+  ssize_t got;
+  while (buf && n < cap && (got = read(fd, buf + n, cap - n)) > 0) n += (size_t)got;
+  close(fd);
+  if (!buf) return 0;
+  scan s;
+  memset(&s, 0, sizeof s);
+  tbe__spool_tail tail;
+  tbe__spool_scan(buf, n, rank_item, &s, &tail);
+  if (s.have_rank) *rank = s.rank.rank;
+  free(buf);
+  return s.have_rank;
 }
 
 /* ---- the importer ---- */

@@ -41,6 +41,11 @@ typedef struct tbe__convert_info {
   uint64_t buffer_bytes;
   uint64_t spool_bytes;           /* size of the spool image */
   char cmd[256];                  /* the process's command line, cut */
+  /* The launcher's rank (TBE__SP_RANK), also in t->rank and t->world_size. */
+  int32_t rank;                   /* -1: none */
+  int32_t world_size, local_rank; /* 0 / -1: unknown */
+  uint32_t launcher;              /* TBE__LAUNCHER_* */
+  char job[129];                  /* the job id, "" if none */
   tbe_profiler_result r;
 } tbe__convert_info;
 
@@ -55,5 +60,11 @@ int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
 /* Reads the file at `path` and converts it (see above). */
 int tbe__spool_file_to_trace(const char *path, const tbe__convert_opts *o, tbe_trace *t,
                              tbe__convert_info *info);
+
+/* The launcher's rank recorded in the spool at `path` (*rank, -1 when
+ * none), read from its first frames only, for naming hosts before a
+ * conversion.  Returns 1 when it has one, else 0 (also when the file
+ * cannot be read: converting it will say why). */
+int tbe__spool_file_rank(const char *path, int32_t *rank);
 
 #endif

@@ -52,6 +52,9 @@ typedef struct scan {
   tbe__sp_end end;
   tbe__sp_signal signal; /* the first fatal signal, if any */
   tbe__sp_stats stats;
+  tbe__sp_rank rank;     /* the launcher's rank, when have_rank */
+  int have_rank;
+  char job[129];         /* its job id, cut */
   char host[256];
   char cmd[4096];
   VEC(tbe_str) strs; /* spool id -> trace string */

@@ -76,6 +76,23 @@ int tbe__convert_on_item(void *ctx, unsigned type, const uint8_t *body, size_t l
     case TBE__SP_THREAD_NAME: TAKE(s->tnames, tbe__sp_thread_name); break;
     case TBE__SP_WINDOW: TAKE(s->windows, tbe__sp_window); break;
     case TBE__SP_STEP: TAKE(s->steps, tbe__sp_step); break;
+    case TBE__SP_RANK: {
+      /* The first valid one counts (the collector writes one); a rank that
+       * contradicts its world size is no rank. */
+      tbe__sp_rank r;
+      if (len < sizeof r || s->have_rank) break;
+      memcpy(&r, body, sizeof r);
+      if (r.rank < 0 || r.world_size < 0 || (r.world_size > 0 && r.rank >= r.world_size)) break;
+      if (r.local_rank < -1 || (r.world_size > 0 && r.local_rank >= r.world_size))
+        r.local_rank = -1;
+      s->rank = r;
+      s->have_rank = 1;
+      size_t jl = len - sizeof r;
+      if (jl >= sizeof s->job) jl = sizeof s->job - 1;
+      memcpy(s->job, body + sizeof r, jl);
+      s->job[jl] = '\0';
+      break;
+    }
     case TBE__SP_SIGNAL:
       if (len >= sizeof s->signal && !s->have_signal) {
         memcpy(&s->signal, body, sizeof s->signal);

@@ -407,7 +407,14 @@ static int task_env_stats(xs_state *s, const XPlane *p) {
       t->dropped_out_of_range = (uint64_t)v;
     else if (strcmp(c->md->name, "tbexport_cupti_overhead_ns") == 0) t->overhead_ns = (uint64_t)v;
     else if (strcmp(c->md->name, "tbexport_ended_early") == 0) t->ended_early = v != 0;
+    else if (strcmp(c->md->name, "tbexport_rank") == 0 && v >= 0 && v < INT32_MAX)
+      t->rank = (int32_t)v;
+    else if (strcmp(c->md->name, "tbexport_world_size") == 0 && v > 0 && v <= INT32_MAX)
+      t->world_size = (int32_t)v;
   }
+  /* A rank that contradicts its world size is none. */
+  if (t->rank >= 0 && t->world_size > 0 && t->rank >= t->world_size) t->rank = -1;
+  if (t->rank < 0) t->world_size = 0;
   for (size_t k = 0; k < p->n_stats; k++) {
     const smd_cache *c = tbe__xs_stat_md(s, p->stats[k]->metadata_id);
     const char *src = c && strcmp(c->md->name, "tbexport_source") == 0

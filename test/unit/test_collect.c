@@ -828,6 +828,66 @@ static void test_steps_marked(void **state) {
   assert_int_equal(tbe_profiler_step(), TBE_ESTATE);
 }
 
+/* The launcher's rank: written after the info item when the environment
+ * has one (src/collect/launcher.h), none without, a note for a malformed
+ * value. */
+static void clear_launcher_env(void) {
+  static const char *const vars[] = {
+      "RANK", "WORLD_SIZE", "LOCAL_RANK", "TORCHELASTIC_RUN_ID", "OMPI_COMM_WORLD_RANK",
+      "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "PMIX_RANK", "PMIX_NAMESPACE",
+      "OMPI_MCA_ess_base_jobid", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MV2_COMM_WORLD_RANK",
+      "MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_PROCID", "SLURM_NTASKS",
+      "SLURM_LOCALID", "SLURM_JOB_ID", "SLURM_STEP_ID"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
+}
+
+static void test_rank_item(void **state) {
+  fixture *f = *state;
+  clear_launcher_env();
+  setenv("RANK", "1", 1);
+  setenv("WORLD_SIZE", "2", 1);
+  setenv("LOCAL_RANK", "1", 1);
+  setenv("TORCHELASTIC_RUN_ID", "abc", 1);
+  start(f, TBE_TRACE_CUDA, 0, 0);
+  kernel(1, "k", T0 + 10, T0 + 20, 7);
+  tbe__convert_info info;
+  tbe_trace *t = stop_and_convert(f, NULL, &info, NULL);
+  clear_launcher_env();
+  assert_int_equal(t->rank, 1);
+  assert_int_equal(t->world_size, 2);
+  assert_int_equal(info.rank, 1);
+  assert_int_equal(info.world_size, 2);
+  assert_int_equal(info.local_rank, 1);
+  assert_int_equal(info.launcher, TBE__LAUNCHER_TORCH);
+  assert_string_equal(info.job, "abc");
+  assert_int_equal(count_kind(t, TBE_EV_KERNEL), 1);
+  assert_int_equal(t->nwarnings, 0);
+  tbe_trace_free(t);
+  int32_t r;
+  assert_int_equal(tbe__spool_file_rank(f->spool, &r), 1);
+  assert_int_equal(r, 1);
+}
+
+static void test_no_rank_item(void **state) {
+  fixture *f = *state;
+  clear_launcher_env();
+  setenv("RANK", "one", 1); /* the user's own variable: no rank, a note */
+  start(f, TBE_TRACE_CUDA, 0, 0);
+  kernel(1, "k", T0 + 10, T0 + 20, 7);
+  tbe__convert_info info;
+  tbe_trace *t = stop_and_convert(f, NULL, &info, NULL);
+  clear_launcher_env();
+  assert_int_equal(t->rank, -1);
+  assert_int_equal(t->world_size, 0);
+  assert_int_equal(info.rank, -1);
+  assert_string_equal(info.job, "");
+  assert_true(has_warning(t, "launcher: RANK='one' is not a decimal number: ignored"));
+  tbe_trace_free(t);
+  int32_t r;
+  assert_int_equal(tbe__spool_file_rank(f->spool, &r), 0);
+  assert_int_equal(r, -1);
+}
+
 static void test_refused_kind_is_noted(void **state) {
   fixture *f = *state;
   F.refuse_kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
@@ -1461,6 +1521,8 @@ static void test_handlers_installed_and_restored(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_decode_kinds, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_rank_item, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_no_rank_item, setup, teardown),
       cmocka_unit_test_setup_teardown(test_nvtx, setup, teardown),
       cmocka_unit_test_setup_teardown(test_zero_timestamps, setup, teardown),
       cmocka_unit_test_setup_teardown(test_buffer_cap_drops, setup, teardown),

@@ -392,6 +392,8 @@ typedef struct spec {
   int bad_records; /* records with zero or inverted timestamps */
   uint64_t dropped;
   int notes;
+  int ranked;          /* a launcher's rank (TBE__SP_RANK) of ... */
+  int32_t rank, world; /* ... this rank in a world of this size (0: unknown) */
 } spec;
 
 /* Builds the image of one collected process. */
@@ -409,6 +411,13 @@ static void build_image(img *m, const spec *sp) {
   info.pid = PID;
   info.trace = 0xffff;
   tbe__spool_item(&m->p, TBE__SP_INFO, &info, sizeof info);
+  if (sp->ranked) {
+    uint8_t body[sizeof(tbe__sp_rank) + 3];
+    tbe__sp_rank r = {sp->rank, sp->world, 0, TBE__LAUNCHER_TORCH};
+    memcpy(body, &r, sizeof r);
+    memcpy(body + sizeof r, "abc", 3);
+    tbe__spool_item(&m->p, TBE__SP_RANK, body, sizeof body);
+  }
   tbe__spool_item(&m->p, TBE__SP_HOST, "gpuhost", 7);
   tbe__spool_item(&m->p, TBE__SP_CMD, "./train --steps 3", 17);
   for (uint32_t i = 1; i < S__COUNT; i++) tbe__spool_str(&m->p, i, STRS[i], strlen(STRS[i]));
@@ -554,13 +563,13 @@ static void add_nvtx_steps(tbe_trace *t, const char *range, int named) {
 
 static void test_collected_clean(void **state) {
   (void)state;
-  spec sp = {3, 1, 0, 0, 0};
+  spec sp = {3, 1, 0, 0, 0, 0, 0, 0};
   check_paths("collected, clean end", collected(&sp), 1);
 }
 
 static void test_collected_lossy(void **state) {
   (void)state;
-  spec sp = {3, 1, 2, 4323, 1};
+  spec sp = {3, 1, 2, 4323, 1, 0, 0, 0};
   tbe_trace *t = collected(&sp);
   assert_int_equal(t->dropped_records, 4325);
   assert_true(t->dropped_out_of_range >= 6);
@@ -570,10 +579,42 @@ static void test_collected_lossy(void **state) {
 
 static void test_collected_ended_early(void **state) {
   (void)state;
-  spec sp = {3, 0, 1, 17, 1};
+  spec sp = {3, 0, 1, 17, 1, 0, 0, 0};
   tbe_trace *t = collected(&sp);
   assert_true(t->ended_early);
   check_paths("collected, ended early", t, 1);
+}
+
+/* A rank and its world size go through XSpace and Chrome JSON (where HTA
+ * reads distributedInfo.rank), and an unknown world size stays unknown. */
+static void check_rank_paths(const spec *sp) {
+  char *dir = tu_mkdtemp();
+  char *x = tu_join(dir, "r.xplane.pb"), *j = tu_join(dir, "r.trace.json.gz");
+  tbe_trace *m = collected(sp);
+  assert_int_equal(m->rank, sp->rank);
+  assert_int_equal(m->world_size, sp->world);
+  assert_int_equal(tbe_export_xplane(m, x, 1), 0);
+  assert_int_equal(tbe_export_chrome_json(m, j, 1, 1), 0);
+  tbe_trace *rx = import(x), *rj = import(j);
+  assert_int_equal(rx->rank, sp->rank);
+  assert_int_equal(rx->world_size, sp->world);
+  assert_int_equal(rj->rank, sp->rank);
+  assert_int_equal(rj->world_size, sp->world);
+  tbe_trace_free(rx);
+  tbe_trace_free(rj);
+  tu_rmrf(dir);
+  free(x);
+  free(j);
+  free(dir);
+  check_paths("collected, ranked", m, 1);
+}
+
+static void test_collected_rank(void **state) {
+  (void)state;
+  spec sp = {3, 1, 0, 0, 0, 1, 1, 2};
+  check_rank_paths(&sp);
+  spec unknown_world = {3, 1, 0, 0, 0, 1, 3, 0};
+  check_rank_paths(&unknown_world);
 }
 
 /* Events of `kind` named `prefix`... on a host thread of tid `tid`. */
@@ -589,7 +630,7 @@ static size_t count_marks(const tbe_trace *t, uint8_t kind, const char *prefix, 
 
 static void test_collected_steps_named(void **state) {
   (void)state;
-  spec sp = {3, 1, 0, 0, 0};
+  spec sp = {3, 1, 0, 0, 0, 0, 0, 0};
   tbe_trace *t = collected(&sp);
   assert_int_equal(t->nsteps, 0);
   add_nvtx_steps(t, "iteration", 1);
@@ -629,7 +670,7 @@ static void test_collected_steps_named(void **state) {
 
 static void test_collected_steps_unnamed(void **state) {
   (void)state;
-  spec sp = {3, 0, 1, 5, 1};
+  spec sp = {3, 0, 1, 5, 1, 0, 0, 0};
   tbe_trace *t = collected(&sp);
   add_nvtx_steps(t, "iteration", 0);
   check_paths("collected, unnamed steps, ended early", t, 1);
@@ -649,6 +690,7 @@ int main(void) {
       cmocka_unit_test(test_jax_json),
       cmocka_unit_test(test_nsys_2gpu),
       cmocka_unit_test(test_nsys_saxpy),
+      cmocka_unit_test(test_collected_rank),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

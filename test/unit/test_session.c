@@ -24,6 +24,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+#include <zlib.h>
+
+#include "common/alloc.h"
+#include "common/buf.h"
 #include "events/spool.h"
 #include "tbexport.h"
 #include "testutil.h"
@@ -186,6 +191,246 @@ static void test_environment(void **state) {
   assert_int_equal(tbe_session_environment(&o, NULL, "/s", set_var, &v), TBE_EINVAL);
 }
 
+/* The ranks of one job join one run: each checks only its own entry. */
+static void test_run_name_ranks(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  char name[TBE_NAME_MAX + 1], clash[4096];
+  mkdirs(dir, "plugins/profile/torch-abc");
+  touch(dir, "plugins/profile/torch-abc/node.rank0.xplane.pb");
+  touch(dir, "plugins/profile/torch-abc/node.rank0.trace.json.gz");
+  touch(dir, "plugins/profile/torch-abc/node.cluster.xplane.pb");
+  /* rank 1 of the same host, and the same host without a rank, join */
+  assert_int_equal(tbe_session_run_name(dir, "torch-abc", "node.rank1", 0, name, sizeof name, clash,
+                                        sizeof clash),
+                   0);
+  assert_string_equal(name, "torch-abc");
+  assert_int_equal(
+      tbe_session_run_name(dir, "torch-abc", "node", 0, name, sizeof name, clash, sizeof clash), 0);
+  assert_int_equal(tbe_session_run_name(dir, "torch-abc", "node.rank", 0, name, sizeof name, clash,
+                                        sizeof clash),
+                   0);
+  /* rank 0 again: its own files */
+  assert_int_equal(tbe_session_run_name(dir, "torch-abc", "node.rank0", 0, name, sizeof name, clash,
+                                        sizeof clash),
+                   TBE_EEXIST);
+  assert_true(ends_with(clash, "/node.rank0.xplane.pb") ||
+              ends_with(clash, "/node.rank0.trace.json.gz"));
+  /* several processes of one rank: <entry>_pid<N>[_<k>] */
+  touch(dir, "plugins/profile/torch-abc/node.rank3_pid77_2.trace.json.gz");
+  assert_int_equal(tbe_session_run_name(dir, "torch-abc", "node.rank3", 0, name, sizeof name, clash,
+                                        sizeof clash),
+                   TBE_EEXIST);
+  assert_true(ends_with(clash, "/node.rank3_pid77_2.trace.json.gz"));
+  assert_int_equal(
+      tbe_session_run_name(dir, "torch-abc", "node.rank3", 1, name, sizeof name, NULL, 0), 0);
+  /* a file of another kind is no output of the entry */
+  touch(dir, "plugins/profile/torch-abc/node.rank4.txt");
+  assert_int_equal(tbe_session_run_name(dir, "torch-abc", "node.rank4", 0, name, sizeof name, clash,
+                                        sizeof clash),
+                   0);
+  tu_rmrf(dir);
+  free(dir);
+}
+
+/* ---- ranked spools ---- */
+
+#define T0 1790000000000000000LL
+
+/* Writes DIR/<pid>.spool: one process with one kernel, of rank `rank`
+ * (-1: no rank item) in a world of `world`. */
+static void ranked_spool(const char *dir, uint32_t pid, int32_t rank, int32_t world) {
+  tbe_allocator al;
+  tbe__allocator_init(&al, NULL);
+  tbe__buf b;
+  tbe__buf_init(&b, &al);
+  tbe__sp_info info;
+  memset(&info, 0, sizeof info);
+  info.start_ns = T0;
+  info.pid = pid;
+  info.trace = 0xffff;
+  tbe__spool_item(&b, TBE__SP_INFO, &info, sizeof info);
+  if (rank >= 0) {
+    uint8_t body[sizeof(tbe__sp_rank) + 3];
+    tbe__sp_rank r = {rank, world, rank, TBE__LAUNCHER_TORCH};
+    memcpy(body, &r, sizeof r);
+    memcpy(body + sizeof r, "abc", 3);
+    tbe__spool_item(&b, TBE__SP_RANK, body, sizeof body);
+  }
+  tbe__spool_item(&b, TBE__SP_HOST, "spoolhost", 9);
+  tbe__spool_str(&b, 1, "cudaLaunchKernel", 16);
+  tbe__spool_str(&b, 2, "allreduce_kernel", 16);
+  tbe__sp_api a;
+  memset(&a, 0, sizeof a);
+  a.start = T0 + 1000;
+  a.end = T0 + 2000;
+  a.corr = 1;
+  a.pid = pid;
+  a.tid = pid;
+  a.name = 1;
+  tbe__spool_item(&b, TBE__SP_API, &a, sizeof a);
+  tbe__sp_kernel k;
+  memset(&k, 0, sizeof k);
+  k.start = T0 + 3000;
+  k.end = T0 + 9000;
+  k.corr = 1;
+  k.stream = 7;
+  k.name = 2;
+  tbe__spool_item(&b, TBE__SP_KERNEL, &k, sizeof k);
+  tbe__sp_end e = {T0 + 10000};
+  tbe__spool_item(&b, TBE__SP_END, &e, sizeof e);
+  assert_int_equal(tbe__buf_error(&b), 0);
+  char name[64];
+  snprintf(name, sizeof name, "%u.spool", pid);
+  char *p = tu_join(dir, name);
+  int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  assert_true(fd >= 0);
+  uint8_t head[TBE__SPOOL_HEADER];
+  tbe__spool_header(head, T0);
+  assert_int_equal(write(fd, head, sizeof head), (ssize_t)sizeof head);
+  assert_int_equal(tbe__spool_write_frame(fd, b.data, b.len), 0);
+  close(fd);
+  free(p);
+  tbe__buf_deinit(&b);
+}
+
+static int exists(const char *dir, const char *rel) {
+  char *p = tu_join(dir, rel);
+  struct stat st;
+  int r = stat(p, &st) == 0;
+  free(p);
+  return r;
+}
+
+/* The text of a gzipped file (malloc'd). */
+static char *gunzip(const char *dir, const char *rel) {
+  char *p = tu_join(dir, rel);
+  gzFile g = gzopen(p, "rb");
+  assert_non_null(g);
+  size_t cap = 1 << 20, n = 0;
+  char *s = malloc(cap);
+  int got;
+  while ((got = gzread(g, s + n, (unsigned)(cap - 1 - n))) > 0) n += (size_t)got;
+  s[n] = '\0';
+  gzclose(g);
+  free(p);
+  return s;
+}
+
+/* Rank of the trace in plugins/profile/RUN/ENTRY<suffix>, as imported. */
+static int32_t rank_of(const char *dir, const char *rel, int32_t *world) {
+  char *p = tu_join(dir, rel);
+  tbe_trace *t = NULL;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  assert_int_equal(tbe_import_file(t, p, NULL, NULL), 0);
+  int32_t r = t->rank;
+  *world = t->world_size;
+  tbe_trace_free(t);
+  free(p);
+  return r;
+}
+
+static int convert_dir(const char *logdir, const char *spools, const char *run,
+                       const tbe_session_launcher *sl, size_t *processes) {
+  tbe_export_options eo;
+  tbe_export_options_init(&eo);
+  eo.logdir = logdir;
+  eo.run = run;
+  eo.host = "node";
+  tbe_session_options so;
+  tbe_session_options_init(&so);
+  so.spool_dir = spools;
+  so.export_options = &eo;
+  so.launcher = sl;
+  so.program_pid = 5;
+  so.start_ns = T0;
+  so.stop_ns = T0 + 20000;
+  tbe_session_result r;
+  int rc = tbe_session_convert(&so, &r);
+  *processes = r.processes;
+  return rc;
+}
+
+/* `tbexport -- torchrun ...`: each worker's spool carries its rank, and
+ * the session names the host entries from them. */
+static void test_convert_ranks(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  char *spools = tu_join(dir, ".tbexport-spool-1");
+  assert_int_equal(mkdir(spools, 0700), 0);
+  ranked_spool(spools, 101, 0, 2);
+  ranked_spool(spools, 102, 1, 2);
+  ranked_spool(spools, 90, -1, 0); /* the launcher itself, without a rank */
+  size_t np;
+  assert_int_equal(convert_dir(dir, spools, "job", NULL, &np), 0);
+  assert_int_equal(np, 3);
+  const char *want[] = {
+      "plugins/profile/job/node.rank0.xplane.pb", "plugins/profile/job/node.rank0.trace.json.gz",
+      "plugins/profile/job/node.rank1.xplane.pb", "plugins/profile/job/node.rank1.trace.json.gz",
+      "plugins/profile/job/node.xplane.pb",       "job/node.rank0.pt.trace.json.gz",
+      "job/node.rank1.pt.trace.json.gz",          "job/hparams/node.rank1"};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+    if (!exists(dir, want[i])) fail_msg("missing %s", want[i]);
+  assert_false(exists(dir, "plugins/profile/job/node_pid101.xplane.pb"));
+  /* distributedInfo as HTA reads it, and both files give the rank back */
+  char *j1 = gunzip(dir, "plugins/profile/job/node.rank1.trace.json.gz");
+  assert_non_null(strstr(j1, "\"distributedInfo\": {\"rank\": 1, \"world_size\": 2}"));
+  free(j1);
+  char *j0 = gunzip(dir, "plugins/profile/job/node.rank0.trace.json.gz");
+  assert_non_null(strstr(j0, "\"rank\": 0"));
+  free(j0);
+  char *ju = gunzip(dir, "plugins/profile/job/node.trace.json.gz");
+  assert_null(strstr(ju, "distributedInfo"));
+  free(ju);
+  int32_t w;
+  assert_int_equal(rank_of(dir, "plugins/profile/job/node.rank1.xplane.pb", &w), 1);
+  assert_int_equal(w, 2);
+  assert_int_equal(rank_of(dir, "plugins/profile/job/node.rank0.trace.json.gz", &w), 0);
+  assert_int_equal(w, 2);
+  assert_int_equal(rank_of(dir, "plugins/profile/job/node.xplane.pb", &w), -1);
+
+  /* Two processes of one rank (a forked child that used CUDA too): both
+   * <entry>_pid<N>; the lone unranked process stays <host>. */
+  assert_int_equal(mkdir(spools, 0700), 0);
+  ranked_spool(spools, 201, 0, 2);
+  ranked_spool(spools, 202, 0, 2);
+  ranked_spool(spools, 203, 1, 2);
+  assert_int_equal(convert_dir(dir, spools, "dup", NULL, &np), 0);
+  assert_true(exists(dir, "plugins/profile/dup/node.rank0_pid201.xplane.pb"));
+  assert_true(exists(dir, "plugins/profile/dup/node.rank0_pid202.xplane.pb"));
+  assert_true(exists(dir, "plugins/profile/dup/node.rank1.xplane.pb"));
+
+  /* `srun tbexport -- ./app`: tbexport's own rank names a spool that has
+   * none, and the run of a program that never initialized CUDA. */
+  tbe_session_launcher sl;
+  memset(&sl, 0, sizeof sl);
+  sl.rank = 3;
+  sl.world_size = 4;
+  sl.local_rank = -1;
+  sl.launcher = "Slurm";
+  assert_int_equal(mkdir(spools, 0700), 0);
+  ranked_spool(spools, 301, -1, 0);
+  assert_int_equal(convert_dir(dir, spools, "own", &sl, &np), 0);
+  assert_int_equal(rank_of(dir, "plugins/profile/own/node.rank3.xplane.pb", &w), 3);
+  assert_int_equal(w, 4);
+  assert_int_equal(mkdir(spools, 0700), 0);
+  assert_int_equal(convert_dir(dir, spools, "nocuda", &sl, &np), 0);
+  assert_int_equal(np, 0);
+  assert_int_equal(rank_of(dir, "plugins/profile/nocuda/node.rank3.trace.json.gz", &w), 3);
+  /* a spool's own rank wins over the session's */
+  assert_int_equal(mkdir(spools, 0700), 0);
+  ranked_spool(spools, 302, 1, 4);
+  assert_int_equal(convert_dir(dir, spools, "own2", &sl, &np), 0);
+  assert_true(exists(dir, "plugins/profile/own2/node.rank1.xplane.pb"));
+  /* the same rank again in a run that has it: refused, as any host */
+  assert_int_equal(mkdir(spools, 0700), 0);
+  ranked_spool(spools, 303, 1, 4);
+  assert_int_equal(convert_dir(dir, spools, "own2", &sl, &np), TBE_EEXIST);
+  free(spools);
+  tu_rmrf(dir);
+  free(dir);
+}
+
 /* ---- telling spools ---- */
 
 static void test_spool_check(void **state) {
@@ -335,7 +580,8 @@ int main(void) {
       cmocka_unit_test(test_run_name_default), cmocka_unit_test(test_run_name_clash),
       cmocka_unit_test(test_spool_dir),        cmocka_unit_test(test_environment),
       cmocka_unit_test(test_spool_check),      cmocka_unit_test(test_messages),
-      cmocka_unit_test(test_text_forms),
+      cmocka_unit_test(test_text_forms),       cmocka_unit_test(test_run_name_ranks),
+      cmocka_unit_test(test_convert_ranks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,5 +27,9 @@ int tbe__analysis_advise(tbe_analysis *an);
  * appends for the processes of one machine: the machine's name
  * (run_analysis.c). */
 size_t tbe__host_base_len(const char *label);
+/* Length of the machine's name in `label`: tbe__host_base_len without a
+ * trailing ".rank<digits>" (a launcher's rank; tbexport/session.h), so
+ * the ranks of one machine share its GPUs. */
+size_t tbe__host_machine_len(const char *label);
 
 #endif

@@ -59,6 +59,13 @@ size_t tbe__host_base_len(const char *label) {
   return n;
 }
 
+size_t tbe__host_machine_len(const char *label) {
+  size_t n = tbe__host_base_len(label), i = n;
+  while (i > 0 && label[i - 1] >= '0' && label[i - 1] <= '9') i--;
+  if (i < n && i >= 5 && strncmp(label + i - 5, ".rank", 5) == 0) return i - 5;
+  return n;
+}
+
 /* The pid a label names ("_pid<N>" after the host name), else the
  * analysis's. */
 static int64_t host_pid(const tbe_run_host *h) {

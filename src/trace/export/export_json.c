@@ -324,8 +324,10 @@ static void write_dist_key(jctx *c) {
   }
   JW_LIT(w, "\"rank\": ");
   jw_i64(w, t->rank);
-  JW_LIT(w, ", \"world_size\": ");
-  jw_i64(w, t->world_size > 0 ? t->world_size : 1);
+  if (t->world_size > 0) { /* unknown (PMIx gives none): left out, not guessed */
+    JW_LIT(w, ", \"world_size\": ");
+    jw_i64(w, t->world_size);
+  }
   JW_LIT(w, "},\n");
 }
 

@@ -20,7 +20,8 @@
  *   Memset_details (interned through ref_value) and correlation_id (uint64);
  * - a "Task Environment" plane with profile_start_time/profile_stop_time
  *   (uint64 epoch ns), and ours, which xprof does not read: tbexport_source
- *   and the collection counters (tbexport_dropped_records, ..._ended_early);
+ *   and the collection counters (tbexport_dropped_records, ..._ended_early),
+ *   the distributed rank and world size (tbexport_rank, _world_size);
  *   XSpace.hostnames; XSpace.warnings for everything the model dropped,
  *   clamped or cut short (the generic status lines, then the trace's own
  *   warnings).  src/import/xspace.c reads all of it back.
@@ -675,6 +676,10 @@ static void task_env_plane(xctx *c) {
     plane_stat(c, "tbexport_out_of_range_records", 'u', t->dropped_out_of_range, NULL);
   if (t->overhead_ns) plane_stat(c, "tbexport_cupti_overhead_ns", 'u', t->overhead_ns, NULL);
   if (t->ended_early) plane_stat(c, "tbexport_ended_early", 'i', 1, NULL);
+  /* The distributed rank (the Chrome JSON's distributedInfo). */
+  if (t->rank >= 0) plane_stat(c, "tbexport_rank", 'i', (uint64_t)t->rank, NULL);
+  if (t->rank >= 0 && t->world_size > 0)
+    plane_stat(c, "tbexport_world_size", 'i', (uint64_t)t->world_size, NULL);
   write_metadata(c);
   xw_close(&c->w, at);
 }

@@ -304,9 +304,9 @@ static void warnings(tbe__buf *b, const tbe_run_analysis *r, int md) {
 }
 
 /* A GPU of the run: the machine of its host file (the label without the
- * "_pid<N>" tbexport appends for the processes of one machine) and the
- * device ordinal.  Processes of one machine share its GPUs: two processes
- * on GPU 0 are one GPU. */
+ * ".rank<N>" and "_pid<N>" tbexport appends for the processes of one
+ * machine) and the device ordinal.  Processes of one machine share its
+ * GPUs: two processes (or ranks) on GPU 0 are one GPU. */
 typedef struct gpu_id {
   const char *machine;
   size_t len;
@@ -321,7 +321,7 @@ static int cmp_gpu_id(const void *x, const void *y) {
 }
 
 static gpu_id machine_of(const tbe_run_host *h, int32_t device) {
-  return (gpu_id){h->label, tbe__host_base_len(h->label), device};
+  return (gpu_id){h->label, tbe__host_machine_len(h->label), device};
 }
 
 /* Distinct GPUs (*ngpu) and machines (*nmach) of the run; both fall back

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""check_ranks.py: a profiled distributed job's log dir, as its users and
+their clients read it (scripts/gpu_verify part "ranks").
+
+The job ran one rank per process under a launcher (`torchrun ... tbexport
+-- python3 prog.py`, or `tbexport -- torchrun ... prog.py`).  Checks, each
+printed PASS or FAIL, exit status 1 on any failure:
+  - the log dir holds one run (the ranks did not split);
+  - that run holds, for every rank N of --ranks, one host entry
+    <host>.rank<N> (.xplane.pb, .trace.json.gz, the <run>/<entry>.pt link),
+    and no rank twice;
+  - each Chrome JSON's distributedInfo gives its rank and the world size;
+  - `tbexport summary --format json RUN` has one host per rank, ordered by
+    rank, each with at least --steps steps; the table shows "by rank";
+  - with --hta, Holistic Trace Analysis (scripts/check_hta.py) sees exactly
+    those ranks and the iterations.
+
+usage: check_ranks.py --tbexport T --ranks 0,1 [--steps N] [--hta PATH [--hta-python PY]] LOGDIR
+"""
+import argparse
+import glob
+import gzip
+import json
+import os
+import re
+import subprocess
+import sys
+
+fails = 0
+
+
+def check(cond, what):
+    global fails
+    print(("PASS: " if cond else "FAIL: ") + what, flush=True)
+    if not cond:
+        fails += 1
+    return cond
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tbexport", required=True)
+    ap.add_argument("--ranks", required=True, help="e.g. 0,1")
+    ap.add_argument("--steps", type=int, default=0, help="steps each rank must have")
+    ap.add_argument("--hta", help="a HolisticTraceAnalysis checkout")
+    ap.add_argument("--hta-python", default=sys.executable,
+                    help="the python3 with HTA's dependencies (pandas, plotly, ...)")
+    ap.add_argument("logdir")
+    a = ap.parse_args()
+    want = [int(x) for x in a.ranks.split(",")]
+    prof = os.path.join(a.logdir, "plugins", "profile")
+    runs = sorted(os.listdir(prof)) if os.path.isdir(prof) else []
+    if not check(len(runs) == 1, "%s: one run (%s)" % (a.logdir, runs)):
+        print("== check_ranks: %d failure(s)" % fails)
+        sys.exit(1)
+    run = runs[0]
+    rdir = os.path.join(prof, run)
+    print("== run %s: %s" % (run, sorted(os.listdir(rdir))))
+    entries = {}
+    for f in sorted(os.listdir(rdir)):
+        m = re.fullmatch(r"(.+)\.rank(\d+)\.trace\.json\.gz", f)
+        if m:
+            entries.setdefault(int(m.group(2)), []).append(m.group(1))
+    check(sorted(entries) == want, "ranked entries %s (want %s)" % (sorted(entries), want))
+    check(all(len(v) == 1 for v in entries.values()), "no rank twice: %s" % entries)
+    for r in want:
+        host = (entries.get(r) or ["?"])[0]
+        stem = "%s.rank%d" % (host, r)
+        for path in (os.path.join(rdir, stem + ".xplane.pb"), os.path.join(rdir, stem + ".trace.json.gz"),
+                     os.path.join(a.logdir, run, stem + ".pt.trace.json.gz")):
+            check(os.path.isfile(path), "rank %d: %s" % (r, path))
+        try:
+            with gzip.open(os.path.join(rdir, stem + ".trace.json.gz"), "rt") as f:
+                di = json.load(f).get("distributedInfo", {})
+        except (OSError, ValueError) as e:
+            di = {"error": str(e)}
+        check(di.get("rank") == r and di.get("world_size") == len(want),
+              "rank %d: distributedInfo %s" % (r, di))
+
+    p = subprocess.run([a.tbexport, "summary", "--logdir", a.logdir, "--format", "json", run],
+                       capture_output=True, text=True)
+    if check(p.returncode == 0, "tbexport summary --format json %s (%s)" % (run, p.stderr.strip()[:300])):
+        d = json.loads(p.stdout)
+        hosts = d.get("hosts", [])
+        check([h.get("rank") for h in hosts] == want,
+              "summary: hosts by rank %s" % [(h.get("label"), h.get("rank")) for h in hosts])
+        check(d.get("by_rank") is True, "summary: run ordered by rank")
+        if a.steps:
+            n = [len(h.get("steps", [])) for h in hosts]
+            check(all(k >= a.steps for k in n), "summary: steps per rank %s (at least %d)" % (n, a.steps))
+    p = subprocess.run([a.tbexport, "summary", "--logdir", a.logdir, run], capture_output=True, text=True)
+    print(p.stdout)
+    check(p.returncode == 0 and re.search(r"^Hosts \(%d, by rank" % len(want), p.stdout, re.M) is not None,
+          "summary table: hosts by rank")
+
+    if a.hta:
+        cmd = [a.hta_python, os.path.join(os.path.dirname(os.path.abspath(__file__)), "check_hta.py"),
+               "--hta", a.hta, "--ranks", a.ranks]
+        if a.steps:
+            cmd += ["--steps", str(a.steps)]
+        p = subprocess.run(cmd + [rdir], text=True)
+        check(p.returncode == 0, "HTA reads the ranks (check_hta.py exit %d)" % p.returncode)
+    print("== check_ranks: %d failure(s)" % fails)
+    sys.exit(1 if fails else 0)
+
+
+if __name__ == "__main__":
+    main()
