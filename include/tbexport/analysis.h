@@ -539,8 +539,9 @@ typedef struct tbe_analysis_stamp {
 
 /* Why a file did not load: the byte offset in the file of what is wrong
  * (UINT64_MAX when no byte is at fault: a count, a missing field) and one
- * line naming it ("field Analysis.steps[3].class_ns: 9 entries, expected
- * 10"). */
+ * line naming the field, without the offset ("field
+ * Analysis.steps[3].class_ns: 9 entries, expected 10", "field
+ * Analysis.devices has wire type 0, expected 2"). */
 typedef struct tbe_analysis_load_error {
   uint64_t offset;
   char message[256];

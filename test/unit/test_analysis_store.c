@@ -303,7 +303,7 @@ static void test_hostile(void **state) {
   tbe_analysis_load_error err;
   assert_int_equal(tbe_analysis_load(&x, NULL, buf, n - 3, NULL, &err), TBE_ECORRUPT);
   assert_true(err.offset < n);
-  assert_non_null(strstr(err.message, "byte "));
+  assert_true(err.message[0] != 0);
   /* Garbage, empty. */
   assert_int_equal(tbe_analysis_load(&x, NULL, "\xff\xff\xff", 3, NULL, &err), TBE_ECORRUPT);
   assert_int_equal(tbe_analysis_load(&x, NULL, "", 0, NULL, &err), TBE_ECORRUPT);

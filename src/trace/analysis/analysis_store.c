@@ -5,10 +5,14 @@
  * copying its arrays (the messages point into the analysis; one scratch
  * block holds the message structs and pointer arrays) and packs them.
  *
+ * The file ends with the CRC32C of all the bytes before it (field 5,
+ * crc32c, written last by hand after the packed message).
+ *
  * Loading treats the bytes as hostile:
  *   1. the top level is walked by hand for format_version, so a file of
  *      another version is told apart from a corrupt one before anything
- *      else is read;
+ *      else is read; then the checksum (a flipped bit in a number is valid
+ *      protobuf: only the sum tells);
  *   2. protobuf-c decodes the whole file (its allocations are bounded by
  *      the input's size: counts come from the bytes present); when it
  *      refuses, a walk guided by the generated descriptors finds the first
@@ -34,6 +38,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/crc32c.h"
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
 #include "tbexport/trace.h"
@@ -46,6 +51,11 @@
 /* Longest text of any other field (names, host, producer): far beyond any
  * real name, small enough that a bad length is caught as such. */
 #define TEXT_MAX ((size_t)1 << 20)
+
+/* The checksum field (AnalysisFile.crc32c = 5, fixed32): its tag and its
+ * size with the tag. */
+#define CRC_TAG ((5 << 3) | 5)
+#define CRC_FIELD 5
 
 typedef Tbexport__AnalysisFile PFile;
 typedef Tbexport__Analysis PAnalysis;
@@ -244,7 +254,7 @@ int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources
     ad[i].text.len = strnlen(an->advice[i].text, sizeof an->advice[i].text);
     m->advice[i] = &ad[i];
   }
-  m->has_host = t && t->host != 0;
+  m->has_host = (t && t->host != 0) || (an->host && *an->host);
   m->host = text_of(an->host);
   m->pid = an->pid;
   m->rank = an->rank;
@@ -268,10 +278,16 @@ int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources
   for (size_t i = 0; i < nwarn; i++) m->warnings[i] = text_of(tbe_trace_str(t, t->warnings[i]));
 
   size_t n = tbexport__analysis_file__get_packed_size(f);
-  uint8_t *buf = tbe__alloc(&al, n ? n : 1);
+  uint8_t *buf = tbe__alloc(&al, n + CRC_FIELD);
   int rc = 0;
   if (!buf) rc = TBE_ENOMEM;
   else if (tbexport__analysis_file__pack(f, buf) != n) rc = TBE_EINVAL;
+  if (!rc) {
+    uint32_t c = tbe__crc32c(buf, n);
+    buf[n] = CRC_TAG;
+    for (int i = 0; i < 4; i++) buf[n + 1 + i] = (uint8_t)(c >> (8 * i));
+    n += CRC_FIELD;
+  }
   tbe__free(&al, block);
   if (rc) {
     tbe__free(&al, buf);
@@ -795,8 +811,8 @@ int tbe_analysis_load(tbe_analysis **out, tbe_analysis_stamp *stamp, const void 
   uint64_t version;
   size_t bad;
   if (peek_version(b, n, &version, &bad))
-    return fail(err, TBE_ECORRUPT, bad, "byte %zu: a field of AnalysisFile runs past the end "
-                "or has a bad header", bad);
+    return fail(err, TBE_ECORRUPT, bad,
+                "a field of AnalysisFile runs past the end or has a bad header");
   if (version != TBE_ANALYSIS_FORMAT_VERSION) {
     if (stamp) stamp->version = version > UINT32_MAX ? UINT32_MAX : (uint32_t)version;
     if (version == 0)
@@ -805,6 +821,15 @@ int tbe_analysis_load(tbe_analysis **out, tbe_analysis_stamp *stamp, const void 
     return fail(err, TBE_EFORMAT, UINT64_MAX, "format version %llu, this tbexport reads %d",
                 (unsigned long long)version, TBE_ANALYSIS_FORMAT_VERSION);
   }
+  if (n < CRC_FIELD || b[n - CRC_FIELD] != CRC_TAG)
+    return fail(err, TBE_ECORRUPT, n < CRC_FIELD ? 0 : n - CRC_FIELD,
+                "field AnalysisFile.crc32c: not the last field (the file is cut short?)");
+  uint32_t want = (uint32_t)b[n - 4] | (uint32_t)b[n - 3] << 8 | (uint32_t)b[n - 2] << 16 |
+                  (uint32_t)b[n - 1] << 24;
+  if (tbe__crc32c(b, n - CRC_FIELD) != want)
+    return fail(err, TBE_ECORRUPT, UINT64_MAX,
+                "field AnalysisFile.crc32c: the checksum of bytes 0-%zu does not match",
+                n - CRC_FIELD);
   tbe_allocator al;
   tbe__allocator_init(&al, a);
   pb_alloc pctx = {&al, 0};
@@ -815,7 +840,7 @@ int tbe_analysis_load(tbe_analysis **out, tbe_analysis_stamp *stamp, const void 
     char what[160];
     uint64_t at = find_bad(&tbexport__analysis_file__descriptor, b, n, 0, 0, what, sizeof what);
     if (at != UINT64_MAX)
-      return fail(err, TBE_ECORRUPT, at, "byte %llu: %s", (unsigned long long)at, what);
+      return fail(err, TBE_ECORRUPT, at, "%s", what);
     return fail(err, TBE_ECORRUPT, UINT64_MAX, "does not decode as an AnalysisFile");
   }
   loader L = {err, 0};
