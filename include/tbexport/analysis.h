@@ -234,7 +234,8 @@ typedef enum tbe_advice_kind {
   TBE_ADVICE_PAGEABLE = 2,      /* copies from pageable memory */
   TBE_ADVICE_COPY_SHARE = 3,    /* a large share of time in host<->device copies */
   TBE_ADVICE_SYNC = 4,          /* frequent device synchronization */
-  TBE_ADVICE_DROPPED = 5        /* records were dropped or the capture ended early */
+  TBE_ADVICE_DROPPED = 5,       /* records were dropped or the capture ended early */
+  TBE_ADVICE__COUNT
 } tbe_advice_kind;
 
 typedef struct tbe_advice {
@@ -493,6 +494,79 @@ TBE_API int tbe_diff_write_events(const tbe_diff *d, const char *run_dir, const 
 TBE_API int tbe_run_diff_write_events(const tbe_run_diff *d, const char *run_dir,
                                       const char *base_label, const char *new_label, size_t top,
                                       const char *host, char *path, size_t size);
+
+/* ---- the persisted analysis ----
+ *
+ * One host's analysis as a file of its own (proto/tbexport/analysis.proto),
+ * written by tbe_export_run beside the trace files it describes as
+ * <logdir>/plugins/profile/<run>/<host>.analysis.pb, so that a summary or a
+ * comparison reads kilobytes instead of re-importing the trace.  It holds
+ * every figure the reports print, in every format, and what they read from
+ * the trace itself (host name, warnings, device names): a loaded analysis
+ * renders byte for byte the report of the analysis it was saved from.
+ *
+ * A loaded analysis owns a small trace of its own (an->trace), holding only
+ * those strings: no events, no tracks.  Code that reads an analysis's
+ * figures and names works unchanged; code that walks an->trace's events
+ * finds none.
+ *
+ * The file names the trace files it was computed from (name, size, mtime)
+ * so that a reader can tell a current analysis from a stale one; the
+ * library records and returns them, the caller compares (the CLI: size and
+ * mtime of the file it would otherwise import). */
+
+/* The file format's version: changes only on an incompatible change (the
+ * rules are in proto/tbexport/analysis.proto).  A reader refuses files of
+ * any other version. */
+#define TBE_ANALYSIS_FORMAT_VERSION 1
+/* The file name suffix after the host name. */
+#define TBE_ANALYSIS_SUFFIX ".analysis.pb"
+
+/* A trace file an analysis was computed from. */
+typedef struct tbe_analysis_source {
+  const char *name;   /* its name in the same folder (no '/') */
+  uint64_t size;      /* bytes */
+  int64_t mtime_ns;   /* modification time, ns since the epoch */
+} tbe_analysis_source;
+
+/* What a file says about itself. */
+typedef struct tbe_analysis_stamp {
+  uint32_t version;                    /* TBE_ANALYSIS_FORMAT_VERSION */
+  const char *producer;                /* "tbexport 0.1.0" */
+  const tbe_analysis_source *sources;  /* nsources entries */
+  size_t nsources;
+} tbe_analysis_stamp;
+
+/* Why a file did not load: the byte offset in the file of what is wrong
+ * (UINT64_MAX when no byte is at fault: a count, a missing field) and one
+ * line naming the field, without the offset ("field
+ * Analysis.steps[3].class_ns: 9 entries, expected 10", "field
+ * Analysis.devices has wire type 0, expected 2"). */
+typedef struct tbe_analysis_load_error {
+  uint64_t offset;
+  char message[256];
+} tbe_analysis_load_error;
+
+/* Serializes `an` with the given sources into a new buffer (*out, *len:
+ * freed with tbe_analysis_save_free).  `an` is not changed (its tables
+ * are saved in their current order).  `a` may be NULL.  Returns 0,
+ * TBE_EINVAL (NULL argument, a source without a name) or TBE_ENOMEM. */
+TBE_API int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources,
+                              size_t nsources, void **out, size_t *len, const tbe_allocator *a);
+TBE_API void tbe_analysis_save_free(void *buf, size_t len, const tbe_allocator *a);
+
+/* Reads a file tbe_analysis_save wrote, treating it as hostile: every
+ * length, count, enum value and string is checked (per-step arrays of
+ * exactly nsteps entries, per-enum arrays of exactly the enum's count,
+ * text without NUL bytes and within the model's sizes) before anything
+ * is trusted.  On success *out is a new analysis (free with
+ * tbe_analysis_free), its name tables in the saved order, and `stamp`
+ * (may be NULL) points into it.  `a` may be NULL; `err` may be NULL.
+ * Returns 0; TBE_EFORMAT for a file of another format version (stamp
+ * version set, producer NULL, when stamp is given); TBE_ECORRUPT with
+ * err naming the byte or field; TBE_EINVAL; TBE_ENOMEM.  Never aborts. */
+TBE_API int tbe_analysis_load(tbe_analysis **out, tbe_analysis_stamp *stamp, const void *data,
+                              size_t n, const tbe_allocator *a, tbe_analysis_load_error *err);
 
 /* Names. */
 /* Demangles `mangled` into `buf` exactly as `c++filt` (GNU binutils, its

@@ -71,8 +71,10 @@ int tbe_cmd_summary(int argc, char **argv);
 int tbe_cmd_diff(int argc, char **argv);
 
 /* Shared by summary and diff (cmd_summary.c): loads FILE, or every host
- * file of RUN (in `logdir`), each into its own finished trace and
- * analysis, and aggregates them; prints one error line and returns an exit
+ * file of RUN (in `logdir`), each into its own analysis (from the host's
+ * persisted analysis when it is current, else from its finished trace:
+ * traces[i] is NULL for a host read from its analysis file), and
+ * aggregates them; prints one error line and returns an exit
  * code on failure (then `r` holds nothing).  Free with tbe_cli_run_free. */
 struct tbe_trace;
 struct tbe_analysis;
@@ -87,8 +89,16 @@ typedef struct tbe_cli_run {
   char **hosts;                 /* their labels: the host part of the file names */
   struct tbe_run_analysis *run;
 } tbe_cli_run;
-int tbe_cli_load_run(const char *cmd, const char *logdir, const char *arg, int quiet,
-                     tbe_cli_run *r);
+/* How to load (analysis_files.h): `from_traces` imports every trace even
+ * where a current persisted analysis is there; `no_cache` neither reads
+ * nor writes the cache of raw files' analyses. */
+typedef struct tbe_cli_load_options {
+  int quiet;
+  int from_traces;
+  int no_cache;
+} tbe_cli_load_options;
+int tbe_cli_load_run(const char *cmd, const char *logdir, const char *arg,
+                     const tbe_cli_load_options *lo, tbe_cli_run *r);
 void tbe_cli_run_free(tbe_cli_run *r);
 /* --format/--sort/--top/--width (c = 'f', 's', 'n', 'w'); 0 or an exit code. */
 int tbe_cli_report_option(const char *cmd, int c, const char *arg, struct tbe_report_options *o);

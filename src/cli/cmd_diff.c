@@ -10,7 +10,8 @@
  * earlier diff against the same BASE wrote (its path is printed on
  * stderr); --no-events skips that.  It is placed like every output
  * (tbe_run_diff_write_events): never through a symlink below the log dir,
- * complete or not at all. */
+ * complete or not at all.  Each side's hosts are read from their
+ * persisted analyses where current (--from-traces: from the traces). */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -45,6 +46,10 @@ static void usage(FILE *f) {
           "  --wide              full names instead of shortened ones\n"
           "  --width N           table width (default 100)\n"
           "  --no-events         do not write the comparison into TensorBoard\n"
+          "  --from-traces       import the traces even where a current analysis file\n"
+          "                      (<host>.analysis.pb, written with them) is there\n"
+          "  --no-cache          a FILE's analysis is neither read from nor stored in\n"
+          "                      the cache ($XDG_CACHE_HOME/tbexport)\n"
           "  --quiet             no progress line\n"
           "\n" TBE_CLI_LIMIT_USAGE);
 }
@@ -70,18 +75,22 @@ int tbe_cmd_diff(int argc, char **argv) {
       {"top", required_argument, 0, 'n'},    {"wide", no_argument, 0, 'W'},
       {"width", required_argument, 0, 'w'},  {"no-events", no_argument, 0, 'E'},
       {"quiet", no_argument, 0, 'q'},        {"help", no_argument, 0, 'h'},
+      {"from-traces", no_argument, 0, 'T'},  {"no-cache", no_argument, 0, 'C'},
       TBE_CLI_LIMIT_OPTIONS,                 {0, 0, 0, 0}};
   tbe_report_options o;
   tbe_report_options_init(&o);
   const char *logdir = NULL;
-  int quiet = 0, no_events = 0, c;
+  tbe_cli_load_options lo = {0, 0, 0};
+  int no_events = 0, c;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":hq", opts, NULL)) != -1) {
     switch (c) {
       case 'L': logdir = optarg; break;
       case 'W': o.wide = 1; break;
       case 'E': no_events = 1; break;
-      case 'q': quiet = 1; break;
+      case 'q': lo.quiet = 1; break;
+      case 'T': lo.from_traces = 1; break;
+      case 'C': lo.no_cache = 1; break;
       case 'h': usage(stdout); return TBE_EXIT_OK;
       case 'f':
       case 'n':
@@ -116,7 +125,7 @@ int tbe_cmd_diff(int argc, char **argv) {
   memset(side, 0, sizeof side);
   int rc = 0;
   for (int s = 0; s < 2 && !rc; s++)
-    rc = tbe_cli_load_run("diff", logdir, argv[optind + s], quiet, &side[s]);
+    rc = tbe_cli_load_run("diff", logdir, argv[optind + s], &lo, &side[s]);
   tbe_run_diff *d = NULL;
   char *text = NULL;
   size_t len = 0;
@@ -144,7 +153,7 @@ int tbe_cmd_diff(int argc, char **argv) {
                                  tbe_export_strerror(err, path, line, sizeof line));
       else tbe_cli_error("diff", "writing the comparison into %s: %s", dir, tbe_strerror(err));
       rc = tbe_cli_exit_for(err);
-    } else if (!quiet) {
+    } else if (!lo.quiet) {
       tbe_cli_note("wrote %s", path);
     }
   }

@@ -11,7 +11,13 @@
  * one per host), then aggregated by tbe_run_analysis_create.  A host file
  * is the set of files sharing a stem (the name without .trace.json.gz,
  * .trace.json, .xplane.pb, and a .pt before them); of those the Chrome
- * trace is preferred to the XSpace.  Without RUN, the run whose newest
+ * trace is preferred to the XSpace.  A host whose persisted analysis
+ * (<host>.analysis.pb, analysis_files.h) is current is read from it, the
+ * hosts' files on a few threads at once; one that is there but stale,
+ * corrupt or of another version says so in one line and its trace is
+ * imported.  A FILE is looked up in the cache of analyses first
+ * (analysis_files.h) and stored there after its import.  --from-traces
+ * imports every trace all the same.  Without RUN, the run whose newest
  * trace file was written last.  Run names are checked before they become
  * paths.  Imports that take more than a second show the shared progress
  * bar (progress.h) on stderr when it is a terminal, unless --quiet. */
@@ -25,6 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/analysis_files.h"
 #include "cli/cli.h"
 #include "cli/input_limits.h"
 #include "cli/progress.h"
@@ -236,8 +243,8 @@ void tbe_cli_run_free(tbe_cli_run *r) {
   memset(r, 0, sizeof *r);
 }
 
-int tbe_cli_load_run(const char *cmd, const char *logdir, const char *arg, int quiet,
-                     tbe_cli_run *r) {
+int tbe_cli_load_run(const char *cmd, const char *logdir, const char *arg,
+                     const tbe_cli_load_options *lo, tbe_cli_run *r) {
   memset(r, 0, sizeof *r);
   char path[PATH_MAX], run[256];
   struct stat st;
@@ -249,7 +256,12 @@ int tbe_cli_load_run(const char *cmd, const char *logdir, const char *arg, int q
       tbe_cli_error(cmd, "%s", tbe_strerror(TBE_ENOMEM));
       rc = TBE_EXIT_FAIL;
     }
-    if (!rc) rc = load_one(cmd, arg, r->label, quiet, r, 0);
+    char why[600];
+    if (!rc && !lo->from_traces && !lo->no_cache) r->an[0] = tbe_cli_cache_get(arg, why, sizeof why);
+    if (!rc && !r->an[0]) {
+      rc = load_one(cmd, arg, r->label, lo->quiet, r, 0);
+      if (!rc && !lo->no_cache) tbe_cli_cache_put(arg, r->an[0]);
+    }
   } else {
     if (!logdir) logdir = DEFAULT_LOGDIR;
     if (!arg) {
@@ -284,18 +296,39 @@ int tbe_cli_load_run(const char *cmd, const char *logdir, const char *arg, int q
       tbe_cli_error(cmd, "%s", tbe_strerror(TBE_ENOMEM));
       rc = TBE_EXIT_FAIL;
     }
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/plugins/profile/%s", logdir, arg);
+    tbe_cli_host_analysis *ha = rc ? NULL : calloc(n, sizeof *ha);
+    if (!rc && !ha) {
+      tbe_cli_error(cmd, "%s", tbe_strerror(TBE_ENOMEM));
+      rc = TBE_EXIT_FAIL;
+    }
+    if (!rc && !lo->from_traces) {
+      for (size_t i = 0; i < n; i++) {
+        ha[i].dir = dir;
+        ha[i].stem = hf[i].stem;
+        ha[i].trace = hf[i].name;
+      }
+      tbe_cli_read_analyses(ha, n, 4);
+    }
     for (size_t i = 0; !rc && i < n; i++) {
       r->hosts[i] = hf[i].stem;
       hf[i].stem = NULL;
-      if ((size_t)snprintf(path, sizeof path, "%s/plugins/profile/%s/%s", logdir, arg,
-                           hf[i].name) >= sizeof path) {
-        tbe_cli_error(cmd, "%s/plugins/profile/%s/%s: %s", logdir, arg, hf[i].name,
-                      tbe_strerror(TBE_EINVAL));
+      if (ha[i].an) {
+        r->an[i] = ha[i].an;
+        ha[i].an = NULL;
+        continue;
+      }
+      if (ha[i].why[0]) tbe_cli_warn(cmd, "%s; reading the trace", ha[i].why);
+      if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, hf[i].name) >= sizeof path) {
+        tbe_cli_error(cmd, "%s/%s: %s", dir, hf[i].name, tbe_strerror(TBE_EINVAL));
         rc = TBE_EXIT_USAGE;
         break;
       }
-      rc = load_one(cmd, path, hf[i].name, quiet, r, i);
+      rc = load_one(cmd, path, hf[i].name, lo->quiet, r, i);
     }
+    for (size_t i = 0; ha && i < n; i++) tbe_analysis_free(ha[i].an);
+    free(ha);
     host_files_free(hf, n);
   }
   if (!rc) {
@@ -387,6 +420,10 @@ static void usage(FILE *f) {
           "  --top N             rows per table (default 10; 0 = all)\n"
           "  --wide              full names instead of shortened ones\n"
           "  --width N           table width (default 100)\n"
+          "  --from-traces       import the traces even where a current analysis file\n"
+          "                      (<host>.analysis.pb, written with them) is there\n"
+          "  --no-cache          a FILE's analysis is neither read from nor stored in\n"
+          "                      the cache ($XDG_CACHE_HOME/tbexport)\n"
           "  --quiet             no progress line\n"
           "\n" TBE_CLI_LIMIT_USAGE);
 }
@@ -397,17 +434,21 @@ int tbe_cmd_summary(int argc, char **argv) {
       {"sort", required_argument, 0, 's'},   {"top", required_argument, 0, 'n'},
       {"wide", no_argument, 0, 'W'},         {"width", required_argument, 0, 'w'},
       {"quiet", no_argument, 0, 'q'},        {"help", no_argument, 0, 'h'},
+      {"from-traces", no_argument, 0, 'T'},  {"no-cache", no_argument, 0, 'C'},
       TBE_CLI_LIMIT_OPTIONS,                 {0, 0, 0, 0}};
   tbe_report_options o;
   tbe_report_options_init(&o);
   const char *logdir = NULL;
-  int quiet = 0, c;
+  tbe_cli_load_options lo = {0, 0, 0};
+  int c;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":hq", opts, NULL)) != -1) {
     switch (c) {
       case 'L': logdir = optarg; break;
       case 'W': o.wide = 1; break;
-      case 'q': quiet = 1; break;
+      case 'q': lo.quiet = 1; break;
+      case 'T': lo.from_traces = 1; break;
+      case 'C': lo.no_cache = 1; break;
       case 'h': usage(stdout); return TBE_EXIT_OK;
       case 'f':
       case 's':
@@ -440,7 +481,7 @@ int tbe_cmd_summary(int argc, char **argv) {
   }
   const char *arg = optind < argc ? argv[optind] : NULL;
   tbe_cli_run run;
-  int rc = tbe_cli_load_run("summary", logdir, arg, quiet, &run);
+  int rc = tbe_cli_load_run("summary", logdir, arg, &lo, &run);
   if (rc) return rc;
   char *text = NULL;
   size_t len = 0;

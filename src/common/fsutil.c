@@ -693,6 +693,17 @@ int tbe__stage_commit(tbe__stage *s, int force, int durable) {
 
 void tbe__stage_abort(tbe__stage *s) { stage_release(s); }
 
+void tbe__stage_drop_last(tbe__stage *s) {
+  if (s->n == 0) return;
+  tbe__stage_entry *e = &s->e[s->n - 1];
+  int dfd = s->dirs[e->dir].fd;
+  if (e->fd >= 0) close(e->fd);
+  if (e->tmp[0]) unlinkat(dfd, e->tmp, 0);
+  if (e->lockfd >= 0) close(e->lockfd);
+  tbe__free(s->a, e->name);
+  s->n--;
+}
+
 void tbe__stage_free(tbe__stage *s) {
   stage_release(s);
   for (size_t i = 0; i < s->ndirs; i++) {

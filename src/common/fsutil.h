@@ -209,6 +209,10 @@ int tbe__stage_remove(tbe__stage *s, const char *rel, const char *name);
  * with TBE_EEXIST.  Returns 0 or a negative code (s->where names the path
  * concerned).  Always releases the staged files; tbe__stage_free after. */
 int tbe__stage_commit(tbe__stage *s, int force, int durable);
+/* Takes back the entry staged last (a file not yet committed, or a
+ * removal): its temporary file removed, the rest of the stage unchanged
+ * (export_run.c: an optional file whose writing failed).  No allocation. */
+void tbe__stage_drop_last(tbe__stage *s);
 /* Removes every staged file and releases them.  No allocation. */
 void tbe__stage_abort(tbe__stage *s);
 /* Closes the directories and frees the stage (after commit or abort). */

@@ -80,7 +80,7 @@ for host in "../../../escape" "/etc/passwd" ".dot" "a/../../b"; do
     case "/$rest/" in */../*|*/./*) fail "trace host '$host': dot component in $f" ;; esac
     [ -f "$f" ] || fail "trace host '$host': missing $f"
   done <<<"$out"
-  [ "$(find "$log" -type f | wc -l)" -eq 5 ] || fail "trace host '$host': $(find "$log" -type f)" # the link counts once more
+  [ "$(find "$log" -type f | wc -l)" -eq 6 ] || fail "trace host '$host': $(find "$log" -type f)" # the link counts once more; + the analysis
   [ "$(find "$work" -maxdepth 1 -type f | wc -l)" -eq 3 ] || fail "trace host '$host': stray files in $work"
 done
 check_outside "trace host"

@@ -181,7 +181,7 @@ static void test_layout(void **state) {
   assert_int_equal(last[1], 2 * t->nevents);
   /* no events output requested: the run folder holds the link alone */
   assert_true(exists(logdir, "fp32/node_0.pt.trace.json.gz"));
-  assert_int_equal(tu_count_files(logdir), 3);
+  assert_int_equal(tu_count_files(logdir), 4); /* with h.analysis.pb */
 
   /* a second export refuses, and says which file is in the way */
   char conflict[4096];
@@ -394,7 +394,8 @@ static void refuse_unfinished(unsigned bit) {
   o.force = 1;
   assert_int_equal(tbe_export_run(t, &o), TBE_ESTATE);
   assert_int_equal(f.n, bit == TBE_OUT_XPLANE ? 1 : 2);
-  assert_int_equal(tu_count_files(dir), bit == TBE_OUT_XPLANE ? 1 : 2);
+  /* + the analysis beside a profile output */
+  assert_int_equal(tu_count_files(dir), (bit == TBE_OUT_XPLANE ? 1 : 2) + (bit != TBE_OUT_EVENTS));
   tbe_trace_free(t);
   tu_rmrf(dir);
   free(dir);

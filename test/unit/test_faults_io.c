@@ -257,6 +257,8 @@ static void export_check(target *t, int rc, long injected) {
   if (c->outputs & TBE_OUT_XPLANE) want++;
   if (c->outputs & TBE_OUT_JSON) want += c->single_json ? 1 : 2; /* + <run>/h.pt.trace.json.gz */
   if (c->outputs & TBE_OUT_EVENTS) want += 2;                      /* + <run>/hparams/<host>/ session */
+  if (!c->single_json && (c->outputs & (TBE_OUT_XPLANE | TBE_OUT_JSON)))
+    want++; /* + <host>.analysis.pb */
   assert_int_equal(n, want);
   if (c->outputs & TBE_OUT_EVENTS) {
     char *run = tu_join(c->logdir, "r");

@@ -228,8 +228,8 @@ static void test_hostile_trace_host(void **state) {
     assert_null(strchr(host, '/'));
     assert_int_equal(tbe_export_run(t, &o), 0);
     g_allow[0] = s.target;
-    /* the 3 outputs, the JSON's link, the HParams session; nothing elsewhere */
-    assert_int_equal(files_under(s.base, s.logdir), 5);
+    /* the 3 outputs, the JSON's link, the HParams session, the analysis; nothing elsewhere */
+    assert_int_equal(files_under(s.base, s.logdir), 6);
     g_allow[0] = NULL;
     /* The trace's host is used as a name only: the profile files carry the
      * resolved (safe) name. */
@@ -291,8 +291,8 @@ static void test_hostile_xspace_hostname(void **state) {
     assert_int_equal(export(t, s.logdir, "r", NULL, TBE_OUT_ALL, 0), 0);
     g_allow[0] = s.target;
     g_allow[1] = in;
-    /* the 3 outputs, the JSON's link, the HParams session; nothing elsewhere */
-    assert_int_equal(files_under(s.base, s.logdir), 5);
+    /* the 3 outputs, the JSON's link, the HParams session, the analysis; nothing elsewhere */
+    assert_int_equal(files_under(s.base, s.logdir), 6);
     g_allow[0] = g_allow[1] = NULL;
     sb_check_outside(&s);
     tbe_trace_free(t);
@@ -469,7 +469,7 @@ static void test_symlinked_directories(void **state) {
   char *ld = tu_join(s.base, "linked");
   assert_int_equal(symlink(s.logdir, ld), 0);
   assert_int_equal(export(t, ld, "r", "h", TBE_OUT_ALL, 0), 0);
-  assert_int_equal(files_under(s.logdir, s.logdir), 5);
+  assert_int_equal(files_under(s.logdir, s.logdir), 6);
   sb_check_outside(&s);
   free(ld);
   tbe_trace_free(t);

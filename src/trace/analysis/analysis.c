@@ -63,6 +63,10 @@ typedef struct open_entry {
 typedef struct priv {
   int64_t *step_pool;
   tbe__intern labels;  /* labels of grouped ranges (the entries' label points here) */
+  /* A loaded analysis (analysis_store.c): the trace holding its strings,
+   * and one block of its own (the stamp's sources); freed with it. */
+  tbe_trace *owned_trace;
+  void *owned_mem;
 } priv;
 
 typedef struct scratch {
@@ -1082,6 +1086,13 @@ int64_t *tbe__analysis_pool(tbe_analysis *an, size_t n) {
   return p->step_pool;
 }
 
+void tbe__analysis_adopt(tbe_analysis *an, tbe_trace *t, void *mem) {
+  priv *p = an->priv_;
+  p->owned_trace = t;
+  p->owned_mem = mem;
+  an->trace = t;
+}
+
 void tbe_analysis_free(tbe_analysis *an) {
   if (!an) return;
   tbe_allocator al = an->alloc_;
@@ -1092,6 +1103,8 @@ void tbe_analysis_free(tbe_analysis *an) {
   if (an->priv_) {
     tbe__free(&al, ((priv *)an->priv_)->step_pool);
     tbe__intern_deinit(&((priv *)an->priv_)->labels);
+    tbe_trace_free(((priv *)an->priv_)->owned_trace);
+    tbe__free(&al, ((priv *)an->priv_)->owned_mem);
   }
   tbe__free(&al, an->priv_);
   tbe__free(&al, an);

@@ -19,6 +19,11 @@ int tbe__analysis_blank(tbe_analysis **out, const tbe_allocator *a);
  * per-step name times); NULL on failure or when it has one already. */
 int64_t *tbe__analysis_pool(tbe_analysis *an, size_t n);
 
+/* Makes a blank analysis own `t` (its an->trace from now on) and `mem`
+ * (a block of an->alloc_), both freed with it (analysis_store.c: a
+ * loaded analysis's strings and stamp).  Either may be NULL. */
+void tbe__analysis_adopt(tbe_analysis *an, tbe_trace *t, void *mem);
+
 /* Fills an->advice from an's figures (analysis_advice.c).  Returns 0 or
  * TBE_ENOMEM. */
 int tbe__analysis_advise(tbe_analysis *an);

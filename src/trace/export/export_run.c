@@ -518,6 +518,67 @@ static int stage_outputs(tbe__stage *s, const tbe_export_options *o, unsigned ou
   return rc;
 }
 
+/* ---- the persisted analysis ----
+ * <host>.analysis.pb beside the host's trace files (tbexport/analysis.h):
+ * the analysis of the trace just written, with the name, size and mtime of
+ * each trace file of this export (written completely by now, so what
+ * fstat says is what the files keep: commit closes and renames them, it
+ * does not write).  It goes with the others at commit and is replaced
+ * with them (force).  Failing to make it (memory) never fails the export:
+ * it is then left out, and a file of that name from an earlier export is
+ * staged for removal instead, as it is when it exists and the export is not
+ * forced (the commit would refuse it).  An I/O error writing it fails the
+ * export like any output's (the log dir's disk is failing; the project's
+ * rule is that every injected I/O fault is reported, test_faults_io.c). */
+static int stage_analysis(tbe__stage *s, const tbe_export_options *o, const tbe_trace *t,
+                           const char *host, const char *prel, const placed *p, size_t np,
+                           struct tbe_analysis **shared, const tbe_allocator *a) {
+  tbe_analysis_source src[NEXPORTERS];
+  size_t nsrc = 0;
+  struct stat st;
+  for (size_t i = 0; i < np; i++) {
+    if (!profile_suffix(p[i].x->bit)) continue;
+    if (fstat(p[i].fd, &st) != 0) return 0;
+    src[nsrc].name = p[i].name;
+    src[nsrc].size = (uint64_t)st.st_size;
+    src[nsrc].mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    nsrc++;
+  }
+  if (!nsrc) return 0;
+  char name[TBE_NAME_MAX + 32];
+  snprintf(name, sizeof name, "%s%s", host, TBE_ANALYSIS_SUFFIX);
+  int dfd = tbe__stage_dir(s, prel, 1);
+  if (dfd < 0) return 0;
+  int exists = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0, ok = 0, io = 0;
+  if (!exists || o->force) {
+    void *buf = NULL;
+    size_t len = 0;
+    int fd = -1;
+    int rc = *shared ? 0 : tbe_analysis_create(shared, t, a);
+    if (!rc) {
+      /* The files record the run's host, which a reader of them gets back
+       * as the trace's host: so does the analysis. */
+      tbe_analysis as_read = **shared;
+      as_read.host = host;
+      rc = tbe_analysis_save(&as_read, src, nsrc, &buf, &len, a);
+    }
+    if (!rc && !(io = tbe__stage_file(s, prel, name, &fd))) {
+      io = tbe__write_all(fd, buf, len);
+      if (io) tbe__stage_drop_last(s);
+    }
+    if (io) {
+      snprintf(s->where, sizeof s->where, "%s/%s/%s", o->logdir, prel, name);
+      rc = io;
+    }
+    tbe_analysis_save_free(buf, len, a);
+    ok = !rc;
+  }
+  if (io) return io;
+  if (!ok && exists) tbe__stage_remove(s, prel, name);
+  s->where[0] = 0;
+  return 0;
+}
+
 int tbe_export_run(const tbe_trace *t, const tbe_export_options *o) {
   if (o && o->error_path && o->error_path_size) o->error_path[0] = 0;
   if (!t || !o || !o->logdir || !*o->logdir) return TBE_EINVAL;
@@ -570,6 +631,7 @@ int tbe_export_run(const tbe_trace *t, const tbe_export_options *o) {
     if (rc) snprintf(s.where, sizeof s.where, "%s/%s/%s", o->logdir, p[i].rel, p[i].name);
     if (p[i].x->bit != TBE_OUT_EVENTS) pr.base += t->nevents;
   }
+  if (!rc) rc = stage_analysis(&s, o, t, host, prel, p, np, &shared, &a);
   tbe_analysis_free(shared);
   if (!rc) rc = tbe__stage_commit(&s, o->force, o->durable);
   else tbe__stage_abort(&s);

@@ -1,0 +1,854 @@
+/* analysis_store.c: one host's analysis as a file (tbe_analysis_save,
+ * tbe_analysis_load; schema proto/tbexport/analysis.proto).
+ *
+ * Saving maps the analysis onto the generated protobuf-c messages without
+ * copying its arrays (the messages point into the analysis; one scratch
+ * block holds the message structs and pointer arrays) and packs them.
+ *
+ * The file ends with the CRC32C of all the bytes before it (field 5,
+ * crc32c, written last by hand after the packed message).
+ *
+ * Loading treats the bytes as hostile:
+ *   1. the top level is walked by hand for format_version, so a file of
+ *      another version is told apart from a corrupt one before anything
+ *      else is read; then the checksum (a flipped bit in a number is valid
+ *      protobuf: only the sum tells);
+ *   2. protobuf-c decodes the whole file (its allocations are bounded by
+ *      the input's size: counts come from the bytes present); when it
+ *      refuses, a walk guided by the generated descriptors finds the first
+ *      malformed field and the error names its byte offset and field;
+ *   3. every count, enum value and text is checked against the model
+ *      (per-enum arrays of exactly the enum's count, per-step arrays of
+ *      exactly nsteps, advice text that fits tbe_advice.text, warnings as
+ *      long as tbe_trace_warn keeps, no NUL in any text), naming the field;
+ *   4. only then is the analysis built: a blank analysis (analysis_int.h)
+ *      that owns a skeleton trace holding its strings (host, warnings,
+ *      device names, names, labels, step hint), so the report code, which
+ *      reads those through an->trace, works unchanged.
+ * Nothing here aborts or prints; every failure is a return code and one
+ * line in the caller's tbe_analysis_load_error.
+ *
+ * Invariant: a loaded analysis renders the same report bytes, in every
+ * format, as the analysis it was saved from (test/unit/test_analysis_store.c
+ * and test/cli/test_persist.sh check it over every real file of test/data).
+ * Strings are interned first and resolved to pointers after the last
+ * intern, so no pointer into the string table outlives a growth of it. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/crc32c.h"
+#include "tbexport/analysis.h"
+#include "tbexport/error.h"
+#include "tbexport/trace.h"
+#include "tbexport/version.h"
+#include "trace/analysis/analysis_int.h"
+#include "tbexport/analysis.pb-c.h"
+
+/* Longest warning the model keeps (tbe_trace_warn formats into 512 bytes). */
+#define WARNING_MAX 511
+/* Longest text of any other field (names, host, producer): far beyond any
+ * real name, small enough that a bad length is caught as such. */
+#define TEXT_MAX ((size_t)1 << 20)
+
+/* The checksum field (AnalysisFile.crc32c = 5, fixed32): its tag and its
+ * size with the tag. */
+#define CRC_TAG ((5 << 3) | 5)
+#define CRC_FIELD 5
+
+typedef Tbexport__AnalysisFile PFile;
+typedef Tbexport__Analysis PAnalysis;
+typedef Tbexport__Device PDevice;
+typedef Tbexport__NameStats PName;
+typedef Tbexport__NameTable PTable;
+typedef Tbexport__Step PStep;
+typedef Tbexport__StepDist PDist;
+typedef Tbexport__Advice PAdvice;
+typedef Tbexport__SourceFile PSource;
+
+static ProtobufCBinaryData text_of(const char *s) {
+  ProtobufCBinaryData b;
+  b.len = s ? strlen(s) : 0;
+  b.data = (uint8_t *)(uintptr_t)(s ? s : "");
+  return b;
+}
+
+/* ---- saving ---- */
+
+/* The scratch of one save: every message struct and pointer array, carved
+ * from one block. */
+typedef struct save_scratch {
+  char *p, *end;
+} save_scratch;
+
+static void *carve(save_scratch *s, size_t n, size_t size) {
+  size_t bytes = n * size;
+  bytes = (bytes + 15) & ~(size_t)15;
+  if ((size_t)(s->end - s->p) < bytes) return NULL; /* sized up front: cannot happen */
+  void *r = s->p;
+  s->p += bytes;
+  return r;
+}
+
+static void save_device(PDevice *m, const tbe_device_stats *d, const tbe_analysis *an) {
+  tbexport__device__init(m);
+  m->device = d->device;
+  m->has_name = d->name != 0 && an->trace != NULL;
+  m->name = text_of(m->has_name ? tbe_trace_str(an->trace, d->name) : "");
+  m->wall_ns = d->wall_ns;
+  m->busy_ns = d->busy_ns;
+  m->idle_ns = d->idle_ns;
+  m->kernel_ns = d->kernel_ns;
+  m->kernel_count = d->kernel_count;
+  m->short_kernels = d->short_kernels;
+  m->n_memcpy_ns = m->n_memcpy_count = m->n_memcpy_bytes = TBE_NCOPY_KINDS;
+  m->memcpy_ns = (int64_t *)(uintptr_t)d->memcpy_ns;
+  m->memcpy_count = (uint64_t *)(uintptr_t)d->memcpy_count;
+  m->memcpy_bytes = (uint64_t *)(uintptr_t)d->memcpy_bytes;
+  m->pageable_ns = d->pageable_ns;
+  m->pageable_count = d->pageable_count;
+  m->memset_ns = d->memset_ns;
+  m->memset_count = d->memset_count;
+  m->sync_ns = d->sync_ns;
+  m->sync_count = d->sync_count;
+  m->launch_median_ns = d->launch_median_ns;
+  m->launch_samples = d->launch_samples;
+  m->n_class_ns = m->n_class_count = TBE_KCLASS__COUNT;
+  m->class_ns = (int64_t *)(uintptr_t)d->class_ns;
+  m->class_count = (uint64_t *)(uintptr_t)d->class_count;
+}
+
+static void save_name(PName *m, const tbe_name_stats *e, const tbe_analysis *an) {
+  tbexport__name_stats__init(m);
+  m->label = text_of(e->label);
+  const char *full = an->trace ? tbe_trace_str(an->trace, e->name) : "";
+  m->name = text_of(e->label && strcmp(full, e->label) == 0 ? "" : full);
+  m->calls = e->calls;
+  m->total_ns = e->total_ns;
+  m->self_ns = e->self_ns;
+  m->min_ns = e->min_ns;
+  m->max_ns = e->max_ns;
+  m->has_step_ns = e->step_ns != NULL;
+  m->n_step_ns = e->step_ns ? an->nsteps : 0;
+  m->step_ns = e->step_ns;
+  m->kclass = e->kclass;
+}
+
+static void save_step(PStep *m, const tbe_step_stats *s) {
+  tbexport__step__init(m);
+  m->num = s->num;
+  m->start_ns = s->start_ns;
+  m->dur_ns = s->dur_ns;
+  m->host_ns = s->host_ns;
+  m->gpu_busy_ns = s->gpu_busy_ns;
+  m->kernel_ns = s->kernel_ns;
+  m->kernel_count = s->kernel_count;
+  m->memcpy_ns = s->memcpy_ns;
+  m->memset_ns = s->memset_ns;
+  m->sync_ns = s->sync_ns;
+  m->launch_median_ns = s->launch_median_ns;
+  m->n_class_ns = TBE_KCLASS__COUNT;
+  m->class_ns = (int64_t *)(uintptr_t)s->class_ns;
+}
+
+int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources, size_t nsources,
+                      void **out, size_t *len, const tbe_allocator *a) {
+  if (!out || !len) return TBE_EINVAL;
+  *out = NULL;
+  *len = 0;
+  if (!an || (nsources && !sources)) return TBE_EINVAL;
+  for (size_t i = 0; i < nsources; i++)
+    if (!sources[i].name || !*sources[i].name || strchr(sources[i].name, '/')) return TBE_EINVAL;
+  tbe_allocator al;
+  tbe__allocator_init(&al, a);
+  const tbe_trace *t = an->trace;
+  size_t nnames = 0;
+  for (int g = 0; g < TBE_GROUP__COUNT; g++) nnames += an->ngroups[g];
+  size_t nwarn = t ? t->nwarnings : 0;
+  /* Sizes of everything carved, each rounded up to 16 bytes (carve). */
+#define SZ(n, T) ((((n) * sizeof(T)) + 15) & ~(size_t)15)
+  size_t need = SZ(1, PFile) + SZ(1, PAnalysis) + SZ(nsources, PSource) +
+                SZ(nsources, PSource *) + SZ(an->ndevices + 1, PDevice) +
+                SZ(an->ndevices, PDevice *) + SZ(nnames, PName) + SZ(nnames, PName *) +
+                SZ(TBE_GROUP__COUNT, PTable) + SZ(an->nsteps, PStep) + SZ(an->nsteps, PStep *) +
+                SZ(1, PDist) + SZ(an->nadvice, PAdvice) + SZ(an->nadvice, PAdvice *) +
+                SZ(nwarn, ProtobufCBinaryData) + 16 * 16;
+#undef SZ
+  char *block = tbe__alloc(&al, need);
+  if (!block) return TBE_ENOMEM;
+  save_scratch s = {block, block + need};
+
+  char producer[64];
+  snprintf(producer, sizeof producer, "tbexport %s", tbe_version_string());
+  PFile *f = carve(&s, 1, sizeof *f);
+  tbexport__analysis_file__init(f);
+  f->format_version = TBE_ANALYSIS_FORMAT_VERSION;
+  f->producer = text_of(producer);
+  f->n_sources = nsources;
+  f->sources = carve(&s, nsources, sizeof *f->sources);
+  PSource *src = carve(&s, nsources, sizeof *src);
+  for (size_t i = 0; i < nsources; i++) {
+    tbexport__source_file__init(&src[i]);
+    src[i].name = text_of(sources[i].name);
+    src[i].size = sources[i].size;
+    src[i].mtime_ns = sources[i].mtime_ns;
+    f->sources[i] = &src[i];
+  }
+
+  PAnalysis *m = carve(&s, 1, sizeof *m);
+  tbexport__analysis__init(m);
+  f->analysis = m;
+  m->start_ns = an->start_ns;
+  m->wall_ns = an->wall_ns;
+  PDevice *dev = carve(&s, an->ndevices + 1, sizeof *dev);
+  m->n_devices = an->ndevices;
+  m->devices = carve(&s, an->ndevices, sizeof *m->devices);
+  for (size_t i = 0; i < an->ndevices; i++) {
+    save_device(&dev[i], &an->devices[i], an);
+    m->devices[i] = &dev[i];
+  }
+  save_device(&dev[an->ndevices], &an->all, an);
+  m->all = &dev[an->ndevices];
+
+  PName *nm = carve(&s, nnames, sizeof *nm);
+  PName **np = carve(&s, nnames, sizeof *np);
+  PTable *tab = carve(&s, TBE_GROUP__COUNT, sizeof *tab);
+  PTable **slots[TBE_GROUP__COUNT] = {&m->kernels, &m->cpu_ops, &m->ranges};
+  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
+    tbexport__name_table__init(&tab[g]);
+    tab[g].n_names = an->ngroups[g];
+    tab[g].names = np;
+    tab[g].total_ns = an->group_total_ns[g];
+    for (size_t i = 0; i < an->ngroups[g]; i++) {
+      save_name(nm, &an->groups[g][i], an);
+      *np++ = nm++;
+    }
+    *slots[g] = &tab[g];
+  }
+
+  PStep *st = carve(&s, an->nsteps, sizeof *st);
+  m->n_steps = an->nsteps;
+  m->steps = carve(&s, an->nsteps, sizeof *m->steps);
+  for (size_t i = 0; i < an->nsteps; i++) {
+    save_step(&st[i], &an->steps[i]);
+    m->steps[i] = &st[i];
+  }
+  m->host_busy_ns = an->host_busy_ns;
+  m->api_calls = an->api_calls;
+  m->sync_calls = an->sync_calls;
+  m->sync_call_ns = an->sync_call_ns;
+  m->overhead_ns = an->overhead_ns;
+  m->dropped_records = an->dropped_records;
+  m->out_of_range_records = an->out_of_range_records;
+  m->ended_early = an->ended_early != 0;
+
+  PAdvice *ad = carve(&s, an->nadvice, sizeof *ad);
+  m->n_advice = an->nadvice;
+  m->advice = carve(&s, an->nadvice, sizeof *m->advice);
+  for (size_t i = 0; i < an->nadvice; i++) {
+    tbexport__advice__init(&ad[i]);
+    ad[i].kind = an->advice[i].kind;
+    ad[i].figure = an->advice[i].figure;
+    ad[i].text.data = (uint8_t *)(uintptr_t)an->advice[i].text;
+    ad[i].text.len = strnlen(an->advice[i].text, sizeof an->advice[i].text);
+    m->advice[i] = &ad[i];
+  }
+  m->has_host = (t && t->host != 0) || (an->host && *an->host);
+  m->host = text_of(an->host);
+  m->pid = an->pid;
+  m->rank = an->rank;
+  m->world_size = an->world_size;
+  PDist *dist = carve(&s, 1, sizeof *dist);
+  tbexport__step_dist__init(dist);
+  dist->n = an->step_dist.n;
+  dist->median_ns = an->step_dist.median_ns;
+  dist->q1_ns = an->step_dist.q1_ns;
+  dist->q3_ns = an->step_dist.q3_ns;
+  dist->min_ns = an->step_dist.min_ns;
+  dist->max_ns = an->step_dist.max_ns;
+  m->step_dist = dist;
+  m->has_step_hint = an->step_hint != NULL;
+  m->step_hint = text_of(an->step_hint);
+  m->step_hint_kind = an->step_hint_kind;
+  m->step_hint_count = an->step_hint_count;
+  m->step_hint_ns = an->step_hint_ns;
+  m->n_warnings = nwarn;
+  m->warnings = carve(&s, nwarn, sizeof *m->warnings);
+  for (size_t i = 0; i < nwarn; i++) m->warnings[i] = text_of(tbe_trace_str(t, t->warnings[i]));
+
+  size_t n = tbexport__analysis_file__get_packed_size(f);
+  uint8_t *buf = tbe__alloc(&al, n + CRC_FIELD);
+  int rc = 0;
+  if (!buf) rc = TBE_ENOMEM;
+  else if (tbexport__analysis_file__pack(f, buf) != n) rc = TBE_EINVAL;
+  if (!rc) {
+    uint32_t c = tbe__crc32c(buf, n);
+    buf[n] = CRC_TAG;
+    for (int i = 0; i < 4; i++) buf[n + 1 + i] = (uint8_t)(c >> (8 * i));
+    n += CRC_FIELD;
+  }
+  tbe__free(&al, block);
+  if (rc) {
+    tbe__free(&al, buf);
+    return rc;
+  }
+  *out = buf;
+  *len = n;
+  return 0;
+}
+
+void tbe_analysis_save_free(void *buf, size_t len, const tbe_allocator *a) {
+  (void)len;
+  tbe_allocator al;
+  tbe__allocator_init(&al, a);
+  tbe__free(&al, buf);
+}
+
+/* ---- loading: errors ---- */
+
+static int fail(tbe_analysis_load_error *err, int rc, uint64_t offset, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail(tbe_analysis_load_error *err, int rc, uint64_t offset, const char *fmt, ...) {
+  if (err) {
+    err->offset = offset;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+  }
+  return rc;
+}
+
+/* ---- loading: the wire ---- */
+
+static int rd_varint(const uint8_t *b, size_t n, size_t *pos, uint64_t *v) {
+  uint64_t r = 0;
+  for (unsigned shift = 0; shift < 64; shift += 7) {
+    if (*pos >= n) return -1;
+    uint8_t c = b[(*pos)++];
+    r |= (uint64_t)(c & 0x7f) << shift;
+    if (!(c & 0x80)) {
+      *v = r;
+      return 0;
+    }
+  }
+  return -1;
+}
+
+/* One field at b[*pos]: its number, wire type and payload [*data, +*len)
+ * (for wire type 0 the varint's bytes).  Returns 0, or -1 when the header
+ * or payload runs past `n` or the wire type is unknown. */
+static int next_field(const uint8_t *b, size_t n, size_t *pos, uint32_t *field, uint32_t *wt,
+                      size_t *data, size_t *len) {
+  uint64_t tag, v;
+  if (rd_varint(b, n, pos, &tag) || (tag >> 3) == 0 || (tag >> 3) > 0x1fffffff) return -1;
+  *field = (uint32_t)(tag >> 3);
+  *wt = (uint32_t)(tag & 7);
+  *data = *pos;
+  switch (*wt) {
+    case 0:
+      if (rd_varint(b, n, pos, &v)) return -1;
+      break;
+    case 1:
+      if (n - *pos < 8) return -1;
+      *pos += 8;
+      break;
+    case 2:
+      if (rd_varint(b, n, pos, &v) || v > n - *pos) return -1;
+      *data = *pos;
+      *pos += (size_t)v;
+      break;
+    case 5:
+      if (n - *pos < 4) return -1;
+      *pos += 4;
+      break;
+    default: return -1;
+  }
+  *len = *pos - *data;
+  return 0;
+}
+
+/* The wire type a scalar field's type is written with. */
+static uint32_t wire_of(ProtobufCType t) {
+  switch (t) {
+    case PROTOBUF_C_TYPE_FIXED64:
+    case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_DOUBLE: return 1;
+    case PROTOBUF_C_TYPE_FIXED32:
+    case PROTOBUF_C_TYPE_SFIXED32:
+    case PROTOBUF_C_TYPE_FLOAT: return 5;
+    case PROTOBUF_C_TYPE_STRING:
+    case PROTOBUF_C_TYPE_BYTES:
+    case PROTOBUF_C_TYPE_MESSAGE: return 2;
+    default: return 0;
+  }
+}
+
+/* Walks a message of type `m` at b[0..n) (at file offset `base`) as the
+ * descriptors describe it.  Returns the file offset of the first field
+ * that does not decode and names it in `what`, or UINT64_MAX. */
+static uint64_t find_bad(const ProtobufCMessageDescriptor *m, const uint8_t *b, size_t n,
+                         uint64_t base, int depth, char *what, size_t wsize) {
+  size_t pos = 0;
+  while (pos < n) {
+    uint32_t f, wt;
+    size_t data, len, start = pos;
+    if (next_field(b, n, &pos, &f, &wt, &data, &len)) {
+      snprintf(what, wsize, "a field of %s runs past its end or has a bad header",
+               m->short_name);
+      return base + start;
+    }
+    const ProtobufCFieldDescriptor *fd = protobuf_c_message_descriptor_get_field(m, f);
+    if (!fd) continue; /* a newer writer's field: skipped */
+    uint32_t want = wire_of(fd->type);
+    int packed = fd->label == PROTOBUF_C_LABEL_REPEATED && want != 2 && wt == 2;
+    if (wt != want && !packed) {
+      snprintf(what, wsize, "field %s.%s has wire type %u, expected %u", m->short_name,
+               fd->name, wt, want);
+      return base + start;
+    }
+    if (packed) {
+      size_t p = 0;
+      uint64_t v;
+      while (p < len) {
+        size_t at = p;
+        int bad = want == 0 ? rd_varint(b + data, len, &p, &v)
+                            : (len - p < (want == 1 ? 8u : 4u) ? -1 : (p += want == 1 ? 8 : 4, 0));
+        if (bad) {
+          snprintf(what, wsize, "field %s.%s: a packed value runs past its end", m->short_name,
+                   fd->name);
+          return base + data + at;
+        }
+      }
+    } else if (fd->type == PROTOBUF_C_TYPE_MESSAGE && depth < 8) {
+      uint64_t r = find_bad(fd->descriptor, b + data, len, base + data, depth + 1, what, wsize);
+      if (r != UINT64_MAX) return r;
+    }
+  }
+  return UINT64_MAX;
+}
+
+/* format_version from the top level, without decoding the rest: 0 when
+ * absent; -1 when the top level does not walk (*bad at the byte). */
+static int peek_version(const uint8_t *b, size_t n, uint64_t *version, size_t *bad) {
+  size_t pos = 0;
+  *version = 0;
+  while (pos < n) {
+    uint32_t f, wt;
+    size_t data, len;
+    *bad = pos;
+    if (next_field(b, n, &pos, &f, &wt, &data, &len)) return -1;
+    if (f == 1 && wt == 0) {
+      size_t p = data;
+      rd_varint(b, n, &p, version);
+    }
+  }
+  return 0;
+}
+
+/* ---- loading: checks ---- */
+
+typedef struct loader {
+  tbe_analysis_load_error *err;
+  int rc;
+} loader;
+
+/* Text of a field: no NUL, at most `max` bytes.  Returns 0 or sets the
+ * error. */
+static int check_text(loader *L, const ProtobufCBinaryData *t, size_t max, const char *field) {
+  if (L->rc) return L->rc;
+  if (t->len > max)
+    return L->rc = fail(L->err, TBE_ECORRUPT, UINT64_MAX,
+                        "field %s: %zu bytes, at most %zu allowed", field, t->len, max);
+  if (t->len && memchr(t->data, 0, t->len))
+    return L->rc = fail(L->err, TBE_ECORRUPT, UINT64_MAX, "field %s: holds a NUL byte", field);
+  return 0;
+}
+
+static int check_count(loader *L, size_t got, size_t want, const char *field) {
+  if (L->rc) return L->rc;
+  if (got != want)
+    return L->rc = fail(L->err, TBE_ECORRUPT, UINT64_MAX, "field %s: %zu entries, expected %zu",
+                        field, got, want);
+  return 0;
+}
+
+static int check(loader *L, int ok, const char *fmt, const char *field, long long v) {
+  if (L->rc || ok) return L->rc;
+  char what[160];
+  snprintf(what, sizeof what, fmt, v);
+  return L->rc = fail(L->err, TBE_ECORRUPT, UINT64_MAX, "field %s: %s", field, what);
+}
+
+static int missing(loader *L, const char *field) {
+  if (L->rc) return L->rc;
+  return L->rc = fail(L->err, TBE_ECORRUPT, UINT64_MAX, "field %s: missing", field);
+}
+
+static void check_device(loader *L, const PDevice *d, const char *where) {
+  char f[96];
+  if (!d) {
+    missing(L, where);
+    return;
+  }
+  snprintf(f, sizeof f, "%s.name", where);
+  check_text(L, &d->name, TEXT_MAX, f);
+  snprintf(f, sizeof f, "%s.memcpy_ns", where);
+  check_count(L, d->n_memcpy_ns, TBE_NCOPY_KINDS, f);
+  snprintf(f, sizeof f, "%s.memcpy_count", where);
+  check_count(L, d->n_memcpy_count, TBE_NCOPY_KINDS, f);
+  snprintf(f, sizeof f, "%s.memcpy_bytes", where);
+  check_count(L, d->n_memcpy_bytes, TBE_NCOPY_KINDS, f);
+  snprintf(f, sizeof f, "%s.class_ns", where);
+  check_count(L, d->n_class_ns, TBE_KCLASS__COUNT, f);
+  snprintf(f, sizeof f, "%s.class_count", where);
+  check_count(L, d->n_class_count, TBE_KCLASS__COUNT, f);
+}
+
+static const char *const TABLE_FIELD[TBE_GROUP__COUNT] = {"Analysis.kernels", "Analysis.cpu_ops",
+                                                          "Analysis.ranges"};
+
+static const PTable *table_of(const PAnalysis *m, int g) {
+  return g == TBE_GROUP_KERNEL ? m->kernels : g == TBE_GROUP_CPU_OP ? m->cpu_ops : m->ranges;
+}
+
+/* Every check of step 3. */
+static int check_file(loader *L, const PFile *f) {
+  char fl[128];
+  check_text(L, &f->producer, 64, "AnalysisFile.producer");
+  for (size_t i = 0; i < f->n_sources && !L->rc; i++) {
+    const PSource *s = f->sources[i];
+    snprintf(fl, sizeof fl, "AnalysisFile.sources[%zu].name", i);
+    check_text(L, &s->name, TBE_NAME_MAX + 64, fl);
+    check(L, s->name.len > 0 && !memchr(s->name.data, '/', s->name.len),
+          "not a file name in the folder (%lld)", fl, (long long)s->name.len);
+  }
+  const PAnalysis *m = f->analysis;
+  if (!m) return missing(L, "AnalysisFile.analysis");
+  for (size_t i = 0; i < m->n_devices && !L->rc; i++) {
+    snprintf(fl, sizeof fl, "Analysis.devices[%zu]", i);
+    check_device(L, m->devices[i], fl);
+  }
+  check_device(L, m->all, "Analysis.all");
+  size_t cells = 0;
+  for (int g = 0; g < TBE_GROUP__COUNT && !L->rc; g++) {
+    const PTable *t = table_of(m, g);
+    if (!t) return missing(L, TABLE_FIELD[g]);
+    for (size_t i = 0; i < t->n_names && !L->rc; i++) {
+      const PName *e = t->names[i];
+      snprintf(fl, sizeof fl, "%s.names[%zu].label", TABLE_FIELD[g], i);
+      check_text(L, &e->label, TEXT_MAX, fl);
+      snprintf(fl, sizeof fl, "%s.names[%zu].name", TABLE_FIELD[g], i);
+      check_text(L, &e->name, TEXT_MAX, fl);
+      snprintf(fl, sizeof fl, "%s.names[%zu].step_ns", TABLE_FIELD[g], i);
+      check(L, !e->has_step_ns || m->n_steps > 0, "%lld per-step times in a trace without steps",
+            fl, (long long)e->n_step_ns);
+      check_count(L, e->n_step_ns, e->has_step_ns ? m->n_steps : 0, fl);
+      snprintf(fl, sizeof fl, "%s.names[%zu].kclass", TABLE_FIELD[g], i);
+      check(L, e->kclass < TBE_KCLASS__COUNT, "kernel class %lld out of range", fl,
+            (long long)e->kclass);
+      if (e->has_step_ns) cells += m->n_steps;
+    }
+  }
+  check(L, cells <= TBE__STEP_CELLS_MAX, "%lld per-step cells, more than an analysis holds",
+        "NameStats.step_ns", (long long)cells);
+  for (size_t i = 0; i < m->n_steps && !L->rc; i++) {
+    snprintf(fl, sizeof fl, "Analysis.steps[%zu].class_ns", i);
+    check_count(L, m->steps[i]->n_class_ns, TBE_KCLASS__COUNT, fl);
+  }
+  for (size_t i = 0; i < m->n_advice && !L->rc; i++) {
+    snprintf(fl, sizeof fl, "Analysis.advice[%zu].kind", i);
+    check(L, m->advice[i]->kind < TBE_ADVICE__COUNT, "advice kind %lld out of range", fl,
+          (long long)m->advice[i]->kind);
+    snprintf(fl, sizeof fl, "Analysis.advice[%zu].text", i);
+    check_text(L, &m->advice[i]->text, sizeof(((tbe_advice *)0)->text) - 1, fl);
+  }
+  check_text(L, &m->host, TEXT_MAX, "Analysis.host");
+  check(L, m->rank >= -1, "rank %lld", "Analysis.rank", (long long)m->rank);
+  check(L, m->world_size >= 0, "world size %lld", "Analysis.world_size",
+        (long long)m->world_size);
+  if (!m->step_dist) return missing(L, "Analysis.step_dist");
+  check(L, m->step_dist->n == m->n_steps, "n = %lld, not the number of steps",
+        "Analysis.step_dist.n", (long long)m->step_dist->n);
+  check_text(L, &m->step_hint, TEXT_MAX, "Analysis.step_hint");
+  check(L, m->step_hint_kind < TBE_EV__COUNT, "event kind %lld out of range",
+        "Analysis.step_hint_kind", (long long)m->step_hint_kind);
+  for (size_t i = 0; i < m->n_warnings && !L->rc; i++) {
+    snprintf(fl, sizeof fl, "Analysis.warnings[%zu]", i);
+    check_text(L, &m->warnings[i], WARNING_MAX, fl);
+  }
+  return L->rc;
+}
+
+/* ---- loading: building ---- */
+
+typedef struct builder {
+  tbe_trace *t;
+  int rc;
+} builder;
+
+static tbe_str intern(builder *B, const ProtobufCBinaryData *s) {
+  tbe_str id = 0;
+  if (!B->rc && s->len) B->rc = tbe_trace_intern(B->t, (const char *)s->data, s->len, &id);
+  return id;
+}
+
+static const char *text(builder *B, tbe_str id) { return tbe_trace_str(B->t, id); }
+
+static void load_device(tbe_device_stats *d, const PDevice *m, tbe_str name) {
+  d->device = m->device;
+  d->name = m->has_name ? name : 0;
+  d->wall_ns = m->wall_ns;
+  d->busy_ns = m->busy_ns;
+  d->idle_ns = m->idle_ns;
+  d->kernel_ns = m->kernel_ns;
+  d->kernel_count = m->kernel_count;
+  d->short_kernels = m->short_kernels;
+  memcpy(d->memcpy_ns, m->memcpy_ns, sizeof d->memcpy_ns);
+  memcpy(d->memcpy_count, m->memcpy_count, sizeof d->memcpy_count);
+  memcpy(d->memcpy_bytes, m->memcpy_bytes, sizeof d->memcpy_bytes);
+  d->pageable_ns = m->pageable_ns;
+  d->pageable_count = m->pageable_count;
+  d->memset_ns = m->memset_ns;
+  d->memset_count = m->memset_count;
+  d->sync_ns = m->sync_ns;
+  d->sync_count = m->sync_count;
+  d->launch_median_ns = m->launch_median_ns;
+  d->launch_samples = m->launch_samples;
+  memcpy(d->class_ns, m->class_ns, sizeof d->class_ns);
+  memcpy(d->class_count, m->class_count, sizeof d->class_count);
+}
+
+static void load_step(tbe_step_stats *s, const PStep *m) {
+  s->num = m->num;
+  s->start_ns = m->start_ns;
+  s->dur_ns = m->dur_ns;
+  s->host_ns = m->host_ns;
+  s->gpu_busy_ns = m->gpu_busy_ns;
+  s->kernel_ns = m->kernel_ns;
+  s->kernel_count = m->kernel_count;
+  s->memcpy_ns = m->memcpy_ns;
+  s->memset_ns = m->memset_ns;
+  s->sync_ns = m->sync_ns;
+  s->launch_median_ns = m->launch_median_ns;
+  memcpy(s->class_ns, m->class_ns, sizeof s->class_ns);
+}
+
+/* Step 4: the analysis of a checked file.  Returns 0 or TBE_ENOMEM. */
+static int build(tbe_analysis **out, tbe_analysis_stamp *stamp, const PFile *f,
+                 const tbe_allocator *al) {
+  const PAnalysis *m = f->analysis;
+  tbe_analysis *an = NULL;
+  int rc = tbe__analysis_blank(&an, al);
+  if (rc) return rc;
+  tbe_trace *t = NULL;
+  /* The stamp's sources and the string ids of the names, in one block. */
+  size_t nnames = 0;
+  for (int g = 0; g < TBE_GROUP__COUNT; g++) nnames += table_of(m, g)->n_names;
+  size_t nids = 2 * nnames + m->n_devices + 1 + f->n_sources + 3;
+  void *mem = tbe__calloc(&an->alloc_, 1, f->n_sources * sizeof(tbe_analysis_source) +
+                                              nids * sizeof(tbe_str) + 16);
+  rc = mem ? tbe_trace_create(&t, &an->alloc_) : TBE_ENOMEM;
+  tbe__analysis_adopt(an, t, mem); /* freed with `an` from here on */
+  if (rc) goto done;
+  tbe_analysis_source *src = mem;
+  tbe_str *ids = (tbe_str *)(src + f->n_sources), *id = ids;
+  builder B = {t, 0};
+
+  /* Intern every string first; resolve pointers after the last intern. */
+  tbe_str host = intern(&B, &m->host), producer = intern(&B, &f->producer);
+  if (m->has_host) t->host = host;
+  for (size_t i = 0; i < f->n_sources; i++) *id++ = intern(&B, &f->sources[i]->name);
+  for (size_t i = 0; i < m->n_devices; i++) *id++ = intern(&B, &m->devices[i]->name);
+  *id++ = intern(&B, &m->all->name);
+  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
+    const PTable *tb = table_of(m, g);
+    for (size_t i = 0; i < tb->n_names; i++) {
+      tbe_str label = intern(&B, &tb->names[i]->label);
+      *id++ = label;
+      *id++ = tb->names[i]->name.len ? intern(&B, &tb->names[i]->name) : label;
+    }
+  }
+  tbe_str hint = intern(&B, &m->step_hint);
+  for (size_t i = 0; i < m->n_warnings && !B.rc; i++)
+    B.rc = tbe_trace_warn(t, "%.*s", (int)m->warnings[i].len,
+                          (const char *)m->warnings[i].data);
+  if ((rc = B.rc)) goto done;
+
+  id = ids;
+  for (size_t i = 0; i < f->n_sources; i++) {
+    src[i].name = text(&B, *id++);
+    src[i].size = f->sources[i]->size;
+    src[i].mtime_ns = f->sources[i]->mtime_ns;
+  }
+  an->start_ns = m->start_ns;
+  an->wall_ns = m->wall_ns;
+  an->ndevices = m->n_devices;
+  if (m->n_devices && !(an->devices = tbe__calloc(&an->alloc_, m->n_devices, sizeof *an->devices))) {
+    rc = TBE_ENOMEM;
+    goto done;
+  }
+  for (size_t i = 0; i < m->n_devices; i++) load_device(&an->devices[i], m->devices[i], *id++);
+  load_device(&an->all, m->all, *id++);
+
+  size_t cells = 0;
+  for (int g = 0; g < TBE_GROUP__COUNT; g++)
+    for (size_t i = 0; i < table_of(m, g)->n_names; i++)
+      if (table_of(m, g)->names[i]->has_step_ns) cells += m->n_steps;
+  int64_t *pool = cells ? tbe__analysis_pool(an, cells) : NULL;
+  if (cells && !pool) {
+    rc = TBE_ENOMEM;
+    goto done;
+  }
+  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
+    const PTable *tb = table_of(m, g);
+    an->group_total_ns[g] = tb->total_ns;
+    an->ngroups[g] = tb->n_names;
+    if (!tb->n_names) continue;
+    if (!(an->groups[g] = tbe__calloc(&an->alloc_, tb->n_names, sizeof(tbe_name_stats)))) {
+      rc = TBE_ENOMEM;
+      goto done;
+    }
+    for (size_t i = 0; i < tb->n_names; i++) {
+      const PName *p = tb->names[i];
+      tbe_name_stats *e = &an->groups[g][i];
+      e->label = text(&B, *id++);
+      e->name = *id++;
+      e->calls = p->calls;
+      e->total_ns = p->total_ns;
+      e->self_ns = p->self_ns;
+      e->min_ns = p->min_ns;
+      e->max_ns = p->max_ns;
+      e->kclass = p->kclass;
+      if (p->has_step_ns) {
+        e->step_ns = pool;
+        memcpy(pool, p->step_ns, m->n_steps * sizeof *pool);
+        pool += m->n_steps;
+      }
+    }
+  }
+  an->nsteps = m->n_steps;
+  if (m->n_steps && !(an->steps = tbe__calloc(&an->alloc_, m->n_steps, sizeof *an->steps))) {
+    rc = TBE_ENOMEM;
+    goto done;
+  }
+  for (size_t i = 0; i < m->n_steps; i++) load_step(&an->steps[i], m->steps[i]);
+  an->host_busy_ns = m->host_busy_ns;
+  an->api_calls = m->api_calls;
+  an->sync_calls = m->sync_calls;
+  an->sync_call_ns = m->sync_call_ns;
+  an->overhead_ns = m->overhead_ns;
+  an->dropped_records = m->dropped_records;
+  an->out_of_range_records = m->out_of_range_records;
+  an->ended_early = m->ended_early;
+  an->nadvice = m->n_advice;
+  if (m->n_advice && !(an->advice = tbe__calloc(&an->alloc_, m->n_advice, sizeof *an->advice))) {
+    rc = TBE_ENOMEM;
+    goto done;
+  }
+  for (size_t i = 0; i < m->n_advice; i++) {
+    an->advice[i].kind = m->advice[i]->kind;
+    an->advice[i].figure = m->advice[i]->figure;
+    memcpy(an->advice[i].text, m->advice[i]->text.data, m->advice[i]->text.len);
+  }
+  an->host = text(&B, host);
+  an->pid = m->pid;
+  an->rank = m->rank;
+  an->world_size = m->world_size;
+  an->step_dist.n = (size_t)m->step_dist->n;
+  an->step_dist.median_ns = m->step_dist->median_ns;
+  an->step_dist.q1_ns = m->step_dist->q1_ns;
+  an->step_dist.q3_ns = m->step_dist->q3_ns;
+  an->step_dist.min_ns = m->step_dist->min_ns;
+  an->step_dist.max_ns = m->step_dist->max_ns;
+  an->step_hint = m->has_step_hint ? text(&B, hint) : NULL;
+  an->step_hint_kind = m->step_hint_kind;
+  an->step_hint_count = m->step_hint_count;
+  an->step_hint_ns = m->step_hint_ns;
+  if (stamp) {
+    stamp->version = f->format_version;
+    stamp->producer = text(&B, producer);
+    stamp->sources = src;
+    stamp->nsources = f->n_sources;
+  }
+done:
+  if (rc) {
+    tbe_analysis_free(an);
+    return rc;
+  }
+  *out = an;
+  return 0;
+}
+
+/* ---- loading ---- */
+
+typedef struct pb_alloc {
+  const tbe_allocator *a;
+  int nomem;
+} pb_alloc;
+
+static void *pb_alloc_fn(void *ctx, size_t size) {
+  pb_alloc *p = ctx;
+  void *r = tbe__alloc(p->a, size ? size : 1);
+  if (!r) p->nomem = 1;
+  return r;
+}
+
+static void pb_free_fn(void *ctx, void *ptr) { tbe__free(((pb_alloc *)ctx)->a, ptr); }
+
+int tbe_analysis_load(tbe_analysis **out, tbe_analysis_stamp *stamp, const void *data, size_t n,
+                      const tbe_allocator *a, tbe_analysis_load_error *err) {
+  if (err) {
+    err->offset = UINT64_MAX;
+    err->message[0] = 0;
+  }
+  if (stamp) memset(stamp, 0, sizeof *stamp);
+  if (!out) return TBE_EINVAL;
+  *out = NULL;
+  if (!data && n) return TBE_EINVAL;
+  const uint8_t *b = data;
+  uint64_t version;
+  size_t bad;
+  if (peek_version(b, n, &version, &bad))
+    return fail(err, TBE_ECORRUPT, bad,
+                "a field of AnalysisFile runs past the end or has a bad header");
+  if (version != TBE_ANALYSIS_FORMAT_VERSION) {
+    if (stamp) stamp->version = version > UINT32_MAX ? UINT32_MAX : (uint32_t)version;
+    if (version == 0)
+      return fail(err, TBE_ECORRUPT, UINT64_MAX,
+                  "field AnalysisFile.format_version: missing (not an analysis file)");
+    return fail(err, TBE_EFORMAT, UINT64_MAX, "format version %llu, this tbexport reads %d",
+                (unsigned long long)version, TBE_ANALYSIS_FORMAT_VERSION);
+  }
+  if (n < CRC_FIELD || b[n - CRC_FIELD] != CRC_TAG)
+    return fail(err, TBE_ECORRUPT, n < CRC_FIELD ? 0 : n - CRC_FIELD,
+                "field AnalysisFile.crc32c: not the last field (the file is cut short?)");
+  uint32_t want = (uint32_t)b[n - 4] | (uint32_t)b[n - 3] << 8 | (uint32_t)b[n - 2] << 16 |
+                  (uint32_t)b[n - 1] << 24;
+  if (tbe__crc32c(b, n - CRC_FIELD) != want)
+    return fail(err, TBE_ECORRUPT, UINT64_MAX,
+                "field AnalysisFile.crc32c: the checksum of bytes 0-%zu does not match",
+                n - CRC_FIELD);
+  tbe_allocator al;
+  tbe__allocator_init(&al, a);
+  pb_alloc pctx = {&al, 0};
+  ProtobufCAllocator pa = {pb_alloc_fn, pb_free_fn, &pctx};
+  PFile *f = tbexport__analysis_file__unpack(&pa, n, b);
+  if (!f) {
+    if (pctx.nomem) return fail(err, TBE_ENOMEM, UINT64_MAX, "%s", tbe_strerror(TBE_ENOMEM));
+    char what[160];
+    uint64_t at = find_bad(&tbexport__analysis_file__descriptor, b, n, 0, 0, what, sizeof what);
+    if (at != UINT64_MAX)
+      return fail(err, TBE_ECORRUPT, at, "%s", what);
+    return fail(err, TBE_ECORRUPT, UINT64_MAX, "does not decode as an AnalysisFile");
+  }
+  loader L = {err, 0};
+  int rc = check_file(&L, f);
+  if (!rc) {
+    rc = build(out, stamp, f, &al);
+    if (rc) fail(err, rc, UINT64_MAX, "%s", tbe_strerror(rc));
+  }
+  tbexport__analysis_file__free_unpacked(f, &pa);
+  return rc;
+}
