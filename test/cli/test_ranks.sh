@@ -98,7 +98,7 @@ for r in 0 1; do
     fail "rank $r: paths written: $(cat "err$r.txt")"
 done
 [ "$(ls ld/plugins/profile)" = "torch-abc" ] || fail "the ranks split: $(ls ld/plugins/profile)"
-[ "$(ls "$run" | wc -l)" -eq 4 ] || fail "files of the run: $(ls "$run")"
+[ "$(ls "$run" | wc -l)" -eq 6 ] || fail "files of the run (two ranks: trace, XSpace, analysis each): $(ls "$run")"
 
 # summary reads the run rank by rank (one machine, one GPU shared)
 "$tb" summary --logdir ld torch-abc >sum.txt 2>sumerr.txt || fail "summary: $(cat sumerr.txt)"
