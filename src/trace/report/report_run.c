@@ -179,7 +179,7 @@ static void across(tbe__buf *b, const tbe_run_analysis *r, const tbe_report_opti
   const tbe_run_spread *sp[2] = {&r->figure_dist, &r->comm_dist};
   for (int k = 0; k < 2; k++) {
     tbe__buf_printf(&t, "%s%s over %zu %s: min %s, p50 %s, p90 %s, max %s%s",
-                    md ? "- " : "", k ? "Communication time (comm kernels)"
+                    md ? "- " : "", k ? "Comm time"
                                       : r->figure == TBE_RUN_BY_STEP_MEDIAN ? "Median step time"
                                                                             : "Wall time",
                     sp[k]->n, unit, tbe__dur(x[0], sp[k]->min_ns), tbe__dur(x[1], sp[k]->p50_ns),
@@ -257,15 +257,21 @@ static void ranks_table(tbe__buf *b, const tbe_run_analysis *r, const tbe_report
   size_t nrows = pick_rows(b, r, &rows);
   int compact = r->nhosts > ROWS_ALL;
   int32_t world = r->hosts[0].an->world_size;
-  tbe__buf_printf(b, "\nRanks (%zu", r->nhosts);
-  if (world > 0 && (size_t)world != r->nhosts) tbe__buf_printf(b, " of world size %d", (int)world);
+  char line[256];
+  int l = snprintf(line, sizeof line, "Ranks (%zu", r->nhosts);
+  if (world > 0 && (size_t)world != r->nhosts)
+    l += snprintf(line + l, sizeof line - (size_t)l, " of world size %d", (int)world);
   if (compact)
-    tbe__buf_printf(b, "; the %d slowest, the %d fastest and the outliers, slowest first, by %s)\n",
-                    ROWS_EDGE, ROWS_EDGE, figure_words(r->figure));
+    snprintf(line + l, sizeof line - (size_t)l,
+             "; the %d slowest, the %d fastest and the outliers, slowest first, by %s)", ROWS_EDGE,
+             ROWS_EDGE, figure_words(r->figure));
   else if (r->slowest >= 0)
-    tbe__buf_printf(b, "; slowest and fastest by %s)\n", figure_words(r->figure));
+    snprintf(line + l, sizeof line - (size_t)l, "; slowest and fastest by %s)",
+             figure_words(r->figure));
   else
-    tbe__buf_puts(b, ")\n");
+    snprintf(line + l, sizeof line - (size_t)l, ")");
+  tbe__buf_putc(b, '\n');
+  tbe__wrap(b, line, o->width);
   tbe__cell(b, hd[0], cw[0], 1);
   tbe__buf_putc(b, ' ');
   tbe__cell(b, "host", nw, 0);
@@ -405,7 +411,7 @@ static void hosts_table(tbe__buf *b, const tbe_run_analysis *r, const tbe_report
 static void run_overview(tbe__buf *b, const tbe_run_analysis *r, int width) {
   tbe__ocol cols[HOST_COLS_MAX + 1];
   size_t n = 0;
-  if (r->nhosts <= HOST_COLS_MAX)
+  if (r->nhosts <= HOST_COLS_MAX && !per_rank(r)) /* per rank: the ranks' table says it */
     for (size_t i = 0; i < r->nhosts; i++, n++) {
       cols[n].d = &r->hosts[i].an->all;
       cols[n].label = host_label(&r->hosts[i]);
@@ -990,9 +996,12 @@ static void ranks_diff_table(tbe__buf *b, const tbe_run_diff *d, const tbe_repor
     }
   long *rows;
   size_t nrows = pick_pairs(b, d, &rows);
-  tbe__buf_printf(b, "\nRanks: %zu matched by rank, %zu only in base (-), %zu only in new (+)%s\n",
-                  d->matched, d->only[0], d->only[1],
-                  d->nhosts > ROWS_ALL ? "; the ranks whose step time changed most" : "");
+  char line[256];
+  snprintf(line, sizeof line, "Ranks: %zu matched by rank, %zu only in base (-), %zu only in new (+)%s",
+           d->matched, d->only[0], d->only[1],
+           d->nhosts > ROWS_ALL ? "; the 10 whose step time changed most" : "");
+  tbe__buf_putc(b, '\n');
+  tbe__wrap(b, line, o->width);
   tbe__cell(b, hd[0], cw[0], 1);
   tbe__buf_putc(b, ' ');
   tbe__cell(b, "host", nw, 0);
