@@ -111,9 +111,10 @@ static size_t pick_rows(tbe__buf *b, const tbe_run_analysis *r, long **out) {
   return k;
 }
 
-/* "rank 17" or the host's label (terminal or Markdown form). */
+/* "rank 17" (a space where tbe__wrap does not break, in the table) or
+ * the host's label (terminal or Markdown form). */
 static void put_who(tbe__buf *b, const tbe_run_analysis *r, long i, int md) {
-  if (r->by_rank) tbe__buf_printf(b, "rank %d", (int)r->hosts[i].an->rank);
+  if (r->by_rank) tbe__buf_printf(b, md ? "rank %d" : "rank\x01%d", (int)r->hosts[i].an->rank);
   else put_text(b, host_label(&r->hosts[i]), md);
 }
 
@@ -461,9 +462,13 @@ static void run_steps(tbe__buf *b, const tbe_run_analysis *r, const tbe_report_o
                        "|---:|---:|---:|---:|---:|---:|\n",
                     t->nsteps);
   } else {
-    tbe__buf_printf(b, "\nSteps (%zu common to all hosts; time of the slowest and the fastest host, "
-                       "sums over hosts)\n",
-                    t->nsteps);
+    char head[160];
+    snprintf(head, sizeof head,
+             "Steps (%zu common to all hosts; time of the slowest and the fastest host, sums over "
+             "hosts)",
+             t->nsteps);
+    tbe__buf_putc(b, '\n');
+    tbe__wrap(b, head, o->width);
     static const char *hd[6] = {"step", "slowest", "fastest", "GPU busy", "kernel time",
                                 "kernels"};
     static const int cw[6] = {10, 12, 12, 12, 12, 8};
@@ -999,7 +1004,7 @@ static void ranks_diff_table(tbe__buf *b, const tbe_run_diff *d, const tbe_repor
   char line[256];
   snprintf(line, sizeof line, "Ranks: %zu matched by rank, %zu only in base (-), %zu only in new (+)%s",
            d->matched, d->only[0], d->only[1],
-           d->nhosts > ROWS_ALL ? "; the 10 whose step time changed most" : "");
+           d->nhosts > ROWS_ALL ? "; the ones whose step time changed most" : "");
   tbe__buf_putc(b, '\n');
   tbe__wrap(b, line, o->width);
   tbe__cell(b, hd[0], cw[0], 1);
