@@ -1,5 +1,5 @@
 /* gen_run.c: writes a synthetic run of R ranks through the library, for
- * the benchmarks (bench_summary) and the tests (test/cli/test_ranks.sh).
+ * the benchmarks (bench_summary) and the tests (test/cli/test_rank_reports.sh).
  * Not a benchmark itself: scripts/bench runs bench_* only.
  *
  *   gen_run --logdir DIR --run NAME [--ranks R] [--events-per-rank E |
