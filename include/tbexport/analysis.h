@@ -21,8 +21,10 @@
  * gets its own analysis (pids and device ordinals of different hosts never
  * merge).  tbe_run_analysis_create aggregates N of them: name tables merged
  * by name, steps matched by number, one row per host, the slowest and the
- * fastest host; tbe_run_diff_create compares two runs in total and host by
- * host (matched by rank, else by host name).
+ * fastest host, the distribution over hosts of the step time and of the
+ * communication time, the outliers; tbe_run_diff_create compares two runs
+ * in total and host by host (matched by rank, else by host name), with the
+ * change of each host's median step time.
  *
  * tbe_report_summary / tbe_report_diff / tbe_report_run /
  * tbe_report_run_diff render any of these as a table (fits the given
@@ -501,7 +503,15 @@ TBE_API int tbe_report_diff(const tbe_diff *d, const tbe_report_options *o, char
                             size_t *len);
 /* Renders a run (one host: exactly tbe_report_summary of that host) and a
  * comparison of two runs (one host on each side: exactly tbe_report_diff).
- * Same contract as above; summary sorts the name tables, hence non-const. */
+ * When every host has a distinct rank, the hosts are a table of ranks
+ * (rank, host, median step time, GPU busy %, kernel time, comm time) and
+ * a diff compares rank by rank (median step time on each side and its
+ * change, comm time).  The table and Markdown forms stay compact: up to 32
+ * hosts (or pairs) every one; beyond, the 5 slowest, the 5 fastest and up
+ * to 10 outliers (a diff: the 10 pairs whose step time changed most), a
+ * line per gap, and the distributions over all hosts; CSV and JSON hold
+ * every host.  Same contract as above; summary sorts the name tables,
+ * hence non-const. */
 TBE_API int tbe_report_run(tbe_run_analysis *r, const tbe_report_options *o, char **out,
                            size_t *len);
 TBE_API int tbe_report_run_diff(const tbe_run_diff *d, const tbe_report_options *o,
