@@ -140,8 +140,8 @@ static char **gzip_run(const char *logdir, const char *run_name, size_t nfiles) 
   v[1] = "-dc";
   for (size_t i = 0; i < nfiles; i++) {
     char p[PATH_MAX];
-    if ((size_t)snprintf(p, sizeof p, "%s/plugins/profile/%s/node.rank%zu.trace.json.gz", logdir,
-                         run_name, i) >= sizeof p || !(v[2 + i] = strdup(p)))
+    if ((size_t)snprintf(p, sizeof p, "%s/plugins/profile/%s/node%zu.rank%zu.trace.json.gz",
+                         logdir, run_name, i / 8, i) >= sizeof p || !(v[2 + i] = strdup(p)))
       die("path");
     struct stat st;
     if (stat(p, &st) != 0) die(p);

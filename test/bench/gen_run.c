@@ -9,8 +9,9 @@
  *
  * What it writes: for each rank r of R, one trace built with the public
  * (experimental) model API and written by tbe_export_run into
- * DIR/plugins/profile/NAME/ as host "<host>.rank<r>" (just "<host>" when
- * R is 1), with t->rank = r and t->world_size = R (so the Chrome JSON
+ * DIR/plugins/profile/NAME/ as host "<host><m>.rank<r>", rank r on GPU
+ * r % 8 of machine m = r / 8 (8 GPUs a machine; just "<host>" on GPU 0
+ * when R is 1), with t->rank = r and t->world_size = R (so the Chrome JSON
  * carries distributedInfo and the run is read rank by rank), backend
  * "nccl".  Each rank has S steps (default 20); its E events (default
  * 2,000; --events is the same for --ranks 1) are E/2 kernel launches,
@@ -47,6 +48,7 @@
 #define KERNEL_MIN_NS 5000   /* kernels at least this long: host calls never overlap */
 #define LAUNCH_LEAD_NS 3000  /* the host calls a launch this long before the kernel starts */
 #define GAP_NS 500           /* idle GPU time between kernels */
+#define GPUS_PER_HOST 8      /* ranks of one machine, one GPU each */
 
 typedef struct gen_opts {
   const char *logdir, *run, *host;
@@ -121,13 +123,14 @@ static int build_rank(tbe_trace *t, const gen_opts *g, unsigned long rank, uint6
   const int64_t pid = 1000 + (int64_t)rank;
   uint32_t pi, dev, host_track, s_compute, s_comm;
   int rc = tbe_trace_process(t, pid, &pi);
-  if (!rc) rc = tbe_trace_device(t, 0, &dev);
+  const int32_t gpu_ord = (int32_t)(rank % GPUS_PER_HOST);
+  if (!rc) rc = tbe_trace_device(t, gpu_ord, &dev);
   if (!rc) rc = tbe_trace_track(t, TBE_TRACK_THREAD, pid, pid, -1, &host_track);
-  if (!rc) rc = tbe_trace_track(t, TBE_TRACK_STREAM, pid, 7, 0, &s_compute);
-  if (!rc) rc = tbe_trace_track(t, TBE_TRACK_STREAM, pid, 13, 0, &s_comm);
+  if (!rc) rc = tbe_trace_track(t, TBE_TRACK_STREAM, pid, 7, gpu_ord, &s_compute);
+  if (!rc) rc = tbe_trace_track(t, TBE_TRACK_STREAM, pid, 13, gpu_ord, &s_comm);
   if (rc) return rc;
   char host[256];
-  if (g->ranks > 1) snprintf(host, sizeof host, "%s.rank%lu", g->host, rank);
+  if (g->ranks > 1) snprintf(host, sizeof host, "%s%lu.rank%lu", g->host, rank / GPUS_PER_HOST, rank);
   else snprintf(host, sizeof host, "%s", g->host);
   t->host = tbe_trace_str_id(t, host);
   t->processes[pi].host = t->host;

@@ -273,12 +273,13 @@ static void ranks_table(tbe__buf *b, const tbe_run_analysis *r, const tbe_report
     snprintf(line + l, sizeof line - (size_t)l, ")");
   tbe__buf_putc(b, '\n');
   tbe__wrap(b, line, o->width);
+  int wall = r->figure == TBE_RUN_BY_WALL; /* no steps everywhere: the wall time tells ranks apart */
   tbe__cell(b, hd[0], cw[0], 1);
   tbe__buf_putc(b, ' ');
   tbe__cell(b, "host", nw, 0);
   for (int c = 1; c < 5; c++) {
     tbe__buf_putc(b, ' ');
-    tbe__cell(b, hd[c], cw[c], 1);
+    tbe__cell(b, c == 1 && wall ? "wall" : hd[c], cw[c], 1);
   }
   tbe__buf_putc(b, '\n');
   int head = cw[0] + 1 + nw;
@@ -292,7 +293,8 @@ static void ranks_table(tbe__buf *b, const tbe_run_analysis *r, const tbe_report
     size_t i = (size_t)rows[k];
     const tbe_analysis *an = r->hosts[i].an;
     snprintf(v[0], 40, "%d", (int)an->rank);
-    if (an->step_dist.n) tbe__fmt_dur(v[1], 40, an->step_dist.median_ns);
+    if (wall) tbe__fmt_dur(v[1], 40, an->wall_ns);
+    else if (an->step_dist.n) tbe__fmt_dur(v[1], 40, an->step_dist.median_ns);
     else snprintf(v[1], 40, "-");
     snprintf(v[2], 40, "%.1f%%", tbe__pct(an->all.busy_ns, an->wall_ns));
     tbe__fmt_dur(v[3], 40, an->all.kernel_ns);
@@ -318,10 +320,12 @@ static void ranks_md(tbe__buf *b, const tbe_run_analysis *r, const tbe_report_op
   long *rows;
   size_t nrows = pick_rows(b, r, &rows);
   char v[6][40];
-  tbe__buf_printf(b, "\n## Ranks (%zu%s)\n\n| rank | host | step median | GPU busy %% | kernel time "
+  int wall = r->figure == TBE_RUN_BY_WALL;
+  tbe__buf_printf(b, "\n## Ranks (%zu%s)\n\n| rank | host | %s | GPU busy %% | kernel time "
                      "| comm time | |\n|---:|---|---:|---:|---:|---:|---|\n",
                   r->nhosts, r->nhosts > ROWS_ALL ? "; the slowest, the fastest and the outliers"
-                                                  : "");
+                                                  : "",
+                  wall ? "wall" : "step median");
   for (size_t k = 0; k < nrows; k++) {
     if (rows[k] < 0) {
       tbe__buf_printf(b, "| … | %ld more ranks | | | | | |\n", -rows[k]);
@@ -329,7 +333,8 @@ static void ranks_md(tbe__buf *b, const tbe_run_analysis *r, const tbe_report_op
     }
     size_t i = (size_t)rows[k];
     const tbe_analysis *an = r->hosts[i].an;
-    if (an->step_dist.n) tbe__fmt_dur(v[1], 40, an->step_dist.median_ns);
+    if (wall) tbe__fmt_dur(v[1], 40, an->wall_ns);
+    else if (an->step_dist.n) tbe__fmt_dur(v[1], 40, an->step_dist.median_ns);
     else snprintf(v[1], 40, "-");
     tbe__fmt_dur(v[3], 40, an->all.kernel_ns);
     tbe__fmt_dur(v[4], 40, an->all.class_ns[TBE_KCLASS_COMM]);
