@@ -21,8 +21,10 @@
  * gets its own analysis (pids and device ordinals of different hosts never
  * merge).  tbe_run_analysis_create aggregates N of them: name tables merged
  * by name, steps matched by number, one row per host, the slowest and the
- * fastest host; tbe_run_diff_create compares two runs in total and host by
- * host (matched by rank, else by host name).
+ * fastest host, the distribution over hosts of the step time and of the
+ * communication time, the outliers; tbe_run_diff_create compares two runs
+ * in total and host by host (matched by rank, else by host name), with the
+ * change of each host's median step time.
  *
  * tbe_report_summary / tbe_report_diff / tbe_report_run /
  * tbe_report_run_diff render any of these as a table (fits the given
@@ -349,7 +351,28 @@ typedef struct tbe_run_host {
   const char *label;  /* the caller's name for it (the host part of the file
                          name: "a", "node3_pid682"), else an->host */
   size_t index;       /* its position in the array given to create */
+  uint32_t outlier;   /* 1 when its figure is an outlier of the run (below) */
 } tbe_run_host;
+
+/* The distribution of one figure over the hosts of a run, by nearest rank:
+ * the p-th percentile of n sorted values is the ceil(p n / 100)-th, so
+ * each is some host's own figure (p50 of 4 hosts is the 2nd).  n = 0 and
+ * all -1 with fewer than two hosts. */
+typedef struct tbe_run_spread {
+  size_t n;
+  int64_t min_ns, p50_ns, p90_ns, max_ns;
+} tbe_run_spread;
+
+/* A host's figure is an outlier when the run has at least
+ * TBE_RUN_OUTLIER_MIN_HOSTS hosts and the figure lies farther from the
+ * hosts' median (figure_dist.p50_ns) than both TBE_RUN_OUTLIER_MADS scaled
+ * median absolute deviations (1.4826 x the median of |figure - median|,
+ * the standard deviation of a normal sample, robust to the outliers
+ * themselves) and TBE_RUN_OUTLIER_MIN_PCT % of the median (so that ranks
+ * that all run alike, MAD near 0, do not flag microseconds). */
+#define TBE_RUN_OUTLIER_MIN_HOSTS 5
+#define TBE_RUN_OUTLIER_MADS 3.0
+#define TBE_RUN_OUTLIER_MIN_PCT 2.0
 
 /* The figure that orders hosts from slowest to fastest. */
 typedef enum tbe_run_figure {
@@ -387,6 +410,15 @@ typedef struct tbe_run_analysis {
   uint32_t figure;            /* tbe_run_figure */
   long slowest, fastest;
   int64_t slowest_ns, fastest_ns, spread_ns;
+  /* Across hosts (two or more; else n = 0): each host's `figure` value
+   * and its communication time (kernel class comm: NCCL, NVSHMEM,
+   * all-reduce kernels; all.class_ns[TBE_KCLASS_COMM]). */
+  tbe_run_spread figure_dist;
+  tbe_run_spread comm_dist;
+  /* Host indexes from slowest to fastest by `figure` (ties in run order;
+   * NULL with one host): the rows a compact report picks from. */
+  long *order;
+  size_t noutliers;           /* hosts with `outlier` set */
   /* Private. */
   tbe_allocator alloc_;
   void *priv_;
@@ -406,7 +438,13 @@ typedef struct tbe_host_diff {
   int64_t wall_ns[2];
   int64_t busy_ns[2];      /* the host's GPU busy time (any of its GPUs) */
   int64_t kernel_ns[2];
+  int64_t comm_ns[2];      /* communication kernels (all.class_ns[TBE_KCLASS_COMM]) */
   tbe_step_compare steps;  /* the host's step durations */
+  /* Median step time new - base, and that as % of base; 0 unless both
+   * sides have steps (has_change). */
+  int has_change;
+  int64_t step_change_ns;
+  double step_change_pct;
 } tbe_host_diff;
 
 typedef struct tbe_run_diff {
@@ -420,6 +458,13 @@ typedef struct tbe_run_diff {
   int by_rank;
   size_t matched;
   size_t only[2];                   /* hosts only in base, only in new */
+  /* step_change_ns over the pairs that have one (n = 0: none), and the
+   * pair indexes ordered by how much they changed: pairs with a change by
+   * |step_change_ns| descending, then the other matched pairs by |wall
+   * change| descending, then the unmatched, each in pair order; ties in
+   * pair order.  NULL when there are no pairs. */
+  tbe_run_spread change_dist;
+  long *order;
   tbe_allocator alloc_;
 } tbe_run_diff;
 
@@ -458,7 +503,15 @@ TBE_API int tbe_report_diff(const tbe_diff *d, const tbe_report_options *o, char
                             size_t *len);
 /* Renders a run (one host: exactly tbe_report_summary of that host) and a
  * comparison of two runs (one host on each side: exactly tbe_report_diff).
- * Same contract as above; summary sorts the name tables, hence non-const. */
+ * When every host has a distinct rank, the hosts are a table of ranks
+ * (rank, host, median step time, GPU busy %, kernel time, comm time) and
+ * a diff compares rank by rank (median step time on each side and its
+ * change, comm time).  The table and Markdown forms stay compact: up to 32
+ * hosts (or pairs) every one; beyond, the 5 slowest, the 5 fastest and up
+ * to 10 outliers (a diff: the 10 pairs whose step time changed most), a
+ * line per gap, and the distributions over all hosts; CSV and JSON hold
+ * every host.  Same contract as above; summary sorts the name tables,
+ * hence non-const. */
 TBE_API int tbe_report_run(tbe_run_analysis *r, const tbe_report_options *o, char **out,
                            size_t *len);
 TBE_API int tbe_report_run_diff(const tbe_run_diff *d, const tbe_report_options *o,

@@ -578,6 +578,324 @@ static void test_diff_events(void **state) {
   tbe_trace_free(b);
 }
 
+/* ---- runs of many ranks ---- */
+
+/* One rank of a synthetic run, as test/bench/gen_run.c writes them but with
+ * exact figures: `nsteps` steps, each a compute kernel then an NCCL
+ * all-reduce of `comm_us` on the one GPU, the step lasting `step_us`. */
+static tbe_trace *rank_trace(int rank, int world, int64_t step_us, int64_t comm_us, int nsteps) {
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  uint32_t s7, s13, dev;
+  assert_int_equal(tbe_trace_device(t, 0, &dev), 0);
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_STREAM, 100 + rank, 7, 0, &s7), 0);
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_STREAM, 100 + rank, 13, 0, &s13), 0);
+  char host[32];
+  snprintf(host, sizeof host, "node.rank%d", rank);
+  t->host = tbe_trace_str_id(t, host);
+  t->rank = rank;
+  t->world_size = world;
+  tbe_str gemm = tbe_trace_str_id(t, "void gemm_kernel<128>(float const*, float*)");
+  tbe_str ar = tbe_trace_str_id(t, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
+  tbe_kernel k;
+  memset(&k, 0, sizeof k);
+  for (int s = 0; s < nsteps; s++) {
+    int64_t start = 1000000000000LL + (int64_t)s * 20000000LL;
+    tbe_event e;
+    memset(&e, 0, sizeof e);
+    e.kind = TBE_EV_KERNEL;
+    e.link = e.detail = TBE_NONE;
+    e.start_ns = start;
+    e.dur_ns = (step_us - comm_us) * 1000;
+    e.name = gemm;
+    e.track = s7;
+    assert_int_equal(tbe_trace_add_event(t, &e, &k, NULL, 0, NULL), 0);
+    e.start_ns = start + (step_us - comm_us) * 1000;
+    e.dur_ns = comm_us * 1000;
+    e.name = ar;
+    e.track = s13;
+    assert_int_equal(tbe_trace_add_event(t, &e, &k, NULL, 0, NULL), 0);
+    char sn[32];
+    snprintf(sn, sizeof sn, "ProfilerStep#%d", s);
+    assert_int_equal(tbe_trace_add_step(t, s, start, start + step_us * 1000, tbe_trace_str_id(t, sn)), 0);
+  }
+  assert_int_equal(tbe_trace_finish(t), 0);
+  return t;
+}
+
+/* A run of n ranks: rank r's step takes 10 ms + r us (13 ms on the slow
+ * rank), its all-reduce 1 ms + r us per step; hosts given in reverse. */
+typedef struct ranks_run {
+  size_t n;
+  tbe_trace **t;
+  tbe_analysis **an;
+  const char **labels;
+  tbe_run_analysis *r;
+} ranks_run;
+
+static void ranks_make(ranks_run *x, size_t n, int slow) {
+  x->n = n;
+  x->t = calloc(n, sizeof *x->t);
+  x->an = calloc(n, sizeof *x->an);
+  x->labels = calloc(n, sizeof *x->labels);
+  for (size_t i = 0; i < n; i++) {
+    int rank = (int)(n - 1 - i);
+    x->t[i] = rank_trace(rank, (int)n, rank == slow ? 13000 : 10000 + rank, 1000 + rank, 6);
+    assert_int_equal(tbe_analysis_create(&x->an[i], x->t[i], NULL), 0);
+    x->labels[i] = tbe_trace_str(x->t[i], x->t[i]->host);
+  }
+  assert_int_equal(tbe_run_analysis_create(&x->r, x->an, x->labels, n, NULL), 0);
+}
+
+static void ranks_free(ranks_run *x) {
+  tbe_run_analysis_free(x->r);
+  for (size_t i = 0; i < x->n; i++) {
+    tbe_analysis_free(x->an[i]);
+    tbe_trace_free(x->t[i]);
+  }
+  free(x->t);
+  free(x->an);
+  free(x->labels);
+}
+
+static void render_run(tbe_run_analysis *r, int format, int width, char **txt) {
+  tbe_report_options o;
+  tbe_report_options_init(&o);
+  o.format = format;
+  o.width = width;
+  o.label[0] = "ranks";
+  size_t n;
+  assert_int_equal(tbe_report_run(r, &o, txt, &n), 0);
+}
+
+static size_t count(const char *s, const char *what) {
+  size_t k = 0;
+  for (const char *p = s; (p = strstr(p, what)) != NULL; p++) k++;
+  return k;
+}
+
+static yajl_val json_of(const char *txt) {
+  char err[256];
+  yajl_val v = yajl_tree_parse(txt, err, sizeof err);
+  if (!v) fail_msg("JSON: %s", err);
+  return v;
+}
+
+static long long jint(yajl_val v, const char *const *path) {
+  yajl_val x = yajl_tree_get(v, (const char **)path, yajl_t_number);
+  if (!x) fail_msg("JSON: no number at %s", path[0]);
+  return YAJL_GET_INTEGER(x);
+}
+
+/* 8 ranks: every rank a row in rank order, the slow one the slowest by
+ * value; the spread, the distribution and the outliers by value; every
+ * format holds every rank. */
+static void test_ranks_full(void **state) {
+  (void)state;
+  ranks_run x;
+  ranks_make(&x, 8, 5);
+  tbe_run_analysis *r = x.r;
+  assert_true(r->by_rank);
+  for (size_t i = 0; i < 8; i++) assert_int_equal(r->hosts[i].an->rank, (int)i);
+  assert_int_equal(r->figure, TBE_RUN_BY_STEP_MEDIAN);
+  assert_int_equal(r->hosts[r->slowest].an->rank, 5);
+  assert_int_equal(r->hosts[r->fastest].an->rank, 0);
+  assert_int_equal(r->slowest_ns, 13000000);
+  assert_int_equal(r->fastest_ns, 10000000);
+  assert_int_equal(r->spread_ns, 3000000);
+  /* 10.000 .. 10.007 ms without 10.005, and 13 ms: nearest ranks 4th and 8th */
+  assert_int_equal(r->figure_dist.n, 8);
+  assert_int_equal(r->figure_dist.min_ns, 10000000);
+  assert_int_equal(r->figure_dist.p50_ns, 10003000);
+  assert_int_equal(r->figure_dist.p90_ns, 13000000);
+  assert_int_equal(r->figure_dist.max_ns, 13000000);
+  assert_int_equal(r->comm_dist.min_ns, 6 * 1000000);
+  assert_int_equal(r->comm_dist.max_ns, 6 * 1007000);
+  assert_int_equal(r->noutliers, 1);
+  assert_true(r->hosts[5].outlier);
+  assert_int_equal(r->hosts[r->order[0]].an->rank, 5);
+  assert_int_equal(r->hosts[r->order[7]].an->rank, 0);
+
+  char *txt;
+    render_run(r, TBE_REPORT_TABLE, 100, &txt);
+  check_width(txt, 100);
+  assert_non_null(strstr(txt, "\nRanks (8; slowest and fastest by median step time)\n"));
+  const char *prev = txt;
+  for (int k = 0; k < 8; k++) {
+    char row[64];
+    snprintf(row, sizeof row, "\n%6d node.rank%d ", k, k);
+    const char *at = strstr(txt, row);
+    if (!at) fail_msg("no row for rank %d", k);
+    assert_true(at > prev);
+    prev = at;
+  }
+  assert_non_null(strstr(txt, " 13.000ms    69.0%    78.000ms     6.030ms  slowest\n"));
+  assert_non_null(strstr(txt, "\nslowest rank 5 (node.rank5), fastest rank 0 (node.rank0) by median step time: "
+                              "spread 3.000ms (30.0%\nof the fastest)\n"));
+  assert_non_null(strstr(txt, "\nMedian step time over 8 ranks: min 10.000ms, p50 10.003ms, p90 13.000ms, "
+                              "max 13.000ms\n"));
+  assert_non_null(strstr(txt, "\nComm time over 8 ranks: min 6.000ms, p50 6.018ms, p90 6.042ms, max 6.042ms\n"));
+  assert_non_null(strstr(txt, "beyond 3 scaled MADs and 2% of the median): rank 5 (13.000ms).\n"));
+  assert_null(strstr(txt, "more ranks"));
+  tbe_report_free(txt, strlen(txt), NULL);
+  render_run(r, TBE_REPORT_TABLE, 80, &txt);
+  check_width(txt, 80);
+  tbe_report_free(txt, strlen(txt), NULL);
+
+  render_run(r, TBE_REPORT_MARKDOWN, 100, &txt);
+  assert_int_equal(count(txt, "| node.rank"), 8);
+  assert_non_null(strstr(txt, "\n| 5 | node.rank5 | 13.000ms | 69.0 | 78.000ms | 6.030ms | slowest |\n"));
+  tbe_report_free(txt, strlen(txt), NULL);
+
+  render_run(r, TBE_REPORT_CSV, 100, &txt);
+  assert_int_equal(count(txt, "\nhost,node.rank"), 8);
+  assert_non_null(strstr(txt, ",6030000,slowest\n"));
+  assert_non_null(strstr(txt, "\nspread,step_median,8,10000000,10003000,13000000,13000000\n"));
+  tbe_report_free(txt, strlen(txt), NULL);
+
+  render_run(r, TBE_REPORT_JSON, 100, &txt);
+  yajl_val v = json_of(txt);
+  const char *ph[] = {"hosts", NULL}, *ps[] = {"slowest", "rank", NULL},
+             *pf[] = {"fastest", "rank", NULL}, *pp[] = {"spread_ns", NULL},
+             *pd[] = {"figure_dist", "p50_ns", NULL}, *po[] = {"outliers", NULL};
+  assert_int_equal(YAJL_GET_ARRAY(yajl_tree_get(v, ph, yajl_t_array))->len, 8);
+  assert_int_equal(jint(v, ps), 5);
+  assert_int_equal(jint(v, pf), 0);
+  assert_int_equal(jint(v, pp), 3000000);
+  assert_int_equal(jint(v, pd), 10003000);
+  yajl_val out = yajl_tree_get(v, po, yajl_t_array);
+  assert_int_equal(YAJL_GET_ARRAY(out)->len, 1);
+  const char *prank[] = {"rank", NULL};
+  assert_int_equal(jint(YAJL_GET_ARRAY(out)->values[0], prank), 5);
+  yajl_tree_free(v);
+  tbe_report_free(txt, strlen(txt), NULL);
+  ranks_free(&x);
+}
+
+/* 64 ranks: the compact form (5 slowest, 5 fastest, the outlier, a gap
+ * line), the distribution by value; CSV and JSON hold all 64. */
+static void test_ranks_compact(void **state) {
+  (void)state;
+  ranks_run x;
+  ranks_make(&x, 64, 21);
+  tbe_run_analysis *r = x.r;
+  assert_int_equal(r->hosts[r->slowest].an->rank, 21);
+  assert_int_equal(r->hosts[r->fastest].an->rank, 0);
+  assert_int_equal(r->spread_ns, 3000000);
+  assert_int_equal(r->figure_dist.p50_ns, 10032000);
+  assert_int_equal(r->figure_dist.p90_ns, 10058000);
+  assert_int_equal(r->noutliers, 1);
+  static const int widths[] = {100, 80};
+  for (int w = 0; w < 2; w++) {
+    char *txt;
+    render_run(r, TBE_REPORT_TABLE, widths[w], &txt);
+    check_width(txt, widths[w]);
+    assert_int_equal(count(txt, " node.rank"), 10); /* the rows */
+    assert_non_null(strstr(txt, "\n  ... 54 more ranks (every one: --format csv or json)\n"));
+    /* slowest first: 21, then 63..60; ... then 4..0 */
+    const char *a = strstr(txt, "    21 node.rank21 "), *b = strstr(txt, "    60 node.rank60 "),
+               *c = strstr(txt, "  ... 54 more"), *d = strstr(txt, "     4 node.rank4 "),
+               *e = strstr(txt, "     0 node.rank0 ");
+    assert_true(a && b && c && d && e && a < b && b < c && c < d && d < e);
+    assert_null(strstr(txt, "node.rank59 "));
+    assert_non_null(strstr(txt, "rank 21 (13.000ms)."));
+    tbe_report_free(txt, strlen(txt), NULL);
+  }
+  char *txt;
+    render_run(r, TBE_REPORT_TABLE, 100, &txt);
+  assert_non_null(strstr(txt, "\nMedian step time over 64 ranks: min 10.000ms, p50 10.032ms, p90 10.058ms, "
+                              "max 13.000ms\n"));
+  tbe_report_free(txt, strlen(txt), NULL);
+  render_run(r, TBE_REPORT_MARKDOWN, 100, &txt);
+  assert_int_equal(count(txt, "| node.rank"), 10);
+  assert_non_null(strstr(txt, "| … | 54 more ranks |"));
+  tbe_report_free(txt, strlen(txt), NULL);
+  render_run(r, TBE_REPORT_CSV, 100, &txt);
+  assert_int_equal(count(txt, "\nhost,node.rank"), 64);
+  tbe_report_free(txt, strlen(txt), NULL);
+  render_run(r, TBE_REPORT_JSON, 100, &txt);
+  yajl_val v = json_of(txt);
+  const char *ph[] = {"hosts", NULL};
+  assert_int_equal(YAJL_GET_ARRAY(yajl_tree_get(v, ph, yajl_t_array))->len, 64);
+  yajl_tree_free(v);
+  tbe_report_free(txt, strlen(txt), NULL);
+  ranks_free(&x);
+}
+
+/* Two runs of 8 ranks whose slow rank moved from 5 to 2: rank by rank,
+ * the change of each rank's median step time by value, the pairs ordered
+ * by it; 64 ranks: the compact form. */
+static void test_ranks_diff(void **state) {
+  (void)state;
+  ranks_run a, b;
+  ranks_make(&a, 8, 5);
+  ranks_make(&b, 8, 2);
+  tbe_run_diff *d;
+  assert_int_equal(tbe_run_diff_create(&d, a.r, b.r, NULL), 0);
+  assert_true(d->by_rank);
+  assert_int_equal(d->matched, 8);
+  for (size_t i = 0; i < d->nhosts; i++) {
+    const tbe_host_diff *p = &d->hosts[i];
+    int rank = a.r->hosts[p->host[0]].an->rank;
+    assert_int_equal(b.r->hosts[p->host[1]].an->rank, rank);
+    assert_true(p->has_change);
+    int64_t want = rank == 5 ? 10005000 - 13000000 : rank == 2 ? 13000000 - 10002000 : 0;
+    assert_int_equal(p->step_change_ns, want);
+    assert_int_equal(p->comm_ns[0], 6 * (1000000 + rank * 1000));
+  }
+  /* rank 2 changed most (+2.998 ms), then rank 5 (-2.995 ms) */
+  assert_int_equal(a.r->hosts[d->hosts[d->order[0]].host[0]].an->rank, 2);
+  assert_int_equal(a.r->hosts[d->hosts[d->order[1]].host[0]].an->rank, 5);
+  assert_int_equal(d->change_dist.min_ns, -2995000);
+  assert_int_equal(d->change_dist.max_ns, 2998000);
+  tbe_report_options o;
+  tbe_report_options_init(&o);
+  char *txt;
+  size_t n;
+  assert_int_equal(tbe_report_run_diff(d, &o, &txt, &n), 0);
+  check_width(txt, 100);
+  assert_non_null(strstr(txt, "\nRanks: 8 matched by rank, 0 only in base (-), 0 only in new (+)\n"));
+  const char *r2 = strstr(txt, "\n     2 node.rank2 "), *r5 = strstr(txt, "\n     5 node.rank5 ");
+  assert_true(r2 && r5 && r2 < r5); /* rank order */
+  assert_non_null(strstr(r2, " 10.002ms  13.000ms   +2.998ms  +30.0%   6.012ms   6.012ms !\n"));
+  assert_non_null(strstr(r5, " 13.000ms  10.005ms   -2.995ms  -23.0%   6.030ms   6.030ms !\n"));
+  tbe_report_free(txt, n, NULL);
+  o.format = TBE_REPORT_CSV;
+  assert_int_equal(tbe_report_run_diff(d, &o, &txt, &n), 0);
+  assert_int_equal(count(txt, "\nhost,node.rank"), 8);
+  assert_non_null(strstr(txt, ",6012000,6012000,2998000,29.974,2,2\n"));
+  assert_non_null(strstr(txt, "\nstep_change,8,-2995000,0,2998000,2998000\n"));
+  tbe_report_free(txt, n, NULL);
+  o.format = TBE_REPORT_JSON;
+  assert_int_equal(tbe_report_run_diff(d, &o, &txt, &n), 0);
+  yajl_val v = json_of(txt);
+  const char *pm[] = {"step_change", "max_ns", NULL};
+  assert_int_equal(jint(v, pm), 2998000);
+  yajl_tree_free(v);
+  tbe_report_free(txt, n, NULL);
+  tbe_run_diff_free(d);
+  ranks_free(&a);
+  ranks_free(&b);
+
+  ranks_make(&a, 64, 21);
+  ranks_make(&b, 64, 40);
+  assert_int_equal(tbe_run_diff_create(&d, a.r, b.r, NULL), 0);
+  o.format = TBE_REPORT_TABLE;
+  assert_int_equal(tbe_report_run_diff(d, &o, &txt, &n), 0);
+  check_width(txt, 100);
+  assert_non_null(strstr(txt, "\n  ... 54 more pairs (every one: --format csv or json)\n"));
+  const char *r40 = strstr(txt, "\n    40 node.rank40 "), *r21 = strstr(txt, "\n    21 node.rank21 ");
+  assert_true(r40 && r21 && r21 < r40); /* by |change|: -2.979 ms, then +2.960 ms */
+  tbe_report_free(txt, n, NULL);
+  o.format = TBE_REPORT_CSV;
+  assert_int_equal(tbe_report_run_diff(d, &o, &txt, &n), 0);
+  assert_int_equal(count(txt, "\nhost,node.rank"), 64);
+  tbe_report_free(txt, n, NULL);
+  tbe_run_diff_free(d);
+  ranks_free(&a);
+  ranks_free(&b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fmt_dur),
@@ -585,6 +903,8 @@ int main(void) {
       cmocka_unit_test(test_table_width),   cmocka_unit_test(test_export_events),
       cmocka_unit_test(test_diff_events),   cmocka_unit_test(test_run_reports),
       cmocka_unit_test(test_wrap),          cmocka_unit_test(test_alike_names),
+      cmocka_unit_test(test_ranks_full),    cmocka_unit_test(test_ranks_compact),
+      cmocka_unit_test(test_ranks_diff),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,6 +25,15 @@
  * machine pair in order of pid, which is the order they were started in on
  * most systems).
  *
+ * Across hosts (what a report of hundreds of ranks prints instead of a row
+ * per rank): the distribution of each host's figure (median step time, else
+ * wall time) and of its communication time, by nearest rank so that every
+ * percentile is some host's own figure; the hosts from slowest to fastest;
+ * the outliers by the median absolute deviation (the rule is at
+ * TBE_RUN_OUTLIER_MADS).  A comparison of two runs adds per pair the change
+ * of the median step time and orders the pairs by how much they changed.
+ * All of it costs a few sorts of the hosts.
+ *
  * Invariant: a run's merged analysis borrows the label strings of its host
  * analyses, so the hosts (and their traces) outlive it, as the header
  * says. */
@@ -426,6 +435,91 @@ static void rank_hosts(tbe_run_analysis *r) {
   r->spread_ns = tbe__sat_sub(r->slowest_ns, r->fastest_ns);
 }
 
+/* ---- across hosts: distributions, order, outliers ---- */
+
+/* The host's value of the run's figure. */
+static int64_t figure_of(const tbe_run_analysis *r, size_t h) {
+  const tbe_analysis *an = r->hosts[h].an;
+  return r->figure == TBE_RUN_BY_STEP_MEDIAN ? an->step_dist.median_ns : an->wall_ns;
+}
+
+/* Nearest rank: the ceil(p n / 100)-th of n sorted values. */
+static int64_t nearest_rank(const int64_t *v, size_t n, unsigned p) {
+  size_t k = (n * p + 99) / 100;
+  return v[k ? k - 1 : 0];
+}
+
+/* Describes v[0..n) (sorted in place, n > 0). */
+static void run_spread_of(int64_t *v, size_t n, tbe_run_spread *out) {
+  out->n = n;
+  if (n == 0) {
+    out->min_ns = out->p50_ns = out->p90_ns = out->max_ns = -1;
+    return;
+  }
+  tbe_step_dist d;
+  tbe__dist_sort(v, n, &d); /* only to sort: its quartiles interpolate */
+  out->min_ns = v[0];
+  out->max_ns = v[n - 1];
+  out->p50_ns = nearest_rank(v, n, 50);
+  out->p90_ns = nearest_rank(v, n, 90);
+}
+
+typedef struct validx {
+  int64_t v;
+  long i;
+} validx;
+
+/* Larger value first; ties in index order. */
+static int cmp_validx_desc(const void *x, const void *y) {
+  const validx *a = x, *b = y;
+  if (a->v != b->v) return a->v > b->v ? -1 : 1;
+  return (a->i > b->i) - (a->i < b->i);
+}
+
+/* figure_dist, comm_dist, order and the outliers (rank_hosts done, two
+ * hosts or more).  Linear in the hosts but for three sorts. */
+static int spread_hosts(tbe_run_analysis *r) {
+  size_t n = r->nhosts;
+  int64_t *v = tbe__alloc(&r->alloc_, n * sizeof *v);
+  validx *o = tbe__alloc(&r->alloc_, n * sizeof *o);
+  r->order = tbe__alloc(&r->alloc_, n * sizeof *r->order);
+  if (!v || !o || !r->order) {
+    tbe__free(&r->alloc_, v);
+    tbe__free(&r->alloc_, o);
+    return TBE_ENOMEM;
+  }
+  for (size_t h = 0; h < n; h++) v[h] = r->hosts[h].an->all.class_ns[TBE_KCLASS_COMM];
+  run_spread_of(v, n, &r->comm_dist);
+  for (size_t h = 0; h < n; h++) {
+    v[h] = figure_of(r, h);
+    o[h] = (validx){v[h], (long)h};
+  }
+  qsort(o, n, sizeof *o, cmp_validx_desc);
+  for (size_t h = 0; h < n; h++) r->order[h] = o[h].i;
+  run_spread_of(v, n, &r->figure_dist);
+  if (n >= TBE_RUN_OUTLIER_MIN_HOSTS) {
+    int64_t med = r->figure_dist.p50_ns;
+    for (size_t h = 0; h < n; h++) {
+      int64_t x = figure_of(r, h);
+      v[h] = x > med ? tbe__sat_sub(x, med) : tbe__sat_sub(med, x);
+    }
+    tbe_run_spread dev;
+    run_spread_of(v, n, &dev);
+    double lim = TBE_RUN_OUTLIER_MADS * 1.4826 * (double)dev.p50_ns;
+    double floor_ = TBE_RUN_OUTLIER_MIN_PCT / 100.0 * (double)(med > 0 ? med : 0);
+    if (floor_ > lim) lim = floor_;
+    for (size_t h = 0; h < n; h++) {
+      int64_t x = figure_of(r, h);
+      double d = x > med ? (double)x - (double)med : (double)med - (double)x;
+      r->hosts[h].outlier = d > lim;
+      r->noutliers += r->hosts[h].outlier;
+    }
+  }
+  tbe__free(&r->alloc_, v);
+  tbe__free(&r->alloc_, o);
+  return 0;
+}
+
 /* ---- create ---- */
 
 static int step_dist_of(tbe_analysis *an) {
@@ -494,6 +588,12 @@ int tbe_run_analysis_create(tbe_run_analysis **out, tbe_analysis *const *an,
     return rc;
   }
   rank_hosts(r);
+  r->figure_dist.min_ns = r->figure_dist.p50_ns = r->figure_dist.p90_ns = r->figure_dist.max_ns = -1;
+  r->comm_dist = r->figure_dist;
+  if (n > 1 && (rc = spread_hosts(r))) {
+    tbe_run_analysis_free(r);
+    return rc;
+  }
   *out = r;
   return 0;
 }
@@ -503,12 +603,17 @@ void tbe_run_analysis_free(tbe_run_analysis *r) {
   tbe_allocator al = r->alloc_;
   if (r->priv_ && ((run_priv *)r->priv_)->owns_total) tbe_analysis_free(r->total);
   tbe__free(&al, r->step_fastest_ns);
+  tbe__free(&al, r->order);
   tbe__free(&al, r->hosts);
   tbe__free(&al, r->priv_);
   tbe__free(&al, r);
 }
 
 /* ---- comparing two runs ---- */
+
+static double pct_of(int64_t part, int64_t whole) {
+  return whole > 0 ? 100.0 * (double)part / (double)whole : 0.0;
+}
 
 static int host_pair(tbe_run_diff *d, tbe__mw *mw, long b, long n) {
   tbe_host_diff *p = &d->hosts[d->nhosts++];
@@ -524,15 +629,61 @@ static int host_pair(tbe_run_diff *d, tbe__mw *mw, long b, long n) {
     p->wall_ns[s] = an[s]->wall_ns;
     p->busy_ns[s] = an[s]->all.busy_ns;
     p->kernel_ns[s] = an[s]->all.kernel_ns;
+    p->comm_ns[s] = an[s]->all.class_ns[TBE_KCLASS_COMM];
     nv[s] = an[s]->nsteps;
     v[s] = tbe__alloc(&d->alloc_, (nv[s] ? nv[s] : 1) * sizeof *v[s]);
     if (!v[s]) rc = TBE_ENOMEM;
     for (size_t i = 0; v[s] && i < nv[s]; i++) v[s][i] = an[s]->steps[i].dur_ns;
   }
   if (!rc) rc = tbe__step_compare(mw, v[0], nv[0], v[1], nv[1], &p->steps);
+  if (!rc && p->steps.dist[0].n && p->steps.dist[1].n) {
+    p->has_change = 1;
+    p->step_change_ns = tbe__sat_sub(p->steps.dist[1].median_ns, p->steps.dist[0].median_ns);
+    p->step_change_pct = pct_of(p->step_change_ns, p->steps.dist[0].median_ns);
+  }
   tbe__free(&d->alloc_, v[0]);
   tbe__free(&d->alloc_, v[1]);
   return rc;
+}
+
+static int64_t abs_sat(int64_t x) { return x < 0 ? (x == INT64_MIN ? INT64_MAX : -x) : x; }
+
+/* change_dist and order (the pairs made). */
+static int order_pairs(tbe_run_diff *d) {
+  size_t n = d->nhosts;
+  d->change_dist.min_ns = d->change_dist.p50_ns = d->change_dist.p90_ns = d->change_dist.max_ns = -1;
+  if (!n) return 0;
+  int64_t *v = tbe__alloc(&d->alloc_, n * sizeof *v);
+  validx *o = tbe__alloc(&d->alloc_, n * sizeof *o);
+  d->order = tbe__alloc(&d->alloc_, n * sizeof *d->order);
+  if (!v || !o || !d->order) {
+    tbe__free(&d->alloc_, v);
+    tbe__free(&d->alloc_, o);
+    return TBE_ENOMEM;
+  }
+  size_t k = 0, m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (d->hosts[i].has_change) v[k++] = d->hosts[i].step_change_ns;
+  run_spread_of(v, k, &d->change_dist);
+  /* Three bands, each ordered by its own measure, largest first. */
+  for (int band = 0; band < 3; band++) {
+    size_t first = m;
+    for (size_t i = 0; i < n; i++) {
+      const tbe_host_diff *p = &d->hosts[i];
+      int matched = p->host[0] >= 0 && p->host[1] >= 0;
+      int b = p->has_change ? 0 : matched ? 1 : 2;
+      if (b != band) continue;
+      int64_t key = band == 0 ? abs_sat(p->step_change_ns)
+                  : band == 1 ? abs_sat(tbe__sat_sub(p->wall_ns[1], p->wall_ns[0]))
+                              : -(int64_t)i;
+      o[m++] = (validx){key, (long)i};
+    }
+    qsort(o + first, m - first, sizeof *o, cmp_validx_desc);
+  }
+  for (size_t i = 0; i < n; i++) d->order[i] = o[i].i;
+  tbe__free(&d->alloc_, v);
+  tbe__free(&d->alloc_, o);
+  return 0;
 }
 
 static int cmp_idx_name(const void *x, const void *y, void *ctx) {
@@ -630,6 +781,7 @@ int tbe_run_diff_create(tbe_run_diff **out, const tbe_run_analysis *base,
       rc = host_pair(d, &mw, -1, (long)j);
       d->only[1]++;
     }
+  if (!rc) rc = order_pairs(d);
   tbe__mw_free(&mw);
   tbe__free(&d->alloc_, partner[0]);
   tbe__free(&d->alloc_, partner[1]);
@@ -645,6 +797,7 @@ void tbe_run_diff_free(tbe_run_diff *d) {
   if (!d) return;
   tbe_allocator al = d->alloc_;
   tbe_diff_free(d->total);
+  tbe__free(&al, d->order);
   tbe__free(&al, d->hosts);
   tbe__free(&al, d);
 }

@@ -32,6 +32,25 @@
 #define NAME_MIN 12
 /* Hosts shown as columns of the GPU overview; beyond, the total alone. */
 #define HOST_COLS_MAX 8
+/* The compact rule of per-host (per-rank) tables, in the table and
+ * Markdown forms (CSV and JSON always hold every host):
+ *  - up to ROWS_ALL hosts: every one, in run order (by rank when ranks are
+ *    known);
+ *  - beyond: the ROWS_EDGE slowest and the ROWS_EDGE fastest by the run's
+ *    figure and the outliers between them (at most ROWS_OUTLIERS), from
+ *    slowest to fastest, a line counting the hosts left out in each gap,
+ *    then the distribution of the figure and of the communication time
+ *    over all hosts (min / p50 / p90 / max) and every outlier's rank or
+ *    name (at most LIST_MAX, then how many more);
+ *  - a diff beyond ROWS_ALL pairs: the ROWS_CHANGED pairs whose median step
+ *    time changed most (tbe_run_diff.order), the distribution of that
+ *    change, and how many pairs are left out.
+ * So a report of 1,024 ranks stays about 30 lines whatever the run. */
+#define ROWS_ALL 32
+#define ROWS_EDGE 5
+#define ROWS_OUTLIERS 10
+#define ROWS_CHANGED 10
+#define LIST_MAX 16
 
 static const char *figure_words(uint32_t f) {
   return f == TBE_RUN_BY_STEP_MEDIAN ? "median step time" : f == TBE_RUN_BY_WALL ? "wall time" : "";
@@ -48,7 +67,55 @@ static const char *host_label(const tbe_run_host *h) {
 static const char *role(const tbe_run_analysis *r, size_t i) {
   if ((long)i == r->slowest) return "slowest";
   if ((long)i == r->fastest) return "fastest";
+  if (r->hosts[i].outlier) return "outlier";
   return "";
+}
+
+static void put_text(tbe__buf *b, const char *s, int md);
+
+/* A per-rank report: every host has a distinct known rank and there are
+ * several (one host renders as a single trace). */
+static int per_rank(const tbe_run_analysis *r) { return r->by_rank && r->nhosts > 1; }
+
+/* The rows of a table of hosts by the compact rule above: host indexes,
+ * and -k for k hosts left out there.  Returns the count (0 after an
+ * allocation failure, recorded in b). */
+static size_t pick_rows(tbe__buf *b, const tbe_run_analysis *r, long **out) {
+  size_t n = r->nhosts, k = 0;
+  long *v = tbe__alloc(b->a, (n + 1) * sizeof *v);
+  *out = v;
+  if (!v) {
+    b->err = TBE_ENOMEM;
+    return 0;
+  }
+  if (n <= ROWS_ALL || !r->order) {
+    for (size_t i = 0; i < n; i++) v[k++] = (long)i;
+    return k;
+  }
+  size_t outl = 0;
+  long gap = 0;
+  for (size_t p = 0; p < n; p++) {
+    long h = r->order[p];
+    int edge = p < ROWS_EDGE || p >= n - ROWS_EDGE;
+    int take = edge || (r->hosts[h].outlier && outl < ROWS_OUTLIERS);
+    if (!take) {
+      gap++;
+      continue;
+    }
+    if (!edge) outl++;
+    if (gap) v[k++] = -gap;
+    gap = 0;
+    v[k++] = h;
+  }
+  if (gap) v[k++] = -gap;
+  return k;
+}
+
+/* "rank 17" (a space where tbe__wrap does not break, in the table) or
+ * the host's label (terminal or Markdown form). */
+static void put_who(tbe__buf *b, const tbe_run_analysis *r, long i, int md) {
+  if (r->by_rank) tbe__buf_printf(b, md ? "rank %d" : "rank\x01%d", (int)r->hosts[i].an->rank);
+  else put_text(b, host_label(&r->hosts[i]), md);
 }
 
 /* A host label as a table cell: its terminal form cut to `w` columns
@@ -72,10 +139,19 @@ static void extremes(tbe__buf *b, const tbe_run_analysis *r, const tbe_report_op
   char x[32];
   tbe__buf t;
   tbe__buf_init(&t, b->a);
-  tbe__buf_puts(&t, md ? "Slowest host " : "slowest ");
-  put_text(&t, host_label(&r->hosts[r->slowest]), md);
-  tbe__buf_puts(&t, ", fastest ");
-  put_text(&t, host_label(&r->hosts[r->fastest]), md);
+  tbe__buf_puts(&t, md ? (r->by_rank ? "Slowest " : "Slowest host ") : "slowest ");
+  if (r->by_rank) {
+    for (int k = 0; k < 2; k++) {
+      const tbe_run_host *h = &r->hosts[k ? r->fastest : r->slowest];
+      tbe__buf_printf(&t, "%srank %d (", k ? ", fastest " : "", (int)h->an->rank);
+      put_text(&t, host_label(h), md);
+      tbe__buf_putc(&t, ')');
+    }
+  } else {
+    put_text(&t, host_label(&r->hosts[r->slowest]), md);
+    tbe__buf_puts(&t, ", fastest ");
+    put_text(&t, host_label(&r->hosts[r->fastest]), md);
+  }
   tbe__buf_printf(&t, " by %s: spread %s (%.1f%% of the fastest)%s", figure_words(r->figure),
                   tbe__dur(x, r->spread_ns), tbe__pct(r->spread_ns, r->fastest_ns), md ? "." : "");
   tbe__buf_putc(&t, '\0');
@@ -89,6 +165,187 @@ static void extremes(tbe__buf *b, const tbe_run_analysis *r, const tbe_report_op
     tbe__wrap(b, (const char *)t.data, o->width);
   }
   tbe__buf_deinit(&t);
+}
+
+/* The lines under a compact table (and under any per-rank table): the
+ * distribution of the figure and of the communication time over all
+ * hosts, and the outliers. */
+static void across(tbe__buf *b, const tbe_run_analysis *r, const tbe_report_options *o) {
+  if (r->figure_dist.n == 0) return;
+  int md = o->format == TBE_REPORT_MARKDOWN;
+  const char *unit = r->by_rank ? "ranks" : "hosts";
+  char x[4][32];
+  tbe__buf t;
+  tbe__buf_init(&t, b->a);
+  const tbe_run_spread *sp[2] = {&r->figure_dist, &r->comm_dist};
+  for (int k = 0; k < 2; k++) {
+    tbe__buf_printf(&t, "%s%s over %zu %s: min %s, p50 %s, p90 %s, max %s%s",
+                    md ? "- " : "", k ? "Comm time"
+                                      : r->figure == TBE_RUN_BY_STEP_MEDIAN ? "Median step time"
+                                                                            : "Wall time",
+                    sp[k]->n, unit, tbe__dur(x[0], sp[k]->min_ns), tbe__dur(x[1], sp[k]->p50_ns),
+                    tbe__dur(x[2], sp[k]->p90_ns), tbe__dur(x[3], sp[k]->max_ns), md ? "\n" : "");
+    tbe__buf_putc(&t, '\0');
+    if (!tbe__buf_error(&t)) {
+      if (k == 0) tbe__buf_putc(b, '\n');
+      if (md) tbe__buf_puts(b, (const char *)t.data);
+      else tbe__wrap(b, (const char *)t.data, o->width);
+    }
+    t.len = 0;
+  }
+  if (r->nhosts >= TBE_RUN_OUTLIER_MIN_HOSTS) {
+    tbe__buf_printf(&t, "%sOutliers (%s beyond %.0f scaled MADs and %.0f%% of the median): ",
+                    md ? "- " : "", figure_words(r->figure), TBE_RUN_OUTLIER_MADS,
+                    TBE_RUN_OUTLIER_MIN_PCT);
+    if (!r->noutliers) tbe__buf_puts(&t, "none");
+    size_t shown = 0;
+    for (size_t p = 0; p < r->nhosts && r->order; p++) {
+      long h = r->order[p];
+      if (!r->hosts[h].outlier) continue;
+      if (shown == LIST_MAX) {
+        tbe__buf_printf(&t, " and %zu more", r->noutliers - shown);
+        break;
+      }
+      if (shown++) tbe__buf_puts(&t, ", ");
+      put_who(&t, r, h, md);
+      char v[32];
+      int64_t f = r->figure == TBE_RUN_BY_STEP_MEDIAN ? r->hosts[h].an->step_dist.median_ns
+                                                      : r->hosts[h].an->wall_ns;
+      tbe__buf_printf(&t, "\x01(%s)", tbe__dur(v, f));
+    }
+    tbe__buf_puts(&t, md ? ".\n" : ".");
+    tbe__buf_putc(&t, '\0');
+    if (!tbe__buf_error(&t)) {
+      if (md) {
+        for (char *c = (char *)t.data; *c; c++)
+          if (*c == '\x01') *c = ' ';
+        tbe__buf_puts(b, (const char *)t.data);
+      } else {
+        tbe__wrap(b, (const char *)t.data, o->width);
+      }
+    }
+  }
+  if (tbe__buf_error(&t)) b->err = t.err;
+  tbe__buf_deinit(&t);
+}
+
+/* "... 1014 more ranks ..." for a gap of -g rows. */
+static void gap_line(tbe__buf *b, const tbe_run_analysis *r, long g) {
+  tbe__buf_printf(b, "  ... %ld more %s (every one: --format csv or json)\n", -g,
+                  r->by_rank ? (g == -1 ? "rank" : "ranks") : (g == -1 ? "host" : "hosts"));
+}
+
+/* ---- summary: the per-rank table ---- */
+
+/* rank, host, median step time, GPU busy %, kernel time, comm time, role:
+ * the figures that tell ranks apart, in as few columns as fit 80. */
+static void ranks_table(tbe__buf *b, const tbe_run_analysis *r, const tbe_report_options *o) {
+  static const char *hd[7] = {"rank", "step median", "GPU busy", "kernel time", "comm time",
+                              "", ""};
+  static const int cw[7] = {6, 11, 8, 11, 11, 7, 0};
+  int fixed = cw[0] + 1;
+  for (int c = 1; c < 5; c++) fixed += cw[c] + 1;
+  fixed += cw[5] + 2;
+  int nw = o->width - fixed - 1;
+  if (nw < NAME_MIN) nw = NAME_MIN;
+  char name[512], v[6][40];
+  if (o->wide)
+    for (size_t i = 0; i < r->nhosts; i++) {
+      int l = (int)tbe__text_fit(name, sizeof name, host_label(&r->hosts[i]), 0);
+      if (l > nw) nw = l;
+    }
+  long *rows;
+  size_t nrows = pick_rows(b, r, &rows);
+  int compact = r->nhosts > ROWS_ALL;
+  int32_t world = r->hosts[0].an->world_size;
+  char line[256];
+  int l = snprintf(line, sizeof line, "Ranks (%zu", r->nhosts);
+  if (world > 0 && (size_t)world != r->nhosts)
+    l += snprintf(line + l, sizeof line - (size_t)l, " of world size %d", (int)world);
+  if (compact)
+    snprintf(line + l, sizeof line - (size_t)l,
+             "; the %d slowest, the %d fastest and the outliers, slowest first, by %s)", ROWS_EDGE,
+             ROWS_EDGE, figure_words(r->figure));
+  else if (r->slowest >= 0)
+    snprintf(line + l, sizeof line - (size_t)l, "; slowest and fastest by %s)",
+             figure_words(r->figure));
+  else
+    snprintf(line + l, sizeof line - (size_t)l, ")");
+  tbe__buf_putc(b, '\n');
+  tbe__wrap(b, line, o->width);
+  int wall = r->figure == TBE_RUN_BY_WALL; /* no steps everywhere: the wall time tells ranks apart */
+  tbe__cell(b, hd[0], cw[0], 1);
+  tbe__buf_putc(b, ' ');
+  tbe__cell(b, "host", nw, 0);
+  for (int c = 1; c < 5; c++) {
+    tbe__buf_putc(b, ' ');
+    tbe__cell(b, c == 1 && wall ? "wall" : hd[c], cw[c], 1);
+  }
+  tbe__buf_putc(b, '\n');
+  int head = cw[0] + 1 + nw;
+  for (int c = 1; c < 5; c++) head += 1 + cw[c];
+  tbe__rule(b, head);
+  for (size_t k = 0; k < nrows; k++) {
+    if (rows[k] < 0) {
+      gap_line(b, r, rows[k]);
+      continue;
+    }
+    size_t i = (size_t)rows[k];
+    const tbe_analysis *an = r->hosts[i].an;
+    snprintf(v[0], 40, "%d", (int)an->rank);
+    if (wall) tbe__fmt_dur(v[1], 40, an->wall_ns);
+    else if (an->step_dist.n) tbe__fmt_dur(v[1], 40, an->step_dist.median_ns);
+    else snprintf(v[1], 40, "-");
+    snprintf(v[2], 40, "%.1f%%", tbe__pct(an->all.busy_ns, an->wall_ns));
+    tbe__fmt_dur(v[3], 40, an->all.kernel_ns);
+    tbe__fmt_dur(v[4], 40, an->all.class_ns[TBE_KCLASS_COMM]);
+    snprintf(v[5], 40, "%s", role(r, i));
+    tbe__cell(b, v[0], cw[0], 1);
+    tbe__buf_putc(b, ' ');
+    cut(name, sizeof name, host_label(&r->hosts[i]), o->wide ? 0 : nw);
+    tbe__cell(b, name, nw, 0);
+    for (int c = 1; c < 6; c++) {
+      tbe__buf_puts(b, c == 5 ? "  " : " ");
+      tbe__cell(b, v[c], cw[c], c < 5);
+    }
+    while (b->len && b->data[b->len - 1] == ' ') b->len--;
+    tbe__buf_putc(b, '\n');
+  }
+  tbe__free(b->a, rows);
+  extremes(b, r, o);
+  across(b, r, o);
+}
+
+static void ranks_md(tbe__buf *b, const tbe_run_analysis *r, const tbe_report_options *o) {
+  long *rows;
+  size_t nrows = pick_rows(b, r, &rows);
+  char v[6][40];
+  int wall = r->figure == TBE_RUN_BY_WALL;
+  tbe__buf_printf(b, "\n## Ranks (%zu%s)\n\n| rank | host | %s | GPU busy %% | kernel time "
+                     "| comm time | |\n|---:|---|---:|---:|---:|---:|---|\n",
+                  r->nhosts, r->nhosts > ROWS_ALL ? "; the slowest, the fastest and the outliers"
+                                                  : "",
+                  wall ? "wall" : "step median");
+  for (size_t k = 0; k < nrows; k++) {
+    if (rows[k] < 0) {
+      tbe__buf_printf(b, "| … | %ld more ranks | | | | | |\n", -rows[k]);
+      continue;
+    }
+    size_t i = (size_t)rows[k];
+    const tbe_analysis *an = r->hosts[i].an;
+    if (wall) tbe__fmt_dur(v[1], 40, an->wall_ns);
+    else if (an->step_dist.n) tbe__fmt_dur(v[1], 40, an->step_dist.median_ns);
+    else snprintf(v[1], 40, "-");
+    tbe__fmt_dur(v[3], 40, an->all.kernel_ns);
+    tbe__fmt_dur(v[4], 40, an->all.class_ns[TBE_KCLASS_COMM]);
+    tbe__buf_printf(b, "| %d | ", (int)an->rank);
+    tbe__md_escape(b, host_label(&r->hosts[i]));
+    tbe__buf_printf(b, " | %s | %.1f | %s | %s | %s |\n", v[1],
+                    tbe__pct(an->all.busy_ns, an->wall_ns), v[3], v[4], role(r, i));
+  }
+  tbe__free(b->a, rows);
+  extremes(b, r, o);
+  across(b, r, o);
 }
 
 /* ---- summary: table ---- */
@@ -122,7 +379,14 @@ static void hosts_table(tbe__buf *b, const tbe_run_analysis *r, const tbe_report
   while (b->len && b->data[b->len - 1] == ' ') b->len--;
   tbe__buf_putc(b, '\n');
   tbe__rule(b, nw + fixed - (ncol == 9 ? cw[8] + 2 : 0));
-  for (size_t i = 0; i < r->nhosts; i++) {
+  long *rows;
+  size_t nrows = pick_rows(b, r, &rows);
+  for (size_t k = 0; k < nrows; k++) {
+    if (rows[k] < 0) {
+      gap_line(b, r, rows[k]);
+      continue;
+    }
+    size_t i = (size_t)rows[k];
     const tbe_analysis *an = r->hosts[i].an;
     cut(name, sizeof name, host_label(&r->hosts[i]), o->wide ? 0 : nw);
     tbe__cell(b, name, nw, 0);
@@ -145,13 +409,15 @@ static void hosts_table(tbe__buf *b, const tbe_run_analysis *r, const tbe_report
     while (b->len && b->data[b->len - 1] == ' ') b->len--;
     tbe__buf_putc(b, '\n');
   }
+  tbe__free(b->a, rows);
   extremes(b, r, o);
+  if (r->nhosts > ROWS_ALL) across(b, r, o);
 }
 
 static void run_overview(tbe__buf *b, const tbe_run_analysis *r, int width) {
   tbe__ocol cols[HOST_COLS_MAX + 1];
   size_t n = 0;
-  if (r->nhosts <= HOST_COLS_MAX)
+  if (r->nhosts <= HOST_COLS_MAX && !per_rank(r)) /* per rank: the ranks' table says it */
     for (size_t i = 0; i < r->nhosts; i++, n++) {
       cols[n].d = &r->hosts[i].an->all;
       cols[n].label = host_label(&r->hosts[i]);
@@ -201,9 +467,13 @@ static void run_steps(tbe__buf *b, const tbe_run_analysis *r, const tbe_report_o
                        "|---:|---:|---:|---:|---:|---:|\n",
                     t->nsteps);
   } else {
-    tbe__buf_printf(b, "\nSteps (%zu common to all hosts; time of the slowest and the fastest host, "
-                       "sums over hosts)\n",
-                    t->nsteps);
+    char head[160];
+    snprintf(head, sizeof head,
+             "Steps (%zu common to all hosts; time of the slowest and the fastest host, sums over "
+             "hosts)",
+             t->nsteps);
+    tbe__buf_putc(b, '\n');
+    tbe__wrap(b, head, o->width);
     static const char *hd[6] = {"step", "slowest", "fastest", "GPU busy", "kernel time",
                                 "kernels"};
     static const int cw[6] = {10, 12, 12, 12, 12, 8};
@@ -382,7 +652,8 @@ void tbe__rep_run_table(tbe__buf *b, tbe_run_analysis *r, const tbe_report_optio
            (unsigned long long)t->all.kernel_count, t->nsteps);
   tbe__wrap(b, line, o->width);
   warnings(b, r, 0);
-  hosts_table(b, r, o);
+  if (per_rank(r)) ranks_table(b, r, o);
+  else hosts_table(b, r, o);
   run_overview(b, r, o->width);
   totals_line(b, t);
   tbe__summary_names(b, t, o);
@@ -410,11 +681,26 @@ void tbe__rep_run_md(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options 
                   w, tbe__dur(x, t->wall_ns), ngpu, ngpu == 1 ? "" : "s",
                   (unsigned long long)t->all.kernel_count, t->nsteps);
   warnings(b, r, 1);
+  if (per_rank(r)) {
+    ranks_md(b, r, o);
+    tbe__summary_names(b, t, o);
+    run_steps(b, r, o);
+    run_hint(b, r, o);
+    run_advice(b, r, 1);
+    return;
+  }
   tbe__buf_printf(b, "\n## Hosts (by %s)\n\n| host | pid | rank | GPUs | wall | GPU busy %% | "
                      "kernel time | memcpy | steps | step median | |\n"
                      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
                   r->by_rank ? "rank" : "host name");
-  for (size_t i = 0; i < r->nhosts; i++) {
+  long *rows;
+  size_t nrows = pick_rows(b, r, &rows);
+  for (size_t q = 0; q < nrows; q++) {
+    if (rows[q] < 0) {
+      tbe__buf_printf(b, "| … %ld more hosts | | | | | | | | | | |\n", -rows[q]);
+      continue;
+    }
+    size_t i = (size_t)rows[q];
     const tbe_analysis *an = r->hosts[i].an;
     int64_t cp = 0;
     for (int k = 0; k < TBE_NCOPY_KINDS; k++) cp += an->all.memcpy_ns[k];
@@ -441,7 +727,9 @@ void tbe__rep_run_md(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options 
   if (t->step_dist.n) tbe__fmt_dur(v[5], 40, t->step_dist.median_ns);
   else snprintf(v[5], 40, "-");
   tbe__buf_printf(b, "%s | %s | %zu | %s | |\n", v[3], v[4], t->nsteps, v[5]);
+  tbe__free(b->a, rows);
   extremes(b, r, o);
+  if (r->nhosts > ROWS_ALL) across(b, r, o);
   tbe__summary_names(b, t, o);
   run_steps(b, r, o);
   run_hint(b, r, o);
@@ -470,19 +758,25 @@ static void csv_host_row(tbe__buf *b, const char *section, const char *label, co
                          size_t ngpus, const char *role_word) {
   tbe__buf_printf(b, "%s,", section);
   tbe__csv_str(b, label);
-  tbe__buf_printf(b, ",%lld,%d,%d,%zu,%lld,%lld,%.3f,%lld,%llu,%zu,%lld,%lld,%lld,%s\n",
+  tbe__buf_printf(b, ",%lld,%d,%d,%zu,%lld,%lld,%.3f,%lld,%llu,%zu,%lld,%lld,%lld,%lld,%s\n",
                   (long long)an->pid, (int)an->rank, (int)an->world_size, ngpus,
                   (long long)an->wall_ns, (long long)an->all.busy_ns,
                   tbe__pct(an->all.busy_ns, an->all.wall_ns), (long long)an->all.kernel_ns,
                   (unsigned long long)an->all.kernel_count, an->nsteps,
                   (long long)an->step_dist.median_ns, (long long)an->step_dist.q1_ns,
-                  (long long)an->step_dist.q3_ns, role_word);
+                  (long long)an->step_dist.q3_ns, (long long)an->all.class_ns[TBE_KCLASS_COMM],
+                  role_word);
+}
+
+static void csv_spread(tbe__buf *b, const char *what, const tbe_run_spread *d) {
+  tbe__buf_printf(b, "spread,%s,%zu,%lld,%lld,%lld,%lld\n", what, d->n, (long long)d->min_ns,
+                  (long long)d->p50_ns, (long long)d->p90_ns, (long long)d->max_ns);
 }
 
 void tbe__rep_run_csv(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options *o) {
   const tbe_analysis *t = r->total;
   tbe__buf_puts(b, "section,host,pid,rank,world_size,gpus,wall_ns,busy_ns,busy_pct,kernel_ns,"
-                   "kernel_count,nsteps,step_median_ns,step_q1_ns,step_q3_ns,role\n");
+                   "kernel_count,nsteps,step_median_ns,step_q1_ns,step_q3_ns,comm_ns,role\n");
   for (size_t i = 0; i < r->nhosts; i++)
     csv_host_row(b, "host", host_label(&r->hosts[i]), r->hosts[i].an, r->hosts[i].an->ndevices,
                  role(r, i));
@@ -495,6 +789,9 @@ void tbe__rep_run_csv(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options
     tbe__buf_printf(b, ",%lld,", (long long)r->slowest_ns);
     tbe__csv_str(b, host_label(&r->hosts[r->fastest]));
     tbe__buf_printf(b, ",%lld,%lld\n", (long long)r->fastest_ns, (long long)r->spread_ns);
+    tbe__buf_puts(b, "\nsection,figure,hosts,min_ns,p50_ns,p90_ns,max_ns\n");
+    csv_spread(b, figure_key(r->figure), &r->figure_dist);
+    csv_spread(b, "comm", &r->comm_dist);
   }
   tbe__buf_puts(b, "\nsection,host,device,wall_ns,busy_ns,kernel_ns,kernel_count,memcpy_htod_ns,"
                    "memcpy_dtoh_ns,memcpy_dtod_ns,memcpy_other_ns,memset_ns,sync_ns,idle_ns,"
@@ -546,7 +843,20 @@ static void json_extreme(tbe__buf *b, const tbe_run_analysis *r, long i, int64_t
   }
   tbe__buf_puts(b, "{\"host\":");
   tbe__json_str(b, host_label(&r->hosts[i]));
-  tbe__buf_printf(b, ",\"index\":%ld,\"value_ns\":%lld}", i, (long long)ns);
+  tbe__buf_printf(b, ",\"index\":%ld,\"value_ns\":%lld", i, (long long)ns);
+  if (r->by_rank) tbe__buf_printf(b, ",\"rank\":%d", (int)r->hosts[i].an->rank);
+  tbe__buf_putc(b, '}');
+}
+
+static void json_spread(tbe__buf *b, const tbe_run_spread *d) {
+  tbe__buf_printf(b, "{\"n\":%zu,\"min_ns\":%lld,\"p50_ns\":%lld,\"p90_ns\":%lld,\"max_ns\":%lld}",
+                  d->n, (long long)d->min_ns, (long long)d->p50_ns, (long long)d->p90_ns,
+                  (long long)d->max_ns);
+}
+
+static int64_t figure_of(const tbe_run_analysis *r, long h) {
+  const tbe_analysis *an = r->hosts[h].an;
+  return r->figure == TBE_RUN_BY_STEP_MEDIAN ? an->step_dist.median_ns : an->wall_ns;
 }
 
 void tbe__rep_run_json(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options *o) {
@@ -557,6 +867,18 @@ void tbe__rep_run_json(tbe__buf *b, tbe_run_analysis *r, const tbe_report_option
   json_extreme(b, r, r->slowest, r->slowest_ns);
   tbe__buf_puts(b, ",\"fastest\":");
   json_extreme(b, r, r->fastest, r->fastest_ns);
+  tbe__buf_puts(b, ",\"figure_dist\":");
+  json_spread(b, &r->figure_dist);
+  tbe__buf_puts(b, ",\"comm_dist\":");
+  json_spread(b, &r->comm_dist);
+  tbe__buf_puts(b, ",\"outliers\":[");
+  for (size_t p = 0, k = 0; r->order && p < r->nhosts; p++) {
+    long h = r->order[p];
+    if (!r->hosts[h].outlier) continue;
+    if (k++) tbe__buf_putc(b, ',');
+    json_extreme(b, r, h, figure_of(r, h));
+  }
+  tbe__buf_putc(b, ']');
   tbe__buf_printf(b, ",\"spread_ns\":%lld,\"spread_pct\":%.3f,\"hint_hosts\":%zu,"
                      "\"step_fastest_ns\":[",
                   (long long)r->spread_ns, tbe__pct(r->spread_ns, r->fastest_ns), r->hint_hosts);
@@ -571,7 +893,8 @@ void tbe__rep_run_json(tbe__buf *b, tbe_run_analysis *r, const tbe_report_option
     /* The caller's index, inside the object. */
     if (!tbe__buf_error(b)) {
       b->len--;
-      tbe__buf_printf(b, ",\"index\":%zu}", r->hosts[i].index);
+      tbe__buf_printf(b, ",\"index\":%zu,\"comm_ns\":%lld,\"role\":\"%s\"}", r->hosts[i].index,
+                      (long long)r->hosts[i].an->all.class_ns[TBE_KCLASS_COMM], role(r, i));
     }
   }
   tbe__buf_puts(b, "]}\n");
@@ -618,6 +941,171 @@ static const char *pair_status(const tbe_host_diff *p) {
   return p->host[1] < 0 ? "removed" : p->host[0] < 0 ? "added" : "matched";
 }
 
+/* The rows of a table of pairs: every pair in pair order up to ROWS_ALL;
+ * beyond, the ROWS_CHANGED that changed most (d->order) and -k for the k
+ * left out.  Returns the count (0 after an allocation failure, in b). */
+static size_t pick_pairs(tbe__buf *b, const tbe_run_diff *d, long **out) {
+  size_t n = d->nhosts, k = 0;
+  long *v = tbe__alloc(b->a, (n + 1) * sizeof *v);
+  *out = v;
+  if (!v) {
+    b->err = TBE_ENOMEM;
+    return 0;
+  }
+  if (n <= ROWS_ALL || !d->order) {
+    for (size_t i = 0; i < n; i++) v[k++] = (long)i;
+    return k;
+  }
+  for (size_t i = 0; i < ROWS_CHANGED; i++) v[k++] = d->order[i];
+  v[k++] = -(long)(n - ROWS_CHANGED);
+  return k;
+}
+
+static int per_rank_diff(const tbe_run_diff *d) {
+  return d->by_rank && (d->side[0]->nhosts > 1 || d->side[1]->nhosts > 1);
+}
+
+static int32_t pair_rank(const tbe_run_diff *d, const tbe_host_diff *p) {
+  int s = p->host[0] >= 0 ? 0 : 1;
+  return d->side[s]->hosts[p->host[s]].an->rank;
+}
+
+/* The distribution of the per-pair change of the median step time. */
+static void change_line(tbe__buf *b, const tbe_run_diff *d, const tbe_report_options *o) {
+  const tbe_run_spread *c = &d->change_dist;
+  if (!c->n) return;
+  int md = o->format == TBE_REPORT_MARKDOWN;
+  char x[4][32], line[320];
+  tbe__delta_str(x[0], c->min_ns);
+  tbe__delta_str(x[1], c->p50_ns);
+  tbe__delta_str(x[2], c->p90_ns);
+  tbe__delta_str(x[3], c->max_ns);
+  snprintf(line, sizeof line,
+           "Change of the median step time over the %zu %s that have steps on both sides: "
+           "min %s, p50 %s, p90 %s, max %s.",
+           c->n, d->by_rank ? "ranks" : "hosts", x[0], x[1], x[2], x[3]);
+  if (md) tbe__buf_printf(b, "\n%s\n", line);
+  else tbe__wrap(b, line, o->width);
+}
+
+/* rank, host, median step time on each side, its change (and %), comm
+ * time on each side, the verdict mark. */
+static void ranks_diff_table(tbe__buf *b, const tbe_run_diff *d, const tbe_report_options *o) {
+  static const char *hd[8] = {"rank", "step b", "step n", "change", "%", "comm b", "comm n", ""};
+  static const int cw[8] = {6, 9, 9, 10, 7, 9, 9, 1};
+  int fixed = cw[0] + 1;
+  for (int c = 1; c < 8; c++) fixed += cw[c] + 1;
+  int nw = o->width - fixed - 1;
+  if (nw < NAME_MIN) nw = NAME_MIN;
+  char name[1024], shown[1024], v[8][40];
+  if (o->wide)
+    for (size_t i = 0; i < d->nhosts; i++) {
+      pair_label(d, &d->hosts[i], name, sizeof name);
+      int l = (int)tbe__text_fit(shown, sizeof shown, name, 0);
+      if (l > nw) nw = l;
+    }
+  long *rows;
+  size_t nrows = pick_pairs(b, d, &rows);
+  char line[256];
+  snprintf(line, sizeof line, "Ranks: %zu matched by rank, %zu only in base (-), %zu only in new (+)%s",
+           d->matched, d->only[0], d->only[1],
+           d->nhosts > ROWS_ALL ? "; the ones whose step time changed most" : "");
+  tbe__buf_putc(b, '\n');
+  tbe__wrap(b, line, o->width);
+  tbe__cell(b, hd[0], cw[0], 1);
+  tbe__buf_putc(b, ' ');
+  tbe__cell(b, "host", nw, 0);
+  for (int c = 1; c < 7; c++) {
+    tbe__buf_putc(b, ' ');
+    tbe__cell(b, hd[c], cw[c], 1);
+  }
+  tbe__buf_putc(b, '\n');
+  tbe__rule(b, nw + fixed - cw[7] - 1);
+  int tested = 0;
+  for (size_t k = 0; k < nrows; k++) {
+    if (rows[k] < 0) {
+      tbe__buf_printf(b, "  ... %ld more pairs (every one: --format csv or json)\n", -rows[k]);
+      continue;
+    }
+    const tbe_host_diff *p = &d->hosts[rows[k]];
+    tested |= p->steps.p_value >= 0;
+    snprintf(v[0], 40, "%d", (int)pair_rank(d, p));
+    for (int s = 0; s < 2; s++) {
+      if (p->steps.dist[s].n) tbe__fmt_dur(v[1 + s], 40, p->steps.dist[s].median_ns);
+      else snprintf(v[1 + s], 40, "-");
+      if (p->host[s] >= 0) tbe__fmt_dur(v[5 + s], 40, p->comm_ns[s]);
+      else snprintf(v[5 + s], 40, "-");
+    }
+    if (p->has_change) {
+      tbe__delta_str(v[3], p->step_change_ns);
+      snprintf(v[4], 40, "%+.1f%%", p->step_change_pct);
+    } else {
+      snprintf(v[3], 40, "-");
+      snprintf(v[4], 40, "-");
+    }
+    snprintf(v[7], 40, "%s", pair_mark(p));
+    tbe__cell(b, v[0], cw[0], 1);
+    tbe__buf_putc(b, ' ');
+    pair_label(d, p, name, sizeof name);
+    cut(shown, sizeof shown, name, o->wide ? 0 : nw);
+    tbe__cell(b, shown, nw, 0);
+    for (int c = 1; c < 8; c++) {
+      tbe__buf_putc(b, ' ');
+      if (c == 7) tbe__buf_puts(b, v[c]);
+      else tbe__cell(b, v[c], cw[c], 1);
+    }
+    while (b->len && b->data[b->len - 1] == ' ') b->len--;
+    tbe__buf_putc(b, '\n');
+  }
+  tbe__free(b->a, rows);
+  tbe__wrap(b, tested ? "step: the rank's median step time; comm: its communication kernels' "
+                        "time; ~ marks a change of the step time within its steps' own noise, ! "
+                        "one beyond."
+                      : "step: the rank's median step time; comm: its communication kernels' time.",
+            o->width);
+  change_line(b, d, o);
+}
+
+static void ranks_diff_md(tbe__buf *b, const tbe_run_diff *d, const tbe_report_options *o) {
+  char name[1024], v[8][40];
+  long *rows;
+  size_t nrows = pick_pairs(b, d, &rows);
+  tbe__buf_printf(b, "\n## Ranks: %zu matched by rank, %zu only in base, %zu only in new%s\n\n"
+                     "| rank | host | step median base | step median new | change | change %% | "
+                     "comm base | comm new | noise |\n"
+                     "|---:|---|---:|---:|---:|---:|---:|---:|---|\n",
+                  d->matched, d->only[0], d->only[1],
+                  d->nhosts > ROWS_ALL ? "; the ranks whose step time changed most" : "");
+  for (size_t k = 0; k < nrows; k++) {
+    if (rows[k] < 0) {
+      tbe__buf_printf(b, "| … | %ld more pairs | | | | | | | |\n", -rows[k]);
+      continue;
+    }
+    const tbe_host_diff *p = &d->hosts[rows[k]];
+    for (int s = 0; s < 2; s++) {
+      if (p->steps.dist[s].n) tbe__fmt_dur(v[1 + s], 40, p->steps.dist[s].median_ns);
+      else snprintf(v[1 + s], 40, "-");
+      if (p->host[s] >= 0) tbe__fmt_dur(v[5 + s], 40, p->comm_ns[s]);
+      else snprintf(v[5 + s], 40, "-");
+    }
+    if (p->has_change) {
+      tbe__delta_str(v[3], p->step_change_ns);
+      snprintf(v[4], 40, "%+.1f", p->step_change_pct);
+    } else {
+      snprintf(v[3], 40, "-");
+      snprintf(v[4], 40, "-");
+    }
+    tbe__buf_printf(b, "| %d | ", (int)pair_rank(d, p));
+    tbe__md_escape(b, pair_label(d, p, name, sizeof name));
+    tbe__buf_printf(b, " | %s | %s | %s | %s | %s | %s | %s |\n", v[1], v[2], v[3], v[4], v[5],
+                    v[6],
+                    p->host[0] < 0 ? "added" : p->host[1] < 0 ? "removed"
+                                     : tbe_noise_name((tbe_noise)p->steps.verdict));
+  }
+  tbe__free(b->a, rows);
+  change_line(b, d, o);
+}
+
 static void hosts_diff_table(tbe__buf *b, const tbe_run_diff *d, const tbe_report_options *o) {
   static const char *hd[9] = {"wall b", "wall n", "busy b", "busy n", "kernel b",
                               "kernel n", "step b", "step n", ""};
@@ -644,8 +1132,14 @@ static void hosts_diff_table(tbe__buf *b, const tbe_run_diff *d, const tbe_repor
   tbe__buf_putc(b, '\n');
   tbe__rule(b, nw + fixed);
   int tested = 0;
-  for (size_t i = 0; i < d->nhosts; i++) {
-    const tbe_host_diff *p = &d->hosts[i];
+  long *rows;
+  size_t nrows = pick_pairs(b, d, &rows);
+  for (size_t k = 0; k < nrows; k++) {
+    if (rows[k] < 0) {
+      tbe__buf_printf(b, "  ... %ld more pairs (every one: --format csv or json)\n", -rows[k]);
+      continue;
+    }
+    const tbe_host_diff *p = &d->hosts[rows[k]];
     tested |= p->steps.p_value >= 0;
     pair_label(d, p, name, sizeof name);
     cut(shown, sizeof shown, name, o->wide ? 0 : nw);
@@ -674,22 +1168,30 @@ static void hosts_diff_table(tbe__buf *b, const tbe_run_diff *d, const tbe_repor
     while (b->len && b->data[b->len - 1] == ' ') b->len--;
     tbe__buf_putc(b, '\n');
   }
+  tbe__free(b->a, rows);
   tbe__wrap(b, tested ? "busy: GPU busy %; step: the host's median step time; ~ marks a change "
                         "of it within its steps' own noise, ! one beyond (the same test as the "
                         "step time above)."
                       : "busy: GPU busy %; step: the host's median step time.",
             o->width);
+  if (d->nhosts > ROWS_ALL) change_line(b, d, o);
 }
 
-static void hosts_diff_md(tbe__buf *b, const tbe_run_diff *d) {
+static void hosts_diff_md(tbe__buf *b, const tbe_run_diff *d, const tbe_report_options *o) {
   char name[1024], v[8][40];
+  long *rows;
+  size_t nrows = pick_pairs(b, d, &rows);
   tbe__buf_printf(b, "\n## Hosts: %zu matched by %s, %zu only in base, %zu only in new\n\n"
                      "| host | wall base | wall new | GPU busy %% base | GPU busy %% new | kernel "
                      "base | kernel new | step median base | step median new | noise |\n"
                      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
                   d->matched, d->by_rank ? "rank" : "host name", d->only[0], d->only[1]);
-  for (size_t i = 0; i < d->nhosts; i++) {
-    const tbe_host_diff *p = &d->hosts[i];
+  for (size_t k = 0; k < nrows; k++) {
+    if (rows[k] < 0) {
+      tbe__buf_printf(b, "| … %ld more pairs | | | | | | | | | |\n", -rows[k]);
+      continue;
+    }
+    const tbe_host_diff *p = &d->hosts[rows[k]];
     for (int s = 0; s < 2; s++) {
       int have = p->host[s] >= 0;
       if (have) tbe__fmt_dur(v[0 + s], 40, p->wall_ns[s]);
@@ -708,13 +1210,16 @@ static void hosts_diff_md(tbe__buf *b, const tbe_run_diff *d) {
                     p->host[0] < 0 ? "added" : p->host[1] < 0 ? "removed"
                                      : tbe_noise_name((tbe_noise)p->steps.verdict));
   }
+  tbe__free(b->a, rows);
+  if (d->nhosts > ROWS_ALL) change_line(b, d, o);
 }
 
 static void hosts_diff_csv(tbe__buf *b, const tbe_run_diff *d) {
   tbe__buf_puts(b, "\nsection,host_base,host_new,status,wall_base_ns,wall_new_ns,busy_base_ns,"
                    "busy_new_ns,kernel_base_ns,kernel_new_ns,nsteps_base,nsteps_new,"
                    "step_median_base_ns,step_median_new_ns,step_q1_base_ns,step_q3_base_ns,"
-                   "step_q1_new_ns,step_q3_new_ns,noise,p_value\n");
+                   "step_q1_new_ns,step_q3_new_ns,noise,p_value,comm_base_ns,comm_new_ns,"
+                   "step_change_ns,step_change_pct,rank_base,rank_new\n");
   for (size_t i = 0; i < d->nhosts; i++) {
     const tbe_host_diff *p = &d->hosts[i];
     tbe__buf_puts(b, "host,");
@@ -730,8 +1235,19 @@ static void hosts_diff_csv(tbe__buf *b, const tbe_run_diff *d) {
                     (long long)s1->median_ns, (long long)s0->q1_ns, (long long)s0->q3_ns,
                     (long long)s1->q1_ns, (long long)s1->q3_ns, tbe__noise_key(p->steps.verdict));
     if (p->steps.p_value >= 0) tbe__buf_printf(b, "%.6f", p->steps.p_value);
+    tbe__buf_printf(b, ",%lld,%lld,", (long long)p->comm_ns[0], (long long)p->comm_ns[1]);
+    if (p->has_change)
+      tbe__buf_printf(b, "%lld,%.3f", (long long)p->step_change_ns, p->step_change_pct);
+    else
+      tbe__buf_putc(b, ',');
+    for (int s = 0; s < 2; s++)
+      tbe__buf_printf(b, ",%d", p->host[s] >= 0 ? (int)d->side[s]->hosts[p->host[s]].an->rank : -1);
     tbe__buf_putc(b, '\n');
   }
+  const tbe_run_spread *c = &d->change_dist;
+  tbe__buf_printf(b, "\nsection,pairs,min_ns,p50_ns,p90_ns,max_ns\nstep_change,%zu,%lld,%lld,%lld,%lld\n",
+                  c->n, (long long)c->min_ns, (long long)c->p50_ns, (long long)c->p90_ns,
+                  (long long)c->max_ns);
 }
 
 static void hosts_diff_json(tbe__buf *b, const tbe_run_diff *d) {
@@ -753,9 +1269,22 @@ static void hosts_diff_json(tbe__buf *b, const tbe_run_diff *d) {
                     (long long)p->wall_ns[1], (long long)p->busy_ns[0], (long long)p->busy_ns[1],
                     (long long)p->kernel_ns[0], (long long)p->kernel_ns[1]);
     tbe__json_step_compare(b, &p->steps);
-    tbe__buf_putc(b, '}');
+    tbe__buf_printf(b, ",\"comm_ns\":[%lld,%lld],\"rank\":[", (long long)p->comm_ns[0],
+                    (long long)p->comm_ns[1]);
+    for (int s = 0; s < 2; s++)
+      tbe__buf_printf(b, "%s%d", s ? "," : "",
+                      p->host[s] >= 0 ? (int)d->side[s]->hosts[p->host[s]].an->rank : -1);
+    if (p->has_change)
+      tbe__buf_printf(b, "],\"step_change_ns\":%lld,\"step_change_pct\":%.3f}",
+                      (long long)p->step_change_ns, p->step_change_pct);
+    else
+      tbe__buf_puts(b, "],\"step_change_ns\":null,\"step_change_pct\":null}");
   }
-  tbe__buf_putc(b, ']');
+  const tbe_run_spread *c = &d->change_dist;
+  tbe__buf_printf(b, "],\"step_change\":{\"n\":%zu,\"min_ns\":%lld,\"p50_ns\":%lld,\"p90_ns\":%lld,"
+                     "\"max_ns\":%lld}",
+                  c->n, (long long)c->min_ns, (long long)c->p50_ns, (long long)c->p90_ns,
+                  (long long)c->max_ns);
 }
 
 /* The run diff in each format: the totals' overall figures, the hosts
@@ -770,7 +1299,8 @@ void tbe__rep_run_diff_table(tbe__buf *b, const tbe_run_diff *d, const tbe_repor
   tbe__term(b, ln);
   tbe__buf_printf(b, " (new, %zu host%s); totals over all hosts\n\n", n1, n1 == 1 ? "" : "s");
   tbe__diff_overall(b, d->total, o);
-  hosts_diff_table(b, d, o);
+  if (per_rank_diff(d)) ranks_diff_table(b, d, o);
+  else hosts_diff_table(b, d, o);
   tbe__diff_names(b, d->total, o);
 }
 
@@ -805,7 +1335,8 @@ void tbe__rep_run_diff_md(tbe__buf *b, const tbe_run_diff *d, const tbe_report_o
   tbe__md_escape(b, ln);
   tbe__buf_printf(b, "\n\n%zu hosts (base), %zu hosts (new); totals over all hosts:\n\n", n0, n1);
   tbe__diff_overall(b, d->total, o);
-  hosts_diff_md(b, d);
+  if (per_rank_diff(d)) ranks_diff_md(b, d, o);
+  else hosts_diff_md(b, d, o);
   tbe__diff_names(b, d->total, o);
 }
 
