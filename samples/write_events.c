@@ -128,6 +128,8 @@ int main(int argc, char **argv) {
   int crc = tbe_writer_close(w);
   if (rc == 0) rc = check(crc, "close");
   if (rc < 0) return 1;
-  printf("done; view with: tensorboard --logdir %s/..\n", run);
+  const char *slash = strrchr(run, '/');
+  printf("done; view with: tensorboard --logdir %.*s\n", slash ? (int)(slash - run) : 1,
+         slash ? run : ".");
   return 0;
 }
