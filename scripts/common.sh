@@ -3,10 +3,10 @@
 # Debian packages (as root; otherwise prints the command and stops) and
 # configures + builds a CMake tree.
 
+# (file: CPack's DEB generator needs it: scripts/package, test install_deb.)
 TBE_PACKAGES="build-essential cmake pkg-config file libprotobuf-c-dev protobuf-c-compiler protobuf-compiler zlib1g-dev libcmocka-dev libsqlite3-dev libyajl-dev libiberty-dev python3"
 # The sanitizer run-times of Debian 12's gcc-12 (ASan, UBSan, TSan), which
-# scripts/test's sanitizer passes need.  (file: CPack's DEB generator
-# needs it, for scripts/package and the install_deb test.)
+# scripts/test's sanitizer passes need.
 TBE_SANITIZER_PACKAGES="libasan8 libubsan1 libtsan2"
 
 # tbe_user UID: the user's name, or the number when it has none.
