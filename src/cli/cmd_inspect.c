@@ -459,7 +459,15 @@ static const char *shell_quoted(const char *path, char *buf, size_t size) {
  * 1; returns 0 when it starts like an event file (or is empty, or cannot
  * be read: the reader says why) and -1 when it is something we do not
  * know. */
+static int is_analysis_file(const char *path);
+
 static int describe_other(const char *path, const char **what, const char **cmd) {
+  if (is_analysis_file(path)) {
+    *what = "a tbexport analysis file (the figures of a run's host that summary and diff read "
+            "instead of its traces)";
+    *cmd = "summary-run";
+    return 1;
+  }
   uint8_t head[16];
   ssize_t n = -1;
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
@@ -493,11 +501,58 @@ static int describe_other(const char *path, const char **what, const char **cmd)
 static const char *command_for(const char *cmd, const char *path, char *buf, size_t size) {
   char q[4200];
   const char *qp = shell_quoted(path, q, sizeof q);
+  if (strcmp(cmd, "summary-run") == 0) {
+    /* DIR/plugins/profile/RUN/HOST.analysis.pb: `tbexport summary --logdir DIR RUN` */
+    char dir[PATH_MAX], qd[4200], qr[600];
+    const char *cut[3];
+    size_t n = strlen(path);
+    if (n < sizeof dir) {
+      memcpy(dir, path, n + 1);
+      int ok = 1;
+      for (int i = 0; i < 3 && ok; i++) {
+        char *sl = strrchr(dir, '/');
+        if (!sl) ok = 0; else { *sl = '\0'; cut[i] = sl + 1; }
+      }
+      char *sl = ok ? strrchr(dir, '/') : NULL;
+      /* cut[0] is HOST.analysis.pb, cut[1] RUN, cut[2] "profile"; then "plugins" */
+      if (ok && sl && strcmp(sl + 1, "plugins") == 0 && strcmp(cut[2], "profile") == 0) {
+        *sl = '\0';
+        snprintf(buf, size, "tbexport summary --logdir %s %s", shell_quoted(dir[0] ? dir : "/", qd, sizeof qd),
+                 shell_quoted(cut[1], qr, sizeof qr));
+        return buf;
+      }
+    }
+    snprintf(buf, size, "tbexport summary --logdir DIR RUN");
+    return buf;
+  }
   if (strcmp(cmd, "import") == 0)
     snprintf(buf, size, "tbexport import %s --logdir DIR", qp);
   else
     snprintf(buf, size, "tbexport %s %s", cmd, qp);
   return buf;
+}
+
+/* Whether `path` is a run's analysis file (HOST.analysis.pb that
+ * tbe_analysis_load accepts; such files are small: 16 MiB read at most). */
+static int is_analysis_file(const char *path) {
+  size_t n = strlen(path), sl = strlen(TBE_ANALYSIS_SUFFIX);
+  if (n <= sl || strcmp(path + n - sl, TBE_ANALYSIS_SUFFIX) != 0) return 0;
+  FILE *f = fopen(path, "rbe");
+  if (!f) return 0;
+  size_t cap = 16u << 20, len = 0;
+  unsigned char *buf = malloc(cap);
+  if (buf) len = fread(buf, 1, cap, f);
+  fclose(f);
+  int ok = 0;
+  if (buf && len > 0 && len < cap) {
+    tbe_analysis *an = NULL;
+    if (tbe_analysis_load(&an, NULL, buf, len, NULL, NULL) == 0) {
+      ok = 1;
+      tbe_analysis_free(an);
+    }
+  }
+  free(buf);
+  return ok;
 }
 
 /* When the regular file `path` does not start with a TFRecord and is one

@@ -137,6 +137,14 @@ while IFS= read -r f; do
     *tfevents*) "$bin" inspect "$f" >"$work/out" 2>"$work/err" || fail "inspect $f: $(cat "$work/err")" ;;
     *.xplane.pb) not_events "$f" "an XSpace file" "tbexport summary" ;;
     *.trace.json.gz) not_events "$f" "a gzip-compressed Chrome trace JSON file" "tbexport summary" ;;
+    *.analysis.pb)
+      set +e
+      "$bin" inspect "$f" >"$work/out" 2>"$work/err"
+      st=$?
+      set -e
+      [ $st -eq 2 ] && [ "$(wc -l <"$work/err")" -eq 1 ] &&
+        grep -qF "$f is a tbexport analysis file (the figures of a run's host that summary and diff read instead of its traces), not a TensorBoard event file; use \`tbexport summary --logdir $work/ld r1\`" "$work/err" ||
+        fail "inspect $f: exit $st, $(cat "$work/err")" ;;
     *) fail "import wrote $f, which this test does not know" ;;
   esac
 done < <(find "$work/ld" -type f ! -name '.*')
@@ -147,7 +155,7 @@ for d in "$work/ld/plugins/profile/r1" "$work/ld/plugins"; do
   st=$?
   set -e
   [ $st -eq 2 ] && [ "$(wc -l <"$work/err")" -eq 1 ] || fail "inspect $d: exit $st, $(cat "$work/err")"
-  grep -Eq "^tbexport inspect: $d: no TensorBoard event files \(names containing \"tfevents\"\) found; $work/ld/plugins/profile/r1/h\.(xplane\.pb is an XSpace file|trace\.json\.gz is a gzip-compressed Chrome trace JSON file): use \`tbexport summary " \
+  grep -Eq "^tbexport inspect: $d: no TensorBoard event files \(names containing \"tfevents\"\) found; $work/ld/plugins/profile/r1/h\.(xplane\.pb is an XSpace file|trace\.json\.gz is a gzip-compressed Chrome trace JSON file|analysis\.pb is a tbexport analysis file [^:]*): use \`tbexport summary " \
     "$work/err" || fail "inspect $d: $(cat "$work/err")"
 done
 
