@@ -1,5 +1,6 @@
 /* write_events.c: writes one of every kind of TensorBoard summary into
- * ./log_dir/demo with tbexport's event writer, and prints what it wrote.
+ * ./log_dir/demo (or the run directory given as the one argument) with
+ * tbexport's event writer, and prints what it wrote.
  *
  * Build against the installed package:
  *   cc write_events.c $(pkg-config --cflags --libs tbexport)
@@ -31,8 +32,12 @@ static double uniform(void) {
   return (double)((rng_state * 2685821657736338717ull) >> 11) / 9007199254740992.0;
 }
 
-int main(void) {
-  const char *run = "log_dir/demo";
+int main(int argc, char **argv) {
+  if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
+    fprintf(stderr, "usage: write_events [RUN_DIR]   (default: log_dir/demo)\n");
+    return 2;
+  }
+  const char *run = argc == 2 ? argv[1] : "log_dir/demo";
   tbe_writer *w;
   if (check(tbe_writer_open(&w, run, NULL), run) < 0) return 1;
   printf("writing %s\n", tbe_writer_path(w));
@@ -123,6 +128,8 @@ int main(void) {
   int crc = tbe_writer_close(w);
   if (rc == 0) rc = check(crc, "close");
   if (rc < 0) return 1;
-  printf("done; view with: tensorboard --logdir ./log_dir\n");
+  const char *slash = strrchr(run, '/');
+  printf("done; view with: tensorboard --logdir %.*s\n", slash ? (int)(slash - run) : 1,
+         slash ? run : ".");
   return 0;
 }

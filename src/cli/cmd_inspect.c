@@ -10,7 +10,9 @@
  * read, and the exit status is 2.  One file that does not start with a
  * TFRecord is recognized by its first bytes when it is one of the other
  * files we read or write (XSpace, Chrome trace JSON plain or gzip, SQLite,
- * a spool): one line says so and which command reads it, exit 2.
+ * a spool): one line says so and which command reads it, exit 2.  A
+ * directory without event files that holds such a file (a run's folder
+ * under plugins/profile) is answered the same way, naming that file.
  *
  * Whatever the files hold, the output stays inert text: run names, plugin
  * names, tags and paths are printed in the terminal form of tbexport/text.h
@@ -18,8 +20,10 @@
  * and invisible characters.  The walk itself (each directory once,
  * symbolic links to a directory already read listed as skipped, FIFOs and
  * devices listed, never opened) is the reader's (tbexport/reader.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -449,11 +453,21 @@ static const char *shell_quoted(const char *path, char *buf, size_t size) {
   return buf;
 }
 
-/* When the regular file `path` does not start with a TFRecord and is one
- * of the other files we read or write, says so in one line and returns
- * TBE_EXIT_USAGE; returns 0 when it starts like an event file (or is
- * empty) and -1 when it is something we do not know. */
-static int other_format(const char *path) {
+/* What the regular file `path` is when it does not start with a TFRecord
+ * and is one of the other files we read or write: sets *what (its
+ * description) and *cmd (the command that reads it, or NULL) and returns
+ * 1; returns 0 when it starts like an event file (or is empty, or cannot
+ * be read: the reader says why) and -1 when it is something we do not
+ * know. */
+static int is_analysis_file(const char *path);
+
+static int describe_other(const char *path, const char **what, const char **cmd) {
+  if (is_analysis_file(path)) {
+    *what = "a tbexport analysis file (the figures of a run's host that summary and diff read "
+            "instead of its traces)";
+    *cmd = "summary-run";
+    return 1;
+  }
   uint8_t head[16];
   ssize_t n = -1;
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
@@ -461,31 +475,130 @@ static int other_format(const char *path) {
     n = pread(fd, head, sizeof head, 0);
     close(fd);
   }
-  if (n < 0) return 0; /* the reader says why it cannot read it */
+  if (n < 0) return 0;
   if (tbe_reader_probe(head, (size_t)n)) return 0;
-  char q[4200];
-  const char *qp = shell_quoted(path, q, sizeof q);
   if (tbe_session_spool_check(path, NULL) != 0) {
-    tbe_cli_error("inspect", "%s is a tbexport spool (a profile not converted yet), not a "
-                  "TensorBoard event file; use `tbexport import %s --logdir DIR`", path, qp);
-    return TBE_EXIT_USAGE;
+    *what = "a tbexport spool (a profile not converted yet)";
+    *cmd = "import";
+    return 1;
   }
   tbe_import_format fmt = TBE_FORMAT_UNKNOWN;
   if (tbe_import_detect(path, &fmt) != 0) fmt = TBE_FORMAT_UNKNOWN;
   int gz = n >= 2 && head[0] == 0x1f && head[1] == 0x8b;
-  const char *what = fmt == TBE_FORMAT_XSPACE ? "an XSpace file"
-                     : fmt == TBE_FORMAT_NSYS_SQLITE ? "an SQLite database (as Nsight Systems exports)"
-                     : fmt == TBE_FORMAT_CHROME_JSON && gz ? "a gzip-compressed Chrome trace JSON file"
-                     : fmt == TBE_FORMAT_CHROME_JSON ? "a Chrome trace JSON file"
-                     : gz ? "a gzip file"
-                     : NULL;
-  if (!what) return -1;
-  if (fmt == TBE_FORMAT_UNKNOWN)
+  *what = fmt == TBE_FORMAT_XSPACE ? "an XSpace file"
+          : fmt == TBE_FORMAT_NSYS_SQLITE ? "an SQLite database (as Nsight Systems exports)"
+          : fmt == TBE_FORMAT_CHROME_JSON && gz ? "a gzip-compressed Chrome trace JSON file"
+          : fmt == TBE_FORMAT_CHROME_JSON ? "a Chrome trace JSON file"
+          : gz ? "a gzip file"
+          : NULL;
+  *cmd = fmt == TBE_FORMAT_UNKNOWN ? NULL : "summary";
+  return *what ? 1 : -1;
+}
+
+/* The command line that reads `path` (`tbexport import PATH --logdir DIR`
+ * for a spool, `tbexport summary PATH` otherwise), with PATH quoted for
+ * the shell, into buf. */
+static const char *command_for(const char *cmd, const char *path, char *buf, size_t size) {
+  char q[4200];
+  const char *qp = shell_quoted(path, q, sizeof q);
+  if (strcmp(cmd, "summary-run") == 0) {
+    /* DIR/plugins/profile/RUN/HOST.analysis.pb: `tbexport summary --logdir DIR RUN` */
+    char dir[PATH_MAX], qd[4200], qr[600];
+    const char *cut[3];
+    size_t n = strlen(path);
+    if (n < sizeof dir) {
+      memcpy(dir, path, n + 1);
+      int ok = 1;
+      for (int i = 0; i < 3 && ok; i++) {
+        char *sl = strrchr(dir, '/');
+        if (!sl) ok = 0; else { *sl = '\0'; cut[i] = sl + 1; }
+      }
+      char *sl = ok ? strrchr(dir, '/') : NULL;
+      /* cut[0] is HOST.analysis.pb, cut[1] RUN, cut[2] "profile"; then "plugins" */
+      if (ok && sl && strcmp(sl + 1, "plugins") == 0 && strcmp(cut[2], "profile") == 0) {
+        *sl = '\0';
+        snprintf(buf, size, "tbexport summary --logdir %s %s", shell_quoted(dir[0] ? dir : "/", qd, sizeof qd),
+                 shell_quoted(cut[1], qr, sizeof qr));
+        return buf;
+      }
+    }
+    snprintf(buf, size, "tbexport summary --logdir DIR RUN");
+    return buf;
+  }
+  if (strcmp(cmd, "import") == 0)
+    snprintf(buf, size, "tbexport import %s --logdir DIR", qp);
+  else
+    snprintf(buf, size, "tbexport %s %s", cmd, qp);
+  return buf;
+}
+
+/* Whether `path` is a run's analysis file (HOST.analysis.pb that
+ * tbe_analysis_load accepts; such files are small: 16 MiB read at most). */
+static int is_analysis_file(const char *path) {
+  size_t n = strlen(path), sl = strlen(TBE_ANALYSIS_SUFFIX);
+  if (n <= sl || strcmp(path + n - sl, TBE_ANALYSIS_SUFFIX) != 0) return 0;
+  FILE *f = fopen(path, "rbe");
+  if (!f) return 0;
+  size_t cap = 16u << 20, len = 0;
+  unsigned char *buf = malloc(cap);
+  if (buf) len = fread(buf, 1, cap, f);
+  fclose(f);
+  int ok = 0;
+  if (buf && len > 0 && len < cap) {
+    tbe_analysis *an = NULL;
+    if (tbe_analysis_load(&an, NULL, buf, len, NULL, NULL) == 0) {
+      ok = 1;
+      tbe_analysis_free(an);
+    }
+  }
+  free(buf);
+  return ok;
+}
+
+/* When the regular file `path` does not start with a TFRecord and is one
+ * of the other files we read or write, says so in one line and returns
+ * TBE_EXIT_USAGE; returns 0 when it starts like an event file (or is
+ * empty) and -1 when it is something we do not know. */
+static int other_format(const char *path) {
+  const char *what = NULL, *cmd = NULL;
+  int k = describe_other(path, &what, &cmd);
+  if (k <= 0) return k;
+  char line[4400];
+  if (!cmd)
     tbe_cli_error("inspect", "%s is %s, not a TensorBoard event file", path, what);
   else
-    tbe_cli_error("inspect", "%s is %s, not a TensorBoard event file; use `tbexport summary %s`",
-                  path, what, qp);
+    tbe_cli_error("inspect", "%s is %s, not a TensorBoard event file; use `%s`", path, what,
+                  command_for(cmd, path, line, sizeof line));
   return TBE_EXIT_USAGE;
+}
+
+/* A directory without event files: the first file below it (three levels
+ * at most, 4096 entries read at most, no symbolic link followed) that
+ * describe_other knows and a command reads, into found; 1 if there is
+ * one.  So `inspect log_dir/plugins/profile/RUN` names the profile. */
+static int find_other(const char *dir, int depth, unsigned *budget, char *found, size_t size,
+                      const char **what, const char **cmd) {
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  struct dirent *e;
+  int hit = 0;
+  char path[PATH_MAX];
+  while (!hit && *budget > 0 && (e = readdir(d)) != NULL) {
+    (*budget)--;
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= sizeof path) continue;
+    struct stat st;
+    if (lstat(path, &st) != 0) continue;
+    if (S_ISDIR(st.st_mode)) {
+      if (depth > 0) hit = find_other(path, depth - 1, budget, found, size, what, cmd);
+    } else if (S_ISREG(st.st_mode) && describe_other(path, what, cmd) > 0 && *cmd &&
+               strlen(path) < size) {
+      memcpy(found, path, strlen(path) + 1);
+      hit = 1;
+    }
+  }
+  closedir(d);
+  return hit;
 }
 
 /* What a path that is neither a directory nor a regular file is. */
@@ -545,7 +658,15 @@ int tbe_cmd_inspect(int argc, char **argv) {
     }
   }
   if (tbe_reader_file_count(r) == 0) {
-    tbe_cli_error("inspect", "%s: no event files (names containing \"tfevents\") found", path);
+    char other[PATH_MAX], line[4400];
+    const char *what = NULL, *cmd = NULL;
+    unsigned budget = 4096;
+    if (S_ISDIR(ps.st_mode) && find_other(path, 2, &budget, other, sizeof other, &what, &cmd))
+      tbe_cli_error("inspect", "%s: no TensorBoard event files (names containing \"tfevents\") "
+                    "found; %s is %s: use `%s`", path, other, what,
+                    command_for(cmd, other, line, sizeof line));
+    else
+      tbe_cli_error("inspect", "%s: no event files (names containing \"tfevents\") found", path);
     tbe_reader_close(r);
     return TBE_EXIT_USAGE;
   }

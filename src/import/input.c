@@ -91,7 +91,7 @@ int tbe__input_open(tbe__input *in, const char *path, const tbe_allocator *a) {
   /* The first bytes (a pipe may deliver them one at a time). */
   size_t n = 0;
   while (n < 2) {
-    size_t got;
+    size_t got = 0;
     if ((rc = read_some(in, in->raw + n, TBE__INPUT_CHUNK - n, &got))) {
       tbe__input_close(in);
       return rc;

@@ -4,8 +4,9 @@
 #   - samples/ built against it through find_package(tbexport) runs without
 #     LD_LIBRARY_PATH (CMake puts the library's folder on the program's run
 #     path), and ldd finds libtbexport in the prefix, not in the build tree;
-#   - the same built through pkg-config runs with LD_LIBRARY_PATH at the
-#     prefix (a plain `cc $(pkg-config ...)` gets no run path);
+#   - the same built through pkg-config runs without LD_LIBRARY_PATH too
+#     (the installed .pc, written for this prefix, carries a run path for
+#     a prefix outside the linker's folders) and loads the prefix's library;
 #   - the installed tbexport program runs without LD_LIBRARY_PATH (its run
 #     path is $ORIGIN/../lib), imports a trace, and profiles a program with
 #     the installed injection library when the collector was built.
@@ -16,7 +17,6 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "install_check: FAIL: $*" >&2; exit 1; }
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
-libdirs="$work/prefix/lib:$work/prefix/lib64"
 # The library a program loads, as ldd resolves it.
 loads() { env -u LD_LIBRARY_PATH ldd "$1" | awk '/libtbexport\.so/ {print $3}'; }
 
@@ -65,8 +65,15 @@ ls "$work"/log_dir/demo/events.out.tfevents.* >/dev/null || fail "write_events w
 export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig:$work/prefix/lib64/pkgconfig"
 # shellcheck disable=SC2046
 cc -o "$work/we_pc" "$src/samples/write_events.c" $(pkg-config --cflags --libs tbexport)
+pcfile=$(ls "$work"/prefix/lib*/pkgconfig/tbexport.pc)
+grep -qx "prefix=$work/prefix" "$pcfile" || fail "tbexport.pc: $(head -1 "$pcfile"), not prefix=$work/prefix"
+case "$(loads "$work/we_pc")" in
+  "$work/prefix/"*) ;;
+  *) fail "pkg-config build loads '$(loads "$work/we_pc")', not the prefix's" ;;
+esac
 rm -rf "$work/log_dir"
-(cd "$work" && LD_LIBRARY_PATH="$libdirs" "$work/we_pc" >/dev/null) || fail "pkg-config build does not run"
+(cd "$work" && env -u LD_LIBRARY_PATH "$work/we_pc" >/dev/null) ||
+  fail "pkg-config build does not run without LD_LIBRARY_PATH"
 ls "$work"/log_dir/demo/events.out.tfevents.* >/dev/null || fail "pkg-config build wrote nothing"
 
 # The tiers (tbexport.h): the stable one compiles alone, and a layout of
@@ -119,5 +126,7 @@ if grep -q "collector was not built" "$work/err"; then
 elif [ "$prof" = failed ] || [ ! -f "$work/ld/plugins/profile/prof/h.xplane.pb" ]; then
   fail "installed tbexport -- true: $(cat "$work/err")"
 fi
+[ -f "$work/prefix/share/man/man1/tbexport.1" ] || fail "no man page installed"
+[ -f "$work/prefix/share/bash-completion/completions/tbexport" ] || fail "no bash completion installed"
 echo "install_check: find_package and pkg-config builds of samples/write_events, the installed" \
   "tbexport (import; profile: $prof) OK"

@@ -127,6 +127,38 @@ not_events "$data/cli/small.trace.json" "a Chrome trace JSON file" "tbexport sum
 not_events "$data/nsys/saxpy_mpi_cuda_perlmutter.sqlite" "an SQLite database (as Nsight Systems exports)" "tbexport summary"
 not_events "$work/1234.spool" "a tbexport spool (a profile not converted yet)" "tbexport import"
 
+# What `import` writes, every file of it: the event files are read, the
+# profile files are named with the command that reads them, and a run's
+# profile folder (no event files in it) names its profile.
+"$bin" import "$data/cli/small.trace.json" --logdir "$work/ld" --run r1 --host h --quiet >/dev/null ||
+  fail "import for the outputs"
+while IFS= read -r f; do
+  case "$f" in
+    *tfevents*) "$bin" inspect "$f" >"$work/out" 2>"$work/err" || fail "inspect $f: $(cat "$work/err")" ;;
+    *.xplane.pb) not_events "$f" "an XSpace file" "tbexport summary" ;;
+    *.trace.json.gz) not_events "$f" "a gzip-compressed Chrome trace JSON file" "tbexport summary" ;;
+    *.analysis.pb)
+      set +e
+      "$bin" inspect "$f" >"$work/out" 2>"$work/err"
+      st=$?
+      set -e
+      [ $st -eq 2 ] && [ "$(wc -l <"$work/err")" -eq 1 ] &&
+        grep -qF "$f is a tbexport analysis file (the figures of a run's host that summary and diff read instead of its traces), not a TensorBoard event file; use \`tbexport summary --logdir $work/ld r1\`" "$work/err" ||
+        fail "inspect $f: exit $st, $(cat "$work/err")" ;;
+    *) fail "import wrote $f, which this test does not know" ;;
+  esac
+done < <(find "$work/ld" -type f ! -name '.*')
+[ -f "$work/ld/plugins/profile/r1/h.xplane.pb" ] || fail "import wrote no XSpace"
+for d in "$work/ld/plugins/profile/r1" "$work/ld/plugins"; do
+  set +e
+  "$bin" inspect "$d" >"$work/out" 2>"$work/err"
+  st=$?
+  set -e
+  [ $st -eq 2 ] && [ "$(wc -l <"$work/err")" -eq 1 ] || fail "inspect $d: exit $st, $(cat "$work/err")"
+  grep -Eq "^tbexport inspect: $d: no TensorBoard event files \(names containing \"tfevents\"\) found; $work/ld/plugins/profile/r1/h\.(xplane\.pb is an XSpace file|trace\.json\.gz is a gzip-compressed Chrome trace JSON file|analysis\.pb is a tbexport analysis file [^:]*): use \`tbexport summary " \
+    "$work/err" || fail "inspect $d: $(cat "$work/err")"
+done
+
 # ---- hostile run names and tags: inert output, the columns in line ----
 H=$work/hostile
 mkdir -p "$H/"$'run\e[2J\nfake'
