@@ -436,6 +436,41 @@ static void test_outputs_round_trip(void **state) {
   free(dir);
 }
 
+/* The persisted analysis (analysis.proto) keeps the metrics: the reports
+ * from the file are the reports from the trace, in every format. */
+static void test_persisted(void **state) {
+  (void)state;
+  tbe_trace *t = collected(0);
+  tbe_analysis *an, *back;
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  void *buf = NULL;
+  size_t len = 0;
+  assert_int_equal(tbe_analysis_save(an, NULL, 0, &buf, &len, NULL), 0);
+  tbe_analysis_load_error err;
+  memset(&err, 0, sizeof err);
+  assert_int_equal(tbe_analysis_load(&back, NULL, buf, len, NULL, &err), 0);
+  assert_int_equal(back->ngpu_metrics, an->ngpu_metrics);
+  assert_int_equal(back->nkernel_metrics, an->nkernel_metrics);
+  static const tbe_report_format fmt[] = {TBE_REPORT_JSON, TBE_REPORT_TABLE, TBE_REPORT_CSV,
+                                          TBE_REPORT_MARKDOWN};
+  for (size_t f = 0; f < sizeof fmt / sizeof *fmt; f++) {
+    tbe_report_options o;
+    tbe_report_options_init(&o);
+    o.format = fmt[f];
+    char *a = NULL, *b = NULL;
+    assert_int_equal(tbe_report_summary(an, &o, &a, NULL), 0);
+    assert_int_equal(tbe_report_summary(back, &o, &b, NULL), 0);
+    assert_string_equal(b, a);
+    assert_non_null(strstr(a, "sm_active_pct"));
+    free(a);
+    free(b);
+  }
+  tbe_analysis_save_free(buf, len, NULL);
+  tbe_analysis_free(back);
+  tbe_analysis_free(an);
+  tbe_trace_free(t);
+}
+
 int main(void) {
   tbe__allocator_init(&al, NULL);
   const struct CMUnitTest tests[] = {
@@ -443,6 +478,7 @@ int main(void) {
       cmocka_unit_test(test_analysis),
       cmocka_unit_test(test_summary_json),
       cmocka_unit_test(test_outputs_round_trip),
+      cmocka_unit_test(test_persisted),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
