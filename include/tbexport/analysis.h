@@ -97,6 +97,46 @@ typedef enum tbe_kernel_class {
   TBE_KCLASS__COUNT
 } tbe_kernel_class;
 
+/* Hardware metrics (the trace's counter tracks and kernel figures:
+ * tbexport/trace.h, "hardware metrics").  An analysis lists the names it
+ * found once (tbe_analysis.gpu_metrics, .kernel_metrics: the names of the
+ * issue in its order first, then any other name in byte order); each
+ * device, step and kernel entry holds an array of means indexed like that
+ * list, `samples` 0 where it has no figure. */
+typedef struct tbe_metric_mean {
+  double mean;        /* PM metrics: time-weighted mean over the window
+                         (each sample weighs its interval, cut to the
+                         window); kernel figures: launch-weighted mean */
+  uint64_t samples;   /* PM: samples inside the window; kernels: launches
+                         measured; 0: no figure */
+} tbe_metric_mean;
+
+/* What limits a kernel, from its range-profiler figures (roofline-style;
+ * src/trace/analysis/analysis_metrics.c):
+ * - compute / memory: the higher of SM throughput (sm_throughput_pct) and
+ *   memory throughput (the higher of mem_throughput_pct and
+ *   dram_throughput_pct) is at least TBE_BOUND_PEAK_PCT % of peak: the
+ *   one that is higher;
+ * - launch: neither is, the kernel's mean duration (duration_ns, else the
+ *   trace's) is below TBE_SHORT_KERNEL_NS and its GPU is busy less than
+ *   TBE_BOUND_IDLE_PCT % of the time: it does too little to matter, the
+ *   launches do;
+ * - latency: neither is, and the kernel is not that short: its warps
+ *   wait (memory or dependency latency) and there are too few of them to
+ *   hide it, the more so when achieved occupancy is low;
+ * - none: no figures (TBE_BOUND_NONE). */
+#define TBE_BOUND_PEAK_PCT 60.0
+#define TBE_BOUND_IDLE_PCT 50.0
+typedef enum tbe_bound {
+  TBE_BOUND_NONE = 0,
+  TBE_BOUND_COMPUTE = 1,
+  TBE_BOUND_MEMORY = 2,
+  TBE_BOUND_LATENCY = 3,
+  TBE_BOUND_LAUNCH = 4
+} tbe_bound;
+/* The static word: "", "compute", "memory", "latency", "launch". */
+TBE_API const char *tbe_bound_name(tbe_bound b);
+
 /* Figures of one name in one table. */
 typedef struct tbe_name_stats {
   tbe_str name;       /* in the analysed trace's string table (for ranges, the
@@ -119,6 +159,11 @@ typedef struct tbe_name_stats {
    * the step where they start. */
   int64_t *step_ns;
   uint32_t kclass;    /* kernels: tbe_kernel_class of the name; 0 otherwise */
+  /* Kernels with range-profiler figures: the means over the devices that
+   * measured it (tbe_analysis.nkernel_metrics entries), and the verdict;
+   * NULL and TBE_BOUND_NONE otherwise. */
+  tbe_metric_mean *metrics;
+  uint32_t bound_by;  /* tbe_bound */
 } tbe_name_stats;
 
 /* Figures of one GPU (or, in tbe_analysis.all, of all GPUs together:
@@ -147,6 +192,9 @@ typedef struct tbe_device_stats {
    * memcpy and memset records count as TBE_KCLASS_COPY. */
   int64_t class_ns[TBE_KCLASS__COUNT];
   uint64_t class_count[TBE_KCLASS__COUNT];
+  /* PM metric means over the window (tbe_analysis.ngpu_metrics entries;
+   * in tbe_analysis.all, over all GPUs' samples), NULL without any. */
+  tbe_metric_mean *metrics;
 } tbe_device_stats;
 
 /* One step.  Its window is the step as it ran on the device, the way
@@ -172,6 +220,9 @@ typedef struct tbe_step_stats {
   int64_t launch_median_ns;  /* median launch latency of the step's GPU work; -1 if unknown */
   int64_t class_ns[TBE_KCLASS__COUNT];  /* as tbe_device_stats.class_ns */
   int64_t gpu_end_ns;   /* private to the analysis (0 once it is done) */
+  /* PM metric means inside the step's window over all GPUs
+   * (tbe_analysis.ngpu_metrics entries), NULL without any. */
+  tbe_metric_mean *metrics;
 } tbe_step_stats;
 
 /* The distribution of n per-step figures (step durations, or one name's
@@ -237,6 +288,9 @@ typedef enum tbe_advice_kind {
   TBE_ADVICE_COPY_SHARE = 3,    /* a large share of time in host<->device copies */
   TBE_ADVICE_SYNC = 4,          /* frequent device synchronization */
   TBE_ADVICE_DROPPED = 5,       /* records were dropped or the capture ended early */
+  TBE_ADVICE_SM_UNDERFILLED = 6, /* GPU busy but its SMs mostly inactive */
+  TBE_ADVICE_TENSOR_IDLE = 7,   /* GEMMs with the tensor pipes idle */
+  TBE_ADVICE_MEMORY_BOUND = 8,  /* a kernel near DRAM's peak bandwidth */
   TBE_ADVICE__COUNT
 } tbe_advice_kind;
 
@@ -289,6 +343,13 @@ typedef struct tbe_analysis {
   uint32_t step_hint_kind;    /* TBE_EV_NVTX_RANGE or TBE_EV_USER_ANNOTATION */
   uint64_t step_hint_count;   /* its top-level calls on that thread */
   int64_t step_hint_ns;       /* their total time */
+  /* Hardware metrics: the PM metric names (counter tracks of GPUs) and
+   * the kernel figure names, in the order described at tbe_metric_mean
+   * (owned by the trace); 0 and NULL when the trace has none. */
+  const char **gpu_metrics;
+  size_t ngpu_metrics;
+  const char **kernel_metrics;
+  size_t nkernel_metrics;
   /* Private. */
   tbe_allocator alloc_;
   void *priv_;

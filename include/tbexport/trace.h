@@ -399,6 +399,11 @@ struct tbe_trace {
   int ended_early;             /* the capture ended early (crash, kill) */
   tbe_str *warnings;     size_t nwarnings;
 
+  /* Hardware metrics (see "hardware metrics" below): the range profiler's
+   * figures per kernel name and device, and their values. */
+  struct tbe_kernel_metrics *kernel_metrics; size_t nkernel_metrics;
+  struct tbe_metric_value *metric_values;    size_t nmetric_values;
+
   /* Private: string table, lookup indexes, allocator.  Do not touch. */
   struct tbe__trace_priv *priv;
 };
@@ -445,6 +450,61 @@ TBE_API int tbe_trace_warn(tbe_trace *t, const char *fmt, ...) __attribute__((fo
 
 
 
+
+/* ---- hardware metrics ----
+ *
+ * Two kinds, both optional (a trace without them reads as before):
+ * - Timelines (the collector's PM sampling; a JSON or XSpace counter on a
+ *   GPU): one counter track per metric per GPU, made by
+ *   tbe_trace_metric_track: type TBE_TRACK_OTHER, device = the GPU's
+ *   ordinal (the one kind of TBE_TRACK_OTHER track with a device >= 0:
+ *   tbe_track_is_metric), name = the metric's short name ("sm_active_pct",
+ *   "dram_read_pct", ...; any name passes), tid derived from the name so
+ *   that each (pid, device, metric) has one track.  Its events are
+ *   TBE_EV_COUNTER events named like the metric; an event's value holds
+ *   from its start until the next event of the track (as a Chrome "C"
+ *   event does), so a sample over the interval (a, b] sits at a, and a
+ *   series ends with an event at the end of its last interval repeating
+ *   the last value.  The unit is in the name's suffix: _pct (percent of
+ *   peak), _bytes_per_s, _hz.
+ * - Per kernel (the collector's range profiler): tbe_kernel_metrics, the
+ *   mean figures of one kernel name on one device over `launches`
+ *   launches measured, by metric name (sm_throughput_pct,
+ *   mem_throughput_pct, achieved_occupancy_pct, tensor_pipe_pct,
+ *   l2_hit_pct, dram_throughput_pct, duration_ns, or any other).
+ *   tbe_trace_finish demangles their names like the kernels'. */
+
+typedef struct tbe_metric_value {
+  tbe_str metric;     /* the metric's short name */
+  uint32_t reserved;
+  double value;       /* finite */
+} tbe_metric_value;
+
+typedef struct tbe_kernel_metrics {
+  tbe_str name;       /* the kernel's name */
+  int32_t device;     /* GPU ordinal */
+  uint64_t launches;  /* launches measured */
+  uint32_t first;     /* first of `count` entries in tbe_trace.metric_values */
+  uint32_t count;
+} tbe_kernel_metrics;
+
+/* Finds or creates the counter track of metric `metric` of GPU `device`
+ * in process `pid` (see above); stores its index in *out.  Returns 0 or
+ * an error (TBE_EINVAL: device < 0 or metric 0). */
+TBE_API int tbe_trace_metric_track(tbe_trace *t, int64_t pid, int32_t device, tbe_str metric,
+                                   uint32_t *out);
+/* 1 when the track is a GPU's metric counter track. */
+TBE_API int tbe_track_is_metric(const tbe_track *tr);
+/* Adds the figures of kernel `name` on `device` (n values, copied; a
+ * metric given twice keeps the last).  A second entry for the same name
+ * and device replaces the first (the collector's last word counts).
+ * Returns 0 or an error. */
+TBE_API int tbe_trace_add_kernel_metrics(tbe_trace *t, tbe_str name, int32_t device,
+                                         uint64_t launches, const tbe_metric_value *v, size_t n);
+/* The value of `metric` in entry `km`: 0 with the value in *v (when v is
+ * not NULL), 1 when the entry has no such metric, TBE_EINVAL. */
+TBE_API int tbe_kernel_metrics_get(const tbe_trace *t, const tbe_kernel_metrics *km,
+                                   const char *metric, double *v);
 
 /* A name and how often it occurs (tbe_trace_top_ranges). */
 typedef struct tbe_name_count {

@@ -7,6 +7,7 @@
  * ends are checked against the correlation ids, and the warnings of what
  * was dropped are added. */
 #include <errno.h>
+#include <math.h>
 
 #include "import/chrome_json_int.h"
 
@@ -117,7 +118,8 @@ static uint64_t count_missing(const uint64_t *q, size_t nq, int q_sorted, const 
  * the collection lost and cost), tbexportWarnings (the generic status
  * lines of tbe__status_lines, then the trace's own warnings) and
  * tbexportSteps (the steps, when the ProfilerStep#N events do not give
- * them back).  They are read back into the same fields, so that a trace
+ * them back) and tbexportKernelMetrics (the range profiler's per-kernel
+ * figures).  They are read back into the same fields, so that a trace
  * written and read again is the trace that was written.  A value of
  * another shape is ignored (the keys are ours; nobody else writes them). */
 
@@ -317,6 +319,48 @@ static const char *meta_str(yajl_val obj, const char *key) {
   return v ? YAJL_GET_STRING(v) : NULL;
 }
 
+/* A number of the tree (its text: integers and reals alike), finite. */
+static int meta_double(yajl_val v, double *out) {
+  if (!YAJL_IS_NUMBER(v) || !v->u.number.r) return 0;
+  char *end;
+  double d = strtod(v->u.number.r, &end);
+  if (*end || !isfinite(d)) return 0;
+  *out = d;
+  return 1;
+}
+
+/* tbexportKernelMetrics: [{"name", "device", "launches", "metrics": {name:
+ * value}}], as export_json.c writes it; an entry of another shape, or a
+ * value that is no finite number, is skipped. */
+static int kernel_metrics_meta(cj *c, yajl_val o) {
+  int rc = 0;
+  tbe_metric_value buf[64];
+  for (size_t i = 0; i < o->u.array.len && !rc; i++) {
+    yajl_val e = o->u.array.values[i];
+    int64_t dev, launches;
+    const char *name = meta_str(e, "name");
+    const char *path[] = {"metrics", NULL};
+    yajl_val m = yajl_tree_get(e, path, yajl_t_object);
+    if (!name || !m || !meta_int(e, "device", &dev) || dev < 0 || dev > INT32_MAX ||
+        !meta_int(e, "launches", &launches) || launches < 0)
+      continue;
+    size_t n = 0;
+    for (size_t k = 0; k < m->u.object.len && n < sizeof buf / sizeof *buf && !rc; k++) {
+      double v;
+      if (!meta_double(m->u.object.values[k], &v)) continue;
+      const char *key = m->u.object.keys[k];
+      if (!*key) continue;
+      rc = tbe__cj_intern_text(c, key, strlen(key), &buf[n].metric);
+      buf[n].reserved = 0;
+      buf[n++].value = v;
+    }
+    tbe_str nm;
+    if (!rc && n && !(rc = tbe__cj_intern_text(c, name, strlen(name), &nm)))
+      rc = tbe_trace_add_kernel_metrics(c->t, nm, (int32_t)dev, (uint64_t)launches, buf, n);
+  }
+  return rc;
+}
+
 static int apply_tbe_meta(cj *c) {
   tbe_trace *t = c->t;
   int rc = 0;
@@ -374,6 +418,9 @@ static int apply_tbe_meta(cj *c) {
       if (!(rc = tbe_trace_add_step(t, num, start, end, nm))) t->steps[t->nsteps - 1].track = track;
     }
   }
+  mt_free(c->a, o);
+  o = meta_tree(c, K_TBE_KMETRICS, &rc);
+  if (!rc && YAJL_IS_ARRAY(o)) rc = kernel_metrics_meta(c, o);
   mt_free(c->a, o);
   return rc;
 }

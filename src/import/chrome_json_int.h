@@ -117,9 +117,9 @@ enum { R_NONE, R_TOP, R_EVENTS, R_EVENT, R_ARGS, R_DEVPROPS, R_DEVICE, R_DIST };
 /* Top-level keys.  K_TBE_* are our exporter's (export_json.c): their values
  * are captured as JSON text and read at the end (tbe__cj_finish_import). */
 enum { K_OTHER, K_EVENTS, K_DEVPROPS, K_DIST, K_BASE, K_NAME, K_TBE_TRACE, K_TBE_COLLECTION,
-       K_TBE_WARNINGS, K_TBE_STEPS };
+       K_TBE_WARNINGS, K_TBE_STEPS, K_TBE_KMETRICS };
 #define K_TBE_FIRST K_TBE_TRACE
-#define K_TBE_N 4
+#define K_TBE_N 5
 /* Event keys. */
 enum { E_OTHER, E_NAME, E_CAT, E_PH, E_TS, E_DUR, E_PID, E_TID, E_ID, E_BP, E_S, E_ARGS };
 

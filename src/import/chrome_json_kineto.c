@@ -8,6 +8,8 @@
  * cache; B events wait on a per-track stack for their E; flows are paired
  * by (id, cat); M metadata and C counters.  Nothing here reads the input
  * or yajl's state. */
+#include <math.h>
+
 #include "import/chrome_json_int.h"
 
 /* ---- ids, tracks, GPU pids ---- */
@@ -949,6 +951,39 @@ static int on_meta(cj *c) {
 
 /* ---- C counters ---- */
 
+/* The numeric series of a "C" event on GPU `dev`'s pid (on_counter). */
+static int gpu_counter(cj *c, tbe_str cname, int32_t dev) {
+  scratch *e = &c->e;
+  int rc = 0;
+  for (size_t i = 0; i < e->nargs && !rc; i++) {
+    const sarg *a = &e->args[i];
+    double v;
+    if (a->type != V_NUM || tbe__cj_parse_double(sp(e, a->val), a->val.len, &v)) {
+      int64_t iv;
+      if (a->type == V_NUM && tbe__cj_parse_int(sp(e, a->val), a->val.len, &iv, NULL, NULL) == 0) v = (double)iv;
+      else continue;
+    }
+    if (!isfinite(v)) continue;
+    tbe_str metric = cname;
+    if (!(a->key.len == 5 && !memcmp(sp(e, a->key), "value", 5)) &&
+        (rc = tbe__cj_intern_text(c, sp(e, a->key), a->key.len, &metric)))
+      break;
+    if (!metric) continue;
+    uint32_t track;
+    if ((rc = tbe_trace_metric_track(c->t, -1, dev, metric, &track))) break;
+    tbe_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = TBE_EV_COUNTER;
+    ev.start_ns = e->ts + c->base;
+    ev.track = track;
+    ev.name = metric;
+    ev.detail = ev.link = TBE_NONE;
+    tbe_counter cv = {v};
+    rc = tbe_trace_add_event(c->t, &ev, &cv, NULL, 0, NULL);
+  }
+  return rc;
+}
+
 static int on_counter(cj *c) {
   scratch *e = &c->e;
   int64_t pid = 0;
@@ -968,6 +1003,12 @@ static int on_counter(cj *c) {
   if (tbe__buf_error(nb)) return TBE_ENOMEM;
   tbe_str cname;
   if ((rc = tbe__cj_intern_text(c, (const char *)nb->data, nb->len, &cname))) return rc;
+  /* On a GPU's pid: the GPU's hardware metrics, one metric track per
+   * series (tbe_trace_metric_track), named by the counter for its "value"
+   * series, by the series' key otherwise. */
+  int32_t gdev;
+  if (!e->pid.is_str && tbe__cj_gpu_of_pid(c, pid, &gdev) && gdev >= 0)
+    return gpu_counter(c, cname, gdev);
   /* One track per pid and counter name; its tid is the name's string id
    * made negative so it never meets a real thread id. */
   uint32_t track;

@@ -492,6 +492,7 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t n) {
                    : key_is(k, n, "tbexportCollection")  ? K_TBE_COLLECTION
                    : key_is(k, n, "tbexportWarnings")    ? K_TBE_WARNINGS
                    : key_is(k, n, "tbexportSteps")       ? K_TBE_STEPS
+                   : key_is(k, n, "tbexportKernelMetrics") ? K_TBE_KMETRICS
                                                          : K_OTHER;
       return 1;
     case R_DEVICE: {

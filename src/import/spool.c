@@ -11,7 +11,8 @@
  * asynchronous, computes the kept windows (the collection windows cut to
  * the capture range's: see "Windows" below) and leaves out what falls
  * outside, places synchronization records on the GPU stream they waited
- * for, turns the program's step marks into steps, and adds
+ * for, turns the program's step marks into steps, turns the hardware
+ * metrics into counter tracks and kernel figures (spool_metrics.c), and adds
  * everything to the trace, whose tbe_trace_finish links API calls to the
  * GPU work they launched; --steps then replaces the steps.  Nothing read
  * from a spool is trusted: ids, lengths and counts are checked, unknown
@@ -920,6 +921,13 @@ static int trace_span(build *b, int64_t *start) {
   return tbe_trace_error(b->t);
 }
 
+/* Hardware metrics (spool_metrics.c), kept by the windows like the rest. */
+static int keep_metric(void *ctx, int64_t ts) { return in_window(ctx, ts); }
+
+static int metrics(build *b) {
+  return tbe__spool_metrics(b->s, b->t, spool_pid(b->s), keep_metric, b);
+}
+
 /* The spool's records into the trace, in this order: the session's span
  * and windows first (they decide what is kept), then each kind of record,
  * then the program's own steps and the trace's span. */
@@ -942,6 +950,7 @@ static int build_trace(build *b) {
   if (!rc) rc = overheads(b);
   if (!rc) rc = memory_events(b);
   if (!rc) rc = devices_and_threads(b);
+  if (!rc) rc = metrics(b);
   if (!rc) rc = marked_steps(b);
   return rc ? rc : trace_span(b, &start);
 }

@@ -45,6 +45,36 @@ static inline int vpush(void **v, size_t *n, size_t *cap, size_t elem, const voi
 
 /* ---- what a scan holds ---- */
 
+/* Hardware metrics (spool.h, items 25-28), checked and flattened as they
+ * are scanned: one entry per value. */
+typedef struct sp_msample {
+  int64_t ts;        /* end of the sample's interval */
+  double v;
+  uint32_t device, metric; /* metric: the spool's metric id */
+} sp_msample;
+
+typedef struct sp_kmval {
+  double v;
+  uint32_t item;     /* which TBE__SP_KERNEL_METRICS item (0, 1, ...) */
+  uint32_t name, device, launches, metric; /* name: spool string id */
+} sp_kmval;
+
+typedef struct sp_mstatus {
+  tbe__sp_metric_status st;
+  tbe_str reason;    /* the one-line reason, 0 if none */
+} sp_mstatus;
+
+/* Metric ids are dense from 1; a larger one is refused. */
+#define SP_METRIC_ID_MAX 4096u
+
+/* What was wrong with the metric items, each counted and said once. */
+typedef struct sp_mbad {
+  uint64_t short_items;  /* counts that do not fit the item's length */
+  uint64_t bad_values;   /* NaN or infinite values left out */
+  uint64_t unknown_ids;  /* values of a metric id never defined */
+  uint64_t bad_ts;       /* samples with a zero or negative timestamp */
+} sp_mbad;
+
 typedef struct scan {
   tbe_trace *t;
   tbe__sp_info info;
@@ -73,6 +103,12 @@ typedef struct scan {
   VEC(tbe__sp_window) windows;
   VEC(tbe__sp_step) steps;
   VEC(tbe_str) notes;
+  VEC(tbe__sp_metric_def) mdefs;
+  VEC(sp_msample) msamples;
+  VEC(sp_kmval) kmvals;
+  VEC(sp_mstatus) mstatus;
+  uint32_t nkm_items;
+  sp_mbad mbad;
   int64_t last_ts; /* latest timestamp seen anywhere */
 } scan;
 
@@ -87,6 +123,12 @@ static inline tbe_str S(const scan *s, uint32_t id) { return id < s->strs.n ? s-
 /* The spool item callback of tbe__spool_scan: appends the item to its
  * array of the scan `ctx`.  Returns 0 or TBE_ENOMEM. */
 int tbe__convert_on_item(void *ctx, unsigned type, const uint8_t *body, size_t len);
+
+/* The metric items into the trace (spool_metrics.c): counter tracks of
+ * process `pid`, kernel figures, status warnings.  `keep` says whether a
+ * sample's time lies in the kept windows.  Returns 0 or an error. */
+int tbe__spool_metrics(scan *s, tbe_trace *t, int64_t pid, int (*keep)(void *, int64_t),
+                       void *kctx);
 
 /* Frees the arrays (not the trace). */
 void tbe__convert_scan_free(scan *s);

@@ -1,8 +1,12 @@
 /* spool_scan.c: the scanning phase of spool -> trace (spool_int.h):
  * each spool item copied into the scan's array of its type, string and
- * note items interned into the trace as they come. */
+ * note items interned into the trace as they come; the metric items
+ * (samples, kernel figures) flattened into one entry per value, their
+ * counts checked against the item's length and NaN or infinite values
+ * left out (counted in scan.mbad for one warning each). */
 #include "import/spool_int.h"
 
+#include <math.h>
 #include <string.h>
 
 #define TAKE(vec, T)                     \
@@ -12,6 +16,80 @@
     memcpy(&x_, body, sizeof x_);        \
     rc = PUSH(vec, &x_);                 \
   } while (0)
+
+/* ---- hardware metrics ---- */
+
+/* TBE__SP_METRIC_SAMPLES: the header, nmetrics ids, then nsamples of
+ * (int64 ts, nmetrics doubles); counts must fit the body exactly. */
+static int metric_samples(scan *s, const uint8_t *body, size_t len) {
+  tbe__sp_metric_samples h;
+  if (len < sizeof h) return s->mbad.short_items++, 0;
+  memcpy(&h, body, sizeof h);
+  uint64_t need = sizeof h + 4ull * h.nmetrics + (uint64_t)h.nsamples * (8ull + 8ull * h.nmetrics);
+  if (h.nmetrics == 0 || h.nmetrics > SP_METRIC_ID_MAX || h.nsamples > len || need != len)
+    return s->mbad.short_items++, 0;
+  const uint8_t *ids = body + sizeof h, *p = ids + 4ull * h.nmetrics;
+  for (uint32_t k = 0; k < h.nsamples; k++) {
+    sp_msample m;
+    memcpy(&m.ts, p, 8);
+    p += 8;
+    for (uint32_t j = 0; j < h.nmetrics; j++, p += 8) {
+      memcpy(&m.v, p, 8);
+      memcpy(&m.metric, ids + 4ull * j, 4);
+      m.device = h.device;
+      if (!isfinite(m.v)) {
+        s->mbad.bad_values++;
+        continue;
+      }
+      if (m.ts <= 0) {
+        s->mbad.bad_ts++;
+        continue;
+      }
+      int rc = PUSH(s->msamples, &m);
+      if (rc) return rc;
+    }
+  }
+  return 0;
+}
+
+/* TBE__SP_KERNEL_METRICS: the header, then nvalues of (u32 id, u32 0,
+ * double). */
+static int kernel_metrics(scan *s, const uint8_t *body, size_t len) {
+  tbe__sp_kernel_metrics h;
+  if (len < sizeof h) return s->mbad.short_items++, 0;
+  memcpy(&h, body, sizeof h);
+  if ((uint64_t)sizeof h + 16ull * h.nvalues != len) return s->mbad.short_items++, 0;
+  const uint8_t *p = body + sizeof h;
+  uint32_t item = s->nkm_items++;
+  for (uint32_t j = 0; j < h.nvalues; j++, p += 16) {
+    sp_kmval x = {.item = item, .name = h.name, .device = h.device, .launches = h.launches};
+    memcpy(&x.metric, p, 4);
+    memcpy(&x.v, p + 8, 8);
+    if (!isfinite(x.v)) {
+      s->mbad.bad_values++;
+      continue;
+    }
+    int rc = PUSH(s->kmvals, &x);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+/* TBE__SP_METRIC_STATUS: the struct, then the reason's bytes (cut at a
+ * NUL or a newline: one line). */
+static int metric_status(scan *s, const uint8_t *body, size_t len) {
+  sp_mstatus m;
+  memset(&m, 0, sizeof m);
+  if (len < sizeof m.st) return s->mbad.short_items++, 0;
+  memcpy(&m.st, body, sizeof m.st);
+  const char *r = (const char *)body + sizeof m.st;
+  size_t n = len - sizeof m.st;
+  for (size_t i = 0; i < n; i++)
+    if (r[i] == '\0' || r[i] == '\n' || r[i] == '\r') n = i;
+  if (n > 200) n = 200;
+  int rc = n ? tbe_trace_intern(s->t, r, n, &m.reason) : 0;
+  return rc ? rc : PUSH(s->mstatus, &m);
+}
 
 int tbe__convert_on_item(void *ctx, unsigned type, const uint8_t *body, size_t len) {
   scan *s = ctx;
@@ -93,6 +171,10 @@ int tbe__convert_on_item(void *ctx, unsigned type, const uint8_t *body, size_t l
       s->job[jl] = '\0';
       break;
     }
+    case TBE__SP_METRIC_DEF: TAKE(s->mdefs, tbe__sp_metric_def); break;
+    case TBE__SP_METRIC_SAMPLES: rc = metric_samples(s, body, len); break;
+    case TBE__SP_KERNEL_METRICS: rc = kernel_metrics(s, body, len); break;
+    case TBE__SP_METRIC_STATUS: rc = metric_status(s, body, len); break;
     case TBE__SP_SIGNAL:
       if (len >= sizeof s->signal && !s->have_signal) {
         memcpy(&s->signal, body, sizeof s->signal);
@@ -130,4 +212,8 @@ void tbe__convert_scan_free(scan *s) {
   free(s->windows.v);
   free(s->steps.v);
   free(s->notes.v);
+  free(s->mdefs.v);
+  free(s->msamples.v);
+  free(s->kmvals.v);
+  free(s->mstatus.v);
 }

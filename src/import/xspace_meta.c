@@ -8,6 +8,11 @@
  * once, searched), step candidates by step_num and by group_id, and the
  * line an NVTX line of another producer belongs to (lines sorted by name
  * once per plane). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "import/xspace_int.h"
 
 /* Inserts unless present (the first entry for a key wins).  0 or the
@@ -84,6 +89,13 @@ static int classify_stat(const char *s) {
 tbe_str tbe__xs_intern(xs_state *s, const char *str) {
   tbe_str id = 0;
   if (str && *str) tbe_trace_intern(s->t, str, strlen(str), &id);
+  return id;
+}
+
+/* `n` bytes of `str` (may contain no NUL); 0 for none. */
+static tbe_str xs_intern_n(xs_state *s, const char *str, size_t n) {
+  tbe_str id = 0;
+  if (n) tbe_trace_intern(s->t, str, n, &id);
   return id;
 }
 
@@ -210,6 +222,36 @@ void tbe__xs_free_metadata(xs_state *s) {
   tbe__map_clear(&s->emap);
 }
 
+/* Our exporter's "tbexport_kernel_metrics" (export_xplane.c): per line
+ * "<launches> <n> <metric>=<value> ... <name>"; a line of another shape
+ * ends the reading (the stat is ours: nobody else writes it). */
+static void kernel_metrics(xs_state *s, const char *p, int32_t dev) {
+  tbe_metric_value v[64];
+  while (*p) {
+    char *end;
+    errno = 0;
+    unsigned long long launches = strtoull(p, &end, 10);
+    if (end == p || *end != ' ' || errno) return;
+    unsigned long n = strtoul(end + 1, &end, 10);
+    if (*end != ' ' || n > 64) return;
+    p = end + 1;
+    for (unsigned long i = 0; i < n; i++) {
+      const char *eq = strchr(p, '=');
+      if (!eq || eq == p || memchr(p, ' ', (size_t)(eq - p))) return;
+      v[i].reserved = 0;
+      v[i].metric = xs_intern_n(s, p, (size_t)(eq - p));
+      v[i].value = strtod(eq + 1, &end);
+      if (end == eq + 1 || *end != ' ' || !isfinite(v[i].value)) return;
+      p = end + 1;
+    }
+    const char *nl = strchr(p, '\n');
+    if (!nl) return;
+    tbe_str name = xs_intern_n(s, p, (size_t)(nl - p));
+    if (n && name && tbe_trace_add_kernel_metrics(s->t, name, dev, launches, v, n)) return;
+    p = nl + 1;
+  }
+}
+
 void tbe__xs_plane_device_info(xs_state *s, const XPlane *p, int32_t dev) {
   uint32_t di;
   if (tbe_trace_device(s->t, dev, &di)) return;
@@ -224,6 +266,9 @@ void tbe__xs_plane_device_info(xs_state *s, const XPlane *p, int32_t dev) {
     if (strcmp(n, "gpu_device_name") == 0) {
       const char *str = tbe__xs_stat_str(s, st);
       if (str) d->name = tbe__xs_intern(s, str);
+    } else if (strcmp(n, "tbexport_kernel_metrics") == 0) {
+      const char *str = tbe__xs_stat_str(s, st);
+      if (str) kernel_metrics(s, str, dev);
     } else if (!have) {
       continue;
     } else if (strcmp(n, "clock_rate") == 0) {

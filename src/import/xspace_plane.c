@@ -160,6 +160,7 @@ typedef struct xs_line {
   int step_line;       /* our exporter's line of step markers: steps only */
   int nvtx_line;       /* "<thread>/NVTX" */
   int is_counter_line; /* "_counters_" */
+  int gpu_counters;    /* ... on a GPU plane: the GPU's metric tracks */
 } xs_line;
 
 /* What the stats of one event say: they select its kind and fill its
@@ -231,6 +232,7 @@ static int line_setup(xs_state *s, xs_line *l, const XLine *ln) {
   }
   int rc = 0;
   l->track = 0;
+  l->gpu_counters = 0;
   if (l->step_line) {
     rc = 0;
   } else if (l->is_host) {
@@ -238,6 +240,11 @@ static int line_setup(xs_state *s, xs_line *l, const XLine *ln) {
     uint32_t tpi;
     if (tpid != l->pid && (rc = tbe_trace_process(t, tpid, &tpi))) return rc;
     rc = tbe_trace_track(t, TBE_TRACK_THREAD, tpid, tid, -1, &l->track);
+  } else if (l->pc == P_GPU && strcmp(lname, "_counters_") == 0) {
+    /* a GPU's hardware metrics: each event on its metric's track
+     * (import_event), the line itself no track */
+    l->is_counter_line = 1;
+    l->gpu_counters = 1;
   } else if (l->pc == P_GPU) {
     int64_t spid = tbe__xs_track_pid(s, l->gpu, ln->id, l->pid);
     uint32_t spi;
@@ -247,7 +254,7 @@ static int line_setup(xs_state *s, xs_line *l, const XLine *ln) {
     rc = tbe_trace_track(t, TBE_TRACK_OTHER, l->pid, ln->id, -1, &l->track);
   }
   if (rc) return rc;
-  if (!l->step_line && *lname && !l->nvtx_line && !t->tracks[l->track].name)
+  if (!l->step_line && !l->gpu_counters && *lname && !l->nvtx_line && !t->tracks[l->track].name)
     t->tracks[l->track].name = tbe__xs_intern(s, lname);
   l->is_counter_line = strcmp(lname, "_counters_") == 0;
 
@@ -562,6 +569,11 @@ static int import_event(xs_state *s, const xs_line *l, const XEvent *xe, size_t 
   memset(&ev, 0, sizeof ev);
   ev.track = l->track;
   emd_cache *em = event_name(s, xe, &ev);
+  int rc;
+  if (l->gpu_counters) {
+    if (!ev.name) return 0; /* a counter needs its metric's name */
+    if ((rc = tbe_trace_metric_track(t, l->pid, l->gpu, ev.name, &ev.track))) return rc;
+  }
   const char *name = tbe_trace_str(t, ev.name);
   int64_t num_occ = -1;
   if (xe->data_case == TENSORFLOW__PROFILER__XEVENT__DATA_NUM_OCCURRENCES) {
@@ -589,7 +601,6 @@ static int import_event(xs_state *s, const xs_line *l, const XEvent *xe, size_t 
   x.mem.device = -1;
   x.sy.stream = -1;
   s->nargs = 0;
-  int rc;
   size_t nmd = em ? em->md->n_stats : 0;
   for (size_t k = 0; k < nmd + xe->n_stats; k++) {
     const XStat *st = k < nmd ? em->md->stats[k] : xe->stats[k - nmd];

@@ -67,6 +67,7 @@ typedef struct priv {
    * and one block of its own (the stamp's sources); freed with it. */
   tbe_trace *owned_trace;
   void *owned_mem;
+  void *metric_block[2]; /* analysis_metrics.c's allocations */
 } priv;
 
 typedef struct scratch {
@@ -368,8 +369,8 @@ static int event_device(const tbe_track *tr) {
   return -1;
 }
 
-/* Finds the GPUs: devices of stream tracks, of tracks holding GPU work and
- * the trace's device table; fills an->devices (by ordinal) and
+/* Finds the GPUs: devices of stream tracks, of tracks holding GPU work, of
+ * metric counter tracks and the trace's device table; fills an->devices (by ordinal) and
  * s->track_dev.  Returns the number of events on GPU tracks, or -1. */
 static long find_devices(tbe_analysis *an, scratch *s) {
   const tbe_trace *t = an->trace;
@@ -387,6 +388,7 @@ static long find_devices(tbe_analysis *an, scratch *s) {
       if (tbe_event_kind_is_gpu((tbe_event_kind)t->events[tr->first + j].kind)) gpu = 1;
     s->track_dev[i] = gpu ? (event_device(tr) >= 0 ? event_device(tr) : 0) : INT32_MIN;
     if (gpu) ord[n++] = s->track_dev[i];
+    else if (tbe_track_is_metric(tr) && tr->count) ord[n++] = tr->device; /* a GPU's counters */
   }
   for (size_t i = 0; i < t->ndevices; i++) ord[n++] = t->devices[i].id;
   qsort(ord, n, sizeof *ord, cmp_i32);
@@ -1016,6 +1018,7 @@ static int run(tbe_analysis *an, scratch *s) {
   rc = per_step_names(an, s);
   if (!rc) rc = step_hint(an, s);
   if (!rc) rc = step_distribution(an, s);
+  if (!rc) rc = tbe__analysis_metrics(an);
   if (rc) return rc;
   for (int g = 0; g < TBE_GROUP__COUNT; g++)
     tbe_analysis_sort(an, (tbe_group_kind)g, TBE_SORT_TOTAL);
@@ -1079,6 +1082,10 @@ int tbe__analysis_blank(tbe_analysis **out, const tbe_allocator *a) {
   return 0;
 }
 
+void **tbe__analysis_metric_block(tbe_analysis *an, int i) {
+  return &((priv *)an->priv_)->metric_block[i & 1];
+}
+
 int64_t *tbe__analysis_pool(tbe_analysis *an, size_t n) {
   priv *p = an->priv_;
   if (p->step_pool || n == 0) return NULL;
@@ -1102,6 +1109,8 @@ void tbe_analysis_free(tbe_analysis *an) {
   tbe__free(&al, an->advice);
   if (an->priv_) {
     tbe__free(&al, ((priv *)an->priv_)->step_pool);
+    tbe__free(&al, ((priv *)an->priv_)->metric_block[0]);
+    tbe__free(&al, ((priv *)an->priv_)->metric_block[1]);
     tbe__intern_deinit(&((priv *)an->priv_)->labels);
     tbe_trace_free(((priv *)an->priv_)->owned_trace);
     tbe__free(&al, ((priv *)an->priv_)->owned_mem);

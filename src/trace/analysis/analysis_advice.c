@@ -1,9 +1,11 @@
 /* analysis_advice.c: the advice lines of an analysis (tbexport/analysis.h,
  * tbe_advice): each a rule over the figures the analysis has computed
  * (GPU idle, short kernels, pageable copies, synchronization, dropped
- * records, ...), written with the figure that triggered it, so a reader
+ * records, and from the hardware metrics: SMs underfilled, tensor pipes
+ * idle under GEMMs, a kernel at DRAM's peak), written with the figure that triggered it, so a reader
  * can check the reason.  Runs last in tbe_analysis_create, on the
  * finished figures only: it reads no event. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,8 +29,92 @@ static void add_advice(tbe_analysis *an, tbe_advice *buf, tbe_advice_kind k, dou
   va_end(ap);
 }
 
+/* ---- from the hardware metrics ---- */
+
+/* The PM mean of `name` in `m` (an->gpu_metrics), NAN without one. */
+static double pm(const tbe_analysis *an, const tbe_metric_mean *m, const char *name) {
+  for (size_t i = 0; m && i < an->ngpu_metrics; i++)
+    if (strcmp(an->gpu_metrics[i], name) == 0) return m[i].samples ? m[i].mean : NAN;
+  return NAN;
+}
+
+/* A kernel figure of entry `e`, NAN without one. */
+static double kfig(const tbe_analysis *an, const tbe_name_stats *e, const char *name) {
+  for (size_t i = 0; e->metrics && i < an->nkernel_metrics; i++)
+    if (strcmp(an->kernel_metrics[i], name) == 0)
+      return e->metrics[i].samples ? e->metrics[i].mean : NAN;
+  return NAN;
+}
+
+/* Thresholds of the three rules below. */
+#define UNDERFILL_BUSY_PCT 50.0   /* the GPU is busy at least this much */
+#define UNDERFILL_RATIO 0.5       /* ... and its SMs active less than this share of it */
+#define TENSOR_GEMM_SHARE_PCT 10.0 /* GEMMs take at least this share of kernel time */
+#define TENSOR_IDLE_PCT 5.0       /* ... with the tensor pipes below this */
+#define DRAM_PEAK_PCT 80.0        /* a kernel at or above this share of DRAM's peak */
+
+static void metric_advice(tbe_analysis *an, tbe_advice *buf) {
+  double wall = an->wall_ns > 0 ? (double)an->wall_ns : 1.0;
+  /* SMs underfilled: per GPU, busy (any work queued) but SM active (a warp
+   * resident on the SM) far lower, averaged over the same window. */
+  for (size_t d = 0; d < an->ndevices && an->nadvice < 12; d++) {
+    const tbe_device_stats *ds = &an->devices[d];
+    double sm = pm(an, ds->metrics, "sm_active_pct");
+    double busy = 100.0 * (double)ds->busy_ns / wall;
+    if (isnan(sm) || busy < UNDERFILL_BUSY_PCT || sm >= UNDERFILL_RATIO * busy) continue;
+    int32_t sms = 0;
+    const tbe_trace *t = an->trace;
+    for (size_t i = 0; t && i < t->ndevices; i++)
+      if (t->devices[i].id == ds->device) sms = t->devices[i].sm_count;
+    char fill[48] = "its SMs";
+    if (sms > 0) snprintf(fill, sizeof fill, "its %d SMs", (int)sms);
+    add_advice(an, buf, TBE_ADVICE_SM_UNDERFILLED, sm,
+               "GPU %d busy %.0f%% but SM active %.0f%%: kernels too small or too short to fill "
+               "%s; larger batches, fused kernels or CUDA graphs",
+               (int)ds->device, busy, sm, fill);
+  }
+  /* Tensor pipes idle under GEMMs: the GEMMs' tensor-pipe figure weighted
+   * by their time, else the GPUs' tensor_active_pct. */
+  const tbe_name_stats *k = an->groups[TBE_GROUP_KERNEL];
+  int64_t gemm_ns = 0, kern_ns = 0, measured_ns = 0;
+  double tensor_w = 0;
+  for (size_t i = 0; i < an->ngroups[TBE_GROUP_KERNEL]; i++) {
+    kern_ns = tbe__sat_add(kern_ns, k[i].total_ns);
+    if (k[i].kclass != TBE_KCLASS_GEMM) continue;
+    gemm_ns = tbe__sat_add(gemm_ns, k[i].total_ns);
+    double tp = kfig(an, &k[i], "tensor_pipe_pct");
+    if (isnan(tp)) continue;
+    tensor_w += tp * (double)k[i].total_ns;
+    measured_ns = tbe__sat_add(measured_ns, k[i].total_ns);
+  }
+  double share = kern_ns > 0 ? 100.0 * (double)gemm_ns / (double)kern_ns : 0;
+  double tensor = measured_ns > 0 ? tensor_w / (double)measured_ns
+                                  : pm(an, an->all.metrics, "tensor_active_pct");
+  if (gemm_ns > 0 && share >= TENSOR_GEMM_SHARE_PCT && !isnan(tensor) &&
+      tensor < TENSOR_IDLE_PCT && an->nadvice < 14)
+    add_advice(an, buf, TBE_ADVICE_TENSOR_IDLE, tensor,
+               "GEMMs run with tensor pipes idle (%.1f%% %s, GEMMs %.0f%% of kernel time): fp32 "
+               "without TF32; use bf16/TF32 (torch.backends.cuda.matmul.allow_tf32 = True)",
+               tensor, measured_ns > 0 ? "tensor pipe" : "tensor active", share);
+  /* Memory-bound: the kernel with the most time among those at or above
+   * DRAM_PEAK_PCT of DRAM's peak. */
+  const tbe_name_stats *top = NULL;
+  double top_dram = 0;
+  for (size_t i = 0; i < an->ngroups[TBE_GROUP_KERNEL]; i++) {
+    double dr = kfig(an, &k[i], "dram_throughput_pct");
+    if (isnan(dr) || dr < DRAM_PEAK_PCT) continue;
+    if (!top || k[i].total_ns > top->total_ns) top = &k[i], top_dram = dr;
+  }
+  if (top && an->nadvice < 15)
+    add_advice(an, buf, TBE_ADVICE_MEMORY_BOUND, top_dram,
+               "DRAM at %.0f%% of peak during %.90s (%.1f%% of kernel time): memory-bound; fuse "
+               "it with its neighbours or move fewer bytes",
+               top_dram, top->label ? top->label : "",
+               kern_ns > 0 ? 100.0 * (double)top->total_ns / (double)kern_ns : 0.0);
+}
+
 int tbe__analysis_advise(tbe_analysis *an) {
-  tbe_advice *buf = tbe__calloc(&an->alloc_, 8, sizeof *buf);
+  tbe_advice *buf = tbe__calloc(&an->alloc_, 16, sizeof *buf);
   if (!buf) return TBE_ENOMEM;
   an->advice = buf;
   const tbe_device_stats *all = &an->all;
@@ -95,5 +181,6 @@ int tbe__analysis_advise(tbe_analysis *an) {
     add_advice(an, buf, TBE_ADVICE_DROPPED, (double)an->dropped_records,
                "%s: the figures above undercount", parts);
   }
+  metric_advice(an, buf);
   return 0;
 }

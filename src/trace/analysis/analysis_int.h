@@ -28,6 +28,15 @@ void tbe__analysis_adopt(tbe_analysis *an, tbe_trace *t, void *mem);
  * TBE_ENOMEM. */
 int tbe__analysis_advise(tbe_analysis *an);
 
+/* The hardware-metric figures (analysis_metrics.c): names, PM means per
+ * device, for all and per step, kernel figures and bound-by verdicts.
+ * Runs after the steps' windows and the name tables are final.  Returns 0
+ * or TBE_ENOMEM. */
+int tbe__analysis_metrics(tbe_analysis *an);
+/* Slot `i` (0 or 1) of the blocks analysis_metrics.c allocates, freed with
+ * the analysis. */
+void **tbe__analysis_metric_block(tbe_analysis *an, int i);
+
 /* Length of a run host's label without the "_pid<N>[_<k>]" that tbexport
  * appends for the processes of one machine: the machine's name
  * (run_analysis.c). */

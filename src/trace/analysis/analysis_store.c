@@ -152,6 +152,18 @@ static void save_step(PStep *m, const tbe_step_stats *s) {
   m->class_ns = (int64_t *)(uintptr_t)s->class_ns;
 }
 
+/* Metric means `m` (n of them, or none when m is NULL) as the two
+ * parallel arrays of the messages, carved from `s`. */
+static void save_means(save_scratch *s, const tbe_metric_mean *m, size_t n, size_t *nmean,
+                       double **mean, size_t *nsamp, uint64_t **samp) {
+  if (!m || !n) return;
+  *mean = carve(s, n, sizeof **mean);
+  *samp = carve(s, n, sizeof **samp);
+  if (!*mean || !*samp) return;
+  for (size_t i = 0; i < n; i++) (*mean)[i] = m[i].mean, (*samp)[i] = m[i].samples;
+  *nmean = *nsamp = n;
+}
+
 int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources, size_t nsources,
                       void **out, size_t *len, const tbe_allocator *a) {
   if (!out || !len) return TBE_EINVAL;
@@ -174,6 +186,10 @@ int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources
                 SZ(TBE_GROUP__COUNT, PTable) + SZ(an->nsteps, PStep) + SZ(an->nsteps, PStep *) +
                 SZ(1, PDist) + SZ(an->nadvice, PAdvice) + SZ(an->nadvice, PAdvice *) +
                 SZ(nwarn, ProtobufCBinaryData) + 16 * 16;
+  /* the metric means: two arrays per message that has them */
+  size_t nmsg = an->ndevices + 1 + an->nsteps, nker = an->ngroups[TBE_GROUP_KERNEL];
+  need += 2 * nmsg * (SZ(an->ngpu_metrics, double) + 16) + 2 * nker * (SZ(an->nkernel_metrics, double) + 16) +
+          SZ(an->ngpu_metrics + an->nkernel_metrics, ProtobufCBinaryData) + 32;
 #undef SZ
   char *block = tbe__alloc(&al, need);
   if (!block) return TBE_ENOMEM;
@@ -204,11 +220,13 @@ int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources
   PDevice *dev = carve(&s, an->ndevices + 1, sizeof *dev);
   m->n_devices = an->ndevices;
   m->devices = carve(&s, an->ndevices, sizeof *m->devices);
-  for (size_t i = 0; i < an->ndevices; i++) {
-    save_device(&dev[i], &an->devices[i], an);
-    m->devices[i] = &dev[i];
+  for (size_t i = 0; i <= an->ndevices; i++) {
+    const tbe_device_stats *d = i < an->ndevices ? &an->devices[i] : &an->all;
+    save_device(&dev[i], d, an);
+    save_means(&s, d->metrics, an->ngpu_metrics, &dev[i].n_metric_mean, &dev[i].metric_mean,
+               &dev[i].n_metric_samples, &dev[i].metric_samples);
+    if (i < an->ndevices) m->devices[i] = &dev[i];
   }
-  save_device(&dev[an->ndevices], &an->all, an);
   m->all = &dev[an->ndevices];
 
   PName *nm = carve(&s, nnames, sizeof *nm);
@@ -221,7 +239,11 @@ int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources
     tab[g].names = np;
     tab[g].total_ns = an->group_total_ns[g];
     for (size_t i = 0; i < an->ngroups[g]; i++) {
-      save_name(nm, &an->groups[g][i], an);
+      const tbe_name_stats *e = &an->groups[g][i];
+      save_name(nm, e, an);
+      save_means(&s, e->metrics, an->nkernel_metrics, &nm->n_metric_mean, &nm->metric_mean,
+                 &nm->n_metric_samples, &nm->metric_samples);
+      nm->bound_by = e->bound_by;
       *np++ = nm++;
     }
     *slots[g] = &tab[g];
@@ -232,6 +254,8 @@ int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources
   m->steps = carve(&s, an->nsteps, sizeof *m->steps);
   for (size_t i = 0; i < an->nsteps; i++) {
     save_step(&st[i], &an->steps[i]);
+    save_means(&s, an->steps[i].metrics, an->ngpu_metrics, &st[i].n_metric_mean,
+               &st[i].metric_mean, &st[i].n_metric_samples, &st[i].metric_samples);
     m->steps[i] = &st[i];
   }
   m->host_busy_ns = an->host_busy_ns;
@@ -276,6 +300,14 @@ int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources
   m->n_warnings = nwarn;
   m->warnings = carve(&s, nwarn, sizeof *m->warnings);
   for (size_t i = 0; i < nwarn; i++) m->warnings[i] = text_of(tbe_trace_str(t, t->warnings[i]));
+  ProtobufCBinaryData *mn = carve(&s, an->ngpu_metrics + an->nkernel_metrics, sizeof *mn);
+  m->n_gpu_metrics = an->ngpu_metrics;
+  m->gpu_metrics = mn;
+  for (size_t i = 0; i < an->ngpu_metrics; i++) mn[i] = text_of(an->gpu_metrics[i]);
+  m->n_kernel_metrics = an->nkernel_metrics;
+  m->kernel_metrics = mn + an->ngpu_metrics;
+  for (size_t i = 0; i < an->nkernel_metrics; i++)
+    mn[an->ngpu_metrics + i] = text_of(an->kernel_metrics[i]);
 
   size_t n = tbexport__analysis_file__get_packed_size(f);
   uint8_t *buf = tbe__alloc(&al, n + CRC_FIELD);
@@ -486,6 +518,12 @@ static int missing(loader *L, const char *field) {
   return L->rc = fail(L->err, TBE_ECORRUPT, UINT64_MAX, "field %s: missing", field);
 }
 
+/* A message's metric means: none, or `n` means and `n` sample counts. */
+static void check_means(loader *L, size_t nmean, size_t nsamp, size_t n, const char *where) {
+  check(L, (nmean == 0 && nsamp == 0) || (nmean == n && nsamp == n),
+        "%lld metric means, not the number of metric names", where, (long long)nmean);
+}
+
 static void check_device(loader *L, const PDevice *d, const char *where) {
   char f[96];
   if (!d) {
@@ -531,6 +569,18 @@ static int check_file(loader *L, const PFile *f) {
     check_device(L, m->devices[i], fl);
   }
   check_device(L, m->all, "Analysis.all");
+  for (size_t i = 0; i < m->n_gpu_metrics + m->n_kernel_metrics && !L->rc; i++) {
+    snprintf(fl, sizeof fl, "Analysis.%s[%zu]", i < m->n_gpu_metrics ? "gpu_metrics" : "kernel_metrics", i);
+    const ProtobufCBinaryData *b = i < m->n_gpu_metrics ? &m->gpu_metrics[i]
+                                                         : &m->kernel_metrics[i - m->n_gpu_metrics];
+    check_text(L, b, TEXT_MAX, fl);
+    check(L, b->len > 0, "empty metric name (%lld)", fl, (long long)b->len);
+  }
+  for (size_t i = 0; i <= m->n_devices && !L->rc; i++) {
+    const PDevice *d = i < m->n_devices ? m->devices[i] : m->all;
+    snprintf(fl, sizeof fl, "Analysis.devices[%zu].metric_mean", i);
+    check_means(L, d->n_metric_mean, d->n_metric_samples, m->n_gpu_metrics, fl);
+  }
   size_t cells = 0;
   for (int g = 0; g < TBE_GROUP__COUNT && !L->rc; g++) {
     const PTable *t = table_of(m, g);
@@ -549,6 +599,11 @@ static int check_file(loader *L, const PFile *f) {
       check(L, e->kclass < TBE_KCLASS__COUNT, "kernel class %lld out of range", fl,
             (long long)e->kclass);
       if (e->has_step_ns) cells += m->n_steps;
+      snprintf(fl, sizeof fl, "%s.names[%zu].metric_mean", TABLE_FIELD[g], i);
+      check_means(L, e->n_metric_mean, e->n_metric_samples,
+                  g == TBE_GROUP_KERNEL ? m->n_kernel_metrics : 0, fl);
+      check(L, e->bound_by <= TBE_BOUND_LAUNCH, "bound-by %lld out of range", fl,
+            (long long)e->bound_by);
     }
   }
   check(L, cells <= TBE__STEP_CELLS_MAX, "%lld per-step cells, more than an analysis holds",
@@ -556,6 +611,9 @@ static int check_file(loader *L, const PFile *f) {
   for (size_t i = 0; i < m->n_steps && !L->rc; i++) {
     snprintf(fl, sizeof fl, "Analysis.steps[%zu].class_ns", i);
     check_count(L, m->steps[i]->n_class_ns, TBE_KCLASS__COUNT, fl);
+    snprintf(fl, sizeof fl, "Analysis.steps[%zu].metric_mean", i);
+    check_means(L, m->steps[i]->n_metric_mean, m->steps[i]->n_metric_samples, m->n_gpu_metrics,
+                fl);
   }
   for (size_t i = 0; i < m->n_advice && !L->rc; i++) {
     snprintf(fl, sizeof fl, "Analysis.advice[%zu].kind", i);
@@ -635,6 +693,53 @@ static void load_step(tbe_step_stats *s, const PStep *m) {
   memcpy(s->class_ns, m->class_ns, sizeof s->class_ns);
 }
 
+/* The hardware-metric names and means of a checked file, in the blocks
+ * analysis_metrics.c would have made (tbe__analysis_metric_block).
+ * `mids`: the names' string ids, gpu_metrics then kernel_metrics. */
+static void load_means(tbe_metric_mean *to, const double *mean, const uint64_t *samp, size_t n) {
+  for (size_t i = 0; i < n; i++) to[i].mean = mean[i], to[i].samples = samp[i];
+}
+
+static int load_metrics(tbe_analysis *an, const PAnalysis *m, builder *B, const tbe_str *mids) {
+  size_t ng = m->n_gpu_metrics, nk = m->n_kernel_metrics;
+  if (!ng && !nk) return 0;
+  size_t nkern = an->ngroups[TBE_GROUP_KERNEL];
+  const char **names = tbe__calloc(&an->alloc_, ng + nk, sizeof *names);
+  size_t cells = ng * (an->ndevices + 1 + an->nsteps) + nk * nkern;
+  tbe_metric_mean *block = tbe__calloc(&an->alloc_, cells ? cells : 1, sizeof *block);
+  *tbe__analysis_metric_block(an, 0) = names;
+  *tbe__analysis_metric_block(an, 1) = block; /* freed with `an` */
+  if (!names || !block) return TBE_ENOMEM;
+  for (size_t i = 0; i < ng + nk; i++) names[i] = text(B, mids[i]);
+  an->gpu_metrics = ng ? names : NULL;
+  an->ngpu_metrics = ng;
+  an->kernel_metrics = nk ? names + ng : NULL;
+  an->nkernel_metrics = nk;
+  tbe_metric_mean *p = block;
+  for (size_t i = 0; i <= an->ndevices && ng; i++) {
+    const PDevice *d = i < an->ndevices ? m->devices[i] : m->all;
+    if (!d->n_metric_mean) continue;
+    load_means(p, d->metric_mean, d->metric_samples, ng);
+    (i < an->ndevices ? &an->devices[i] : &an->all)->metrics = p;
+    p += ng;
+  }
+  for (size_t i = 0; i < an->nsteps && ng; i++) {
+    if (!m->steps[i]->n_metric_mean) continue;
+    load_means(p, m->steps[i]->metric_mean, m->steps[i]->metric_samples, ng);
+    an->steps[i].metrics = p;
+    p += ng;
+  }
+  for (size_t i = 0; i < nkern && nk; i++) {
+    const PName *e = m->kernels->names[i];
+    an->groups[TBE_GROUP_KERNEL][i].bound_by = e->bound_by;
+    if (!e->n_metric_mean) continue;
+    load_means(p, e->metric_mean, e->metric_samples, nk);
+    an->groups[TBE_GROUP_KERNEL][i].metrics = p;
+    p += nk;
+  }
+  return 0;
+}
+
 /* Step 4: the analysis of a checked file.  Returns 0 or TBE_ENOMEM. */
 static int build(tbe_analysis **out, tbe_analysis_stamp *stamp, const PFile *f,
                  const tbe_allocator *al) {
@@ -643,6 +748,7 @@ static int build(tbe_analysis **out, tbe_analysis_stamp *stamp, const PFile *f,
   int rc = tbe__analysis_blank(&an, al);
   if (rc) return rc;
   tbe_trace *t = NULL;
+  tbe_str *mids = NULL; /* the metric names' string ids */
   /* The stamp's sources and the string ids of the names, in one block. */
   size_t nnames = 0;
   for (int g = 0; g < TBE_GROUP__COUNT; g++) nnames += table_of(m, g)->n_names;
@@ -671,6 +777,12 @@ static int build(tbe_analysis **out, tbe_analysis_stamp *stamp, const PFile *f,
     }
   }
   tbe_str hint = intern(&B, &m->step_hint);
+  size_t nmn = m->n_gpu_metrics + m->n_kernel_metrics;
+  mids = nmn ? tbe__calloc(&an->alloc_, nmn, sizeof *mids) : NULL;
+  if (nmn && !mids) B.rc = TBE_ENOMEM;
+  for (size_t i = 0; i < nmn && !B.rc; i++)
+    mids[i] = intern(&B, i < m->n_gpu_metrics ? &m->gpu_metrics[i]
+                                              : &m->kernel_metrics[i - m->n_gpu_metrics]);
   for (size_t i = 0; i < m->n_warnings && !B.rc; i++)
     B.rc = tbe_trace_warn(t, "%.*s", (int)m->warnings[i].len,
                           (const char *)m->warnings[i].data);
@@ -766,6 +878,7 @@ static int build(tbe_analysis **out, tbe_analysis_stamp *stamp, const PFile *f,
   an->step_hint_kind = m->step_hint_kind;
   an->step_hint_count = m->step_hint_count;
   an->step_hint_ns = m->step_hint_ns;
+  if ((rc = load_metrics(an, m, &B, mids))) goto done;
   if (stamp) {
     stamp->version = f->format_version;
     stamp->producer = text(&B, producer);
@@ -773,6 +886,7 @@ static int build(tbe_analysis **out, tbe_analysis_stamp *stamp, const PFile *f,
     stamp->nsources = f->n_sources;
   }
 done:
+  if (an) tbe__free(&an->alloc_, mids);
   if (rc) {
     tbe_analysis_free(an);
     return rc;

@@ -12,7 +12,11 @@
  * importing the output gives back the same model.  What Kineto's layout has
  * no place for goes under our own top-level keys, read back by
  * src/import/chrome_json.c: tbexportTrace (source, host, window),
- * tbexportCollection, tbexportWarnings, tbexportSteps.  Syncs sit where
+ * tbexportCollection, tbexportWarnings, tbexportSteps,
+ * tbexportKernelMetrics (the range profiler's per-kernel figures).  A GPU's
+ * hardware-metric counter tracks (tbe_track_is_metric) are "C" events in
+ * the GPU's pid, named by the metric, args {"value": v}: Perfetto makes one
+ * counter track per name in each process, so one per metric per GPU.  Syncs sit where
  * Kineto puts them (pid = device, tid = stream; a stream sync on the row
  * "stream N (sync)", tid + 1000000); a step that no ProfilerStep#N event
  * carries gets one (a user_annotation on its thread), as HTA and
@@ -153,7 +157,8 @@ static int write_metadata(jctx *c) {
   for (size_t i = 0; i < t->ntracks; i++) {
     const tbe_track *tr = &t->tracks[i];
     if (tr->type == TBE_TRACK_THREAD && !has_pid(hosts, nh, tr->pid)) hosts[nh++] = tr->pid;
-    if (tr->type == TBE_TRACK_STREAM && !has_pid(gpus, ng, tr->device)) gpus[ng++] = tr->device;
+    if ((tr->type == TBE_TRACK_STREAM || tbe_track_is_metric(tr)) && !has_pid(gpus, ng, tr->device))
+      gpus[ng++] = tr->device;
   }
   for (size_t i = 0; i < t->ndevices; i++)
     if (!has_pid(gpus, ng, t->devices[i].id)) gpus[ng++] = t->devices[i].id;
@@ -192,6 +197,7 @@ static int write_metadata(jctx *c) {
     size_t ll = nl;
     int n = 0;
     if (tr->type == TBE_TRACK_STREAM && tr->tid < 0) continue; /* unnamed, as in Kineto */
+    if (tbe_track_is_metric(tr)) continue; /* a counter: named by its events */
     if (tr->type == TBE_TRACK_STREAM) {
       if (!nl) {
         n = snprintf(tmp, sizeof tmp, "stream %lld ", (long long)tr->tid);
@@ -311,6 +317,35 @@ static void write_warnings_key(jctx *c) {
   JW_LIT(w, "],\n");
 }
 
+/* "tbexportKernelMetrics": the range profiler's figures per kernel name
+ * and device (tbe_kernel_metrics), which no Kineto field holds. */
+static void write_kernel_metrics_key(jctx *c) {
+  const tbe_trace *t = c->t;
+  jw *w = &c->w;
+  if (!t->nkernel_metrics) return;
+  JW_LIT(w, "  \"tbexportKernelMetrics\": [");
+  for (size_t i = 0; i < t->nkernel_metrics; i++) {
+    const tbe_kernel_metrics *k = &t->kernel_metrics[i];
+    if (i) JW_LIT(w, ",");
+    JW_LIT(w, "\n    {\"name\": ");
+    tbe__jw_str(c, k->name);
+    JW_LIT(w, ", \"device\": ");
+    jw_i64(w, k->device);
+    JW_LIT(w, ", \"launches\": ");
+    jw_i64(w, k->launches > INT64_MAX ? INT64_MAX : (int64_t)k->launches);
+    JW_LIT(w, ", \"metrics\": {");
+    for (uint32_t j = 0; j < k->count; j++) {
+      const tbe_metric_value *v = &t->metric_values[k->first + j];
+      if (j) JW_LIT(w, ", ");
+      tbe__jw_str(c, v->metric);
+      JW_LIT(w, ": ");
+      jw_double(w, v->value);
+    }
+    JW_LIT(w, "}}");
+  }
+  JW_LIT(w, "],\n");
+}
+
 /* As PyTorch: only a distributed run (a known rank) has the key. */
 static void write_dist_key(jctx *c) {
   const tbe_trace *t = c->t;
@@ -344,6 +379,7 @@ static int write_head(jctx *c, const char *host) {
   write_collection_key(c);
   write_warnings_key(c);
   if (list_steps) tbe__jw_steps_key(c);
+  write_kernel_metrics_key(c);
   JW_LIT(w, "  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
   jw_i64(w, c->base);
   JW_LIT(w, ",\n  \"traceEvents\": [");

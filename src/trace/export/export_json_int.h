@@ -268,10 +268,13 @@ void tbe__jw_sink_end(jsink *k);
 /* ---- events (export_json_event.c) ---- */
 
 /* Row of a track: pid and tid as Kineto shows them (GPU: pid = device,
- * tid = stream; a negative stream, as of a context sync, as its absolute
+ * tid = stream; a GPU's metric counters: pid = device, tid 0; a negative stream, as of a context sync, as its absolute
  * value, like Kineto's sanitizeTid). */
 static inline void track_row(const tbe_track *tr, int64_t *pid, int64_t *tid) {
-  if (tr->type == TBE_TRACK_STREAM) {
+  if (tbe_track_is_metric(tr)) { /* a GPU's counters: process-wide, in the GPU's pid */
+    *pid = tr->device;
+    *tid = 0;
+  } else if (tr->type == TBE_TRACK_STREAM) {
     *pid = tr->device;
     *tid = tr->tid >= 0 ? tr->tid : tr->tid == INT64_MIN ? 0 : -tr->tid;
   } else {

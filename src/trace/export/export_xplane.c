@@ -18,6 +18,10 @@
  *   capability stats, a line per stream named "Stream #<id>(<kinds>)", and
  *   kernels/memcpys/memsets carrying kernel_details/memcpy_details/
  *   Memset_details (interned through ref_value) and correlation_id (uint64);
+ *   the GPU's hardware-metric counter tracks as lines named "_counters_"
+ *   (xprof's counter lines: a counter per event name, its "value" stat),
+ *   and the range profiler's kernel figures in the plane stat
+ *   tbexport_kernel_metrics;
  * - a "Task Environment" plane with profile_start_time/profile_stop_time
  *   (uint64 epoch ns), and ours, which xprof does not read: tbexport_source
  *   and the collection counters (tbexport_dropped_records, ..._ended_early),
@@ -538,7 +542,8 @@ static void write_host_plane(xctx *c, const uint8_t *unmarked, size_t nunmarked)
   for (size_t k = 0; k < t->ntracks && !xerr(c); k++) {
     const tbe_track *tr = &t->tracks[k];
     int has_synth = c->synth_at < c->nsynth && c->synth[c->synth_at].track == k;
-    if (tr->type == TBE_TRACK_STREAM || (!tr->count && !has_synth)) continue;
+    if (tr->type == TBE_TRACK_STREAM || tbe_track_is_metric(tr) || (!tr->count && !has_synth))
+      continue;
     const char *tn = tbe_trace_str(t, tr->name);
     size_t tl = tbe_trace_strlen(t, tr->name);
     int n;
@@ -564,6 +569,40 @@ static void write_host_plane(xctx *c, const uint8_t *unmarked, size_t nunmarked)
   if (pid >= 0) plane_stat(c, "process_id", 'i', (uint64_t)pid, NULL);
   write_metadata(c);
   xw_close(&c->w, at);
+}
+
+/* "tbexport_kernel_metrics" on a GPU's plane: the range profiler's
+ * figures of its kernels (tbe_kernel_metrics), one line per kernel name,
+ * "<launches> <n> <metric>=<value> ... <name>\n" (values as %.17g, so
+ * they read back exactly; the name to the end of the line, any newline
+ * in it a space, its text made valid UTF-8).  Ours; xprof does not read
+ * it, src/import/xspace_meta.c does. */
+static void kernel_metrics_stat(xctx *c, int32_t dev) {
+  const tbe_trace *t = c->t;
+  tbe__buf b;
+  tbe__buf_init(&b, c->w.a);
+  for (size_t i = 0; i < t->nkernel_metrics; i++) {
+    const tbe_kernel_metrics *k = &t->kernel_metrics[i];
+    if (k->device != dev) continue;
+    tbe__buf_printf(&b, "%llu %u", (unsigned long long)k->launches, k->count);
+    for (uint32_t j = 0; j < k->count; j++) {
+      const tbe_metric_value *v = &t->metric_values[k->first + j];
+      const char *m = tbe_trace_str(t, v->metric);
+      tbe__buf_putc(&b, ' ');
+      for (; *m; m++) tbe__buf_putc(&b, *m == ' ' || *m == '=' || *m == '\n' ? '_' : *m);
+      tbe__buf_printf(&b, "=%.17g", v->value);
+    }
+    tbe__buf_putc(&b, ' ');
+    size_t at = b.len;
+    tbe__utf8_repair(&b, tbe_trace_str(t, k->name), tbe_trace_strlen(t, k->name), 0);
+    for (size_t x = at; x < b.len; x++)
+      if (b.data[x] == '\n' || b.data[x] == '\0') b.data[x] = ' ';
+    tbe__buf_putc(&b, '\n');
+  }
+  tbe__buf_putc(&b, '\0');
+  if (tbe__buf_error(&b)) c->w.err = TBE_ENOMEM;
+  else if (b.len > 1) plane_stat(c, "tbexport_kernel_metrics", 's', 0, (const char *)b.data);
+  tbe__buf_deinit(&b);
 }
 
 static const char *const STREAM_KINDS[] = {"Compute",   "MemcpyH2D", "MemcpyD2H", "MemcpyD2D",
@@ -610,10 +649,19 @@ static void write_device_plane(xctx *c, int32_t dev) {
     }
     write_line(c, tr, any_kind, tr->tid, name, (size_t)n, 0, 0);
   }
+  /* The GPU's hardware-metric counters: a line "_counters_" per metric
+   * (xprof makes each event of such a line a counter named by the event),
+   * ids from 5<<32. */
+  for (size_t k = 0; k < t->ntracks && !xerr(c); k++) {
+    const tbe_track *tr = &t->tracks[k];
+    if (!tbe_track_is_metric(tr) || tr->device != dev || !tr->count) continue;
+    write_line(c, tr, any_kind, (int64_t)((5ull << 32) + k), "_counters_", 10, 0, 0);
+  }
   const tbe_device *d = NULL;
   for (size_t i = 0; i < t->ndevices; i++)
     if (t->devices[i].id == dev) d = &t->devices[i];
   plane_stat(c, "device_vendor", 's', 0, "Nvidia");
+  kernel_metrics_stat(c, dev);
   if (d) {
     if (d->name) plane_stat(c, "gpu_device_name", 's', 0, tbe_trace_str(t, d->name));
     if (d->clock_khz) plane_stat(c, "clock_rate", 'i', (uint64_t)(int64_t)d->clock_khz, NULL);
@@ -728,7 +776,8 @@ static int xplane_write(const tbe_trace *t, tbe__sink *out, const char *host,
   size_t nd = 0;
   for (size_t i = 0; i < t->ndevices; i++) devs[nd++] = t->devices[i].id;
   for (size_t i = 0; i < t->ntracks; i++)
-    if (t->tracks[i].type == TBE_TRACK_STREAM) devs[nd++] = t->tracks[i].device;
+    if (t->tracks[i].type == TBE_TRACK_STREAM || tbe_track_is_metric(&t->tracks[i]))
+      devs[nd++] = t->tracks[i].device;
   qsort(devs, nd, sizeof *devs, cmp_i32);
   for (size_t i = 0; i < nd && !xerr(c); i++)
     if (i == 0 || devs[i] != devs[i - 1]) write_device_plane(c, devs[i]);

@@ -52,7 +52,7 @@ typedef struct tbe__trace_priv {
   /* capacities of the public arrays */
   size_t cap_events, cap_kernels, cap_memcpys, cap_memsets, cap_syncs, cap_nvtx, cap_counters,
       cap_memory, cap_args, cap_tracks, cap_processes, cap_devices, cap_steps, cap_flows,
-      cap_warnings;
+      cap_warnings, cap_kernel_metrics, cap_metric_values;
 } tbe__trace_priv;
 
 static int fail(tbe_trace *t, int err) {
@@ -108,6 +108,8 @@ void tbe_trace_free(tbe_trace *t) {
   tbe__free(&a, t->steps);
   tbe__free(&a, t->flows);
   tbe__free(&a, t->warnings);
+  tbe__free(&a, t->kernel_metrics);
+  tbe__free(&a, t->metric_values);
   tbe__intern_deinit(&p->strs);
   tbe__index_deinit(&p->tracks);
   tbe__map_deinit(&p->devmap);
@@ -688,6 +690,19 @@ static int demangle_kernels(tbe_trace *t) {
   return rc;
 }
 
+/* The range profiler's kernel names, as the kernels' (demangle_kernels):
+ * so that the per-kernel figures meet the kernel rows by name. */
+static int demangle_kernel_metrics(tbe_trace *t) {
+  int rc = 0;
+  for (size_t i = 0; i < t->nkernel_metrics && !rc; i++) {
+    tbe_kernel_metrics *k = &t->kernel_metrics[i];
+    if (!maybe_mangled(tbe_trace_str(t, k->name))) continue;
+    tbe_str d = demangled_id(t, k->name, &rc);
+    if (!rc && d != TBE_NONE) k->name = d;
+  }
+  return rc;
+}
+
 int tbe_trace_finish(tbe_trace *t) {
   if (!t) return TBE_EINVAL;
   if (t->priv->err) return t->priv->err;
@@ -696,6 +711,7 @@ int tbe_trace_finish(tbe_trace *t) {
   if (!rc) rc = link_events(t);
   if (!rc) rc = derive_steps(t);
   if (!rc) rc = demangle_kernels(t);
+  if (!rc) rc = demangle_kernel_metrics(t);
   if (rc) return rc;
   if (t->nevents && (t->start_ns == 0 || t->stop_ns == 0)) {
     int64_t lo = INT64_MAX, hi = INT64_MIN;
@@ -913,3 +929,70 @@ DETAIL_ACCESSOR(tbe_trace_sync, tbe_sync, syncs, nsyncs, TBE_EV_SYNC, TBE_EV_SYN
 DETAIL_ACCESSOR(tbe_trace_nvtx, tbe_nvtx, nvtx, nnvtx, TBE_EV_NVTX_RANGE, TBE_EV_NVTX_MARK)
 DETAIL_ACCESSOR(tbe_trace_memory, tbe_memory, memory, nmemory, TBE_EV_MEMORY, TBE_EV_MEMORY)
 DETAIL_ACCESSOR(tbe_trace_counter, tbe_counter, counters, ncounters, TBE_EV_COUNTER, TBE_EV_COUNTER)
+
+/* ---- hardware metrics ---- */
+
+/* Metric tracks' tids: below any thread id or stream id an input gives
+ * (the Chrome importer's counter tids start at -2^32). */
+#define METRIC_TID_BASE (-((int64_t)3 << 40))
+
+int tbe_trace_metric_track(tbe_trace *t, int64_t pid, int32_t device, tbe_str metric,
+                           uint32_t *out) {
+  if (!t || !out || device < 0 || metric == 0) return TBE_EINVAL;
+  int rc = tbe_trace_track(t, TBE_TRACK_OTHER, pid, METRIC_TID_BASE - (int64_t)metric, device, out);
+  if (!rc && !t->tracks[*out].name) t->tracks[*out].name = metric;
+  return rc;
+}
+
+int tbe_track_is_metric(const tbe_track *tr) {
+  return tr && tr->type == TBE_TRACK_OTHER && tr->device >= 0;
+}
+
+int tbe_trace_add_kernel_metrics(tbe_trace *t, tbe_str name, int32_t device, uint64_t launches,
+                                 const tbe_metric_value *v, size_t n) {
+  if (!t || (n && !v)) return TBE_EINVAL;
+  if (t->priv->err) return t->priv->err;
+  if (n > UINT32_MAX / 2 || t->nmetric_values + n >= UINT32_MAX) return fail(t, TBE_ETOOBIG);
+  size_t at = t->nkernel_metrics;
+  for (size_t i = 0; i < t->nkernel_metrics; i++)
+    if (t->kernel_metrics[i].name == name && t->kernel_metrics[i].device == device) at = i;
+  if (at == t->nkernel_metrics) GROW1(t, kernel_metrics, nkernel_metrics, cap_kernel_metrics);
+  void *pp = t->metric_values;
+  if (tbe__grow(&t->priv->a, &pp, &t->priv->cap_metric_values, t->nmetric_values + n,
+                sizeof *t->metric_values))
+    return fail(t, TBE_ENOMEM);
+  t->metric_values = pp;
+  /* a metric given twice keeps the last: copy, dropping earlier duplicates */
+  uint32_t first = (uint32_t)t->nmetric_values, count = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t j = i + 1;
+    while (j < n && v[j].metric != v[i].metric) j++;
+    if (j < n) continue;
+    t->metric_values[first + count] = v[i];
+    t->metric_values[first + count].reserved = 0;
+    count++;
+  }
+  t->nmetric_values += count;
+  tbe_kernel_metrics *k = &t->kernel_metrics[at];
+  k->name = name;
+  k->device = device;
+  k->launches = launches;
+  k->first = first;
+  k->count = count;
+  if (at == t->nkernel_metrics) t->nkernel_metrics++;
+  t->priv->finished = 0;
+  return 0;
+}
+
+int tbe_kernel_metrics_get(const tbe_trace *t, const tbe_kernel_metrics *km, const char *metric,
+                           double *v) {
+  if (!t || !km || !metric) return TBE_EINVAL;
+  for (uint32_t i = 0; i < km->count; i++) {
+    const tbe_metric_value *x = &t->metric_values[km->first + i];
+    if (strcmp(tbe_trace_str(t, x->metric), metric) == 0) {
+      if (v) *v = x->value;
+      return 0;
+    }
+  }
+  return 1;
+}

@@ -179,4 +179,20 @@ int tbe__report_options(const tbe_report_options *o, tbe_report_options *oo);
  * returns TBE_ENOMEM after an allocation failure. */
 int tbe__report_finish(tbe__buf *b, char **out, size_t *len);
 
+/* ---- hardware metrics (report_metrics.c): nothing without them ---- */
+
+/* `v` in the unit its name's suffix says (_pct, _bytes_per_s, _hz, _ns). */
+const char *tbe__metric_fmt(char *buf, size_t n, const char *name, double v);
+/* Per-GPU PM means: a table (md 0) or Markdown. */
+void tbe__metrics_gpu(tbe__buf *b, const tbe_analysis *an, int md);
+/* The kernels' figures and bound-by verdicts, the first o->top kernels. */
+void tbe__metrics_kernels(tbe__buf *b, const tbe_analysis *an, const tbe_report_options *o,
+                          int md);
+/* CSV sections gpu_metric and kernel_metric. */
+void tbe__metrics_csv(tbe__buf *b, const tbe_analysis *an, const tbe_report_options *o);
+/* JSON members: ,"gpu_metrics":{...} of `m`; a kernel entry's
+ * ,"metrics":{...},"metric_launches":N,"bound_by":"...". */
+void tbe__metrics_json_gpu(tbe__buf *b, const tbe_analysis *an, const tbe_metric_mean *m);
+void tbe__metrics_json_kernel(tbe__buf *b, const tbe_analysis *an, const tbe_name_stats *e);
+
 #endif

@@ -502,8 +502,10 @@ void tbe__rep_summary_table(tbe__buf *b, tbe_analysis *an, const tbe_report_opti
   tbe__buf_putc(b, '\n');
   overview_table(b, an, o->width);
   host_lines(b, an);
+  tbe__metrics_gpu(b, an, 0);
   class_table(b, &an->all, 0);
   for (int g = 0; g < TBE_GROUP__COUNT; g++) name_table(b, an, (tbe_group_kind)g, o);
+  tbe__metrics_kernels(b, an, o, 0);
   steps_table(b, an);
   tbe__step_hint_text(b, an, o, NULL, NULL);
   advice_lines(b, an, 0);
@@ -593,8 +595,10 @@ void tbe__rep_summary_md(tbe__buf *b, tbe_analysis *an, const tbe_report_options
                     tbe__pct(d->busy_ns, d->wall_ns), v[1], (unsigned long long)d->kernel_count, v[2],
                     v[3], v[4], v[5], d->launch_median_ns >= 0 ? tbe__dur(y, d->launch_median_ns) : "-");
   }
+  tbe__metrics_gpu(b, an, 1);
   class_table(b, &an->all, 1);
   for (int g = 0; g < TBE_GROUP__COUNT; g++) md_group(b, an, (tbe_group_kind)g, o);
+  tbe__metrics_kernels(b, an, o, 1);
   if (an->nsteps) {
     tbe__buf_puts(b, "\n## Steps\n\n| step | time | host | GPU busy % | kernel time | kernels |\n"
                      "|---:|---:|---:|---:|---:|---:|\n");
@@ -637,6 +641,7 @@ void tbe__summary_names(tbe__buf *b, const tbe_analysis *an, const tbe_report_op
   for (int g = 0; g < TBE_GROUP__COUNT && o->format == TBE_REPORT_MARKDOWN; g++)
     md_group(b, an, (tbe_group_kind)g, o);
   if (o->format == TBE_REPORT_CSV) names_csv(b, an, o);
+  if (o->format == TBE_REPORT_CSV) tbe__metrics_csv(b, an, o);
 }
 
 void tbe__rep_summary_csv(tbe__buf *b, tbe_analysis *an, const tbe_report_options *o) {
@@ -736,7 +741,9 @@ static void json_device(tbe__buf *b, const tbe_analysis *an, const tbe_device_st
                     (unsigned long long)d->class_count[k]);
     first = 0;
   }
-  tbe__buf_puts(b, "}}");
+  tbe__buf_putc(b, '}');
+  tbe__metrics_json_gpu(b, an, d->metrics);
+  tbe__buf_putc(b, '}');
 }
 
 void tbe__summary_json(tbe__buf *b, const tbe_analysis *an, const tbe_report_options *o,
@@ -783,8 +790,10 @@ void tbe__summary_json(tbe__buf *b, const tbe_analysis *an, const tbe_report_opt
                       tbe__pct(e->self_ns, an->group_total_ns[g]),
                       (long long)(e->calls ? e->total_ns / (int64_t)e->calls : 0),
                       (long long)e->min_ns, (long long)e->max_ns);
-      if (g == TBE_GROUP_KERNEL)
+      if (g == TBE_GROUP_KERNEL) {
         tbe__buf_printf(b, ",\"class\":\"%s\"", tbe_kernel_class_name(e->kclass));
+        tbe__metrics_json_kernel(b, an, e);
+      }
       if (e->step_ns) {
         tbe__buf_puts(b, ",\"step_ns\":[");
         for (size_t s = 0; s < an->nsteps; s++)
@@ -811,7 +820,9 @@ void tbe__summary_json(tbe__buf *b, const tbe_analysis *an, const tbe_report_opt
     for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++)
       tbe__buf_printf(b, "%s\"%s\":%lld", k ? "," : "", tbe_kernel_class_name(k),
                       (long long)s->class_ns[k]);
-    tbe__buf_puts(b, "}}");
+    tbe__buf_putc(b, '}');
+    tbe__metrics_json_gpu(b, an, s->metrics);
+    tbe__buf_putc(b, '}');
   }
   tbe__buf_puts(b, "],\"step_stats\":");
   tbe__json_dist(b, &an->step_dist);
