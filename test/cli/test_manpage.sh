@@ -7,6 +7,8 @@
 # installed); the completion completes commands, values and run names.
 # usage: test_manpage.sh TBEXPORT_BINARY TEST_DATA_DIR
 set -euo pipefail
+# (No `grep -q` at the end of a pipe: under pipefail a grep that quits at its
+# first match can kill the writer with SIGPIPE and fail the check at random.)
 bin=$1
 docs=$(cd "$(dirname "$0")/../../docs" && pwd)
 page=$docs/tbexport.1
@@ -42,7 +44,7 @@ for cmd in "" profile import summary diff inspect; do
     grep -qE -- "(^|[^a-z-])$o([^a-z-]|$)" "$work/page" || fail "docs/tbexport.1 lacks $o (of tbexport $cmd --help)"
     if [ -n "$cmd" ] || [ "$o" = --help ] || [ "$o" = --version ]; then
       complete_words tbexport $cmd -- >/dev/null 2>&1 || true
-      complete_words tbexport $cmd "${o:0:4}" | grep -qx -- "$o" ||
+      complete_words tbexport $cmd "${o:0:4}" | grep -x -- "$o" >/dev/null ||
         fail "the completion does not offer $o after 'tbexport $cmd'"
     fi
     checked=$((checked + 1))
@@ -51,19 +53,19 @@ done
 [ "$checked" -ge 40 ] || fail "only $checked options checked"
 for c in import summary diff inspect profile; do
   grep -qE "^\.(B|BR) (tbexport )?$c" "$work/page" || fail "docs/tbexport.1 has no entry for $c"
-  complete_words tbexport "${c:0:2}" | grep -qx "$c" || fail "the completion does not offer $c"
+  complete_words tbexport "${c:0:2}" | grep -x "$c" >/dev/null || fail "the completion does not offer $c"
 done
 
 # Values and run names.
-complete_words tbexport summary --format "" | grep -qx markdown || fail "completion of --format"
-complete_words tbexport import --format "" | grep -qx xplane || fail "completion of import --format"
+complete_words tbexport summary --format "" | grep -x markdown >/dev/null || fail "completion of --format"
+complete_words tbexport import --format "" | grep -x xplane >/dev/null || fail "completion of import --format"
 "$bin" import "$(dirname "$0")/../data/cli/small.trace.json" --logdir "$work/ld" --run base_run \
   --host h --quiet >/dev/null || fail "import"
-complete_words tbexport diff --logdir "$work/ld" ba | grep -qx base_run || fail "completion of run names"
+complete_words tbexport diff --logdir "$work/ld" ba | grep -x base_run >/dev/null || fail "completion of run names"
 
 if command -v man >/dev/null; then
   warn=$(MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null) || fail "man -l: exit status"
   [ -z "$warn" ] || fail "man warns: $warn"
-  MANWIDTH=80 man -l "$page" 2>/dev/null | grep -qE "tbexport +- +turn GPU activity" || fail "man -l: no NAME"
+  MANWIDTH=80 man -l "$page" 2>/dev/null | grep -E "tbexport +- +turn GPU activity" >/dev/null || fail "man -l: no NAME"
 fi
 echo "test_manpage: $checked options of 6 --help texts in the page and the completion"
