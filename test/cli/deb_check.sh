@@ -37,7 +37,7 @@ cmake --build "$b" -j"$(nproc)" >"$work/build.log" 2>&1 || { tail -30 "$work/bui
 DESTDIR=$work/stage cmake --install "$b" >"$work/install.log" || fail "DESTDIR install"
 pc=$work/stage/usr/lib/$ma/pkgconfig/tbexport.pc
 [ -f "$pc" ] || fail "no usr/lib/$ma/pkgconfig/tbexport.pc in the DESTDIR install"
-grep -qx "prefix=/usr" "$pc" && grep -qx "libdir=/usr/lib/$ma" "$pc" && grep -qx "includedir=/usr/include" "$pc" ||
+grep -x "prefix=/usr" >/dev/null "$pc" && grep -x "libdir=/usr/lib/$ma" >/dev/null "$pc" && grep -x "includedir=/usr/include" >/dev/null "$pc" ||
   fail "tbexport.pc of a /usr install: $(head -3 "$pc" | tr '\n' ' ')"
 grep -q rpath "$pc" && fail "tbexport.pc of a /usr install has a run path"
 [ -f "$work/stage/usr/lib/$ma/libtbexport.so" ] && [ -f "$work/stage/usr/bin/tbexport" ] &&
@@ -59,7 +59,7 @@ ver=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$b/CMakeCache.txt")
 arch=$(dpkg --print-architecture)
 rt=$b/tbexport_${ver}_$arch.deb dev=$b/tbexport-dev_${ver}_$arch.deb
 [ -f "$rt" ] && [ -f "$dev" ] || fail "cpack made: $(ls "$b"/*.deb 2>/dev/null)"
-has() { dpkg-deb -c "$1" | awk '{print $6}' | grep -qx "./$2" || fail "$(basename "$1") lacks /$2"; }
+has() { dpkg-deb -c "$1" | awk '{print $6}' | grep -x "./$2" >/dev/null || fail "$(basename "$1") lacks /$2"; }
 has "$rt" usr/bin/tbexport
 has "$rt" "usr/lib/$ma/libtbexport.so.$ver"
 has "$rt" usr/share/man/man1/tbexport.1
@@ -69,17 +69,17 @@ for f in usr/include/tbexport.h usr/include/tbexport/writer.h "usr/lib/$ma/libtb
   "usr/lib/$ma/libtbexport.a" "usr/lib/$ma/pkgconfig/tbexport.pc" "usr/lib/$ma/cmake/tbexport/tbexportConfig.cmake"; do
   has "$dev" "$f"
 done
-dpkg-deb -c "$rt" | grep -q "usr/include" && fail "the runtime package holds headers"
-dpkg-deb -f "$rt" Depends | grep -q "libprotobuf-c1" || fail "tbexport Depends: $(dpkg-deb -f "$rt" Depends)"
+dpkg-deb -c "$rt" | grep "usr/include" >/dev/null && fail "the runtime package holds headers"
+dpkg-deb -f "$rt" Depends | grep "libprotobuf-c1" >/dev/null || fail "tbexport Depends: $(dpkg-deb -f "$rt" Depends)"
 for d in "tbexport (= $ver)" libprotobuf-c-dev libyajl-dev zlib1g-dev libsqlite3-dev; do
-  dpkg-deb -f "$dev" Depends | grep -qF "$d" || fail "tbexport-dev does not depend on $d"
+  dpkg-deb -f "$dev" Depends | grep -F "$d" >/dev/null || fail "tbexport-dev does not depend on $d"
 done
 
 # ---- unpacked: the program runs, the sample builds ----
 u=$work/unpacked
 dpkg-deb -x "$rt" "$u" && dpkg-deb -x "$dev" "$u"
-grep -qx "libdir=/usr/lib/$ma" "$u/usr/lib/$ma/pkgconfig/tbexport.pc" || fail "the packaged .pc"
-env -u LD_LIBRARY_PATH "$u/usr/bin/tbexport" --version | grep -qx "tbexport $ver" || fail "unpacked tbexport --version"
+grep -x "libdir=/usr/lib/$ma" >/dev/null "$u/usr/lib/$ma/pkgconfig/tbexport.pc" || fail "the packaged .pc"
+env -u LD_LIBRARY_PATH "$u/usr/bin/tbexport" --version | grep -x "tbexport $ver" >/dev/null || fail "unpacked tbexport --version"
 env -u LD_LIBRARY_PATH "$u/usr/bin/tbexport" import "$src/test/data/cli/small.trace.json" --logdir "$work/ld" \
   --run r --host h --quiet >/dev/null || fail "unpacked tbexport import"
 flags=$(PKG_CONFIG_PATH="$u/usr/lib/$ma/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$u" pkg-config --cflags --libs tbexport)

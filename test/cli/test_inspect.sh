@@ -10,18 +10,18 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # help
 "$bin" inspect --help >"$work/help" || fail "--help exit status"
-grep -q "usage: tbexport inspect" "$work/help" || fail "--help text"
+grep "usage: tbexport inspect" >/dev/null "$work/help" || fail "--help text"
 
 # the golden log directory: every run and tag
 "$bin" inspect "$data/tensorboard/run1" >"$work/out" || fail "inspect run1 exit status"
-grep -q "4 runs, 115 events" "$work/out" || fail "run/event count: $(head -1 "$work/out")"
+grep "4 runs, 115 events" >/dev/null "$work/out" || fail "run/event count: $(head -1 "$work/out")"
 for t in loss/train lr weights img pr notes/text_summary custom_scalars__config__ \
          _hparams_/experiment hparam/acc multi; do
   grep -Eq "^    $t +count" "$work/out" || fail "tag $t missing"
 done
 grep -Eq "^    loss/train +count 50 +steps 0\.\.49 +wall 2023-11-14T22:13:20\.000Z \.\. 2023-11-14T22:14:09\.000Z" \
   "$work/out" || fail "loss/train line"
-grep -q "^run multi_b" "$work/out" || fail "run multi_b"
+grep "^run multi_b" >/dev/null "$work/out" || fail "run multi_b"
 
 # --dump: one JSON object per event
 so="$data/tensorboard/scalars_only/events.out.tfevents.1796205392.vm.580.4.golden"
@@ -46,13 +46,13 @@ set +e
 st=$?
 set -e
 [ $st -eq 2 ] || fail "corrupt file exit status $st"
-grep -q "corrupt record at byte offset 164" "$work/err" || fail "corrupt message: $(cat "$work/err")"
+grep "corrupt record at byte offset 164" >/dev/null "$work/err" || fail "corrupt message: $(cat "$work/err")"
 
 # a truncated tail: a warning with the offset, exit 0
 head -c 230 "$so" >"$work/events.out.tfevents.cut"
 "$bin" inspect "$work/events.out.tfevents.cut" >"$work/out" 2>"$work/err" || fail "truncated exit status"
-grep -q "warning: .*byte offset 203" "$work/err" || fail "truncated warning: $(cat "$work/err")"
-grep -q "4 events" "$work/out" || fail "truncated: events before the cut"
+grep "warning: .*byte offset 203" >/dev/null "$work/err" || fail "truncated warning: $(cat "$work/err")"
+grep "4 events" >/dev/null "$work/out" || fail "truncated: events before the cut"
 
 # usage errors
 expect2() {
@@ -89,15 +89,15 @@ timeout 20 "$bin" inspect "$L" >"$work/out" 2>"$work/err"
 st=$?
 set -e
 [ $st -eq 0 ] || fail "inspect of a tree with links: exit $st: $(cat "$work/err")"
-head -1 "$work/out" | grep -q ": 5 runs, 121 events$" || fail "links: $(head -1 "$work/out") (want 5 runs, 121 events)"
+head -1 "$work/out" | grep ": 5 runs, 121 events$" >/dev/null || fail "links: $(head -1 "$work/out") (want 5 runs, 121 events)"
 [ "$(grep -c '^run ' "$work/out")" -eq 5 ] || fail "links: $(grep -c '^run ' "$work/out") runs listed"
-grep -q "^run out/ext " "$work/out" || fail "links: the run outside is not listed as out/ext"
-! grep -q "^run latest" "$work/out" || fail "links: runs listed again through latest"
+grep "^run out/ext " >/dev/null "$work/out" || fail "links: the run outside is not listed as out/ext"
+! grep "^run latest" >/dev/null "$work/out" || fail "links: runs listed again through latest"
 for l in latest a/to_b b/to_a out_again; do
-  grep -qF "skipped $L/$l: a symbolic link to a directory already read: not followed" "$work/out" ||
+  grep -F "skipped $L/$l: a symbolic link to a directory already read: not followed" >/dev/null "$work/out" ||
     fail "links: $l not listed as skipped"
 done
-grep -qF "skipped $L/a/events.out.tfevents.fifo: a FIFO, not a regular file: not opened" "$work/out" ||
+grep -F "skipped $L/a/events.out.tfevents.fifo: a FIFO, not a regular file: not opened" >/dev/null "$work/out" ||
   fail "links: the FIFO is not listed"
 # a FIFO given as PATH: one line, exit 2, no hang
 set +e
@@ -105,7 +105,7 @@ timeout 20 "$bin" inspect "$L/a/events.out.tfevents.fifo" >/dev/null 2>"$work/er
 st=$?
 set -e
 [ $st -eq 2 ] || fail "inspect FIFO: exit $st"
-[ "$(wc -l <"$work/err")" -eq 1 ] && grep -q "is a FIFO, not an event file or a directory" "$work/err" ||
+[ "$(wc -l <"$work/err")" -eq 1 ] && grep "is a FIFO, not an event file or a directory" >/dev/null "$work/err" ||
   fail "inspect FIFO: $(cat "$work/err")"
 
 # ---- files that are not event files: what they are, in one line, exit 2 ----
@@ -117,7 +117,7 @@ not_events() { # FILE WHAT HINT
   set -e
   [ $st -eq 2 ] || fail "inspect $1: exit $st"
   [ "$(wc -l <"$work/err")" -eq 1 ] || fail "inspect $1: $(wc -l <"$work/err") lines"
-  grep -qF "$1 is $2, not a TensorBoard event file; use \`$3 $1" "$work/err" ||
+  grep -F "$1 is $2, not a TensorBoard event file; use \`$3 $1" >/dev/null "$work/err" ||
     fail "inspect $1: $(cat "$work/err")"
   [ ! -s "$work/out" ] || fail "inspect $1 wrote to stdout"
 }
@@ -143,7 +143,7 @@ while IFS= read -r f; do
       st=$?
       set -e
       [ $st -eq 2 ] && [ "$(wc -l <"$work/err")" -eq 1 ] &&
-        grep -qF "$f is a tbexport analysis file (the figures of a run's host that summary and diff read instead of its traces), not a TensorBoard event file; use \`tbexport summary --logdir $work/ld r1\`" "$work/err" ||
+        grep -F "$f is a tbexport analysis file (the figures of a run's host that summary and diff read instead of its traces), not a TensorBoard event file; use \`tbexport summary --logdir $work/ld r1\`" >/dev/null "$work/err" ||
         fail "inspect $f: exit $st, $(cat "$work/err")" ;;
     *) fail "import wrote $f, which this test does not know" ;;
   esac
