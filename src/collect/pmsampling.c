@@ -1,0 +1,746 @@
+/* pmsampling.c: PM sampling of the GPU's counters into the spool, and the
+ * plumbing both kinds of hardware metrics share (hwmetrics.h): the CUPTI
+ * callback subscription, metric ids, failure statuses.
+ *
+ * Metrics.  Each short name (the spool's and the reports' vocabulary) is
+ * read from the first of its CUPTI metrics that the profiler host API
+ * accepts for the device's chip (cuptiProfilerHostGetMetricProperties;
+ * checked with the host API alone: GH100, GA100 and AD102 accept the
+ * first of each list but NVLink on AD102); names no candidate of which
+ * the chip knows are left out, and the device samples the rest.  PM
+ * sampling needs the whole set in one pass: where the chip cannot, the
+ * set is built greedily in the table's order, dropping what does not fit.
+ * The metric behind each name is written into its TBE__SP_METRIC_DEF.
+ *
+ * Sampling.  CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL at 1e9/hz ns
+ * (Ampere GA10x and later; else the device reports "unsupported"), the
+ * hardware buffer in KEEP_LATEST mode (KEEP_OLDEST where refused).  The
+ * background thread drains it every TBE__PM_TICK_S: at 10 kHz that is 500
+ * samples a tick against a counter data image of TBE__PM_SAMPLES and a
+ * hardware buffer of TBE__PM_HWBUF bytes, so a drain that runs late by
+ * seconds still loses nothing.  When CUPTI says the hardware buffer
+ * overflowed, the samples lost are estimated from the gap in time before
+ * the next sample decoded (at least one) and counted into the status.
+ *
+ * Each decoded sample is evaluated (cuptiProfilerHostEvaluateToGpuValues,
+ * the sample's index as the range) and appended to a TBE__SP_METRIC_SAMPLES
+ * item; an item holds what fits its 16-bit body and goes into the
+ * collector's batch, which the background thread writes as one frame per
+ * tick: a crash loses at most the last tick of samples (the collector's
+ * crash path runs a tick too).
+ *
+ * Invariants: the PM devices, metric ids and item bodies belong to the
+ * decoding thread; H.mu guards only what callbacks touch (wanted devices,
+ * queued failures). */
+#include "collect/hwmetrics.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tbexport/error.h"
+#include "tbexport/profiler.h"
+
+#define TBE__PM_TICK_S 0.05          /* drain period while sampling */
+#define TBE__PM_IDLE_S 0.5           /* tick period otherwise */
+#define TBE__PM_SAMPLES 4096u        /* samples a counter data image holds */
+#define TBE__PM_HWBUF ((size_t)128 << 20) /* CUPTI's hardware buffer per device */
+#define TBE__PM_STATUS_S 1.0         /* a running status item this often */
+#define TBE__MAXDEV 64
+#define TBE__MAXMET 64
+#define TBE__MAXFAIL 64
+#define TBE__ITEM_MAX 65535u         /* an item's body: u16 length */
+
+/* ---- the metric table ---- */
+
+typedef struct pmdef {
+  const char *name;
+  unsigned unit;
+  const char *src[2]; /* candidates, first accepted wins */
+} pmdef;
+
+static const pmdef pm_defs[] = {
+    {"sm_active_pct", TBE__MU_PCT, {"sm__cycles_active.avg.pct_of_peak_sustained_elapsed"}},
+    {"occupancy_pct", TBE__MU_PCT, {"sm__warps_active.avg.pct_of_peak_sustained_elapsed"}},
+    {"tensor_active_pct",
+     TBE__MU_PCT,
+     {"sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+      "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed"}},
+    {"dram_read_pct", TBE__MU_PCT, {"dram__bytes_read.sum.pct_of_peak_sustained_elapsed"}},
+    {"dram_write_pct", TBE__MU_PCT, {"dram__bytes_write.sum.pct_of_peak_sustained_elapsed"}},
+    /* rx: data into the GPU (its reads over PCIe: host-to-device copies);
+     * tx: data out of it (its writes) */
+    {"pcie_rx_bytes_per_s", TBE__MU_BYTES_PER_S, {"pcie__read_bytes.sum.per_second"}},
+    {"pcie_tx_bytes_per_s", TBE__MU_BYTES_PER_S, {"pcie__write_bytes.sum.per_second"}},
+    {"nvlink_rx_bytes_per_s", TBE__MU_BYTES_PER_S, {"nvlrx__bytes.sum.per_second"}},
+    {"nvlink_tx_bytes_per_s", TBE__MU_BYTES_PER_S, {"nvltx__bytes.sum.per_second"}},
+    {"sm_clock_hz", TBE__MU_HZ, {"gpc__cycles_elapsed.avg.per_second", "sm__cycles_elapsed.avg.per_second"}},
+    {"dram_clock_hz", TBE__MU_HZ, {"dram__cycles_elapsed.avg.per_second"}},
+};
+#define NPM (sizeof pm_defs / sizeof pm_defs[0])
+
+/* ---- state ---- */
+
+enum { PM_NONE = 0, PM_RUNNING, PM_FAILED, PM_DONE };
+
+typedef struct pmdev {
+  int state;
+  CUpti_PmSampling_Object *obj;
+  tbe__ph_object *host;
+  uint8_t *config, *data;
+  size_t config_size, data_size;
+  const char *names[NPM];   /* the CUPTI metrics sampled */
+  unsigned which[NPM];      /* pm_defs index of each */
+  size_t n;
+  size_t consumed;          /* samples of the image already written */
+  uint64_t samples, overflow, status_samples;
+  int overflow_pending;     /* the next sample's gap tells how many were lost */
+  int64_t last_end;
+  double last_status;
+  uint8_t *item;            /* the item being filled */
+  size_t item_len;
+  uint32_t item_n;
+} pmdev;
+
+typedef struct fail {
+  unsigned kind, status;
+  uint32_t device;
+  char reason[240];
+} fail;
+
+static struct {
+  pthread_mutex_t mu;       /* wanted, fails, said */
+  const tbe__cupti_metrics_api *api;
+  CUptiResult (*result_string)(CUptiResult r, const char **s);
+  tbe__hwm_config cfg;
+  int active;
+  CUpti_SubscriberHandle sub;
+  int subscribed;
+  int prof_ready;           /* cuptiProfilerInitialize: 0 not yet, 1 done, -1 failed */
+  atomic_uchar wanted[TBE__MAXDEV];
+  pmdev dev[TBE__MAXDEV];
+  double now;               /* seconds of ticking, for the status period */
+  struct {
+    char *name, *source;
+    unsigned unit;
+    int defined;
+  } met[TBE__MAXMET];
+  uint32_t nmet;
+  fail fails[TBE__MAXFAIL];
+  unsigned nfail;
+  unsigned said[3];         /* per kind: statuses already said (bit per status) */
+} H = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* ---- errors and statuses ---- */
+
+const char *tbe__hwm_err(CUptiResult r) {
+  const char *s = NULL;
+  if (H.result_string && H.result_string(r, &s) == CUPTI_SUCCESS && s) return s;
+  return "CUPTI error";
+}
+
+unsigned tbe__hwm_status_of(CUptiResult r) {
+  switch (r) {
+    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES: return TBE__MS_NO_PERMISSION;
+    case CUPTI_ERROR_HARDWARE_BUSY:
+    case CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED:
+    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: return TBE__MS_BUSY;
+    case CUPTI_ERROR_NOT_SUPPORTED:
+    case CUPTI_ERROR_NOT_COMPATIBLE:
+    case CUPTI_ERROR_API_NOT_IMPLEMENTED:
+    case CUPTI_ERROR_LEGACY_PROFILER_NOT_SUPPORTED:
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_CONFIDENTIAL_COMPUTING_NOT_SUPPORTED:
+    case CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_SLI_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_WSL_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_INVALID_CHIP_NAME: return TBE__MS_UNSUPPORTED;
+    default: return TBE__MS_FAILED;
+  }
+}
+
+void tbe__hwm_fail(unsigned kind, uint32_t device, unsigned status, const char *what,
+                   CUptiResult r) {
+  fail f;
+  memset(&f, 0, sizeof f);
+  f.kind = kind;
+  f.device = device;
+  f.status = status;
+  const char *err = r == CUPTI_SUCCESS ? NULL : tbe__hwm_err(r);
+  switch (status) {
+    case TBE__MS_NO_PERMISSION:
+      snprintf(f.reason, sizeof f.reason,
+               "no permission to read the GPU's performance counters (%s: the driver allows "
+               "admin users only, NVreg_RestrictProfilingToAdminUsers=1)",
+               what);
+      break;
+    case TBE__MS_BUSY:
+      snprintf(f.reason, sizeof f.reason, "another profiler holds the GPU's counters (%s: %s)",
+               what, err ? err : "busy");
+      break;
+    case TBE__MS_UNSUPPORTED:
+      snprintf(f.reason, sizeof f.reason, "not supported here (%s%s%s)", what, err ? ": " : "",
+               err ? err : "");
+      break;
+    default:
+      snprintf(f.reason, sizeof f.reason, "%s failed%s%s", what, err ? ": " : "", err ? err : "");
+  }
+  pthread_mutex_lock(&H.mu);
+  if (H.nfail < TBE__MAXFAIL) H.fails[H.nfail++] = f;
+  pthread_mutex_unlock(&H.mu);
+}
+
+static void put_status(tbe__hwm_out *o, unsigned kind, uint32_t device, unsigned status,
+                       uint64_t samples, uint64_t overflow, const char *reason) {
+  uint8_t body[sizeof(tbe__sp_metric_status) + 256];
+  tbe__sp_metric_status st;
+  memset(&st, 0, sizeof st);
+  st.kind = kind;
+  st.device = device;
+  st.status = status;
+  st.samples = samples;
+  st.overflow = overflow;
+  size_t rl = reason ? strlen(reason) : 0;
+  if (rl > 256) rl = 256;
+  memcpy(body, &st, sizeof st);
+  if (rl) memcpy(body + sizeof st, reason, rl);
+  tbe__spool_item(o->batch, TBE__SP_METRIC_STATUS, body, sizeof st + rl);
+}
+
+/* Writes the queued failures: a status item and a note each, and one line
+ * per kind and status for the user. */
+static void drain_fails(tbe__hwm_out *o) {
+  fail fs[TBE__MAXFAIL];
+  unsigned n, said_before[3];
+  pthread_mutex_lock(&H.mu);
+  n = H.nfail;
+  memcpy(fs, H.fails, n * sizeof *fs);
+  H.nfail = 0;
+  memcpy(said_before, H.said, sizeof said_before);
+  pthread_mutex_unlock(&H.mu);
+  for (unsigned i = 0; i < n; i++) {
+    const fail *f = &fs[i];
+    const char *what = f->kind == TBE__MKIND_PM_SAMPLING ? "GPU metrics (PM sampling)"
+                                                         : "kernel metrics (range profiler)";
+    char line[400];
+    if (f->device == UINT32_MAX)
+      snprintf(line, sizeof line, "%s off: %s; the activity trace is still collected", what,
+               f->reason);
+    else
+      snprintf(line, sizeof line, "%s off on device %u: %s; the activity trace is still collected",
+               what, f->device, f->reason);
+    put_status(o, f->kind, f->device, f->status, 0, 0, f->reason);
+    tbe__spool_item(o->batch, TBE__SP_NOTE, line, strlen(line));
+    unsigned k = f->kind < 3 ? f->kind : 0, bit = 1u << f->status;
+    if (!(said_before[k] & bit)) {
+      said_before[k] |= bit;
+      if (o->say) o->say(o->say_ctx, line);
+    }
+  }
+  pthread_mutex_lock(&H.mu);
+  memcpy(H.said, said_before, sizeof said_before);
+  pthread_mutex_unlock(&H.mu);
+}
+
+/* ---- metric ids ---- */
+
+uint32_t tbe__hwm_metric_id(tbe__hwm_out *o, const char *name, const char *source,
+                            unsigned unit) {
+  uint32_t i;
+  for (i = 0; i < H.nmet; i++)
+    if (strcmp(H.met[i].name, name) == 0 && strcmp(H.met[i].source, source) == 0) break;
+  if (i == H.nmet) {
+    if (H.nmet == TBE__MAXMET) return 0;
+    char *a = strdup(name), *b = strdup(source);
+    if (!a || !b) {
+      free(a);
+      free(b);
+      return 0;
+    }
+    H.met[i].name = a;
+    H.met[i].source = b;
+    H.met[i].unit = unit;
+    H.met[i].defined = 0;
+    H.nmet++;
+  }
+  if (!H.met[i].defined) {
+    tbe__sp_metric_def d = {i + 1, o->str(o->str_ctx, H.met[i].name),
+                            o->str(o->str_ctx, H.met[i].source), H.met[i].unit};
+    tbe__spool_item(o->batch, TBE__SP_METRIC_DEF, &d, sizeof d);
+    H.met[i].defined = 1;
+  }
+  return i + 1;
+}
+
+void tbe__hwm_redefine(void) {
+  for (uint32_t i = 0; i < H.nmet; i++) H.met[i].defined = 0;
+}
+
+/* ---- the callback ---- */
+
+static void want_device(uint32_t d) {
+  if (d < TBE__MAXDEV && !atomic_load_explicit(&H.wanted[d], memory_order_relaxed))
+    atomic_store(&H.wanted[d], 1);
+}
+
+static uint32_t device_of(CUcontext ctx) {
+  uint32_t d = UINT32_MAX;
+  if (!H.api->get_device_id || H.api->get_device_id(ctx, &d) != CUPTI_SUCCESS) return UINT32_MAX;
+  return d;
+}
+
+static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
+                                 const void *data) {
+  (void)ud;
+  if (!H.active || !data) return;
+  if (dom == CUPTI_CB_DOMAIN_RESOURCE) {
+    const CUpti_ResourceData *rd = data;
+    if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
+      if (H.cfg.pm_hz) want_device(device_of(rd->context));
+    } else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+      if (H.cfg.kernel_set) tbe__rp_context_destroyed(rd->context);
+    }
+  } else if (dom == CUPTI_CB_DOMAIN_DRIVER_API && H.cfg.kernel_set) {
+    const CUpti_CallbackData *cb = data;
+    uint32_t d = device_of(cb->context);
+    if (H.cfg.pm_hz && cb->callbackSite == CUPTI_API_ENTER) want_device(d);
+    tbe__rp_launch(cb, d);
+  }
+}
+
+static const CUpti_CallbackId launch_cbids[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+};
+
+/* ---- start ---- */
+
+int tbe__hwm_start(const tbe__cupti_api *api, const tbe__hwm_config *cfg) {
+  memset(H.dev, 0, sizeof H.dev);
+  for (size_t i = 0; i < TBE__MAXDEV; i++) atomic_store(&H.wanted[i], 0);
+  H.api = &api->m;
+  H.result_string = api->get_result_string;
+  H.cfg = *cfg;
+  H.nfail = 0;
+  H.now = 0;
+  memset(H.said, 0, sizeof H.said);
+  H.subscribed = 0;
+  H.prof_ready = 0;
+  if (!cfg->pm_hz && !cfg->kernel_set) {
+    H.active = 0;
+    return 0;
+  }
+  H.active = 1;
+  const tbe__cupti_metrics_api *m = H.api;
+  unsigned kinds[2], nk = 0;
+  if (cfg->pm_hz) kinds[nk++] = TBE__MKIND_PM_SAMPLING;
+  if (cfg->kernel_set) kinds[nk++] = TBE__MKIND_RANGE_PROFILER;
+  CUptiResult r = CUPTI_ERROR_NOT_SUPPORTED;
+  if (m->subscribe && m->enable_callback) r = m->subscribe(&H.sub, on_callback, NULL);
+  if (r == CUPTI_SUCCESS) {
+    H.subscribed = 1;
+    r = m->enable_callback(1, H.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
+    if (r == CUPTI_SUCCESS && cfg->kernel_set) {
+      m->enable_callback(1, H.sub, CUPTI_CB_DOMAIN_RESOURCE,
+                         CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+      for (size_t i = 0; i < sizeof launch_cbids / sizeof launch_cbids[0] && r == CUPTI_SUCCESS; i++)
+        r = m->enable_callback(1, H.sub, CUPTI_CB_DOMAIN_DRIVER_API, launch_cbids[i]);
+    }
+  }
+  if (r != CUPTI_SUCCESS) {
+    /* Without callbacks no context is seen: every kind fails alike. */
+    unsigned st = m->subscribe ? tbe__hwm_status_of(r) : TBE__MS_UNSUPPORTED;
+    for (unsigned i = 0; i < nk; i++)
+      tbe__hwm_fail(kinds[i], UINT32_MAX, st, "cuptiSubscribe (CUPTI's callbacks)", r);
+    if (H.subscribed) m->unsubscribe(H.sub);
+    H.subscribed = 0;
+    H.cfg.pm_hz = H.cfg.kernel_set = 0;
+    return 1;
+  }
+  if (cfg->kernel_set && tbe__rp_start(m, cfg->kernel_set, cfg->kernel_launches) != 0)
+    H.cfg.kernel_set = 0;
+  /* A context current on this thread already (the in-process API after
+   * the program's CUDA start): its device is sampled too. */
+  if (cfg->pm_hz) {
+    uint32_t d = device_of(NULL);
+    if (d != UINT32_MAX) want_device(d);
+  }
+  return 1;
+}
+
+/* ---- PM sampling on one device (decoding thread) ---- */
+
+static void host_free(pmdev *p) {
+  if (p->host && H.api->host.deinitialize) {
+    tbe__ph_deinit q = {TBE__PSIZE(tbe__ph_deinit, pHostObject), NULL, p->host};
+    H.api->host.deinitialize(&q);
+  }
+  p->host = NULL;
+  free(p->config);
+  p->config = NULL;
+  p->config_size = 0;
+}
+
+/* A host object for `chip` with `names` added and its config image.
+ * Returns CUPTI_SUCCESS with *passes set, or the failing call's result. */
+static CUptiResult build_config(pmdev *p, const char *chip, const uint8_t *avail,
+                                const char **names, size_t n, size_t *passes) {
+  const tbe__cupti_host_api *h = &H.api->host;
+  host_free(p);
+  tbe__ph_init in = {TBE__PSIZE(tbe__ph_init, pHostObject), NULL, TBE__PH_PM_SAMPLING, chip,
+                     avail, NULL};
+  CUptiResult r = h->initialize(&in);
+  if (r != CUPTI_SUCCESS) return r;
+  p->host = in.pHostObject;
+  tbe__ph_add add = {TBE__PSIZE(tbe__ph_add, numMetrics), NULL, p->host, names, n};
+  if ((r = h->add_metrics(&add)) != CUPTI_SUCCESS) return r;
+  tbe__ph_image_size sz = {TBE__PSIZE(tbe__ph_image_size, configImageSize), NULL, p->host, 0};
+  if ((r = h->config_image_size(&sz)) != CUPTI_SUCCESS) return r;
+  if (!(p->config = malloc(sz.configImageSize ? sz.configImageSize : 1))) return CUPTI_ERROR_OUT_OF_MEMORY;
+  p->config_size = sz.configImageSize;
+  tbe__ph_image im = {TBE__PSIZE(tbe__ph_image, pConfigImage), NULL, p->host, p->config_size,
+                      p->config};
+  if ((r = h->config_image(&im)) != CUPTI_SUCCESS) return r;
+  tbe__ph_passes ps = {TBE__PSIZE(tbe__ph_passes, numOfPasses), NULL, p->config_size, p->config, 0};
+  if ((r = h->num_passes(&ps)) != CUPTI_SUCCESS) return r;
+  *passes = ps.numOfPasses;
+  return CUPTI_SUCCESS;
+}
+
+/* Chooses the metrics of the chip and builds their one-pass config. */
+static CUptiResult choose_metrics(pmdev *p, const char *chip, const uint8_t *avail) {
+  const tbe__cupti_host_api *h = &H.api->host;
+  tbe__ph_init in = {TBE__PSIZE(tbe__ph_init, pHostObject), NULL, TBE__PH_PM_SAMPLING, chip,
+                     avail, NULL};
+  CUptiResult r = h->initialize(&in);
+  if (r != CUPTI_SUCCESS) return r;
+  const char *cand[NPM];
+  unsigned cw[NPM];
+  size_t nc = 0;
+  for (unsigned i = 0; i < NPM; i++)
+    for (unsigned j = 0; j < 2 && pm_defs[i].src[j]; j++) {
+      tbe__ph_props q;
+      memset(&q, 0, sizeof q);
+      q.structSize = TBE__PSIZE(tbe__ph_props, metricType);
+      q.pHostObject = in.pHostObject;
+      q.pMetricName = pm_defs[i].src[j];
+      if (h->metric_properties(&q) == CUPTI_SUCCESS) {
+        cand[nc] = pm_defs[i].src[j];
+        cw[nc++] = i;
+        break;
+      }
+    }
+  tbe__ph_deinit dq = {TBE__PSIZE(tbe__ph_deinit, pHostObject), NULL, in.pHostObject};
+  h->deinitialize(&dq);
+  if (nc == 0) return CUPTI_ERROR_INVALID_METRIC_NAME;
+  size_t passes = 0;
+  r = build_config(p, chip, avail, cand, nc, &passes);
+  if (r == CUPTI_SUCCESS && passes == 1) {
+    memcpy(p->names, cand, nc * sizeof *cand);
+    memcpy(p->which, cw, nc * sizeof *cw);
+    p->n = nc;
+    return r;
+  }
+  /* Greedily, in the table's order: what fits one pass with the rest. */
+  p->n = 0;
+  for (size_t i = 0; i < nc; i++) {
+    p->names[p->n] = cand[i];
+    if (build_config(p, chip, avail, p->names, p->n + 1, &passes) == CUPTI_SUCCESS && passes == 1)
+      p->which[p->n++] = cw[i];
+  }
+  if (p->n == 0) return r != CUPTI_SUCCESS ? r : CUPTI_ERROR_NOT_SUPPORTED;
+  return build_config(p, chip, avail, p->names, p->n, &passes);
+}
+
+static void pm_release(pmdev *p) {
+  if (p->obj && H.api->pm_disable) {
+    CUpti_PmSampling_Disable_Params q = {CUpti_PmSampling_Disable_Params_STRUCT_SIZE, NULL, p->obj};
+    H.api->pm_disable(&q);
+  }
+  p->obj = NULL;
+  host_free(p);
+  free(p->data);
+  free(p->item);
+  p->data = p->item = NULL;
+}
+
+static int pm_fail(pmdev *p, uint32_t d, const char *what, CUptiResult r, unsigned status) {
+  tbe__hwm_fail(TBE__MKIND_PM_SAMPLING, d, status, what, r);
+  pm_release(p);
+  p->state = PM_FAILED;
+  return -1;
+}
+
+static int pm_enable_device(uint32_t d) {
+  const tbe__cupti_metrics_api *m = H.api;
+  pmdev *p = &H.dev[d];
+  memset(p, 0, sizeof *p);
+  if (!m->pm_enable || !m->pm_set_config || !m->pm_decode || !m->pm_data_size || !m->pm_data_init ||
+      !m->pm_data_info || !m->pm_sample_info || !m->pm_start || !m->pm_stop || !m->chip_name ||
+      !m->host.initialize || !m->host.evaluate || !m->host.add_metrics ||
+      !m->host.metric_properties || !m->host.config_image || !m->host.config_image_size ||
+      !m->host.num_passes || !m->host.deinitialize)
+    return pm_fail(p, d, "this CUPTI has no PM sampling API", CUPTI_SUCCESS, TBE__MS_UNSUPPORTED);
+  CUptiResult r;
+  if (H.prof_ready == 0 && m->profiler_init) {
+    CUpti_Profiler_Initialize_Params ip = {CUpti_Profiler_Initialize_Params_STRUCT_SIZE, NULL};
+    r = m->profiler_init(&ip);
+    H.prof_ready = r == CUPTI_SUCCESS ? 1 : -1;
+    if (r != CUPTI_SUCCESS)
+      return pm_fail(p, d, "cuptiProfilerInitialize", r, tbe__hwm_status_of(r));
+  }
+  CUpti_Device_GetChipName_Params cn = {CUpti_Device_GetChipName_Params_STRUCT_SIZE, NULL, d, NULL};
+  if ((r = m->chip_name(&cn)) != CUPTI_SUCCESS || !cn.pChipName)
+    return pm_fail(p, d, "cuptiDeviceGetChipName", r, tbe__hwm_status_of(r));
+  uint8_t *avail = NULL;
+  if (m->pm_availability) {
+    CUpti_PmSampling_GetCounterAvailability_Params av;
+    memset(&av, 0, sizeof av);
+    av.structSize = CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE;
+    av.deviceIndex = d;
+    r = m->pm_availability(&av);
+    if (r == CUPTI_SUCCESS && av.counterAvailabilityImageSize &&
+        (avail = malloc(av.counterAvailabilityImageSize))) {
+      av.pCounterAvailabilityImage = avail;
+      r = m->pm_availability(&av);
+    }
+    if (r != CUPTI_SUCCESS) {
+      free(avail);
+      return pm_fail(p, d, "cuptiPmSamplingGetCounterAvailability", r, tbe__hwm_status_of(r));
+    }
+  }
+  r = choose_metrics(p, cn.pChipName, avail);
+  free(avail);
+  if (r != CUPTI_SUCCESS) {
+    char what[128];
+    snprintf(what, sizeof what, "no metric set for chip %s", cn.pChipName);
+    return pm_fail(p, d, what, r, r == CUPTI_ERROR_INVALID_METRIC_NAME ? TBE__MS_UNSUPPORTED
+                                                                     : tbe__hwm_status_of(r));
+  }
+  CUpti_PmSampling_Enable_Params en = {CUpti_PmSampling_Enable_Params_STRUCT_SIZE, NULL, d, NULL};
+  if ((r = m->pm_enable(&en)) != CUPTI_SUCCESS)
+    return pm_fail(p, d, "cuptiPmSamplingEnable", r,
+                   r == CUPTI_ERROR_INVALID_OPERATION ? TBE__MS_BUSY : tbe__hwm_status_of(r));
+  p->obj = en.pPmSamplingObject;
+  CUpti_PmSampling_SetConfig_Params sc;
+  memset(&sc, 0, sizeof sc);
+  sc.structSize = CUpti_PmSampling_SetConfig_Params_STRUCT_SIZE;
+  sc.pPmSamplingObject = p->obj;
+  sc.configSize = p->config_size;
+  sc.pConfig = p->config;
+  sc.hardwareBufferSize = TBE__PM_HWBUF;
+  sc.samplingInterval = 1000000000ull / H.cfg.pm_hz;
+  sc.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
+  sc.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_LATEST;
+  if ((r = m->pm_set_config(&sc)) != CUPTI_SUCCESS) {
+    sc.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST;
+    r = m->pm_set_config(&sc);
+  }
+  if (r != CUPTI_SUCCESS)
+    return pm_fail(p, d, "cuptiPmSamplingSetConfig", r, tbe__hwm_status_of(r));
+  CUpti_PmSampling_GetCounterDataSize_Params ds;
+  memset(&ds, 0, sizeof ds);
+  ds.structSize = CUpti_PmSampling_GetCounterDataSize_Params_STRUCT_SIZE;
+  ds.pPmSamplingObject = p->obj;
+  ds.pMetricNames = p->names;
+  ds.numMetrics = p->n;
+  ds.maxSamples = TBE__PM_SAMPLES;
+  if ((r = m->pm_data_size(&ds)) != CUPTI_SUCCESS)
+    return pm_fail(p, d, "cuptiPmSamplingGetCounterDataSize", r, tbe__hwm_status_of(r));
+  p->data_size = ds.counterDataSize;
+  p->data = malloc(p->data_size ? p->data_size : 1);
+  p->item = malloc(TBE__ITEM_MAX);
+  if (!p->data || !p->item)
+    return pm_fail(p, d, "allocating the counter data", CUPTI_ERROR_OUT_OF_MEMORY, TBE__MS_FAILED);
+  CUpti_PmSampling_CounterDataImage_Initialize_Params di = {
+      CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE, NULL, p->obj, p->data_size,
+      p->data};
+  if ((r = m->pm_data_init(&di)) != CUPTI_SUCCESS)
+    return pm_fail(p, d, "cuptiPmSamplingCounterDataImageInitialize", r, tbe__hwm_status_of(r));
+  CUpti_PmSampling_Start_Params st = {CUpti_PmSampling_Start_Params_STRUCT_SIZE, NULL, p->obj};
+  if ((r = m->pm_start(&st)) != CUPTI_SUCCESS)
+    return pm_fail(p, d, "cuptiPmSamplingStart", r,
+                   r == CUPTI_ERROR_INVALID_OPERATION ? TBE__MS_BUSY : tbe__hwm_status_of(r));
+  p->state = PM_RUNNING;
+  p->last_status = -1;
+  return 0;
+}
+
+/* ---- samples into items (decoding thread) ---- */
+
+static size_t sample_size(const pmdev *p) { return 8 + 8 * p->n; }
+
+static void item_flush(tbe__hwm_out *o, pmdev *p, uint32_t d) {
+  if (!p->item_n) return;
+  tbe__sp_metric_samples h = {d, (uint32_t)p->n, p->item_n, 0};
+  memcpy(p->item, &h, sizeof h);
+  tbe__spool_item(o->batch, TBE__SP_METRIC_SAMPLES, p->item, p->item_len);
+  p->item_n = 0;
+  p->item_len = 0;
+}
+
+static void item_add(tbe__hwm_out *o, pmdev *p, uint32_t d, int64_t ts, const double *v) {
+  if (p->item_n && p->item_len + sample_size(p) > TBE__ITEM_MAX) item_flush(o, p, d);
+  if (!p->item_n) {
+    /* The ids, (re)defined in this batch if need be. */
+    p->item_len = sizeof(tbe__sp_metric_samples);
+    for (size_t i = 0; i < p->n; i++) {
+      uint32_t id = tbe__hwm_metric_id(o, pm_defs[p->which[i]].name, p->names[i],
+                                       pm_defs[p->which[i]].unit);
+      memcpy(p->item + p->item_len, &id, 4);
+      p->item_len += 4;
+    }
+  }
+  memcpy(p->item + p->item_len, &ts, 8);
+  memcpy(p->item + p->item_len + 8, v, 8 * p->n);
+  p->item_len += sample_size(p);
+  p->item_n++;
+}
+
+/* Decodes what the hardware buffer holds and writes every completed
+ * sample.  Returns 0, or -1 when CUPTI failed (the device is stopped). */
+static int pm_drain(tbe__hwm_out *o, uint32_t d) {
+  const tbe__cupti_metrics_api *m = H.api;
+  pmdev *p = &H.dev[d];
+  int64_t interval = (int64_t)(1000000000ull / H.cfg.pm_hz);
+  double v[NPM];
+  for (int round = 0; round < 64; round++) {
+    CUpti_PmSampling_DecodeData_Params dd;
+    memset(&dd, 0, sizeof dd);
+    dd.structSize = CUpti_PmSampling_DecodeData_Params_STRUCT_SIZE;
+    dd.pPmSamplingObject = p->obj;
+    dd.pCounterDataImage = p->data;
+    dd.counterDataImageSize = p->data_size;
+    CUptiResult r = m->pm_decode(&dd);
+    if (r == CUPTI_ERROR_OUT_OF_MEMORY || dd.overflow) {
+      p->overflow_pending = 1;
+    } else if (r != CUPTI_SUCCESS) {
+      item_flush(o, p, d);
+      tbe__hwm_fail(TBE__MKIND_PM_SAMPLING, d, tbe__hwm_status_of(r), "cuptiPmSamplingDecodeData", r);
+      return -1;
+    }
+    CUpti_PmSampling_GetCounterDataInfo_Params ci;
+    memset(&ci, 0, sizeof ci);
+    ci.structSize = CUpti_PmSampling_GetCounterDataInfo_Params_STRUCT_SIZE;
+    ci.pCounterDataImage = p->data;
+    ci.counterDataImageSize = p->data_size;
+    if ((r = m->pm_data_info(&ci)) != CUPTI_SUCCESS) {
+      item_flush(o, p, d);
+      tbe__hwm_fail(TBE__MKIND_PM_SAMPLING, d, TBE__MS_FAILED, "cuptiPmSamplingGetCounterDataInfo", r);
+      return -1;
+    }
+    for (size_t i = p->consumed; i < ci.numCompletedSamples; i++) {
+      CUpti_PmSampling_CounterData_GetSampleInfo_Params si;
+      memset(&si, 0, sizeof si);
+      si.structSize = CUpti_PmSampling_CounterData_GetSampleInfo_Params_STRUCT_SIZE;
+      si.pPmSamplingObject = p->obj;
+      si.pCounterDataImage = p->data;
+      si.counterDataImageSize = p->data_size;
+      si.sampleIndex = i;
+      tbe__ph_eval ev = {TBE__PSIZE(tbe__ph_eval, pMetricValues), NULL, p->host, p->data,
+                         p->data_size, i, p->names, p->n, v};
+      if (m->pm_sample_info(&si) != CUPTI_SUCCESS || m->host.evaluate(&ev) != CUPTI_SUCCESS)
+        continue; /* one sample CUPTI cannot read: skipped, not counted */
+      int64_t start = (int64_t)si.startTimestamp, end = (int64_t)si.endTimestamp;
+      if (p->overflow_pending) {
+        /* The samples the overflow cost: the gap before this one. */
+        int64_t gap = p->last_end && start > p->last_end ? start - p->last_end : 0;
+        uint64_t lost = interval > 0 ? (uint64_t)(gap / interval) : 0;
+        p->overflow += lost ? lost : 1;
+        p->overflow_pending = 0;
+      }
+      p->last_end = end;
+      item_add(o, p, d, end, v);
+      p->samples++;
+    }
+    p->consumed = ci.numCompletedSamples;
+    if (dd.decodeStopReason != CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL &&
+        ci.numCompletedSamples < ci.numTotalSamples)
+      break;
+    /* The image is full: start it again and decode the rest. */
+    CUpti_PmSampling_CounterDataImage_Initialize_Params di = {
+        CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE, NULL, p->obj,
+        p->data_size, p->data};
+    if ((r = m->pm_data_init(&di)) != CUPTI_SUCCESS) {
+      item_flush(o, p, d);
+      tbe__hwm_fail(TBE__MKIND_PM_SAMPLING, d, TBE__MS_FAILED,
+                    "cuptiPmSamplingCounterDataImageInitialize", r);
+      return -1;
+    }
+    p->consumed = 0;
+    if (dd.decodeStopReason != CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL) break;
+  }
+  item_flush(o, p, d);
+  return 0;
+}
+
+static void pm_put_status(tbe__hwm_out *o, uint32_t d) {
+  pmdev *p = &H.dev[d];
+  put_status(o, TBE__MKIND_PM_SAMPLING, d, TBE__MS_OK, p->samples, p->overflow, NULL);
+  p->status_samples = p->samples;
+  p->last_status = H.now;
+}
+
+/* ---- tick and stop ---- */
+
+double tbe__hwm_tick(tbe__hwm_out *o, int final) {
+  if (!H.active) return 3600;
+  int sampling = 0;
+  if (H.cfg.pm_hz)
+    for (uint32_t d = 0; d < TBE__MAXDEV; d++) {
+      pmdev *p = &H.dev[d];
+      if (p->state == PM_NONE && atomic_load(&H.wanted[d])) pm_enable_device(d);
+      if (p->state != PM_RUNNING) continue;
+      if (pm_drain(o, d) != 0) {
+        pm_put_status(o, d);
+        pm_release(p);
+        p->state = PM_FAILED;
+        continue;
+      }
+      sampling = 1;
+      if (final || (p->samples != p->status_samples && H.now - p->last_status >= TBE__PM_STATUS_S))
+        pm_put_status(o, d);
+    }
+  drain_fails(o);
+  if (H.cfg.kernel_set) tbe__rp_emit(o, final);
+  double next = sampling || H.cfg.pm_hz ? TBE__PM_TICK_S : TBE__PM_IDLE_S;
+  H.now += next;
+  return next;
+}
+
+void tbe__hwm_stop(tbe__hwm_out *o) {
+  if (!H.active) return;
+  const tbe__cupti_metrics_api *m = H.api;
+  /* No callback from now on: the range profiler's figures are final. */
+  if (H.subscribed) m->unsubscribe(H.sub);
+  H.subscribed = 0;
+  for (uint32_t d = 0; d < TBE__MAXDEV; d++) {
+    pmdev *p = &H.dev[d];
+    if (p->state != PM_RUNNING) continue;
+    CUpti_PmSampling_Stop_Params sp;
+    memset(&sp, 0, sizeof sp);
+    sp.structSize = CUpti_PmSampling_Stop_Params_STRUCT_SIZE;
+    sp.pPmSamplingObject = p->obj;
+    m->pm_stop(&sp);
+    pm_drain(o, d);
+    pm_put_status(o, d);
+    pm_release(p);
+    p->state = PM_DONE;
+  }
+  if (H.cfg.kernel_set) tbe__rp_stop(o);
+  drain_fails(o);
+  H.active = 0;
+  for (uint32_t i = 0; i < H.nmet; i++) {
+    free(H.met[i].name);
+    free(H.met[i].source);
+  }
+  H.nmet = 0;
+}
