@@ -1068,7 +1068,7 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
   G.hwm_next = 0;
   if (rc == 0 && (cfg->gpu_metrics_hz || cfg->kernel_metrics)) {
     tbe__hwm_config hc = {cfg->gpu_metrics_hz, cfg->kernel_metrics, cfg->kernel_launches};
-    G.hwm = tbe__hwm_start(&G.api, &hc);
+    G.hwm = tbe__hwm_start(&G.api.m, G.api.get_result_string, &hc);
   }
   if (rc == 0) {
     /* The thread must not inherit the application's signal handling. */

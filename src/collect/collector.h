@@ -28,51 +28,10 @@
 #include <stdint.h>
 
 #include <cupti.h>
-#include <cupti_pmsampling.h>
-#include <cupti_profiler_target.h>
-#include <cupti_range_profiler.h>
-#include <cupti_target.h>
 
 #include "collect/cupti_host.h"
 #include "events/spool.h"
 
-/* The entry points of hardware metrics (PM sampling, the range profiler,
- * the profiler host API, and the callback subscription both use: see
- * hwmetrics.h).  Each may be NULL: a CUPTI without them leaves metrics
- * "unsupported" and the activity trace as it is. */
-typedef struct tbe__cupti_metrics_api {
-  CUptiResult (*subscribe)(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud);
-  CUptiResult (*unsubscribe)(CUpti_SubscriberHandle s);
-  CUptiResult (*enable_callback)(uint32_t enable, CUpti_SubscriberHandle s,
-                                 CUpti_CallbackDomain d, CUpti_CallbackId cbid);
-  CUptiResult (*get_device_id)(CUcontext ctx, uint32_t *device);
-  CUptiResult (*profiler_init)(CUpti_Profiler_Initialize_Params *p);
-  CUptiResult (*chip_name)(CUpti_Device_GetChipName_Params *p);
-  CUptiResult (*pm_availability)(CUpti_PmSampling_GetCounterAvailability_Params *p);
-  CUptiResult (*pm_enable)(CUpti_PmSampling_Enable_Params *p);
-  CUptiResult (*pm_disable)(CUpti_PmSampling_Disable_Params *p);
-  CUptiResult (*pm_set_config)(CUpti_PmSampling_SetConfig_Params *p);
-  CUptiResult (*pm_start)(CUpti_PmSampling_Start_Params *p);
-  CUptiResult (*pm_stop)(CUpti_PmSampling_Stop_Params *p);
-  CUptiResult (*pm_decode)(CUpti_PmSampling_DecodeData_Params *p);
-  CUptiResult (*pm_data_size)(CUpti_PmSampling_GetCounterDataSize_Params *p);
-  CUptiResult (*pm_data_init)(CUpti_PmSampling_CounterDataImage_Initialize_Params *p);
-  CUptiResult (*pm_data_info)(CUpti_PmSampling_GetCounterDataInfo_Params *p);
-  CUptiResult (*pm_sample_info)(CUpti_PmSampling_CounterData_GetSampleInfo_Params *p);
-  CUptiResult (*rp_availability)(CUpti_Profiler_GetCounterAvailability_Params *p);
-  CUptiResult (*rp_enable)(CUpti_RangeProfiler_Enable_Params *p);
-  CUptiResult (*rp_disable)(CUpti_RangeProfiler_Disable_Params *p);
-  CUptiResult (*rp_set_config)(CUpti_RangeProfiler_SetConfig_Params *p);
-  CUptiResult (*rp_start)(CUpti_RangeProfiler_Start_Params *p);
-  CUptiResult (*rp_stop)(CUpti_RangeProfiler_Stop_Params *p);
-  CUptiResult (*rp_push)(CUpti_RangeProfiler_PushRange_Params *p);
-  CUptiResult (*rp_pop)(CUpti_RangeProfiler_PopRange_Params *p);
-  CUptiResult (*rp_decode)(CUpti_RangeProfiler_DecodeData_Params *p);
-  CUptiResult (*rp_data_size)(CUpti_RangeProfiler_GetCounterDataSize_Params *p);
-  CUptiResult (*rp_data_init)(CUpti_RangeProfiler_CounterDataImage_Initialize_Params *p);
-  CUptiResult (*rp_data_info)(CUpti_RangeProfiler_GetCounterDataInfo_Params *p);
-  tbe__cupti_host_api host;
-} tbe__cupti_metrics_api;
 
 typedef struct tbe__cupti_api {
   CUptiResult (*activity_enable)(CUpti_ActivityKind kind);

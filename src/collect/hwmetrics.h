@@ -31,8 +31,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "collect/collector.h"
+#include "collect/cupti_host.h"
 #include "common/buf.h"
+#include "events/spool.h"
 
 /* Where the tick's items go (the decoding thread's). */
 typedef struct tbe__hwm_out {
@@ -53,7 +54,9 @@ typedef struct tbe__hwm_config {
  * callbacks and marks the device of the current context (if any) wanted.
  * Failures are recorded for the first tick.  Returns 1 when something was
  * asked for (ticks are wanted), else 0.  `api` must outlive the session. */
-int tbe__hwm_start(const tbe__cupti_api *api, const tbe__hwm_config *cfg);
+int tbe__hwm_start(const tbe__cupti_metrics_api *api,
+                   CUptiResult (*result_string)(CUptiResult r, const char **s),
+                   const tbe__hwm_config *cfg);
 /* The background thread's turn: enables wanted devices, drains the
  * samples, writes statuses and finished kernel figures.  Returns the
  * seconds until it wants the next turn.  With final != 0 (a fatal
@@ -67,7 +70,15 @@ void tbe__hwm_stop(tbe__hwm_out *o);
  * that held them was lost). */
 void tbe__hwm_redefine(void);
 
-/* ---- shared by pmsampling.c and rangeprof.c ---- */
+/* ---- shared by pmsampling.c and rangeprof.c (hwmetrics.c) ---- */
+
+/* Forgets the queued failures and metric ids; sets CUPTI's error text. */
+void tbe__hwm_reset(CUptiResult (*result_string)(CUptiResult r, const char **s));
+/* Writes the queued failures (decoding thread). */
+void tbe__hwm_drain_fails(tbe__hwm_out *o);
+/* Writes a status item. */
+void tbe__hwm_put_status(tbe__hwm_out *o, unsigned kind, uint32_t device, unsigned status,
+                         uint64_t samples, uint64_t overflow, const char *reason);
 
 /* The spool metric id of (name, source), its TBE__SP_METRIC_DEF written
  * into o->batch first when new or redefined (decoding thread). */

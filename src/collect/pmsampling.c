@@ -29,9 +29,8 @@
  * tick: a crash loses at most the last tick of samples (the collector's
  * crash path runs a tick too).
  *
- * Invariants: the PM devices, metric ids and item bodies belong to the
- * decoding thread; H.mu guards only what callbacks touch (wanted devices,
- * queued failures). */
+ * Invariants: the PM devices and item bodies belong to the decoding
+ * thread; callbacks touch only the wanted flags (atomics). */
 #include "collect/hwmetrics.h"
 
 #include <pthread.h>
@@ -49,8 +48,6 @@
 #define TBE__PM_HWBUF ((size_t)128 << 20) /* CUPTI's hardware buffer per device */
 #define TBE__PM_STATUS_S 1.0         /* a running status item this often */
 #define TBE__MAXDEV 64
-#define TBE__MAXMET 64
-#define TBE__MAXFAIL 64
 #define TBE__ITEM_MAX 65535u         /* an item's body: u16 length */
 
 /* ---- the metric table ---- */
@@ -104,16 +101,8 @@ typedef struct pmdev {
   uint32_t item_n;
 } pmdev;
 
-typedef struct fail {
-  unsigned kind, status;
-  uint32_t device;
-  char reason[240];
-} fail;
-
 static struct {
-  pthread_mutex_t mu;       /* wanted, fails, said */
   const tbe__cupti_metrics_api *api;
-  CUptiResult (*result_string)(CUptiResult r, const char **s);
   tbe__hwm_config cfg;
   int active;
   CUpti_SubscriberHandle sub;
@@ -122,163 +111,7 @@ static struct {
   atomic_uchar wanted[TBE__MAXDEV];
   pmdev dev[TBE__MAXDEV];
   double now;               /* seconds of ticking, for the status period */
-  struct {
-    char *name, *source;
-    unsigned unit;
-    int defined;
-  } met[TBE__MAXMET];
-  uint32_t nmet;
-  fail fails[TBE__MAXFAIL];
-  unsigned nfail;
-  unsigned said[3];         /* per kind: statuses already said (bit per status) */
-} H = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-/* ---- errors and statuses ---- */
-
-const char *tbe__hwm_err(CUptiResult r) {
-  const char *s = NULL;
-  if (H.result_string && H.result_string(r, &s) == CUPTI_SUCCESS && s) return s;
-  return "CUPTI error";
-}
-
-unsigned tbe__hwm_status_of(CUptiResult r) {
-  switch (r) {
-    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
-    case CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES: return TBE__MS_NO_PERMISSION;
-    case CUPTI_ERROR_HARDWARE_BUSY:
-    case CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED:
-    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: return TBE__MS_BUSY;
-    case CUPTI_ERROR_NOT_SUPPORTED:
-    case CUPTI_ERROR_NOT_COMPATIBLE:
-    case CUPTI_ERROR_API_NOT_IMPLEMENTED:
-    case CUPTI_ERROR_LEGACY_PROFILER_NOT_SUPPORTED:
-    case CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED:
-    case CUPTI_ERROR_CONFIDENTIAL_COMPUTING_NOT_SUPPORTED:
-    case CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED:
-    case CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED:
-    case CUPTI_ERROR_SLI_DEVICE_NOT_SUPPORTED:
-    case CUPTI_ERROR_WSL_DEVICE_NOT_SUPPORTED:
-    case CUPTI_ERROR_INVALID_CHIP_NAME: return TBE__MS_UNSUPPORTED;
-    default: return TBE__MS_FAILED;
-  }
-}
-
-void tbe__hwm_fail(unsigned kind, uint32_t device, unsigned status, const char *what,
-                   CUptiResult r) {
-  fail f;
-  memset(&f, 0, sizeof f);
-  f.kind = kind;
-  f.device = device;
-  f.status = status;
-  const char *err = r == CUPTI_SUCCESS ? NULL : tbe__hwm_err(r);
-  switch (status) {
-    case TBE__MS_NO_PERMISSION:
-      snprintf(f.reason, sizeof f.reason,
-               "no permission to read the GPU's performance counters (%s: the driver allows "
-               "admin users only, NVreg_RestrictProfilingToAdminUsers=1)",
-               what);
-      break;
-    case TBE__MS_BUSY:
-      snprintf(f.reason, sizeof f.reason, "another profiler holds the GPU's counters (%s: %s)",
-               what, err ? err : "busy");
-      break;
-    case TBE__MS_UNSUPPORTED:
-      snprintf(f.reason, sizeof f.reason, "not supported here (%s%s%s)", what, err ? ": " : "",
-               err ? err : "");
-      break;
-    default:
-      snprintf(f.reason, sizeof f.reason, "%s failed%s%s", what, err ? ": " : "", err ? err : "");
-  }
-  pthread_mutex_lock(&H.mu);
-  if (H.nfail < TBE__MAXFAIL) H.fails[H.nfail++] = f;
-  pthread_mutex_unlock(&H.mu);
-}
-
-static void put_status(tbe__hwm_out *o, unsigned kind, uint32_t device, unsigned status,
-                       uint64_t samples, uint64_t overflow, const char *reason) {
-  uint8_t body[sizeof(tbe__sp_metric_status) + 256];
-  tbe__sp_metric_status st;
-  memset(&st, 0, sizeof st);
-  st.kind = kind;
-  st.device = device;
-  st.status = status;
-  st.samples = samples;
-  st.overflow = overflow;
-  size_t rl = reason ? strlen(reason) : 0;
-  if (rl > 256) rl = 256;
-  memcpy(body, &st, sizeof st);
-  if (rl) memcpy(body + sizeof st, reason, rl);
-  tbe__spool_item(o->batch, TBE__SP_METRIC_STATUS, body, sizeof st + rl);
-}
-
-/* Writes the queued failures: a status item and a note each, and one line
- * per kind and status for the user. */
-static void drain_fails(tbe__hwm_out *o) {
-  fail fs[TBE__MAXFAIL];
-  unsigned n, said_before[3];
-  pthread_mutex_lock(&H.mu);
-  n = H.nfail;
-  memcpy(fs, H.fails, n * sizeof *fs);
-  H.nfail = 0;
-  memcpy(said_before, H.said, sizeof said_before);
-  pthread_mutex_unlock(&H.mu);
-  for (unsigned i = 0; i < n; i++) {
-    const fail *f = &fs[i];
-    const char *what = f->kind == TBE__MKIND_PM_SAMPLING ? "GPU metrics (PM sampling)"
-                                                         : "kernel metrics (range profiler)";
-    char line[400];
-    if (f->device == UINT32_MAX)
-      snprintf(line, sizeof line, "%s off: %s; the activity trace is still collected", what,
-               f->reason);
-    else
-      snprintf(line, sizeof line, "%s off on device %u: %s; the activity trace is still collected",
-               what, f->device, f->reason);
-    put_status(o, f->kind, f->device, f->status, 0, 0, f->reason);
-    tbe__spool_item(o->batch, TBE__SP_NOTE, line, strlen(line));
-    unsigned k = f->kind < 3 ? f->kind : 0, bit = 1u << f->status;
-    if (!(said_before[k] & bit)) {
-      said_before[k] |= bit;
-      if (o->say) o->say(o->say_ctx, line);
-    }
-  }
-  pthread_mutex_lock(&H.mu);
-  memcpy(H.said, said_before, sizeof said_before);
-  pthread_mutex_unlock(&H.mu);
-}
-
-/* ---- metric ids ---- */
-
-uint32_t tbe__hwm_metric_id(tbe__hwm_out *o, const char *name, const char *source,
-                            unsigned unit) {
-  uint32_t i;
-  for (i = 0; i < H.nmet; i++)
-    if (strcmp(H.met[i].name, name) == 0 && strcmp(H.met[i].source, source) == 0) break;
-  if (i == H.nmet) {
-    if (H.nmet == TBE__MAXMET) return 0;
-    char *a = strdup(name), *b = strdup(source);
-    if (!a || !b) {
-      free(a);
-      free(b);
-      return 0;
-    }
-    H.met[i].name = a;
-    H.met[i].source = b;
-    H.met[i].unit = unit;
-    H.met[i].defined = 0;
-    H.nmet++;
-  }
-  if (!H.met[i].defined) {
-    tbe__sp_metric_def d = {i + 1, o->str(o->str_ctx, H.met[i].name),
-                            o->str(o->str_ctx, H.met[i].source), H.met[i].unit};
-    tbe__spool_item(o->batch, TBE__SP_METRIC_DEF, &d, sizeof d);
-    H.met[i].defined = 1;
-  }
-  return i + 1;
-}
-
-void tbe__hwm_redefine(void) {
-  for (uint32_t i = 0; i < H.nmet; i++) H.met[i].defined = 0;
-}
+} H;
 
 /* ---- the callback ---- */
 
@@ -323,15 +156,15 @@ static const CUpti_CallbackId launch_cbids[] = {
 
 /* ---- start ---- */
 
-int tbe__hwm_start(const tbe__cupti_api *api, const tbe__hwm_config *cfg) {
+int tbe__hwm_start(const tbe__cupti_metrics_api *api,
+                   CUptiResult (*result_string)(CUptiResult r, const char **s),
+                   const tbe__hwm_config *cfg) {
   memset(H.dev, 0, sizeof H.dev);
   for (size_t i = 0; i < TBE__MAXDEV; i++) atomic_store(&H.wanted[i], 0);
-  H.api = &api->m;
-  H.result_string = api->get_result_string;
+  H.api = api;
+  tbe__hwm_reset(result_string);
   H.cfg = *cfg;
-  H.nfail = 0;
   H.now = 0;
-  memset(H.said, 0, sizeof H.said);
   H.subscribed = 0;
   H.prof_ready = 0;
   if (!cfg->pm_hz && !cfg->kernel_set) {
@@ -684,7 +517,7 @@ static int pm_drain(tbe__hwm_out *o, uint32_t d) {
 
 static void pm_put_status(tbe__hwm_out *o, uint32_t d) {
   pmdev *p = &H.dev[d];
-  put_status(o, TBE__MKIND_PM_SAMPLING, d, TBE__MS_OK, p->samples, p->overflow, NULL);
+  tbe__hwm_put_status(o, TBE__MKIND_PM_SAMPLING, d, TBE__MS_OK, p->samples, p->overflow, NULL);
   p->status_samples = p->samples;
   p->last_status = H.now;
 }
@@ -709,7 +542,7 @@ double tbe__hwm_tick(tbe__hwm_out *o, int final) {
       if (final || (p->samples != p->status_samples && H.now - p->last_status >= TBE__PM_STATUS_S))
         pm_put_status(o, d);
     }
-  drain_fails(o);
+  tbe__hwm_drain_fails(o);
   if (H.cfg.kernel_set) tbe__rp_emit(o, final);
   double next = sampling || H.cfg.pm_hz ? TBE__PM_TICK_S : TBE__PM_IDLE_S;
   H.now += next;
@@ -736,11 +569,7 @@ void tbe__hwm_stop(tbe__hwm_out *o) {
     p->state = PM_DONE;
   }
   if (H.cfg.kernel_set) tbe__rp_stop(o);
-  drain_fails(o);
+  tbe__hwm_drain_fails(o);
   H.active = 0;
-  for (uint32_t i = 0; i < H.nmet; i++) {
-    free(H.met[i].name);
-    free(H.met[i].source);
-  }
-  H.nmet = 0;
+  tbe__hwm_reset(NULL);
 }
