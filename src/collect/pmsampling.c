@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tbexport/error.h"
 #include "tbexport/profiler.h"
@@ -109,6 +110,7 @@ static struct {
   int subscribed;
   int prof_ready;           /* cuptiProfilerInitialize: 0 not yet, 1 done, -1 failed */
   atomic_uchar wanted[TBE__MAXDEV];
+  atomic_uchar stop_req[TBE__MAXDEV]; /* a context of the device is going away */
   pmdev dev[TBE__MAXDEV];
   double now;               /* seconds of ticking, for the status period */
 } H;
@@ -126,6 +128,19 @@ static uint32_t device_of(CUcontext ctx) {
   return d;
 }
 
+/* A context of device d is about to be destroyed (at the program's exit,
+ * often before the collector's own stop): sampling there is stopped and
+ * drained by the background thread now, while CUPTI's device state is
+ * whole, and this thread waits for it (2 s at most).  The spool keeps
+ * the samples; a later context on the device is not sampled again. */
+static void pm_stop_before_destroy(uint32_t d) {
+  if (d >= TBE__MAXDEV || __atomic_load_n(&H.dev[d].state, __ATOMIC_ACQUIRE) != PM_RUNNING) return;
+  atomic_store(&H.stop_req[d], 1);
+  struct timespec nap = {0, 1000000};
+  for (int i = 0; i < 2000 && __atomic_load_n(&H.dev[d].state, __ATOMIC_ACQUIRE) == PM_RUNNING; i++)
+    nanosleep(&nap, NULL);
+}
+
 static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
                                  const void *data) {
   (void)ud;
@@ -136,6 +151,7 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
       if (H.cfg.pm_hz) want_device(device_of(rd->context));
     } else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
       if (H.cfg.kernel_set) tbe__rp_context_destroyed(rd->context);
+      if (H.cfg.pm_hz) pm_stop_before_destroy(device_of(rd->context));
     }
   } else if (dom == CUPTI_CB_DOMAIN_DRIVER_API && H.cfg.kernel_set) {
     const CUpti_CallbackData *cb = data;
@@ -160,7 +176,10 @@ int tbe__hwm_start(const tbe__cupti_metrics_api *api,
                    CUptiResult (*result_string)(CUptiResult r, const char **s),
                    const tbe__hwm_config *cfg) {
   memset(H.dev, 0, sizeof H.dev);
-  for (size_t i = 0; i < TBE__MAXDEV; i++) atomic_store(&H.wanted[i], 0);
+  for (size_t i = 0; i < TBE__MAXDEV; i++) {
+    atomic_store(&H.wanted[i], 0);
+    atomic_store(&H.stop_req[i], 0);
+  }
   H.api = api;
   tbe__hwm_reset(result_string);
   H.cfg = *cfg;
@@ -181,9 +200,10 @@ int tbe__hwm_start(const tbe__cupti_metrics_api *api,
   if (r == CUPTI_SUCCESS) {
     H.subscribed = 1;
     r = m->enable_callback(1, H.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
-    if (r == CUPTI_SUCCESS && cfg->kernel_set) {
+    if (r == CUPTI_SUCCESS)
       m->enable_callback(1, H.sub, CUPTI_CB_DOMAIN_RESOURCE,
                          CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+    if (r == CUPTI_SUCCESS && cfg->kernel_set) {
       for (size_t i = 0; i < sizeof launch_cbids / sizeof launch_cbids[0] && r == CUPTI_SUCCESS; i++)
         r = m->enable_callback(1, H.sub, CUPTI_CB_DOMAIN_DRIVER_API, launch_cbids[i]);
     }
@@ -402,8 +422,8 @@ static int pm_enable_device(uint32_t d) {
   if ((r = m->pm_start(&st)) != CUPTI_SUCCESS)
     return pm_fail(p, d, "cuptiPmSamplingStart", r,
                    r == CUPTI_ERROR_INVALID_OPERATION ? TBE__MS_BUSY : tbe__hwm_status_of(r));
-  p->state = PM_RUNNING;
   p->last_status = -1;
+  __atomic_store_n(&p->state, PM_RUNNING, __ATOMIC_RELEASE);
   return 0;
 }
 
@@ -524,6 +544,20 @@ static void pm_put_status(tbe__hwm_out *o, uint32_t d) {
 
 /* ---- tick and stop ---- */
 
+/* Stops sampling on d: a last drain, the final status, release. */
+static void pm_finish(tbe__hwm_out *o, uint32_t d) {
+  pmdev *p = &H.dev[d];
+  CUpti_PmSampling_Stop_Params sp;
+  memset(&sp, 0, sizeof sp);
+  sp.structSize = CUpti_PmSampling_Stop_Params_STRUCT_SIZE;
+  sp.pPmSamplingObject = p->obj;
+  H.api->pm_stop(&sp);
+  pm_drain(o, d);
+  pm_put_status(o, d);
+  pm_release(p);
+  __atomic_store_n(&p->state, PM_DONE, __ATOMIC_RELEASE);
+}
+
 double tbe__hwm_tick(tbe__hwm_out *o, int final) {
   if (!H.active) return 3600;
   int sampling = 0;
@@ -532,6 +566,10 @@ double tbe__hwm_tick(tbe__hwm_out *o, int final) {
       pmdev *p = &H.dev[d];
       if (p->state == PM_NONE && atomic_load(&H.wanted[d])) pm_enable_device(d);
       if (p->state != PM_RUNNING) continue;
+      if (atomic_load(&H.stop_req[d])) {
+        pm_finish(o, d);
+        continue;
+      }
       if (pm_drain(o, d) != 0) {
         pm_put_status(o, d);
         pm_release(p);
@@ -557,16 +595,7 @@ void tbe__hwm_stop(tbe__hwm_out *o) {
   H.subscribed = 0;
   for (uint32_t d = 0; d < TBE__MAXDEV; d++) {
     pmdev *p = &H.dev[d];
-    if (p->state != PM_RUNNING) continue;
-    CUpti_PmSampling_Stop_Params sp;
-    memset(&sp, 0, sizeof sp);
-    sp.structSize = CUpti_PmSampling_Stop_Params_STRUCT_SIZE;
-    sp.pPmSamplingObject = p->obj;
-    m->pm_stop(&sp);
-    pm_drain(o, d);
-    pm_put_status(o, d);
-    pm_release(p);
-    p->state = PM_DONE;
+    if (p->state == PM_RUNNING) pm_finish(o, d);
   }
   if (H.cfg.kernel_set) tbe__rp_stop(o);
   tbe__hwm_drain_fails(o);

@@ -111,7 +111,8 @@ def main():
         result["notes"] += r["notes"]
         for (dev, name), xs in sorted(r["samples"].items()):
             ts = [t for t, _ in xs]
-            mean = sum(v for _, v in xs) / len(xs)
+            vals = [v for _, v in xs if v == v]  # NaN: no value in that interval
+            mean = sum(vals) / len(vals) if vals else float("nan")
             span = (max(ts) - min(ts)) / 1e9
             rate = (len(xs) - 1) / span if span > 0 else 0
             print(f"  pm device {dev} {name}: {len(xs)} samples over {span:.2f} s ({rate:.0f}/s),"
@@ -120,7 +121,7 @@ def main():
         for rg in r["ranges"]:
             line = []
             for (dev, name), xs in sorted(r["samples"].items()):
-                inside = [v for t, v in xs if rg["start"] <= t <= rg["end"]]
+                inside = [v for t, v in xs if rg["start"] <= t <= rg["end"] and v == v]
                 if inside:
                     m = sum(inside) / len(inside)
                     result["loops"].setdefault(rg["name"], {})[name] = m

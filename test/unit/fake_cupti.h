@@ -510,6 +510,13 @@ static inline void tfm_context_created(uint32_t d) {
   rd.context = (CUcontext)(uintptr_t)(d + 1);
   tfm.cb(tfm.ud, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &rd);
 }
+static inline void tfm_context_destroyed(uint32_t d) {
+  if (!tfm.subscribed || !tfm.cb_resource) return;
+  CUpti_ResourceData rd;
+  memset(&rd, 0, sizeof rd);
+  rd.context = (CUcontext)(uintptr_t)(d + 1);
+  tfm.cb(tfm.ud, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, &rd);
+}
 static inline void tfm_launch(uint32_t d, const char *name) {
   CUpti_CallbackData cb;
   memset(&cb, 0, sizeof cb);

@@ -8,7 +8,8 @@
  *     value, under ids whose definitions name our metric and CUPTI's;
  *   - a metric the chip lacks (NVLink here) is left out, the rest sampled;
  *   - a hardware-buffer overflow is counted (the samples lost, from the
- *     gap) in the status item;
+ *     gap) in the status item; a context being destroyed stops and drains
+ *     sampling on its device before it goes;
  *   - no counter permission, a subscriber already taken, a CUPTI without
  *     the API: a status item and a note per kind, one message line per
  *     kind, and the activity records collected as without metrics;
@@ -367,6 +368,11 @@ static void test_pm_overflow_counted(void **state) {
   tfm.pm_overflow_next = 1;
   pthread_mutex_unlock(&tfm.mu);
   tfm_pm_produce(T0 + 140 * 100000ull, 100, 100000); /* samples 100..139 lost */
+  /* The program's exit destroys the context before the collector stops:
+   * sampling is stopped and drained then, while CUPTI's state is whole. */
+  tfm_context_destroyed(0);
+  assert_true(tfm.pm_stopped);
+  assert_false(tfm.pm_enabled);
   stop();
   scan s;
   scan_file(f->spool, &s);
