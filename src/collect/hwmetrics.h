@@ -93,10 +93,23 @@ unsigned tbe__hwm_status_of(CUptiResult r);
 /* CUPTI's text for r. */
 const char *tbe__hwm_err(CUptiResult r);
 
+/* Registers (atexit) the hook that releases CUPTI's profiler objects at
+ * the process's exit before CUPTI's own exit handlers run (pmsampling.c
+ * says why); called after CUPTI's first profiler calls of a kind, from
+ * any thread.  The hook runs once. */
+void tbe__hwm_exit_hook(void);
+/* The hook itself (what exit() runs; tests call it as exit would): stops
+ * and releases PM sampling and the range profiler while the collector's
+ * background thread runs.  Once per session. */
+void tbe__hwm_at_exit(void);
+
 /* rangeprof.c, driven by pmsampling.c's callback and tick. */
 int tbe__rp_start(const tbe__cupti_metrics_api *api, unsigned set, unsigned launches);
 void tbe__rp_launch(const CUpti_CallbackData *cb, uint32_t device); /* launch enter/exit */
 void tbe__rp_context_destroyed(CUcontext ctx);
+/* Releases every context's profiler objects (the exit hook); launches are
+ * not measured after it, the figures stay for tbe__rp_stop. */
+void tbe__rp_release(void);
 void tbe__rp_emit(tbe__hwm_out *o, int all);
 void tbe__rp_stop(tbe__hwm_out *o);
 

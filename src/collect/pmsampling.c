@@ -87,12 +87,13 @@ typedef struct pmdev {
   int state;
   CUpti_PmSampling_Object *obj;
   tbe__ph_object *host;
+  uint8_t *avail;           /* the counter availability image: the host
+                             * objects made with it read it all their life */
   uint8_t *config, *data;
   size_t config_size, data_size;
   const char *names[NPM];   /* the CUPTI metrics sampled */
   unsigned which[NPM];      /* pm_defs index of each */
   size_t n;
-  size_t consumed;          /* samples of the image already written */
   uint64_t samples, overflow, status_samples;
   int overflow_pending;     /* the next sample's gap tells how many were lost */
   int64_t last_end;
@@ -113,6 +114,8 @@ static struct {
   atomic_uchar stop_req[TBE__MAXDEV]; /* a context of the device is going away */
   pmdev dev[TBE__MAXDEV];
   double now;               /* seconds of ticking, for the status period */
+  int exiting;              /* the process is exiting: no new device, no CUPTI call at stop */
+  int hooks;                /* exit hooks registered (atexit) */
 } H;
 
 /* ---- the callback ---- */
@@ -139,6 +142,33 @@ static void pm_stop_before_destroy(uint32_t d) {
   struct timespec nap = {0, 1000000};
   for (int i = 0; i < 2000 && __atomic_load_n(&H.dev[d].state, __ATOMIC_ACQUIRE) == PM_RUNNING; i++)
     nanosleep(&nap, NULL);
+}
+
+/* ---- the exit hook ---- */
+
+/* At the process's exit the collector stops from its own exit handler,
+ * registered when the library was loaded.  CUPTI and its profiler library
+ * register theirs later (static objects made when profiling first runs),
+ * and exit() runs handlers last-registered first: by the collector's stop,
+ * the profiler's state is gone, and disabling PM sampling there freed it a
+ * second time (the H200's "double free or corruption" at exit).  So this
+ * hook, registered after CUPTI's first profiler calls (sampling started,
+ * first samples decoded, a context set up for the range profiler), runs
+ * before CUPTI's handlers: it has the background thread stop, drain and
+ * release every sampled device, and releases the range profiler's
+ * objects, while CUPTI is whole.  The collector's stop then finds nothing
+ * of CUPTI's left to release, and calls none. */
+void tbe__hwm_at_exit(void) {
+  if (!H.active || __atomic_exchange_n(&H.exiting, 1, __ATOMIC_ACQ_REL)) return;
+  if (H.cfg.kernel_set) tbe__rp_release();
+  if (H.cfg.pm_hz)
+    for (uint32_t d = 0; d < TBE__MAXDEV; d++) pm_stop_before_destroy(d);
+}
+
+void tbe__hwm_exit_hook(void) {
+  /* A few registrations at most (each one later than CUPTI's handlers
+   * of the moment); the hook runs once. */
+  if (__atomic_add_fetch(&H.hooks, 1, __ATOMIC_ACQ_REL) <= 4) atexit(tbe__hwm_at_exit);
 }
 
 static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
@@ -186,6 +216,7 @@ int tbe__hwm_start(const tbe__cupti_metrics_api *api,
   H.now = 0;
   H.subscribed = 0;
   H.prof_ready = 0;
+  H.exiting = 0;
   if (!cfg->pm_hz && !cfg->kernel_set) {
     H.active = 0;
     return 0;
@@ -313,6 +344,10 @@ static CUptiResult choose_metrics(pmdev *p, const char *chip, const uint8_t *ava
   return build_config(p, chip, avail, p->names, p->n, &passes);
 }
 
+/* Releases the device's CUPTI objects, then our images, each once (the
+ * pointers are cleared): sampling disabled (stopped before, by
+ * pm_finish), the host object deinitialized, then the memory either
+ * was given. */
 static void pm_release(pmdev *p) {
   if (p->obj && H.api->pm_disable) {
     CUpti_PmSampling_Disable_Params q = {CUpti_PmSampling_Disable_Params_STRUCT_SIZE, NULL, p->obj};
@@ -320,9 +355,10 @@ static void pm_release(pmdev *p) {
   }
   p->obj = NULL;
   host_free(p);
+  free(p->avail);
   free(p->data);
   free(p->item);
-  p->data = p->item = NULL;
+  p->avail = p->data = p->item = NULL;
 }
 
 static int pm_fail(pmdev *p, uint32_t d, const char *what, CUptiResult r, unsigned status) {
@@ -353,7 +389,6 @@ static int pm_enable_device(uint32_t d) {
   CUpti_Device_GetChipName_Params cn = {CUpti_Device_GetChipName_Params_STRUCT_SIZE, NULL, d, NULL};
   if ((r = m->chip_name(&cn)) != CUPTI_SUCCESS || !cn.pChipName)
     return pm_fail(p, d, "cuptiDeviceGetChipName", r, tbe__hwm_status_of(r));
-  uint8_t *avail = NULL;
   if (m->pm_availability) {
     CUpti_PmSampling_GetCounterAvailability_Params av;
     memset(&av, 0, sizeof av);
@@ -361,17 +396,15 @@ static int pm_enable_device(uint32_t d) {
     av.deviceIndex = d;
     r = m->pm_availability(&av);
     if (r == CUPTI_SUCCESS && av.counterAvailabilityImageSize &&
-        (avail = malloc(av.counterAvailabilityImageSize))) {
-      av.pCounterAvailabilityImage = avail;
+        (p->avail = malloc(av.counterAvailabilityImageSize))) {
+      av.pCounterAvailabilityImage = p->avail;
       r = m->pm_availability(&av);
     }
-    if (r != CUPTI_SUCCESS) {
-      free(avail);
+    if (r != CUPTI_SUCCESS)
       return pm_fail(p, d, "cuptiPmSamplingGetCounterAvailability", r, tbe__hwm_status_of(r));
-    }
   }
-  r = choose_metrics(p, cn.pChipName, avail);
-  free(avail);
+  /* (p->avail stays until the host object made with it is gone) */
+  r = choose_metrics(p, cn.pChipName, p->avail);
   if (r != CUPTI_SUCCESS) {
     char what[128];
     snprintf(what, sizeof what, "no metric set for chip %s", cn.pChipName);
@@ -424,6 +457,7 @@ static int pm_enable_device(uint32_t d) {
                    r == CUPTI_ERROR_INVALID_OPERATION ? TBE__MS_BUSY : tbe__hwm_status_of(r));
   p->last_status = -1;
   __atomic_store_n(&p->state, PM_RUNNING, __ATOMIC_RELEASE);
+  tbe__hwm_exit_hook();
   return 0;
 }
 
@@ -459,11 +493,18 @@ static void item_add(tbe__hwm_out *o, pmdev *p, uint32_t d, int64_t ts, const do
 }
 
 /* Decodes what the hardware buffer holds and writes every completed
- * sample.  Returns 0, or -1 when CUPTI failed (the device is stopped). */
+ * sample.  Each decode goes into a freshly initialized image, whose
+ * samples are all written before it is initialized again (decoding more
+ * into an image that holds samples gave, on the H200, runs of samples
+ * stamped with one old time after the image was started again).  A
+ * sample whose end is not after the last one's is not written: it counts
+ * as lost, like the samples an overflow cost.  Returns 0, or -1 when
+ * CUPTI failed (the device is stopped). */
 static int pm_drain(tbe__hwm_out *o, uint32_t d) {
   const tbe__cupti_metrics_api *m = H.api;
   pmdev *p = &H.dev[d];
   int64_t interval = (int64_t)(1000000000ull / H.cfg.pm_hz);
+  uint64_t had = p->samples;
   double v[NPM];
   for (int round = 0; round < 64; round++) {
     CUpti_PmSampling_DecodeData_Params dd;
@@ -490,7 +531,7 @@ static int pm_drain(tbe__hwm_out *o, uint32_t d) {
       tbe__hwm_fail(TBE__MKIND_PM_SAMPLING, d, TBE__MS_FAILED, "cuptiPmSamplingGetCounterDataInfo", r);
       return -1;
     }
-    for (size_t i = p->consumed; i < ci.numCompletedSamples; i++) {
+    for (size_t i = 0; i < ci.numCompletedSamples; i++) {
       CUpti_PmSampling_CounterData_GetSampleInfo_Params si;
       memset(&si, 0, sizeof si);
       si.structSize = CUpti_PmSampling_CounterData_GetSampleInfo_Params_STRUCT_SIZE;
@@ -503,6 +544,10 @@ static int pm_drain(tbe__hwm_out *o, uint32_t d) {
       if (m->pm_sample_info(&si) != CUPTI_SUCCESS || m->host.evaluate(&ev) != CUPTI_SUCCESS)
         continue; /* one sample CUPTI cannot read: skipped, not counted */
       int64_t start = (int64_t)si.startTimestamp, end = (int64_t)si.endTimestamp;
+      if (p->last_end && end <= p->last_end) {
+        p->overflow++; /* no usable time */
+        continue;
+      }
       if (p->overflow_pending) {
         /* The samples the overflow cost: the gap before this one. */
         int64_t gap = p->last_end && start > p->last_end ? start - p->last_end : 0;
@@ -514,11 +559,7 @@ static int pm_drain(tbe__hwm_out *o, uint32_t d) {
       item_add(o, p, d, end, v);
       p->samples++;
     }
-    p->consumed = ci.numCompletedSamples;
-    if (dd.decodeStopReason != CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL &&
-        ci.numCompletedSamples < ci.numTotalSamples)
-      break;
-    /* The image is full: start it again and decode the rest. */
+    /* Every sample of the image is written: start it again. */
     CUpti_PmSampling_CounterDataImage_Initialize_Params di = {
         CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE, NULL, p->obj,
         p->data_size, p->data};
@@ -528,10 +569,10 @@ static int pm_drain(tbe__hwm_out *o, uint32_t d) {
                     "cuptiPmSamplingCounterDataImageInitialize", r);
       return -1;
     }
-    p->consumed = 0;
     if (dd.decodeStopReason != CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL) break;
   }
   item_flush(o, p, d);
+  if (!had && p->samples) tbe__hwm_exit_hook(); /* CUPTI has decoded and evaluated now */
   return 0;
 }
 
@@ -564,7 +605,9 @@ double tbe__hwm_tick(tbe__hwm_out *o, int final) {
   if (H.cfg.pm_hz)
     for (uint32_t d = 0; d < TBE__MAXDEV; d++) {
       pmdev *p = &H.dev[d];
-      if (p->state == PM_NONE && atomic_load(&H.wanted[d])) pm_enable_device(d);
+      if (p->state == PM_NONE && atomic_load(&H.wanted[d]) &&
+          !__atomic_load_n(&H.exiting, __ATOMIC_ACQUIRE))
+        pm_enable_device(d);
       if (p->state != PM_RUNNING) continue;
       if (atomic_load(&H.stop_req[d])) {
         pm_finish(o, d);
@@ -593,9 +636,19 @@ void tbe__hwm_stop(tbe__hwm_out *o) {
   /* No callback from now on: the range profiler's figures are final. */
   if (H.subscribed) m->unsubscribe(H.sub);
   H.subscribed = 0;
+  int exiting = __atomic_load_n(&H.exiting, __ATOMIC_ACQUIRE);
   for (uint32_t d = 0; d < TBE__MAXDEV; d++) {
     pmdev *p = &H.dev[d];
-    if (p->state == PM_RUNNING) pm_finish(o, d);
+    if (p->state != PM_RUNNING) continue;
+    if (!exiting) {
+      pm_finish(o, d);
+    } else {
+      /* The exit hook's stop did not come through (the background thread
+       * was gone or stuck): CUPTI's state may be gone too, so no call into
+       * it, and its objects and our images are left to the exit. */
+      pm_put_status(o, d);
+      p->state = PM_DONE;
+    }
   }
   if (H.cfg.kernel_set) tbe__rp_stop(o);
   tbe__hwm_drain_fails(o);

@@ -62,10 +62,11 @@ static const rpmetric rp_defs[] = {
 typedef struct rpctx {
   CUcontext ctx;
   uint32_t device;
-  int state;          /* 0 not set up, 1 ready, 2 failed */
+  int state;          /* 0 not set up, 1 ready, 2 failed, 3 released at exit */
   pthread_mutex_t mu; /* held from entry to exit of a measured launch */
   CUpti_RangeProfiler_Object *obj;
   tbe__ph_object *host;
+  uint8_t *avail;     /* the counter availability image: the host object reads it */
   uint8_t *config, *data;
   size_t config_size, data_size;
 } rpctx;
@@ -90,6 +91,7 @@ static struct {
   rpkernel *k;
   size_t nk, capk;
   uint64_t measured_total[TBE__RP_MAXCTX]; /* per device, for the status */
+  int closed;         /* released at exit: no launch measured any more */
 } R = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* The launch this thread is measuring. */
@@ -103,6 +105,7 @@ int tbe__rp_start(const tbe__cupti_metrics_api *api, unsigned set, unsigned laun
   R.launches = launches ? launches : 3;
   R.nctx = 0;
   R.nk = 0;
+  __atomic_store_n(&R.closed, 0, __ATOMIC_RELEASE);
   memset(R.measured_total, 0, sizeof R.measured_total);
   if (!api->rp_enable || !api->rp_set_config || !api->rp_start || !api->rp_stop ||
       !api->rp_decode || !api->rp_data_size || !api->rp_data_init || !api->rp_data_info ||
@@ -163,9 +166,10 @@ static void ctx_release(rpctx *x) {
     m->host.deinitialize(&q);
   }
   x->host = NULL;
+  free(x->avail);
   free(x->config);
   free(x->data);
-  x->config = x->data = NULL;
+  x->avail = x->config = x->data = NULL;
 }
 
 static int ctx_fail(rpctx *x, const char *what, CUptiResult r, unsigned status) {
@@ -187,7 +191,6 @@ static int ctx_setup(rpctx *x) {
                                         x->device, NULL};
   if ((r = m->chip_name(&cn)) != CUPTI_SUCCESS || !cn.pChipName)
     return ctx_fail(x, "cuptiDeviceGetChipName", r, tbe__hwm_status_of(r));
-  uint8_t *avail = NULL;
   if (m->rp_availability) {
     CUpti_Profiler_GetCounterAvailability_Params av;
     memset(&av, 0, sizeof av);
@@ -195,19 +198,19 @@ static int ctx_setup(rpctx *x) {
     av.ctx = x->ctx;
     r = m->rp_availability(&av);
     if (r == CUPTI_SUCCESS && av.counterAvailabilityImageSize &&
-        (avail = malloc(av.counterAvailabilityImageSize))) {
-      av.pCounterAvailabilityImage = avail;
+        (x->avail = malloc(av.counterAvailabilityImageSize))) {
+      av.pCounterAvailabilityImage = x->avail;
       r = m->rp_availability(&av);
     }
-    if (r != CUPTI_SUCCESS) {
-      free(avail);
+    if (r != CUPTI_SUCCESS)
       return ctx_fail(x, "cuptiProfilerGetCounterAvailability", r, tbe__hwm_status_of(r));
-    }
   }
+  /* The host object keeps a pointer to the availability image (its
+   * AddMetrics read it: freed here before, that was the H200's SIGSEGV in
+   * libnvperf_host); x->avail goes with the host object. */
   tbe__ph_init in = {TBE__PSIZE(tbe__ph_init, pHostObject), NULL, TBE__PH_RANGE_PROFILER,
-                     cn.pChipName, avail, NULL};
+                     cn.pChipName, x->avail, NULL};
   r = m->host.initialize(&in);
-  free(avail);
   if (r != CUPTI_SUCCESS)
     return ctx_fail(x, "cuptiProfilerHostInitialize", r, tbe__hwm_status_of(r));
   x->host = in.pHostObject;
@@ -245,6 +248,7 @@ static int ctx_setup(rpctx *x) {
   if (!(x->data = malloc(x->data_size ? x->data_size : 1)))
     return ctx_fail(x, "allocating the counter data", CUPTI_ERROR_OUT_OF_MEMORY, TBE__MS_FAILED);
   x->state = 1;
+  tbe__hwm_exit_hook();
   return 0;
 }
 
@@ -328,7 +332,9 @@ void tbe__rp_launch(const CUpti_CallbackData *cb, uint32_t device) {
   if (!R.api) return;
   if (cb->callbackSite == CUPTI_API_ENTER) {
     const char *name = cb->symbolName;
-    if (!name || !*name || tl_ctx || device == UINT32_MAX) return;
+    if (!name || !*name || tl_ctx || device == UINT32_MAX ||
+        __atomic_load_n(&R.closed, __ATOMIC_ACQUIRE))
+      return;
     pthread_mutex_lock(&R.mu);
     rpctx *x = ctx_get_locked(cb->context, device);
     size_t k = x && x->state != 2 ? kernel_get_locked(name, device) : SIZE_MAX;
@@ -339,10 +345,11 @@ void tbe__rp_launch(const CUpti_CallbackData *cb, uint32_t device) {
     pthread_mutex_lock(&x->mu);
     const char *what = NULL;
     CUptiResult r = CUPTI_SUCCESS;
-    if (x->state == 0) ctx_setup(x);
-    if (x->state == 1 && (r = measure_begin(x, name, &what)) != CUPTI_SUCCESS)
+    int closed = __atomic_load_n(&R.closed, __ATOMIC_ACQUIRE); /* (released meanwhile) */
+    if (!closed && x->state == 0) ctx_setup(x);
+    if (!closed && x->state == 1 && (r = measure_begin(x, name, &what)) != CUPTI_SUCCESS)
       ctx_fail(x, what, r, tbe__hwm_status_of(r));
-    if (x->state != 1) {
+    if (closed || x->state != 1) {
       pthread_mutex_unlock(&x->mu);
       pthread_mutex_lock(&R.mu);
       R.k[k].pending--;
@@ -393,6 +400,20 @@ void tbe__rp_context_destroyed(CUcontext c) {
   pthread_mutex_unlock(&x->mu);
 }
 
+void tbe__rp_release(void) {
+  __atomic_store_n(&R.closed, 1, __ATOMIC_RELEASE);
+  pthread_mutex_lock(&R.mu);
+  unsigned n = R.nctx;
+  pthread_mutex_unlock(&R.mu);
+  for (unsigned i = 0; i < n; i++) {
+    rpctx *x = &R.ctx[i];
+    pthread_mutex_lock(&x->mu); /* a measured launch in flight ends first */
+    ctx_release(x);
+    if (x->state == 1) x->state = 3; /* released, its status still written */
+    pthread_mutex_unlock(&x->mu);
+  }
+}
+
 /* ---- items (decoding thread) ---- */
 
 static void put_kernel(tbe__hwm_out *o, rpkernel *k) {
@@ -430,7 +451,7 @@ void tbe__rp_stop(tbe__hwm_out *o) {
   for (unsigned i = 0; i < R.nctx; i++) {
     rpctx *x = &R.ctx[i];
     pthread_mutex_lock(&x->mu);
-    int ok = x->state == 1;
+    int ok = x->state == 1 || x->state == 3;
     ctx_release(x);
     pthread_mutex_unlock(&x->mu);
     pthread_mutex_destroy(&x->mu);

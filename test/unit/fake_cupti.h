@@ -264,9 +264,35 @@ static struct {
   int rp_enabled, rp_started;
   uint32_t rp_seq, rp_ranges;
   int host_objects;  /* alive: initialized and not deinitialized */
+  int avail_bad;     /* a host object was used after its availability image was freed */
+  int pm_disable_calls, pm_calls_after_disable;
 } tfm = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-static int tfm_host_token;
+/* A host object remembers its counter availability image, as CUPTI's does
+ * (it reads it while it lives): each use checks the image still holds the
+ * bytes the availability call wrote.  glibc's free() writes its list
+ * pointers into the first 16 bytes of a small freed block, so an image
+ * freed before the host object is seen (and ASan reports the read). */
+#define TFM_AVAIL_SIZE 64
+typedef struct tfm_host {
+  const uint8_t *avail;
+} tfm_host;
+static inline int tfm_avail_ok(const tbe__ph_object *o) {
+  const tfm_host *h = (const tfm_host *)o;
+  if (!h) return 0;
+  if (!h->avail) return 1;
+  for (size_t i = 0; i < TFM_AVAIL_SIZE; i++)
+    if (h->avail[i] != (uint8_t)(0xa0 + i % 7)) {
+      tfm.avail_bad = 1;
+      return 0;
+    }
+  return 1;
+}
+static inline void tfm_avail_fill(uint8_t *img, size_t *size) {
+  if (img && *size >= TFM_AVAIL_SIZE)
+    for (size_t i = 0; i < TFM_AVAIL_SIZE; i++) img[i] = (uint8_t)(0xa0 + i % 7);
+  *size = TFM_AVAIL_SIZE;
+}
 #define TFM_PM_OBJ ((CUpti_PmSampling_Object *)&tfm.pm_enabled)
 #define TFM_RP_OBJ ((CUpti_RangeProfiler_Object *)&tfm.rp_enabled)
 
@@ -281,6 +307,8 @@ static inline void tfm_reset(void) {
   tfm.rp_enabled = tfm.rp_started = 0;
   tfm.rp_seq = tfm.rp_ranges = 0;
   tfm.host_objects = 0;
+  tfm.avail_bad = 0;
+  tfm.pm_disable_calls = tfm.pm_calls_after_disable = 0;
   pthread_mutex_unlock(&tfm.mu);
 }
 
@@ -326,8 +354,23 @@ static inline CUptiResult tfm_pm_enable(CUpti_PmSampling_Enable_Params *p) {
   p->pPmSamplingObject = TFM_PM_OBJ;
   return CUPTI_SUCCESS;
 }
+/* Disabling twice, or any call on the object after it, is what frees
+ * CUPTI's state twice: counted for the tests. */
 static inline CUptiResult tfm_pm_disable(CUpti_PmSampling_Disable_Params *p) {
-  tfm.pm_enabled = p->pPmSamplingObject == TFM_PM_OBJ ? 0 : tfm.pm_enabled;
+  tfm.pm_disable_calls++;
+  if (p->pPmSamplingObject != TFM_PM_OBJ || !tfm.pm_enabled) {
+    tfm.pm_calls_after_disable++;
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  }
+  tfm.pm_enabled = 0;
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_pm_avail(CUpti_PmSampling_GetCounterAvailability_Params *p) {
+  tfm_avail_fill(p->pCounterAvailabilityImage, &p->counterAvailabilityImageSize);
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_rp_avail(CUpti_Profiler_GetCounterAvailability_Params *p) {
+  tfm_avail_fill(p->pCounterAvailabilityImage, &p->counterAvailabilityImageSize);
   return CUPTI_SUCCESS;
 }
 static inline CUptiResult tfm_pm_config(CUpti_PmSampling_SetConfig_Params *p) {
@@ -365,6 +408,10 @@ static inline void tfm_pm_produce(uint64_t t, size_t n, uint64_t interval) {
   pthread_mutex_unlock(&tfm.mu);
 }
 static inline CUptiResult tfm_pm_decode(CUpti_PmSampling_DecodeData_Params *p) {
+  if (!tfm.pm_enabled) {
+    tfm.pm_calls_after_disable++;
+    return CUPTI_ERROR_INVALID_OPERATION;
+  }
   tfm_pm_image *im = (tfm_pm_image *)p->pCounterDataImage;
   if (p->counterDataImageSize != sizeof *im || im->magic != 0x504d) return CUPTI_ERROR_INVALID_PARAMETER;
   pthread_mutex_lock(&tfm.mu);
@@ -450,21 +497,26 @@ static inline CUptiResult tfm_rp_info(CUpti_RangeProfiler_GetCounterDataInfo_Par
 /* Host API: values from the images above. */
 static inline CUptiResult tfm_host_init(tbe__ph_init *p) {
   if (!p->pChipName || strcmp(p->pChipName, "FAKE") != 0) return CUPTI_ERROR_INVALID_CHIP_NAME;
-  p->pHostObject = (tbe__ph_object *)&tfm_host_token;
+  tfm_host *h = calloc(1, sizeof *h);
+  if (!h) return CUPTI_ERROR_OUT_OF_MEMORY;
+  h->avail = p->pCounterAvailabilityImage;
+  p->pHostObject = (tbe__ph_object *)h;
   __atomic_add_fetch(&tfm.host_objects, 1, __ATOMIC_SEQ_CST);
   return CUPTI_SUCCESS;
 }
 static inline CUptiResult tfm_host_deinit(tbe__ph_deinit *p) {
-  (void)p;
+  free(p->pHostObject);
   __atomic_sub_fetch(&tfm.host_objects, 1, __ATOMIC_SEQ_CST);
   return CUPTI_SUCCESS;
 }
 static inline CUptiResult tfm_host_props(tbe__ph_props *p) {
+  if (!tfm_avail_ok(p->pHostObject)) return CUPTI_ERROR_INVALID_PARAMETER;
   if (strstr(p->pMetricName, "nvl")) return CUPTI_ERROR_INVALID_METRIC_NAME;
   p->pDimUnit = "percent";
   return CUPTI_SUCCESS;
 }
 static inline CUptiResult tfm_host_add(tbe__ph_add *p) {
+  if (!tfm_avail_ok(p->pHostObject)) return CUPTI_ERROR_INVALID_PARAMETER;
   for (size_t i = 0; i < p->numMetrics; i++)
     if (strstr(p->ppMetricNames[i], "nvl")) return CUPTI_ERROR_INVALID_METRIC_NAME;
   return CUPTI_SUCCESS;
@@ -474,6 +526,7 @@ static inline CUptiResult tfm_host_image_size(tbe__ph_image_size *p) {
   return CUPTI_SUCCESS;
 }
 static inline CUptiResult tfm_host_image(tbe__ph_image *p) {
+  if (!tfm_avail_ok(p->pHostObject)) return CUPTI_ERROR_INVALID_PARAMETER;
   memset(p->pConfigImage, 0xc5, p->configImageSize);
   return CUPTI_SUCCESS;
 }
@@ -482,6 +535,7 @@ static inline CUptiResult tfm_host_passes(tbe__ph_passes *p) {
   return CUPTI_SUCCESS;
 }
 static inline CUptiResult tfm_host_eval(tbe__ph_eval *p) {
+  if (!tfm_avail_ok(p->pHostObject)) return CUPTI_ERROR_INVALID_PARAMETER;
   uint32_t magic;
   memcpy(&magic, p->pCounterDataImage, 4);
   for (size_t j = 0; j < p->numMetrics; j++) {
@@ -547,6 +601,8 @@ static inline void tfm_fill(tbe__cupti_metrics_api *m) {
   m->get_device_id = tfm_device_id;
   m->profiler_init = tfm_prof_init;
   m->chip_name = tfm_chip;
+  m->pm_availability = tfm_pm_avail;
+  m->rp_availability = tfm_rp_avail;
   m->pm_enable = tfm_pm_enable;
   m->pm_disable = tfm_pm_disable;
   m->pm_set_config = tfm_pm_config;

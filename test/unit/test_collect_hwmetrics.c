@@ -35,6 +35,7 @@
 
 #ifdef TBE_HAVE_CUPTI
 #include "collect/collector.h"
+#include "collect/hwmetrics.h"
 #include "collect/options.h"
 #include "events/spool.h"
 #include "fake_cupti.h"
@@ -296,6 +297,11 @@ static void start(fixture *f, unsigned hz, unsigned kset, unsigned launches) {
 static void stop(void) {
   assert_int_equal(tbe__collector_stop(NULL), 0);
   assert_int_equal(tfm.host_objects, 0); /* every host object freed */
+  /* no host object outlived its availability image; sampling disabled
+   * at most once, and nothing called on it after */
+  assert_int_equal(tfm.avail_bad, 0);
+  assert_true(tfm.pm_disable_calls <= 1);
+  assert_int_equal(tfm.pm_calls_after_disable, 0);
 }
 
 static void nap_ms(long ms) {
@@ -382,6 +388,68 @@ static void test_pm_overflow_counted(void **state) {
   assert_int_equal(st->status, TBE__MS_OK);
   assert_int_equal(st->samples, 200);
   assert_int_equal(st->overflow, 40);
+  scan_free(&s);
+}
+
+/* The process exits while sampling: the exit hook (registered after
+ * CUPTI's first profiler calls, so run before CUPTI's exit handlers) has
+ * the background thread stop, drain and disable; a second run of it, and
+ * the collector's stop after it, call nothing of CUPTI's again. */
+static void test_exit_hook_stops_before_cupti(void **state) {
+  fixture *f = *state;
+  start(f, 10000, 0, 0);
+  tfm_context_created(0);
+  tfm_pm_produce(T0, 500, 100000);
+  scan s;
+  int seen = 0;
+  for (int i = 0; i < 100 && !seen; i++) {
+    nap_ms(50);
+    scan_file(f->spool, &s);
+    seen = s.nsamples == 500;
+    scan_free(&s);
+  }
+  assert_true(seen);
+  tfm_pm_produce(T0 + 500 * 100000ull, 20, 100000); /* decoded by the hook's stop */
+  tbe__hwm_at_exit();
+  assert_true(tfm.pm_stopped);
+  assert_false(tfm.pm_enabled);
+  assert_int_equal(tfm.pm_disable_calls, 1);
+  assert_int_equal(tfm.host_objects, 0);
+  tbe__hwm_at_exit();
+  tfm_context_destroyed(0); /* the driver's teardown after it */
+  stop();
+  assert_int_equal(tfm.pm_disable_calls, 1);
+  scan_file(f->spool, &s);
+  assert_int_equal(s.nsamples, 520);
+  assert_true(s.ts_ordered);
+  const tbe__sp_metric_status *st = status_of(&s, TBE__MKIND_PM_SAMPLING, 0, NULL);
+  assert_non_null(st);
+  assert_int_equal(st->status, TBE__MS_OK);
+  assert_int_equal(st->samples, 520);
+  scan_free(&s);
+}
+
+/* Samples a decode stamps with a time not after the last one's (the
+ * H200's stale stamps after an image was started again) are not written:
+ * counted lost; the timeline stays in order. */
+static void test_pm_stale_stamps_dropped(void **state) {
+  fixture *f = *state;
+  start(f, 10000, 0, 0);
+  tfm_context_created(0);
+  tfm_pm_produce(T0, 300, 100000);
+  tfm_pm_produce(T0 - 5000000, 10, 0); /* ten samples, one old stamp */
+  tfm_pm_produce(T0 + 300 * 100000ull, 300, 100000);
+  nap_ms(150);
+  stop();
+  scan s;
+  scan_file(f->spool, &s);
+  assert_int_equal(s.nsamples, 600);
+  assert_true(s.ts_ordered);
+  assert_int_equal(s.last_ts, (int64_t)(T0 + 600 * 100000ull));
+  const tbe__sp_metric_status *st = status_of(&s, TBE__MKIND_PM_SAMPLING, 0, NULL);
+  assert_non_null(st);
+  assert_int_equal(st->samples, 600);
+  assert_int_equal(st->overflow, 10);
   scan_free(&s);
 }
 
@@ -474,6 +542,31 @@ static void test_range_profiler_first_n(void **state) {
   scan_free(&s);
 }
 
+/* At exit the hook releases the range profiler's objects first; a launch
+ * after it is not measured, and the figures and status still come. */
+static void test_range_profiler_exit_hook(void **state) {
+  fixture *f = *state;
+  start(f, 0, TBE_KMETRICS_BRIEF, 3);
+  tfm_launch(0, "kA");
+  assert_true(tfm.rp_enabled);
+  tbe__hwm_at_exit();
+  assert_false(tfm.rp_enabled);
+  assert_int_equal(tfm.host_objects, 0);
+  tfm_launch(0, "kA");
+  assert_false(tfm.rp_enabled);
+  stop();
+  scan s;
+  scan_file(f->spool, &s);
+  assert_int_equal(s.nkm, 1);
+  assert_int_equal(s.km[0].launches, 1);
+  assert_int_equal(s.km[0].nvalues, 3);
+  const tbe__sp_metric_status *st = status_of(&s, TBE__MKIND_RANGE_PROFILER, 0, NULL);
+  assert_non_null(st);
+  assert_int_equal(st->status, TBE__MS_OK);
+  assert_int_equal(st->samples, 1);
+  scan_free(&s);
+}
+
 /* Another tool holds CUPTI's one subscriber slot: both kinds busy on every
  * device; a CUPTI without the PM sampling API: unsupported. */
 static void test_busy_and_missing_api(void **state) {
@@ -539,6 +632,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_pm_overflow_counted, setup, teardown),
       cmocka_unit_test_setup_teardown(test_permission_refused_trace_kept, setup, teardown),
       cmocka_unit_test_setup_teardown(test_range_profiler_first_n, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_range_profiler_exit_hook, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_exit_hook_stops_before_cupti, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_pm_stale_stamps_dropped, setup, teardown),
       cmocka_unit_test_setup_teardown(test_busy_and_missing_api, setup, teardown),
       cmocka_unit_test_setup_teardown(test_options_roundtrip, setup, teardown),
   };
