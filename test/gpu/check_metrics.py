@@ -8,6 +8,8 @@
    (mangled, as CUPTI names them) the mean over its first 3 launches.
 3. Both printed side by side; each figure of ours within 5% (relative) of
    ncu's, or within 1 point where both are near zero (a few % of peak).
+   The PM timeline's median step is the 100 us asked (within 10%) and
+   every step goes forward.
 4. The timeline against the kernel figures: over the GEMM loops SM active
    at least 80% and tensor active above the fp32 loop's; over the
    elementwise loop DRAM read+write at least half the kernel's DRAM
@@ -115,6 +117,12 @@ def main():
     bad = [s for s in km["statuses"] + pm["statuses"] if s["status"] != "ok"]
     if bad:
         fails.append(f"metric statuses not ok: {bad}")
+    # The cadence asked (10 kHz: a sample every 100 us) and a timeline that
+    # only moves forward.
+    for key, v in sorted(pm["pm"].items()):
+        if abs(v["median_step_ns"] - 100000) > 10000 or v["not_forward"]:
+            fails.append(f"PM {key}: median step {v['median_step_ns']} ns (asked 100000),"
+                         f" {v['not_forward']} steps not forward")
     on = {"kernels": km["kernels"], "loops": pm["loops"]}
     # The kernels of each loop: ours and ncu's, side by side.
     nrc, theirs = ncu(args.out)

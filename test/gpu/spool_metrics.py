@@ -115,9 +115,16 @@ def main():
             mean = sum(vals) / len(vals) if vals else float("nan")
             span = (max(ts) - min(ts)) / 1e9
             rate = (len(xs) - 1) / span if span > 0 else 0
+            # the cadence: the median step between consecutive samples (the
+            # span also holds the gaps of overflows and idle time)
+            steps = sorted(b - a for a, b in zip(ts, ts[1:]))
+            med = steps[len(steps) // 2] if steps else 0
+            back = sum(1 for x in steps if x <= 0)
             print(f"  pm device {dev} {name}: {len(xs)} samples over {span:.2f} s ({rate:.0f}/s),"
-                  f" mean {mean:.4g}")
-            result["pm"][f"{dev}/{name}"] = {"n": len(xs), "mean": mean, "rate": rate}
+                  f" median step {med / 1e3:.1f} us ({1e9 / med if med > 0 else 0:.0f}/s),"
+                  f" steps not forward {back}, mean {mean:.4g}")
+            result["pm"][f"{dev}/{name}"] = {"n": len(xs), "mean": mean, "rate": rate,
+                                             "median_step_ns": med, "not_forward": back}
         for rg in r["ranges"]:
             line = []
             for (dev, name), xs in sorted(r["samples"].items()):
