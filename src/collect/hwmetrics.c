@@ -197,3 +197,21 @@ uint32_t tbe__hwm_metric_id(tbe__hwm_out *o, const char *name, const char *sourc
 void tbe__hwm_redefine(void) {
   for (uint32_t i = 0; i < S.nmet; i++) S.met[i].defined = 0;
 }
+
+/* ---- the exit hook's registration ---- */
+
+static void (*exit_fn)(void); /* pmsampling.c's hook */
+static int exit_hooks;        /* registrations so far */
+
+static void run_exit_hook(void) {
+  void (*f)(void) = __atomic_load_n(&exit_fn, __ATOMIC_ACQUIRE);
+  if (f) f();
+}
+
+void tbe__hwm_exit_hook_set(void (*fn)(void)) { __atomic_store_n(&exit_fn, fn, __ATOMIC_RELEASE); }
+
+void tbe__hwm_exit_hook(void) {
+  /* A few registrations at most, each later than CUPTI's handlers of the
+   * moment; the hook itself acts once. */
+  if (__atomic_add_fetch(&exit_hooks, 1, __ATOMIC_ACQ_REL) <= 4) atexit(run_exit_hook);
+}

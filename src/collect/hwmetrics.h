@@ -98,6 +98,9 @@ const char *tbe__hwm_err(CUptiResult r);
  * says why); called after CUPTI's first profiler calls of a kind, from
  * any thread.  The hook runs once. */
 void tbe__hwm_exit_hook(void);
+/* The function the registered hook runs (tbe__hwm_at_exit; hwmetrics.c
+ * registers, pmsampling.c acts). */
+void tbe__hwm_exit_hook_set(void (*fn)(void));
 /* The hook itself (what exit() runs; tests call it as exit would): stops
  * and releases PM sampling and the range profiler while the collector's
  * background thread runs.  Once per session. */

@@ -115,7 +115,6 @@ static struct {
   pmdev dev[TBE__MAXDEV];
   double now;               /* seconds of ticking, for the status period */
   int exiting;              /* the process is exiting: no new device, no CUPTI call at stop */
-  int hooks;                /* exit hooks registered (atexit) */
 } H;
 
 /* ---- the callback ---- */
@@ -154,10 +153,13 @@ static void pm_stop_before_destroy(uint32_t d) {
  * second time (the H200's "double free or corruption" at exit).  So this
  * hook, registered after CUPTI's first profiler calls (sampling started,
  * first samples decoded, a context set up for the range profiler), runs
- * before CUPTI's handlers: it has the background thread stop, drain and
- * release every sampled device, and releases the range profiler's
- * objects, while CUPTI is whole.  The collector's stop then finds nothing
- * of CUPTI's left to release, and calls none. */
+ * before CUPTI's handlers: it has the background thread stop and drain
+ * every sampled device and releases the host objects, while CUPTI is
+ * whole.  Neither kind is disabled at exit: disabling finalizes CUPTI's
+ * profiler state (the XLA profiler's notes say so of PM sampling), the
+ * activity buffers are flushed after this hook, and CUPTI's own teardown
+ * takes the objects.  The collector's stop then calls nothing of CUPTI's
+ * for metrics. */
 void tbe__hwm_at_exit(void) {
   if (!H.active || __atomic_exchange_n(&H.exiting, 1, __ATOMIC_ACQ_REL)) return;
   if (H.cfg.kernel_set) tbe__rp_release();
@@ -165,11 +167,6 @@ void tbe__hwm_at_exit(void) {
     for (uint32_t d = 0; d < TBE__MAXDEV; d++) pm_stop_before_destroy(d);
 }
 
-void tbe__hwm_exit_hook(void) {
-  /* A few registrations at most (each one later than CUPTI's handlers
-   * of the moment); the hook runs once. */
-  if (__atomic_add_fetch(&H.hooks, 1, __ATOMIC_ACQ_REL) <= 4) atexit(tbe__hwm_at_exit);
-}
 
 static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
                                  const void *data) {
@@ -217,6 +214,7 @@ int tbe__hwm_start(const tbe__cupti_metrics_api *api,
   H.subscribed = 0;
   H.prof_ready = 0;
   H.exiting = 0;
+  tbe__hwm_exit_hook_set(tbe__hwm_at_exit);
   if (!cfg->pm_hz && !cfg->kernel_set) {
     H.active = 0;
     return 0;
@@ -595,7 +593,24 @@ static void pm_finish(tbe__hwm_out *o, uint32_t d) {
   H.api->pm_stop(&sp);
   pm_drain(o, d);
   pm_put_status(o, d);
-  pm_release(p);
+  if (!__atomic_load_n(&H.exiting, __ATOMIC_ACQUIRE)) {
+    pm_release(p);
+  } else {
+    /* At exit (the hook): not disabled.  Disabling finalizes CUPTI's
+     * profiler state, and the collector flushes the activity buffers
+     * after this hook; CUPTI's own exit teardown takes the object.  The
+     * host object goes (the host library alone); the config and counter
+     * data images CUPTI was given stay with the object. */
+    if (p->host) {
+      tbe__ph_deinit q = {TBE__PSIZE(tbe__ph_deinit, pHostObject), NULL, p->host};
+      H.api->host.deinitialize(&q);
+    }
+    p->host = NULL;
+    free(p->avail);
+    free(p->item);
+    p->avail = p->item = NULL;
+    p->obj = NULL;
+  }
   __atomic_store_n(&p->state, PM_DONE, __ATOMIC_RELEASE);
 }
 

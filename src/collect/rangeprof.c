@@ -153,8 +153,15 @@ static size_t kernel_get_locked(const char *name, uint32_t device) {
 
 /* ---- a context's profiler (its lock held) ---- */
 
-static void ctx_release(rpctx *x) {
+/* With at_exit, the profiler object is not disabled (CUPTI's exit
+ * teardown takes it, see pmsampling.c's exit hook) and the images it was
+ * given stay with it. */
+static void ctx_release_ex(rpctx *x, int at_exit) {
   const tbe__cupti_metrics_api *m = R.api;
+  if (at_exit) {
+    x->obj = NULL;
+    x->config = x->data = NULL;
+  }
   if (x->obj && m->rp_disable) {
     CUpti_RangeProfiler_Disable_Params q = {CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE, NULL,
                                             x->obj};
@@ -171,6 +178,8 @@ static void ctx_release(rpctx *x) {
   free(x->data);
   x->avail = x->config = x->data = NULL;
 }
+
+static void ctx_release(rpctx *x) { ctx_release_ex(x, 0); }
 
 static int ctx_fail(rpctx *x, const char *what, CUptiResult r, unsigned status) {
   tbe__hwm_fail(TBE__MKIND_RANGE_PROFILER, x->device, status, what, r);
@@ -408,7 +417,7 @@ void tbe__rp_release(void) {
   for (unsigned i = 0; i < n; i++) {
     rpctx *x = &R.ctx[i];
     pthread_mutex_lock(&x->mu); /* a measured launch in flight ends first */
-    ctx_release(x);
+    ctx_release_ex(x, 1);
     if (x->state == 1) x->state = 3; /* released, its status still written */
     pthread_mutex_unlock(&x->mu);
   }
