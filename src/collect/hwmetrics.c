@@ -215,3 +215,14 @@ void tbe__hwm_exit_hook(void) {
    * moment; the hook itself acts once. */
   if (__atomic_add_fetch(&exit_hooks, 1, __ATOMIC_ACQ_REL) <= 4) atexit(run_exit_hook);
 }
+
+/* Images left to CUPTI at exit (its objects not disabled keep pointers to
+ * them): held here until the process ends. */
+static void *kept[256];
+static unsigned nkept;
+
+void tbe__hwm_keep(void *p) {
+  if (!p) return;
+  unsigned i = __atomic_fetch_add(&nkept, 1, __ATOMIC_ACQ_REL);
+  if (i < sizeof kept / sizeof kept[0]) __atomic_store_n(&kept[i], p, __ATOMIC_RELEASE);
+}

@@ -101,6 +101,9 @@ void tbe__hwm_exit_hook(void);
 /* The function the registered hook runs (tbe__hwm_at_exit; hwmetrics.c
  * registers, pmsampling.c acts). */
 void tbe__hwm_exit_hook_set(void (*fn)(void));
+/* Keeps an image CUPTI's undisabled object still points to, until the
+ * process ends (the exit path). */
+void tbe__hwm_keep(void *p);
 /* The hook itself (what exit() runs; tests call it as exit would): stops
  * and releases PM sampling and the range profiler while the collector's
  * background thread runs.  Once per session. */

@@ -609,6 +609,9 @@ static void pm_finish(tbe__hwm_out *o, uint32_t d) {
     free(p->avail);
     free(p->item);
     p->avail = p->item = NULL;
+    tbe__hwm_keep(p->config);
+    tbe__hwm_keep(p->data);
+    p->config = p->data = NULL;
     p->obj = NULL;
   }
   __atomic_store_n(&p->state, PM_DONE, __ATOMIC_RELEASE);

@@ -159,6 +159,8 @@ static size_t kernel_get_locked(const char *name, uint32_t device) {
 static void ctx_release_ex(rpctx *x, int at_exit) {
   const tbe__cupti_metrics_api *m = R.api;
   if (at_exit) {
+    tbe__hwm_keep(x->config);
+    tbe__hwm_keep(x->data);
     x->obj = NULL;
     x->config = x->data = NULL;
   }
