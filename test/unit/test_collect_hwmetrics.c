@@ -1,4 +1,4 @@
-/* test_hwmetrics.c: hardware metrics (PM sampling, the range profiler)
+/* test_collect_hwmetrics.c: hardware metrics (PM sampling, the range profiler)
  * through the collector against the fake CUPTI (fake_cupti.h), no GPU.
  *
  * What must hold, read from the spool the collector writes (the items of
