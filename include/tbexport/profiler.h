@@ -59,6 +59,17 @@ extern "C" {
 #define TBE_TRACE_DRIVER 0x8u  /* CUDA driver API calls */
 #define TBE_TRACE_DEFAULT (TBE_TRACE_CUDA | TBE_TRACE_NVTX)
 
+/* Hardware metrics (tbe_profiler_options.gpu_metrics_hz, kernel_metrics). */
+#define TBE_GPU_METRICS_DEFAULT_HZ 10000u
+enum {
+  TBE_KMETRICS_OFF = 0,
+  TBE_KMETRICS_DEFAULT = 1, /* SM and memory throughput %, achieved occupancy,
+                               tensor pipe %, L2 hit rate, DRAM throughput %,
+                               duration: ncu's metric names */
+  TBE_KMETRICS_BRIEF = 2    /* SM and memory throughput %, duration (fewer
+                               replay passes) */
+};
+
 /* Capture range (tbe_profiler_options.capture). */
 typedef enum tbe_capture_mode {
   TBE_CAPTURE_ALL = 0,        /* everything between start and stop */
@@ -80,6 +91,20 @@ typedef struct tbe_profiler_options {
   unsigned flush_period_ms; /* CUPTI's buffers are flushed to the spool this
                                often, so a killed program loses at most about
                                this much activity; 0 = 1000 */
+  /* Hardware metrics (CUPTI's profiling API: counters are readable by
+   * admin users only unless the driver allows everyone,
+   * NVreg_RestrictProfilingToAdminUsers=0).  Where a GPU, its driver or
+   * another profiler refuses, one message says which and the activity
+   * trace is collected as without them. */
+  unsigned gpu_metrics_hz;  /* PM sampling of the GPU's counters (SM active,
+                               occupancy, tensor pipe, DRAM, PCIe, NVLink,
+                               clocks) this many times a second; 0 = off.
+                               TBE_GPU_METRICS_DEFAULT_HZ is nsys's rate */
+  unsigned kernel_metrics;  /* TBE_KMETRICS_*: per-kernel figures from the
+                               range profiler, which replays and so
+                               serializes the kernels it measures; 0 = off */
+  unsigned kernel_metrics_launches; /* measure the first this many launches
+                               of each kernel name; 0 = 3 */
   /* Where the run is written (see tbexport/export.h). */
   const char *logdir;       /* required */
   const char *run;          /* NULL: the launcher's job id when the process
@@ -137,6 +162,10 @@ TBE_API int tbe_profiler_parse_range(const char *arg, int *mode, char *buf, size
 /* Parses a non-negative number of seconds: "2", "0.5", "1.5s", "200ms".
  * Returns 0 or TBE_EINVAL. */
 TBE_API int tbe_profiler_parse_seconds(const char *s, double *out);
+
+/* Parses a kernel-metrics set name ("default", "brief") into a
+ * TBE_KMETRICS_* value.  Returns 0 or TBE_EINVAL. */
+TBE_API int tbe_profiler_parse_kernel_metrics(const char *set, unsigned *out);
 
 /* Starts collecting.  Returns 0; TBE_EINVAL (no logdir, bad names);
  * TBE_EBUSY (a session is active, or this process is being profiled by

@@ -43,6 +43,9 @@ static const struct option profile_opts[] = {
     {"steps", required_argument, 0, 's'},
     {"buffer-mb", required_argument, 0, 'b'},
     {"flush-period", required_argument, 0, 'F'},
+    {"gpu-metrics", optional_argument, 0, 'G'},
+    {"kernel-metrics", optional_argument, 0, 'K'},
+    {"kernel-metrics-launches", required_argument, 0, 'N'},
     {"keep-noisy-api", no_argument, 0, 'k'},
     {"force", no_argument, 0, 'f'},
     {"quiet", no_argument, 0, 'q'},
@@ -93,6 +96,14 @@ static void profile_usage(FILE *f) {
           "                          integer payload; wins over tbe_profiler_step marks\n"
           "  --buffer-mb N           cap on the memory of host activity buffers per process\n"
           "                          (default: 64); beyond it records are dropped and counted\n"
+          "  --gpu-metrics[=HZ]      sample the GPU's counters (SM active, occupancy, tensor\n"
+          "                          pipe, DRAM, PCIe, NVLink, clocks) HZ times a second\n"
+          "                          (default 10000)\n"
+          "  --kernel-metrics[=SET]  per-kernel figures from CUPTI's range profiler (SET:\n"
+          "                          default or brief); replays and so serializes the\n"
+          "                          kernels it measures\n"
+          "  --kernel-metrics-launches N  measure the first N launches of each kernel\n"
+          "                          name (default 3)\n"
           "  --flush-period MS       spool what CUPTI holds every MS milliseconds (default:\n"
           "                          1000), so a program killed with SIGKILL loses at most\n"
           "                          about that much (fatal signals flush everything first)\n"
@@ -361,6 +372,35 @@ static int parse_one(int c, const char *arg, profile_args *a) {
         return 0;
       }
       tbe_cli_error("profile", "--flush-period: expected milliseconds 1..3600000, got '%s'", arg);
+      return -1;
+    case 'G':
+      if (!arg) {
+        po->gpu_metrics_hz = TBE_GPU_METRICS_DEFAULT_HZ;
+        return 0;
+      }
+      v = strtol(arg, &end, 10);
+      if (*arg && !*end && v >= 1 && v <= 200000) {
+        po->gpu_metrics_hz = (unsigned)v;
+        return 0;
+      }
+      tbe_cli_error("profile", "--gpu-metrics: expected a sampling rate in Hz 1..200000, got '%s'",
+                    arg);
+      return -1;
+    case 'K':
+      if (!arg) {
+        po->kernel_metrics = TBE_KMETRICS_DEFAULT;
+        return 0;
+      }
+      if (!tbe_profiler_parse_kernel_metrics(arg, &po->kernel_metrics)) return 0;
+      tbe_cli_error("profile", "--kernel-metrics: unknown set '%s' (use default or brief)", arg);
+      return -1;
+    case 'N':
+      v = strtol(arg, &end, 10);
+      if (*arg && !*end && v >= 1 && v <= 1000000) {
+        po->kernel_metrics_launches = (unsigned)v;
+        return 0;
+      }
+      tbe_cli_error("profile", "--kernel-metrics-launches: expected 1..1000000, got '%s'", arg);
       return -1;
     default: return -1;
   }

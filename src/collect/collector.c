@@ -72,6 +72,12 @@
  * would without us).  SIGKILL cannot be caught: the periodic flush bounds
  * its loss.
  *
+ * Hardware metrics (hwmetrics.h), when asked for, ride on the background
+ * thread: its timers give them a turn (tbe__hwm_tick: PM samples drained
+ * every 50 ms, range-profiler figures), their items go into the batch and
+ * out as a frame like the records', the fatal-signal flush gives them a
+ * last turn, and stop ends them before the END item.
+ *
  * Records become spool items in collector_decode.c (the per-record work
  * and the spool's string ids: the decoder, owned by the decoding thread).
  *
@@ -82,6 +88,7 @@
  * strings are copied before the buffer is recycled. */
 #include "collect/collector.h"
 #include "collect/collector_decode.h"
+#include "collect/hwmetrics.h"
 #include "collect/launcher.h"
 
 #include <errno.h>
@@ -199,6 +206,8 @@ static struct {
   int window_opened, window_closed;
   int walk_noted;          /* a buffer walk that CUPTI cut short was noted */
   unsigned crash_seen;     /* S.req when the background thread was made */
+  int hwm;                 /* hardware metrics want ticks (hwmetrics.h) */
+  double hwm_next;         /* since_t0() of the next tick */
 } G = {.mu = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
 /* Wakes the background thread: a semaphore, because the fatal-signal
@@ -237,6 +246,21 @@ static void say(tbe_message_level level, const char *fmt, ...) {
 static int64_t ts64(uint64_t v) { return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v; }
 
 #define ITEM(type, var) tbe__spool_item(&G.batch, type, &(var), sizeof(var))
+
+/* Where hardware metrics put their items: the decoding thread's batch and
+ * string ids, and a warning line to on_message. */
+static uint32_t hwm_str(void *ctx, const char *s) {
+  (void)ctx;
+  return tbe__decoder_str(&G.dec, s);
+}
+static void hwm_say(void *ctx, const char *line) {
+  (void)ctx;
+  say(TBE_MSG_WARNING, "%s", line);
+}
+static tbe__hwm_out hwm_out(void) {
+  tbe__hwm_out o = {&G.batch, hwm_str, NULL, hwm_say, NULL};
+  return o;
+}
 
 static int64_t cupti_now(void) {
   uint64_t ts = 0;
@@ -314,6 +338,7 @@ static void write_batch(void) {
     /* The lost frame may have defined strings that later records use:
      * define them all again in the next one. */
     tbe__decoder_redefine(&G.dec);
+    tbe__hwm_redefine();
   }
 }
 
@@ -612,6 +637,12 @@ static void crash_flush(int sig) {
   tbe__sp_signal si = {cupti_now(), sig, 0};
   side_item_locked(TBE__SP_SIGNAL, &si, sizeof si);
   pthread_mutex_unlock(&G.mu);
+  if (G.hwm) {
+    /* The samples so far and every kernel's figures, before anything else
+     * can go wrong. */
+    tbe__hwm_out o = hwm_out();
+    tbe__hwm_tick(&o, 1);
+  }
   write_batch();
   G.api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
@@ -692,6 +723,18 @@ static void *bg_main(void *arg) {
         continue;
       }
       if (end - now < wake) wake = end - now;
+    }
+    if (G.hwm) {
+      if (now >= G.hwm_next) {
+        pthread_mutex_unlock(&G.mu);
+        tbe__hwm_out o = hwm_out();
+        double next = tbe__hwm_tick(&o, 0);
+        if (G.batch.len) write_batch();
+        pthread_mutex_lock(&G.mu);
+        G.hwm_next = since_t0() + next;
+        continue;
+      }
+      if (G.hwm_next - now < wake) wake = G.hwm_next - now;
     }
     if (G.cfg.flush_ms && G.enabled) {
       double period = G.cfg.flush_ms / 1000.0;
@@ -1021,6 +1064,12 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
     G.window_opened = 1;
     rc = set_enabled(1);
   }
+  G.hwm = 0;
+  G.hwm_next = 0;
+  if (rc == 0 && (cfg->gpu_metrics_hz || cfg->kernel_metrics)) {
+    tbe__hwm_config hc = {cfg->gpu_metrics_hz, cfg->kernel_metrics, cfg->kernel_launches};
+    G.hwm = tbe__hwm_start(&G.api.m, G.api.get_result_string, &hc);
+  }
   if (rc == 0) {
     /* The thread must not inherit the application's signal handling. */
     G.crash_seen = atomic_load(&S.req);
@@ -1041,6 +1090,11 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
   }
   if (rc != 0) {
     set_enabled(0);
+    if (G.hwm) {
+      tbe__hwm_out o = hwm_out();
+      tbe__hwm_stop(&o);
+      G.hwm = 0;
+    }
     pthread_mutex_lock(&G.mu);
     G.running = 0;
     G.closed = 1;
@@ -1094,6 +1148,11 @@ int tbe__collector_stop(tbe__sp_stats *stats) {
   G.running = 0;
   pthread_mutex_unlock(&G.mu);
   add_dropped();
+  if (G.hwm) {
+    tbe__hwm_out o = hwm_out();
+    tbe__hwm_stop(&o);
+    G.hwm = 0;
+  }
   tbe__sp_end end = {cupti_now()};
   ITEM(TBE__SP_END, end);
   write_batch();

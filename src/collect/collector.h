@@ -29,7 +29,9 @@
 
 #include <cupti.h>
 
+#include "collect/cupti_host.h"
 #include "events/spool.h"
+
 
 typedef struct tbe__cupti_api {
   CUptiResult (*activity_enable)(CUpti_ActivityKind kind);
@@ -50,6 +52,7 @@ typedef struct tbe__cupti_api {
   CUptiResult (*get_timestamp)(uint64_t *ts);
   /* libcupti's NVTX injection entry (InitializeInjectionNvtx2); may be NULL. */
   int (*nvtx_init)(const void *(*get_export_table)(uint32_t));
+  tbe__cupti_metrics_api m; /* hardware metrics; any entry may be NULL */
 } tbe__cupti_api;
 
 /* Fills `api` from libcupti: the library already loaded in the process if
@@ -70,6 +73,12 @@ typedef struct tbe__collect_config {
   int catch_signals;       /* flush on fatal signals (see above) */
   uint32_t flags;          /* TBE__SPF_* */
   const char *spool_path;  /* file to create (O_EXCL) */
+  /* Hardware metrics (hwmetrics.h): PM sampling at this rate, 0 = off;
+   * the range profiler's metric set (TBE_KMETRICS_*), 0 = off, over the
+   * first kernel_launches launches of each kernel name (0 = 3). */
+  unsigned gpu_metrics_hz;
+  unsigned kernel_metrics;
+  unsigned kernel_launches;
   /* What went wrong while collecting (CUPTI refusing a call, a spool
    * write that failed), one line each (tbexport/common.h); NULL: none.
    * Called from the starting thread or the background thread, never two

@@ -54,6 +54,8 @@ static uint32_t intern(tbe__decoder *dc, const char *s) {
   return id + 1;
 }
 
+uint32_t tbe__decoder_str(tbe__decoder *dc, const char *s) { return intern(dc, s); }
+
 static void strtab_free(strtab *t) {
   if (t->ready) tbe__intern_deinit(&t->in);
   t->ready = 0;

@@ -50,6 +50,10 @@ int tbe__decoder_buffer(tbe__decoder *dc, uint8_t *buf, size_t valid, uint64_t *
  * records may use strings it defined). */
 void tbe__decoder_redefine(tbe__decoder *dc);
 
+/* The spool id of string `s`, defined in dc->batch on first use (0 for
+ * NULL or without memory): for items the collector writes itself. */
+uint32_t tbe__decoder_str(tbe__decoder *dc, const char *s);
+
 /* Forgets every string and API name (frees the table); the pointers and
  * functions stay. */
 void tbe__decoder_reset(tbe__decoder *dc);

@@ -62,6 +62,45 @@ int tbe__cupti_load(tbe__cupti_api *api, char *why, size_t whylen) {
   SYM(set_thread_id_type, "cuptiSetThreadIdType");
   SYM(get_timestamp, "cuptiGetTimestamp");
   SYM(nvtx_init, "InitializeInjectionNvtx2");
+  /* Hardware metrics (hwmetrics.h); a CUPTI older than 12.6 lacks PM
+   * sampling and the range profiler: those stay NULL. */
+  SYM(m.subscribe, "cuptiSubscribe");
+  SYM(m.unsubscribe, "cuptiUnsubscribe");
+  SYM(m.enable_callback, "cuptiEnableCallback");
+  SYM(m.get_device_id, "cuptiGetDeviceId");
+  SYM(m.profiler_init, "cuptiProfilerInitialize");
+  SYM(m.chip_name, "cuptiDeviceGetChipName");
+  SYM(m.pm_availability, "cuptiPmSamplingGetCounterAvailability");
+  SYM(m.pm_enable, "cuptiPmSamplingEnable");
+  SYM(m.pm_disable, "cuptiPmSamplingDisable");
+  SYM(m.pm_set_config, "cuptiPmSamplingSetConfig");
+  SYM(m.pm_start, "cuptiPmSamplingStart");
+  SYM(m.pm_stop, "cuptiPmSamplingStop");
+  SYM(m.pm_decode, "cuptiPmSamplingDecodeData");
+  SYM(m.pm_data_size, "cuptiPmSamplingGetCounterDataSize");
+  SYM(m.pm_data_init, "cuptiPmSamplingCounterDataImageInitialize");
+  SYM(m.pm_data_info, "cuptiPmSamplingGetCounterDataInfo");
+  SYM(m.pm_sample_info, "cuptiPmSamplingCounterDataGetSampleInfo");
+  SYM(m.rp_availability, "cuptiProfilerGetCounterAvailability");
+  SYM(m.rp_enable, "cuptiRangeProfilerEnable");
+  SYM(m.rp_disable, "cuptiRangeProfilerDisable");
+  SYM(m.rp_set_config, "cuptiRangeProfilerSetConfig");
+  SYM(m.rp_start, "cuptiRangeProfilerStart");
+  SYM(m.rp_stop, "cuptiRangeProfilerStop");
+  SYM(m.rp_push, "cuptiRangeProfilerPushRange");
+  SYM(m.rp_pop, "cuptiRangeProfilerPopRange");
+  SYM(m.rp_decode, "cuptiRangeProfilerDecodeData");
+  SYM(m.rp_data_size, "cuptiRangeProfilerGetCounterDataSize");
+  SYM(m.rp_data_init, "cuptiRangeProfilerCounterDataImageInitialize");
+  SYM(m.rp_data_info, "cuptiRangeProfilerGetCounterDataInfo");
+  SYM(m.host.initialize, "cuptiProfilerHostInitialize");
+  SYM(m.host.deinitialize, "cuptiProfilerHostDeinitialize");
+  SYM(m.host.metric_properties, "cuptiProfilerHostGetMetricProperties");
+  SYM(m.host.add_metrics, "cuptiProfilerHostConfigAddMetrics");
+  SYM(m.host.config_image_size, "cuptiProfilerHostGetConfigImageSize");
+  SYM(m.host.config_image, "cuptiProfilerHostGetConfigImage");
+  SYM(m.host.num_passes, "cuptiProfilerHostGetNumOfPasses");
+  SYM(m.host.evaluate, "cuptiProfilerHostEvaluateToGpuValues");
 #undef SYM
   const char *missing = !api->activity_enable       ? "cuptiActivityEnable"
                         : !api->activity_disable    ? "cuptiActivityDisable"

@@ -104,6 +104,9 @@ static void start_once(void) {
   cfg.flush_ms = o.flush_ms;
   cfg.keep_noisy = o.keep_noisy;
   cfg.catch_signals = 1;
+  cfg.gpu_metrics_hz = o.gpu_metrics_hz;
+  cfg.kernel_metrics = o.kernel_metrics;
+  cfg.kernel_launches = o.kernel_launches;
   cfg.flags = TBE__SPF_INJECTED;
   cfg.on_message = print_message;
   char path[4200];

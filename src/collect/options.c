@@ -21,9 +21,9 @@ void tbe__opts_default(tbe__collect_opts *o) {
 int tbe__opts_encode(const tbe__collect_opts *o, char *buf, size_t size) {
   int n = snprintf(buf, size,
                    "trace=%u;delay=%.17g;duration=%.17g;capture=%u;buffer_mb=%zu;flush_ms=%u;"
-                   "noisy=%d",
+                   "noisy=%d;pm_hz=%u;kmetrics=%u;klaunches=%u",
                    o->trace, o->delay_s, o->duration_s, o->capture, o->buffer_mb, o->flush_ms,
-                   o->keep_noisy ? 1 : 0);
+                   o->keep_noisy ? 1 : 0, o->gpu_metrics_hz, o->kernel_metrics, o->kernel_launches);
   return n < 0 || (size_t)n >= size ? TBE_ETOOBIG : 0;
 }
 
@@ -76,6 +76,15 @@ int tbe__opts_decode(const char *s, tbe__collect_opts *o) {
         if (!(rc = parse_u(v, vl, &u))) o->flush_ms = (unsigned)u;
       } else if (KEY("noisy")) {
         if (!(rc = parse_u(v, vl, &u))) o->keep_noisy = u != 0;
+      } else if (KEY("pm_hz")) {
+        if (!(rc = parse_u(v, vl, &u))) rc = u > 1000000 ? TBE_EINVAL : 0;
+        if (!rc) o->gpu_metrics_hz = (unsigned)u;
+      } else if (KEY("kmetrics")) {
+        if (!(rc = parse_u(v, vl, &u))) rc = u > TBE_KMETRICS_BRIEF ? TBE_EINVAL : 0;
+        if (!rc) o->kernel_metrics = (unsigned)u;
+      } else if (KEY("klaunches")) {
+        if (!(rc = parse_u(v, vl, &u))) rc = u > 1000000 ? TBE_EINVAL : 0;
+        if (!rc) o->kernel_launches = (unsigned)u;
       }
 #undef KEY
       if (rc) return rc;
@@ -114,6 +123,17 @@ int tbe_profiler_parse_range(const char *arg, int *mode, char *buf, size_t size,
     *domain = buf + nl + 1;
   }
   *mode = TBE_CAPTURE_NVTX;
+  return 0;
+}
+
+int tbe_profiler_parse_kernel_metrics(const char *set, unsigned *out) {
+  if (!set || !out) return TBE_EINVAL;
+  if (strcmp(set, "default") == 0)
+    *out = TBE_KMETRICS_DEFAULT;
+  else if (strcmp(set, "brief") == 0)
+    *out = TBE_KMETRICS_BRIEF;
+  else
+    return TBE_EINVAL;
   return 0;
 }
 

@@ -18,13 +18,16 @@ typedef struct tbe__collect_opts {
   size_t buffer_mb;    /* cap on buffer memory; 0 = default */
   unsigned flush_ms;   /* periodic flush of CUPTI's buffers (--flush-period) */
   int keep_noisy;
+  unsigned gpu_metrics_hz;  /* PM sampling rate; 0 = off */
+  unsigned kernel_metrics;  /* TBE_KMETRICS_*; 0 = off */
+  unsigned kernel_launches; /* first N launches per kernel name; 0 = 3 */
 } tbe__collect_opts;
 
 /* Defaults: cuda,nvtx; no delay/duration; 64 MiB; flush every 1000 ms. */
 void tbe__opts_default(tbe__collect_opts *o);
 
 /* Encodes as "trace=3;delay=0;duration=0;capture=0;buffer_mb=64;flush_ms=1000;
- * noisy=0" into buf.  Returns 0 or TBE_ETOOBIG. */
+ * noisy=0;pm_hz=0;kmetrics=0;klaunches=0" into buf.  Returns 0 or TBE_ETOOBIG. */
 int tbe__opts_encode(const tbe__collect_opts *o, char *buf, size_t size);
 /* Decodes such a string over the current values of `o` (unknown keys are
  * ignored; a bad value is TBE_EINVAL). */

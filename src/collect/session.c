@@ -208,6 +208,9 @@ int tbe_session_environment(const tbe_profiler_options *o, const char *inject_li
   if (o->buffer_mb) co.buffer_mb = o->buffer_mb;
   if (o->flush_period_ms) co.flush_ms = o->flush_period_ms;
   co.keep_noisy = o->keep_noisy_api;
+  co.gpu_metrics_hz = o->gpu_metrics_hz;
+  co.kernel_metrics = o->kernel_metrics;
+  co.kernel_launches = o->kernel_metrics_launches;
   char opts[256];
   int rc = tbe__opts_encode(&co, opts, sizeof opts);
   if (!rc) rc = set(ctx, "CUDA_INJECTION64_PATH", inject_lib);

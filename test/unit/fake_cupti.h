@@ -221,4 +221,417 @@ static inline CUptiResult tf_flush(uint32_t flag) {
   return CUPTI_SUCCESS;
 }
 
+/* ---- hardware metrics (hwmetrics.h; with collector.h included first) ----
+ *
+ * A fake of the callback subscription, PM sampling, the range profiler
+ * and the profiler host API, filled into tbe__cupti_api.m by tfm_fill.
+ * Contexts are the pointers (CUcontext)(device + 1).  PM samples are made
+ * by the test (tfm_pm_produce) and moved into the counter data image by
+ * the collector's decode calls, TFM_PM_CAP at most per image (so a drain
+ * fills an image and starts it again); tfm.pm_overflow_next makes the next
+ * decode report a hardware-buffer overflow.  The value of metric j of a PM
+ * sample is (j + 1) * 1.5; of a range-profiled launch, (j + 1) * 100 plus
+ * the launch's sequence number (1, 2, ...), so means are checkable.  The
+ * host API accepts every metric name but those containing "nvl" (a chip
+ * without NVLink).  Result codes to refuse with: tfm.subscribe_rc,
+ * tfm.pm_enable_rc, tfm.rp_enable_rc. */
+
+#ifdef TBE_COLLECT_COLLECTOR_H
+#define TFM_PM_CAP 256
+#define TFM_PENDING 65536
+
+typedef struct tfm_pm_image {
+  uint32_t magic, n;
+  uint64_t start[TFM_PM_CAP], end[TFM_PM_CAP];
+} tfm_pm_image;
+
+typedef struct tfm_rp_image {
+  uint32_t magic, nranges;
+  uint32_t seq;
+} tfm_rp_image;
+
+static struct {
+  pthread_mutex_t mu;
+  CUpti_CallbackFunc cb;
+  void *ud;
+  int subscribed, cb_resource, cb_launch;
+  CUptiResult subscribe_rc, pm_enable_rc, rp_enable_rc;
+  int pm_enabled, pm_started, pm_stopped;
+  uint64_t pm_interval;
+  uint64_t pend_start[TFM_PENDING], pend_end[TFM_PENDING];
+  size_t npend, pend_head;
+  int pm_overflow_next;
+  int rp_enabled, rp_started;
+  uint32_t rp_seq, rp_ranges;
+  int host_objects;  /* alive: initialized and not deinitialized */
+  int avail_bad;     /* a host object was used after its availability image was freed */
+  int pm_disable_calls, pm_calls_after_disable;
+} tfm = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* A host object remembers its counter availability image, as CUPTI's does
+ * (it reads it while it lives): each use checks the image still holds the
+ * bytes the availability call wrote.  glibc's free() writes its list
+ * pointers into the first 16 bytes of a small freed block, so an image
+ * freed before the host object is seen (and ASan reports the read). */
+#define TFM_AVAIL_SIZE 64
+typedef struct tfm_host {
+  const uint8_t *avail;
+} tfm_host;
+static inline int tfm_avail_ok(const tbe__ph_object *o) {
+  const tfm_host *h = (const tfm_host *)o;
+  if (!h) return 0;
+  if (!h->avail) return 1;
+  for (size_t i = 0; i < TFM_AVAIL_SIZE; i++)
+    if (h->avail[i] != (uint8_t)(0xa0 + i % 7)) {
+      tfm.avail_bad = 1;
+      return 0;
+    }
+  return 1;
+}
+static inline void tfm_avail_fill(uint8_t *img, size_t *size) {
+  if (img && *size >= TFM_AVAIL_SIZE)
+    for (size_t i = 0; i < TFM_AVAIL_SIZE; i++) img[i] = (uint8_t)(0xa0 + i % 7);
+  *size = TFM_AVAIL_SIZE;
+}
+#define TFM_PM_OBJ ((CUpti_PmSampling_Object *)&tfm.pm_enabled)
+#define TFM_RP_OBJ ((CUpti_RangeProfiler_Object *)&tfm.rp_enabled)
+
+static inline void tfm_reset(void) {
+  pthread_mutex_lock(&tfm.mu);
+  tfm.cb = NULL;
+  tfm.subscribed = tfm.cb_resource = tfm.cb_launch = 0;
+  tfm.subscribe_rc = tfm.pm_enable_rc = tfm.rp_enable_rc = CUPTI_SUCCESS;
+  tfm.pm_enabled = tfm.pm_started = tfm.pm_stopped = 0;
+  tfm.npend = tfm.pend_head = 0;
+  tfm.pm_overflow_next = 0;
+  tfm.rp_enabled = tfm.rp_started = 0;
+  tfm.rp_seq = tfm.rp_ranges = 0;
+  tfm.host_objects = 0;
+  tfm.avail_bad = 0;
+  tfm.pm_disable_calls = tfm.pm_calls_after_disable = 0;
+  pthread_mutex_unlock(&tfm.mu);
+}
+
+static inline CUptiResult tfm_subscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud) {
+  if (tfm.subscribe_rc != CUPTI_SUCCESS) return tfm.subscribe_rc;
+  tfm.cb = cb;
+  tfm.ud = ud;
+  tfm.subscribed = 1;
+  *s = (CUpti_SubscriberHandle)&tfm.subscribed;
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_unsubscribe(CUpti_SubscriberHandle s) {
+  (void)s;
+  tfm.subscribed = 0;
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_enable_callback(uint32_t on, CUpti_SubscriberHandle s,
+                                              CUpti_CallbackDomain d, CUpti_CallbackId cbid) {
+  (void)s;
+  (void)cbid;
+  if (d == CUPTI_CB_DOMAIN_RESOURCE) tfm.cb_resource = (int)on;
+  if (d == CUPTI_CB_DOMAIN_DRIVER_API) tfm.cb_launch = (int)on;
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_device_id(CUcontext c, uint32_t *d) {
+  if (!c) return CUPTI_ERROR_INVALID_CONTEXT;
+  *d = (uint32_t)((uintptr_t)c - 1);
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_prof_init(CUpti_Profiler_Initialize_Params *p) {
+  (void)p;
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_chip(CUpti_Device_GetChipName_Params *p) {
+  p->pChipName = "FAKE";
+  return CUPTI_SUCCESS;
+}
+
+/* PM sampling */
+static inline CUptiResult tfm_pm_enable(CUpti_PmSampling_Enable_Params *p) {
+  if (tfm.pm_enable_rc != CUPTI_SUCCESS) return tfm.pm_enable_rc;
+  tfm.pm_enabled = 1;
+  p->pPmSamplingObject = TFM_PM_OBJ;
+  return CUPTI_SUCCESS;
+}
+/* Disabling twice, or any call on the object after it, is what frees
+ * CUPTI's state twice: counted for the tests. */
+static inline CUptiResult tfm_pm_disable(CUpti_PmSampling_Disable_Params *p) {
+  tfm.pm_disable_calls++;
+  if (p->pPmSamplingObject != TFM_PM_OBJ || !tfm.pm_enabled) {
+    tfm.pm_calls_after_disable++;
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  }
+  tfm.pm_enabled = 0;
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_pm_avail(CUpti_PmSampling_GetCounterAvailability_Params *p) {
+  tfm_avail_fill(p->pCounterAvailabilityImage, &p->counterAvailabilityImageSize);
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_rp_avail(CUpti_Profiler_GetCounterAvailability_Params *p) {
+  tfm_avail_fill(p->pCounterAvailabilityImage, &p->counterAvailabilityImageSize);
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_pm_config(CUpti_PmSampling_SetConfig_Params *p) {
+  if (!p->pConfig || !p->configSize || !p->samplingInterval) return CUPTI_ERROR_INVALID_PARAMETER;
+  tfm.pm_interval = p->samplingInterval;
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_pm_start(CUpti_PmSampling_Start_Params *p) {
+  (void)p;
+  tfm.pm_started = 1;
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_pm_stop(CUpti_PmSampling_Stop_Params *p) {
+  (void)p;
+  tfm.pm_stopped = 1;
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_pm_size(CUpti_PmSampling_GetCounterDataSize_Params *p) {
+  p->counterDataSize = sizeof(tfm_pm_image);
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_pm_init(CUpti_PmSampling_CounterDataImage_Initialize_Params *p) {
+  if (p->counterDataSize != sizeof(tfm_pm_image)) return CUPTI_ERROR_INVALID_PARAMETER;
+  memset(p->pCounterData, 0, sizeof(tfm_pm_image));
+  ((tfm_pm_image *)p->pCounterData)->magic = 0x504d;
+  return CUPTI_SUCCESS;
+}
+/* The test's samples, [start, start + interval) each, n of them from t. */
+static inline void tfm_pm_produce(uint64_t t, size_t n, uint64_t interval) {
+  pthread_mutex_lock(&tfm.mu);
+  for (size_t i = 0; i < n && tfm.npend < TFM_PENDING; i++, tfm.npend++) {
+    tfm.pend_start[tfm.npend] = t + i * interval;
+    tfm.pend_end[tfm.npend] = t + (i + 1) * interval;
+  }
+  pthread_mutex_unlock(&tfm.mu);
+}
+static inline CUptiResult tfm_pm_decode(CUpti_PmSampling_DecodeData_Params *p) {
+  if (!tfm.pm_enabled) {
+    tfm.pm_calls_after_disable++;
+    return CUPTI_ERROR_INVALID_OPERATION;
+  }
+  tfm_pm_image *im = (tfm_pm_image *)p->pCounterDataImage;
+  if (p->counterDataImageSize != sizeof *im || im->magic != 0x504d) return CUPTI_ERROR_INVALID_PARAMETER;
+  pthread_mutex_lock(&tfm.mu);
+  while (im->n < TFM_PM_CAP && tfm.pend_head < tfm.npend) {
+    im->start[im->n] = tfm.pend_start[tfm.pend_head];
+    im->end[im->n++] = tfm.pend_end[tfm.pend_head++];
+  }
+  p->decodeStopReason = im->n == TFM_PM_CAP ? CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL
+                                            : CUPTI_PM_SAMPLING_DECODE_STOP_REASON_END_OF_RECORDS;
+  p->overflow = (uint8_t)tfm.pm_overflow_next;
+  tfm.pm_overflow_next = 0;
+  pthread_mutex_unlock(&tfm.mu);
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_pm_info(CUpti_PmSampling_GetCounterDataInfo_Params *p) {
+  const tfm_pm_image *im = (const tfm_pm_image *)p->pCounterDataImage;
+  p->numTotalSamples = TFM_PM_CAP;
+  p->numPopulatedSamples = p->numCompletedSamples = im->n;
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_pm_sample(CUpti_PmSampling_CounterData_GetSampleInfo_Params *p) {
+  const tfm_pm_image *im = (const tfm_pm_image *)p->pCounterDataImage;
+  if (p->sampleIndex >= im->n) return CUPTI_ERROR_INVALID_PARAMETER;
+  p->startTimestamp = im->start[p->sampleIndex];
+  p->endTimestamp = im->end[p->sampleIndex];
+  return CUPTI_SUCCESS;
+}
+
+/* Range profiler */
+static inline CUptiResult tfm_rp_enable(CUpti_RangeProfiler_Enable_Params *p) {
+  if (tfm.rp_enable_rc != CUPTI_SUCCESS) return tfm.rp_enable_rc;
+  tfm.rp_enabled = 1;
+  p->pRangeProfilerObject = TFM_RP_OBJ;
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_rp_disable(CUpti_RangeProfiler_Disable_Params *p) {
+  (void)p;
+  tfm.rp_enabled = 0;
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_rp_config(CUpti_RangeProfiler_SetConfig_Params *p) {
+  if (p->range != CUPTI_AutoRange || p->replayMode != CUPTI_KernelReplay || !p->pConfig)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_rp_start(CUpti_RangeProfiler_Start_Params *p) {
+  (void)p;
+  if (tfm.rp_started) return CUPTI_ERROR_INVALID_OPERATION;
+  tfm.rp_started = 1;
+  tfm.rp_ranges = 0;
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_rp_stop(CUpti_RangeProfiler_Stop_Params *p) {
+  if (!tfm.rp_started) return CUPTI_ERROR_INVALID_OPERATION;
+  tfm.rp_started = 0;
+  p->isAllPassSubmitted = 1;
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_rp_size(CUpti_RangeProfiler_GetCounterDataSize_Params *p) {
+  p->counterDataSize = sizeof(tfm_rp_image);
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_rp_init(CUpti_RangeProfiler_CounterDataImage_Initialize_Params *p) {
+  memset(p->pCounterData, 0, sizeof(tfm_rp_image));
+  ((tfm_rp_image *)p->pCounterData)->magic = 0x5250;
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_rp_decode(CUpti_RangeProfiler_DecodeData_Params *p) {
+  (void)p;
+  return CUPTI_SUCCESS;
+}
+static tfm_rp_image *tfm_rp_current; /* the image SetConfig was last given */
+static inline CUptiResult tfm_rp_config_keep(CUpti_RangeProfiler_SetConfig_Params *p) {
+  CUptiResult r = tfm_rp_config(p);
+  if (r == CUPTI_SUCCESS) tfm_rp_current = (tfm_rp_image *)p->pCounterDataImage;
+  return r;
+}
+static inline CUptiResult tfm_rp_info(CUpti_RangeProfiler_GetCounterDataInfo_Params *p) {
+  p->numTotalRanges = ((const tfm_rp_image *)p->pCounterDataImage)->nranges;
+  return CUPTI_SUCCESS;
+}
+
+/* Host API: values from the images above. */
+static inline CUptiResult tfm_host_init(tbe__ph_init *p) {
+  if (!p->pChipName || strcmp(p->pChipName, "FAKE") != 0) return CUPTI_ERROR_INVALID_CHIP_NAME;
+  tfm_host *h = calloc(1, sizeof *h);
+  if (!h) return CUPTI_ERROR_OUT_OF_MEMORY;
+  h->avail = p->pCounterAvailabilityImage;
+  p->pHostObject = (tbe__ph_object *)h;
+  __atomic_add_fetch(&tfm.host_objects, 1, __ATOMIC_SEQ_CST);
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_host_deinit(tbe__ph_deinit *p) {
+  free(p->pHostObject);
+  __atomic_sub_fetch(&tfm.host_objects, 1, __ATOMIC_SEQ_CST);
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_host_props(tbe__ph_props *p) {
+  if (!tfm_avail_ok(p->pHostObject)) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (strstr(p->pMetricName, "nvl")) return CUPTI_ERROR_INVALID_METRIC_NAME;
+  p->pDimUnit = "percent";
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_host_add(tbe__ph_add *p) {
+  if (!tfm_avail_ok(p->pHostObject)) return CUPTI_ERROR_INVALID_PARAMETER;
+  for (size_t i = 0; i < p->numMetrics; i++)
+    if (strstr(p->ppMetricNames[i], "nvl")) return CUPTI_ERROR_INVALID_METRIC_NAME;
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_host_image_size(tbe__ph_image_size *p) {
+  p->configImageSize = 64;
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_host_image(tbe__ph_image *p) {
+  if (!tfm_avail_ok(p->pHostObject)) return CUPTI_ERROR_INVALID_PARAMETER;
+  memset(p->pConfigImage, 0xc5, p->configImageSize);
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_host_passes(tbe__ph_passes *p) {
+  p->numOfPasses = 1;
+  return CUPTI_SUCCESS;
+}
+static inline CUptiResult tfm_host_eval(tbe__ph_eval *p) {
+  if (!tfm_avail_ok(p->pHostObject)) return CUPTI_ERROR_INVALID_PARAMETER;
+  uint32_t magic;
+  memcpy(&magic, p->pCounterDataImage, 4);
+  for (size_t j = 0; j < p->numMetrics; j++) {
+    if (magic == 0x504d) {
+      const tfm_pm_image *im = (const tfm_pm_image *)p->pCounterDataImage;
+      if (p->rangeIndex >= im->n) return CUPTI_ERROR_INVALID_PARAMETER;
+      p->pMetricValues[j] = (double)(j + 1) * 1.5;
+    } else if (magic == 0x5250) {
+      const tfm_rp_image *im = (const tfm_rp_image *)p->pCounterDataImage;
+      if (p->rangeIndex >= im->nranges) return CUPTI_ERROR_INVALID_PARAMETER;
+      p->pMetricValues[j] = (double)(j + 1) * 100 + im->seq;
+    } else {
+      return CUPTI_ERROR_INVALID_PARAMETER;
+    }
+  }
+  return CUPTI_SUCCESS;
+}
+
+/* The application's side: a context made on device d, a kernel launched in
+ * it (the driver callback's entry and exit around the "kernel", which the
+ * range profiler records as a range when started). */
+static inline void tfm_context_created(uint32_t d) {
+  if (!tfm.subscribed || !tfm.cb_resource) return;
+  CUpti_ResourceData rd;
+  memset(&rd, 0, sizeof rd);
+  rd.context = (CUcontext)(uintptr_t)(d + 1);
+  tfm.cb(tfm.ud, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &rd);
+}
+static inline void tfm_context_destroyed(uint32_t d) {
+  if (!tfm.subscribed || !tfm.cb_resource) return;
+  CUpti_ResourceData rd;
+  memset(&rd, 0, sizeof rd);
+  rd.context = (CUcontext)(uintptr_t)(d + 1);
+  tfm.cb(tfm.ud, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, &rd);
+}
+static inline void tfm_launch(uint32_t d, const char *name) {
+  CUpti_CallbackData cb;
+  memset(&cb, 0, sizeof cb);
+  cb.context = (CUcontext)(uintptr_t)(d + 1);
+  cb.symbolName = name;
+  cb.functionName = "cuLaunchKernel";
+  if (tfm.subscribed && tfm.cb_launch) {
+    cb.callbackSite = CUPTI_API_ENTER;
+    tfm.cb(tfm.ud, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
+  }
+  pthread_mutex_lock(&tfm.mu);
+  if (tfm.rp_started && tfm_rp_current) {
+    tfm_rp_current->nranges++;
+    tfm_rp_current->seq = ++tfm.rp_seq;
+  }
+  pthread_mutex_unlock(&tfm.mu);
+  if (tfm.subscribed && tfm.cb_launch) {
+    cb.callbackSite = CUPTI_API_EXIT;
+    tfm.cb(tfm.ud, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
+  }
+}
+
+static inline void tfm_fill(tbe__cupti_metrics_api *m) {
+  memset(m, 0, sizeof *m);
+  m->subscribe = tfm_subscribe;
+  m->unsubscribe = tfm_unsubscribe;
+  m->enable_callback = tfm_enable_callback;
+  m->get_device_id = tfm_device_id;
+  m->profiler_init = tfm_prof_init;
+  m->chip_name = tfm_chip;
+  m->pm_availability = tfm_pm_avail;
+  m->rp_availability = tfm_rp_avail;
+  m->pm_enable = tfm_pm_enable;
+  m->pm_disable = tfm_pm_disable;
+  m->pm_set_config = tfm_pm_config;
+  m->pm_start = tfm_pm_start;
+  m->pm_stop = tfm_pm_stop;
+  m->pm_decode = tfm_pm_decode;
+  m->pm_data_size = tfm_pm_size;
+  m->pm_data_init = tfm_pm_init;
+  m->pm_data_info = tfm_pm_info;
+  m->pm_sample_info = tfm_pm_sample;
+  m->rp_enable = tfm_rp_enable;
+  m->rp_disable = tfm_rp_disable;
+  m->rp_set_config = tfm_rp_config_keep;
+  m->rp_start = tfm_rp_start;
+  m->rp_stop = tfm_rp_stop;
+  m->rp_decode = tfm_rp_decode;
+  m->rp_data_size = tfm_rp_size;
+  m->rp_data_init = tfm_rp_init;
+  m->rp_data_info = tfm_rp_info;
+  m->host.initialize = tfm_host_init;
+  m->host.deinitialize = tfm_host_deinit;
+  m->host.metric_properties = tfm_host_props;
+  m->host.add_metrics = tfm_host_add;
+  m->host.config_image_size = tfm_host_image_size;
+  m->host.config_image = tfm_host_image;
+  m->host.num_passes = tfm_host_passes;
+  m->host.evaluate = tfm_host_eval;
+}
+
+#endif /* TBE_COLLECT_COLLECTOR_H */
+
 #endif

@@ -1,0 +1,650 @@
+/* test_collect_hwmetrics.c: hardware metrics (PM sampling, the range profiler)
+ * through the collector against the fake CUPTI (fake_cupti.h), no GPU.
+ *
+ * What must hold, read from the spool the collector writes (the items of
+ * events/spool.h, scanned as the importer scans them):
+ *   - decoded samples reach the spool while the program runs (a crash loses
+ *     at most a tick), every one, with its timestamp and each metric's
+ *     value, under ids whose definitions name our metric and CUPTI's;
+ *   - a metric the chip lacks (NVLink here) is left out, the rest sampled;
+ *   - a hardware-buffer overflow is counted (the samples lost, from the
+ *     gap) in the status item; a context being destroyed stops and drains
+ *     sampling on its device before it goes;
+ *   - no counter permission, a subscriber already taken, a CUPTI without
+ *     the API: a status item and a note per kind, one message line per
+ *     kind, and the activity records collected as without metrics;
+ *   - the range profiler measures the first N launches of each kernel name
+ *     and writes the mean of each metric over them, once per kernel. */
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tbexport.h"
+#include "tbexport/profiler.h"
+#include "testutil.h"
+
+#ifdef TBE_HAVE_CUPTI
+#include "collect/collector.h"
+#include "collect/hwmetrics.h"
+#include "collect/options.h"
+#include "events/spool.h"
+#include "fake_cupti.h"
+
+#define T0 1700000000000000000ull
+
+/* ---- the fake's activity side ---- */
+
+static CUptiResult f_ok_kind(CUpti_ActivityKind k) {
+  (void)k;
+  return CUPTI_SUCCESS;
+}
+static CUptiResult f_attr(CUpti_ActivityAttribute a, size_t *size, void *v) {
+  (void)a;
+  (void)size;
+  (void)v;
+  return CUPTI_SUCCESS;
+}
+static CUptiResult f_cbname(CUpti_CallbackDomain d, uint32_t cbid, const char **name) {
+  (void)d;
+  (void)cbid;
+  *name = "cudaLaunchKernel_v7000";
+  return CUPTI_SUCCESS;
+}
+static CUptiResult f_ts(uint64_t *ts) {
+  *ts = T0 + 5000000000ull;
+  return CUPTI_SUCCESS;
+}
+
+static tbe__cupti_api fake_api(void) {
+  tbe__cupti_api a;
+  memset(&a, 0, sizeof a);
+  a.activity_enable = f_ok_kind;
+  a.activity_disable = f_ok_kind;
+  a.register_callbacks = tf_register;
+  a.get_next_record = tf_next_record;
+  a.get_num_dropped = tf_get_num_dropped;
+  a.flush_all = tf_flush;
+  a.set_attribute = f_attr;
+  a.get_callback_name = f_cbname;
+  a.get_timestamp = f_ts;
+  tfm_fill(&a.m);
+  return a;
+}
+
+static void kernel_record(uint32_t corr, const char *name) {
+  CUpti_ActivityKernel10 k;
+  memset(&k, 0, sizeof k);
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = T0 + corr * 1000;
+  k.end = k.start + 500;
+  k.contextId = 1;
+  k.streamId = 7;
+  k.correlationId = corr;
+  k.name = name;
+  tf_emit(&k, sizeof k);
+}
+
+/* ---- messages ---- */
+
+static struct {
+  pthread_mutex_t mu;
+  char lines[16][512];
+  int n;
+} M = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void on_message(void *ctx, tbe_message_level level, const char *line) {
+  (void)ctx;
+  (void)level;
+  pthread_mutex_lock(&M.mu);
+  if (M.n < 16) snprintf(M.lines[M.n++], sizeof M.lines[0], "%s", line);
+  pthread_mutex_unlock(&M.mu);
+}
+
+static int lines_with(const char *needle) {
+  int c = 0;
+  pthread_mutex_lock(&M.mu);
+  for (int i = 0; i < M.n; i++) c += strstr(M.lines[i], needle) != NULL;
+  pthread_mutex_unlock(&M.mu);
+  return c;
+}
+
+/* ---- the spool, scanned ---- */
+
+typedef struct scan {
+  char *strs[256];
+  struct {
+    uint32_t name, source, unit;
+  } def[64];
+  uint64_t samples[64];  /* per metric id */
+  double sum[64];
+  int64_t first_ts, last_ts;
+  int ts_ordered;
+  uint64_t nsamples;
+  tbe__sp_metric_status status[16];
+  char reason[16][300];
+  int nstatus;
+  int notes_metrics;
+  int kernels;           /* TBE__SP_KERNEL records */
+  struct {
+    uint32_t name, device, launches, nvalues;
+    uint32_t id[8];
+    double v[8];
+  } km[16];
+  int nkm;
+} scan;
+
+static const char *str_of(const scan *s, uint32_t id) {
+  return id < 256 && s->strs[id] ? s->strs[id] : "";
+}
+
+static int on_item(void *ctx, unsigned type, const uint8_t *b, size_t len) {
+  scan *s = ctx;
+  if (type == TBE__SP_STR) {
+    uint32_t id;
+    memcpy(&id, b, 4);
+    if (id < 256) {
+      free(s->strs[id]);
+      s->strs[id] = strndup((const char *)b + 4, len - 4);
+    }
+  } else if (type == TBE__SP_NOTE) {
+    if (memmem(b, len, "metrics", 7)) s->notes_metrics++;
+  } else if (type == TBE__SP_KERNEL) {
+    s->kernels++;
+  } else if (type == TBE__SP_METRIC_DEF) {
+    tbe__sp_metric_def d;
+    assert_int_equal(len, sizeof d);
+    memcpy(&d, b, sizeof d);
+    assert_true(d.id > 0 && d.id < 64);
+    s->def[d.id].name = d.name;
+    s->def[d.id].source = d.source;
+    s->def[d.id].unit = d.unit;
+  } else if (type == TBE__SP_METRIC_SAMPLES) {
+    tbe__sp_metric_samples h;
+    memcpy(&h, b, sizeof h);
+    assert_true(h.nmetrics > 0 && h.nmetrics < 32);
+    assert_int_equal(len, sizeof h + 4 * h.nmetrics + h.nsamples * (8 + 8 * (size_t)h.nmetrics));
+    uint32_t ids[32];
+    memcpy(ids, b + sizeof h, 4 * h.nmetrics);
+    const uint8_t *p = b + sizeof h + 4 * h.nmetrics;
+    for (uint32_t i = 0; i < h.nsamples; i++) {
+      int64_t ts;
+      memcpy(&ts, p, 8);
+      if (s->nsamples == 0) s->first_ts = ts;
+      else if (ts <= s->last_ts) s->ts_ordered = 0;
+      s->last_ts = ts;
+      s->nsamples++;
+      for (uint32_t j = 0; j < h.nmetrics; j++) {
+        double v;
+        memcpy(&v, p + 8 + 8 * j, 8);
+        assert_true(ids[j] > 0 && ids[j] < 64 && s->def[ids[j]].name); /* defined before use */
+        s->samples[ids[j]]++;
+        s->sum[ids[j]] += v;
+      }
+      p += 8 + 8 * h.nmetrics;
+    }
+  } else if (type == TBE__SP_KERNEL_METRICS && s->nkm < 16) {
+    tbe__sp_kernel_metrics h;
+    memcpy(&h, b, sizeof h);
+    assert_int_equal(len, sizeof h + 16 * (size_t)h.nvalues);
+    assert_true(h.nvalues <= 8);
+    s->km[s->nkm].name = h.name;
+    s->km[s->nkm].device = h.device;
+    s->km[s->nkm].launches = h.launches;
+    s->km[s->nkm].nvalues = h.nvalues;
+    for (uint32_t i = 0; i < h.nvalues; i++) {
+      memcpy(&s->km[s->nkm].id[i], b + sizeof h + 16 * i, 4);
+      memcpy(&s->km[s->nkm].v[i], b + sizeof h + 16 * i + 8, 8);
+      assert_true(s->def[s->km[s->nkm].id[i]].name); /* defined before use */
+    }
+    s->nkm++;
+  } else if (type == TBE__SP_METRIC_STATUS && s->nstatus < 16) {
+    memcpy(&s->status[s->nstatus], b, sizeof(tbe__sp_metric_status));
+    size_t rl = len - sizeof(tbe__sp_metric_status);
+    if (rl > 299) rl = 299;
+    memcpy(s->reason[s->nstatus], b + sizeof(tbe__sp_metric_status), rl);
+    s->reason[s->nstatus][rl] = '\0';
+    s->nstatus++;
+  }
+  return 0;
+}
+
+static void scan_free(scan *s) {
+  for (int i = 0; i < 256; i++) free(s->strs[i]);
+}
+
+static void scan_file(const char *path, scan *s) {
+  memset(s, 0, sizeof *s);
+  s->ts_ordered = 1;
+  size_t n;
+  uint8_t *data = tu_read_file(path, &n);
+  assert_non_null(data);
+  tbe__spool_tail tail;
+  assert_int_equal(tbe__spool_scan(data, n, on_item, s, &tail), 0);
+  free(data);
+}
+
+/* The metric id whose definition names `name`, or 0. */
+static uint32_t metric(const scan *s, const char *name) {
+  for (uint32_t i = 1; i < 64; i++)
+    if (s->def[i].name && strcmp(str_of(s, s->def[i].name), name) == 0) return i;
+  return 0;
+}
+
+/* The last status item of kind on device, or NULL. */
+static const tbe__sp_metric_status *status_of(const scan *s, unsigned kind, uint32_t device,
+                                              const char **reason) {
+  const tbe__sp_metric_status *r = NULL;
+  for (int i = 0; i < s->nstatus; i++)
+    if (s->status[i].kind == kind && s->status[i].device == device) {
+      r = &s->status[i];
+      if (reason) *reason = s->reason[i];
+    }
+  return r;
+}
+
+/* ---- harness ---- */
+
+typedef struct fixture {
+  char *dir, *spool;
+  tbe__cupti_api api;
+} fixture;
+
+static int setup(void **state) {
+  tf_reset();
+  tfm_reset();
+  pthread_mutex_lock(&M.mu);
+  M.n = 0;
+  pthread_mutex_unlock(&M.mu);
+  fixture *f = calloc(1, sizeof *f);
+  f->dir = tu_mkdtemp();
+  f->spool = tu_join(f->dir, "1.spool");
+  f->api = fake_api();
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture *f = *state;
+  tu_rmrf(f->dir);
+  free(f->dir);
+  free(f->spool);
+  free(f);
+  return 0;
+}
+
+static void start(fixture *f, unsigned hz, unsigned kset, unsigned launches) {
+  tbe__collect_config c;
+  memset(&c, 0, sizeof c);
+  c.trace = TBE_TRACE_CUDA;
+  c.spool_path = f->spool;
+  c.gpu_metrics_hz = hz;
+  c.kernel_metrics = kset;
+  c.kernel_launches = launches;
+  c.on_message = on_message;
+  assert_int_equal(tbe__collector_start(&f->api, &c), 0);
+}
+
+static void stop(void) {
+  assert_int_equal(tbe__collector_stop(NULL), 0);
+  assert_int_equal(tfm.host_objects, 0); /* every host object freed */
+  /* no host object outlived its availability image; sampling disabled
+   * at most once, and nothing called on it after */
+  assert_int_equal(tfm.avail_bad, 0);
+  assert_true(tfm.pm_disable_calls <= 1);
+  assert_int_equal(tfm.pm_calls_after_disable, 0);
+}
+
+static void nap_ms(long ms) {
+  struct timespec t = {ms / 1000, (ms % 1000) * 1000000};
+  nanosleep(&t, NULL);
+}
+
+/* ---- tests ---- */
+
+/* 3000 samples at 10 kHz: in the spool before stop (the background
+ * thread's ticks), every one after, in order, with our names and CUPTI's. */
+static void test_pm_samples_to_spool(void **state) {
+  fixture *f = *state;
+  start(f, 10000, 0, 0);
+  assert_true(tfm.subscribed && tfm.cb_resource);
+  assert_false(tfm.cb_launch); /* PM alone costs launches nothing */
+  tfm_context_created(0);
+  kernel_record(1, "k_during_sampling");
+  tfm_pm_produce(T0, 3000, 100000);
+  scan s;
+  int seen = 0;
+  for (int i = 0; i < 100 && !seen; i++) {
+    nap_ms(50);
+    scan_file(f->spool, &s);
+    seen = s.nsamples == 3000;
+    scan_free(&s);
+  }
+  assert_true(seen);
+  assert_int_equal(tfm.pm_interval, 100000); /* 1e9 / 10 kHz, in ns */
+  stop();
+  assert_true(tfm.pm_stopped);
+  assert_false(tfm.pm_enabled);
+  scan_file(f->spool, &s);
+  assert_int_equal(s.nsamples, 3000);
+  assert_true(s.ts_ordered);
+  assert_int_equal(s.first_ts, (int64_t)(T0 + 100000)); /* a sample's end */
+  assert_int_equal(s.last_ts, (int64_t)(T0 + 3000 * 100000ull));
+  static const char *const names[] = {"sm_active_pct",  "occupancy_pct",      "tensor_active_pct",
+                                      "dram_read_pct",  "dram_write_pct",     "pcie_rx_bytes_per_s",
+                                      "pcie_tx_bytes_per_s", "sm_clock_hz", "dram_clock_hz"};
+  for (size_t j = 0; j < sizeof names / sizeof names[0]; j++) {
+    uint32_t id = metric(&s, names[j]);
+    assert_true(id > 0);
+    assert_int_equal(s.samples[id], 3000);
+    /* the fake's value of the j-th metric sampled */
+    assert_true(fabs(s.sum[id] / 3000 - (double)(j + 1) * 1.5) < 1e-9);
+  }
+  assert_string_equal(str_of(&s, s.def[metric(&s, "sm_active_pct")].source),
+                      "sm__cycles_active.avg.pct_of_peak_sustained_elapsed");
+  assert_int_equal(s.def[metric(&s, "sm_clock_hz")].unit, TBE__MU_HZ);
+  assert_int_equal(metric(&s, "nvlink_rx_bytes_per_s"), 0); /* the chip has no NVLink */
+  const tbe__sp_metric_status *st = status_of(&s, TBE__MKIND_PM_SAMPLING, 0, NULL);
+  assert_non_null(st);
+  assert_int_equal(st->status, TBE__MS_OK);
+  assert_int_equal(st->samples, 3000);
+  assert_int_equal(st->overflow, 0);
+  assert_int_equal(s.kernels, 1);
+  assert_int_equal(M.n, 0);
+  scan_free(&s);
+}
+
+/* An overflow: the 40 samples the gap shows are counted, the rest kept. */
+static void test_pm_overflow_counted(void **state) {
+  fixture *f = *state;
+  start(f, 10000, 0, 0);
+  tfm_context_created(0);
+  tfm_pm_produce(T0, 100, 100000);
+  nap_ms(200);
+  pthread_mutex_lock(&tfm.mu);
+  tfm.pm_overflow_next = 1;
+  pthread_mutex_unlock(&tfm.mu);
+  tfm_pm_produce(T0 + 140 * 100000ull, 100, 100000); /* samples 100..139 lost */
+  /* The program's exit destroys the context before the collector stops:
+   * sampling is stopped and drained then, while CUPTI's state is whole. */
+  tfm_context_destroyed(0);
+  assert_true(tfm.pm_stopped);
+  assert_false(tfm.pm_enabled);
+  stop();
+  scan s;
+  scan_file(f->spool, &s);
+  assert_int_equal(s.nsamples, 200);
+  const tbe__sp_metric_status *st = status_of(&s, TBE__MKIND_PM_SAMPLING, 0, NULL);
+  assert_non_null(st);
+  assert_int_equal(st->status, TBE__MS_OK);
+  assert_int_equal(st->samples, 200);
+  assert_int_equal(st->overflow, 40);
+  scan_free(&s);
+}
+
+/* The process exits while sampling: the exit hook (registered after
+ * CUPTI's first profiler calls, so run before CUPTI's exit handlers) has
+ * the background thread stop and drain, and frees the host object; no
+ * disable at exit (CUPTI's teardown takes the object); a second run of
+ * it, the context's destruction and the collector's stop after it call
+ * nothing of CUPTI's for PM sampling. */
+static void test_exit_hook_stops_before_cupti(void **state) {
+  fixture *f = *state;
+  start(f, 10000, 0, 0);
+  tfm_context_created(0);
+  tfm_pm_produce(T0, 500, 100000);
+  scan s;
+  int seen = 0;
+  for (int i = 0; i < 100 && !seen; i++) {
+    nap_ms(50);
+    scan_file(f->spool, &s);
+    seen = s.nsamples == 500;
+    scan_free(&s);
+  }
+  assert_true(seen);
+  tfm_pm_produce(T0 + 500 * 100000ull, 20, 100000); /* decoded by the hook's stop */
+  tbe__hwm_at_exit();
+  assert_true(tfm.pm_stopped);
+  assert_int_equal(tfm.pm_disable_calls, 0);
+  assert_int_equal(tfm.host_objects, 0);
+  tfm.pm_stopped = 0;
+  tbe__hwm_at_exit();
+  tfm_context_destroyed(0); /* the driver's teardown after it */
+  stop();
+  assert_false(tfm.pm_stopped);
+  assert_int_equal(tfm.pm_disable_calls, 0);
+  scan_file(f->spool, &s);
+  assert_int_equal(s.nsamples, 520);
+  assert_true(s.ts_ordered);
+  const tbe__sp_metric_status *st = status_of(&s, TBE__MKIND_PM_SAMPLING, 0, NULL);
+  assert_non_null(st);
+  assert_int_equal(st->status, TBE__MS_OK);
+  assert_int_equal(st->samples, 520);
+  scan_free(&s);
+}
+
+/* Samples a decode stamps with a time not after the last one's (the
+ * H200's stale stamps after an image was started again) are not written:
+ * counted lost; the timeline stays in order. */
+static void test_pm_stale_stamps_dropped(void **state) {
+  fixture *f = *state;
+  start(f, 10000, 0, 0);
+  tfm_context_created(0);
+  tfm_pm_produce(T0, 300, 100000);
+  tfm_pm_produce(T0 - 5000000, 10, 0); /* ten samples, one old stamp */
+  tfm_pm_produce(T0 + 300 * 100000ull, 300, 100000);
+  nap_ms(150);
+  stop();
+  scan s;
+  scan_file(f->spool, &s);
+  assert_int_equal(s.nsamples, 600);
+  assert_true(s.ts_ordered);
+  assert_int_equal(s.last_ts, (int64_t)(T0 + 600 * 100000ull));
+  const tbe__sp_metric_status *st = status_of(&s, TBE__MKIND_PM_SAMPLING, 0, NULL);
+  assert_non_null(st);
+  assert_int_equal(st->samples, 600);
+  assert_int_equal(st->overflow, 10);
+  scan_free(&s);
+}
+
+/* NVreg_RestrictProfilingToAdminUsers: both kinds refused, one line each,
+ * statuses and notes, and the activity trace whole. */
+static void test_permission_refused_trace_kept(void **state) {
+  fixture *f = *state;
+  tfm.pm_enable_rc = CUPTI_ERROR_INSUFFICIENT_PRIVILEGES;
+  tfm.rp_enable_rc = CUPTI_ERROR_INSUFFICIENT_PRIVILEGES;
+  start(f, 10000, TBE_KMETRICS_DEFAULT, 3);
+  tfm_context_created(0);
+  tfm_context_created(1);
+  for (uint32_t i = 0; i < 5; i++) {
+    tfm_launch(0, "gemm");
+    tfm_launch(1, "gemm");
+    kernel_record(i + 1, "gemm");
+  }
+  nap_ms(150);
+  stop();
+  scan s;
+  scan_file(f->spool, &s);
+  assert_int_equal(s.kernels, 5);
+  assert_int_equal(s.nsamples, 0);
+  assert_int_equal(s.nkm, 0);
+  for (uint32_t d = 0; d < 2; d++) {
+    const char *why = NULL;
+    const tbe__sp_metric_status *st = status_of(&s, TBE__MKIND_PM_SAMPLING, d, &why);
+    assert_non_null(st);
+    assert_int_equal(st->status, TBE__MS_NO_PERMISSION);
+    assert_non_null(strstr(why, "NVreg_RestrictProfilingToAdminUsers"));
+    st = status_of(&s, TBE__MKIND_RANGE_PROFILER, d, NULL);
+    assert_non_null(st);
+    assert_int_equal(st->status, TBE__MS_NO_PERMISSION);
+  }
+  assert_int_equal(s.notes_metrics, 4);
+  /* one line per kind, whatever the number of devices */
+  assert_int_equal(M.n, 2);
+  assert_int_equal(lines_with("GPU metrics (PM sampling) off on device 0: no permission"), 1);
+  assert_int_equal(lines_with("kernel metrics (range profiler) off on device 0: no permission"), 1);
+  assert_int_equal(lines_with("the activity trace is still collected"), 2);
+  scan_free(&s);
+}
+
+/* The first N launches of each name, per device; the mean of each metric
+ * over them; one item per kernel. */
+static void test_range_profiler_first_n(void **state) {
+  fixture *f = *state;
+  start(f, 0, TBE_KMETRICS_DEFAULT, 2);
+  assert_true(tfm.cb_launch);
+  tfm_launch(0, "kA"); /* seq 1 */
+  tfm_launch(0, "kB"); /* seq 2 */
+  tfm_launch(0, "kA"); /* seq 3: kA done */
+  tfm_launch(0, "kA"); /* not measured */
+  tfm_launch(0, "kA");
+  assert_false(tfm.rp_started);
+  scan s;
+  int seen = 0; /* kA is written as soon as its launches are measured */
+  for (int i = 0; i < 100 && !seen; i++) {
+    nap_ms(50);
+    scan_file(f->spool, &s);
+    seen = s.nkm == 1;
+    scan_free(&s);
+  }
+  assert_true(seen);
+  stop();
+  assert_false(tfm.rp_enabled);
+  scan_file(f->spool, &s);
+  assert_int_equal(s.nkm, 2);
+  for (int i = 0; i < 2; i++) {
+    const char *name = str_of(&s, s.km[i].name);
+    int is_a = strcmp(name, "kA") == 0;
+    assert_true(is_a || strcmp(name, "kB") == 0);
+    assert_int_equal(s.km[i].launches, is_a ? 2 : 1);
+    assert_int_equal(s.km[i].device, 0);
+    assert_int_equal(s.km[i].nvalues, 7);
+    double seq = is_a ? 2.0 : 2.0; /* kA: (1 + 3) / 2; kB: 2 */
+    for (uint32_t j = 0; j < 7; j++) assert_true(fabs(s.km[i].v[j] - ((j + 1) * 100.0 + seq)) < 1e-9);
+  }
+  uint32_t sm = metric(&s, "sm_throughput_pct"), l2 = metric(&s, "l2_hit_pct");
+  assert_true(sm && l2);
+  assert_string_equal(str_of(&s, s.def[sm].source), "sm__throughput.avg.pct_of_peak_sustained_elapsed");
+  assert_string_equal(str_of(&s, s.def[l2].source), "lts__t_sector_hit_rate.pct");
+  assert_true(metric(&s, "achieved_occupancy_pct") && metric(&s, "tensor_pipe_pct") &&
+              metric(&s, "mem_throughput_pct") && metric(&s, "dram_throughput_pct") &&
+              metric(&s, "duration_ns"));
+  const tbe__sp_metric_status *st = status_of(&s, TBE__MKIND_RANGE_PROFILER, 0, NULL);
+  assert_non_null(st);
+  assert_int_equal(st->status, TBE__MS_OK);
+  assert_int_equal(st->samples, 3);
+  scan_free(&s);
+}
+
+/* At exit the hook frees the range profiler's host objects first and
+ * disables nothing; a launch after it is not measured, and the figures
+ * and status still come. */
+static void test_range_profiler_exit_hook(void **state) {
+  fixture *f = *state;
+  start(f, 0, TBE_KMETRICS_BRIEF, 3);
+  tfm_launch(0, "kA");
+  assert_true(tfm.rp_enabled);
+  tbe__hwm_at_exit();
+  assert_int_equal(tfm.host_objects, 0);
+  tfm_launch(0, "kA"); /* not measured: nothing started */
+  assert_false(tfm.rp_started);
+  stop();
+  assert_true(tfm.rp_enabled); /* not disabled at exit: CUPTI's teardown takes it */
+  scan s;
+  scan_file(f->spool, &s);
+  assert_int_equal(s.nkm, 1);
+  assert_int_equal(s.km[0].launches, 1);
+  assert_int_equal(s.km[0].nvalues, 3);
+  const tbe__sp_metric_status *st = status_of(&s, TBE__MKIND_RANGE_PROFILER, 0, NULL);
+  assert_non_null(st);
+  assert_int_equal(st->status, TBE__MS_OK);
+  assert_int_equal(st->samples, 1);
+  scan_free(&s);
+}
+
+/* Another tool holds CUPTI's one subscriber slot: both kinds busy on every
+ * device; a CUPTI without the PM sampling API: unsupported. */
+static void test_busy_and_missing_api(void **state) {
+  fixture *f = *state;
+  tfm.subscribe_rc = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  start(f, 10000, TBE_KMETRICS_BRIEF, 3);
+  kernel_record(1, "k");
+  stop();
+  scan s;
+  scan_file(f->spool, &s);
+  assert_int_equal(s.kernels, 1);
+  const tbe__sp_metric_status *st = status_of(&s, TBE__MKIND_PM_SAMPLING, UINT32_MAX, NULL);
+  assert_non_null(st);
+  assert_int_equal(st->status, TBE__MS_BUSY);
+  st = status_of(&s, TBE__MKIND_RANGE_PROFILER, UINT32_MAX, NULL);
+  assert_non_null(st);
+  assert_int_equal(st->status, TBE__MS_BUSY);
+  assert_int_equal(lines_with("another profiler holds"), 2);
+  scan_free(&s);
+
+  tf_reset();
+  tfm_reset();
+  unlink(f->spool);
+  f->api.m.pm_enable = NULL;
+  start(f, 10000, 0, 0);
+  tfm_context_created(0);
+  nap_ms(120);
+  stop();
+  scan_file(f->spool, &s);
+  const char *why = NULL;
+  st = status_of(&s, TBE__MKIND_PM_SAMPLING, 0, &why);
+  assert_non_null(st);
+  assert_int_equal(st->status, TBE__MS_UNSUPPORTED);
+  assert_non_null(strstr(why, "no PM sampling API"));
+  scan_free(&s);
+}
+
+/* The options reach the injection library through the environment. */
+static void test_options_roundtrip(void **state) {
+  (void)state;
+  tbe__collect_opts o, back;
+  tbe__opts_default(&o);
+  o.gpu_metrics_hz = 20000;
+  o.kernel_metrics = TBE_KMETRICS_BRIEF;
+  o.kernel_launches = 5;
+  char buf[256];
+  assert_int_equal(tbe__opts_encode(&o, buf, sizeof buf), 0);
+  tbe__opts_default(&back);
+  assert_int_equal(tbe__opts_decode(buf, &back), 0);
+  assert_int_equal(back.gpu_metrics_hz, 20000);
+  assert_int_equal(back.kernel_metrics, TBE_KMETRICS_BRIEF);
+  assert_int_equal(back.kernel_launches, 5);
+  assert_int_equal(tbe__opts_decode("kmetrics=9", &back), TBE_EINVAL);
+  unsigned set = 0;
+  assert_int_equal(tbe_profiler_parse_kernel_metrics("default", &set), 0);
+  assert_int_equal(set, TBE_KMETRICS_DEFAULT);
+  assert_int_equal(tbe_profiler_parse_kernel_metrics("all", &set), TBE_EINVAL);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_pm_samples_to_spool, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_pm_overflow_counted, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_permission_refused_trace_kept, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_range_profiler_first_n, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_range_profiler_exit_hook, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_exit_hook_stops_before_cupti, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_pm_stale_stamps_dropped, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_busy_and_missing_api, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_options_roundtrip, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
+
+#else
+int main(void) { return 0; }
+#endif
