@@ -7,9 +7,13 @@ per-kernel figures can be set against `ncu --metrics` of the same kernels:
   gemm_bf16    8192^3 bf16 matmuls (tensor cores)
   gemm_fp32    4096^3 fp32 matmuls, TF32 off (FMA pipes, no tensor cores)
   elementwise  c = a + b over 256 Mi floats (DRAM bound)
-  tiny         1-element adds (launch bound)
+  tiny         1-element multiplies (launch bound; not adds, so that the
+               elementwise loop's kernel name is its own and the first
+               launches of a name are the same launches on every side)
 
-usage: python3 metrics_loops.py [--seconds S] [--loops a,b,...]
+usage: python3 metrics_loops.py [--seconds S] [--min-iters N] [--loops a,b,...]
+(--min-iters: at least N iterations per loop however long they take: under
+ncu's replay one iteration may outlast --seconds)
 """
 import argparse
 import time
@@ -19,7 +23,7 @@ import torch
 LOOPS = ("gemm_bf16", "gemm_fp32", "elementwise", "tiny")
 
 
-def run(name, seconds):
+def run(name, seconds, min_iters):
     dev = torch.device("cuda")
     if name == "gemm_bf16":
         a = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
@@ -39,13 +43,13 @@ def run(name, seconds):
         a = torch.ones(1, device=dev)
         b = torch.ones(1, device=dev)
         c = torch.empty_like(a)
-        step = lambda: torch.add(a, b, out=c)
+        step = lambda: torch.mul(a, b, out=c)
     step()  # warm-up outside the range (library loading, autotuning)
     torch.cuda.synchronize()
     n = 0
     torch.cuda.nvtx.range_push(name)
     t0 = time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
+    while time.perf_counter() - t0 < seconds or n < min_iters:
         for _ in range(50 if name == "tiny" else 1):
             step()
             n += 1
@@ -59,11 +63,12 @@ def run(name, seconds):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=1.5)
+    ap.add_argument("--min-iters", type=int, default=0)
     ap.add_argument("--loops", default=",".join(LOOPS))
     args = ap.parse_args()
     torch.cuda.init()
     for name in args.loops.split(","):
-        run(name, args.seconds)
+        run(name, args.seconds, args.min_iters)
 
 
 if __name__ == "__main__":
