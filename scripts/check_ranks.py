@@ -11,7 +11,7 @@ printed PASS or FAIL, exit status 1 on any failure:
     and no rank twice;
   - each Chrome JSON's distributedInfo gives its rank and the world size;
   - `tbexport summary --format json RUN` has one host per rank, ordered by
-    rank, each with at least --steps steps; the table shows "by rank";
+    rank, each with at least --steps steps; the table has a row per rank, in rank order;
   - with --hta, Holistic Trace Analysis (scripts/check_hta.py) sees exactly
     those ranks and the iterations.
 
@@ -90,8 +90,12 @@ def main():
             check(all(k >= a.steps for k in n), "summary: steps per rank %s (at least %d)" % (n, a.steps))
     p = subprocess.run([a.tbexport, "summary", "--logdir", a.logdir, run], capture_output=True, text=True)
     print(p.stdout)
-    check(p.returncode == 0 and re.search(r"^Hosts \(%d, by rank" % len(want), p.stdout, re.M) is not None,
-          "summary table: hosts by rank")
+    # The per-rank table (report_run.c): "Ranks (N; ...)", then a row per
+    # rank, in rank order, each naming its rank's host entry.
+    rows = re.findall(r"^ +(\d+) (\S+\.rank(\d+)) ", p.stdout, re.M)
+    check(p.returncode == 0 and re.search(r"^Ranks \(%d;" % len(want), p.stdout, re.M) is not None
+          and [int(r[0]) for r in rows] == want and all(r[0] == r[2] for r in rows),
+          "summary table: a row per rank, in rank order %s" % [r[:2] for r in rows])
 
     if a.hta:
         cmd = [a.hta_python, os.path.join(os.path.dirname(os.path.abspath(__file__)), "check_hta.py"),

@@ -4,7 +4,8 @@
  * A persisted analysis is used only when it stands for exactly what the
  * trace would give: written by this tbexport (format version and
  * producer), and naming the very file the trace path would import with
- * that file's current size and mtime (ns).  Then the report is the same
+ * that file's current size and mtime (ns; or the same whole second when
+ * a copy kept times in seconds only: tar, cp -p).  Then the report is the same
  * bytes either way (test/cli/test_persist.sh checks it for every format).
  * A rewrite of a trace within one mtime tick that keeps its size is not
  * seen (as make and git's index do not); tbexport's own rewrites replace
@@ -71,6 +72,19 @@ static void our_producer(char *buf, size_t size) {
   snprintf(buf, size, "tbexport %s", tbe_version_string());
 }
 
+/* Whether a trace whose size matched is the one the analysis at `path`
+ * recorded with mtime `rec` (ns): the same mtime, or one a copy that keeps
+ * times at a coarser resolution gives (tar, cp -p and rsync -a to a file
+ * system of whole seconds: the same second) on a trace no newer than the
+ * analysis file itself, which tbexport writes after the traces. */
+static int fresh(int64_t rec, const struct stat *st, const char *path) {
+  int64_t now = mtime_ns(st);
+  if (rec == now) return 1;
+  struct stat ast;
+  if (stat(path, &ast) != 0 || now > mtime_ns(&ast)) return 0;
+  return now % 1000000000 == 0 && rec / 1000000000 == now / 1000000000;
+}
+
 /* Loads the analysis at `path` and checks that it describes the file
  * `name` as `st` says it is now.  Returns the analysis, or NULL with `why`
  * set ("" when there is no such file). */
@@ -114,7 +128,7 @@ static tbe_analysis *load_checked(const char *path, const char *name, const stru
   for (size_t i = 0; i < stamp.nsources; i++) {
     const tbe_analysis_source *s = &stamp.sources[i];
     if (strcmp(s->name, name) != 0) continue;
-    if (s->size == (uint64_t)st->st_size && s->mtime_ns == mtime_ns(st)) return an;
+    if (s->size == (uint64_t)st->st_size && fresh(s->mtime_ns, st, path)) return an;
     snprintf(why, size, "%s is older than its trace %s", path, name);
     tbe_analysis_free(an);
     return NULL;

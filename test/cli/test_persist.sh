@@ -104,7 +104,20 @@ fallback() {
   grep -q -- "$pat" "$tmp/ea" || fail "fallback stderr '$(cat "$tmp/ea")' lacks '$pat'"
   cmp -s "$tmp/a" "$tmp/b" || fail "fallback ($pat): not the traces' report"
 }
+# A run copied with tar (times kept in whole seconds) keeps its analysis:
+# no fallback line.  A trace touched after the copy is stale again.
 R=kineto_h200_cnn_fp32_pt_trace_json
+mkdir -p "$tmp/copy" && (cd "$L" && tar cf - --format=ustar .) | (cd "$tmp/copy" && tar xf -)
+CP=$tmp/copy/plugins/profile/$R
+[ "$(stat -c %y "$CP/h.trace.json.gz" | sed 's/.*\.\([0-9]*\) .*/\1/' | tr -d 0)" = "" ] ||
+  fail "tar kept sub-second times: the copy checks nothing"
+"$B" summary --logdir "$tmp/copy" "$R" --format json --top 0 >"$tmp/a" 2>"$tmp/ea" || fail "summary of the copy"
+[ ! -s "$tmp/ea" ] || fail "a copied run fell back to its traces: $(cat "$tmp/ea")"
+"$B" summary --logdir "$tmp/copy" "$R" --format json --top 0 --from-traces >"$tmp/b" 2>/dev/null
+cmp -s "$tmp/a" "$tmp/b" || fail "the copied run's analysis is not the traces' report"
+touch -d "+5 seconds" "$CP/h.trace.json.gz"
+"$B" summary --logdir "$tmp/copy" "$R" >/dev/null 2>"$tmp/ea"
+grep -q "is older than its trace" "$tmp/ea" || fail "a trace newer than the copied analysis was not stale"
 P=$L/plugins/profile/$R
 cp -p "$P/h.analysis.pb" "$tmp/good"
 touch "$P/h.trace.json.gz"
