@@ -365,6 +365,15 @@ static int list_spools(const tbe_session_options *o, char ***names, size_t *nn, 
   return rc;
 }
 
+/* Whether spool i is a process without a rank that did no GPU work
+ * (no kernel, copy or memset) in a session whose other spools have ranks. */
+static int unranked_idle(const int32_t *ranks, size_t nn, size_t i, const tbe_profiler_result *r) {
+  if (ranks[i] >= 0 || r->kernels || r->copies || r->memsets) return 0;
+  for (size_t j = 0; j < nn; j++)
+    if (ranks[j] >= 0) return 1;
+  return 0;
+}
+
 /* The host entry <base>[.rank<R>] into host[0..size). */
 static void entry_of(char *host, size_t size, const char *base, int32_t rank) {
   if (rank >= 0)
@@ -489,6 +498,7 @@ int tbe_session_convert(const tbe_session_options *o, tbe_session_result *result
     }
     tbe__convert_info info;
     memset(&info, 0, sizeof info);
+    int skip = 0;
     char host[TBE_NAME_MAX + 1];
     if (nn == 0) {
       /* No process initialized CUDA: a run with a note. */
@@ -515,6 +525,16 @@ int tbe_session_convert(const tbe_session_options *o, tbe_session_result *result
         }
         pids[i] = info.pid;
         spool_host(host, sizeof host, base_host, ranks, pids, nn, i);
+        if (unranked_idle(ranks, nn, i, &info.r)) {
+          /* A launcher's own process (torchrun's agent) beside its ranks:
+           * written as a host it would be one more trace without a rank,
+           * which HTA reads as a second rank 0. */
+          say(o, TBE_MSG_NOTE,
+              "note: pid %lld has no launcher rank and ran no GPU work beside the ranks of this "
+              "run (a launcher's own process): not written as a host of the run",
+              (long long)info.pid);
+          skip = 1;
+        }
         for (size_t w = 0; w < t->nwarnings; w++)
           say(o, TBE_MSG_WARNING, "pid %lld: %s", (long long)info.pid,
               tbe_trace_str(t, t->warnings[w]));
@@ -525,7 +545,7 @@ int tbe_session_convert(const tbe_session_options *o, tbe_session_result *result
         busy_ns += info.r.gpu_busy_pct / 100.0 * (double)(info.r.stop_ns - info.r.start_ns);
       }
     }
-    if (!r) {
+    if (!r && !skip) {
       tbe_export_options eo = eo_run;
       eo.host = host;
       char where[4200], line[4400];

@@ -237,9 +237,10 @@ static void test_run_name_ranks(void **state) {
 
 #define T0 1790000000000000000LL
 
-/* Writes DIR/<pid>.spool: one process with one kernel, of rank `rank`
- * (-1: no rank item) in a world of `world`. */
-static void ranked_spool(const char *dir, uint32_t pid, int32_t rank, int32_t world) {
+/* Writes DIR/<pid>.spool: one process with one kernel (none when
+ * `kernel` is 0: an API call alone), of rank `rank` (-1: no rank item) in a
+ * world of `world`. */
+static void spool_k(const char *dir, uint32_t pid, int32_t rank, int32_t world, int kernel) {
   tbe_allocator al;
   tbe__allocator_init(&al, NULL);
   tbe__buf b;
@@ -276,7 +277,7 @@ static void ranked_spool(const char *dir, uint32_t pid, int32_t rank, int32_t wo
   k.corr = 1;
   k.stream = 7;
   k.name = 2;
-  tbe__spool_item(&b, TBE__SP_KERNEL, &k, sizeof k);
+  if (kernel) tbe__spool_item(&b, TBE__SP_KERNEL, &k, sizeof k);
   tbe__sp_end e = {T0 + 10000};
   tbe__spool_item(&b, TBE__SP_END, &e, sizeof e);
   assert_int_equal(tbe__buf_error(&b), 0);
@@ -292,6 +293,10 @@ static void ranked_spool(const char *dir, uint32_t pid, int32_t rank, int32_t wo
   close(fd);
   free(p);
   tbe__buf_deinit(&b);
+}
+
+static void ranked_spool(const char *dir, uint32_t pid, int32_t rank, int32_t world) {
+  spool_k(dir, pid, rank, world, 1);
 }
 
 static int exists(const char *dir, const char *rel) {
@@ -399,6 +404,27 @@ static void test_convert_ranks(void **state) {
   assert_true(exists(dir, "plugins/profile/dup/node.rank0_pid201.xplane.pb"));
   assert_true(exists(dir, "plugins/profile/dup/node.rank0_pid202.xplane.pb"));
   assert_true(exists(dir, "plugins/profile/dup/node.rank1.xplane.pb"));
+
+  /* `tbexport -- torchrun ...` where the launcher's own process loaded
+   * the collector too: no rank, no GPU work: not a host of the run (HTA
+   * would read it as a second rank 0).  One with GPU work stays. */
+  assert_int_equal(mkdir(spools, 0700), 0);
+  ranked_spool(spools, 501, 0, 2);
+  ranked_spool(spools, 502, 1, 2);
+  spool_k(spools, 503, -1, 0, 0);
+  assert_int_equal(convert_dir(dir, spools, "agent", NULL, &np), 0);
+  assert_int_equal(np, 3);
+  assert_true(exists(dir, "plugins/profile/agent/node.rank0.xplane.pb"));
+  assert_true(exists(dir, "plugins/profile/agent/node.rank1.xplane.pb"));
+  assert_false(exists(dir, "plugins/profile/agent/node.xplane.pb"));
+  assert_false(exists(dir, "plugins/profile/agent/node_pid503.xplane.pb"));
+  assert_false(exists(dir, "agent/hparams/node"));
+  assert_int_equal(mkdir(spools, 0700), 0);
+  ranked_spool(spools, 601, 0, 2);
+  spool_k(spools, 602, -1, 0, 1);
+  assert_int_equal(convert_dir(dir, spools, "worker", NULL, &np), 0);
+  assert_true(exists(dir, "plugins/profile/worker/node.rank0.xplane.pb"));
+  assert_true(exists(dir, "plugins/profile/worker/node.xplane.pb"));
 
   /* `srun tbexport -- ./app`: tbexport's own rank names a spool that has
    * none, and the run of a program that never initialized CUDA. */
