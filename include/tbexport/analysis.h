@@ -113,10 +113,11 @@ typedef struct tbe_metric_mean {
 
 /* What limits a kernel, from its range-profiler figures (roofline-style;
  * src/trace/analysis/analysis_metrics.c):
- * - compute / memory: the higher of SM throughput (sm_throughput_pct) and
- *   memory throughput (the higher of mem_throughput_pct and
- *   dram_throughput_pct) is at least TBE_BOUND_PEAK_PCT % of peak: the
- *   one that is higher;
+ * - compute / memory: the higher of the compute figure (the higher of
+ *   sm_throughput_pct and tensor_pipe_pct) and the memory figure
+ *   (dram_throughput_pct, else mem_throughput_pct, which counts L1 and
+ *   shared memory traffic too: a tiled GEMM saturates those by design) is
+ *   at least TBE_BOUND_PEAK_PCT % of peak: the one that is higher;
  * - launch: neither is, the kernel's mean duration (duration_ns, else the
  *   trace's) is below TBE_SHORT_KERNEL_NS and its GPU is busy less than
  *   TBE_BOUND_IDLE_PCT % of the time: it does too little to matter, the

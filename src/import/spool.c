@@ -658,16 +658,49 @@ static int api_calls(build *b) {
   return rc;
 }
 
+/* The range profiler's mean duration (ns) of kernel `name` (a spool
+ * string id) on `device`, or 0 when it measured none. */
+static int64_t replay_duration(const build *b, uint32_t name, uint32_t device) {
+  const scan *s = b->s;
+  for (size_t i = 0; i < s->kmvals.n; i++) {
+    const sp_kmval *x = &s->kmvals.v[i];
+    if (x->name != name || x->device != device || !(x->v >= 1 && x->v < 1e12)) continue;
+    for (size_t d = 0; d < s->mdefs.n; d++)
+      if (s->mdefs.v[d].id == x->metric &&
+          strcmp(tbe_trace_str(b->t, S(s, s->mdefs.v[d].name)), "duration_ns") == 0)
+        return (int64_t)x->v;
+  }
+  return 0;
+}
+
+/* A kernel the range profiler replayed comes from CUPTI without times
+ * (start = end = 0).  It ran inside its launch call (kernel replay is
+ * synchronous), so it is placed at the end of that call with the
+ * profiler's mean duration for its name.  Returns 1 and the span, or 0. */
+static int replayed_span(build *b, const tbe__sp_kernel *k, int64_t *start, int64_t *end) {
+  uint32_t ai;
+  if (k->start != 0 || k->end != 0 || !k->corr || !map_get(&b->corr, k->corr, &ai)) return 0;
+  const tbe__sp_api *a = &b->s->apis.v[ai];
+  int64_t dur = replay_duration(b, k->name, k->device);
+  if (dur <= 0 || a->start <= 0 || a->end < a->start) return 0;
+  *end = a->end;
+  *start = a->end - dur > a->start ? a->end - dur : a->start;
+  return 1;
+}
+
 /* GPU work: kernels. */
 static int kernels(build *b) {
   scan *s = b->s;
   tbe__convert_info *info = b->info;
   int64_t pid = spool_pid(b->s);
   int rc = 0;
+  uint64_t replayed = 0;
   for (size_t i = 0; i < s->kernels.n && !rc; i++) {
     const tbe__sp_kernel *k = &s->kernels.v[i];
+    int64_t kstart = k->start, kend = k->end;
+    if (replayed_span(b, k, &kstart, &kend)) replayed++;
     uint32_t tr;
-    int admit = gpu_admit(b, k->start, k->end, k->corr, pid, k->stream, k->device, &tr);
+    int admit = gpu_admit(b, kstart, kend, k->corr, pid, k->stream, k->device, &tr);
     if (admit < 0) {
       rc = admit;
       break;
@@ -685,12 +718,18 @@ static int kernels(build *b) {
     d.context = ctx16(k->context);
     d.queued_ns = -1;
     d.occupancy_pct = d.blocks_per_sm = d.warps_per_sm = -1.0f;
-    rc = add(b, TBE_EV_KERNEL, k->start, k->end - k->start, k->corr, S(s, k->name), tr,
+    rc = add(b, TBE_EV_KERNEL, kstart, kend - kstart, k->corr, S(s, k->name), tr,
              k->graph_id ? TBE_EVF_GRAPH : 0, &d);
-    ival iv = {k->start, k->end};
+    ival iv = {kstart, kend};
     if (!rc) rc = PUSH(b->gpu, &iv);
     info->r.kernels++;
   }
+  if (!rc && replayed)
+    rc = tbe_trace_warn(b->t,
+                        "%llu kernel launches replayed by the range profiler came without GPU "
+                        "times: each is placed at the end of its launch call with the profiler's "
+                        "mean duration for its name",
+                        (unsigned long long)replayed);
   return rc;
 }
 

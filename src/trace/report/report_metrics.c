@@ -26,6 +26,21 @@ const char *tbe__metric_fmt(char *buf, size_t n, const char *name, double v) {
 
 /* ---- table and Markdown ---- */
 
+/* The kernel figures' table: a column per metric KCOL wide under a short
+ * heading (ours for the range profiler's set, else the name cut), so that
+ * the kernel names keep room at the default width. */
+#define KCOL 9
+static const char *kernel_head(const char *metric) {
+  static const char *const heads[][2] = {
+      {"sm_throughput_pct", "SM %"},   {"mem_throughput_pct", "mem %"},
+      {"achieved_occupancy_pct", "occup %"}, {"tensor_pipe_pct", "tensor %"},
+      {"l2_hit_pct", "L2 hit %"},      {"dram_throughput_pct", "DRAM %"},
+      {"duration_ns", "avg"}};
+  for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++)
+    if (strcmp(metric, heads[i][0]) == 0) return heads[i][1];
+  return metric;
+}
+
 static void gpu_means(tbe__buf *b, const tbe_analysis *an, int md) {
   if (!an->ngpu_metrics) return;
   size_t ncol = an->ndevices + (an->ndevices > 1);
@@ -78,7 +93,7 @@ static void kernel_figures(tbe__buf *b, const tbe_analysis *an, size_t top, int 
   size_t shown = 0;
   for (size_t i = 0; i < top; i++) shown += an->groups[TBE_GROUP_KERNEL][i].metrics != NULL;
   if (!shown) return;
-  int fixed = 9 + (int)an->nkernel_metrics * 12;
+  int fixed = 9 + (int)an->nkernel_metrics * (KCOL + 2);
   int nw = width - fixed;
   if (nw < TBE__NAME_MIN) nw = TBE__NAME_MIN;
   char v[48], name[TBE__SHORT_MAX];
@@ -94,11 +109,8 @@ static void kernel_figures(tbe__buf *b, const tbe_analysis *an, size_t top, int 
     tbe__buf_puts(b, "  ");
     tbe__cell(b, "bound by", 8, 0);
     for (size_t k = 0; k < an->nkernel_metrics; k++) {
-      /* the column: the name less its unit suffix, cut to fit */
-      char h[16];
-      snprintf(h, sizeof h, "%.10s", an->kernel_metrics[k]);
       tbe__buf_puts(b, "  ");
-      tbe__cell(b, h, 10, 1);
+      tbe__cell(b, kernel_head(an->kernel_metrics[k]), KCOL, 1);
     }
     tbe__buf_putc(b, '\n');
     tbe__rule(b, nw + fixed + 1);
@@ -120,13 +132,15 @@ static void kernel_figures(tbe__buf *b, const tbe_analysis *an, size_t top, int 
     }
     for (size_t k = 0; k < an->nkernel_metrics; k++) {
       const tbe_metric_mean *m = &e->metrics[k];
-      if (m->samples) tbe__metric_fmt(v, sizeof v, an->kernel_metrics[k], m->mean);
-      else snprintf(v, sizeof v, "-");
+      if (!m->samples) snprintf(v, sizeof v, "-");
+      else if (!md && strcmp(an->kernel_metrics[k], "duration_ns") == 0)
+        tbe__dur(v, (int64_t)m->mean);
+      else tbe__metric_fmt(v, sizeof v, an->kernel_metrics[k], m->mean);
       if (md) {
         tbe__buf_printf(b, " %s |", v);
       } else {
         tbe__buf_puts(b, "  ");
-        tbe__cell(b, v, 10, 1);
+        tbe__cell(b, v, KCOL, 1);
       }
     }
     tbe__buf_putc(b, '\n');
