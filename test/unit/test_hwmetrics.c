@@ -471,6 +471,70 @@ static void test_persisted(void **state) {
   tbe_trace_free(t);
 }
 
+
+/* Kernels the range profiler replayed arrive from CUPTI with start = end
+ * = 0 (seen on the H200): each is placed at the end of its launch call
+ * with the profiler's duration for its name, and said once; one without
+ * a launch call is still left out as out of range. */
+static void test_replayed_kernels(void **state) {
+  (void)state;
+  tbe__buf img, p;
+  tbe__buf_init(&img, &al);
+  tbe__buf_init(&p, &al);
+  uint8_t head[TBE__SPOOL_HEADER];
+  tbe__spool_header(head, T0);
+  tbe__buf_append(&img, head, sizeof head);
+  tbe__sp_info info;
+  memset(&info, 0, sizeof info);
+  info.start_ns = T0;
+  info.pid = 321;
+  info.trace = 3;
+  tbe__spool_item(&p, TBE__SP_INFO, &info, sizeof info);
+  static const char *const strs[] = {"", "cudaLaunchKernel", "big_gemm", "duration_ns"};
+  for (uint32_t i = 1; i < 4; i++) tbe__spool_str(&p, i, strs[i], strlen(strs[i]));
+  tbe__sp_api a;
+  memset(&a, 0, sizeof a);
+  a.start = T0 + 100 * US;
+  a.end = T0 + 900 * US; /* the replay passes run inside the call */
+  a.corr = 5;
+  a.pid = a.tid = 321;
+  a.name = 1;
+  tbe__spool_item(&p, TBE__SP_API, &a, sizeof a);
+  tbe__sp_kernel k;
+  memset(&k, 0, sizeof k);
+  k.corr = 5;
+  k.stream = 7;
+  k.name = 2;
+  tbe__spool_item(&p, TBE__SP_KERNEL, &k, sizeof k);
+  k.corr = 6; /* no launch call recorded */
+  tbe__spool_item(&p, TBE__SP_KERNEL, &k, sizeof k);
+  mdef(&p, 1, 3);
+  uint32_t id = 1;
+  double dur = 30 * US;
+  kfig(&p, 2, 0, 1, &id, &dur, 1);
+  tbe__sp_end e = {T0 + 1000 * US};
+  tbe__spool_item(&p, TBE__SP_END, &e, sizeof e);
+  frame(&img, &p);
+  tbe_trace *tr;
+  assert_int_equal(tbe_trace_create(&tr, NULL), 0);
+  assert_int_equal(tbe__spool_to_trace(img.data, img.len, "321.spool", NULL, tr, NULL), 0);
+  size_t nk = 0;
+  for (size_t i = 0; i < tr->nevents; i++) {
+    const tbe_event *ev = &tr->events[i];
+    if (ev->kind != TBE_EV_KERNEL) continue;
+    nk++;
+    assert_string_equal(tbe_trace_str(tr, ev->name), "big_gemm");
+    assert_true(ev->start_ns == T0 + 870 * US);
+    assert_true(ev->dur_ns == 30 * US);
+  }
+  assert_int_equal(nk, 1);
+  assert_int_equal(tr->dropped_out_of_range, 1);
+  assert_true(has_warning(tr, "1 kernel launches replayed by the range profiler"));
+  tbe_trace_free(tr);
+  tbe__buf_deinit(&p);
+  tbe__buf_deinit(&img);
+}
+
 int main(void) {
   tbe__allocator_init(&al, NULL);
   const struct CMUnitTest tests[] = {
@@ -479,6 +543,7 @@ int main(void) {
       cmocka_unit_test(test_summary_json),
       cmocka_unit_test(test_outputs_round_trip),
       cmocka_unit_test(test_persisted),
+      cmocka_unit_test(test_replayed_kernels),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
