@@ -66,6 +66,8 @@ run() {
     plain) "${cmd[@]}" >"$work/o" 2>"$work/e" ;;
     floor) CUDA_INJECTION64_PATH=$floor NVTX_INJECTION64_PATH=$floor "${cmd[@]}" >"$work/o" 2>"$work/e" ;;
     tbexport) "$tb" --logdir "$work/ld" --run "$w" --force -- "${cmd[@]}" >"$work/o" 2>"$work/e" ;;
+    tbexport_pm) "$tb" --logdir "$work/ld" --run "$w" --force --gpu-metrics -- "${cmd[@]}" >"$work/o" 2>"$work/e" ;;
+    tbexport_km) "$tb" --logdir "$work/ld" --run "$w" --force --kernel-metrics -- "${cmd[@]}" >"$work/o" 2>"$work/e" ;;
     torchprof) "${cmd[@]}" --torch-profiler --export "$work/torch.json" >"$work/o" 2>"$work/e" ;;
   esac
   local rc=$?
@@ -89,6 +91,12 @@ run() {
   return 0
 }
 
+# TBE_BENCH_HW=1 adds hardware metrics: tbexport --gpu-metrics (PM
+# sampling at 10 kHz; goal <= 1.03x tbexport without it) and
+# --kernel-metrics (the range profiler, which replays the first launches
+# of each kernel name: its cost is per measured launch, not per loop).
+hw=
+[ -n "${TBE_BENCH_HW:-}" ] && hw="tbexport_pm tbexport_km"
 t_start=$(date +%s)
 # Warm the caches (driver, Python imports) once per workload.
 [[ $workloads == *" A "* ]] && run A plain >/dev/null 2>&1 && sed -i '$d' "$raw"
@@ -96,10 +104,10 @@ t_start=$(date +%s)
 [ $have_torch -eq 1 ] && run B plain >/dev/null 2>&1 && sed -i '$d' "$raw"
 for r in $(seq 1 "$runs"); do
   if [[ $workloads == *" A "* ]]; then
-    for m in plain floor tbexport; do run A $m "$r"; done
+    for m in plain floor tbexport $hw; do run A $m "$r"; done
   fi
   if [ $have_torch -eq 1 ]; then
-    for m in plain floor tbexport torchprof; do run B $m "$r"; done
+    for m in plain floor tbexport torchprof $hw; do run B $m "$r"; done
   fi
   echo "round $r of $runs done ($(( $(date +%s) - t_start )) s)"
 done
@@ -119,7 +127,7 @@ for w, name in (("A", "cuda_nvtx 200k kernels"), ("B", "torch 50k add_")):
         continue
     p = med([x[0] for x in data[(w, "plain")]])
     f = med([x[0] for x in data.get((w, "floor"), [])])
-    for m in ("plain", "floor", "tbexport", "torchprof"):
+    for m in ("plain", "floor", "tbexport", "torchprof", "tbexport_pm", "tbexport_km"):
         xs = data.get((w, m))
         if not xs:
             continue
@@ -134,6 +142,16 @@ for w, name in (("A", "cuda_nvtx 200k kernels"), ("B", "torch 50k add_")):
             print("%-9s tbexport / floor paired within each round: median %.3f over %d rounds (%.3f .. %.3f)" % (w, med(pr), len(pr), min(pr), max(pr)))
     if t:
         print("%-9s tbexport conversion after exit: median %.3f s" % (w, med([x[2] for x in t])))
+    pm = data.get((w, "tbexport_pm"))
+    if pm and t:
+        r = med([x[0] for x in pm]) / med([x[0] for x in t])
+        print("%-9s PM sampling on / off (tbexport_pm / tbexport), goal <= 1.03: %.3f -> %s" % (w, r, "met" if r <= 1.03 else "NOT met"))
+        pr = [v["tbexport_pm"] / v["tbexport"] for (ww, _), v in byround.items() if ww == w and "tbexport_pm" in v and "tbexport" in v]
+        if pr:
+            print("%-9s PM on / off paired within each round: median %.3f over %d rounds (%.3f .. %.3f)" % (w, med(pr), len(pr), min(pr), max(pr)))
+    km = data.get((w, "tbexport_km"))
+    if km and t:
+        print("%-9s range profiler: loop %+.3f s vs tbexport alone (the first launches of each kernel name replayed)" % (w, med([x[0] for x in km]) - med([x[0] for x in t])))
     tp = data.get((w, "torchprof"))
     if tp:
         s, e = med([x[3] for x in tp]), med([x[4] for x in tp])
