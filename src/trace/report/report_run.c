@@ -988,6 +988,25 @@ static void change_line(tbe__buf *b, const tbe_run_diff *d, const tbe_report_opt
   else tbe__wrap(b, line, o->width);
 }
 
+/* The figures of one pair of a ranks diff into v[1..6]: the median step
+ * time on each side (1, 2), its change and the change in % (3, 4; `pct`:
+ * with a % sign), the comm time on each side (5, 6); "-" where absent. */
+static void pair_cells(const tbe_host_diff *p, char v[8][40], int pct) {
+  for (int s = 0; s < 2; s++) {
+    if (p->steps.dist[s].n) tbe__fmt_dur(v[1 + s], 40, p->steps.dist[s].median_ns);
+    else snprintf(v[1 + s], 40, "-");
+    if (p->host[s] >= 0) tbe__fmt_dur(v[5 + s], 40, p->comm_ns[s]);
+    else snprintf(v[5 + s], 40, "-");
+  }
+  if (p->has_change) {
+    tbe__delta_str(v[3], p->step_change_ns);
+    snprintf(v[4], 40, pct ? "%+.1f%%" : "%+.1f", p->step_change_pct);
+  } else {
+    snprintf(v[3], 40, "-");
+    snprintf(v[4], 40, "-");
+  }
+}
+
 /* rank, host, median step time on each side, its change (and %), comm
  * time on each side, the verdict mark. */
 static void ranks_diff_table(tbe__buf *b, const tbe_run_diff *d, const tbe_report_options *o) {
@@ -1030,19 +1049,7 @@ static void ranks_diff_table(tbe__buf *b, const tbe_run_diff *d, const tbe_repor
     const tbe_host_diff *p = &d->hosts[rows[k]];
     tested |= p->steps.p_value >= 0;
     snprintf(v[0], 40, "%d", (int)pair_rank(d, p));
-    for (int s = 0; s < 2; s++) {
-      if (p->steps.dist[s].n) tbe__fmt_dur(v[1 + s], 40, p->steps.dist[s].median_ns);
-      else snprintf(v[1 + s], 40, "-");
-      if (p->host[s] >= 0) tbe__fmt_dur(v[5 + s], 40, p->comm_ns[s]);
-      else snprintf(v[5 + s], 40, "-");
-    }
-    if (p->has_change) {
-      tbe__delta_str(v[3], p->step_change_ns);
-      snprintf(v[4], 40, "%+.1f%%", p->step_change_pct);
-    } else {
-      snprintf(v[3], 40, "-");
-      snprintf(v[4], 40, "-");
-    }
+    pair_cells(p, v, 1);
     snprintf(v[7], 40, "%s", pair_mark(p));
     tbe__cell(b, v[0], cw[0], 1);
     tbe__buf_putc(b, ' ');
@@ -1082,19 +1089,7 @@ static void ranks_diff_md(tbe__buf *b, const tbe_run_diff *d, const tbe_report_o
       continue;
     }
     const tbe_host_diff *p = &d->hosts[rows[k]];
-    for (int s = 0; s < 2; s++) {
-      if (p->steps.dist[s].n) tbe__fmt_dur(v[1 + s], 40, p->steps.dist[s].median_ns);
-      else snprintf(v[1 + s], 40, "-");
-      if (p->host[s] >= 0) tbe__fmt_dur(v[5 + s], 40, p->comm_ns[s]);
-      else snprintf(v[5 + s], 40, "-");
-    }
-    if (p->has_change) {
-      tbe__delta_str(v[3], p->step_change_ns);
-      snprintf(v[4], 40, "%+.1f", p->step_change_pct);
-    } else {
-      snprintf(v[3], 40, "-");
-      snprintf(v[4], 40, "-");
-    }
+    pair_cells(p, v, 0);
     tbe__buf_printf(b, "| %d | ", (int)pair_rank(d, p));
     tbe__md_escape(b, pair_label(d, p, name, sizeof name));
     tbe__buf_printf(b, " | %s | %s | %s | %s | %s | %s | %s |\n", v[1], v[2], v[3], v[4], v[5],
