@@ -4,7 +4,7 @@
 # It compiles the check against an unchanged copy (must pass), then against
 # copies each with one planted defect (must fail, naming what differs): an
 # enum value, two fields swapped, a field's type, a pad's size, an inner
-# field of an inline aggregate, a prototype.  A defect whose text no longer
+# field of an inline aggregate, a profiler call's struct size, a prototype.  A defect whose text no longer
 # matches the header fails the test too, so the list stays live.
 set -uo pipefail
 cc=$1 src=$2
@@ -57,6 +57,8 @@ plant "field type" 's/F(S, int64_t, gridId, )/F(S, uint64_t, gridId, )/' 'CUpti_
 plant "pad size" 's/F(S, uint8_t, reserved, \[6\])/F(S, uint8_t, reserved, [4])/' \
   'CUpti_ActivityDevice5.reserved size'
 plant "inline aggregate" 's/^  uint32_t pad2;$/  uint16_t pad2;/' 'memoryPoolConfig.pad2'
+plant "struct size" 's/X(CUpti_PmSampling_DecodeData_Params, overflow)/X(CUpti_PmSampling_DecodeData_Params, decodeStopReason)/' \
+  'CUpti_PmSampling_DecodeData_Params_STRUCT_SIZE'
 plant "prototype" 's/cuptiGetVersion(uint32_t \*version)/cuptiGetVersion(uint64_t *version)/' \
   'cuptiGetVersion'
 

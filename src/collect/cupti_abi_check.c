@@ -5,6 +5,7 @@
  * headers; it does not compile
  * when any fact in cupti_abi.h differs from <cupti.h>:
  *   - every enum value in the lists, and each enum's size;
+ *   - the profiler's NAME_STRUCT_SIZE values;
  *   - every record and union: size and alignment, and each field's
  *     offset, size and type (NVIDIA's type, through _Generic on a pointer
  *     to the field), walking the same lists that declare them;
@@ -16,6 +17,10 @@
 #include <stddef.h>
 
 #include <cupti.h>
+#include <cupti_pmsampling.h>
+#include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
+#include <cupti_target.h>
 
 #define TBE_CUPTI_ABI_CHECK 1
 #include "collect/cupti_abi.h"
@@ -45,6 +50,12 @@ TBE_CUPTI_ENUMS(CHECK_ENUM)
   _Static_assert(sizeof(T) == sizeof(tbe__abi_##T), #T " size");       \
   _Static_assert(_Alignof(T) == _Alignof(tbe__abi_##T), #T " alignment");
 TBE_CUPTI_STRUCTS(CHECK_STRUCT)
+
+/* ---- the profiler's NAME_STRUCT_SIZE ---- */
+
+#define CHECK_SIZE(T, last) \
+  _Static_assert(TBE_CUPTI_PSIZE(tbe__abi_##T, last) == T##_STRUCT_SIZE, #T "_STRUCT_SIZE");
+TBE_CUPTI_STRUCT_SIZES(CHECK_SIZE)
 
 /* ---- the aggregates NVIDIA declares inline ---- */
 
@@ -79,3 +90,6 @@ CHECK_INNER(CUpti_ActivityMemory4, memoryPoolConfig, tbe__cupti_memory_pool_conf
 CHECK_WHOLE(CUpti_ActivityMemory4, memoryPoolConfig.pool, tbe__cupti_pool_size)
 CHECK_INNER(CUpti_ActivityMemory4, memoryPoolConfig.pool, tbe__cupti_pool_size, size)
 CHECK_INNER(CUpti_ActivityMemory4, memoryPoolConfig.pool, tbe__cupti_pool_size, processId)
+
+CHECK_WHOLE(CUpti_ResourceData, resourceHandle, tbe__cupti_resource_handle)
+CHECK_INNER(CUpti_ResourceData, resourceHandle, tbe__cupti_resource_handle, stream)
