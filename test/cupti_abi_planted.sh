@@ -4,8 +4,9 @@
 # It compiles the check against an unchanged copy (must pass), then against
 # copies each with one planted defect (must fail, naming what differs): an
 # enum value, two fields swapped, a field's type, a pad's size, an inner
-# field of an inline aggregate, a profiler call's struct size, a prototype.  A defect whose text no longer
-# matches the header fails the test too, so the list stays live.
+# field of an inline aggregate, a profiler call's struct size, a
+# prototype.  A defect whose text no longer matches the header fails the
+# test too, so the list stays live.
 set -uo pipefail
 cc=$1 src=$2
 shift 2

@@ -66,7 +66,8 @@ TBE_CUPTI_STRUCT_SIZES(CHECK_SIZE)
                  #T "." #outer "." #name " size");
 #define CHECK_WHOLE(T, outer, ours)                                               \
   _Static_assert(sizeof FIELD_OF(T, outer) == sizeof(ours), #T "." #outer " size"); \
-  _Static_assert(_Alignof(__typeof__(FIELD_OF(T, outer))) == _Alignof(ours), #T "." #outer " alignment");
+  _Static_assert(_Alignof(__typeof__(FIELD_OF(T, outer))) == _Alignof(ours),    \
+                 #T "." #outer " alignment");
 
 CHECK_WHOLE(CUpti_ActivityKernel10, cacheConfig, tbe__cupti_cache_config)
 CHECK_INNER(CUpti_ActivityKernel10, cacheConfig, tbe__cupti_cache_config, both)
@@ -84,7 +85,8 @@ CHECK_WHOLE(CUpti_ActivityMemory4, memoryPoolConfig, tbe__cupti_memory_pool_conf
 CHECK_INNER(CUpti_ActivityMemory4, memoryPoolConfig, tbe__cupti_memory_pool_config, memoryPoolType)
 CHECK_INNER(CUpti_ActivityMemory4, memoryPoolConfig, tbe__cupti_memory_pool_config, pad2)
 CHECK_INNER(CUpti_ActivityMemory4, memoryPoolConfig, tbe__cupti_memory_pool_config, address)
-CHECK_INNER(CUpti_ActivityMemory4, memoryPoolConfig, tbe__cupti_memory_pool_config, releaseThreshold)
+CHECK_INNER(CUpti_ActivityMemory4, memoryPoolConfig, tbe__cupti_memory_pool_config,
+            releaseThreshold)
 CHECK_INNER(CUpti_ActivityMemory4, memoryPoolConfig, tbe__cupti_memory_pool_config, pool)
 CHECK_INNER(CUpti_ActivityMemory4, memoryPoolConfig, tbe__cupti_memory_pool_config, utilizedSize)
 CHECK_WHOLE(CUpti_ActivityMemory4, memoryPoolConfig.pool, tbe__cupti_pool_size)
