@@ -103,6 +103,6 @@ tbe_cupti_headers() {
   if grep -q '^TBE_HAVE_CUPTI_HEADERS_RESULT:INTERNAL=ON' "$1/CMakeCache.txt" 2>/dev/null; then
     echo "the CUDA toolkit's CUPTI headers (src/collect/cupti_abi.h checked against them)"
   else
-    echo "src/collect/cupti_abi.h (no CUDA toolkit found, or TBE_USE_CUDA_TOOLKIT=OFF)"
+    echo "src/collect/cupti_abi.h (no CUDA toolkit found, or TBE_USE_CUDA_TOOLKIT=OFF; its check against NVIDIA's headers, cupti_abi_fails_when_planted, needs them)"
   fi
 }
