@@ -84,7 +84,8 @@ tbe_build() {
 }
 
 # tbe_collector_status BUILD_DIR: one line on whether that tree built the
-# CUPTI collector, from its CMake cache ("built" or why not).
+# CUPTI collector, from its CMake cache ("built" or why not).  It is built
+# unless TBE_WITH_CUDA=OFF, with or without the CUDA toolkit.
 tbe_collector_status() {
   local cache=$1/CMakeCache.txt
   if grep -q '^TBE_HAVE_CUPTI_RESULT:INTERNAL=ON' "$cache" 2>/dev/null; then
@@ -92,6 +93,16 @@ tbe_collector_status() {
   elif grep -q '^TBE_WITH_CUDA:BOOL=OFF' "$cache" 2>/dev/null; then
     echo "not built (TBE_WITH_CUDA=OFF)"
   else
-    echo "not built: no CUDA toolkit with CUPTI found (cupti.h and libcupti.so, e.g. under /usr/local/cuda)"
+    echo "not built (no CMake cache in $1)"
+  fi
+}
+
+# tbe_cupti_headers BUILD_DIR: the CUPTI declarations that tree's collector
+# was compiled against.
+tbe_cupti_headers() {
+  if grep -q '^TBE_HAVE_CUPTI_HEADERS_RESULT:INTERNAL=ON' "$1/CMakeCache.txt" 2>/dev/null; then
+    echo "the CUDA toolkit's CUPTI headers (src/collect/cupti_abi.h checked against them)"
+  else
+    echo "src/collect/cupti_abi.h (no CUDA toolkit found, or TBE_USE_CUDA_TOOLKIT=OFF; its check against NVIDIA's headers, cupti_abi_fails_when_planted, needs them)"
   fi
 }

@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cupti.h>
+#include "collect/cupti_abi.h" /* <cupti.h>, or our declarations of it */
 
 #include "collect/cupti_host.h"
 #include "events/spool.h"

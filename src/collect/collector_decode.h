@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cupti.h>
+#include "collect/cupti_abi.h" /* <cupti.h>, or our declarations of it */
 
 #include "events/spool.h"
 #include "common/buf.h"

@@ -18,11 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cupti.h>
-#include <cupti_pmsampling.h>
-#include <cupti_profiler_target.h>
-#include <cupti_range_profiler.h>
-#include <cupti_target.h>
+#include "collect/cupti_abi.h" /* CUPTI's headers, or our declarations of them */
 
 #define TBE__PSIZE(type_, last_) (offsetof(type_, last_) + sizeof(((type_ *)0)->last_))
 

@@ -1,10 +1,10 @@
 /* profiler.c: the public in-process profiler (tbexport/profiler.h).
  *
- * Built into libtbexport in every configuration.  With CUPTI headers at
- * build time (TBE_HAVE_CUPTI) it loads libcupti at run time
+ * Built into libtbexport in every configuration.  With the collector
+ * (TBE_HAVE_CUPTI: every build but TBE_WITH_CUDA=OFF) it loads libcupti at run time
  * (cupti_load.c), starts the collector singleton with a spool in a hidden
  * directory under the log dir, and on stop converts that spool into the run
- * (src/import/spool.c).  Without CUPTI, start and stop return TBE_ENOCUPTI.  One
+ * (src/import/spool.c).  Without the collector, start and stop return TBE_ENOCUPTI.  One
  * session at a time; the session state below is only touched by start and
  * stop, which must not race.
  *

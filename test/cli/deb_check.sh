@@ -29,7 +29,8 @@ cupti=$(cache TBE_HAVE_CUPTI_RESULT)
 b=$work/b
 CC=$(cache CMAKE_C_COMPILER) cmake -S "$src" -B "$b" -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_BUILD_TYPE=Release \
   -DTBE_BUILD_TESTS=OFF -DTBE_BUILD_BENCH=OFF -DTBE_BUILD_SAMPLES=OFF \
-  -DTBE_WITH_CUDA="$(cache TBE_WITH_CUDA)" >"$work/configure.log" 2>&1 ||
+  -DTBE_WITH_CUDA="$(cache TBE_WITH_CUDA)" -DTBE_USE_CUDA_TOOLKIT="$(cache TBE_USE_CUDA_TOOLKIT)" \
+  >"$work/configure.log" 2>&1 ||
   { cat "$work/configure.log" >&2; fail "configure"; }
 cmake --build "$b" -j"$(nproc)" >"$work/build.log" 2>&1 || { tail -30 "$work/build.log" >&2; fail "build"; }
 

@@ -13,7 +13,7 @@
  * emit one record each at the times given (test_profile.sh's Python
  * program places them).  Names are copied and kept, as CUPTI's stay valid
  * until decoded.  No GPU needed. */
-#include <cupti.h>
+#include "collect/cupti_abi.h" /* <cupti.h>, or our declarations of it */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>

@@ -33,7 +33,6 @@
 #include "tbexport/profiler.h"
 #include "testutil.h"
 
-#ifdef TBE_HAVE_CUPTI
 #include "collect/collector.h"
 #include "collect/hwmetrics.h"
 #include "collect/options.h"
@@ -644,7 +643,3 @@ int main(void) {
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
-
-#else
-int main(void) { return 0; }
-#endif
