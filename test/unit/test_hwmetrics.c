@@ -120,8 +120,10 @@ static void status(tbe__buf *p, uint32_t kind, uint32_t dev, uint32_t st, uint64
  * tiny kernel; PM samples of sm_active (10 over (0,100us], 20 over
  * (100,200], 40 over (200,400]: time-weighted 27.5, plain 23.3), tensor
  * active 1%, DRAM read 40%, a custom metric; kernel figures; steps at 0
- * and 500 us.  `idle`: the kernels run 10x shorter (GPU mostly idle) and
- * sm_active reads 30 more (40, 50, 70: time-weighted 57.5). */
+ * and 500 us.  `idle` 1: the kernels run 10x shorter (GPU mostly idle)
+ * and sm_active reads 30 more (40, 50, 70: time-weighted 57.5); 2: as 0,
+ * sampled on to the end (600-1000 us), so both steps have means (the
+ * checker's run, test/data/metrics/metrics_full.spool). */
 static tbe_trace *collected(int idle) {
   tbe__buf img, p;
   tbe__buf_init(&img, &al);
@@ -156,7 +158,7 @@ static tbe_trace *collected(int idle) {
   d.id = 0;
   d.sm_count = 132;
   tbe__spool_item(&p, TBE__SP_DEVICE, &d, sizeof d);
-  int64_t len = idle ? 9 * US : 90 * US;
+  int64_t len = idle == 1 ? 9 * US : 90 * US;
   for (int k = 0; k < 9; k++)
     kern(&p, k % 2 ? S_COPY : S_GEMM, T0 + 10 * US + k * 100 * US, T0 + 10 * US + k * 100 * US + len);
   kern(&p, S_TINY, T0 + 905 * US, T0 + 907 * US);
@@ -171,13 +173,17 @@ static tbe_trace *collected(int idle) {
   uint32_t ids[4] = {1, 2, 3, 10};
   int64_t ts[3] = {T0 + 100 * US, T0 + 200 * US, T0 + 400 * US};
   double v[12] = {10, 1, 40, 7, 20, 1, 40, 7, 40, 1, 40, 7};
-  for (int i = 0; i < 3; i++) v[4 * i] += 30 * idle; /* idle: sm_active 57.5 */
+  for (int i = 0; i < 3; i++) v[4 * i] += 30 * (idle == 1); /* idle: sm_active 57.5 */
   samples(&p, 0, ids, 4, ts, v, 3, 0);
   samples(&p, 0, ids, 4, ts, v, 3, 3);          /* counts do not fit the length */
   double bad[4] = {NAN, 1, INFINITY, 7};
   int64_t ts2[1] = {T0 + 450 * US};
   uint32_t unk[4] = {1, 2, 3, 99};            /* 99: never defined */
   samples(&p, 0, unk, 4, ts2, bad, 1, 0);
+  if (idle == 2) { /* sampled to the end: every step has the metrics */
+    int64_t ts3[3] = {T0 + 600 * US, T0 + 800 * US, T0 + 1000 * US};
+    samples(&p, 0, ids, 4, ts3, v, 3, 0);
+  }
   /* GEMM: compute-bound, tensor pipes idle; copy: DRAM at 92%; tiny: both low */
   uint32_t kid[6] = {4, 5, 6, 7, 8, 9};
   double g[6] = {85, 30, 50, 0.5, 20, 95000};
@@ -198,7 +204,8 @@ static tbe_trace *collected(int idle) {
   /* HW_SPOOL=DIR writes the image (the fuzz corpus' metrics.spool; the
    * idle one for the CLI tests' diff) */
   if (getenv("HW_SPOOL")) {
-    char *path = tu_join(getenv("HW_SPOOL"), idle ? "metrics_idle.spool" : "metrics.spool");
+    static const char *const file[3] = {"metrics.spool", "metrics_idle.spool", "metrics_full.spool"};
+    char *path = tu_join(getenv("HW_SPOOL"), file[idle]);
     assert_int_equal(tu_write_file(path, img.data, img.len), 0);
     free(path);
   }
@@ -818,6 +825,23 @@ static void test_tensorboard(void **state) {
   assert_true(fabs(x->value - 27.5) < 1e-5);
   assert_int_equal(tb_count_prefix(s, n, "hparams/gpu_metrics/"), 4);
   assert_non_null(tb_find(s, n, "hparams/h", "hparams/wall_ms", 0));
+  free(run);
+  tbe_trace_free(t);
+  /* sampled to the end: a point for each step, the step's mean */
+  t = collected(2);
+  tbe_analysis *an;
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  o.run = "full";
+  assert_int_equal(tbe_export_run(t, &o), 0);
+  run = tu_join(dir, "full");
+  n = tb_read(run, s, 1024, "tbexport: GPU metrics", &has);
+  for (size_t k = 0; k < 2; k++) {
+    x = tb_find(s, n, ".", "gpu_metrics/sm_active_pct", (int64_t)k);
+    assert_non_null(x);
+    assert_true(fabs(x->value - gpu_mean(an, an->steps[k].metrics, "sm_active_pct")) < 1e-4);
+  }
+  assert_int_equal(tb_count_prefix(s, n, "gpu_metrics/"), 8);
+  tbe_analysis_free(an);
   free(run);
   tu_rmrf(dir);
   free(dir);
