@@ -714,6 +714,9 @@ static void test_run(void **state) {
   o.format = TBE_REPORT_JSON;
   char *dj = NULL;
   assert_int_equal(tbe_report_run_diff(d, &o, &dj, NULL), 0);
+  doc = yajl_tree_parse(dj, err, sizeof err);
+  assert_non_null(doc);
+  yajl_tree_free(doc);
   assert_non_null(strstr(dj, "{\"device\":0,\"metric\":\"sm_active_pct\",\"base\":27.5,"
                              "\"new\":null}"));
   assert_non_null(strstr(dj, "{\"device\":\"all\",\"metric\":\"sm_active_pct\",\"base\":27.5,"
