@@ -144,7 +144,9 @@ static const char *status_why(uint32_t st) {
     case TBE__MS_NO_PERMISSION:
       return "no permission to read the GPU's counters (the driver's "
              "NVreg_RestrictProfilingToAdminUsers=1: run as root or set it to 0)";
-    case TBE__MS_BUSY: return "another profiler holds the counters (Nsight, DCGM or a second session)";
+    case TBE__MS_BUSY:
+      return "another profiler holds the counters (Nsight, DCGM, a second session, or the "
+             "range profiler of --kernel-metrics: the two cannot run at once on one GPU)";
     case TBE__MS_UNSUPPORTED: return "not supported by this GPU or CUPTI";
     default: return "collection failed";
   }
