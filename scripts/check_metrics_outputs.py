@@ -3,7 +3,7 @@
 read them.
 
 usage: check_metrics_outputs.py LOGDIR RUN [--tbexport BIN] [--skip jax,tb]
-                                [--kernel-metrics]
+                                [--kernel-metrics] [--no-pm]
 
 RUN is a run tbexport wrote with GPU metrics (`tbexport --gpu-metrics --
 CMD`, or an import of such a trace).  The reference is tbexport's own
@@ -30,8 +30,10 @@ and checks what it needs:
          metric_launches; with --kernel-metrics (or when the trace JSON
          holds kernel figures) at least one kernel row has them.
 
-A part whose client cannot be imported FAILS: on the GPU machine the
-clients must be there.  --skip jax,tb leaves those parts out (on a machine
+--no-pm: the run was collected without PM sampling (`--kernel-metrics`
+alone: the two cannot run at once on one GPU); the PM checks are left out,
+loudly, and the kernel figures are required.  A part whose client cannot be
+imported FAILS: on the GPU machine the clients must be there.  --skip jax,tb leaves those parts out (on a machine
 without them) and says so loudly.  Prints what each client read and one
 FAIL line per failure; exits 1 if any failed, 2 on bad usage.
 """
@@ -123,6 +125,7 @@ def gpus_with_metrics(s):
 # ---- summary ----
 
 def check_summary(args, s, kernel_figures_in_json):
+    """The summary JSON's GPU means (unless --no-pm) and kernel rows."""
     if s is None:
         return
     hosts = hosts_of(s)
@@ -140,7 +143,7 @@ def check_summary(args, s, kernel_figures_in_json):
                 say("summary", "%s GPU %s: %d metrics, e.g. %s" % (
                     h.get("label") or h.get("host"), d["device"], len(gm),
                     ", ".join("%s=%.4g" % kv for kv in list(gm.items())[:3])))
-            else:
+            elif not args.no_pm:
                 fail("summary", "%s GPU %s has no gpu_metrics" % (h.get("label"), d["device"]))
     if ndev == 0:
         fail("summary", "no GPU in the summary")
@@ -153,7 +156,7 @@ def check_summary(args, s, kernel_figures_in_json):
             fail("summary", "kernel %s has metrics but no bound_by" % k["name"][:60])
         if "metric_launches" not in k:
             fail("summary", "kernel %s has metrics but no metric_launches" % k["name"][:60])
-    want = args.kernel_metrics or kernel_figures_in_json
+    want = args.kernel_metrics or args.no_pm or kernel_figures_in_json
     if with_m:
         verdicts = {}
         for k in with_m:
@@ -225,8 +228,10 @@ def check_json(args, want):
         else:
             ok("json", "GPU %d: C events for all %d metrics (%s)" % (
                 dev, len(metrics), ", ".join("%s x%d" % (m, got[m]) for m in list(metrics)[:3])))
-    if not want:
+    if not want and not args.no_pm:
         fail("json", "the summary names no GPU with metrics to look for")
+    if args.no_pm and not any_kernel_figures:
+        fail("json", "no kernel figures in tbexportKernelMetrics (--no-pm: the range profiler's run)")
     return any_kernel_figures
 
 
@@ -333,6 +338,8 @@ def main():
     ap.add_argument("--skip", default="", help="comma list of parts to leave out: jax, tb")
     ap.add_argument("--kernel-metrics", action="store_true",
                     help="the run was collected with --kernel-metrics: kernel rows must have them")
+    ap.add_argument("--no-pm", action="store_true",
+                    help="the run has no PM sampling (--kernel-metrics alone): no PM checks")
     args = ap.parse_args()
     skip = {x for x in args.skip.split(",") if x}
     if skip - {"jax", "tb"}:
@@ -345,8 +352,12 @@ def main():
             os.path.join(args.logdir, "plugins", "profile", args.run)):
         print("check_metrics_outputs: no run %s under %s" % (args.run, args.logdir), file=sys.stderr)
         return 2
+    if args.no_pm:
+        skip |= {"jax", "tb"}
+        print("!!!! --no-pm: the PM checks (C events, gpu_metrics, TensorBoard, XSpace "
+              "_counters_) are left out; kernel figures are required !!!!", flush=True)
     for part in sorted(skip):
-        print("!!!! SKIPPED %s: asked with --skip; this run does NOT show that %s reads the "
+        print("!!!! SKIPPED %s: asked (--skip, --no-pm); this run does NOT show that %s reads the "
               "metrics !!!!" % (part, {"jax": "jax.profiler", "tb": "TensorBoard"}[part]),
               flush=True)
     s = summary_of(args)
