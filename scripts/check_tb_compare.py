@@ -4,7 +4,8 @@ checked through its HTTP data API against tbexport's own summary.
 
 usage: check_tb_compare.py --url URL --logdir DIR --tbexport BIN
                            --pair BASE:NEW [--pair BASE:NEW ...]
-                           [--label RUN:KEY=VALUE ...] [--no-profiler-plugin]
+                           [--label RUN:KEY=VALUE ...] [--metrics RUN ...]
+                           [--no-profiler-plugin]
 
 URL serves DIR (../shared/tools/tensorboard/serve).  For every run of every
 pair, `BIN summary --format json --top 0 --logdir DIR RUN` is the reference:
@@ -20,6 +21,14 @@ pair, `BIN summary --format json --top 0 --logdir DIR RUN` is the reference:
                   RUN/hparams/HOST), with the host, GPU and step definition as
                   hyper-parameters, the given labels, and the median step
                   time and GPU busy % as metrics equal to the summary's;
+  GPU metrics     for each --metrics RUN (a trace with PM metrics): every
+                  metric of the summary's all.gpu_metrics is a scalar tag
+                  gpu_metrics/<metric> with one point per step that has the
+                  metric, equal to the step's mean (no steps: one point,
+                  the run's mean); the layout has the "tbexport: GPU
+                  metrics" category with a chart per metric; the HParams
+                  experiment lists hparams/gpu_metrics/<metric> and the
+                  run's session holds the run's means;
   pytorch_profiler  (the frozen torch-tb-profiler plugin) finds each run,
                   its overview has one row per step, its kernel table the
                   summary's kernels with their call counts, its trace
@@ -174,6 +183,51 @@ def check_hparams(args, runs, sums, labels):
         report("hparams: session %s with the summary's figures" % key, ok, detail)
 
 
+def check_metrics(args, run, s, tags):
+    base = args.url + "/data/plugin/scalars/scalars?"
+    mine = tags.get(run, {})
+    means = s["all"].get("gpu_metrics", {})
+    report("%s: the summary has GPU metrics" % run, bool(means), "all: %s" % sorted(s["all"]))
+    steps = first_steps(s)
+    for m, v in sorted(means.items()):
+        t = "gpu_metrics/" + m
+        pts = get(base + q(run=run, tag=t)) if t in mine else []
+        if steps:
+            want = [(st["step"], st["gpu_metrics"][m]) for st in steps
+                    if m in st.get("gpu_metrics", {})]
+        else:
+            want = [(0, v)]
+        got = [(p[1], p[2]) for p in pts]
+        ok = bool(want) and len(got) == len(want) and all(
+            g[0] == w[0] and close(g[1], w[1], rel=1e-5, absolute=1e-4) for g, w in zip(got, want))
+        report("%s: %s has the summary's %d step means" % (run, t, len(want)), ok,
+               "got %s, want %s" % (got[:4], want[:4]))
+    lay = get(args.url + "/data/plugin/custom_scalars/layout")
+    cats = {c.get("title"): c for c in lay.get("category", [])}
+    charts = {ch.get("title") for ch in cats.get("tbexport: GPU metrics", {}).get("chart", [])}
+    report("custom scalars: 'tbexport: GPU metrics' with a chart per metric of %s" % run,
+           set(means) <= charts and bool(means), "charts %s" % sorted(charts))
+    exp = get(args.url + "/data/plugin/hparams/experiment", {"experimentName": ""})
+    metrics = {mi["name"]["tag"] for mi in exp.get("metricInfos", [])}
+    need = {"hparams/gpu_metrics/" + m for m in means}
+    report("hparams: metrics %s" % sorted(need), bool(need) and need <= metrics,
+           "got %s" % sorted(x for x in metrics if "gpu_metrics" in x))
+    groups = get(args.url + "/data/plugin/hparams/session_groups", {
+        "experimentName": "", "allowedStatuses": ["STATUS_UNKNOWN", "STATUS_SUCCESS",
+                                                  "STATUS_FAILURE", "STATUS_RUNNING"],
+        "colParams": [], "startIndex": 0, "sliceSize": 1000})
+    vals = None
+    for g in groups.get("sessionGroups", []):
+        for ses in g.get("sessions", []):
+            if ses["name"].startswith(run + "/hparams/"):
+                vals = {mv["name"]["tag"]: mv["value"] for mv in ses.get("metricValues", [])}
+    ok = vals is not None and all(
+        close(vals.get("hparams/gpu_metrics/" + m, float("nan")), v, rel=1e-5, absolute=1e-4)
+        for m, v in means.items())
+    report("hparams: session %s holds the run's GPU metric means" % run, ok,
+           "got %s" % ({k: v for k, v in (vals or {}).items() if "gpu_metrics" in k}))
+
+
 def check_profiler(args, runs, sums, pairs):
     base = args.url + "/data/plugin/pytorch_profiler/"
     found = get(base + "runs").get("runs", [])
@@ -230,6 +284,7 @@ def main():
     ap.add_argument("--tbexport", required=True)
     ap.add_argument("--pair", action="append", required=True)
     ap.add_argument("--label", action="append", default=[])
+    ap.add_argument("--metrics", action="append", default=[])
     ap.add_argument("--no-profiler-plugin", action="store_true")
     args = ap.parse_args()
     args.url = args.url.rstrip("/")
@@ -248,6 +303,8 @@ def main():
     for b, n in pairs:
         check_text(args, b, n)
     check_hparams(args, runs, sums, labels)
+    for r in args.metrics:
+        check_metrics(args, r, summary(args, r), tags)
     if not args.no_profiler_plugin:
         check_profiler(args, runs, sums, pairs)
     failed = RESULTS.count(False)

@@ -462,8 +462,12 @@ typedef struct tbe_run_analysis {
    * not add).  wall_ns of the analysis itself spans from the first start
    * to the last end (clocks of different machines may disagree), host_busy_ns
    * is the busiest thread anywhere; API, sync, overhead and drop counts are
-   * sums.  No advice of its own (see the hosts').  Step hint: the one most
-   * hosts share (hint_hosts of them). */
+   * sums.  Hardware metrics: the names of all hosts; all.metrics the hosts'
+   * all-GPU PM means weighted by the windows of their GPUs that measured
+   * them, a step's by the hosts' step times, kernel figures by launches
+   * (samples add up), bound_by from the merged figures.  No advice of its
+   * own (see the hosts').  Step hint: the one most hosts share (hint_hosts
+   * of them). */
   tbe_analysis *total;
   int64_t *step_fastest_ns;   /* per merged step: the fastest host's duration */
   size_t hint_hosts;

@@ -1073,7 +1073,8 @@ int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
     info->tail_why = tail.why;
     t->ended_early = info->ended_early;
     for (size_t i = 0; i < s.notes.n; i++)
-      tbe_trace_warn(t, "%s", tbe_trace_str(t, s.notes.v[i]));
+      if (!tbe__spool_note_is_status(&s, s.notes.v[i]))
+        tbe_trace_warn(t, "%s", tbe_trace_str(t, s.notes.v[i]));
     if (info->ended_early) {
       if (s.have_signal && !tail.bytes)
         tbe_trace_warn(t,

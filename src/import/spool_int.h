@@ -124,6 +124,9 @@ static inline tbe_str S(const scan *s, uint32_t id) { return id < s->strs.n ? s-
  * array of the scan `ctx`.  Returns 0 or TBE_ENOMEM. */
 int tbe__convert_on_item(void *ctx, unsigned type, const uint8_t *body, size_t len);
 
+/* Whether a note of the spool repeats what a metric status item says
+ * (spool_metrics.c): then only the status's warning line is written. */
+int tbe__spool_note_is_status(const scan *s, tbe_str note);
 /* The metric items into the trace (spool_metrics.c): counter tracks of
  * process `pid`, kernel figures, status warnings.  `keep` says whether a
  * sample's time lies in the kept windows.  Returns 0 or an error. */

@@ -144,7 +144,9 @@ static const char *status_why(uint32_t st) {
     case TBE__MS_NO_PERMISSION:
       return "no permission to read the GPU's counters (the driver's "
              "NVreg_RestrictProfilingToAdminUsers=1: run as root or set it to 0)";
-    case TBE__MS_BUSY: return "another profiler holds the counters (Nsight, DCGM or a second session)";
+    case TBE__MS_BUSY:
+      return "another profiler holds the counters (Nsight, DCGM, a second session, or the "
+             "range profiler of --kernel-metrics: the two cannot run at once on one GPU)";
     case TBE__MS_UNSUPPORTED: return "not supported by this GPU or CUPTI";
     default: return "collection failed";
   }
@@ -173,6 +175,21 @@ static void status_lines(const scan *s, tbe_trace *t) {
                      (unsigned long long)m->st.overflow, gpu,
                      (unsigned long long)m->st.samples);
   }
+}
+
+/* The collector writes each failure of a kind on a device as a status item
+ * and a note (src/collect/hwmetrics.c, tbe__hwm_drain_fails: "<kind> off
+ * [on device N]: <reason>; the activity trace is still collected"); the
+ * status item's line (status_lines) says it, so the note would say it
+ * twice. */
+int tbe__spool_note_is_status(const scan *s, tbe_str note) {
+  static const char *const said[] = {"GPU metrics (PM sampling) off",
+                                      "kernel metrics (range profiler) off"};
+  if (!s->mstatus.n) return 0;
+  const char *n = tbe_trace_str(s->t, note);
+  for (size_t i = 0; i < sizeof said / sizeof *said; i++)
+    if (strncmp(n, said[i], strlen(said[i])) == 0) return 1;
+  return 0;
 }
 
 int tbe__spool_metrics(scan *s, tbe_trace *t, int64_t pid, int (*keep)(void *, int64_t),

@@ -4,7 +4,9 @@
 # what): a pair of runs collected by tbexport on an H200 (a GPT-style
 # training loop in fp32 and bf16, test/data/collected/) and a pair of
 # PyTorch profiler traces (test/data/kineto/), each imported with labels
-# and compared with `tbexport diff`.
+# and compared with `tbexport diff`; and a run with GPU metrics (the
+# collector's spool with PM samples and range-profiler figures,
+# test/data/metrics/metrics.spool, written by test_hwmetrics).
 #
 # Needs the TensorBoard of ../shared/tools/tensorboard/ (a sibling of the
 # repository, or TBE_TB_TOOLS): when that folder is absent the test says so
@@ -36,6 +38,7 @@ imp gpt_fp32 "$D/collected/gpt_fp32.xplane.pb" precision=fp32 model=gpt
 imp gpt_bf16 "$D/collected/gpt_bf16.xplane.pb" precision=bf16 model=gpt
 imp cnn_fp32 "$D/kineto/h200_cnn_fp32.pt.trace.json" precision=fp32 model=cnn
 imp cnn_bf16 "$D/kineto/h200_cnn_bf16.pt.trace.json" precision=bf16 model=cnn
+imp pm "$D/metrics/metrics.spool"
 for p in gpt cnn; do
   "$B" diff --quiet --logdir "$L" ${p}_fp32 ${p}_bf16 >/dev/null 2>"$tmp/err" ||
     die "diff $p: $(cat "$tmp/err")"
@@ -52,4 +55,4 @@ done
 python3 "$root/scripts/check_tb_compare.py" --url "$url" --logdir "$L" --tbexport "$B" \
   --pair gpt_fp32:gpt_bf16 --pair cnn_fp32:cnn_bf16 \
   --label gpt_fp32:precision=fp32 --label gpt_bf16:precision=bf16 \
-  --label cnn_fp32:model=cnn --label cnn_bf16:precision=bf16
+  --label cnn_fp32:model=cnn --label cnn_bf16:precision=bf16 --metrics pm

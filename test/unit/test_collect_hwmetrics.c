@@ -14,7 +14,13 @@
  *     the API: a status item and a note per kind, one message line per
  *     kind, and the activity records collected as without metrics;
  *   - the range profiler measures the first N launches of each kernel name
- *     and writes the mean of each metric over them, once per kernel. */
+ *     and writes the mean of each metric over them, once per kernel;
+ *   - end to end, the spool converted as `tbexport import` converts it
+ *     gives the fake's values in the outputs: the summary JSON's
+ *     gpu_metrics and kernel figures with a verdict, the Chrome JSON's "C"
+ *     counters and tbexportKernelMetrics, the events' gpu_metrics/<metric>
+ *     and hparams/gpu_metrics/<metric>; an overflow and a permission
+ *     refusal are one warning line each. */
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -38,6 +44,9 @@
 #include "collect/options.h"
 #include "events/spool.h"
 #include "fake_cupti.h"
+#include "import/spool.h"
+#include "tbexport/analysis.h"
+#include "tbexport/reader.h"
 
 #define T0 1700000000000000000ull
 
@@ -629,6 +638,181 @@ static void test_options_roundtrip(void **state) {
   assert_int_equal(tbe_profiler_parse_kernel_metrics("all", &set), TBE_EINVAL);
 }
 
+/* ---- end to end: the fake's metrics through the spool to the outputs ---- */
+
+/* The collection starts at the fake's clock (f_ts): the records and
+ * samples of these tests come after it. */
+#define E2E (T0 + 5000000000ull + 1000000ull)
+
+/* The fake's clock for these tests: T0 + 5 s while the collection starts
+ * (as f_ts), a minute later when it stops (e2e_stop), so the collection
+ * window holds what they emit. */
+static _Atomic uint64_t e2e_now;
+static CUptiResult e2e_clock(uint64_t *ts) {
+  *ts = e2e_now;
+  return CUPTI_SUCCESS;
+}
+
+static void e2e_start(fixture *f, unsigned hz, unsigned kset, unsigned launches) {
+  e2e_now = T0 + 5000000000ull;
+  f->api.get_timestamp = e2e_clock;
+  start(f, hz, kset, launches);
+}
+
+static void e2e_stop(void) {
+  e2e_now = T0 + 65000000000ull;
+  stop();
+}
+
+static void e2e_kernel(uint32_t corr, const char *name) {
+  CUpti_ActivityKernel10 k;
+  memset(&k, 0, sizeof k);
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = E2E + corr * 20000;
+  k.end = k.start + 15000;
+  k.contextId = 1;
+  k.streamId = 7;
+  k.correlationId = corr;
+  k.name = name;
+  tf_emit(&k, sizeof k);
+}
+
+/* The spool converted as `tbexport import` converts it. */
+static tbe_trace *converted(const fixture *f) {
+  tbe_trace *t = NULL;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  tbe__convert_info info;
+  memset(&info, 0, sizeof info);
+  assert_int_equal(tbe__spool_file_to_trace(f->spool, NULL, t, &info), 0);
+  return t;
+}
+
+static int warnings_with(const tbe_trace *t, const char *needle) {
+  int c = 0;
+  for (size_t i = 0; i < t->nwarnings; i++) c += strstr(tbe_trace_str(t, t->warnings[i]), needle) != NULL;
+  return c;
+}
+
+static char *summary_json(tbe_trace *t) {
+  tbe_analysis *an;
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  tbe_report_options o;
+  tbe_report_options_init(&o);
+  o.format = TBE_REPORT_JSON;
+  o.top = 0;
+  o.wide = 1;
+  char *s = NULL;
+  assert_int_equal(tbe_report_summary(an, &o, &s, NULL), 0);
+  tbe_analysis_free(an);
+  return s;
+}
+
+/* The scalars tagged `tag` in the events files under `dir` (recursive). */
+static int scalars_of(const char *dir, const char *tag, double *v, int max) {
+  tbe_reader *r;
+  assert_int_equal(tbe_reader_open(&r, dir, TBE_READER_RECURSIVE, NULL), 0);
+  const tbe_tb_event *ev;
+  int n = 0, rc;
+  while ((rc = tbe_reader_next(r, &ev)) == 1)
+    for (size_t i = 0; ev->kind == TBE_TB_SUMMARY && i < ev->nvalues; i++)
+      if (strcmp(ev->values[i].tag, tag) == 0 && n < max)
+        v[n++] = ev->values[i].type == TBE_VALUE_SIMPLE ? ev->values[i].simple_value : NAN;
+  assert_int_equal(rc, 0);
+  tbe_reader_close(r);
+  return n;
+}
+
+/* PM sampling with an overflow: the collector's spool, converted, gives the
+ * fake's values as GPU 0's means in the summary JSON, a "C" counter per
+ * metric in the Chrome JSON, the gpu_metrics/<metric> series in the events
+ * file, and the lost samples as one warning line. */
+static void test_e2e_pm_sampling(void **state) {
+  fixture *f = *state;
+  e2e_start(f, 10000, 0, 0);
+  tfm_context_created(0);
+  for (uint32_t i = 1; i <= 20; i++) e2e_kernel(i, "k_sampled");
+  tfm_pm_produce(E2E, 100, 100000);
+  nap_ms(150);
+  pthread_mutex_lock(&tfm.mu);
+  tfm.pm_overflow_next = 1;
+  pthread_mutex_unlock(&tfm.mu);
+  tfm_pm_produce(E2E + 140 * 100000ull, 100, 100000); /* 40 lost */
+  tfm_context_destroyed(0);
+  e2e_stop();
+  tbe_trace *t = converted(f);
+  assert_int_equal(warnings_with(t, "PM sampling lost 40 samples on GPU 0"), 1);
+  char *s = summary_json(t);
+  /* the fake's j-th metric reads (j + 1) * 1.5 */
+  assert_non_null(strstr(s, "\"gpu_metrics\":{\"sm_active_pct\":1.5,\"occupancy_pct\":3,"
+                            "\"tensor_active_pct\":4.5,\"dram_read_pct\":6,"));
+  free(s);
+  char *logdir = tu_join(f->dir, "log");
+  tbe_export_options o;
+  tbe_export_options_init(&o);
+  o.logdir = logdir;
+  o.run = "pm";
+  o.host = "h";
+  o.outputs = TBE_OUT_EVENTS;
+  assert_int_equal(tbe_export_run(t, &o), 0);
+  char *json = tu_join(f->dir, "pm.trace.json");
+  assert_int_equal(tbe_export_chrome_json(t, json, 0, 1), 0);
+  size_t n = 0;
+  char *doc = (char *)tu_read_file(json, &n);
+  assert_non_null(doc);
+  assert_non_null(strstr(doc, "{\"ph\":\"C\",\"cat\":\"counter\",\"name\":\"sm_active_pct\",\"pid\":0,"));
+  assert_non_null(strstr(doc, "\"name\":\"dram_clock_hz\",\"pid\":0,"));
+  free(doc);
+  char *run = tu_join(logdir, "pm");
+  double v[8];
+  assert_int_equal(scalars_of(run, "gpu_metrics/sm_active_pct", v, 8), 1);
+  assert_true(fabs(v[0] - 1.5) < 1e-6);
+  assert_int_equal(scalars_of(run, "hparams/gpu_metrics/occupancy_pct", v, 8), 1);
+  assert_true(fabs(v[0] - 3) < 1e-6);
+  free(run);
+  free(json);
+  free(logdir);
+  tbe_trace_free(t);
+}
+
+/* The range profiler where PM sampling has no permission: the kernels'
+ * figures on their summary rows with a verdict, in the Chrome JSON's
+ * tbexportKernelMetrics, and the refusal as one warning line naming the
+ * driver setting; the activity trace whole. */
+static void test_e2e_range_profiler(void **state) {
+  fixture *f = *state;
+  tfm.pm_enable_rc = CUPTI_ERROR_INSUFFICIENT_PRIVILEGES;
+  e2e_start(f, 10000, TBE_KMETRICS_DEFAULT, 2);
+  tfm_context_created(0);
+  for (uint32_t i = 1; i <= 4; i++) {
+    tfm_launch(0, "kA");
+    e2e_kernel(i, "kA");
+  }
+  nap_ms(150);
+  e2e_stop();
+  tbe_trace *t = converted(f);
+  assert_int_equal(warnings_with(t, "not collected on GPU 0: no permission"), 1);
+  assert_int_equal(warnings_with(t, "NVreg_RestrictProfilingToAdminUsers"), 1);
+  assert_int_equal(t->nkernel_metrics, 1);
+  char *s = summary_json(t);
+  assert_non_null(strstr(s, "\"name\":\"kA\""));
+  /* the fake's j-th figure of launch n reads (j + 1) * 100 + n: launches
+   * 1 and 2 average to +1.5; DRAM (701.5) above SM throughput: memory */
+  assert_non_null(strstr(s, "\"metrics\":{\"sm_throughput_pct\":101.5,\"mem_throughput_pct\":201.5,"));
+  assert_non_null(strstr(s, "\"metric_launches\":2,\"bound_by\":\"memory\""));
+  assert_null(strstr(s, "\"gpu_metrics\""));
+  free(s);
+  char *json = tu_join(f->dir, "rp.trace.json");
+  assert_int_equal(tbe_export_chrome_json(t, json, 0, 1), 0);
+  size_t n = 0;
+  char *doc = (char *)tu_read_file(json, &n);
+  assert_non_null(doc);
+  assert_non_null(strstr(doc, "\"tbexportKernelMetrics\": [\n    {\"name\": \"kA\", \"device\": 0, "
+                              "\"launches\": 2, \"metrics\": {\"sm_throughput_pct\": 101.5,"));
+  free(doc);
+  free(json);
+  tbe_trace_free(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_pm_samples_to_spool, setup, teardown),
@@ -640,6 +824,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_pm_stale_stamps_dropped, setup, teardown),
       cmocka_unit_test_setup_teardown(test_busy_and_missing_api, setup, teardown),
       cmocka_unit_test_setup_teardown(test_options_roundtrip, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_e2e_pm_sampling, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_e2e_range_profiler, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

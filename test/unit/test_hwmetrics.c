@@ -6,9 +6,11 @@
  * another profiler, unsupported, overflow; malformed items, NaN values and
  * unknown ids counted), the analysis (time-weighted means per GPU and per
  * step, bound-by verdicts by the rule, advice lines with their figures),
- * the summary JSON, the Chrome JSON "C" events in the GPU's pid, and that
+ * the summary JSON, the Chrome JSON "C" events in the GPU's pid, that
  * the summary is the same from the model, from the XSpace and from the
- * Chrome JSON read back. */
+ * Chrome JSON read back, and the TensorBoard events read back with our
+ * reader (gpu_metrics/<metric> per step, the HParams metrics, the
+ * custom-scalars category). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +21,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <yajl/yajl_tree.h>
 
 #include "common/alloc.h"
 #include "common/buf.h"
@@ -27,6 +30,7 @@
 #include "tbexport.h"
 #include "tbexport/analysis.h"
 #include "tbexport/import.h"
+#include "tbexport/reader.h"
 #include "testutil.h"
 
 #define T0 1700000000000000000ll
@@ -116,7 +120,10 @@ static void status(tbe__buf *p, uint32_t kind, uint32_t dev, uint32_t st, uint64
  * tiny kernel; PM samples of sm_active (10 over (0,100us], 20 over
  * (100,200], 40 over (200,400]: time-weighted 27.5, plain 23.3), tensor
  * active 1%, DRAM read 40%, a custom metric; kernel figures; steps at 0
- * and 500 us.  `idle`: the kernels run 10x shorter (GPU mostly idle). */
+ * and 500 us.  `idle` 1: the kernels run 10x shorter (GPU mostly idle)
+ * and sm_active reads 30 more (40, 50, 70: time-weighted 57.5); 2: as 0,
+ * sampled on to the end (600-1000 us), so both steps have means (the
+ * checker's run, test/data/metrics/metrics_full.spool). */
 static tbe_trace *collected(int idle) {
   tbe__buf img, p;
   tbe__buf_init(&img, &al);
@@ -151,7 +158,7 @@ static tbe_trace *collected(int idle) {
   d.id = 0;
   d.sm_count = 132;
   tbe__spool_item(&p, TBE__SP_DEVICE, &d, sizeof d);
-  int64_t len = idle ? 9 * US : 90 * US;
+  int64_t len = idle == 1 ? 9 * US : 90 * US;
   for (int k = 0; k < 9; k++)
     kern(&p, k % 2 ? S_COPY : S_GEMM, T0 + 10 * US + k * 100 * US, T0 + 10 * US + k * 100 * US + len);
   kern(&p, S_TINY, T0 + 905 * US, T0 + 907 * US);
@@ -166,12 +173,17 @@ static tbe_trace *collected(int idle) {
   uint32_t ids[4] = {1, 2, 3, 10};
   int64_t ts[3] = {T0 + 100 * US, T0 + 200 * US, T0 + 400 * US};
   double v[12] = {10, 1, 40, 7, 20, 1, 40, 7, 40, 1, 40, 7};
+  for (int i = 0; i < 3; i++) v[4 * i] += 30 * (idle == 1); /* idle: sm_active 57.5 */
   samples(&p, 0, ids, 4, ts, v, 3, 0);
   samples(&p, 0, ids, 4, ts, v, 3, 3);          /* counts do not fit the length */
   double bad[4] = {NAN, 1, INFINITY, 7};
   int64_t ts2[1] = {T0 + 450 * US};
   uint32_t unk[4] = {1, 2, 3, 99};            /* 99: never defined */
   samples(&p, 0, unk, 4, ts2, bad, 1, 0);
+  if (idle == 2) { /* sampled to the end: every step has the metrics */
+    int64_t ts3[3] = {T0 + 600 * US, T0 + 800 * US, T0 + 1000 * US};
+    samples(&p, 0, ids, 4, ts3, v, 3, 0);
+  }
   /* GEMM: compute-bound, tensor pipes idle; copy: DRAM at 92%; tiny: both low */
   uint32_t kid[6] = {4, 5, 6, 7, 8, 9};
   double g[6] = {85, 30, 50, 0.5, 20, 95000};
@@ -189,9 +201,11 @@ static tbe_trace *collected(int idle) {
   tbe__spool_item(&p, TBE__SP_END, &e, sizeof e);
   frame(&img, &p);
   assert_int_equal(tbe__buf_error(&img), 0);
-  /* HW_SPOOL=DIR writes the image (the fuzz corpus' metrics.spool) */
-  if (getenv("HW_SPOOL") && !idle) {
-    char *path = tu_join(getenv("HW_SPOOL"), "metrics.spool");
+  /* HW_SPOOL=DIR writes the image (the fuzz corpus' metrics.spool; the
+   * idle one for the CLI tests' diff) */
+  if (getenv("HW_SPOOL")) {
+    static const char *const file[3] = {"metrics.spool", "metrics_idle.spool", "metrics_full.spool"};
+    char *path = tu_join(getenv("HW_SPOOL"), file[idle]);
     assert_int_equal(tu_write_file(path, img.data, img.len), 0);
     free(path);
   }
@@ -535,6 +549,308 @@ static void test_replayed_kernels(void **state) {
   tbe__buf_deinit(&img);
 }
 
+/* ---- diff ---- */
+
+static char *diff_report(tbe_diff *d, tbe_report_format f) {
+  tbe_report_options o;
+  tbe_report_options_init(&o);
+  o.format = f;
+  o.top = 0;
+  o.wide = 1;
+  char *s = NULL;
+  assert_int_equal(tbe_report_diff(d, &o, &s, NULL), 0);
+  return s;
+}
+
+/* diff compares the PM means per GPU (27.5 -> 57.5 for sm_active) and,
+ * for kernels on both sides, the figures and the verdict (the tiny kernel
+ * goes from latency- to launch-bound when its GPU idles), in all four
+ * formats; a diff of traces without metrics says nothing about them. */
+static void test_diff(void **state) {
+  (void)state;
+  tbe_trace *t0 = collected(0), *t1 = collected(1);
+  tbe_analysis *a0, *a1;
+  assert_int_equal(tbe_analysis_create(&a0, t0, NULL), 0);
+  assert_int_equal(tbe_analysis_create(&a1, t1, NULL), 0);
+  tbe_diff *d;
+  assert_int_equal(tbe_diff_create(&d, a0, a1, NULL), 0);
+  char *j = diff_report(d, TBE_REPORT_JSON);
+  char err[256];
+  yajl_val doc = yajl_tree_parse(j, err, sizeof err);
+  if (!doc) print_message("%s\n%s\n", err, j);
+  assert_non_null(doc);
+  yajl_tree_free(doc);
+  assert_non_null(strstr(j, "\"gpu_metrics\":[{\"device\":0,\"metric\":\"sm_active_pct\","
+                            "\"base\":27.5,\"new\":57.5}"));
+  assert_non_null(strstr(j, "{\"name\":\"tiny_kernel\",\"bound_by\":[\"latency\",\"launch\"],"
+                            "\"metrics\":{\"sm_throughput_pct\":[5,5]"));
+  assert_non_null(strstr(j, "{\"name\":\"copy_kernel(float*, float*, int)\",\"bound_by\":"
+                            "[\"memory\",\"memory\"]"));
+  free(j);
+  char *c = diff_report(d, TBE_REPORT_CSV);
+  assert_non_null(strstr(c, "\nsection,device,metric,base,new,delta\n"
+                            "gpu_metric,0,sm_active_pct,27.5,57.5,30\n"));
+  assert_non_null(strstr(c, "kernel_metric,tiny_kernel,bound_by,latency,launch,changed\n"));
+  assert_non_null(strstr(c, "kernel_metric,tiny_kernel,duration_ns,2000,2000,0\n"));
+  free(c);
+  char *m = diff_report(d, TBE_REPORT_MARKDOWN);
+  assert_non_null(strstr(m, "## GPU metrics (means over the window)"));
+  assert_non_null(strstr(m, "| 0 | sm\\_active\\_pct | 27.5% | 57.5% | +30.0% |"));
+  assert_non_null(strstr(m, "| tiny\\_kernel | bound by | latency | launch | changed |"));
+  free(m);
+  char *tab = diff_report(d, TBE_REPORT_TABLE);
+  assert_non_null(strstr(tab, "GPU metrics (means over the window)"));
+  assert_non_null(strstr(tab, "sm_active_pct"));
+  assert_non_null(strstr(tab, "+30.0%"));
+  assert_non_null(strstr(tab, "Kernel metrics (range profiler, kernels on both sides)"));
+  assert_non_null(strstr(tab, "changed"));
+  free(tab);
+  tbe_diff_free(d);
+  /* one side without metrics: its column is "-" / null */
+  tbe_trace *plain;
+  assert_int_equal(tbe_trace_create(&plain, NULL), 0);
+  tbe_analysis *ap;
+  assert_int_equal(tbe_analysis_create(&ap, plain, NULL), 0);
+  assert_int_equal(tbe_diff_create(&d, ap, a0, NULL), 0);
+  j = diff_report(d, TBE_REPORT_JSON);
+  assert_non_null(strstr(j, "{\"device\":0,\"metric\":\"sm_active_pct\",\"base\":null,\"new\":27.5}"));
+  assert_non_null(strstr(j, "\"kernel_metrics\":[]"));
+  free(j);
+  tbe_diff_free(d);
+  /* neither side: no metric words at all */
+  assert_int_equal(tbe_diff_create(&d, ap, ap, NULL), 0);
+  for (int f = 0; f < 4; f++) {
+    char *r = diff_report(d, (tbe_report_format)f);
+    assert_null(strstr(r, "gpu_metric"));
+    assert_null(strstr(r, "kernel_metric"));
+    assert_null(strstr(r, "GPU metrics"));
+    assert_null(strstr(r, "Kernel metrics"));
+    free(r);
+  }
+  tbe_diff_free(d);
+  tbe_analysis_free(ap);
+  tbe_trace_free(plain);
+  tbe_analysis_free(a0);
+  tbe_analysis_free(a1);
+  tbe_trace_free(t0);
+  tbe_trace_free(t1);
+}
+
+/* ---- runs of several hosts ---- */
+
+__attribute__((noinline)) static char *run_report(tbe_run_analysis *r, tbe_report_format f) {
+  tbe_report_options o;
+  tbe_report_options_init(&o);
+  o.format = f;
+  o.top = 0;
+  o.wide = 1;
+  char *s = NULL;
+  assert_int_equal(tbe_report_run(r, &o, &s, NULL), 0);
+  return s;
+}
+
+/* Two hosts, sm_active 27.5 and 57.5 over GPU windows of equal length: the
+ * run reads 42.5; a merged step weighs the hosts' step means by their step
+ * times; kernel figures are launch-weighted (the same figures on both
+ * hosts stay, the launches add); the reports show the run's means with
+ * the lowest and highest host, and the run diff compares the totals. */
+static void test_run(void **state) {
+  (void)state;
+  tbe_trace *t[2] = {collected(0), collected(1)};
+  tbe_analysis *an[2];
+  for (int i = 0; i < 2; i++) assert_int_equal(tbe_analysis_create(&an[i], t[i], NULL), 0);
+  const char *labels[2] = {"busy", "idle"};
+  tbe_run_analysis *r;
+  assert_int_equal(tbe_run_analysis_create(&r, an, labels, 2, NULL), 0);
+  const tbe_analysis *tot = r->total;
+  assert_int_equal(tot->ngpu_metrics, 4);
+  assert_true(fabs(gpu_mean(tot, tot->all.metrics, "sm_active_pct") - 42.5) < 1e-9);
+  assert_true(fabs(gpu_mean(tot, tot->all.metrics, "dram_read_pct") - 40) < 1e-9);
+  assert_int_equal(tot->nsteps, 2);
+  double d0 = (double)an[0]->steps[0].dur_ns, d1 = (double)an[1]->steps[0].dur_ns;
+  assert_true(fabs(gpu_mean(tot, tot->steps[0].metrics, "sm_active_pct") -
+                   (27.5 * d0 + 57.5 * d1) / (d0 + d1)) < 1e-9);
+  const tbe_name_stats *c = kernel(tot, "copy_kernel(float*, float*, int)");
+  assert_non_null(c);
+  assert_non_null(c->metrics);
+  assert_int_equal(c->bound_by, TBE_BOUND_MEMORY);
+  for (size_t k = 0; k < tot->nkernel_metrics; k++)
+    if (strcmp(tot->kernel_metrics[k], "dram_throughput_pct") == 0) {
+      assert_true(c->metrics[k].mean == 92);
+      assert_int_equal(c->metrics[k].samples, 8);
+    }
+  char *tab = run_report(r, TBE_REPORT_TABLE);
+  assert_non_null(strstr(tab, "GPU metrics (all hosts: means weighted by GPU time; lowest and "
+                              "highest host)"));
+  char row[256] = "";
+  const char *at = strstr(tab, "\nsm_active_pct");
+  assert_non_null(at);
+  if (at) sscanf(at + 1, "%255[^\n]", row);
+  assert_non_null(strstr(row, "42.5%"));
+  assert_true(strstr(row, "27.5%") && strstr(row, "busy") && strstr(row, "57.5%") && strstr(row, "idle"));
+  assert_non_null(strstr(tab, "Kernel metrics (range profiler;"));
+  free(tab);
+  char *md = run_report(r, TBE_REPORT_MARKDOWN);
+  assert_non_null(strstr(md, "| sm\\_active\\_pct | 42.5% | 27.5% | busy | 57.5% | idle |"));
+  free(md);
+  char *j = run_report(r, TBE_REPORT_JSON);
+  char err[256];
+  yajl_val doc = yajl_tree_parse(j, err, sizeof err);
+  assert_non_null(doc);
+  yajl_tree_free(doc);
+  assert_non_null(strstr(j, "\"gpu_metrics\":{\"sm_active_pct\":42.5,"));
+  assert_non_null(strstr(j, "\"metric_launches\":8,\"bound_by\":\"memory\""));
+  free(j);
+  char *csv = run_report(r, TBE_REPORT_CSV);
+  assert_non_null(strstr(csv, "gpu_metric,all,sm_active_pct,42.5,"));
+  free(csv);
+  /* the run against its first host alone */
+  tbe_run_analysis *r1;
+  assert_int_equal(tbe_run_analysis_create(&r1, an, labels, 1, NULL), 0);
+  tbe_run_diff *d;
+  assert_int_equal(tbe_run_diff_create(&d, r1, r, NULL), 0);
+  tbe_report_options o;
+  tbe_report_options_init(&o);
+  o.format = TBE_REPORT_JSON;
+  char *dj = NULL;
+  assert_int_equal(tbe_report_run_diff(d, &o, &dj, NULL), 0);
+  doc = yajl_tree_parse(dj, err, sizeof err);
+  assert_non_null(doc);
+  yajl_tree_free(doc);
+  assert_non_null(strstr(dj, "{\"device\":0,\"metric\":\"sm_active_pct\",\"base\":27.5,"
+                             "\"new\":null}"));
+  assert_non_null(strstr(dj, "{\"device\":\"all\",\"metric\":\"sm_active_pct\",\"base\":27.5,"
+                             "\"new\":42.5}"));
+  free(dj);
+  tbe_run_diff_free(d);
+  tbe_run_analysis_free(r1);
+  tbe_run_analysis_free(r);
+  for (int i = 0; i < 2; i++) {
+    tbe_analysis_free(an[i]);
+    tbe_trace_free(t[i]);
+  }
+}
+
+/* ---- TensorBoard ---- */
+
+typedef struct tb_scalar {
+  char run[64], tag[128];
+  int64_t step;
+  double value;
+} tb_scalar;
+
+/* Every scalar under `dir` (recursive), and whether the custom-scalars
+ * layout holds `want` (its bytes: a serialized Layout). */
+static size_t tb_read(const char *dir, tb_scalar *out, size_t max, const char *want, int *has) {
+  tbe_reader *r;
+  assert_int_equal(tbe_reader_open(&r, dir, TBE_READER_RECURSIVE, NULL), 0);
+  const tbe_tb_event *ev;
+  size_t n = 0;
+  int rc;
+  *has = 0;
+  while ((rc = tbe_reader_next(r, &ev)) == 1) {
+    if (ev->kind != TBE_TB_SUMMARY) continue;
+    for (size_t i = 0; i < ev->nvalues; i++) {
+      const tbe_summary_value *v = &ev->values[i];
+      if (strcmp(v->tag, "custom_scalars__config__") == 0 && v->type == TBE_VALUE_TENSOR &&
+          v->tensor.nstrings == 1) {
+        const tbe_bytes *b = &v->tensor.strings[0];
+        size_t wl = strlen(want);
+        for (size_t k = 0; k + wl <= b->size && !*has; k++)
+          *has = memcmp((const char *)b->data + k, want, wl) == 0;
+      }
+      if (v->type != TBE_VALUE_SIMPLE && v->type != TBE_VALUE_TENSOR) continue;
+      if (n >= max) continue;
+      tb_scalar *s = &out[n++];
+      snprintf(s->run, sizeof s->run, "%s", ev->run);
+      snprintf(s->tag, sizeof s->tag, "%s", v->tag);
+      s->step = ev->step;
+      s->value = v->type == TBE_VALUE_SIMPLE ? v->simple_value
+                 : v->tensor.nfloats  ? v->tensor.floats[0]
+                 : v->tensor.ndoubles ? v->tensor.doubles[0]
+                                      : NAN;
+    }
+  }
+  assert_int_equal(rc, 0);
+  tbe_reader_close(r);
+  return n;
+}
+
+static const tb_scalar *tb_find(const tb_scalar *s, size_t n, const char *run, const char *tag,
+                                int64_t step) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(s[i].tag, tag) == 0 && s[i].step == step && strcmp(s[i].run, run) == 0)
+      return &s[i];
+  return NULL;
+}
+
+static size_t tb_count_prefix(const tb_scalar *s, size_t n, const char *prefix) {
+  size_t c = 0;
+  for (size_t i = 0; i < n; i++) c += strncmp(s[i].tag, prefix, strlen(prefix)) == 0;
+  return c;
+}
+
+/* The events output: gpu_metrics/<metric> per step (step 0 holds every
+ * interval: 27.5 for sm_active; step 1 starts after the last sample, so
+ * it has no point), the HParams session's hparams/gpu_metrics/<metric>
+ * (the window's means), and the layout's "GPU metrics" category with one
+ * chart per metric. */
+static void test_tensorboard(void **state) {
+  (void)state;
+  tbe_trace *t = collected(0);
+  char *dir = tu_mkdtemp();
+  tbe_export_options o;
+  tbe_export_options_init(&o);
+  o.logdir = dir;
+  o.run = "r";
+  o.host = "h";
+  o.outputs = TBE_OUT_EVENTS;
+  assert_int_equal(tbe_export_run(t, &o), 0);
+  char *run = tu_join(dir, "r");
+  static tb_scalar s[1024];
+  int has = 0;
+  size_t n = tb_read(run, s, 1024, "tbexport: GPU metrics", &has);
+  assert_true(has);
+  int chart = 0;
+  tb_read(run, s, 1024, "^gpu_metrics/sm_active_pct$", &chart);
+  assert_true(chart);
+  const tb_scalar *x = tb_find(s, n, ".", "gpu_metrics/sm_active_pct", 0);
+  assert_non_null(x);
+  assert_true(fabs(x->value - 27.5) < 1e-5);
+  x = tb_find(s, n, ".", "gpu_metrics/dram_read_pct", 0);
+  assert_non_null(x);
+  assert_true(fabs(x->value - 40) < 1e-5);
+  assert_non_null(tb_find(s, n, ".", "gpu_metrics/my_custom_metric", 0));
+  assert_null(tb_find(s, n, ".", "gpu_metrics/sm_active_pct", 1));
+  assert_int_equal(tb_count_prefix(s, n, "gpu_metrics/"), 4); /* 4 metrics, step 0 */
+  x = tb_find(s, n, "hparams/h", "hparams/gpu_metrics/sm_active_pct", 0);
+  assert_non_null(x);
+  assert_true(fabs(x->value - 27.5) < 1e-5);
+  assert_int_equal(tb_count_prefix(s, n, "hparams/gpu_metrics/"), 4);
+  assert_non_null(tb_find(s, n, "hparams/h", "hparams/wall_ms", 0));
+  free(run);
+  tbe_trace_free(t);
+  /* sampled to the end: a point for each step, the step's mean */
+  t = collected(2);
+  tbe_analysis *an;
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  o.run = "full";
+  assert_int_equal(tbe_export_run(t, &o), 0);
+  run = tu_join(dir, "full");
+  n = tb_read(run, s, 1024, "tbexport: GPU metrics", &has);
+  for (size_t k = 0; k < 2; k++) {
+    x = tb_find(s, n, ".", "gpu_metrics/sm_active_pct", (int64_t)k);
+    assert_non_null(x);
+    assert_true(fabs(x->value - gpu_mean(an, an->steps[k].metrics, "sm_active_pct")) < 1e-4);
+  }
+  assert_int_equal(tb_count_prefix(s, n, "gpu_metrics/"), 8);
+  tbe_analysis_free(an);
+  free(run);
+  tu_rmrf(dir);
+  free(dir);
+  tbe_trace_free(t);
+}
+
 int main(void) {
   tbe__allocator_init(&al, NULL);
   const struct CMUnitTest tests[] = {
@@ -544,6 +860,9 @@ int main(void) {
       cmocka_unit_test(test_outputs_round_trip),
       cmocka_unit_test(test_persisted),
       cmocka_unit_test(test_replayed_kernels),
+      cmocka_unit_test(test_tensorboard),
+      cmocka_unit_test(test_diff),
+      cmocka_unit_test(test_run),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,6 +36,15 @@ int tbe__analysis_metrics(tbe_analysis *an);
 /* Slot `i` (0 or 1) of the blocks analysis_metrics.c allocates, freed with
  * the analysis. */
 void **tbe__analysis_metric_block(tbe_analysis *an, int i);
+/* The hardware metrics of a run's merged analysis `tot` (names, steps and
+ * figures already merged) from its n hosts (analysis_metrics.c): the
+ * union of the hosts' names; all GPUs' PM means weighted by the windows
+ * of the GPUs that measured them; a merged step's by the hosts' step
+ * times (map[h][s]: host h's step s -> merged step, or -1); kernel
+ * figures by launches, with the verdict from the merged figures and the
+ * run's GPU busy share.  Nothing without metrics.  0 or TBE_ENOMEM. */
+int tbe__analysis_metrics_merge(tbe_analysis *tot, const tbe_run_host *hosts, size_t n,
+                                long *const *map);
 
 /* Length of a run host's label without the "_pid<N>[_<k>]" that tbexport
  * appends for the processes of one machine: the machine's name

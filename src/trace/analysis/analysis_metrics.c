@@ -265,3 +265,119 @@ int tbe__analysis_metrics(tbe_analysis *an) {
   }
   return 0;
 }
+
+/* ---- runs of several hosts ---- */
+
+/* Adds v with weight w (> 0) to a running weighted mean in m; `samples`
+ * adds n. */
+static void wmean_add(tbe_metric_mean *m, double *wsum, double v, double w, uint64_t n) {
+  m->mean = (m->mean * *wsum + v * w) / (*wsum + w);
+  *wsum += w;
+  m->samples += n;
+}
+
+/* The weight of a host's all-GPU mean of metric k: the windows of its
+ * GPUs that measured it (each GPU's mean is over its window), else its
+ * sample count. */
+static double host_weight(const tbe_analysis *an, size_t k) {
+  double w = 0;
+  for (size_t d = 0; d < an->ndevices; d++)
+    if (an->devices[d].metrics && an->devices[d].metrics[k].samples)
+      w += (double)an->devices[d].wall_ns;
+  return w > 0 ? w : (double)an->all.metrics[k].samples;
+}
+
+int tbe__analysis_metrics_merge(tbe_analysis *tot, const tbe_run_host *hosts, size_t n,
+                                long *const *map) {
+  size_t cg = 0, ck = 0;
+  for (size_t h = 0; h < n; h++) {
+    cg += hosts[h].an->ngpu_metrics;
+    ck += hosts[h].an->nkernel_metrics;
+  }
+  if (!cg && !ck) return 0;
+  const tbe_allocator *a = &tot->alloc_;
+  const char **names = tbe__calloc(a, cg + ck + 1, sizeof *names);
+  if (!names) return TBE_ENOMEM;
+  size_t nm = 0, nk = 0;
+  for (size_t h = 0; h < n; h++)
+    for (size_t k = 0; k < hosts[h].an->ngpu_metrics; k++)
+      name_add(names, &nm, hosts[h].an->gpu_metrics[k]);
+  qsort(names, nm, sizeof *names, cmp_name);
+  const char **knames = names + nm;
+  for (size_t h = 0; h < n; h++)
+    for (size_t k = 0; k < hosts[h].an->nkernel_metrics; k++)
+      name_add(knames, &nk, hosts[h].an->kernel_metrics[k]);
+  qsort(knames, nk, sizeof *knames, cmp_name);
+  size_t nkern = tot->ngroups[TBE_GROUP_KERNEL];
+  size_t cells = nm * (1 + tot->nsteps) + nk * nkern;
+  tbe_metric_mean *block = tbe__calloc(a, cells ? cells : 1, sizeof *block);
+  double *wsum = tbe__calloc(a, cells ? cells : 1, sizeof *wsum);
+  if (!block || !wsum) {
+    tbe__free(a, block);
+    tbe__free(a, wsum);
+    tbe__free(a, names);
+    return TBE_ENOMEM;
+  }
+  *tbe__analysis_metric_block(tot, 0) = names;
+  *tbe__analysis_metric_block(tot, 1) = block;
+  tot->gpu_metrics = nm ? names : NULL;
+  tot->ngpu_metrics = nm;
+  tot->kernel_metrics = nk ? knames : NULL;
+  tot->nkernel_metrics = nk;
+  if (nm) {
+    tot->all.metrics = block;
+    for (size_t s = 0; s < tot->nsteps; s++) tot->steps[s].metrics = block + (1 + s) * nm;
+    for (size_t h = 0; h < n; h++) {
+      const tbe_analysis *an = hosts[h].an;
+      for (size_t k = 0; k < an->ngpu_metrics; k++) {
+        size_t mi = (size_t)name_index(names, nm, an->gpu_metrics[k]);
+        const tbe_metric_mean *m = an->all.metrics ? &an->all.metrics[k] : NULL;
+        if (m && m->samples)
+          wmean_add(&block[mi], &wsum[mi], m->mean, host_weight(an, k), m->samples);
+        /* a merged step: the hosts' step means by their step times */
+        for (size_t s = 0; s < an->nsteps && map && map[h]; s++) {
+          const tbe_metric_mean *sm = an->steps[s].metrics ? &an->steps[s].metrics[k] : NULL;
+          if (map[h][s] < 0 || !sm || !sm->samples) continue;
+          size_t c = (1 + (size_t)map[h][s]) * nm + mi;
+          double w = an->steps[s].dur_ns > 0 ? (double)an->steps[s].dur_ns : 1.0;
+          wmean_add(&block[c], &wsum[c], sm->mean, w, sm->samples);
+        }
+      }
+    }
+  }
+  if (nk) {
+    tbe_metric_mean *kb = block + nm * (1 + tot->nsteps);
+    double *kw = wsum + nm * (1 + tot->nsteps);
+    for (size_t e = 0; e < nkern; e++) {
+      tbe_name_stats *ns = &tot->groups[TBE_GROUP_KERNEL][e];
+      int any = 0;
+      for (size_t h = 0; h < n; h++) {
+        const tbe_analysis *an = hosts[h].an;
+        if (!an->nkernel_metrics) continue;
+        const tbe_name_stats *he = NULL;
+        for (size_t i = 0; i < an->ngroups[TBE_GROUP_KERNEL] && !he; i++)
+          if (an->groups[TBE_GROUP_KERNEL][i].metrics &&
+              strcmp(an->groups[TBE_GROUP_KERNEL][i].label, ns->label) == 0)
+            he = &an->groups[TBE_GROUP_KERNEL][i];
+        if (!he) continue;
+        for (size_t k = 0; k < an->nkernel_metrics; k++) {
+          if (!he->metrics[k].samples) continue;
+          size_t mi = (size_t)name_index(knames, nk, an->kernel_metrics[k]);
+          /* launch-weighted, as on one host */
+          wmean_add(&kb[e * nk + mi], &kw[e * nk + mi], he->metrics[k].mean,
+                    (double)he->metrics[k].samples, he->metrics[k].samples);
+          any = 1;
+        }
+      }
+      if (any) ns->metrics = kb + e * nk;
+    }
+    double wall = tot->all.wall_ns > 0 ? (double)tot->all.wall_ns : 1.0;
+    double busy_pct = 100.0 * (double)tot->all.busy_ns / wall;
+    for (size_t e = 0; e < nkern; e++) {
+      tbe_name_stats *ns = &tot->groups[TBE_GROUP_KERNEL][e];
+      if (ns->metrics) ns->bound_by = bound_of(tot, ns, busy_pct);
+    }
+  }
+  tbe__free(a, wsum);
+  return 0;
+}

@@ -13,7 +13,10 @@
  *    ranks run the same iterations); a merged step lasts as long as its
  *    slowest host, since a synchronous iteration waits for it, and its
  *    per-name times are the sums over hosts;
- *  - counts and durations that add (kernels, copies, API calls, ...).
+ *  - counts and durations that add (kernels, copies, API calls, ...);
+ *  - hardware metrics (analysis_metrics.c, tbe__analysis_metrics_merge):
+ *    PM means weighted by the hosts' GPU windows (a step's by the hosts'
+ *    step times), kernel figures by launches.
  * Medians do not add: the merged launch latency is unknown, and the step
  * medians of the hosts stay in the host rows.
  *
@@ -539,10 +542,11 @@ static int merge(tbe_run_analysis *r) {
   if (!map) return TBE_ENOMEM;
   rc = merge_steps(r, map);
   if (!rc) rc = merge_names(r, map);
+  if (!rc) merge_figures(r);
+  if (!rc) rc = tbe__analysis_metrics_merge(r->total, r->hosts, r->nhosts, map);
   for (size_t h = 0; h < r->nhosts; h++) tbe__free(&r->total->alloc_, map[h]);
   tbe__free(&r->alloc_, map);
   if (rc) return rc;
-  merge_figures(r);
   rc = step_dist_of(r->total);
   if (!rc) rc = merge_hint(r);
   return rc;

@@ -16,14 +16,22 @@
  *                    class the run has, steps/kernels/<tag> for the top 10
  *                    kernels: runs overlay as curves
  *   kernels/<name>   total time of the top kernels in ms (step 0)
+ *   gpu_metrics/<metric>  a trace with PM metrics (tbexport/analysis.h,
+ *                    tbe_metric_mean): per step (x axis = step number)
+ *                    the step's time-weighted mean over all GPUs; a trace
+ *                    without steps, one point at step 0 with the window's
+ *                    mean.  The tag is the metric's name (kernel_tag)
  *   profiler/…       dropped records, overhead, ended early
  *   summary/top_kernels, summary/advice   Markdown text
- *   custom_scalars__config__  the comparison layout (compare_layout)
+ *   custom_scalars__config__  the comparison layout (compare_layout; with
+ *                    PM metrics a "GPU metrics" category, one chart each)
  * and the "hparams" output writes the run's HParams session into the
  * sub-run <run>/hparams/<host>/ (hparams_write): the run, host, GPU, source,
  * event kinds, step definition, command and the user's labels as
- * hyper-parameters, its headline figures as the only scalars there, so
- * that they alone are the session's metrics.
+ * hyper-parameters, its headline figures (and with PM metrics their
+ * window means, hparams/gpu_metrics/<metric>) as the only scalars there,
+ * so that they alone are the session's metrics.  A trace without
+ * hardware metrics writes no byte that depends on them.
  * Tags depend only on what was measured, never on the run name, so two
  * runs overlay in the Scalars dashboard.
  *
@@ -194,11 +202,68 @@ static void device_scalars(ew *e, const char *prefix, const tbe_analysis *an,
   (void)an;
 }
 
+/* ---- GPU metrics ---- */
+
+/* The tags of an analysis' PM metrics ("gpu_metrics/<kernel_tag of the
+ * name>"), nm = an->ngpu_metrics of them, in one block freed with
+ * tbe__free; NULL (and TBE_ENOMEM in *rc) when it cannot be had. */
+typedef char metric_tag_t[TAG_WIDTH + 24];
+static metric_tag_t *metric_tags(const tbe_analysis *an, const tbe_allocator *a, int *rc) {
+  metric_tag_t *t = tbe__calloc(a, an->ngpu_metrics ? an->ngpu_metrics : 1, sizeof *t);
+  if (!t) {
+    *rc = TBE_ENOMEM;
+    return NULL;
+  }
+  for (size_t k = 0; k < an->ngpu_metrics; k++) {
+    char comp[TAG_WIDTH + 1];
+    kernel_tag(an->gpu_metrics[k], comp, sizeof comp);
+    fmt(t[k], sizeof t[k], "gpu_metrics/%s", comp);
+  }
+  return t;
+}
+
+/* The window's means (a trace without steps: one point at step 0). */
+static void metric_points(ew *e, const tbe_analysis *an, const metric_tag_t *tags,
+                          const tbe_metric_mean *m, int64_t step) {
+  if (!m) return;
+  for (size_t k = 0; k < an->ngpu_metrics; k++)
+    if (m[k].samples) scalar(e, tags[k], m[k].mean, step);
+}
+
+/* The "GPU metrics" category: one chart per PM metric (their units
+ * differ), the runs as its lines.  A tag is [A-Za-z0-9_.:-] only, so '.'
+ * is the one character to escape in its regular expression. */
+static int metric_category(const tbe_analysis *an, const metric_tag_t *tags,
+                           const tbe_allocator *a, tbe_chart **charts, char **pool) {
+  size_t nm = an->ngpu_metrics, w = 2 * sizeof(metric_tag_t) + 4;
+  *charts = tbe__calloc(a, nm, sizeof **charts);
+  *pool = tbe__alloc(a, nm * (w + sizeof(char *)));
+  if (!*charts || !*pool) return TBE_ENOMEM;
+  const char **ptrs = (const char **)(void *)*pool;
+  char *re = *pool + nm * sizeof(char *);
+  for (size_t k = 0; k < nm; k++, re += w) {
+    size_t at = 0;
+    re[at++] = '^';
+    for (const char *c = tags[k]; *c && at + 3 < w; c++) {
+      if (*c == '.') re[at++] = '\\';
+      re[at++] = *c;
+    }
+    re[at++] = '$';
+    re[at] = 0;
+    ptrs[k] = re;
+    (*charts)[k].title = an->gpu_metrics[k];
+    (*charts)[k].tags = &ptrs[k];
+    (*charts)[k].ntags = 1;
+  }
+  return 0;
+}
+
 /* The custom-scalars layout every run writes (TensorBoard merges the
  * runs' layouts by category title): the per-step series as multi-line
  * charts, one line per run, so the Custom Scalars dashboard opens on the
- * comparison.  Tags are regular expressions. */
-static void compare_layout(ew *e) {
+ * comparison.  Tags are regular expressions.  `mcharts` (nm of them, may
+ * be 0) is the GPU metrics category. */
+static void compare_layout(ew *e, const tbe_chart *mcharts, size_t nm) {
   static const char *const step_time[] = {"^steps/step_time_ms$"};
   static const char *const busy[] = {"^steps/gpu_busy_pct$"};
   static const char *const classes[] = {"^steps/class/"};
@@ -219,12 +284,13 @@ static void compare_layout(ew *e) {
       {"time per kernel class (ms)", 0, totals, 1},
       {"step time and GPU busy", 0, overall, 1},
   };
-  static const tbe_category cats[] = {
+  const tbe_category cats[] = {
       {"tbexport: compare steps", steps, sizeof steps / sizeof steps[0], 0},
       {"tbexport: compare runs", runs, sizeof runs / sizeof runs[0], 0},
+      {"tbexport: GPU metrics", mcharts, nm, 0},
   };
   if (e->rc) return;
-  e->rc = tbe__writer_layout_at(e->w, cats, sizeof cats / sizeof cats[0], e->wall);
+  e->rc = tbe__writer_layout_at(e->w, cats, nm ? 3 : 2, e->wall);
 }
 
 static int cmp_step_num(const void *x, const void *y) {
@@ -261,7 +327,7 @@ static int step_median_p90(const tbe_analysis *an, const tbe_allocator *a, int64
 /* The per-step series: one point per step number (the first step of a
  * number when several share it), so runs overlay as curves. */
 static int step_series(ew *e, const tbe_analysis *an, char (*ktag)[TAG_WIDTH + 8], size_t nk,
-                       const tbe_allocator *a) {
+                       const metric_tag_t *mtags, const tbe_allocator *a) {
   const tbe_step_stats **order = tbe__alloc(a, an->nsteps * sizeof *order);
   size_t *index = tbe__alloc(a, an->nsteps * sizeof *index);
   if (!order || !index) {
@@ -298,6 +364,7 @@ static int step_series(ew *e, const tbe_analysis *an, char (*ktag)[TAG_WIDTH + 8
       fmt(tag, sizeof tag, "steps/kernels/%s", ktag[j]);
       scalar(e, tag, ms(kn->step_ns[index[i]]), s->num);
     }
+    if (mtags) metric_points(e, an, mtags, s->metrics, s->num);
   }
   /* The distribution, as single points. */
   int64_t q[2];
@@ -342,11 +409,24 @@ static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
     scalar(e, tag, ms(k->total_ns), 0);
   }
 
+  metric_tag_t *mtags = NULL;
+  tbe_chart *mcharts = NULL;
+  char *mpool = NULL;
+  if (an->ngpu_metrics && !e->rc) {
+    mtags = metric_tags(an, a, &e->rc);
+    if (mtags && !e->rc) e->rc = metric_category(an, mtags, a, &mcharts, &mpool);
+  }
   if (an->nsteps && !e->rc) {
     size_t nks = nk < TOP_STEP_KERNELS ? nk : TOP_STEP_KERNELS;
-    if (step_series(e, an, used, nks, a)) return e->rc ? e->rc : TBE_ENOMEM;
+    if (step_series(e, an, used, nks, mtags, a) && !e->rc) e->rc = TBE_ENOMEM;
+  } else if (mtags && !e->rc) {
+    metric_points(e, an, mtags, an->all.metrics, 0);
   }
-  if (!e->rc) compare_layout(e);
+  if (!e->rc) compare_layout(e, mcharts, mcharts ? an->ngpu_metrics : 0);
+  tbe__free(a, mtags);
+  tbe__free(a, mcharts);
+  tbe__free(a, mpool);
+  if (e->rc) return e->rc;
 
   if (an->ngroups[TBE_GROUP_KERNEL] && !e->rc) {
     tbe__buf b;
@@ -563,8 +643,19 @@ static int hparams_write(const tbe__export_ctx *ctx, tbe__sink *out) {
   /* The metrics: the same names in every run, zeros included, so the
    * table's columns line up; under hparams/, one section of the Scalars
    * dashboard apart from the run's own tags. */
-  tbe_metric m[16 + TBE_KCLASS__COUNT];
-  char mtags[TBE_KCLASS__COUNT][40];
+  size_t ngm = an->ngpu_metrics;
+  tbe_metric *m = tbe__calloc(&al, 16 + TBE_KCLASS__COUNT + ngm, sizeof *m);
+  char (*mtags)[40] = tbe__calloc(&al, TBE_KCLASS__COUNT, sizeof *mtags);
+  metric_tag_t *gtags = ngm ? tbe__calloc(&al, ngm, sizeof *gtags) : NULL;
+  if (!m || !mtags || (ngm && !gtags)) {
+    tbe__free(&al, m);
+    tbe__free(&al, mtags);
+    tbe__free(&al, gtags);
+    tbe__free(&al, hp);
+    tbe__free(&al, keys);
+    if (own) tbe_analysis_free(an);
+    return TBE_ENOMEM;
+  }
   size_t nm = 0;
   const tbe_device_stats *d = &an->all;
 #define M(t_, v_) (m[nm].tag = (t_), m[nm++].value = (v_))
@@ -586,6 +677,14 @@ static int hparams_write(const tbe__export_ctx *ctx, tbe__sink *out) {
     fmt(mtags[k], sizeof mtags[k], "hparams/time_in/%s_ms", tbe_kernel_class_name(k));
     M(mtags[k], ms(d->class_ns[k]));
   }
+  /* PM metrics: the window's mean over all GPUs, only those measured */
+  for (size_t k = 0; k < ngm && d->metrics; k++) {
+    if (!d->metrics[k].samples) continue;
+    char comp[TAG_WIDTH + 1];
+    kernel_tag(an->gpu_metrics[k], comp, sizeof comp);
+    fmt(gtags[k], sizeof gtags[k], "hparams/gpu_metrics/%s", comp);
+    M(gtags[k], d->metrics[k].mean);
+  }
 #undef M
   tbe_writer *w = NULL;
   if (!rc) rc = writer_on(&w, out, TBE__HPARAMS_RUN, &al);
@@ -598,6 +697,9 @@ static int hparams_write(const tbe__export_ctx *ctx, tbe__sink *out) {
   }
   tbe__free(&al, hp);
   tbe__free(&al, keys);
+  tbe__free(&al, m);
+  tbe__free(&al, mtags);
+  tbe__free(&al, gtags);
   if (own) tbe_analysis_free(an);
   return rc;
 }

@@ -194,5 +194,13 @@ void tbe__metrics_csv(tbe__buf *b, const tbe_analysis *an, const tbe_report_opti
  * ,"metrics":{...},"metric_launches":N,"bound_by":"...". */
 void tbe__metrics_json_gpu(tbe__buf *b, const tbe_analysis *an, const tbe_metric_mean *m);
 void tbe__metrics_json_kernel(tbe__buf *b, const tbe_analysis *an, const tbe_name_stats *e);
+/* A comparison's metrics in o->format (after the name tables; JSON: the
+ * members ,"gpu_metrics":[...],"kernel_metrics":[...]); nothing when
+ * neither side has metrics. */
+void tbe__metrics_diff(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o);
+/* A run's metrics (table, md 0, or Markdown): the merged PM means with the
+ * lowest and highest host, the merged kernel figures. */
+void tbe__metrics_run(tbe__buf *b, const tbe_run_analysis *r, const tbe_report_options *o,
+                      int md);
 
 #endif

@@ -1,7 +1,8 @@
 /* report_diff.c: rendering a comparison of two analyses (tbe_report_diff)
  * as a terminal table, CSV, JSON or Markdown, in parts that the comparison
  * of two runs (report_run.c) reuses for its totals: the overall figures
- * with the step-time verdict, then the per-name tables.
+ * with the step-time verdict, then the per-name tables, then, when a side
+ * has hardware metrics, their comparison (report_metrics.c).
  *
  * The verdict words come from one place (tbe_noise_name, tbe__noise_key,
  * tbe__noise_mark) so every format says the same thing; the rule behind
@@ -513,6 +514,7 @@ void tbe__rep_diff_table(tbe__buf *b, const tbe_diff *d, const tbe_report_option
   tbe__buf_puts(b, " (new)\n\n");
   tbe__diff_overall(b, d, o);
   tbe__diff_names(b, d, o);
+  tbe__metrics_diff(b, d, o);
 }
 
 void tbe__rep_diff_md(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
@@ -523,11 +525,13 @@ void tbe__rep_diff_md(tbe__buf *b, const tbe_diff *d, const tbe_report_options *
   tbe__buf_puts(b, "\n\n");
   tbe__diff_overall(b, d, o);
   tbe__diff_names(b, d, o);
+  tbe__metrics_diff(b, d, o);
 }
 
 void tbe__rep_diff_csv(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
   tbe__diff_overall(b, d, o);
   tbe__diff_names(b, d, o);
+  tbe__metrics_diff(b, d, o);
 }
 
 void tbe__rep_diff_json(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
@@ -538,6 +542,7 @@ void tbe__rep_diff_json(tbe__buf *b, const tbe_diff *d, const tbe_report_options
   tbe__buf_putc(b, ',');
   tbe__diff_overall(b, d, o);
   tbe__diff_names(b, d, o);
+  tbe__metrics_diff(b, d, o);
   tbe__buf_puts(b, "}\n");
 }
 

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/alloc.h"
+#include "tbexport/error.h"
 #include "trace/report/report.h"
 
 /* A value in the metric's unit, from its name's suffix. */
@@ -217,4 +219,399 @@ void tbe__metrics_json_kernel(tbe__buf *b, const tbe_analysis *an, const tbe_nam
     if (e->metrics[k].samples > launches) launches = e->metrics[k].samples;
   tbe__buf_printf(b, "},\"metric_launches\":%llu,\"bound_by\":", (unsigned long long)launches);
   tbe__json_str(b, tbe_bound_name((tbe_bound)e->bound_by));
+}
+
+/* ---- diff ---- */
+
+/* A comparison shows the metrics when either side has them: per GPU (and
+ * for all GPUs when a side has several) the PM means of base and new, by
+ * device ordinal and metric name; then the kernels on both sides (in the
+ * diff's order, the first o->top) that have figures on both: the bound-by
+ * verdict and each figure, base and new.  A value one side lacks is "-"
+ * (JSON null).  Delta = new - base, in the metric's unit. */
+
+/* The mean of metric `name` in `m` (names of `an`), or 0 when absent. */
+static int mean_of(const char *const *names, size_t n, const tbe_metric_mean *m, const char *name,
+                   double *v) {
+  if (!m) return 0;
+  for (size_t k = 0; k < n; k++)
+    if (strcmp(names[k], name) == 0 && m[k].samples) {
+      *v = m[k].mean;
+      return 1;
+    }
+  return 0;
+}
+
+static const tbe_device_stats *device_of(const tbe_analysis *an, int32_t dev) {
+  if (!an) return NULL;
+  if (dev < 0) return &an->all;
+  for (size_t i = 0; i < an->ndevices; i++)
+    if (an->devices[i].device == dev) return &an->devices[i];
+  return NULL;
+}
+
+static const tbe_name_stats *kernel_of(const tbe_analysis *an, const char *label) {
+  if (!an) return NULL;
+  for (size_t i = 0; i < an->ngroups[TBE_GROUP_KERNEL]; i++)
+    if (strcmp(an->groups[TBE_GROUP_KERNEL][i].label, label) == 0)
+      return &an->groups[TBE_GROUP_KERNEL][i];
+  return NULL;
+}
+
+/* The devices of the comparison: each side's ordinals once, ascending,
+ * then -1 (all GPUs) when a side has several or none (the merged analysis
+ * of a run of several hosts).  Returns the count (at most
+ * `cap`). */
+static size_t diff_devices(const tbe_diff *d, int32_t *out, size_t cap) {
+  size_t n = 0;
+  int several = 0;
+  for (int s = 0; s < 2; s++) {
+    const tbe_analysis *an = d->side[s];
+    if (!an || !an->ngpu_metrics) continue;
+    several |= an->ndevices != 1; /* a run's merged analysis has none */
+    for (size_t i = 0; i < an->ndevices && n < cap; i++) {
+      size_t j = 0;
+      while (j < n && out[j] != an->devices[i].device) j++;
+      if (j < n) continue;
+      /* insert in order */
+      j = n++;
+      while (j && out[j - 1] > an->devices[i].device) out[j] = out[j - 1], j--;
+      out[j] = an->devices[i].device;
+    }
+  }
+  if (several && n < cap) out[n++] = -1;
+  return n;
+}
+
+/* The metric names of the comparison: base's, then new's not in base. */
+static size_t diff_names(const char *const *a, size_t na, const char *const *b, size_t nb,
+                         const char **out) {
+  size_t n = 0;
+  for (size_t i = 0; i < na; i++) out[n++] = a[i];
+  for (size_t i = 0; i < nb; i++) {
+    size_t j = 0;
+    while (j < na && strcmp(a[j], b[i]) != 0) j++;
+    if (j == na) out[n++] = b[i];
+  }
+  return n;
+}
+
+static void value_cell(char *buf, size_t n, const char *name, int have, double v) {
+  if (have) tbe__metric_fmt(buf, n, name, v);
+  else snprintf(buf, n, "-");
+}
+
+static void delta_cell(char *buf, size_t n, const char *name, int h0, double v0, int h1,
+                       double v1) {
+  if (!h0 || !h1) {
+    snprintf(buf, n, "-");
+    return;
+  }
+  double dv = v1 - v0;
+  buf[0] = dv >= 0 ? '+' : '-';
+  tbe__metric_fmt(buf + 1, n - 1, name, dv >= 0 ? dv : -dv);
+}
+
+static void json_num(tbe__buf *b, int have, double v) {
+  if (have) tbe__buf_printf(b, "%.6g", v);
+  else tbe__buf_puts(b, "null");
+}
+
+/* The comparison in o->format; `names` has room for both sides' names,
+ * `devs` for both sides' devices and one more. */
+static void diff_render(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o,
+                        const char **names, int32_t *devs, size_t ndevs) {
+  const tbe_analysis *s0 = d->side[0], *s1 = d->side[1];
+  int fmt = o->format, md = fmt == TBE_REPORT_MARKDOWN;
+  char v0[48], v1[48], dv[48], dn[16];
+  /* PM means */
+  size_t nm = diff_names(s0 ? s0->gpu_metrics : NULL, s0 ? s0->ngpu_metrics : 0,
+                         s1 ? s1->gpu_metrics : NULL, s1 ? s1->ngpu_metrics : 0, names);
+  size_t nd = nm ? diff_devices(d, devs, ndevs) : 0;
+  if (nm && nd) {
+    if (fmt == TBE_REPORT_JSON) tbe__buf_puts(b, ",\"gpu_metrics\":[");
+    else if (fmt == TBE_REPORT_CSV) tbe__buf_puts(b, "\nsection,device,metric,base,new,delta\n");
+    else if (md)
+      tbe__buf_puts(b, "\n## GPU metrics (means over the window)\n\n"
+                       "| GPU | metric | base | new | delta |\n|---|---|---:|---:|---:|\n");
+    else {
+      tbe__buf_puts(b, "\nGPU metrics (means over the window)\n");
+      tbe__cell(b, "GPU", 8, 0);
+      tbe__cell(b, "metric", 24, 0);
+      tbe__cell(b, "base", 12, 1);
+      tbe__cell(b, "new", 12, 1);
+      tbe__cell(b, "delta", 12, 1);
+      tbe__buf_putc(b, '\n');
+      tbe__rule(b, 68);
+    }
+    int first = 1;
+    for (size_t i = 0; i < nd; i++) {
+      const tbe_device_stats *ds[2] = {device_of(s0, devs[i]), device_of(s1, devs[i])};
+      if (devs[i] < 0) snprintf(dn, sizeof dn, "all");
+      else snprintf(dn, sizeof dn, "%d", (int)devs[i]);
+      for (size_t k = 0; k < nm; k++) {
+        double x[2] = {0, 0};
+        int h[2];
+        h[0] = ds[0] && s0 && mean_of(s0->gpu_metrics, s0->ngpu_metrics, ds[0]->metrics, names[k], &x[0]);
+        h[1] = ds[1] && s1 && mean_of(s1->gpu_metrics, s1->ngpu_metrics, ds[1]->metrics, names[k], &x[1]);
+        if (!h[0] && !h[1]) continue;
+        if (fmt == TBE_REPORT_JSON) {
+          tbe__buf_printf(b, "%s{\"device\":", first ? "" : ",");
+          if (devs[i] < 0) tbe__buf_puts(b, "\"all\"");
+          else tbe__buf_printf(b, "%d", (int)devs[i]);
+          tbe__buf_puts(b, ",\"metric\":");
+          tbe__json_str(b, names[k]);
+          tbe__buf_puts(b, ",\"base\":");
+          json_num(b, h[0], x[0]);
+          tbe__buf_puts(b, ",\"new\":");
+          json_num(b, h[1], x[1]);
+          tbe__buf_putc(b, '}');
+          first = 0;
+          continue;
+        }
+        if (fmt == TBE_REPORT_CSV) {
+          tbe__buf_printf(b, "gpu_metric,%s,", dn);
+          tbe__csv_str(b, names[k]);
+          tbe__buf_putc(b, ',');
+          if (h[0]) tbe__buf_printf(b, "%.6g", x[0]);
+          tbe__buf_putc(b, ',');
+          if (h[1]) tbe__buf_printf(b, "%.6g", x[1]);
+          tbe__buf_putc(b, ',');
+          if (h[0] && h[1]) tbe__buf_printf(b, "%.6g", x[1] - x[0]);
+          tbe__buf_putc(b, '\n');
+          continue;
+        }
+        value_cell(v0, sizeof v0, names[k], h[0], x[0]);
+        value_cell(v1, sizeof v1, names[k], h[1], x[1]);
+        delta_cell(dv, sizeof dv, names[k], h[0], x[0], h[1], x[1]);
+        if (md) {
+          tbe__buf_printf(b, "| %s | ", devs[i] < 0 ? "all" : dn);
+          tbe__md_escape(b, names[k]);
+          tbe__buf_printf(b, " | %s | %s | %s |\n", v0, v1, dv);
+        } else {
+          tbe__cell(b, devs[i] < 0 ? "all" : dn, 8, 0);
+          tbe__cell(b, names[k], 24, 0);
+          tbe__cell(b, v0, 12, 1);
+          tbe__cell(b, v1, 12, 1);
+          tbe__cell(b, dv, 12, 1);
+          tbe__buf_putc(b, '\n');
+        }
+      }
+    }
+    if (fmt == TBE_REPORT_JSON) tbe__buf_putc(b, ']');
+  }
+  /* kernels on both sides with figures on both */
+  size_t nk = diff_names(s0 ? s0->kernel_metrics : NULL, s0 ? s0->nkernel_metrics : 0,
+                         s1 ? s1->kernel_metrics : NULL, s1 ? s1->nkernel_metrics : 0, names);
+  if (!nk) return;
+  size_t n = d->nentries[TBE_GROUP_KERNEL];
+  if (o->top && o->top < n) n = o->top;
+  if (fmt == TBE_REPORT_JSON) tbe__buf_puts(b, ",\"kernel_metrics\":[");
+  else if (fmt == TBE_REPORT_CSV) tbe__buf_puts(b, "\nsection,name,metric,base,new,delta\n");
+  else if (md)
+    tbe__buf_puts(b, "\n## Kernel metrics (range profiler, kernels on both sides)\n\n"
+                     "| kernel | metric | base | new | delta |\n|---|---|---:|---:|---:|\n");
+  else
+    tbe__buf_puts(b, "\nKernel metrics (range profiler, kernels on both sides)\n");
+  int first = 1, any = 0;
+  char name[TBE__SHORT_MAX];
+  int nw = o->width - 2 - 24 - 36;
+  if (nw < TBE__NAME_MIN) nw = TBE__NAME_MIN;
+  for (size_t i = 0; i < n; i++) {
+    const tbe_diff_entry *en = &d->entries[TBE_GROUP_KERNEL][i];
+    if (en->present != 3) continue;
+    const tbe_name_stats *e[2] = {kernel_of(s0, en->name), kernel_of(s1, en->name)};
+    if (!e[0] || !e[1] || !e[0]->metrics || !e[1]->metrics) continue;
+    const char *bw[2] = {tbe_bound_name((tbe_bound)e[0]->bound_by),
+                         tbe_bound_name((tbe_bound)e[1]->bound_by)};
+    if (fmt == TBE_REPORT_JSON) {
+      tbe__buf_printf(b, "%s{\"name\":", first ? "" : ",");
+      tbe__json_str(b, en->name);
+      tbe__buf_puts(b, ",\"bound_by\":[");
+      tbe__json_str(b, bw[0]);
+      tbe__buf_putc(b, ',');
+      tbe__json_str(b, bw[1]);
+      tbe__buf_puts(b, "],\"metrics\":{");
+    } else if (fmt == TBE_REPORT_CSV) {
+      tbe__buf_puts(b, "kernel_metric,");
+      tbe__csv_str(b, en->name);
+      tbe__buf_printf(b, ",bound_by,%s,%s,%s\n", bw[0], bw[1],
+                      strcmp(bw[0], bw[1]) ? "changed" : "");
+    } else if (md) {
+      tbe_name_shorten(en->name, 80, name, sizeof name);
+      tbe__buf_puts(b, "| ");
+      tbe__md_escape(b, name);
+      tbe__buf_printf(b, " | bound by | %s | %s | %s |\n", *bw[0] ? bw[0] : "-",
+                      *bw[1] ? bw[1] : "-", strcmp(bw[0], bw[1]) ? "changed" : "");
+    } else {
+      if (!any) {
+        tbe__cell(b, "name", nw, 0);
+        tbe__buf_puts(b, "  ");
+        tbe__cell(b, "metric", 24, 0);
+        tbe__cell(b, "base", 12, 1);
+        tbe__cell(b, "new", 12, 1);
+        tbe__cell(b, "delta", 12, 1);
+        tbe__buf_putc(b, '\n');
+        tbe__rule(b, nw + 2 + 24 + 36);
+      }
+      tbe__name_cell(en->name, nw, o->wide, name, sizeof name);
+      tbe__cell(b, name, nw, 0);
+      tbe__buf_puts(b, "  ");
+      tbe__cell(b, "bound by", 24, 0);
+      tbe__cell(b, *bw[0] ? bw[0] : "-", 12, 1);
+      tbe__cell(b, *bw[1] ? bw[1] : "-", 12, 1);
+      tbe__cell(b, strcmp(bw[0], bw[1]) ? "changed" : "", 12, 1);
+      tbe__buf_putc(b, '\n');
+    }
+    any = 1;
+    int mfirst = 1;
+    for (size_t k = 0; k < nk; k++) {
+      double x[2] = {0, 0};
+      int h[2] = {mean_of(s0->kernel_metrics, s0->nkernel_metrics, e[0]->metrics, names[k], &x[0]),
+                  mean_of(s1->kernel_metrics, s1->nkernel_metrics, e[1]->metrics, names[k], &x[1])};
+      if (!h[0] && !h[1]) continue;
+      if (fmt == TBE_REPORT_JSON) {
+        tbe__buf_puts(b, mfirst ? "" : ",");
+        tbe__json_str(b, names[k]);
+        tbe__buf_putc(b, ':');
+        tbe__buf_putc(b, '[');
+        json_num(b, h[0], x[0]);
+        tbe__buf_putc(b, ',');
+        json_num(b, h[1], x[1]);
+        tbe__buf_putc(b, ']');
+        mfirst = 0;
+        continue;
+      }
+      if (fmt == TBE_REPORT_CSV) {
+        tbe__buf_puts(b, "kernel_metric,");
+        tbe__csv_str(b, en->name);
+        tbe__buf_putc(b, ',');
+        tbe__csv_str(b, names[k]);
+        tbe__buf_putc(b, ',');
+        if (h[0]) tbe__buf_printf(b, "%.6g", x[0]);
+        tbe__buf_putc(b, ',');
+        if (h[1]) tbe__buf_printf(b, "%.6g", x[1]);
+        tbe__buf_putc(b, ',');
+        if (h[0] && h[1]) tbe__buf_printf(b, "%.6g", x[1] - x[0]);
+        tbe__buf_putc(b, '\n');
+        continue;
+      }
+      value_cell(v0, sizeof v0, names[k], h[0], x[0]);
+      value_cell(v1, sizeof v1, names[k], h[1], x[1]);
+      delta_cell(dv, sizeof dv, names[k], h[0], x[0], h[1], x[1]);
+      if (md) {
+        tbe__buf_puts(b, "| | ");
+        tbe__md_escape(b, names[k]);
+        tbe__buf_printf(b, " | %s | %s | %s |\n", v0, v1, dv);
+      } else {
+        tbe__cell(b, "", nw, 0);
+        tbe__buf_puts(b, "  ");
+        tbe__cell(b, names[k], 24, 0);
+        tbe__cell(b, v0, 12, 1);
+        tbe__cell(b, v1, 12, 1);
+        tbe__cell(b, dv, 12, 1);
+        tbe__buf_putc(b, '\n');
+      }
+    }
+    if (fmt == TBE_REPORT_JSON) tbe__buf_puts(b, "}}");
+    first = 0;
+  }
+  if (fmt == TBE_REPORT_JSON) tbe__buf_putc(b, ']');
+  else if (!any && !md && fmt != TBE_REPORT_CSV) tbe__buf_puts(b, "(no kernel measured on both sides)\n");
+  else if (!any && md) tbe__buf_puts(b, "| (no kernel measured on both sides) | | | | |\n");
+}
+
+void tbe__metrics_diff(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
+  const tbe_analysis *s0 = d->side[0], *s1 = d->side[1];
+  size_t ng = (s0 ? s0->ngpu_metrics : 0) + (s1 ? s1->ngpu_metrics : 0);
+  size_t nk = (s0 ? s0->nkernel_metrics : 0) + (s1 ? s1->nkernel_metrics : 0);
+  if (!ng && !nk) return;
+  size_t nn = ng > nk ? ng : nk;
+  size_t ndevs = (s0 ? s0->ndevices : 0) + (s1 ? s1->ndevices : 0) + 1;
+  const char **names = tbe__alloc(b->a, nn * sizeof *names);
+  int32_t *devs = tbe__alloc(b->a, ndevs * sizeof *devs);
+  if (!names || !devs) {
+    tbe__free(b->a, names);
+    tbe__free(b->a, devs);
+    b->err = TBE_ENOMEM;
+    return;
+  }
+  diff_render(b, d, o, names, devs, ndevs);
+  tbe__free(b->a, names);
+  tbe__free(b->a, devs);
+}
+
+/* ---- runs of several hosts ---- */
+
+/* The run's PM means (all hosts: the merged analysis, run_analysis.c) with
+ * the host that reads lowest and the one that reads highest (a rank whose
+ * SMs idle stands out), then the merged kernel figures. */
+void tbe__metrics_run(tbe__buf *b, const tbe_run_analysis *r, const tbe_report_options *o,
+                      int md) {
+  const tbe_analysis *t = r->total;
+  if (t->ngpu_metrics && t->all.metrics) {
+    char v[3][48], who[2][64];
+    if (md)
+      tbe__buf_puts(b, "\n## GPU metrics (all hosts; lowest and highest host)\n\n"
+                       "| metric | all hosts | lowest | host | highest | host |\n"
+                       "|---|---:|---:|---|---:|---|\n");
+    else {
+      tbe__buf_puts(b, "\nGPU metrics (all hosts: means weighted by GPU time; lowest and "
+                       "highest host)\n");
+      tbe__cell(b, "metric", 22, 0);
+      tbe__cell(b, "all hosts", 12, 1);
+      tbe__cell(b, "lowest", 12, 1);
+      tbe__buf_puts(b, "  ");
+      tbe__cell(b, "host", 16, 0);
+      tbe__cell(b, "highest", 12, 1);
+      tbe__buf_puts(b, "  ");
+      tbe__cell(b, "host", 16, 0);
+      tbe__buf_putc(b, '\n');
+      tbe__rule(b, 22 + 12 * 3 + 2 * 18);
+    }
+    for (size_t k = 0; k < t->ngpu_metrics; k++) {
+      const char *name = t->gpu_metrics[k];
+      if (!t->all.metrics[k].samples) continue;
+      double lo = 0, hi = 0;
+      long ilo = -1, ihi = -1;
+      for (size_t h = 0; h < r->nhosts; h++) {
+        const tbe_analysis *an = r->hosts[h].an;
+        double x;
+        if (!mean_of(an->gpu_metrics, an->ngpu_metrics, an->all.metrics, name, &x)) continue;
+        if (ilo < 0 || x < lo) lo = x, ilo = (long)h;
+        if (ihi < 0 || x > hi) hi = x, ihi = (long)h;
+      }
+      tbe__metric_fmt(v[0], sizeof v[0], name, t->all.metrics[k].mean);
+      value_cell(v[1], sizeof v[1], name, ilo >= 0, lo);
+      value_cell(v[2], sizeof v[2], name, ihi >= 0, hi);
+      for (int s = 0; s < 2; s++) {
+        long i = s ? ihi : ilo;
+        const tbe_run_host *hh = i >= 0 ? &r->hosts[i] : NULL;
+        snprintf(who[s], sizeof who[s], "%s", hh ? (*hh->label ? hh->label : "?") : "-");
+      }
+      if (md) {
+        tbe__buf_puts(b, "| ");
+        tbe__md_escape(b, name);
+        tbe__buf_printf(b, " | %s | %s | ", v[0], v[1]);
+        tbe__md_escape(b, who[0]);
+        tbe__buf_printf(b, " | %s | ", v[2]);
+        tbe__md_escape(b, who[1]);
+        tbe__buf_puts(b, " |\n");
+      } else {
+        char c[2][17];
+        tbe__cell(b, name, 22, 0);
+        tbe__cell(b, v[0], 12, 1);
+        tbe__cell(b, v[1], 12, 1);
+        tbe__buf_puts(b, "  ");
+        tbe__name_cell(who[0], 16, 0, c[0], sizeof c[0]);
+        tbe__cell(b, c[0], 16, 0);
+        tbe__cell(b, v[2], 12, 1);
+        tbe__buf_puts(b, "  ");
+        tbe__name_cell(who[1], 16, 0, c[1], sizeof c[1]);
+        tbe__cell(b, c[1], 16, 0);
+        tbe__buf_putc(b, '\n');
+      }
+    }
+  }
+  kernel_figures(b, t, o->top, md, o->width);
 }

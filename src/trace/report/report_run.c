@@ -657,6 +657,7 @@ void tbe__rep_run_table(tbe__buf *b, tbe_run_analysis *r, const tbe_report_optio
   run_overview(b, r, o->width);
   totals_line(b, t);
   tbe__summary_names(b, t, o);
+  tbe__metrics_run(b, r, o, 0);
   run_steps(b, r, o);
   run_hint(b, r, o);
   run_advice(b, r, 0);
@@ -684,6 +685,7 @@ void tbe__rep_run_md(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options 
   if (per_rank(r)) {
     ranks_md(b, r, o);
     tbe__summary_names(b, t, o);
+    tbe__metrics_run(b, r, o, 1);
     run_steps(b, r, o);
     run_hint(b, r, o);
     run_advice(b, r, 1);
@@ -731,6 +733,7 @@ void tbe__rep_run_md(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options 
   extremes(b, r, o);
   if (r->nhosts > ROWS_ALL) across(b, r, o);
   tbe__summary_names(b, t, o);
+  tbe__metrics_run(b, r, o, 1);
   run_steps(b, r, o);
   run_hint(b, r, o);
   run_advice(b, r, 1);
@@ -1297,12 +1300,14 @@ void tbe__rep_run_diff_table(tbe__buf *b, const tbe_run_diff *d, const tbe_repor
   if (per_rank_diff(d)) ranks_diff_table(b, d, o);
   else hosts_diff_table(b, d, o);
   tbe__diff_names(b, d->total, o);
+  tbe__metrics_diff(b, d->total, o);
 }
 
 void tbe__rep_run_diff_csv(tbe__buf *b, const tbe_run_diff *d, const tbe_report_options *o) {
   tbe__diff_overall(b, d->total, o);
   hosts_diff_csv(b, d);
   tbe__diff_names(b, d->total, o);
+  tbe__metrics_diff(b, d->total, o);
 }
 
 void tbe__rep_run_diff_json(tbe__buf *b, const tbe_run_diff *d, const tbe_report_options *o) {
@@ -1317,6 +1322,7 @@ void tbe__rep_run_diff_json(tbe__buf *b, const tbe_run_diff *d, const tbe_report
   tbe__diff_overall(b, d->total, o);
   hosts_diff_json(b, d);
   tbe__diff_names(b, d->total, o);
+  tbe__metrics_diff(b, d->total, o);
   tbe__buf_puts(b, "}\n");
 }
 
@@ -1333,6 +1339,7 @@ void tbe__rep_run_diff_md(tbe__buf *b, const tbe_run_diff *d, const tbe_report_o
   if (per_rank_diff(d)) ranks_diff_md(b, d, o);
   else hosts_diff_md(b, d, o);
   tbe__diff_names(b, d->total, o);
+  tbe__metrics_diff(b, d->total, o);
 }
 
 int tbe_report_run_diff(const tbe_run_diff *d, const tbe_report_options *o, char **out,
