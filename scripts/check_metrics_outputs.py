@@ -14,7 +14,8 @@ and checks what it needs:
   json   every plugins/profile/RUN/*.trace.json.gz through gzip + json.load
          (what Perfetto, chrome://tracing and HTA parse): for each GPU of
          the summary with PM means, a "C" counter event series per metric in
-         the GPU's pid (the pid whose process_name is "GPU <n>"), every
+         the GPU's pid (the pid whose process_name, or in Kineto's layout
+         process_labels, is "GPU <n>"), every
          args.value a finite number, timestamps strictly increasing per
          (pid, name) track, as Perfetto's counter tracks need; with kernel
          figures, tbexportKernelMetrics lists them;
@@ -191,8 +192,12 @@ def check_json(args, want):
         events = doc.get("traceEvents", [])
         gpu_pid = {}
         for e in events:
-            if e.get("ph") == "M" and e.get("name") == "process_name":
-                m = re.fullmatch(r"GPU (\d+)", str(e.get("args", {}).get("name", "")))
+            # A GPU's process: named "GPU <n>", or, in Kineto's layout (what
+            # a collected run writes), named after the program and labelled
+            # "GPU <n>" (process_labels), as Perfetto shows it.
+            if e.get("ph") == "M" and e.get("name") in ("process_name", "process_labels"):
+                a = e.get("args", {})
+                m = re.fullmatch(r"GPU (\d+)", str(a.get("name", a.get("labels", ""))))
                 if m:
                     gpu_pid[e["pid"]] = int(m.group(1))
         tracks = {}
