@@ -674,12 +674,15 @@ static int64_t replay_duration(const build *b, uint32_t name, uint32_t device) {
 }
 
 /* A kernel the range profiler replayed comes from CUPTI without times
- * (start = end = 0).  It ran inside its launch call (kernel replay is
+ * (start = end = 0 on the H200; any span that is not one is taken the same
+ * way when the profiler measured the kernel's name).  It ran inside its
+ * launch call (kernel replay is
  * synchronous), so it is placed at the end of that call with the
  * profiler's mean duration for its name.  Returns 1 and the span, or 0. */
 static int replayed_span(build *b, const tbe__sp_kernel *k, int64_t *start, int64_t *end) {
   uint32_t ai;
-  if (k->start != 0 || k->end != 0 || !k->corr || !map_get(&b->corr, k->corr, &ai)) return 0;
+  if ((k->start > 0 && k->end >= k->start) || !k->corr || !map_get(&b->corr, k->corr, &ai))
+    return 0;
   const tbe__sp_api *a = &b->s->apis.v[ai];
   int64_t dur = replay_duration(b, k->name, k->device);
   if (dur <= 0 || a->start <= 0 || a->end < a->start) return 0;

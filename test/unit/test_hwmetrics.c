@@ -522,6 +522,14 @@ static void test_replayed_kernels(void **state) {
   tbe__spool_item(&p, TBE__SP_KERNEL, &k, sizeof k);
   k.corr = 6; /* no launch call recorded */
   tbe__spool_item(&p, TBE__SP_KERNEL, &k, sizeof k);
+  a.corr = 7; /* an inverted span from CUPTI, taken the same way */
+  a.start = T0 + 920 * US;
+  a.end = T0 + 990 * US;
+  tbe__spool_item(&p, TBE__SP_API, &a, sizeof a);
+  k.corr = 7;
+  k.start = T0 + 5;
+  k.end = 0;
+  tbe__spool_item(&p, TBE__SP_KERNEL, &k, sizeof k);
   mdef(&p, 1, 3);
   uint32_t id = 1;
   double dur = 30 * US;
@@ -536,14 +544,14 @@ static void test_replayed_kernels(void **state) {
   for (size_t i = 0; i < tr->nevents; i++) {
     const tbe_event *ev = &tr->events[i];
     if (ev->kind != TBE_EV_KERNEL) continue;
-    nk++;
     assert_string_equal(tbe_trace_str(tr, ev->name), "big_gemm");
-    assert_true(ev->start_ns == T0 + 870 * US);
+    assert_true(ev->start_ns == (nk ? T0 + 960 * US : T0 + 870 * US));
     assert_true(ev->dur_ns == 30 * US);
+    nk++;
   }
-  assert_int_equal(nk, 1);
+  assert_int_equal(nk, 2);
   assert_int_equal(tr->dropped_out_of_range, 1);
-  assert_true(has_warning(tr, "1 kernel launches replayed by the range profiler"));
+  assert_true(has_warning(tr, "2 kernel launches replayed by the range profiler"));
   tbe_trace_free(tr);
   tbe__buf_deinit(&p);
   tbe__buf_deinit(&img);
