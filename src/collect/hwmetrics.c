@@ -113,7 +113,8 @@ void tbe__hwm_fail(unsigned kind, uint32_t device, unsigned status, const char *
 }
 
 void tbe__hwm_put_status(tbe__hwm_out *o, unsigned kind, uint32_t device, unsigned status,
-                       uint64_t samples, uint64_t overflow, const char *reason) {
+                         uint64_t samples, uint64_t overflow, uint64_t stale,
+                         const char *reason) {
   uint8_t body[sizeof(tbe__sp_metric_status) + 256];
   tbe__sp_metric_status st;
   memset(&st, 0, sizeof st);
@@ -122,6 +123,7 @@ void tbe__hwm_put_status(tbe__hwm_out *o, unsigned kind, uint32_t device, unsign
   st.status = status;
   st.samples = samples;
   st.overflow = overflow;
+  st.stale = stale > UINT32_MAX ? UINT32_MAX : (uint32_t)stale;
   size_t rl = reason ? strlen(reason) : 0;
   if (rl > 256) rl = 256;
   memcpy(body, &st, sizeof st);
@@ -151,7 +153,7 @@ void tbe__hwm_drain_fails(tbe__hwm_out *o) {
     else
       snprintf(line, sizeof line, "%s off on device %u: %s; the activity trace is still collected",
                what, f->device, f->reason);
-    tbe__hwm_put_status(o, f->kind, f->device, f->status, 0, 0, f->reason);
+    tbe__hwm_put_status(o, f->kind, f->device, f->status, 0, 0, 0, f->reason);
     tbe__spool_item(o->batch, TBE__SP_NOTE, line, strlen(line));
     unsigned k = f->kind < 3 ? f->kind : 0, bit = 1u << f->status;
     if (!(said_before[k] & bit)) {

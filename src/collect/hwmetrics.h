@@ -9,7 +9,7 @@
  * (kernel name, device) once its launches are measured (or at stop, or
  * at a fatal signal, with the launches measured so far);
  * TBE__SP_METRIC_STATUS per kind and device when a collection fails (at
- * once) and while it runs (cumulative: samples and overflow, the last one
+ * once) and while it runs (cumulative: samples, overflow and stale, the last one
  * counts), and a TBE__SP_NOTE plus one message per kind and failure.
  *
  * Threads.  PM sampling is owned by the collector's background thread:
@@ -76,9 +76,10 @@ void tbe__hwm_redefine(void);
 void tbe__hwm_reset(CUptiResult (*result_string)(CUptiResult r, const char **s));
 /* Writes the queued failures (decoding thread). */
 void tbe__hwm_drain_fails(tbe__hwm_out *o);
-/* Writes a status item. */
+/* Writes a status item (stale: PM samples left out for their time). */
 void tbe__hwm_put_status(tbe__hwm_out *o, unsigned kind, uint32_t device, unsigned status,
-                         uint64_t samples, uint64_t overflow, const char *reason);
+                         uint64_t samples, uint64_t overflow, uint64_t stale,
+                         const char *reason);
 
 /* The spool metric id of (name, source), its TBE__SP_METRIC_DEF written
  * into o->batch first when new or redefined (decoding thread). */

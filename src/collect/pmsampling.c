@@ -12,6 +12,16 @@
  * set is built greedily in the table's order, dropping what does not fit.
  * The metric behind each name is written into its TBE__SP_METRIC_DEF.
  *
+ * Enabling.  A device is enabled where it first shows: in CUPTI's
+ * context-created callback, on the thread creating the context (and at
+ * start for a context already current), before that thread's first
+ * kernel, so the timeline covers the program's GPU work from its start.
+ * (The H200 showed why: enabled from the next tick instead, sampling
+ * began a few hundred ms late, after the set-up calls below, and a short
+ * program's first half had no samples.)  The background thread's tick
+ * enables what a callback could not (a device marked wanted only); both
+ * hold H.enable_mu, and a device's state moves from PM_NONE once.
+ *
  * Sampling.  CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL at 1e9/hz ns
  * (Ampere GA10x and later; else the device reports "unsupported"), the
  * hardware buffer in KEEP_LATEST mode (KEEP_OLDEST where refused).  The
@@ -29,8 +39,10 @@
  * tick: a crash loses at most the last tick of samples (the collector's
  * crash path runs a tick too).
  *
- * Invariants: the PM devices and item bodies belong to the decoding
- * thread; callbacks touch only the wanted flags (atomics). */
+ * Invariants: a device's state is read and written atomically; set-up
+ * (PM_NONE to PM_RUNNING or PM_FAILED) happens under H.enable_mu on
+ * whichever thread enables it, and from PM_RUNNING on the device and its
+ * item bodies belong to the decoding thread. */
 #include "collect/hwmetrics.h"
 
 #include <pthread.h>
@@ -94,7 +106,7 @@ typedef struct pmdev {
   const char *names[NPM];   /* the CUPTI metrics sampled */
   unsigned which[NPM];      /* pm_defs index of each */
   size_t n;
-  uint64_t samples, overflow, status_samples;
+  uint64_t samples, overflow, stale, status_samples;
   int overflow_pending;     /* the next sample's gap tells how many were lost */
   int64_t last_end;
   double last_status;
@@ -110,18 +122,34 @@ static struct {
   CUpti_SubscriberHandle sub;
   int subscribed;
   int prof_ready;           /* cuptiProfilerInitialize: 0 not yet, 1 done, -1 failed */
+  pthread_mutex_t enable_mu; /* held while a device is set up (enable_now) */
   atomic_uchar wanted[TBE__MAXDEV];
   atomic_uchar stop_req[TBE__MAXDEV]; /* a context of the device is going away */
   pmdev dev[TBE__MAXDEV];
   double now;               /* seconds of ticking, for the status period */
   int exiting;              /* the process is exiting: no new device, no CUPTI call at stop */
-} H;
+} H = {.enable_mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* ---- the callback ---- */
 
 static void want_device(uint32_t d) {
   if (d < TBE__MAXDEV && !atomic_load_explicit(&H.wanted[d], memory_order_relaxed))
     atomic_store(&H.wanted[d], 1);
+}
+
+static int pm_enable_device(uint32_t d);
+
+/* Sets up sampling on device d now, on this thread, unless it was set up
+ * (or failed) before or the process is exiting. */
+static void enable_now(uint32_t d) {
+  if (d >= TBE__MAXDEV || !H.cfg.pm_hz) return;
+  want_device(d);
+  if (__atomic_load_n(&H.dev[d].state, __ATOMIC_ACQUIRE) != PM_NONE) return;
+  pthread_mutex_lock(&H.enable_mu);
+  if (__atomic_load_n(&H.dev[d].state, __ATOMIC_ACQUIRE) == PM_NONE &&
+      !__atomic_load_n(&H.exiting, __ATOMIC_ACQUIRE))
+    pm_enable_device(d);
+  pthread_mutex_unlock(&H.enable_mu);
 }
 
 static uint32_t device_of(CUcontext ctx) {
@@ -175,7 +203,7 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
   if (dom == CUPTI_CB_DOMAIN_RESOURCE) {
     const CUpti_ResourceData *rd = data;
     if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
-      if (H.cfg.pm_hz) want_device(device_of(rd->context));
+      if (H.cfg.pm_hz) enable_now(device_of(rd->context));
     } else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
       if (H.cfg.kernel_set) tbe__rp_context_destroyed(rd->context);
       if (H.cfg.pm_hz) pm_stop_before_destroy(device_of(rd->context));
@@ -253,7 +281,7 @@ int tbe__hwm_start(const tbe__cupti_metrics_api *api,
    * the program's CUDA start): its device is sampled too. */
   if (cfg->pm_hz) {
     uint32_t d = device_of(NULL);
-    if (d != UINT32_MAX) want_device(d);
+    if (d != UINT32_MAX) enable_now(d);
   }
   return 1;
 }
@@ -362,7 +390,7 @@ static void pm_release(pmdev *p) {
 static int pm_fail(pmdev *p, uint32_t d, const char *what, CUptiResult r, unsigned status) {
   tbe__hwm_fail(TBE__MKIND_PM_SAMPLING, d, status, what, r);
   pm_release(p);
-  p->state = PM_FAILED;
+  __atomic_store_n(&p->state, PM_FAILED, __ATOMIC_RELEASE);
   return -1;
 }
 
@@ -496,7 +524,7 @@ static void item_add(tbe__hwm_out *o, pmdev *p, uint32_t d, int64_t ts, const do
  * into an image that holds samples gave, on the H200, runs of samples
  * stamped with one old time after the image was started again).  A
  * sample whose end is not after the last one's is not written: it counts
- * as lost, like the samples an overflow cost.  Returns 0, or -1 when
+ * as stale, apart from the samples an overflow cost.  Returns 0, or -1 when
  * CUPTI failed (the device is stopped). */
 static int pm_drain(tbe__hwm_out *o, uint32_t d) {
   const tbe__cupti_metrics_api *m = H.api;
@@ -543,7 +571,7 @@ static int pm_drain(tbe__hwm_out *o, uint32_t d) {
         continue; /* one sample CUPTI cannot read: skipped, not counted */
       int64_t start = (int64_t)si.startTimestamp, end = (int64_t)si.endTimestamp;
       if (p->last_end && end <= p->last_end) {
-        p->overflow++; /* no usable time */
+        p->stale++; /* no usable time: counted apart from the overflow */
         continue;
       }
       if (p->overflow_pending) {
@@ -576,7 +604,8 @@ static int pm_drain(tbe__hwm_out *o, uint32_t d) {
 
 static void pm_put_status(tbe__hwm_out *o, uint32_t d) {
   pmdev *p = &H.dev[d];
-  tbe__hwm_put_status(o, TBE__MKIND_PM_SAMPLING, d, TBE__MS_OK, p->samples, p->overflow, NULL);
+  tbe__hwm_put_status(o, TBE__MKIND_PM_SAMPLING, d, TBE__MS_OK, p->samples, p->overflow,
+                      p->stale, NULL);
   p->status_samples = p->samples;
   p->last_status = H.now;
 }
@@ -623,10 +652,8 @@ double tbe__hwm_tick(tbe__hwm_out *o, int final) {
   if (H.cfg.pm_hz)
     for (uint32_t d = 0; d < TBE__MAXDEV; d++) {
       pmdev *p = &H.dev[d];
-      if (p->state == PM_NONE && atomic_load(&H.wanted[d]) &&
-          !__atomic_load_n(&H.exiting, __ATOMIC_ACQUIRE))
-        pm_enable_device(d);
-      if (p->state != PM_RUNNING) continue;
+      if (atomic_load(&H.wanted[d])) enable_now(d); /* (returns at once once set up) */
+      if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) != PM_RUNNING) continue;
       if (atomic_load(&H.stop_req[d])) {
         pm_finish(o, d);
         continue;
@@ -634,7 +661,7 @@ double tbe__hwm_tick(tbe__hwm_out *o, int final) {
       if (pm_drain(o, d) != 0) {
         pm_put_status(o, d);
         pm_release(p);
-        p->state = PM_FAILED;
+        __atomic_store_n(&p->state, PM_FAILED, __ATOMIC_RELEASE);
         continue;
       }
       sampling = 1;
@@ -665,7 +692,7 @@ void tbe__hwm_stop(tbe__hwm_out *o) {
        * was gone or stuck): CUPTI's state may be gone too, so no call into
        * it, and its objects and our images are left to the exit. */
       pm_put_status(o, d);
-      p->state = PM_DONE;
+      __atomic_store_n(&p->state, PM_DONE, __ATOMIC_RELEASE);
     }
   }
   if (H.cfg.kernel_set) tbe__rp_stop(o);

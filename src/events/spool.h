@@ -296,9 +296,11 @@ typedef struct tbe__sp_metric_status {
   uint32_t kind;      /* TBE__MKIND_PM_SAMPLING or TBE__MKIND_RANGE_PROFILER */
   uint32_t device;    /* ordinal; UINT32_MAX: every device */
   uint32_t status;    /* TBE__MS_* */
-  uint32_t pad;
+  uint32_t stale;     /* PM: samples left out because their time was not after the
+                       * previous sample's (saturates; 0 in spools before it) */
   uint64_t samples;   /* samples (PM) or launches (range) recorded */
-  uint64_t overflow;  /* samples lost when the hardware buffer overflowed */
+  uint64_t overflow;  /* samples lost when the hardware buffer overflowed (PM);
+                       * launches measured but dropped (range) */
 } tbe__sp_metric_status;
 
 typedef struct tbe__sp_window {

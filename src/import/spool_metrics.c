@@ -174,6 +174,12 @@ static void status_lines(const scan *s, tbe_trace *t) {
                      m->st.kind == TBE__MKIND_RANGE_PROFILER ? "the range profiler" : "PM sampling",
                      (unsigned long long)m->st.overflow, gpu,
                      (unsigned long long)m->st.samples);
+    if (m->st.stale && m->st.kind == TBE__MKIND_PM_SAMPLING)
+      tbe_trace_warn(t,
+                     "PM sampling left out %llu samples on %s whose time was not after the "
+                     "previous sample's (CUPTI stamps a decode's first samples so after the "
+                     "counter image is started again): the means cover the rest",
+                     (unsigned long long)m->st.stale, gpu);
   }
 }
 

@@ -327,6 +327,9 @@ static void test_pm_samples_to_spool(void **state) {
   assert_true(tfm.subscribed && tfm.cb_resource);
   assert_false(tfm.cb_launch); /* PM alone costs launches nothing */
   tfm_context_created(0);
+  /* Set up on the thread creating the context, before its first kernel,
+   * not at the next tick. */
+  assert_true(tfm.pm_enabled && tfm.pm_started);
   kernel_record(1, "k_during_sampling");
   tfm_pm_produce(T0, 3000, 100000);
   scan s;
@@ -442,7 +445,7 @@ static void test_exit_hook_stops_before_cupti(void **state) {
 
 /* Samples a decode stamps with a time not after the last one's (the
  * H200's stale stamps after an image was started again) are not written:
- * counted lost; the timeline stays in order. */
+ * counted as stale, apart from overflows; the timeline stays in order. */
 static void test_pm_stale_stamps_dropped(void **state) {
   fixture *f = *state;
   start(f, 10000, 0, 0);
@@ -460,7 +463,8 @@ static void test_pm_stale_stamps_dropped(void **state) {
   const tbe__sp_metric_status *st = status_of(&s, TBE__MKIND_PM_SAMPLING, 0, NULL);
   assert_non_null(st);
   assert_int_equal(st->samples, 600);
-  assert_int_equal(st->overflow, 10);
+  assert_int_equal(st->overflow, 0); /* not an overflow: counted apart */
+  assert_int_equal(st->stale, 10);
   scan_free(&s);
 }
 
@@ -725,7 +729,8 @@ static int scalars_of(const char *dir, const char *tag, double *v, int max) {
 /* PM sampling with an overflow: the collector's spool, converted, gives the
  * fake's values as GPU 0's means in the summary JSON, a "C" counter per
  * metric in the Chrome JSON, the gpu_metrics/<metric> series in the events
- * file, and the lost samples as one warning line. */
+ * file, and the lost samples as one warning line, the stale ones as
+ * another. */
 static void test_e2e_pm_sampling(void **state) {
   fixture *f = *state;
   e2e_start(f, 10000, 0, 0);
@@ -737,10 +742,12 @@ static void test_e2e_pm_sampling(void **state) {
   tfm.pm_overflow_next = 1;
   pthread_mutex_unlock(&tfm.mu);
   tfm_pm_produce(E2E + 140 * 100000ull, 100, 100000); /* 40 lost */
+  tfm_pm_produce(E2E, 5, 0); /* five stale stamps: left out, said apart */
   tfm_context_destroyed(0);
   e2e_stop();
   tbe_trace *t = converted(f);
   assert_int_equal(warnings_with(t, "PM sampling lost 40 samples on GPU 0"), 1);
+  assert_int_equal(warnings_with(t, "PM sampling left out 5 samples on GPU 0 whose time"), 1);
   char *s = summary_json(t);
   /* the fake's j-th metric reads (j + 1) * 1.5 */
   assert_non_null(strstr(s, "\"gpu_metrics\":{\"sm_active_pct\":1.5,\"occupancy_pct\":3,"
