@@ -165,6 +165,13 @@ typedef struct tbe_name_stats {
    * NULL and TBE_BOUND_NONE otherwise. */
   tbe_metric_mean *metrics;
   uint32_t bound_by;  /* tbe_bound */
+  /* Kernels whose GPU has PM samples: each PM metric's mean over the time
+   * this name's launches ran (each sample interval weighted by its overlap
+   * with each launch; tbe_analysis.ngpu_metrics entries, `samples` the
+   * overlapping intervals), NULL otherwise.  Launches shorter than the
+   * sampling interval get the means of the intervals around them, which
+   * other work shares: `samples` below twice `calls` says so. */
+  tbe_metric_mean *pm_metrics;
 } tbe_name_stats;
 
 /* Figures of one GPU (or, in tbe_analysis.all, of all GPUs together:
@@ -292,6 +299,7 @@ typedef enum tbe_advice_kind {
   TBE_ADVICE_SM_UNDERFILLED = 6, /* GPU busy but its SMs mostly inactive */
   TBE_ADVICE_TENSOR_IDLE = 7,   /* GEMMs with the tensor pipes idle */
   TBE_ADVICE_MEMORY_BOUND = 8,  /* a kernel near DRAM's peak bandwidth */
+  TBE_ADVICE_COMPUTE_BOUND = 9, /* a kernel near the SMs' (or tensor pipes') peak */
   TBE_ADVICE__COUNT
 } tbe_advice_kind;
 

@@ -372,6 +372,10 @@ static void test_analysis(void **state) {
   a = advice(an, TBE_ADVICE_MEMORY_BOUND);
   assert_non_null(strstr(text_of(a), "DRAM at 92% of peak during copy_kernel(float*, float*, int)"));
   assert_true(a && a->figure == 92);
+  a = advice(an, TBE_ADVICE_COMPUTE_BOUND); /* the range profiler's verdict and figures */
+  assert_non_null(strstr(text_of(a), "SM throughput 85%, tensor pipe 0% during "
+                                  "ampere_sgemm_128x64_nn ("));
+  assert_non_null(strstr(text_of(a), "compute-bound, near the GPU's peak"));
   tbe_analysis_free(an);
   tbe_trace_free(t);
   /* mostly idle: the tiny kernel is launch-bound, the SMs are not
@@ -485,6 +489,119 @@ static void test_persisted(void **state) {
   tbe_trace_free(t);
 }
 
+
+/* PM sampling alone (no range profiler): each kernel name gets the PM
+ * means of the time its launches ran, and the advice names the bound from
+ * them.  Samples every 50 us over 1 ms: tensor active 90% over
+ * [100, 600) us (a GEMM runs there), DRAM read 45% + write 44% over
+ * [700, 900) (a copy runs there), 0 elsewhere; a 2 us kernel at 950 us
+ * sits inside one interval: its means are the interval's, too coarse to
+ * advise on. */
+static tbe_trace *pm_only(void) {
+  tbe__buf img, p;
+  tbe__buf_init(&img, &al);
+  tbe__buf_init(&p, &al);
+  uint8_t head[TBE__SPOOL_HEADER];
+  tbe__spool_header(head, T0);
+  tbe__buf_append(&img, head, sizeof head);
+  tbe__sp_info info;
+  memset(&info, 0, sizeof info);
+  info.start_ns = T0;
+  info.pid = 321;
+  info.trace = 3;
+  tbe__spool_item(&p, TBE__SP_INFO, &info, sizeof info);
+  static const char *const strs[] = {"", "gemm_like", "stream_copy", "tiny",
+                                     "tensor_active_pct", "dram_read_pct", "dram_write_pct"};
+  for (uint32_t i = 1; i < sizeof strs / sizeof *strs; i++)
+    tbe__spool_str(&p, i, strs[i], strlen(strs[i]));
+  tbe__sp_device d;
+  memset(&d, 0, sizeof d);
+  d.sm_count = 132;
+  tbe__spool_item(&p, TBE__SP_DEVICE, &d, sizeof d);
+  kern(&p, 1, T0 + 100 * US, T0 + 600 * US);
+  kern(&p, 2, T0 + 700 * US, T0 + 900 * US);
+  kern(&p, 3, T0 + 950 * US, T0 + 952 * US);
+  for (uint32_t i = 1; i <= 3; i++) mdef(&p, i, 3 + i);
+  uint32_t ids[3] = {1, 2, 3};
+  int64_t ts[20];
+  double v[60];
+  for (int i = 0; i < 20; i++) {
+    int64_t end = (i + 1) * 50 * US, start = end - 50 * US; /* the interval (start, end] */
+    ts[i] = T0 + end;
+    int gemm = start >= 100 * US && end <= 600 * US, copy = start >= 700 * US && end <= 900 * US;
+    v[3 * i] = gemm ? 90 : 0;
+    v[3 * i + 1] = copy ? 45 : 0;
+    v[3 * i + 2] = copy ? 44 : 0;
+  }
+  samples(&p, 0, ids, 3, ts, v, 20, 0);
+  tbe__sp_end e = {T0 + 1000 * US};
+  tbe__spool_item(&p, TBE__SP_END, &e, sizeof e);
+  frame(&img, &p);
+  assert_int_equal(tbe__buf_error(&img), 0);
+  tbe_trace *tr;
+  assert_int_equal(tbe_trace_create(&tr, NULL), 0);
+  assert_int_equal(tbe__spool_to_trace(img.data, img.len, "321.spool", NULL, tr, NULL), 0);
+  tbe__buf_deinit(&p);
+  tbe__buf_deinit(&img);
+  return tr;
+}
+
+static void test_pm_during_kernels(void **state) {
+  (void)state;
+  tbe_trace *t = pm_only();
+  tbe_analysis *an;
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  const tbe_name_stats *g = kernel(an, "gemm_like"), *c = kernel(an, "stream_copy"),
+                       *k = kernel(an, "tiny");
+  assert_non_null(g);
+  assert_non_null(c);
+  assert_non_null(k);
+  assert_null(g->metrics); /* no range profiler */
+  assert_non_null(g->pm_metrics);
+  assert_true(fabs(gpu_mean(an, g->pm_metrics, "tensor_active_pct") - 90) < 1e-9);
+  assert_true(fabs(gpu_mean(an, g->pm_metrics, "dram_read_pct")) < 1e-9);
+  assert_int_equal(g->pm_metrics[0].samples, 10); /* 500 us of 50 us intervals */
+  assert_true(fabs(gpu_mean(an, c->pm_metrics, "dram_read_pct") - 45) < 1e-9);
+  assert_true(fabs(gpu_mean(an, c->pm_metrics, "dram_write_pct") - 44) < 1e-9);
+  assert_true(fabs(gpu_mean(an, c->pm_metrics, "tensor_active_pct")) < 1e-9);
+  assert_non_null(k->pm_metrics);
+  assert_int_equal(k->pm_metrics[0].samples, 1);
+  /* over the whole window the means are far lower: tensor 45, DRAM 8.9 */
+  assert_true(fabs(gpu_mean(an, an->devices[0].metrics, "tensor_active_pct") - 45) < 1e-9);
+  const tbe_advice *a = advice(an, TBE_ADVICE_COMPUTE_BOUND);
+  assert_non_null(strstr(text_of(a), "tensor pipes active 90% during gemm_like (71.2% of kernel "
+                                      "time): compute-bound"));
+  a = advice(an, TBE_ADVICE_MEMORY_BOUND);
+  assert_non_null(strstr(text_of(a), "DRAM at 89% of peak during stream_copy (28.5% of kernel "
+                                      "time): memory-bound"));
+  /* the summary shows them, the same from a persisted analysis */
+  tbe_report_options o;
+  tbe_report_options_init(&o);
+  char *s = NULL, *s2 = NULL;
+  assert_int_equal(tbe_report_summary(an, &o, &s, NULL), 0);
+  assert_non_null(strstr(s, "GPU metrics while each kernel ran (PM sampling; 3 of the kernels above)"));
+  assert_non_null(strstr(s, "under 2 samples per call"));
+  void *buf = NULL;
+  size_t len = 0;
+  assert_int_equal(tbe_analysis_save(an, NULL, 0, &buf, &len, NULL), 0);
+  tbe_analysis *back;
+  tbe_analysis_load_error err;
+  memset(&err, 0, sizeof err);
+  assert_int_equal(tbe_analysis_load(&back, NULL, buf, len, NULL, &err), 0);
+  assert_int_equal(tbe_report_summary(back, &o, &s2, NULL), 0);
+  assert_string_equal(s2, s);
+  free(s);
+  free(s2);
+  o.format = TBE_REPORT_JSON;
+  assert_int_equal(tbe_report_summary(back, &o, &s, NULL), 0);
+  assert_non_null(strstr(s, "\"gpu_metrics\":{\"tensor_active_pct\":90,\"dram_read_pct\":0,"
+                            "\"dram_write_pct\":0},\"gpu_metric_samples\":10"));
+  free(s);
+  tbe_analysis_save_free(buf, len, NULL);
+  tbe_analysis_free(back);
+  tbe_analysis_free(an);
+  tbe_trace_free(t);
+}
 
 /* Kernels the range profiler replayed arrive from CUPTI with start = end
  * = 0 (seen on the H200): each is placed at the end of its launch call
@@ -867,6 +984,7 @@ int main(void) {
       cmocka_unit_test(test_summary_json),
       cmocka_unit_test(test_outputs_round_trip),
       cmocka_unit_test(test_persisted),
+      cmocka_unit_test(test_pm_during_kernels),
       cmocka_unit_test(test_replayed_kernels),
       cmocka_unit_test(test_tensorboard),
       cmocka_unit_test(test_diff),

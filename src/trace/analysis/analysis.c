@@ -1018,7 +1018,7 @@ static int run(tbe_analysis *an, scratch *s) {
   rc = per_step_names(an, s);
   if (!rc) rc = step_hint(an, s);
   if (!rc) rc = step_distribution(an, s);
-  if (!rc) rc = tbe__analysis_metrics(an);
+  if (!rc) rc = tbe__analysis_metrics(an, s->slot[TBE_GROUP_KERNEL], s->track_dev);
   if (rc) return rc;
   for (int g = 0; g < TBE_GROUP__COUNT; g++)
     tbe_analysis_sort(an, (tbe_group_kind)g, TBE_SORT_TOTAL);

@@ -2,8 +2,11 @@
  * tbe_advice): each a rule over the figures the analysis has computed
  * (GPU idle, short kernels, pageable copies, synchronization, dropped
  * records, and from the hardware metrics: SMs underfilled, tensor pipes
- * idle under GEMMs, a kernel at DRAM's peak), written with the figure that triggered it, so a reader
- * can check the reason.  Runs last in tbe_analysis_create, on the
+ * idle under GEMMs, a kernel at DRAM's peak, a kernel at the SMs' or the
+ * tensor pipes' peak), written with the figure that triggered it, so a
+ * reader can check the reason.  The per-kernel rules read the range
+ * profiler's figures where a kernel has them, else the PM samples taken
+ * while it ran (when they resolve it: at least 2 per launch).  Runs last in tbe_analysis_create, on the
  * finished figures only: it reads no event. */
 #include <math.h>
 #include <stdarg.h>
@@ -52,12 +55,26 @@ static double kfig(const tbe_analysis *an, const tbe_name_stats *e, const char *
 #define TENSOR_GEMM_SHARE_PCT 10.0 /* GEMMs take at least this share of kernel time */
 #define TENSOR_IDLE_PCT 5.0       /* ... with the tensor pipes below this */
 #define DRAM_PEAK_PCT 80.0        /* a kernel at or above this share of DRAM's peak */
+#define COMPUTE_PEAK_PCT 80.0     /* a kernel at or above this share of the SMs' or the
+                                   * tensor pipes' peak */
+#define ADVICE_MAX 20             /* lines an analysis holds */
+
+/* The PM mean of `name` while kernel entry e ran, NAN without one or when
+ * its launches are too short for the sampling interval (under 2 samples
+ * each: the interval's value is mostly other work's). */
+static double pm_during(const tbe_analysis *an, const tbe_name_stats *e, const char *name) {
+  if (!e->pm_metrics || !e->calls) return NAN;
+  for (size_t i = 0; i < an->ngpu_metrics; i++)
+    if (strcmp(an->gpu_metrics[i], name) == 0)
+      return e->pm_metrics[i].samples >= 2 * e->calls ? e->pm_metrics[i].mean : NAN;
+  return NAN;
+}
 
 static void metric_advice(tbe_analysis *an, tbe_advice *buf) {
   double wall = an->wall_ns > 0 ? (double)an->wall_ns : 1.0;
   /* SMs underfilled: per GPU, busy (any work queued) but SM active (a warp
    * resident on the SM) far lower, averaged over the same window. */
-  for (size_t d = 0; d < an->ndevices && an->nadvice < 12; d++) {
+  for (size_t d = 0; d < an->ndevices && an->nadvice < ADVICE_MAX - 3; d++) {
     const tbe_device_stats *ds = &an->devices[d];
     double sm = pm(an, ds->metrics, "sm_active_pct");
     double busy = 100.0 * (double)ds->busy_ns / wall;
@@ -91,30 +108,70 @@ static void metric_advice(tbe_analysis *an, tbe_advice *buf) {
   double tensor = measured_ns > 0 ? tensor_w / (double)measured_ns
                                   : pm(an, an->all.metrics, "tensor_active_pct");
   if (gemm_ns > 0 && share >= TENSOR_GEMM_SHARE_PCT && !isnan(tensor) &&
-      tensor < TENSOR_IDLE_PCT && an->nadvice < 14)
+      tensor < TENSOR_IDLE_PCT && an->nadvice < ADVICE_MAX)
     add_advice(an, buf, TBE_ADVICE_TENSOR_IDLE, tensor,
                "GEMMs run with tensor pipes idle (%.1f%% %s, GEMMs %.0f%% of kernel time): fp32 "
                "without TF32; use bf16/TF32 (torch.backends.cuda.matmul.allow_tf32 = True)",
                tensor, measured_ns > 0 ? "tensor pipe" : "tensor active", share);
   /* Memory-bound: the kernel with the most time among those at or above
-   * DRAM_PEAK_PCT of DRAM's peak. */
+   * DRAM_PEAK_PCT of DRAM's peak (its range-profiler figure, else DRAM
+   * read + write while it ran). */
   const tbe_name_stats *top = NULL;
   double top_dram = 0;
   for (size_t i = 0; i < an->ngroups[TBE_GROUP_KERNEL]; i++) {
     double dr = kfig(an, &k[i], "dram_throughput_pct");
+    if (isnan(dr)) {
+      double rd = pm_during(an, &k[i], "dram_read_pct"), wr = pm_during(an, &k[i], "dram_write_pct");
+      if (!isnan(rd) || !isnan(wr)) dr = (isnan(rd) ? 0 : rd) + (isnan(wr) ? 0 : wr);
+    }
     if (isnan(dr) || dr < DRAM_PEAK_PCT) continue;
     if (!top || k[i].total_ns > top->total_ns) top = &k[i], top_dram = dr;
   }
-  if (top && an->nadvice < 15)
+  if (top && an->nadvice < ADVICE_MAX)
     add_advice(an, buf, TBE_ADVICE_MEMORY_BOUND, top_dram,
                "DRAM at %.0f%% of peak during %.90s (%.1f%% of kernel time): memory-bound; fuse "
                "it with its neighbours or move fewer bytes",
                top_dram, top->label ? top->label : "",
                kern_ns > 0 ? 100.0 * (double)top->total_ns / (double)kern_ns : 0.0);
+  /* Compute-bound: the kernel with the most time among those at or above
+   * COMPUTE_PEAK_PCT: SM throughput or tensor pipe (range profiler, a
+   * kernel it calls compute-bound), else tensor pipes active while it ran
+   * (PM sampling has no FMA-pipe figure, and SM active only says a warp
+   * was resident, which a memory-bound kernel's are too). */
+  top = NULL;
+  double top_sm = NAN, top_tensor = NAN, top_fig = 0;
+  for (size_t i = 0; i < an->ngroups[TBE_GROUP_KERNEL]; i++) {
+    double sm = NAN, tp = NAN, f;
+    if (k[i].metrics) {
+      if (k[i].bound_by != TBE_BOUND_COMPUTE) continue;
+      sm = kfig(an, &k[i], "sm_throughput_pct");
+      tp = kfig(an, &k[i], "tensor_pipe_pct");
+      f = isnan(tp) || (!isnan(sm) && sm > tp) ? sm : tp;
+    } else {
+      tp = pm_during(an, &k[i], "tensor_active_pct");
+      f = tp;
+    }
+    if (isnan(f) || f < COMPUTE_PEAK_PCT) continue;
+    if (!top || k[i].total_ns > top->total_ns) top = &k[i], top_sm = sm, top_tensor = tp, top_fig = f;
+  }
+  if (top && an->nadvice < ADVICE_MAX) {
+    char figs[96];
+    if (!isnan(top_sm) && !isnan(top_tensor))
+      snprintf(figs, sizeof figs, "SM throughput %.0f%%, tensor pipe %.0f%%", top_sm, top_tensor);
+    else if (!isnan(top_sm))
+      snprintf(figs, sizeof figs, "SM throughput %.0f%%", top_sm);
+    else
+      snprintf(figs, sizeof figs, "tensor pipes active %.0f%%", top_tensor);
+    add_advice(an, buf, TBE_ADVICE_COMPUTE_BOUND, top_fig,
+               "%s during %.80s (%.1f%% of kernel time): compute-bound, near the GPU's peak; "
+               "gains come from less work or lower precision (bf16, fp8)",
+               figs, top->label ? top->label : "",
+               kern_ns > 0 ? 100.0 * (double)top->total_ns / (double)kern_ns : 0.0);
+  }
 }
 
 int tbe__analysis_advise(tbe_analysis *an) {
-  tbe_advice *buf = tbe__calloc(&an->alloc_, 16, sizeof *buf);
+  tbe_advice *buf = tbe__calloc(&an->alloc_, ADVICE_MAX, sizeof *buf);
   if (!buf) return TBE_ENOMEM;
   an->advice = buf;
   const tbe_device_stats *all = &an->all;

@@ -29,10 +29,13 @@ void tbe__analysis_adopt(tbe_analysis *an, tbe_trace *t, void *mem);
 int tbe__analysis_advise(tbe_analysis *an);
 
 /* The hardware-metric figures (analysis_metrics.c): names, PM means per
- * device, for all and per step, kernel figures and bound-by verdicts.
- * Runs after the steps' windows and the name tables are final.  Returns 0
- * or TBE_ENOMEM. */
-int tbe__analysis_metrics(tbe_analysis *an);
+ * device, for all, per step and per kernel name, kernel figures and
+ * bound-by verdicts.  Runs after the steps' windows and the name tables
+ * are final, before they are sorted: kslot maps a kernel event's name id
+ * to its entry in groups[TBE_GROUP_KERNEL] (UINT32_MAX: none), track_dev
+ * a track to its index in an->devices (-1: a host track); with either
+ * NULL no per-kernel PM means are made.  Returns 0 or TBE_ENOMEM. */
+int tbe__analysis_metrics(tbe_analysis *an, const uint32_t *kslot, const int32_t *track_dev);
 /* Slot `i` (0 or 1) of the blocks analysis_metrics.c allocates, freed with
  * the analysis. */
 void **tbe__analysis_metric_block(tbe_analysis *an, int i);

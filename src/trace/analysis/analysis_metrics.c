@@ -12,6 +12,13 @@
  * mean of the values that lie in it.  A step's mean is over all GPUs'
  * intervals together, like the step's GPU busy time; so is `all`.
  *
+ * PM means per kernel name (tbe_name_stats.pm_metrics): each launch on a
+ * GPU with samples takes, from each metric track of that GPU, the
+ * intervals it overlaps (found by bisection: the track is in time order),
+ * each weighted by the overlap, into its name's sums.  Launches of one
+ * stream never overlap each other; launches of several streams that run
+ * at once each take the whole interval, as each was running then.
+ *
  * Kernel figures: one kernel name measured on several devices gets the
  * launch-weighted mean of each metric (an entry with 0 launches weighs 1).
  *
@@ -25,6 +32,7 @@
 
 #include "common/alloc.h"
 #include "common/checked.h"
+#include "common/map.h"
 #include "tbexport/error.h"
 #include "trace/analysis/analysis_int.h"
 
@@ -139,6 +147,45 @@ static void pm_track(const tbe_analysis *an, const tbe_track *tr, acc *dev, acc 
   }
 }
 
+/* The last interval of metric track `mt` that starts at or before `ts`
+ * (0 when none does). */
+static uint32_t seek(const tbe_trace *t, const tbe_track *mt, int64_t ts) {
+  uint32_t lo = 0, hi = mt->count;
+  while (hi - lo > 1) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (t->events[mt->first + mid].start_ns <= ts) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* Metric track `mt` (name index mi of nm) into the sums of the kernel
+ * names launched on analysis device `dev` (kacc: a row of nm per kernel
+ * entry, by the analysis's name slots). */
+static void pm_kernels(const tbe_analysis *an, const tbe_track *mt, size_t mi, size_t nm,
+                       int32_t dev, const uint32_t *kslot, const int32_t *track_dev, acc *kacc) {
+  const tbe_trace *t = an->trace;
+  if (mt->count < 2) return;
+  for (size_t i = 0; i < t->ntracks; i++) {
+    const tbe_track *tr = &t->tracks[i];
+    if (track_dev[i] != dev || tbe_track_is_metric(tr)) continue;
+    for (uint32_t k = 0; k < tr->count; k++) {
+      const tbe_event *e = &t->events[tr->first + k];
+      if (e->kind != TBE_EV_KERNEL || e->dur_ns <= 0) continue;
+      uint32_t slot = kslot[e->name];
+      if (slot == UINT32_MAX) continue;
+      int64_t ks = e->start_ns, ke = tbe__sat_add(ks, e->dur_ns);
+      for (uint32_t q = seek(t, mt, ks); q + 1 < mt->count; q++) {
+        const tbe_event *s = &t->events[mt->first + q];
+        if (s->start_ns >= ke) break;
+        const tbe_counter *c = tbe_trace_counter(t, s);
+        int64_t w = overlap(s->start_ns, t->events[mt->first + q + 1].start_ns, ks, ke);
+        if (c && isfinite(c->value) && w > 0) acc_add(&kacc[(size_t)slot * nm + mi], c->value, w);
+      }
+    }
+  }
+}
+
 /* ---- kernel figures ---- */
 
 static double fig(const tbe_analysis *an, const tbe_metric_mean *m, const char *name) {
@@ -171,7 +218,7 @@ static tbe_bound bound_of(const tbe_analysis *an, const tbe_name_stats *e, doubl
 
 /* ---- the pass ---- */
 
-int tbe__analysis_metrics(tbe_analysis *an) {
+int tbe__analysis_metrics(tbe_analysis *an, const uint32_t *kslot, const int32_t *track_dev) {
   const tbe_trace *t = an->trace;
   size_t nm = 0, nk = 0, ntr = 0;
   for (size_t i = 0; i < t->ntracks; i++)
@@ -194,9 +241,10 @@ int tbe__analysis_metrics(tbe_analysis *an) {
   qsort(knames, nk, sizeof *knames, cmp_name);
   /* the means: devices, all, steps (PM); kernels */
   size_t nkern = an->ngroups[TBE_GROUP_KERNEL];
-  size_t cells = nm * (an->ndevices + 1 + an->nsteps) + nk * nkern;
+  size_t pm_cells = nm * (an->ndevices + 1 + an->nsteps + nkern);
+  size_t cells = pm_cells + nk * nkern;
   tbe_metric_mean *block = tbe__calloc(&an->alloc_, cells ? cells : 1, sizeof *block);
-  acc *sums = tbe__calloc(&an->alloc_, nm * (an->ndevices + 1 + an->nsteps) + 1, sizeof *sums);
+  acc *sums = tbe__calloc(&an->alloc_, pm_cells + 1, sizeof *sums);
   if (!block || !sums) {
     tbe__free(&an->alloc_, block);
     tbe__free(&an->alloc_, sums);
@@ -211,7 +259,7 @@ int tbe__analysis_metrics(tbe_analysis *an) {
   an->nkernel_metrics = nk;
 
   if (nm) {
-    acc *all = sums + nm * an->ndevices, *steps = all + nm;
+    acc *all = sums + nm * an->ndevices, *steps = all + nm, *kacc = steps + nm * an->nsteps;
     for (size_t i = 0; i < t->ntracks; i++) {
       const tbe_track *tr = &t->tracks[i];
       if (!tbe_track_is_metric(tr) || !tr->count) continue;
@@ -220,6 +268,7 @@ int tbe__analysis_metrics(tbe_analysis *an) {
       while (d < an->ndevices && an->devices[d].device != tr->device) d++;
       if (mi < 0 || d == an->ndevices) continue;
       pm_track(an, tr, &sums[d * nm + (size_t)mi], &all[mi], an->nsteps ? &steps[mi] : NULL, nm);
+      if (kslot && track_dev) pm_kernels(an, tr, (size_t)mi, nm, (int32_t)d, kslot, track_dev, kacc);
     }
     for (size_t d = 0; d <= an->ndevices; d++) {
       tbe_metric_mean *m = block + d * nm;
@@ -232,11 +281,20 @@ int tbe__analysis_metrics(tbe_analysis *an) {
       for (size_t k = 0; k < nm; k++) acc_done(&steps[s * nm + k], &m[k]);
       an->steps[s].metrics = m;
     }
+    for (size_t e = 0; e < nkern; e++) {
+      tbe_metric_mean *m = block + (an->ndevices + 1 + an->nsteps + e) * nm;
+      int any = 0;
+      for (size_t k = 0; k < nm; k++) {
+        acc_done(&kacc[e * nm + k], &m[k]);
+        any |= m[k].samples != 0;
+      }
+      if (any) an->groups[TBE_GROUP_KERNEL][e].pm_metrics = m;
+    }
   }
   tbe__free(&an->alloc_, sums);
 
   if (nk) {
-    tbe_metric_mean *kb = block + nm * (an->ndevices + 1 + an->nsteps);
+    tbe_metric_mean *kb = block + pm_cells;
     double wall = an->wall_ns > 0 ? (double)an->wall_ns : 1.0;
     double busy_pct = 100.0 * (double)an->all.busy_ns / wall;
     for (size_t e = 0; e < nkern; e++) {
@@ -309,7 +367,8 @@ int tbe__analysis_metrics_merge(tbe_analysis *tot, const tbe_run_host *hosts, si
       name_add(knames, &nk, hosts[h].an->kernel_metrics[k]);
   qsort(knames, nk, sizeof *knames, cmp_name);
   size_t nkern = tot->ngroups[TBE_GROUP_KERNEL];
-  size_t cells = nm * (1 + tot->nsteps) + nk * nkern;
+  size_t pm_cells = nm * (1 + tot->nsteps + nkern);
+  size_t cells = pm_cells + nk * nkern;
   tbe_metric_mean *block = tbe__calloc(a, cells ? cells : 1, sizeof *block);
   double *wsum = tbe__calloc(a, cells ? cells : 1, sizeof *wsum);
   if (!block || !wsum) {
@@ -344,10 +403,46 @@ int tbe__analysis_metrics_merge(tbe_analysis *tot, const tbe_run_host *hosts, si
         }
       }
     }
+    /* A kernel name's PM means: the hosts' by their overlapping intervals;
+     * the run's entries found by label through an index (runs of many
+     * ranks have as many tables). */
+    tbe_metric_mean *pb = block + nm * (1 + tot->nsteps);
+    double *pw = wsum + nm * (1 + tot->nsteps);
+    tbe__index ix;
+    tbe__index_init(&ix, a, 0);
+    for (size_t e = 0; e < nkern; e++) {
+      const char *l = tot->groups[TBE_GROUP_KERNEL][e].label;
+      tbe__index_add(&ix, tbe__hash_bytes(l, strlen(l), ix.seed), (uint32_t)e);
+    }
+    int err = tbe__index_error(&ix);
+    for (size_t h = 0; h < n && !err; h++) {
+      const tbe_analysis *an = hosts[h].an;
+      for (size_t i = 0; an->ngpu_metrics && i < an->ngroups[TBE_GROUP_KERNEL]; i++) {
+        const tbe_name_stats *he = &an->groups[TBE_GROUP_KERNEL][i];
+        if (!he->pm_metrics) continue;
+        tbe__iprobe pr;
+        uint32_t e = tbe__index_first(&ix, tbe__hash_bytes(he->label, strlen(he->label), ix.seed), &pr);
+        while (e != TBE__NOIDX && strcmp(tot->groups[TBE_GROUP_KERNEL][e].label, he->label) != 0)
+          e = tbe__index_next(&ix, &pr);
+        if (e == TBE__NOIDX) continue;
+        for (size_t k = 0; k < an->ngpu_metrics; k++) {
+          if (!he->pm_metrics[k].samples) continue;
+          size_t c = e * nm + (size_t)name_index(names, nm, an->gpu_metrics[k]);
+          wmean_add(&pb[c], &pw[c], he->pm_metrics[k].mean, (double)he->pm_metrics[k].samples,
+                    he->pm_metrics[k].samples);
+          tot->groups[TBE_GROUP_KERNEL][e].pm_metrics = pb + e * nm;
+        }
+      }
+    }
+    tbe__index_deinit(&ix);
+    if (err) {
+      tbe__free(a, wsum);
+      return err;
+    }
   }
   if (nk) {
-    tbe_metric_mean *kb = block + nm * (1 + tot->nsteps);
-    double *kw = wsum + nm * (1 + tot->nsteps);
+    tbe_metric_mean *kb = block + pm_cells;
+    double *kw = wsum + pm_cells;
     for (size_t e = 0; e < nkern; e++) {
       tbe_name_stats *ns = &tot->groups[TBE_GROUP_KERNEL][e];
       int any = 0;

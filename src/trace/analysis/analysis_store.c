@@ -189,6 +189,7 @@ int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources
   /* the metric means: two arrays per message that has them */
   size_t nmsg = an->ndevices + 1 + an->nsteps, nker = an->ngroups[TBE_GROUP_KERNEL];
   need += 2 * nmsg * (SZ(an->ngpu_metrics, double) + 16) + 2 * nker * (SZ(an->nkernel_metrics, double) + 16) +
+          2 * nker * (SZ(an->ngpu_metrics, double) + 16) +
           SZ(an->ngpu_metrics + an->nkernel_metrics, ProtobufCBinaryData) + 32;
 #undef SZ
   char *block = tbe__alloc(&al, need);
@@ -244,6 +245,8 @@ int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources
       save_means(&s, e->metrics, an->nkernel_metrics, &nm->n_metric_mean, &nm->metric_mean,
                  &nm->n_metric_samples, &nm->metric_samples);
       nm->bound_by = e->bound_by;
+      save_means(&s, e->pm_metrics, an->ngpu_metrics, &nm->n_pm_mean, &nm->pm_mean,
+                 &nm->n_pm_samples, &nm->pm_samples);
       *np++ = nm++;
     }
     *slots[g] = &tab[g];
@@ -604,6 +607,9 @@ static int check_file(loader *L, const PFile *f) {
                   g == TBE_GROUP_KERNEL ? m->n_kernel_metrics : 0, fl);
       check(L, e->bound_by <= TBE_BOUND_LAUNCH, "bound-by %lld out of range", fl,
             (long long)e->bound_by);
+      snprintf(fl, sizeof fl, "%s.names[%zu].pm_mean", TABLE_FIELD[g], i);
+      check_means(L, e->n_pm_mean, e->n_pm_samples, g == TBE_GROUP_KERNEL ? m->n_gpu_metrics : 0,
+                  fl);
     }
   }
   check(L, cells <= TBE__STEP_CELLS_MAX, "%lld per-step cells, more than an analysis holds",
@@ -705,7 +711,7 @@ static int load_metrics(tbe_analysis *an, const PAnalysis *m, builder *B, const 
   if (!ng && !nk) return 0;
   size_t nkern = an->ngroups[TBE_GROUP_KERNEL];
   const char **names = tbe__calloc(&an->alloc_, ng + nk, sizeof *names);
-  size_t cells = ng * (an->ndevices + 1 + an->nsteps) + nk * nkern;
+  size_t cells = ng * (an->ndevices + 1 + an->nsteps + nkern) + nk * nkern;
   tbe_metric_mean *block = tbe__calloc(&an->alloc_, cells ? cells : 1, sizeof *block);
   *tbe__analysis_metric_block(an, 0) = names;
   *tbe__analysis_metric_block(an, 1) = block; /* freed with `an` */
@@ -727,6 +733,13 @@ static int load_metrics(tbe_analysis *an, const PAnalysis *m, builder *B, const 
     if (!m->steps[i]->n_metric_mean) continue;
     load_means(p, m->steps[i]->metric_mean, m->steps[i]->metric_samples, ng);
     an->steps[i].metrics = p;
+    p += ng;
+  }
+  for (size_t i = 0; i < nkern && ng; i++) {
+    const PName *e = m->kernels->names[i];
+    if (!e->n_pm_mean) continue;
+    load_means(p, e->pm_mean, e->pm_samples, ng);
+    an->groups[TBE_GROUP_KERNEL][i].pm_metrics = p;
     p += ng;
   }
   for (size_t i = 0; i < nkern && nk; i++) {

@@ -149,11 +149,112 @@ static void kernel_figures(tbe__buf *b, const tbe_analysis *an, size_t top, int 
   }
 }
 
+/* The PM metrics while each kernel ran: the percentages only (SM active,
+ * occupancy, tensor, DRAM: what says where a kernel stands; throughput in
+ * bytes and clocks are for the GPU table), for the kernels of the table's
+ * first `top` that have them, with the intervals per launch behind each
+ * row (under 2: launches shorter than the sampling interval, whose means
+ * other work shares). */
+static const char *pm_head(const char *metric) {
+  static const char *const heads[][2] = {
+      {"sm_active_pct", "SM act %"},     {"occupancy_pct", "occup %"},
+      {"tensor_active_pct", "tensor %"}, {"dram_read_pct", "DRAM rd %"},
+      {"dram_write_pct", "DRAM wr %"}};
+  for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++)
+    if (strcmp(metric, heads[i][0]) == 0) return heads[i][1];
+  return metric;
+}
+
+static int is_pct(const char *name) {
+  size_t l = strlen(name);
+  return l > 4 && strcmp(name + l - 4, "_pct") == 0;
+}
+
+static void kernel_pm(tbe__buf *b, const tbe_analysis *an, size_t top, int md, int width) {
+  if (!an->ngpu_metrics) return;
+  size_t n = an->ngroups[TBE_GROUP_KERNEL];
+  if (top == 0 || top > n) top = n;
+  size_t shown = 0, ncol = 0;
+  for (size_t i = 0; i < top; i++) shown += an->groups[TBE_GROUP_KERNEL][i].pm_metrics != NULL;
+  for (size_t k = 0; k < an->ngpu_metrics; k++) ncol += is_pct(an->gpu_metrics[k]);
+  if (!shown || !ncol) return;
+  int fixed = (int)(ncol + 1) * (KCOL + 2);
+  int nw = width - fixed;
+  if (nw < TBE__NAME_MIN) nw = TBE__NAME_MIN;
+  char v[48], name[TBE__SHORT_MAX];
+  if (md) {
+    tbe__buf_puts(b, "\n## GPU metrics while each kernel ran (PM sampling)\n\n| kernel |");
+    for (size_t k = 0; k < an->ngpu_metrics; k++)
+      if (is_pct(an->gpu_metrics[k])) tbe__buf_printf(b, " %s |", an->gpu_metrics[k]);
+    tbe__buf_puts(b, " samples per launch |\n|---|");
+    for (size_t k = 0; k <= ncol; k++) tbe__buf_puts(b, "---:|");
+    tbe__buf_putc(b, '\n');
+  } else {
+    tbe__buf_printf(b, "\nGPU metrics while each kernel ran (PM sampling; %zu of the kernels above)\n",
+                    shown);
+    tbe__cell(b, "name", nw, 0);
+    for (size_t k = 0; k < an->ngpu_metrics; k++) {
+      if (!is_pct(an->gpu_metrics[k])) continue;
+      tbe__buf_puts(b, "  ");
+      tbe__cell(b, pm_head(an->gpu_metrics[k]), KCOL, 1);
+    }
+    tbe__buf_puts(b, "  ");
+    tbe__cell(b, "per call", KCOL, 1);
+    tbe__buf_putc(b, '\n');
+    tbe__rule(b, nw + fixed);
+  }
+  int coarse = 0;
+  for (size_t i = 0; i < top; i++) {
+    const tbe_name_stats *e = &an->groups[TBE_GROUP_KERNEL][i];
+    if (!e->pm_metrics) continue;
+    uint64_t samples = 0;
+    for (size_t k = 0; k < an->ngpu_metrics; k++)
+      if (e->pm_metrics[k].samples > samples) samples = e->pm_metrics[k].samples;
+    double per = e->calls ? (double)samples / (double)e->calls : 0;
+    coarse |= per < 2;
+    if (md) {
+      tbe_name_shorten(e->label, 80, name, sizeof name);
+      tbe__buf_puts(b, "| ");
+      tbe__md_escape(b, name);
+      tbe__buf_puts(b, " |");
+    } else {
+      tbe__name_cell(e->label, nw, 0, name, sizeof name);
+      tbe__cell(b, name, nw, 0);
+    }
+    for (size_t k = 0; k < an->ngpu_metrics; k++) {
+      if (!is_pct(an->gpu_metrics[k])) continue;
+      const tbe_metric_mean *m = &e->pm_metrics[k];
+      if (m->samples) tbe__metric_fmt(v, sizeof v, an->gpu_metrics[k], m->mean);
+      else snprintf(v, sizeof v, "-");
+      if (md) {
+        tbe__buf_printf(b, " %s |", v);
+      } else {
+        tbe__buf_puts(b, "  ");
+        tbe__cell(b, v, KCOL, 1);
+      }
+    }
+    snprintf(v, sizeof v, "%.1f", per);
+    if (md) {
+      tbe__buf_printf(b, " %s |\n", v);
+    } else {
+      tbe__buf_puts(b, "  ");
+      tbe__cell(b, v, KCOL, 1);
+      tbe__buf_putc(b, '\n');
+    }
+  }
+  if (coarse)
+    tbe__buf_puts(b, md ? "\nA row under 2 samples per launch ran shorter than the sampling "
+                          "interval: its means include the work around it.\n"
+                        : "(under 2 samples per call: the kernel ran shorter than the sampling "
+                          "interval, its means include the work around it)\n");
+}
+
 void tbe__metrics_gpu(tbe__buf *b, const tbe_analysis *an, int md) { gpu_means(b, an, md); }
 
 void tbe__metrics_kernels(tbe__buf *b, const tbe_analysis *an, const tbe_report_options *o,
                           int md) {
   kernel_figures(b, an, o->top, md, o->width);
+  kernel_pm(b, an, o->top, md, o->width);
 }
 
 /* ---- CSV ---- */
@@ -169,6 +270,23 @@ void tbe__metrics_csv(tbe__buf *b, const tbe_analysis *an, const tbe_report_opti
         else tbe__buf_printf(b, "gpu_metric,%d,", (int)ds->device);
         tbe__buf_printf(b, "%s,%.6g,%llu\n", an->gpu_metrics[k], ds->metrics[k].mean,
                         (unsigned long long)ds->metrics[k].samples);
+      }
+    }
+  }
+  size_t nkern = an->ngroups[TBE_GROUP_KERNEL], ktop = o->top && o->top < nkern ? o->top : nkern;
+  int any_pm = 0;
+  for (size_t i = 0; i < ktop; i++) any_pm |= an->groups[TBE_GROUP_KERNEL][i].pm_metrics != NULL;
+  if (an->ngpu_metrics && any_pm) {
+    tbe__buf_puts(b, "\nsection,name,metric,mean,samples,calls\n");
+    for (size_t i = 0; i < ktop; i++) {
+      const tbe_name_stats *e = &an->groups[TBE_GROUP_KERNEL][i];
+      for (size_t k = 0; e->pm_metrics && k < an->ngpu_metrics; k++) {
+        if (!e->pm_metrics[k].samples) continue;
+        tbe__buf_puts(b, "kernel_gpu_metric,");
+        tbe__csv_str(b, e->label);
+        tbe__buf_printf(b, ",%s,%.6g,%llu,%llu\n", an->gpu_metrics[k], e->pm_metrics[k].mean,
+                        (unsigned long long)e->pm_metrics[k].samples,
+                        (unsigned long long)e->calls);
       }
     }
   }
@@ -211,6 +329,14 @@ void tbe__metrics_json_gpu(tbe__buf *b, const tbe_analysis *an, const tbe_metric
 }
 
 void tbe__metrics_json_kernel(tbe__buf *b, const tbe_analysis *an, const tbe_name_stats *e) {
+  if (an->ngpu_metrics && e->pm_metrics) {
+    uint64_t samples = 0;
+    for (size_t k = 0; k < an->ngpu_metrics; k++)
+      if (e->pm_metrics[k].samples > samples) samples = e->pm_metrics[k].samples;
+    tbe__buf_puts(b, ",\"gpu_metrics\":{");
+    json_means(b, an->gpu_metrics, an->ngpu_metrics, e->pm_metrics);
+    tbe__buf_printf(b, "},\"gpu_metric_samples\":%llu", (unsigned long long)samples);
+  }
   if (!an->nkernel_metrics || !e->metrics) return;
   tbe__buf_puts(b, ",\"metrics\":{");
   json_means(b, an->kernel_metrics, an->nkernel_metrics, e->metrics);
