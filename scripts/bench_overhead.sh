@@ -8,7 +8,10 @@
 # activity kinds, only counting records: the floor); under `tbexport --`; and
 # B also under torch.profiler (CPU+CUDA).  Runs are interleaved (one of each
 # mode per round), TBE_BENCH_RUNS rounds (default 5; TBE_BENCH_WORKLOADS
-# picks workloads, default "A B"); the table shows medians
+# picks workloads, default "A B"; TBE_BENCH_MODES the modes, default all
+# those named above, plus the hardware metrics' with TBE_BENCH_HW=1: e.g.
+# "tbexport tbexport_pm" for more rounds of PM on / off in the same time;
+# a ratio is printed where both its modes ran); the table shows medians
 # of the programs' own loop times, with ratios to plain and to the floor
 # (goal: tbexport <= 1.05x floor), then tbexport's conversion after exit
 # against torch.profiler's stop + export.
@@ -102,12 +105,14 @@ t_start=$(date +%s)
 [[ $workloads == *" A "* ]] && run A plain >/dev/null 2>&1 && sed -i '$d' "$raw"
 [[ $workloads == *" B "* ]] || have_torch=0
 [ $have_torch -eq 1 ] && run B plain >/dev/null 2>&1 && sed -i '$d' "$raw"
+modes_a=${TBE_BENCH_MODES:-plain floor tbexport $hw}
+modes_b=${TBE_BENCH_MODES:-plain floor tbexport torchprof $hw}
 for r in $(seq 1 "$runs"); do
   if [[ $workloads == *" A "* ]]; then
-    for m in plain floor tbexport $hw; do run A $m "$r"; done
+    for m in $modes_a; do [ "$m" = torchprof ] || run A $m "$r"; done
   fi
   if [ $have_torch -eq 1 ]; then
-    for m in plain floor tbexport torchprof $hw; do run B $m "$r"; done
+    for m in $modes_b; do run B $m "$r"; done
   fi
   echo "round $r of $runs done ($(( $(date +%s) - t_start )) s)"
 done
@@ -123,9 +128,9 @@ for w, m, loop, wall, conv, stop, exp, rnd in rows:
 med = lambda xs: statistics.median(xs) if xs else float("nan")
 print("%-9s %-10s %5s %10s %9s %9s %10s" % ("workload", "mode", "runs", "loop s", "x plain", "x floor", "wall s"))
 for w, name in (("A", "cuda_nvtx 200k kernels"), ("B", "torch 50k add_")):
-    if (w, "plain") not in data:
+    if not any(k[0] == w for k in data):
         continue
-    p = med([x[0] for x in data[(w, "plain")]])
+    p = med([x[0] for x in data.get((w, "plain"), [])])
     f = med([x[0] for x in data.get((w, "floor"), [])])
     for m in ("plain", "floor", "tbexport", "torchprof", "tbexport_pm", "tbexport_km"):
         xs = data.get((w, m))
