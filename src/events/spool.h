@@ -75,6 +75,7 @@ enum {
   TBE__SP_METRIC_SAMPLES = 26, /* tbe__sp_metric_samples + values: PM sampling */
   TBE__SP_KERNEL_METRICS = 27, /* tbe__sp_kernel_metrics + values: range profiler */
   TBE__SP_METRIC_STATUS = 28,  /* tbe__sp_metric_status + bytes: how metrics went */
+  TBE__SP_REPLAYED = 29,   /* tbe__sp_replayed: a launch the range profiler replayed */
   TBE__SP_WINDOW = 30,     /* tbe__sp_window: collection switched on/off */
   TBE__SP_STATS = 31,      /* tbe__sp_stats, cumulative: the last one counts */
   TBE__SP_END = 32         /* tbe__sp_end: clean end of the session */
@@ -271,6 +272,18 @@ typedef struct tbe__sp_metric_samples {
   uint32_t nsamples;
   uint32_t pad;
 } tbe__sp_metric_samples;
+
+/* A kernel launch the range profiler measured, timed by the collector at
+ * the launch call's entry and exit (CUPTI's clock).  Kernel replay runs
+ * the kernel inside that call, and CUPTI gives the kernel record no GPU
+ * times (start = end = 0 on the H200); a launch made through the driver
+ * API (cuBLAS's) has no API record unless driver calls are traced, so
+ * this is what places such a kernel on the timeline. */
+typedef struct tbe__sp_replayed {
+  uint32_t corr;      /* the launch call's correlation id: the kernel record's */
+  uint32_t device;
+  int64_t start, end;
+} tbe__sp_replayed;
 
 /* Range profiler: the figures of one kernel name on one device, over
  * `launches` launches measured.  Followed by nvalues pairs of (u32 metric

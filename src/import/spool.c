@@ -168,6 +168,7 @@ typedef struct build {
   const tbe__convert_opts *o;
   tbe__convert_info *info;
   u32map corr;     /* correlation id -> api index (runtime preferred) */
+  u32map replay;   /* correlation id -> replays index (the range profiler's launches) */
   u32map ctxdev;   /* context id -> device */
   VEC(window) coll; /* collection windows (sorted, disjoint) */
   int coll_bounded; /* the spool has window items */
@@ -499,6 +500,8 @@ static int correlation_maps(build *b) {
       continue;
     rc = map_put(&b->corr, s->apis.v[i].corr, (uint32_t)i, 1);
   }
+  for (size_t i = 0; i < s->replays.n && !rc; i++)
+    rc = map_put(&b->replay, s->replays.v[i].corr, (uint32_t)i, 1);
   for (size_t i = 0; i < s->contexts.n && !rc; i++)
     rc = map_put(&b->ctxdev, s->contexts.v[i].context, s->contexts.v[i].device, 1);
   for (size_t i = 0; i < s->kernels.n && !rc; i++)
@@ -676,18 +679,29 @@ static int64_t replay_duration(const build *b, uint32_t name, uint32_t device) {
 /* A kernel the range profiler replayed comes from CUPTI without times
  * (start = end = 0 on the H200; any span that is not one is taken the same
  * way when the profiler measured the kernel's name).  It ran inside its
- * launch call (kernel replay is
- * synchronous), so it is placed at the end of that call with the
- * profiler's mean duration for its name.  Returns 1 and the span, or 0. */
+ * launch call (kernel replay is synchronous), so it is placed at the end
+ * of that call with the profiler's mean duration for its name.  The call
+ * is its API record, else the collector's own timing of the launch
+ * (TBE__SP_REPLAYED: cuBLAS launches through the driver API, which is
+ * not traced by default; on the H200 the bf16 GEMM's measured launches
+ * had no other).  Returns 1 and the span, or 0. */
 static int replayed_span(build *b, const tbe__sp_kernel *k, int64_t *start, int64_t *end) {
-  uint32_t ai;
-  if ((k->start > 0 && k->end >= k->start) || !k->corr || !map_get(&b->corr, k->corr, &ai))
+  uint32_t i;
+  int64_t cs, ce;
+  if ((k->start > 0 && k->end >= k->start) || !k->corr) return 0;
+  if (map_get(&b->corr, k->corr, &i)) {
+    cs = b->s->apis.v[i].start;
+    ce = b->s->apis.v[i].end;
+  } else if (map_get(&b->replay, k->corr, &i) && b->s->replays.v[i].device == k->device) {
+    cs = b->s->replays.v[i].start;
+    ce = b->s->replays.v[i].end;
+  } else {
     return 0;
-  const tbe__sp_api *a = &b->s->apis.v[ai];
+  }
   int64_t dur = replay_duration(b, k->name, k->device);
-  if (dur <= 0 || a->start <= 0 || a->end < a->start) return 0;
-  *end = a->end;
-  *start = a->end - dur > a->start ? a->end - dur : a->start;
+  if (dur <= 0 || cs <= 0 || ce < cs) return 0;
+  *end = ce;
+  *start = ce - dur > cs ? ce - dur : cs;
   return 1;
 }
 
@@ -1045,6 +1059,7 @@ int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
   build b;
   memset(&b, 0, sizeof b);
   map_init(&b.corr, tbe__trace_allocator(t));
+  map_init(&b.replay, tbe__trace_allocator(t));
   map_init(&b.ctxdev, tbe__trace_allocator(t));
   b.s = &s;
   b.t = t;
@@ -1132,6 +1147,7 @@ int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
     info->r.steps = t->nsteps;
   }
   map_free(&b.corr);
+  map_free(&b.replay);
   map_free(&b.ctxdev);
   free(b.coll.v);
   free(b.win.v);

@@ -92,6 +92,7 @@ typedef struct scan {
   VEC(tbe__sp_memcpy) memcpys;
   VEC(tbe__sp_memset) memsets;
   VEC(tbe__sp_api) apis;
+  VEC(tbe__sp_replayed) replays; /* launches the range profiler replayed */
   VEC(tbe__sp_sync) syncs;
   VEC(tbe__sp_marker) markers;
   VEC(tbe__sp_marker_data) mdata;

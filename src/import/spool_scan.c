@@ -144,6 +144,7 @@ int tbe__convert_on_item(void *ctx, unsigned type, const uint8_t *body, size_t l
     case TBE__SP_MEMCPY: TAKE(s->memcpys, tbe__sp_memcpy); break;
     case TBE__SP_MEMSET: TAKE(s->memsets, tbe__sp_memset); break;
     case TBE__SP_API: TAKE(s->apis, tbe__sp_api); break;
+    case TBE__SP_REPLAYED: TAKE(s->replays, tbe__sp_replayed); break;
     case TBE__SP_SYNC: TAKE(s->syncs, tbe__sp_sync); break;
     case TBE__SP_MARKER: TAKE(s->markers, tbe__sp_marker); break;
     case TBE__SP_MARKER_DATA: TAKE(s->mdata, tbe__sp_marker_data); break;
@@ -201,6 +202,7 @@ void tbe__convert_scan_free(scan *s) {
   free(s->memcpys.v);
   free(s->memsets.v);
   free(s->apis.v);
+  free(s->replays.v);
   free(s->syncs.v);
   free(s->markers.v);
   free(s->mdata.v);

@@ -605,8 +605,11 @@ static void test_pm_during_kernels(void **state) {
 
 /* Kernels the range profiler replayed arrive from CUPTI with start = end
  * = 0 (seen on the H200): each is placed at the end of its launch call
- * with the profiler's duration for its name, and said once; one without
- * a launch call is still left out as out of range. */
+ * with the profiler's duration for its name, and said once; the launch
+ * call is its API record, else the collector's own timing of the
+ * measured launch (TBE__SP_REPLAYED: driver-API launches have no API
+ * record by default); one with neither is still left out as out of
+ * range. */
 static void test_replayed_kernels(void **state) {
   (void)state;
   tbe__buf img, p;
@@ -647,6 +650,13 @@ static void test_replayed_kernels(void **state) {
   k.start = T0 + 5;
   k.end = 0;
   tbe__spool_item(&p, TBE__SP_KERNEL, &k, sizeof k);
+  /* a driver-API launch (cuBLAS's): no API record, the collector's own
+   * timing of the measured launch */
+  tbe__sp_replayed rp = {8, 0, T0 + 700 * US, T0 + 800 * US};
+  tbe__spool_item(&p, TBE__SP_REPLAYED, &rp, sizeof rp);
+  k.corr = 8;
+  k.start = k.end = 0;
+  tbe__spool_item(&p, TBE__SP_KERNEL, &k, sizeof k);
   mdef(&p, 1, 3);
   uint32_t id = 1;
   double dur = 30 * US;
@@ -662,13 +672,15 @@ static void test_replayed_kernels(void **state) {
     const tbe_event *ev = &tr->events[i];
     if (ev->kind != TBE_EV_KERNEL) continue;
     assert_string_equal(tbe_trace_str(tr, ev->name), "big_gemm");
-    assert_true(ev->start_ns == (nk ? T0 + 960 * US : T0 + 870 * US));
+    /* each at the end of its launch call (in time order) */
+    static const int64_t at[] = {T0 + 770 * US, T0 + 870 * US, T0 + 960 * US};
+    assert_true(nk < 3 && ev->start_ns == at[nk]);
     assert_true(ev->dur_ns == 30 * US);
     nk++;
   }
-  assert_int_equal(nk, 2);
+  assert_int_equal(nk, 3);
   assert_int_equal(tr->dropped_out_of_range, 1);
-  assert_true(has_warning(tr, "2 kernel launches replayed by the range profiler"));
+  assert_true(has_warning(tr, "3 kernel launches replayed by the range profiler"));
   tbe_trace_free(tr);
   tbe__buf_deinit(&p);
   tbe__buf_deinit(&img);
