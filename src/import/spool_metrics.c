@@ -174,6 +174,12 @@ static void status_lines(const scan *s, tbe_trace *t) {
                      m->st.kind == TBE__MKIND_RANGE_PROFILER ? "the range profiler" : "PM sampling",
                      (unsigned long long)m->st.overflow, gpu,
                      (unsigned long long)m->st.samples);
+    if (m->st.status == TBE__MS_OK && m->st.kind == TBE__MKIND_RANGE_PROFILER && m->st.samples)
+      tbe_trace_warn(t,
+                     "the range profiler replayed %llu launches on %s and stays enabled there: "
+                     "the other launches run slower meanwhile (on the H200, loops took 1.7 to 2.6x "
+                     "as long), so take timings from a run without --kernel-metrics",
+                     (unsigned long long)m->st.samples, gpu);
     if (m->st.stale && m->st.kind == TBE__MKIND_PM_SAMPLING)
       tbe_trace_warn(t,
                      "PM sampling left out %llu samples on %s whose time was not after the "
