@@ -120,9 +120,12 @@ TBE_API int tbe_session_spool_dir(const char *logdir, char *path, size_t size, c
  * `set` (name, value): CUDA_INJECTION64_PATH (and NVTX_INJECTION64_PATH
  * when `o->trace` has TBE_TRACE_NVTX) = `inject_lib`, the spool folder
  * and the collector's options of `o` (trace, delay_s, duration_s,
- * capture, buffer_mb, flush_period_ms, keep_noisy_api; the rest of `o` is
- * the conversion's).  Returns 0, the first non-zero result of `set`,
- * TBE_EINVAL or TBE_ETOOBIG. */
+ * capture, buffer_mb, flush_period_ms, keep_noisy_api, the hardware
+ * metrics; the rest of `o` is the conversion's).  The capture range's
+ * NVTX name and domain go too: the range profiler measures only launches
+ * inside it (by NVTX callbacks, hence NVTX injection; each at most 255
+ * bytes).  Returns 0, the first non-zero result of `set`, TBE_EINVAL or
+ * TBE_ETOOBIG. */
 TBE_API int tbe_session_environment(const tbe_profiler_options *o, const char *inject_lib,
                                     const char *spool_dir,
                                     int (*set)(void *ctx, const char *name, const char *value),

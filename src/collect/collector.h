@@ -79,6 +79,10 @@ typedef struct tbe__collect_config {
   unsigned gpu_metrics_hz;
   unsigned kernel_metrics;
   unsigned kernel_launches;
+  /* The capture range's NVTX name and domain (NULL: none, any domain),
+   * for the range profiler, which measures only launches inside the
+   * capture range (`capture`). */
+  const char *capture_name, *capture_domain;
   /* What went wrong while collecting (CUPTI refusing a call, a spool
    * write that failed), one line each (tbexport/common.h); NULL: none.
    * Called from the starting thread or the background thread, never two

@@ -12,9 +12,10 @@
  * is a name the collector does not use.
  *
  * Where the toolkit's headers were found at configure time
- * (TBE_HAVE_CUPTI_HEADERS), including this header includes <cupti.h> and
+ * (TBE_HAVE_CUPTI_HEADERS), including this header includes <cupti.h>,
  * the profiler's C headers (PM sampling, the range profiler, the target
- * API: hardware metrics, hwmetrics.h), and none of what follows is seen.
+ * API: hardware metrics, hwmetrics.h) and the NVTX calls' parameters
+ * (generated_nvtx_meta.h: the capture range), and none of what follows is seen.
  * Without them, it declares the same names with the same values and
  * layouts.  They cannot drift apart: cupti_abi_check.c, compiled in every
  * configuration that has the toolkit's headers, includes both (this one
@@ -44,6 +45,7 @@
 #include <cupti_profiler_target.h>
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
+#include <generated_nvtx_meta.h>
 #else
 
 #include <stddef.h>
@@ -137,6 +139,7 @@
   E(CUPTI_CB_DOMAIN_DRIVER_API, 1)             \
   E(CUPTI_CB_DOMAIN_RUNTIME_API, 2)            \
   E(CUPTI_CB_DOMAIN_RESOURCE, 3)               \
+  E(CUPTI_CB_DOMAIN_NVTX, 5)                   \
   E(CUPTI_CB_DOMAIN_FORCE_INT, 0x7fffffff)
 
 #define TBE_CUPTI_ENUM_CUpti_ActivityMemcpyKind(E) \
@@ -202,6 +205,8 @@
   E(CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice, 16)                  \
   E(CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent, 304)                \
   E(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 307)                 \
+  E(CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, 308)                \
+  E(CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, 309)                 \
   E(CUPTI_DRIVER_TRACE_CBID_cuGetErrorString, 372)               \
   E(CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxGetState, 392)     \
   E(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz, 442)            \
@@ -220,6 +225,22 @@
   E(CUPTI_API_ENTER, 0)                         \
   E(CUPTI_API_EXIT, 1)                          \
   E(CUPTI_API_CBSITE_FORCE_INT, 0x7fffffff)
+
+/* The NVTX calls a capture range is read from (rpcapture.c); CUPTI calls
+ * back once per call, after it (CUpti_NvtxData, the parameters below). */
+#define TBE_CUPTI_ENUM_CUpti_nvtx_api_trace_cbid(E) \
+  E(CUPTI_CBID_NVTX_nvtxRangeStartA, 4)             \
+  E(CUPTI_CBID_NVTX_nvtxRangeStartEx, 6)            \
+  E(CUPTI_CBID_NVTX_nvtxRangeEnd, 7)                \
+  E(CUPTI_CBID_NVTX_nvtxRangePushA, 8)              \
+  E(CUPTI_CBID_NVTX_nvtxRangePushEx, 10)            \
+  E(CUPTI_CBID_NVTX_nvtxRangePop, 11)               \
+  E(CUPTI_CBID_NVTX_nvtxDomainRangeStartEx, 31)     \
+  E(CUPTI_CBID_NVTX_nvtxDomainRangeEnd, 32)         \
+  E(CUPTI_CBID_NVTX_nvtxDomainRangePushEx, 33)      \
+  E(CUPTI_CBID_NVTX_nvtxDomainRangePop, 34)         \
+  E(CUPTI_CBID_NVTX_nvtxDomainCreateA, 41)          \
+  E(CUPTI_CBID_NVTX_FORCE_INT, 0x7fffffff)
 
 #define TBE_CUPTI_ENUM_CUpti_CallbackIdResource(E)   \
   E(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, 1)          \
@@ -265,6 +286,7 @@
   X(CUpti_MetricValueUtilizationLevel)          \
   X(CUpti_runtime_api_trace_cbid)               \
   X(CUpti_driver_api_trace_cbid)                \
+  X(CUpti_nvtx_api_trace_cbid)                  \
   X(CUpti_ApiCallbackSite)                      \
   X(CUpti_CallbackIdResource)                   \
   X(CUpti_PmSampling_DecodeStopReason)          \
@@ -624,6 +646,60 @@ typedef union {
   F(S, uint64_t *, correlationData, )                \
   F(S, uint32_t, correlationId, )
 
+#define TBE_CUPTI_STRUCT_CUpti_NvtxData(F, A, S) \
+  F(S, const char *, functionName, )           \
+  F(S, const void *, functionParams, )         \
+  F(S, const void *, functionReturnValue, )
+
+/* NVTX's types (nvtx3/nvToolsExt.h) and the parameters of the calls
+ * above (generated_nvtx_meta.h); a message is read when ASCII. */
+#ifndef TBE_CUPTI_ABI_CHECK
+typedef uint64_t nvtxRangeId_t;
+struct nvtxDomainRegistration_st;
+typedef struct nvtxDomainRegistration_st nvtxDomainRegistration;
+typedef nvtxDomainRegistration *nvtxDomainHandle_t;
+#define NVTX_MESSAGE_TYPE_ASCII 1
+#endif
+typedef union {
+  uint64_t ullValue;
+  double dValue;
+} tbe__nvtx_payload;
+typedef union {
+  const char *ascii;
+  const void *other;
+} tbe__nvtx_message;
+
+#define TBE_CUPTI_STRUCT_nvtxEventAttributes_v2(F, A, S) \
+  F(S, uint16_t, version, )                              \
+  F(S, uint16_t, size, )                                 \
+  F(S, uint32_t, category, )                             \
+  F(S, int32_t, colorType, )                             \
+  F(S, uint32_t, color, )                                \
+  F(S, int32_t, payloadType, )                           \
+  F(S, int32_t, reserved0, )                             \
+  A(S, tbe__nvtx_payload, payload, )                     \
+  F(S, int32_t, messageType, )                           \
+  A(S, tbe__nvtx_message, message, )
+
+#define TBE_CUPTI_STRUCT_nvtxRangePushA_params(F, A, S) F(S, const char *, message, )
+#define TBE_CUPTI_STRUCT_nvtxRangeStartA_params(F, A, S) F(S, const char *, message, )
+#define TBE_CUPTI_STRUCT_nvtxRangePushEx_params(F, A, S) \
+  F(S, const nvtxEventAttributes_v2 *, eventAttrib, )
+#define TBE_CUPTI_STRUCT_nvtxRangeStartEx_params(F, A, S) \
+  F(S, const nvtxEventAttributes_v2 *, eventAttrib, )
+#define TBE_CUPTI_STRUCT_nvtxRangeEnd_params(F, A, S) F(S, nvtxRangeId_t, id, )
+#define TBE_CUPTI_STRUCT_nvtxDomainCreateA_params(F, A, S) F(S, const char *, name, )
+#define TBE_CUPTI_STRUCT_nvtxDomainRangePop_params(F, A, S) F(S, nvtxDomainHandle_t, domain, )
+#define TBE_CUPTI_STRUCT_nvtxDomainRangePushEx_params(F, A, S) \
+  F(S, nvtxDomainHandle_t, domain, )                           \
+  A(S, TBE_CUPTI_OURS(nvtxRangePushEx_params), core, )
+#define TBE_CUPTI_STRUCT_nvtxDomainRangeStartEx_params(F, A, S) \
+  F(S, nvtxDomainHandle_t, domain, )                            \
+  A(S, TBE_CUPTI_OURS(nvtxRangeStartEx_params), core, )
+#define TBE_CUPTI_STRUCT_nvtxDomainRangeEnd_params(F, A, S) \
+  F(S, nvtxDomainHandle_t, domain, )                        \
+  A(S, TBE_CUPTI_OURS(nvtxRangeEnd_params), core, )
+
 #define TBE_CUPTI_STRUCT_CUpti_ResourceData(F, A, S) \
   F(S, CUcontext, context, )                         \
   A(S, tbe__cupti_resource_handle, resourceHandle, ) \
@@ -835,6 +911,18 @@ typedef union {
   X(CUpti_ActivityName, struct, TBE_CUPTI_RECORD)                     \
   X(CUpti_ActivityMemory4, struct, TBE_CUPTI_RECORD)                  \
   X(CUpti_CallbackData, struct, )                                     \
+  X(CUpti_NvtxData, struct, )                                         \
+  X(nvtxEventAttributes_v2, struct, )                                 \
+  X(nvtxRangePushA_params, struct, )                                  \
+  X(nvtxRangeStartA_params, struct, )                                 \
+  X(nvtxRangePushEx_params, struct, )                                 \
+  X(nvtxRangeStartEx_params, struct, )                                \
+  X(nvtxRangeEnd_params, struct, )                                    \
+  X(nvtxDomainCreateA_params, struct, )                               \
+  X(nvtxDomainRangePop_params, struct, )                              \
+  X(nvtxDomainRangePushEx_params, struct, )                           \
+  X(nvtxDomainRangeStartEx_params, struct, )                          \
+  X(nvtxDomainRangeEnd_params, struct, )                              \
   X(CUpti_ResourceData, struct, )                                     \
   X(CUpti_Device_GetChipName_Params, struct, )                        \
   X(CUpti_Profiler_Initialize_Params, struct, )                       \

@@ -21,6 +21,7 @@
 #include <cupti_profiler_target.h>
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
+#include <generated_nvtx_meta.h>
 
 #define TBE_CUPTI_ABI_CHECK 1
 #include "collect/cupti_abi.h"
@@ -95,3 +96,13 @@ CHECK_INNER(CUpti_ActivityMemory4, memoryPoolConfig.pool, tbe__cupti_pool_size, 
 
 CHECK_WHOLE(CUpti_ResourceData, resourceHandle, tbe__cupti_resource_handle)
 CHECK_INNER(CUpti_ResourceData, resourceHandle, tbe__cupti_resource_handle, stream)
+
+CHECK_WHOLE(nvtxEventAttributes_v2, payload, tbe__nvtx_payload)
+CHECK_WHOLE(nvtxEventAttributes_v2, message, tbe__nvtx_message)
+CHECK_INNER(nvtxEventAttributes_v2, message, tbe__nvtx_message, ascii)
+CHECK_WHOLE(nvtxDomainRangePushEx_params, core, tbe__abi_nvtxRangePushEx_params)
+CHECK_INNER(nvtxDomainRangePushEx_params, core, tbe__abi_nvtxRangePushEx_params, eventAttrib)
+CHECK_WHOLE(nvtxDomainRangeStartEx_params, core, tbe__abi_nvtxRangeStartEx_params)
+CHECK_INNER(nvtxDomainRangeStartEx_params, core, tbe__abi_nvtxRangeStartEx_params, eventAttrib)
+CHECK_WHOLE(nvtxDomainRangeEnd_params, core, tbe__abi_nvtxRangeEnd_params)
+CHECK_INNER(nvtxDomainRangeEnd_params, core, tbe__abi_nvtxRangeEnd_params, id)

@@ -48,6 +48,9 @@ typedef struct tbe__hwm_config {
   unsigned pm_hz;           /* PM sampling rate; 0 = off */
   unsigned kernel_set;      /* TBE_KMETRICS_*; 0 = off */
   unsigned kernel_launches; /* per kernel name; 0 = 3 */
+  unsigned capture;         /* tbe_capture_mode: the range profiler measures only
+                               launches inside it (rpcapture.c) */
+  const char *capture_name, *capture_domain; /* its NVTX range (copied) */
 } tbe__hwm_config;
 
 /* Starts what cfg asks for: subscribes to CUPTI's context and launch
@@ -119,5 +122,16 @@ void tbe__rp_context_destroyed(CUcontext ctx);
 void tbe__rp_release(void);
 void tbe__rp_emit(tbe__hwm_out *o, int all);
 void tbe__rp_stop(tbe__hwm_out *o);
+
+/* rpcapture.c: whether the capture range is open now, from CUPTI's
+ * callbacks on the profiler calls (cudaProfilerApi) or NVTX calls.
+ * tbe__rpc_start enables those callbacks on `sub` (CUPTI's refusal: then
+ * nothing is inside); tbe__rpc_inside is 1 without a capture range. */
+CUptiResult tbe__rpc_start(const tbe__cupti_metrics_api *m, CUpti_SubscriberHandle sub,
+                           unsigned mode, const char *name, const char *domain);
+void tbe__rpc_callback(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data);
+int tbe__rpc_is_profiler_call(CUpti_CallbackDomain dom, CUpti_CallbackId cbid);
+int tbe__rpc_inside(void);
+void tbe__rpc_stop(void);
 
 #endif

@@ -107,6 +107,8 @@ static void start_once(void) {
   cfg.gpu_metrics_hz = o.gpu_metrics_hz;
   cfg.kernel_metrics = o.kernel_metrics;
   cfg.kernel_launches = o.kernel_launches;
+  cfg.capture_name = o.capture_name[0] ? o.capture_name : NULL;
+  cfg.capture_domain = o.capture_domain[0] ? o.capture_domain : NULL;
   cfg.flags = TBE__SPF_INJECTED;
   cfg.on_message = print_message;
   char path[4200];

@@ -18,13 +18,62 @@ void tbe__opts_default(tbe__collect_opts *o) {
   o->flush_ms = 1000;
 }
 
+/* Appends ";key=" and v escaped; 0 or TBE_ETOOBIG. */
+static int put_name(char *buf, size_t size, size_t *at, const char *key, const char *v) {
+  static const char hex[] = "0123456789ABCDEF";
+  int n = snprintf(buf + *at, size - *at, ";%s=", key);
+  if (n < 0 || (size_t)n >= size - *at) return TBE_ETOOBIG;
+  *at += (size_t)n;
+  for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+    int esc = *p == '%' || *p == ';' || *p == '=' || *p <= ' ' || *p >= 0x7f;
+    if (*at + (esc ? 3 : 1) >= size) return TBE_ETOOBIG;
+    if (esc) {
+      buf[(*at)++] = '%';
+      buf[(*at)++] = hex[*p >> 4];
+      buf[(*at)++] = hex[*p & 15];
+    } else {
+      buf[(*at)++] = (char)*p;
+    }
+  }
+  buf[*at] = '\0';
+  return 0;
+}
+
+static int unhex(char c) {
+  return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                         : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* v (len bytes, %XX escaped) into out[TBE__OPT_NAME_MAX]. */
+static int get_name(const char *v, size_t len, char *out) {
+  size_t n = 0;
+  for (size_t i = 0; i < len; i++) {
+    int c = (unsigned char)v[i];
+    if (c == '%') {
+      int h = i + 2 < len ? unhex(v[i + 1]) : -1, l = h >= 0 ? unhex(v[i + 2]) : -1;
+      if (l < 0 || (h == 0 && l == 0)) return TBE_EINVAL;
+      c = h * 16 + l;
+      i += 2;
+    }
+    if (n + 1 >= TBE__OPT_NAME_MAX) return TBE_EINVAL;
+    out[n++] = (char)c;
+  }
+  out[n] = '\0';
+  return 0;
+}
+
 int tbe__opts_encode(const tbe__collect_opts *o, char *buf, size_t size) {
   int n = snprintf(buf, size,
                    "trace=%u;delay=%.17g;duration=%.17g;capture=%u;buffer_mb=%zu;flush_ms=%u;"
                    "noisy=%d;pm_hz=%u;kmetrics=%u;klaunches=%u",
                    o->trace, o->delay_s, o->duration_s, o->capture, o->buffer_mb, o->flush_ms,
                    o->keep_noisy ? 1 : 0, o->gpu_metrics_hz, o->kernel_metrics, o->kernel_launches);
-  return n < 0 || (size_t)n >= size ? TBE_ETOOBIG : 0;
+  if (n < 0 || (size_t)n >= size) return TBE_ETOOBIG;
+  size_t at = (size_t)n;
+  int rc = 0;
+  if (o->capture_name[0]) rc = put_name(buf, size, &at, "cname", o->capture_name);
+  if (!rc && o->capture_domain[0]) rc = put_name(buf, size, &at, "cdomain", o->capture_domain);
+  return rc;
 }
 
 static int parse_u(const char *v, size_t len, unsigned long long *out) {
@@ -85,6 +134,10 @@ int tbe__opts_decode(const char *s, tbe__collect_opts *o) {
       } else if (KEY("klaunches")) {
         if (!(rc = parse_u(v, vl, &u))) rc = u > 1000000 ? TBE_EINVAL : 0;
         if (!rc) o->kernel_launches = (unsigned)u;
+      } else if (KEY("cname")) {
+        rc = get_name(v, vl, o->capture_name);
+      } else if (KEY("cdomain")) {
+        rc = get_name(v, vl, o->capture_domain);
       }
 #undef KEY
       if (rc) return rc;

@@ -208,6 +208,8 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
       if (H.cfg.kernel_set) tbe__rp_context_destroyed(rd->context);
       if (H.cfg.pm_hz) pm_stop_before_destroy(device_of(rd->context));
     }
+  } else if (dom == CUPTI_CB_DOMAIN_NVTX || tbe__rpc_is_profiler_call(dom, cbid)) {
+    if (H.cfg.kernel_set) tbe__rpc_callback(dom, cbid, data);
   } else if (dom == CUPTI_CB_DOMAIN_DRIVER_API && H.cfg.kernel_set) {
     const CUpti_CallbackData *cb = data;
     uint32_t d = device_of(cb->context);
@@ -277,6 +279,13 @@ int tbe__hwm_start(const tbe__cupti_metrics_api *api,
   }
   if (cfg->kernel_set && tbe__rp_start(m, cfg->kernel_set, cfg->kernel_launches) != 0)
     H.cfg.kernel_set = 0;
+  if (H.cfg.kernel_set &&
+      (r = tbe__rpc_start(m, H.sub, cfg->capture, cfg->capture_name, cfg->capture_domain)) !=
+          CUPTI_SUCCESS) {
+    tbe__hwm_fail(TBE__MKIND_RANGE_PROFILER, UINT32_MAX, tbe__hwm_status_of(r),
+                  "cuptiEnableCallback (the capture range's calls)", r);
+    H.cfg.kernel_set = 0;
+  }
   /* A context current on this thread already (the in-process API after
    * the program's CUDA start): its device is sampled too. */
   if (cfg->pm_hz) {
@@ -681,6 +690,7 @@ void tbe__hwm_stop(tbe__hwm_out *o) {
   /* No callback from now on: the range profiler's figures are final. */
   if (H.subscribed) m->unsubscribe(H.sub);
   H.subscribed = 0;
+  tbe__rpc_stop();
   int exiting = __atomic_load_n(&H.exiting, __ATOMIC_ACQUIRE);
   for (uint32_t d = 0; d < TBE__MAXDEV; d++) {
     pmdev *p = &H.dev[d];

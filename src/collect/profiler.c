@@ -154,6 +154,8 @@ int tbe_profiler_start(const tbe_profiler_options *o) {
   cfg.gpu_metrics_hz = o->gpu_metrics_hz;
   cfg.kernel_metrics = o->kernel_metrics;
   cfg.kernel_launches = o->kernel_metrics_launches;
+  cfg.capture_name = P.capture_name;
+  cfg.capture_domain = P.capture_domain;
   cfg.spool_path = path;
   cfg.on_message = relay;
   if (cfg.trace & TBE_TRACE_NVTX) route_nvtx(&api);

@@ -24,6 +24,12 @@
  * thread writes a kernel's figures (the means over its launches) once its
  * N launches are measured, and at stop (or a fatal signal) the rest.
  *
+ * With a capture range (rpcapture.c), only launches made while it is
+ * open are measured.  Each measured launch call is timed (a
+ * TBE__SP_REPLAYED item) so that the importer can place the kernel when
+ * CUPTI's record of a replayed kernel has no span and its launch no API
+ * record (cuBLAS launches through the driver API, not traced by default).
+ *
  * Failures (no permission, another profiler, an unsupported GPU) fail the
  * context once: a status and a line (pmsampling.c), and its launches then
  * run as without metrics. */
@@ -71,6 +77,14 @@ typedef struct rpctx {
   size_t config_size, data_size;
 } rpctx;
 
+/* A measured launch's call, timed here: the importer places a replayed
+ * kernel by it when the kernel's own record has no usable span and the
+ * launch no API record (TBE__SP_REPLAYED). */
+typedef struct rpreplay {
+  uint32_t corr, device;
+  int64_t start, end;
+} rpreplay;
+
 typedef struct rpkernel {
   char *name;
   uint32_t device;
@@ -91,12 +105,21 @@ static struct {
   rpkernel *k;
   size_t nk, capk;
   uint64_t measured_total[TBE__RP_MAXCTX]; /* per device, for the status */
+  rpreplay *rep;      /* measured launches not yet written */
+  size_t nrep, caprep;
   int closed;         /* released at exit: no launch measured any more */
 } R = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* The launch this thread is measuring. */
 static __thread rpctx *tl_ctx;
 static __thread size_t tl_k;
+static __thread int64_t tl_t0;
+
+static int64_t now_ns(void) {
+  uint64_t t = 0;
+  if (!R.api->get_timestamp || R.api->get_timestamp(&t) != CUPTI_SUCCESS) return 0;
+  return (int64_t)t;
+}
 
 int tbe__rp_start(const tbe__cupti_metrics_api *api, unsigned set, unsigned launches) {
   R.api = api;
@@ -344,7 +367,7 @@ void tbe__rp_launch(const CUpti_CallbackData *cb, uint32_t device) {
   if (cb->callbackSite == CUPTI_API_ENTER) {
     const char *name = cb->symbolName;
     if (!name || !*name || tl_ctx || device == UINT32_MAX ||
-        __atomic_load_n(&R.closed, __ATOMIC_ACQUIRE))
+        __atomic_load_n(&R.closed, __ATOMIC_ACQUIRE) || !tbe__rpc_inside())
       return;
     pthread_mutex_lock(&R.mu);
     rpctx *x = ctx_get_locked(cb->context, device);
@@ -369,11 +392,13 @@ void tbe__rp_launch(const CUpti_CallbackData *cb, uint32_t device) {
     }
     tl_ctx = x; /* the lock stays held until the exit */
     tl_k = k;
+    tl_t0 = now_ns();
     return;
   }
   rpctx *x = tl_ctx;
   if (!x || x->ctx != cb->context) return;
   tl_ctx = NULL;
+  rpreplay rp = {cb->correlationId, device, tl_t0, now_ns()};
   double v[NRP];
   const char *what = NULL;
   CUptiResult r = CUPTI_SUCCESS;
@@ -393,6 +418,17 @@ void tbe__rp_launch(const CUpti_CallbackData *cb, uint32_t device) {
     if (device < TBE__RP_MAXCTX) R.measured_total[device]++;
   } else if (got > 1 || got == 0) {
     k->dropped++;
+  }
+  if (rp.start > 0 && rp.end >= rp.start) {
+    if (R.nrep == R.caprep) {
+      size_t cap = R.caprep ? 2 * R.caprep : 64;
+      rpreplay *n = realloc(R.rep, cap * sizeof *n);
+      if (n) {
+        R.rep = n;
+        R.caprep = cap;
+      }
+    }
+    if (R.nrep < R.caprep) R.rep[R.nrep++] = rp;
   }
   pthread_mutex_unlock(&R.mu);
 }
@@ -448,6 +484,11 @@ static void put_kernel(tbe__hwm_out *o, rpkernel *k) {
 
 void tbe__rp_emit(tbe__hwm_out *o, int all) {
   pthread_mutex_lock(&R.mu);
+  for (size_t i = 0; i < R.nrep; i++) {
+    tbe__sp_replayed it = {R.rep[i].corr, R.rep[i].device, R.rep[i].start, R.rep[i].end};
+    tbe__spool_item(o->batch, TBE__SP_REPLAYED, &it, sizeof it);
+  }
+  R.nrep = 0;
   for (size_t i = 0; i < R.nk; i++) {
     rpkernel *k = &R.k[i];
     if (k->measured > k->written && (all || k->measured >= R.launches)) put_kernel(o, k);
@@ -486,5 +527,8 @@ void tbe__rp_stop(tbe__hwm_out *o) {
   free(R.k);
   R.k = NULL;
   R.nk = R.capk = 0;
+  free(R.rep);
+  R.rep = NULL;
+  R.nrep = R.caprep = 0;
   R.api = NULL;
 }

@@ -211,7 +211,14 @@ int tbe_session_environment(const tbe_profiler_options *o, const char *inject_li
   co.gpu_metrics_hz = o->gpu_metrics_hz;
   co.kernel_metrics = o->kernel_metrics;
   co.kernel_launches = o->kernel_metrics_launches;
-  char opts[256];
+  /* The range profiler measures only launches inside the capture range. */
+  const char *cn = o->capture == TBE_CAPTURE_NVTX && o->capture_name ? o->capture_name : "";
+  const char *cd = o->capture == TBE_CAPTURE_NVTX && o->capture_domain ? o->capture_domain : "";
+  if (strlen(cn) >= sizeof co.capture_name || strlen(cd) >= sizeof co.capture_domain)
+    return TBE_ETOOBIG;
+  memcpy(co.capture_name, cn, strlen(cn) + 1);
+  memcpy(co.capture_domain, cd, strlen(cd) + 1);
+  char opts[2048];
   int rc = tbe__opts_encode(&co, opts, sizeof opts);
   if (!rc) rc = set(ctx, "CUDA_INJECTION64_PATH", inject_lib);
   if (!rc && (co.trace & TBE_TRACE_NVTX)) rc = set(ctx, "NVTX_INJECTION64_PATH", inject_lib);

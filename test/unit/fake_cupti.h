@@ -255,6 +255,9 @@ static struct {
   CUpti_CallbackFunc cb;
   void *ud;
   int subscribed, cb_resource, cb_launch;
+  int cb_profiler, cb_nvtx; /* the capture range's callbacks enabled */
+  uint32_t corr;            /* the last launch's correlation id */
+  uint64_t nvtx_id;         /* the last start/end range id */
   CUptiResult subscribe_rc, pm_enable_rc, rp_enable_rc;
   int pm_enabled, pm_started, pm_stopped;
   uint64_t pm_interval;
@@ -300,6 +303,9 @@ static inline void tfm_reset(void) {
   pthread_mutex_lock(&tfm.mu);
   tfm.cb = NULL;
   tfm.subscribed = tfm.cb_resource = tfm.cb_launch = 0;
+  tfm.cb_profiler = tfm.cb_nvtx = 0;
+  tfm.corr = 0;
+  tfm.nvtx_id = 0;
   tfm.subscribe_rc = tfm.pm_enable_rc = tfm.rp_enable_rc = CUPTI_SUCCESS;
   tfm.pm_enabled = tfm.pm_started = tfm.pm_stopped = 0;
   tfm.npend = tfm.pend_head = 0;
@@ -328,9 +334,13 @@ static inline CUptiResult tfm_unsubscribe(CUpti_SubscriberHandle s) {
 static inline CUptiResult tfm_enable_callback(uint32_t on, CUpti_SubscriberHandle s,
                                               CUpti_CallbackDomain d, CUpti_CallbackId cbid) {
   (void)s;
-  (void)cbid;
   if (d == CUPTI_CB_DOMAIN_RESOURCE) tfm.cb_resource = (int)on;
-  if (d == CUPTI_CB_DOMAIN_DRIVER_API) tfm.cb_launch = (int)on;
+  if (d == CUPTI_CB_DOMAIN_DRIVER_API && cbid != CUPTI_DRIVER_TRACE_CBID_cuProfilerStart &&
+      cbid != CUPTI_DRIVER_TRACE_CBID_cuProfilerStop)
+    tfm.cb_launch = (int)on;
+  if (d == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000)
+    tfm.cb_profiler = (int)on;
+  if (d == CUPTI_CB_DOMAIN_NVTX) tfm.cb_nvtx = (int)on;
   return CUPTI_SUCCESS;
 }
 static inline CUptiResult tfm_device_id(CUcontext c, uint32_t *d) {
@@ -577,6 +587,7 @@ static inline void tfm_launch(uint32_t d, const char *name) {
   cb.context = (CUcontext)(uintptr_t)(d + 1);
   cb.symbolName = name;
   cb.functionName = "cuLaunchKernel";
+  cb.correlationId = ++tfm.corr;
   if (tfm.subscribed && tfm.cb_launch) {
     cb.callbackSite = CUPTI_API_ENTER;
     tfm.cb(tfm.ud, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
@@ -591,6 +602,81 @@ static inline void tfm_launch(uint32_t d, const char *name) {
     cb.callbackSite = CUPTI_API_EXIT;
     tfm.cb(tfm.ud, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
   }
+}
+
+/* cudaProfilerStart (start != 0) or cudaProfilerStop: the runtime
+ * callback's entry and exit. */
+static inline void tfm_profiler_call(int start) {
+  if (!tfm.subscribed || !tfm.cb_profiler) return;
+  CUpti_CallbackData cb;
+  memset(&cb, 0, sizeof cb);
+  cb.functionName = start ? "cudaProfilerStart" : "cudaProfilerStop";
+  CUpti_CallbackId id = start ? CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000
+                              : CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000;
+  cb.callbackSite = CUPTI_API_ENTER;
+  tfm.cb(tfm.ud, CUPTI_CB_DOMAIN_RUNTIME_API, id, &cb);
+  cb.callbackSite = CUPTI_API_EXIT;
+  tfm.cb(tfm.ud, CUPTI_CB_DOMAIN_RUNTIME_API, id, &cb);
+}
+
+/* NVTX calls as CUPTI reports them (once, after the call).  Domains are
+ * the handles (nvtxDomainHandle_t)k, k > 0; NULL is the default domain. */
+static inline void tfm_nvtx(CUpti_CallbackId id, const char *fn, const void *params,
+                            const void *ret) {
+  if (!tfm.subscribed || !tfm.cb_nvtx) return;
+  CUpti_NvtxData d = {fn, params, ret};
+  tfm.cb(tfm.ud, CUPTI_CB_DOMAIN_NVTX, id, &d);
+}
+static inline nvtxDomainHandle_t tfm_nvtx_domain(uintptr_t k, const char *name) {
+  nvtxDomainCreateA_params p = {name};
+  nvtxDomainHandle_t h = (nvtxDomainHandle_t)k;
+  tfm_nvtx(CUPTI_CBID_NVTX_nvtxDomainCreateA, "nvtxDomainCreateA", &p, &h);
+  return h;
+}
+static inline void tfm_nvtx_attr(nvtxEventAttributes_v2 *a, const char *msg) {
+  memset(a, 0, sizeof *a);
+  a->version = 2;
+  a->size = (uint16_t)sizeof *a;
+  a->messageType = NVTX_MESSAGE_TYPE_ASCII;
+  a->message.ascii = msg;
+}
+/* nvtxRangePushA(msg) with domain NULL, else nvtxDomainRangePushEx. */
+static inline void tfm_nvtx_push(nvtxDomainHandle_t dom, const char *msg) {
+  int depth = 0;
+  if (!dom) {
+    nvtxRangePushA_params p = {msg};
+    tfm_nvtx(CUPTI_CBID_NVTX_nvtxRangePushA, "nvtxRangePushA", &p, &depth);
+    return;
+  }
+  nvtxEventAttributes_v2 a;
+  tfm_nvtx_attr(&a, msg);
+  nvtxDomainRangePushEx_params p;
+  memset(&p, 0, sizeof p);
+  p.domain = dom;
+  p.core.eventAttrib = &a;
+  tfm_nvtx(CUPTI_CBID_NVTX_nvtxDomainRangePushEx, "nvtxDomainRangePushEx", &p, &depth);
+}
+static inline void tfm_nvtx_pop(nvtxDomainHandle_t dom) {
+  int depth = 0;
+  if (!dom) {
+    tfm_nvtx(CUPTI_CBID_NVTX_nvtxRangePop, "nvtxRangePop", NULL, &depth);
+    return;
+  }
+  nvtxDomainRangePop_params p = {dom};
+  tfm_nvtx(CUPTI_CBID_NVTX_nvtxDomainRangePop, "nvtxDomainRangePop", &p, &depth);
+}
+/* nvtxRangeStartEx (ASCII) in the default domain: the range's id. */
+static inline uint64_t tfm_nvtx_start(const char *msg) {
+  nvtxEventAttributes_v2 a;
+  tfm_nvtx_attr(&a, msg);
+  nvtxRangeStartEx_params p = {&a};
+  uint64_t id = ++tfm.nvtx_id;
+  tfm_nvtx(CUPTI_CBID_NVTX_nvtxRangeStartEx, "nvtxRangeStartEx", &p, &id);
+  return id;
+}
+static inline void tfm_nvtx_end(uint64_t id) {
+  nvtxRangeEnd_params p = {id};
+  tfm_nvtx(CUPTI_CBID_NVTX_nvtxRangeEnd, "nvtxRangeEnd", &p, NULL);
 }
 
 static inline void tfm_fill(tbe__cupti_metrics_api *m) {

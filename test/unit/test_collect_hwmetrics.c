@@ -149,6 +149,8 @@ typedef struct scan {
     double v[8];
   } km[16];
   int nkm;
+  tbe__sp_replayed rep[16]; /* TBE__SP_REPLAYED items */
+  int nrep;
 } scan;
 
 static const char *str_of(const scan *s, uint32_t id) {
@@ -215,6 +217,9 @@ static int on_item(void *ctx, unsigned type, const uint8_t *b, size_t len) {
       assert_true(s->def[s->km[s->nkm].id[i]].name); /* defined before use */
     }
     s->nkm++;
+  } else if (type == TBE__SP_REPLAYED && s->nrep < 16) {
+    assert_int_equal(len, sizeof(tbe__sp_replayed));
+    memcpy(&s->rep[s->nrep++], b, sizeof(tbe__sp_replayed));
   } else if (type == TBE__SP_METRIC_STATUS && s->nstatus < 16) {
     memcpy(&s->status[s->nstatus], b, sizeof(tbe__sp_metric_status));
     size_t rl = len - sizeof(tbe__sp_metric_status);
@@ -288,6 +293,21 @@ static int teardown(void **state) {
   free(f->spool);
   free(f);
   return 0;
+}
+
+static void start_capture(fixture *f, unsigned kset, unsigned launches, unsigned capture,
+                          const char *name, const char *domain) {
+  tbe__collect_config c;
+  memset(&c, 0, sizeof c);
+  c.trace = TBE_TRACE_CUDA | TBE_TRACE_NVTX;
+  c.spool_path = f->spool;
+  c.kernel_metrics = kset;
+  c.kernel_launches = launches;
+  c.capture = capture;
+  c.capture_name = name;
+  c.capture_domain = domain;
+  c.on_message = on_message;
+  assert_int_equal(tbe__collector_start(&f->api, &c), 0);
 }
 
 static void start(fixture *f, unsigned hz, unsigned kset, unsigned launches) {
@@ -557,6 +577,122 @@ static void test_range_profiler_first_n(void **state) {
   scan_free(&s);
 }
 
+/* The figures of (name) in the scan, its launches measured; -1 if none. */
+static int km_launches(const scan *s, const char *name) {
+  for (int i = 0; i < s->nkm; i++)
+    if (strcmp(str_of(s, s->km[i].name), name) == 0) return (int)s->km[i].launches;
+  return -1;
+}
+
+/* Whether a REPLAYED item times launch `corr`, with a span. */
+static int replayed(const scan *s, uint32_t corr) {
+  for (int i = 0; i < s->nrep; i++)
+    if (s->rep[i].corr == corr) return s->rep[i].start > 0 && s->rep[i].end >= s->rep[i].start;
+  return 0;
+}
+
+/* With --capture-range cudaProfilerApi, only the launches between
+ * cudaProfilerStart and cudaProfilerStop are measured (a warm-up before
+ * and the launches after are not), each timed by a REPLAYED item. */
+static void test_range_profiler_capture_profiler_api(void **state) {
+  fixture *f = *state;
+  start_capture(f, TBE_KMETRICS_BRIEF, 2, TBE_CAPTURE_PROFILER_API, NULL, NULL);
+  assert_true(tfm.cb_profiler);
+  assert_false(tfm.cb_nvtx);
+  tfm_launch(0, "kA"); /* corr 1: warm-up, outside */
+  tfm_launch(0, "kB"); /* corr 2: outside */
+  assert_false(tfm.rp_enabled); /* nothing set up before the range */
+  tfm_profiler_call(1);
+  tfm_launch(0, "kA"); /* corr 3: measured, seq 1 */
+  tfm_launch(0, "kA"); /* corr 4: measured, seq 2 */
+  tfm_launch(0, "kB"); /* corr 5: measured, seq 3 */
+  tfm_profiler_call(0);
+  tfm_launch(0, "kB"); /* corr 6: outside again */
+  tfm_launch(0, "kC"); /* corr 7: never inside */
+  stop();
+  scan s;
+  scan_file(f->spool, &s);
+  assert_int_equal(s.nkm, 2);
+  assert_int_equal(km_launches(&s, "kA"), 2);
+  assert_int_equal(km_launches(&s, "kB"), 1);
+  assert_int_equal(km_launches(&s, "kC"), -1);
+  for (int i = 0; i < s.nkm; i++) {
+    int a = strcmp(str_of(&s, s.km[i].name), "kA") == 0;
+    /* sm_throughput_pct: 100 + the mean sequence number of the launches */
+    assert_true(fabs(s.km[i].v[0] - (100.0 + (a ? 1.5 : 3.0))) < 1e-9);
+  }
+  assert_int_equal(s.nrep, 3);
+  assert_true(replayed(&s, 3) && replayed(&s, 4) && replayed(&s, 5));
+  const tbe__sp_metric_status *st = status_of(&s, TBE__MKIND_RANGE_PROFILER, 0, NULL);
+  assert_non_null(st);
+  assert_int_equal(st->samples, 3);
+  scan_free(&s);
+}
+
+/* With --capture-range nvtx:step, launches inside an open "step" range,
+ * on any thread's stack level or as a start/end range, are measured;
+ * those in other ranges, outside, or after the range closed are not. */
+static void test_range_profiler_capture_nvtx(void **state) {
+  fixture *f = *state;
+  start_capture(f, TBE_KMETRICS_BRIEF, 10, TBE_CAPTURE_NVTX, "step", NULL);
+  assert_true(tfm.cb_nvtx);
+  tfm_nvtx_push(NULL, "warmup");
+  tfm_launch(0, "kA"); /* corr 1: not measured */
+  tfm_nvtx_pop(NULL);
+  tfm_nvtx_push(NULL, "step");
+  tfm_nvtx_push(NULL, "inner");
+  tfm_launch(0, "kA"); /* corr 2: inside (nested) */
+  tfm_nvtx_pop(NULL);
+  tfm_launch(0, "kA"); /* corr 3: inside */
+  tfm_nvtx_pop(NULL);
+  tfm_launch(0, "kA"); /* corr 4: not */
+  uint64_t id = tfm_nvtx_start("step");
+  tfm_launch(0, "kB"); /* corr 5: inside a start/end range */
+  tfm_nvtx_end(id);
+  tfm_launch(0, "kB"); /* corr 6: not */
+  nvtxDomainHandle_t other = tfm_nvtx_domain(7, "other");
+  tfm_nvtx_push(other, "step"); /* any domain matches without @DOMAIN */
+  tfm_launch(0, "kC");          /* corr 7: inside */
+  tfm_nvtx_pop(other);
+  tfm_nvtx_pop(NULL); /* a pop without its push changes nothing */
+  tfm_launch(0, "kC"); /* corr 8: not */
+  stop();
+  scan s;
+  scan_file(f->spool, &s);
+  assert_int_equal(km_launches(&s, "kA"), 2);
+  assert_int_equal(km_launches(&s, "kB"), 1);
+  assert_int_equal(km_launches(&s, "kC"), 1);
+  assert_int_equal(s.nrep, 4);
+  assert_true(replayed(&s, 2) && replayed(&s, 3) && replayed(&s, 5) && replayed(&s, 7));
+  scan_free(&s);
+}
+
+/* nvtx:step@app: only "step" ranges of the domain named "app" open it. */
+static void test_range_profiler_capture_nvtx_domain(void **state) {
+  fixture *f = *state;
+  start_capture(f, TBE_KMETRICS_BRIEF, 10, TBE_CAPTURE_NVTX, "step", "app");
+  nvtxDomainHandle_t app = tfm_nvtx_domain(1, "app"), other = tfm_nvtx_domain(2, "other");
+  tfm_nvtx_push(NULL, "step");
+  tfm_launch(0, "kA"); /* corr 1: the default domain: not */
+  tfm_nvtx_pop(NULL);
+  tfm_nvtx_push(other, "step");
+  tfm_launch(0, "kA"); /* corr 2: another domain: not */
+  tfm_nvtx_push(app, "step");
+  tfm_launch(0, "kA"); /* corr 3: inside */
+  tfm_nvtx_pop(other); /* pops "other"'s level, not "app"'s: still inside */
+  tfm_launch(0, "kB"); /* corr 4: inside */
+  tfm_nvtx_pop(app);
+  tfm_launch(0, "kB"); /* corr 5: not */
+  stop();
+  scan s;
+  scan_file(f->spool, &s);
+  assert_int_equal(km_launches(&s, "kA"), 1);
+  assert_int_equal(km_launches(&s, "kB"), 1);
+  assert_int_equal(s.nrep, 2);
+  assert_true(replayed(&s, 3) && replayed(&s, 4));
+  scan_free(&s);
+}
+
 /* At exit the hook frees the range profiler's host objects first and
  * disables nothing; a launch after it is not measured, and the figures
  * and status still come. */
@@ -636,6 +772,19 @@ static void test_options_roundtrip(void **state) {
   assert_int_equal(back.kernel_metrics, TBE_KMETRICS_BRIEF);
   assert_int_equal(back.kernel_launches, 5);
   assert_int_equal(tbe__opts_decode("kmetrics=9", &back), TBE_EINVAL);
+  /* The capture range's name and domain, any bytes but NUL. */
+  snprintf(o.capture_name, sizeof o.capture_name, "%s", "step;1=a %b\xc3\xa9");
+  snprintf(o.capture_domain, sizeof o.capture_domain, "%s", "my app");
+  assert_int_equal(tbe__opts_encode(&o, buf, sizeof buf), 0);
+  assert_null(strstr(buf, "step;"));
+  tbe__opts_default(&back);
+  assert_int_equal(tbe__opts_decode(buf, &back), 0);
+  assert_string_equal(back.capture_name, "step;1=a %b\xc3\xa9");
+  assert_string_equal(back.capture_domain, "my app");
+  assert_int_equal(back.kernel_launches, 5);
+  assert_int_equal(tbe__opts_decode("cname=a%2", &back), TBE_EINVAL);
+  assert_int_equal(tbe__opts_decode("cname=a%00b", &back), TBE_EINVAL);
+  assert_int_equal(tbe__opts_encode(&o, buf, 40), TBE_ETOOBIG);
   unsigned set = 0;
   assert_int_equal(tbe_profiler_parse_kernel_metrics("default", &set), 0);
   assert_int_equal(set, TBE_KMETRICS_DEFAULT);
@@ -800,6 +949,10 @@ static void test_e2e_range_profiler(void **state) {
   assert_int_equal(warnings_with(t, "not collected on GPU 0: no permission"), 1);
   assert_int_equal(warnings_with(t, "NVreg_RestrictProfilingToAdminUsers"), 1);
   assert_int_equal(t->nkernel_metrics, 1);
+  /* the slowdown of the launches it did not replay is said once */
+  assert_int_equal(warnings_with(t, "the range profiler replayed 2 launches on GPU 0 and stays "
+                                    "enabled there"),
+                   1);
   char *s = summary_json(t);
   assert_non_null(strstr(s, "\"name\":\"kA\""));
   /* the fake's j-th figure of launch n reads (j + 1) * 100 + n: launches
@@ -827,6 +980,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_permission_refused_trace_kept, setup, teardown),
       cmocka_unit_test_setup_teardown(test_range_profiler_first_n, setup, teardown),
       cmocka_unit_test_setup_teardown(test_range_profiler_exit_hook, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_range_profiler_capture_profiler_api, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_range_profiler_capture_nvtx, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_range_profiler_capture_nvtx_domain, setup, teardown),
       cmocka_unit_test_setup_teardown(test_exit_hook_stops_before_cupti, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pm_stale_stamps_dropped, setup, teardown),
       cmocka_unit_test_setup_teardown(test_busy_and_missing_api, setup, teardown),
