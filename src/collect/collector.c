@@ -74,7 +74,7 @@
  *
  * Hardware metrics (hwmetrics.h), when asked for, ride on the background
  * thread: its timers give them a turn (tbe__hwm_tick: PM samples drained
- * every 50 ms, range-profiler figures), their items go into the batch and
+ * every 20-50 ms, range-profiler figures), their items go into the batch and
  * out as a frame like the records', the fatal-signal flush gives them a
  * last turn, and stop ends them before the END item.
  *

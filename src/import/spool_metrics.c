@@ -11,7 +11,9 @@
  *   one's interval taken as long as the second's, or as 0 for a lone
  *   sample), and the series ends with an event at the last timestamp
  *   repeating the last value.  Samples outside the kept windows are left
- *   out like any record.
+ *   out like any record.  Samples missing in gaps of the series (steps
+ *   over twice the median, inside the windows) beyond the overflow and
+ *   stale counts are said in one warning per device.
  * - Kernel figures: one tbe_kernel_metrics per item (name, device), values
  *   by metric name; the last item of a name and device counts.
  * - Status: one warning line per kind and device saying which collection
@@ -72,6 +74,53 @@ static int add_series(tbe_trace *t, int64_t pid, const sp_msample *v, size_t n, 
   return rc;
 }
 
+static int cmp_i64(const void *x, const void *y) {
+  int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* Samples missing from one series (a device's first metric: its metrics
+ * share their stamps): steps longer than twice the median step whose
+ * midpoint lies in a kept window (a capture range's own gaps miss
+ * nothing).  One warning per device unless the overflow and stale counts
+ * of its status, said in their own lines, account for them. */
+static int pm_gaps(const scan *s, tbe_trace *t, const sp_msample *v, size_t n,
+                   int (*keep)(void *, int64_t), void *kctx) {
+  if (n < 3) return 0;
+  int64_t *st = malloc((n - 1) * sizeof *st);
+  if (!st) return TBE_ENOMEM;
+  for (size_t i = 1; i < n; i++) st[i - 1] = v[i].ts - v[i - 1].ts;
+  qsort(st, n - 1, sizeof *st, cmp_i64);
+  int64_t med = st[(n - 1) / 2];
+  free(st);
+  if (med <= 0) return 0;
+  uint64_t gaps = 0, missing = 0;
+  int64_t total = 0, longest = 0;
+  for (size_t i = 1; i < n; i++) {
+    int64_t d = v[i].ts - v[i - 1].ts;
+    if (d <= 2 * med || !keep(kctx, v[i - 1].ts + d / 2)) continue;
+    gaps++;
+    total += d - med;
+    missing += (uint64_t)(d / med) - 1;
+    if (d > longest) longest = d;
+  }
+  uint64_t said = 0;
+  for (size_t i = 0; i < s->mstatus.n; i++) /* the last status counts */
+    if (s->mstatus.v[i].st.kind == TBE__MKIND_PM_SAMPLING &&
+        s->mstatus.v[i].st.device == v[0].device)
+      said = s->mstatus.v[i].st.overflow + s->mstatus.v[i].st.stale;
+  if (!gaps || missing <= said) return 0;
+  int64_t span = v[n - 1].ts - v[0].ts;
+  tbe_trace_warn(t,
+                 "PM sampling on GPU %u has no samples in %llu gap%s, %.3f s in all (%.1f%% of the "
+                 "%.3f s sampled; the longest %.1f ms), beyond any overflow said: each gap counts "
+                 "in the means at the value of the sample after it",
+                 v[0].device, (unsigned long long)gaps, gaps == 1 ? "" : "s", (double)total / 1e9,
+                 span > 0 ? 100.0 * (double)total / (double)span : 0.0, (double)span / 1e9,
+                 (double)longest / 1e6);
+  return 0;
+}
+
 static int pm_samples(scan *s, tbe_trace *t, int64_t pid, int (*keep)(void *, int64_t),
                       void *kctx, uint64_t *unknown) {
   sp_msample *v = s->msamples.v;
@@ -101,6 +150,7 @@ static int pm_samples(scan *s, tbe_trace *t, int64_t pid, int (*keep)(void *, in
     size_t b = a + 1;
     while (b < w && v[b].device == v[a].device && v[b].metric == v[a].metric) b++;
     rc = add_series(t, pid, v + a, b - a, metric_name(s, v[a].metric));
+    if (!rc && (a == 0 || v[a - 1].device != v[a].device)) rc = pm_gaps(s, t, v + a, b - a, keep, kctx);
     a = b;
   }
   s->msamples.n = 0;

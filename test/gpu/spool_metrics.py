@@ -76,9 +76,10 @@ def read(path):
             kernels.append({"name": strs.get(name, "?"), "device": dev, "launches": launches,
                             "values": vals})
         elif t == SP_METRIC_STATUS:
-            kind, dev, st, _, smp, ovf = struct.unpack_from("<IIIIQQ", b)
+            kind, dev, st, stale, smp, ovf = struct.unpack_from("<IIIIQQ", b)
             statuses.append({"kind": KIND.get(kind, kind), "device": dev,
                              "status": STATUS.get(st, st), "samples": smp, "overflow": ovf,
+                             "stale": stale,
                              "reason": b[32:].decode("utf-8", "replace")})
     return {"defs": defs, "samples": samples, "kernels": kernels, "statuses": statuses,
             "notes": notes, "ranges": ranges}
@@ -104,7 +105,7 @@ def main():
             result["defs"].append(d)
         for s in r["statuses"]:
             print(f"  status {s['kind']} device {s['device']}: {s['status']} samples {s['samples']}"
-                  f" overflow {s['overflow']} {s['reason']}")
+                  f" overflow {s['overflow']} stale {s['stale']} {s['reason']}")
         result["statuses"] += r["statuses"]
         for n in r["notes"]:
             print(f"  note: {n}")
@@ -123,6 +124,17 @@ def main():
             print(f"  pm device {dev} {name}: {len(xs)} samples over {span:.2f} s ({rate:.0f}/s),"
                   f" median step {med / 1e3:.1f} us ({1e9 / med if med > 0 else 0:.0f}/s),"
                   f" steps not forward {back}, mean {mean:.4g}")
+            # where samples are missing: steps over 1.5x the median, their
+            # total, the largest, and the median time between them (a gap
+            # per drain of the hardware buffer would repeat every tick)
+            if name == "sm_active_pct" and med > 0:
+                gaps = [(a, b - a) for a, b in zip(ts, ts[1:]) if b - a > 1.5 * med]
+                every = sorted(y[0] - x[0] for x, y in zip(gaps, gaps[1:]))
+                big = sorted((g for _, g in gaps), reverse=True)[:5]
+                print(f"  pm device {dev} gaps: {len(gaps)} steps over 1.5x the median,"
+                      f" {sum(g for _, g in gaps) / 1e9:.3f} s in all, largest"
+                      f" {', '.join(f'{g / 1e6:.2f}' for g in big)} ms, median spacing"
+                      f" {every[len(every) // 2] / 1e6 if every else 0:.1f} ms")
             result["pm"][f"{dev}/{name}"] = {"n": len(xs), "mean": mean, "rate": rate,
                                              "median_step_ns": med, "not_forward": back}
         for rg in r["ranges"]:

@@ -897,6 +897,8 @@ static void test_e2e_pm_sampling(void **state) {
   tbe_trace *t = converted(f);
   assert_int_equal(warnings_with(t, "PM sampling lost 40 samples on GPU 0"), 1);
   assert_int_equal(warnings_with(t, "PM sampling left out 5 samples on GPU 0 whose time"), 1);
+  /* the overflow's gap is said once, in its own line */
+  assert_int_equal(warnings_with(t, "has no samples in"), 0);
   char *s = summary_json(t);
   /* the fake's j-th metric reads (j + 1) * 1.5 */
   assert_non_null(strstr(s, "\"gpu_metrics\":{\"sm_active_pct\":1.5,\"occupancy_pct\":3,"
@@ -927,6 +929,26 @@ static void test_e2e_pm_sampling(void **state) {
   free(run);
   free(json);
   free(logdir);
+  tbe_trace_free(t);
+}
+
+/* Samples missing without an overflow (the H200 lost some so when drained
+ * too seldom): one warning with the gap's length, the means over the rest. */
+static void test_e2e_pm_gap(void **state) {
+  fixture *f = *state;
+  e2e_start(f, 10000, 0, 0);
+  tfm_context_created(0);
+  e2e_kernel(1, "k");
+  tfm_pm_produce(E2E, 100, 100000);
+  tfm_pm_produce(E2E + 300 * 100000ull, 100, 100000); /* 200 missing: 20 ms */
+  nap_ms(120);
+  tfm_context_destroyed(0);
+  e2e_stop();
+  tbe_trace *t = converted(f);
+  assert_int_equal(warnings_with(t, "PM sampling on GPU 0 has no samples in 1 gap, 0.020 s in all "
+                                    "(50.1% of the 0.040 s sampled; the longest 20.1 ms)"),
+                   1);
+  assert_int_equal(warnings_with(t, "lost"), 0);
   tbe_trace_free(t);
 }
 
@@ -988,6 +1010,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_busy_and_missing_api, setup, teardown),
       cmocka_unit_test_setup_teardown(test_options_roundtrip, setup, teardown),
       cmocka_unit_test_setup_teardown(test_e2e_pm_sampling, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_e2e_pm_gap, setup, teardown),
       cmocka_unit_test_setup_teardown(test_e2e_range_profiler, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
