@@ -28,12 +28,14 @@
  * background thread drains it every TBE__PM_TICK_S, or sooner so that a
  * drain finds about TBE__PM_TICK_SAMPLES samples (at 10 kHz every 20 ms),
  * against a counter data image of TBE__PM_SAMPLES and a hardware buffer of
- * TBE__PM_HWBUF bytes.  (On the H200 at 10 kHz, draining every 50 ms, 500
- * samples a drain, lost a sixth of the samples without an overflow: a
- * tenth came stamped stale and the rest were missing, in gaps of up to
- * 0.3-0.8 s; every 200 ms lost more; every 20 ms lost none: 9,977 samples
- * a second, no stale one, the longest gap 11 ms.  At 1 kHz, 50 samples a
- * drain, none were lost either.)  When CUPTI says the hardware buffer
+ * TBE__PM_HWBUF bytes.  (On the H200 at 10 kHz, with images of 4,096
+ * samples, a sixth to a quarter of the samples were lost without an
+ * overflow said: stale-stamped (decodes that filled an image and went on
+ * into the next) or missing, in gaps of up to 0.8 s; draining every 20 ms
+ * instead of 50 ms helped in one run of 4 s and not in runs of 9 s;
+ * images of 16,384 samples left no stale sample, 8,341 samples a second
+ * over 9 s, the rest missing in two gaps of 0.75 s, which the importer
+ * reports (spool_metrics.c).  At 1 kHz none were lost.)  When CUPTI says the hardware buffer
  * overflowed, the samples lost are estimated from the gap in time before
  * the next sample decoded (at least one) and counted into the status.
  *
@@ -66,7 +68,7 @@
 #define TBE__PM_TICK_SAMPLES 200.0   /* samples a drain should find at most */
 #define TBE__PM_IDLE_S 0.5           /* tick period otherwise */
 #ifndef TBE__PM_SAMPLES
-#define TBE__PM_SAMPLES 4096u        /* samples a counter data image holds */
+#define TBE__PM_SAMPLES 16384u       /* samples a counter data image holds */
 #endif
 #define TBE__PM_HWBUF ((size_t)128 << 20) /* CUPTI's hardware buffer per device */
 #define TBE__PM_STATUS_S 1.0         /* a running status item this often */
