@@ -1341,6 +1341,18 @@ static void test_golden_add_loop(void **state) {
   /* Every kernel runs after its launch: the median latency is positive
    * and below the profiled window. */
   assert_true(an->all.launch_median_ns > 0 && an->all.launch_median_ns < an->wall_ns);
+  tbe_analysis_free(an);
+  /* The same run with the range profiler's figures: its host time is the
+   * profiler's replays, so no launch-bound verdict; the short kernels
+   * still. */
+  tbe_str kn, metric;
+  assert_int_equal(tbe_trace_intern(t, "k", 1, &kn), 0);
+  assert_int_equal(tbe_trace_intern(t, "sm_throughput_pct", 17, &metric), 0);
+  tbe_metric_value mv = {.metric = metric, .value = 1.0};
+  assert_int_equal(tbe_trace_add_kernel_metrics(t, kn, 0, 3, &mv, 1), 0);
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  assert_false(has_advice(an, TBE_ADVICE_LAUNCH_BOUND));
+  assert_true(has_advice(an, TBE_ADVICE_SHORT_KERNELS));
   scan_free(&ks);
   tbe_analysis_free(an);
   tbe_trace_free(t);
