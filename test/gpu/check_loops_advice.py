@@ -34,7 +34,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LOOPS = os.path.join(HERE, "metrics_loops.py")
-NAMES = {0: "launch-bound", 1: "short kernels", 6: "SMs underfilled", 7: "tensor pipes idle",
+NAMES = {0: "launch-bound", 1: "short kernels", 4: "sync", 6: "SMs underfilled", 7: "tensor pipes idle",
          8: "memory-bound", 9: "compute-bound"}
 # loop -> run -> (kinds of which at least one must be there, for each group; kinds that must not)
 WANT = {
