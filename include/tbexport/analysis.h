@@ -322,7 +322,8 @@ typedef struct tbe_analysis {
   int64_t group_total_ns[TBE_GROUP__COUNT];  /* sum of self_ns: the self % base */
   tbe_step_stats *steps;      /* the trace's steps, in order */
   size_t nsteps;
-  int64_t host_busy_ns;       /* busiest host thread: union of CPU ops and API calls */
+  int64_t host_busy_ns;       /* busiest host thread: union of CPU ops and API calls,
+                                 the synchronizing calls (waits for the GPU) left out */
   uint64_t api_calls;         /* CUDA runtime + driver calls */
   uint64_t sync_calls;        /* API calls that synchronize (…Synchronize) + sync records */
   int64_t sync_call_ns;

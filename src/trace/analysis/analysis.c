@@ -578,7 +578,11 @@ static int host_track(tbe_analysis *an, scratch *s, const tbe_track *tr) {
       case TBE_EV_OVERHEAD: an->overhead_ns = tbe__sat_add(an->overhead_ns, e->dur_ns); break;
       default: break;
     }
-    if (e->kind == TBE_EV_CPU_OP || e->kind == TBE_EV_RUNTIME || e->kind == TBE_EV_DRIVER) {
+    /* Busy: CPU ops and API calls, but not the calls that wait for the GPU
+     * (a GEMM loop that syncs each step is not kept busy by its host). */
+    if (e->kind == TBE_EV_CPU_OP ||
+        ((e->kind == TBE_EV_RUNTIME || e->kind == TBE_EV_DRIVER) &&
+         !(name_flags(s, t, e->name) & NF_SYNC))) {
       if (st < s->win_lo) st = s->win_lo; /* only the profiled window counts */
       if (en > s->win_hi) en = s->win_hi;
       if (en <= st) continue;
