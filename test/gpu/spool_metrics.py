@@ -135,6 +135,16 @@ def main():
                       f" {sum(g for _, g in gaps) / 1e9:.3f} s in all, largest"
                       f" {', '.join(f'{g / 1e6:.2f}' for g in big)} ms, median spacing"
                       f" {every[len(every) // 2] / 1e6 if every else 0:.1f} ms")
+                # where the longest lie: from the first sample, and the
+                # NVTX range (a loop of metrics_loops.py) each falls in
+                for g0, g in sorted(gaps, key=lambda x: -x[1])[:4]:
+                    inr = [rg["name"] for rg in r["ranges"] if rg["start"] <= g0 + g // 2 <= rg["end"]]
+                    print(f"    gap of {g / 1e6:.1f} ms at {(g0 - ts[0]) / 1e9:.3f} s, in range"
+                          f" {inr[0] if inr else '(none)'}")
+                if gaps:
+                    print("    ranges: " + ", ".join(
+                        f"{rg['name']} {(rg['start'] - ts[0]) / 1e9:.3f}-{(rg['end'] - ts[0]) / 1e9:.3f} s"
+                        for rg in r["ranges"]))
             result["pm"][f"{dev}/{name}"] = {"n": len(xs), "mean": mean, "rate": rate,
                                              "median_step_ns": med, "not_forward": back}
         for rg in r["ranges"]:
