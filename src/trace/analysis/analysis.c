@@ -552,8 +552,12 @@ static int host_track(tbe_analysis *an, scratch *s, const tbe_track *tr) {
   for (uint32_t j = 0; j < tr->count; j++) {
     const tbe_event *e = &t->events[tr->first + j];
     int64_t st = e->start_ns, en = tbe__end_ns(e->start_ns, e->dur_ns);
+    /* Busy: CPU ops and API calls, but not the calls that wait for the GPU
+     * (a GEMM loop that syncs each step is not kept busy by its host). */
+    int feeds = 0;
     switch (e->kind) {
       case TBE_EV_CPU_OP: {
+        feeds = 1;
         long slot = group_slot(an, s, TBE_GROUP_CPU_OP, e->name);
         if (slot < 0) return TBE_ENOMEM;
         account(&an->groups[TBE_GROUP_CPU_OP][slot], e->dur_ns);
@@ -567,6 +571,8 @@ static int host_track(tbe_analysis *an, scratch *s, const tbe_track *tr) {
         if (name_flags(s, t, e->name) & NF_SYNC) {
           an->sync_calls++;
           an->sync_call_ns = tbe__sat_add(an->sync_call_ns, e->dur_ns);
+        } else {
+          feeds = 1;
         }
         break;
       case TBE_EV_SYNC:
@@ -578,11 +584,7 @@ static int host_track(tbe_analysis *an, scratch *s, const tbe_track *tr) {
       case TBE_EV_OVERHEAD: an->overhead_ns = tbe__sat_add(an->overhead_ns, e->dur_ns); break;
       default: break;
     }
-    /* Busy: CPU ops and API calls, but not the calls that wait for the GPU
-     * (a GEMM loop that syncs each step is not kept busy by its host). */
-    if (e->kind == TBE_EV_CPU_OP ||
-        ((e->kind == TBE_EV_RUNTIME || e->kind == TBE_EV_DRIVER) &&
-         !(name_flags(s, t, e->name) & NF_SYNC))) {
+    if (feeds) {
       if (st < s->win_lo) st = s->win_lo; /* only the profiled window counts */
       if (en > s->win_hi) en = s->win_hi;
       if (en <= st) continue;
