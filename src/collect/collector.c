@@ -1069,8 +1069,7 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
   if (rc == 0 && (cfg->gpu_metrics_hz || cfg->kernel_metrics)) {
     tbe__hwm_config hc = {cfg->gpu_metrics_hz, cfg->kernel_metrics, cfg->kernel_launches,
                           cfg->capture, cfg->capture_name, cfg->capture_domain};
-    if (!G.api.m.get_timestamp) G.api.m.get_timestamp = G.api.get_timestamp;
-    G.hwm = tbe__hwm_start(&G.api.m, G.api.get_result_string, &hc);
+    G.hwm = tbe__hwm_start(&G.api.m, G.api.get_result_string, G.api.get_timestamp, &hc);
   }
   if (rc == 0) {
     /* The thread must not inherit the application's signal handling. */

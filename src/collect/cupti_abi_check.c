@@ -97,6 +97,7 @@ CHECK_INNER(CUpti_ActivityMemory4, memoryPoolConfig.pool, tbe__cupti_pool_size, 
 CHECK_WHOLE(CUpti_ResourceData, resourceHandle, tbe__cupti_resource_handle)
 CHECK_INNER(CUpti_ResourceData, resourceHandle, tbe__cupti_resource_handle, stream)
 
+_Static_assert(NVTX_MESSAGE_TYPE_ASCII == 1, "NVTX_MESSAGE_TYPE_ASCII");
 CHECK_WHOLE(nvtxEventAttributes_v2, payload, tbe__nvtx_payload)
 CHECK_WHOLE(nvtxEventAttributes_v2, message, tbe__nvtx_message)
 CHECK_INNER(nvtxEventAttributes_v2, message, tbe__nvtx_message, ascii)

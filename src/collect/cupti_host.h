@@ -116,7 +116,6 @@ typedef struct tbe__cupti_metrics_api {
   CUptiResult (*enable_callback)(uint32_t enable, CUpti_SubscriberHandle s,
                                  CUpti_CallbackDomain d, CUpti_CallbackId cbid);
   CUptiResult (*get_device_id)(CUcontext ctx, uint32_t *device);
-  CUptiResult (*get_timestamp)(uint64_t *ts); /* cuptiGetTimestamp */
   CUptiResult (*profiler_init)(CUpti_Profiler_Initialize_Params *p);
   CUptiResult (*chip_name)(CUpti_Device_GetChipName_Params *p);
   CUptiResult (*pm_availability)(CUpti_PmSampling_GetCounterAvailability_Params *p);

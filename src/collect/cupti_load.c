@@ -68,7 +68,6 @@ int tbe__cupti_load(tbe__cupti_api *api, char *why, size_t whylen) {
   SYM(m.unsubscribe, "cuptiUnsubscribe");
   SYM(m.enable_callback, "cuptiEnableCallback");
   SYM(m.get_device_id, "cuptiGetDeviceId");
-  SYM(m.get_timestamp, "cuptiGetTimestamp");
   SYM(m.profiler_init, "cuptiProfilerInitialize");
   SYM(m.chip_name, "cuptiDeviceGetChipName");
   SYM(m.pm_availability, "cuptiPmSamplingGetCounterAvailability");

@@ -56,10 +56,11 @@ typedef struct tbe__hwm_config {
 /* Starts what cfg asks for: subscribes to CUPTI's context and launch
  * callbacks and marks the device of the current context (if any) wanted.
  * Failures are recorded for the first tick.  Returns 1 when something was
- * asked for (ticks are wanted), else 0.  `api` must outlive the session. */
+ * asked for (ticks are wanted), else 0.  `api` must outlive the session;
+ * `timestamp` (cuptiGetTimestamp, may be NULL) times measured launches. */
 int tbe__hwm_start(const tbe__cupti_metrics_api *api,
                    CUptiResult (*result_string)(CUptiResult r, const char **s),
-                   const tbe__hwm_config *cfg);
+                   CUptiResult (*timestamp)(uint64_t *ts), const tbe__hwm_config *cfg);
 /* The background thread's turn: enables wanted devices, drains the
  * samples, writes statuses and finished kernel figures.  Returns the
  * seconds until it wants the next turn.  With final != 0 (a fatal
@@ -114,7 +115,8 @@ void tbe__hwm_keep(void *p);
 void tbe__hwm_at_exit(void);
 
 /* rangeprof.c, driven by pmsampling.c's callback and tick. */
-int tbe__rp_start(const tbe__cupti_metrics_api *api, unsigned set, unsigned launches);
+int tbe__rp_start(const tbe__cupti_metrics_api *api, CUptiResult (*timestamp)(uint64_t *ts),
+                  unsigned set, unsigned launches);
 void tbe__rp_launch(const CUpti_CallbackData *cb, uint32_t device); /* launch enter/exit */
 void tbe__rp_context_destroyed(CUcontext ctx);
 /* Releases every context's profiler objects (the exit hook); launches are

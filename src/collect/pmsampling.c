@@ -244,7 +244,7 @@ static const CUpti_CallbackId launch_cbids[] = {
 
 int tbe__hwm_start(const tbe__cupti_metrics_api *api,
                    CUptiResult (*result_string)(CUptiResult r, const char **s),
-                   const tbe__hwm_config *cfg) {
+                   CUptiResult (*timestamp)(uint64_t *ts), const tbe__hwm_config *cfg) {
   memset(H.dev, 0, sizeof H.dev);
   for (size_t i = 0; i < TBE__MAXDEV; i++) {
     atomic_store(&H.wanted[i], 0);
@@ -294,7 +294,7 @@ int tbe__hwm_start(const tbe__cupti_metrics_api *api,
     H.cfg.pm_hz = H.cfg.kernel_set = 0;
     return 1;
   }
-  if (cfg->kernel_set && tbe__rp_start(m, cfg->kernel_set, cfg->kernel_launches) != 0)
+  if (cfg->kernel_set && tbe__rp_start(m, timestamp, cfg->kernel_set, cfg->kernel_launches) != 0)
     H.cfg.kernel_set = 0;
   if (H.cfg.kernel_set &&
       (r = tbe__rpc_start(m, H.sub, cfg->capture, cfg->capture_name, cfg->capture_domain)) !=

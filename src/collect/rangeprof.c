@@ -77,14 +77,6 @@ typedef struct rpctx {
   size_t config_size, data_size;
 } rpctx;
 
-/* A measured launch's call, timed here: the importer places a replayed
- * kernel by it when the kernel's own record has no usable span and the
- * launch no API record (TBE__SP_REPLAYED). */
-typedef struct rpreplay {
-  uint32_t corr, device;
-  int64_t start, end;
-} rpreplay;
-
 typedef struct rpkernel {
   char *name;
   uint32_t device;
@@ -97,6 +89,7 @@ typedef struct rpkernel {
 static struct {
   pthread_mutex_t mu;
   const tbe__cupti_metrics_api *api;
+  CUptiResult (*timestamp)(uint64_t *ts);
   const char *names[NRP];
   size_t n;
   unsigned launches;
@@ -105,7 +98,7 @@ static struct {
   rpkernel *k;
   size_t nk, capk;
   uint64_t measured_total[TBE__RP_MAXCTX]; /* per device, for the status */
-  rpreplay *rep;      /* measured launches not yet written */
+  tbe__sp_replayed *rep; /* measured launch calls, timed, not yet written */
   size_t nrep, caprep;
   int closed;         /* released at exit: no launch measured any more */
 } R = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -117,12 +110,14 @@ static __thread int64_t tl_t0;
 
 static int64_t now_ns(void) {
   uint64_t t = 0;
-  if (!R.api->get_timestamp || R.api->get_timestamp(&t) != CUPTI_SUCCESS) return 0;
+  if (!R.timestamp || R.timestamp(&t) != CUPTI_SUCCESS) return 0;
   return (int64_t)t;
 }
 
-int tbe__rp_start(const tbe__cupti_metrics_api *api, unsigned set, unsigned launches) {
+int tbe__rp_start(const tbe__cupti_metrics_api *api, CUptiResult (*timestamp)(uint64_t *ts),
+                  unsigned set, unsigned launches) {
   R.api = api;
+  R.timestamp = timestamp;
   R.n = set == TBE_KMETRICS_BRIEF ? NRP_BRIEF : NRP;
   for (size_t i = 0; i < R.n; i++) R.names[i] = rp_defs[i].source;
   R.launches = launches ? launches : 3;
@@ -398,7 +393,7 @@ void tbe__rp_launch(const CUpti_CallbackData *cb, uint32_t device) {
   rpctx *x = tl_ctx;
   if (!x || x->ctx != cb->context) return;
   tl_ctx = NULL;
-  rpreplay rp = {cb->correlationId, device, tl_t0, now_ns()};
+  tbe__sp_replayed rp = {cb->correlationId, device, tl_t0, now_ns()};
   double v[NRP];
   const char *what = NULL;
   CUptiResult r = CUPTI_SUCCESS;
@@ -422,7 +417,7 @@ void tbe__rp_launch(const CUpti_CallbackData *cb, uint32_t device) {
   if (rp.start > 0 && rp.end >= rp.start) {
     if (R.nrep == R.caprep) {
       size_t cap = R.caprep ? 2 * R.caprep : 64;
-      rpreplay *n = realloc(R.rep, cap * sizeof *n);
+      tbe__sp_replayed *n = realloc(R.rep, cap * sizeof *n);
       if (n) {
         R.rep = n;
         R.caprep = cap;
@@ -484,10 +479,8 @@ static void put_kernel(tbe__hwm_out *o, rpkernel *k) {
 
 void tbe__rp_emit(tbe__hwm_out *o, int all) {
   pthread_mutex_lock(&R.mu);
-  for (size_t i = 0; i < R.nrep; i++) {
-    tbe__sp_replayed it = {R.rep[i].corr, R.rep[i].device, R.rep[i].start, R.rep[i].end};
-    tbe__spool_item(o->batch, TBE__SP_REPLAYED, &it, sizeof it);
-  }
+  for (size_t i = 0; i < R.nrep; i++)
+    tbe__spool_item(o->batch, TBE__SP_REPLAYED, &R.rep[i], sizeof R.rep[i]);
   R.nrep = 0;
   for (size_t i = 0; i < R.nk; i++) {
     rpkernel *k = &R.k[i];
