@@ -90,6 +90,7 @@
 #include "collect/collector_decode.h"
 #include "collect/hwmetrics.h"
 #include "collect/launcher.h"
+#include "collect/nvtxhook.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -208,6 +209,8 @@ static struct {
   unsigned crash_seen;     /* S.req when the background thread was made */
   int hwm;                 /* hardware metrics want ticks (hwmetrics.h) */
   double hwm_next;         /* since_t0() of the next tick */
+  int nvtx;                /* our NVTX handlers record (nvtxhook.h) */
+  double nvtx_next;        /* since_t0() of the next drain of their blocks */
 } G = {.mu = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
 /* Wakes the background thread: a semaphore, because the fatal-signal
@@ -551,7 +554,7 @@ static const kindent kinds[] = {
     {CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME", TBE_TRACE_CUDA, 0},
     {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "SYNCHRONIZATION", TBE_TRACE_CUDA, 0},
     {CUPTI_ACTIVITY_KIND_OVERHEAD, "OVERHEAD", TBE_TRACE_CUDA, 0},
-    {CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER", TBE_TRACE_DRIVER, 0},
+    {CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER", TBE_TRACE_CUDA | TBE_TRACE_DRIVER, 0},
     {CUPTI_ACTIVITY_KIND_MEMORY2, "MEMORY2", TBE_TRACE_MEMORY, 0},
     {CUPTI_ACTIVITY_KIND_MARKER, "MARKER", TBE_TRACE_NVTX, 0},
     {CUPTI_ACTIVITY_KIND_MARKER_DATA, "MARKER_DATA", TBE_TRACE_NVTX, 0},
@@ -566,6 +569,45 @@ static int kind_is_on(CUpti_ActivityKind k) {
   return 0;
 }
 
+/* Whether a driver call is one that puts work on the GPU: kernel, cooperative
+ * and graph launches, copies and memsets (by the name CUPTI gives its id). */
+static int driver_call_launches(const char *name) {
+  static const char *const prefixes[] = {"cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset"};
+  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+    if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0) return 1;
+  return 0;
+}
+
+/* The driver calls recorded by default: the launch subset (the calls that
+ * put work on a GPU, made by cuBLASLt, cuDNN, CUTLASS, Triton and XLA
+ * rather than through the runtime), every other driver call switched off
+ * one by one.  Ids run from 1 until CUPTI names none (TBE__DRIVER_CBID_MAX
+ * at most). */
+#define TBE__DRIVER_CBID_MAX 4096u
+static void driver_launches_only(void) {
+  unsigned off = 0, kept = 0, unnamed = 0;
+  for (uint32_t cbid = 1; cbid < TBE__DRIVER_CBID_MAX && unnamed < 64; cbid++) {
+    const char *name = NULL;
+    if (G.api.get_callback_name(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) != CUPTI_SUCCESS ||
+        !name) {
+      unnamed++; /* past the last id (a few ids in between may have no name) */
+      continue;
+    }
+    unnamed = 0;
+    if (driver_call_launches(name)) {
+      kept++;
+      continue;
+    }
+    if (G.api.enable_driver_api(cbid, 0) == CUPTI_SUCCESS) off++;
+  }
+  (void)off;
+  if (!kept) {
+    G.api.activity_disable(CUPTI_ACTIVITY_KIND_DRIVER);
+    for (size_t i = 0; i < NKINDS; i++)
+      if (kinds[i].kind == CUPTI_ACTIVITY_KIND_DRIVER) kind_on[i] = 0;
+  }
+}
+
 /* Switches the configured kinds on (1) or off (0).  Called with G.mu not
  * held.  Failures to enable are recorded as notes (not fatal) unless no
  * kind could be enabled at all. */
@@ -577,6 +619,14 @@ static int set_enabled(int on) {
   int64_t on_at = on ? cupti_now() : 0;
   for (size_t i = 0; i < NKINDS; i++) {
     if (!(kinds[i].need & G.cfg.trace)) continue;
+    /* NVTX recorded by our own handlers (nvtxhook.h): no marker records. */
+    if (G.cfg.nvtx_hook && (kinds[i].need & TBE_TRACE_NVTX) && !(kinds[i].need & TBE_TRACE_CUDA))
+      continue;
+    /* Driver calls without --trace driver: the launch subset only, and only
+     * where CUPTI lets us choose calls (else none). */
+    if (kinds[i].kind == CUPTI_ACTIVITY_KIND_DRIVER && !(G.cfg.trace & TBE_TRACE_DRIVER) &&
+        !G.api.enable_driver_api)
+      continue;
     if (on) {
       CUptiResult r;
       r = CUPTI_ERROR_NOT_SUPPORTED;
@@ -599,6 +649,8 @@ static int set_enabled(int on) {
       kind_on[i] = 0;
     }
   }
+  if (on && kind_is_on(CUPTI_ACTIVITY_KIND_DRIVER) && !(G.cfg.trace & TBE_TRACE_DRIVER))
+    driver_launches_only();
   if (on && !G.cfg.keep_noisy) {
     /* After enabling the kinds: enabling a kind resets per-call choices. */
     if (kind_is_on(CUPTI_ACTIVITY_KIND_RUNTIME) && G.api.enable_runtime_api)
@@ -629,6 +681,13 @@ static double since_t0(void) {
   return (double)(n.tv_sec - G.t0.tv_sec) + (double)(n.tv_nsec - G.t0.tv_nsec) * 1e-9;
 }
 
+/* Our NVTX handlers' records so far into the batch (decoding thread, G.mu
+ * not held). */
+#define TBE__NVTX_DRAIN_S 0.2 /* how often: 200 ms of a busy thread is ~2 blocks */
+static void drain_nvtx(void) {
+  if (G.nvtx) tbe__nvtx_drain(&G.dec, (uint32_t)G.owner);
+}
+
 /* The first half of a fatal-signal flush (G.mu not held): says so in the
  * spool at once, then forces CUPTI to return every buffer; the caller
  * decodes them. */
@@ -643,6 +702,7 @@ static void crash_flush(int sig) {
     tbe__hwm_out o = hwm_out();
     tbe__hwm_tick(&o, 1);
   }
+  drain_nvtx();
   write_batch();
   G.api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
@@ -735,6 +795,17 @@ static void *bg_main(void *arg) {
         continue;
       }
       if (G.hwm_next - now < wake) wake = G.hwm_next - now;
+    }
+    if (G.nvtx) {
+      if (now >= G.nvtx_next || tbe__nvtx_pressure()) {
+        pthread_mutex_unlock(&G.mu);
+        drain_nvtx();
+        if (G.batch.len) write_batch();
+        pthread_mutex_lock(&G.mu);
+        G.nvtx_next = since_t0() + TBE__NVTX_DRAIN_S;
+        continue;
+      }
+      if (G.nvtx_next - now < wake) wake = G.nvtx_next - now;
     }
     if (G.cfg.flush_ms && G.enabled) {
       double period = G.cfg.flush_ms / 1000.0;
@@ -894,6 +965,8 @@ static void atfork_child(void) {
   pthread_mutex_unlock(&G.mu);
   atomic_store(&S.armed, 0);
   atomic_store(&S.busy, 0);
+  tbe__nvtx_atfork_child();
+  G.nvtx = 0;
   if (G.running) {
     G.running = 0;
     G.closed = 1;
@@ -1071,6 +1144,14 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
                           cfg->capture, cfg->capture_name, cfg->capture_domain};
     G.hwm = tbe__hwm_start(&G.api.m, G.api.get_result_string, G.api.get_timestamp, &hc);
   }
+  G.nvtx = 0;
+  G.nvtx_next = 0;
+  if (rc == 0 && cfg->nvtx_hook && (cfg->trace & TBE_TRACE_NVTX)) {
+    if (tbe__nvtx_start(G.api.get_timestamp, wake_bg) == 0)
+      G.nvtx = 1;
+    else
+      say(TBE_MSG_WARNING, "NVTX ranges are not recorded: no memory for their buffers");
+  }
   if (rc == 0) {
     /* The thread must not inherit the application's signal handling. */
     G.crash_seen = atomic_load(&S.req);
@@ -1148,6 +1229,14 @@ int tbe__collector_stop(tbe__sp_stats *stats) {
   G.closed = 1;
   G.running = 0;
   pthread_mutex_unlock(&G.mu);
+  if (G.nvtx) {
+    tbe__nvtx_stop();
+    drain_nvtx();
+    tbe__sp_nvtx_stats ns;
+    tbe__nvtx_stats(&ns);
+    ITEM(TBE__SP_NVTX_STATS, ns);
+    G.nvtx = 0;
+  }
   add_dropped();
   if (G.hwm) {
     tbe__hwm_out o = hwm_out();

@@ -83,6 +83,10 @@ typedef struct tbe__collect_config {
    * for the range profiler, which measures only launches inside the
    * capture range (`capture`). */
   const char *capture_name, *capture_domain;
+  /* NVTX is recorded by the collector's own handlers (nvtxhook.h: the
+   * injection library is the program's NVTX tool), not as CUPTI's marker
+   * records. */
+  int nvtx_hook;
   /* What went wrong while collecting (CUPTI refusing a call, a spool
    * write that failed), one line each (tbexport/common.h); NULL: none.
    * Called from the starting thread or the background thread, never two

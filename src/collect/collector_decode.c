@@ -39,22 +39,24 @@ int tbe__api_is_noisy(int driver, const char *name, size_t len) {
 /* ---- string interning ---- */
 
 static uint32_t intern(tbe__decoder *dc, const char *s) {
-  if (!s) return 0;
+  return s ? tbe__decoder_str_n(dc, s, strlen(s)) : 0;
+}
+
+uint32_t tbe__decoder_str(tbe__decoder *dc, const char *s) { return intern(dc, s); }
+
+uint32_t tbe__decoder_str_n(tbe__decoder *dc, const char *s, size_t len) {
   strtab *t = &dc->strs;
   if (!t->ready) {
     tbe__allocator_init(&t->a, NULL);
     tbe__intern_init(&t->in, &t->a, TBE__SEED_PROCESS);
     t->ready = 1;
   }
-  size_t len = strlen(s);
   uint32_t id;
   int added;
   if (tbe__intern_add(&t->in, s, len, &id, &added)) return 0;
   if (added) tbe__spool_str(dc->batch, id + 1, s, len);
   return id + 1;
 }
-
-uint32_t tbe__decoder_str(tbe__decoder *dc, const char *s) { return intern(dc, s); }
 
 static void strtab_free(strtab *t) {
   if (t->ready) tbe__intern_deinit(&t->in);

@@ -53,6 +53,8 @@ void tbe__decoder_redefine(tbe__decoder *dc);
 /* The spool id of string `s`, defined in dc->batch on first use (0 for
  * NULL or without memory): for items the collector writes itself. */
 uint32_t tbe__decoder_str(tbe__decoder *dc, const char *s);
+/* The same for len bytes at s (need not end in NUL, may not hold one). */
+uint32_t tbe__decoder_str_n(tbe__decoder *dc, const char *s, size_t len);
 
 /* Forgets every string and API name (frees the table); the pointers and
  * functions stay. */

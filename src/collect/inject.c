@@ -4,8 +4,9 @@
  * NVTX_INJECTION64_PATH) to this library and TBEXPORT_SPOOL_DIR /
  * TBEXPORT_OPTIONS to the session.  The CUDA driver calls
  * InitializeInjection during cuInit; the NVTX loader calls
- * InitializeInjectionNvtx2 on the first NVTX call, which we forward to
- * libcupti's own NVTX handler so ranges become CUPTI marker records.
+ * InitializeInjectionNvtx2 on the first NVTX call of every library that
+ * carries NVTX, where our own handlers take the calls (nvtxhook.h; they
+ * cost tens of ns where libcupti's marker records cost 1-2 us).
  * Whichever comes first starts the collector (once per process: a forked
  * child that reaches either starts its own, since the parent's session is
  * not inherited; a call from inside the start, if CUPTI makes one, returns
@@ -40,8 +41,10 @@
 #include <unistd.h>
 
 #include "collect/collector.h"
+#include "collect/nvtxhook.h"
 #include "collect/options.h"
 #include "tbexport/error.h"
+#include "tbexport/profiler.h"
 
 #define TBE_INJECT_API __attribute__((visibility("default")))
 
@@ -50,6 +53,7 @@ static pid_t started_in; /* the process that ran start_once; 0: none */
 static __thread int starting;
 static tbe__cupti_api api;
 static int api_ok;
+static int nvtx_chain; /* libcupti must see NVTX too (the range profiler's capture range) */
 
 /* Leaves DIR/<pid>.note holding WHY (one line); best effort. */
 static void leave_note(const char *dir, const char *why) {
@@ -110,6 +114,8 @@ static void start_once(void) {
   cfg.capture_name = o.capture_name[0] ? o.capture_name : NULL;
   cfg.capture_domain = o.capture_domain[0] ? o.capture_domain : NULL;
   cfg.flags = TBE__SPF_INJECTED;
+  cfg.nvtx_hook = 1;
+  nvtx_chain = o.kernel_metrics && o.capture == TBE_CAPTURE_NVTX;
   cfg.on_message = print_message;
   char path[4200];
   int rc = TBE_EEXIST;
@@ -148,10 +154,13 @@ TBE_INJECT_API int InitializeInjection(void) {
   return 1;
 }
 
+/* NVTX's tool: our own handlers (nvtxhook.h), chained to libcupti's when
+ * the range profiler reads its capture range through CUPTI's NVTX
+ * callbacks.  Without a collector, no tool: NVTX calls cost nothing. */
 TBE_INJECT_API int InitializeInjectionNvtx2(const void *(*get_export_table)(uint32_t)) {
   ensure_started();
-  if (!api_ok || !api.nvtx_init) return 0;
-  return api.nvtx_init(get_export_table);
+  if (!tbe__nvtx_recording()) return 0;
+  return tbe__nvtx_attach(get_export_table, nvtx_chain && api_ok ? api.nvtx_init : NULL);
 }
 
 /* tbe_profiler_step of a program that links libtbexport and runs under

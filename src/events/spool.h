@@ -78,7 +78,9 @@ enum {
   TBE__SP_REPLAYED = 29,   /* tbe__sp_replayed: a launch the range profiler replayed */
   TBE__SP_WINDOW = 30,     /* tbe__sp_window: collection switched on/off */
   TBE__SP_STATS = 31,      /* tbe__sp_stats, cumulative: the last one counts */
-  TBE__SP_END = 32         /* tbe__sp_end: clean end of the session */
+  TBE__SP_END = 32,        /* tbe__sp_end: clean end of the session */
+  TBE__SP_OP = 33,         /* tbe__sp_op: a framework operator began or ended */
+  TBE__SP_NVTX_STATS = 34  /* tbe__sp_nvtx_stats, cumulative: the last one counts */
 };
 
 /* Marker flags, marker-data flags and object kinds keep CUPTI's numbers
@@ -336,6 +338,35 @@ typedef struct tbe__sp_stats {
 typedef struct tbe__sp_end {
   int64_t end_ns;
 } tbe__sp_end;
+
+/* A framework operator, from the NVTX range PyTorch pushes for it under
+ * emit_nvtx (common/torchnvtx.h), read by the collector's own NVTX
+ * handlers (collect/nvtxhook.c): one item where the range was pushed
+ * (TBE__OPF_BEGIN: name, shapes, sequence number) and one where it was
+ * popped (TBE__OPF_END, the same id, the other fields 0).  A BEGIN without
+ * its END is an operator still running when the capture ended (a crash).
+ * Any other NVTX range stays a marker (TBE__SP_MARKER). */
+#define TBE__OPF_BEGIN 0x1u
+#define TBE__OPF_END 0x2u
+typedef struct tbe__sp_op {
+  int64_t ts;
+  uint64_t id;       /* unique in the process */
+  uint32_t pid, tid; /* the thread that pushed (and popped) it */
+  uint32_t name;     /* string id: the operator's name ("aten::mm") */
+  uint32_t shapes;   /* string id: the input shapes' text ("[[4, 8], []]"); 0 if none */
+  int64_t seq;       /* PyTorch's sequence number; -1 if none */
+  uint32_t flags;    /* TBE__OPF_BEGIN or TBE__OPF_END */
+  uint32_t ninputs;  /* inputs the shapes list */
+} tbe__sp_op;
+
+/* The collector's own NVTX handlers (collect/nvtxhook.c), cumulative. */
+typedef struct tbe__sp_nvtx_stats {
+  uint64_t records;    /* NVTX calls recorded */
+  uint64_t dropped;    /* calls lost: no free block (the decoder fell behind) or
+                          no thread slot left */
+  uint64_t truncated;  /* messages cut at TBE__NVTX_MSG_MAX bytes */
+  uint64_t unclosed;   /* pops without a push on their thread and domain */
+} tbe__sp_nvtx_stats;
 
 /* Checksum of the frame (length bytes + payload). */
 uint32_t tbe__spool_checksum(const void *p, size_t n, uint32_t seed);
