@@ -174,8 +174,8 @@ static int write_buffer_locked(tbe_writer *w) {
     w->pending_since = -1;
     return 0;
   }
-  /* A child made without fork() (no atfork handler ran) still never
-   * writes the owner's records: the system call is paid per flush only. */
+  /* A child of a raw clone or fork system call (no atfork handler ran)
+   * still never writes the owner's records; getpid is paid per flush. */
   int rc = getpid() == w->owner ? tbe__write_all(w->fd, w->buf.data, w->buf.len) : TBE_ESTATE;
   /* A failed write may have left part of the buffer in the file: cut it
    * back to the last whole record (best effort) so that the file stays a
