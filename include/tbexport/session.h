@@ -51,20 +51,34 @@
 extern "C" {
 #endif
 
+/* Flags of tbe_session_run_name.  FORCE: the run's outputs of the host
+ * entry are to be replaced (no check); NEXT_FREE: a taken entry moves on
+ * to the next free name instead of being refused. */
+#define TBE_SESSION_FORCE 1u
+#define TBE_SESSION_NEXT_FREE 2u
+
 /* Names the run before the program starts, into name[0..size) (at least
  * TBE_NAME_MAX + 1 bytes).  Without `run`: the local time
  * (tbe_run_name_default), with "_2", "_3", ... when a run of that name
  * exists in `logdir` (its profile folder or its events folder).  With
- * `run` and without `force`: refuses a run that already has outputs for
- * the host entry `host` (NULL: this machine, tbe_session_host), a file
- * plugins/profile/RUN/HOST.xplane.pb or .trace.json.gz, or the same of
- * HOST_pid<N>[_<k>], naming the first in clash[0..clash_size) (may be
- * NULL); other hosts' and other ranks' files (HOST.rank<N>.*, for
- * `host` HOST) are no clash, so the ranks of one job join one run.
- * Returns 0, TBE_EEXIST, TBE_ENAME (a refused name), TBE_EINVAL (no
- * clock, buffers too small). */
-TBE_API int tbe_session_run_name(const char *logdir, const char *run, const char *host, int force,
-                                 char *name, size_t size, char *clash, size_t clash_size);
+ * `run`, unless `flags` has TBE_SESSION_FORCE, it looks for outputs the
+ * run already has for the host entry `host` (NULL: this machine,
+ * tbe_session_host): a file plugins/profile/RUN/HOST.xplane.pb or
+ * .trace.json.gz, or the same of HOST_pid<N>[_<k>], naming the first in
+ * clash[0..clash_size) (may be NULL); other hosts' and other ranks' files
+ * (HOST.rank<N>.*, for `host` HOST) are no clash, so the ranks of one job
+ * join one run.  A taken entry is refused (TBE_EEXIST), or, with
+ * TBE_SESSION_NEXT_FREE, the name is the first of RUN_2, RUN_3, ...
+ * without outputs for the entry (0, and clash names what RUN had; the
+ * tbexport program asks for this, so that neither a name used again nor
+ * a job id seen again, a step run again by hand or an id the launcher
+ * reuses, stops the program or replaces the earlier profile): the ranks
+ * of the new job, each finding its own entry taken, reach the same next
+ * name.  Returns 0, TBE_EEXIST (also when no free name fits), TBE_ENAME
+ * (a refused name), TBE_EINVAL (no clock, buffers too small). */
+TBE_API int tbe_session_run_name(const char *logdir, const char *run, const char *host,
+                                 unsigned flags, char *name, size_t size, char *clash,
+                                 size_t clash_size);
 
 /* This machine's name as a host name: ':' and '/' replaced by '_',
  * "localhost" if unknown; NUL-terminated in buf[0..size). */
@@ -81,7 +95,14 @@ TBE_API void tbe_session_host(char *buf, size_t size);
  * stay "<host>", or "<host>_pid<P>" when there are several.  With a job
  * id (torchrun's run id, Open MPI's or PMIx's namespace, Slurm's job and
  * step), every rank can name the same run without talking to the others:
- * "torch-<id>", "ompi-<id>", "pmix-<id>", "slurm-<job>[.<step>]". */
+ * "torch-<id>", "ompi-<id>", "pmix-<id>", "slurm-<job>[.<step>]".
+ *
+ * Restarts.  Slurm keeps the job and step id when it requeues a job and
+ * torchrun keeps its run id when it restarts its workers; what changes is
+ * SLURM_RESTART_COUNT and TORCHELASTIC_RESTART_COUNT.  An attempt after
+ * the first is a run of its own, the job's name with ".requeue<K>" and/or
+ * ".restart<J>" after it (`attempt`; the caller adds it to a name the user
+ * gave as well), so every attempt's profile is kept and none is refused. */
 typedef struct tbe_session_launcher {
   int32_t rank;          /* -1: no launcher gave a rank */
   int32_t world_size;    /* 0: unknown */
@@ -89,7 +110,10 @@ typedef struct tbe_session_launcher {
   const char *launcher;  /* static: "torchrun", "Open MPI", "PMIx", "PMI", "MVAPICH",
                             "Slurm"; "" without a rank */
   char job_id[129];      /* "" if none (only with a rank) */
-  char run[TBE_NAME_MAX + 1]; /* the run name of the job id, "" without one */
+  int32_t requeue;       /* SLURM_RESTART_COUNT: 0 on the job's first run (or unset) */
+  int32_t restart;       /* TORCHELASTIC_RESTART_COUNT: 0 for the first workers (or unset) */
+  char attempt[40];      /* ".requeue<K>", ".restart<J>", both, or "" for a first attempt */
+  char run[TBE_NAME_MAX + 1]; /* the run name of the job id and attempt, "" without a job id */
   char why[256];         /* a malformed variable that was ignored, "" if none */
 } tbe_session_launcher;
 

@@ -14,6 +14,17 @@
  * Thread safety: one writer may be shared by any number of threads; records
  * are never interleaved and each thread's records keep their order.
  *
+ * fork(): a writer belongs to the process that opened it.  Its buffered
+ * records are that process's, written once, by it: a child of fork()
+ * inherits a copy of the writer but never writes, flushes or truncates the
+ * file (nor takes the writer's mutex, which another thread of the parent
+ * may have held at the fork).  In the child every call on an inherited
+ * writer returns TBE_ESTATE and writes nothing, so a child's records never
+ * land in the parent's file or between its steps; tbe_writer_finish and
+ * tbe_writer_close release the child's copy (its descriptor, its memory)
+ * and return TBE_ESTATE if the child tried to write, else 0.  A child that
+ * wants events opens a writer of its own (its file name carries its pid).
+ *
  * Tags: non-NULL, non-empty, valid UTF-8 (else TBE_EINVAL / TBE_EUTF8).
  * All pointer arguments are only read during the call; nothing is kept.
  *
@@ -148,7 +159,9 @@ typedef struct tbe_metric {
  * ("1764690000.123456"); otherwise a plain name (no '/', no leading dot;
  * else TBE_ENAME; a symlink in its place: -ELOOP, never written
  * through).  Needs at least one hparam or metric.  Names and tags
- * follow the tag rules; string values must be valid UTF-8. */
+ * follow the tag rules; string values must be valid UTF-8.  Each hparam
+ * name and each metric tag may appear once: a name given twice is
+ * TBE_EINVAL, and nothing is written (no sub-run is made). */
 TBE_API int tbe_writer_add_hparams(tbe_writer *w, const tbe_hparam *hparams, size_t nhparams,
                                    const tbe_metric *metrics, size_t nmetrics, const char *subrun,
                                    int64_t step, double wall_time);

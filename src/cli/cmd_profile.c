@@ -10,8 +10,19 @@
  * run; print a summary on stderr; exit with the command's status (128+N
  * when a signal N ended it).  Naming the run, the spool folder, the
  * environment and the conversion are the session API's
- * (tbexport/session.h); running the program is this file's.  Without
- * CUPTI at build time it explains that the collector was not built. */
+ * (tbexport/session.h); running the program is this file's.
+ *
+ * The program always runs once the command line is valid: a problem of
+ * ours is one line, and then the program runs without the collector (no
+ * injection library, a spool folder we may not make, a build without
+ * CUPTI).  A run whose host entry is taken is never written over without
+ * --force, nor is the program refused for it: the profile becomes the next
+ * free name, RUN_2, RUN_3, ... (a warning when the user gave the name, a
+ * note when it is the launcher's job id seen again: a step run again by
+ * hand, an id reused).  A restarted attempt of the job (a Slurm requeue, a
+ * torchrun restart, which keep the job id) names RUN.requeue<K> /
+ * RUN.restart<J>, a name the user gave included, so the attempts of one
+ * job sit side by side and every rank of an attempt joins the same run. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -79,7 +90,10 @@ static void profile_usage(FILE *f) {
           "  --logdir DIR            log directory (default: log_dir)\n"
           "  --run NAME              run name (default: the launcher's job id, torch-ID,\n"
           "                          slurm-JOB.STEP, ompi-ID, pmix-ID, which every rank\n"
-          "                          joins; else local time YYYY_MM_DD_HH_MM_SS)\n"
+          "                          joins (ID_2, ... when an earlier job of that id has\n"
+          "                          this host's entry); else local time\n"
+          "                          YYYY_MM_DD_HH_MM_SS); a restarted attempt adds\n"
+          "                          .requeueK (Slurm) or .restartJ (torchrun), to NAME too\n"
           "  --host NAME             host name in the run (default: this machine); a process\n"
           "                          with a launcher's rank N gets NAME.rankN, several\n"
           "                          processes without one NAME_pidN\n"
@@ -110,6 +124,8 @@ static void profile_usage(FILE *f) {
           "                          about that much (fatal signals flush everything first)\n"
           "  --keep-noisy-api        keep cudaGetDevice, cudaGetLastError and similar calls\n"
           "  --force                 replace the run's outputs of this host together\n"
+          "                          (without it, a run that has them already is left as\n"
+          "                          it is, and this profile is the run NAME_2, NAME_3...)\n"
           "  --label KEY=VALUE       a hyper-parameter of the run in TensorBoard's HParams\n"
           "                          dashboard (repeatable; a numeric VALUE is a number)\n"
           "  --no-pt-link            no RUN/HOST.pt.trace.json.gz (a hard link to the JSON,\n"
@@ -117,10 +133,12 @@ static void profile_usage(FILE *f) {
           "  --quiet                 no summary\n"
           "\n"
           "exit status: the command's own (128+N if signal N ended it); 127 if CMD was not\n"
-          "found; 1 or 2 when tbexport itself failed.\n");
+          "found; 2 for bad options (CMD not started); 1 when tbexport itself failed after\n"
+          "CMD exited 0.  A problem of tbexport's before the start (no injection library,\n"
+          "no permission for the spool folder) is one line, and CMD runs without the\n"
+          "profiler; a run name already taken is never a reason not to run CMD.\n");
 }
 
-#ifdef TBE_HAVE_CUPTI
 /* Signals.  When tbexport is the terminal's foreground job, the program
  * stays in tbexport's process group, so that it keeps the terminal and job
  * control (Ctrl-C, Ctrl-Z) reaches it directly; tbexport then forwards only
@@ -149,8 +167,6 @@ static int in_foreground(void) {
     if (isatty(fd)) return tcgetpgrp(fd) == getpgrp();
   return 0;
 }
-
-#endif
 
 /* Finds `cmd` like execvp would; returns a malloc'd path or NULL (errno). */
 static char *find_command(const char *cmd) {
@@ -269,6 +285,7 @@ static void env_free(env *e) {
   for (int i = 0; i < e->nadded; i++) free(e->added[i]);
   free(e->v);
 }
+#endif
 
 static int64_t epoch_ns(void) {
   struct timespec t;
@@ -281,9 +298,6 @@ static double mono(void) {
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
-
-#endif
-
 
 /* ---- options ---- */
 
@@ -458,7 +472,6 @@ static int parse_args(int argc, char **argv, profile_args *a) {
   return -1;
 }
 
-#ifdef TBE_HAVE_CUPTI
 /* ---- running the program ---- */
 
 typedef struct ran {
@@ -548,6 +561,30 @@ static int run_program(const char *exe, char **cmd, char **envp, ran *r) {
   return 0;
 }
 
+/* ---- the program without the collector ---- */
+
+/* The exit status of a program that ran. */
+static int exit_status(const ran *r) {
+  return WIFEXITED(r->status)     ? WEXITSTATUS(r->status)
+         : WIFSIGNALED(r->status) ? 128 + WTERMSIG(r->status)
+                                  : TBE_EXIT_FAIL;
+}
+
+/* Runs the program without the collector, after one line saying why: a
+ * problem of ours (no injection library, a spool folder we may not make)
+ * never keeps the program from running.  Returns its exit status. */
+static int run_bare(const profile_args *a, const char *exe, const char *why) {
+  tbe_cli_warn("profile", "%s; running %s without the profiler", why, a->cmd[0]);
+  ran r;
+  if (run_program(exe, a->cmd, environ, &r)) return TBE_EXIT_FAIL;
+  if (r.exec_err) {
+    tbe_cli_error("profile", "%s: %s", a->cmd[0], strerror(r.exec_err));
+    return r.exec_err == EACCES ? 126 : TBE_EXIT_NOCMD;
+  }
+  return exit_status(&r);
+}
+
+#ifdef TBE_HAVE_CUPTI
 /* ---- the session ---- */
 
 /* The summary on stderr after the run is written. */
@@ -587,9 +624,7 @@ static void report(const profile_args *a, const ran *r, int exit_code, double co
  * returns the exit status. */
 static int convert(const profile_args *a, const char *run, const char *spool, const ran *r,
                    const tbe_session_launcher *li) {
-  int exit_code = WIFEXITED(r->status)   ? WEXITSTATUS(r->status)
-                  : WIFSIGNALED(r->status) ? 128 + WTERMSIG(r->status)
-                                           : TBE_EXIT_FAIL;
+  int exit_code = exit_status(r);
   double c0 = mono();
   written w = {0};
   tbe_export_options eo;
@@ -637,52 +672,86 @@ static int convert(const profile_args *a, const char *run, const char *spool, co
   return rc && exit_code == 0 ? tbe_cli_exit_for(rc) : exit_code;
 }
 
+/* Says that this is an attempt after a restart of the job, and its run. */
+static void note_attempt(const tbe_session_launcher *li, const char *run) {
+  char what[96];
+  int n = 0;
+  what[0] = '\0';
+  if (li->requeue > 0)
+    n = snprintf(what, sizeof what, "Slurm requeued it %d time%s", (int)li->requeue,
+                 li->requeue == 1 ? "" : "s");
+  if (li->restart > 0)
+    snprintf(what + n, sizeof what - (size_t)n, "%storchrun restarted its workers %d time%s",
+             n ? ", " : "", (int)li->restart, li->restart == 1 ? "" : "s");
+  tbe_cli_note("tbexport: note: a restarted attempt of the job (%s): its profile is run '%s'", what,
+               run);
+}
+
 /* Names the run, makes the spool folder, runs the program under the
- * collector and converts.  Returns the exit status. */
+ * collector and converts.  Returns the exit status.  Whatever goes wrong
+ * on our side before the start, the program runs (without the collector
+ * when it cannot be set up). */
 static int session(const profile_args *a, const char *exe) {
   char run[TBE_NAME_MAX + 1], clash[PATH_MAX + 300], entry[TBE_NAME_MAX + 1];
+  char want[TBE_NAME_MAX + 1], why[sizeof clash + 2 * TBE_NAME_MAX + 100];
   /* Under a launcher (srun tbexport -- ..., torchrun --no-python tbexport
    * -- ...) this process has the program's rank: its host entry is
    * <host>.rank<N>, and the job id names the run every rank joins. */
   tbe_session_launcher li;
   tbe_session_launcher_read(&li, NULL, NULL);
   if (li.why[0] && !a->quiet) tbe_cli_note("tbexport: note: %s", li.why);
+  /* A restarted attempt (a Slurm requeue, a torchrun restart) keeps the
+   * job's id: its run is the name with the attempt after it, a name the
+   * user gave included, so no attempt lands on an earlier one. */
   const char *run_arg = a->run;
-  if (!run_arg && li.run[0])
+  /* A taken entry moves on to the next free name, whoever chose it:
+   * replacing is --force's alone, and refusing would stop the program. */
+  unsigned flags = a->force ? TBE_SESSION_FORCE : TBE_SESSION_NEXT_FREE;
+  if (run_arg && li.attempt[0]) {
+    int n = snprintf(want, sizeof want, "%s%s", run_arg, li.attempt);
+    if (n > 0 && n <= TBE_NAME_MAX) run_arg = want;
+  } else if (!run_arg && li.run[0]) {
     run_arg = li.run;
-  else if (!run_arg && li.rank >= 0 && !a->quiet)
+  } else if (!run_arg && li.rank >= 0 && !a->quiet) {
     tbe_cli_note(
         "tbexport: note: rank %d (%s) has no job id to name the run: ranks that start "
         "in different seconds land in different runs; pass the same --run NAME to "
         "every rank",
         (int)li.rank, li.launcher);
+  }
   if (tbe_session_host_entry(a->host, li.rank, entry, sizeof entry)) {
-    tbe_cli_error("profile", "the host name with its rank is not a valid name; give --host NAME");
-    return TBE_EXIT_FAIL;
+    snprintf(why, sizeof why, "the host name with rank %d is not a valid name (give --host NAME)",
+             (int)li.rank);
+    return run_bare(a, exe, why);
   }
   /* The run's name is fixed before the program starts, and an existing
-   * run is refused now rather than after a long program has run (only
+   * entry is found now rather than after a long program has run (only
    * this host entry's files: the other ranks join the run). */
-  int rc = tbe_session_run_name(a->logdir, run_arg, entry, a->force, run, sizeof run, clash,
-                                sizeof clash);
+  int rc =
+      tbe_session_run_name(a->logdir, run_arg, entry, flags, run, sizeof run, clash, sizeof clash);
   if (rc == TBE_EEXIST) {
-    tbe_cli_error("profile",
-                  "run '%s' already has outputs for host %s (%s); use --force to replace them, "
-                  "or another --run or --host; the program was not started",
-                  run_arg, entry, clash);
-    return TBE_EXIT_FAIL;
+    snprintf(why, sizeof why,
+             "run '%s' already has outputs for host %s (%s) and no free name follows it", run_arg,
+             entry, clash);
+    return run_bare(a, exe, why);
   }
-  if (rc) {
-    tbe_cli_error("profile", "cannot name the run from the clock; give --run NAME");
-    return TBE_EXIT_FAIL;
-  }
+  if (rc) return run_bare(a, exe, "cannot name the run from the clock (give --run NAME)");
+  if (clash[0] && a->run)
+    tbe_cli_warn("profile",
+                 "run '%s' already has outputs for host %s (%s): this profile is run '%s' "
+                 "(--force replaces them)",
+                 run_arg, entry, clash, run);
+  else if (clash[0] && !a->quiet)
+    tbe_cli_note(
+        "tbexport: note: run '%s' already has a profile of host %s (%s), from an earlier "
+        "job of the same id: this one is run '%s'",
+        run_arg, entry, clash, run);
+  if (li.attempt[0] && !a->quiet) note_attempt(&li, run);
   char *inject = find_inject_lib();
-  if (!inject) {
-    tbe_cli_error("profile",
-                  "libtbexport_inject.so not found next to tbexport or in its install folder "
-                  "(set TBEXPORT_INJECT_LIB)");
-    return TBE_EXIT_FAIL;
-  }
+  if (!inject)
+    return run_bare(a, exe,
+                    "libtbexport_inject.so not found next to tbexport or in its install folder "
+                    "(set TBEXPORT_INJECT_LIB)");
   struct stat lst;
   int logdir_made = stat(a->logdir, &lst) != 0, ret = TBE_EXIT_FAIL;
   char spool_rel[PATH_MAX], where[PATH_MAX + 64], line[PATH_MAX + 200];
@@ -690,13 +759,13 @@ static int session(const profile_args *a, const char *exe) {
   env e;
   int env_ok = env_init(&e) == 0;
   if ((rc = tbe_session_spool_dir(a->logdir, spool_rel, sizeof spool_rel, where, sizeof where))) {
-    tbe_cli_error("profile", "%s", tbe_export_strerror(rc, where, line, sizeof line));
+    ret = run_bare(a, exe, tbe_export_strerror(rc, where, line, sizeof line));
     goto out;
   }
   spool = realpath(spool_rel, NULL);
   if (!env_ok || !spool || tbe_session_environment(&a->po, inject, spool, env_set, &e)) {
-    tbe_cli_error("profile", "out of memory");
     rmdir(spool_rel);
+    ret = run_bare(a, exe, "out of memory");
     goto out;
   }
   ran r;
@@ -740,10 +809,9 @@ int tbe_cmd_profile(int argc, char **argv) {
 #ifdef TBE_HAVE_CUPTI
   ret = session(&a, exe);
 #else
-  tbe_cli_error("profile",
-                "the CUPTI collector was not built: this tbexport was configured without the CUDA "
-                "toolkit (CUPTI); rebuild with CUDA installed to profile programs");
-  ret = TBE_EXIT_FAIL;
+  ret = run_bare(&a, exe,
+                 "the CUPTI collector was not built: this tbexport was configured without the CUDA "
+                 "toolkit (CUPTI); rebuild with CUDA installed to profile programs");
 #endif
   free(exe);
   args_free(&a);

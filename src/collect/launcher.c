@@ -8,7 +8,8 @@
  *
  * Invariant: *out is complete and consistent whatever the environment
  * holds: rank >= 0 or -1; world_size 0 or > rank; local_rank -1 or in
- * [0, world_size) when the size is known; job non-empty only with a rank. */
+ * [0, world_size) when the size is known; job non-empty only with a rank;
+ * requeue and restart >= 0, read with or without a rank. */
 #include "collect/launcher.h"
 
 #include <stdarg.h>
@@ -162,22 +163,36 @@ void tbe__launcher_read(tbe__launcher *out, tbe__getenv_fn get, void *ctx) {
   /* A Slurm job around a launcher that names no job (torchrun in sbatch). */
   const char *sj = found && !out->job[0] ? var(&r, "SLURM_JOB_ID") : NULL;
   if (sj) set_job(out, TBE__LAUNCHER_SLURM, sj, var(&r, "SLURM_STEP_ID"));
+  /* Which attempt of the job this is (launcher.h, "Attempts"). */
+  if (number(&r, "SLURM_RESTART_COUNT", 0, &out->requeue) != 1) out->requeue = 0;
+  if (number(&r, "TORCHELASTIC_RESTART_COUNT", 0, &out->restart) != 1) out->restart = 0;
 }
 
 /* ---- what is made of it ---- */
+
+void tbe__launcher_attempt(const tbe__launcher *l, char *buf, size_t size) {
+  if (!buf || !size) return;
+  buf[0] = '\0';
+  if (!l || size < TBE__ATTEMPT_MAX) return;
+  int n = 0;
+  if (l->requeue > 0) n = snprintf(buf, size, ".requeue%d", (int)l->requeue);
+  if (l->restart > 0) snprintf(buf + n, size - (size_t)n, ".restart%d", (int)l->restart);
+}
 
 int tbe__launcher_run_name(const tbe__launcher *l, char *buf, size_t size) {
   if (!buf || !size) return TBE_EINVAL;
   buf[0] = '\0';
   if (!l || l->rank < 0 || !l->job[0]) return TBE_ENOENT;
   const char *pre = run_prefix(l->job_launcher);
+  char attempt[TBE__ATTEMPT_MAX];
+  tbe__launcher_attempt(l, attempt, sizeof attempt);
   size_t n = strlen(pre) + 1 + strlen(l->job);
-  if (n >= size) return TBE_EINVAL;
-  snprintf(buf, size, "%s-%s", pre, l->job);
+  if (n + strlen(attempt) >= size) return TBE_EINVAL;
+  snprintf(buf, size, "%s-%s%s", pre, l->job, attempt);
   for (size_t i = strlen(pre) + 1; i < n; i++) {
     unsigned char c = (unsigned char)buf[i];
     int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-             c == '-' || c == '_' || (c == '.' && buf[i - 1] != '.');
+             c == '-' || c == '_' || (c == '.' && buf[i - 1] != '.' && !(i == n - 1 && attempt[0]));
     if (!ok) buf[i] = '_';
   }
   return 0;

@@ -23,6 +23,18 @@
  * When the rank's launcher gives no job id, a Slurm job id in the
  * environment still names the job (torchrun inside sbatch).
  *
+ * Attempts.  A launcher that runs a job again keeps its id: Slurm keeps
+ * job and step id when it requeues a job (preemption, a node failure) and
+ * counts in SLURM_RESTART_COUNT; torchrun keeps TORCHELASTIC_RUN_ID when
+ * it restarts its workers and counts in TORCHELASTIC_RESTART_COUNT.  Both
+ * counts are read whatever launcher gave the rank (torchrun inside a
+ * requeued sbatch job has both), and with no rank at all (a name the user
+ * gave, `tbexport --run NAME -- torchrun ...` in a batch script, repeats
+ * just the same); an attempt after the first is named by the suffix
+ * ".requeue<K>" and/or ".restart<J>" (tbe__launcher_attempt), which the
+ * job's run name carries, so every rank of one attempt still agrees on
+ * one run and no attempt lands on an earlier one's files.
+ *
  * Values are decimal without sign or spaces, within int32; a rank must be
  * below the world size when both are known.  A malformed rank makes its
  * launcher count as absent (the next one is tried); a malformed size or
@@ -48,6 +60,8 @@ typedef struct tbe__launcher {
   unsigned launcher;          /* TBE__LAUNCHER_* of the rank; NONE without one */
   unsigned job_launcher;      /* TBE__LAUNCHER_* whose variable gave the job id */
   char job[TBE__JOB_MAX + 1]; /* the job id, "" if none (only with a rank) */
+  int32_t requeue;            /* SLURM_RESTART_COUNT; 0: absent, the first run */
+  int32_t restart;            /* TORCHELASTIC_RESTART_COUNT; 0: absent, the first */
   char why[256];              /* the first variable ignored, "" if none */
 } tbe__launcher;
 
@@ -61,11 +75,20 @@ void tbe__launcher_read(tbe__launcher *out, tbe__getenv_fn get, void *ctx);
  * "MVAPICH", "Slurm"; "" for NONE or an unknown value. */
 const char *tbe__launcher_name(unsigned launcher);
 
-/* The run name the job id gives, "<prefix>-<job>" (prefix: torch, ompi,
- * pmix, slurm, of the job's launcher), bytes other than letters, digits,
- * '-', '_' and a '.' not after another replaced by '_', so that it passes
- * tbe_name_check.  Returns 0, or TBE_ENOENT without a job id (buf: ""),
- * TBE_EINVAL when buf cannot hold it. */
+#define TBE__ATTEMPT_MAX 40 /* bytes of the longest attempt suffix, NUL included */
+
+/* The suffix of an attempt after the first: ".requeue<K>" when Slurm
+ * requeued the job K times, then ".restart<J>" when torchrun restarted
+ * its workers J times; "" for a first attempt.  Into buf[0..size) (at
+ * least TBE__ATTEMPT_MAX bytes, else ""). */
+void tbe__launcher_attempt(const tbe__launcher *l, char *buf, size_t size);
+
+/* The run name the job id gives, "<prefix>-<job><attempt>" (prefix:
+ * torch, ompi, pmix, slurm, of the job's launcher; the attempt suffix
+ * above), bytes of the job id other than letters, digits, '-', '_' and a
+ * '.' not after another replaced by '_', so that it passes tbe_name_check.
+ * Returns 0, or TBE_ENOENT without a job id (buf: ""), TBE_EINVAL when
+ * buf cannot hold it. */
 int tbe__launcher_run_name(const tbe__launcher *l, char *buf, size_t size);
 
 /* The spool item of *l (TBE__SP_RANK: tbe__sp_rank then the job id's

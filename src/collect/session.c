@@ -98,7 +98,7 @@ static int run_has_host(const char *logdir, const char *run, const char *host, c
   return hit;
 }
 
-int tbe_session_run_name(const char *logdir, const char *run, const char *host, int force,
+int tbe_session_run_name(const char *logdir, const char *run, const char *host, unsigned flags,
                          char *name, size_t size, char *clash, size_t clash_size) {
   if (clash && clash_size) clash[0] = '\0';
   if (!logdir || !name || size <= TBE_NAME_MAX) return TBE_EINVAL;
@@ -114,13 +114,27 @@ int tbe_session_run_name(const char *logdir, const char *run, const char *host, 
     return 0;
   }
   snprintf(name, size, "%s", run);
-  if (force) return 0;
+  if (flags & TBE_SESSION_FORCE) return 0;
   char hb[TBE_NAME_MAX + 1];
   if (host)
     snprintf(hb, sizeof hb, "%s", host);
   else
     tbe__hostname(hb, sizeof hb);
-  return run_has_host(logdir, run, hb, clash, clash_size) ? TBE_EEXIST : 0;
+  if (!run_has_host(logdir, run, hb, clash, clash_size)) return 0;
+  if (!(flags & TBE_SESSION_NEXT_FREE)) return TBE_EEXIST;
+  /* Ours to move: the first RUN_<k> without this entry's outputs.  The
+   * entry is checked, not the run: the other ranks of the new job join
+   * the same RUN_<k>, each having found its own entry taken below it. */
+  for (int k = 2; k < 10000; k++) {
+    char cand[TBE_NAME_MAX + 1];
+    int n = snprintf(cand, sizeof cand, "%s_%d", run, k);
+    if (n < 0 || (size_t)n >= sizeof cand) break;
+    if (!run_has_host(logdir, cand, hb, NULL, 0)) {
+      snprintf(name, size, "%s", cand);
+      return 0;
+    }
+  }
+  return TBE_EEXIST;
 }
 
 void tbe_session_host(char *buf, size_t size) {
@@ -128,6 +142,9 @@ void tbe_session_host(char *buf, size_t size) {
 }
 
 /* ---- ranks ---- */
+
+_Static_assert(sizeof(((tbe_session_launcher *)0)->attempt) >= TBE__ATTEMPT_MAX,
+               "the attempt suffix fits tbe_session_launcher.attempt");
 
 void tbe_session_launcher_read(tbe_session_launcher *l,
                                const char *(*get)(void *ctx, const char *name), void *ctx) {
@@ -140,6 +157,9 @@ void tbe_session_launcher_read(tbe_session_launcher *l,
   l->local_rank = in.local_rank;
   l->launcher = tbe__launcher_name(in.launcher);
   snprintf(l->job_id, sizeof l->job_id, "%s", in.job);
+  l->requeue = in.requeue;
+  l->restart = in.restart;
+  tbe__launcher_attempt(&in, l->attempt, sizeof l->attempt);
   if (tbe__launcher_run_name(&in, l->run, sizeof l->run) || tbe__name_check(l->run, NULL))
     l->run[0] = '\0';
   snprintf(l->why, sizeof l->why, "%s", in.why);

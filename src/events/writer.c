@@ -14,7 +14,21 @@
  * by every later call (sticky), the buffer is dropped and the file cut back
  * to its last whole record.  Running out of
  * memory fails only the call that met it.  After
- * tbe_writer_finish (or close) calls return TBE_ECLOSED. */
+ * tbe_writer_finish (or close) calls return TBE_ECLOSED.
+ *
+ * fork(): the buffer belongs to the process that opened the writer
+ * (`owner`), and only it ever writes, truncates or flushes the file.  A
+ * fork child inherits a copy of the buffer (the parent's records, which the
+ * parent writes itself), perhaps a mutex some other parent thread held at
+ * the fork, and no other thread; so a child never takes the mutex and
+ * never touches the file: every call but finish and close returns
+ * TBE_ESTATE, and those two only release the child's copy.  A child is
+ * recognised without a system call on the hot path: a pthread_atfork
+ * handler, registered once by the first open, bumps `fork_gen` in every
+ * child, and a writer remembers the generation it was opened in (`gen`);
+ * before any write(2) the pid is compared as well, for a child made by a
+ * raw clone or fork system call that runs no atfork handler.  There is
+ * no background thread to stop: flushing happens on the callers' calls. */
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
@@ -29,6 +43,7 @@
 #include "common/alloc.h"
 #include "common/buf.h"
 #include "common/fsutil.h"
+#include "common/intern.h"
 #include "common/iofault.h"
 #include "events/event_enc.h"
 #include "events/histo.h"
@@ -48,6 +63,10 @@
 struct tbe_writer {
   tbe_allocator a;
   pthread_mutex_t mu;
+  pid_t owner;         /* the process that opened it: the only one that writes */
+  unsigned gen;        /* fork_gen when it was opened */
+  atomic_int refused;  /* a child used it (TBE_ESTATE given): what close returns */
+  atomic_int released; /* a child closed its copy of fd */
   int fd;
   int err;    /* sticky */
   uint64_t written; /* bytes of whole records in the file */
@@ -64,6 +83,34 @@ struct tbe_writer {
 };
 
 static atomic_uint file_counter;
+
+/* ---- fork ---- */
+
+/* Bumped in every child made by fork(): a writer opened in an earlier
+ * generation belongs to an ancestor. */
+static atomic_uint fork_gen;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void in_child(void) { atomic_fetch_add_explicit(&fork_gen, 1u, memory_order_relaxed); }
+
+static void register_atfork(void) { pthread_atfork(NULL, NULL, in_child); }
+
+/* Whether this process is a child of the writer's owner (see the essay):
+ * then the writer is not ours to lock, write or flush. */
+static int in_child_of_owner(const tbe_writer *w) {
+  return atomic_load_explicit(&fork_gen, memory_order_relaxed) != w->gen;
+}
+
+/* Takes the writer's mutex in its owner; in a child, takes nothing and
+ * returns TBE_ESTATE, remembered for close. */
+static int lock_owned(tbe_writer *w) {
+  if (in_child_of_owner(w)) {
+    atomic_store_explicit(&w->refused, TBE_ESTATE, memory_order_relaxed);
+    return TBE_ESTATE;
+  }
+  pthread_mutex_lock(&w->mu);
+  return 0;
+}
 
 static double mono_now(void) {
   struct timespec ts;
@@ -127,12 +174,16 @@ static int write_buffer_locked(tbe_writer *w) {
     w->pending_since = -1;
     return 0;
   }
-  int rc = tbe__write_all(w->fd, w->buf.data, w->buf.len);
+  /* A child of a raw clone or fork system call (no atfork handler ran)
+   * still never writes the owner's records; getpid is paid per flush. */
+  int rc = getpid() == w->owner ? tbe__write_all(w->fd, w->buf.data, w->buf.len) : TBE_ESTATE;
   /* A failed write may have left part of the buffer in the file: cut it
    * back to the last whole record (best effort) so that the file stays a
    * clean sequence of records; nothing is written after a failure. */
   if (rc == 0) w->written += w->buf.len;
-  else if (ftruncate(w->fd, (off_t)w->written) != 0) { /* a torn last record stays */ }
+  else if (rc != TBE_ESTATE && ftruncate(w->fd, (off_t)w->written) != 0) {
+    /* a torn last record stays */
+  }
   tbe__buf_clear(&w->buf);
   w->pending_since = -1;
   if (w->buf.cap > 4 * w->buffer_size + 65536) {
@@ -181,8 +232,9 @@ static int state_locked(const tbe_writer *w) {
 }
 
 static int append_record(tbe_writer *w, const uint8_t *data, size_t n) {
-  pthread_mutex_lock(&w->mu);
-  int rc = state_locked(w);
+  int rc = lock_owned(w);
+  if (rc) return rc;
+  rc = state_locked(w);
   if (rc == 0) {
     tbe__tfr_append(&w->buf, data, n);
     rc = after_append_locked(w);
@@ -193,8 +245,9 @@ static int append_record(tbe_writer *w, const uint8_t *data, size_t n) {
 
 int tbe__writer_write_message(tbe_writer *w, const ProtobufCMessage *msg) {
   size_t n = protobuf_c_message_get_packed_size(msg);
-  pthread_mutex_lock(&w->mu);
-  int rc = state_locked(w);
+  int rc = lock_owned(w);
+  if (rc) return rc;
+  rc = state_locked(w);
   if (rc == 0) {
     uint8_t *d = tbe__buf_reserve(&w->buf, n + TBE__TFR_OVERHEAD);
     if (!d) {
@@ -217,7 +270,7 @@ int tbe__writer_write_message(tbe_writer *w, const ProtobufCMessage *msg) {
 
 int tbe__writer_replace_fd(tbe_writer *w, int fd) {
   if (!w || fd < 0) return TBE_EINVAL;
-  pthread_mutex_lock(&w->mu);
+  if (lock_owned(w)) return TBE_ESTATE;
   if (w->fd >= 0) close(w->fd);
   w->fd = fd;
   off_t at = lseek(fd, 0, SEEK_CUR);
@@ -243,7 +296,8 @@ static void writer_free(tbe_writer *w) {
   tbe__free(&a, w->dir);
   tbe__free(&a, w->suffix);
   tbe__free(&a, w->host);
-  pthread_mutex_destroy(&w->mu);
+  /* (in a child the mutex may be held by a thread that is not there) */
+  if (!in_child_of_owner(w)) pthread_mutex_destroy(&w->mu);
   tbe__free(&a, w);
 }
 
@@ -280,6 +334,9 @@ static int writer_new(tbe_writer **out, const char *run_dir, const tbe_writer_op
   w->flush_interval = o->flush_interval_s;
   w->buffer_size = o->buffer_size;
   w->durable = o->durable;
+  pthread_once(&atfork_once, register_atfork);
+  w->owner = getpid();
+  w->gen = atomic_load_explicit(&fork_gen, memory_order_relaxed);
   pthread_mutex_init(&w->mu, NULL);
   tbe__buf_init(&w->buf, &w->a);
   char hostbuf[256];
@@ -409,8 +466,9 @@ const char *tbe_writer_path(const tbe_writer *w) { return w ? w->path : NULL; }
 
 int tbe_writer_flush(tbe_writer *w, int durable) {
   if (!w) return TBE_EINVAL;
-  pthread_mutex_lock(&w->mu);
-  int rc = state_locked(w);
+  int rc = lock_owned(w);
+  if (rc) return rc;
+  rc = state_locked(w);
   if (rc == 0) rc = flush_locked(w, durable || w->durable);
   pthread_mutex_unlock(&w->mu);
   return rc;
@@ -418,6 +476,12 @@ int tbe_writer_flush(tbe_writer *w, int durable) {
 
 int tbe_writer_finish(tbe_writer *w) {
   if (!w) return TBE_EINVAL;
+  if (in_child_of_owner(w)) {
+    /* The child's copy only: its descriptor closed, the owner's records
+     * left to the owner; an error only when the child tried to write. */
+    if (!atomic_exchange(&w->released, 1) && w->fd >= 0) close(w->fd);
+    return atomic_load_explicit(&w->refused, memory_order_relaxed);
+  }
   pthread_mutex_lock(&w->mu);
   int rc = w->err;
   if (!w->closed) {
@@ -450,7 +514,7 @@ int tbe_writer_add_scalar(tbe_writer *w, const char *tag, double value, int64_t 
   if (rc < 0) return rc;
   if ((rc = resolve_wall(&wall_time)) < 0) return rc;
   size_t max = tbe__scalar_event_max(tl);
-  pthread_mutex_lock(&w->mu);
+  if ((rc = lock_owned(w))) return rc;
   rc = state_locked(w);
   if (rc == 0) {
     uint8_t *d = tbe__buf_reserve(&w->buf, max + TBE__TFR_OVERHEAD);
@@ -759,19 +823,51 @@ done:
   return rc;
 }
 
+/* Whether name s[0..n) was seen before in `seen` (added now if not):
+ * 1, 0, or a negative code (out of memory). */
+static int seen_before(tbe__intern *seen, const char *s, size_t n) {
+  int added = 0;
+  uint32_t id;
+  int rc = tbe__intern_add(seen, s, n, &id, &added);
+  return rc < 0 ? rc : !added;
+}
+
+/* The hyper-parameters and metrics of one session: names and tags by the
+ * tag rules, each name once and each tag once (TensorBoard keys a
+ * session's values and the experiment's columns by them: a second value of
+ * one name would be a column with two values), string values valid UTF-8,
+ * known types.  Returns 0 or TBE_EINVAL / TBE_EUTF8 / TBE_ENOMEM. */
+static int check_hparams(const tbe_allocator *a, const tbe_hparam *hp, size_t nh,
+                         const tbe_metric *m, size_t nm) {
+  if ((nh && !hp) || (nm && !m)) return TBE_EINVAL;
+  size_t tl;
+  int rc = 0;
+  for (size_t i = 0; i < nh && !rc; i++) {
+    if ((rc = check_tag(hp[i].name, &tl)) < 0) break;
+    if (hp[i].type == TBE_HPARAM_STRING)
+      rc = check_text(hp[i].string);
+    else if (hp[i].type != TBE_HPARAM_NUMBER && hp[i].type != TBE_HPARAM_BOOL)
+      rc = TBE_EINVAL;
+  }
+  for (size_t i = 0; i < nm && !rc; i++) rc = check_tag(m[i].tag, &tl);
+  tbe__intern names, tags;
+  tbe__intern_init(&names, a, TBE__SEED_PROCESS);
+  tbe__intern_init(&tags, a, TBE__SEED_PROCESS);
+  for (size_t i = 0; i < nh && !rc; i++)
+    if ((rc = seen_before(&names, hp[i].name, strlen(hp[i].name))) == 1) rc = TBE_EINVAL;
+  for (size_t i = 0; i < nm && !rc; i++)
+    if ((rc = seen_before(&tags, m[i].tag, strlen(m[i].tag))) == 1) rc = TBE_EINVAL;
+  tbe__intern_deinit(&names);
+  tbe__intern_deinit(&tags);
+  return rc;
+}
+
 int tbe__writer_hparams_session(tbe_writer *w, const tbe_hparam *hparams, size_t nhparams,
                                 const tbe_metric *metrics, size_t nmetrics, double start,
                                 int64_t step, double wall_time) {
-  if (!w || (nhparams && !hparams) || (nmetrics && !metrics)) return TBE_EINVAL;
-  size_t tl;
-  int rc;
-  for (size_t i = 0; i < nhparams; i++) {
-    if ((rc = check_tag(hparams[i].name, &tl)) < 0) return rc;
-    if (hparams[i].type == TBE_HPARAM_STRING && (rc = check_text(hparams[i].string)) < 0)
-      return rc;
-  }
-  for (size_t i = 0; i < nmetrics; i++)
-    if ((rc = check_tag(metrics[i].tag, &tl)) < 0) return rc;
+  if (!w) return TBE_EINVAL;
+  int rc = check_hparams(&w->a, hparams, nhparams, metrics, nmetrics);
+  if (rc < 0) return rc;
   if ((rc = resolve_wall(&wall_time)) < 0) return rc;
   return hp_write_all(w, &w->a, hparams, nhparams, metrics, nmetrics, step, wall_time, 0, start);
 }
@@ -780,20 +876,9 @@ int tbe_writer_add_hparams(tbe_writer *w, const tbe_hparam *hparams, size_t nhpa
                            const tbe_metric *metrics, size_t nmetrics, const char *subrun,
                            int64_t step, double wall_time) {
   if (!w) return TBE_EINVAL;
-  if ((nhparams && !hparams) || (nmetrics && !metrics) || nhparams + nmetrics == 0)
-    return TBE_EINVAL;
-  size_t tl;
-  int rc;
-  for (size_t i = 0; i < nhparams; i++) {
-    if ((rc = check_tag(hparams[i].name, &tl)) < 0) return rc;
-    if (hparams[i].type == TBE_HPARAM_STRING && (rc = check_text(hparams[i].string)) < 0)
-      return rc;
-    if (hparams[i].type != TBE_HPARAM_NUMBER && hparams[i].type != TBE_HPARAM_STRING &&
-        hparams[i].type != TBE_HPARAM_BOOL)
-      return TBE_EINVAL;
-  }
-  for (size_t i = 0; i < nmetrics; i++)
-    if ((rc = check_tag(metrics[i].tag, &tl)) < 0) return rc;
+  if (nhparams + nmetrics == 0) return TBE_EINVAL;
+  int rc = check_hparams(&w->a, hparams, nhparams, metrics, nmetrics);
+  if (rc < 0) return rc;
   if ((rc = resolve_wall(&wall_time)) < 0) return rc;
   char name[64];
   if (!subrun) {
@@ -802,7 +887,7 @@ int tbe_writer_add_hparams(tbe_writer *w, const tbe_hparam *hparams, size_t nhpa
   }
   if (tbe__name_check(subrun, NULL) < 0) return TBE_ENAME;
 
-  pthread_mutex_lock(&w->mu);
+  if ((rc = lock_owned(w))) return rc;
   rc = state_locked(w);
   pthread_mutex_unlock(&w->mu);
   if (rc < 0) return rc;

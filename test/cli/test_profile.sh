@@ -5,7 +5,10 @@
 # to tbexport reach the command; a missing command is status 127; bad options
 # (--capture-range, --steps, ...) are status 2; with a stand-in libcupti, a
 # run's steps (tbe_profiler_step, --steps) and a capture range that bounds
-# everything, as `tbexport summary` reads them.  In a build without CUDA, it checks the explanation instead.
+# everything, as `tbexport summary` reads them.  A problem of ours never
+# stops the program: a run name taken (the profile goes to NAME_2), no
+# injection library, a spool folder that cannot be made, a build without
+# CUDA (the program runs without the profiler, after one line).
 # usage: test_profile.sh TBEXPORT DATA_DIR
 set -u
 tb=$1
@@ -29,12 +32,17 @@ if ! grep -q "collector was not built" err.txt; then
   [ ! -e ldE ] || fail "a command that cannot be executed: the log dir was left behind"
 fi
 
-# Without CUDA at build time: an explanation, status 1, the command not run.
+# Without CUDA at build time: an explanation, and the command runs.
 "$tb" --logdir ld -- /bin/true 2>err.txt
 rc=$?
 if grep -q "collector was not built" err.txt; then
-  [ $rc -eq 1 ] || fail "no-CUDA build: status $rc, want 1"
-  echo "test_profile: built without CUDA: explanation and 127 checked"
+  [ $rc -eq 0 ] || fail "no-CUDA build: status $rc, want the command's 0"
+  [ "$(wc -l <err.txt)" -eq 1 ] && grep -q "; running /bin/true without the profiler$" err.txt ||
+    fail "no-CUDA build: message: $(cat err.txt)"
+  "$tb" --logdir ld -- sh -c 'touch ran_nocuda; exit 5' 2>/dev/null
+  rc=$?
+  [ $rc -eq 5 ] && [ -e ran_nocuda ] || fail "no-CUDA build: the command did not run (status $rc)"
+  echo "test_profile: built without CUDA: explanation, the command run, 127 checked"
   exit 0
 fi
 
@@ -51,13 +59,34 @@ ls ld/*/events.out.tfevents.* >/dev/null 2>&1 || fail "/bin/true: no events file
 [ -z "$(find ld -name '.tbexport-spool*')" ] || fail "/bin/true: spool directory left behind"
 grep -q "wrote ld/plugins/profile/" err.txt || fail "/bin/true: paths written not listed"
 
-# Run name and host; an existing run is not replaced without --force.
+# Run name and host; an existing run is not replaced without --force, nor
+# is the program refused for it: its profile is the next free name.
 "$tb" --logdir ld2 --run base --host gpu0 -- true 2>/dev/null || fail "--run/--host"
 [ -f ld2/plugins/profile/base/gpu0.xplane.pb ] || fail "--run/--host: $(find ld2)"
+sum0=$(cat ld2/plugins/profile/base/gpu0.* | md5sum)
 "$tb" --logdir ld2 --run base --host gpu0 -- touch ran.txt 2>err.txt
-[ $? -eq 1 ] || fail "existing run replaced without --force"
-[ ! -e ran.txt ] || fail "existing run: the program ran before the clash was found"
-grep -q "already has outputs for host gpu0" err.txt || fail "existing run: message: $(cat err.txt)"
+rc=$?
+[ $rc -eq 0 ] || fail "existing run: status $rc: $(cat err.txt)"
+[ -e ran.txt ] || fail "existing run: the program was not started"
+grep -q "^tbexport profile: warning: run 'base' already has outputs for host gpu0 (ld2/plugins/profile/base/gpu0\..*): this profile is run 'base_2' (--force replaces them)$" err.txt ||
+  fail "existing run: message: $(cat err.txt)"
+[ "$(cat ld2/plugins/profile/base/gpu0.* | md5sum)" = "$sum0" ] || fail "existing run: its files changed"
+[ -f ld2/plugins/profile/base_2/gpu0.xplane.pb ] || fail "existing run: no base_2: $(find ld2)"
+# A problem of ours before the start: one line, and the program runs
+# without the profiler, with its own status.
+TBEXPORT_INJECT_LIB=/nonexistent/libtbexport_inject.so "$tb" --logdir ld2 --run bare -- \
+  sh -c 'echo "[$CUDA_INJECTION64_PATH]" >bare.txt; exit 4' 2>err.txt
+rc=$?
+[ $rc -eq 4 ] && [ "$(cat bare.txt)" = "[]" ] || fail "no injection library: status $rc, '$(cat bare.txt)'"
+[ "$(wc -l <err.txt)" -eq 1 ] &&
+  grep -q "^tbexport profile: warning: libtbexport_inject.so not found .*; running sh without the profiler$" err.txt ||
+  fail "no injection library: message: $(cat err.txt)"
+: >afile
+"$tb" --logdir afile/ld --run bare -- touch ran_nodir.txt 2>err.txt
+rc=$?
+[ $rc -eq 0 ] && [ -e ran_nodir.txt ] || fail "no spool folder: status $rc: $(cat err.txt)"
+[ "$(wc -l <err.txt)" -eq 1 ] && grep -q "afile.*; running touch without the profiler$" err.txt ||
+  fail "no spool folder: message: $(cat err.txt)"
 "$tb" --logdir ld2 --run base --host gpu1 --quiet -- true || fail "another host in an existing run"
 [ -f ld2/plugins/profile/base/gpu1.xplane.pb ] || fail "--host gpu1 beside gpu0: $(find ld2)"
 "$tb" --logdir ld2 --run base --host gpu0 --force --quiet -- true 2>err.txt || fail "--force"

@@ -10,7 +10,9 @@
  * letter, beyond int32, a rank not below its world size) taken, or
  * dropped without a reason; a malformed rank hiding a later launcher's
  * valid one; a job id without a rank; torchrun's "none" run id taken as a
- * job; a run name that tbe_name_check refuses. */
+ * job; a run name that tbe_name_check refuses; two attempts of one job
+ * (a Slurm requeue, a torchrun restart) given one run name, or a first
+ * attempt given a suffix. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -292,6 +294,89 @@ static void test_run_names(void **state) {
   assert_int_equal(tbe_name_check(buf, NULL), 0);
 }
 
+/* ---- attempts: a requeued or restarted job keeps its id ---- */
+
+static void attempt_is(const tbe__launcher *l, const char *want) {
+  char buf[TBE__ATTEMPT_MAX];
+  tbe__launcher_attempt(l, buf, sizeof buf);
+  assert_string_equal(buf, want);
+}
+
+static void test_attempts(void **state) {
+  (void)state;
+  /* Slurm's requeue: the same job and step id, a count */
+  fenv s0 = {{"SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_JOB_ID=77", "SLURM_STEP_ID=0", NULL}};
+  fenv s1 = {{"SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_JOB_ID=77", "SLURM_STEP_ID=0",
+              "SLURM_RESTART_COUNT=1", NULL}};
+  fenv s0c = {
+      {"SLURM_PROCID=1", "SLURM_JOB_ID=77", "SLURM_STEP_ID=0", "SLURM_RESTART_COUNT=0", NULL}};
+  tbe__launcher l = rd(&s0);
+  assert_int_equal(l.requeue, 0);
+  assert_int_equal(l.restart, 0);
+  attempt_is(&l, "");
+  run_name(&l, "slurm-77.0");
+  l = rd(&s0c);
+  run_name(&l, "slurm-77.0");
+  l = rd(&s1);
+  expect(&l, TBE__LAUNCHER_SLURM, 1, 2, -1, "77.0");
+  assert_int_equal(l.requeue, 1);
+  attempt_is(&l, ".requeue1");
+  run_name(&l, "slurm-77.0.requeue1");
+  /* torchrun's restart: the same run id, a count */
+  fenv t1 = {
+      {"RANK=0", "WORLD_SIZE=2", "TORCHELASTIC_RUN_ID=tr", "TORCHELASTIC_RESTART_COUNT=3", NULL}};
+  l = rd(&t1);
+  assert_int_equal(l.restart, 3);
+  run_name(&l, "torch-tr.restart3");
+  /* torchrun inside a requeued sbatch job: both, Slurm's first */
+  fenv both = {{"RANK=0", "WORLD_SIZE=2", "TORCHELASTIC_RUN_ID=none",
+                "TORCHELASTIC_RESTART_COUNT=1", "SLURM_PROCID=0", "SLURM_JOB_ID=9",
+                "SLURM_STEP_ID=1", "SLURM_RESTART_COUNT=2", NULL}};
+  l = rd(&both);
+  attempt_is(&l, ".requeue2.restart1");
+  run_name(&l, "slurm-9.1.requeue2.restart1");
+  /* no rank (tbexport around the launcher): no job name, the counts still */
+  fenv bare = {{"SLURM_JOB_ID=9", "SLURM_RESTART_COUNT=4", NULL}};
+  l = rd(&bare);
+  expect(&l, TBE__LAUNCHER_NONE, -1, 0, -1, "");
+  attempt_is(&l, ".requeue4");
+  /* a malformed count is reported and counts as the first attempt */
+  fenv bad = {{"SLURM_PROCID=0", "SLURM_JOB_ID=9", "SLURM_RESTART_COUNT=x1", NULL}};
+  l = rd(&bad);
+  assert_int_equal(l.requeue, 0);
+  assert_non_null(strstr(l.why, "SLURM_RESTART_COUNT='x1' is not a decimal number: ignored"));
+  run_name(&l, "slurm-9");
+  /* the largest counts and the longest job id still make a valid name */
+  char kv[300] = "TORCHELASTIC_RUN_ID=";
+  memset(kv + 20, 'j', 250);
+  kv[20 + TBE__JOB_MAX - 1] = '.'; /* the last byte kept is a dot: no ".." before the suffix */
+  kv[270] = '\0';
+  fenv big = {{"RANK=0", kv, "TORCHELASTIC_RESTART_COUNT=2147483647",
+               "SLURM_RESTART_COUNT=2147483647", NULL}};
+  l = rd(&big);
+  attempt_is(&l, ".requeue2147483647.restart2147483647");
+  char buf[TBE_NAME_MAX + 1];
+  assert_int_equal(tbe__launcher_run_name(&l, buf, sizeof buf), 0);
+  assert_int_equal(tbe_name_check(buf, NULL), 0);
+  assert_null(strstr(buf, ".."));
+  fenv dot = {{"RANK=0", "TORCHELASTIC_RUN_ID=a.", "TORCHELASTIC_RESTART_COUNT=1", NULL}};
+  l = rd(&dot);
+  run_name(&l, "torch-a_.restart1");
+  /* too small a buffer: no suffix cut in half */
+  tbe__launcher_attempt(&l, buf, 8);
+  assert_string_equal(buf, "");
+  /* the session API carries the counts and the attempt's run */
+  tbe_session_launcher sl;
+  tbe_session_launcher_read(&sl, fget, &both);
+  assert_int_equal(sl.requeue, 2);
+  assert_int_equal(sl.restart, 1);
+  assert_string_equal(sl.attempt, ".requeue2.restart1");
+  assert_string_equal(sl.run, "slurm-9.1.requeue2.restart1");
+  tbe_session_launcher_read(&sl, fget, &s0);
+  assert_string_equal(sl.attempt, "");
+  assert_string_equal(sl.run, "slurm-77.0");
+}
+
 /* ---- the session API ---- */
 
 static void test_session_api(void **state) {
@@ -325,12 +410,12 @@ static void test_session_api(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_none),        cmocka_unit_test(test_torch),
-      cmocka_unit_test(test_ompi),        cmocka_unit_test(test_pmix),
-      cmocka_unit_test(test_pmi),         cmocka_unit_test(test_mvapich),
-      cmocka_unit_test(test_slurm),       cmocka_unit_test(test_precedence),
-      cmocka_unit_test(test_malformed),   cmocka_unit_test(test_run_names),
-      cmocka_unit_test(test_session_api),
+      cmocka_unit_test(test_none),      cmocka_unit_test(test_torch),
+      cmocka_unit_test(test_ompi),      cmocka_unit_test(test_pmix),
+      cmocka_unit_test(test_pmi),       cmocka_unit_test(test_mvapich),
+      cmocka_unit_test(test_slurm),     cmocka_unit_test(test_precedence),
+      cmocka_unit_test(test_malformed), cmocka_unit_test(test_run_names),
+      cmocka_unit_test(test_attempts),  cmocka_unit_test(test_session_api),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,9 @@
  *
  * What must never happen: a run named after one that exists (the default
  * name takes the next free suffix), a named run started over outputs of
- * the same host without force, a spool folder made through a symlink or
+ * the same host without force, a job id's run (tbexport's name, not the
+ * user's) refused or written over when a job of that id ran before (it
+ * moves to the next free name, the same for every rank), a spool folder made through a symlink or
  * left half made, a variable of the protocol missing from the program's
  * environment (or NVTX injected when NVTX is not traced), a file taken for
  * a spool by its name, a spool whose header cannot be read let through to
@@ -229,6 +231,64 @@ static void test_run_name_ranks(void **state) {
   assert_int_equal(tbe_session_run_name(dir, "torch-abc", "node.rank4", 0, name, sizeof name, clash,
                                         sizeof clash),
                    0);
+  tu_rmrf(dir);
+  free(dir);
+}
+
+/* A launcher's job id is tbexport's name, not the user's: when this
+ * host entry has it already (the step run again by hand, an id reused),
+ * the next free name, which every rank of the new job reaches alike. */
+static void test_run_name_next_free(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  char name[TBE_NAME_MAX + 1], clash[4096];
+  const unsigned nf = TBE_SESSION_NEXT_FREE;
+  mkdirs(dir, "plugins/profile/slurm-42.0");
+  touch(dir, "plugins/profile/slurm-42.0/n.rank0.xplane.pb");
+  touch(dir, "plugins/profile/slurm-42.0/n.rank1.trace.json.gz");
+  /* a free entry: the name itself, no clash */
+  assert_int_equal(tbe_session_run_name(dir, "slurm-42.0", "n.rank2", nf, name, sizeof name, clash,
+                                        sizeof clash),
+                   0);
+  assert_string_equal(name, "slurm-42.0");
+  assert_string_equal(clash, "");
+  /* a taken one: the next name, and what was found; the user's name is refused */
+  assert_int_equal(tbe_session_run_name(dir, "slurm-42.0", "n.rank0", nf, name, sizeof name, clash,
+                                        sizeof clash),
+                   0);
+  assert_string_equal(name, "slurm-42.0_2");
+  assert_true(ends_with(clash, "/plugins/profile/slurm-42.0/n.rank0.xplane.pb"));
+  assert_int_equal(
+      tbe_session_run_name(dir, "slurm-42.0", "n.rank0", 0, name, sizeof name, clash, sizeof clash),
+      TBE_EEXIST);
+  /* the new job's rank 0 wrote slurm-42.0_2: its rank 1 joins it there */
+  mkdirs(dir, "plugins/profile/slurm-42.0_2");
+  touch(dir, "plugins/profile/slurm-42.0_2/n.rank0.xplane.pb");
+  assert_int_equal(tbe_session_run_name(dir, "slurm-42.0", "n.rank1", nf, name, sizeof name, clash,
+                                        sizeof clash),
+                   0);
+  assert_string_equal(name, "slurm-42.0_2");
+  /* a third job: rank 0 past both */
+  assert_int_equal(
+      tbe_session_run_name(dir, "slurm-42.0", "n.rank0", nf, name, sizeof name, NULL, 0), 0);
+  assert_string_equal(name, "slurm-42.0_3");
+  /* force: the name itself, replaced */
+  assert_int_equal(tbe_session_run_name(dir, "slurm-42.0", "n.rank0", nf | TBE_SESSION_FORCE, name,
+                                        sizeof name, clash, sizeof clash),
+                   0);
+  assert_string_equal(name, "slurm-42.0");
+  /* no room for a suffix: refused rather than cut */
+  char longrun[TBE_NAME_MAX + 1];
+  memset(longrun, 'r', TBE_NAME_MAX);
+  longrun[TBE_NAME_MAX] = '\0';
+  char rel[300];
+  snprintf(rel, sizeof rel, "plugins/profile/%s", longrun);
+  mkdirs(dir, rel);
+  snprintf(rel, sizeof rel, "plugins/profile/%s/n.xplane.pb", longrun);
+  touch(dir, rel);
+  assert_int_equal(
+      tbe_session_run_name(dir, longrun, "n", nf, name, sizeof name, clash, sizeof clash),
+      TBE_EEXIST);
   tu_rmrf(dir);
   free(dir);
 }
@@ -603,11 +663,11 @@ static void test_text_forms(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_run_name_default), cmocka_unit_test(test_run_name_clash),
-      cmocka_unit_test(test_spool_dir),        cmocka_unit_test(test_environment),
-      cmocka_unit_test(test_spool_check),      cmocka_unit_test(test_messages),
-      cmocka_unit_test(test_text_forms),       cmocka_unit_test(test_run_name_ranks),
-      cmocka_unit_test(test_convert_ranks),
+      cmocka_unit_test(test_run_name_default),   cmocka_unit_test(test_run_name_clash),
+      cmocka_unit_test(test_spool_dir),          cmocka_unit_test(test_environment),
+      cmocka_unit_test(test_spool_check),        cmocka_unit_test(test_messages),
+      cmocka_unit_test(test_text_forms),         cmocka_unit_test(test_run_name_ranks),
+      cmocka_unit_test(test_run_name_next_free), cmocka_unit_test(test_convert_ranks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,8 @@
 /* test_writer.c: the event writer against TensorBoard's own files, the
  * hand-encoded scalar against protobuf-c, bad input, sticky errors,
- * bounded-delay flushing and concurrent writers. */
+ * bounded-delay flushing, concurrent writers, and fork(): what the parent
+ * buffered is written once, by the parent, whatever the child does (exits,
+ * closes, writes, or forks while another thread holds the writer's lock). */
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
@@ -13,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -714,6 +718,290 @@ static void test_hparams_default_subrun(void **state) {
   free(dir);
 }
 
+/* ---- duplicate names ---- */
+
+static int exists_in(const char *dir, const char *name) {
+  char *p = tu_join(dir, name);
+  struct stat st;
+  int e = lstat(p, &st) == 0;
+  free(p);
+  return e;
+}
+
+/* A name given twice is refused before anything is written: no sub-run. */
+static void test_hparams_duplicates(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  tbe_writer *w = open_w(dir, 1.0);
+  tbe_hparam two[2] = {{"lr", TBE_HPARAM_NUMBER, 0.1, NULL, 0},
+                       {"lr", TBE_HPARAM_BOOL, 0, NULL, 1}};
+  assert_int_equal(tbe_writer_add_hparams(w, two, 2, NULL, 0, "dup", 0, 1), TBE_EINVAL);
+  tbe_metric m2[2] = {{"loss", 1}, {"loss", 2}};
+  assert_int_equal(tbe_writer_add_hparams(w, two, 1, m2, 2, "dupm", 0, 1), TBE_EINVAL);
+  /* the last of many repeats the first */
+  enum { N = 300 };
+  tbe_hparam many[N];
+  char names[N][16];
+  for (int i = 0; i < N; i++) {
+    snprintf(names[i], sizeof names[i], "p%d", i == N - 1 ? 0 : i);
+    many[i] = (tbe_hparam){names[i], TBE_HPARAM_NUMBER, i, NULL, 0};
+  }
+  assert_int_equal(tbe_writer_add_hparams(w, many, N, NULL, 0, "dupn", 0, 1), TBE_EINVAL);
+  assert_int_equal(tbe__writer_hparams_session(w, two, 2, NULL, 0, 0, 0, 1), TBE_EINVAL);
+  assert_false(exists_in(dir, "dup"));
+  assert_false(exists_in(dir, "dupm"));
+  assert_false(exists_in(dir, "dupn"));
+  /* distinct names (an hparam and a metric may share one) still go */
+  snprintf(names[N - 1], sizeof names[N - 1], "p%d", N - 1);
+  assert_int_equal(tbe_writer_add_hparams(w, many, N, NULL, 0, "ok", 0, 1), 0);
+  tbe_metric lr = {"lr", 3};
+  assert_int_equal(tbe_writer_add_hparams(w, two, 1, &lr, 1, "ok2", 0, 1), 0);
+  assert_int_equal(tbe_writer_close(w), 0);
+  /* the writer's own file: only its file_version (refusals wrote nothing) */
+  tbe_reader *r;
+  assert_int_equal(tbe_reader_open(&r, dir, 0, NULL), 0);
+  const tbe_tb_event *ev;
+  int n = 0;
+  while (tbe_reader_next(r, &ev) == 1) n++;
+  assert_int_equal(n, 1);
+  tbe_reader_close(r);
+  tu_rmrf(dir);
+  free(dir);
+}
+
+/* ---- fork ---- */
+
+/* The scalars of tag `tag` in the event files directly in `dir`, file
+ * `path_has` (a substring of the path; NULL: any): their steps into
+ * steps[0..max), the count returned; *files gets the count of files. */
+static int read_scalars(const char *dir, const char *tag, const char *path_has, int64_t *steps,
+                        int max, long *files) {
+  tbe_reader *r;
+  assert_int_equal(tbe_reader_open(&r, dir, 0, NULL), 0);
+  if (files) *files = (long)tbe_reader_file_count(r);
+  const tbe_tb_event *ev;
+  int n = 0;
+  int rc;
+  while ((rc = tbe_reader_next(r, &ev)) == 1) {
+    if (path_has && !strstr(ev->path, path_has)) continue;
+    if (ev->kind != TBE_TB_SUMMARY) continue;
+    for (size_t i = 0; i < ev->nvalues; i++)
+      if (strcmp(ev->values[i].tag, tag) == 0) {
+        assert_true(n < max);
+        steps[n++] = ev->step;
+      }
+  }
+  assert_int_equal(rc, 0); /* clean end: no torn or corrupt record */
+  tbe_reader_close(r);
+  return n;
+}
+
+/* The parent's file: exactly steps 0..n-1 of tag "p", once each, in order,
+ * and nothing of the child's ("c"). */
+static void assert_parent_file(const char *dir, const char *pid_part, int n) {
+  int64_t steps[64];
+  int got = read_scalars(dir, "p", pid_part, steps, 64, NULL);
+  assert_int_equal(got, n);
+  for (int i = 0; i < n; i++) assert_int_equal(steps[i], i);
+  assert_int_equal(read_scalars(dir, "c", pid_part, steps, 64, NULL), 0);
+}
+
+/* Child outcomes, as bits of the exit status (cmocka's asserts are the
+ * parent's). */
+#define CHILD_BAD_ADD 1
+#define CHILD_BAD_FLUSH 2
+#define CHILD_BAD_CLOSE 4
+#define CHILD_BAD_OWN 8
+
+/* What a child does with the parent's writer: 0 leaves it (exits), 1
+ * closes it, 2 writes into it and then into a writer of its own; 3 (a
+ * child of a raw clone, which no atfork handler saw) adds to its copy of
+ * the buffer, then flushes and closes: refused at the write. */
+static int child_body(tbe_writer *w, const char *dir, int mode) {
+  int bad = 0;
+  if (mode == 1) bad |= tbe_writer_close(w) == 0 ? 0 : CHILD_BAD_CLOSE;
+  if (mode == 3) {
+    (void)tbe_writer_add_scalar(w, "c", 9, 100, 1);
+    bad |= tbe_writer_flush(w, 0) == TBE_ESTATE ? 0 : CHILD_BAD_FLUSH;
+    bad |= tbe_writer_add_scalar(w, "c", 9, 101, 1) == TBE_ESTATE ? 0 : CHILD_BAD_ADD;
+    bad |= tbe_writer_close(w) == TBE_ESTATE ? 0 : CHILD_BAD_CLOSE;
+  }
+  if (mode == 2) {
+    bad |= tbe_writer_add_scalar(w, "c", 9, 100, 1) == TBE_ESTATE ? 0 : CHILD_BAD_ADD;
+    bad |= tbe_writer_add_text(w, "c", "x", 101, 1) == TBE_ESTATE ? 0 : CHILD_BAD_ADD;
+    bad |= tbe_writer_flush(w, 1) == TBE_ESTATE ? 0 : CHILD_BAD_FLUSH;
+    tbe_hparam hp = {"h", TBE_HPARAM_NUMBER, 1, NULL, 0};
+    bad |=
+        tbe_writer_add_hparams(w, &hp, 1, NULL, 0, "child", 0, 1) == TBE_ESTATE ? 0 : CHILD_BAD_ADD;
+    bad |= tbe_writer_close(w) == TBE_ESTATE ? 0 : CHILD_BAD_CLOSE;
+    tbe_writer *own = NULL;
+    tbe_writer_options o;
+    tbe_writer_options_init(&o);
+    o.flush_interval_s = 60;
+    if (tbe_writer_open(&own, dir, &o) != 0) return bad | CHILD_BAD_OWN;
+    for (int i = 0; i < 2; i++)
+      if (tbe_writer_add_scalar(own, "c", i, i, 1) != 0) bad |= CHILD_BAD_OWN;
+    if (tbe_writer_close(own) != 0) bad |= CHILD_BAD_OWN;
+  }
+  return bad;
+}
+
+/* 3 scalars buffered (a long flush interval), fork, the child does `mode`,
+ * then the parent closes: its file holds its 3 scalars once, in order. */
+static void fork_case(int mode, int raw) {
+  char *dir = tu_mkdtemp();
+  tbe_writer *w = open_w(dir, 60.0);
+  for (int i = 0; i < 3; i++) assert_int_equal(tbe_writer_add_scalar(w, "p", i, i, 1), 0);
+  fflush(NULL);
+  /* raw: a clone system call that runs no atfork handler (the pid guard
+   * before every write is what stops the child then) */
+  pid_t pid = raw ? (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0) : fork();
+  assert_true(pid >= 0);
+  if (pid == 0) _exit(child_body(w, dir, mode));
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+  char mine[32];
+  snprintf(mine, sizeof mine, ".%ld.", (long)getpid());
+  assert_int_equal(tbe_writer_close(w), 0);
+  assert_parent_file(dir, mine, 3);
+  long files;
+  int64_t steps[8];
+  if (mode == 2) {
+    /* the child's own writer: its 2 scalars in a file of its own */
+    char theirs[32];
+    snprintf(theirs, sizeof theirs, ".%ld.", (long)pid);
+    assert_int_equal(read_scalars(dir, "c", theirs, steps, 8, &files), 2);
+    assert_int_equal(files, 2);
+    assert_int_equal(steps[0], 0);
+    assert_int_equal(steps[1], 1);
+    assert_false(exists_in(dir, "child"));
+  } else {
+    read_scalars(dir, "p", NULL, steps, 8, &files);
+    assert_int_equal(files, 1);
+  }
+  tu_rmrf(dir);
+  free(dir);
+}
+
+static void test_fork_child_exits(void **state) {
+  (void)state;
+  fork_case(0, 0);
+}
+
+static void test_fork_child_closes(void **state) {
+  (void)state;
+  fork_case(1, 0);
+}
+
+static void test_fork_child_writes(void **state) {
+  (void)state;
+  fork_case(2, 0);
+}
+
+static void test_fork_raw_clone(void **state) {
+  (void)state;
+  fork_case(3, 1);
+}
+
+/* Another thread holds the writer's lock at the fork (blocked in the
+ * allocator while it grows the buffer): the child's copy of the mutex
+ * stays locked forever, so a child that took it would hang.  It gets
+ * TBE_ESTATE at once instead; the parent's records, the blocked thread's
+ * included, are written once. */
+typedef struct gate {
+  int armed;
+  int entered[2], release[2]; /* pipes */
+} gate;
+
+static void *g_alloc(void *o, size_t n) {
+  (void)o;
+  return malloc(n);
+}
+static void *g_realloc(void *o, void *p, size_t old, size_t n) {
+  gate *g = o;
+  (void)old;
+  if (n > 200000 && __atomic_exchange_n(&g->armed, 0, __ATOMIC_ACQ_REL)) {
+    char c = 1;
+    assert_int_equal(write(g->entered[1], &c, 1), 1);
+    assert_int_equal(read(g->release[0], &c, 1), 1);
+  }
+  return realloc(p, n);
+}
+static void g_free(void *o, void *p) {
+  (void)o;
+  free(p);
+}
+
+typedef struct big_add {
+  tbe_writer *w;
+  char *tag;
+  int rc;
+} big_add;
+
+static void *add_big(void *arg) {
+  big_add *b = arg;
+  b->rc = tbe_writer_add_scalar(b->w, b->tag, 5, 3, 1);
+  return NULL;
+}
+
+static void test_fork_lock_held(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  gate g = {0};
+  assert_int_equal(pipe(g.entered), 0);
+  assert_int_equal(pipe(g.release), 0);
+  tbe_allocator a = {g_alloc, g_realloc, g_free, &g};
+  tbe_writer_options o;
+  tbe_writer_options_init(&o);
+  o.flush_interval_s = 60;
+  o.buffer_size = 1 << 20;
+  o.allocator = &a;
+  tbe_writer *w = NULL;
+  assert_int_equal(tbe_writer_open(&w, dir, &o), 0);
+  for (int i = 0; i < 3; i++) assert_int_equal(tbe_writer_add_scalar(w, "p", i, i, 1), 0);
+  /* a 300 KB tag makes the buffer grow under the lock */
+  big_add b = {w, malloc(300001), -1};
+  assert_non_null(b.tag);
+  memset(b.tag, 'x', 300000);
+  b.tag[300000] = '\0';
+  __atomic_store_n(&g.armed, 1, __ATOMIC_RELEASE);
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, add_big, &b), 0);
+  char c;
+  assert_int_equal(read(g.entered[0], &c, 1), 1); /* the thread holds the lock now */
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    /* would hang on the inherited lock: the alarm makes that a failure */
+    alarm(10);
+    _exit(child_body(w, dir, 2));
+  }
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+  assert_int_equal(write(g.release[1], &c, 1), 1);
+  assert_int_equal(pthread_join(th, NULL), 0);
+  assert_int_equal(b.rc, 0);
+  assert_int_equal(tbe_writer_close(w), 0);
+  char mine[32];
+  snprintf(mine, sizeof mine, ".%ld.", (long)getpid());
+  assert_parent_file(dir, mine, 3);
+  int64_t steps[4];
+  assert_int_equal(read_scalars(dir, b.tag, mine, steps, 4, NULL), 1);
+  assert_int_equal(steps[0], 3);
+  free(b.tag);
+  for (int i = 0; i < 2; i++) {
+    close(g.entered[i]);
+    close(g.release[i]);
+  }
+  tu_rmrf(dir);
+  free(dir);
+}
+
 /* ---- allocation failures ---- */
 
 typedef struct failalloc {
@@ -825,6 +1113,12 @@ int main(void) {
       cmocka_unit_test(test_images_roundtrip),
       cmocka_unit_test(test_histogram_buckets),
       cmocka_unit_test(test_hparams_default_subrun),
+      cmocka_unit_test(test_hparams_duplicates),
+      cmocka_unit_test(test_fork_child_exits),
+      cmocka_unit_test(test_fork_child_closes),
+      cmocka_unit_test(test_fork_child_writes),
+      cmocka_unit_test(test_fork_raw_clone),
+      cmocka_unit_test(test_fork_lock_held),
       cmocka_unit_test(test_alloc_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
