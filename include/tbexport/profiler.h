@@ -70,6 +70,18 @@ enum {
                                replay passes) */
 };
 
+/* Framework operators (tbe_profiler_options.operators): `tbexport -- CMD`
+ * turns on PyTorch's operator ranges in the Python processes of CMD that
+ * import torch (a start-up hook; the program is not changed), and the
+ * collector reads them into operators with their kernels. */
+enum {
+  TBE_OPS_ON = 0,     /* operators, without input shapes (the default: 1.0x) */
+  TBE_OPS_OFF = 1,    /* none */
+  TBE_OPS_SHAPES = 2  /* operators with their input shapes (PyTorch formats
+                         each operator's shapes as text: it costs the
+                         program more, see README) */
+};
+
 /* Capture range (tbe_profiler_options.capture). */
 typedef enum tbe_capture_mode {
   TBE_CAPTURE_ALL = 0,        /* everything between start and stop */
@@ -105,6 +117,9 @@ typedef struct tbe_profiler_options {
                                serializes the kernels it measures; 0 = off */
   unsigned kernel_metrics_launches; /* measure the first this many launches
                                of each kernel name; 0 = 3 */
+  unsigned operators;       /* TBE_OPS_*: only `tbexport -- CMD` (the session
+                               environment) can reach a program's Python;
+                               tbe_profiler_start ignores it */
   /* Where the run is written (see tbexport/export.h). */
   const char *logdir;       /* required */
   const char *run;          /* NULL: the launcher's job id when the process

@@ -148,7 +148,11 @@ TBE_API int tbe_session_spool_dir(const char *logdir, char *path, size_t size, c
  * metrics; the rest of `o` is the conversion's).  The capture range's
  * NVTX name and domain go too: the range profiler measures only launches
  * inside it (by NVTX callbacks, hence NVTX injection; each at most 255
- * bytes).  Returns 0, the first non-zero result of `set`, TBE_EINVAL or
+ * bytes).  Operators (o->operators not TBE_OPS_OFF, NVTX traced): the
+ * Python start-up hook's folder (tbe_session_python_hook) goes first on
+ * PYTHONPATH (before the value in this process's environment) and
+ * TBEXPORT_OPS says "1" or "shapes"; without the hook's folder they are
+ * left out.  Returns 0, the first non-zero result of `set`, TBE_EINVAL or
  * TBE_ETOOBIG. */
 TBE_API int tbe_session_environment(const tbe_profiler_options *o, const char *inject_lib,
                                     const char *spool_dir,
@@ -162,6 +166,12 @@ TBE_API int tbe_session_environment(const tbe_profiler_options *o, const char *i
  * or corrupt tail only ends it early), or TBE_EFORMAT / TBE_ECORRUPT with
  * err->message "PATH: byte N: what" when it is a spool that cannot be
  * converted (err may be NULL). */
+/* The folder of the Python start-up hook that turns on PyTorch's operator
+ * ranges (sitecustomize.py; src/collect/python): "python" beside
+ * `inject_lib`, into buf[0..size).  Returns 0, or TBE_ENOENT when it holds
+ * no sitecustomize.py, TBE_EINVAL when buf is too small. */
+TBE_API int tbe_session_python_hook(const char *inject_lib, char *buf, size_t size);
+
 TBE_API int tbe_session_spool_check(const char *path, tbe_import_error *err);
 
 typedef struct tbe_session_options {

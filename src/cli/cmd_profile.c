@@ -58,6 +58,8 @@ static const struct option profile_opts[] = {
     {"kernel-metrics", optional_argument, 0, 'K'},
     {"kernel-metrics-launches", required_argument, 0, 'N'},
     {"keep-noisy-api", no_argument, 0, 'k'},
+    {"no-ops", no_argument, 0, 'O'},
+    {"record-shapes", no_argument, 0, 'S'},
     {"force", no_argument, 0, 'f'},
     {"quiet", no_argument, 0, 'q'},
     {"help", no_argument, 0, 'h'},
@@ -123,6 +125,11 @@ static void profile_usage(FILE *f) {
           "                          1000), so a program killed with SIGKILL loses at most\n"
           "                          about that much (fatal signals flush everything first)\n"
           "  --keep-noisy-api        keep cudaGetDevice, cudaGetLastError and similar calls\n"
+          "  --no-ops                no framework operators (by default the Python processes\n"
+          "                          of CMD that import torch emit PyTorch's operator ranges,\n"
+          "                          read into operators with the kernels they launched)\n"
+          "  --record-shapes         operators with their input shapes (PyTorch formats them\n"
+          "                          per call: costs the program more)\n"
           "  --force                 replace the run's outputs of this host together\n"
           "                          (without it, a run that has them already is left as\n"
           "                          it is, and this profile is the run NAME_2, NAME_3...)\n"
@@ -344,6 +351,10 @@ static int parse_one(int c, const char *arg, profile_args *a) {
     case 'r': a->run = arg; return 0;
     case 'H': a->host = arg; return 0;
     case 'k': po->keep_noisy_api = 1; return 0;
+    case 'O': po->operators = TBE_OPS_OFF; return 0;
+    case 'S':
+      if (po->operators != TBE_OPS_OFF) po->operators = TBE_OPS_SHAPES;
+      return 0;
     case 'f': a->force = 1; return 0;
     case 'q': a->quiet = 1; return 0;
     case TBE_CLI_OPT_LABEL:
@@ -752,6 +763,14 @@ static int session(const profile_args *a, const char *exe) {
     return run_bare(a, exe,
                     "libtbexport_inject.so not found next to tbexport or in its install folder "
                     "(set TBEXPORT_INJECT_LIB)");
+  unsigned traced = a->po.trace ? a->po.trace : TBE_TRACE_DEFAULT;
+  char hook[PATH_MAX];
+  if (a->po.operators != TBE_OPS_OFF && (traced & TBE_TRACE_NVTX) &&
+      tbe_session_python_hook(inject, hook, sizeof hook) != 0)
+    tbe_cli_warn("profile",
+                 "operators are not recorded: %s/sitecustomize.py is missing (the Python hook "
+                 "installed beside libtbexport_inject.so)",
+                 hook);
   struct stat lst;
   int logdir_made = stat(a->logdir, &lst) != 0, ret = TBE_EXIT_FAIL;
   char spool_rel[PATH_MAX], where[PATH_MAX + 64], line[PATH_MAX + 200];

@@ -244,7 +244,32 @@ int tbe_session_environment(const tbe_profiler_options *o, const char *inject_li
   if (!rc && (co.trace & TBE_TRACE_NVTX)) rc = set(ctx, "NVTX_INJECTION64_PATH", inject_lib);
   if (!rc) rc = set(ctx, TBE__ENV_SPOOL_DIR, spool_dir);
   if (!rc) rc = set(ctx, TBE__ENV_OPTIONS, opts);
+  /* Operators: PyTorch's operator ranges, turned on by the Python hook. */
+  char hook[4096];
+  unsigned trace = o->trace ? o->trace : TBE_TRACE_DEFAULT;
+  if (!rc && o->operators != TBE_OPS_OFF && (trace & TBE_TRACE_NVTX) &&
+      tbe_session_python_hook(inject_lib, hook, sizeof hook) == 0) {
+    const char *old = getenv("PYTHONPATH");
+    size_t n = strlen(hook) + (old && *old ? strlen(old) + 1 : 0) + 1;
+    char *pp = malloc(n);
+    if (!pp) return TBE_ENOMEM;
+    snprintf(pp, n, "%s%s%s", hook, old && *old ? ":" : "", old && *old ? old : "");
+    rc = set(ctx, "PYTHONPATH", pp);
+    free(pp);
+    if (!rc) rc = set(ctx, "TBEXPORT_OPS", o->operators == TBE_OPS_SHAPES ? "shapes" : "1");
+  }
   return rc;
+}
+
+int tbe_session_python_hook(const char *inject_lib, char *buf, size_t size) {
+  if (!inject_lib || !buf || !size) return TBE_EINVAL;
+  const char *slash = strrchr(inject_lib, '/');
+  size_t dir = slash ? (size_t)(slash - inject_lib) : 0;
+  int n = snprintf(buf, size, "%.*s%spython", (int)dir, inject_lib, slash ? "/" : "");
+  if (n < 0 || (size_t)n + sizeof "/sitecustomize.py" > size) return TBE_EINVAL;
+  char file[4200];
+  snprintf(file, sizeof file, "%s/sitecustomize.py", buf);
+  return access(file, R_OK) == 0 ? 0 : TBE_ENOENT;
 }
 
 int tbe_session_spool_check(const char *path, tbe_import_error *err) {
@@ -346,10 +371,50 @@ static void take_note(const char *dir, const char *name, int keep, char *notes, 
   if (!keep) unlink(path);
 }
 
-/* The spools to convert, sorted, into *names (malloc'd), and the notes of
- * processes that could not collect.  Returns 0 or TBE_ENOMEM. */
+/* What the Python start-up hook said of each process (`<pid>.ops`, one
+ * line: "ok[ shapes] torch V", "no-torch", or why operators are not
+ * recorded). */
+#define TBE__OPS_NOTES 64
+typedef struct ops_notes {
+  int64_t pid[TBE__OPS_NOTES];
+  char text[TBE__OPS_NOTES][160];
+  int used[TBE__OPS_NOTES];
+  size_t n;
+  int any_ok, any_no_torch;
+} ops_notes;
+
+static void take_ops(const char *dir, const char *name, int keep, ops_notes *on) {
+  char path[4200], text[160];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return;
+  struct stat st;
+  ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, text, sizeof text - 1) : 0;
+  close(fd);
+  if (!keep) unlink(path);
+  if (n < 0) n = 0;
+  text[n] = '\0';
+  for (ssize_t i = 0; i < n; i++)
+    if ((unsigned char)text[i] < 0x20) text[i] = i == n - 1 ? '\0' : ' ';
+  if (strncmp(text, "ok", 2) == 0) {
+    on->any_ok = 1;
+    return;
+  }
+  if (strcmp(text, "no-torch") == 0) {
+    on->any_no_torch = 1;
+    return;
+  }
+  if (on->n == TBE__OPS_NOTES) return;
+  on->pid[on->n] = strtoll(name, NULL, 10);
+  snprintf(on->text[on->n], sizeof on->text[on->n], "%s", text);
+  on->n++;
+}
+
+/* The spools to convert, sorted, into *names (malloc'd), the notes of
+ * processes that could not collect and the Python hook's notes.  Returns
+ * 0 or TBE_ENOMEM. */
 static int list_spools(const tbe_session_options *o, char ***names, size_t *nn, char *notes,
-                       size_t nsize) {
+                       size_t nsize, ops_notes *on) {
   size_t cap = 0;
   int rc = 0;
   *names = NULL;
@@ -367,6 +432,10 @@ static int list_spools(const tbe_session_options *o, char ***names, size_t *nn, 
       size_t l = strlen(e->d_name);
       if (l > 5 && strcmp(e->d_name + l - 5, ".note") == 0) {
         take_note(o->spool_dir, e->d_name, o->keep, notes, nsize);
+        continue;
+      }
+      if (l > 4 && strcmp(e->d_name + l - 4, ".ops") == 0) {
+        take_ops(o->spool_dir, e->d_name, o->keep, on);
         continue;
       }
       if (l < 7 || strcmp(e->d_name + l - 6, ".spool") != 0) continue;
@@ -467,7 +536,11 @@ int tbe_session_convert(const tbe_session_options *o, tbe_session_result *result
   tbe_profiler_result *tot = &res.total;
   char **names = NULL, notes[1024] = "";
   size_t nn = 0;
-  int rc = list_spools(o, &names, &nn, notes, sizeof notes);
+  ops_notes *on = calloc(1, sizeof *on);
+  if (!on) return TBE_ENOMEM;
+  int rc = list_spools(o, &names, &nn, notes, sizeof notes, on);
+  if (!on->any_ok && on->any_no_torch && !on->n)
+    say(o, TBE_MSG_NOTE, "note: no operators: no Python process of the program imported torch");
   if (nn > 0 && notes[0]) say(o, TBE_MSG_WARNING, "some processes did not collect: %s", notes);
   char base_host[TBE_NAME_MAX + 1];
   if (eo0->host)
@@ -551,6 +624,11 @@ int tbe_session_convert(const tbe_session_options *o, tbe_session_result *result
           t->world_size = sl && sl->world_size > ranks[i] ? sl->world_size : 0;
         }
         pids[i] = info.pid;
+        for (size_t k = 0; k < on->n; k++)
+          if (on->pid[k] == info.pid) {
+            tbe_trace_warn(t, "operators are not recorded: %s", on->text[k]);
+            on->used[k] = 1;
+          }
         spool_host(host, sizeof host, base_host, ranks, pids, nn, i);
         if (unranked_idle(ranks, nn, i, &info.r)) {
           /* A launcher's own process (torchrun's agent) beside its ranks:
@@ -597,6 +675,11 @@ int tbe_session_convert(const tbe_session_options *o, tbe_session_result *result
   free(names);
   free(pids);
   free(ranks);
+  for (size_t k = 0; k < on->n; k++)
+    if (!on->used[k])
+      say(o, TBE_MSG_WARNING, "pid %lld: operators are not recorded: %s", (long long)on->pid[k],
+          on->text[k]);
+  free(on);
   if (o->spool_dir && !o->keep) rmdir(o->spool_dir); /* only if empty */
   if (rc && nn > 0 && !o->keep && done + busy < nn)
     say(o, TBE_MSG_WARNING,

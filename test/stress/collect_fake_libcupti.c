@@ -66,11 +66,17 @@ API CUptiResult CUPTIAPI cuptiActivitySetAttribute(CUpti_ActivityAttribute attr,
   return CUPTI_SUCCESS;
 }
 
+API const char *fake_cupti_driver_name(uint32_t cbid);
+
 API CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid,
                                               const char **name) {
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API &&
       cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000) {
     *name = "cudaLaunchKernel_v7000";
+    return CUPTI_SUCCESS;
+  }
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API && fake_cupti_driver_name(cbid)) {
+    *name = fake_cupti_driver_name(cbid);
     return CUPTI_SUCCESS;
   }
   return CUPTI_ERROR_INVALID_PARAMETER;
@@ -183,4 +189,84 @@ API int fake_cupti_overhead(uint64_t start, uint64_t end) {
   o.start = start;
   o.end = end;
   return tf_emit(&o, sizeof o);
+}
+
+/* ---- driver API calls: the launch subset (collector.c) ---- */
+
+/* Driver calls CUPTI records, by id: all until the collector switches one
+ * off (cuptiActivityEnableDriverApi), as CUPTI does. */
+static unsigned char driver_off[1024];
+
+API CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
+  if (cbid >= sizeof driver_off) return CUPTI_ERROR_INVALID_PARAMETER;
+  driver_off[cbid] = !enable;
+  return CUPTI_SUCCESS;
+}
+
+/* The driver calls this fake names (CUPTI's ids): one launch, one that is
+ * not; every other id has no name. */
+#define FAKE_CBID_cuCtxSynchronize 17
+API const char *fake_cupti_driver_name(uint32_t cbid) {
+  if (cbid == FAKE_CBID_cuCtxSynchronize) return "cuCtxSynchronize";
+  if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) return "cuLaunchKernel";
+  return NULL;
+}
+
+/* A driver call [start, end] on the calling thread, recorded only while
+ * its id is on. */
+API int fake_cupti_driver_api(uint32_t cbid, uint32_t corr, uint64_t start, uint64_t end) {
+  if (cbid < sizeof driver_off && driver_off[cbid]) return 1;
+  CUpti_ActivityAPI a;
+  memset(&a, 0, sizeof a);
+  a.kind = CUPTI_ACTIVITY_KIND_DRIVER;
+  a.cbid = cbid;
+  a.start = start;
+  a.end = end;
+  a.processId = (uint32_t)getpid();
+  a.threadId = (uint32_t)gettid();
+  a.correlationId = corr;
+  return tf_emit(&a, sizeof a);
+}
+
+/* ---- a program's NVTX (the collector's own handlers, nvtxhook.c) ----
+ *
+ * The copy of NVTX's header-only code a program carries: its slots and the
+ * export table it hands the tool.  fake_nvtx_init loads the library named
+ * by NVTX_INJECTION64_PATH and calls its InitializeInjectionNvtx2, as
+ * NVTX's loader does at the first call; fake_nvtx_push/_pop/_mark then call
+ * whatever the tool put in the slots (nothing: a no-op). */
+#include <dlfcn.h>
+#include <wchar.h>
+
+typedef void (*nv_fn)(void);
+static nv_fn nv_core[16], nv_core2[16];
+static nv_fn *nv_core_tab[16], *nv_core2_tab[16];
+
+static int nv_module(int module, nv_fn ***out, unsigned *size) {
+  if (module == 1) *out = nv_core_tab, *size = 16;
+  else if (module == 5) *out = nv_core2_tab, *size = 16;
+  else return 0;
+  return 1;
+}
+static const struct {
+  size_t size;
+  int (*get)(int, nv_fn ***, unsigned *);
+} nv_callbacks = {sizeof nv_callbacks, nv_module};
+static const void *nv_export(uint32_t id) { return id == 1 ? (const void *)&nv_callbacks : NULL; }
+
+API int fake_nvtx_init(void) {
+  for (int i = 1; i < 16; i++) nv_core_tab[i] = &nv_core[i], nv_core2_tab[i] = &nv_core2[i];
+  const char *lib = getenv("NVTX_INJECTION64_PATH");
+  void *h = lib ? dlopen(lib, RTLD_NOW | RTLD_LOCAL) : NULL;
+  int (*init)(const void *(*)(uint32_t)) = NULL;
+  if (h) *(void **)&init = dlsym(h, "InitializeInjectionNvtx2");
+  return init ? init(nv_export) : 0;
+}
+
+API int fake_nvtx_push(const char *msg) {
+  return nv_core[9] ? ((int (*)(const char *))nv_core[9])(msg) : -1; /* RangePushA */
+}
+API int fake_nvtx_pop(void) { return nv_core[11] ? ((int (*)(void))nv_core[11])() : -1; }
+API void fake_nvtx_mark(const char *msg) {
+  if (nv_core[2]) ((void (*)(const char *))nv_core[2])(msg); /* MarkA */
 }

@@ -37,6 +37,7 @@
 #include "tbexport/error.h"
 #include "tbexport/trace.h"
 #include "trace/model/model_int.h"
+#include "trace/model/ops.h"
 
 typedef struct tbe__trace_priv {
   tbe_allocator a;
@@ -709,6 +710,7 @@ int tbe_trace_finish(tbe_trace *t) {
   if (t->priv->finished) return 0;
   int rc = sort_events(t);
   if (!rc) rc = link_events(t);
+  if (!rc && (rc = tbe__trace_link_ops(t))) fail(t, rc);
   if (!rc) rc = derive_steps(t);
   if (!rc) rc = demangle_kernels(t);
   if (!rc) rc = demangle_kernel_metrics(t);
