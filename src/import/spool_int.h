@@ -57,7 +57,8 @@ typedef struct sp_mstatus {
   tbe_str reason;    /* the one-line reason, 0 if none */
 } sp_mstatus;
 
-/* Metric ids are dense from 1; a larger one is refused. */
+/* The most metrics one PM sample item may carry (a larger count is a
+ * malformed item). */
 #define SP_METRIC_ID_MAX 4096u
 
 /* What was wrong with the metric items, each counted and said once. */

@@ -29,7 +29,8 @@
 #define SPOOL_BASE ((size_t)2 << 20)
 #define SPOOL_PER_BYTE 128
 
-/* The counting allocator: a 16-byte header holds the block's size. */
+/* The counting allocator: a 16-byte header holds the block's size (the
+ * counts atomic: the analysis may run worker threads). */
 typedef struct fz_count {
   size_t bytes, peak;
 } fz_count;
@@ -40,8 +41,11 @@ static void *fc_alloc(void *o, size_t n) {
   unsigned char *p = malloc(16 + n);
   if (!p) return NULL;
   memcpy(p, &n, sizeof n);
-  c->bytes += n;
-  if (c->bytes > c->peak) c->peak = c->bytes;
+  size_t now = __atomic_add_fetch(&c->bytes, n, __ATOMIC_RELAXED);
+  size_t peak = __atomic_load_n(&c->peak, __ATOMIC_RELAXED);
+  while (now > peak &&
+         !__atomic_compare_exchange_n(&c->peak, &peak, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
   return p + 16;
 }
 
@@ -50,7 +54,7 @@ static void fc_free(void *o, void *q) {
   if (!q) return;
   size_t n;
   memcpy(&n, (unsigned char *)q - 16, sizeof n);
-  c->bytes -= n;
+  __atomic_fetch_sub(&c->bytes, n, __ATOMIC_RELAXED);
   free((unsigned char *)q - 16);
 }
 
