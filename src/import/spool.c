@@ -16,7 +16,11 @@
  * everything to the trace, whose tbe_trace_finish links API calls to the
  * GPU work they launched; --steps then replaces the steps.  Nothing read
  * from a spool is trusted: ids, lengths and counts are checked, unknown
- * items skipped.
+ * items skipped, and every lookup by an id from the spool is a map (or
+ * the dense string array that only items read can grow): the conversion
+ * is linear in the spool's size and its memory a multiple of it
+ * (spool_int.h, "Bounded by the input"), all of it on the import's
+ * allocator (tbe__convert_opts.allocator).
  *
  * Invariant: with any window, no event starts outside the kept windows
  * (GPU work: the call that launched it), CUPTI overhead is counted only
@@ -170,18 +174,21 @@ typedef struct build {
   u32map corr;     /* correlation id -> api index (runtime preferred) */
   u32map replay;   /* correlation id -> replays index (the range profiler's launches) */
   u32map ctxdev;   /* context id -> device */
-  VEC(window) coll; /* collection windows (sorted, disjoint) */
+  u32map kdur;     /* (kernel name id, device) -> kmvals index of its duration */
+  int have_kdur;   /* kdur is filled */
+  tbe__vec coll;   /* window: collection windows (sorted, disjoint) */
   int coll_bounded; /* the spool has window items */
-  VEC(window) win;  /* kept windows: coll (if bounded) cut to the capture */
+  tbe__vec win;     /* window: kept windows, coll (if bounded) cut to the capture */
   int windowed;     /* a capture range applies */
   int bounded;      /* win applies (coll_bounded || windowed) */
-  VEC(ival) gpu;   /* GPU busy intervals */
+  tbe__vec gpu;     /* ival: GPU busy intervals */
   int64_t end_ns;  /* end of the capture */
 } build;
 
-/* Index of the window of `w` (n, sorted, disjoint) holding ts, or -1. */
-static long window_at(const window *w, size_t n, int64_t ts) {
-  size_t lo = 0, hi = n;
+/* Index of the window of `v` (sorted, disjoint) holding ts, or -1. */
+static long window_at(const tbe__vec *v, int64_t ts) {
+  const window *w = v->data;
+  size_t lo = 0, n = v->n, hi = n;
   while (lo < hi) { /* first window ending at or after ts */
     size_t mid = lo + (hi - lo) / 2;
     if (w[mid].b < ts) lo = mid + 1;
@@ -191,14 +198,14 @@ static long window_at(const window *w, size_t n, int64_t ts) {
 }
 
 static int in_window(const build *b, int64_t ts) {
-  return !b->bounded || window_at(b->win.v, b->win.n, ts) >= 0;
+  return !b->bounded || window_at(&b->win, ts) >= 0;
 }
 
 /* Whether a record starting at ts is kept; counts it as left out, by the
  * capture range or by the collection window, when it is not. */
 static int keep(build *b, int64_t ts) {
   if (in_window(b, ts)) return 1;
-  if (b->windowed && (!b->coll_bounded || window_at(b->coll.v, b->coll.n, ts) >= 0))
+  if (b->windowed && (!b->coll_bounded || window_at(&b->coll, ts) >= 0))
     b->info->outside_capture++;
   else
     b->info->outside_window++;
@@ -209,16 +216,18 @@ static int keep(build *b, int64_t ts) {
  * nothing bounds the capture). */
 static int64_t window_end(const build *b, int64_t ts) {
   if (!b->bounded) return INT64_MAX;
-  long w = window_at(b->win.v, b->win.n, ts);
-  return w >= 0 ? b->win.v[w].b : INT64_MAX;
+  long w = window_at(&b->win, ts);
+  return w >= 0 ? TBE__VEC_AT(&b->win, window, w).b : INT64_MAX;
 }
 
 /* GPU work counts as inside when the call that launched it is (when that
  * call was recorded with a good time; else by its own start). */
 static int gpu_keep(build *b, int64_t start, uint32_t corr) {
   uint32_t ai;
-  if (corr && map_get(&b->corr, corr, &ai) && b->s->apis.v[ai].start > 0)
-    return keep(b, b->s->apis.v[ai].start);
+  if (corr && map_get(&b->corr, corr, &ai)) {
+    int64_t start_api = TBE__VEC_AT(&b->s->apis, tbe__sp_api, ai).start;
+    if (start_api > 0) return keep(b, start_api);
+  }
   return keep(b, start);
 }
 
@@ -227,19 +236,29 @@ static int cmp_window(const void *x, const void *y) {
   return a->a < b->a ? -1 : a->a > b->a;
 }
 
-/* Sorts `v` and merges overlapping windows in place. */
-static void windows_normalize(window *v, size_t *n) {
-  if (*n < 2) return;
-  qsort(v, *n, sizeof *v, cmp_window);
+/* Sorts the windows of `w` and merges overlapping ones in place. */
+static void windows_normalize(tbe__vec *w) {
+  window *v = w->data;
+  if (w->n < 2) return;
+  qsort(v, w->n, sizeof *v, cmp_window);
   size_t k = 0;
-  for (size_t i = 1; i < *n; i++) {
+  for (size_t i = 1; i < w->n; i++) {
     if (v[i].a <= v[k].b) {
       if (v[i].b > v[k].b) v[k].b = v[i].b;
     } else {
       v[++k] = v[i];
     }
   }
-  *n = k + 1;
+  w->n = k + 1;
+}
+
+/* Appends the window [a, b] to `w`.  0 or TBE_ENOMEM. */
+static int window_push(tbe__vec *w, int64_t a, int64_t b) {
+  window *x = TBE__VEC_PUSH(w, window);
+  if (!x) return tbe__vec_error(w);
+  x->a = a;
+  x->b = b;
+  return 0;
 }
 
 /* Collection windows from the spool's on/off items, in the order written. */
@@ -248,22 +267,19 @@ static int collection_windows(build *b) {
   int rc = 0;
   int64_t open = -1;
   b->coll_bounded = s->windows.n > 0;
+  const tbe__sp_window *ws = s->windows.data;
   for (size_t i = 0; i < s->windows.n && !rc; i++) {
-    const tbe__sp_window *w = &s->windows.v[i];
+    const tbe__sp_window *w = &ws[i];
     if (w->ts <= 0) continue;
     if (w->on && open < 0) {
       open = w->ts;
     } else if (!w->on && open >= 0) {
-      window x = {open, w->ts < open ? open : w->ts};
-      rc = PUSH(b->coll, &x);
+      rc = window_push(&b->coll, open, w->ts < open ? open : w->ts);
       open = -1;
     }
   }
-  if (!rc && open >= 0) {
-    window x = {open, INT64_MAX};
-    rc = PUSH(b->coll, &x);
-  }
-  if (!rc) windows_normalize(b->coll.v, &b->coll.n);
+  if (!rc && open >= 0) rc = window_push(&b->coll, open, INT64_MAX);
+  if (!rc) windows_normalize(&b->coll);
   return rc;
 }
 
@@ -272,29 +288,25 @@ static int collection_windows(build *b) {
 static int kept_windows(build *b) {
   b->bounded = b->coll_bounded || b->windowed;
   if (!b->windowed) {
-    b->win.n = 0;
-    for (size_t i = 0; i < b->coll.n; i++) {
-      int rc = PUSH(b->win, &b->coll.v[i]);
-      if (rc) return rc;
-    }
-    return 0;
+    tbe__vec_clear(&b->win);
+    return tbe__vec_append(&b->win, b->coll.data, b->coll.n);
   }
-  windows_normalize(b->win.v, &b->win.n);
+  windows_normalize(&b->win);
   if (!b->coll_bounded) return 0;
-  VEC(window) cut = {0};
+  tbe__vec cut;
+  tbe__vec_init(&cut, b->s->a, sizeof(window));
+  const window *wv = b->win.data, *cv = b->coll.data;
   size_t i = 0, j = 0;
   int rc = 0;
   while (i < b->win.n && j < b->coll.n && !rc) {
-    const window *x = &b->win.v[i], *y = &b->coll.v[j];
-    window w = {x->a > y->a ? x->a : y->a, x->b < y->b ? x->b : y->b};
-    if (w.a <= w.b) rc = PUSH(cut, &w);
+    const window *x = &wv[i], *y = &cv[j];
+    int64_t a = x->a > y->a ? x->a : y->a, e = x->b < y->b ? x->b : y->b;
+    if (a <= e) rc = window_push(&cut, a, e);
     if (x->b < y->b) i++;
     else j++;
   }
-  free(b->win.v);
-  b->win.v = cut.v;
-  b->win.n = cut.n;
-  b->win.cap = cut.cap;
+  tbe__vec_deinit(&b->win);
+  b->win = cut;
   return rc;
 }
 
@@ -331,52 +343,66 @@ static int stream_track(build *b, int64_t pid, uint32_t stream, uint32_t device,
 static uint16_t ctx16(uint32_t c) { return c > UINT16_MAX ? UINT16_MAX : (uint16_t)c; }
 
 /* Capture windows from NVTX ranges or cudaProfilerStart/Stop calls. */
-static int compute_windows(build *b, const range *rs, size_t nr) {
+static int compute_windows(build *b, const tbe__vec *ranges) {
   scan *s = b->s;
+  const range *rs = ranges->data;
+  const tbe__sp_marker *mk = s->markers.data;
   int rc = 0;
   if (b->o && b->o->capture == TBE_CAPTURE_NVTX && b->o->capture_name) {
     b->windowed = 1;
-    for (size_t i = 0; i < nr && !rc; i++) {
+    for (size_t i = 0; i < ranges->n && !rc; i++) {
       if (rs[i].is_mark) continue;
-      const tbe__sp_marker *m = &s->markers.v[rs[i].start_marker];
+      const tbe__sp_marker *m = &mk[rs[i].start_marker];
       const char *nm = tbe_trace_str(b->t, S(s, m->name));
       if (strcmp(nm, b->o->capture_name) != 0) continue;
       if (b->o->capture_domain && strcmp(tbe_trace_str(b->t, S(s, m->domain)),
                                          b->o->capture_domain) != 0)
         continue;
-      window w = {rs[i].start, rs[i].end};
-      rc = PUSH(b->win, &w);
+      rc = window_push(&b->win, rs[i].start, rs[i].end);
     }
   } else if (b->o && b->o->capture == TBE_CAPTURE_PROFILER_API) {
     b->windowed = 1;
     /* API records are per thread; order the start/stop calls by time. */
-    VEC(ival) ev = {0};
+    tbe__vec ev; /* ival: (time, 1 start / 0 stop) */
+    tbe__vec_init(&ev, s->a, sizeof(ival));
+    const tbe__sp_api *api = s->apis.data;
     for (size_t i = 0; i < s->apis.n && !rc; i++) {
-      const char *nm = tbe_trace_str(b->t, S(s, s->apis.v[i].name));
+      const char *nm = tbe_trace_str(b->t, S(s, api[i].name));
       int st = !strcmp(nm, "cudaProfilerStart") || !strcmp(nm, "cuProfilerStart");
       int sp = !strcmp(nm, "cudaProfilerStop") || !strcmp(nm, "cuProfilerStop");
       if (!st && !sp) continue;
-      ival x = {st ? s->apis.v[i].end : s->apis.v[i].start, st};
-      rc = PUSH(ev, &x);
+      ival *x = TBE__VEC_PUSH(&ev, ival);
+      if (!x) {
+        rc = tbe__vec_error(&ev);
+        break;
+      }
+      x->a = st ? api[i].end : api[i].start;
+      x->b = st;
     }
-    if (!rc && ev.n) qsort(ev.v, ev.n, sizeof *ev.v, cmp_ival);
+    ival *e = ev.data;
+    if (!rc && ev.n) qsort(e, ev.n, sizeof *e, cmp_ival);
     int64_t open = -1;
     for (size_t i = 0; i < ev.n && !rc; i++) {
-      if (ev.v[i].b && open < 0) {
-        open = ev.v[i].a;
-      } else if (!ev.v[i].b && open >= 0) {
-        window w = {open, ev.v[i].a};
-        rc = PUSH(b->win, &w);
+      if (e[i].b && open < 0) {
+        open = e[i].a;
+      } else if (!e[i].b && open >= 0) {
+        rc = window_push(&b->win, open, e[i].a);
         open = -1;
       }
     }
-    if (!rc && open >= 0) {
-      window w = {open, INT64_MAX};
-      rc = PUSH(b->win, &w);
-    }
-    free(ev.v);
+    if (!rc && open >= 0) rc = window_push(&b->win, open, INT64_MAX);
+    tbe__vec_deinit(&ev);
   }
   return rc;
+}
+
+/* Notes that the GPU was busy over [a, e].  0 or TBE_ENOMEM. */
+static int gpu_busy(build *b, int64_t a, int64_t e) {
+  ival *x = TBE__VEC_PUSH(&b->gpu, ival);
+  if (!x) return tbe__vec_error(&b->gpu);
+  x->a = a;
+  x->b = e;
+  return 0;
 }
 
 /* Admits one GPU activity record: a bad span is skipped (and counted by
@@ -405,14 +431,15 @@ static int marked_steps(build *b) {
   scan *s = b->s;
   b->info->steps_marked = s->steps.n;
   if (s->steps.n == 0) return 0;
-  qsort(s->steps.v, s->steps.n, sizeof *s->steps.v, cmp_step_item);
+  tbe__sp_step *sv = s->steps.data;
+  qsort(sv, s->steps.n, sizeof *sv, cmp_step_item);
   int64_t num = 0;
   for (size_t i = 0; i < s->steps.n; i++) {
-    const tbe__sp_step *st = &s->steps.v[i];
+    const tbe__sp_step *st = &sv[i];
     if (st->ts <= 0) continue;
     int64_t n = num++;
     if (!in_window(b, st->ts)) continue;
-    int64_t end = i + 1 < s->steps.n ? s->steps.v[i + 1].ts : b->end_ns;
+    int64_t end = i + 1 < s->steps.n ? sv[i + 1].ts : b->end_ns;
     int64_t we = window_end(b, st->ts);
     if (end > we) end = we;
     if (end < st->ts) end = st->ts;
@@ -428,8 +455,6 @@ static int marked_steps(build *b) {
 }
 
 /* ---- building the trace ---- */
-
-typedef VEC(range) range_vec;
 
 /* The pid of the spool's process (0 when the spool has no info item). */
 static int64_t spool_pid(const scan *s) { return s->have_info ? (int64_t)s->info.pid : 0; }
@@ -452,24 +477,26 @@ static int process_and_end(build *b, int64_t *start_out) {
   t->rank = s->have_rank ? s->rank.rank : -1;
   t->world_size = s->have_rank ? s->rank.world_size : 0;
   int64_t start = s->info.start_ns;
+  const tbe__sp_window *ws = s->windows.data;
   for (size_t i = 0; i < s->windows.n; i++)
-    if (s->windows.v[i].on) {
-      if (s->windows.v[i].ts > 0) start = s->windows.v[i].ts;
+    if (ws[i].on) {
+      if (ws[i].ts > 0) start = ws[i].ts;
       break;
     }
-#define LAST(vec)                                                        \
-  for (size_t i_ = 0; i_ < (vec).n; i_++)                                \
-    if ((vec).v[i_].start > 0 && (vec).v[i_].end >= (vec).v[i_].start) \
-      seen(s, (vec).v[i_].end);
-  LAST(s->kernels);
-  LAST(s->memcpys);
-  LAST(s->memsets);
-  LAST(s->apis);
-  LAST(s->syncs);
-  LAST(s->overheads);
+#define LAST(vec, T)                                             \
+  for (size_t i_ = 0; i_ < (vec).n; i_++) {                      \
+    const T *x_ = &TBE__VEC_AT(&(vec), T, i_);                   \
+    if (x_->start > 0 && x_->end >= x_->start) seen(s, x_->end); \
+  }
+  LAST(s->kernels, tbe__sp_kernel);
+  LAST(s->memcpys, tbe__sp_memcpy);
+  LAST(s->memsets, tbe__sp_memset);
+  LAST(s->apis, tbe__sp_api);
+  LAST(s->syncs, tbe__sp_sync);
+  LAST(s->overheads, tbe__sp_overhead);
 #undef LAST
-  for (size_t i = 0; i < s->markers.n; i++) seen(s, s->markers.v[i].ts);
-  for (size_t i = 0; i < s->memory.n; i++) seen(s, s->memory.v[i].ts);
+  for (size_t i = 0; i < s->markers.n; i++) seen(s, TBE__VEC_AT(&s->markers, tbe__sp_marker, i).ts);
+  for (size_t i = 0; i < s->memory.n; i++) seen(s, TBE__VEC_AT(&s->memory, tbe__sp_memory, i).ts);
   b->end_ns = s->have_end ? s->end.end_ns : s->last_ts;
   if (b->end_ns < s->last_ts) b->end_ns = s->last_ts;
   /* Collection switched off before the process ended (--duration): the
@@ -478,10 +505,10 @@ static int process_and_end(build *b, int64_t *start_out) {
    * (The first "off" after the last "on"; stopping writes one too.) */
   int64_t closed = 0;
   for (size_t i = 0; i < s->windows.n; i++) {
-    if (s->windows.v[i].on)
+    if (ws[i].on)
       closed = 0;
-    else if (!closed && s->windows.v[i].ts > 0)
-      closed = s->windows.v[i].ts;
+    else if (!closed && ws[i].ts > 0)
+      closed = ws[i].ts;
   }
   if (closed > 0 && closed < b->end_ns) b->end_ns = closed > s->last_ts ? closed : s->last_ts;
   if (b->end_ns < start) b->end_ns = start;
@@ -493,47 +520,53 @@ static int process_and_end(build *b, int64_t *start_out) {
 static int correlation_maps(build *b) {
   scan *s = b->s;
   int rc = 0;
+  const tbe__sp_api *api = s->apis.data;
+  const tbe__sp_replayed *rp = s->replays.data;
+  const tbe__sp_context *cx = s->contexts.data;
+  const tbe__sp_kernel *kv = s->kernels.data;
+  if (s->apis.n > UINT32_MAX || s->replays.n > UINT32_MAX) return TBE_ETOOBIG;
   for (size_t i = 0; i < s->apis.n && !rc; i++) {
     uint32_t prev;
-    if (map_get(&b->corr, s->apis.v[i].corr, &prev) &&
-        s->apis.v[prev].domain == TBE__API_RUNTIME)
-      continue;
-    rc = map_put(&b->corr, s->apis.v[i].corr, (uint32_t)i, 1);
+    if (map_get(&b->corr, api[i].corr, &prev) && api[prev].domain == TBE__API_RUNTIME) continue;
+    rc = map_put(&b->corr, api[i].corr, (uint32_t)i, 1);
   }
   for (size_t i = 0; i < s->replays.n && !rc; i++)
-    rc = map_put(&b->replay, s->replays.v[i].corr, (uint32_t)i, 1);
+    rc = map_put(&b->replay, rp[i].corr, (uint32_t)i, 1);
   for (size_t i = 0; i < s->contexts.n && !rc; i++)
-    rc = map_put(&b->ctxdev, s->contexts.v[i].context, s->contexts.v[i].device, 1);
+    rc = map_put(&b->ctxdev, cx[i].context, cx[i].device, 1);
   for (size_t i = 0; i < s->kernels.n && !rc; i++)
-    rc = map_put(&b->ctxdev, s->kernels.v[i].context, s->kernels.v[i].device, 0);
+    rc = map_put(&b->ctxdev, kv[i].context, kv[i].device, 0);
   return rc;
 }
 
 /* NVTX: markers paired into ranges (a START with its END; a mark alone),
  * their data attached; ranges that do not nest on their thread are
  * asynchronous. */
-static int nvtx_ranges(build *b, range_vec *rs) {
+static int nvtx_ranges(build *b, tbe__vec *rs) {
   scan *s = b->s;
   tbe_trace *t = b->t;
   tbe__convert_info *info = b->info;
+  const tbe__sp_marker *mk = s->markers.data;
+  const tbe__sp_marker_data *md = s->mdata.data;
   int rc = 0;
+  if (s->markers.n > UINT32_MAX - 1 || s->mdata.n > UINT32_MAX - 1) return TBE_ETOOBIG;
   u32map starts, datas;
-  map_init(&starts, tbe__trace_allocator(t));
-  map_init(&datas, tbe__trace_allocator(t));
-  for (size_t i = 0; i < s->mdata.n && !rc; i++) rc = map_put(&datas, s->mdata.v[i].id, (uint32_t)i, 0);
+  map_init(&starts, s->a);
+  map_init(&datas, s->a);
+  for (size_t i = 0; i < s->mdata.n && !rc; i++) rc = map_put(&datas, md[i].id, (uint32_t)i, 0);
   for (size_t i = 0; i < s->markers.n && !rc; i++) {
-    const tbe__sp_marker *m = &s->markers.v[i];
+    const tbe__sp_marker *m = &mk[i];
     if (m->flags & TBE__MK_START) rc = map_put(&starts, m->id, (uint32_t)i, 0);
   }
   /* ends: index of the END marker per START, UINT32_MAX = none */
   uint32_t *endof = NULL;
   if (!rc && s->markers.n) {
-    endof = malloc(s->markers.n * sizeof *endof);
+    endof = tbe__alloc(s->a, s->markers.n * sizeof *endof);
     if (!endof) rc = TBE_ENOMEM;
     else memset(endof, 0xff, s->markers.n * sizeof *endof);
   }
   for (size_t i = 0; i < s->markers.n && !rc; i++) {
-    const tbe__sp_marker *m = &s->markers.v[i];
+    const tbe__sp_marker *m = &mk[i];
     if (!(m->flags & TBE__MK_END)) continue;
     uint32_t si;
     if (map_get(&starts, m->id, &si) && endof[si] == UINT32_MAX)
@@ -542,7 +575,7 @@ static int nvtx_ranges(build *b, range_vec *rs) {
       info->nvtx_orphan_ends++;
   }
   for (size_t i = 0; i < s->markers.n && !rc; i++) {
-    const tbe__sp_marker *m = &s->markers.v[i];
+    const tbe__sp_marker *m = &mk[i];
     int mark = (m->flags & TBE__MK_INSTANT) != 0;
     if (!mark && !(m->flags & TBE__MK_START)) continue;
     if (m->ts <= 0) {
@@ -562,7 +595,7 @@ static int nvtx_ranges(build *b, range_vec *rs) {
     if (mark) {
       r.end = m->ts;
     } else if (endof[i] != UINT32_MAX) {
-      const tbe__sp_marker *e = &s->markers.v[endof[i]];
+      const tbe__sp_marker *e = &mk[endof[i]];
       if (e->ts < m->ts) {
         t->dropped_out_of_range++;
         info->r.dropped_out_of_range++;
@@ -572,24 +605,31 @@ static int nvtx_ranges(build *b, range_vec *rs) {
       if (e->obj[0] != m->obj[0] || e->obj[1] != m->obj[1]) r.flags |= TBE_EVF_ASYNC;
     } else {
       /* closed at the end of the capture, or of its collection window */
-      long w = b->coll_bounded ? window_at(b->coll.v, b->coll.n, m->ts) : -1;
-      r.end = w >= 0 && b->coll.v[w].b < b->end_ns ? b->coll.v[w].b : b->end_ns;
+      long w = b->coll_bounded ? window_at(&b->coll, m->ts) : -1;
+      int64_t we = w >= 0 ? TBE__VEC_AT(&b->coll, window, w).b : INT64_MAX;
+      r.end = w >= 0 && we < b->end_ns ? we : b->end_ns;
       if (r.end < m->ts) r.end = m->ts;
       info->nvtx_unclosed++;
     }
-    rc = PUSH(*rs, &r);
+    range *x = TBE__VEC_PUSH(rs, range);
+    if (!x) {
+      rc = tbe__vec_error(rs);
+      break;
+    }
+    *x = r;
   }
-  free(endof);
+  tbe__free(s->a, endof);
   map_free(&starts);
   /* Ranges that do not nest on their thread are asynchronous. */
   if (!rc && rs->n) {
-    qsort(rs->v, rs->n, sizeof *rs->v, cmp_range);
-    int64_t *stack = malloc(rs->n * sizeof *stack);
+    range *rv = rs->data;
+    qsort(rv, rs->n, sizeof *rv, cmp_range);
+    int64_t *stack = tbe__alloc(s->a, rs->n * sizeof *stack);
     if (!stack) rc = TBE_ENOMEM;
     size_t sp = 0;
     uint32_t cur = UINT32_MAX;
     for (size_t i = 0; i < rs->n && !rc; i++) {
-      range *r = &rs->v[i];
+      range *r = &rv[i];
       if (r->is_mark || (r->flags & TBE_EVF_ASYNC)) continue;
       if (r->track != cur) {
         cur = r->track;
@@ -602,26 +642,27 @@ static int nvtx_ranges(build *b, range_vec *rs) {
       }
       stack[sp++] = r->end;
     }
-    free(stack);
+    tbe__free(s->a, stack);
   }
   map_free(&datas);
   return rc;
 }
 
 /* NVTX events: the ranges and marks that start in a kept window. */
-static int nvtx_events(build *b, const range_vec *rs) {
+static int nvtx_events(build *b, const tbe__vec *rs) {
   scan *s = b->s;
   tbe__convert_info *info = b->info;
+  const range *rv = rs->data;
   int rc = 0;
   for (size_t i = 0; i < rs->n && !rc; i++) {
-    const range *r = &rs->v[i];
-    const tbe__sp_marker *m = &s->markers.v[r->start_marker];
+    const range *r = &rv[i];
+    const tbe__sp_marker *m = &TBE__VEC_AT(&s->markers, tbe__sp_marker, r->start_marker);
     if (!keep(b, r->start)) continue;
     tbe_nvtx nv;
     memset(&nv, 0, sizeof nv);
     nv.domain = S(s, m->domain);
     if (r->data != UINT32_MAX) {
-      const tbe__sp_marker_data *d = &s->mdata.v[r->data];
+      const tbe__sp_marker_data *d = &TBE__VEC_AT(&s->mdata, tbe__sp_marker_data, r->data);
       if (d->flags & TBE__MK_COLOR_ARGB) nv.color = d->color;
       nv.category = d->category;
       switch (d->payload_kind) {
@@ -647,8 +688,9 @@ static int api_calls(build *b) {
   tbe_trace *t = b->t;
   tbe__convert_info *info = b->info;
   int rc = 0;
+  const tbe__sp_api *api = s->apis.data;
   for (size_t i = 0; i < s->apis.n && !rc; i++) {
-    const tbe__sp_api *a = &s->apis.v[i];
+    const tbe__sp_api *a = &api[i];
     seen(s, a->end);
     if (bad_span(b, a->start, a->end)) continue;
     if (!keep(b, a->start)) continue;
@@ -661,19 +703,39 @@ static int api_calls(build *b) {
   return rc;
 }
 
-/* The range profiler's mean duration (ns) of kernel `name` (a spool
- * string id) on `device`, or 0 when it measured none. */
-static int64_t replay_duration(const build *b, uint32_t name, uint32_t device) {
+/* The key of a kernel name (a spool string id) on a device. */
+static uint64_t name_dev(uint32_t name, uint32_t device) { return (uint64_t)name << 32 | device; }
+
+/* The range profiler's durations: (name, device) -> its first figure of
+ * the metric named "duration_ns" (its last definition's name) that is a
+ * plausible duration, made once, when the first replayed kernel asks. */
+static int replay_durations(build *b) {
   const scan *s = b->s;
-  for (size_t i = 0; i < s->kmvals.n; i++) {
-    const sp_kmval *x = &s->kmvals.v[i];
-    if (x->name != name || x->device != device || !(x->v >= 1 && x->v < 1e12)) continue;
-    for (size_t d = 0; d < s->mdefs.n; d++)
-      if (s->mdefs.v[d].id == x->metric &&
-          strcmp(tbe_trace_str(b->t, S(s, s->mdefs.v[d].name)), "duration_ns") == 0)
-        return (int64_t)x->v;
+  b->have_kdur = 1;
+  tbe_str dname = tbe_trace_find_str(b->t, "duration_ns", 11);
+  if (dname == TBE_NONE || !s->kmvals.n) return 0;
+  if (s->kmvals.n > UINT32_MAX) return TBE_ETOOBIG;
+  const sp_kmval *kv = s->kmvals.data;
+  const tbe__sp_metric_def *defs = s->mdefs.data;
+  int rc = 0;
+  for (size_t i = 0; i < s->kmvals.n && !rc; i++) {
+    const sp_kmval *x = &kv[i];
+    if (!(x->v >= 1 && x->v < 1e12)) continue;
+    long d = sp_mdef(s, x->metric);
+    if (d >= 0 && S(s, defs[d].name) == dname)
+      rc = map_put(&b->kdur, name_dev(x->name, x->device), (uint32_t)i, 0);
   }
-  return 0;
+  return rc;
+}
+
+/* The range profiler's mean duration (ns) of kernel `name` (a spool
+ * string id) on `device`, 0 when it measured none, or an error. */
+static int64_t replay_duration(build *b, uint32_t name, uint32_t device) {
+  int rc = b->have_kdur ? 0 : replay_durations(b);
+  if (rc) return rc;
+  uint32_t i;
+  if (!map_get(&b->kdur, name_dev(name, device), &i)) return 0;
+  return (int64_t)TBE__VEC_AT(&b->s->kmvals, sp_kmval, i).v;
 }
 
 /* A kernel the range profiler replayed comes from CUPTI without times
@@ -684,22 +746,24 @@ static int64_t replay_duration(const build *b, uint32_t name, uint32_t device) {
  * is its API record, else the collector's own timing of the launch
  * (TBE__SP_REPLAYED: cuBLAS launches through the driver API, which is
  * not traced by default; on the H200 the bf16 GEMM's measured launches
- * had no other).  Returns 1 and the span, or 0. */
+ * had no other).  Returns 1 and the span, 0, or an error. */
 static int replayed_span(build *b, const tbe__sp_kernel *k, int64_t *start, int64_t *end) {
   uint32_t i;
   int64_t cs, ce;
+  const tbe__sp_replayed *rp = b->s->replays.data;
   if ((k->start > 0 && k->end >= k->start) || !k->corr) return 0;
   if (map_get(&b->corr, k->corr, &i)) {
-    cs = b->s->apis.v[i].start;
-    ce = b->s->apis.v[i].end;
-  } else if (map_get(&b->replay, k->corr, &i) && b->s->replays.v[i].device == k->device) {
-    cs = b->s->replays.v[i].start;
-    ce = b->s->replays.v[i].end;
+    cs = TBE__VEC_AT(&b->s->apis, tbe__sp_api, i).start;
+    ce = TBE__VEC_AT(&b->s->apis, tbe__sp_api, i).end;
+  } else if (map_get(&b->replay, k->corr, &i) && rp[i].device == k->device) {
+    cs = rp[i].start;
+    ce = rp[i].end;
   } else {
     return 0;
   }
   int64_t dur = replay_duration(b, k->name, k->device);
-  if (dur <= 0 || cs <= 0 || ce < cs) return 0;
+  if (dur < 0) return (int)dur;
+  if (dur == 0 || cs <= 0 || ce < cs) return 0;
   *end = ce;
   *start = ce - dur > cs ? ce - dur : cs;
   return 1;
@@ -712,10 +776,16 @@ static int kernels(build *b) {
   int64_t pid = spool_pid(b->s);
   int rc = 0;
   uint64_t replayed = 0;
+  const tbe__sp_kernel *kv = s->kernels.data;
   for (size_t i = 0; i < s->kernels.n && !rc; i++) {
-    const tbe__sp_kernel *k = &s->kernels.v[i];
+    const tbe__sp_kernel *k = &kv[i];
     int64_t kstart = k->start, kend = k->end;
-    if (replayed_span(b, k, &kstart, &kend)) replayed++;
+    int got = replayed_span(b, k, &kstart, &kend);
+    if (got < 0) {
+      rc = got;
+      break;
+    }
+    replayed += (uint64_t)got;
     uint32_t tr;
     int admit = gpu_admit(b, kstart, kend, k->corr, pid, k->stream, k->device, &tr);
     if (admit < 0) {
@@ -737,8 +807,7 @@ static int kernels(build *b) {
     d.occupancy_pct = d.blocks_per_sm = d.warps_per_sm = -1.0f;
     rc = add(b, TBE_EV_KERNEL, kstart, kend - kstart, k->corr, S(s, k->name), tr,
              k->graph_id ? TBE_EVF_GRAPH : 0, &d);
-    ival iv = {kstart, kend};
-    if (!rc) rc = PUSH(b->gpu, &iv);
+    if (!rc) rc = gpu_busy(b, kstart, kend);
     info->r.kernels++;
   }
   if (!rc && replayed)
@@ -757,8 +826,9 @@ static int copies(build *b) {
   tbe__convert_info *info = b->info;
   int64_t pid = spool_pid(b->s);
   int rc = 0;
+  const tbe__sp_memcpy *mv = s->memcpys.data;
   for (size_t i = 0; i < s->memcpys.n && !rc; i++) {
-    const tbe__sp_memcpy *m = &s->memcpys.v[i];
+    const tbe__sp_memcpy *m = &mv[i];
     uint32_t tr;
     int admit = gpu_admit(b, m->start, m->end, m->corr, pid, m->stream, m->device, &tr);
     if (admit < 0) {
@@ -781,8 +851,7 @@ static int copies(build *b) {
              mem_kind(m->src_kind), mem_kind(m->dst_kind));
     rc = add(b, TBE_EV_MEMCPY, m->start, m->end - m->start, m->corr, tbe_trace_str_id(t, nm), tr,
              m->graph_id ? TBE_EVF_GRAPH : 0, &d);
-    ival iv = {m->start, m->end};
-    if (!rc) rc = PUSH(b->gpu, &iv);
+    if (!rc) rc = gpu_busy(b, m->start, m->end);
     info->r.copies++;
   }
   return rc;
@@ -795,8 +864,9 @@ static int memsets(build *b) {
   tbe__convert_info *info = b->info;
   int64_t pid = spool_pid(b->s);
   int rc = 0;
+  const tbe__sp_memset *mv = s->memsets.data;
   for (size_t i = 0; i < s->memsets.n && !rc; i++) {
-    const tbe__sp_memset *m = &s->memsets.v[i];
+    const tbe__sp_memset *m = &mv[i];
     uint32_t tr;
     int admit = gpu_admit(b, m->start, m->end, m->corr, pid, m->stream, m->device, &tr);
     if (admit < 0) {
@@ -815,8 +885,7 @@ static int memsets(build *b) {
     snprintf(nm, sizeof nm, "Memset (%s)", mem_kind(m->mem_kind));
     rc = add(b, TBE_EV_MEMSET, m->start, m->end - m->start, m->corr, tbe_trace_str_id(t, nm), tr,
              0, &d);
-    ival iv = {m->start, m->end};
-    if (!rc) rc = PUSH(b->gpu, &iv);
+    if (!rc) rc = gpu_busy(b, m->start, m->end);
     info->r.memsets++;
   }
   return rc;
@@ -830,8 +899,9 @@ static int syncs(build *b) {
   tbe_trace *t = b->t;
   int64_t pid = spool_pid(b->s);
   int rc = 0;
+  const tbe__sp_sync *yv = s->syncs.data;
   for (size_t i = 0; i < s->syncs.n && !rc; i++) {
-    const tbe__sp_sync *y = &s->syncs.v[i];
+    const tbe__sp_sync *y = &yv[i];
     if (bad_span(b, y->start, y->end)) continue;
     seen(s, y->end);
     if (!keep(b, y->start)) continue;
@@ -857,8 +927,10 @@ static int overheads(build *b) {
   tbe__convert_info *info = b->info;
   int64_t pid = spool_pid(b->s);
   int rc = 0;
+  const tbe__sp_overhead *ov = s->overheads.data;
+  const window *wv = b->win.data;
   for (size_t i = 0; i < s->overheads.n && !rc; i++) {
-    const tbe__sp_overhead *o = &s->overheads.v[i];
+    const tbe__sp_overhead *o = &ov[i];
     if (bad_span(b, o->start, o->end)) continue;
     seen(s, o->end);
     int64_t os = o->start, oe = o->end;
@@ -866,15 +938,15 @@ static int overheads(build *b) {
       size_t lo = 0, hi = b->win.n;
       while (lo < hi) { /* the first window ending at or after the start */
         size_t mid = lo + (hi - lo) / 2;
-        if (b->win.v[mid].b < os) lo = mid + 1;
+        if (wv[mid].b < os) lo = mid + 1;
         else hi = mid;
       }
-      if (lo == b->win.n || b->win.v[lo].a > oe) {
+      if (lo == b->win.n || wv[lo].a > oe) {
         keep(b, os); /* (counts it) */
         continue;
       }
-      if (os < b->win.v[lo].a) os = b->win.v[lo].a;
-      if (oe > b->win.v[lo].b) oe = b->win.v[lo].b;
+      if (os < wv[lo].a) os = wv[lo].a;
+      if (oe > wv[lo].b) oe = wv[lo].b;
     }
     t->overhead_ns += (uint64_t)(oe - os);
     info->r.overhead_ns += (uint64_t)(oe - os);
@@ -897,8 +969,9 @@ static int memory_events(build *b) {
   tbe__convert_info *info = b->info;
   int64_t pid = spool_pid(b->s);
   int rc = 0;
+  const tbe__sp_memory *mv = s->memory.data;
   for (size_t i = 0; i < s->memory.n && !rc; i++) {
-    const tbe__sp_memory *m = &s->memory.v[i];
+    const tbe__sp_memory *m = &mv[i];
     if (m->ts <= 0) {
       t->dropped_out_of_range++;
       info->r.dropped_out_of_range++;
@@ -925,8 +998,10 @@ static int devices_and_threads(build *b) {
   scan *s = b->s;
   tbe_trace *t = b->t;
   int rc = 0;
+  const tbe__sp_device *dv = s->devices.data;
+  const tbe__sp_thread_name *tn = s->tnames.data;
   for (size_t i = 0; i < s->devices.n && !rc; i++) {
-    const tbe__sp_device *d = &s->devices.v[i];
+    const tbe__sp_device *d = &dv[i];
     uint32_t di;
     if ((rc = tbe_trace_device(t, (int32_t)d->id, &di))) break;
     tbe_device *x = &t->devices[di];
@@ -950,10 +1025,8 @@ static int devices_and_threads(build *b) {
   }
   for (size_t i = 0; i < s->tnames.n && !rc; i++) {
     uint32_t tr;
-    if ((rc = tbe_trace_track(t, TBE_TRACK_THREAD, s->tnames.v[i].pid, s->tnames.v[i].tid, -1,
-                              &tr)))
-      break;
-    t->tracks[tr].name = S(s, s->tnames.v[i].name);
+    if ((rc = tbe_trace_track(t, TBE_TRACK_THREAD, tn[i].pid, tn[i].tid, -1, &tr))) break;
+    t->tracks[tr].name = S(s, tn[i].name);
   }
   return rc;
 }
@@ -962,13 +1035,15 @@ static int devices_and_threads(build *b) {
  * them), so that wall time and GPU busy % are over what was kept. */
 static int trace_span(build *b, int64_t *start) {
   if (b->bounded && b->win.n) {
-    int64_t ws = b->win.v[0].a, we = INT64_MIN;
+    const window *wv = b->win.data;
+    const ival *gv = b->gpu.data;
+    int64_t ws = wv[0].a, we = INT64_MIN;
     for (size_t i = 0; i < b->win.n; i++) {
-      int64_t e = b->win.v[i].b == INT64_MAX ? b->end_ns : b->win.v[i].b;
+      int64_t e = wv[i].b == INT64_MAX ? b->end_ns : wv[i].b;
       if (e > we) we = e;
     }
     for (size_t i = 0; i < b->gpu.n; i++)
-      if (b->gpu.v[i].b > we) we = b->gpu.v[i].b;
+      if (gv[i].b > we) we = gv[i].b;
     *start = ws;
     b->end_ns = we >= *start ? we : *start;
   }
@@ -989,15 +1064,16 @@ static int metrics(build *b) {
  * then the program's own steps and the trace's span. */
 static int build_trace(build *b) {
   int64_t start = 0;
-  range_vec rs = {0};
+  tbe__vec rs; /* range */
+  tbe__vec_init(&rs, b->s->a, sizeof(range));
   int rc = process_and_end(b, &start);
   if (!rc) rc = collection_windows(b);
   if (!rc) rc = correlation_maps(b);
   if (!rc) rc = nvtx_ranges(b, &rs);
-  if (!rc) rc = compute_windows(b, rs.v, rs.n);
+  if (!rc) rc = compute_windows(b, &rs);
   if (!rc) rc = kept_windows(b);
   if (!rc) rc = nvtx_events(b, &rs);
-  free(rs.v);
+  tbe__vec_deinit(&rs);
   if (!rc) rc = api_calls(b);
   if (!rc) rc = kernels(b);
   if (!rc) rc = copies(b);
@@ -1035,13 +1111,11 @@ int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
   tbe__convert_info dummy;
   if (!info) info = &dummy;
   memset(info, 0, sizeof *info);
+  const tbe_allocator *a = o && o->allocator ? o->allocator : tbe__trace_allocator(t);
   scan s;
-  memset(&s, 0, sizeof s);
-  s.t = t;
-  tbe_str zero = 0;
-  int rc = PUSH(s.strs, &zero);
+  tbe__convert_scan_init(&s, t, a);
   tbe__spool_tail tail;
-  if (!rc) rc = tbe__spool_scan(data, n, tbe__convert_on_item, &s, &tail);
+  int rc = tbe__spool_scan(data, n, tbe__convert_on_item, &s, &tail);
   if (rc) {
     info->tail_offset = tail.good_bytes, info->tail_why = tail.why;
     tbe__convert_scan_free(&s);
@@ -1058,9 +1132,13 @@ int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
   }
   build b;
   memset(&b, 0, sizeof b);
-  map_init(&b.corr, tbe__trace_allocator(t));
-  map_init(&b.replay, tbe__trace_allocator(t));
-  map_init(&b.ctxdev, tbe__trace_allocator(t));
+  map_init(&b.corr, a);
+  map_init(&b.replay, a);
+  map_init(&b.ctxdev, a);
+  map_init(&b.kdur, a);
+  tbe__vec_init(&b.coll, a, sizeof(window));
+  tbe__vec_init(&b.win, a, sizeof(window));
+  tbe__vec_init(&b.gpu, a, sizeof(ival));
   b.s = &s;
   b.t = t;
   b.o = o;
@@ -1084,15 +1162,16 @@ int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
     info->r.dropped_records = s.stats.cupti_dropped + s.stats.spool_dropped;
     info->r.start_ns = t->start_ns;
     info->r.stop_ns = t->stop_ns;
-    info->r.gpu_busy_pct = busy_pct(b.gpu.v, b.gpu.n, t->start_ns, t->stop_ns);
+    info->r.gpu_busy_pct = busy_pct(b.gpu.data, b.gpu.n, t->start_ns, t->stop_ns);
     info->ended_early = !s.have_end || tail.bytes > 0;
     info->tail_offset = tail.good_bytes;
     info->tail_bytes = tail.bytes;
     info->tail_why = tail.why;
     t->ended_early = info->ended_early;
+    const tbe_str *notes = s.notes.data;
     for (size_t i = 0; i < s.notes.n; i++)
-      if (!tbe__spool_note_is_status(&s, s.notes.v[i]))
-        tbe_trace_warn(t, "%s", tbe_trace_str(t, s.notes.v[i]));
+      if (!tbe__spool_note_is_status(&s, notes[i]))
+        tbe_trace_warn(t, "%s", tbe_trace_str(t, notes[i]));
     if (info->ended_early) {
       if (s.have_signal && !tail.bytes)
         tbe_trace_warn(t,
@@ -1149,9 +1228,10 @@ int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
   map_free(&b.corr);
   map_free(&b.replay);
   map_free(&b.ctxdev);
-  free(b.coll.v);
-  free(b.win.v);
-  free(b.gpu.v);
+  map_free(&b.kdur);
+  tbe__vec_deinit(&b.coll);
+  tbe__vec_deinit(&b.win);
+  tbe__vec_deinit(&b.gpu);
   tbe__convert_scan_free(&s);
   return rc ? rc : tbe_trace_error(t);
 }
@@ -1208,11 +1288,14 @@ int tbe__spool_file_rank(const char *path, int32_t *rank) {
   while (buf && n < cap && (got = read(fd, buf + n, cap - n)) > 0) n += (size_t)got;
   close(fd);
   if (!buf) return 0;
+  tbe_allocator al;
+  tbe__allocator_init(&al, NULL);
   scan s;
-  memset(&s, 0, sizeof s);
+  tbe__convert_scan_init(&s, NULL, &al); /* (the rank item allocates nothing) */
   tbe__spool_tail tail;
   tbe__spool_scan(buf, n, rank_item, &s, &tail);
   if (s.have_rank) *rank = s.rank.rank;
+  tbe__convert_scan_free(&s);
   free(buf);
   return s.have_rank;
 }
@@ -1236,6 +1319,7 @@ static int import_spool(tbe_trace *t, tbe__input *in, const char *path,
   if (rc) return tbe__import_input_fail(err, rc, path, in, o);
   tbe__convert_opts co;
   memset(&co, 0, sizeof co);
+  co.allocator = o->allocator;
   tbe__convert_info info;
   const char *base = strrchr(path, '/');
   rc = tbe__spool_to_trace(data, n, base ? base + 1 : path, &co, t, &info);

@@ -25,6 +25,8 @@ typedef struct tbe__convert_opts {
   const char *steps_name;     /* --steps nvtx:NAME: steps from that range (wins over
                                  tbe_profiler_step marks); NULL: none */
   const char *steps_domain;   /* its NVTX domain; NULL: any domain */
+  const tbe_allocator *allocator; /* the conversion's scratch (arrays, maps); NULL: the
+                                     trace's */
 } tbe__convert_opts;
 
 typedef struct tbe__convert_info {

@@ -28,15 +28,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "import/spool.h"
 #include "import/spool_int.h"
 #include "tbexport/error.h"
 
-/* The short name of metric id `id`, 0 when never defined. */
+/* The short name of metric id `id` (its last definition's), 0 when never
+ * defined. */
 static tbe_str metric_name(const scan *s, uint32_t id) {
-  for (size_t i = s->mdefs.n; i-- > 0;)
-    if (s->mdefs.v[i].id == id) return S(s, s->mdefs.v[i].name);
-  return 0;
+  long d = sp_mdef(s, id);
+  return d < 0 ? 0 : S(s, TBE__VEC_AT(&s->mdefs, tbe__sp_metric_def, d).name);
 }
 
 static int cmp_sample(const void *x, const void *y) {
@@ -87,12 +88,12 @@ static int cmp_i64(const void *x, const void *y) {
 static int pm_gaps(const scan *s, tbe_trace *t, const sp_msample *v, size_t n,
                    int (*keep)(void *, int64_t), void *kctx) {
   if (n < 3) return 0;
-  int64_t *st = malloc((n - 1) * sizeof *st);
+  int64_t *st = tbe__alloc(s->a, (n - 1) * sizeof *st);
   if (!st) return TBE_ENOMEM;
   for (size_t i = 1; i < n; i++) st[i - 1] = v[i].ts - v[i - 1].ts;
   qsort(st, n - 1, sizeof *st, cmp_i64);
   int64_t med = st[(n - 1) / 2];
-  free(st);
+  tbe__free(s->a, st);
   if (med <= 0) return 0;
   uint64_t gaps = 0, missing = 0;
   int64_t total = 0, longest = 0;
@@ -105,10 +106,12 @@ static int pm_gaps(const scan *s, tbe_trace *t, const sp_msample *v, size_t n,
     if (d > longest) longest = d;
   }
   uint64_t said = 0;
-  for (size_t i = 0; i < s->mstatus.n; i++) /* the last status counts */
-    if (s->mstatus.v[i].st.kind == TBE__MKIND_PM_SAMPLING &&
-        s->mstatus.v[i].st.device == v[0].device)
-      said = s->mstatus.v[i].st.overflow + s->mstatus.v[i].st.stale;
+  const uint32_t *last = /* the last status counts */
+      tbe__map_get(&s->mstatus_last, SP_STATUS_KEY(TBE__MKIND_PM_SAMPLING, v[0].device));
+  if (last) {
+    const sp_mstatus *m = &TBE__VEC_AT(&s->mstatus, sp_mstatus, *last);
+    said = m->st.overflow + m->st.stale;
+  }
   if (!gaps || missing <= said) return 0;
   int64_t span = v[n - 1].ts - v[0].ts;
   tbe_trace_warn(t,
@@ -123,7 +126,7 @@ static int pm_gaps(const scan *s, tbe_trace *t, const sp_msample *v, size_t n,
 
 static int pm_samples(scan *s, tbe_trace *t, int64_t pid, int (*keep)(void *, int64_t),
                       void *kctx, uint64_t *unknown) {
-  sp_msample *v = s->msamples.v;
+  sp_msample *v = s->msamples.data;
   size_t n = 0;
   /* keep what lies in the windows and has a defined, per-device metric */
   for (size_t i = 0; i < s->msamples.n; i++) {
@@ -158,7 +161,7 @@ static int pm_samples(scan *s, tbe_trace *t, int64_t pid, int (*keep)(void *, in
 }
 
 static int kernel_figures(scan *s, tbe_trace *t, uint64_t *unknown) {
-  const sp_kmval *v = s->kmvals.v;
+  const sp_kmval *v = s->kmvals.data;
   tbe_metric_value buf[64];
   int rc = 0;
   for (size_t a = 0; a < s->kmvals.n && !rc;) {
@@ -202,14 +205,14 @@ static const char *status_why(uint32_t st) {
   }
 }
 
-/* The last status of each kind and device counts. */
+/* The last status of each kind and device counts (in the order of the
+ * last ones). */
 static void status_lines(const scan *s, tbe_trace *t) {
+  const sp_mstatus *ms = s->mstatus.data;
   for (size_t i = 0; i < s->mstatus.n; i++) {
-    const sp_mstatus *m = &s->mstatus.v[i];
-    int later = 0;
-    for (size_t j = i + 1; j < s->mstatus.n && !later; j++)
-      later = s->mstatus.v[j].st.kind == m->st.kind && s->mstatus.v[j].st.device == m->st.device;
-    if (later) continue;
+    const sp_mstatus *m = &ms[i];
+    const uint32_t *last = tbe__map_get(&s->mstatus_last, SP_STATUS_KEY(m->st.kind, m->st.device));
+    if (!last || *last != i) continue;
     char gpu[32];
     if (m->st.device == UINT32_MAX) snprintf(gpu, sizeof gpu, "any GPU");
     else snprintf(gpu, sizeof gpu, "GPU %u", m->st.device);

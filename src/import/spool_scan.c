@@ -3,18 +3,22 @@
  * note items interned into the trace as they come; the metric items
  * (samples, kernel figures) flattened into one entry per value, their
  * counts checked against the item's length and NaN or infinite values
- * left out (counted in scan.mbad for one warning each). */
+ * left out (counted in scan.mbad for one warning each).  The lookups the
+ * build makes by id (strings, metric definitions, the last status of a
+ * kind and device) are filled here, as maps: see spool_int.h, "Bounded
+ * by the input". */
 #include "import/spool_int.h"
 
 #include <math.h>
 #include <string.h>
 
-#define TAKE(vec, T)                     \
-  do {                                   \
-    T x_;                                \
-    if (len < sizeof x_) return 0;       \
-    memcpy(&x_, body, sizeof x_);        \
-    rc = PUSH(vec, &x_);                 \
+/* Appends the item's body to `vec` (of T); a shorter body is skipped. */
+#define TAKE(vec, T)                        \
+  do {                                      \
+    if (len < sizeof(T)) return 0;          \
+    T *x_ = TBE__VEC_PUSH(&(vec), T);       \
+    if (!x_) return tbe__vec_error(&(vec)); \
+    memcpy(x_, body, sizeof *x_);           \
   } while (0)
 
 /* ---- hardware metrics ---- */
@@ -45,8 +49,9 @@ static int metric_samples(scan *s, const uint8_t *body, size_t len) {
         s->mbad.bad_ts++;
         continue;
       }
-      int rc = PUSH(s->msamples, &m);
-      if (rc) return rc;
+      sp_msample *x = TBE__VEC_PUSH(&s->msamples, sp_msample);
+      if (!x) return tbe__vec_error(&s->msamples);
+      *x = m;
     }
   }
   return 0;
@@ -69,8 +74,9 @@ static int kernel_metrics(scan *s, const uint8_t *body, size_t len) {
       s->mbad.bad_values++;
       continue;
     }
-    int rc = PUSH(s->kmvals, &x);
-    if (rc) return rc;
+    sp_kmval *y = TBE__VEC_PUSH(&s->kmvals, sp_kmval);
+    if (!y) return tbe__vec_error(&s->kmvals);
+    *y = x;
   }
   return 0;
 }
@@ -88,7 +94,57 @@ static int metric_status(scan *s, const uint8_t *body, size_t len) {
     if (r[i] == '\0' || r[i] == '\n' || r[i] == '\r') n = i;
   if (n > 200) n = 200;
   int rc = n ? tbe_trace_intern(s->t, r, n, &m.reason) : 0;
-  return rc ? rc : PUSH(s->mstatus, &m);
+  if (rc) return rc;
+  if (s->mstatus.n >= UINT32_MAX) return TBE_ETOOBIG;
+  sp_mstatus *x = TBE__VEC_PUSH(&s->mstatus, sp_mstatus);
+  if (!x) return tbe__vec_error(&s->mstatus);
+  *x = m;
+  return tbe__map_set(&s->mstatus_last, SP_STATUS_KEY(m.st.kind, m.st.device),
+                      (uint32_t)(s->mstatus.n - 1));
+}
+
+/* TBE__SP_METRIC_DEF: kept in order; the last definition of an id counts. */
+static int metric_def(scan *s, const uint8_t *body, size_t len) {
+  tbe__sp_metric_def *d;
+  if (len < sizeof *d) return 0;
+  if (s->mdefs.n >= UINT32_MAX) return TBE_ETOOBIG;
+  if (!(d = TBE__VEC_PUSH(&s->mdefs, tbe__sp_metric_def))) return tbe__vec_error(&s->mdefs);
+  memcpy(d, body, sizeof *d);
+  return tbe__map_set(&s->mdef_of, d->id, (uint32_t)(s->mdefs.n - 1));
+}
+
+/* TBE__SP_STR: id -> the trace's string.  The id the collector writes
+ * next (one past the array) extends the array, an id it already holds is
+ * replaced there; any other goes to the map, so the array never has more
+ * entries than string items were read.  The last definition of an id
+ * counts: an id in the map is looked up only while the array is shorter
+ * than it, and the array reaches it only by that id's own definition. */
+static int string_def(scan *s, const uint8_t *body, size_t len) {
+  uint32_t id;
+  if (len < 4) return 0;
+  memcpy(&id, body, 4);
+  if (id == 0) return 0; /* ids count from 1; 0 is "" */
+  const char *p = (const char *)body + 4;
+  size_t n = len - 4;
+  /* The model rejects embedded NULs: cut there. */
+  const char *nul = memchr(p, '\0', n);
+  if (nul) n = (size_t)(nul - p);
+  tbe_str st;
+  int rc = tbe_trace_intern(s->t, p, n, &st);
+  if (rc) return rc;
+  if (s->strs.n == 0 && !TBE__VEC_PUSH(&s->strs, tbe_str)) /* [0]: "" */
+    return tbe__vec_error(&s->strs);
+  if (id < s->strs.n) {
+    ((tbe_str *)s->strs.data)[id] = st;
+    return 0;
+  }
+  if (id == s->strs.n) {
+    tbe_str *x = TBE__VEC_PUSH(&s->strs, tbe_str);
+    if (!x) return tbe__vec_error(&s->strs);
+    *x = st;
+    return 0;
+  }
+  return tbe__map_set(&s->strmap, id, st);
 }
 
 int tbe__convert_on_item(void *ctx, unsigned type, const uint8_t *body, size_t len) {
@@ -111,25 +167,7 @@ int tbe__convert_on_item(void *ctx, unsigned type, const uint8_t *body, size_t l
       memcpy(s->cmd, body, len);
       s->cmd[len] = '\0';
       break;
-    case TBE__SP_STR: {
-      if (len < 4) return 0;
-      uint32_t id;
-      memcpy(&id, body, 4);
-      if (id == 0 || id > (1u << 26)) return 0; /* ids are dense from 1 */
-      while (s->strs.n <= id) {
-        tbe_str z = 0;
-        if ((rc = PUSH(s->strs, &z))) return rc;
-      }
-      const char *p = (const char *)body + 4;
-      size_t n = len - 4;
-      /* The model rejects embedded NULs: cut there. */
-      const char *nul = memchr(p, '\0', n);
-      if (nul) n = (size_t)(nul - p);
-      tbe_str st;
-      if ((rc = tbe_trace_intern(s->t, p, n, &st))) return rc;
-      s->strs.v[id] = st;
-      break;
-    }
+    case TBE__SP_STR: rc = string_def(s, body, len); break;
     case TBE__SP_NOTE: {
       const char *p = (const char *)body;
       size_t n = len;
@@ -137,7 +175,9 @@ int tbe__convert_on_item(void *ctx, unsigned type, const uint8_t *body, size_t l
       if (nul) n = (size_t)(nul - p);
       tbe_str st;
       if ((rc = tbe_trace_intern(s->t, p, n, &st))) return rc;
-      rc = PUSH(s->notes, &st);
+      tbe_str *x = TBE__VEC_PUSH(&s->notes, tbe_str);
+      if (!x) return tbe__vec_error(&s->notes);
+      *x = st;
       break;
     }
     case TBE__SP_KERNEL: TAKE(s->kernels, tbe__sp_kernel); break;
@@ -172,7 +212,7 @@ int tbe__convert_on_item(void *ctx, unsigned type, const uint8_t *body, size_t l
       s->job[jl] = '\0';
       break;
     }
-    case TBE__SP_METRIC_DEF: TAKE(s->mdefs, tbe__sp_metric_def); break;
+    case TBE__SP_METRIC_DEF: rc = metric_def(s, body, len); break;
     case TBE__SP_METRIC_SAMPLES: rc = metric_samples(s, body, len); break;
     case TBE__SP_KERNEL_METRICS: rc = kernel_metrics(s, body, len); break;
     case TBE__SP_METRIC_STATUS: rc = metric_status(s, body, len); break;
@@ -196,26 +236,23 @@ int tbe__convert_on_item(void *ctx, unsigned type, const uint8_t *body, size_t l
   return rc;
 }
 
+void tbe__convert_scan_init(scan *s, tbe_trace *t, const tbe_allocator *a) {
+  memset(s, 0, sizeof *s);
+  s->t = t;
+  s->a = a;
+#define SP_INIT(name, T) tbe__vec_init(&s->name, a, sizeof(T));
+  SP_ARRAYS(SP_INIT)
+#undef SP_INIT
+  tbe__map_init(&s->strmap, a, TBE__SEED_PROCESS);
+  tbe__map_init(&s->mdef_of, a, TBE__SEED_PROCESS);
+  tbe__map_init(&s->mstatus_last, a, TBE__SEED_PROCESS);
+}
+
 void tbe__convert_scan_free(scan *s) {
-  free(s->strs.v);
-  free(s->kernels.v);
-  free(s->memcpys.v);
-  free(s->memsets.v);
-  free(s->apis.v);
-  free(s->replays.v);
-  free(s->syncs.v);
-  free(s->markers.v);
-  free(s->mdata.v);
-  free(s->overheads.v);
-  free(s->devices.v);
-  free(s->contexts.v);
-  free(s->memory.v);
-  free(s->tnames.v);
-  free(s->windows.v);
-  free(s->steps.v);
-  free(s->notes.v);
-  free(s->mdefs.v);
-  free(s->msamples.v);
-  free(s->kmvals.v);
-  free(s->mstatus.v);
+#define SP_FREE(name, T) tbe__vec_deinit(&s->name);
+  SP_ARRAYS(SP_FREE)
+#undef SP_FREE
+  tbe__map_deinit(&s->strmap);
+  tbe__map_deinit(&s->mdef_of);
+  tbe__map_deinit(&s->mstatus_last);
 }

@@ -8,8 +8,22 @@
  * item, as after a crash), and DIR/steps.spool (a training loop of three
  * steps marked with tbe_profiler_step, each inside an NVTX range
  * "train_step" with an int64 payload 10, 11, 12 and launching one kernel;
- * test/cli/test_import.sh reads it).  Not a test; run by hand when the
- * format changes. */
+ * test/cli/test_import.sh reads it), and the seeds of the paths whose
+ * counts used to multiply (test_hostile_input has them at full size):
+ * DIR/replayed.spool (kernels the range profiler replayed, placed by
+ * their launch call or the collector's timing, with the profiler's
+ * figures and durations), DIR/metric_items.spool (metric definitions,
+ * one redefined; PM samples with a gap, an unknown id, a NaN and a bad
+ * time; figures of kernels on several GPUs; status items repeated per
+ * kind and GPU, with reasons, overflow and stale counts; the collector's
+ * notes that repeat them), DIR/strids.spool (string ids out of order,
+ * redefined, 0, 2^26, 2^26 + 1 and 2^32 - 1, each used by a record) and
+ * DIR/strid26.spool (97 bytes: one string of id 2^26).  Each of these
+ * ends with an unknown item whose one byte, the file's last, is 3:
+ * fuzz_spool then also converts it with a capture range and imports it
+ * through the importer table.  Not a test; run by hand when the format
+ * changes. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,6 +46,234 @@ static void frame(tbe__buf *img, tbe__buf *p) {
 }
 
 static tbe_allocator al; /* malloc */
+
+/* Writes the image to `path`; 0 or -1. */
+static int save(tbe__buf *img, const char *path) {
+  int rc = tbe__buf_error(img);
+  FILE *f = rc ? NULL : fopen(path, "wb");
+  if (!f || fwrite(img->data, 1, img->len, f) != img->len || fclose(f) != 0) rc = -1;
+  tbe__buf_deinit(img);
+  return rc;
+}
+
+/* Starts an image: the header, then info of process `pid` in `p`. */
+static void begin(tbe__buf *img, tbe__buf *p, uint32_t pid) {
+  tbe__allocator_init(&al, NULL);
+  tbe__buf_init(img, &al);
+  tbe__buf_init(p, &al);
+  uint8_t head[TBE__SPOOL_HEADER];
+  tbe__spool_header(head, T0);
+  tbe__buf_append(img, head, sizeof head);
+  tbe__sp_info info;
+  memset(&info, 0, sizeof info);
+  info.start_ns = T0;
+  info.pid = pid;
+  info.trace = 3;
+  tbe__spool_item(p, TBE__SP_INFO, &info, sizeof info);
+}
+
+/* Ends an image: END, then an unknown item (type 99) whose one byte, 3,
+ * is the file's last (fuzz_spool's key), the frame; frees `p`. */
+static void finish(tbe__buf *img, tbe__buf *p) {
+  tbe__sp_end e = {T0 + 100000};
+  tbe__spool_item(p, TBE__SP_END, &e, sizeof e);
+  tbe__spool_item(p, 99, "\3", 1);
+  frame(img, p);
+  tbe__buf_deinit(p);
+}
+
+static void kernel_at(tbe__buf *p, uint32_t corr, uint32_t name, uint32_t dev, int64_t s,
+                      int64_t e) {
+  tbe__sp_kernel k;
+  memset(&k, 0, sizeof k);
+  k.start = s;
+  k.end = e;
+  k.corr = corr;
+  k.device = dev;
+  k.context = 1;
+  k.stream = 7;
+  k.name = name;
+  k.grid[0] = k.block[0] = 1;
+  tbe__spool_item(p, TBE__SP_KERNEL, &k, sizeof k);
+}
+
+static void api_at(tbe__buf *p, uint32_t corr, uint32_t name, int64_t s, int64_t e) {
+  tbe__sp_api a;
+  memset(&a, 0, sizeof a);
+  a.start = s;
+  a.end = e;
+  a.corr = corr;
+  a.pid = 4242;
+  a.tid = 4243;
+  a.name = name;
+  tbe__spool_item(p, TBE__SP_API, &a, sizeof a);
+}
+
+static void def(tbe__buf *p, uint32_t id, uint32_t name) {
+  tbe__sp_metric_def d = {id, name, 0, TBE__MU_COUNT};
+  tbe__spool_item(p, TBE__SP_METRIC_DEF, &d, sizeof d);
+}
+
+/* Kernel figures: `n` (metric id, value) pairs of kernel `name` on `dev`. */
+static void figures(tbe__buf *p, uint32_t name, uint32_t dev, const uint32_t *ids, const double *v,
+                    uint32_t n) {
+  uint8_t body[sizeof(tbe__sp_kernel_metrics) + 8 * 16];
+  tbe__sp_kernel_metrics h = {name, dev, 3, n};
+  memcpy(body, &h, sizeof h);
+  for (uint32_t j = 0; j < n && j < 8; j++) {
+    uint32_t zero = 0;
+    memcpy(body + sizeof h + 16 * j, &ids[j], 4);
+    memcpy(body + sizeof h + 16 * j + 4, &zero, 4);
+    memcpy(body + sizeof h + 16 * j + 8, &v[j], 8);
+  }
+  tbe__spool_item(p, TBE__SP_KERNEL_METRICS, body, sizeof h + 16 * (size_t)n);
+}
+
+static void status(tbe__buf *p, uint32_t kind, uint32_t dev, uint32_t st, uint64_t samples,
+                   uint64_t overflow, uint32_t stale, const char *reason) {
+  uint8_t body[sizeof(tbe__sp_metric_status) + 64];
+  tbe__sp_metric_status m = {kind, dev, st, stale, samples, overflow};
+  size_t rl = reason ? strlen(reason) : 0;
+  memcpy(body, &m, sizeof m);
+  if (rl) memcpy(body + sizeof m, reason, rl);
+  tbe__spool_item(p, TBE__SP_METRIC_STATUS, body, sizeof m + rl);
+}
+
+/* DIR/replayed.spool: kernel "gemm" replayed on GPU 0 three times: placed
+ * by its cudaLaunchKernel call, by the collector's timing (no API record),
+ * and not at all (a replay of another GPU); the mangled "_Z4gemmi" on GPU
+ * 1 by its timing; figures with durations for both, a third kernel
+ * measured without one; the range profiler's status per GPU. */
+static int build_replayed(const char *path) {
+  tbe__buf img, p;
+  begin(&img, &p, 4242);
+  tbe__spool_str(&p, 1, "gemm", 4);
+  tbe__spool_str(&p, 2, "cudaLaunchKernel", 16);
+  tbe__spool_str(&p, 3, "duration_ns", 11);
+  tbe__spool_str(&p, 4, "sm_active_pct", 13);
+  tbe__spool_str(&p, 5, "_Z4gemmi", 8);
+  tbe__spool_str(&p, 6, "relu", 4);
+  def(&p, 1, 4);
+  def(&p, 2, 3);
+  uint32_t ids[3] = {1, 2, 9};
+  double v[3] = {61.5, 400.0, 1.0};
+  figures(&p, 1, 0, ids, v, 3);
+  v[1] = 250.0;
+  figures(&p, 5, 1, ids, v, 2);
+  figures(&p, 6, 0, ids, v, 1);
+  frame(&img, &p);
+  api_at(&p, 1, 2, T0 + 100, T0 + 900);
+  kernel_at(&p, 1, 1, 0, 0, 0);
+  tbe__sp_replayed r = {2, 0, T0 + 1000, T0 + 1600};
+  tbe__spool_item(&p, TBE__SP_REPLAYED, &r, sizeof r);
+  kernel_at(&p, 2, 1, 0, 0, 0);
+  r.corr = 3;
+  r.device = 1;
+  tbe__spool_item(&p, TBE__SP_REPLAYED, &r, sizeof r);
+  kernel_at(&p, 3, 1, 0, 0, 0);
+  r.corr = 4;
+  r.start = T0 + 2000;
+  r.end = T0 + 2100;
+  tbe__spool_item(&p, TBE__SP_REPLAYED, &r, sizeof r);
+  kernel_at(&p, 4, 5, 1, 0, 0);
+  kernel_at(&p, 5, 6, 0, T0 + 3000, T0 + 3100);
+  status(&p, TBE__MKIND_RANGE_PROFILER, 0, TBE__MS_OK, 2, 0, 0, NULL);
+  status(&p, TBE__MKIND_RANGE_PROFILER, 1, TBE__MS_OK, 1, 1, 0, NULL);
+  finish(&img, &p);
+  return save(&img, path);
+}
+
+/* DIR/metric_items.spool: see the file's essay. */
+static int build_metric_items(const char *path) {
+  tbe__buf img, p;
+  begin(&img, &p, 4242);
+  tbe__spool_str(&p, 1, "sm_active_pct", 13);
+  tbe__spool_str(&p, 2, "dram_pct", 8);
+  tbe__spool_str(&p, 3, "gemm", 4);
+  def(&p, 1, 1);
+  def(&p, 2, 1);
+  def(&p, 2, 2); /* redefined: the last counts */
+  for (uint32_t d = 0; d < 2; d++) {
+    uint8_t body[sizeof(tbe__sp_metric_samples) + 3 * 4 + 6 * (8 + 3 * 8)];
+    tbe__sp_metric_samples h = {d, 3, 6, 0};
+    uint32_t ids[3] = {1, 2, 7}; /* 7: never defined */
+    memcpy(body, &h, sizeof h);
+    memcpy(body + sizeof h, ids, sizeof ids);
+    uint8_t *q = body + sizeof h + sizeof ids;
+    for (int k = 0; k < 6; k++) {
+      int64_t ts = k == 5 && d == 1 ? -5 : T0 + 1000 * (k + 1) + (k >= 3 ? 8000 : 0);
+      double x[3] = {10.0 + k, k == 2 ? NAN : 20.0, 1.0};
+      memcpy(q, &ts, 8);
+      memcpy(q + 8, x, sizeof x);
+      q += 8 + sizeof x;
+    }
+    tbe__spool_item(&p, TBE__SP_METRIC_SAMPLES, body, sizeof body);
+  }
+  uint32_t ids[2] = {1, 2};
+  double v[2] = {55.0, 30.0};
+  for (uint32_t d = 0; d < 3; d++) figures(&p, 3, d, ids, v, 2);
+  v[0] = 65.0;
+  figures(&p, 3, 0, ids, v, 2); /* GPU 0 again: the last counts */
+  status(&p, TBE__MKIND_PM_SAMPLING, 0, TBE__MS_OK, 6, 2, 1, NULL);
+  status(&p, TBE__MKIND_PM_SAMPLING, 1, TBE__MS_NO_PERMISSION, 0, 0, 0, "not allowed");
+  status(&p, TBE__MKIND_RANGE_PROFILER, 0, TBE__MS_BUSY, 0, 0, 0, "Nsight");
+  status(&p, TBE__MKIND_PM_SAMPLING, 2, TBE__MS_UNSUPPORTED, 0, 0, 0, NULL);
+  status(&p, TBE__MKIND_PM_SAMPLING, 1, TBE__MS_FAILED, 0, 0, 0, "later\nline");
+  status(&p, TBE__MKIND_RANGE_PROFILER, UINT32_MAX, TBE__MS_FAILED, 0, 0, 0, "any GPU");
+  tbe__spool_item(&p, TBE__SP_NOTE, "GPU metrics (PM sampling) off on device 1: no", 46);
+  tbe__spool_item(&p, TBE__SP_NOTE, "another note", 12);
+  finish(&img, &p);
+  return save(&img, path);
+}
+
+/* DIR/strids.spool: see the file's essay. */
+static int build_strids(const char *path) {
+  tbe__buf img, p;
+  begin(&img, &p, 4242);
+  static const struct {
+    uint32_t id;
+    const char *s;
+  } strs[] = {{1, "k1"},
+              {3, "k3"},
+              {2, "k2"},
+              {3, "k3b"},
+              {0, "zero"},
+              {1u << 26, "k26"},
+              {(1u << 26) + 1, "k26+1"},
+              {UINT32_MAX, "kmax"},
+              {4, "cudaLaunchKernel"}};
+  for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
+    tbe__spool_str(&p, strs[i].id, strs[i].s, strlen(strs[i].s));
+  for (size_t i = 0; i < sizeof strs / sizeof *strs; i++) {
+    int64_t at = T0 + 1000 * (int64_t)(i + 1);
+    api_at(&p, (uint32_t)i + 1, 4, at, at + 10);
+    kernel_at(&p, (uint32_t)i + 1, strs[i].id, 0, at + 20, at + 90);
+  }
+  tbe__sp_thread_name tn = {4242, 4243, 1u << 26};
+  tbe__spool_item(&p, TBE__SP_THREAD_NAME, &tn, sizeof tn);
+  tbe__sp_device dev;
+  memset(&dev, 0, sizeof dev);
+  dev.name = UINT32_MAX;
+  tbe__spool_item(&p, TBE__SP_DEVICE, &dev, sizeof dev);
+  finish(&img, &p);
+  return save(&img, path);
+}
+
+/* DIR/strid26.spool: 97 bytes, the header and a frame of one string
+ * definition of id 2^26 (49 bytes of name). */
+static int build_strid26(const char *path) {
+  tbe__buf img, p;
+  tbe__allocator_init(&al, NULL);
+  tbe__buf_init(&img, &al);
+  tbe__buf_init(&p, &al);
+  uint8_t head[TBE__SPOOL_HEADER];
+  tbe__spool_header(head, T0);
+  tbe__buf_append(&img, head, sizeof head);
+  tbe__spool_str(&p, 1u << 26, "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk", 49);
+  frame(&img, &p);
+  tbe__buf_deinit(&p);
+  return save(&img, path);
+}
 
 static int build(const char *path, int with_end) {
   tbe__buf img, p;
@@ -283,5 +525,13 @@ int main(int argc, char **argv) {
   if (build(path, 0) != 0) return 1;
   snprintf(path, sizeof path, "%s/steps.spool", argv[1]);
   if (build_steps(path) != 0) return 1;
+  snprintf(path, sizeof path, "%s/replayed.spool", argv[1]);
+  if (build_replayed(path) != 0) return 1;
+  snprintf(path, sizeof path, "%s/metric_items.spool", argv[1]);
+  if (build_metric_items(path) != 0) return 1;
+  snprintf(path, sizeof path, "%s/strids.spool", argv[1]);
+  if (build_strids(path) != 0) return 1;
+  snprintf(path, sizeof path, "%s/strid26.spool", argv[1]);
+  if (build_strid26(path) != 0) return 1;
   return 0;
 }

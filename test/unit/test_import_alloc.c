@@ -9,7 +9,8 @@
  * allocator: yajl, zlib, protobuf-c) fails here, naming the call site.
  * Over: Kineto JSON plain and gzip, read on one thread and on the
  * threaded pipeline (tiny chunks, so every path of it runs), JAX's
- * trace.json.gz, XSpace, and the same under the allocation-failure sweep
+ * trace.json.gz, XSpace, the collector's spool, and the same under the
+ * allocation-failure sweep
  * of testutil.c (each allocation failing in turn, no leak), which then
  * reaches every allocation site of the import.  The inputs hold no
  * mangled kernel names: libiberty's demangler, which the model calls when
@@ -233,6 +234,22 @@ static void test_sweep_threaded(void **state) {
   tbe__chrome_json_chunk = 0;
 }
 
+/* The collector's spool: the conversion's arrays and maps are on the
+ * import's allocator too (tbe__convert_opts.allocator), and every
+ * allocation of it may fail.  Seeds of the spool fuzz corpus, without
+ * mangled kernel names. */
+static void test_spool(void **state) {
+  (void)state;
+  import_watched(tu_data("../fuzz/corpus/spool/full.spool"), 0);
+  import_watched(tu_data("../fuzz/corpus/spool/metric_items.spool"), 0);
+  import_watched(tu_data("../fuzz/corpus/spool/strids.spool"), 0);
+  import_watched(tu_data("../fuzz/corpus/spool/metric_items.spool"), 1);
+  long failed = tu_import_alloc_sweep(tu_data("../fuzz/corpus/spool/metric_items.spool"), 100000);
+  print_message("alloc sweep spool: %ld failing runs\n", failed);
+  failed = tu_import_alloc_sweep(tu_data("../fuzz/corpus/spool/strids.spool"), 100000);
+  print_message("alloc sweep spool (string ids): %ld failing runs\n", failed);
+}
+
 /* The check itself: a malloc while watching is counted. */
 static void test_interposer_counts(void **state) {
   (void)state;
@@ -253,6 +270,7 @@ int main(void) {
       cmocka_unit_test(test_xspace),            cmocka_unit_test(test_our_outputs),
       cmocka_unit_test(test_options_allocator),
       cmocka_unit_test(test_sweep_threaded),
+      cmocka_unit_test(test_spool),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,8 @@
  * early), corrupt frames, and files that are not spools; what conversion
  * keeps (collection windows, capture ranges: nothing outside them, the
  * trace spans them) and the steps it makes (tbe_profiler_step marks,
- * --steps nvtx:NAME).  Needs no CUDA. */
+ * --steps nvtx:NAME); string and metric ids as keys (any order, any value,
+ * the last definition counting).  Needs no CUDA. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -748,6 +749,114 @@ static void test_not_a_spool(void **state) {
   tbe__buf_deinit(&m.b);
 }
 
+/* String ids are keys (spool_int.h): out of order, redefined (the last
+ * definition counts, wherever it was stored), 2^26 and above, 2^32 - 1;
+ * 0 and an id never defined name "". */
+static void test_string_ids(void **state) {
+  (void)state;
+  img m;
+  img_start(&m);
+  tbe__buf p;
+  tbe__buf_init(&p, &al);
+  static const struct {
+    uint32_t id;
+    const char *s;
+  } defs[] = {{1, "a0"},
+              {1, "a"},
+              {3, "c"},
+              {2, "b"},
+              {3, "c2"},
+              {0, "zero"},
+              {1u << 26, "big0"},
+              {1u << 26, "big"},
+              {4, "d"},
+              {(1u << 26) + 1, "bigger"},
+              {UINT32_MAX, "max"},
+              {6, "f"},
+              {5, "e"},
+              {6, "f2"}};
+  for (size_t i = 0; i < sizeof defs / sizeof *defs; i++)
+    tbe__spool_str(&p, defs[i].id, defs[i].s, strlen(defs[i].s));
+  frame(&m, &p);
+  static const struct {
+    uint32_t id;
+    const char *name;
+  } want[] = {{1, "a"},
+              {2, "b"},
+              {3, "c2"},
+              {4, "d"},
+              {5, "e"},
+              {6, "f2"},
+              {1u << 26, "big"},
+              {(1u << 26) + 1, "bigger"},
+              {UINT32_MAX, "max"},
+              {0, ""},
+              {7, ""},
+              {1u << 27, ""}};
+  size_t nw = sizeof want / sizeof *want;
+  for (size_t i = 0; i < nw; i++)
+    kern(&p, (uint32_t)i + 1, want[i].id, T0 + 100 * (int64_t)(i + 1),
+         T0 + 100 * (int64_t)(i + 1) + 50);
+  frame(&m, &p);
+  tbe__buf_deinit(&p);
+  tbe_trace *t;
+  tbe__convert_info info;
+  assert_int_equal(convert(m.b.data, m.b.len, &t, &info), 0);
+  assert_int_equal(kernels(t), nw);
+  for (size_t i = 0; i < t->nevents; i++) {
+    const tbe_event *e = &t->events[i];
+    assert_int_equal(e->kind, TBE_EV_KERNEL);
+    assert_string_equal(tbe_trace_str(t, e->name), want[e->correlation - 1].name);
+  }
+  tbe_trace_free(t);
+  tbe__buf_deinit(&m.b);
+}
+
+/* A metric id's last definition names it, for the kernel figures and for
+ * the duration a replayed kernel is placed with alike. */
+static void test_metric_redefined(void **state) {
+  (void)state;
+  img m;
+  tbe__buf p;
+  img_begin(&m, &p);
+  tbe__spool_str(&p, 6, "duration_ns", 11);
+  tbe__spool_str(&p, 7, "sm_pct", 6);
+  tbe__sp_metric_def d1 = {1, 6, 0, TBE__MU_COUNT}, d1b = {1, 7, 0, TBE__MU_PCT},
+                     d2 = {2, 6, 0, TBE__MU_COUNT};
+  tbe__spool_item(&p, TBE__SP_METRIC_DEF, &d1, sizeof d1);
+  tbe__spool_item(&p, TBE__SP_METRIC_DEF, &d1b, sizeof d1b);
+  tbe__spool_item(&p, TBE__SP_METRIC_DEF, &d2, sizeof d2);
+  uint8_t body[sizeof(tbe__sp_kernel_metrics) + 2 * 16];
+  tbe__sp_kernel_metrics h = {1, 0, 1, 2};
+  memcpy(body, &h, sizeof h);
+  uint32_t ids[2] = {1, 2}, zero = 0;
+  double v[2] = {500.0, 600.0};
+  for (int j = 0; j < 2; j++) {
+    memcpy(body + sizeof h + 16 * j, &ids[j], 4);
+    memcpy(body + sizeof h + 16 * j + 4, &zero, 4);
+    memcpy(body + sizeof h + 16 * j + 8, &v[j], 8);
+  }
+  tbe__spool_item(&p, TBE__SP_KERNEL_METRICS, body, sizeof body);
+  tbe__sp_replayed r = {1, 0, T0 + 100, T0 + 2000};
+  tbe__spool_item(&p, TBE__SP_REPLAYED, &r, sizeof r);
+  kern(&p, 1, 1, 0, 0); /* kernel "k", replayed: no times */
+  img_end(&m, &p, T0 + 5000);
+  tbe_trace *t;
+  tbe__convert_info info;
+  assert_int_equal(convert(m.b.data, m.b.len, &t, &info), 0);
+  assert_int_equal(kernels(t), 1);
+  assert_int_equal(t->events[0].dur_ns, 600);
+  assert_int_equal(t->events[0].start_ns, T0 + 2000 - 600);
+  assert_int_equal(t->nkernel_metrics, 1);
+  double x;
+  assert_int_equal(tbe_kernel_metrics_get(t, &t->kernel_metrics[0], "sm_pct", &x), 0);
+  assert_true(x == 500.0);
+  assert_int_equal(tbe_kernel_metrics_get(t, &t->kernel_metrics[0], "duration_ns", &x), 0);
+  assert_true(x == 600.0);
+  tbe_trace_free(t);
+  tbe__buf_deinit(&m.b);
+}
+
 static void test_items_out_of_bounds(void **state) {
   (void)state;
   /* A frame whose item claims more bytes than the frame holds, with a
@@ -1146,6 +1255,8 @@ int main(void) {
       cmocka_unit_test(test_marked_steps),
       cmocka_unit_test(test_marked_steps_in_run),
       cmocka_unit_test(test_items_out_of_bounds),
+      cmocka_unit_test(test_string_ids),
+      cmocka_unit_test(test_metric_redefined),
       cmocka_unit_test(test_write_frame_to_file),
       cmocka_unit_test(test_options),
       cmocka_unit_test(test_session_two_processes),

@@ -469,6 +469,49 @@ static void test_steps_from_range_alloc(void **state) {
   assert_true(succeeded);
 }
 
+/* Warnings are said once and kernel figures kept once per (name, device),
+ * the last given winning, by maps that follow the public arrays: an
+ * array shortened behind the model's back, or kernel names renamed by
+ * finishing (demangled), are seen by the next call, as a scan of the
+ * array would see them. */
+static void test_warnings_and_figures_by_map(void **state) {
+  (void)state;
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  for (int i = 0; i < 20000; i++) assert_int_equal(tbe_trace_warn(t, "line %d", i % 10000), 0);
+  assert_int_equal(t->nwarnings, 10000);
+  assert_string_equal(tbe_trace_str(t, t->warnings[9999]), "line 9999");
+  t->nwarnings = 1; /* the caller cut the list: "line 1" is new again */
+  assert_int_equal(tbe_trace_warn(t, "line %d", 1), 0);
+  assert_int_equal(tbe_trace_warn(t, "line %d", 0), 0);
+  assert_int_equal(t->nwarnings, 2);
+  assert_string_equal(tbe_trace_str(t, t->warnings[1]), "line 1");
+
+  tbe_str a = tbe_trace_str_id(t, "_Z4gemmi"), b = tbe_trace_str_id(t, "b");
+  tbe_metric_value v = {tbe_trace_str_id(t, "sm_pct"), 0, 1.0};
+  assert_int_equal(tbe_trace_add_kernel_metrics(t, a, 0, 1, &v, 1), 0);
+  assert_int_equal(tbe_trace_add_kernel_metrics(t, b, 0, 1, &v, 1), 0);
+  assert_int_equal(tbe_trace_add_kernel_metrics(t, a, 1, 1, &v, 1), 0);
+  v.value = 2.0;
+  assert_int_equal(tbe_trace_add_kernel_metrics(t, a, 0, 7, &v, 1), 0); /* replaces */
+  assert_int_equal(t->nkernel_metrics, 3);
+  assert_int_equal(t->kernel_metrics[0].launches, 7);
+  assert_true(t->metric_values[t->kernel_metrics[0].first].value == 2.0);
+  assert_int_equal(tbe_trace_finish(t), 0);
+  tbe_str dem = t->kernel_metrics[0].name; /* "gemm(int)" now */
+  assert_int_not_equal(dem, a);
+  assert_string_equal(tbe_trace_str(t, dem), "gemm(int)");
+  v.value = 3.0;
+  assert_int_equal(tbe_trace_add_kernel_metrics(t, dem, 0, 9, &v, 1), 0);
+  assert_int_equal(t->nkernel_metrics, 3);
+  assert_int_equal(t->kernel_metrics[0].launches, 9);
+  t->nkernel_metrics = 1; /* the caller cut the list: (b, 0) is new again */
+  assert_int_equal(tbe_trace_add_kernel_metrics(t, b, 0, 4, &v, 1), 0);
+  assert_int_equal(t->nkernel_metrics, 2);
+  assert_int_equal(t->kernel_metrics[1].launches, 4);
+  tbe_trace_free(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_intern),        cmocka_unit_test(test_tracks),
@@ -480,6 +523,7 @@ int main(void) {
       cmocka_unit_test(test_steps_from_range_domains),
       cmocka_unit_test(test_top_ranges),
       cmocka_unit_test(test_steps_from_range_alloc),
+      cmocka_unit_test(test_warnings_and_figures_by_map),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -127,6 +127,61 @@ tbe_allocator tu_failalloc_init(tu_failalloc *f, long succeed) {
   return a;
 }
 
+/* The counting allocator: a 16-byte header (the alignment malloc gives)
+ * holds the block's size. */
+#define CA_HEAD 16
+
+static void ca_add(tu_countalloc *c, size_t n) {
+  size_t now = __atomic_add_fetch(&c->bytes, n, __ATOMIC_RELAXED);
+  size_t p = __atomic_load_n(&c->peak, __ATOMIC_RELAXED);
+  while (now > p &&
+         !__atomic_compare_exchange_n(&c->peak, &p, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
+static void *ca_alloc(void *o, size_t n) {
+  tu_countalloc *c = o;
+  if (n > SIZE_MAX - CA_HEAD) return NULL;
+  unsigned char *p = malloc(CA_HEAD + n);
+  if (!p) return NULL;
+  memcpy(p, &n, sizeof n);
+  ca_add(c, n);
+  __atomic_fetch_add(&c->live, 1, __ATOMIC_RELAXED);
+  return p + CA_HEAD;
+}
+
+static void ca_free(void *o, void *q) {
+  tu_countalloc *c = o;
+  if (!q) return;
+  unsigned char *p = (unsigned char *)q - CA_HEAD;
+  size_t n;
+  memcpy(&n, p, sizeof n);
+  __atomic_fetch_sub(&c->bytes, n, __ATOMIC_RELAXED);
+  __atomic_fetch_sub(&c->live, 1, __ATOMIC_RELAXED);
+  free(p);
+}
+
+/* As alloc + copy + free, so that the peak counts both blocks as a
+ * moving realloc holds them. */
+static void *ca_realloc(void *o, void *q, size_t old, size_t n) {
+  (void)old;
+  if (!q) return ca_alloc(o, n);
+  size_t was;
+  memcpy(&was, (unsigned char *)q - CA_HEAD, sizeof was);
+  void *r = ca_alloc(o, n);
+  if (!r) return NULL;
+  memcpy(r, q, was < n ? was : n);
+  ca_free(o, q);
+  return r;
+}
+
+tbe_allocator tu_countalloc_init(tu_countalloc *c) {
+  c->bytes = c->peak = 0;
+  c->live = 0;
+  tbe_allocator a = {ca_alloc, ca_realloc, ca_free, c};
+  return a;
+}
+
 long tu_import_alloc_sweep(const char *path, long dense) {
   int succeeded = 0;
   long n, attempts = 0;

@@ -36,6 +36,18 @@ typedef struct tu_failalloc {
  * that draws on it. */
 tbe_allocator tu_failalloc_init(tu_failalloc *f, long succeed);
 
+/* A counting allocator for memory-bound tests: each block carries its
+ * size in a header, so `bytes` is what is allocated now and `peak` the
+ * most it ever was (updated atomically: the library allocates from worker
+ * threads too).  Never fails. */
+typedef struct tu_countalloc {
+  size_t bytes, peak;
+  long live;
+} tu_countalloc;
+
+/* Resets `c` and returns an allocator that counts into it. */
+tbe_allocator tu_countalloc_init(tu_countalloc *c);
+
 /* Imports `path` with allocation number n failing, for n = 0, 1, ... (every
  * n up to `dense`, then every 7th) until an import succeeds.  Each failed
  * attempt must return TBE_ENOMEM with a message saying "out of memory", and

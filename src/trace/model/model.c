@@ -49,7 +49,11 @@ typedef struct tbe__trace_priv {
    * 80,000 distinct ones cost a linear scan each before; the map's keyed
    * hash keeps chosen ids from colliding) */
   tbe__map devmap, pidmap;
-  size_t devmap_n, pidmap_n; /* entries of the arrays the maps cover */
+  /* the warnings' string ids (each once: tbe_trace_warn), and the kernel
+   * figures by (name, device) -> index (the last of a pair): an importer
+   * adds one per input item, so a scan each was quadratic */
+  tbe__map warnmap, kmmap;
+  size_t devmap_n, pidmap_n, warnmap_n, kmmap_n; /* entries of the arrays the maps cover */
   /* capacities of the public arrays */
   size_t cap_events, cap_kernels, cap_memcpys, cap_memsets, cap_syncs, cap_nvtx, cap_counters,
       cap_memory, cap_args, cap_tracks, cap_processes, cap_devices, cap_steps, cap_flows,
@@ -78,6 +82,8 @@ int tbe_trace_create(tbe_trace **out, const tbe_allocator *a) {
   tbe__index_init(&p->tracks, &p->a, TBE__SEED_PROCESS);
   tbe__map_init(&p->devmap, &p->a, TBE__SEED_PROCESS);
   tbe__map_init(&p->pidmap, &p->a, TBE__SEED_PROCESS);
+  tbe__map_init(&p->warnmap, &p->a, TBE__SEED_PROCESS);
+  tbe__map_init(&p->kmmap, &p->a, TBE__SEED_PROCESS);
   t->priv = p;
   t->rank = -1;
   /* id 0 is the empty string */
@@ -115,6 +121,8 @@ void tbe_trace_free(tbe_trace *t) {
   tbe__index_deinit(&p->tracks);
   tbe__map_deinit(&p->devmap);
   tbe__map_deinit(&p->pidmap);
+  tbe__map_deinit(&p->warnmap);
+  tbe__map_deinit(&p->kmmap);
   tbe__free(&a, p);
   tbe__free(&a, t);
 }
@@ -209,28 +217,43 @@ int tbe_trace_track(tbe_trace *t, tbe_track_type type, int64_t pid, int64_t tid,
   return 0;
 }
 
-/* ---- devices and processes: maps over the public arrays ----
+/* ---- devices, processes, warnings, kernel figures: maps over the public
+ * arrays ----
  *
- * Users may append to t->devices / t->processes themselves (the arrays are
- * public); a map that covers another count of entries than the array
- * holds is rebuilt before use, so a lookup sees every entry appended. */
+ * Users may append to t->devices / t->processes / t->warnings /
+ * t->kernel_metrics themselves (the arrays are public); a map that covers
+ * another count of entries than the array holds is rebuilt before use, so
+ * a lookup sees every entry appended. */
 
-/* The key of entry i of the devices (dev 1) or processes array. */
-static uint64_t id_key(const tbe_trace *t, int dev, size_t i) {
-  return dev ? (uint64_t)(uint32_t)t->devices[i].id : (uint64_t)t->processes[i].pid;
+enum { ARR_PROCESSES, ARR_DEVICES, ARR_WARNINGS, ARR_KERNEL_METRICS };
+
+/* The key of a kernel figures' entry. */
+static uint64_t km_key(tbe_str name, int32_t device) {
+  return (uint64_t)name << 32 | (uint32_t)device;
+}
+
+/* The key of entry i of array `arr` (ARR_*). */
+static uint64_t id_key(const tbe_trace *t, int arr, size_t i) {
+  switch (arr) {
+    case ARR_DEVICES: return (uint64_t)(uint32_t)t->devices[i].id;
+    case ARR_PROCESSES: return (uint64_t)t->processes[i].pid;
+    case ARR_WARNINGS: return t->warnings[i];
+    default: return km_key(t->kernel_metrics[i].name, t->kernel_metrics[i].device);
+  }
 }
 
 /* Brings map `m` (covering *covered entries) up to the array's n entries:
- * rebuilt, the first entry of a key winning as a scan would find it, when
- * the array changed size behind the model's back.  0 or an error. */
-static int id_map_sync(tbe_trace *t, int dev, tbe__map *m, size_t *covered, size_t n) {
+ * rebuilt, the entry of a key a scan would find winning (the first; the
+ * last for kernel figures), when the array changed size behind the
+ * model's back.  0 or an error. */
+static int id_map_sync(tbe_trace *t, int arr, tbe__map *m, size_t *covered, size_t n) {
   if (*covered == n) return 0;
   tbe__map_clear(m);
   for (size_t i = 0; i < n; i++) {
     int added;
-    uint32_t *v = tbe__map_put(m, id_key(t, dev, i), &added);
+    uint32_t *v = tbe__map_put(m, id_key(t, arr, i), &added);
     if (!v) return tbe__map_error(m);
-    if (added) *v = (uint32_t)i;
+    if (added || arr == ARR_KERNEL_METRICS) *v = (uint32_t)i;
   }
   *covered = n;
   return 0;
@@ -239,7 +262,7 @@ static int id_map_sync(tbe_trace *t, int dev, tbe__map *m, size_t *covered, size
 int tbe_trace_process(tbe_trace *t, int64_t pid, uint32_t *out) {
   if (!t || !out) return TBE_EINVAL;
   tbe__trace_priv *p = t->priv;
-  int rc = id_map_sync(t, 0, &p->pidmap, &p->pidmap_n, t->nprocesses);
+  int rc = id_map_sync(t, ARR_PROCESSES, &p->pidmap, &p->pidmap_n, t->nprocesses);
   if (rc) return fail(t, rc);
   const uint32_t *v = tbe__map_get(&p->pidmap, (uint64_t)pid);
   if (v) {
@@ -258,7 +281,7 @@ int tbe_trace_process(tbe_trace *t, int64_t pid, uint32_t *out) {
 int tbe_trace_device(tbe_trace *t, int32_t id, uint32_t *out) {
   if (!t || !out) return TBE_EINVAL;
   tbe__trace_priv *p = t->priv;
-  int rc = id_map_sync(t, 1, &p->devmap, &p->devmap_n, t->ndevices);
+  int rc = id_map_sync(t, ARR_DEVICES, &p->devmap, &p->devmap_n, t->ndevices);
   if (rc) return fail(t, rc);
   const uint32_t *v = tbe__map_get(&p->devmap, (uint64_t)(uint32_t)id);
   if (v) {
@@ -371,10 +394,14 @@ int tbe_trace_warn(tbe_trace *t, const char *fmt, ...) {
   tbe_str id;
   int rc = tbe_trace_intern(t, buf, strlen(buf), &id);
   if (rc) return rc;
-  for (size_t i = 0; i < t->nwarnings; i++)
-    if (t->warnings[i] == id) return 0;
+  tbe__trace_priv *p = t->priv;
+  if ((rc = id_map_sync(t, ARR_WARNINGS, &p->warnmap, &p->warnmap_n, t->nwarnings)))
+    return fail(t, rc);
+  if (tbe__map_get(&p->warnmap, id)) return 0; /* said already */
   GROW1(t, warnings, nwarnings, cap_warnings);
+  if ((rc = tbe__map_set(&p->warnmap, id, (uint32_t)t->nwarnings))) return fail(t, rc);
   t->warnings[t->nwarnings++] = id;
+  p->warnmap_n = t->nwarnings;
   return 0;
 }
 
@@ -699,7 +726,10 @@ static int demangle_kernel_metrics(tbe_trace *t) {
     tbe_kernel_metrics *k = &t->kernel_metrics[i];
     if (!maybe_mangled(tbe_trace_str(t, k->name))) continue;
     tbe_str d = demangled_id(t, k->name, &rc);
-    if (!rc && d != TBE_NONE) k->name = d;
+    if (!rc && d != TBE_NONE && d != k->name) {
+      k->name = d;
+      t->priv->kmmap_n = SIZE_MAX; /* renamed: the map is rebuilt at its next use */
+    }
   }
   return rc;
 }
@@ -955,10 +985,15 @@ int tbe_trace_add_kernel_metrics(tbe_trace *t, tbe_str name, int32_t device, uin
   if (!t || (n && !v)) return TBE_EINVAL;
   if (t->priv->err) return t->priv->err;
   if (n > UINT32_MAX / 2 || t->nmetric_values + n >= UINT32_MAX) return fail(t, TBE_ETOOBIG);
-  size_t at = t->nkernel_metrics;
-  for (size_t i = 0; i < t->nkernel_metrics; i++)
-    if (t->kernel_metrics[i].name == name && t->kernel_metrics[i].device == device) at = i;
-  if (at == t->nkernel_metrics) GROW1(t, kernel_metrics, nkernel_metrics, cap_kernel_metrics);
+  tbe__trace_priv *p = t->priv;
+  int rc = id_map_sync(t, ARR_KERNEL_METRICS, &p->kmmap, &p->kmmap_n, t->nkernel_metrics);
+  if (rc) return fail(t, rc);
+  const uint32_t *had = tbe__map_get(&p->kmmap, km_key(name, device));
+  size_t at = had ? *had : t->nkernel_metrics;
+  if (at == t->nkernel_metrics) {
+    if (at >= UINT32_MAX) return fail(t, TBE_ETOOBIG);
+    GROW1(t, kernel_metrics, nkernel_metrics, cap_kernel_metrics);
+  }
   void *pp = t->metric_values;
   if (tbe__grow(&t->priv->a, &pp, &t->priv->cap_metric_values, t->nmetric_values + n,
                 sizeof *t->metric_values))
@@ -981,7 +1016,11 @@ int tbe_trace_add_kernel_metrics(tbe_trace *t, tbe_str name, int32_t device, uin
   k->launches = launches;
   k->first = first;
   k->count = count;
-  if (at == t->nkernel_metrics) t->nkernel_metrics++;
+  if (at == t->nkernel_metrics) {
+    if ((rc = tbe__map_set(&p->kmmap, km_key(name, device), (uint32_t)at))) return fail(t, rc);
+    t->nkernel_metrics++;
+    p->kmmap_n = t->nkernel_metrics;
+  }
   t->priv->finished = 0;
   return 0;
 }
