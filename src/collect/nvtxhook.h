@@ -31,9 +31,6 @@
 #include "collect/nvtx_abi.h"
 #include "common/buf.h"
 
-/* Longest message kept, in bytes (longer ones are cut and counted). */
-#define TBE__NVTX_MSG_MAX 8192
-
 /* Installs the handlers into the slots of one NVTX copy (a program's or a
  * library's: each calls InitializeInjectionNvtx2 for itself).  With
  * `first` (libcupti's InitializeInjectionNvtx2), that runs on the same

@@ -359,6 +359,10 @@ typedef struct tbe__sp_op {
   uint32_t ninputs;  /* inputs the shapes list */
 } tbe__sp_op;
 
+/* The longest NVTX message the collector's own handlers keep, in bytes
+ * (longer ones are cut there and counted). */
+#define TBE__NVTX_MSG_MAX 8192
+
 /* The collector's own NVTX handlers (collect/nvtxhook.c), cumulative. */
 typedef struct tbe__sp_nvtx_stats {
   uint64_t records;    /* NVTX calls recorded */

@@ -44,6 +44,7 @@
 #include "events/spool.h"
 #include "import/importer.h"
 #include "trace/exporter.h"
+#include "trace/model/ops.h"
 #include "tbexport/error.h"
 
 /* ---- u32 -> u32 map: the toolbox's keyed hash (common/map.h), so ids
@@ -682,6 +683,66 @@ static int nvtx_events(build *b, const tbe__vec *rs) {
   return rc;
 }
 
+/* Framework operators (TBE__SP_OP, the collector's reading of PyTorch's
+ * operator ranges): a begin paired with the end of the same id, one still
+ * running when the capture ended closed where an unclosed NVTX range is
+ * (and counted), an end without its begin left out; those that start in a
+ * kept window become operators (trace/model/ops.h). */
+static int operators(build *b) {
+  scan *s = b->s;
+  tbe_trace *t = b->t;
+  tbe__convert_info *info = b->info;
+  const tbe__sp_op *ov = s->ops.data;
+  if (s->ops.n > UINT32_MAX - 1) return TBE_ETOOBIG;
+  tbe__map ends; /* id -> index of its end */
+  tbe__map_init(&ends, s->a, TBE__SEED_PROCESS);
+  int rc = 0;
+  for (size_t i = 0; i < s->ops.n && !rc; i++) {
+    if (!(ov[i].flags & TBE__OPF_END)) continue;
+    int added;
+    uint32_t *v = tbe__map_put(&ends, ov[i].id, &added);
+    if (!v) rc = tbe__map_error(&ends);
+    else if (added) *v = (uint32_t)i;
+  }
+  for (size_t i = 0; i < s->ops.n && !rc; i++) {
+    const tbe__sp_op *o = &ov[i];
+    if (!(o->flags & TBE__OPF_BEGIN)) continue;
+    if (o->ts <= 0) {
+      t->dropped_out_of_range++;
+      info->r.dropped_out_of_range++;
+      continue;
+    }
+    seen(s, o->ts);
+    const uint32_t *e = tbe__map_get(&ends, o->id);
+    int64_t end;
+    if (e && ov[*e].ts >= o->ts) {
+      end = ov[*e].ts;
+      seen(s, end);
+    } else if (e) {
+      t->dropped_out_of_range++;
+      info->r.dropped_out_of_range++;
+      continue;
+    } else {
+      long w = b->coll_bounded ? window_at(&b->coll, o->ts) : -1;
+      int64_t we = w >= 0 ? TBE__VEC_AT(&b->coll, window, w).b : INT64_MAX;
+      end = w >= 0 && we < b->end_ns ? we : b->end_ns;
+      if (end < o->ts) end = o->ts;
+      info->ops_unclosed++;
+    }
+    if (!keep(b, o->ts)) continue;
+    uint32_t tr;
+    if ((rc = tbe_trace_track(t, TBE_TRACK_THREAD, o->pid, o->tid, -1, &tr))) break;
+    tbe_str name = S(s, o->name), shapes = o->shapes ? S(s, o->shapes) : 0;
+    rc = tbe__trace_add_torch_op(t, tr, o->ts, end - o->ts, tbe_trace_str(t, name),
+                                 tbe_trace_strlen(t, name),
+                                 o->shapes ? tbe_trace_str(t, shapes) : NULL,
+                                 o->shapes ? tbe_trace_strlen(t, shapes) : 0, o->seq, 0, NULL);
+    info->ops++;
+  }
+  tbe__map_deinit(&ends);
+  return rc;
+}
+
 /* Runtime and driver API calls. */
 static int api_calls(build *b) {
   scan *s = b->s;
@@ -1074,6 +1135,7 @@ static int build_trace(build *b) {
   if (!rc) rc = kept_windows(b);
   if (!rc) rc = nvtx_events(b, &rs);
   tbe__vec_deinit(&rs);
+  if (!rc) rc = operators(b);
   if (!rc) rc = api_calls(b);
   if (!rc) rc = kernels(b);
   if (!rc) rc = copies(b);
@@ -1205,6 +1267,19 @@ int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
     if (info->nvtx_orphan_ends)
       tbe_trace_warn(t, "%llu NVTX range ends had no start in the capture and were left out",
                      (unsigned long long)info->nvtx_orphan_ends);
+    if (info->ops_unclosed)
+      tbe_trace_warn(t,
+                     "%llu operators were still running when the capture ended; they are closed "
+                     "at its end",
+                     (unsigned long long)info->ops_unclosed);
+    if (s.have_nvtx && s.nvtx.dropped)
+      tbe_trace_warn(t,
+                     "%llu NVTX calls (ranges, operators) were not recorded: the collector's "
+                     "NVTX buffers were full or a thread slot was missing",
+                     (unsigned long long)s.nvtx.dropped);
+    if (s.have_nvtx && s.nvtx.truncated)
+      tbe_trace_warn(t, "%llu NVTX messages longer than %d bytes were cut there",
+                     (unsigned long long)s.nvtx.truncated, TBE__NVTX_MSG_MAX);
     if (b.windowed) {
       if (b.win.n == 0)
         tbe_trace_warn(t, "the capture range (%s) never opened: nothing was kept",

@@ -39,6 +39,8 @@ typedef struct tbe__convert_info {
                                      (--delay/--duration, start/stop) */
   uint64_t steps_marked;          /* tbe_profiler_step marks in the spool */
   uint64_t nvtx_unclosed, nvtx_orphan_ends;
+  uint64_t ops;                   /* framework operators (TBE__SP_OP) kept */
+  uint64_t ops_unclosed;          /* of those: still running when the capture ended */
   uint64_t decode_cpu_ns;         /* collector's background thread */
   uint64_t buffer_bytes;
   uint64_t spool_bytes;           /* size of the spool image */

@@ -92,7 +92,8 @@ typedef struct sp_mbad {
   X(mdefs, tbe__sp_metric_def)                                            \
   X(msamples, sp_msample)                                                 \
   X(kmvals, sp_kmval)                                                     \
-  X(mstatus, sp_mstatus)
+  X(mstatus, sp_mstatus)                                                  \
+  X(ops, tbe__sp_op) /* operators (begin and end items) */
 
 typedef struct scan {
   tbe_trace *t;
@@ -102,6 +103,8 @@ typedef struct scan {
   tbe__sp_end end;
   tbe__sp_signal signal; /* the first fatal signal, if any */
   tbe__sp_stats stats;
+  tbe__sp_nvtx_stats nvtx;  /* the collector's own NVTX handlers (the last item) */
+  int have_nvtx;
   tbe__sp_rank rank;     /* the launcher's rank, when have_rank */
   int have_rank;
   char job[129];         /* its job id, cut */

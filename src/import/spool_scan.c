@@ -195,6 +195,10 @@ int tbe__convert_on_item(void *ctx, unsigned type, const uint8_t *body, size_t l
     case TBE__SP_THREAD_NAME: TAKE(s->tnames, tbe__sp_thread_name); break;
     case TBE__SP_WINDOW: TAKE(s->windows, tbe__sp_window); break;
     case TBE__SP_STEP: TAKE(s->steps, tbe__sp_step); break;
+    case TBE__SP_OP: TAKE(s->ops, tbe__sp_op); break;
+    case TBE__SP_NVTX_STATS:
+      if (len >= sizeof s->nvtx) memcpy(&s->nvtx, body, sizeof s->nvtx), s->have_nvtx = 1;
+      break;
     case TBE__SP_RANK: {
       /* The first valid one counts (the collector writes one); a rank that
        * contradicts its world size is no rank. */
