@@ -11,9 +11,12 @@ can select.  It prints one JSON line:
 
 loop_s is the measured iterations' wall time, synchronized at both ends.
 With --torch-profiler OUT the measured iterations run under torch.profiler
-instead (CPU and CUDA activities): its key_averages() kernel rows (name,
-calls, device time) go to OUT/key_averages.json and its trace to
-OUT/torch.pt.trace.json, the reference the collected run is checked against.
+instead (CPU and CUDA activities, record_shapes): its key_averages() kernel
+rows (name, calls, device time) go to OUT/key_averages.json, its operator
+rows grouped by input shape (key_averages(group_by_input_shape=True): name,
+shapes, calls, CPU and device times) to OUT/ops_by_shape.json, and its
+trace to OUT/torch.pt.trace.json, the references the collected run is
+checked against.
 """
 import argparse
 import json
@@ -102,7 +105,7 @@ def main():
     prof = None
     if a.torch_profiler:
         from torch.profiler import ProfilerActivity, profile
-        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True)
         prof.__enter__()
     torch.cuda.nvtx.range_push("measure")
     t0 = time.perf_counter()
@@ -124,6 +127,16 @@ def main():
             rows[e.key] = {"calls": int(e.count), "device_us": float(e.self_device_time_total)}
         with open(os.path.join(a.torch_profiler, "key_averages.json"), "w") as f:
             json.dump(rows, f, indent=1)
+        ops = []
+        for e in prof.key_averages(group_by_input_shape=True):
+            if getattr(e, "device_type", None) == cuda:
+                continue
+            ops.append({"name": e.key, "shapes": e.input_shapes, "calls": int(e.count),
+                        "cpu_us": float(e.cpu_time_total), "self_cpu_us": float(e.self_cpu_time_total),
+                        "device_us": float(e.device_time_total),
+                        "self_device_us": float(e.self_device_time_total)})
+        with open(os.path.join(a.torch_profiler, "ops_by_shape.json"), "w") as f:
+            json.dump(ops, f, indent=1)
         out["kernel_rows"] = len(rows)
     assert math.isfinite(out["loss"])
     print(json.dumps(out), flush=True)
