@@ -84,13 +84,20 @@ static int add_scratch_arg(cj *c, span key, uint8_t type, const void *val, size_
   return 1;
 }
 
-static int set_xid(cj *c, xid *x, int is_num, const char *s, size_t n) {
+/* An id (pid, tid, id) as a number or a string.  A number beyond the
+ * int64 range is 0 for an id, and refused for a pid or tid (`field`, NULL
+ * for an id): it used to become process 0. */
+static int set_xid(cj *c, xid *x, int is_num, const char *s, size_t n, const char *field) {
   if (is_num) {
     int64_t v;
     double d;
     x->is_str = 0;
     if (tbe__cj_parse_int(s, n, &v, NULL, NULL) == 0) x->num = v;
     else if (tbe__cj_parse_double(s, n, &d) == 0 && d > -9.2e18 && d < 9.2e18) x->num = (int64_t)d;
+    else if (field)
+      return tbe__cj_fail_at(c, c->pe.start_off, TBE_EPARSE,
+                             "event field %s is out of range (a 64-bit integer): %.*s", field,
+                             (int)(n > 40 ? 40 : n), s);
     else x->num = 0;
   } else {
     x->is_str = 1;
@@ -230,15 +237,15 @@ static int on_scalar(cj *c, int type, const char *s, size_t n) {
           break;
         }
         case E_PID:
-          set_xid(c, &e->pid, type == V_NUM, s, n);
+          if (!set_xid(c, &e->pid, type == V_NUM, s, n, "pid")) return 0;
           e->have |= F_PID;
           break;
         case E_TID:
-          set_xid(c, &e->tid, type == V_NUM, s, n);
+          if (!set_xid(c, &e->tid, type == V_NUM, s, n, "tid")) return 0;
           e->have |= F_TID;
           break;
         case E_ID:
-          set_xid(c, &e->id, type == V_NUM, s, n);
+          set_xid(c, &e->id, type == V_NUM, s, n, NULL);
           e->have |= F_ID;
           break;
         case E_BP:
@@ -264,7 +271,14 @@ static int on_scalar(cj *c, int type, const char *s, size_t n) {
         return 1;
       }
       int64_t v;
-      if (type != V_NUM || tbe__cj_parse_int(s, n, &v, NULL, NULL) != 0) return 1;
+      int whole = type == V_NUM && tbe__cj_parse_int(s, n, &v, NULL, NULL) == 0;
+      if (c->dev_key == 2 && type == V_NUM && !(whole && tbe__device_ok(v))) {
+        /* Checked before it is narrowed (importer.h: device ordinals). */
+        char msg[192];
+        tbe__import_device_msg(msg, sizeof msg, "id", 0, s, n);
+        return tbe__cj_fail_at(c, tbe__cj_pos(c) - n, TBE_EPARSE, "deviceProperties %s", msg);
+      }
+      if (!whole) return 1;
       switch (c->dev_key) {
         case 2: d->id = (int32_t)v, c->dev_have_id = 1; break;
         case 3: d->memory_bytes = v; break;
@@ -290,9 +304,16 @@ static int on_scalar(cj *c, int type, const char *s, size_t n) {
         tbe__buf_clear(&c->distname);
         tbe__buf_append(&c->distname, s, n);
         c->dist_have_backend = 1;
-      } else if ((c->dist_key == 2 || c->dist_key == 3) && type == V_NUM &&
-                 tbe__cj_parse_int(s, n, &v, NULL, NULL) == 0) {
-        if (c->dist_key == 2) c->dist_rank = v, c->dist_have_rank = 1;
+      } else if ((c->dist_key == 2 || c->dist_key == 3) && type == V_NUM) {
+        /* Narrowed to the model's int32_t: checked first; a rank of -1 is
+         * none (the model's own value for it). */
+        int rank = c->dist_key == 2;
+        if (tbe__cj_parse_int(s, n, &v, NULL, NULL) != 0 || v < (rank ? -1 : 0) || v > INT32_MAX)
+          return tbe__cj_fail_at(c, tbe__cj_pos(c) - n, TBE_EPARSE,
+                                 "distributedInfo %s is out of range (0 to %d%s): %.*s",
+                                 rank ? "rank" : "world_size", (int)INT32_MAX,
+                                 rank ? ", or -1 for none" : "", (int)(n > 40 ? 40 : n), s);
+        if (rank) c->dist_rank = v, c->dist_have_rank = v >= 0;
         else c->dist_world = v, c->dist_have_world = 1;
       }
       return 1;

@@ -115,3 +115,11 @@ int tbe__import_input_fail(tbe_import_error *err, int rc, const char *path, cons
                               tbe_strerror(rc));
   }
 }
+
+/* ---- device ordinals ---- */
+
+void tbe__import_device_msg(char *buf, size_t size, const char *field, int none_ok,
+                            const char *value, size_t vlen) {
+  snprintf(buf, size, "%s is not a GPU ordinal (0 to %d%s): %.*s", field, (int)TBE__DEVICE_MAX,
+           none_ok ? ", or -1 for none" : "", (int)(vlen > 40 ? 40 : vlen), value);
+}

@@ -89,4 +89,22 @@ int tbe__import_input_fail(tbe_import_error *err, int rc, const char *path, cons
 /* Formats `bytes` for people ("64 MiB", "1.5 GiB", "800 bytes"). */
 void tbe__import_size_str(uint64_t bytes, char *buf, size_t size);
 
+/* ---- device ordinals ----
+ *
+ * A GPU's ordinal in the model is an int32_t >= 0 (tbe_device.id, a
+ * stream track's device); -1 means "none" (a host allocation's device, a
+ * copy's unknown end).  Every ordinal an importer reads is checked before
+ * it is narrowed: a cast let -1 make a GPU of its own and 2^32 become
+ * GPU 0.  An importer refuses an ordinal outside 0..TBE__DEVICE_MAX with
+ * one line naming the field (tbe__import_device_msg); where its source
+ * writes -1 for "none", -1 (and only -1) maps to none explicitly. */
+#define TBE__DEVICE_MAX INT32_MAX
+
+static inline int tbe__device_ok(int64_t v) { return v >= 0 && v <= TBE__DEVICE_MAX; }
+
+/* Writes "<field> is not a GPU ordinal (0 to 2147483647[, or -1 for
+ * none]): <value>" (value: the input's text, cut at 40 bytes). */
+void tbe__import_device_msg(char *buf, size_t size, const char *field, int none_ok,
+                            const char *value, size_t vlen);
+
 #endif

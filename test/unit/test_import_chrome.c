@@ -1590,6 +1590,147 @@ static void test_many_ids(void **s) {
   free(j);
 }
 
+/* Device ordinals (importer.h): every one the input gives is checked
+ * before it is narrowed to the model's int32_t.  -1 where Kineto means
+ * "none" maps to none (args.device -1: the pid's GPU; a copy's end, a host
+ * allocation: -1); any other value out of 0..2^31-1 is refused with one
+ * line naming the field and the event's byte (it was cast: -1 made a GPU
+ * of its own, 2^32 became GPU 0). */
+static void expect_refused(const char *json, const char *want) {
+  tbe_import_error err;
+  tbe_trace *t = import_text(json, TBE_EPARSE, &err);
+  if (!strstr(err.message, want)) fprintf(stderr, "message: %s\nwant: %s\n", err.message, want);
+  assert_non_null(strstr(err.message, want));
+  assert_null(strchr(err.message, '\n'));
+  tbe_trace_free(t);
+}
+
+static void test_device_ordinals(void **s) {
+  (void)s;
+  char j[1024];
+  /* args.device: in range, -1 (none: the pid's GPU), and out of range */
+  static const char kern[] = "[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":1,\"pid\":3,"
+                             "\"tid\":7,\"args\":{\"device\":%s,\"stream\":7}}]";
+  static const struct {
+    const char *v;
+    int32_t want;
+  } ok[] = {{"0", 0}, {"-1", 3}, {"2147483647", INT32_MAX}, {"\"5\"", 5}, {"2.0", 2}};
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    snprintf(j, sizeof j, kern, ok[i].v);
+    tbe_trace *t = import_text(j, 0, NULL);
+    assert_int_equal(t->ndevices, 1);
+    assert_int_equal(t->devices[0].id, ok[i].want);
+    assert_int_equal(t->tracks[t->events[0].track].device, ok[i].want);
+    assert_null(find_arg(t, &t->events[0], "device"));
+    tbe_trace_free(t);
+  }
+  static const char *const bad[] = {"-2", "2147483648", "4294967296", "18446744073709551615",
+                                    "99999999999999999999999", "1e300", "1.5", "-9223372036854775808"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    snprintf(j, sizeof j, kern, bad[i]);
+    char want[256];
+    snprintf(want, sizeof want,
+             "t.json: byte 1 (line 1, column 2): event field args.device is not a GPU ordinal (0 to "
+             "2147483647, or -1 for none): %s",
+             bad[i]);
+    expect_refused(j, want);
+  }
+  /* the pid standing for the GPU of an event without args.device */
+  expect_refused("[{\"ph\":\"X\",\"ts\":1,\"dur\":1,\"pid\":1,\"tid\":1},"
+                 "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":1,\"pid\":4294967296,"
+                 "\"tid\":7}]",
+                 "byte 43 (line 1, column 44): event field pid (the GPU of an event without "
+                 "args.device) is not a GPU ordinal (0 to 2147483647): 4294967296");
+  expect_refused("[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":1,\"pid\":-1,\"tid\":7}]",
+                 "event field pid (the GPU of an event without args.device) is not a GPU ordinal");
+  tbe_trace *t = import_text("[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":1,"
+                             "\"pid\":2147483647,\"tid\":7}]",
+                             0, NULL);
+  assert_int_equal(t->devices[0].id, INT32_MAX);
+  tbe_trace_free(t);
+  /* a pid beyond int64 is refused, whatever the event */
+  expect_refused("[{\"ph\":\"X\",\"ts\":1,\"dur\":1,\"pid\":1e30,\"tid\":1}]",
+                 "byte 1 (line 1, column 2): event field pid is out of range (a 64-bit integer): 1e30");
+  expect_refused("[{\"ph\":\"X\",\"ts\":1,\"dur\":1,\"pid\":1,\"tid\":18446744073709551615}]",
+                 "event field tid is out of range (a 64-bit integer): 18446744073709551615");
+  /* the names of GPU pids */
+  t = import_text("[{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":9,\"args\":{\"labels\":\"GPU 2\"}},"
+                  "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":1,\"pid\":9,\"tid\":7}]",
+                  0, NULL);
+  assert_int_equal(t->ndevices, 1);
+  assert_int_equal(t->devices[0].id, 2);
+  tbe_trace_free(t);
+  expect_refused("[{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":9,\"args\":{\"labels\":\"GPU 4294967296\"}}]",
+                 "byte 1 (line 1, column 2): event field args.labels of process_labels is not a GPU "
+                 "ordinal (0 to 2147483647): 4294967296");
+  expect_refused("[{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":9,\"args\":{\"name\":\"/device:GPU:-1\"}}]",
+                 "event field args.name of process_name is not a GPU ordinal (0 to 2147483647): -1");
+  t = import_text("[{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":9,\"args\":{\"labels\":\"GPU x\"}}]", 0,
+                  NULL);
+  tbe_trace_free(t);
+  /* deviceProperties ids: at the number */
+  t = import_text("{\"deviceProperties\":[{\"id\":2147483647,\"name\":\"G\"}],\"traceEvents\":[]}", 0, NULL);
+  assert_int_equal(t->ndevices, 1);
+  assert_int_equal(t->devices[0].id, INT32_MAX);
+  tbe_trace_free(t);
+  expect_refused("{\"deviceProperties\":[{\"id\":4294967296,\"name\":\"G\"}],\"traceEvents\":[]}",
+                 "byte 27 (line 1, column 28): deviceProperties id is not a GPU ordinal (0 to "
+                 "2147483647): 4294967296");
+  expect_refused("{\"deviceProperties\":[{\"name\":\"G\",\"id\":-1}],\"traceEvents\":[]}",
+                 "deviceProperties id is not a GPU ordinal (0 to 2147483647): -1");
+  /* a copy's ends and an allocation's device: -1 is none */
+  static const char copy[] =
+      "[{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"name\":\"Memcpy DtoD\",\"ts\":1,\"dur\":1,\"pid\":0,"
+      "\"tid\":7,\"args\":{\"device\":0,\"stream\":7,\"fromDevice\":%s,\"toDevice\":%s}}]";
+  snprintf(j, sizeof j, copy, "-1", "2147483647");
+  t = import_text(j, 0, NULL);
+  const tbe_memcpy *m = tbe_trace_memcpy(t, &t->events[0]);
+  assert_non_null(m);
+  assert_int_equal(m->src_device, -1);
+  assert_int_equal(m->dst_device, INT32_MAX);
+  tbe_trace_free(t);
+  snprintf(j, sizeof j, copy, "0", "2147483648");
+  expect_refused(j, "byte 1 (line 1, column 2): event field args.toDevice is not a GPU ordinal (0 to "
+                    "2147483647, or -1 for none): 2147483648");
+  snprintf(j, sizeof j, copy, "-4294967297", "0");
+  expect_refused(j, "event field args.fromDevice is not a GPU ordinal");
+  static const char mem[] = "[{\"ph\":\"i\",\"name\":\"[memory]\",\"ts\":1,\"pid\":1,\"tid\":1,\"s\":\"t\","
+                            "\"args\":{\"Device Id\":%s,\"Device Type\":%s,\"Addr\":1,\"Bytes\":8}}]";
+  snprintf(j, sizeof j, mem, "-1", "0");
+  t = import_text(j, 0, NULL);
+  const tbe_memory *mm = tbe_trace_memory(t, &t->events[0]);
+  assert_non_null(mm);
+  assert_int_equal(mm->device, -1);
+  tbe_trace_free(t);
+  snprintf(j, sizeof j, mem, "4294967296", "1");
+  expect_refused(j, "event field args.Device Id is not a GPU ordinal (0 to 2147483647, or -1 for none): "
+                    "4294967296");
+  snprintf(j, sizeof j, mem, "0", "4294967297");
+  expect_refused(j, "event field args.Device Type is out of range (a 32-bit kind): 4294967297");
+  /* XLA's memcpy_details on a GPU pid */
+  static const char xla[] =
+      "[{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":5,\"args\":{\"name\":\"/device:GPU:1\"}},"
+      "{\"ph\":\"X\",\"name\":\"MemcpyD2D\",\"ts\":1,\"dur\":1,\"pid\":5,\"tid\":3,"
+      "\"args\":{\"memcpy_details\":\"size:8 dest:%s\"}}]";
+  snprintf(j, sizeof j, xla, "0");
+  t = import_text(j, 0, NULL);
+  m = tbe_trace_memcpy(t, &t->events[0]);
+  assert_non_null(m);
+  assert_int_equal(m->dst_device, 0);
+  assert_int_equal(t->tracks[t->events[0].track].device, 1);
+  tbe_trace_free(t);
+  snprintf(j, sizeof j, xla, "4294967296");
+  expect_refused(j, "byte 74 (line 1, column 75): event field args.memcpy_details dest is not a GPU "
+                    "ordinal (0 to 2147483647, or -1 for none): 4294967296");
+  /* distributedInfo: narrowed to int32 too */
+  t = import_text("{\"distributedInfo\":{\"rank\":-1,\"world_size\":4},\"traceEvents\":[]}", 0, NULL);
+  assert_int_equal(t->rank, -1);
+  tbe_trace_free(t);
+  expect_refused("{\"distributedInfo\":{\"rank\":4294967296},\"traceEvents\":[]}",
+                 "byte 27 (line 1, column 28): distributedInfo rank is out of range (0 to 2147483647, "
+                 "or -1 for none): 4294967296");
+}
+
 /* The token guard scans 64 bytes at a time and falls back to bytes where
  * that could differ: a string with runs of backslashes (1 to 5) placed at
  * every alignment across a block, measured exactly: refused one byte over
@@ -1661,6 +1802,7 @@ int main(void) {
       cmocka_unit_test(test_tokens_across_reads),
       cmocka_unit_test(test_many_ids),
       cmocka_unit_test(test_guard_alignments),
+      cmocka_unit_test(test_device_ordinals),
   };
   /* Every test on the calling thread alone, then threaded (driver, N parse
    * workers, model on the calling thread) with N = 1, 2 and 4, whatever
