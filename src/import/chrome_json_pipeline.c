@@ -525,8 +525,7 @@ void tbe__cj_produce(cj *c) {
     c->err_off = tbe__input_offset(in);
     if (in_rc == TBE_ETOOBIG)
       tbe__import_limit_msg(c->emsg, sizeof c->emsg, TBE__LIM_INPUT, c->o,
-                            in->gzip ? "more input than the limit, after decompression"
-                                     : "more input than the limit");
+                            tbe__import_input_limit_what(in));
     else
       snprintf(c->emsg, sizeof c->emsg, "%s",
                in_rc == TBE_ECORRUPT ? "corrupt gzip data" : tbe_strerror(in_rc));

@@ -80,6 +80,20 @@ void tbe__import_limit_msg(char *buf, size_t size, tbe__limit which, const tbe_i
 int tbe__import_limit(tbe_import_error *err, const char *path, uint64_t offset, tbe__limit which,
                       const tbe_import_options *o, const char *what);
 
+/* What passing --max-input on `in` is, for tbe__import_limit_msg: "more
+ * input than the limit", after decompression, and when the limit is the
+ * default of an input of unknown size, that it comes from the memory. */
+const char *tbe__import_input_limit_what(const tbe__input *in);
+
+/* The default --max-input of an input whose size is not known before it is
+ * read (standard input, a gzip stream): half the memory this process may
+ * use (the least of the machine's physical memory, its cgroup's
+ * memory.max and RLIMIT_AS), at most TBE_IMPORT_DEFAULT_MAX_INPUT_BYTES
+ * (import.c). */
+uint64_t tbe__import_stream_default(void);
+/* Test knob: the memory to assume instead of measuring it (0: measure). */
+extern uint64_t tbe__import_memory_bytes;
+
 /* The message of an error from the input layer (`in` may be NULL): names
  * a corrupt gzip stream, the --max-input limit, or the system error.
  * Returns `rc`. */

@@ -8,13 +8,17 @@
  * control characters and invalid UTF-8 in names, the truncated array form,
  * gzip, exact error offsets, unterminated strings, deep nesting, exact
  * microsecond-to-nanosecond conversion. */
+#include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cmocka.h>
@@ -1731,6 +1735,119 @@ static void test_device_ordinals(void **s) {
                  "or -1 for none): 4294967296");
 }
 
+/* An endless stream on standard input is refused at the default
+ * --max-input of an input of unknown size: half the memory this process may
+ * use (the test knob tbe__import_memory_bytes stands for a machine of 8 MiB
+ * here), with one line naming the limit and the flag; before, the default
+ * was 32 GiB, more than the machine, and the XSpace importer holds all it
+ * reads.  A limit the caller chose is kept; a gzip file is an input of
+ * unknown size too; a plain file is not (it has an end). */
+typedef struct feeder {
+  int fd;
+  const char *head, *body; /* written once, then forever */
+  size_t hn, bn;
+} feeder;
+
+/* "Forever" is 64 MiB, 16 times the limit: should the limit not hold, the
+ * import ends (badly) instead of the test hanging. */
+static void *feed(void *arg) {
+  feeder *f = arg;
+  const char *p = f->head;
+  size_t n = f->hn, left = 64u << 20;
+  while (left) {
+    ssize_t w = write(f->fd, p, n < left ? n : left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break; /* EPIPE: the reader is gone */
+    p += w, n -= (size_t)w, left -= (size_t)w;
+    if (!n) p = f->body, n = f->bn;
+  }
+  close(f->fd);
+  return NULL;
+}
+
+/* Imports "-" fed by `head` then `body` forever; returns the import's rc. */
+static int import_endless(const char *head, size_t hn, const char *body, size_t bn,
+                          const tbe_import_options *o, tbe_import_error *err) {
+  int pfd[2];
+  assert_int_equal(pipe(pfd), 0);
+  int saved = dup(0);
+  assert_true(saved >= 0);
+  assert_true(dup2(pfd[0], 0) == 0);
+  close(pfd[0]);
+  feeder f = {pfd[1], head, body, hn, bn};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, feed, &f), 0);
+  tbe_trace *t = NULL;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  int rc = tbe_import_file(t, "-", o, err);
+  tbe_trace_free(t);
+  assert_true(dup2(saved, 0) == 0); /* the pipe's last reader closes: the feeder stops */
+  close(saved);
+  pthread_join(th, NULL);
+  return rc;
+}
+
+static void test_endless_stdin(void **s) {
+  (void)s;
+  signal(SIGPIPE, SIG_IGN);
+  tbe__import_memory_bytes = 8 << 20;
+  assert_int_equal(tbe__import_stream_default(), 4 << 20);
+  char body[4096];
+  for (size_t i = 0; i < sizeof body; i += 2) body[i] = '1', body[i + 1] = ',';
+  tbe_import_error err;
+  int rc = import_endless("{\"x\":[", 6, body, sizeof body, NULL, &err);
+  assert_int_equal(rc, TBE_ETOOBIG);
+  assert_string_equal(err.message, "-: byte 4194304: more input than the limit for an input of unknown "
+                                   "size: half the memory this process may use (the limit is 4 MiB; "
+                                   "raise it with --max-input)");
+  /* the caller's limit is the limit, even above the memory's */
+  tbe_import_options o;
+  memset(&o, 0, sizeof o);
+  o.max_input_bytes = 6 << 20;
+  rc = import_endless("{\"x\":[", 6, body, sizeof body, &o, &err);
+  assert_int_equal(rc, TBE_ETOOBIG);
+  assert_string_equal(err.message, "-: byte 6291456: more input than the limit (the limit is 6 MiB; "
+                                   "raise it with --max-input)");
+  /* XSpace holds what it reads: an endless run of empty planes */
+  static const char planes[4] = {0x0a, 0x00, 0x0a, 0x00};
+  rc = import_endless(planes, 4, planes, 4, NULL, &err);
+  assert_int_equal(rc, TBE_ETOOBIG);
+  assert_non_null(strstr(err.message, "more input than the limit for an input of unknown size: half the "
+                                      "memory this process may use (the limit is 4 MiB; raise it with "
+                                      "--max-input)"));
+  /* a gzip file: its size after decompression is unknown too */
+  char *gzp = tu_join(tmpdir, "long.json.gz");
+  gzFile gz = gzopen(gzp, "wb");
+  gzwrite(gz, "{\"x\":[", 6);
+  for (int i = 0; i < 1280; i++) gzwrite(gz, body, sizeof body); /* 5 MiB */
+  gzwrite(gz, "1]}", 3);
+  gzclose(gz);
+  tbe_trace *t = NULL;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  assert_int_equal(tbe_import_file(t, gzp, NULL, &err), TBE_ETOOBIG);
+  assert_non_null(strstr(err.message, ": byte 4194304: more input than the limit after decompression, for "
+                                      "an input of unknown size: half the memory this process may use "
+                                      "(the limit is 4 MiB; raise it with --max-input)"));
+  tbe_trace_free(t);
+  /* a plain file of the same text: its size is known, the default is not
+   * the memory's */
+  char *plain = tu_join(tmpdir, "long.json");
+  FILE *fp = fopen(plain, "wb");
+  assert_non_null(fp);
+  fputs("{\"x\":[", fp);
+  for (int i = 0; i < 1280; i++) fwrite(body, 1, sizeof body, fp);
+  fputs("1],\"traceEvents\":[]}", fp);
+  fclose(fp);
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  rc = tbe_import_file(t, plain, NULL, &err);
+  if (rc) fprintf(stderr, "%s\n", err.message);
+  assert_int_equal(rc, 0);
+  tbe_trace_free(t);
+  tbe__import_memory_bytes = 0;
+  free(plain);
+  free(gzp);
+}
+
 /* The token guard scans 64 bytes at a time and falls back to bytes where
  * that could differ: a string with runs of backslashes (1 to 5) placed at
  * every alignment across a block, measured exactly: refused one byte over
@@ -1803,6 +1920,7 @@ int main(void) {
       cmocka_unit_test(test_many_ids),
       cmocka_unit_test(test_guard_alignments),
       cmocka_unit_test(test_device_ordinals),
+      cmocka_unit_test(test_endless_stdin),
   };
   /* Every test on the calling thread alone, then threaded (driver, N parse
    * workers, model on the calling thread) with N = 1, 2 and 4, whatever
