@@ -150,6 +150,7 @@ static void cj_free(cj *c) {
   tbe__free(c->a, c->strpids);
   tbe__map_deinit(&c->gmap);
   tbe__map_deinit(&c->smap);
+  tbe__index_deinit(&c->argix);
   for (size_t i = 0; i < c->nstacks; i++) {
     for (size_t k = 0; k < c->stacks[i].cap; k++) tbe__free(c->a, c->stacks[i].v[k].args);
     tbe__free(c->a, c->stacks[i].v);
@@ -181,6 +182,7 @@ static int import_chrome_json(tbe_trace *t, tbe__input *in, const char *path,
   tbe__buf_init(&c->carry, c->a);
   tbe__map_init(&c->gmap, c->a, TBE__SEED_PROCESS);
   tbe__map_init(&c->smap, c->a, TBE__SEED_PROCESS);
+  tbe__index_init(&c->argix, c->a, TBE__SEED_PROCESS);
   tbe__vec_init(&c->ac2g_s, c->a, sizeof(uint64_t));
   tbe__intern_init(&c->flow_keys, c->a, TBE__SEED_PROCESS);
   tbe__vec_init(&c->flow_q, c->a, sizeof(flow_queue));

@@ -1848,6 +1848,118 @@ static void test_endless_stdin(void **s) {
   free(gzp);
 }
 
+/* Duplicate keys: JSON leaves {"dur":10,"dur":5000000} open; the last value
+ * is kept (as JSON.parse and Python's json keep it), also for args keys
+ * (the earlier args of that key are dropped), and the first repeated key
+ * of the file is named in one warning with its byte offset, whatever the
+ * thread configuration cuts the file into. */
+static size_t count_warnings(const tbe_trace *t, const char *text) {
+  size_t n = 0;
+  for (size_t i = 0; i < t->nwarnings; i++) n += strstr(tbe_trace_str(t, t->warnings[i]), text) != NULL;
+  return n;
+}
+
+static void test_duplicate_keys(void **s) {
+  (void)s;
+  /* an event field */
+  tbe_trace *t = import_text("[{\"ph\":\"X\",\"name\":\"k\",\"ts\":1,\"dur\":10,\"dur\":5000000,\"pid\":1,\"tid\":1}]",
+                             0, NULL);
+  assert_int_equal(t->nevents, 1);
+  assert_int_equal(t->events[0].dur_ns, 5000000000LL);
+  assert_int_equal(count_warnings(t, "is repeated"), 1);
+  assert_int_equal(count_warnings(t, "t.json: byte 38: the key \"dur\" is repeated in an object; the last "
+                                     "value is kept, as JSON.parse and Python's json keep it"),
+                   1);
+  tbe_trace_free(t);
+  /* args keys: the last value, the earlier arg gone; typed args too */
+  t = import_text("[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":1,\"pid\":0,\"tid\":7,"
+                  "\"args\":{\"a\":1,\"device\":0,\"b\":2,\"a\":3,\"stream\":7,\"device\":1}}]",
+                  0, NULL);
+  assert_int_equal(t->nevents, 1);
+  assert_int_equal(t->events[0].nargs, 2);
+  const tbe_arg *a = find_arg(t, &t->events[0], "a");
+  assert_non_null(a);
+  assert_int_equal(a->v.i, 3);
+  assert_int_equal(t->tracks[t->events[0].track].device, 1);
+  assert_int_equal(t->ndevices, 1);
+  assert_int_equal(count_warnings(t, "byte 99: the key \"args.a\" is repeated in an object (2 repeated keys "
+                                     "in all); the last value is kept"),
+                   1);
+  tbe_trace_free(t);
+  /* deviceProperties */
+  t = import_text("{\"deviceProperties\":[{\"id\":0,\"numSms\":10,\"numSms\":20}],\"traceEvents\":[]}", 0, NULL);
+  assert_int_equal(t->devices[0].sm_count, 20);
+  assert_int_equal(count_warnings(t, "byte 41: the key \"deviceProperties.numSms\" is repeated"), 1);
+  tbe_trace_free(t);
+  /* none: no warning; a key repeated in a nested value is the value's text */
+  t = import_text("[{\"ph\":\"X\",\"name\":\"k\",\"ts\":1,\"dur\":1,\"pid\":1,\"tid\":1,\"args\":{\"x\":{\"a\":1,"
+                  "\"a\":2}}},{\"ph\":\"X\",\"name\":\"k\",\"ts\":1,\"dur\":1,\"pid\":1,\"tid\":1,\"args\":{\"a\":1}}]",
+                  0, NULL);
+  assert_int_equal(count_warnings(t, "is repeated"), 0);
+  tbe_trace_free(t);
+  /* many events, repeats in several (one with many args: the index), one
+   * warning naming the first in the file */
+  size_t cap = 2 << 20, len = 0;
+  char *j = malloc(cap);
+  assert_non_null(j);
+  j[len++] = '[';
+  size_t first = 0;
+  for (int i = 0; i < 3000; i++) {
+    if (i) j[len++] = ',';
+    len += (size_t)snprintf(j + len, cap - len, "{\"ph\":\"X\",\"name\":\"k%d\",\"ts\":%d,\"dur\":1,\"pid\":1,"
+                            "\"tid\":1,\"args\":{", i, i);
+    int nargs = i == 1700 ? 100 : 3; /* 100: past CJ_ARGIX_MIN, the index */
+    for (int k = 0; k < nargs; k++) len += (size_t)snprintf(j + len, cap - len, "%s\"k%d\":%d", k ? "," : "", k, k);
+    if (i == 1700) {
+      first = len + 1;
+      len += (size_t)snprintf(j + len, cap - len, ",\"k33\":\"last\",\"k7\":\"last\"");
+    }
+    if (i == 2500) len += (size_t)snprintf(j + len, cap - len, ",\"k1\":\"last\"");
+    j[len++] = '}';
+    if (i == 2900) len += (size_t)snprintf(j + len, cap - len, ",\"tid\":1");
+    j[len++] = '}';
+  }
+  j[len++] = ']';
+  j[len] = 0;
+  t = import_text(j, 0, NULL);
+  assert_int_equal(t->nevents, 3000);
+  char want[160];
+  snprintf(want, sizeof want, "t.json: byte %zu: the key \"args.k33\" is repeated in an object (4 repeated "
+                              "keys in all); the last value is kept", first);
+  if (count_warnings(t, want) != 1)
+    for (size_t i = 0; i < t->nwarnings; i++) fprintf(stderr, "%s\n", tbe_trace_str(t, t->warnings[i]));
+  assert_int_equal(count_warnings(t, want), 1);
+  assert_int_equal(count_warnings(t, "is repeated"), 1);
+  for (size_t i = 0; i < t->nevents; i++) {
+    const tbe_event *e = &t->events[i];
+    const char *nm = tbe_trace_str(t, e->name);
+    if (strcmp(nm, "k1700") == 0) {
+      assert_int_equal(e->nargs, 100);
+      const tbe_arg *k33 = find_arg(t, e, "k33"), *k7 = find_arg(t, e, "k7");
+      assert_string_equal(tbe_trace_str(t, k33->v.s), "last");
+      assert_string_equal(tbe_trace_str(t, k7->v.s), "last");
+    } else if (strcmp(nm, "k2500") == 0) {
+      assert_int_equal(e->nargs, 3);
+      assert_string_equal(tbe_trace_str(t, find_arg(t, e, "k1")->v.s), "last");
+    }
+  }
+  tbe_trace_free(t);
+  /* one event of 100,000 keys, the last repeating the first: found through
+   * the index (a comparison with every earlier key was quadratic) */
+  len = 0;
+  len += (size_t)snprintf(j + len, cap - len, "[{\"ph\":\"X\",\"name\":\"big\",\"ts\":1,\"dur\":1,\"pid\":1,"
+                          "\"tid\":1,\"args\":{");
+  for (int k = 0; k < 100000; k++) len += (size_t)snprintf(j + len, cap - len, "\"%d\":0,", k);
+  first = len;
+  len += (size_t)snprintf(j + len, cap - len, "\"0\":1}}]");
+  t = import_text(j, 0, NULL);
+  assert_int_equal(t->events[0].nargs, 65535); /* the model's most (a warning says so) */
+  snprintf(want, sizeof want, "t.json: byte %zu: the key \"args.0\" is repeated in an object; the last", first);
+  assert_int_equal(count_warnings(t, want), 1);
+  tbe_trace_free(t);
+  free(j);
+}
+
 /* The token guard scans 64 bytes at a time and falls back to bytes where
  * that could differ: a string with runs of backslashes (1 to 5) placed at
  * every alignment across a block, measured exactly: refused one byte over
@@ -1921,6 +2033,7 @@ int main(void) {
       cmocka_unit_test(test_guard_alignments),
       cmocka_unit_test(test_device_ordinals),
       cmocka_unit_test(test_endless_stdin),
+      cmocka_unit_test(test_duplicate_keys),
   };
   /* Every test on the calling thread alone, then threaded (driver, N parse
    * workers, model on the calling thread) with N = 1, 2 and 4, whatever
