@@ -599,8 +599,9 @@ static void test_golden_kineto(void **state) {
  * well under a minute even with sanitizers (issue 26: the XSpace output
  * scanned every track for every GPU plane and every step, 100 s; the JSON
  * output's GPU and process lists were quadratic too).  Measured on the
- * 2-core dev machine: 0.9 s plain, 5 s with ASan+UBSan; the bound is 10x
- * the latter.  The outputs are checked: a plane per GPU in order with its
+ * 2-core dev machine (loaded): 1.0-1.3 s plain, 3.1 s with ASan+UBSan; the
+ * bound is over 10x the latter (the old XSpace output alone took 68 s
+ * here).  The outputs are checked: a plane per GPU in order with its
  * stream, its name from deviceProperties and its one kernel; each step
  * marked on the host event that carries it; the JSON read back whole. */
 static double now_s(void) {
