@@ -91,7 +91,10 @@
  * applied (the base may come last: finish_import checks those events).
  * A UTF-8 BOM is skipped; an object without traceEvents is no trace; a
  * typed field (ts, dur, ph, pid, ...) holding an object or array is an
- * error naming it.
+ * error naming it, a pid or tid beyond int64 too.  Device ordinals are
+ * checked before they are narrowed (importer.h; chrome_json_kineto.c says
+ * which fields, and which take -1 for none).  A repeated key keeps its
+ * last value and is named in one warning per file (chrome_json_parse.c).
  *
  * Errors: yajl's and our own ("ts is not a number") become one line with
  * the byte offset, line and column through tbe__import_fail and

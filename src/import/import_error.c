@@ -1,9 +1,10 @@
 /* import_error.c: the one-line errors of every importer.
  *
  * "<path>: byte <offset>[ (line L, column C)]: <message>", made inert for
- * a terminal (common/text.h's line form), and the refusals of the input
- * limits, each naming its option's flag.  Importers call these; they call
- * nothing back (importer.h). */
+ * a terminal (common/text.h's line form), the refusals of the input
+ * limits, each naming its option's flag (--max-input's also when its
+ * default came from the memory), and of device ordinals out of range.
+ * Importers call these; they call nothing back (importer.h). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>

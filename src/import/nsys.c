@@ -46,7 +46,10 @@
  *
  * Times: start + the session offset and end + the offset must lie in the
  * model's range (common/checked.h), else the row is refused naming the
- * column; max_events counts the rows that become events.
+ * column; max_events counts the rows that become events.  Device ordinals
+ * (deviceId 0..65535; a copy's srcDeviceId/dstDeviceId and the TARGET_INFO
+ * ordinals, where -1 is none) are checked before they are narrowed
+ * (importer.h), refused likewise.
  *
  * Errors: a file that is SQLite but not an nsys export is TBE_EFORMAT; an
  * unreadable database, a required column missing or a value of the wrong
