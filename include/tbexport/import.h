@@ -97,7 +97,9 @@ typedef struct tbe_import_options {
   /* --max-input: bytes read from one input after decompression: bounds the
    * time spent on an endless stream (stdin) or a decompression bomb of
    * skipped or blank text, and what an XSpace read from stdin may hold.
-   * Default 32 GiB. */
+   * Default 32 GiB; for an input whose size is not known before it is read
+   * (standard input, gzip) at most half the memory this process may use
+   * (the least of the physical memory, the cgroup's limit and RLIMIT_AS). */
   uint64_t max_input_bytes;
   /* Parse workers of the Chrome JSON importer for a large file (the model
    * is the same for any number): 0 = half the online CPUs (at least 2, at

@@ -43,7 +43,8 @@ enum {
   "  --max-event-size SIZE  largest single trace event (default 16M)\n"                    \
   "  --max-depth N       deepest JSON nesting (default 1000)\n"                             \
   "  --max-events N      trace events per file (default 50000000)\n"                        \
-  "  --max-input SIZE    bytes read per file after decompression (default 32G)\n"
+  "  --max-input SIZE    bytes read per file after decompression (default 32G; for\n"        \
+  "                      stdin and gzip at most half the memory the process may use)\n"
 
 /* Handles getopt code `c` with `arg` when it is a limit flag: returns 0
  * (taken), an exit code after printing the error (bad value), or -1 (not

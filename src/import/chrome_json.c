@@ -91,7 +91,10 @@
  * applied (the base may come last: finish_import checks those events).
  * A UTF-8 BOM is skipped; an object without traceEvents is no trace; a
  * typed field (ts, dur, ph, pid, ...) holding an object or array is an
- * error naming it.
+ * error naming it, a pid or tid beyond int64 too.  Device ordinals are
+ * checked before they are narrowed (importer.h; chrome_json_kineto.c says
+ * which fields, and which take -1 for none).  A repeated key keeps its
+ * last value and is named in one warning per file (chrome_json_parse.c).
  *
  * Errors: yajl's and our own ("ts is not a number") become one line with
  * the byte offset, line and column through tbe__import_fail and
@@ -150,6 +153,7 @@ static void cj_free(cj *c) {
   tbe__free(c->a, c->strpids);
   tbe__map_deinit(&c->gmap);
   tbe__map_deinit(&c->smap);
+  tbe__index_deinit(&c->argix);
   for (size_t i = 0; i < c->nstacks; i++) {
     for (size_t k = 0; k < c->stacks[i].cap; k++) tbe__free(c->a, c->stacks[i].v[k].args);
     tbe__free(c->a, c->stacks[i].v);
@@ -181,6 +185,7 @@ static int import_chrome_json(tbe_trace *t, tbe__input *in, const char *path,
   tbe__buf_init(&c->carry, c->a);
   tbe__map_init(&c->gmap, c->a, TBE__SEED_PROCESS);
   tbe__map_init(&c->smap, c->a, TBE__SEED_PROCESS);
+  tbe__index_init(&c->argix, c->a, TBE__SEED_PROCESS);
   tbe__vec_init(&c->ac2g_s, c->a, sizeof(uint64_t));
   tbe__intern_init(&c->flow_keys, c->a, TBE__SEED_PROCESS);
   tbe__vec_init(&c->flow_q, c->a, sizeof(flow_queue));

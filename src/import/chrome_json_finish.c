@@ -556,6 +556,15 @@ int tbe__cj_finish_import(cj *c) {
   if (c->n_args_cut)
     tbe_trace_warn(t, "%s: %llu args beyond 65535 on one event were dropped", c->path,
                    (unsigned long long)c->n_args_cut);
+  /* Repeated keys (chrome_json_parse.c): once per file, the first. */
+  if (c->pdup_n) tbe__cj_note_dup(c, c->pdup_n, c->pdup_off, "", c->pdup_name, strlen(c->pdup_name));
+  if (c->dup_n) {
+    char more[48] = "";
+    if (c->dup_n > 1) snprintf(more, sizeof more, " (%llu repeated keys in all)", (unsigned long long)c->dup_n);
+    tbe_trace_warn(t, "%s: byte %llu: the key \"%s\" is repeated in an object%s; the last value is "
+                   "kept, as JSON.parse and Python's json keep it", c->path,
+                   (unsigned long long)c->dup_off, c->dup_name, more);
+  }
   return tbe_trace_error(t);
 }
 

@@ -20,6 +20,7 @@ static int yajl_feed(cj *c, const uint8_t *d, size_t n, uint64_t off) {
     return -1;
   }
   c->chunk_start = off;
+  c->wbuf = d; /* for a key's offset (chrome_json_parse.c, duplicate keys) */
   yajl_status st = yajl_parse(c->h, d, n);
   if (c->ynomem) {
     tbe__cj_fail_at(c, off, TBE_ENOMEM, "out of memory");

@@ -77,7 +77,8 @@ typedef struct sarg {
   uint8_t kplain, vplain; /* key / value text all ASCII without NUL */
   uint8_t num;            /* V_NUM: NUM_INT (nv.i or, is_u, nv.u), NUM_DBL (nv.d), NUM_BAD */
   uint8_t is_u;
-  uint64_t kh;            /* hash_check of the key */
+  uint8_t gone;           /* parser side: a later arg has the same key (dropped) */
+  uint64_t kh;            /* hash_check of the key (taken with the key) */
   union {
     int64_t i;
     uint64_t u;
@@ -110,6 +111,15 @@ typedef struct scratch {
   tbe__buf text;      /* all strings of this event */
   sarg *args;
   size_t nargs, cap_args;
+  /* Duplicate keys (see "duplicate keys" in chrome_json_parse.c): the
+   * fields seen (1 << E_*), how many keys repeated one before, and the
+   * first of them: its offset (0: none), E_* or -1 for an args key (then
+   * dup_key, in text). */
+  uint32_t seen, ndup;
+  int32_t dup_field;
+  span dup_key;
+  uint64_t dup_off;
+  uint64_t kfilter[4]; /* a bit per args key seen (8 bits of its hash): most keys meet no earlier one */
 } scratch;
 
 /* Roles of the containers the parser walks into. */
@@ -290,6 +300,20 @@ typedef struct cj {
   size_t nflows_live;
   tbe__vec ac2g_s, ac2g_f; /* uint64_t: the ids of ac2g flow starts and ends */
 
+  /* duplicate keys, parser side: the key of the arg being parsed (hashed
+   * with it), an index of the event's args once it has many, the fields
+   * seen in the deviceProperties entry and distributedInfo being read, and
+   * the first duplicate of those (the main handle's) */
+  uint64_t arg_kh;
+  uint8_t arg_kplain;
+  tbe__index argix;
+  uint32_t dev_seen, dist_seen;
+  uint64_t pdup_n, pdup_off;
+  char pdup_name[80];
+  /* duplicate keys, model side: how many in all, the first in the file */
+  uint64_t dup_n, dup_off;
+  char dup_name[80];
+
   /* reusable per-event buffers */
   tbe_arg *targs;
   size_t cap_targs;
@@ -333,7 +357,7 @@ typedef struct cj {
   int saw_events;         /* a traceEvents array was entered */
   int in_event;           /* between a trace event's '{' and its '}' */
   int ev_tick;            /* tokens until the event's size is checked again */
-  const uint8_t *wbuf;    /* a worker: the chunk text being parsed */
+  const uint8_t *wbuf;    /* the text yajl is parsing (a worker's chunk, the main handle's piece) */
   uint64_t base_off;      /* offset of baseTimeNanoseconds (consumer) */
   uint64_t nevents_read;  /* trace events applied (consumer) */
 
@@ -376,6 +400,14 @@ int tbe__cj_emit_dist_record(cj *c);
 int tbe__cj_emit_event_record(cj *c);
 int tbe__cj_emit_record(cj *c, uint32_t kind, const void *fixed, size_t fn, const void *text,
                        size_t tn);
+
+/* ---- chrome_json_parse.c ---- */
+/* Counts a duplicate key on the model side (a record's, or the main
+ * handle's at the end): keeps the first in the file. */
+void tbe__cj_note_dup(cj *c, uint64_t n, uint64_t off, const char *prefix, const char *name,
+                      size_t len);
+/* The names of the event fields (E_*). */
+const char *tbe__cj_ev_key_name(int k);
 
 /* ---- chrome_json_text.c ---- */
 int tbe__cj_arg_double(const scratch *e, const sarg *a, double *v);

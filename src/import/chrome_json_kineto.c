@@ -116,6 +116,68 @@ static int ensure_device(cj *c, int32_t device) {
   return 0;
 }
 
+/* ---- device ordinals ----
+ *
+ * Every GPU ordinal read from the input is checked before it is narrowed
+ * to the model's int32_t (importer.h): args.device, a GPU event's pid
+ * standing for its GPU, the "GPU <n>" and "/device:GPU:<n>" names of GPU
+ * pids, deviceProperties ids (chrome_json_parse.c), a copy's ends and an
+ * allocation's device.  Out of 0..TBE__DEVICE_MAX the import is refused
+ * naming the field and the event's byte.  Where Kineto writes -1 for
+ * "none" it maps to none: a copy's unknown end and a host allocation's
+ * Device Id stay -1, and args.device -1 means the event names no GPU of
+ * its own, so the pid's GPU is used as when the arg is absent. */
+
+/* Arg `a` as a whole number: 1 with *v; 0 when it is no number (text or
+ * an object: the caller keeps it as a generic arg); -1 when it is a number
+ * no ordinal can be (beyond the int64 range, or not whole). */
+static int arg_whole(const scratch *e, const sarg *a, int64_t *v) {
+  int64_t i;
+  uint64_t u;
+  int is_u = 0;
+  double d;
+  if (a->type == V_NUM && a->num == NUM_INT) {
+    *v = a->nv.i;
+    return a->is_u ? -1 : 1;
+  }
+  if (a->type == V_NUM && a->num == NUM_DBL) {
+    d = a->nv.d;
+  } else if (a->type == V_NUM || a->type == V_STR) {
+    if (tbe__cj_parse_int(sp(e, a->val), a->val.len, &i, &u, &is_u) == 0) {
+      *v = i;
+      return is_u ? -1 : 1;
+    }
+    if (tbe__cj_parse_double(sp(e, a->val), a->val.len, &d) != 0) return a->type == V_NUM ? -1 : 0;
+  } else {
+    return 0;
+  }
+  if (!(d > -9.2e18 && d < 9.2e18) || d != (double)(int64_t)d) return -1;
+  *v = (int64_t)d;
+  return 1;
+}
+
+/* Refuses the ordinal `value` of `field`: the consumer's error at the
+ * event's byte.  Returns TBE_EPARSE. */
+static int device_fail(cj *c, const char *field, int none_ok, const char *value, size_t n) {
+  char msg[192];
+  tbe__import_device_msg(msg, sizeof msg, field, none_ok, value, n);
+  tbe__cj_cfail_msg(c, c->e.start_off, TBE_EPARSE, "event field %s", msg);
+  return TBE_EPARSE;
+}
+
+/* Arg `a` as a GPU ordinal: 1 with *dev (-1 only when `none_ok` and the
+ * value is -1), 0 when it is no number, or TBE_EPARSE (refused). */
+static int arg_device(cj *c, const sarg *a, const char *field, int none_ok, int32_t *dev) {
+  int64_t v;
+  int r = arg_whole(&c->e, a, &v);
+  if (r == 0) return 0;
+  if (r > 0 && (tbe__device_ok(v) || (none_ok && v == -1))) {
+    *dev = (int32_t)v;
+    return 1;
+  }
+  return device_fail(c, field, none_ok, sp(&c->e, a->val), a->val.len);
+}
+
 /* Older Kineto wrote GPU rows as "tid": "stream 7" (and names them so). */
 static int stream_num(const scratch *e, const xid *x, int64_t *v) {
   if (!x->is_str || x->str.len < 8) return 0;
@@ -138,11 +200,21 @@ static int stream_track(cj *c, int64_t dev, int have_dev, int64_t stream, int ha
   if (rc) return rc;
   int32_t device;
   if (have_dev) {
-    device = (int32_t)dev;
+    device = (int32_t)dev; /* checked by arg_device */
     if (!c->e.pid.is_str && pid >= 0 && (rc = add_gpu_pid(c, pid, device))) return rc;
   } else if (!tbe__cj_gpu_of_pid(c, pid, &device)) {
-    device = pid >= 0 && pid < INT32_MAX ? (int32_t)pid : 0;
-    if (!c->e.pid.is_str && pid >= 0 && (rc = add_gpu_pid(c, pid, device))) return rc;
+    /* The pid stands for the GPU (Kineto's GPU rows): a number must be an
+     * ordinal; a pid named by text (no number) is GPU 0. */
+    int64_t v;
+    int named = c->e.pid.is_str &&
+                tbe__cj_parse_int(sp(&c->e, c->e.pid.str), c->e.pid.str.len, &v, NULL, NULL) != 0;
+    if (!named && !tbe__device_ok(pid)) {
+      char txt[24];
+      int n = snprintf(txt, sizeof txt, "%lld", (long long)pid);
+      return device_fail(c, "pid (the GPU of an event without args.device)", 0, txt, (size_t)n);
+    }
+    device = named ? 0 : (int32_t)pid;
+    if (!c->e.pid.is_str && (rc = add_gpu_pid(c, pid, device))) return rc;
   }
   if ((rc = ensure_device(c, device))) return rc;
   return tbe__cj_get_track(c, TBE_TRACK_STREAM, -1, have_stream ? stream : tid, device, out);
@@ -496,6 +568,7 @@ static int kernel_arg(cj *c, build *b, const sarg *a, int xla) {
   return 0;
 }
 
+/* A copy's args: 1 when `a` is used, 0, or TBE_EPARSE (a device refused). */
 static int memcpy_arg(cj *c, build *b, const sarg *a, int xla) {
   const scratch *e = &c->e;
   int64_t v;
@@ -506,15 +579,18 @@ static int memcpy_arg(cj *c, build *b, const sarg *a, int xla) {
     b->d.mc.bytes = (uint64_t)detail_int(s, n, "size", 0);
     if (detail_field(s, n, "kind_src", &f, &fn)) b->d.mc.src_kind = mem_kind_word(f, fn);
     if (detail_field(s, n, "kind_dst", &f, &fn)) b->d.mc.dst_kind = mem_kind_word(f, fn);
-    b->d.mc.dst_device = (int32_t)detail_int(s, n, "dest", -1);
+    if (detail_field(s, n, "dest", &f, &fn)) {
+      if (tbe__cj_parse_int(f, fn, &v, NULL, NULL) != 0 || !(tbe__device_ok(v) || v == -1))
+        return device_fail(c, "args.memcpy_details dest", 1, f, fn);
+      b->d.mc.dst_device = (int32_t)v;
+    }
     b->d.mc.async = (uint8_t)(detail_int(s, n, "async", 0) != 0);
     return 1;
   }
   if (KEY_IS(a, "bytes") && tbe__cj_arg_int(e, a, &v)) return b->d.mc.bytes = (uint64_t)v, 1;
   if (KEY_IS(a, "context") && tbe__cj_arg_int(e, a, &v)) return b->d.mc.context = (uint16_t)v, 1;
-  if (KEY_IS(a, "fromDevice") && tbe__cj_arg_int(e, a, &v))
-    return b->d.mc.src_device = (int32_t)v, 1;
-  if (KEY_IS(a, "toDevice") && tbe__cj_arg_int(e, a, &v)) return b->d.mc.dst_device = (int32_t)v, 1;
+  if (KEY_IS(a, "fromDevice")) return arg_device(c, a, "args.fromDevice", 1, &b->d.mc.src_device);
+  if (KEY_IS(a, "toDevice")) return arg_device(c, a, "args.toDevice", 1, &b->d.mc.dst_device);
   return KEY_IS(a, "memory bandwidth (GB/s)"); /* derived from bytes and duration */
 }
 
@@ -535,6 +611,7 @@ static int memset_arg(cj *c, build *b, const sarg *a, int xla) {
   return KEY_IS(a, "memory bandwidth (GB/s)");
 }
 
+/* An allocation's args: 1 when `a` is used, 0, or TBE_EPARSE (refused). */
 static int memory_arg(cj *c, build *b, const sarg *a) {
   const scratch *e = &c->e;
   int64_t v;
@@ -544,9 +621,16 @@ static int memory_arg(cj *c, build *b, const sarg *a) {
     return b->d.mem.total_allocated = v, 1;
   if (KEY_IS(a, "Total Reserved") && tbe__cj_arg_int(e, a, &v))
     return b->d.mem.total_reserved = v, 1;
-  if (KEY_IS(a, "Device Id") && tbe__cj_arg_int(e, a, &v)) return b->d.mem.device = (int32_t)v, 1;
-  if (KEY_IS(a, "Device Type") && tbe__cj_arg_int(e, a, &v))
+  if (KEY_IS(a, "Device Id")) return arg_device(c, a, "args.Device Id", 1, &b->d.mem.device);
+  if (KEY_IS(a, "Device Type") && tbe__cj_arg_int(e, a, &v)) {
+    if (v < INT32_MIN || v > INT32_MAX) { /* the source's enum, narrowed: no such kind */
+      tbe__cj_cfail_msg(c, e->start_off, TBE_EPARSE, "event field args.Device Type is out of "
+                        "range (a 32-bit kind): %.*s", (int)(a->val.len > 40 ? 40 : a->val.len),
+                        sp(e, a->val));
+      return TBE_EPARSE;
+    }
     return b->d.mem.device_type = (int32_t)v, 1;
+  }
   return 0;
 }
 
@@ -585,20 +669,29 @@ static int take_arg(cj *c, build *b, const sarg *a, evclass *k) {
   }
   if (k->xla && KEY_IS(a, "correlation_id") && tbe__cj_arg_int(e, a, &v)) b->ev.correlation = (uint64_t)v, used = 1;
   if (!used && k->gpu && !k->xla) {
-    if (KEY_IS(a, "device") && tbe__cj_arg_int(e, a, &v)) k->dev = v, k->have_dev = 1, used = 1;
-    else if (KEY_IS(a, "stream") && tbe__cj_arg_int(e, a, &v)) k->stream = v, k->have_stream = 1, used = 1;
+    int32_t d;
+    int r = KEY_IS(a, "device") ? arg_device(c, a, "args.device", 1, &d) : 0;
+    if (r < 0) return r;
+    if (r > 0) {
+      used = 1;
+      if (d >= 0) k->dev = d, k->have_dev = 1; /* -1: none, the pid's GPU */
+    } else if (KEY_IS(a, "stream") && tbe__cj_arg_int(e, a, &v)) k->stream = v, k->have_stream = 1, used = 1;
   }
   if (!used) {
     switch (k->kind) {
       case TBE_EV_KERNEL: used = kernel_arg(c, b, a, k->xla); break;
-      case TBE_EV_MEMCPY: used = memcpy_arg(c, b, a, k->xla); break;
+      case TBE_EV_MEMCPY:
+        if ((used = memcpy_arg(c, b, a, k->xla)) < 0) return used;
+        break;
       case TBE_EV_MEMSET: used = memset_arg(c, b, a, k->xla); break;
       case TBE_EV_SYNC:
         if (KEY_IS(a, "cuda_sync_kind")) used = 1;
         else if (KEY_IS(a, "wait_on_cuda_event_id") && tbe__cj_arg_int(e, a, &v))
           b->d.sy.cuda_event = (uint64_t)v, used = 1;
         break;
-      case TBE_EV_MEMORY: used = memory_arg(c, b, a); break;
+      case TBE_EV_MEMORY:
+        if ((used = memory_arg(c, b, a)) < 0) return used;
+        break;
       case TBE_EV_NVTX_RANGE:
       case TBE_EV_NVTX_MARK:
         if ((used = nvtx_arg(c, b, a)) < 0) return used;
@@ -908,6 +1001,22 @@ static int on_flow(cj *c, char ph) {
 
 /* ---- M metadata ---- */
 
+/* The ordinal <n> ending a GPU's name ("GPU <n>", "/device:GPU:<n>"): 1
+ * with *dev, 0 when the text is no integer (not a GPU's name), or
+ * TBE_EPARSE when it is an integer out of range (refused, naming `field`). */
+static int name_ordinal(cj *c, const char *s, size_t n, const char *field, int32_t *dev) {
+  int64_t v;
+  if (tbe__cj_parse_int(s, n, &v, NULL, NULL) == 0 && tbe__device_ok(v)) {
+    *dev = (int32_t)v;
+    return 1;
+  }
+  size_t i = n && s[0] == '-';
+  if (i == n) return 0;
+  for (; i < n; i++)
+    if (s[i] < '0' || s[i] > '9') return 0;
+  return device_fail(c, field, 0, s, n);
+}
+
 static int on_meta(cj *c) {
   scratch *e = &c->e;
   if (!(e->have & F_NAME)) return 0;
@@ -926,12 +1035,15 @@ static int on_meta(cj *c) {
   const char *s = sp(e, a->val);
   size_t n = a->val.len;
   /* GPU pids: Kineto labels them "GPU <n>", XLA names them "/device:GPU:<n>". */
-  int64_t gnum;
-  if (kind == 2 && n > 4 && !memcmp(s, "GPU ", 4) && tbe__cj_parse_int(s + 4, n - 4, &gnum, NULL, NULL) == 0)
-    return add_gpu_pid(c, pid, (int32_t)gnum);
-  if (kind == 0 && n > 12 && !memcmp(s, "/device:GPU:", 12) &&
-      tbe__cj_parse_int(s + 12, n - 12, &gnum, NULL, NULL) == 0) {
-    if ((rc = add_gpu_pid(c, pid, (int32_t)gnum))) return rc;
+  int32_t gnum;
+  if (kind == 2 && n > 4 && !memcmp(s, "GPU ", 4)) {
+    int r = name_ordinal(c, s + 4, n - 4, "args.labels of process_labels", &gnum);
+    return r <= 0 ? r : add_gpu_pid(c, pid, gnum);
+  }
+  if (kind == 0 && n > 12 && !memcmp(s, "/device:GPU:", 12)) {
+    int r = name_ordinal(c, s + 12, n - 12, "args.name of process_name", &gnum);
+    if (r < 0) return r;
+    if (r > 0 && (rc = add_gpu_pid(c, pid, gnum))) return rc;
   }
   /* A pid labelled "CPU" is a host process (Kineto labels its own so; ours
    * labels every process of the trace, named or not). */

@@ -68,6 +68,95 @@ static int cap_close(cj *c, int is_map) {
   return 1;
 }
 
+/* ---- duplicate keys ----
+ *
+ * {"dur":10,"dur":5000000} is valid JSON whose meaning JSON leaves open;
+ * JSON.parse (Chrome's trace viewer, Perfetto's UI) and Python's json
+ * (HTA, torch-tb-profiler) keep the last value, and so do we, also for a
+ * key of args repeated (the earlier args of that key are dropped before
+ * the event goes to the model).  What a file means must not be silent: the
+ * first duplicate key of a file is named in a warning of the trace, with
+ * its byte offset and the count of all (tbe__cj_note_dup).  Checked: the
+ * fields of an event we read (name, cat, ph, ts, dur, pid, tid, id, bp,
+ * s, args), the keys of its args, and those of a deviceProperties entry
+ * and of distributedInfo.  Cost: a bit per event field; an args key sets a
+ * bit of a 256-bit filter by the hash taken with it (which the model side
+ * needs anyway), and only a key whose bit is set already is compared with
+ * the event's earlier args, through an index of them once the event has
+ * CJ_ARGIX_MIN, so an event of a million keys stays linear.  The offset is
+ * computed only for a duplicate.  Measured (cachegrind, bench_import's
+ * 150k-event trace, one thread): +1.05% instructions; 24 args an event:
+ * +1.65%. */
+#define CJ_ARGIX_MIN 64
+
+/* The byte offset of the key yajl just gave (its opening quote: the key
+ * is whole in c->wbuf, the guard and the chunks hand yajl whole tokens). */
+static uint64_t key_offset(cj *c, size_t n) {
+  size_t end = yajl_get_bytes_consumed(c->h); /* just past the closing quote */
+  if (c->wbuf && end >= 2)
+    for (size_t i = end - 1; i-- > 0;) {
+      if (c->wbuf[i] != '"') continue;
+      size_t k = i;
+      while (k > 0 && c->wbuf[k - 1] == '\\') k--;
+      if ((i - k) % 2 == 0) return c->chunk_start + i;
+    }
+  return tbe__cj_pos(c) - (n + 2 < end ? n + 2 : end);
+}
+
+/* Counts a duplicate key of the event being parsed; the first is kept for
+ * the record (`field`: E_*, or -1 for the args key c->arg_key). */
+static void event_dup(cj *c, int field, size_t n) {
+  scratch *e = &c->pe;
+  if (!e->ndup++) {
+    e->dup_off = key_offset(c, n);
+    e->dup_field = field;
+    e->dup_key = c->arg_key;
+  }
+}
+
+/* A duplicate key of the main handle's (deviceProperties, distributedInfo):
+ * the parser side's own first, merged at the end (tbe__cj_finish_import). */
+static void main_dup(cj *c, const char *what, const unsigned char *k, size_t n) {
+  if (!c->pdup_n++) {
+    c->pdup_off = key_offset(c, n);
+    snprintf(c->pdup_name, sizeof c->pdup_name, "%s%.*s", what, (int)(n > 60 ? 60 : n), (const char *)k);
+  }
+}
+
+/* The args key `k` (c->arg_key, hashed into c->arg_kh): earlier args of
+ * the event with the same key are marked gone (the last value is kept). */
+static int args_dup(cj *c, const unsigned char *k, size_t n) {
+  scratch *e = &c->pe;
+  int dup = 0;
+  if (e->nargs < CJ_ARGIX_MIN) {
+    for (size_t i = 0; i < e->nargs; i++) {
+      sarg *a = &e->args[i];
+      if (a->kh == c->arg_kh && a->key.len == n && memcmp(sp(e, a->key), k, n) == 0) a->gone = 1, dup = 1;
+    }
+  } else {
+    tbe__iprobe pr;
+    uint64_t h = tbe__hash_bytes(k, n, c->argix.seed);
+    for (uint32_t i = tbe__index_first(&c->argix, h, &pr); i != TBE__NOIDX;
+         i = tbe__index_next(&c->argix, &pr)) {
+      sarg *a = &e->args[i];
+      if (a->key.len == n && memcmp(sp(e, a->key), k, n) == 0) a->gone = 1, dup = 1;
+    }
+  }
+  if (dup) event_dup(c, -1, n);
+  return 1;
+}
+
+/* Indexes arg `i` of the event (i + 1 >= CJ_ARGIX_MIN; the first time,
+ * the earlier ones too).  1, or 0 after an allocation failure (the parse
+ * stops). */
+static int args_index(cj *c, size_t i) {
+  scratch *e = &c->pe;
+  for (size_t j = i + 1 == CJ_ARGIX_MIN ? 0 : i; j <= i; j++)
+    tbe__index_add(&c->argix, tbe__hash_bytes(sp(e, e->args[j].key), e->args[j].key.len, c->argix.seed),
+                   (uint32_t)j);
+  return tbe__index_error(&c->argix) ? tbe__cj_nomem(c) : 1;
+}
+
 /* ---- yajl callbacks ---- */
 
 static int add_scratch_arg(cj *c, span key, uint8_t type, const void *val, size_t n) {
@@ -81,16 +170,28 @@ static int add_scratch_arg(cj *c, span key, uint8_t type, const void *val, size_
   a->key = key;
   a->type = type;
   a->val = put_text(c, val, n);
-  return 1;
+  /* the key's hash, taken with it (a nested value's key stays c->arg_kh:
+   * the keys inside the value are captured, never args keys) */
+  a->kh = c->arg_kh;
+  a->kplain = c->arg_kplain;
+  a->gone = 0;
+  return e->nargs < CJ_ARGIX_MIN ? 1 : args_index(c, e->nargs - 1);
 }
 
-static int set_xid(cj *c, xid *x, int is_num, const char *s, size_t n) {
+/* An id (pid, tid, id) as a number or a string.  A number beyond the
+ * int64 range is 0 for an id, and refused for a pid or tid (`field`, NULL
+ * for an id): it used to become process 0. */
+static int set_xid(cj *c, xid *x, int is_num, const char *s, size_t n, const char *field) {
   if (is_num) {
     int64_t v;
     double d;
     x->is_str = 0;
     if (tbe__cj_parse_int(s, n, &v, NULL, NULL) == 0) x->num = v;
     else if (tbe__cj_parse_double(s, n, &d) == 0 && d > -9.2e18 && d < 9.2e18) x->num = (int64_t)d;
+    else if (field)
+      return tbe__cj_fail_at(c, c->pe.start_off, TBE_EPARSE,
+                             "event field %s is out of range (a 64-bit integer): %.*s", field,
+                             (int)(n > 40 ? 40 : n), s);
     else x->num = 0;
   } else {
     x->is_str = 1;
@@ -112,6 +213,17 @@ static const char *ev_key_name(int k) {
   static const char *const names[] = {"", "name", "cat", "ph", "ts", "dur", "pid", "tid", "id",
                                       "bp", "s", "args"};
   return k >= 0 && k <= E_ARGS ? names[k] : "";
+}
+
+const char *tbe__cj_ev_key_name(int k) { return ev_key_name(k); }
+
+void tbe__cj_note_dup(cj *c, uint64_t n, uint64_t off, const char *prefix, const char *name,
+                      size_t len) {
+  if (!c->dup_n || off < c->dup_off) {
+    c->dup_off = off;
+    snprintf(c->dup_name, sizeof c->dup_name, "%s%.*s", prefix, (int)(len > 60 ? 60 : len), name);
+  }
+  c->dup_n += n;
 }
 
 static const char *ev_key_type(int k) {
@@ -230,15 +342,15 @@ static int on_scalar(cj *c, int type, const char *s, size_t n) {
           break;
         }
         case E_PID:
-          set_xid(c, &e->pid, type == V_NUM, s, n);
+          if (!set_xid(c, &e->pid, type == V_NUM, s, n, "pid")) return 0;
           e->have |= F_PID;
           break;
         case E_TID:
-          set_xid(c, &e->tid, type == V_NUM, s, n);
+          if (!set_xid(c, &e->tid, type == V_NUM, s, n, "tid")) return 0;
           e->have |= F_TID;
           break;
         case E_ID:
-          set_xid(c, &e->id, type == V_NUM, s, n);
+          set_xid(c, &e->id, type == V_NUM, s, n, NULL);
           e->have |= F_ID;
           break;
         case E_BP:
@@ -264,7 +376,14 @@ static int on_scalar(cj *c, int type, const char *s, size_t n) {
         return 1;
       }
       int64_t v;
-      if (type != V_NUM || tbe__cj_parse_int(s, n, &v, NULL, NULL) != 0) return 1;
+      int whole = type == V_NUM && tbe__cj_parse_int(s, n, &v, NULL, NULL) == 0;
+      if (c->dev_key == 2 && type == V_NUM && !(whole && tbe__device_ok(v))) {
+        /* Checked before it is narrowed (importer.h: device ordinals). */
+        char msg[192];
+        tbe__import_device_msg(msg, sizeof msg, "id", 0, s, n);
+        return tbe__cj_fail_at(c, tbe__cj_pos(c) - n, TBE_EPARSE, "deviceProperties %s", msg);
+      }
+      if (!whole) return 1;
       switch (c->dev_key) {
         case 2: d->id = (int32_t)v, c->dev_have_id = 1; break;
         case 3: d->memory_bytes = v; break;
@@ -290,9 +409,16 @@ static int on_scalar(cj *c, int type, const char *s, size_t n) {
         tbe__buf_clear(&c->distname);
         tbe__buf_append(&c->distname, s, n);
         c->dist_have_backend = 1;
-      } else if ((c->dist_key == 2 || c->dist_key == 3) && type == V_NUM &&
-                 tbe__cj_parse_int(s, n, &v, NULL, NULL) == 0) {
-        if (c->dist_key == 2) c->dist_rank = v, c->dist_have_rank = 1;
+      } else if ((c->dist_key == 2 || c->dist_key == 3) && type == V_NUM) {
+        /* Narrowed to the model's int32_t: checked first; a rank of -1 is
+         * none (the model's own value for it). */
+        int rank = c->dist_key == 2;
+        if (tbe__cj_parse_int(s, n, &v, NULL, NULL) != 0 || v < (rank ? -1 : 0) || v > INT32_MAX)
+          return tbe__cj_fail_at(c, tbe__cj_pos(c) - n, TBE_EPARSE,
+                                 "distributedInfo %s is out of range (0 to %d%s): %.*s",
+                                 rank ? "rank" : "world_size", (int)INT32_MAX,
+                                 rank ? ", or -1 for none" : "", (int)(n > 40 ? 40 : n), s);
+        if (rank) c->dist_rank = v, c->dist_have_rank = v >= 0;
         else c->dist_world = v, c->dist_have_world = 1;
       }
       return 1;
@@ -316,8 +442,19 @@ static void push_role(cj *c, uint8_t r) {
   c->role[c->depth] = r;
 }
 
-static void scratch_reset(scratch *e) {
+static void scratch_reset(cj *c, scratch *e) {
   e->have = 0;
+  e->seen = e->ndup = 0;
+  memset(e->kfilter, 0, sizeof e->kfilter);
+  size_t ix = tbe__index_count(&c->argix);
+  if (ix) { /* the last event had the index: emptied at its own cost */
+    if (c->argix.cap > 1024 && c->argix.cap > 8 * ix) {
+      tbe__index_deinit(&c->argix);
+      tbe__index_init(&c->argix, c->a, TBE__SEED_PROCESS);
+    } else {
+      tbe__index_clear(&c->argix);
+    }
+  }
   e->nargs = 0;
   e->ts = e->dur = 0;
   e->pid.is_str = e->tid.is_str = e->id.is_str = 0;
@@ -358,6 +495,7 @@ static int on_open(cj *c, int is_map) {
         push_role(c, R_DEVPROPS);
       } else if (c->top_key == K_DIST && is_map) {
         c->dist_have_backend = 0;
+        c->dist_seen = 0;
         push_role(c, R_DIST);
       } else if (c->top_key >= K_TBE_FIRST) {
         c->cap_top = c->top_key;
@@ -369,7 +507,7 @@ static int on_open(cj *c, int is_map) {
       return 1;
     case R_EVENTS:
       if (!is_map) return tbe__cj_fail_at(c, tbe__cj_pos(c) - 1, TBE_EPARSE, "a trace event is not an object");
-      scratch_reset(&c->pe);
+      scratch_reset(c, &c->pe);
       c->pe.start_off = tbe__cj_pos(c) - 1;
       c->in_event = 1;
       push_role(c, R_EVENT);
@@ -390,6 +528,7 @@ static int on_open(cj *c, int is_map) {
       if (is_map) {
         memset(&c->dev, 0, sizeof c->dev);
         c->dev_have_id = 0;
+        c->dev_seen = 0;
         tbe__buf_clear(&c->devname);
         push_role(c, R_DEVICE);
       } else {
@@ -477,11 +616,21 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t n) {
           break;
       }
       c->ev_key = key;
+      if (key != E_OTHER) {
+        if (c->pe.seen & (1u << key)) event_dup(c, key, n);
+        c->pe.seen |= 1u << key;
+      }
       return 1;
     }
-    case R_ARGS:
+    case R_ARGS: {
       c->arg_key = put_text(c, k, n);
-      return 1;
+      int plain;
+      c->arg_kh = hash_check((const char *)k, n, &plain);
+      c->arg_kplain = (uint8_t)plain;
+      uint64_t *w = &c->pe.kfilter[c->arg_kh >> 62], m = 1ull << (c->arg_kh >> 56 & 63);
+      if (!(*w & m)) return *w |= m, 1; /* no earlier key has these 8 bits */
+      return args_dup(c, k, n);
+    }
     case R_TOP:
       c->top_key = key_is(k, n, "traceEvents")           ? K_EVENTS
                    : key_is(k, n, "deviceProperties")    ? K_DEVPROPS
@@ -504,6 +653,10 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t n) {
       c->dev_key = 0;
       for (int i = 1; i < (int)(sizeof keys / sizeof keys[0]); i++)
         if (key_is(k, n, keys[i])) c->dev_key = i;
+      if (c->dev_key) {
+        if (c->dev_seen & (1u << c->dev_key)) main_dup(c, "deviceProperties.", k, n);
+        c->dev_seen |= 1u << c->dev_key;
+      }
       return 1;
     }
     case R_DIST:
@@ -511,6 +664,10 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t n) {
                     : key_is(k, n, "rank")       ? 2
                     : key_is(k, n, "world_size") ? 3
                                                  : 0;
+      if (c->dist_key) {
+        if (c->dist_seen & (1u << c->dist_key)) main_dup(c, "distributedInfo.", k, n);
+        c->dist_seen |= 1u << c->dist_key;
+      }
       return 1;
     default:
       return 1;

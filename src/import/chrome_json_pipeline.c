@@ -123,6 +123,7 @@ static void worker_free(const tbe_allocator *a, cj *w) {
   tbe__buf_deinit(&w->tmp);
   tbe__free(a, w->capst);
   tbe__free(a, w->pe.args);
+  tbe__index_deinit(&w->argix);
   tbe__free(a, w);
 }
 
@@ -136,6 +137,7 @@ static cj *worker_new(cj *c) {
   tbe__buf_init(&w->pe.text, c->a);
   tbe__buf_init(&w->capbuf, c->a);
   tbe__buf_init(&w->tmp, c->a);
+  tbe__index_init(&w->argix, c->a, TBE__SEED_PROCESS);
   return w;
 }
 
@@ -525,8 +527,7 @@ void tbe__cj_produce(cj *c) {
     c->err_off = tbe__input_offset(in);
     if (in_rc == TBE_ETOOBIG)
       tbe__import_limit_msg(c->emsg, sizeof c->emsg, TBE__LIM_INPUT, c->o,
-                            in->gzip ? "more input than the limit, after decompression"
-                                     : "more input than the limit");
+                            tbe__import_input_limit_what(in));
     else
       snprintf(c->emsg, sizeof c->emsg, "%s",
                in_rc == TBE_ECORRUPT ? "corrupt gzip data" : tbe_strerror(in_rc));

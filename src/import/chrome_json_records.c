@@ -28,6 +28,10 @@ typedef struct rec_ev {
   xid pid, tid, id;
   int64_t ts, dur;
   uint64_t start_off;
+  uint32_t ndup;    /* duplicate keys of the event, and the first: */
+  int32_t dup_field;
+  span dup_key;
+  uint64_t dup_off;
 } rec_ev;
 
 /* Appends a record of a fixed part (`p1`, `n1` then `p2`, `n2`) and a text. */
@@ -66,8 +70,6 @@ static void prepass(scratch *e) {
   if (e->have & F_CAT) e->hcat = hash_check(sp(e, e->cat), e->cat.len, &plain), e->pcat = (uint8_t)plain;
   for (size_t i = 0; i < e->nargs; i++) {
     sarg *a = &e->args[i];
-    a->kh = hash_check(sp(e, a->key), a->key.len, &plain);
-    a->kplain = (uint8_t)plain;
     a->num = NUM_NONE;
     a->is_u = 0;
     a->nv.u = 0;
@@ -100,6 +102,12 @@ static void prepass(scratch *e) {
 int tbe__cj_emit_event_record(cj *c) {
   scratch *e = &c->pe;
   if (tbe__buf_error(&e->text)) return tbe__cj_nomem(c);
+  if (e->ndup) { /* the last value of a repeated args key is kept */
+    size_t k = 0;
+    for (size_t i = 0; i < e->nargs; i++)
+      if (!e->args[i].gone) e->args[k++] = e->args[i];
+    e->nargs = k;
+  }
   prepass(e);
   rec_ev v;
   memset(&v, 0, sizeof v);
@@ -110,6 +118,10 @@ int tbe__cj_emit_event_record(cj *c) {
   v.pid = e->pid, v.tid = e->tid, v.id = e->id;
   v.ts = e->ts, v.dur = e->dur;
   v.start_off = e->start_off;
+  v.ndup = e->ndup;
+  v.dup_field = e->dup_field;
+  v.dup_key = e->dup_key;
+  v.dup_off = e->dup_off;
   return emit_parts(c, REC_EVENT, &v, sizeof v, e->args, e->nargs * sizeof *e->args, e->text.data,
                     e->text.len);
 }
@@ -175,6 +187,11 @@ void tbe__cj_apply_batch(cj *c, tbe__buf *b) {
         e->args = (sarg *)(uintptr_t)(fixed + sizeof *v);
         e->text.data = (uint8_t *)(uintptr_t)text;
         e->text.len = r.textlen;
+        if (v->ndup) {
+          const char *dn = v->dup_field >= 0 ? tbe__cj_ev_key_name(v->dup_field) : text + v->dup_key.off;
+          tbe__cj_note_dup(c, v->ndup, v->dup_off, v->dup_field >= 0 ? "" : "args.", dn,
+                           v->dup_field >= 0 ? strlen(dn) : v->dup_key.len);
+        }
         tbe__cj_finish_event(c);
         break;
       }

@@ -22,8 +22,19 @@
  *
  * The limits of tbe_import_options are resolved here (0 means the
  * default), and the allocator (NULL: the trace's), so importers see no
- * zeros and no NULL. */
+ * zeros and no NULL.  The default of --max-input depends on the input: an
+ * input whose size is not known before it is read (standard input, a gzip
+ * stream) may be endless, and the XSpace and spool importers hold all of
+ * it, so its default is also at most half the memory this process may use
+ * (tbe__import_stream_default): an endless pipe is refused with one line
+ * naming the limit and --max-input instead of running the machine out of
+ * memory.  A regular file keeps the fixed default (it has an end, and the
+ * JSON importer, which streams, reads files larger than the memory). */
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "import/importer.h"
 #include "tbexport/error.h"
@@ -55,6 +66,97 @@ static tbe_import_options resolve(const tbe_import_options *o) {
   if (!r.max_events) r.max_events = TBE_IMPORT_DEFAULT_MAX_EVENTS;
   if (!r.max_input_bytes) r.max_input_bytes = TBE_IMPORT_DEFAULT_MAX_INPUT_BYTES;
   return r;
+}
+
+/* ---- the default --max-input of an input of unknown size ---- */
+
+uint64_t tbe__import_memory_bytes;
+
+/* The integer in file `path` (a cgroup's memory.max), or UINT64_MAX when
+ * it says "max" or cannot be read. */
+static uint64_t read_limit(const char *path) {
+  char buf[32];
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return UINT64_MAX;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0 || buf[0] < '0' || buf[0] > '9') return UINT64_MAX;
+  uint64_t v = 0;
+  for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++) {
+    if (v > (UINT64_MAX - 9) / 10) return UINT64_MAX;
+    v = v * 10 + (uint64_t)(buf[i] - '0');
+  }
+  return v;
+}
+
+/* The least limit in `file` of cgroup `dir` (under `root`) and of its
+ * ancestors (a container sees the host's path of its cgroup, whose own
+ * limit is at its root).  Cuts `dir`. */
+static uint64_t walk_limit(const char *root, char *dir, const char *file) {
+  char path[700];
+  uint64_t m = UINT64_MAX;
+  for (;;) {
+    snprintf(path, sizeof path, "%s%s/%s", root, strcmp(dir, "/") == 0 ? "" : dir, file);
+    uint64_t v = read_limit(path);
+    if (v < m) m = v;
+    char *slash = strrchr(dir, '/');
+    if (!slash) break;
+    if (slash == dir) {
+      if (!dir[1]) break;
+      dir[1] = 0; /* the root last */
+    } else {
+      *slash = 0;
+    }
+  }
+  return m;
+}
+
+/* The memory limit of this process's cgroups: memory.max (v2) or
+ * memory.limit_in_bytes of the memory controller (v1), the least of the
+ * cgroup's and its ancestors'. */
+static uint64_t cgroup_limit(void) {
+  char buf[2048];
+  int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return UINT64_MAX;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return UINT64_MAX;
+  buf[n] = 0;
+  uint64_t m = UINT64_MAX;
+  /* Lines "ID:CONTROLLERS:PATH"; v2's is "0::PATH". */
+  for (char *line = buf, *next; line && *line; line = next) {
+    next = strchr(line, '\n');
+    if (next) *next++ = 0;
+    char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c2 || c2[1] != '/') continue;
+    *c2 = 0;
+    const char *ctl = c1 + 1;
+    uint64_t v = UINT64_MAX;
+    if (!*ctl) v = walk_limit("/sys/fs/cgroup", c2 + 1, "memory.max");
+    else if (strcmp(ctl, "memory") == 0) v = walk_limit("/sys/fs/cgroup/memory", c2 + 1, "memory.limit_in_bytes");
+    if (v < m) m = v;
+  }
+  return m;
+}
+
+/* The memory this process may use: the least of the physical memory, the
+ * cgroup's limit and RLIMIT_AS (UINT64_MAX when none is known). */
+static uint64_t memory_bytes(void) {
+  if (tbe__import_memory_bytes) return tbe__import_memory_bytes;
+  uint64_t m = UINT64_MAX;
+  long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && psize > 0 && (uint64_t)pages <= UINT64_MAX / (uint64_t)psize)
+    m = (uint64_t)pages * (uint64_t)psize;
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (uint64_t)rl.rlim_cur < m)
+    m = (uint64_t)rl.rlim_cur;
+  uint64_t cg = cgroup_limit();
+  return cg < m ? cg : m;
+}
+
+uint64_t tbe__import_stream_default(void) {
+  uint64_t half = memory_bytes() / 2;
+  return half < TBE_IMPORT_DEFAULT_MAX_INPUT_BYTES ? (half ? half : 1) : TBE_IMPORT_DEFAULT_MAX_INPUT_BYTES;
 }
 
 /* ---- detection ---- */
@@ -127,6 +229,10 @@ int tbe_import_file(tbe_trace *t, const char *path, const tbe_import_options *op
   tbe__input in;
   int rc = tbe__input_open(&in, path, o.allocator);
   if (rc) return tbe__import_input_fail(err, rc, path, NULL, &o);
+  if (!(opts && opts->max_input_bytes) && (in.stream || in.gzip)) {
+    uint64_t m = tbe__import_stream_default();
+    if (m < o.max_input_bytes) o.max_input_bytes = m, in.max_input_mem = 1;
+  }
   in.max_input = o.max_input_bytes;
   const tbe__importer *imp;
   rc = detect_open(&in, &imp);

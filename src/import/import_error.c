@@ -1,9 +1,10 @@
 /* import_error.c: the one-line errors of every importer.
  *
  * "<path>: byte <offset>[ (line L, column C)]: <message>", made inert for
- * a terminal (common/text.h's line form), and the refusals of the input
- * limits, each naming its option's flag.  Importers call these; they call
- * nothing back (importer.h). */
+ * a terminal (common/text.h's line form), the refusals of the input
+ * limits, each naming its option's flag (--max-input's also when its
+ * default came from the memory), and of device ordinals out of range.
+ * Importers call these; they call nothing back (importer.h). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -87,9 +88,18 @@ void tbe__import_limit_msg(char *buf, size_t size, tbe__limit which, const tbe_i
 
 int tbe__import_limit(tbe_import_error *err, const char *path, uint64_t offset, tbe__limit which,
                       const tbe_import_options *o, const char *what) {
-  char msg[256];
+  char msg[320];
   tbe__import_limit_msg(msg, sizeof msg, which, o, what);
   return tbe__import_fail(err, TBE_ETOOBIG, path, offset, 0, 0, "%s", msg);
+}
+
+const char *tbe__import_input_limit_what(const tbe__input *in) {
+  if (in && in->max_input_mem)
+    return in->gzip ? "more input than the limit after decompression, for an input of unknown "
+                      "size: half the memory this process may use"
+                    : "more input than the limit for an input of unknown size: half the memory "
+                      "this process may use";
+  return in && in->gzip ? "more input than the limit, after decompression" : "more input than the limit";
 }
 
 int tbe__import_input_fail(tbe_import_error *err, int rc, const char *path, const tbe__input *in,
@@ -97,9 +107,7 @@ int tbe__import_input_fail(tbe_import_error *err, int rc, const char *path, cons
   uint64_t off = in ? tbe__input_offset(in) : UINT64_MAX;
   switch (rc) {
     case TBE_ETOOBIG:
-      return tbe__import_limit(err, path, off, TBE__LIM_INPUT, o,
-                               in && in->gzip ? "more input than the limit, after decompression"
-                                              : "more input than the limit");
+      return tbe__import_limit(err, path, off, TBE__LIM_INPUT, o, tbe__import_input_limit_what(in));
     case TBE_ECORRUPT:
       return tbe__import_fail(err, rc, path, off, 0, 0, "corrupt gzip data");
     case TBE_ETRUNCATED:
@@ -114,4 +122,12 @@ int tbe__import_input_fail(tbe_import_error *err, int rc, const char *path, cons
       return tbe__import_fail(err, rc, path, off == 0 ? UINT64_MAX : off, 0, 0, "%s",
                               tbe_strerror(rc));
   }
+}
+
+/* ---- device ordinals ---- */
+
+void tbe__import_device_msg(char *buf, size_t size, const char *field, int none_ok,
+                            const char *value, size_t vlen) {
+  snprintf(buf, size, "%s is not a GPU ordinal (0 to %d%s): %.*s", field, (int)TBE__DEVICE_MAX,
+           none_ok ? ", or -1 for none" : "", (int)(vlen > 40 ? 40 : vlen), value);
 }

@@ -80,6 +80,20 @@ void tbe__import_limit_msg(char *buf, size_t size, tbe__limit which, const tbe_i
 int tbe__import_limit(tbe_import_error *err, const char *path, uint64_t offset, tbe__limit which,
                       const tbe_import_options *o, const char *what);
 
+/* What passing --max-input on `in` is, for tbe__import_limit_msg: "more
+ * input than the limit", after decompression, and when the limit is the
+ * default of an input of unknown size, that it comes from the memory. */
+const char *tbe__import_input_limit_what(const tbe__input *in);
+
+/* The default --max-input of an input whose size is not known before it is
+ * read (standard input, a gzip stream): half the memory this process may
+ * use (the least of the machine's physical memory, its cgroup's
+ * memory.max and RLIMIT_AS), at most TBE_IMPORT_DEFAULT_MAX_INPUT_BYTES
+ * (import.c). */
+uint64_t tbe__import_stream_default(void);
+/* Test knob: the memory to assume instead of measuring it (0: measure). */
+extern uint64_t tbe__import_memory_bytes;
+
 /* The message of an error from the input layer (`in` may be NULL): names
  * a corrupt gzip stream, the --max-input limit, or the system error.
  * Returns `rc`. */
@@ -88,5 +102,23 @@ int tbe__import_input_fail(tbe_import_error *err, int rc, const char *path, cons
 
 /* Formats `bytes` for people ("64 MiB", "1.5 GiB", "800 bytes"). */
 void tbe__import_size_str(uint64_t bytes, char *buf, size_t size);
+
+/* ---- device ordinals ----
+ *
+ * A GPU's ordinal in the model is an int32_t >= 0 (tbe_device.id, a
+ * stream track's device); -1 means "none" (a host allocation's device, a
+ * copy's unknown end).  Every ordinal an importer reads is checked before
+ * it is narrowed: a cast let -1 make a GPU of its own and 2^32 become
+ * GPU 0.  An importer refuses an ordinal outside 0..TBE__DEVICE_MAX with
+ * one line naming the field (tbe__import_device_msg); where its source
+ * writes -1 for "none", -1 (and only -1) maps to none explicitly. */
+#define TBE__DEVICE_MAX INT32_MAX
+
+static inline int tbe__device_ok(int64_t v) { return v >= 0 && v <= TBE__DEVICE_MAX; }
+
+/* Writes "<field> is not a GPU ordinal (0 to 2147483647[, or -1 for
+ * none]): <value>" (value: the input's text, cut at 40 bytes). */
+void tbe__import_device_msg(char *buf, size_t size, const char *field, int none_ok,
+                            const char *value, size_t vlen);
 
 #endif

@@ -49,6 +49,8 @@ typedef struct tbe__input {
   uint64_t raw_read;    /* file bytes read so far */
   uint64_t offset;      /* decompressed bytes produced so far (peeked included) */
   uint64_t max_input;   /* decompressed bytes allowed (UINT64_MAX: no limit) */
+  int max_input_mem;    /* max_input is the default for an input of unknown size, from
+                           the memory this process may use (import.c), for messages */
   uint8_t *raw;         /* file bytes: gzip input, or plain bytes read ahead */
   size_t raw_len;       /* plain: bytes read ahead, handed out from raw_pos */
   size_t raw_pos;

@@ -46,7 +46,10 @@
  *
  * Times: start + the session offset and end + the offset must lie in the
  * model's range (common/checked.h), else the row is refused naming the
- * column; max_events counts the rows that become events.
+ * column; max_events counts the rows that become events.  Device ordinals
+ * (deviceId 0..65535; a copy's srcDeviceId/dstDeviceId and the TARGET_INFO
+ * ordinals, where -1 is none) are checked before they are narrowed
+ * (importer.h), refused likewise.
  *
  * Errors: a file that is SQLite but not an nsys export is TBE_EFORMAT; an
  * unreadable database, a required column missing or a value of the wrong
@@ -514,6 +517,22 @@ static int name_tracks(ns_state *s) {
   return rc;
 }
 
+/* Device ordinals beyond this are corruption, not devices (CUDA's own
+ * ordinals, well inside the model's TBE__DEVICE_MAX: importer.h). */
+#define NS_MAX_DEVICE 65535
+
+/* Checks a device ordinal before it is narrowed; `none_ok`: -1 is none
+ * (a copy's end that is no device).  Otherwise refused naming the column. */
+static int check_device(row *r, int col, int64_t dev, int none_ok) {
+  if (r->rc || (dev >= 0 && dev <= NS_MAX_DEVICE) || (none_ok && dev == -1)) return r->rc;
+  const char *cn = r->cols[col - 1][0] == '!' ? r->cols[col - 1] + 1 : r->cols[col - 1];
+  char what[160];
+  snprintf(what, sizeof what, "column %s is not a device ordinal (0 to %d%s): %lld", cn,
+           NS_MAX_DEVICE, none_ok ? ", or -1 for none" : "", (long long)dev);
+  r->rc = fail_row(r->s, r->table, r->rowid, "%s", what);
+  return r->rc;
+}
+
 static int load_gpus(ns_state *s, const char *table) {
   static const char *const cols[] = {
       "cuDevice", "id", "name", "totalMemory", "memoryBandwidth", "clockRate", "smCount", "computeMajor",
@@ -533,9 +552,11 @@ static int load_gpus(ns_state *s, const char *table) {
   int sr;
   while ((sr = sqlite3_step(st)) == SQLITE_ROW) {
     r.rowid = sqlite3_column_int64(st, 0);
-    int64_t id = have[0] && !is_null(&r, 1) ? get_i(&r, 1, 0, 0) : get_i(&r, 2, 0, 0);
+    int col = have[0] && !is_null(&r, 1) ? 1 : 2;
+    int64_t id = get_i(&r, col, 0, 0);
     if (r.rc) break;
-    if (id < 0 || id > INT32_MAX) continue;
+    if (id == -1) continue; /* a GPU that CUDA does not number: no device of ours */
+    if (check_device(&r, col, id, 1)) break;
     uint32_t di;
     if ((rc = tbe_trace_device(s->t, (int32_t)id, &di))) break;
     tbe_device *d = &s->t->devices[di];
@@ -567,15 +588,6 @@ static int load_gpus(ns_state *s, const char *table) {
 
 /* ---- activity tables ---- */
 
-/* Device ordinals beyond this are corruption, not devices. */
-#define NS_MAX_DEVICE 65535
-
-static int check_device(row *r, int col, int64_t dev) {
-  if (r->rc || (dev >= 0 && dev <= NS_MAX_DEVICE)) return r->rc;
-  const char *cn = r->cols[col - 1][0] == '!' ? r->cols[col - 1] + 1 : r->cols[col - 1];
-  r->rc = fail_row(r->s, r->table, r->rowid, "column %s is not a device ordinal", cn);
-  return r->rc;
-}
 
 /* Event times from the row's start and end (nanoseconds of the session
  * clock) and the session's offset.  Outside the model's range they are
@@ -728,7 +740,7 @@ static int kernel_row(ns_state *s, row *r) {
   memset(&ev, 0, sizeof ev);
   int64_t start = get_i(r, K_START, 0, 1), end = get_i(r, K_END, 0, 1);
   int64_t dev = get_i(r, K_DEV, 0, 1), stream = get_i(r, K_STREAM, 0, 1);
-  if (check_device(r, K_DEV, dev)) return r->rc;
+  if (check_device(r, K_DEV, dev, 0)) return r->rc;
   int64_t gpid = get_i(r, K_PID, -1, 0), corr = get_i(r, K_CORR, 0, 0);
   tbe_kernel k;
   memset(&k, 0, sizeof k);
@@ -772,7 +784,7 @@ static int memcpy_row(ns_state *s, row *r) {
   memset(&ev, 0, sizeof ev);
   int64_t start = get_i(r, C_START, 0, 1), end = get_i(r, C_END, 0, 1);
   int64_t dev = get_i(r, C_DEV, 0, 1), stream = get_i(r, C_STREAM, 0, 1);
-  if (check_device(r, C_DEV, dev)) return r->rc;
+  if (check_device(r, C_DEV, dev, 0)) return r->rc;
   int64_t gpid = get_i(r, C_PID, -1, 0), corr = get_i(r, C_CORR, 0, 0);
   tbe_memcpy m;
   memset(&m, 0, sizeof m);
@@ -786,8 +798,10 @@ static int memcpy_row(ns_state *s, row *r) {
                 m.src_kind == TBE_MEM_ARRAY;
   int dst_dev = m.dst_kind == TBE_MEM_DEVICE || m.dst_kind == TBE_MEM_DEVICE_STATIC ||
                 m.dst_kind == TBE_MEM_ARRAY;
-  m.src_device = (int32_t)get_i(r, C_SRCDEV, src_dev ? dev : -1, 0);
-  m.dst_device = (int32_t)get_i(r, C_DSTDEV, dst_dev ? dev : -1, 0);
+  int64_t sdev = get_i(r, C_SRCDEV, src_dev ? dev : -1, 0), ddev = get_i(r, C_DSTDEV, dst_dev ? dev : -1, 0);
+  if (check_device(r, C_SRCDEV, sdev, 1) || check_device(r, C_DSTDEV, ddev, 1)) return r->rc;
+  m.src_device = (int32_t)sdev;
+  m.dst_device = (int32_t)ddev;
   int64_t graph = get_i(r, C_GRAPH, 0, 0);
   if (r->rc) return r->rc;
   m.async = corr > 0 ? async_of(s, gpid, corr) : 0;
@@ -821,7 +835,7 @@ static int memset_row(ns_state *s, row *r) {
   memset(&ev, 0, sizeof ev);
   int64_t start = get_i(r, M_START, 0, 1), end = get_i(r, M_END, 0, 1);
   int64_t dev = get_i(r, M_DEV, 0, 1), stream = get_i(r, M_STREAM, 0, 1);
-  if (check_device(r, M_DEV, dev)) return r->rc;
+  if (check_device(r, M_DEV, dev, 0)) return r->rc;
   int64_t gpid = get_i(r, M_PID, -1, 0), corr = get_i(r, M_CORR, 0, 0);
   tbe_memset m;
   memset(&m, 0, sizeof m);
@@ -853,7 +867,7 @@ static int sync_row(ns_state *s, row *r) {
   memset(&ev, 0, sizeof ev);
   int64_t start = get_i(r, Y_START, 0, 1), end = get_i(r, Y_END, 0, 1);
   int64_t dev = get_i(r, Y_DEV, 0, 1), stream = get_i(r, Y_STREAM, 0, 1);
-  if (check_device(r, Y_DEV, dev)) return r->rc;
+  if (check_device(r, Y_DEV, dev, 0)) return r->rc;
   int64_t gpid = get_i(r, Y_PID, -1, 0), corr = get_i(r, Y_CORR, 0, 0);
   int64_t type = is_null(r, Y_TYPE) ? get_i(r, Y_OLDTYPE, 0, 0) : get_i(r, Y_TYPE, 0, 0);
   int64_t cev = get_i(r, Y_EVENT, 0, 0);

@@ -52,7 +52,10 @@
  *
  * Times outside the model's range (common/checked.h) are refused naming the
  * field (line timestamp_ns, offset_ps, duration_ps, profile_start_time) and
- * the plane's byte; max_events is counted per event.  Lookups keyed by the
+ * the plane's byte; so are device ordinals out of 0..2^31-1 (importer.h):
+ * a plane "/device:GPU:<n>" whose n is such an integer, a copy's
+ * memcpy_details dest and an allocation's device_ordinal (-1 there is
+ * none); max_events is counted per event.  Lookups keyed by the
  * file's values are sorted or hashed: NVTX lines find their thread's line
  * by a binary search over the plane's names, tbexport_track_pids is sorted.
  *

@@ -84,7 +84,9 @@ enum {
 
 /* ---- importer state ---- */
 
-typedef enum { P_HOST, P_HOST_NVTX, P_HOST_PYTHON, P_GPU, P_TASKENV, P_OTHER } plane_class;
+/* P_GPU_BAD: "/device:GPU:<n>" with an integer n that is no ordinal
+ * (importer.h): refused, never read as another plane. */
+typedef enum { P_HOST, P_HOST_NVTX, P_HOST_PYTHON, P_GPU, P_TASKENV, P_OTHER, P_GPU_BAD } plane_class;
 
 typedef struct smd_cache {
   const XStatMetadata *md;

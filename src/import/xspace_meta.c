@@ -175,12 +175,19 @@ plane_class tbe__xs_classify_plane(const char *name, int32_t *gpu) {
   if (strcmp(name, "Task Environment") == 0) return P_TASKENV;
   static const char gp[] = "/device:GPU:";
   if (strncmp(name, gp, sizeof gp - 1) == 0) {
-    char *end;
-    long v = strtol(name + sizeof gp - 1, &end, 10);
-    if (end != name + sizeof gp - 1 && *end == 0 && v >= 0 && v < INT32_MAX) {
-      *gpu = (int32_t)v;
-      return P_GPU;
+    /* An optional '-' and digits to the end, nothing else (strtol would
+     * take spaces and '+'); any such n that is no ordinal is refused. */
+    const char *d = name + sizeof gp - 1, *q = d + (*d == '-');
+    uint64_t v = 0;
+    int over = 0;
+    for (; *q >= '0' && *q <= '9'; q++) {
+      over |= v > (UINT64_MAX - 9) / 10;
+      v = v * 10 + (uint64_t)(*q - '0');
     }
+    if (*q || q == d + (*d == '-')) return P_OTHER;
+    if (*d == '-' || over || v > TBE__DEVICE_MAX) return P_GPU_BAD;
+    *gpu = (int32_t)v;
+    return P_GPU;
   }
   return P_OTHER;
 }

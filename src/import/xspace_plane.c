@@ -73,7 +73,22 @@ static void kernel_kv(void *ctx, const char *k, size_t kl, const char *v, size_t
 typedef struct copy_parse {
   tbe_memcpy *m;
   int have_dest;
+  const char *bad_dest; /* a dest that is no ordinal (refused), its length */
+  size_t bad_len;
 } copy_parse;
+
+/* A device ordinal's text: 1 with *dev (-1 for "-1", none), 0 when it is
+ * no ordinal (importer.h). */
+static int parse_ordinal(const char *v, size_t vl, int32_t *dev) {
+  if (vl == 2 && v[0] == '-' && v[1] == '1') return *dev = -1, 1;
+  uint64_t r = 0;
+  size_t i = 0;
+  for (; i < vl && v[i] >= '0' && v[i] <= '9' && r <= TBE__DEVICE_MAX; i++)
+    r = r * 10 + (uint64_t)(v[i] - '0');
+  if (i == 0 || i < vl || r > TBE__DEVICE_MAX) return 0;
+  *dev = (int32_t)r;
+  return 1;
+}
 
 static void memcpy_kv(void *ctx, const char *k, size_t kl, const char *v, size_t vl) {
   copy_parse *cp = ctx;
@@ -81,8 +96,8 @@ static void memcpy_kv(void *ctx, const char *k, size_t kl, const char *v, size_t
   else if (key_is(k, kl, "kind_dst")) cp->m->dst_kind = (uint8_t)mem_kind_of(v, vl);
   else if (key_is(k, kl, "size") || key_is(k, kl, "num_bytes")) cp->m->bytes = parse_u64(v, vl);
   else if (key_is(k, kl, "dest") && vl) {
-    cp->m->dst_device = (int32_t)parse_u64(v, vl);
-    cp->have_dest = 1;
+    if (parse_ordinal(v, vl, &cp->m->dst_device)) cp->have_dest = 1;
+    else if (!cp->bad_dest) cp->bad_dest = v, cp->bad_len = vl;
   } else if (key_is(k, kl, "async")) cp->m->async = parse_u64(v, vl) != 0;
 }
 
@@ -144,6 +159,15 @@ static int time_fail(xs_state *s, size_t line, size_t event, const char *field) 
                           s->plane_idx, line, where, field);
 }
 
+/* A device ordinal that is none (importer.h): refused like a time. */
+static int device_fail(xs_state *s, size_t line, size_t event, const char *field, const char *v,
+                       size_t n) {
+  char msg[192];
+  tbe__import_device_msg(msg, sizeof msg, field, 1, v, n);
+  return tbe__import_fail(s->err, TBE_ECORRUPT, s->path, s->plane_off, 0, 0,
+                          "XSpace plane %zu line %zu event %zu: %s", s->plane_idx, line, event, msg);
+}
+
 /* ---- one plane ---- */
 
 /* The plane and line being imported, as import_event sees them. */
@@ -171,6 +195,8 @@ typedef struct xs_stats {
   tbe_str tbe_cat;
   int have_occ, have_step, have_group, have_corr, have_value;
   int have_nvtx, have_addr, have_nbytes, have_devord;
+  int64_t devord;   /* device_ordinal as read: checked when it makes an allocation */
+  size_t ei;        /* the event's index in its line, for messages */
   double occ, value;
   int64_t step_num, group;
   tbe_nvtx nv;
@@ -360,7 +386,7 @@ static int take_stat(xs_state *s, const xs_line *l, const XStat *st, int kind, t
       if (tbe__xs_stat_int(st, &iv)) x->mem.total_reserved = iv;
       return 0;
     case S_DEV_ORD:
-      if ((x->have_devord = tbe__xs_stat_int(st, &iv))) x->mem.device = (int32_t)iv;
+      x->have_devord = tbe__xs_stat_int(st, &x->devord);
       return 0;
     default:
       if (l->is_counter_line && !x->have_value) x->have_value = tbe__xs_stat_double(st, &x->value);
@@ -382,7 +408,7 @@ static void sync_kind_of(const char *name, tbe_sync *sy) {
 
 /* An event on a GPU's line: a sync, kernel, copy or memset by its stats
  * and name (else left for the fallback). */
-static void gpu_kind(xs_state *s, const xs_line *l, const char *name, tbe_event *ev, xs_stats *x) {
+static int gpu_kind(xs_state *s, const xs_line *l, const char *name, tbe_event *ev, xs_stats *x) {
   uint16_t context = x->ctx ? parse_context(x->ctx) : 0;
   int memcpy_name = strncmp(name, "Memcpy", 6) == 0, memset_name = strncmp(name, "Memset", 6) == 0;
   if (x->sync_kind) {
@@ -412,8 +438,9 @@ static void gpu_kind(xs_state *s, const xs_line *l, const char *name, tbe_event 
     md->src_device = l->gpu;
     md->dst_device = l->gpu;
     md->context = context;
-    copy_parse cp = {md, 0};
+    copy_parse cp = {md, 0, NULL, 0};
     if (x->cdet) each_kv(x->cdet, memcpy_kv, &cp);
+    if (cp.bad_dest) return device_fail(s, l->li, x->ei, "memcpy_details dest", cp.bad_dest, cp.bad_len);
     md->copy_kind = copy_kind_of(name, md, s->ours);
     ev->kind = TBE_EV_MEMCPY;
     x->detail = md;
@@ -428,6 +455,7 @@ static void gpu_kind(xs_state *s, const xs_line *l, const char *name, tbe_event 
     x->leftover[2] = NULL;
     x->consumed = 1u << S_CONTEXT;
   }
+  return 0;
 }
 
 /* An event on a host line: API call, NVTX, memory, Python or CPU op; and
@@ -453,6 +481,12 @@ static int host_kind(xs_state *s, const xs_line *l, const char *name, tbe_event 
     x->detail = &x->nv;
     x->consumed = XS_NVTX_STATS;
   } else if (x->have_addr && x->have_nbytes && x->have_devord && ev->dur_ns == 0) {
+    if (!tbe__device_ok(x->devord) && x->devord != -1) { /* -1: a host allocation */
+      char v[24];
+      int n = snprintf(v, sizeof v, "%lld", (long long)x->devord);
+      return device_fail(s, l->li, x->ei, "stat device_ordinal", v, (size_t)n);
+    }
+    x->mem.device = (int32_t)x->devord;
     ev->kind = TBE_EV_MEMORY;
     x->detail = &x->mem;
     x->consumed = XS_MEMORY_STATS;
@@ -600,6 +634,7 @@ static int import_event(xs_state *s, const xs_line *l, const XEvent *xe, size_t 
   x.mem.total_allocated = x.mem.total_reserved = -1;
   x.mem.device = -1;
   x.sy.stream = -1;
+  x.ei = ei;
   s->nargs = 0;
   size_t nmd = em ? em->md->n_stats : 0;
   for (size_t k = 0; k < nmd + xe->n_stats; k++) {
@@ -618,9 +653,11 @@ static int import_event(xs_state *s, const xs_line *l, const XEvent *xe, size_t 
 
   /* What the event is, and which stats that consumes. */
   x.leftover[0] = x.kdet, x.leftover[1] = x.cdet, x.leftover[2] = x.mdet;
-  if (l->pc == P_GPU) gpu_kind(s, l, name, &ev, &x);
-  else if (l->is_host && (rc = host_kind(s, l, name, &ev, &x))) return rc;
-  else if (!l->is_host) ev.cat = l->plane_cat;
+  rc = 0;
+  if (l->pc == P_GPU) rc = gpu_kind(s, l, name, &ev, &x);
+  else if (l->is_host) rc = host_kind(s, l, name, &ev, &x);
+  else ev.cat = l->plane_cat;
+  if (rc) return rc;
   if (!ev.kind && !x.detail) fallback_kind(l, &ev, &x);
   if (l->is_host && x.tbe_kind >= 0 && x.tbe_kind != ev.kind &&
       !tbe_event_kind_is_gpu(x.tbe_kind))
@@ -641,6 +678,13 @@ int tbe__xs_import_plane(xs_state *s, const XPlane *p, size_t pidx) {
   tbe__free(s->a, s->lorder);
   s->lorder = NULL;
   l.pc = tbe__xs_classify_plane(p->name, &l.gpu);
+  if (l.pc == P_GPU_BAD) {
+    const char *num = p->name + strlen("/device:GPU:");
+    char msg[192];
+    tbe__import_device_msg(msg, sizeof msg, "name /device:GPU:<n>", 0, num, strlen(num));
+    return tbe__import_fail(s->err, TBE_ECORRUPT, s->path, s->plane_off, 0, 0, "XSpace plane %zu: %s",
+                            s->plane_idx, msg);
+  }
   int rc = tbe__xs_load_metadata(s, p);
   if (rc) return rc;
   l.is_host = l.pc == P_HOST || l.pc == P_HOST_NVTX || l.pc == P_HOST_PYTHON;

@@ -5,7 +5,9 @@
 #     line, exit 2, at once (each command runs under `timeout`: a hang
 #     fails the test instead of stopping it);
 #   - standard input as "-": the same report as the file (detection loses
-#     nothing), gzip too, import writes the run;
+#     nothing), gzip too, import writes the run; an endless stream refused
+#     at --max-input, whose default for a stream is half the memory the
+#     process may use (RLIMIT_AS lowers it here), nothing written lost;
 #   - a gzip bomb of one 1 GB string: refused with the limit and the flag;
 #     the limit flags raise and lower what is accepted; bad flag values;
 #   - bad input that used to exit 0 (package.json, "ts": {}) and what used
@@ -81,6 +83,30 @@ grep -q "not a Chrome trace JSON" "$tmp/err" || fail "random bytes on stdin: $(c
 (printf '{"x":['; yes '1,' | head -c 3000000) | timeout 20 "$B" summary --max-input 1M - >/dev/null 2>"$tmp/err"
 [ $? -eq 2 ] || fail "endless stream: want exit 2"
 grep -q "raise it with --max-input" "$tmp/err" || fail "endless stream: $(cat "$tmp/err")"
+# ... and, without --max-input, at half the memory the process may use (here
+# lowered by RLIMIT_AS to 400 MB: the limit is 195.3 MiB), in one line, and
+# a run already written is left as it was.  The stream is endless for the
+# test's purpose: 2 GB, ten times the limit.  A sanitized build cannot start
+# under an address-space limit (its shadow memory is terabytes of address
+# space): there test_import_chrome's test_endless_stdin covers the default.
+if { (ulimit -v 400000 && "$B" --version) >/dev/null 2>&1; } 2>/dev/null; then
+  "$B" import "$small" --logdir "$tmp/keep" --run r --host h --quiet >/dev/null 2>&1 || fail "import for keep"
+  (cd "$tmp/keep" && find . -type f -exec md5sum {} + | sort) >"$tmp/keep.before"
+  for cmd in "summary -" "import - --logdir $tmp/keep --run r --host h --force --quiet"; do
+    # shellcheck disable=SC2086
+    (printf '{"x":['; yes '1,' | head -c 2000000000) |
+      (ulimit -v 400000 && exec timeout 60 "$B" $cmd) >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ $rc -eq 2 ] || fail "endless stream at the memory's limit ($cmd): exit $rc, want 2"
+    [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "endless stream ($cmd): $(wc -l <"$tmp/err") stderr lines"
+    grep -q -- ": byte 204800000: more input than the limit for an input of unknown size: half the memory this process may use (the limit is 195.3 MiB; raise it with --max-input)" "$tmp/err" ||
+      fail "endless stream ($cmd): $(cat "$tmp/err")"
+  done
+  (cd "$tmp/keep" && find . -type f -exec md5sum {} + | sort) | diff -u "$tmp/keep.before" - ||
+    fail "a refused endless stream changed the run already written"
+else
+  echo "test_limits: the binary cannot start under ulimit -v (a sanitized build): the memory default is covered by test_import_chrome"
+fi
 
 # ---- limits ----
 python3 - "$tmp" <<'EOF'

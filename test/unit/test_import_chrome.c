@@ -8,13 +8,17 @@
  * control characters and invalid UTF-8 in names, the truncated array form,
  * gzip, exact error offsets, unterminated strings, deep nesting, exact
  * microsecond-to-nanosecond conversion. */
+#include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cmocka.h>
@@ -1590,6 +1594,372 @@ static void test_many_ids(void **s) {
   free(j);
 }
 
+/* Device ordinals (importer.h): every one the input gives is checked
+ * before it is narrowed to the model's int32_t.  -1 where Kineto means
+ * "none" maps to none (args.device -1: the pid's GPU; a copy's end, a host
+ * allocation: -1); any other value out of 0..2^31-1 is refused with one
+ * line naming the field and the event's byte (it was cast: -1 made a GPU
+ * of its own, 2^32 became GPU 0). */
+static void expect_refused(const char *json, const char *want) {
+  tbe_import_error err;
+  tbe_trace *t = import_text(json, TBE_EPARSE, &err);
+  if (!strstr(err.message, want)) fprintf(stderr, "message: %s\nwant: %s\n", err.message, want);
+  assert_non_null(strstr(err.message, want));
+  assert_null(strchr(err.message, '\n'));
+  tbe_trace_free(t);
+}
+
+static void test_device_ordinals(void **s) {
+  (void)s;
+  char j[1024];
+  /* args.device: in range, -1 (none: the pid's GPU), and out of range */
+  static const char kern[] = "[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":1,\"pid\":3,"
+                             "\"tid\":7,\"args\":{\"device\":%s,\"stream\":7}}]";
+  static const struct {
+    const char *v;
+    int32_t want;
+  } ok[] = {{"0", 0}, {"-1", 3}, {"2147483647", INT32_MAX}, {"\"5\"", 5}, {"2.0", 2}};
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    snprintf(j, sizeof j, kern, ok[i].v);
+    tbe_trace *t = import_text(j, 0, NULL);
+    assert_int_equal(t->ndevices, 1);
+    assert_int_equal(t->devices[0].id, ok[i].want);
+    assert_int_equal(t->tracks[t->events[0].track].device, ok[i].want);
+    assert_null(find_arg(t, &t->events[0], "device"));
+    tbe_trace_free(t);
+  }
+  static const char *const bad[] = {"-2", "2147483648", "4294967296", "18446744073709551615",
+                                    "99999999999999999999999", "1e300", "1.5", "-9223372036854775808"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    snprintf(j, sizeof j, kern, bad[i]);
+    char want[256];
+    snprintf(want, sizeof want,
+             "t.json: byte 1 (line 1, column 2): event field args.device is not a GPU ordinal (0 to "
+             "2147483647, or -1 for none): %s",
+             bad[i]);
+    expect_refused(j, want);
+  }
+  /* the pid standing for the GPU of an event without args.device */
+  expect_refused("[{\"ph\":\"X\",\"ts\":1,\"dur\":1,\"pid\":1,\"tid\":1},"
+                 "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":1,\"pid\":4294967296,"
+                 "\"tid\":7}]",
+                 "byte 43 (line 1, column 44): event field pid (the GPU of an event without "
+                 "args.device) is not a GPU ordinal (0 to 2147483647): 4294967296");
+  expect_refused("[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":1,\"pid\":-1,\"tid\":7}]",
+                 "event field pid (the GPU of an event without args.device) is not a GPU ordinal");
+  tbe_trace *t = import_text("[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":1,"
+                             "\"pid\":2147483647,\"tid\":7}]",
+                             0, NULL);
+  assert_int_equal(t->devices[0].id, INT32_MAX);
+  tbe_trace_free(t);
+  /* a pid beyond int64 is refused, whatever the event */
+  expect_refused("[{\"ph\":\"X\",\"ts\":1,\"dur\":1,\"pid\":1e30,\"tid\":1}]",
+                 "byte 1 (line 1, column 2): event field pid is out of range (a 64-bit integer): 1e30");
+  expect_refused("[{\"ph\":\"X\",\"ts\":1,\"dur\":1,\"pid\":1,\"tid\":18446744073709551615}]",
+                 "event field tid is out of range (a 64-bit integer): 18446744073709551615");
+  /* the names of GPU pids */
+  t = import_text("[{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":9,\"args\":{\"labels\":\"GPU 2\"}},"
+                  "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":1,\"pid\":9,\"tid\":7}]",
+                  0, NULL);
+  assert_int_equal(t->ndevices, 1);
+  assert_int_equal(t->devices[0].id, 2);
+  tbe_trace_free(t);
+  expect_refused("[{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":9,\"args\":{\"labels\":\"GPU 4294967296\"}}]",
+                 "byte 1 (line 1, column 2): event field args.labels of process_labels is not a GPU "
+                 "ordinal (0 to 2147483647): 4294967296");
+  expect_refused("[{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":9,\"args\":{\"name\":\"/device:GPU:-1\"}}]",
+                 "event field args.name of process_name is not a GPU ordinal (0 to 2147483647): -1");
+  t = import_text("[{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":9,\"args\":{\"labels\":\"GPU x\"}}]", 0,
+                  NULL);
+  tbe_trace_free(t);
+  /* deviceProperties ids: at the number */
+  t = import_text("{\"deviceProperties\":[{\"id\":2147483647,\"name\":\"G\"}],\"traceEvents\":[]}", 0, NULL);
+  assert_int_equal(t->ndevices, 1);
+  assert_int_equal(t->devices[0].id, INT32_MAX);
+  tbe_trace_free(t);
+  expect_refused("{\"deviceProperties\":[{\"id\":4294967296,\"name\":\"G\"}],\"traceEvents\":[]}",
+                 "byte 27 (line 1, column 28): deviceProperties id is not a GPU ordinal (0 to "
+                 "2147483647): 4294967296");
+  expect_refused("{\"deviceProperties\":[{\"name\":\"G\",\"id\":-1}],\"traceEvents\":[]}",
+                 "deviceProperties id is not a GPU ordinal (0 to 2147483647): -1");
+  /* a copy's ends and an allocation's device: -1 is none */
+  static const char copy[] =
+      "[{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"name\":\"Memcpy DtoD\",\"ts\":1,\"dur\":1,\"pid\":0,"
+      "\"tid\":7,\"args\":{\"device\":0,\"stream\":7,\"fromDevice\":%s,\"toDevice\":%s}}]";
+  snprintf(j, sizeof j, copy, "-1", "2147483647");
+  t = import_text(j, 0, NULL);
+  const tbe_memcpy *m = tbe_trace_memcpy(t, &t->events[0]);
+  assert_non_null(m);
+  assert_int_equal(m->src_device, -1);
+  assert_int_equal(m->dst_device, INT32_MAX);
+  tbe_trace_free(t);
+  snprintf(j, sizeof j, copy, "0", "2147483648");
+  expect_refused(j, "byte 1 (line 1, column 2): event field args.toDevice is not a GPU ordinal (0 to "
+                    "2147483647, or -1 for none): 2147483648");
+  snprintf(j, sizeof j, copy, "-4294967297", "0");
+  expect_refused(j, "event field args.fromDevice is not a GPU ordinal");
+  static const char mem[] = "[{\"ph\":\"i\",\"name\":\"[memory]\",\"ts\":1,\"pid\":1,\"tid\":1,\"s\":\"t\","
+                            "\"args\":{\"Device Id\":%s,\"Device Type\":%s,\"Addr\":1,\"Bytes\":8}}]";
+  snprintf(j, sizeof j, mem, "-1", "0");
+  t = import_text(j, 0, NULL);
+  const tbe_memory *mm = tbe_trace_memory(t, &t->events[0]);
+  assert_non_null(mm);
+  assert_int_equal(mm->device, -1);
+  tbe_trace_free(t);
+  snprintf(j, sizeof j, mem, "4294967296", "1");
+  expect_refused(j, "event field args.Device Id is not a GPU ordinal (0 to 2147483647, or -1 for none): "
+                    "4294967296");
+  snprintf(j, sizeof j, mem, "0", "4294967297");
+  expect_refused(j, "event field args.Device Type is out of range (a 32-bit kind): 4294967297");
+  /* XLA's memcpy_details on a GPU pid */
+  static const char xla[] =
+      "[{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":5,\"args\":{\"name\":\"/device:GPU:1\"}},"
+      "{\"ph\":\"X\",\"name\":\"MemcpyD2D\",\"ts\":1,\"dur\":1,\"pid\":5,\"tid\":3,"
+      "\"args\":{\"memcpy_details\":\"size:8 dest:%s\"}}]";
+  snprintf(j, sizeof j, xla, "0");
+  t = import_text(j, 0, NULL);
+  m = tbe_trace_memcpy(t, &t->events[0]);
+  assert_non_null(m);
+  assert_int_equal(m->dst_device, 0);
+  assert_int_equal(t->tracks[t->events[0].track].device, 1);
+  tbe_trace_free(t);
+  snprintf(j, sizeof j, xla, "4294967296");
+  expect_refused(j, "byte 74 (line 1, column 75): event field args.memcpy_details dest is not a GPU "
+                    "ordinal (0 to 2147483647, or -1 for none): 4294967296");
+  /* distributedInfo: narrowed to int32 too */
+  t = import_text("{\"distributedInfo\":{\"rank\":-1,\"world_size\":4},\"traceEvents\":[]}", 0, NULL);
+  assert_int_equal(t->rank, -1);
+  tbe_trace_free(t);
+  expect_refused("{\"distributedInfo\":{\"rank\":4294967296},\"traceEvents\":[]}",
+                 "byte 27 (line 1, column 28): distributedInfo rank is out of range (0 to 2147483647, "
+                 "or -1 for none): 4294967296");
+}
+
+/* An endless stream on standard input is refused at the default
+ * --max-input of an input of unknown size: half the memory this process may
+ * use (the test knob tbe__import_memory_bytes stands for a machine of 8 MiB
+ * here), with one line naming the limit and the flag; before, the default
+ * was 32 GiB, more than the machine, and the XSpace importer holds all it
+ * reads.  A limit the caller chose is kept; a gzip file is an input of
+ * unknown size too; a plain file is not (it has an end). */
+typedef struct feeder {
+  int fd;
+  const char *head, *body; /* written once, then forever */
+  size_t hn, bn;
+} feeder;
+
+/* "Forever" is 64 MiB, 16 times the limit: should the limit not hold, the
+ * import ends (badly) instead of the test hanging. */
+static void *feed(void *arg) {
+  feeder *f = arg;
+  const char *p = f->head;
+  size_t n = f->hn, left = 64u << 20;
+  while (left) {
+    ssize_t w = write(f->fd, p, n < left ? n : left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break; /* EPIPE: the reader is gone */
+    p += w, n -= (size_t)w, left -= (size_t)w;
+    if (!n) p = f->body, n = f->bn;
+  }
+  close(f->fd);
+  return NULL;
+}
+
+/* Imports "-" fed by `head` then `body` forever; returns the import's rc. */
+static int import_endless(const char *head, size_t hn, const char *body, size_t bn,
+                          const tbe_import_options *o, tbe_import_error *err) {
+  int pfd[2];
+  assert_int_equal(pipe(pfd), 0);
+  int saved = dup(0);
+  assert_true(saved >= 0);
+  assert_true(dup2(pfd[0], 0) == 0);
+  close(pfd[0]);
+  feeder f = {pfd[1], head, body, hn, bn};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, feed, &f), 0);
+  tbe_trace *t = NULL;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  int rc = tbe_import_file(t, "-", o, err);
+  tbe_trace_free(t);
+  assert_true(dup2(saved, 0) == 0); /* the pipe's last reader closes: the feeder stops */
+  close(saved);
+  pthread_join(th, NULL);
+  return rc;
+}
+
+static void test_endless_stdin(void **s) {
+  (void)s;
+  signal(SIGPIPE, SIG_IGN);
+  tbe__import_memory_bytes = 8 << 20;
+  assert_int_equal(tbe__import_stream_default(), 4 << 20);
+  char body[4096];
+  for (size_t i = 0; i < sizeof body; i += 2) body[i] = '1', body[i + 1] = ',';
+  tbe_import_error err;
+  int rc = import_endless("{\"x\":[", 6, body, sizeof body, NULL, &err);
+  assert_int_equal(rc, TBE_ETOOBIG);
+  assert_string_equal(err.message, "-: byte 4194304: more input than the limit for an input of unknown "
+                                   "size: half the memory this process may use (the limit is 4 MiB; "
+                                   "raise it with --max-input)");
+  /* the caller's limit is the limit, even above the memory's */
+  tbe_import_options o;
+  memset(&o, 0, sizeof o);
+  o.max_input_bytes = 6 << 20;
+  rc = import_endless("{\"x\":[", 6, body, sizeof body, &o, &err);
+  assert_int_equal(rc, TBE_ETOOBIG);
+  assert_string_equal(err.message, "-: byte 6291456: more input than the limit (the limit is 6 MiB; "
+                                   "raise it with --max-input)");
+  /* XSpace holds what it reads: an endless run of empty planes */
+  static const char planes[4] = {0x0a, 0x00, 0x0a, 0x00};
+  rc = import_endless(planes, 4, planes, 4, NULL, &err);
+  assert_int_equal(rc, TBE_ETOOBIG);
+  assert_non_null(strstr(err.message, "more input than the limit for an input of unknown size: half the "
+                                      "memory this process may use (the limit is 4 MiB; raise it with "
+                                      "--max-input)"));
+  /* a gzip file: its size after decompression is unknown too */
+  char *gzp = tu_join(tmpdir, "long.json.gz");
+  gzFile gz = gzopen(gzp, "wb");
+  gzwrite(gz, "{\"x\":[", 6);
+  for (int i = 0; i < 1280; i++) gzwrite(gz, body, sizeof body); /* 5 MiB */
+  gzwrite(gz, "1]}", 3);
+  gzclose(gz);
+  tbe_trace *t = NULL;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  assert_int_equal(tbe_import_file(t, gzp, NULL, &err), TBE_ETOOBIG);
+  assert_non_null(strstr(err.message, ": byte 4194304: more input than the limit after decompression, for "
+                                      "an input of unknown size: half the memory this process may use "
+                                      "(the limit is 4 MiB; raise it with --max-input)"));
+  tbe_trace_free(t);
+  /* a plain file of the same text: its size is known, the default is not
+   * the memory's */
+  char *plain = tu_join(tmpdir, "long.json");
+  FILE *fp = fopen(plain, "wb");
+  assert_non_null(fp);
+  fputs("{\"x\":[", fp);
+  for (int i = 0; i < 1280; i++) fwrite(body, 1, sizeof body, fp);
+  fputs("1],\"traceEvents\":[]}", fp);
+  fclose(fp);
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  rc = tbe_import_file(t, plain, NULL, &err);
+  if (rc) fprintf(stderr, "%s\n", err.message);
+  assert_int_equal(rc, 0);
+  tbe_trace_free(t);
+  tbe__import_memory_bytes = 0;
+  free(plain);
+  free(gzp);
+}
+
+/* Duplicate keys: JSON leaves {"dur":10,"dur":5000000} open; the last value
+ * is kept (as JSON.parse and Python's json keep it), also for args keys
+ * (the earlier args of that key are dropped), and the first repeated key
+ * of the file is named in one warning with its byte offset, whatever the
+ * thread configuration cuts the file into. */
+static size_t count_warnings(const tbe_trace *t, const char *text) {
+  size_t n = 0;
+  for (size_t i = 0; i < t->nwarnings; i++) n += strstr(tbe_trace_str(t, t->warnings[i]), text) != NULL;
+  return n;
+}
+
+static void test_duplicate_keys(void **s) {
+  (void)s;
+  /* an event field */
+  tbe_trace *t = import_text("[{\"ph\":\"X\",\"name\":\"k\",\"ts\":1,\"dur\":10,\"dur\":5000000,\"pid\":1,\"tid\":1}]",
+                             0, NULL);
+  assert_int_equal(t->nevents, 1);
+  assert_int_equal(t->events[0].dur_ns, 5000000000LL);
+  assert_int_equal(count_warnings(t, "is repeated"), 1);
+  assert_int_equal(count_warnings(t, "t.json: byte 38: the key \"dur\" is repeated in an object; the last "
+                                     "value is kept, as JSON.parse and Python's json keep it"),
+                   1);
+  tbe_trace_free(t);
+  /* args keys: the last value, the earlier arg gone; typed args too */
+  t = import_text("[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1,\"dur\":1,\"pid\":0,\"tid\":7,"
+                  "\"args\":{\"a\":1,\"device\":0,\"b\":2,\"a\":3,\"stream\":7,\"device\":1}}]",
+                  0, NULL);
+  assert_int_equal(t->nevents, 1);
+  assert_int_equal(t->events[0].nargs, 2);
+  const tbe_arg *a = find_arg(t, &t->events[0], "a");
+  assert_non_null(a);
+  assert_int_equal(a->v.i, 3);
+  assert_int_equal(t->tracks[t->events[0].track].device, 1);
+  assert_int_equal(t->ndevices, 1);
+  assert_int_equal(count_warnings(t, "byte 99: the key \"args.a\" is repeated in an object (2 repeated keys "
+                                     "in all); the last value is kept"),
+                   1);
+  tbe_trace_free(t);
+  /* deviceProperties */
+  t = import_text("{\"deviceProperties\":[{\"id\":0,\"numSms\":10,\"numSms\":20}],\"traceEvents\":[]}", 0, NULL);
+  assert_int_equal(t->devices[0].sm_count, 20);
+  assert_int_equal(count_warnings(t, "byte 41: the key \"deviceProperties.numSms\" is repeated"), 1);
+  tbe_trace_free(t);
+  /* none: no warning; a key repeated in a nested value is the value's text */
+  t = import_text("[{\"ph\":\"X\",\"name\":\"k\",\"ts\":1,\"dur\":1,\"pid\":1,\"tid\":1,\"args\":{\"x\":{\"a\":1,"
+                  "\"a\":2}}},{\"ph\":\"X\",\"name\":\"k\",\"ts\":1,\"dur\":1,\"pid\":1,\"tid\":1,\"args\":{\"a\":1}}]",
+                  0, NULL);
+  assert_int_equal(count_warnings(t, "is repeated"), 0);
+  tbe_trace_free(t);
+  /* many events, repeats in several (one with many args: the index), one
+   * warning naming the first in the file */
+  size_t cap = 2 << 20, len = 0;
+  char *j = malloc(cap);
+  assert_non_null(j);
+  j[len++] = '[';
+  size_t first = 0;
+  for (int i = 0; i < 3000; i++) {
+    if (i) j[len++] = ',';
+    len += (size_t)snprintf(j + len, cap - len, "{\"ph\":\"X\",\"name\":\"k%d\",\"ts\":%d,\"dur\":1,\"pid\":1,"
+                            "\"tid\":1,\"args\":{", i, i);
+    int nargs = i == 1700 ? 100 : 3; /* 100: past CJ_ARGIX_MIN, the index */
+    for (int k = 0; k < nargs; k++) len += (size_t)snprintf(j + len, cap - len, "%s\"k%d\":%d", k ? "," : "", k, k);
+    if (i == 1700) {
+      first = len + 1;
+      len += (size_t)snprintf(j + len, cap - len, ",\"k33\":\"last\",\"k7\":\"last\"");
+    }
+    if (i == 2500) len += (size_t)snprintf(j + len, cap - len, ",\"k1\":\"last\"");
+    j[len++] = '}';
+    if (i == 2900) len += (size_t)snprintf(j + len, cap - len, ",\"tid\":1");
+    j[len++] = '}';
+  }
+  j[len++] = ']';
+  j[len] = 0;
+  t = import_text(j, 0, NULL);
+  assert_int_equal(t->nevents, 3000);
+  char want[160];
+  snprintf(want, sizeof want, "t.json: byte %zu: the key \"args.k33\" is repeated in an object (4 repeated "
+                              "keys in all); the last value is kept", first);
+  if (count_warnings(t, want) != 1)
+    for (size_t i = 0; i < t->nwarnings; i++) fprintf(stderr, "%s\n", tbe_trace_str(t, t->warnings[i]));
+  assert_int_equal(count_warnings(t, want), 1);
+  assert_int_equal(count_warnings(t, "is repeated"), 1);
+  for (size_t i = 0; i < t->nevents; i++) {
+    const tbe_event *e = &t->events[i];
+    const char *nm = tbe_trace_str(t, e->name);
+    if (strcmp(nm, "k1700") == 0) {
+      assert_int_equal(e->nargs, 100);
+      const tbe_arg *k33 = find_arg(t, e, "k33"), *k7 = find_arg(t, e, "k7");
+      assert_string_equal(tbe_trace_str(t, k33->v.s), "last");
+      assert_string_equal(tbe_trace_str(t, k7->v.s), "last");
+    } else if (strcmp(nm, "k2500") == 0) {
+      assert_int_equal(e->nargs, 3);
+      assert_string_equal(tbe_trace_str(t, find_arg(t, e, "k1")->v.s), "last");
+    }
+  }
+  tbe_trace_free(t);
+  /* one event of 100,000 keys, the last repeating the first: found through
+   * the index (a comparison with every earlier key was quadratic) */
+  len = 0;
+  len += (size_t)snprintf(j + len, cap - len, "[{\"ph\":\"X\",\"name\":\"big\",\"ts\":1,\"dur\":1,\"pid\":1,"
+                          "\"tid\":1,\"args\":{");
+  for (int k = 0; k < 100000; k++) len += (size_t)snprintf(j + len, cap - len, "\"%d\":0,", k);
+  first = len;
+  len += (size_t)snprintf(j + len, cap - len, "\"0\":1}}]");
+  t = import_text(j, 0, NULL);
+  assert_int_equal(t->events[0].nargs, 65535); /* the model's most (a warning says so) */
+  snprintf(want, sizeof want, "t.json: byte %zu: the key \"args.0\" is repeated in an object; the last", first);
+  assert_int_equal(count_warnings(t, want), 1);
+  tbe_trace_free(t);
+  free(j);
+}
+
 /* The token guard scans 64 bytes at a time and falls back to bytes where
  * that could differ: a string with runs of backslashes (1 to 5) placed at
  * every alignment across a block, measured exactly: refused one byte over
@@ -1661,6 +2031,9 @@ int main(void) {
       cmocka_unit_test(test_tokens_across_reads),
       cmocka_unit_test(test_many_ids),
       cmocka_unit_test(test_guard_alignments),
+      cmocka_unit_test(test_device_ordinals),
+      cmocka_unit_test(test_endless_stdin),
+      cmocka_unit_test(test_duplicate_keys),
   };
   /* Every test on the calling thread alone, then threaded (driver, N parse
    * workers, model on the calling thread) with N = 1, 2 and 4, whatever

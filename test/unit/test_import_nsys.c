@@ -755,6 +755,115 @@ static void test_bad_rows(void **state) {
   free(dir);
 }
 
+/* Device ordinals (importer.h): every column that names a device is
+ * checked before it is narrowed to the model's int32_t.  GPU work's
+ * deviceId must be 0..65535; a copy's srcDeviceId/dstDeviceId and the
+ * TARGET_INFO ordinals may also be -1 (none: a host end, a GPU that CUDA
+ * does not number); anything else is refused naming table, row and column
+ * (the copy's ends were cast: 2^32 became device 0, and TARGET_INFO rows
+ * out of range were skipped silently). */
+static void test_device_ordinals(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  char sql[4096];
+  static const struct {
+    const char *v;
+    const char *want; /* NULL: accepted */
+  } kern[] = {{"65535", NULL},
+              {"-1", "column deviceId is not a device ordinal (0 to 65535): -1"},
+              {"65536", "column deviceId is not a device ordinal (0 to 65535): 65536"},
+              {"4294967296", "column deviceId is not a device ordinal (0 to 65535): 4294967296"},
+              {"9223372036854775807", "column deviceId is not a device ordinal (0 to 65535): 9223372036854775807"}};
+  for (size_t i = 0; i < sizeof kern / sizeof kern[0]; i++) {
+    snprintf(sql, sizeof sql,
+             "%s INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, streamId, demangledName) "
+             "VALUES (1, 2, 0, 1, 1), (1, 2, %s, 1, 1);",
+             minimal_schema, kern[i].v);
+    char name[32];
+    snprintf(name, sizeof name, "k%zu.sqlite", i);
+    char *path = make_db(dir, name, sql);
+    if (kern[i].want) {
+      char want[200];
+      snprintf(want, sizeof want, "table CUPTI_ACTIVITY_KIND_KERNEL row 2: %s", kern[i].want);
+      expect_fail(path, TBE_ECORRUPT, want);
+    } else {
+      tbe_trace *t = import_ok(path);
+      assert_int_equal(t->ndevices, 2);
+      assert_int_equal(t->devices[1].id, 65535);
+      tbe_trace_free(t);
+    }
+    free(path);
+  }
+  /* a copy's ends */
+  static const char copy_schema[] =
+      "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER NOT NULL, "
+      "  deviceId INTEGER NOT NULL, contextId INTEGER, streamId INTEGER NOT NULL, correlationId INTEGER, "
+      "  globalPid INTEGER, bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL, srcKind INTEGER, "
+      "  dstKind INTEGER, srcDeviceId INTEGER, dstDeviceId INTEGER);";
+  static const struct {
+    const char *src, *dst, *want;
+  } copy[] = {{"-1", "2", NULL},
+              {"NULL", "NULL", NULL},
+              {"4294967296", "0",
+               "table CUPTI_ACTIVITY_KIND_MEMCPY row 1: column srcDeviceId is not a device ordinal (0 "
+               "to 65535, or -1 for none): 4294967296"},
+              {"0", "-2", "column dstDeviceId is not a device ordinal (0 to 65535, or -1 for none): -2"}};
+  for (size_t i = 0; i < sizeof copy / sizeof copy[0]; i++) {
+    snprintf(sql, sizeof sql,
+             "%s %s INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, streamId, bytes, "
+             "copyKind, srcDeviceId, dstDeviceId) VALUES (1, 2, 0, 1, 8, 1, %s, %s);",
+             minimal_schema, copy_schema, copy[i].src, copy[i].dst);
+    char name[32];
+    snprintf(name, sizeof name, "c%zu.sqlite", i);
+    char *path = make_db(dir, name, sql);
+    if (copy[i].want) {
+      expect_fail(path, TBE_ECORRUPT, copy[i].want);
+    } else {
+      tbe_trace *t = import_ok(path);
+      assert_int_equal(t->nevents, 1);
+      const tbe_memcpy *m = tbe_trace_memcpy(t, &t->events[0]);
+      assert_non_null(m);
+      assert_int_equal(m->src_device, -1);
+      assert_int_equal(m->dst_device, i == 0 ? 2 : -1);
+      tbe_trace_free(t);
+    }
+    free(path);
+  }
+  /* TARGET_INFO_GPU: cuDevice, else id; -1 is no device of ours */
+  static const char gpu_schema[] =
+      "CREATE TABLE TARGET_INFO_GPU (id INTEGER, name TEXT, cuDevice INTEGER, smCount INTEGER);";
+  static const struct {
+    const char *rows, *want;
+    size_t ndevices;
+  } gpus[] = {{"(0, 'A', 1, 108), (1, 'B', -1, 108), (2, 'C', NULL, 132)", NULL, 2},
+              {"(0, 'A', 4294967296, 108)",
+               "table TARGET_INFO_GPU row 1: column cuDevice is not a device ordinal (0 to 65535, or -1 "
+               "for none): 4294967296", 0},
+              {"(0, 'A', 1, 108), (70000, 'B', NULL, 108)",
+               "table TARGET_INFO_GPU row 2: column id is not a device ordinal", 0}};
+  for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++) {
+    snprintf(sql, sizeof sql, "%s %s INSERT INTO TARGET_INFO_GPU VALUES %s;", minimal_schema, gpu_schema,
+             gpus[i].rows);
+    char name[32];
+    snprintf(name, sizeof name, "g%zu.sqlite", i);
+    char *path = make_db(dir, name, sql);
+    if (gpus[i].want) {
+      expect_fail(path, TBE_ECORRUPT, gpus[i].want);
+    } else {
+      tbe_trace *t = import_ok(path);
+      assert_int_equal(t->ndevices, gpus[i].ndevices);
+      assert_int_equal(t->devices[0].id, 1);
+      assert_string_equal(tbe_trace_str(t, t->devices[0].name), "A");
+      assert_int_equal(t->devices[1].id, 2);
+      assert_int_equal(t->devices[1].sm_count, 132);
+      tbe_trace_free(t);
+    }
+    free(path);
+  }
+  tu_rmrf(dir);
+  free(dir);
+}
+
 /* Times outside the model's range (+-146 years of 1970), as the session
  * offset and the row give them, are refused naming table, row and column;
  * the session offset itself when utcEpochNs - systemClockNs overflows.
@@ -889,6 +998,7 @@ int main(void) {
       cmocka_unit_test(test_bad_rows),          cmocka_unit_test(test_damaged),
       cmocka_unit_test(test_progress),          cmocka_unit_test(test_alloc_failures),
       cmocka_unit_test(test_time_range_and_limits),
+      cmocka_unit_test(test_device_ordinals),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -961,13 +961,126 @@ static void test_time_range(void **state) {
   free(dir);
 }
 
+/* Device ordinals (importer.h): a plane "/device:GPU:<n>" whose n is an
+ * integer but no ordinal, a copy's memcpy_details dest and an allocation's
+ * device_ordinal out of 0..2^31-1 are refused naming the field and the
+ * plane's byte; -1 is none where it means so (dest, device_ordinal).  The
+ * name used to be read with strtol (spaces, '+') and 2^31-1 excluded. */
+typedef struct dev_case {
+  const char *plane, *detail; /* plane name; GPU planes: the copy's memcpy_details */
+  int64_t devord;             /* host planes: the allocation's device_ordinal */
+  const char *want;           /* the error, or NULL */
+} dev_case;
+
+static tbe_trace *import_dev_case(const char *dir, const dev_case *c, size_t *plane_off, int *rc,
+                                  tbe_import_error *err) {
+  wb space = {0}, p = {0}, ln, ev;
+  put_str(&p, 2, c->plane);
+  event_md(&p, 1, c->detail ? "MemcpyD2D" : "alloc", NULL);
+  stat_md(&p, 2, "memcpy_details");
+  stat_md(&p, 3, "addr");
+  stat_md(&p, 4, "num_bytes");
+  stat_md(&p, 5, "device_ordinal");
+  line_begin(&ln, 7, "line", 5);
+  event_begin(&ev, 1, 0, c->detail ? 1000 : 0);
+  if (c->detail) {
+    stat(&ev, 4, 2, 's', 0, c->detail);
+  } else {
+    stat(&ev, 4, 3, 'u', 4096, NULL);
+    stat(&ev, 4, 4, 'i', 64, NULL);
+    stat(&ev, 4, 5, 'i', c->devord, NULL);
+  }
+  put_msg(&ln, 4, &ev);
+  put_msg(&p, 3, &ln);
+  *plane_off = space.n;
+  put_msg(&space, 1, &p);
+  char *path = write_tmp(dir, "dev.xplane.pb", &space);
+  tbe_trace *t = import_file(path, rc, err);
+  free(path);
+  free(space.b);
+  return t;
+}
+
+static void test_device_ordinals(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  static const dev_case c[] = {
+      {"/device:GPU:2147483647", "size:8 dest:3", 0, NULL},
+      {"/device:GPU:0", "size:8 dest:-1", 0, NULL},
+      {"/device:GPU:2147483648", "size:8", 0,
+       "XSpace plane 0: name /device:GPU:<n> is not a GPU ordinal (0 to 2147483647): 2147483648"},
+      {"/device:GPU:4294967296", "size:8", 0, "name /device:GPU:<n> is not a GPU ordinal"},
+      {"/device:GPU:-1", "size:8", 0, "name /device:GPU:<n> is not a GPU ordinal (0 to 2147483647): -1"},
+      {"/device:GPU:99999999999999999999999", "size:8", 0, "is not a GPU ordinal"},
+      {"/device:GPU:1", "size:8 dest:4294967296", 0,
+       "XSpace plane 0 line 0 event 0: memcpy_details dest is not a GPU ordinal (0 to 2147483647, or "
+       "-1 for none): 4294967296"},
+      {"/device:GPU:1", "size:8 dest:-2", 0, "memcpy_details dest is not a GPU ordinal"},
+      {"/host:CPU", NULL, -1, NULL},
+      {"/host:CPU", NULL, 2147483647, NULL},
+      {"/host:CPU", NULL, 2147483648, "XSpace plane 0 line 0 event 0: stat device_ordinal is not a GPU "
+                                      "ordinal (0 to 2147483647, or -1 for none): 2147483648"},
+      {"/host:CPU", NULL, -2, "stat device_ordinal is not a GPU ordinal"},
+      {"/host:CPU", NULL, INT64_MIN, "stat device_ordinal is not a GPU ordinal"},
+  };
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    size_t off;
+    int rc;
+    tbe_import_error err;
+    tbe_trace *t = import_dev_case(dir, &c[i], &off, &rc, &err);
+    if (c[i].want) {
+      if (rc != TBE_ECORRUPT || !strstr(err.message, c[i].want))
+        fprintf(stderr, "case %zu: rc %d: %s\n", i, rc, err.message);
+      assert_int_equal(rc, TBE_ECORRUPT);
+      assert_non_null(strstr(err.message, c[i].want));
+      assert_int_equal(err.offset, off);
+      assert_null(strchr(err.message, '\n'));
+    } else {
+      if (rc) fprintf(stderr, "case %zu: rc %d: %s\n", i, rc, err.message);
+      assert_int_equal(rc, 0);
+      assert_int_equal(t->nevents, 1);
+      if (c[i].detail) {
+        const tbe_memcpy *m = tbe_trace_memcpy(t, &t->events[0]);
+        assert_non_null(m);
+        assert_int_equal(m->dst_device, strstr(c[i].detail, "dest:3") ? 3 : -1);
+        int32_t want = i == 0 ? INT32_MAX : 0;
+        assert_int_equal(t->tracks[t->events[0].track].device, want);
+        assert_int_equal(t->ndevices, 1);
+        assert_int_equal(t->devices[0].id, want);
+      } else {
+        const tbe_memory *m = tbe_trace_memory(t, &t->events[0]);
+        assert_non_null(m);
+        assert_int_equal(m->device, c[i].devord);
+      }
+    }
+    tbe_trace_free(t);
+  }
+  /* Names that are not "/device:GPU:" and an integer are other planes, as
+   * before: no GPU. */
+  static const char *const other[] = {"/device:GPU:+3", "/device:GPU: 3", "/device:GPU:3x", "/device:GPU:"};
+  for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+    dev_case oc = {other[i], "size:8", 0, NULL};
+    size_t off;
+    int rc;
+    tbe_import_error err;
+    tbe_trace *t = import_dev_case(dir, &oc, &off, &rc, &err);
+    assert_int_equal(rc, 0);
+    assert_int_equal(t->ndevices, 0);
+    assert_int_equal(t->nevents, 1);
+    assert_int_equal(t->tracks[t->events[0].track].type, TBE_TRACK_OTHER);
+    tbe_trace_free(t);
+  }
+  tu_rmrf(dir);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_golden),          cmocka_unit_test(test_synthetic),
       cmocka_unit_test(test_truncated),       cmocka_unit_test(test_bad_inner_field),
       cmocka_unit_test(test_flipped),         cmocka_unit_test(test_alloc_failures),
       cmocka_unit_test(test_round_trip),      cmocka_unit_test(test_detect_json_lookalike),
-      cmocka_unit_test(test_time_range),
+      cmocka_unit_test(test_time_range),      cmocka_unit_test(test_device_ordinals),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -131,10 +131,10 @@ static int has_stream_sync(const tbe_trace *t, const tbe_track *tr) {
   return 0;
 }
 
-static int has_pid(const int64_t *v, size_t n, int64_t pid) {
-  for (size_t i = 0; i < n; i++)
-    if (v[i] == pid) return 1;
-  return 0;
+/* Appends `pid` to v[*n] unless `seen` has it (first appearance order). */
+static void add_pid(tbe__map *seen, int64_t *v, size_t *n, int64_t pid) {
+  int added = 0;
+  if (tbe__map_put(seen, (uint64_t)pid, &added) && added) v[(*n)++] = pid;
 }
 
 /* process_name/labels/sort_index and thread_name/sort_index, as Kineto
@@ -151,24 +151,40 @@ static int write_metadata(jctx *c) {
     tbe__free(c->w.a, gpus);
     return TBE_ENOMEM;
   }
+  /* Host pids and GPUs in order of first appearance, each process's name
+   * from the last entry of its pid that has one: through maps keyed by pid
+   * and device (a scan per entry was quadratic in 80,000 GPUs). */
   size_t nh = 0, ng = 0;
-  for (size_t i = 0; i < t->nprocesses; i++)
-    if (!has_pid(hosts, nh, t->processes[i].pid)) hosts[nh++] = t->processes[i].pid;
+  tbe__map hseen, gseen, named;
+  tbe__map_init(&hseen, c->w.a, TBE__SEED_PROCESS);
+  tbe__map_init(&gseen, c->w.a, TBE__SEED_PROCESS);
+  tbe__map_init(&named, c->w.a, TBE__SEED_PROCESS);
+  for (size_t i = 0; i < t->nprocesses; i++) {
+    add_pid(&hseen, hosts, &nh, t->processes[i].pid);
+    if (t->processes[i].name) tbe__map_set(&named, (uint64_t)t->processes[i].pid, (uint32_t)i);
+  }
   for (size_t i = 0; i < t->ntracks; i++) {
     const tbe_track *tr = &t->tracks[i];
-    if (tr->type == TBE_TRACK_THREAD && !has_pid(hosts, nh, tr->pid)) hosts[nh++] = tr->pid;
-    if ((tr->type == TBE_TRACK_STREAM || tbe_track_is_metric(tr)) && !has_pid(gpus, ng, tr->device))
-      gpus[ng++] = tr->device;
+    if (tr->type == TBE_TRACK_THREAD) add_pid(&hseen, hosts, &nh, tr->pid);
+    if (tr->type == TBE_TRACK_STREAM || tbe_track_is_metric(tr)) add_pid(&gseen, gpus, &ng, tr->device);
   }
-  for (size_t i = 0; i < t->ndevices; i++)
-    if (!has_pid(gpus, ng, t->devices[i].id)) gpus[ng++] = t->devices[i].id;
+  for (size_t i = 0; i < t->ndevices; i++) add_pid(&gseen, gpus, &ng, t->devices[i].id);
+  int rc = tbe__map_error(&hseen);
+  if (!rc) rc = tbe__map_error(&gseen);
+  if (!rc) rc = tbe__map_error(&named);
+  tbe__map_deinit(&hseen);
+  tbe__map_deinit(&gseen);
+  if (rc) {
+    tbe__map_deinit(&named);
+    tbe__free(c->w.a, hosts);
+    tbe__free(c->w.a, gpus);
+    return rc;
+  }
 
   const char *main_name = NULL;
   for (size_t i = 0; i < nh; i++) {
-    const char *pname = NULL;
-    for (size_t k = 0; k < t->nprocesses; k++)
-      if (t->processes[k].pid == hosts[i] && t->processes[k].name)
-        pname = tbe_trace_str(t, t->processes[k].name);
+    const uint32_t *k = tbe__map_get(&named, (uint64_t)hosts[i]);
+    const char *pname = k ? tbe_trace_str(t, t->processes[*k].name) : NULL;
     if (pname) {
       meta_event(c, "process_name", hosts[i], 0, "name", pname, strlen(pname), 0);
       if (!main_name) main_name = pname;
@@ -184,6 +200,7 @@ static int write_metadata(jctx *c) {
     meta_event(c, "process_labels", gpus[i], 0, "labels", tmp, (size_t)n, 0);
     meta_event(c, "process_sort_index", gpus[i], 0, "sort_index", NULL, 0, 5000000 + gpus[i]);
   }
+  tbe__map_deinit(&named);
   tbe__free(c->w.a, hosts);
   tbe__free(c->w.a, gpus);
 

@@ -568,6 +568,47 @@ static int carried_on(const tbe_trace *t, uint32_t k, const tbe_step *st, tbe_st
   return 0;
 }
 
+/* Steps of no known thread are looked for on every host track in one
+ * pass: the steps sorted by (start, name, end), then each event of the
+ * host tracks looked up among them (carried_on on every track for every
+ * such step was quadratic: steps x tracks). */
+typedef struct jskey {
+  int64_t start, end;
+  tbe_str name;
+  uint32_t step;
+} jskey;
+
+static int cmp_jskey(const void *a, const void *b) {
+  const jskey *x = a, *y = b;
+  if (x->start != y->start) return x->start < y->start ? -1 : 1;
+  if (x->name != y->name) return x->name < y->name ? -1 : 1;
+  if (x->end != y->end) return x->end < y->end ? -1 : 1;
+  return x->step < y->step ? -1 : x->step > y->step;
+}
+
+/* carried[k[i].step] = 1 for each step of k[0, nk) that a host event
+ * carries (carried_on some track); sorts k. */
+static void find_carried(const tbe_trace *t, jskey *k, size_t nk, uint8_t *carried) {
+  qsort(k, nk, sizeof *k, cmp_jskey);
+  for (size_t tk = 0; tk < t->ntracks; tk++) {
+    const tbe_track *tr = &t->tracks[tk];
+    if (tr->type == TBE_TRACK_STREAM) continue;
+    for (uint32_t i = tr->first; i < tr->first + tr->count; i++) {
+      const tbe_event *e = &t->events[i];
+      if (e->start_ns < k[0].start || e->start_ns > k[nk - 1].start || !is_step_kind(e->kind)) continue;
+      size_t lo = 0, hi = nk; /* the first key >= (start, name) */
+      while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (k[mid].start < e->start_ns || (k[mid].start == e->start_ns && k[mid].name < e->name)) lo = mid + 1;
+        else hi = mid;
+      }
+      int64_t end = tbe__end_ns(e->start_ns, e->dur_ns);
+      for (; lo < nk && k[lo].start == e->start_ns && k[lo].name == e->name; lo++)
+        if (k[lo].end == end) carried[k[lo].step] = 1;
+    }
+  }
+}
+
 static int cmp_jsynth(const void *a, const void *b, void *ctx) {
   const tbe_trace *t = ctx;
   const jsynth *x = a, *y = b;
@@ -591,25 +632,43 @@ int tbe__jw_plan_steps(jctx *c) {
   uint32_t fallback = TBE_NONE; /* a thread for steps of no known thread */
   for (uint32_t k = 0; k < t->ntracks && fallback == TBE_NONE; k++)
     if (t->tracks[k].type == TBE_TRACK_THREAD && t->tracks[k].count) fallback = k;
-  int list = 0;
+  /* Each step's ProfilerStep#N name and whether an event carries it. */
+  tbe_str *pnames = tbe__calloc(c->w.a, t->nsteps, sizeof *pnames);
+  uint8_t *carried = tbe__calloc(c->w.a, t->nsteps, 1);
+  jskey *keys = tbe__calloc(c->w.a, t->nsteps, sizeof *keys);
+  if (!pnames || !carried || !keys) {
+    tbe__free(c->w.a, pnames);
+    tbe__free(c->w.a, carried);
+    tbe__free(c->w.a, keys);
+    return TBE_ENOMEM;
+  }
+  size_t nk = 0;
   for (size_t s = 0; s < t->nsteps; s++) {
     const tbe_step *st = &t->steps[s];
     char nb[48];
     int n = snprintf(nb, sizeof nb, "ProfilerStep#%lld", (long long)st->num);
-    tbe_str pname = tbe_trace_find_str(t, nb, (size_t)n);
-    int own = host_track_of(t, st->track), carried = 0;
-    if (pname != TBE_NONE) {
-      if (own) carried = carried_on(t, st->track, st, pname);
-      for (uint32_t k = 0; k < t->ntracks && !carried && !own; k++) carried = carried_on(t, k, st, pname);
-    }
-    if (!carried || st->name != pname) list = 1;
+    tbe_str pname = pnames[s] = tbe_trace_find_str(t, nb, (size_t)n);
+    if (pname == TBE_NONE) continue;
+    if (host_track_of(t, st->track)) carried[s] = (uint8_t)carried_on(t, st->track, st, pname);
+    else keys[nk++] = (jskey){st->start_ns, st->end_ns, pname, (uint32_t)s};
+  }
+  if (nk) find_carried(t, keys, nk, carried);
+  int list = 0;
+  for (size_t s = 0; s < t->nsteps; s++) {
+    const tbe_step *st = &t->steps[s];
+    tbe_str pname = pnames[s];
+    int own = host_track_of(t, st->track), carried_s = carried[s];
+    if (!carried_s || st->name != pname) list = 1;
     uint32_t k = own ? st->track : fallback;
-    if (carried || k == TBE_NONE) continue;
+    if (carried_s || k == TBE_NONE) continue;
     c->synth[c->nsynth].pos = marker_pos(t, k, st);
     c->synth[c->nsynth].step = (uint32_t)s;
     c->synth[c->nsynth].track = k;
     c->nsynth++;
   }
+  tbe__free(c->w.a, pnames);
+  tbe__free(c->w.a, carried);
+  tbe__free(c->w.a, keys);
   if (c->nsynth > 1) qsort_r(c->synth, c->nsynth, sizeof *c->synth, cmp_jsynth, (void *)t);
   return list;
 }

@@ -169,11 +169,23 @@ static void ntab_free(ntab *t) {
   tbe__intern_deinit(&t->in);
   tbe__buf_deinit(&t->fix);
   tbe__free(t->in.a, t->cache);
+  tbe__free(t->in.a, t->touched);
 }
 
+/* Forgets the plane's names at a cost of the plane's own names: only the
+ * cache entries it set are cleared, and an index that an earlier, larger
+ * plane grew is let go rather than cleared (clearing costs its capacity:
+ * one plane of a million names then 80,000 small ones was quadratic). */
 static void ntab_reset(ntab *t) {
-  tbe__intern_clear(&t->in);
-  if (t->cache) memset(t->cache, 0, t->ncache * sizeof *t->cache);
+  if (t->in.ix.cap > 1024 && t->in.ix.cap > 8 * tbe__intern_count(&t->in)) {
+    const tbe_allocator *a = t->in.a;
+    tbe__intern_deinit(&t->in);
+    tbe__intern_init(&t->in, a, TBE__SEED_PROCESS);
+  } else {
+    tbe__intern_clear(&t->in);
+  }
+  for (size_t i = 0; i < t->ntouched; i++) t->cache[t->touched[i]] = 0;
+  t->ntouched = 0;
 }
 
 /* tbe__ntab_get (export_xplane_int.h). */
@@ -414,6 +426,52 @@ static uint32_t step_carrier(const tbe_trace *t, size_t k, const tbe_step *st, t
   return UINT32_MAX;
 }
 
+/* Carriers of steps of no known thread, found in one pass: the steps
+ * sorted by (start, name, end), then every event of the host tracks, in
+ * track order, looked up among them; a step's carrier is the first match,
+ * as step_carrier on each track in turn would find it.  Calling
+ * step_carrier on every track for every such step was quadratic (steps x
+ * tracks: 80,000 of each in a file of our own JSON). */
+typedef struct skey {
+  int64_t start, end;
+  tbe_str name;
+  uint32_t step;
+} skey;
+
+static int cmp_skey(const void *a, const void *b) {
+  const skey *x = a, *y = b;
+  if (x->start != y->start) return x->start < y->start ? -1 : 1;
+  if (x->name != y->name) return x->name < y->name ? -1 : 1;
+  if (x->end != y->end) return x->end < y->end ? -1 : 1;
+  return x->step < y->step ? -1 : x->step > y->step;
+}
+
+/* ev[k[i].step] = the carrier of each step of k[0, nk) (ev holds
+ * UINT32_MAX on entry); sorts k. */
+static void find_carriers(const tbe_trace *t, skey *k, size_t nk, uint32_t *ev) {
+  qsort(k, nk, sizeof *k, cmp_skey);
+  for (size_t tk = 0; tk < t->ntracks; tk++) {
+    const tbe_track *tr = &t->tracks[tk];
+    if (tr->type == TBE_TRACK_STREAM) continue;
+    for (uint32_t i = tr->first; i < tr->first + tr->count; i++) {
+      const tbe_event *e = &t->events[i];
+      if (e->start_ns < k[0].start || e->start_ns > k[nk - 1].start) continue;
+      if (tbe_event_kind_is_gpu((tbe_event_kind)e->kind) || e->kind == TBE_EV_NVTX_RANGE ||
+          e->kind == TBE_EV_NVTX_MARK)
+        continue;
+      size_t lo = 0, hi = nk; /* the first key >= (start, name) */
+      while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (k[mid].start < e->start_ns || (k[mid].start == e->start_ns && k[mid].name < e->name)) lo = mid + 1;
+        else hi = mid;
+      }
+      int64_t end = tbe__end_ns(e->start_ns, e->dur_ns);
+      for (; lo < nk && k[lo].start == e->start_ns && k[lo].name == e->name; lo++)
+        if (k[lo].end == end && ev[k[lo].step] == UINT32_MAX) ev[k[lo].step] = i;
+    }
+  }
+}
+
 /* Finds, for each step, the host event that carries it: one on the step's
  * own thread line named like the step's marker, with the step's span; it
  * gets step_num/_r.  A step without one gets a marker event of its own on
@@ -423,20 +481,31 @@ static uint32_t step_carrier(const tbe_trace *t, size_t k, const tbe_step *st, t
  * line.  Returns the number of steps for the "Step markers" line. */
 static size_t mark_steps(xctx *c, uint8_t *unmarked) {
   const tbe_trace *t = c->t;
-  size_t left = 0;
+  size_t left = 0, nk = 0;
+  uint32_t *carrier = tbe__calloc(c->w.a, t->nsteps + 1, sizeof *carrier);
+  skey *k = tbe__calloc(c->w.a, t->nsteps + 1, sizeof *k);
+  if (!carrier || !k) {
+    c->w.err = TBE_ENOMEM;
+    tbe__free(c->w.a, carrier);
+    tbe__free(c->w.a, k);
+    return 0;
+  }
   for (size_t s = 0; s < t->nsteps; s++) {
     const tbe_step *st = &t->steps[s];
     char nb[48];
     size_t nl;
     const char *nm = step_marker_name(t, st, nb, sizeof nb, &nl);
     tbe_str name = st->name ? st->name : tbe_trace_find_str(t, nm, nl);
-    uint32_t ev = UINT32_MAX;
     int own = st->track < t->ntracks && t->tracks[st->track].type != TBE_TRACK_STREAM;
-    if (name != TBE_NONE) {
-      if (own) ev = step_carrier(t, st->track, st, name);
-      for (size_t k = 0; k < t->ntracks && ev == UINT32_MAX && !own; k++)
-        ev = step_carrier(t, k, st, name);
-    }
+    carrier[s] = UINT32_MAX;
+    if (name != TBE_NONE && own) carrier[s] = step_carrier(t, st->track, st, name);
+    else if (name != TBE_NONE) k[nk++] = (skey){st->start_ns, st->end_ns, name, (uint32_t)s};
+  }
+  if (nk) find_carriers(t, k, nk, carrier);
+  for (size_t s = 0; s < t->nsteps; s++) {
+    const tbe_step *st = &t->steps[s];
+    int own = st->track < t->ntracks && t->tracks[st->track].type != TBE_TRACK_STREAM;
+    uint32_t ev = carrier[s];
     unmarked[s] = 0;
     if (ev != UINT32_MAX) {
       c->marks[c->nmarks].event = ev;
@@ -451,6 +520,8 @@ static size_t mark_steps(xctx *c, uint8_t *unmarked) {
       left++;
     }
   }
+  tbe__free(c->w.a, carrier);
+  tbe__free(c->w.a, k);
   if (c->nmarks > 1) qsort(c->marks, c->nmarks, sizeof *c->marks, cmp_mark);
   if (c->nsynth > 1) qsort_r(c->synth, c->nsynth, sizeof *c->synth, cmp_synth, (void *)t);
   return left;
@@ -522,15 +593,75 @@ static int64_t host_pid(const tbe_trace *t) {
   return -1;
 }
 
-/* The pid of the first stream of `dev` with events: its plane's
- * process_id (the importer falls back to the host plane's). */
-static int64_t device_pid(const tbe_trace *t, int32_t dev) {
+/* ---- the devices' planes ----
+ *
+ * A device plane gathers what belongs to its GPU from the whole trace:
+ * its stream and metric tracks, its tbe_device, its range-profiler
+ * figures, its process.  All of it is found through one table sorted once
+ * (O(n log n) in tracks, devices and figures), never by a scan per plane:
+ * 80,000 GPUs took over 100 s when every plane scanned every track. */
+
+/* What belongs to one GPU, sorted by (dev, group, idx). */
+enum { DG_STREAM, DG_METRIC, DG_DEVICE, DG_KMETRICS };
+typedef struct dent {
+  int32_t dev;
+  uint32_t group; /* DG_*: a stream track, a metric track, a tbe_device, a tbe_kernel_metrics */
+  uint32_t idx;   /* its index in the trace's array */
+} dent;
+
+typedef struct dplan {
+  dent *e;
+  size_t n;
+  int64_t host_pid;   /* host_pid(t) */
+  int64_t *plane_pid; /* per track: the process_id of a stream track's device plane */
+} dplan;
+
+static int cmp_dent(const void *a, const void *b) {
+  const dent *x = a, *y = b;
+  if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+  if (x->group != y->group) return x->group < y->group ? -1 : 1;
+  return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* The process_id of the plane of the GPU whose entries are e[lo, hi): its
+ * first stream with events and a pid (the importer falls back to the host
+ * plane's). */
+static int64_t device_pid(const tbe_trace *t, const dplan *dp, size_t lo, size_t hi) {
+  for (size_t i = lo; i < hi && dp->e[i].group == DG_STREAM; i++) {
+    const tbe_track *tr = &t->tracks[dp->e[i].idx];
+    if (tr->count && tr->pid >= 0) return tr->pid;
+  }
+  return dp->host_pid;
+}
+
+/* Builds the table; 0 or TBE_ENOMEM. */
+static int plan_devices(const tbe_trace *t, const tbe_allocator *a, dplan *dp) {
+  memset(dp, 0, sizeof *dp);
+  dp->host_pid = host_pid(t);
+  size_t cap = t->ntracks + t->ndevices + t->nkernel_metrics + 1;
+  dp->e = tbe__calloc(a, cap, sizeof *dp->e);
+  dp->plane_pid = tbe__calloc(a, t->ntracks + 1, sizeof *dp->plane_pid);
+  if (!dp->e || !dp->plane_pid) return TBE_ENOMEM;
   for (size_t k = 0; k < t->ntracks; k++) {
     const tbe_track *tr = &t->tracks[k];
-    if (tr->type == TBE_TRACK_STREAM && tr->device == dev && tr->count && tr->pid >= 0)
-      return tr->pid;
+    if (tr->type == TBE_TRACK_STREAM || tbe_track_is_metric(tr))
+      dp->e[dp->n++] = (dent){tr->device, tr->type == TBE_TRACK_STREAM ? DG_STREAM : DG_METRIC, (uint32_t)k};
   }
-  return host_pid(t);
+  for (size_t i = 0; i < t->ndevices; i++) dp->e[dp->n++] = (dent){t->devices[i].id, DG_DEVICE, (uint32_t)i};
+  for (size_t i = 0; i < t->nkernel_metrics; i++)
+    dp->e[dp->n++] = (dent){t->kernel_metrics[i].device, DG_KMETRICS, (uint32_t)i};
+  qsort(dp->e, dp->n, sizeof *dp->e, cmp_dent);
+  for (size_t lo = 0, hi; lo < dp->n; lo = hi) {
+    for (hi = lo; hi < dp->n && dp->e[hi].dev == dp->e[lo].dev;) hi++;
+    int64_t pid = device_pid(t, dp, lo, hi);
+    for (size_t i = lo; i < hi && dp->e[i].group == DG_STREAM; i++) dp->plane_pid[dp->e[i].idx] = pid;
+  }
+  return 0;
+}
+
+static void plan_free(dplan *dp, const tbe_allocator *a) {
+  tbe__free(a, dp->e);
+  tbe__free(a, dp->plane_pid);
 }
 
 static void write_host_plane(xctx *c, const uint8_t *unmarked, size_t nunmarked) {
@@ -577,13 +708,13 @@ static void write_host_plane(xctx *c, const uint8_t *unmarked, size_t nunmarked)
  * they read back exactly; the name to the end of the line, any newline
  * in it a space, its text made valid UTF-8).  Ours; xprof does not read
  * it, src/import/xspace_meta.c does. */
-static void kernel_metrics_stat(xctx *c, int32_t dev) {
+static void kernel_metrics_stat(xctx *c, const dent *e, size_t n) {
   const tbe_trace *t = c->t;
   tbe__buf b;
   tbe__buf_init(&b, c->w.a);
-  for (size_t i = 0; i < t->nkernel_metrics; i++) {
-    const tbe_kernel_metrics *k = &t->kernel_metrics[i];
-    if (k->device != dev) continue;
+  for (size_t y = 0; y < n; y++) {
+    if (e[y].group != DG_KMETRICS) continue;
+    const tbe_kernel_metrics *k = &t->kernel_metrics[e[y].idx];
     tbe__buf_printf(&b, "%llu %u", (unsigned long long)k->launches, k->count);
     for (uint32_t j = 0; j < k->count; j++) {
       const tbe_metric_value *v = &t->metric_values[k->first + j];
@@ -608,17 +739,20 @@ static void kernel_metrics_stat(xctx *c, int32_t dev) {
 static const char *const STREAM_KINDS[] = {"Compute",   "MemcpyH2D", "MemcpyD2H", "MemcpyD2D",
                                            "MemcpyP2P", "MemcpyOther", "Memset"};
 
-static void write_device_plane(xctx *c, int32_t dev) {
+/* The plane of the GPU whose entries are dp->e[lo, hi). */
+static void write_device_plane(xctx *c, const dplan *dp, size_t lo, size_t hi) {
   const tbe_trace *t = c->t;
+  const dent *de = dp->e;
+  int32_t dev = de[lo].dev;
   plane_reset(c);
   uint64_t at = xw_open(&c->w, 1);
   if (dev) xw_varint_field(&c->w, 1, (uint64_t)(int64_t)dev);
   char name[512];
   int n = snprintf(name, sizeof name, "/device:GPU:%d", (int)dev);
   xw_len_field(&c->w, 2, name, (size_t)n);
-  for (size_t k = 0; k < t->ntracks && !xerr(c); k++) {
-    const tbe_track *tr = &t->tracks[k];
-    if (tr->type != TBE_TRACK_STREAM || tr->device != dev || !tr->count) continue;
+  for (size_t x = lo; x < hi && de[x].group == DG_STREAM && !xerr(c); x++) {
+    const tbe_track *tr = &t->tracks[de[x].idx];
+    if (!tr->count) continue;
     unsigned kinds = 0;
     for (uint32_t i = tr->first; i < tr->first + tr->count; i++) {
       const tbe_event *e = &t->events[i];
@@ -652,16 +786,16 @@ static void write_device_plane(xctx *c, int32_t dev) {
   /* The GPU's hardware-metric counters: a line "_counters_" per metric
    * (xprof makes each event of such a line a counter named by the event),
    * ids from 5<<32. */
-  for (size_t k = 0; k < t->ntracks && !xerr(c); k++) {
-    const tbe_track *tr = &t->tracks[k];
-    if (!tbe_track_is_metric(tr) || tr->device != dev || !tr->count) continue;
-    write_line(c, tr, any_kind, (int64_t)((5ull << 32) + k), "_counters_", 10, 0, 0);
-  }
   const tbe_device *d = NULL;
-  for (size_t i = 0; i < t->ndevices; i++)
-    if (t->devices[i].id == dev) d = &t->devices[i];
+  for (size_t x = lo; x < hi && !xerr(c); x++) {
+    if (de[x].group == DG_DEVICE) d = &t->devices[de[x].idx]; /* the last of its id, as ever */
+    if (de[x].group != DG_METRIC) continue;
+    const tbe_track *tr = &t->tracks[de[x].idx];
+    if (!tr->count) continue;
+    write_line(c, tr, any_kind, (int64_t)((5ull << 32) + de[x].idx), "_counters_", 10, 0, 0);
+  }
   plane_stat(c, "device_vendor", 's', 0, "Nvidia");
-  kernel_metrics_stat(c, dev);
+  kernel_metrics_stat(c, de + lo, hi - lo);
   if (d) {
     if (d->name) plane_stat(c, "gpu_device_name", 's', 0, tbe_trace_str(t, d->name));
     if (d->clock_khz) plane_stat(c, "clock_rate", 'i', (uint64_t)(int64_t)d->clock_khz, NULL);
@@ -673,19 +807,14 @@ static void write_device_plane(xctx *c, int32_t dev) {
       plane_stat(c, "compute_cap_minor", 'i', (uint64_t)(int64_t)d->cc_minor, NULL);
     }
   }
-  int64_t pid = device_pid(t, dev);
+  int64_t pid = device_pid(t, dp, lo, hi);
   if (pid >= 0) plane_stat(c, "process_id", 'i', (uint64_t)pid, NULL);
   /* After the plane stats, which add stat metadata of their own. */
   write_metadata(c);
   xw_close(&c->w, at);
 }
 
-static int cmp_i32(const void *a, const void *b) {
-  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-static void task_env_plane(xctx *c) {
+static void task_env_plane(xctx *c, const dplan *dp) {
   plane_reset(c);
   uint64_t at = xw_open(&c->w, 1);
   xw_len_field(&c->w, 2, "Task Environment", 16);
@@ -700,7 +829,7 @@ static void task_env_plane(xctx *c) {
   /* Tracks of other processes than their plane's process_id (an nsys
    * export of several processes): "TID:PID" for host threads,
    * "DEV/STREAM:PID" for GPU streams, space-separated. */
-  int64_t hp = host_pid(t);
+  int64_t hp = dp->host_pid;
   tbe__buf pids;
   tbe__buf_init(&pids, c->w.a);
   for (size_t k = 0; k < t->ntracks; k++) {
@@ -709,7 +838,7 @@ static void task_env_plane(xctx *c) {
     if (tr->type == TBE_TRACK_THREAD && tr->pid != hp)
       tbe__buf_printf(&pids, "%s%lld:%lld", pids.len ? " " : "", (long long)tr->tid,
                       (long long)tr->pid);
-    else if (tr->type == TBE_TRACK_STREAM && tr->count && tr->pid != device_pid(t, tr->device))
+    else if (tr->type == TBE_TRACK_STREAM && tr->count && tr->pid != dp->plane_pid[k])
       tbe__buf_printf(&pids, "%s%d/%lld:%lld", pids.len ? " " : "", (int)tr->device,
                       (long long)tr->tid, (long long)tr->pid);
   }
@@ -759,13 +888,15 @@ static int xplane_write(const tbe_trace *t, tbe__sink *out, const char *host,
   c->scratch = tbe__alloc(a, c->scap);
   c->marks = tbe__calloc(a, t->nsteps + 1, sizeof *c->marks);
   c->synth = tbe__calloc(a, t->nsteps + 1, sizeof *c->synth);
+  c->ev.touched = tbe__calloc(a, c->ev.ncache + 1, sizeof(uint32_t));
+  c->st.touched = tbe__calloc(a, c->st.ncache + 1, sizeof(uint32_t));
   uint8_t *unmarked = tbe__calloc(a, t->nsteps + 1, 1);
-  int32_t *devs = tbe__calloc(a, t->ndevices + t->ntracks + 1, sizeof *devs);
+  dplan dp;
+  int rc = plan_devices(t, a, &dp);
   c->progress = progress;
   c->progress_ctx = progress_ctx;
-  int rc = 0;
-  if (!c->w.buf || !c->ev.cache || !c->st.cache || !c->dc || !c->scratch || !c->marks ||
-      !c->synth || !unmarked || !devs) {
+  if (!c->w.buf || !c->ev.cache || !c->st.cache || !c->ev.touched || !c->st.touched || !c->dc ||
+      !c->scratch || !c->marks || !c->synth || !unmarked || rc) {
     rc = TBE_ENOMEM;
     goto done;
   }
@@ -773,15 +904,13 @@ static int xplane_write(const tbe_trace *t, tbe__sink *out, const char *host,
   size_t nunmarked = mark_steps(c, unmarked);
   write_host_plane(c, unmarked, nunmarked);
 
-  size_t nd = 0;
-  for (size_t i = 0; i < t->ndevices; i++) devs[nd++] = t->devices[i].id;
-  for (size_t i = 0; i < t->ntracks; i++)
-    if (t->tracks[i].type == TBE_TRACK_STREAM || tbe_track_is_metric(&t->tracks[i]))
-      devs[nd++] = t->tracks[i].device;
-  qsort(devs, nd, sizeof *devs, cmp_i32);
-  for (size_t i = 0; i < nd && !xerr(c); i++)
-    if (i == 0 || devs[i] != devs[i - 1]) write_device_plane(c, devs[i]);
-  if (!xerr(c)) task_env_plane(c);
+  /* A plane per GPU that has a track or a tbe_device, in ascending order
+   * (range-profiler figures of no such GPU have no plane to go to). */
+  for (size_t lo = 0, hi; lo < dp.n && !xerr(c); lo = hi) {
+    for (hi = lo; hi < dp.n && dp.e[hi].dev == dp.e[lo].dev;) hi++;
+    if (dp.e[lo].group != DG_KMETRICS) write_device_plane(c, &dp, lo, hi);
+  }
+  if (!xerr(c)) task_env_plane(c, &dp);
 
   /* XSpace.warnings (3) and hostnames (4). */
   uint64_t clamped_src = 0;
@@ -815,7 +944,7 @@ done:
   tbe__free(a, c->marks);
   tbe__free(a, c->synth);
   tbe__free(a, unmarked);
-  tbe__free(a, devs);
+  plan_free(&dp, a);
   tbe__free(a, c->w.buf);
   tbe__buf_deinit(&c->w.fix);
   tbe__free(a, c);

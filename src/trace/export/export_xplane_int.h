@@ -88,6 +88,8 @@ typedef struct ntab {
   tbe__intern in;  /* the plane's names: metadata id = interner id + 1 */
   uint32_t *cache; /* per trace string id: metadata id, 0 = not yet */
   size_t ncache;
+  uint32_t *touched; /* the string ids cached in this plane (ncache at most), */
+  size_t ntouched;   /* so a plane's reset costs its own names, not ncache */
   tbe__buf fix;    /* a name with its invalid UTF-8 replaced */
   int err;         /* sticky */
 } ntab;
@@ -103,7 +105,10 @@ static inline size_t ntab_count(const ntab *t) { return tbe__intern_count(&t->in
 static inline uint32_t ntab_str(ntab *t, const tbe_trace *tr, tbe_str s) {
   if (s < t->ncache && t->cache[s]) return t->cache[s];
   uint32_t id = tbe__ntab_get(t, tbe_trace_str(tr, s), tbe_trace_strlen(tr, s));
-  if (s < t->ncache) t->cache[s] = id;
+  if (s < t->ncache && id) {
+    t->cache[s] = id;
+    t->touched[t->ntouched++] = s;
+  }
   return id;
 }
 
