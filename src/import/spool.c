@@ -336,6 +336,14 @@ static int add(build *b, tbe_event_kind kind, int64_t start, int64_t dur, uint64
   return tbe_trace_add_event(b->t, &e, detail, NULL, 0, NULL);
 }
 
+/* A device id beyond the ordinals (int32) names no GPU: the record is left
+ * out and counted, never narrowed into another GPU's. */
+static int not_ordinal(build *b, uint32_t device) {
+  if (device <= INT32_MAX) return 0;
+  b->info->bad_devices++;
+  return 1;
+}
+
 static int stream_track(build *b, int64_t pid, uint32_t stream, uint32_t device, uint32_t *tr) {
   return tbe_trace_track(b->t, TBE_TRACK_STREAM, pid, stream == UINT32_MAX ? -1 : (int64_t)stream,
                          (int32_t)device, tr);
@@ -413,6 +421,7 @@ static int gpu_admit(build *b, int64_t start, int64_t end, uint32_t corr, int64_
                      uint32_t stream, uint32_t device, uint32_t *tr) {
   if (bad_span(b, start, end)) return 0;
   seen(b->s, end);
+  if (not_ordinal(b, device)) return 0;
   if (!gpu_keep(b, start, corr)) return 0;
   int rc = stream_track(b, pid, stream, device, tr);
   return rc ? rc : 1;
@@ -968,6 +977,7 @@ static int syncs(build *b) {
     if (!keep(b, y->start)) continue;
     uint32_t tr, dev = 0;
     map_get(&b->ctxdev, y->context, &dev);
+    if (not_ordinal(b, dev)) continue;
     if ((rc = stream_track(b, pid, y->stream, dev, &tr))) break;
     tbe_sync d;
     memset(&d, 0, sizeof d);
@@ -1041,6 +1051,7 @@ static int memory_events(build *b) {
     seen(s, m->ts);
     if (!keep(b, m->ts)) continue;
     uint32_t tr;
+    if (not_ordinal(b, m->device)) continue;
     if ((rc = stream_track(b, pid, m->stream, m->device, &tr))) break;
     tbe_memory d;
     memset(&d, 0, sizeof d);
@@ -1064,6 +1075,7 @@ static int devices_and_threads(build *b) {
   for (size_t i = 0; i < s->devices.n && !rc; i++) {
     const tbe__sp_device *d = &dv[i];
     uint32_t di;
+    if (not_ordinal(b, d->id)) continue;
     if ((rc = tbe_trace_device(t, (int32_t)d->id, &di))) break;
     tbe_device *x = &t->devices[di];
     x->name = S(s, d->name);
@@ -1267,6 +1279,11 @@ int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
     if (info->nvtx_orphan_ends)
       tbe_trace_warn(t, "%llu NVTX range ends had no start in the capture and were left out",
                      (unsigned long long)info->nvtx_orphan_ends);
+    if (info->bad_devices)
+      tbe_trace_warn(t,
+                     "%llu records named a device id beyond the GPU ordinals (0 to 2^31 - 1) "
+                     "and were left out",
+                     (unsigned long long)info->bad_devices);
     if (info->ops_unclosed)
       tbe_trace_warn(t,
                      "%llu operators were still running when the capture ended; they are closed "

@@ -41,6 +41,7 @@ typedef struct tbe__convert_info {
   uint64_t nvtx_unclosed, nvtx_orphan_ends;
   uint64_t ops;                   /* framework operators (TBE__SP_OP) kept */
   uint64_t ops_unclosed;          /* of those: still running when the capture ended */
+  uint64_t bad_devices;           /* records left out: a device id beyond int32 */
   uint64_t decode_cpu_ns;         /* collector's background thread */
   uint64_t buffer_bytes;
   uint64_t spool_bytes;           /* size of the spool image */

@@ -65,6 +65,7 @@ static int add_counter(tbe_trace *t, uint32_t track, tbe_str name, int64_t ts, d
  * distinct timestamp. */
 static int add_series(tbe_trace *t, int64_t pid, const sp_msample *v, size_t n, tbe_str name) {
   uint32_t tr;
+  if (v[0].device > INT32_MAX) return 0; /* no GPU ordinal: no track of any GPU */
   int rc = tbe_trace_metric_track(t, pid, (int32_t)v[0].device, name, &tr);
   for (size_t i = 0; i < n && !rc; i++) {
     int64_t start = i ? v[i - 1].ts : n > 1 ? v[0].ts - (v[1].ts - v[0].ts) : v[0].ts;

@@ -812,6 +812,49 @@ static void test_string_ids(void **state) {
   tbe__buf_deinit(&m.b);
 }
 
+/* Device ids beyond the GPU ordinals (int32) are never narrowed into
+ * another GPU: the kernel, the device record, the allocation and the PM
+ * samples naming one are left out, counted and said in one warning. */
+static void test_device_beyond_ordinals(void **state) {
+  (void)state;
+  img m;
+  img_start(&m);
+  tbe__buf p;
+  tbe__buf_init(&p, &al);
+  tbe__spool_str(&p, 1, "k", 1);
+  tbe__sp_device d;
+  memset(&d, 0, sizeof d);
+  d.id = 0x80000000u;
+  tbe__spool_item(&p, TBE__SP_DEVICE, &d, sizeof d);
+  kern(&p, 1, 1, T0 + 100, T0 + 200); /* device 0 */
+  tbe__sp_kernel k;
+  memset(&k, 0, sizeof k);
+  k.start = T0 + 300, k.end = T0 + 400, k.corr = 2, k.stream = 7, k.name = 1;
+  k.device = UINT32_MAX; /* -1 once narrowed: no such GPU */
+  tbe__spool_item(&p, TBE__SP_KERNEL, &k, sizeof k);
+  k.device = 0x80000000u, k.corr = 3; /* INT32_MIN once narrowed */
+  tbe__spool_item(&p, TBE__SP_KERNEL, &k, sizeof k);
+  tbe__sp_memory mem;
+  memset(&mem, 0, sizeof mem);
+  mem.ts = T0 + 150, mem.bytes = 64, mem.op = 1, mem.device = UINT32_MAX;
+  tbe__spool_item(&p, TBE__SP_MEMORY, &mem, sizeof mem);
+  frame(&m, &p);
+  tbe__buf_deinit(&p);
+  tbe_trace *t;
+  tbe__convert_info info;
+  assert_int_equal(convert(m.b.data, m.b.len, &t, &info), 0);
+  assert_int_equal(kernels(t), 1);
+  assert_int_equal(info.bad_devices, 4);
+  for (size_t i = 0; i < t->ndevices; i++) assert_true(t->devices[i].id >= 0);
+  for (size_t i = 0; i < t->ntracks; i++) assert_true(t->tracks[i].device >= -1);
+  int said = 0;
+  for (size_t i = 0; i < t->nwarnings; i++)
+    said += strstr(tbe_trace_str(t, t->warnings[i]), "4 records named a device id beyond") != NULL;
+  assert_int_equal(said, 1);
+  tbe_trace_free(t);
+  tbe__buf_deinit(&m.b);
+}
+
 /* A metric id's last definition names it, for the kernel figures and for
  * the duration a replayed kernel is placed with alike. */
 static void test_metric_redefined(void **state) {
@@ -1256,6 +1299,7 @@ int main(void) {
       cmocka_unit_test(test_marked_steps_in_run),
       cmocka_unit_test(test_items_out_of_bounds),
       cmocka_unit_test(test_string_ids),
+      cmocka_unit_test(test_device_beyond_ordinals),
       cmocka_unit_test(test_metric_redefined),
       cmocka_unit_test(test_write_frame_to_file),
       cmocka_unit_test(test_options),
