@@ -66,6 +66,8 @@
 #include "import/importer.h"
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
+#include "trace/model/ops.h"
+#include "common/torchnvtx.h"
 
 /* ---- int64 -> uint32 maps (string ids, correlation keys) ----
  *
@@ -937,6 +939,24 @@ static int nvtx_domain_row(ns_state *s, row *r) {
   return nmap_put(&s->domains, dom, name);
 }
 
+/* One of PyTorch's operator ranges as the operator it stands for
+ * (trace/model/ops.h), its shapes and sequence number read from the
+ * text, which is not kept (every one differs: op_id). */
+static int torch_op(ns_state *s, row *r, int64_t gtid, int64_t start,
+                    const tbe__torch_op_text *op, const char *raw) {
+  uint32_t track;
+  int rc = thread_track(s, gtid, &track);
+  if (rc) return rc;
+  tbe_event ev;
+  memset(&ev, 0, sizeof ev);
+  set_times(s, r, &ev, start, get_i(r, N_END, start, 0));
+  if (r->rc) return r->rc;
+  if (s->t->nevents - s->ev_first >= s->opts->max_events) return add_event(s, r, &ev, NULL, NULL, 0);
+  progress(s);
+  return tbe__trace_add_torch_op(s->t, track, ev.start_ns, ev.dur_ns, raw, op->name_len, op->sizes,
+                                 op->sizes_len, op->seq, 0, NULL);
+}
+
 static int nvtx_row(ns_state *s, row *r) {
   int rc = 0;
   int64_t type = get_i(r, N_TYPE, 0, 1);
@@ -945,7 +965,13 @@ static int nvtx_row(ns_state *s, row *r) {
   if (r->rc) return r->rc;
   /* 34 mark, 59 push/pop, 60 start/end, 70/71 NVTXT ranges, 39 thread name. */
   if (type != 34 && type != 59 && type != 60 && type != 70 && type != 71 && type != 39) return 0;
-  tbe_str text = text_id(s, (const char *)sqlite3_column_text(r->st, N_TEXT));
+  const char *raw = (const char *)sqlite3_column_text(r->st, N_TEXT);
+  /* PyTorch's operator ranges (--pytorch=autograd-nvtx): operators. */
+  tbe__torch_op_text op;
+  if (type == 59 && raw && !get_i(r, N_DOMAIN, 0, 0) && !is_null(r, N_END) &&
+      tbe__torch_nvtx_parse(raw, strlen(raw), &op))
+    return torch_op(s, r, gtid, start, &op, raw);
+  tbe_str text = text_id(s, raw);
   if (!text && !is_null(r, N_TEXTID)) {
     text = str_of(s, get_i(r, N_TEXTID, 0, 0), &rc);
     if (rc || r->rc) return rc ? rc : r->rc;

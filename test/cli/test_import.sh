@@ -202,15 +202,15 @@ awk 'NR>3 && NF && ($6 != 1 || $2 !~ /^17\.7[0-9][0-9]ms$/) {bad=1} END {exit ba
   fail "--steps saxpy: one kernel per step, each step as long as it: $(cat "$work/steps")"
 "$bin" summary "$work/ldst/plugins/profile/sx/nid001608.xplane.pb" | sed -n '/^Steps (5)$/,/^$/p' >"$work/steps_x"
 cmp -s "$work/steps" "$work/steps_x" || fail "--steps saxpy: the XSpace's steps differ: $(cat "$work/steps_x")"
-# No match: exit 0, one warning line naming NAME and the most frequent
-# top-level ranges (here PyTorch's op names, which carry per-call op ids),
-# the same line in the run; no steps.
+# No match: exit 0, one warning line naming NAME and what the trace offers
+# (here nothing: its NVTX ranges are all PyTorch's operators), the same
+# line in the run; no steps.
 torch=$data/nsys/h100_2gpu_1s.sqlite
 "$bin" import "$torch" --logdir "$work/ldst" --run nm --steps nvtx:train_step@loop >/dev/null 2>"$work/err"
 rc=$?
 [ $rc -eq 0 ] || fail "--steps without a match: exit $rc"
 [ "$(wc -l <"$work/err")" -eq 1 ] || fail "--steps without a match: not one line: $(cat "$work/err")"
-grep -q "^tbexport import: warning: --steps nvtx:train_step@loop: no NVTX range or user annotation has that name in that domain; the most frequent top-level ranges are 'aten::.*, op_id = [0-9]*' (2), 'aten::.*' (2), 'aten::.*' (2); the run has no steps$" "$work/err" ||
+grep -q "^tbexport import: warning: --steps nvtx:train_step@loop: no NVTX range or user annotation has that name in that domain; the trace has no NVTX ranges or user annotations; the run has no steps$" "$work/err" ||
   fail "--steps without a match: message: $(cat "$work/err")"
 "$bin" summary --logdir "$work/ldst" nm >"$work/sum" 2>&1
 grep -q "^wall .*, 0 steps" "$work/sum" || fail "--steps without a match: steps: $(head -2 "$work/sum")"

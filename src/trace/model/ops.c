@@ -41,6 +41,11 @@ static int backward_node(const char *s, size_t n) {
   return 1;
 }
 
+/* PyTorch's operators whose record has no namespace (autograd's own). */
+static int bare_op(const char *s, size_t n) {
+  return (n == 6 && memcmp(s, "detach", 6) == 0) || (n == 7 && memcmp(s, "detach_", 7) == 0);
+}
+
 #define EVAL_FN "autograd::engine::evaluate_function: "
 
 int tbe__op_is_backward(const char *name) {
@@ -59,7 +64,9 @@ int tbe__trace_add_torch_op(tbe_trace *t, uint32_t track, int64_t start, int64_t
   ev.track = track;
   ev.link = TBE_NONE;
   ev.flags = flags;
-  ev.kind = has_ns(name, nlen) || backward_node(name, nlen) ? TBE_EV_CPU_OP : TBE_EV_USER_ANNOTATION;
+  ev.kind = has_ns(name, nlen) || backward_node(name, nlen) || bare_op(name, nlen)
+                ? TBE_EV_CPU_OP
+                : TBE_EV_USER_ANNOTATION;
   int rc = tbe_trace_intern(t, name, nlen, &ev.name);
   tbe_arg args[2];
   size_t na = 0;

@@ -35,9 +35,10 @@
 
 /* Adds the operator `name` (nlen bytes) on host track `track`: a CPU_OP
  * when PyTorch runs it as an operator (a namespaced name, "aten::mm",
- * "torch::autograd::AccumulateGrad", "autograd::engine::...", or an
- * autograd node, "MmBackward0"), else a USER_ANNOTATION (record_function
- * labels: "Optimizer.step#AdamW.step", "forward").  `shapes` (slen bytes,
+ * "torch::autograd::AccumulateGrad", "autograd::engine::...", an autograd
+ * node, "MmBackward0", or autograd's "detach"/"detach_"), else a
+ * USER_ANNOTATION (record_function labels: "Optimizer.step#AdamW.step",
+ * "forward"): the NVTX text does not say which, Kineto's category does.  `shapes` (slen bytes,
  * may be NULL) becomes "Input Dims", `seq` (>= 0) "Sequence number".
  * `flags` are the event's (TBE_EVF_CLAMPED for one cut by the end of the
  * capture).  Stores the index in *index when not NULL.  Returns 0 or an
