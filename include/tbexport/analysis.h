@@ -677,12 +677,12 @@ TBE_API int tbe_run_diff_write_events(const tbe_run_diff *d, const char *run_dir
 
 /* A trace file an analysis was computed from. */
 typedef struct tbe_analysis_source {
-  const char *name;      /* its name in the same folder (no '/') */
-  uint64_t size;         /* bytes */
-  int64_t mtime_ns;      /* modification time, ns since the epoch: recorded
-                            for information, not part of the key */
-  uint32_t head_crc32c;  /* CRC32C of its first min(size, TBE_ANALYSIS_KEY_SPAN) bytes */
-  uint32_t tail_crc32c;  /* CRC32C of its last min(size, TBE_ANALYSIS_KEY_SPAN) bytes */
+  const char *name;     /* its name in the same folder (no '/') */
+  uint64_t size;        /* bytes */
+  int64_t mtime_ns;     /* modification time, ns since the epoch: recorded
+                           for information, not part of the key */
+  uint32_t head_crc32c; /* CRC32C of its first min(size, TBE_ANALYSIS_KEY_SPAN) bytes */
+  uint32_t tail_crc32c; /* CRC32C of its last min(size, TBE_ANALYSIS_KEY_SPAN) bytes */
 } tbe_analysis_source;
 
 /* What a file says about itself. */
@@ -691,8 +691,8 @@ typedef struct tbe_analysis_stamp {
   const char *producer;                /* "tbexport 0.1.0" */
   const tbe_analysis_source *sources;  /* nsources entries */
   size_t nsources;
-  uint32_t analysis_version;           /* its writer's tbe_analysis_version();
-                                          0: written before there was one */
+  /* Its writer's tbe_analysis_version(); 0: written before there was one. */
+  uint32_t analysis_version;
 } tbe_analysis_stamp;
 
 /* Why a file did not load: the byte offset in the file of what is wrong

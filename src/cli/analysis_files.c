@@ -88,8 +88,8 @@ static tbe_analysis *load_checked(const char *base, const char *rel, const char 
     return NULL;
   }
   if (stamp.analysis_version != tbe_analysis_version()) {
-    snprintf(why, size, "%s is from another analysis version (%u, this tbexport computes %u)",
-             path, stamp.analysis_version, tbe_analysis_version());
+    snprintf(why, size, "%s is from another analysis version (%u, this tbexport computes %u)", path,
+             stamp.analysis_version, tbe_analysis_version());
     tbe_analysis_free(an);
     return NULL;
   }

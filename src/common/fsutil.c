@@ -235,8 +235,7 @@ int tbe__path_split(const tbe_allocator *a, const char *path, char **dir, const 
 
 /* ---- reading under the same rules ---- */
 
-int tbe__read_open(const char *base, const char *rel, struct stat *st, char *where,
-                   size_t wsize) {
+int tbe__read_open(const char *base, const char *rel, struct stat *st, char *where, size_t wsize) {
   if (where && wsize) where[0] = 0;
   if (!base || !*base || !st) return TBE_EINVAL;
   int fd, rc = 0;

@@ -29,11 +29,12 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "common/utf8.h"
 #include "tbexport/common.h" /* TBE_NAME_MAX */
+
+struct stat; /* <sys/stat.h>, which callers include where they use it */
 
 /* Creates `path` and its missing parents with `mode` (0755).  Returns 0 if
  * it exists as a directory afterwards, else -errno. */
@@ -117,8 +118,7 @@ int tbe__path_split(const tbe_allocator *a, const char *path, char **dir, const 
  * ".." components (TBE_EINVAL).  Fills *st (fstat of the descriptor).
  * Returns the descriptor (O_CLOEXEC) or a negative code; then `where`
  * (when not NULL) names the path concerned. */
-int tbe__read_open(const char *base, const char *rel, struct stat *st, char *where,
-                   size_t wsize);
+int tbe__read_open(const char *base, const char *rel, struct stat *st, char *where, size_t wsize);
 
 /* Reads the whole file base/rel (tbe__read_open) into a new block of `a`
  * (*buf, *len; freed with tbe__free), refusing it with TBE_ETOOBIG when it

@@ -433,12 +433,12 @@ static void test_ranges_named(void **state) {
   tbe_name_stats *k = &an->groups[TBE_GROUP_KERNEL][0];
   assert_non_null(k->step_ns);
   expect_refused(an, NULL);
-#define FORGE(lv, v, field)          \
-  do {                               \
-    __typeof__(lv) keep_ = (lv);     \
-    (lv) = (v);                      \
-    expect_refused(an, field);       \
-    (lv) = keep_;                    \
+#define FORGE(lv, v, field)      \
+  do {                           \
+    __typeof__(lv) keep_ = (lv); \
+    (lv) = (v);                  \
+    expect_refused(an, field);   \
+    (lv) = keep_;                \
   } while (0)
   FORGE(an->start_ns, INT64_MAX, "field Analysis.start_ns: 9223372036854775807 ns is outside");
   FORGE(an->start_ns, INT64_MIN, "field Analysis.start_ns: -9223372036854775808 ns");
@@ -446,7 +446,8 @@ static void test_ranges_named(void **state) {
   FORGE(an->wall_ns, TIME_MAX, "field Analysis.wall_ns: 4611686018427387903 ns from");
   FORGE(an->wall_ns, -1, "field Analysis.wall_ns: -1 ns is negative");
   FORGE(an->host_busy_ns, INT64_MIN, "field Analysis.host_busy_ns");
-  FORGE(an->api_calls, (uint64_t)INT64_MAX + 1, "field Analysis.api_calls: 9223372036854775808 is more");
+  FORGE(an->api_calls, (uint64_t)INT64_MAX + 1,
+        "field Analysis.api_calls: 9223372036854775808 is more");
   FORGE(an->devices[0].busy_ns, -1, "field Analysis.devices[0].busy_ns");
   FORGE(an->devices[0].kernel_count, UINT64_MAX, "field Analysis.devices[0].kernel_count");
   FORGE(an->devices[0].launch_median_ns, -2, "field Analysis.devices[0].launch_median_ns: -2");

@@ -85,13 +85,15 @@ static void test_digest(void **state) {
   const row *last = &ROWS[NROWS - 1];
   if (last->version == TBE__ANALYSIS_VERSION && last->digest == d) return;
   if (last->version == TBE__ANALYSIS_VERSION)
-    fail_msg("the analysis figures of test/data changed (digest 0x%08x, version %u recorded "
-             "0x%08x): raise TBE__ANALYSIS_VERSION to %u and add the row X(%u, 0x%08xu) to "
-             "TBE__ANALYSIS_DIGESTS in src/trace/analysis/analysis_version.h",
-             d, last->version, last->digest, last->version + 1, last->version + 1, d);
-  fail_msg("TBE__ANALYSIS_VERSION is %u but the last row of TBE__ANALYSIS_DIGESTS is version %u: "
-           "the row for version %u is X(%u, 0x%08xu) (src/trace/analysis/analysis_version.h)",
-           TBE__ANALYSIS_VERSION, last->version, TBE__ANALYSIS_VERSION, TBE__ANALYSIS_VERSION, d);
+    fail_msg(
+        "the analysis figures of test/data changed (digest 0x%08x, version %u recorded "
+        "0x%08x): raise TBE__ANALYSIS_VERSION to %u and add the row X(%u, 0x%08xu) to "
+        "TBE__ANALYSIS_DIGESTS in src/trace/analysis/analysis_version.h",
+        d, last->version, last->digest, last->version + 1, last->version + 1, d);
+  fail_msg(
+      "TBE__ANALYSIS_VERSION is %u but the last row of TBE__ANALYSIS_DIGESTS is version %u: "
+      "the row for version %u is X(%u, 0x%08xu) (src/trace/analysis/analysis_version.h)",
+      TBE__ANALYSIS_VERSION, last->version, TBE__ANALYSIS_VERSION, TBE__ANALYSIS_VERSION, d);
 }
 
 /* The table: versions 1, 2, ... oldest first, no digest twice; the

@@ -3,7 +3,10 @@
  *
  * Saving maps the analysis onto the generated protobuf-c messages without
  * copying its arrays (the messages point into the analysis; one scratch
- * block holds the message structs and pointer arrays) and packs them.
+ * block holds the message structs and pointer arrays) and packs them,
+ * stamped with the format version, the analysis version of this code
+ * (analysis_version.h) and the sources' keys the caller gives.  A file
+ * over TBE_ANALYSIS_FILE_MAX is not made: no reader would take it.
  *
  * The file ends with the CRC32C of all the bytes before it (field 5,
  * crc32c, written last by hand after the packed message).
@@ -20,11 +23,19 @@
  *   3. every count, enum value and text is checked against the model
  *      (per-enum arrays of exactly the enum's count, per-step arrays of
  *      exactly nsteps, advice text that fits tbe_advice.text, warnings as
- *      long as tbe_trace_warn keeps, no NUL in any text), naming the field;
+ *      long as tbe_trace_warn keeps, no NUL in any text), and every figure
+ *      against its range as an importer checks a trace's times (below,
+ *      "the figures' ranges"), naming the field;
  *   4. only then is the analysis built: a blank analysis (analysis_int.h)
  *      that owns a skeleton trace holding its strings (host, warnings,
  *      device names, names, labels, step hint), so the report code, which
  *      reads those through an->trace, works unchanged.
+ * Files (tbe_analysis_read) are read as every file below a log dir is
+ * (common/fsutil.h, tbe__read_open): no symlink followed below the base,
+ * no open that blocks (a FIFO is refused on its descriptor), and nothing
+ * over TBE_ANALYSIS_FILE_MAX read: refused at its size first.  A trace's
+ * key (tbe__analysis_key_fd) is its size and the CRC32C of its first and
+ * last TBE_ANALYSIS_KEY_SPAN bytes, read with pread in 8 KiB pieces.
  * Nothing here aborts or prints; every failure is a return code and one
  * line in the caller's tbe_analysis_load_error.
  *
@@ -709,8 +720,8 @@ static int check_i64(loader *L, const int64_t *v, size_t n, int kind, const char
   return L->rc;
 }
 
-static int check_counts(loader *L, const uint64_t *v, size_t n, const char *where,
-                        const char *name, int array) {
+static int check_counts(loader *L, const uint64_t *v, size_t n, const char *where, const char *name,
+                        int array) {
   for (size_t k = 0; k < n && !L->rc; k++)
     if (v[k] > (uint64_t)INT64_MAX)
       return bad_figure(L, where, name, k, array, "%llu is more than a count can be (2^63 - 1)",
@@ -718,8 +729,8 @@ static int check_counts(loader *L, const uint64_t *v, size_t n, const char *wher
   return L->rc;
 }
 
-static int check_reals(loader *L, const double *v, size_t n, const char *where,
-                       const char *name, int array) {
+static int check_reals(loader *L, const double *v, size_t n, const char *where, const char *name,
+                       int array) {
   for (size_t k = 0; k < n && !L->rc; k++)
     if (!isfinite(v[k])) return bad_figure(L, where, name, k, array, "not a finite number");
   return L->rc;
@@ -727,8 +738,8 @@ static int check_reals(loader *L, const double *v, size_t n, const char *where,
 
 /* A window of `where`: its start a time, its length a duration that ends
  * inside the range. */
-static int check_window(loader *L, int64_t start, int64_t dur, const char *where,
-                        const char *sname, const char *dname) {
+static int check_window(loader *L, int64_t start, int64_t dur, const char *where, const char *sname,
+                        const char *dname) {
   if (check_i64(L, &start, 1, R_TIME, where, sname, 0) ||
       check_i64(L, &dur, 1, R_DUR, where, dname, 0))
     return L->rc;
@@ -1199,8 +1210,8 @@ static int file_fail(tbe_analysis_load_error *err, int rc, const char *path, uin
     return fail(err, rc, UINT64_MAX, "%s is not a regular file: not read", path);
   if (rc == TBE_ETOOBIG)
     return fail(err, rc, UINT64_MAX,
-                "%s is %llu bytes, more than an analysis file holds (at most %llu): not read",
-                path, (unsigned long long)size, (unsigned long long)TBE_ANALYSIS_FILE_MAX);
+                "%s is %llu bytes, more than an analysis file holds (at most %llu): not read", path,
+                (unsigned long long)size, (unsigned long long)TBE_ANALYSIS_FILE_MAX);
   return fail(err, rc, UINT64_MAX, "%s: %s", path, tbe_strerror(rc));
 }
 
@@ -1220,8 +1231,8 @@ int tbe_analysis_read(tbe_analysis **out, tbe_analysis_stamp *stamp, const char 
   size_t len = 0;
   uint64_t size = 0;
   char where[4096];
-  int rc = tbe__read_file(&al, base, rel, TBE_ANALYSIS_FILE_MAX, &buf, &len, &size, where,
-                          sizeof where);
+  int rc =
+      tbe__read_file(&al, base, rel, TBE_ANALYSIS_FILE_MAX, &buf, &len, &size, where, sizeof where);
   if (rc == TBE_ENOMEM) return fail(err, rc, UINT64_MAX, "%s", tbe_strerror(rc));
   if (rc) return file_fail(err, rc, where, size);
   rc = tbe_analysis_load(out, stamp, buf, len, a, err);
