@@ -638,10 +638,29 @@ TBE_API int tbe_run_diff_write_events(const tbe_run_diff *d, const char *run_dir
  * figures and names works unchanged; code that walks an->trace's events
  * finds none.
  *
- * The file names the trace files it was computed from (name, size, mtime)
- * so that a reader can tell a current analysis from a stale one; the
- * library records and returns them, the caller compares (the CLI: size and
- * mtime of the file it would otherwise import). */
+ * The file says which code computed it and which trace files it was
+ * computed from, so that a reader can tell a current analysis from a
+ * stale one:
+ *   - the analysis version (tbe_analysis_version(): a number the library
+ *     raises whenever the figures an import and analysis give for the same
+ *     trace change; test_analysis_version fails until it is raised), so an
+ *     analysis of older code is never taken for today's;
+ *   - each trace file's key: its name in the folder, its size and the
+ *     CRC32C of its first and of its last TBE_ANALYSIS_KEY_SPAN bytes, not
+ *     its mtime, so a copy (cp -r, tar, rsync) keeps the analysis current,
+ *     and a rewrite, even of the same size, is seen wherever its head or
+ *     tail differ.  Blind spot: a same-size change confined to the middle
+ *     of a file over twice the span (a gzip trace's last 8 bytes are the
+ *     CRC and length of all its content, so only a plain JSON or an XSpace
+ *     can change there unseen).
+ * The library records and returns them; the caller compares (the CLI:
+ * the version with tbe_analysis_version(), the key with
+ * tbe_analysis_source_key of the file it would otherwise import).
+ *
+ * Files are read like every file below a log dir: tbe_analysis_read opens
+ * them without following symlinks below the directory given, without
+ * blocking (a FIFO is refused, not waited on) and refuses a file over
+ * TBE_ANALYSIS_FILE_MAX at its size, before reading it. */
 
 /* The file format's version: changes only on an incompatible change (the
  * rules are in proto/tbexport/analysis.proto).  A reader refuses files of
@@ -649,12 +668,21 @@ TBE_API int tbe_run_diff_write_events(const tbe_run_diff *d, const char *run_dir
 #define TBE_ANALYSIS_FORMAT_VERSION 1
 /* The file name suffix after the host name. */
 #define TBE_ANALYSIS_SUFFIX ".analysis.pb"
+/* The largest analysis file: tbe_analysis_save refuses to make a larger
+ * one (TBE_ETOOBIG) and the readers refuse one at its size.  Real ones
+ * are a few KB; a trace of thousands of names and steps, a few MB. */
+#define TBE_ANALYSIS_FILE_MAX ((uint64_t)64 << 20)
+/* A trace file's key covers this many bytes at its start and at its end. */
+#define TBE_ANALYSIS_KEY_SPAN 65536
 
 /* A trace file an analysis was computed from. */
 typedef struct tbe_analysis_source {
-  const char *name;   /* its name in the same folder (no '/') */
-  uint64_t size;      /* bytes */
-  int64_t mtime_ns;   /* modification time, ns since the epoch */
+  const char *name;     /* its name in the same folder (no '/') */
+  uint64_t size;        /* bytes */
+  int64_t mtime_ns;     /* modification time, ns since the epoch: recorded
+                           for information, not part of the key */
+  uint32_t head_crc32c; /* CRC32C of its first min(size, TBE_ANALYSIS_KEY_SPAN) bytes */
+  uint32_t tail_crc32c; /* CRC32C of its last min(size, TBE_ANALYSIS_KEY_SPAN) bytes */
 } tbe_analysis_source;
 
 /* What a file says about itself. */
@@ -663,6 +691,8 @@ typedef struct tbe_analysis_stamp {
   const char *producer;                /* "tbexport 0.1.0" */
   const tbe_analysis_source *sources;  /* nsources entries */
   size_t nsources;
+  /* Its writer's tbe_analysis_version(); 0: written before there was one. */
+  uint32_t analysis_version;
 } tbe_analysis_stamp;
 
 /* Why a file did not load: the byte offset in the file of what is wrong
@@ -675,10 +705,16 @@ typedef struct tbe_analysis_load_error {
   char message[256];
 } tbe_analysis_load_error;
 
+/* The analysis version of this library: what tbe_analysis_save writes
+ * into every file, and what a current file must carry. */
+TBE_API uint32_t tbe_analysis_version(void);
+
 /* Serializes `an` with the given sources into a new buffer (*out, *len:
- * freed with tbe_analysis_save_free).  `an` is not changed (its tables
- * are saved in their current order).  `a` may be NULL.  Returns 0,
- * TBE_EINVAL (NULL argument, a source without a name) or TBE_ENOMEM. */
+ * freed with tbe_analysis_save_free), stamped with this format and
+ * analysis version.  `an` is not changed (its tables are saved in their
+ * current order).  `a` may be NULL.  Returns 0, TBE_EINVAL (NULL argument,
+ * a source without a name), TBE_ETOOBIG (more than TBE_ANALYSIS_FILE_MAX
+ * bytes) or TBE_ENOMEM. */
 TBE_API int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources,
                               size_t nsources, void **out, size_t *len, const tbe_allocator *a);
 TBE_API void tbe_analysis_save_free(void *buf, size_t len, const tbe_allocator *a);
@@ -686,15 +722,42 @@ TBE_API void tbe_analysis_save_free(void *buf, size_t len, const tbe_allocator *
 /* Reads a file tbe_analysis_save wrote, treating it as hostile: every
  * length, count, enum value and string is checked (per-step arrays of
  * exactly nsteps entries, per-enum arrays of exactly the enum's count,
- * text without NUL bytes and within the model's sizes) before anything
- * is trusted.  On success *out is a new analysis (free with
+ * text without NUL bytes and within the model's sizes), and every figure
+ * as an importer checks a trace's (times within the model's +-(2^62 - 1)
+ * ns and windows ending inside it, durations >= 0, latencies >= -1,
+ * counts that fit int64_t, finite means and advice figures), before
+ * anything is trusted.  On success *out is a new analysis (free with
  * tbe_analysis_free), its name tables in the saved order, and `stamp`
  * (may be NULL) points into it.  `a` may be NULL; `err` may be NULL.
  * Returns 0; TBE_EFORMAT for a file of another format version (stamp
  * version set, producer NULL, when stamp is given); TBE_ECORRUPT with
- * err naming the byte or field; TBE_EINVAL; TBE_ENOMEM.  Never aborts. */
+ * err naming the byte or field; TBE_ETOOBIG (more than
+ * TBE_ANALYSIS_FILE_MAX bytes); TBE_EINVAL; TBE_ENOMEM.  Never aborts. */
 TBE_API int tbe_analysis_load(tbe_analysis **out, tbe_analysis_stamp *stamp, const void *data,
                               size_t n, const tbe_allocator *a, tbe_analysis_load_error *err);
+
+/* Reads and loads the analysis file `base`/`rel` (e.g. a log dir and
+ * "plugins/profile/RUN/HOST.analysis.pb"; `rel` NULL: `base` is the
+ * file).  `base` is the caller's (symlinks in it are followed); no
+ * component of `rel` is followed when it is a symlink (-ELOOP); the open
+ * never blocks and anything but a regular file is refused (TBE_ENOTREG,
+ * -EISDIR), and so is a file over TBE_ANALYSIS_FILE_MAX bytes
+ * (TBE_ETOOBIG), before a byte is read.  Returns 0 or tbe_analysis_load's
+ * codes (err as there), or a refusal of the file itself: -ENOENT when
+ * there is none, else -ELOOP, -ENOTDIR, TBE_ENOTREG, -EISDIR, TBE_ETOOBIG
+ * or another -errno, with err->message a whole line naming the path
+ * concerned ("LOGDIR/plugins/profile/r/h.analysis.pb is not a regular
+ * file"). */
+TBE_API int tbe_analysis_read(tbe_analysis **out, tbe_analysis_stamp *stamp, const char *base,
+                              const char *rel, const tbe_allocator *a,
+                              tbe_analysis_load_error *err);
+
+/* The key of the trace file `base`/`rel` as an analysis records it: size,
+ * mtime and the CRC32C of its head and tail (src->name is left as it
+ * is).  Opened under tbe_analysis_read's rules (`rel` NULL: `base` is the
+ * file); reads at most 2 * TBE_ANALYSIS_KEY_SPAN bytes.  Returns 0, or
+ * -ENOENT, -ELOOP, TBE_ENOTREG, ... as tbe_analysis_read. */
+TBE_API int tbe_analysis_source_key(tbe_analysis_source *src, const char *base, const char *rel);
 
 /* Names. */
 /* Demangles `mangled` into `buf` exactly as `c++filt` (GNU binutils, its

@@ -10,8 +10,11 @@
  * (and, when they replace files, synced) are they renamed into place; the
  * files they replace stay until then, and come back if the renaming fails.
  * An existing file is never replaced unless `force` is set; with `force`
- * the run's earlier summary of that host is replaced too (recognised by
- * its name: ".tbexport-summary" after the host).  Writers of one run take
+ * every earlier output of that host goes, those of formats not written
+ * again included (its XSpace, Chrome JSON and PyTorch link, its summary
+ * and HParams events, recognised by their names, ".tbexport-summary" after
+ * the host, and its analysis): a forced export leaves only what it wrote
+ * of the host, so no reader takes an older trace for it.  Writers of one run take
  * turns (a lock in logdir/.tbexport.lock).  Run and host names are
  * validated (tbe_name_check); names found inside traces are never used as
  * paths.  Below `logdir` no component is ever a symbolic link we write

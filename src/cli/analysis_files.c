@@ -2,14 +2,23 @@
  * is in analysis_files.h).
  *
  * A persisted analysis is used only when it stands for exactly what the
- * trace would give: written by this tbexport (format version and
- * producer), and naming the very file the trace path would import with
- * that file's current size and mtime (ns; or the same whole second when
- * a copy kept times in seconds only: tar, cp -p).  Then the report is the same
- * bytes either way (test/cli/test_persist.sh checks it for every format).
- * A rewrite of a trace within one mtime tick that keeps its size is not
- * seen (as make and git's index do not); tbexport's own rewrites replace
- * the analysis with the trace.
+ * trace would give: decodable by this tbexport (format version), computed
+ * by code that gives today's figures (analysis version), and naming the
+ * very file the trace path would import with that file's current key:
+ * size and the CRC32C of its first and last 64 KiB (tbe_analysis_source).
+ * Then the report is the same bytes either way (test/cli/test_persist.sh
+ * checks it for every format).  The key is the file's bytes, not its
+ * mtime: a copy of a log dir (cp -r, tar, rsync) keeps its analyses, and
+ * a rewrite of the same size is seen when its head or tail differ.  Not
+ * seen: a change of the same size confined to the middle of a plain JSON
+ * or XSpace over 128 KiB (a gzip trace ends with the CRC of all of its
+ * content); tbexport's own rewrites replace the analysis with the trace.
+ *
+ * Every file is read through the library (tbe_analysis_read,
+ * tbe_analysis_source_key): under the log dir no symlink is followed, no
+ * open blocks (a FIFO at the name is refused at once) and nothing past
+ * TBE_ANALYSIS_FILE_MAX is read; each refusal is the one line that says
+ * why the analysis was not used.
  *
  * Threads: the hosts of a run are read by up to `threads` workers taking
  * the next host from a shared counter; each host's slot is written by the
@@ -34,76 +43,32 @@
 
 #include "cli/analysis_files.h"
 
-/* ---- reading one file ---- */
+/* ---- checking one file ---- */
 
-/* Reads a whole regular file.  Returns 0 (*buf malloc'd) or -errno. */
-static int read_all(const char *path, unsigned char **buf, size_t *len) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return -errno;
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    int e = S_ISREG(st.st_mode) ? -errno : -EINVAL;
-    close(fd);
-    return e;
+/* The trace names `st` records, comma-separated, into buf. */
+static void source_names(const tbe_analysis_stamp *st, char *buf, size_t size) {
+  size_t n = 0;
+  buf[0] = 0;
+  for (size_t i = 0; i < st->nsources && n < size; i++) {
+    int k = snprintf(buf + n, size - n, "%s%s", i ? ", " : "", st->sources[i].name);
+    if (k < 0) break;
+    n += (size_t)k;
   }
-  size_t n = (size_t)st.st_size, got = 0;
-  unsigned char *b = malloc(n ? n : 1);
-  if (!b) {
-    close(fd);
-    return -ENOMEM;
-  }
-  while (got < n) {
-    ssize_t r = read(fd, b + got, n - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    got += (size_t)r;
-  }
-  close(fd);
-  *buf = b;
-  *len = got;
-  return 0;
 }
 
-static int64_t mtime_ns(const struct stat *st) {
-  return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-}
-
-static void our_producer(char *buf, size_t size) {
-  snprintf(buf, size, "tbexport %s", tbe_version_string());
-}
-
-/* Whether a trace whose size matched is the one the analysis at `path`
- * recorded with mtime `rec` (ns): the same mtime, or one a copy that keeps
- * times at a coarser resolution gives (tar, cp -p and rsync -a to a file
- * system of whole seconds: the same second) on a trace no newer than the
- * analysis file itself, which tbexport writes after the traces. */
-static int fresh(int64_t rec, const struct stat *st, const char *path) {
-  int64_t now = mtime_ns(st);
-  if (rec == now) return 1;
-  struct stat ast;
-  if (stat(path, &ast) != 0 || now > mtime_ns(&ast)) return 0;
-  return now % 1000000000 == 0 && rec / 1000000000 == now / 1000000000;
-}
-
-/* Loads the analysis at `path` and checks that it describes the file
- * `name` as `st` says it is now.  Returns the analysis, or NULL with `why`
- * set ("" when there is no such file). */
-static tbe_analysis *load_checked(const char *path, const char *name, const struct stat *st,
-                                  char *why, size_t size) {
+/* Loads the analysis base/rel (shown as `path`) and checks that it stands
+ * for the trace file `name` in the same folder, whose key is `now`.
+ * Returns the analysis, or NULL with `why` set ("" when there is no such
+ * file). */
+static tbe_analysis *load_checked(const char *base, const char *rel, const char *path,
+                                  const char *name, const tbe_analysis_source *now, char *why,
+                                  size_t size) {
   why[0] = 0;
-  unsigned char *buf = NULL;
-  size_t len = 0;
-  int rc = read_all(path, &buf, &len);
-  if (rc == -ENOENT) return NULL;
-  if (rc) {
-    snprintf(why, size, "%s cannot be read (%s)", path, strerror(-rc));
-    return NULL;
-  }
   tbe_analysis *an = NULL;
   tbe_analysis_stamp stamp;
   tbe_analysis_load_error err;
-  rc = tbe_analysis_load(&an, &stamp, buf, len, NULL, &err);
-  free(buf);
+  int rc = tbe_analysis_read(&an, &stamp, base, rel, NULL, &err);
+  if (rc == -ENOENT) return NULL;
   if (rc == TBE_EFORMAT) {
     snprintf(why, size, "%s is from another version (format %u, this tbexport reads %d)", path,
              stamp.version, TBE_ANALYSIS_FORMAT_VERSION);
@@ -114,26 +79,37 @@ static tbe_analysis *load_checked(const char *path, const char *name, const stru
              err.message);
     return NULL;
   }
-  if (rc) {
+  if (rc == TBE_ECORRUPT || rc == TBE_ENOMEM) {
     snprintf(why, size, "%s is corrupt: %s", path, err.message[0] ? err.message : tbe_strerror(rc));
     return NULL;
   }
-  char mine[64];
-  our_producer(mine, sizeof mine);
-  if (strcmp(stamp.producer, mine) != 0) {
-    snprintf(why, size, "%s is from another version (%s, this is %s)", path, stamp.producer, mine);
+  if (rc) { /* the file itself was refused: the message names it */
+    snprintf(why, size, "%s", err.message[0] ? err.message : tbe_strerror(rc));
+    return NULL;
+  }
+  if (stamp.analysis_version != tbe_analysis_version()) {
+    snprintf(why, size, "%s is from another analysis version (%u, this tbexport computes %u)", path,
+             stamp.analysis_version, tbe_analysis_version());
     tbe_analysis_free(an);
     return NULL;
   }
   for (size_t i = 0; i < stamp.nsources; i++) {
     const tbe_analysis_source *s = &stamp.sources[i];
     if (strcmp(s->name, name) != 0) continue;
-    if (s->size == (uint64_t)st->st_size && fresh(s->mtime_ns, st, path)) return an;
-    snprintf(why, size, "%s is older than its trace %s", path, name);
+    if (s->size == now->size && s->head_crc32c == now->head_crc32c &&
+        s->tail_crc32c == now->tail_crc32c)
+      return an;
+    snprintf(why, size, "%s is stale: its trace %s changed since it was written", path, name);
     tbe_analysis_free(an);
     return NULL;
   }
-  snprintf(why, size, "%s does not describe %s", path, name);
+  /* The trace was not written with this analysis: it is the odd one (a
+   * file of an earlier export, or put there by hand), so the line names it
+   * first. */
+  char names[256];
+  source_names(&stamp, names, sizeof names);
+  snprintf(why, size, "%s is not a trace of the export that wrote %s (%s)", name, path,
+           names[0] ? names : "no trace");
   tbe_analysis_free(an);
   return NULL;
 }
@@ -141,16 +117,18 @@ static tbe_analysis *load_checked(const char *path, const char *name, const stru
 /* ---- the hosts of a run ---- */
 
 static void read_host(tbe_cli_host_analysis *h) {
-  char path[PATH_MAX], trace[PATH_MAX];
+  char rel[PATH_MAX], trel[PATH_MAX], path[2 * PATH_MAX];
   h->an = NULL;
   h->why[0] = 0;
-  if ((size_t)snprintf(path, sizeof path, "%s/%s%s", h->dir, h->stem, TBE_ANALYSIS_SUFFIX) >=
-          sizeof path ||
-      (size_t)snprintf(trace, sizeof trace, "%s/%s", h->dir, h->trace) >= sizeof trace)
+  if ((size_t)snprintf(rel, sizeof rel, "%s/%s%s", h->rel, h->stem, TBE_ANALYSIS_SUFFIX) >=
+          sizeof rel ||
+      (size_t)snprintf(trel, sizeof trel, "%s/%s", h->rel, h->trace) >= sizeof trel)
     return;
-  struct stat st;
-  if (stat(trace, &st) != 0) return; /* the import will say what is wrong */
-  h->an = load_checked(path, h->trace, &st, h->why, sizeof h->why);
+  snprintf(path, sizeof path, "%s/%s", h->logdir, rel);
+  tbe_analysis_source now;
+  memset(&now, 0, sizeof now);
+  if (tbe_analysis_source_key(&now, h->logdir, trel) != 0) return; /* the import will say why */
+  h->an = load_checked(h->logdir, rel, path, h->trace, &now, h->why, sizeof h->why);
 }
 
 typedef struct pool {
@@ -210,27 +188,28 @@ static int cache_dir(char *buf, size_t size, int create) {
 }
 
 /* The entry of a file: <cache>/<hash of real path, device, inode>.analysis.pb,
- * and the file's base name.  Returns 0, or -1 for a file not cached. */
-static int cache_entry(const char *path, int create, struct stat *st, char *entry, size_t esize,
-                       char *base, size_t bsize) {
+ * as the cache folder `dir` and the entry's name, and the file's base
+ * name.  Returns 0, or -1 for a file not cached. */
+static int cache_entry(const char *path, int create, char *dir, size_t dsize, char *entry,
+                       size_t esize, char *base, size_t bsize) {
   char real[PATH_MAX];
-  if (strcmp(path, "-") == 0 || !realpath(path, real) || stat(real, st) != 0 ||
-      !S_ISREG(st->st_mode))
+  struct stat st;
+  if (strcmp(path, "-") == 0 || !realpath(path, real) || stat(real, &st) != 0 ||
+      !S_ISREG(st.st_mode))
     return -1;
-  if ((long long)st->st_size < env_ll("TBEXPORT_CACHE_MIN_BYTES", TBE_CLI_CACHE_MIN_BYTES))
+  if ((long long)st.st_size < env_ll("TBEXPORT_CACHE_MIN_BYTES", TBE_CLI_CACHE_MIN_BYTES))
     return -1;
   uint64_t h = 1469598103934665603ULL; /* FNV-1a, 64 bits */
   char key[PATH_MAX + 64];
-  int kn = snprintf(key, sizeof key, "%s%c%llu%c%llu", real, 0, (unsigned long long)st->st_dev, 0,
-                    (unsigned long long)st->st_ino);
+  int kn = snprintf(key, sizeof key, "%s%c%llu%c%llu", real, 0, (unsigned long long)st.st_dev, 0,
+                    (unsigned long long)st.st_ino);
   for (int i = 0; i < kn && i < (int)sizeof key; i++) {
     h ^= (unsigned char)key[i];
     h *= 1099511628211ULL;
   }
-  char dir[PATH_MAX];
-  if (cache_dir(dir, sizeof dir, create)) return -1;
-  if ((size_t)snprintf(entry, esize, "%s/%016llx%s", dir, (unsigned long long)h,
-                       TBE_ANALYSIS_SUFFIX) >= esize)
+  if (cache_dir(dir, dsize, create)) return -1;
+  if ((size_t)snprintf(entry, esize, "%016llx%s", (unsigned long long)h, TBE_ANALYSIS_SUFFIX) >=
+      esize)
     return -1;
   const char *b = strrchr(real, '/');
   b = b ? b + 1 : real;
@@ -241,12 +220,15 @@ static int cache_entry(const char *path, int create, struct stat *st, char *entr
 
 tbe_analysis *tbe_cli_cache_get(const char *path, char *why, size_t size) {
   why[0] = 0;
-  struct stat st;
-  char entry[PATH_MAX], base[NAME_MAX + 1];
-  if (cache_entry(path, 0, &st, entry, sizeof entry, base, sizeof base)) return NULL;
-  tbe_analysis *an = load_checked(entry, base, &st, why, size);
-  if (an) utimensat(AT_FDCWD, entry, NULL, 0); /* recently used */
-  else if (why[0]) unlink(entry);              /* stale or broken: it goes */
+  char dir[PATH_MAX], name[64], entry[PATH_MAX + 64], base[NAME_MAX + 1];
+  if (cache_entry(path, 0, dir, sizeof dir, name, sizeof name, base, sizeof base)) return NULL;
+  tbe_analysis_source now;
+  memset(&now, 0, sizeof now);
+  if (tbe_analysis_source_key(&now, path, NULL) != 0) return NULL;
+  snprintf(entry, sizeof entry, "%s/%s", dir, name);
+  tbe_analysis *an = load_checked(dir, name, entry, base, &now, why, size);
+  if (an) utimensat(AT_FDCWD, entry, NULL, AT_SYMLINK_NOFOLLOW); /* recently used */
+  else if (why[0]) unlink(entry);                                /* stale or broken: it goes */
   return an;
 }
 
@@ -301,13 +283,16 @@ static void cache_trim(const char *dir) {
 }
 
 void tbe_cli_cache_put(const char *path, const tbe_analysis *an) {
-  struct stat st;
-  char entry[PATH_MAX], base[NAME_MAX + 1], tmp[PATH_MAX + 16];
-  if (!an || cache_entry(path, 1, &st, entry, sizeof entry, base, sizeof base)) return;
-  tbe_analysis_source src = {base, (uint64_t)st.st_size, mtime_ns(&st)};
+  char dir[PATH_MAX], name[64], entry[PATH_MAX + 64], base[NAME_MAX + 1], tmp[PATH_MAX + 80];
+  if (!an || cache_entry(path, 1, dir, sizeof dir, name, sizeof name, base, sizeof base)) return;
+  tbe_analysis_source src;
+  memset(&src, 0, sizeof src);
+  if (tbe_analysis_source_key(&src, path, NULL) != 0) return;
+  src.name = base;
   void *buf = NULL;
   size_t len = 0;
   if (tbe_analysis_save(an, &src, 1, &buf, &len, NULL)) return;
+  snprintf(entry, sizeof entry, "%s/%s", dir, name);
   snprintf(tmp, sizeof tmp, "%s.XXXXXX", entry);
   int fd = mkstemp(tmp);
   int ok = fd >= 0;
@@ -321,9 +306,5 @@ void tbe_cli_cache_put(const char *path, const tbe_analysis *an) {
   if (ok && rename(tmp, entry) != 0) ok = 0;
   if (!ok && fd >= 0) unlink(tmp);
   tbe_analysis_save_free(buf, len, NULL);
-  char *slash = strrchr(entry, '/');
-  if (ok && slash) {
-    *slash = 0;
-    cache_trim(entry);
-  }
+  if (ok) cache_trim(dir);
 }

@@ -68,9 +68,9 @@ static void usage(FILE *f) {
           "                  annotations) named NAME, in DOMAIN if given: the outermost\n"
           "                  ones of the thread with the most, numbered from 0 or by\n"
           "                  their integer payload (replaces steps found by name)\n"
-          "  --force         replace the run's outputs of this host (XSpace, JSON,\n"
-          "                  summary events) together; if writing fails they stay\n"
-          TBE_CLI_RUN_USAGE
+          "  --force         replace all of the run's outputs of this host together\n"
+          "                  (XSpace, JSON, summary events; those of a format not\n"
+          "                  written now go); if writing fails they all stay\n" TBE_CLI_RUN_USAGE
           "  --quiet         no progress bar\n"
           "  --help          this text\n"
           "FILE may be - for standard input (not for an Nsight Systems export).\n"

@@ -296,8 +296,9 @@ int tbe_cli_load_run(const char *cmd, const char *logdir, const char *arg,
       tbe_cli_error(cmd, "%s", tbe_strerror(TBE_ENOMEM));
       rc = TBE_EXIT_FAIL;
     }
-    char dir[PATH_MAX];
+    char dir[PATH_MAX], rel[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/plugins/profile/%s", logdir, arg);
+    snprintf(rel, sizeof rel, "plugins/profile/%s", arg);
     tbe_cli_host_analysis *ha = rc ? NULL : calloc(n, sizeof *ha);
     if (!rc && !ha) {
       tbe_cli_error(cmd, "%s", tbe_strerror(TBE_ENOMEM));
@@ -305,7 +306,8 @@ int tbe_cli_load_run(const char *cmd, const char *logdir, const char *arg,
     }
     if (!rc && !lo->from_traces) {
       for (size_t i = 0; i < n; i++) {
-        ha[i].dir = dir;
+        ha[i].logdir = logdir;
+        ha[i].rel = rel;
         ha[i].stem = hf[i].stem;
         ha[i].trace = hf[i].name;
       }

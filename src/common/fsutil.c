@@ -199,6 +199,22 @@ int tbe__pwrite_all(int fd, const void *p, size_t n, uint64_t off) {
   return 0;
 }
 
+int tbe__pread_all(int fd, void *p, size_t n, uint64_t off) {
+  char *c = p;
+  while (n > 0) {
+    ssize_t r = pread(fd, c, n, (off_t)off);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    if (r == 0) return TBE_ETRUNCATED;
+    c += r;
+    off += (uint64_t)r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
 int tbe__path_split(const tbe_allocator *a, const char *path, char **dir, const char **name) {
   const char *slash = strrchr(path, '/');
   const char *base = slash ? slash + 1 : path;
@@ -214,6 +230,85 @@ int tbe__path_split(const tbe_allocator *a, const char *path, char **dir, const 
     if (!*dir) return TBE_ENOMEM;
   }
   *name = base;
+  return 0;
+}
+
+/* ---- reading under the same rules ---- */
+
+int tbe__read_open(const char *base, const char *rel, struct stat *st, char *where, size_t wsize) {
+  if (where && wsize) where[0] = 0;
+  if (!base || !*base || !st) return TBE_EINVAL;
+  int fd, rc = 0;
+  size_t rl = rel ? strlen(rel) : 0;
+  if (rl == 0) {
+    fd = open(base, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) rc = -errno;
+  } else {
+    const char *slash = strrchr(rel, '/');
+    const char *name = slash ? slash + 1 : rel;
+    size_t dl = slash ? (size_t)(slash - rel) : 0;
+    char dir[4096];
+    if (dl >= sizeof dir || !*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+      where_at(where, wsize, base, rel, rl);
+      return TBE_EINVAL;
+    }
+    memcpy(dir, rel, dl);
+    dir[dl] = 0;
+    int dfd = tbe__dir_open(base, dir, 0, 0, where, wsize);
+    if (dfd < 0) return dfd;
+    /* O_NOFOLLOW: a symlink at the name is refused (ELOOP), never read
+     * through; O_NONBLOCK: a FIFO there does not block the open. */
+    fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+      struct stat ls;
+      rc = -errno;
+      if (fstatat(dfd, name, &ls, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(ls.st_mode)) rc = -ELOOP;
+    }
+    close(dfd);
+  }
+  if (!rc) {
+    if (fstat(fd, st) != 0) rc = -errno;
+    else if (S_ISDIR(st->st_mode)) rc = -EISDIR;
+    else if (!S_ISREG(st->st_mode)) rc = TBE_ENOTREG;
+    if (rc) close(fd);
+  }
+  if (rc) {
+    where_at(where, wsize, base, rel ? rel : "", rl);
+    return rc;
+  }
+  return fd;
+}
+
+int tbe__read_file(const tbe_allocator *a, const char *base, const char *rel, uint64_t max,
+                   void **buf, size_t *len, uint64_t *size, char *where, size_t wsize) {
+  *buf = NULL;
+  *len = 0;
+  if (size) *size = 0;
+  struct stat st;
+  int fd = tbe__read_open(base, rel, &st, where, wsize);
+  if (fd < 0) return fd;
+  uint64_t n = (uint64_t)st.st_size;
+  if (size) *size = n;
+  int rc = 0;
+  unsigned char *b = NULL;
+  if (n > max || n >= SIZE_MAX) rc = TBE_ETOOBIG;
+  else if (!(b = tbe__alloc(a, n ? (size_t)n : 1))) rc = TBE_ENOMEM;
+  size_t got = 0;
+  while (!rc && got < n) {
+    ssize_t r = read(fd, b + got, (size_t)n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) rc = -errno;
+    else if (r == 0) break; /* shrank since the fstat: what it had */
+    else got += (size_t)r;
+  }
+  close(fd);
+  if (rc) {
+    tbe__free(a, b);
+    if (rc != TBE_ENOMEM) where_at(where, wsize, base, rel ? rel : "", rel ? strlen(rel) : 0);
+    return rc;
+  }
+  *buf = b;
+  *len = got;
   return 0;
 }
 
@@ -249,8 +344,9 @@ static int tmp_create(int dfd, char *name, int *fd, int *lockfd) {
   for (int attempt = 0; attempt < 100; attempt++) {
     tmp_name(name);
     /* O_EXCL|O_NOFOLLOW: never opens what a planted file or symlink at the
-     * temporary name points to. */
-    int f = tbe__io_openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+     * temporary name points to.  O_RDWR: a writer may read back what it
+     * wrote (the export keys a trace by its head and tail). */
+    int f = tbe__io_openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (f < 0) {
       if (errno == EEXIST) continue;
       return -errno;

@@ -34,6 +34,8 @@
 #include "common/utf8.h"
 #include "tbexport/common.h" /* TBE_NAME_MAX */
 
+struct stat; /* <sys/stat.h>, which callers include where they use it */
+
 /* Creates `path` and its missing parents with `mode` (0755).  Returns 0 if
  * it exists as a directory afterwards, else -errno. */
 int tbe__mkdir_p(const char *path, mode_t mode);
@@ -82,11 +84,49 @@ int tbe__write_all(int fd, const void *p, size_t n);
  * move).  Returns 0 or -errno (no progress: TBE_EIO). */
 int tbe__pwrite_all(int fd, const void *p, size_t n, uint64_t off);
 
+/* Like tbe__pwrite_all, reading: `n` bytes at offset `off` (pread: the
+ * file offset does not move), retrying on EINTR and short reads.
+ * Returns 0, TBE_ETRUNCATED when the file ends first, or -errno. */
+int tbe__pread_all(int fd, void *p, size_t n, uint64_t off);
+
 /* Splits `path` into a newly allocated directory part (`.` when there is
  * none, `/` for a file in the root) and a pointer to its last component,
  * inside `path`.  Returns 0, TBE_EINVAL when the last component is empty,
  * or TBE_ENOMEM. */
 int tbe__path_split(const tbe_allocator *a, const char *path, char **dir, const char **name);
+
+/* ---- reading under the same rules ----
+ * Every file we read below a directory we were given (the persisted
+ * analysis, the head and tail of a trace it describes, the cache's
+ * entries) is opened by tbe__read_open, which applies to reads what the
+ * rules above apply to writes:
+ *   - the symlink rule: `base` is the caller's (symlinks in it are
+ *     followed); each component of `rel`, the file's own name included, is
+ *     opened without following a symlink (-ELOOP names it in `where`);
+ *   - nothing blocks: the file is opened O_NONBLOCK and anything but a
+ *     regular file (a FIFO, a device, a socket) is refused on the
+ *     descriptor, TBE_ENOTREG (-EISDIR for a directory), before a byte is
+ *     read, so a FIFO planted at the name cannot hang the reader;
+ *   - bounded: tbe__read_file refuses a file larger than `max` at its size,
+ *     TBE_ETOOBIG, before reading a byte (a sparse 4 GiB file costs one
+ *     fstat), and never reads more than the size it saw.
+ * O_NONBLOCK stays on the descriptor: reads of a regular file ignore it. */
+
+/* Opens base/rel for reading under the rules above; `rel` NULL or "":
+ * `base` itself is the file (the caller's: a symlink is followed, the
+ * other rules hold).  `rel` must not be absolute nor hold empty, "." or
+ * ".." components (TBE_EINVAL).  Fills *st (fstat of the descriptor).
+ * Returns the descriptor (O_CLOEXEC) or a negative code; then `where`
+ * (when not NULL) names the path concerned. */
+int tbe__read_open(const char *base, const char *rel, struct stat *st, char *where, size_t wsize);
+
+/* Reads the whole file base/rel (tbe__read_open) into a new block of `a`
+ * (*buf, *len; freed with tbe__free), refusing it with TBE_ETOOBIG when it
+ * is larger than `max` bytes.  *size (when not NULL) gets the size fstat
+ * gave, also on TBE_ETOOBIG.  A file that shrinks while read gives the
+ * bytes it had.  Returns 0 or a negative code, `where` as above. */
+int tbe__read_file(const tbe_allocator *a, const char *base, const char *rel, uint64_t max,
+                   void **buf, size_t *len, uint64_t *size, char *where, size_t wsize);
 
 /* ---- temporary files ----
  * Every temporary file we create is named TBE__TMP_PREFIX<pid>-<n>

@@ -10,7 +10,19 @@
  *     CLI prints renders the same bytes from either: summary, run of two
  *     hosts, diff and run diff, in table, CSV, JSON and Markdown, with the
  *     default options and with every row, full names, another sort;
- *   - the stamp comes back (version, producer, sources);
+ *   - the stamp comes back (format and analysis version, producer, sources
+ *     with their keys);
+ *   - every figure is range-checked like an import: a forged time at
+ *     INT64_MAX or INT64_MIN, a window ending past the model's range, a
+ *     negative duration, a count past INT64_MAX, a NaN figure is refused
+ *     with the field named (and the entry of an array), and the limits
+ *     themselves load;
+ *   - files are read like every file below a log dir: a FIFO at the name
+ *     is refused at once, a symlink at the name or at a folder of the path
+ *     is not followed, a sparse 4 GiB file is refused at its size with
+ *     nothing allocated for it; a trace's key survives a copy and changes
+ *     with its head or tail (not with its middle: the documented blind
+ *     spot);
  *   - hostile bytes never crash and never load silently wrong: every
  *     truncation and every single-bit flip of a saved file either fails
  *     with TBE_ECORRUPT/TBE_EFORMAT and a message, or loads an analysis
@@ -19,6 +31,9 @@
  *   - a failed allocation anywhere in save or load is TBE_ENOMEM and
  *     leaks nothing (the allocation sweep).
  * Nothing here skips: an import that fails fails the test. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +41,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -53,8 +70,9 @@ static tbe_trace *import(const char *rel) {
   return t;
 }
 
-static const tbe_analysis_source SOURCES[2] = {{"host.trace.json.gz", 123456789, 1700000000123456789LL},
-                                               {"host.xplane.pb", 42, -5}};
+static const tbe_analysis_source SOURCES[2] = {
+    {"host.trace.json.gz", 123456789, 1700000000123456789LL, 0x89abcdefu, 0x01234567u},
+    {"host.xplane.pb", 42, -5, 0xffffffffu, 0}};
 
 /* Saves `an` and loads it back. */
 static tbe_analysis *reload(const tbe_analysis *an, void **bytes, size_t *len) {
@@ -68,6 +86,8 @@ static tbe_analysis *reload(const tbe_analysis *an, void **bytes, size_t *len) {
   if (rc) print_message("load: %s\n", err.message);
   assert_int_equal(rc, 0);
   assert_int_equal(st.version, TBE_ANALYSIS_FORMAT_VERSION);
+  assert_int_equal(st.analysis_version, tbe_analysis_version());
+  assert_true(st.analysis_version > 0);
   char want[64];
   snprintf(want, sizeof want, "tbexport %s", tbe_version_string());
   assert_string_equal(st.producer, want);
@@ -76,6 +96,8 @@ static tbe_analysis *reload(const tbe_analysis *an, void **bytes, size_t *len) {
     assert_string_equal(st.sources[i].name, SOURCES[i].name);
     assert_true(st.sources[i].size == SOURCES[i].size);
     assert_true(st.sources[i].mtime_ns == SOURCES[i].mtime_ns);
+    assert_true(st.sources[i].head_crc32c == SOURCES[i].head_crc32c);
+    assert_true(st.sources[i].tail_crc32c == SOURCES[i].tail_crc32c);
   }
   if (bytes) {
     *bytes = buf;
@@ -358,6 +380,269 @@ static void test_count_named(void **state) {
   tbe_trace_free(t);
 }
 
+/* ---- the figures' ranges ---- */
+
+/* Saves `an` as it is now and expects the load to refuse it naming
+ * `field` (NULL: expects it to load). */
+static void expect_refused(const tbe_analysis *an, const char *field) {
+  void *buf = NULL;
+  size_t n = 0;
+  assert_int_equal(tbe_analysis_save(an, SOURCES, 2, &buf, &n, NULL), 0);
+  tbe_analysis *x = NULL;
+  tbe_analysis_load_error err;
+  int rc = tbe_analysis_load(&x, NULL, buf, n, NULL, &err);
+  tbe_analysis_save_free(buf, n, NULL);
+  if (!field) {
+    if (rc) print_message("refused: %s\n", err.message);
+    assert_int_equal(rc, 0);
+    /* what loads renders, diffs and writes a diff's events without overflow */
+    tbe_diff *d = NULL;
+    assert_int_equal(tbe_diff_create(&d, x, x, NULL), 0);
+    tbe_report_options o;
+    tbe_report_options_init(&o);
+    o.format = TBE_REPORT_JSON;
+    char *s = NULL;
+    size_t len = 0;
+    assert_int_equal(tbe_report_diff(d, &o, &s, &len), 0);
+    tbe_report_free(s, len, NULL);
+    char *dir = tu_mkdtemp(), *run = tu_join(dir, "r");
+    assert_int_equal(tbe_diff_write_events(d, run, "base", "new", 5, "h", NULL, 0), 0);
+    tu_rmrf(dir);
+    free(run);
+    free(dir);
+    tbe_diff_free(d);
+    tbe_analysis_free(x);
+    return;
+  }
+  if (rc != TBE_ECORRUPT || !strstr(err.message, field))
+    print_message("want %s refused, got %d: %s\n", field, rc, rc ? err.message : "");
+  assert_int_equal(rc, TBE_ECORRUPT);
+  assert_non_null(strstr(err.message, field));
+  assert_null(x);
+}
+
+#define TIME_MAX (((int64_t)1 << 62) - 1)
+
+/* Forged figures, one at a time, each put back after. */
+static void test_ranges_named(void **state) {
+  (void)state;
+  tbe_trace *t = import("cli/small.trace.json");
+  tbe_analysis *an = NULL;
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  assert_true(an->ndevices > 0 && an->nsteps > 1 && an->nadvice > 0);
+  tbe_name_stats *k = &an->groups[TBE_GROUP_KERNEL][0];
+  assert_non_null(k->step_ns);
+  expect_refused(an, NULL);
+#define FORGE(lv, v, field)      \
+  do {                           \
+    __typeof__(lv) keep_ = (lv); \
+    (lv) = (v);                  \
+    expect_refused(an, field);   \
+    (lv) = keep_;                \
+  } while (0)
+  FORGE(an->start_ns, INT64_MAX, "field Analysis.start_ns: 9223372036854775807 ns is outside");
+  FORGE(an->start_ns, INT64_MIN, "field Analysis.start_ns: -9223372036854775808 ns");
+  FORGE(an->start_ns, TIME_MAX + 1, "field Analysis.start_ns");
+  FORGE(an->wall_ns, TIME_MAX, "field Analysis.wall_ns: 4611686018427387903 ns from");
+  FORGE(an->wall_ns, -1, "field Analysis.wall_ns: -1 ns is negative");
+  FORGE(an->host_busy_ns, INT64_MIN, "field Analysis.host_busy_ns");
+  FORGE(an->api_calls, (uint64_t)INT64_MAX + 1,
+        "field Analysis.api_calls: 9223372036854775808 is more");
+  FORGE(an->devices[0].busy_ns, -1, "field Analysis.devices[0].busy_ns");
+  FORGE(an->devices[0].kernel_count, UINT64_MAX, "field Analysis.devices[0].kernel_count");
+  FORGE(an->devices[0].launch_median_ns, -2, "field Analysis.devices[0].launch_median_ns: -2");
+  FORGE(an->all.memcpy_ns[3], -5, "field Analysis.all.memcpy_ns[3]: -5");
+  FORGE(an->all.class_count[2], UINT64_MAX, "field Analysis.all.class_count[2]");
+  FORGE(an->group_total_ns[TBE_GROUP_CPU_OP], -1, "field Analysis.cpu_ops.total_ns");
+  FORGE(k->calls, UINT64_MAX, "field Analysis.kernels.names[0].calls");
+  FORGE(k->total_ns, INT64_MIN, "field Analysis.kernels.names[0].total_ns");
+  FORGE(k->max_ns, -1, "field Analysis.kernels.names[0].max_ns");
+  FORGE(k->step_ns[1], -1, "field Analysis.kernels.names[0].step_ns[1]: -1");
+  FORGE(an->steps[1].start_ns, INT64_MAX, "field Analysis.steps[1].start_ns");
+  FORGE(an->steps[0].dur_ns, INT64_MAX, "field Analysis.steps[0].dur_ns");
+  FORGE(an->steps[0].gpu_busy_ns, -7, "field Analysis.steps[0].gpu_busy_ns");
+  FORGE(an->steps[0].class_ns[0], INT64_MIN, "field Analysis.steps[0].class_ns[0]");
+  FORGE(an->step_dist.median_ns, INT64_MIN, "field Analysis.step_dist.median_ns");
+  FORGE(an->advice[0].figure, NAN, "field Analysis.advice[0].figure: not a finite number");
+  FORGE(an->advice[0].figure, INFINITY, "field Analysis.advice[0].figure");
+  /* The limits themselves are figures a trace can give. */
+  FORGE(an->devices[0].launch_median_ns, -1, NULL);
+  FORGE(an->api_calls, (uint64_t)INT64_MAX, NULL);
+  int64_t s0 = an->start_ns, w0 = an->wall_ns;
+  an->start_ns = TIME_MAX - 10;
+  an->wall_ns = 10;
+  expect_refused(an, NULL);
+  an->start_ns = -TIME_MAX;
+  expect_refused(an, NULL);
+  an->start_ns = s0;
+  an->wall_ns = w0;
+#undef FORGE
+  tbe_analysis_free(an);
+  tbe_trace_free(t);
+}
+
+/* ---- files ---- */
+
+/* tbe_analysis_read of dir/rel: its code, and its message in `msg`. */
+static int read_at(const char *dir, const char *rel, char *msg, size_t size) {
+  tbe_analysis *an = NULL;
+  tbe_analysis_stamp st;
+  tbe_analysis_load_error err;
+  int rc = tbe_analysis_read(&an, &st, dir, rel, NULL, &err);
+  snprintf(msg, size, "%s", err.message);
+  if (!rc) {
+    assert_int_equal(st.analysis_version, tbe_analysis_version());
+    tbe_analysis_free(an);
+  } else {
+    assert_null(an);
+  }
+  return rc;
+}
+
+/* Runs a shell command built from `fmt` and two paths. */
+static void sh(const char *fmt, const char *a, const char *b) {
+  char cmd[8400];
+  snprintf(cmd, sizeof cmd, fmt, a, b);
+  assert_int_equal(system(cmd), 0);
+}
+
+/* The key of dir/rel. */
+static tbe_analysis_source key_of(const char *dir, const char *rel) {
+  tbe_analysis_source k;
+  memset(&k, 0, sizeof k);
+  assert_int_equal(tbe_analysis_source_key(&k, dir, rel), 0);
+  return k;
+}
+
+/* Flips one byte of `path` at `off` (from the end when negative). */
+static void flip(const char *path, long off) {
+  size_t n;
+  uint8_t *b = tu_read_file(path, &n);
+  assert_non_null(b);
+  size_t at = off < 0 ? n - (size_t)(-off) : (size_t)off;
+  b[at] ^= 0x20;
+  assert_int_equal(tu_write_file(path, b, n), 0);
+  free(b);
+}
+
+static void test_files(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  char msg[256];
+  tbe_trace *t = import("jax/h200_matmul.xplane.pb"); /* traces over twice the key's span */
+  tbe_export_options o;
+  tbe_export_options_init(&o);
+  o.logdir = dir;
+  o.run = "r";
+  o.host = "h";
+  assert_int_equal(tbe_export_run(t, &o), 0);
+  tbe_trace_free(t);
+  const char *rel = "plugins/profile/r/h.analysis.pb";
+  char *pdir = tu_join(dir, "plugins/profile/r"), *apath = tu_join(dir, rel);
+  char *keep = tu_join(dir, "keep.pb"), *copy = tu_join(dir, "copy");
+  assert_int_equal(read_at(dir, rel, msg, sizeof msg), 0);
+
+  /* The stamp keys each trace file as tbe_analysis_source_key does. */
+  tbe_analysis *an = NULL;
+  tbe_analysis_stamp st;
+  assert_int_equal(tbe_analysis_read(&an, &st, dir, rel, NULL, NULL), 0);
+  assert_int_equal(st.nsources, 2);
+  for (size_t i = 0; i < st.nsources; i++) {
+    char trel[300];
+    snprintf(trel, sizeof trel, "plugins/profile/r/%s", st.sources[i].name);
+    tbe_analysis_source now = key_of(dir, trel);
+    assert_true(now.size == st.sources[i].size);
+    assert_true(now.head_crc32c == st.sources[i].head_crc32c);
+    assert_true(now.tail_crc32c == st.sources[i].tail_crc32c);
+    assert_true(now.head_crc32c != now.tail_crc32c); /* the two ends, not one */
+  }
+  tbe_analysis_free(an);
+
+  /* A copy (cp -r: new mtimes, the same bytes) keeps every key. */
+  sh("sleep 0.02 && mkdir -p '%s'%.0s", copy, "");
+  sh("cp -r '%s/plugins' '%s/'", dir, copy);
+  tbe_analysis_source a = key_of(dir, "plugins/profile/r/h.xplane.pb");
+  tbe_analysis_source c = key_of(copy, "plugins/profile/r/h.xplane.pb");
+  assert_true(a.mtime_ns != c.mtime_ns);
+  assert_true(a.size == c.size && a.head_crc32c == c.head_crc32c && a.tail_crc32c == c.tail_crc32c);
+  assert_int_equal(read_at(copy, rel, msg, sizeof msg), 0);
+  /* One byte of the head or of the tail changes the key (same size); one
+   * in the middle of a file over twice the span does not (the blind spot
+   * the header states). */
+  char *cx = tu_join(copy, "plugins/profile/r/h.xplane.pb");
+  assert_true(a.size > 2 * TBE_ANALYSIS_KEY_SPAN + 2);
+  flip(cx, 10);
+  c = key_of(copy, "plugins/profile/r/h.xplane.pb");
+  assert_true(c.size == a.size && c.head_crc32c != a.head_crc32c && c.tail_crc32c == a.tail_crc32c);
+  flip(cx, 10);
+  flip(cx, -10);
+  c = key_of(copy, "plugins/profile/r/h.xplane.pb");
+  assert_true(c.head_crc32c == a.head_crc32c && c.tail_crc32c != a.tail_crc32c);
+  flip(cx, -10);
+  flip(cx, (long)(a.size / 2));
+  c = key_of(copy, "plugins/profile/r/h.xplane.pb");
+  assert_true(c.head_crc32c == a.head_crc32c && c.tail_crc32c == a.tail_crc32c);
+  free(cx);
+
+  /* Absent: -ENOENT and nothing else. */
+  assert_int_equal(rename(apath, keep), 0);
+  assert_int_equal(read_at(dir, rel, msg, sizeof msg), -ENOENT);
+  /* A FIFO at the name: refused at once (no writer ever comes). */
+  assert_int_equal(mkfifo(apath, 0600), 0);
+  assert_int_equal(read_at(dir, rel, msg, sizeof msg), TBE_ENOTREG);
+  assert_non_null(strstr(msg, "h.analysis.pb is not a regular file"));
+  tbe_analysis_source k;
+  assert_int_equal(tbe_analysis_source_key(&k, dir, rel), TBE_ENOTREG);
+  assert_int_equal(unlink(apath), 0);
+  /* A symlink at the name, to a good file: not followed. */
+  assert_int_equal(symlink(keep, apath), 0);
+  assert_int_equal(read_at(dir, rel, msg, sizeof msg), -ELOOP);
+  assert_non_null(strstr(msg, "h.analysis.pb is a symbolic link: not followed"));
+  assert_int_equal(unlink(apath), 0);
+  /* A symlink at a folder of the path: not followed, the folder named. */
+  char *plug = tu_join(dir, "plugins"), *moved = tu_join(dir, "moved");
+  assert_int_equal(rename(keep, apath), 0);
+  assert_int_equal(rename(plug, moved), 0);
+  assert_int_equal(symlink(moved, plug), 0);
+  assert_int_equal(read_at(dir, rel, msg, sizeof msg), -ELOOP);
+  assert_non_null(strstr(msg, "/plugins is a symbolic link"));
+  assert_int_equal(read_at(moved, "profile/r/h.analysis.pb", msg, sizeof msg), 0);
+  /* ... while the base itself is the caller's: followed. */
+  assert_int_equal(read_at(plug, "profile/r/h.analysis.pb", msg, sizeof msg), 0);
+  assert_int_equal(unlink(plug), 0);
+  assert_int_equal(rename(moved, plug), 0);
+  /* A sparse 4 GiB file: refused at its size, nothing allocated for it. */
+  assert_int_equal(rename(apath, keep), 0);
+  int fd = open(apath, O_WRONLY | O_CREAT | O_EXCL, 0600);
+  assert_true(fd >= 0);
+  assert_int_equal(ftruncate(fd, (off_t)4 << 30), 0);
+  close(fd);
+  tu_failalloc fa;
+  tbe_allocator al = tu_failalloc_init(&fa, 1000);
+  tbe_analysis_load_error err;
+  an = NULL;
+  assert_int_equal(tbe_analysis_read(&an, NULL, dir, rel, &al, &err), TBE_ETOOBIG);
+  assert_non_null(strstr(err.message, "h.analysis.pb is 4294967296 bytes, more than an analysis"));
+  assert_true(fa.biggest == 0 && fa.live == 0);
+  /* One byte over the limit, likewise; at the limit it is read (and is
+   * not an analysis). */
+  assert_int_equal(truncate(apath, (off_t)TBE_ANALYSIS_FILE_MAX + 1), 0);
+  assert_int_equal(read_at(dir, rel, msg, sizeof msg), TBE_ETOOBIG);
+  assert_int_equal(truncate(apath, (off_t)TBE_ANALYSIS_FILE_MAX), 0);
+  assert_int_equal(read_at(dir, rel, msg, sizeof msg), TBE_ECORRUPT);
+  assert_int_equal(rename(keep, apath), 0);
+  assert_int_equal(read_at(dir, rel, msg, sizeof msg), 0);
+
+  free(plug);
+  free(moved);
+  free(pdir);
+  free(apath);
+  free(keep);
+  free(copy);
+  tu_rmrf(dir);
+  free(dir);
+}
+
 /* ---- allocation failures ---- */
 
 typedef struct sweep_ctx {
@@ -399,6 +684,8 @@ int main(void) {
       cmocka_unit_test(test_real_files),
       cmocka_unit_test(test_hostile),
       cmocka_unit_test(test_count_named),
+      cmocka_unit_test(test_ranges_named),
+      cmocka_unit_test(test_files),
       cmocka_unit_test(test_alloc_sweep),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

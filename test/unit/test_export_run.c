@@ -358,6 +358,83 @@ static void test_all_outputs(void **state) {
   free(dir);
 }
 
+/* Number of entries of dir/rel (not recursive, "." and ".." aside) whose
+ * name holds `part`. */
+static int count_named(const char *dir, const char *rel, const char *part) {
+  char p[4096];
+  snprintf(p, sizeof p, "%s/%s", dir, rel);
+  DIR *d = opendir(p);
+  if (!d) return 0;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL)
+    if (e->d_name[0] != '.' && strstr(e->d_name, part)) n++;
+  closedir(d);
+  return n;
+}
+
+/* --force replaces all of a host's outputs or none: a forced export of
+ * one format leaves none of the host's outputs of the others (the Chrome
+ * JSON, its PyTorch link, the XSpace, the summary and HParams events, the
+ * analysis of the old traces), in the same commit; another host's stay.
+ * Without --force nothing of another format is touched. */
+static void test_force_replaces_all(void **state) {
+  (void)state;
+  static const unsigned only[] = {TBE_OUT_XPLANE, TBE_OUT_JSON, TBE_OUT_EVENTS};
+  for (size_t k = 0; k < 3; k++) {
+    char *dir = tu_mkdtemp();
+    tbe_trace *t = tiny("h");
+    tbe_export_options o;
+    tbe_export_options_init(&o);
+    o.logdir = dir;
+    o.run = "r";
+    assert_int_equal(tbe_export_run(t, &o), 0);
+    o.host = "g";
+    assert_int_equal(tbe_export_run(t, &o), 0);
+    o.host = "h";
+    /* Without force: refused (its own format is there), nothing goes. */
+    o.outputs = only[k];
+    assert_int_equal(tbe_export_run(t, &o), TBE_EEXIST);
+    o.force = 1;
+    files f = {.n = 0};
+    o.on_file = on_file;
+    o.ctx = &f;
+    assert_int_equal(tbe_export_run(t, &o), 0);
+    int x = only[k] == TBE_OUT_XPLANE, j = only[k] == TBE_OUT_JSON, ev = only[k] == TBE_OUT_EVENTS;
+    assert_int_equal(exists(dir, "plugins/profile/r/h.xplane.pb"), x);
+    assert_int_equal(exists(dir, "plugins/profile/r/h.trace.json.gz"), j);
+    assert_int_equal(exists(dir, "r/h.pt.trace.json.gz"), j);
+    assert_int_equal(count_named(dir, "r", ".h.tbexport-summary"), ev);
+    assert_int_equal(count_named(dir, "r/hparams/h", ".h.tbexport-hparams"), ev);
+    /* the analysis goes with the traces it described, and comes with new ones */
+    assert_int_equal(exists(dir, "plugins/profile/r/h.analysis.pb"), !ev);
+    assert_int_equal(f.n, x ? 1 : 2);
+    /* the other host is untouched */
+    assert_true(exists(dir, "plugins/profile/r/g.xplane.pb"));
+    assert_true(exists(dir, "plugins/profile/r/g.trace.json.gz"));
+    assert_true(exists(dir, "plugins/profile/r/g.analysis.pb"));
+    assert_true(exists(dir, "r/g.pt.trace.json.gz"));
+    assert_int_equal(count_named(dir, "r", ".g.tbexport-summary"), 1);
+    assert_int_equal(count_named(dir, "r/hparams/g", ".g.tbexport-hparams"), 1);
+    /* With the JSON but no link: an old link goes too. */
+    if (j) {
+      o.outputs = TBE_OUT_ALL;
+      o.on_file = NULL;
+      assert_int_equal(tbe_export_run(t, &o), 0);
+      assert_true(exists(dir, "r/h.pt.trace.json.gz"));
+      o.outputs = TBE_OUT_JSON;
+      o.no_pt_link = 1;
+      assert_int_equal(tbe_export_run(t, &o), 0);
+      assert_false(exists(dir, "r/h.pt.trace.json.gz"));
+      assert_true(exists(dir, "plugins/profile/r/h.trace.json.gz"));
+      assert_true(exists(dir, "plugins/profile/r/h.analysis.pb"));
+    }
+    tbe_trace_free(t);
+    tu_rmrf(dir);
+    free(dir);
+  }
+}
+
 /* Every output refuses a trace tbe_trace_finish has not ordered and
  * linked, with TBE_ESTATE and before anything is written (not even the
  * run's folders); finished, the same export succeeds.  A finished trace
@@ -542,6 +619,7 @@ int main(void) {
       cmocka_unit_test(test_symlink_not_followed),
       cmocka_unit_test(test_all_or_nothing),
       cmocka_unit_test(test_all_outputs),
+      cmocka_unit_test(test_force_replaces_all),
       cmocka_unit_test(test_unfinished_xplane),
       cmocka_unit_test(test_unfinished_json),
       cmocka_unit_test(test_unfinished_events),

@@ -3,7 +3,10 @@
  *
  * Saving maps the analysis onto the generated protobuf-c messages without
  * copying its arrays (the messages point into the analysis; one scratch
- * block holds the message structs and pointer arrays) and packs them.
+ * block holds the message structs and pointer arrays) and packs them,
+ * stamped with the format version, the analysis version of this code
+ * (analysis_version.h) and the sources' keys the caller gives.  A file
+ * over TBE_ANALYSIS_FILE_MAX is not made: no reader would take it.
  *
  * The file ends with the CRC32C of all the bytes before it (field 5,
  * crc32c, written last by hand after the packed message).
@@ -20,11 +23,19 @@
  *   3. every count, enum value and text is checked against the model
  *      (per-enum arrays of exactly the enum's count, per-step arrays of
  *      exactly nsteps, advice text that fits tbe_advice.text, warnings as
- *      long as tbe_trace_warn keeps, no NUL in any text), naming the field;
+ *      long as tbe_trace_warn keeps, no NUL in any text), and every figure
+ *      against its range as an importer checks a trace's times (below,
+ *      "the figures' ranges"), naming the field;
  *   4. only then is the analysis built: a blank analysis (analysis_int.h)
  *      that owns a skeleton trace holding its strings (host, warnings,
  *      device names, names, labels, step hint), so the report code, which
  *      reads those through an->trace, works unchanged.
+ * Files (tbe_analysis_read) are read as every file below a log dir is
+ * (common/fsutil.h, tbe__read_open): no symlink followed below the base,
+ * no open that blocks (a FIFO is refused on its descriptor), and nothing
+ * over TBE_ANALYSIS_FILE_MAX read: refused at its size first.  A trace's
+ * key (tbe__analysis_key_fd) is its size and the CRC32C of its first and
+ * last TBE_ANALYSIS_KEY_SPAN bytes, read with pread in 8 KiB pieces.
  * Nothing here aborts or prints; every failure is a return code and one
  * line in the caller's tbe_analysis_load_error.
  *
@@ -33,17 +44,25 @@
  * and test/cli/test_persist.sh check it over every real file of test/data).
  * Strings are interned first and resolved to pointers after the last
  * intern, so no pointer into the string table outlives a growth of it. */
+#include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/alloc.h"
+#include "common/checked.h"
 #include "common/crc32c.h"
+#include "common/fsutil.h"
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
 #include "tbexport/trace.h"
 #include "tbexport/version.h"
 #include "trace/analysis/analysis_int.h"
+#include "trace/analysis/analysis_store.h"
+#include "trace/analysis/analysis_version.h"
 #include "tbexport/analysis.pb-c.h"
 
 /* Longest warning the model keeps (tbe_trace_warn formats into 512 bytes). */
@@ -201,6 +220,7 @@ int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources
   PFile *f = carve(&s, 1, sizeof *f);
   tbexport__analysis_file__init(f);
   f->format_version = TBE_ANALYSIS_FORMAT_VERSION;
+  f->analysis_version = TBE__ANALYSIS_VERSION;
   f->producer = text_of(producer);
   f->n_sources = nsources;
   f->sources = carve(&s, nsources, sizeof *f->sources);
@@ -210,6 +230,8 @@ int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources
     src[i].name = text_of(sources[i].name);
     src[i].size = sources[i].size;
     src[i].mtime_ns = sources[i].mtime_ns;
+    src[i].head_crc32c = sources[i].head_crc32c;
+    src[i].tail_crc32c = sources[i].tail_crc32c;
     f->sources[i] = &src[i];
   }
 
@@ -313,10 +335,11 @@ int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources
     mn[an->ngpu_metrics + i] = text_of(an->kernel_metrics[i]);
 
   size_t n = tbexport__analysis_file__get_packed_size(f);
-  uint8_t *buf = tbe__alloc(&al, n + CRC_FIELD);
+  uint8_t *buf = NULL;
   int rc = 0;
-  if (!buf) rc = TBE_ENOMEM;
-  else if (tbexport__analysis_file__pack(f, buf) != n) rc = TBE_EINVAL;
+  if ((uint64_t)n + CRC_FIELD > TBE_ANALYSIS_FILE_MAX) rc = TBE_ETOOBIG; /* no reader takes it */
+  else if (!(buf = tbe__alloc(&al, n + CRC_FIELD))) rc = TBE_ENOMEM;
+  if (!rc && tbexport__analysis_file__pack(f, buf) != n) rc = TBE_EINVAL;
   if (!rc) {
     uint32_t c = tbe__crc32c(buf, n);
     buf[n] = CRC_TAG;
@@ -645,6 +668,190 @@ static int check_file(loader *L, const PFile *f) {
   return L->rc;
 }
 
+/* ---- loading: the figures' ranges ----
+ * Step 3 also checks every figure as an importer checks a trace's times
+ * (common/checked.h), so that a loaded analysis meets what a computed one
+ * meets and everything downstream (reports, run analysis, diff, the
+ * events exporter) does on it only arithmetic that cannot overflow:
+ *   - times (the window's and the steps' starts) within the model's
+ *     +-(2^62 - 1) ns, and windows (start + length) ending inside it;
+ *   - durations and sums of durations >= 0 (sums saturate at INT64_MAX);
+ *   - latencies and step quantiles >= -1 (-1: unknown, no steps);
+ *   - counts that fit int64_t (the reports divide totals by them as
+ *     int64_t; a trace holds fewer than 2^58 events);
+ *   - means, figures of advice: finite numbers.
+ * Bytes copied (memcpy_bytes) are any uint64: a trace's copy sizes are
+ * not bounded and their sums saturate at UINT64_MAX.  A refusal names the
+ * field and, in an array, the entry. */
+
+enum { R_TIME, R_DUR, R_OPT };
+
+/* Names the field `where`.`name` (`name` NULL: `where`), entry k of it
+ * when `array`.  Formatted only on failure. */
+static int bad_figure(loader *L, const char *where, const char *name, size_t k, int array,
+                      const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static int bad_figure(loader *L, const char *where, const char *name, size_t k, int array,
+                      const char *fmt, ...) {
+  char what[160], idx[32] = "";
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  if (array) snprintf(idx, sizeof idx, "[%zu]", k);
+  return L->rc = fail(L->err, TBE_ECORRUPT, UINT64_MAX, "field %s%s%s%s: %s", where,
+                      name ? "." : "", name ? name : "", idx, what);
+}
+
+/* `n` int64 figures of one kind (`array`: name the entry). */
+static int check_i64(loader *L, const int64_t *v, size_t n, int kind, const char *where,
+                     const char *name, int array) {
+  for (size_t k = 0; k < n && !L->rc; k++) {
+    long long x = (long long)v[k];
+    if (kind == R_TIME && !tbe__time_ok(v[k]))
+      return bad_figure(L, where, name, k, array,
+                        "%lld ns is outside the model's time range (+-%lld ns)", x,
+                        (long long)TBE__TIME_MAX);
+    if (kind == R_DUR && v[k] < 0)
+      return bad_figure(L, where, name, k, array, "%lld ns is negative (a duration)", x);
+    if (kind == R_OPT && v[k] < -1)
+      return bad_figure(L, where, name, k, array,
+                        "%lld ns is below -1 (a duration, or -1: unknown)", x);
+  }
+  return L->rc;
+}
+
+static int check_counts(loader *L, const uint64_t *v, size_t n, const char *where, const char *name,
+                        int array) {
+  for (size_t k = 0; k < n && !L->rc; k++)
+    if (v[k] > (uint64_t)INT64_MAX)
+      return bad_figure(L, where, name, k, array, "%llu is more than a count can be (2^63 - 1)",
+                        (unsigned long long)v[k]);
+  return L->rc;
+}
+
+static int check_reals(loader *L, const double *v, size_t n, const char *where, const char *name,
+                       int array) {
+  for (size_t k = 0; k < n && !L->rc; k++)
+    if (!isfinite(v[k])) return bad_figure(L, where, name, k, array, "not a finite number");
+  return L->rc;
+}
+
+/* A window of `where`: its start a time, its length a duration that ends
+ * inside the range. */
+static int check_window(loader *L, int64_t start, int64_t dur, const char *where, const char *sname,
+                        const char *dname) {
+  if (check_i64(L, &start, 1, R_TIME, where, sname, 0) ||
+      check_i64(L, &dur, 1, R_DUR, where, dname, 0))
+    return L->rc;
+  if (!tbe__span_ok(start, dur))
+    return bad_figure(L, where, dname, 0, 0,
+                      "%lld ns from %lld ns ends outside the model's time range", (long long)dur,
+                      (long long)start);
+  return 0;
+}
+
+/* Single figures of one message: values and field names side by side. */
+static void check_durs(loader *L, const int64_t *v, const char *const *names, size_t n,
+                       const char *where) {
+  for (size_t i = 0; i < n; i++) check_i64(L, &v[i], 1, R_DUR, where, names[i], 0);
+}
+
+static void check_nums(loader *L, const uint64_t *v, const char *const *names, size_t n,
+                       const char *where) {
+  for (size_t i = 0; i < n; i++) check_counts(L, &v[i], 1, where, names[i], 0);
+}
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+static void check_device_figures(loader *L, const PDevice *d, const char *where) {
+  const int64_t durs[] = {d->wall_ns,     d->busy_ns,   d->idle_ns, d->kernel_ns,
+                          d->pageable_ns, d->memset_ns, d->sync_ns};
+  static const char *const dnames[] = {"wall_ns",     "busy_ns",   "idle_ns", "kernel_ns",
+                                       "pageable_ns", "memset_ns", "sync_ns"};
+  check_durs(L, durs, dnames, NELEM(durs), where);
+  const uint64_t counts[] = {d->kernel_count, d->short_kernels, d->pageable_count,
+                             d->memset_count, d->sync_count,    d->launch_samples};
+  static const char *const cnames[] = {"kernel_count", "short_kernels", "pageable_count",
+                                       "memset_count", "sync_count",    "launch_samples"};
+  check_nums(L, counts, cnames, NELEM(counts), where);
+  check_i64(L, &d->launch_median_ns, 1, R_OPT, where, "launch_median_ns", 0);
+  check_i64(L, d->memcpy_ns, d->n_memcpy_ns, R_DUR, where, "memcpy_ns", 1);
+  check_counts(L, d->memcpy_count, d->n_memcpy_count, where, "memcpy_count", 1);
+  check_i64(L, d->class_ns, d->n_class_ns, R_DUR, where, "class_ns", 1);
+  check_counts(L, d->class_count, d->n_class_count, where, "class_count", 1);
+  check_reals(L, d->metric_mean, d->n_metric_mean, where, "metric_mean", 1);
+  check_counts(L, d->metric_samples, d->n_metric_samples, where, "metric_samples", 1);
+}
+
+static void check_name_figures(loader *L, const PName *e, const char *where) {
+  check_counts(L, &e->calls, 1, where, "calls", 0);
+  const int64_t durs[] = {e->total_ns, e->self_ns, e->min_ns, e->max_ns};
+  static const char *const dnames[] = {"total_ns", "self_ns", "min_ns", "max_ns"};
+  check_durs(L, durs, dnames, NELEM(durs), where);
+  check_i64(L, e->step_ns, e->n_step_ns, R_DUR, where, "step_ns", 1);
+  check_reals(L, e->metric_mean, e->n_metric_mean, where, "metric_mean", 1);
+  check_counts(L, e->metric_samples, e->n_metric_samples, where, "metric_samples", 1);
+  check_reals(L, e->pm_mean, e->n_pm_mean, where, "pm_mean", 1);
+  check_counts(L, e->pm_samples, e->n_pm_samples, where, "pm_samples", 1);
+}
+
+static void check_step_figures(loader *L, const PStep *s, const char *where) {
+  check_window(L, s->start_ns, s->dur_ns, where, "start_ns", "dur_ns");
+  const int64_t durs[] = {s->host_ns,   s->gpu_busy_ns, s->kernel_ns,
+                          s->memcpy_ns, s->memset_ns,   s->sync_ns};
+  static const char *const dnames[] = {"host_ns",   "gpu_busy_ns", "kernel_ns",
+                                       "memcpy_ns", "memset_ns",   "sync_ns"};
+  check_durs(L, durs, dnames, NELEM(durs), where);
+  check_counts(L, &s->kernel_count, 1, where, "kernel_count", 0);
+  check_i64(L, &s->launch_median_ns, 1, R_OPT, where, "launch_median_ns", 0);
+  check_i64(L, s->class_ns, s->n_class_ns, R_DUR, where, "class_ns", 1);
+  check_reals(L, s->metric_mean, s->n_metric_mean, where, "metric_mean", 1);
+  check_counts(L, s->metric_samples, s->n_metric_samples, where, "metric_samples", 1);
+}
+
+/* Every figure of a file whose layout check_file accepted. */
+static int check_figures(loader *L, const PFile *f) {
+  const PAnalysis *m = f->analysis;
+  char fl[128];
+  check_window(L, m->start_ns, m->wall_ns, "Analysis", "start_ns", "wall_ns");
+  const int64_t durs[] = {m->host_busy_ns, m->sync_call_ns, m->overhead_ns, m->step_hint_ns};
+  static const char *const dnames[] = {"host_busy_ns", "sync_call_ns", "overhead_ns",
+                                       "step_hint_ns"};
+  check_durs(L, durs, dnames, NELEM(durs), "Analysis");
+  const uint64_t counts[] = {m->api_calls, m->sync_calls, m->dropped_records,
+                             m->out_of_range_records, m->step_hint_count};
+  static const char *const cnames[] = {"api_calls", "sync_calls", "dropped_records",
+                                       "out_of_range_records", "step_hint_count"};
+  check_nums(L, counts, cnames, NELEM(counts), "Analysis");
+  for (size_t i = 0; i < m->n_devices && !L->rc; i++) {
+    snprintf(fl, sizeof fl, "Analysis.devices[%zu]", i);
+    check_device_figures(L, m->devices[i], fl);
+  }
+  check_device_figures(L, m->all, "Analysis.all");
+  for (int g = 0; g < TBE_GROUP__COUNT && !L->rc; g++) {
+    const PTable *t = table_of(m, g);
+    check_i64(L, &t->total_ns, 1, R_DUR, TABLE_FIELD[g], "total_ns", 0);
+    for (size_t i = 0; i < t->n_names && !L->rc; i++) {
+      snprintf(fl, sizeof fl, "%s.names[%zu]", TABLE_FIELD[g], i);
+      check_name_figures(L, t->names[i], fl);
+    }
+  }
+  for (size_t i = 0; i < m->n_steps && !L->rc; i++) {
+    snprintf(fl, sizeof fl, "Analysis.steps[%zu]", i);
+    check_step_figures(L, m->steps[i], fl);
+  }
+  const PDist *d = m->step_dist;
+  const int64_t q[] = {d->median_ns, d->q1_ns, d->q3_ns, d->min_ns, d->max_ns};
+  static const char *const qnames[] = {"median_ns", "q1_ns", "q3_ns", "min_ns", "max_ns"};
+  for (size_t i = 0; i < NELEM(q); i++)
+    check_i64(L, &q[i], 1, R_OPT, "Analysis.step_dist", qnames[i], 0);
+  for (size_t i = 0; i < m->n_advice && !L->rc; i++) {
+    snprintf(fl, sizeof fl, "Analysis.advice[%zu]", i);
+    check_reals(L, &m->advice[i]->figure, 1, fl, "figure", 0);
+  }
+  return L->rc;
+}
+
 /* ---- loading: building ---- */
 
 typedef struct builder {
@@ -806,6 +1013,8 @@ static int build(tbe_analysis **out, tbe_analysis_stamp *stamp, const PFile *f,
     src[i].name = text(&B, *id++);
     src[i].size = f->sources[i]->size;
     src[i].mtime_ns = f->sources[i]->mtime_ns;
+    src[i].head_crc32c = f->sources[i]->head_crc32c;
+    src[i].tail_crc32c = f->sources[i]->tail_crc32c;
   }
   an->start_ns = m->start_ns;
   an->wall_ns = m->wall_ns;
@@ -897,6 +1106,7 @@ static int build(tbe_analysis **out, tbe_analysis_stamp *stamp, const PFile *f,
     stamp->producer = text(&B, producer);
     stamp->sources = src;
     stamp->nsources = f->n_sources;
+    stamp->analysis_version = f->analysis_version;
   }
 done:
   if (an) tbe__free(&an->alloc_, mids);
@@ -934,6 +1144,10 @@ int tbe_analysis_load(tbe_analysis **out, tbe_analysis_stamp *stamp, const void 
   if (!out) return TBE_EINVAL;
   *out = NULL;
   if (!data && n) return TBE_EINVAL;
+  if ((uint64_t)n > TBE_ANALYSIS_FILE_MAX)
+    return fail(err, TBE_ETOOBIG, UINT64_MAX,
+                "%zu bytes, more than an analysis file holds (at most %llu)", n,
+                (unsigned long long)TBE_ANALYSIS_FILE_MAX);
   const uint8_t *b = data;
   uint64_t version;
   size_t bad;
@@ -972,10 +1186,100 @@ int tbe_analysis_load(tbe_analysis **out, tbe_analysis_stamp *stamp, const void 
   }
   loader L = {err, 0};
   int rc = check_file(&L, f);
+  if (!rc) rc = check_figures(&L, f);
   if (!rc) {
     rc = build(out, stamp, f, &al);
     if (rc) fail(err, rc, UINT64_MAX, "%s", tbe_strerror(rc));
   }
   tbexport__analysis_file__free_unpacked(f, &pa);
+  return rc;
+}
+
+/* ---- files ----
+ * Read like every file below a log dir (common/fsutil.h, tbe__read_open:
+ * no symlink followed below `base`, no blocking open, regular files only,
+ * bounded before a byte is read). */
+
+uint32_t tbe_analysis_version(void) { return TBE__ANALYSIS_VERSION; }
+
+/* err: one line naming `path` for a refusal of the file itself. */
+static int file_fail(tbe_analysis_load_error *err, int rc, const char *path, uint64_t size) {
+  if (rc == -ELOOP) return fail(err, rc, UINT64_MAX, "%s is a symbolic link: not followed", path);
+  if (rc == -ENOTDIR) return fail(err, rc, UINT64_MAX, "%s is not a directory", path);
+  if (rc == TBE_ENOTREG)
+    return fail(err, rc, UINT64_MAX, "%s is not a regular file: not read", path);
+  if (rc == TBE_ETOOBIG)
+    return fail(err, rc, UINT64_MAX,
+                "%s is %llu bytes, more than an analysis file holds (at most %llu): not read", path,
+                (unsigned long long)size, (unsigned long long)TBE_ANALYSIS_FILE_MAX);
+  return fail(err, rc, UINT64_MAX, "%s: %s", path, tbe_strerror(rc));
+}
+
+int tbe_analysis_read(tbe_analysis **out, tbe_analysis_stamp *stamp, const char *base,
+                      const char *rel, const tbe_allocator *a, tbe_analysis_load_error *err) {
+  if (err) {
+    err->offset = UINT64_MAX;
+    err->message[0] = 0;
+  }
+  if (stamp) memset(stamp, 0, sizeof *stamp);
+  if (!out) return TBE_EINVAL;
+  *out = NULL;
+  if (!base || !*base) return TBE_EINVAL;
+  tbe_allocator al;
+  tbe__allocator_init(&al, a);
+  void *buf = NULL;
+  size_t len = 0;
+  uint64_t size = 0;
+  char where[4096];
+  int rc =
+      tbe__read_file(&al, base, rel, TBE_ANALYSIS_FILE_MAX, &buf, &len, &size, where, sizeof where);
+  if (rc == TBE_ENOMEM) return fail(err, rc, UINT64_MAX, "%s", tbe_strerror(rc));
+  if (rc) return file_fail(err, rc, where, size);
+  rc = tbe_analysis_load(out, stamp, buf, len, a, err);
+  tbe__free(&al, buf);
+  return rc;
+}
+
+/* The CRC32C of `n` bytes of `fd` at `off`, read in small pieces (the key
+ * is made on the caller's thread, whose stack is not ours to size). */
+static int crc_range(int fd, uint64_t off, uint64_t n, uint32_t *crc) {
+  uint8_t buf[8192];
+  uint32_t c = 0;
+  while (n > 0) {
+    size_t k = n < sizeof buf ? (size_t)n : sizeof buf;
+    int rc = tbe__pread_all(fd, buf, k, off);
+    if (rc) return rc;
+    c = tbe__crc32c_extend(c, buf, k);
+    off += k;
+    n -= k;
+  }
+  *crc = c;
+  return 0;
+}
+
+int tbe__analysis_key_fd(int fd, tbe_analysis_source *src) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return -errno;
+  if (!S_ISREG(st.st_mode)) return TBE_ENOTREG;
+  uint64_t size = (uint64_t)st.st_size, span = TBE_ANALYSIS_KEY_SPAN;
+  if (span > size) span = size;
+  uint32_t head, tail;
+  int rc = crc_range(fd, 0, span, &head);
+  if (!rc) rc = crc_range(fd, size - span, span, &tail);
+  if (rc) return rc;
+  src->size = size;
+  src->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  src->head_crc32c = head;
+  src->tail_crc32c = tail;
+  return 0;
+}
+
+int tbe_analysis_source_key(tbe_analysis_source *src, const char *base, const char *rel) {
+  if (!src || !base || !*base) return TBE_EINVAL;
+  struct stat st;
+  int fd = tbe__read_open(base, rel, &st, NULL, 0);
+  if (fd < 0) return fd;
+  int rc = tbe__analysis_key_fd(fd, src);
+  close(fd);
   return rc;
 }

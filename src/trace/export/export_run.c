@@ -13,7 +13,10 @@
  *      opened under the symlink rule (made as needed; the temporary files
  *      of dead writers there are removed), an existing output is a
  *      conflict unless forced (before anything is written), and with force
- *      the run's earlier summary events of the host are staged for removal;
+ *      every earlier output of the host that this export does not write
+ *      again (another format, its summary and HParams events, the PyTorch
+ *      link, the analysis) is staged for removal: a forced export replaces
+ *      all of a host's outputs or none;
  *   2. walks the exporter table (src/trace/exporter.h), each output writing
  *      its bytes into a sink over its staged file, progress added up over
  *      the outputs;
@@ -44,6 +47,7 @@
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
 #include "tbexport/export.h"
+#include "trace/analysis/analysis_store.h"
 #include "trace/export/export_run.h"
 #include "trace/exporter.h"
 #include "trace/model/model_int.h"
@@ -477,6 +481,78 @@ static int stage_pt_link(tbe__stage *s, const tbe_export_options *o, const char 
   return tbe__stage_link(s, q->fd, run, q->link, target);
 }
 
+/* ---- --force: the host's other outputs ----
+ * With force an export replaces all of the host's outputs or none: what
+ * it does not write again (an output left out of `outputs`, the PyTorch
+ * link with no_pt_link) is staged for removal in the same commit, so no
+ * file of an earlier export of the host is left beside the new ones for a
+ * reader to take for them (a Chrome JSON that summary prefers to a new
+ * XSpace).  The persisted analysis follows its traces (stage_analysis). */
+
+/* Opens base/rel for removals: 0 and *dfd, 1 when it does not exist (there
+ * is nothing to remove), or a negative code. */
+static int removal_dir(tbe__stage *s, const char *rel, int *dfd) {
+  *dfd = tbe__stage_dir(s, rel, 0);
+  if (*dfd == -ENOENT) {
+    s->where[0] = 0;
+    return 1;
+  }
+  return *dfd < 0 ? *dfd : 0;
+}
+
+/* Stages the removal of rel/name when something is there (a symlink too:
+ * the name goes, never what it points to). */
+static int remove_if_there(tbe__stage *s, const char *rel, const char *name) {
+  int dfd, rc = removal_dir(s, rel, &dfd);
+  if (rc) return rc > 0 ? 0 : rc;
+  struct stat st;
+  if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return 0;
+  return tbe__stage_remove(s, rel, name);
+}
+
+/* Stages the removal of every events file of `who` with `mark` in rel. */
+static int remove_events(tbe__stage *s, const char *rel, const char *who, const char *mark) {
+  int dfd, rc = removal_dir(s, rel, &dfd);
+  if (rc) return rc > 0 ? 0 : rc;
+  int d2 = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = d2 < 0 ? NULL : fdopendir(d2);
+  if (!d) {
+    rc = -errno;
+    if (d2 >= 0) close(d2);
+    snprintf(s->where, sizeof s->where, "%s/%s", s->base, rel);
+    return rc;
+  }
+  struct dirent *de;
+  while (!rc && (de = readdir(d)) != NULL)
+    if (tbe__events_name_is(de->d_name, who, mark)) rc = tbe__stage_remove(s, rel, de->d_name);
+  closedir(d);
+  return rc;
+}
+
+/* Stages the removal of the host's outputs this forced export does not
+ * write again. */
+static int remove_others(tbe__stage *s, const tbe_export_options *o, unsigned outputs,
+                         const char *run, const char *host, const char *prel, const char *hrel) {
+  char name[TBE_NAME_MAX + 64];
+  int rc = 0;
+  for (size_t i = 0; i < NEXPORTERS && !rc; i++) {
+    const tbe__exporter *x = EXPORTERS[i];
+    const char *suffix = profile_suffix(x->bit);
+    if (outputs & x->bit) continue;
+    if (x == &tbe__exporter_hparams) rc = remove_events(s, hrel, host, TBE__HPARAMS_MARK);
+    else if (!suffix) rc = remove_events(s, run, host, TBE__SUMMARY_MARK);
+    else {
+      snprintf(name, sizeof name, "%s%s", host, suffix);
+      rc = remove_if_there(s, prel, name);
+    }
+  }
+  if (!rc && (!(outputs & TBE_OUT_JSON) || o->no_pt_link)) {
+    snprintf(name, sizeof name, "%s%s", host, PT_LINK_SUFFIX);
+    rc = remove_if_there(s, run, name);
+  }
+  return rc;
+}
+
 /* Step 1: stages the file of every requested output; conflicts first. */
 static int stage_outputs(tbe__stage *s, const tbe_export_options *o, unsigned outputs,
                          const char *run, const char *host, const char *prel, const char *hrel,
@@ -515,42 +591,50 @@ static int stage_outputs(tbe__stage *s, const tbe_export_options *o, unsigned ou
     if (!rc && q->x->bit == TBE_OUT_JSON && !o->no_pt_link)
       rc = stage_pt_link(s, o, run, host, prel, q);
   }
+  if (!rc && o->force) rc = remove_others(s, o, outputs, run, host, prel, hrel);
   return rc;
 }
 
 /* ---- the persisted analysis ----
  * <host>.analysis.pb beside the host's trace files (tbexport/analysis.h):
- * the analysis of the trace just written, with the name, size and mtime of
- * each trace file of this export (written completely by now, so what
- * fstat says is what the files keep: commit closes and renames them, it
- * does not write).  It goes with the others at commit and is replaced
- * with them (force).  Failing to make it (memory) never fails the export:
- * it is then left out, and a file of that name from an earlier export is
- * staged for removal instead, as it is when it exists and the export is not
- * forced (the commit would refuse it).  An I/O error writing it fails the
- * export like any output's (the log dir's disk is failing; the project's
- * rule is that every injected I/O fault is reported, test_faults_io.c). */
+ * the analysis of the trace just written, stamped with this analysis
+ * version, and the key of each trace file of this export (name, size, the
+ * CRC32C of its head and tail: tbe__analysis_key_fd, read back from the
+ * staged file, written completely by now; commit closes and renames it,
+ * it does not write).  It goes with the others at commit and is replaced
+ * with them (force).  Failing to make it (memory, a file past
+ * TBE_ANALYSIS_FILE_MAX, reading a trace back) never fails the export: it
+ * is then left out, and a file of that name from an earlier export is
+ * staged for removal instead, as it is when it exists and the export is
+ * not forced (the commit would refuse it), or when a forced export writes
+ * no trace (its traces are gone with the rest).  An I/O error writing it
+ * fails the export like any output's (the log dir's disk is failing; the
+ * project's rule is that every injected I/O fault is reported,
+ * test_faults_io.c). */
 static int stage_analysis(tbe__stage *s, const tbe_export_options *o, const tbe_trace *t,
-                           const char *host, const char *prel, const placed *p, size_t np,
-                           struct tbe_analysis **shared, const tbe_allocator *a) {
+                          const char *host, const char *prel, const placed *p, size_t np,
+                          struct tbe_analysis **shared, const tbe_allocator *a) {
   tbe_analysis_source src[NEXPORTERS];
   size_t nsrc = 0;
-  struct stat st;
-  for (size_t i = 0; i < np; i++) {
+  int keyed = 1;
+  for (size_t i = 0; i < np && keyed; i++) {
     if (!profile_suffix(p[i].x->bit)) continue;
-    if (fstat(p[i].fd, &st) != 0) return 0;
+    memset(&src[nsrc], 0, sizeof src[nsrc]);
     src[nsrc].name = p[i].name;
-    src[nsrc].size = (uint64_t)st.st_size;
-    src[nsrc].mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    keyed = tbe__analysis_key_fd(p[i].fd, &src[nsrc]) == 0;
     nsrc++;
   }
-  if (!nsrc) return 0;
+  if (!nsrc && !o->force) return 0; /* no trace written: the analysis still describes the old */
   char name[TBE_NAME_MAX + 32];
   snprintf(name, sizeof name, "%s%s", host, TBE_ANALYSIS_SUFFIX);
-  int dfd = tbe__stage_dir(s, prel, 1);
-  if (dfd < 0) return 0;
+  int dfd = tbe__stage_dir(s, prel, nsrc > 0);
+  if (dfd < 0) {
+    s->where[0] = 0;
+    return 0;
+  }
+  struct stat st;
   int exists = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0, ok = 0, io = 0;
-  if (!exists || o->force) {
+  if (nsrc && keyed && (!exists || o->force)) {
     void *buf = NULL;
     size_t len = 0;
     int fd = -1;

@@ -1,0 +1,30 @@
+/* analysis_version.h: the version of what an import and an analysis make
+ * of a trace, stamped into every persisted analysis
+ * (proto/tbexport/analysis.proto, AnalysisFile.analysis_version).
+ *
+ * A persisted analysis stands in for re-importing its trace only while
+ * today's code would compute the same figures from it.  The format version
+ * says whether a file can be decoded; this one says whether its figures
+ * are still today's.  Raise it, by one, in any change that makes the
+ * figures of some trace differ: an analysis rule (busy time, step windows,
+ * advice thresholds), a new figure, an importer reading a field
+ * differently.  Every file of another version is then stale: summary and
+ * diff say so in one line and import the trace instead.
+ *
+ * test_analysis_version enforces it: it computes a digest of the complete
+ * JSON summary (every row, full names) of every real trace in test/data
+ * and compares it with the digest recorded for this version, the last row
+ * of TBE__ANALYSIS_DIGESTS.  When they differ it fails with the one row to
+ * add.  Rows are never edited or removed: each version names the figures
+ * of one state of the code, and a version is never reused for others. */
+#ifndef TBE_TRACE_ANALYSIS_VERSION_H
+#define TBE_TRACE_ANALYSIS_VERSION_H
+
+#define TBE__ANALYSIS_VERSION 1
+
+/* X(version, digest): every version, oldest first; the last is
+ * TBE__ANALYSIS_VERSION. */
+#define TBE__ANALYSIS_DIGESTS(X) \
+  X(1, 0xd241e6b8u)
+
+#endif
