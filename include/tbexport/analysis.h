@@ -66,15 +66,45 @@ typedef enum tbe_group_kind {
   TBE_GROUP_KERNEL = 0,  /* GPU kernels */
   TBE_GROUP_CPU_OP = 1,  /* framework operators (Kineto cpu_op) */
   TBE_GROUP_RANGE = 2,   /* NVTX ranges and user annotations (steps excluded) */
+  /* The operators again, one entry per name and input shapes (the
+   * operator's "Input Dims", common spelling "[[4, 8], []]"; "" for an
+   * operator without them), as torch.profiler's key_averages(
+   * group_by_input_shape=True); empty when no operator of the trace
+   * records its shapes.  The reports show it in place of
+   * TBE_GROUP_CPU_OP with TBE_GROUP_BY_SHAPE. */
+  TBE_GROUP_CPU_OP_SHAPE = 3,
   TBE_GROUP__COUNT
 } tbe_group_kind;
 
+/* Sort keys, each descending; ties by total, then by name (and shapes).
+ * The CUDA keys order the operator tables by their GPU figures and the
+ * other tables by total (a kernel's time is its GPU time); TBE_SORT_SELF
+ * orders kernels by total too. */
 typedef enum tbe_sort_key {
-  TBE_SORT_TOTAL = 0,  /* total time, descending */
-  TBE_SORT_AVG = 1,    /* average time, descending */
-  TBE_SORT_CALLS = 2,  /* calls, descending */
-  TBE_SORT_MAX = 3     /* longest single call, descending */
+  TBE_SORT_TOTAL = 0,      /* total time (operators: CPU total) */
+  TBE_SORT_AVG = 1,        /* average time per call */
+  TBE_SORT_CALLS = 2,      /* calls */
+  TBE_SORT_MAX = 3,        /* longest single call */
+  TBE_SORT_CUDA_TOTAL = 4, /* operators: CUDA total (own and descendants' GPU work) */
+  TBE_SORT_SELF_CUDA = 5,  /* operators: self CUDA (their own GPU work) */
+  TBE_SORT_SELF = 6,       /* self time (operators: self CPU) */
+  /* What tbe_report_options_init chooses: by total, except the operator
+   * tables of a trace whose GPU work is attributed to operators
+   * (tbe_analysis.op_gpu_count > 0): by CUDA total, the figure a reader of
+   * torch.profiler's tables looks at first. */
+  TBE_SORT_DEFAULT = 7
 } tbe_sort_key;
+
+/* The most kernels listed per operator in tbe_name_stats.launched (the
+ * others are summed in launched_other_*). */
+#define TBE_OP_KERNELS_TOP 5
+
+/* One kernel name (or copy, or memset) an operator launched itself. */
+typedef struct tbe_op_kernel {
+  const char *name;  /* the activity's name (owned by the trace or the analysis) */
+  uint64_t calls;
+  int64_t total_ns;
+} tbe_op_kernel;
 
 /* Kernel classes: what a kernel does, decided from its (demangled) name
  * alone by an ordered table of name fragments (src/trace/kclass.c; the
@@ -172,6 +202,38 @@ typedef struct tbe_name_stats {
    * sampling interval get the means of the intervals around them, which
    * other work shares: `samples` below twice `calls` says so. */
   tbe_metric_mean *pm_metrics;
+  /* Operators (TBE_GROUP_CPU_OP and TBE_GROUP_CPU_OP_SHAPE; 0 and NULL
+   * in the other tables).  The GPU work of the trace (kernels, copies,
+   * memsets) belongs to the innermost operator open on the thread of the
+   * call that launched it (its external id, tbe_trace_finish: see
+   * trace/model/ops.h); work launched inside a user annotation but no
+   * operator, or outside both, belongs to none.  As in torch.profiler's
+   * key_averages():
+   *   self_cuda_ns: the GPU time of the work the name's calls launched
+   *     themselves;
+   *   cuda_total_ns: that plus the self CUDA time of every operator
+   *     nested in a call (on its thread), summed over the calls, so an
+   *     operator nested in one of its own name counts in both;
+   *   kernels: the GPU activities the calls launched themselves.
+   * total_ns is the CPU total and self_ns the self CPU time. */
+  int64_t self_cuda_ns;
+  int64_t cuda_total_ns;
+  uint64_t kernels;
+  /* CUDA total per step (nsteps entries, each call in the step where it
+   * starts, as step_ns), NULL without steps or without GPU work attributed
+   * to operators. */
+  int64_t *cuda_step_ns;
+  /* TBE_GROUP_CPU_OP_SHAPE: the input shapes ("" for none); NULL in the
+   * other tables. */
+  const char *shapes;
+  /* What the name's calls launched themselves, by activity name: the
+   * TBE_OP_KERNELS_TOP with the most GPU time (ties: by name), then the
+   * rest summed, so that the listed calls plus launched_other_calls make
+   * `kernels` and their times plus launched_other_ns make self_cuda_ns. */
+  const tbe_op_kernel *launched;
+  size_t nlaunched;
+  uint64_t launched_other_calls;
+  int64_t launched_other_ns;
 } tbe_name_stats;
 
 /* Figures of one GPU (or, in tbe_analysis.all, of all GPUs together:
@@ -360,6 +422,11 @@ typedef struct tbe_analysis {
   size_t ngpu_metrics;
   const char **kernel_metrics;
   size_t nkernel_metrics;
+  /* GPU work attributed to operators (tbe_name_stats.kernels): how many
+   * activities and their GPU time; 0 when the trace has no operators or
+   * none launched anything. */
+  uint64_t op_gpu_count;
+  int64_t op_gpu_ns;
   /* Private. */
   tbe_allocator alloc_;
   void *priv_;
@@ -374,9 +441,16 @@ typedef struct tbe_analysis {
 TBE_API int tbe_analysis_create(tbe_analysis **out, const tbe_trace *t, const tbe_allocator *a);
 /* Frees an analysis (NULL is a no-op).  The trace is not touched. */
 TBE_API void tbe_analysis_free(tbe_analysis *an);
-/* Re-sorts one name table; ties break by name. */
+/* Re-sorts one name table by `key` as tbe_analysis_sort_key resolves it;
+ * ties break by total, then by name, then by shapes. */
 TBE_API void tbe_analysis_sort(tbe_analysis *an, tbe_group_kind g, tbe_sort_key key);
-/* Returns the static name "kernels", "cpu_ops" or "ranges". */
+/* The key tbe_analysis_sort applies to table g of `an` for `key`:
+ * TBE_SORT_DEFAULT and the CUDA keys resolved as tbe_sort_key says (a
+ * value out of range reads as TBE_SORT_TOTAL). */
+TBE_API tbe_sort_key tbe_analysis_sort_key(const tbe_analysis *an, tbe_group_kind g,
+                                           tbe_sort_key key);
+/* Returns the static name "kernels", "cpu_ops", "ranges" or
+ * "cpu_ops_by_shape". */
 TBE_API const char *tbe_group_name(tbe_group_kind g);
 
 /* One name in a comparison. */
@@ -390,11 +464,21 @@ typedef struct tbe_diff_entry {
   /* This name's time per step on each side (names on both sides of
    * traces that both have steps; verdict TBE_NOISE_NONE otherwise). */
   tbe_step_compare steps;
+  /* Operator tables: the input shapes (TBE_GROUP_CPU_OP_SHAPE, else
+   * NULL), the CUDA total on each side, its change and its time per step
+   * compared as `steps` is (a false discovery rate of its own over the
+   * table). */
+  const char *shapes;
+  int64_t cuda_ns[2];
+  int64_t cuda_delta_ns;
+  tbe_step_compare cuda_steps;
 } tbe_diff_entry;
 
 typedef struct tbe_diff {
   const tbe_analysis *side[2];   /* borrowed: [0] base, [1] new */
-  tbe_diff_entry *entries[TBE_GROUP__COUNT];  /* sorted by |delta_ns| desc */
+  /* Sorted by |delta_ns| descending (ties by name, then shapes), except
+   * the operator tables when op_cuda: by |cuda_delta_ns|. */
+  tbe_diff_entry *entries[TBE_GROUP__COUNT];
   size_t nentries[TBE_GROUP__COUNT];
   size_t added[TBE_GROUP__COUNT];    /* names only in new */
   size_t removed[TBE_GROUP__COUNT];  /* names only in base */
@@ -405,6 +489,7 @@ typedef struct tbe_diff {
   size_t nsteps[2];
   int64_t step_median_ns[2];   /* -1 without steps (= steps.dist[s].median_ns) */
   tbe_step_compare steps;      /* the step durations of the two sides */
+  int op_cuda;                 /* a side attributes GPU work to operators */
   tbe_allocator alloc_;
 } tbe_diff;
 
@@ -556,6 +641,13 @@ typedef enum tbe_report_format {
   TBE_REPORT_MARKDOWN = 3
 } tbe_report_format;
 
+/* How the reports show the operator table. */
+typedef enum tbe_group_by {
+  TBE_GROUP_BY_NAME = 0,   /* one row per operator name (TBE_GROUP_CPU_OP) */
+  TBE_GROUP_BY_SHAPE = 1   /* one row per name and input shapes
+                              (TBE_GROUP_CPU_OP_SHAPE), when the trace has them */
+} tbe_group_by;
+
 typedef struct tbe_report_options {
   int format;          /* tbe_report_format */
   int sort;            /* tbe_sort_key (summary only; diff sorts by |delta|) */
@@ -565,9 +657,11 @@ typedef struct tbe_report_options {
   const char *label[2];/* diff: names of base and new (NULL: "base", "new");
                           summary: label[0] is the title (may be NULL) */
   const tbe_allocator *allocator;
+  int group_by;        /* tbe_group_by */
 } tbe_report_options;
 
-/* Fills `o` with the defaults: table, by total, top 10, width 100. */
+/* Fills `o` with the defaults: table, TBE_SORT_DEFAULT, top 10, width 100,
+ * operators by name. */
 TBE_API void tbe_report_options_init(tbe_report_options *o);
 /* Renders a summary (sorting its tables by o->sort, hence non-const).
  * On success *out is a NUL-terminated string of *len bytes, freed with

@@ -68,6 +68,7 @@ typedef struct priv {
   tbe_trace *owned_trace;
   void *owned_mem;
   void *metric_block[2]; /* analysis_metrics.c's allocations */
+  void *ops_block[TBE__OPS_BLOCKS]; /* the operator figures' (analysis_int.h) */
 } priv;
 
 typedef struct scratch {
@@ -89,6 +90,7 @@ typedef struct scratch {
   int64_t win_lo, win_hi;  /* the profiled window */
   int32_t *kstep;          /* step of each GPU kernel, in event order (steps only) */
   size_t nk;
+  tbe__ops *ops;           /* analysis_ops.c's */
 } scratch;
 
 const char *tbe_group_name(tbe_group_kind g) {
@@ -96,6 +98,7 @@ const char *tbe_group_name(tbe_group_kind g) {
     case TBE_GROUP_KERNEL: return "kernels";
     case TBE_GROUP_CPU_OP: return "cpu_ops";
     case TBE_GROUP_RANGE: return "ranges";
+    case TBE_GROUP_CPU_OP_SHAPE: return "cpu_ops_by_shape";
     default: return "unknown";
   }
 }
@@ -629,6 +632,7 @@ static int per_step_names(tbe_analysis *an, scratch *s) {
   int64_t *q = p->step_pool;
   for (int g = 0; g < TBE_GROUP__COUNT; g++)
     for (size_t i = 0; i < an->ngroups[g]; i++, q += ns) an->groups[g][i].step_ns = q;
+  if (tbe__ops_step_cells(s->ops, ns)) return TBE_ENOMEM;
   size_t nk = 0;
   for (size_t k = 0; k < t->nevents; k++) {
     const tbe_event *e = &t->events[k];
@@ -646,6 +650,7 @@ static int per_step_names(tbe_analysis *an, scratch *s) {
       continue;
     } else if (e->kind == TBE_EV_CPU_OP) {
       if (s->track_dev[e->track] >= 0) continue;
+      tbe__ops_step(s->ops, k, step_of(t, s, when), e->dur_ns);
       g = TBE_GROUP_CPU_OP;
     } else if (e->kind == TBE_EV_NVTX_RANGE || e->kind == TBE_EV_USER_ANNOTATION) {
       if (s->track_dev[e->track] >= 0) continue;
@@ -787,6 +792,7 @@ static void scratch_free(scratch *s) {
   tbe__vec_deinit(&s->label_of);
   tbe__vec_deinit(&s->label_entry);
   tbe__free(s->a, s->kstep);
+  tbe__ops_free(s->ops);
 }
 
 static int cmp_step_start(const void *x, const void *y, void *ctx) {
@@ -1013,6 +1019,7 @@ static int run(tbe_analysis *an, scratch *s) {
   if ((rc = launch_medians(an, s))) return rc;
   if ((rc = step_launch_medians(an, s))) return rc;
   device_totals(an);
+  if ((rc = tbe__ops_create(&s->ops, an, s->slot[TBE_GROUP_CPU_OP], s->track_dev))) return rc;
 
   /* Steps: their windows on the device, and GPU busy inside each. */
   if (an->nsteps) device_steps(an, s);
@@ -1092,6 +1099,10 @@ void **tbe__analysis_metric_block(tbe_analysis *an, int i) {
   return &((priv *)an->priv_)->metric_block[i & 1];
 }
 
+void **tbe__analysis_ops_block(tbe_analysis *an, int i) {
+  return &((priv *)an->priv_)->ops_block[(unsigned)i < TBE__OPS_BLOCKS ? i : 0];
+}
+
 int64_t *tbe__analysis_pool(tbe_analysis *an, size_t n) {
   priv *p = an->priv_;
   if (p->step_pool || n == 0) return NULL;
@@ -1117,6 +1128,7 @@ void tbe_analysis_free(tbe_analysis *an) {
     tbe__free(&al, ((priv *)an->priv_)->step_pool);
     tbe__free(&al, ((priv *)an->priv_)->metric_block[0]);
     tbe__free(&al, ((priv *)an->priv_)->metric_block[1]);
+    for (int i = 0; i < TBE__OPS_BLOCKS; i++) tbe__free(&al, ((priv *)an->priv_)->ops_block[i]);
     tbe__intern_deinit(&((priv *)an->priv_)->labels);
     tbe_trace_free(((priv *)an->priv_)->owned_trace);
     tbe__free(&al, ((priv *)an->priv_)->owned_mem);
@@ -1130,26 +1142,38 @@ typedef struct sort_ctx {
   tbe_sort_key key;
 } sort_ctx;
 
+static int64_t sort_value(const tbe_name_stats *e, tbe_sort_key key) {
+  switch (key) {
+    case TBE_SORT_AVG: return e->calls ? e->total_ns / (int64_t)e->calls : 0;
+    case TBE_SORT_CALLS: return e->calls > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)e->calls;
+    case TBE_SORT_MAX: return e->max_ns;
+    case TBE_SORT_CUDA_TOTAL: return e->cuda_total_ns;
+    case TBE_SORT_SELF_CUDA: return e->self_cuda_ns;
+    case TBE_SORT_SELF: return e->self_ns;
+    default: return e->total_ns;
+  }
+}
+
 static int cmp_stats(const void *x, const void *y, void *ctx) {
   const sort_ctx *c = ctx;
   const tbe_name_stats *a = x, *b = y;
-  int64_t ka, kb;
-  switch (c->key) {
-    case TBE_SORT_AVG:
-      ka = a->calls ? a->total_ns / (int64_t)a->calls : 0;
-      kb = b->calls ? b->total_ns / (int64_t)b->calls : 0;
-      break;
-    case TBE_SORT_CALLS: ka = (int64_t)a->calls; kb = (int64_t)b->calls; break;
-    case TBE_SORT_MAX: ka = a->max_ns; kb = b->max_ns; break;
-    default: ka = a->total_ns; kb = b->total_ns; break;
-  }
+  int64_t ka = sort_value(a, c->key), kb = sort_value(b, c->key);
   if (ka != kb) return ka > kb ? -1 : 1;
   if (a->total_ns != b->total_ns) return a->total_ns > b->total_ns ? -1 : 1;
-  return strcmp(a->label, b->label);
+  int r = strcmp(a->label, b->label);
+  if (r || !a->shapes || !b->shapes) return r;
+  return strcmp(a->shapes, b->shapes);
+}
+
+tbe_sort_key tbe_analysis_sort_key(const tbe_analysis *an, tbe_group_kind g, tbe_sort_key key) {
+  int op = g == TBE_GROUP_CPU_OP || g == TBE_GROUP_CPU_OP_SHAPE;
+  if (key == TBE_SORT_DEFAULT) return op && an && an->op_gpu_count ? TBE_SORT_CUDA_TOTAL : TBE_SORT_TOTAL;
+  if (!op && (key == TBE_SORT_CUDA_TOTAL || key == TBE_SORT_SELF_CUDA)) return TBE_SORT_TOTAL;
+  return (unsigned)key <= TBE_SORT_SELF ? key : TBE_SORT_TOTAL;
 }
 
 void tbe_analysis_sort(tbe_analysis *an, tbe_group_kind g, tbe_sort_key key) {
   if (!an || (unsigned)g >= TBE_GROUP__COUNT || an->ngroups[g] < 2) return;
-  sort_ctx c = {an->trace, key};
+  sort_ctx c = {an->trace, tbe_analysis_sort_key(an, g, key)};
   qsort_r(an->groups[g], an->ngroups[g], sizeof(tbe_name_stats), cmp_stats, &c);
 }

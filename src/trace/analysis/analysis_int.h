@@ -24,6 +24,36 @@ int64_t *tbe__analysis_pool(tbe_analysis *an, size_t n);
  * loaded analysis's strings and stamp).  Either may be NULL. */
 void tbe__analysis_adopt(tbe_analysis *an, tbe_trace *t, void *mem);
 
+/* The blocks the operator figures keep (analysis_ops.c; a loaded or a
+ * merged analysis fills them too), freed with the analysis. */
+enum {
+  TBE__OPS_LAUNCHED = 0,   /* tbe_op_kernel: every entry's launched list */
+  TBE__OPS_STEP_CELLS = 1, /* int64_t: the per-step CUDA cells */
+  TBE__OPS_SHAPES = 2,     /* char: the by-shape entries' shapes */
+  TBE__OPS_BLOCKS = 3
+};
+void **tbe__analysis_ops_block(tbe_analysis *an, int i);
+
+/* The operator figures (analysis_ops.c): self CUDA, CUDA total, kernels
+ * and the launched lists of groups[TBE_GROUP_CPU_OP], the table
+ * TBE_GROUP_CPU_OP_SHAPE, an->op_gpu_count and op_gpu_ns.  Runs after the
+ * main pass (oslot maps an operator's name id to its entry of
+ * groups[TBE_GROUP_CPU_OP], track_dev a track to its device or -1) and
+ * before the name tables are finished (name_totals); *out (freed with
+ * tbe__ops_free, also on failure) keeps what the steps need.  Returns 0 or
+ * TBE_ENOMEM. */
+typedef struct tbe__ops tbe__ops;
+int tbe__ops_create(tbe__ops **out, tbe_analysis *an, const uint32_t *oslot,
+                    const int32_t *track_dev);
+/* Gives the operator entries their per-step CUDA cells (nothing without
+ * GPU work attributed, or past TBE__STEP_CELLS_MAX).  0 or TBE_ENOMEM. */
+int tbe__ops_step_cells(tbe__ops *x, size_t nsteps);
+/* Operator event `event` (called for each in event order) starts in step
+ * si (-1: none) and lasts `dur`: its CUDA total and, in the by-shape
+ * table, its time go to that step. */
+void tbe__ops_step(tbe__ops *x, size_t event, long si, int64_t dur);
+void tbe__ops_free(tbe__ops *x);
+
 /* Fills an->advice from an's figures (analysis_advice.c).  Returns 0 or
  * TBE_ENOMEM. */
 int tbe__analysis_advise(tbe_analysis *an);

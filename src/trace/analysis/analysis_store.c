@@ -85,6 +85,7 @@ typedef Tbexport__Step PStep;
 typedef Tbexport__StepDist PDist;
 typedef Tbexport__Advice PAdvice;
 typedef Tbexport__SourceFile PSource;
+typedef Tbexport__OpKernel POpKernel;
 
 static ProtobufCBinaryData text_of(const char *s) {
   ProtobufCBinaryData b;
@@ -152,6 +153,32 @@ static void save_name(PName *m, const tbe_name_stats *e, const tbe_analysis *an)
   m->n_step_ns = e->step_ns ? an->nsteps : 0;
   m->step_ns = e->step_ns;
   m->kclass = e->kclass;
+  m->self_cuda_ns = e->self_cuda_ns;
+  m->cuda_total_ns = e->cuda_total_ns;
+  m->kernels = e->kernels;
+  m->launched_other_calls = e->launched_other_calls;
+  m->launched_other_ns = e->launched_other_ns;
+  m->has_cuda_step_ns = e->cuda_step_ns != NULL;
+  m->n_cuda_step_ns = e->cuda_step_ns ? an->nsteps : 0;
+  m->cuda_step_ns = e->cuda_step_ns;
+  m->shapes = text_of(e->shapes);
+}
+
+/* An entry's launched list as OpKernel messages carved from `s`: `ops`
+ * advances past the structs used. */
+static void save_launched(save_scratch *s, PName *m, const tbe_name_stats *e, POpKernel **ops) {
+  if (!e->nlaunched) return;
+  m->launched = carve(s, e->nlaunched, sizeof *m->launched);
+  if (!m->launched) return;
+  m->n_launched = e->nlaunched;
+  for (size_t k = 0; k < e->nlaunched; k++) {
+    POpKernel *o = (*ops)++;
+    tbexport__op_kernel__init(o);
+    o->name = text_of(e->launched[k].name);
+    o->calls = e->launched[k].calls;
+    o->total_ns = e->launched[k].total_ns;
+    m->launched[k] = o;
+  }
 }
 
 static void save_step(PStep *m, const tbe_step_stats *s) {
@@ -194,8 +221,11 @@ int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources
   tbe_allocator al;
   tbe__allocator_init(&al, a);
   const tbe_trace *t = an->trace;
-  size_t nnames = 0;
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) nnames += an->ngroups[g];
+  size_t nnames = 0, nlaunched = 0;
+  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
+    nnames += an->ngroups[g];
+    for (size_t i = 0; i < an->ngroups[g]; i++) nlaunched += an->groups[g][i].nlaunched;
+  }
   size_t nwarn = t ? t->nwarnings : 0;
   /* Sizes of everything carved, each rounded up to 16 bytes (carve). */
 #define SZ(n, T) ((((n) * sizeof(T)) + 15) & ~(size_t)15)
@@ -204,7 +234,8 @@ int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources
                 SZ(an->ndevices, PDevice *) + SZ(nnames, PName) + SZ(nnames, PName *) +
                 SZ(TBE_GROUP__COUNT, PTable) + SZ(an->nsteps, PStep) + SZ(an->nsteps, PStep *) +
                 SZ(1, PDist) + SZ(an->nadvice, PAdvice) + SZ(an->nadvice, PAdvice *) +
-                SZ(nwarn, ProtobufCBinaryData) + 16 * 16;
+                SZ(nwarn, ProtobufCBinaryData) + 16 * 16 + SZ(nlaunched, POpKernel) +
+                nlaunched * sizeof(POpKernel *) + 16 * nnames;
   /* the metric means: two arrays per message that has them */
   size_t nmsg = an->ndevices + 1 + an->nsteps, nker = an->ngroups[TBE_GROUP_KERNEL];
   need += 2 * nmsg * (SZ(an->ngpu_metrics, double) + 16) + 2 * nker * (SZ(an->nkernel_metrics, double) + 16) +
@@ -254,8 +285,10 @@ int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources
 
   PName *nm = carve(&s, nnames, sizeof *nm);
   PName **np = carve(&s, nnames, sizeof *np);
+  POpKernel *ops = carve(&s, nlaunched, sizeof *ops);
   PTable *tab = carve(&s, TBE_GROUP__COUNT, sizeof *tab);
-  PTable **slots[TBE_GROUP__COUNT] = {&m->kernels, &m->cpu_ops, &m->ranges};
+  PTable **slots[TBE_GROUP__COUNT] = {&m->kernels, &m->cpu_ops, &m->ranges,
+                                      &m->cpu_ops_by_shape};
   for (int g = 0; g < TBE_GROUP__COUNT; g++) {
     tbexport__name_table__init(&tab[g]);
     tab[g].n_names = an->ngroups[g];
@@ -269,6 +302,7 @@ int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources
       nm->bound_by = e->bound_by;
       save_means(&s, e->pm_metrics, an->ngpu_metrics, &nm->n_pm_mean, &nm->pm_mean,
                  &nm->n_pm_samples, &nm->pm_samples);
+      save_launched(&s, nm, e, &ops);
       *np++ = nm++;
     }
     *slots[g] = &tab[g];
@@ -291,6 +325,8 @@ int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources
   m->dropped_records = an->dropped_records;
   m->out_of_range_records = an->out_of_range_records;
   m->ended_early = an->ended_early != 0;
+  m->op_gpu_count = an->op_gpu_count;
+  m->op_gpu_ns = an->op_gpu_ns;
 
   PAdvice *ad = carve(&s, an->nadvice, sizeof *ad);
   m->n_advice = an->nadvice;
@@ -570,12 +606,22 @@ static void check_device(loader *L, const PDevice *d, const char *where) {
   check_count(L, d->n_class_count, TBE_KCLASS__COUNT, f);
 }
 
-static const char *const TABLE_FIELD[TBE_GROUP__COUNT] = {"Analysis.kernels", "Analysis.cpu_ops",
-                                                          "Analysis.ranges"};
+static const char *const TABLE_FIELD[TBE_GROUP__COUNT] = {
+    "Analysis.kernels", "Analysis.cpu_ops", "Analysis.ranges", "Analysis.cpu_ops_by_shape"};
+
+/* The by-shape table of a file written before it existed: empty. */
+static const PTable EMPTY_TABLE = TBEXPORT__NAME_TABLE__INIT;
 
 static const PTable *table_of(const PAnalysis *m, int g) {
-  return g == TBE_GROUP_KERNEL ? m->kernels : g == TBE_GROUP_CPU_OP ? m->cpu_ops : m->ranges;
+  switch (g) {
+    case TBE_GROUP_KERNEL: return m->kernels;
+    case TBE_GROUP_CPU_OP: return m->cpu_ops;
+    case TBE_GROUP_RANGE: return m->ranges;
+    default: return m->cpu_ops_by_shape ? m->cpu_ops_by_shape : &EMPTY_TABLE;
+  }
 }
+
+static int is_op_table(int g) { return g == TBE_GROUP_CPU_OP || g == TBE_GROUP_CPU_OP_SHAPE; }
 
 /* Every check of step 3. */
 static int check_file(loader *L, const PFile *f) {
@@ -607,7 +653,7 @@ static int check_file(loader *L, const PFile *f) {
     snprintf(fl, sizeof fl, "Analysis.devices[%zu].metric_mean", i);
     check_means(L, d->n_metric_mean, d->n_metric_samples, m->n_gpu_metrics, fl);
   }
-  size_t cells = 0;
+  size_t cells = 0, cuda_cells = 0;
   for (int g = 0; g < TBE_GROUP__COUNT && !L->rc; g++) {
     const PTable *t = table_of(m, g);
     if (!t) return missing(L, TABLE_FIELD[g]);
@@ -633,10 +679,31 @@ static int check_file(loader *L, const PFile *f) {
       snprintf(fl, sizeof fl, "%s.names[%zu].pm_mean", TABLE_FIELD[g], i);
       check_means(L, e->n_pm_mean, e->n_pm_samples, g == TBE_GROUP_KERNEL ? m->n_gpu_metrics : 0,
                   fl);
+      /* the operator figures: only in the operator tables */
+      snprintf(fl, sizeof fl, "%s.names[%zu].launched", TABLE_FIELD[g], i);
+      check(L, e->n_launched <= (is_op_table(g) ? TBE_OP_KERNELS_TOP : 0),
+            "%lld launched entries, more than this table's entries hold", fl,
+            (long long)e->n_launched);
+      for (size_t k = 0; k < e->n_launched && !L->rc; k++) {
+        snprintf(fl, sizeof fl, "%s.names[%zu].launched[%zu].name", TABLE_FIELD[g], i, k);
+        check_text(L, &e->launched[k]->name, TEXT_MAX, fl);
+      }
+      snprintf(fl, sizeof fl, "%s.names[%zu].cuda_step_ns", TABLE_FIELD[g], i);
+      check(L, !e->has_cuda_step_ns || (is_op_table(g) && m->n_steps > 0),
+            "%lld per-step CUDA times outside an operator table with steps", fl,
+            (long long)e->n_cuda_step_ns);
+      check_count(L, e->n_cuda_step_ns, e->has_cuda_step_ns ? m->n_steps : 0, fl);
+      if (e->has_cuda_step_ns) cuda_cells += m->n_steps;
+      snprintf(fl, sizeof fl, "%s.names[%zu].shapes", TABLE_FIELD[g], i);
+      check_text(L, &e->shapes, TEXT_MAX, fl);
+      check(L, g == TBE_GROUP_CPU_OP_SHAPE || e->shapes.len == 0,
+            "%lld bytes of input shapes outside the by-shape table", fl, (long long)e->shapes.len);
     }
   }
   check(L, cells <= TBE__STEP_CELLS_MAX, "%lld per-step cells, more than an analysis holds",
         "NameStats.step_ns", (long long)cells);
+  check(L, cuda_cells <= TBE__STEP_CELLS_MAX, "%lld per-step cells, more than an analysis holds",
+        "NameStats.cuda_step_ns", (long long)cuda_cells);
   for (size_t i = 0; i < m->n_steps && !L->rc; i++) {
     snprintf(fl, sizeof fl, "Analysis.steps[%zu].class_ns", i);
     check_count(L, m->steps[i]->n_class_ns, TBE_KCLASS__COUNT, fl);
@@ -793,6 +860,19 @@ static void check_name_figures(loader *L, const PName *e, const char *where) {
   check_counts(L, e->metric_samples, e->n_metric_samples, where, "metric_samples", 1);
   check_reals(L, e->pm_mean, e->n_pm_mean, where, "pm_mean", 1);
   check_counts(L, e->pm_samples, e->n_pm_samples, where, "pm_samples", 1);
+  const int64_t odurs[] = {e->self_cuda_ns, e->cuda_total_ns, e->launched_other_ns};
+  static const char *const onames[] = {"self_cuda_ns", "cuda_total_ns", "launched_other_ns"};
+  check_durs(L, odurs, onames, NELEM(odurs), where);
+  const uint64_t ocounts[] = {e->kernels, e->launched_other_calls};
+  static const char *const ocnames[] = {"kernels", "launched_other_calls"};
+  check_nums(L, ocounts, ocnames, NELEM(ocounts), where);
+  check_i64(L, e->cuda_step_ns, e->n_cuda_step_ns, R_DUR, where, "cuda_step_ns", 1);
+  for (size_t k = 0; k < e->n_launched && !L->rc; k++) {
+    char fl[160];
+    snprintf(fl, sizeof fl, "%s.launched[%zu]", where, k);
+    check_counts(L, &e->launched[k]->calls, 1, fl, "calls", 0);
+    check_i64(L, &e->launched[k]->total_ns, 1, R_DUR, fl, "total_ns", 0);
+  }
 }
 
 static void check_step_figures(loader *L, const PStep *s, const char *where) {
@@ -819,9 +899,10 @@ static int check_figures(loader *L, const PFile *f) {
                                        "step_hint_ns"};
   check_durs(L, durs, dnames, NELEM(durs), "Analysis");
   const uint64_t counts[] = {m->api_calls, m->sync_calls, m->dropped_records,
-                             m->out_of_range_records, m->step_hint_count};
+                             m->out_of_range_records, m->step_hint_count, m->op_gpu_count};
   static const char *const cnames[] = {"api_calls", "sync_calls", "dropped_records",
-                                       "out_of_range_records", "step_hint_count"};
+                                       "out_of_range_records", "step_hint_count", "op_gpu_count"};
+  check_i64(L, &m->op_gpu_ns, 1, R_DUR, "Analysis", "op_gpu_ns", 0);
   check_nums(L, counts, cnames, NELEM(counts), "Analysis");
   for (size_t i = 0; i < m->n_devices && !L->rc; i++) {
     snprintf(fl, sizeof fl, "Analysis.devices[%zu]", i);
@@ -970,9 +1051,13 @@ static int build(tbe_analysis **out, tbe_analysis_stamp *stamp, const PFile *f,
   tbe_trace *t = NULL;
   tbe_str *mids = NULL; /* the metric names' string ids */
   /* The stamp's sources and the string ids of the names, in one block. */
-  size_t nnames = 0;
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) nnames += table_of(m, g)->n_names;
-  size_t nids = 2 * nnames + m->n_devices + 1 + f->n_sources + 3;
+  size_t nnames = 0, nlaunched = 0;
+  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
+    const PTable *tb = table_of(m, g);
+    nnames += tb->n_names;
+    for (size_t i = 0; i < tb->n_names; i++) nlaunched += tb->names[i]->n_launched;
+  }
+  size_t nids = 3 * nnames + nlaunched + m->n_devices + 1 + f->n_sources + 3;
   void *mem = tbe__calloc(&an->alloc_, 1, f->n_sources * sizeof(tbe_analysis_source) +
                                               nids * sizeof(tbe_str) + 16);
   rc = mem ? tbe_trace_create(&t, &an->alloc_) : TBE_ENOMEM;
@@ -991,9 +1076,12 @@ static int build(tbe_analysis **out, tbe_analysis_stamp *stamp, const PFile *f,
   for (int g = 0; g < TBE_GROUP__COUNT; g++) {
     const PTable *tb = table_of(m, g);
     for (size_t i = 0; i < tb->n_names; i++) {
-      tbe_str label = intern(&B, &tb->names[i]->label);
+      const PName *p = tb->names[i];
+      tbe_str label = intern(&B, &p->label);
       *id++ = label;
-      *id++ = tb->names[i]->name.len ? intern(&B, &tb->names[i]->name) : label;
+      *id++ = p->name.len ? intern(&B, &p->name) : label;
+      *id++ = intern(&B, &p->shapes);
+      for (size_t k = 0; k < p->n_launched; k++) *id++ = intern(&B, &p->launched[k]->name);
     }
   }
   tbe_str hint = intern(&B, &m->step_hint);
@@ -1026,15 +1114,23 @@ static int build(tbe_analysis **out, tbe_analysis_stamp *stamp, const PFile *f,
   for (size_t i = 0; i < m->n_devices; i++) load_device(&an->devices[i], m->devices[i], *id++);
   load_device(&an->all, m->all, *id++);
 
-  size_t cells = 0;
+  size_t cells = 0, cuda_cells = 0;
   for (int g = 0; g < TBE_GROUP__COUNT; g++)
-    for (size_t i = 0; i < table_of(m, g)->n_names; i++)
+    for (size_t i = 0; i < table_of(m, g)->n_names; i++) {
       if (table_of(m, g)->names[i]->has_step_ns) cells += m->n_steps;
+      if (table_of(m, g)->names[i]->has_cuda_step_ns) cuda_cells += m->n_steps;
+    }
   int64_t *pool = cells ? tbe__analysis_pool(an, cells) : NULL;
-  if (cells && !pool) {
+  int64_t *cpool = cuda_cells ? tbe__calloc(&an->alloc_, cuda_cells, sizeof *cpool) : NULL;
+  tbe_op_kernel *lpool = nlaunched ? tbe__calloc(&an->alloc_, nlaunched, sizeof *lpool) : NULL;
+  *tbe__analysis_ops_block(an, TBE__OPS_STEP_CELLS) = cpool; /* freed with `an` */
+  *tbe__analysis_ops_block(an, TBE__OPS_LAUNCHED) = lpool;
+  if ((cells && !pool) || (cuda_cells && !cpool) || (nlaunched && !lpool)) {
     rc = TBE_ENOMEM;
     goto done;
   }
+  an->op_gpu_count = m->op_gpu_count;
+  an->op_gpu_ns = m->op_gpu_ns;
   for (int g = 0; g < TBE_GROUP__COUNT; g++) {
     const PTable *tb = table_of(m, g);
     an->group_total_ns[g] = tb->total_ns;
@@ -1049,6 +1145,25 @@ static int build(tbe_analysis **out, tbe_analysis_stamp *stamp, const PFile *f,
       tbe_name_stats *e = &an->groups[g][i];
       e->label = text(&B, *id++);
       e->name = *id++;
+      tbe_str shapes = *id++;
+      if (g == TBE_GROUP_CPU_OP_SHAPE) e->shapes = text(&B, shapes);
+      if (p->n_launched) e->launched = lpool;
+      e->nlaunched = p->n_launched;
+      for (size_t k = 0; k < p->n_launched; k++, lpool++) {
+        lpool->name = text(&B, *id++);
+        lpool->calls = p->launched[k]->calls;
+        lpool->total_ns = p->launched[k]->total_ns;
+      }
+      e->self_cuda_ns = p->self_cuda_ns;
+      e->cuda_total_ns = p->cuda_total_ns;
+      e->kernels = p->kernels;
+      e->launched_other_calls = p->launched_other_calls;
+      e->launched_other_ns = p->launched_other_ns;
+      if (p->has_cuda_step_ns) {
+        e->cuda_step_ns = cpool;
+        memcpy(cpool, p->cuda_step_ns, m->n_steps * sizeof *cpool);
+        cpool += m->n_steps;
+      }
       e->calls = p->calls;
       e->total_ns = p->total_ns;
       e->self_ns = p->self_ns;

@@ -395,7 +395,8 @@ size_t tbe__tag_component(const char *name, size_t width, char *buf, size_t size
 
 /* ---- group titles ---- */
 
-static const char *gtitle[TBE_GROUP__COUNT] = {"Kernels", "CPU operators", "Ranges"};
+static const char *gtitle[TBE_GROUP__COUNT] = {"Kernels", "CPU operators", "Ranges",
+                                               "CPU operators by input shape"};
 
 const char *tbe__group_title(tbe_group_kind g) {
   return (unsigned)g < TBE_GROUP__COUNT ? gtitle[g] : "";
@@ -424,7 +425,7 @@ void tbe_report_options_init(tbe_report_options *o) {
   if (!o) return;
   memset(o, 0, sizeof *o);
   o->format = TBE_REPORT_TABLE;
-  o->sort = TBE_SORT_TOTAL;
+  o->sort = TBE_SORT_DEFAULT;
   o->top = 10;
   o->width = 100;
 }
@@ -468,7 +469,8 @@ int tbe__report_options(const tbe_report_options *o, tbe_report_options *oo) {
   if (!o) tbe_report_options_init(oo);
   else *oo = *o;
   if (oo->width <= 0) oo->width = 100;
-  if ((unsigned)oo->sort > TBE_SORT_MAX || (unsigned)oo->format > TBE_REPORT_MARKDOWN)
+  if ((unsigned)oo->sort > TBE_SORT_DEFAULT || (unsigned)oo->format > TBE_REPORT_MARKDOWN ||
+      (unsigned)oo->group_by > TBE_GROUP_BY_SHAPE)
     return TBE_EINVAL;
   return 0;
 }

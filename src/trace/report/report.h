@@ -179,6 +179,36 @@ int tbe__report_options(const tbe_report_options *o, tbe_report_options *oo);
  * returns TBE_ENOMEM after an allocation failure. */
 int tbe__report_finish(tbe__buf *b, char **out, size_t *len);
 
+/* ---- the operator table (report_ops.c) ---- */
+
+/* 1 when the operator table is shown by name and input shapes: o asks for
+ * it and `an` has the table. */
+int tbe__by_shape(const tbe_analysis *an, const tbe_report_options *o);
+/* The name tables a report of `an` shows, in order (kernels, the operators
+ * by name or by shape, ranges); returns their number. */
+size_t tbe__report_groups(const tbe_analysis *an, const tbe_report_options *o,
+                          tbe_group_kind out[3]);
+/* The order of table g under sort key `sort`, in words ("total", "CUDA
+ * total", "self CPU", ...). */
+const char *tbe__sort_word(const tbe_analysis *an, tbe_group_kind g, int sort);
+/* An operator table with its GPU figures (an->op_gpu_count > 0): the
+ * terminal table with "kernels per operator" after it; Markdown (the top
+ * `top` rows, 0 = all, and the list). */
+void tbe__ops_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
+                    const tbe_report_options *o);
+void tbe__ops_md(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g, size_t top, int wide);
+/* "operators: N names launched M of K GPU activities ..." wrapped at
+ * `width` (nothing when none did). */
+void tbe__ops_line(tbe__buf *b, const tbe_analysis *an, int width);
+/* An operator entry's CSV fields after the shared ones (",self_cuda_ns,
+ * cuda_total_ns,kernels,shapes") and the CSV section of what the first
+ * `top` entries launched (nothing without GPU work attributed). */
+void tbe__ops_csv_fields(tbe__buf *b, const tbe_name_stats *e);
+void tbe__ops_csv_launched(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g, size_t top);
+/* An operator entry's JSON members (shapes, self_cuda_ns, cuda_total_ns,
+ * kernels, launched, launched_other, cuda_step_ns). */
+void tbe__ops_json_fields(tbe__buf *b, const tbe_analysis *an, const tbe_name_stats *e);
+
 /* ---- hardware metrics (report_metrics.c): nothing without them ---- */
 
 /* `v` in the unit its name's suffix says (_pct, _bytes_per_s, _hz, _ns). */

@@ -251,6 +251,10 @@ static void name_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
                        const tbe_report_options *o) {
   size_t n = an->ngroups[g];
   if (n == 0) return;
+  if (g != TBE_GROUP_KERNEL && g != TBE_GROUP_RANGE && an->op_gpu_count) {
+    tbe__ops_table(b, an, g, o);
+    return;
+  }
   size_t top = o->top && o->top < n ? o->top : n;
   int kern = g == TBE_GROUP_KERNEL;
   /* Columns: name, calls 7, total 10, self 10 (host tables), self% 6,
@@ -267,9 +271,9 @@ static void name_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
       if ((int)l > nw) nw = (int)l;
     }
   }
-  tbe__buf_printf(b, "\n%s (%zu of %zu, by %s)\n", tbe__group_title(g), top, n,
-                  o->sort == TBE_SORT_AVG ? "average" : o->sort == TBE_SORT_CALLS ? "calls"
-                                            : o->sort == TBE_SORT_MAX ? "max" : "total");
+  tbe__buf_printf(b, "\n%s (%zu of %zu, by %s)\n",
+                  g == TBE_GROUP_CPU_OP_SHAPE ? "CPU operators by input shape" : tbe__group_title(g),
+                  top, n, tbe__sort_word(an, g, o->sort));
   tbe__cell(b, "name", nw, 0);
   const char *hd[6] = {"calls", "total", kern ? "avg" : "self", "self%", kern ? "min" : "avg",
                        "max"};
@@ -306,6 +310,12 @@ static void name_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
       tbe__cell(b, v[c], cw[c], 1);
     }
     tbe__buf_putc(b, '\n');
+    if (e->shapes) {
+      char sh[TBE__SHORT_MAX];
+      tbe__text_fit(sh, sizeof sh, e->shapes[0] ? e->shapes : "(no shapes)",
+                    o->wide ? 0 : (size_t)(nw + fixed - 4));
+      tbe__buf_printf(b, "    %s\n", sh);
+    }
   }
   tbe__free(b->a, labels);
   tbe__free(b->a, cells);
@@ -502,9 +512,12 @@ void tbe__rep_summary_table(tbe__buf *b, tbe_analysis *an, const tbe_report_opti
   tbe__buf_putc(b, '\n');
   overview_table(b, an, o->width);
   host_lines(b, an);
+  tbe__ops_line(b, an, o->width);
   tbe__metrics_gpu(b, an, 0);
   class_table(b, &an->all, 0);
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) name_table(b, an, (tbe_group_kind)g, o);
+  tbe_group_kind gs[3];
+  size_t ng = tbe__report_groups(an, o, gs);
+  for (size_t i = 0; i < ng; i++) name_table(b, an, gs[i], o);
   tbe__metrics_kernels(b, an, o, 0);
   steps_table(b, an);
   tbe__step_hint_text(b, an, o, NULL, NULL);
@@ -541,14 +554,22 @@ static void md_group(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
   size_t n = an->ngroups[g];
   if (!n) return;
   size_t top = o->top && o->top < n ? o->top : n;
-  tbe__buf_printf(b, "\n## %s (%zu of %zu)\n\n", tbe__group_title(g), top, n);
+  tbe__buf_printf(b, "\n## %s (%zu of %zu)\n\n",
+                  g == TBE_GROUP_CPU_OP_SHAPE ? "CPU operators by input shape" : tbe__group_title(g),
+                  top, n);
   if (g == TBE_GROUP_KERNEL) {
     tbe__md_kernels(b, an, top, o->wide);
     return;
   }
+  if (g != TBE_GROUP_RANGE && an->op_gpu_count) {
+    tbe__ops_md(b, an, g, top, o->wide);
+    return;
+  }
   char name[TBE__SHORT_MAX], v[5][32];
-  tbe__buf_puts(b, "| name | calls | total | self | self % | avg | max |\n"
-                   "|---|---:|---:|---:|---:|---:|---:|\n");
+  int shapes = g == TBE_GROUP_CPU_OP_SHAPE;
+  tbe__buf_printf(b, "| name |%s calls | total | self | self %% | avg | max |\n"
+                     "|---|%s---:|---:|---:|---:|---:|---:|\n",
+                  shapes ? " input shapes |" : "", shapes ? "---|" : "");
   for (size_t i = 0; i < top; i++) {
     const tbe_name_stats *e = &an->groups[g][i];
     const char *full = e->label;
@@ -561,6 +582,10 @@ static void md_group(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
     tbe__fmt_dur(v[3], 32, e->max_ns);
     tbe__buf_puts(b, "| ");
     tbe__md_escape(b, name);
+    if (shapes) {
+      tbe__buf_puts(b, " | ");
+      tbe__md_escape(b, e->shapes ? e->shapes : "");
+    }
     tbe__buf_printf(b, " | %llu | %s | %s | %.1f | %s | %s |\n", (unsigned long long)e->calls,
                     v[0], v[1], tbe__pct(e->self_ns, an->group_total_ns[g]), v[2], v[3]);
   }
@@ -597,7 +622,9 @@ void tbe__rep_summary_md(tbe__buf *b, tbe_analysis *an, const tbe_report_options
   }
   tbe__metrics_gpu(b, an, 1);
   class_table(b, &an->all, 1);
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) md_group(b, an, (tbe_group_kind)g, o);
+  tbe_group_kind gs[3];
+  size_t ng = tbe__report_groups(an, o, gs);
+  for (size_t i = 0; i < ng; i++) md_group(b, an, gs[i], o);
   tbe__metrics_kernels(b, an, o, 1);
   if (an->nsteps) {
     tbe__buf_puts(b, "\n## Steps\n\n| step | time | host | GPU busy % | kernel time | kernels |\n"
@@ -618,28 +645,36 @@ void tbe__rep_summary_md(tbe__buf *b, tbe_analysis *an, const tbe_report_options
 /* ---- summary: CSV ---- */
 
 static void names_csv(tbe__buf *b, const tbe_analysis *an, const tbe_report_options *o) {
-  tbe__buf_puts(b, "\nsection,name,calls,total_ns,self_ns,self_pct,avg_ns,min_ns,max_ns,class\n");
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
+  tbe__buf_puts(b, "\nsection,name,calls,total_ns,self_ns,self_pct,avg_ns,min_ns,max_ns,class,"
+                   "self_cuda_ns,cuda_total_ns,kernels,shapes\n");
+  tbe_group_kind gs[3];
+  size_t ng = tbe__report_groups(an, o, gs);
+  for (size_t gi = 0; gi < ng; gi++) {
+    tbe_group_kind g = gs[gi];
     size_t n = an->ngroups[g], top = o->top && o->top < n ? o->top : n;
     for (size_t i = 0; i < top; i++) {
       const tbe_name_stats *e = &an->groups[g][i];
       tbe__buf_printf(b, "%s,", tbe_group_name((tbe_group_kind)g));
       tbe__csv_str(b, e->label);
-      tbe__buf_printf(b, ",%llu,%lld,%lld,%.2f,%lld,%lld,%lld,%s\n", (unsigned long long)e->calls,
+      tbe__buf_printf(b, ",%llu,%lld,%lld,%.2f,%lld,%lld,%lld,%s", (unsigned long long)e->calls,
                       (long long)e->total_ns, (long long)e->self_ns,
                       tbe__pct(e->self_ns, an->group_total_ns[g]),
                       (long long)(e->calls ? e->total_ns / (int64_t)e->calls : 0),
                       (long long)e->min_ns, (long long)e->max_ns,
                       g == TBE_GROUP_KERNEL ? tbe_kernel_class_name(e->kclass) : "");
+      if (g == TBE_GROUP_CPU_OP || g == TBE_GROUP_CPU_OP_SHAPE) tbe__ops_csv_fields(b, e);
+      else tbe__buf_puts(b, ",,,,");
+      tbe__buf_putc(b, '\n');
     }
   }
+  tbe__ops_csv_launched(b, an, gs[1], o->top);
 }
 
 void tbe__summary_names(tbe__buf *b, const tbe_analysis *an, const tbe_report_options *o) {
-  for (int g = 0; g < TBE_GROUP__COUNT && o->format == TBE_REPORT_TABLE; g++)
-    name_table(b, an, (tbe_group_kind)g, o);
-  for (int g = 0; g < TBE_GROUP__COUNT && o->format == TBE_REPORT_MARKDOWN; g++)
-    md_group(b, an, (tbe_group_kind)g, o);
+  tbe_group_kind gs[3];
+  size_t ng = tbe__report_groups(an, o, gs);
+  for (size_t i = 0; i < ng && o->format == TBE_REPORT_TABLE; i++) name_table(b, an, gs[i], o);
+  for (size_t i = 0; i < ng && o->format == TBE_REPORT_MARKDOWN; i++) md_group(b, an, gs[i], o);
   if (o->format == TBE_REPORT_CSV) names_csv(b, an, o);
   if (o->format == TBE_REPORT_CSV) tbe__metrics_csv(b, an, o);
 }
@@ -772,9 +807,16 @@ void tbe__summary_json(tbe__buf *b, const tbe_analysis *an, const tbe_report_opt
   tbe__buf_puts(b, "],\"all\":");
   json_device(b, an, &an->all);
   char name[TBE__SHORT_MAX];
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
+  tbe_group_kind gs[3];
+  size_t ng = tbe__report_groups(an, o, gs);
+  tbe__buf_printf(b, ",\"op_gpu_count\":%llu,\"op_gpu_ns\":%lld,\"cpu_ops_by\":\"%s\"",
+                  (unsigned long long)an->op_gpu_count, (long long)an->op_gpu_ns,
+                  gs[1] == TBE_GROUP_CPU_OP_SHAPE ? "shape" : "name");
+  for (size_t gi = 0; gi < ng; gi++) {
+    tbe_group_kind g = gs[gi];
     size_t n = an->ngroups[g], top = o->top && o->top < n ? o->top : n;
-    tbe__buf_printf(b, ",\"%s\":[", tbe_group_name((tbe_group_kind)g));
+    /* the operator table is "cpu_ops" whichever way it is grouped */
+    tbe__buf_printf(b, ",\"%s\":[", tbe_group_name(g == TBE_GROUP_CPU_OP_SHAPE ? TBE_GROUP_CPU_OP : g));
     for (size_t i = 0; i < top; i++) {
       const tbe_name_stats *e = &an->groups[g][i];
       const char *full = e->label;
@@ -794,6 +836,7 @@ void tbe__summary_json(tbe__buf *b, const tbe_analysis *an, const tbe_report_opt
         tbe__buf_printf(b, ",\"class\":\"%s\"", tbe_kernel_class_name(e->kclass));
         tbe__metrics_json_kernel(b, an, e);
       }
+      if (g == TBE_GROUP_CPU_OP || g == TBE_GROUP_CPU_OP_SHAPE) tbe__ops_json_fields(b, an, e);
       if (e->step_ns) {
         tbe__buf_puts(b, ",\"step_ns\":[");
         for (size_t s = 0; s < an->nsteps; s++)
