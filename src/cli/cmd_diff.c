@@ -30,7 +30,8 @@ static void usage(FILE *f) {
           "Compares two traces or runs (run names in the log_dir, or trace files): wall,\n"
           "GPU busy, kernel and median step time of each side, then per kernel, CPU\n"
           "operator and range: calls, total and average (or median per step) on each\n"
-          "side, delta and ratio, sorted by |delta|; names found on one side only are\n"
+          "side, delta and ratio, sorted by |delta| (operators whose GPU work is known:\n"
+          "by their CUDA total's); names found on one side only are\n"
           "listed as added or removed.  With steps on both sides, the step times (and\n"
           "each name's time per step) are compared by a rank test and the change is\n"
           "called within or beyond the steps' own noise (4 steps per side needed).\n"
@@ -42,6 +43,8 @@ static void usage(FILE *f) {
           "options:\n"
           "  --logdir DIR        log directory holding the runs (default " DEFAULT_LOGDIR ")\n"
           "  --format FMT        table (default), csv, json or markdown\n"
+          "  --group-by WHAT     name (default) or shape: the operators per name and\n"
+          "                      input shapes (when both sides recorded shapes)\n"
           "  --top N             rows per table (default 10; 0 = all)\n"
           "  --wide              full names instead of shortened ones\n"
           "  --width N           table width (default 100)\n"
@@ -76,7 +79,7 @@ int tbe_cmd_diff(int argc, char **argv) {
       {"width", required_argument, 0, 'w'},  {"no-events", no_argument, 0, 'E'},
       {"quiet", no_argument, 0, 'q'},        {"help", no_argument, 0, 'h'},
       {"from-traces", no_argument, 0, 'T'},  {"no-cache", no_argument, 0, 'C'},
-      TBE_CLI_LIMIT_OPTIONS,                 {0, 0, 0, 0}};
+      {"group-by", required_argument, 0, 'g'}, TBE_CLI_LIMIT_OPTIONS, {0, 0, 0, 0}};
   tbe_report_options o;
   tbe_report_options_init(&o);
   const char *logdir = NULL;
@@ -93,6 +96,7 @@ int tbe_cmd_diff(int argc, char **argv) {
       case 'C': lo.no_cache = 1; break;
       case 'h': usage(stdout); return TBE_EXIT_OK;
       case 'f':
+      case 'g':
       case 'n':
       case 'w': {
         int rc = tbe_cli_report_option("diff", c, optarg, &o);

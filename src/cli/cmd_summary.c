@@ -364,8 +364,20 @@ int tbe_cli_report_option(const char *cmd, int c, const char *arg, tbe_report_op
       else if (strcmp(arg, "avg") == 0) o->sort = TBE_SORT_AVG;
       else if (strcmp(arg, "calls") == 0) o->sort = TBE_SORT_CALLS;
       else if (strcmp(arg, "max") == 0) o->sort = TBE_SORT_MAX;
+      else if (strcmp(arg, "cuda") == 0) o->sort = TBE_SORT_CUDA_TOTAL;
+      else if (strcmp(arg, "self-cuda") == 0) o->sort = TBE_SORT_SELF_CUDA;
+      else if (strcmp(arg, "self-cpu") == 0) o->sort = TBE_SORT_SELF;
       else {
-        tbe_cli_error(cmd, "--sort: '%s' is not total, avg, calls or max", arg);
+        tbe_cli_error(cmd, "--sort: '%s' is not total, avg, calls, max, cuda, self-cuda or self-cpu",
+                      arg);
+        return TBE_EXIT_USAGE;
+      }
+      return 0;
+    case 'g':
+      if (strcmp(arg, "name") == 0) o->group_by = TBE_GROUP_BY_NAME;
+      else if (strcmp(arg, "shape") == 0) o->group_by = TBE_GROUP_BY_SHAPE;
+      else {
+        tbe_cli_error(cmd, "--group-by: '%s' is not name or shape", arg);
         return TBE_EXIT_USAGE;
       }
       return 0;
@@ -407,7 +419,9 @@ static void usage(FILE *f) {
           "\n"
           "Where the time goes in one trace: per GPU busy/idle time, kernels, copies,\n"
           "memsets, synchronization and launch latency; the top kernels, CPU operators\n"
-          "and ranges; per-step times; advice.  Without steps, which NVTX range looks\n"
+          "(with the GPU time of the work each launched, its own and its children's:\n"
+          "self CUDA and CUDA total, as torch.profiler's tables) and ranges; per-step\n"
+          "times; advice.  Without steps, which NVTX range looks\n"
           "like the iteration (give it as --steps nvtx:NAME).  FILE is any trace\n"
           "tbexport imports (Chrome/Kineto JSON, XSpace, Nsight Systems SQLite, a\n"
           "collector's spool); RUN is a run in the log_dir (default: the one written\n"
@@ -418,7 +432,11 @@ static void usage(FILE *f) {
           "options:\n"
           "  --logdir DIR        log directory holding the runs (default " DEFAULT_LOGDIR ")\n"
           "  --format FMT        table (default), csv, json or markdown\n"
-          "  --sort KEY          total (default), avg, calls or max\n"
+          "  --sort KEY          total, avg, calls, max, cuda (CUDA total), self-cuda or\n"
+          "                      self-cpu (default: the operators by CUDA total when\n"
+          "                      their GPU work is known, every other table by total)\n"
+          "  --group-by WHAT     name (default) or shape: the operator table per name\n"
+          "                      and input shapes (traces recorded with shapes)\n"
           "  --top N             rows per table (default 10; 0 = all)\n"
           "  --wide              full names instead of shortened ones\n"
           "  --width N           table width (default 100)\n"
@@ -437,7 +455,7 @@ int tbe_cmd_summary(int argc, char **argv) {
       {"wide", no_argument, 0, 'W'},         {"width", required_argument, 0, 'w'},
       {"quiet", no_argument, 0, 'q'},        {"help", no_argument, 0, 'h'},
       {"from-traces", no_argument, 0, 'T'},  {"no-cache", no_argument, 0, 'C'},
-      TBE_CLI_LIMIT_OPTIONS,                 {0, 0, 0, 0}};
+      {"group-by", required_argument, 0, 'g'}, TBE_CLI_LIMIT_OPTIONS, {0, 0, 0, 0}};
   tbe_report_options o;
   tbe_report_options_init(&o);
   const char *logdir = NULL;
@@ -454,6 +472,7 @@ int tbe_cmd_summary(int argc, char **argv) {
       case 'h': usage(stdout); return TBE_EXIT_OK;
       case 'f':
       case 's':
+      case 'g':
       case 'n':
       case 'w': {
         int rc = tbe_cli_report_option("summary", c, optarg, &o);

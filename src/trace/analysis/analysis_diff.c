@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/checked.h"
 #include "common/map.h"
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
@@ -24,39 +25,77 @@
 
 /* ---- one group ---- */
 
-static int cmp_delta(const void *x, const void *y) {
-  const tbe_diff_entry *a = x, *b = y;
-  int64_t da = a->delta_ns < 0 ? -a->delta_ns : a->delta_ns;
-  int64_t db = b->delta_ns < 0 ? -b->delta_ns : b->delta_ns;
-  if (da != db) return da > db ? -1 : 1;
-  return strcmp(a->name, b->name);
+static int64_t abs64(int64_t v) { return v < 0 ? (v == INT64_MIN ? INT64_MAX : -v) : v; }
+
+/* Ties: by name, then by shapes. */
+static int cmp_names(const tbe_diff_entry *a, const tbe_diff_entry *b) {
+  int c = strcmp(a->name, b->name);
+  if (c || !a->shapes || !b->shapes) return c;
+  return strcmp(a->shapes, b->shapes);
 }
 
-/* The per-step figures of one name on each side, then the table's
- * verdicts at a false discovery rate of TBE_NOISE_ALPHA. */
+static int cmp_delta(const void *x, const void *y) {
+  const tbe_diff_entry *a = x, *b = y;
+  int64_t da = abs64(a->delta_ns), db = abs64(b->delta_ns);
+  if (da != db) return da > db ? -1 : 1;
+  return cmp_names(a, b);
+}
+
+/* The operator tables of a diff with GPU work attributed: by the change
+ * of CUDA total, then as cmp_delta. */
+static int cmp_cuda_delta(const void *x, const void *y) {
+  const tbe_diff_entry *a = x, *b = y;
+  int64_t da = abs64(a->cuda_delta_ns), db = abs64(b->cuda_delta_ns);
+  if (da != db) return da > db ? -1 : 1;
+  return cmp_delta(x, y);
+}
+
+/* The key of an entry: its label, and in the by-shape table its shapes. */
+static uint64_t entry_hash(const tbe_name_stats *e, uint64_t seed) {
+  uint64_t h = tbe__hash_bytes(e->label, strlen(e->label), seed);
+  if (e->shapes) h = tbe__hash_u64(h ^ tbe__hash_bytes(e->shapes, strlen(e->shapes), seed), seed);
+  return h;
+}
+
+static int same_entry(const tbe_name_stats *a, const tbe_name_stats *b) {
+  if (strcmp(a->label, b->label) != 0) return 0;
+  return !a->shapes || !b->shapes || strcmp(a->shapes, b->shapes) == 0;
+}
+
+/* The per-step figures of one name on each side (`cuda`: its CUDA time
+ * per step, into cuda_steps; else its time, into steps), then the
+ * table's verdicts at a false discovery rate of TBE_NOISE_ALPHA. */
 static int diff_noise(tbe_diff *d, tbe_diff_entry *out, size_t k, const tbe_name_stats **eb,
-                      const tbe_name_stats **en, tbe__mw *mw) {
+                      const tbe_name_stats **en, tbe__mw *mw, int cuda) {
   const tbe_analysis *b = d->side[0], *n = d->side[1];
   double *p = tbe__alloc(&d->alloc_, (k ? k : 1) * sizeof *p);
   if (!p) return TBE_ENOMEM;
   size_t np = 0;
   for (size_t i = 0; i < k; i++) {
-    const int64_t *vb = eb[i] && b->nsteps ? eb[i]->step_ns : NULL;
-    const int64_t *vn = en[i] && n->nsteps ? en[i]->step_ns : NULL;
-    int rc = tbe__step_compare(mw, vb, vb ? b->nsteps : 0, vn, vn ? n->nsteps : 0, &out[i].steps);
+    const int64_t *vb = eb[i] && b->nsteps ? (cuda ? eb[i]->cuda_step_ns : eb[i]->step_ns) : NULL;
+    const int64_t *vn = en[i] && n->nsteps ? (cuda ? en[i]->cuda_step_ns : en[i]->step_ns) : NULL;
+    tbe_step_compare *c = cuda ? &out[i].cuda_steps : &out[i].steps;
+    int rc = tbe__step_compare(mw, vb, vb ? b->nsteps : 0, vn, vn ? n->nsteps : 0, c);
     if (rc) {
       tbe__free(&d->alloc_, p);
       return rc;
     }
-    if (!vb || !vn) out[i].steps.verdict = TBE_NOISE_NONE;
-    if (out[i].steps.p_value >= 0) p[np++] = out[i].steps.p_value;
+    if (!vb || !vn) c->verdict = TBE_NOISE_NONE;
+    if (c->p_value >= 0) p[np++] = c->p_value;
   }
   double thr = tbe__fdr_threshold(p, np, TBE_NOISE_ALPHA);
-  for (size_t i = 0; i < k; i++)
-    if (out[i].steps.p_value >= 0)
-      out[i].steps.verdict = out[i].steps.p_value <= thr ? TBE_NOISE_BEYOND : TBE_NOISE_WITHIN;
+  for (size_t i = 0; i < k; i++) {
+    tbe_step_compare *c = cuda ? &out[i].cuda_steps : &out[i].steps;
+    if (c->p_value >= 0) c->verdict = c->p_value <= thr ? TBE_NOISE_BEYOND : TBE_NOISE_WITHIN;
+  }
   tbe__free(&d->alloc_, p);
   return 0;
+}
+
+static void entry_side(tbe_diff_entry *o, int s, const tbe_name_stats *e) {
+  o->calls[s] = e->calls;
+  o->total_ns[s] = e->total_ns;
+  o->cuda_ns[s] = e->cuda_total_ns;
 }
 
 static int diff_group(tbe_diff *d, tbe_group_kind g, tbe__mw *mw) {
@@ -71,8 +110,7 @@ static int diff_group(tbe_diff *d, tbe_group_kind g, tbe__mw *mw) {
   const tbe_name_stats **src = tbe__calloc(&d->alloc_, 2 * (nb + nn) + 1, sizeof *src);
   int rc = out && match && src ? tbe__index_reserve(&tab, nb) : TBE_ENOMEM;
   for (size_t i = 0; i < nb && !rc; i++) {
-    const char *s = b->groups[g][i].label;
-    rc = tbe__index_add(&tab, tbe__hash_bytes(s, strlen(s), tab.seed), (uint32_t)i);
+    rc = tbe__index_add(&tab, entry_hash(&b->groups[g][i], tab.seed), (uint32_t)i);
     match[i] = UINT32_MAX;
   }
   if (rc) {
@@ -87,24 +125,22 @@ static int diff_group(tbe_diff *d, tbe_group_kind g, tbe__mw *mw) {
   size_t k = 0;
   for (size_t j = 0; j < nn; j++) {
     const tbe_name_stats *en = &n->groups[g][j];
-    const char *s = en->label;
     tbe__iprobe pr;
-    uint32_t hit = tbe__index_first(&tab, tbe__hash_bytes(s, strlen(s), tab.seed), &pr);
-    while (hit != TBE__NOIDX && strcmp(b->groups[g][hit].label, s) != 0)
+    uint32_t hit = tbe__index_first(&tab, entry_hash(en, tab.seed), &pr);
+    while (hit != TBE__NOIDX && !same_entry(&b->groups[g][hit], en))
       hit = tbe__index_next(&tab, &pr);
     srcn[k] = en;
     tbe_diff_entry *o = &out[k++];
-    o->name = s;
+    o->name = en->label;
+    o->shapes = en->shapes;
     o->present = 2;
-    o->calls[1] = en->calls;
-    o->total_ns[1] = en->total_ns;
+    entry_side(o, 1, en);
     const tbe_name_stats *eb = NULL;
     if (hit != TBE__NOIDX) {
       match[hit] = (uint32_t)j;
       eb = &b->groups[g][hit];
       o->present |= 1;
-      o->calls[0] = eb->calls;
-      o->total_ns[0] = eb->total_ns;
+      entry_side(o, 0, eb);
       srcb[k - 1] = eb;
     } else {
       d->added[g]++;
@@ -116,17 +152,20 @@ static int diff_group(tbe_diff *d, tbe_group_kind g, tbe__mw *mw) {
     srcb[k] = eb;
     tbe_diff_entry *o = &out[k++];
     o->name = eb->label;
+    o->shapes = eb->shapes;
     o->present = 1;
-    o->calls[0] = eb->calls;
-    o->total_ns[0] = eb->total_ns;
+    entry_side(o, 0, eb);
     d->removed[g]++;
   }
   for (size_t i = 0; i < k; i++) {
     out[i].delta_ns = out[i].total_ns[1] - out[i].total_ns[0];
     out[i].ratio = out[i].total_ns[0] > 0 ? (double)out[i].total_ns[1] / (double)out[i].total_ns[0]
                                           : 0.0;
+    out[i].cuda_delta_ns = tbe__sat_sub(out[i].cuda_ns[1], out[i].cuda_ns[0]);
   }
-  rc = diff_noise(d, out, k, srcb, srcn, mw);
+  int op = g == TBE_GROUP_CPU_OP || g == TBE_GROUP_CPU_OP_SHAPE;
+  rc = diff_noise(d, out, k, srcb, srcn, mw, 0);
+  if (!rc) rc = diff_noise(d, out, k, srcb, srcn, mw, 1);
   tbe__index_deinit(&tab);
   tbe__free(&d->alloc_, match);
   tbe__free(&d->alloc_, src);
@@ -134,7 +173,7 @@ static int diff_group(tbe_diff *d, tbe_group_kind g, tbe__mw *mw) {
     tbe__free(&d->alloc_, out);
     return rc;
   }
-  qsort(out, k, sizeof *out, cmp_delta);
+  qsort(out, k, sizeof *out, op && d->op_cuda ? cmp_cuda_delta : cmp_delta);
   d->entries[g] = out;
   d->nentries[g] = k;
   return 0;
@@ -154,6 +193,7 @@ int tbe_diff_create(tbe_diff **out, const tbe_analysis *base, const tbe_analysis
   d->alloc_ = al;
   d->side[0] = base;
   d->side[1] = newer;
+  d->op_cuda = base->op_gpu_count > 0 || newer->op_gpu_count > 0;
   for (int s = 0; s < 2; s++) {
     const tbe_analysis *an = d->side[s];
     d->wall_ns[s] = an->wall_ns;

@@ -240,24 +240,143 @@ typedef struct ltab {
   tbe__index ix;
 } ltab;
 
-/* The merged entry of `label` in table g, added when `add` and absent; -1
- * when absent and not added, or on allocation failure. */
-static long find_or_add(tbe_analysis *tot, tbe_group_kind g, ltab *t, const char *label,
+/* The key of an entry: its label, and in the by-shape table its shapes. */
+static uint64_t entry_hash(const char *label, const char *shapes, uint64_t seed) {
+  uint64_t h = tbe__hash_bytes(label, strlen(label), seed);
+  if (shapes) h = tbe__hash_u64(h ^ tbe__hash_bytes(shapes, strlen(shapes), seed), seed);
+  return h;
+}
+
+/* The merged entry of `e` (its label, and shapes) in table g, added when
+ * `add` and absent; -1 when absent and not added, or on allocation
+ * failure. */
+static long find_or_add(tbe_analysis *tot, tbe_group_kind g, ltab *t, const tbe_name_stats *src,
                         int add) {
-  uint64_t h = tbe__hash_bytes(label, strlen(label), t->ix.seed);
+  const char *label = src->label, *shapes = src->shapes;
+  uint64_t h = entry_hash(label, shapes, t->ix.seed);
   tbe__iprobe pr;
   for (uint32_t i = tbe__index_first(&t->ix, h, &pr); i != TBE__NOIDX;
-       i = tbe__index_next(&t->ix, &pr))
-    if (strcmp(tot->groups[g][i].label, label) == 0) return (long)i;
+       i = tbe__index_next(&t->ix, &pr)) {
+    const tbe_name_stats *m = &tot->groups[g][i];
+    if (strcmp(m->label, label) == 0 && (!shapes || !m->shapes || strcmp(m->shapes, shapes) == 0))
+      return (long)i;
+  }
   if (!add) return -1;
   size_t n = tot->ngroups[g];
   tbe_name_stats *e = TBE__VEC_PUSH(&t->ent, tbe_name_stats);
   if (!e) return -1;
   tot->groups[g] = t->ent.data; /* the analysis's from here, freed with it */
   e->label = label;
+  e->shapes = shapes;
   e->min_ns = INT64_MAX;
   tot->ngroups[g] = n + 1;
   return tbe__index_add(&t->ix, h, (uint32_t)n) ? -1 : (long)n;
+}
+
+/* ---- what the operators launched, merged ---- */
+
+typedef struct lrow {
+  uint32_t table;  /* 0: TBE_GROUP_CPU_OP, 1: TBE_GROUP_CPU_OP_SHAPE */
+  uint32_t row;    /* merged entry */
+  const char *name;
+  uint64_t calls;
+  int64_t ns;
+} lrow;
+
+static int cmp_lrow_name(const void *x, const void *y) {
+  const lrow *a = x, *b = y;
+  if (a->table != b->table) return a->table < b->table ? -1 : 1;
+  if (a->row != b->row) return a->row < b->row ? -1 : 1;
+  return strcmp(a->name, b->name);
+}
+
+static int cmp_lrow_time(const void *x, const void *y) {
+  const lrow *a = x, *b = y;
+  if (a->table != b->table) return a->table < b->table ? -1 : 1;
+  if (a->row != b->row) return a->row < b->row ? -1 : 1;
+  if (a->ns != b->ns) return a->ns > b->ns ? -1 : 1;
+  return strcmp(a->name, b->name);
+}
+
+/* The merged entries' launched lists: the hosts' listed activities summed
+ * by name, the first TBE_OP_KERNELS_TOP by time kept, the rest and the
+ * hosts' own remainders summed (so listed plus remainder still make each
+ * entry's kernels and self CUDA).  rows[t][h][i]: host h's entry i of
+ * table t -> merged entry. */
+static int merge_launched(tbe_run_analysis *r, long **rows[2]) {
+  static const tbe_group_kind TB[2] = {TBE_GROUP_CPU_OP, TBE_GROUP_CPU_OP_SHAPE};
+  tbe_analysis *tot = r->total;
+  const tbe_allocator *a = &tot->alloc_;
+  size_t n = 0;
+  for (int t = 0; t < 2; t++)
+    for (size_t h = 0; h < r->nhosts; h++) {
+      const tbe_analysis *an = r->hosts[h].an;
+      for (size_t i = 0; i < an->ngroups[TB[t]]; i++) n += an->groups[TB[t]][i].nlaunched;
+    }
+  if (!n) return 0;
+  lrow *v = tbe__alloc(a, n * sizeof *v);
+  if (!v) return TBE_ENOMEM;
+  size_t k = 0;
+  for (int t = 0; t < 2; t++)
+    for (size_t h = 0; h < r->nhosts; h++) {
+      const tbe_analysis *an = r->hosts[h].an;
+      for (size_t i = 0; i < an->ngroups[TB[t]]; i++) {
+        const tbe_name_stats *e = &an->groups[TB[t]][i];
+        tbe_name_stats *m = &tot->groups[TB[t]][rows[t][h][i]];
+        m->launched_other_calls += e->launched_other_calls;
+        m->launched_other_ns = tbe__sat_add(m->launched_other_ns, e->launched_other_ns);
+        for (size_t j = 0; j < e->nlaunched; j++)
+          v[k++] = (lrow){(uint32_t)t, (uint32_t)rows[t][h][i], e->launched[j].name,
+                          e->launched[j].calls, e->launched[j].total_ns};
+      }
+    }
+  qsort(v, n, sizeof *v, cmp_lrow_name);
+  size_t u = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (u && cmp_lrow_name(&v[u - 1], &v[i]) == 0) {
+      v[u - 1].calls += v[i].calls;
+      v[u - 1].ns = tbe__sat_add(v[u - 1].ns, v[i].ns);
+    } else {
+      v[u++] = v[i];
+    }
+  }
+  qsort(v, u, sizeof *v, cmp_lrow_time);
+  tbe_op_kernel *out = tbe__alloc(a, u * sizeof *out);
+  if (!out) {
+    tbe__free(a, v);
+    return TBE_ENOMEM;
+  }
+  *tbe__analysis_ops_block(tot, TBE__OPS_LAUNCHED) = out;
+  for (size_t i = 0, run = 0; i < u; i++) {
+    run = i && v[i].table == v[i - 1].table && v[i].row == v[i - 1].row ? run + 1 : 0;
+    tbe_name_stats *m = &tot->groups[TB[v[i].table]][v[i].row];
+    if (run < TBE_OP_KERNELS_TOP) {
+      if (!run) m->launched = out;
+      *out++ = (tbe_op_kernel){v[i].name, v[i].calls, v[i].ns};
+      m->nlaunched++;
+    } else {
+      m->launched_other_calls += v[i].calls;
+      m->launched_other_ns = tbe__sat_add(m->launched_other_ns, v[i].ns);
+    }
+  }
+  tbe__free(a, v);
+  return 0;
+}
+
+static int is_op_group(int g) { return g == TBE_GROUP_CPU_OP || g == TBE_GROUP_CPU_OP_SHAPE; }
+
+/* Whether every host gives its operators' CUDA time per step (a host
+ * without GPU work attributed to operators adds zeros). */
+static int cuda_per_step(const tbe_run_analysis *r) {
+  if (!r->total->op_gpu_count) return 0;
+  for (size_t h = 0; h < r->nhosts; h++) {
+    const tbe_analysis *an = r->hosts[h].an;
+    if (!an->op_gpu_count) continue;
+    for (int g = 0; g < TBE_GROUP__COUNT; g++)
+      for (size_t i = 0; is_op_group(g) && i < an->ngroups[g]; i++)
+        if (!an->groups[g][i].cuda_step_ns) return 0;
+  }
+  return 1;
 }
 
 static int merge_names(tbe_run_analysis *r, long **map) {
@@ -270,7 +389,21 @@ static int merge_names(tbe_run_analysis *r, long **map) {
     tbe__vec_init(&t[g].ent, a, sizeof(tbe_name_stats));
     tbe__index_init(&t[g].ix, a, TBE__SEED_PROCESS);
   }
-  int rc = 0;
+  /* Per operator table and host: each entry's merged entry. */
+  long **rows[2];
+  rows[0] = tbe__calloc(a, r->nhosts, sizeof *rows[0]);
+  rows[1] = tbe__calloc(a, r->nhosts, sizeof *rows[1]);
+  int rc = rows[0] && rows[1] ? 0 : TBE_ENOMEM;
+  for (size_t h = 0; h < r->nhosts && !rc; h++) {
+    const tbe_analysis *an = r->hosts[h].an;
+    tot->op_gpu_count += an->op_gpu_count;
+    tot->op_gpu_ns = tbe__sat_add(tot->op_gpu_ns, an->op_gpu_ns);
+    for (int k = 0; k < 2 && !rc; k++) {
+      size_t ne = an->ngroups[k ? TBE_GROUP_CPU_OP_SHAPE : TBE_GROUP_CPU_OP];
+      rows[k][h] = tbe__alloc(a, (ne ? ne : 1) * sizeof **rows);
+      if (!rows[k][h]) rc = TBE_ENOMEM;
+    }
+  }
   for (int g = 0; g < TBE_GROUP__COUNT && !rc; g++) {
     size_t sum = 0;
     for (size_t h = 0; h < r->nhosts; h++) sum += r->hosts[h].an->ngroups[g];
@@ -281,11 +414,12 @@ static int merge_names(tbe_run_analysis *r, long **map) {
       const tbe_analysis *an = r->hosts[h].an;
       for (size_t i = 0; i < an->ngroups[g]; i++) {
         const tbe_name_stats *e = &an->groups[g][i];
-        long k = find_or_add(tot, (tbe_group_kind)g, &t[g], e->label, 1);
+        long k = find_or_add(tot, (tbe_group_kind)g, &t[g], e, 1);
         if (k < 0) {
           rc = TBE_ENOMEM;
           break;
         }
+        if (is_op_group(g)) rows[g == TBE_GROUP_CPU_OP_SHAPE][h][i] = k;
         tbe_name_stats *m = &tot->groups[g][k];
         m->kclass = e->kclass;
         m->calls += e->calls;
@@ -293,6 +427,9 @@ static int merge_names(tbe_run_analysis *r, long **map) {
         m->self_ns = tbe__sat_add(m->self_ns, e->self_ns);
         if (e->min_ns < m->min_ns) m->min_ns = e->min_ns;
         if (e->max_ns > m->max_ns) m->max_ns = e->max_ns;
+        m->self_cuda_ns = tbe__sat_add(m->self_cuda_ns, e->self_cuda_ns);
+        m->cuda_total_ns = tbe__sat_add(m->cuda_total_ns, e->cuda_total_ns);
+        m->kernels += e->kernels;
         if (!e->step_ns) per_step = 0;
       }
     }
@@ -301,9 +438,23 @@ static int merge_names(tbe_run_analysis *r, long **map) {
       tot->group_total_ns[g] = tbe__sat_add(tot->group_total_ns[g], tot->groups[g][i].self_ns);
     }
   }
+  if (!rc) rc = merge_launched(r, rows);
   /* Per step: the sums of the hosts' times in each common step. */
-  size_t cells = 0;
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) cells += tot->ngroups[g];
+  size_t cells = 0, ocells = 0;
+  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
+    cells += tot->ngroups[g];
+    if (is_op_group(g)) ocells += tot->ngroups[g];
+  }
+  int cuda_steps = !rc && per_step && ocells && cells <= TBE__STEP_CELLS_MAX / nsteps &&
+                   cuda_per_step(r);
+  if (cuda_steps) {
+    int64_t *q = tbe__calloc(a, ocells * nsteps, sizeof *q);
+    *tbe__analysis_ops_block(tot, TBE__OPS_STEP_CELLS) = q;
+    if (!q) rc = TBE_ENOMEM;
+    for (int g = 0; g < TBE_GROUP__COUNT && !rc; g++)
+      for (size_t i = 0; is_op_group(g) && i < tot->ngroups[g]; i++, q += nsteps)
+        tot->groups[g][i].cuda_step_ns = q;
+  }
   if (!rc && per_step && cells && cells <= TBE__STEP_CELLS_MAX / nsteps) {
     int64_t *q = tbe__analysis_pool(tot, cells * nsteps);
     if (!q) rc = TBE_ENOMEM;
@@ -314,14 +465,22 @@ static int merge_names(tbe_run_analysis *r, long **map) {
         const tbe_analysis *an = r->hosts[h].an;
         for (size_t i = 0; i < an->ngroups[g]; i++) {
           const tbe_name_stats *e = &an->groups[g][i];
-          long k = find_or_add(tot, (tbe_group_kind)g, &t[g], e->label, 0);
-          int64_t *dst = tot->groups[g][k].step_ns;
-          for (size_t s = 0; s < an->nsteps; s++)
-            if (map[h][s] >= 0) dst[map[h][s]] = tbe__sat_add(dst[map[h][s]], e->step_ns[s]);
+          long k = find_or_add(tot, (tbe_group_kind)g, &t[g], e, 0);
+          int64_t *dst = tot->groups[g][k].step_ns, *cdst = tot->groups[g][k].cuda_step_ns;
+          for (size_t s = 0; s < an->nsteps; s++) {
+            if (map[h][s] < 0) continue;
+            dst[map[h][s]] = tbe__sat_add(dst[map[h][s]], e->step_ns[s]);
+            if (cdst && e->cuda_step_ns)
+              cdst[map[h][s]] = tbe__sat_add(cdst[map[h][s]], e->cuda_step_ns[s]);
+          }
         }
       }
   }
   for (int g = 0; g < TBE_GROUP__COUNT; g++) tbe__index_deinit(&t[g].ix);
+  for (int k = 0; k < 2; k++) {
+    for (size_t h = 0; rows[k] && h < r->nhosts; h++) tbe__free(a, rows[k][h]);
+    tbe__free(a, rows[k]);
+  }
   if (!rc)
     for (int g = 0; g < TBE_GROUP__COUNT; g++)
       tbe_analysis_sort(tot, (tbe_group_kind)g, TBE_SORT_TOTAL);

@@ -54,21 +54,6 @@ const char *tbe__noise_mark(uint32_t v) {
   return v == TBE_NOISE_WITHIN ? "~" : v == TBE_NOISE_BEYOND ? "!" : "";
 }
 
-/* The Markdown word; "too few steps" is said once, in the step-time
- * sentence, not on every row. */
-static const char *entry_mark(const tbe_diff_entry *e) {
-  if (e->present == 1) return "removed";
-  if (e->present == 2) return "added";
-  if (e->steps.verdict == TBE_NOISE_TOO_FEW) return "";
-  return tbe_noise_name((tbe_noise)e->steps.verdict);
-}
-
-static const char *entry_mark1(const tbe_diff_entry *e) {
-  if (e->present == 1) return "-";
-  if (e->present == 2) return "+";
-  return tbe__noise_mark(e->steps.verdict);
-}
-
 static void p_str(char *buf, size_t size, double p) {
   if (p < 0.001) snprintf(buf, size, "p < 0.001");
   else snprintf(buf, size, "p = %.3f", p);
@@ -150,7 +135,8 @@ static int per_step_cols(const tbe_diff *d) { return d->nsteps[0] && d->nsteps[1
 static int any_tested(const tbe_diff *d) {
   for (int g = 0; g < TBE_GROUP__COUNT; g++)
     for (size_t i = 0; i < d->nentries[g]; i++)
-      if (d->entries[g][i].steps.p_value >= 0) return 1;
+      if (d->entries[g][i].steps.p_value >= 0 || d->entries[g][i].cuda_steps.p_value >= 0)
+        return 1;
   return 0;
 }
 
@@ -314,22 +300,75 @@ void tbe__rep_overall_table(tbe__buf *b, const tbe_diff *d, const tbe_report_opt
                                  "the names of each table)."
                                : "In the tables below, step b/n is a name's median time per step.",
               o->width);
+  if (d->op_cuda)
+    tbe__wrap(b, "The operator tables compare CUDA totals (each operator's GPU work and its "
+                 "children's); CSV and JSON also hold their CPU totals.",
+              o->width);
 }
 
 void tbe__diff_overall(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
   tbe__report_format_of(o->format)->diff_overall(b, d, o);
 }
 
+/* The tables a diff shows: kernels, the operators (by shape when asked
+ * and both sides have the table), ranges. */
+static size_t diff_groups(const tbe_diff *d, const tbe_report_options *o, tbe_group_kind out[3]) {
+  tbe__report_groups(d->side[0], o, out);
+  if (o->group_by == TBE_GROUP_BY_SHAPE && d->side[0]->ngroups[TBE_GROUP_CPU_OP_SHAPE] &&
+      d->side[1]->ngroups[TBE_GROUP_CPU_OP_SHAPE])
+    out[1] = TBE_GROUP_CPU_OP_SHAPE;
+  else
+    out[1] = TBE_GROUP_CPU_OP;
+  return 3;
+}
+
+/* Whether table g of `d` compares CUDA totals (the operator tables of a
+ * diff with GPU work attributed to operators). */
+static int cuda_table(const tbe_diff *d, tbe_group_kind g) {
+  return d->op_cuda && (g == TBE_GROUP_CPU_OP || g == TBE_GROUP_CPU_OP_SHAPE);
+}
+
+/* The figure a row of table g is about: CUDA total or total. */
+static void row_figures(const tbe_diff *d, tbe_group_kind g, const tbe_diff_entry *e,
+                        int64_t v[2], int64_t *delta, const tbe_step_compare **c) {
+  int cu = cuda_table(d, g);
+  v[0] = cu ? e->cuda_ns[0] : e->total_ns[0];
+  v[1] = cu ? e->cuda_ns[1] : e->total_ns[1];
+  *delta = cu ? e->cuda_delta_ns : e->delta_ns;
+  *c = cu ? &e->cuda_steps : &e->steps;
+}
+
+/* One character for the terminal tables (legend printed above them). */
+static const char *entry_mark1c(const tbe_diff_entry *e, const tbe_step_compare *c) {
+  if (e->present == 1) return "-";
+  if (e->present == 2) return "+";
+  return tbe__noise_mark(c->verdict);
+}
+
+/* The Markdown word; "too few steps" is said once, in the step-time
+ * sentence, not on every row. */
+static const char *entry_markc(const tbe_diff_entry *e, const tbe_step_compare *c) {
+  if (e->present == 1) return "removed";
+  if (e->present == 2) return "added";
+  if (c->verdict == TBE_NOISE_TOO_FEW) return "";
+  return tbe_noise_name((tbe_noise)c->verdict);
+}
+
 void tbe__rep_names_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
   int ps = per_step_cols(d);
   /* Per-name tables: name, calls b/n, total b, total n, avg (or median
-   * per step) b, n, delta, ratio, mark. */
+   * per step) b, n, delta, ratio, mark; the operator tables of a diff
+   * with GPU work attributed compare CUDA totals in the same columns. */
   static const int cw[8] = {9, 9, 9, 9, 9, 10, 6, 1};
   int fixed = 0;
   for (int c = 0; c < 8; c++) fixed += cw[c] + 1;
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
+  tbe_group_kind gs[3];
+  size_t ngs = diff_groups(d, o, gs);
+  for (size_t gi = 0; gi < ngs; gi++) {
+    tbe_group_kind g = gs[gi];
     size_t n = d->nentries[g];
     if (!n) continue;
+    int cu = cuda_table(d, g);
     size_t top = o->top && o->top < n ? o->top : n;
     int nw = o->width - fixed - 1;
     if (nw < NAME_MIN) nw = NAME_MIN;
@@ -340,12 +379,12 @@ void tbe__rep_names_table(tbe__buf *b, const tbe_diff *d, const tbe_report_optio
         int l = (int)tbe__text_width(name, strlen(name));
         if (l > nw) nw = l;
       }
-    tbe__buf_printf(b, "\n%s: %zu matched, %zu added (+), %zu removed (-); %zu shown, by |delta|\n",
-                    tbe__group_title((tbe_group_kind)g), n - d->added[g] - d->removed[g],
+    tbe__buf_printf(b, "\n%s%s: %zu matched, %zu added (+), %zu removed (-); %zu shown, by |delta|\n",
+                    tbe__group_title(g), cu ? " (CUDA total)" : "", n - d->added[g] - d->removed[g],
                     d->added[g], d->removed[g], top);
     tbe__cell(b, "name", nw, 0);
-    const char *hd[8] = {"calls b/n", "total b", "total n", ps ? "step b" : "avg b",
-                         ps ? "step n" : "avg n", "delta", "ratio", ""};
+    const char *hd[8] = {"calls b/n", cu ? "CUDA b" : "total b", cu ? "CUDA n" : "total n",
+                         ps ? "step b" : "avg b", ps ? "step n" : "avg n", "delta", "ratio", ""};
     for (int c = 0; c < 8; c++) {
       tbe__buf_putc(b, ' ');
       tbe__cell(b, hd[c], cw[c], c < 7);
@@ -365,23 +404,26 @@ void tbe__rep_names_table(tbe__buf *b, const tbe_diff *d, const tbe_report_optio
     if (tbe__name_cells(names, top, nw, o->wide, cells, SHORT_MAX, b->a)) b->err = TBE_ENOMEM;
     for (size_t i = 0; i < top; i++) {
       const tbe_diff_entry *e = &d->entries[g][i];
+      int64_t fig[2], delta;
+      const tbe_step_compare *sc;
+      row_figures(d, g, e, fig, &delta, &sc);
       snprintf(name, sizeof name, "%s", cells + i * SHORT_MAX);
       tbe__cell(b, name, nw, 0);
       snprintf(v[0], 40, "%llu/%llu", (unsigned long long)e->calls[0],
                (unsigned long long)e->calls[1]);
-      tbe__fmt_dur(v[1], 40, e->total_ns[0]);
-      tbe__fmt_dur(v[2], 40, e->total_ns[1]);
+      tbe__fmt_dur(v[1], 40, fig[0]);
+      tbe__fmt_dur(v[2], 40, fig[1]);
       for (int s = 0; s < 2; s++) {
         if (!ps)
-          tbe__fmt_dur(v[3 + s], 40, e->calls[s] ? e->total_ns[s] / (int64_t)e->calls[s] : 0);
-        else if (e->steps.dist[s].n)
-          tbe__fmt_dur(v[3 + s], 40, e->steps.dist[s].median_ns);
+          tbe__fmt_dur(v[3 + s], 40, e->calls[s] ? fig[s] / (int64_t)e->calls[s] : 0);
+        else if (sc->dist[s].n)
+          tbe__fmt_dur(v[3 + s], 40, sc->dist[s].median_ns);
         else
           snprintf(v[3 + s], 40, "-");
       }
-      delta_str(v[5], e->delta_ns);
-      ratio_str(v[6], 40, e->total_ns[0], e->total_ns[1]);
-      snprintf(v[7], 40, "%s", entry_mark1(e));
+      delta_str(v[5], delta);
+      ratio_str(v[6], 40, fig[0], fig[1]);
+      snprintf(v[7], 40, "%s", entry_mark1c(e, sc));
       for (int c = 0; c < 8; c++) {
         tbe__buf_putc(b, ' ');
         if (c == 7) tbe__buf_puts(b, v[c]);
@@ -390,6 +432,12 @@ void tbe__rep_names_table(tbe__buf *b, const tbe_diff *d, const tbe_report_optio
       /* No trailing spaces. */
       while (b->len && b->data[b->len - 1] == ' ') b->len--;
       tbe__buf_putc(b, '\n');
+      if (e->shapes) {
+        char sh[SHORT_MAX];
+        tbe__text_fit(sh, sizeof sh, e->shapes[0] ? e->shapes : "(no shapes)",
+                      o->wide ? 0 : (size_t)(nw + fixed - 4));
+        tbe__buf_printf(b, "    %s\n", sh);
+      }
     }
     tbe__free(b->a, names);
     tbe__free(b->a, cells);
@@ -397,35 +445,59 @@ void tbe__rep_names_table(tbe__buf *b, const tbe_diff *d, const tbe_report_optio
 }
 
 void tbe__rep_names_md(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
+  tbe_group_kind gs[3];
+  size_t ngs = diff_groups(d, o, gs);
+  for (size_t gi = 0; gi < ngs; gi++) {
+    tbe_group_kind g = gs[gi];
     size_t n = d->nentries[g];
     if (!n) continue;
+    int cu = cuda_table(d, g), sh = g == TBE_GROUP_CPU_OP_SHAPE;
     size_t top = o->top && o->top < n ? o->top : n;
-    tbe__buf_printf(b, "\n## %s: %zu matched, %zu added, %zu removed\n\n", tbe__group_title((tbe_group_kind)g),
+    tbe__buf_printf(b, "\n## %s: %zu matched, %zu added, %zu removed\n\n", tbe__group_title(g),
                     n - d->added[g] - d->removed[g], d->added[g], d->removed[g]);
-    tbe__buf_puts(b, "| name | calls base | calls new | total base | total new | avg base | "
-                     "avg new | step median base | step median new | delta | ratio | |\n"
-                     "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    if (cu)
+      tbe__buf_printf(b, "| name |%s calls base | calls new | CPU total base | CPU total new | CUDA "
+                         "total base | CUDA total new | CUDA step median base | CUDA step median new "
+                         "| CUDA delta | CUDA ratio | |\n"
+                         "|---|%s---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+                      sh ? " input shapes |" : "", sh ? "---|" : "");
+    else
+      tbe__buf_printf(b, "| name |%s calls base | calls new | total base | total new | avg base | "
+                         "avg new | step median base | step median new | delta | ratio | |\n"
+                         "|---|%s---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+                      sh ? " input shapes |" : "", sh ? "---|" : "");
     char name[SHORT_MAX], v[8][40];
     for (size_t i = 0; i < top; i++) {
       const tbe_diff_entry *e = &d->entries[g][i];
+      int64_t fig[2], delta;
+      const tbe_step_compare *sc;
+      row_figures(d, g, e, fig, &delta, &sc);
       if (o->wide) tbe__full_name(e->name, name, sizeof name);
       else tbe_name_shorten(e->name, 80, name, sizeof name);
       tbe__fmt_dur(v[0], 40, e->total_ns[0]);
       tbe__fmt_dur(v[1], 40, e->total_ns[1]);
-      tbe__fmt_dur(v[2], 40, e->calls[0] ? e->total_ns[0] / (int64_t)e->calls[0] : 0);
-      tbe__fmt_dur(v[3], 40, e->calls[1] ? e->total_ns[1] / (int64_t)e->calls[1] : 0);
+      if (cu) {
+        tbe__fmt_dur(v[2], 40, fig[0]);
+        tbe__fmt_dur(v[3], 40, fig[1]);
+      } else {
+        tbe__fmt_dur(v[2], 40, e->calls[0] ? e->total_ns[0] / (int64_t)e->calls[0] : 0);
+        tbe__fmt_dur(v[3], 40, e->calls[1] ? e->total_ns[1] / (int64_t)e->calls[1] : 0);
+      }
       for (int s = 0; s < 2; s++) {
-        if (e->steps.dist[s].n) tbe__fmt_dur(v[6 + s], 40, e->steps.dist[s].median_ns);
+        if (sc->dist[s].n) tbe__fmt_dur(v[6 + s], 40, sc->dist[s].median_ns);
         else snprintf(v[6 + s], 40, "-");
       }
-      delta_str(v[4], e->delta_ns);
-      ratio_str(v[5], 40, e->total_ns[0], e->total_ns[1]);
+      delta_str(v[4], delta);
+      ratio_str(v[5], 40, fig[0], fig[1]);
       tbe__buf_puts(b, "| ");
       tbe__md_escape(b, name);
+      if (sh) {
+        tbe__buf_puts(b, " | ");
+        tbe__md_escape(b, e->shapes ? e->shapes : "");
+      }
       tbe__buf_printf(b, " | %llu | %llu | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
                       (unsigned long long)e->calls[0], (unsigned long long)e->calls[1], v[0], v[1],
-                      v[2], v[3], v[6], v[7], v[4], v[5], entry_mark(e));
+                      v[2], v[3], v[6], v[7], v[4], v[5], entry_markc(e, sc));
     }
   }
 }
@@ -434,13 +506,19 @@ void tbe__rep_names_csv(tbe__buf *b, const tbe_diff *d, const tbe_report_options
   tbe__buf_puts(b, "\nsection,name,status,calls_base,calls_new,total_base_ns,total_new_ns,"
                    "avg_base_ns,avg_new_ns,delta_ns,ratio,step_median_base_ns,"
                    "step_q1_base_ns,step_q3_base_ns,step_median_new_ns,step_q1_new_ns,"
-                   "step_q3_new_ns,noise,p_value\n");
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
+                   "step_q3_new_ns,noise,p_value,shapes,cuda_total_base_ns,cuda_total_new_ns,"
+                   "cuda_delta_ns,cuda_step_median_base_ns,cuda_step_median_new_ns,cuda_noise,"
+                   "cuda_p_value\n");
+  tbe_group_kind gs[3];
+  size_t ngs = diff_groups(d, o, gs);
+  for (size_t gi = 0; gi < ngs; gi++) {
+    tbe_group_kind g = gs[gi];
+    int op = g == TBE_GROUP_CPU_OP || g == TBE_GROUP_CPU_OP_SHAPE;
     size_t n = d->nentries[g], top = o->top && o->top < n ? o->top : n;
     for (size_t i = 0; i < top; i++) {
       const tbe_diff_entry *e = &d->entries[g][i];
       const tbe_step_dist *s0 = &e->steps.dist[0], *s1 = &e->steps.dist[1];
-      tbe__buf_printf(b, "%s,", tbe_group_name((tbe_group_kind)g));
+      tbe__buf_printf(b, "%s,", tbe_group_name(g));
       tbe__csv_str(b, e->name);
       tbe__buf_printf(b, ",%s,%llu,%llu,%lld,%lld,%lld,%lld,%lld,%.6f,",
                       e->present == 3 ? "matched" : e->present == 2 ? "added" : "removed",
@@ -459,6 +537,21 @@ void tbe__rep_names_csv(tbe__buf *b, const tbe_diff *d, const tbe_report_options
       }
       tbe__buf_printf(b, "%s,", tbe__noise_key(e->steps.verdict));
       if (e->steps.p_value >= 0) tbe__buf_printf(b, "%.6f", e->steps.p_value);
+      tbe__buf_putc(b, ',');
+      if (e->shapes) tbe__csv_str(b, e->shapes);
+      if (!op) {
+        tbe__buf_puts(b, ",,,,,,,\n");
+        continue;
+      }
+      const tbe_step_compare *c = &e->cuda_steps;
+      tbe__buf_printf(b, ",%lld,%lld,%lld,", (long long)e->cuda_ns[0], (long long)e->cuda_ns[1],
+                      (long long)e->cuda_delta_ns);
+      for (int s = 0; s < 2; s++) {
+        if (c->dist[s].n) tbe__buf_printf(b, "%lld", (long long)c->dist[s].median_ns);
+        tbe__buf_putc(b, ',');
+      }
+      tbe__buf_printf(b, "%s,", tbe__noise_key(c->verdict));
+      if (c->p_value >= 0) tbe__buf_printf(b, "%.6f", c->p_value);
       tbe__buf_putc(b, '\n');
     }
   }
@@ -475,10 +568,17 @@ void tbe__json_step_compare(tbe__buf *b, const tbe_step_compare *c) {
 }
 
 void tbe__rep_names_json(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
+  tbe_group_kind gs[3];
+  size_t ngs = diff_groups(d, o, gs);
+  tbe__buf_printf(b, ",\"cpu_ops_by\":\"%s\",\"op_cuda\":%s",
+                  gs[1] == TBE_GROUP_CPU_OP_SHAPE ? "shape" : "name", d->op_cuda ? "true" : "false");
+  for (size_t gi = 0; gi < ngs; gi++) {
+    tbe_group_kind g = gs[gi];
+    int op = g == TBE_GROUP_CPU_OP || g == TBE_GROUP_CPU_OP_SHAPE;
     size_t n = d->nentries[g], top = o->top && o->top < n ? o->top : n;
+    /* the operator table is "cpu_ops" whichever way it is grouped */
     tbe__buf_printf(b, ",\"%s\":{\"added\":%zu,\"removed\":%zu,\"entries\":[",
-                    tbe_group_name((tbe_group_kind)g), d->added[g], d->removed[g]);
+                    tbe_group_name(op ? TBE_GROUP_CPU_OP : g), d->added[g], d->removed[g]);
     for (size_t i = 0; i < top; i++) {
       const tbe_diff_entry *e = &d->entries[g][i];
       tbe__buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
@@ -493,6 +593,19 @@ void tbe__rep_names_json(tbe__buf *b, const tbe_diff *d, const tbe_report_option
       if (e->steps.dist[0].n || e->steps.dist[1].n) {
         tbe__buf_puts(b, ",\"steps\":");
         tbe__json_step_compare(b, &e->steps);
+      }
+      if (op) {
+        if (e->shapes) {
+          tbe__buf_puts(b, ",\"shapes\":");
+          tbe__json_str(b, e->shapes);
+        }
+        tbe__buf_printf(b, ",\"cuda_total_ns\":[%lld,%lld],\"cuda_delta_ns\":%lld",
+                        (long long)e->cuda_ns[0], (long long)e->cuda_ns[1],
+                        (long long)e->cuda_delta_ns);
+        if (e->cuda_steps.dist[0].n || e->cuda_steps.dist[1].n) {
+          tbe__buf_puts(b, ",\"cuda_steps\":");
+          tbe__json_step_compare(b, &e->cuda_steps);
+        }
       }
       tbe__buf_putc(b, '}');
     }
