@@ -362,6 +362,10 @@ typedef enum tbe_advice_kind {
   TBE_ADVICE_TENSOR_IDLE = 7,   /* GEMMs with the tensor pipes idle */
   TBE_ADVICE_MEMORY_BOUND = 8,  /* a kernel near DRAM's peak bandwidth */
   TBE_ADVICE_COMPUTE_BOUND = 9, /* a kernel near the SMs' (or tensor pipes') peak */
+  /* Operators (the rules and thresholds: analysis_advice.c, "operators"): */
+  TBE_ADVICE_OP_COPIES = 10,    /* copy/cast operators launch much of the GPU work */
+  TBE_ADVICE_OP_DOMINANT = 11,  /* one operator owns most of the GPU time */
+  TBE_ADVICE_OP_TINY = 12,      /* an operator launches many tiny kernels per call */
   TBE_ADVICE__COUNT
 } tbe_advice_kind;
 

@@ -3,7 +3,9 @@
  * (GPU idle, short kernels, pageable copies, synchronization, dropped
  * records, and from the hardware metrics: SMs underfilled, tensor pipes
  * idle under GEMMs, a kernel at DRAM's peak, a kernel at the SMs' or the
- * tensor pipes' peak), written with the figure that triggered it, so a
+ * tensor pipes' peak; from the operator table: copy and cast operators
+ * launching much of the GPU work, one operator owning most of the GPU time,
+ * many tiny kernels under one operator), written with the figure that triggered it, so a
  * reader can check the reason.  The per-kernel rules read the range
  * profiler's figures where a kernel has them, else the PM samples taken
  * while it ran (when they resolve it: at least 2 per launch).  Runs last in tbe_analysis_create, on the
@@ -170,6 +172,113 @@ static void metric_advice(tbe_analysis *an, tbe_advice *buf) {
   }
 }
 
+/* ---- operators ----
+ * Each rule reads the operator table (tbe_name_stats: kernels and self
+ * CUDA are what an operator launched itself, so nothing is counted twice
+ * over nested operators) against all the GPU work of the trace (kernels,
+ * copies and memsets: N activities, T of GPU time):
+ *   - copies and casts: the operators that cast or copy tensors
+ *     (COPY_OPS) launched at least OP_COPIES_MIN activities on the device
+ *     and OP_COPIES_PCT % of N (transfers to or from the host, which the
+ *     copy-share rule speaks of, left out where their launched lists name
+ *     them); named by the one of them that launched most;
+ *   - one operator owns most of the GPU time: its self CUDA is at least
+ *     OP_DOMINANT_PCT % of T, and at least one other operator launched
+ *     GPU work (else there is nothing to compare it with);
+ *   - many tiny kernels under one operator: at least OP_TINY_MIN
+ *     launches, OP_TINY_PER_CALL per call, averaging under
+ *     TBE_SHORT_KERNEL_NS, and OP_TINY_PCT % of N: a fusion candidate;
+ *     the one with the most launches. */
+#define OP_COPIES_MIN 20
+#define OP_COPIES_PCT 20.0
+#define OP_DOMINANT_PCT 50.0
+#define OP_TINY_MIN 50
+#define OP_TINY_PER_CALL 4
+#define OP_TINY_PCT 10.0
+
+static const char *const COPY_OPS[] = {"aten::copy_",      "aten::to",    "aten::_to_copy",
+                                       "aten::contiguous", "aten::clone", "aten::type_as"};
+
+static int is_copy_op(const char *name) {
+  for (size_t i = 0; i < sizeof COPY_OPS / sizeof COPY_OPS[0]; i++)
+    if (strcmp(name, COPY_OPS[i]) == 0) return 1;
+  return 0;
+}
+
+/* An entry's launches on the device: all but the copies to or from the
+ * host its list names ("Memcpy HtoD", "Memcpy DtoH", ...). */
+static uint64_t device_launches(const tbe_name_stats *e) {
+  uint64_t n = e->kernels;
+  for (size_t k = 0; k < e->nlaunched; k++) {
+    const char *l = e->launched[k].name;
+    if (strncmp(l, "Memcpy ", 7) == 0 && strchr(l + 7, 'H')) n -= e->launched[k].calls < n ? e->launched[k].calls : n;
+  }
+  return n;
+}
+
+static void op_advice(tbe_analysis *an, tbe_advice *buf) {
+  const tbe_device_stats *d = &an->all;
+  uint64_t all = d->kernel_count + d->memset_count;
+  int64_t gpu_ns = tbe__sat_add(d->kernel_ns, d->memset_ns);
+  for (int k = 0; k < TBE_NCOPY_KINDS; k++) {
+    all += d->memcpy_count[k];
+    gpu_ns = tbe__sat_add(gpu_ns, d->memcpy_ns[k]);
+  }
+  const tbe_name_stats *ops = an->groups[TBE_GROUP_CPU_OP];
+  size_t n = an->ngroups[TBE_GROUP_CPU_OP];
+  if (!an->op_gpu_count || !all) return;
+  const tbe_name_stats *copy_top = NULL, *dom = NULL, *tiny = NULL;
+  uint64_t copies = 0, copy_top_n = 0, launching = 0;
+  int64_t copy_ns = 0;
+  for (size_t i = 0; i < n; i++) {
+    const tbe_name_stats *e = &ops[i];
+    launching += e->kernels > 0;
+    if (is_copy_op(e->label)) {
+      uint64_t dev = device_launches(e);
+      copies += dev;
+      copy_ns = tbe__sat_add(copy_ns, e->self_cuda_ns);
+      if (dev > copy_top_n || (dev == copy_top_n && copy_top && dev &&
+                               strcmp(e->label, copy_top->label) < 0))
+        copy_top = e, copy_top_n = dev;
+    }
+    if (e->self_cuda_ns > 0 &&
+        (!dom || e->self_cuda_ns > dom->self_cuda_ns ||
+         (e->self_cuda_ns == dom->self_cuda_ns && strcmp(e->label, dom->label) < 0)))
+      dom = e;
+    if (e->kernels >= OP_TINY_MIN && e->calls && e->kernels >= OP_TINY_PER_CALL * e->calls &&
+        e->self_cuda_ns / (int64_t)e->kernels < TBE_SHORT_KERNEL_NS &&
+        100.0 * (double)e->kernels >= OP_TINY_PCT * (double)all &&
+        (!tiny || e->kernels > tiny->kernels ||
+         (e->kernels == tiny->kernels && strcmp(e->label, tiny->label) < 0)))
+      tiny = e;
+  }
+  double pct = 100.0 * (double)copies / (double)all;
+  if (copy_top && copies >= OP_COPIES_MIN && pct >= OP_COPIES_PCT && an->nadvice < ADVICE_MAX)
+    add_advice(an, buf, TBE_ADVICE_OP_COPIES, pct,
+               "%.80s launches %.1f%% of the GPU work with the other copy and cast operators (%llu "
+               "of %llu kernels, copies and memsets; %.3f ms): dtype casts or layout copies; cast "
+               "once outside the loop, keep one dtype and layout",
+               copy_top->label, pct, (unsigned long long)copies, (unsigned long long)all,
+               (double)copy_ns / 1e6);
+  double share = dom && gpu_ns > 0 ? 100.0 * (double)dom->self_cuda_ns / (double)gpu_ns : 0;
+  if (dom && launching >= 2 && share >= OP_DOMINANT_PCT && an->nadvice < ADVICE_MAX)
+    add_advice(an, buf, TBE_ADVICE_OP_DOMINANT, share,
+               "%.80s owns %.1f%% of the GPU time (%.3f of %.3f ms, %llu launches in %llu calls): "
+               "the operator to speed up first",
+               dom->label, share, (double)dom->self_cuda_ns / 1e6, (double)gpu_ns / 1e6,
+               (unsigned long long)dom->kernels, (unsigned long long)dom->calls);
+  if (tiny && an->nadvice < ADVICE_MAX) {
+    double tp = 100.0 * (double)tiny->kernels / (double)all;
+    add_advice(an, buf, TBE_ADVICE_OP_TINY, tp,
+               "%.80s launches %.1f%% of the GPU work as %llu kernels of %.1f us on average (%.1f "
+               "per call): a fusion candidate (torch.compile, fused or foreach optimizers, CUDA "
+               "graphs)",
+               tiny->label, tp, (unsigned long long)tiny->kernels,
+               (double)tiny->self_cuda_ns / (double)tiny->kernels / 1e3,
+               (double)tiny->kernels / (double)tiny->calls);
+  }
+}
+
 int tbe__analysis_advise(tbe_analysis *an) {
   tbe_advice *buf = tbe__calloc(&an->alloc_, ADVICE_MAX, sizeof *buf);
   if (!buf) return TBE_ENOMEM;
@@ -242,6 +351,7 @@ int tbe__analysis_advise(tbe_analysis *an) {
     add_advice(an, buf, TBE_ADVICE_DROPPED, (double)an->dropped_records,
                "%s: the figures above undercount", parts);
   }
+  op_advice(an, buf);
   metric_advice(an, buf);
   return 0;
 }

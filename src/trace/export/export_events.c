@@ -16,6 +16,11 @@
  *                    class the run has, steps/kernels/<tag> for the top 10
  *                    kernels: runs overlay as curves
  *   kernels/<name>   total time of the top kernels in ms (step 0)
+ *   ops/<name>/cuda_ms  a trace whose GPU work is attributed to operators
+ *                    (tbexport/analysis.h, tbe_name_stats): the CUDA total
+ *                    of the top 10 operators by it, per step (x axis = step
+ *                    number), else one point at step 0; the name's tag as
+ *                    a kernel's (kernel_tag)
  *   gpu_metrics/<metric>  a trace with PM metrics (tbexport/analysis.h,
  *                    tbe_metric_mean): per step (x axis = step number)
  *                    the step's time-weighted mean over all GPUs; a trace
@@ -23,8 +28,12 @@
  *                    mean.  The tag is the metric's name (kernel_tag)
  *   profiler/…       dropped records, overhead, ended early
  *   summary/top_kernels, summary/advice   Markdown text
+ *   summary/top_operators  the operator table by CUDA total, with the
+ *                    kernels each launched (Markdown; only with operators'
+ *                    GPU work)
  *   custom_scalars__config__  the comparison layout (compare_layout; with
- *                    PM metrics a "GPU metrics" category, one chart each)
+ *                    PM metrics a "GPU metrics" category, one chart each;
+ *                    with operator series an "operators" category)
  * and the "hparams" output writes the run's HParams session into the
  * sub-run <run>/hparams/<host>/ (hparams_write): the run, host, GPU, source,
  * event kinds, step definition, command and the user's labels as
@@ -85,6 +94,8 @@
 
 #define TOP_KERNELS 20
 #define TOP_STEP_KERNELS 10
+#define TOP_OPS 10        /* operators with a series (ops/<tag>/cuda_ms) */
+#define TOP_OPS_TEXT 20   /* rows of summary/top_operators */
 #define TAG_WIDTH 100
 
 /* snprintf that truncates silently (tags are bounded by construction). */
@@ -262,8 +273,9 @@ static int metric_category(const tbe_analysis *an, const metric_tag_t *tags,
  * runs' layouts by category title): the per-step series as multi-line
  * charts, one line per run, so the Custom Scalars dashboard opens on the
  * comparison.  Tags are regular expressions.  `mcharts` (nm of them, may
- * be 0) is the GPU metrics category. */
-static void compare_layout(ew *e, const tbe_chart *mcharts, size_t nm) {
+ * be 0) is the GPU metrics category; `ops`: the operators' category (a
+ * run with operator series). */
+static void compare_layout(ew *e, const tbe_chart *mcharts, size_t nm, int ops) {
   static const char *const step_time[] = {"^steps/step_time_ms$"};
   static const char *const busy[] = {"^steps/gpu_busy_pct$"};
   static const char *const classes[] = {"^steps/class/"};
@@ -284,13 +296,17 @@ static void compare_layout(ew *e, const tbe_chart *mcharts, size_t nm) {
       {"time per kernel class (ms)", 0, totals, 1},
       {"step time and GPU busy", 0, overall, 1},
   };
-  const tbe_category cats[] = {
+  static const char *const op_cuda[] = {"^ops/.*/cuda_ms$"};
+  static const tbe_chart opc[] = {{"CUDA total of the top operators (ms)", 0, op_cuda, 1}};
+  tbe_category cats[4] = {
       {"tbexport: compare steps", steps, sizeof steps / sizeof steps[0], 0},
       {"tbexport: compare runs", runs, sizeof runs / sizeof runs[0], 0},
-      {"tbexport: GPU metrics", mcharts, nm, 0},
   };
+  size_t nc = 2;
+  if (nm) cats[nc++] = (tbe_category){"tbexport: GPU metrics", mcharts, nm, 0};
+  if (ops) cats[nc++] = (tbe_category){"tbexport: operators", opc, 1, 0};
   if (e->rc) return;
-  e->rc = tbe__writer_layout_at(e->w, cats, nm ? 3 : 2, e->wall);
+  e->rc = tbe__writer_layout_at(e->w, cats, nc, e->wall);
 }
 
 static int cmp_step_num(const void *x, const void *y) {
@@ -379,6 +395,63 @@ static int step_series(ew *e, const tbe_analysis *an, char (*ktag)[TAG_WIDTH + 8
   return e->rc;
 }
 
+/* The operators' series (a trace whose GPU work is attributed to
+ * operators): for the TOP_OPS operators by CUDA total that have any,
+ * ops/<tag>/cuda_ms (the kernel-tag scheme on the operator's name) per
+ * step number, their CUDA total in each step (the first step of a
+ * number), or without per-step figures one point at step 0 with the
+ * total.  Returns how many operators have a series (0 without), or -1
+ * after a failure (e->rc). */
+static long op_series(ew *e, tbe_analysis *an, const tbe_allocator *a) {
+  if (!an->op_gpu_count || e->rc) return 0;
+  tbe_analysis_sort(an, TBE_GROUP_CPU_OP, TBE_SORT_CUDA_TOTAL);
+  size_t n = 0;
+  while (n < an->ngroups[TBE_GROUP_CPU_OP] && n < TOP_OPS &&
+         an->groups[TBE_GROUP_CPU_OP][n].cuda_total_ns > 0)
+    n++;
+  const tbe_step_stats **order = NULL;
+  if (an->nsteps && !(order = tbe__alloc(a, an->nsteps * sizeof *order))) {
+    e->rc = TBE_ENOMEM;
+    return -1;
+  }
+  for (size_t i = 0; i < an->nsteps; i++) order[i] = &an->steps[i];
+  if (order) qsort(order, an->nsteps, sizeof *order, cmp_step_num);
+  char used[TOP_OPS][TAG_WIDTH + 8], tag[160];
+  for (size_t i = 0; i < n && !e->rc; i++) {
+    const tbe_name_stats *op = &an->groups[TBE_GROUP_CPU_OP][i];
+    unique_kernel_tag(op->label, used, i);
+    fmt(tag, sizeof tag, "ops/%s/cuda_ms", used[i]);
+    if (!op->cuda_step_ns || !order) {
+      scalar(e, tag, ms(op->cuda_total_ns), 0);
+      continue;
+    }
+    for (size_t k = 0; k < an->nsteps; k++) {
+      if (k && order[k]->num == order[k - 1]->num) continue;
+      scalar(e, tag, ms(op->cuda_step_ns[order[k] - an->steps]), order[k]->num);
+    }
+  }
+  tbe__free(a, order);
+  return e->rc ? -1 : (long)n;
+}
+
+/* summary/top_operators: the operator table by CUDA total (Markdown). */
+static void op_text(ew *e, tbe_analysis *an, const tbe_allocator *a) {
+  if (!an->op_gpu_count || e->rc) return;
+  tbe_analysis_sort(an, TBE_GROUP_CPU_OP, TBE_SORT_CUDA_TOTAL);
+  size_t n = an->ngroups[TBE_GROUP_CPU_OP];
+  tbe__buf b;
+  tbe__buf_init(&b, a);
+  tbe__buf_printf(&b, "Top operators by CUDA total (%zu of %zu); they launched %llu GPU activities "
+                      "(%.3f ms) themselves.\n\n",
+                  n < TOP_OPS_TEXT ? n : TOP_OPS_TEXT, n, (unsigned long long)an->op_gpu_count,
+                  ms(an->op_gpu_ns));
+  tbe__ops_md(&b, an, TBE_GROUP_CPU_OP, TOP_OPS_TEXT, 0);
+  tbe__buf_putc(&b, '\0');
+  if (tbe__buf_error(&b)) e->rc = TBE_ENOMEM;
+  else text(e, "summary/top_operators", (const char *)b.data);
+  tbe__buf_deinit(&b);
+}
+
 static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
   char tag[160];
   scalar(e, "summary/wall_time_ms", ms(an->wall_ns), 0);
@@ -422,7 +495,8 @@ static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
   } else if (mtags && !e->rc) {
     metric_points(e, an, mtags, an->all.metrics, 0);
   }
-  if (!e->rc) compare_layout(e, mcharts, mcharts ? an->ngpu_metrics : 0);
+  long nops = op_series(e, an, a);
+  if (!e->rc) compare_layout(e, mcharts, mcharts ? an->ngpu_metrics : 0, nops > 0);
   tbe__free(a, mtags);
   tbe__free(a, mcharts);
   tbe__free(a, mpool);
@@ -440,6 +514,7 @@ static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
     else text(e, "summary/top_kernels", (const char *)b.data);
     tbe__buf_deinit(&b);
   }
+  op_text(e, an, a);
   if (an->nadvice && !e->rc) {
     tbe__buf b;
     tbe__buf_init(&b, a);
