@@ -92,7 +92,9 @@ static void launched_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g
   if (!listed) return;
   char title[128];
   snprintf(title, sizeof title,
-           "Kernels per operator (the first %zu above that launched any, by GPU time)", listed);
+           "Kernels per operator: its own launches by GPU time, for the first %zu operator%s above "
+           "that launched any",
+           listed, listed == 1 ? "" : "s");
   tbe__buf_putc(b, '\n');
   tbe__wrap(b, title, o->width);
   int nw = o->width - 2 - 2 - 7 - 2 - 10;
@@ -266,8 +268,8 @@ void tbe__ops_md(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g, size_t t
       else tbe_name_shorten(l->name, 80, name, sizeof name);
       tbe__buf_puts(b, "  - ");
       tbe__md_escape(b, name[0] ? name : "(unnamed)");
-      tbe__buf_printf(b, ": %llu × %s\n", (unsigned long long)l->calls,
-                      tbe__dur(v[1], l->calls ? l->total_ns / (int64_t)l->calls : 0));
+      tbe__buf_printf(b, ": %llu launch%s, %s\n", (unsigned long long)l->calls,
+                      l->calls == 1 ? "" : "es", tbe__dur(v[1], l->total_ns));
       rest -= l->calls < rest ? l->calls : rest;
       rest_ns = rest_ns > l->total_ns ? rest_ns - l->total_ns : 0;
     }
