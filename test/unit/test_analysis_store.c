@@ -9,14 +9,19 @@
  *     pid, rank, step hint, warnings, device names), and every report the
  *     CLI prints renders the same bytes from either: summary, run of two
  *     hosts, diff and run diff, in table, CSV, JSON and Markdown, with the
- *     default options and with every row, full names, another sort;
+ *     default options and with every row, full names, another sort, the
+ *     operators by input shape sorted by self CUDA and by self time (the
+ *     operators' GPU figures, launched lists and shapes compared field by
+ *     field too);
  *   - the stamp comes back (format and analysis version, producer, sources
  *     with their keys);
  *   - every figure is range-checked like an import: a forged time at
  *     INT64_MAX or INT64_MIN, a window ending past the model's range, a
  *     negative duration, a count past INT64_MAX, a NaN figure is refused
  *     with the field named (and the entry of an array), and the limits
- *     themselves load;
+ *     themselves load; so are an operator's figures, a launched list longer
+ *     than TBE_OP_KERNELS_TOP or outside an operator table, per-step CUDA
+ *     times and input shapes where no operator table has them;
  *   - files are read like every file below a log dir: a FIFO at the name
  *     is refused at once, a symlink at the name or at a folder of the path
  *     is not followed, a sparse 4 GiB file is refused at its size with
@@ -142,8 +147,25 @@ static void same_analysis(const tbe_analysis *a, const tbe_analysis *b) {
       assert_true(p->min_ns == q->min_ns && p->max_ns == q->max_ns && p->kclass == q->kclass);
       assert_int_equal(p->step_ns != NULL, q->step_ns != NULL);
       if (p->step_ns) assert_memory_equal(p->step_ns, q->step_ns, a->nsteps * sizeof(int64_t));
+      /* the operator figures */
+      assert_true(p->self_cuda_ns == q->self_cuda_ns && p->cuda_total_ns == q->cuda_total_ns);
+      assert_true(p->kernels == q->kernels && p->nlaunched == q->nlaunched);
+      assert_true(p->launched_other_calls == q->launched_other_calls &&
+                  p->launched_other_ns == q->launched_other_ns);
+      for (size_t k = 0; k < p->nlaunched; k++) {
+        assert_string_equal(p->launched[k].name, q->launched[k].name);
+        assert_true(p->launched[k].calls == q->launched[k].calls &&
+                    p->launched[k].total_ns == q->launched[k].total_ns);
+      }
+      assert_int_equal(p->cuda_step_ns != NULL, q->cuda_step_ns != NULL);
+      if (p->cuda_step_ns)
+        assert_memory_equal(p->cuda_step_ns, q->cuda_step_ns, a->nsteps * sizeof(int64_t));
+      assert_int_equal(p->shapes != NULL, q->shapes != NULL);
+      if (p->shapes) assert_string_equal(p->shapes, q->shapes);
+      assert_int_equal(p->shapes != NULL, g == TBE_GROUP_CPU_OP_SHAPE);
     }
   }
+  assert_true(a->op_gpu_count == b->op_gpu_count && a->op_gpu_ns == b->op_gpu_ns);
   for (size_t i = 0; i < a->nsteps; i++) {
     const tbe_step_stats *p = &a->steps[i], *q = &b->steps[i];
     assert_memory_equal(p, q, offsetof(tbe_step_stats, gpu_end_ns));
@@ -190,10 +212,10 @@ static int r_run_diff(void *x, const tbe_report_options *o, char **s, size_t *n)
   return tbe_report_run_diff(x, o, s, n);
 }
 
-/* Every format under three sets of options: the same bytes from a and b. */
+/* Every format under five sets of options: the same bytes from a and b. */
 static void same_reports(const char *what, render_fn f, void *a, void *b) {
   for (int fmt = 0; fmt < 4; fmt++)
-    for (int v = 0; v < 3; v++) {
+    for (int v = 0; v < 5; v++) {
       tbe_report_options o;
       tbe_report_options_init(&o);
       o.format = fmt;
@@ -206,6 +228,13 @@ static void same_reports(const char *what, render_fn f, void *a, void *b) {
         o.sort = TBE_SORT_CALLS;
         o.width = 180;
         o.top = 3;
+      } else if (v == 3) { /* the operators by shape, by self CUDA */
+        o.group_by = TBE_GROUP_BY_SHAPE;
+        o.sort = TBE_SORT_SELF_CUDA;
+        o.top = 0;
+      } else if (v == 4) {
+        o.sort = TBE_SORT_SELF;
+        o.group_by = TBE_GROUP_BY_SHAPE;
       }
       char *s1 = NULL, *s2 = NULL;
       size_t n1 = 0, n2 = 0;
@@ -463,6 +492,38 @@ static void test_ranges_named(void **state) {
   FORGE(an->steps[0].gpu_busy_ns, -7, "field Analysis.steps[0].gpu_busy_ns");
   FORGE(an->steps[0].class_ns[0], INT64_MIN, "field Analysis.steps[0].class_ns[0]");
   FORGE(an->step_dist.median_ns, INT64_MIN, "field Analysis.step_dist.median_ns");
+  /* the operators' figures (small.trace.json: aten::mm launches the gemm) */
+  tbe_name_stats *op = &an->groups[TBE_GROUP_CPU_OP][0];
+  assert_true(an->op_gpu_count > 0 && op->nlaunched == 1 && op->cuda_step_ns);
+  FORGE(op->self_cuda_ns, -1, "field Analysis.cpu_ops.names[0].self_cuda_ns: -1 ns is negative");
+  FORGE(op->cuda_total_ns, INT64_MIN, "field Analysis.cpu_ops.names[0].cuda_total_ns");
+  FORGE(op->kernels, UINT64_MAX, "field Analysis.cpu_ops.names[0].kernels");
+  FORGE(op->launched_other_calls, UINT64_MAX, "field Analysis.cpu_ops.names[0].launched_other_calls");
+  FORGE(op->launched_other_ns, -3, "field Analysis.cpu_ops.names[0].launched_other_ns: -3");
+  FORGE(op->cuda_step_ns[1], -1, "field Analysis.cpu_ops.names[0].cuda_step_ns[1]: -1");
+  FORGE(an->op_gpu_count, (uint64_t)INT64_MAX + 1, "field Analysis.op_gpu_count");
+  FORGE(an->op_gpu_ns, -1, "field Analysis.op_gpu_ns: -1");
+  {
+    tbe_op_kernel forged = op->launched[0];
+    const tbe_op_kernel *keep = op->launched;
+    op->launched = &forged;
+    FORGE(forged.calls, UINT64_MAX, "field Analysis.cpu_ops.names[0].launched[0].calls");
+    FORGE(forged.total_ns, -1, "field Analysis.cpu_ops.names[0].launched[0].total_ns: -1");
+    /* more listed than an entry holds; a list in a table of kernels */
+    tbe_op_kernel six[TBE_OP_KERNELS_TOP + 1];
+    for (size_t i = 0; i <= TBE_OP_KERNELS_TOP; i++) six[i] = forged;
+    op->launched = six;
+    FORGE(op->nlaunched, TBE_OP_KERNELS_TOP + 1,
+          "field Analysis.cpu_ops.names[0].launched: 6 launched entries, more than");
+    FORGE(op->nlaunched, TBE_OP_KERNELS_TOP, NULL);
+    op->launched = keep;
+    k->launched = &forged;
+    FORGE(k->nlaunched, 1, "field Analysis.kernels.names[0].launched: 1 launched entries");
+    k->launched = NULL;
+    /* per-step CUDA times outside an operator table; shapes outside the by-shape table */
+    FORGE(k->cuda_step_ns, k->step_ns, "field Analysis.kernels.names[0].cuda_step_ns");
+    FORGE(op->shapes, "[[2, 2]]", "field Analysis.cpu_ops.names[0].shapes: 8 bytes of input shapes");
+  }
   FORGE(an->advice[0].figure, NAN, "field Analysis.advice[0].figure: not a finite number");
   FORGE(an->advice[0].figure, INFINITY, "field Analysis.advice[0].figure");
   /* The limits themselves are figures a trace can give. */
