@@ -6,8 +6,9 @@
 #   - every real file of test/data (Kineto, JAX XSpace and Chrome JSON,
 #     Nsight Systems, the collector's XSpace, the CLI samples) imported as a
 #     run, and a run of three hosts: summary in every format (default and
-#     --top 0 --wide) through the analysis and with --from-traces, the same
-#     bytes and nothing on stderr; diff of runs, likewise;
+#     --top 0 --wide; the operators by shape and self CUDA for the Kineto
+#     pair and the three hosts) through the analysis and with --from-traces,
+#     the same bytes and nothing on stderr; diff of runs, likewise;
 #   - the analysis is what is read: a trace whose middle is zeroed (size,
 #     head and tail kept: the key's documented blind spot) still
 #     summarizes through it (and --from-traces fails on it);
@@ -84,6 +85,17 @@ for h in a b; do
     fail "import two/$h"
 done
 every_format "$B" summary --logdir "$L" three
+# The operator table by input shape and by the GPU keys (the Kineto pair
+# records shapes), of one host and of a run's merge; their diff.
+k32=kineto_h200_cnn_fp32_pt_trace_json k16=kineto_h200_cnn_bf16_pt_trace_json
+for r in $k32 $k16 three; do
+  for f in table csv json markdown; do
+    same "$B" summary --logdir "$L" "$r" --format "$f" --group-by shape --sort self-cuda --top 0
+  done
+done
+for f in table json; do
+  same "$B" diff --no-events --logdir "$L" $k32 $k16 --format "$f" --group-by shape --top 0
+done
 every_format "$B" diff --no-events --logdir "$L" three two
 every_format "$B" diff --no-events --logdir "$L" two three
 set -- $runs
