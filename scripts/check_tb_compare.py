@@ -29,6 +29,13 @@ pair, `BIN summary --format json --top 0 --logdir DIR RUN` is the reference:
                   metrics" category with a chart per metric; the HParams
                   experiment lists hparams/gpu_metrics/<metric> and the
                   run's session holds the run's means;
+  operators       a run whose summary says which operator launched its GPU
+                  work (op_gpu_count > 0): each of the top 10 operators by
+                  CUDA total whose name is a tag as it is has ops/<name>/cuda_ms
+                  with one point per step equal to the summary's cuda_step_ns;
+                  the text summary/top_operators is there, and the layout has
+                  the "tbexport: operators" category; a run without: no ops/
+                  tag;
   pytorch_profiler  (the frozen torch-tb-profiler plugin) finds each run,
                   its overview has one row per step, its kernel table the
                   summary's kernels with their call counts, its trace
@@ -128,6 +135,45 @@ def check_layout(args):
     charts = [ch.get("title") for ch in (c or {}).get("chart", [])]
     report("custom scalars: 'tbexport: compare steps' with 'step time (ms)'",
            c is not None and "step time (ms)" in charts, "categories %s" % list(cats))
+
+
+def check_ops(args, run, s, tags):
+    mine = tags.get(run, {})
+    ops_tags = [t for t in mine if t.startswith("ops/")]
+    if not s.get("op_gpu_count"):
+        report("%s: no operator series without operators' GPU work" % run, not ops_tags, str(ops_tags[:3]))
+        return
+    base = args.url + "/data/plugin/scalars/scalars?"
+    top = sorted((r for r in s["cpu_ops"] if r["cuda_total_ns"] > 0),
+                 key=lambda r: (-r["cuda_total_ns"], -r["total_ns"], r["name"]))[:10]
+    steps = first_steps(s)
+    checked = 0
+    for r in top:
+        if not all(c.isalnum() or c in "_.:-" for c in r["name"]):
+            continue  # short name + hash: the exporter's scheme, checked in test_op_table
+        t = "ops/%s/cuda_ms" % r["name"]
+        pts = get(base + q(run=run, tag=t)) if t in mine else []
+        if steps:
+            want = [(st["step"], r["cuda_step_ns"][s["steps"].index(st)] / 1e6) for st in steps]
+        else:
+            want = [(0, r["cuda_total_ns"] / 1e6)]
+        got = [(p[1], p[2]) for p in pts]
+        ok = len(got) == len(want) and all(g[0] == w[0] and close(g[1], w[1]) for g, w in zip(got, want))
+        report("%s: %s is the summary's CUDA total per step" % (run, t), ok,
+               "" if ok else "got %s, want %s" % (got[:4], want[:4]))
+        checked += 1
+    report("%s: operator series checked" % run, checked > 0, "%d of %d" % (checked, len(top)))
+    texts = get(args.url + "/data/plugin/text/tags").get(run, [])
+    tag = "summary/top_operators/text_summary"
+    ok = tag in texts
+    if ok:
+        pts = get(args.url + "/data/plugin/text/text?" + q(run=run, tag=tag))
+        names = [r["name"] for r in top if r["name"].startswith("aten::")]
+        ok = bool(pts) and "CUDA total" in pts[-1]["text"] and names and names[0] in pts[-1]["text"]
+    report("%s: text summary/top_operators names the top operator" % run, ok, str(texts))
+    lay = get(args.url + "/data/plugin/custom_scalars/layout")
+    cats = [c.get("title") for c in lay.get("category", [])]
+    report("custom scalars: 'tbexport: operators'", "tbexport: operators" in cats, str(cats))
 
 
 def check_text(args, base, new):
@@ -299,6 +345,7 @@ def main():
     tags = get(args.url + "/data/plugin/scalars/tags")
     for r in runs:
         check_scalars(args, r, sums[r], tags)
+        check_ops(args, r, sums[r], tags)
     check_layout(args)
     for b, n in pairs:
         check_text(args, b, n)
