@@ -7,7 +7,10 @@
  * synchronization, idle time, kernel count and the median launch latency
  * (host API call start to GPU start, over correlated pairs); per name:
  * kernels, CPU operators and host ranges (NVTX ranges and user
- * annotations) with calls, total, self, min and max; per step: step time,
+ * annotations) with calls, total, self, min and max; per operator also the
+ * GPU work it launched, as torch.profiler's key_averages() gives it (self
+ * CUDA, CUDA total, the activities and the kernels it launched, per name
+ * and per name and input shapes: tbe_name_stats); per step: step time,
  * GPU busy time and kernel time; plus advice lines, each backed by the
  * figure that triggered it.
  *

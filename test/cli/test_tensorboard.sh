@@ -4,7 +4,8 @@
 # what): a pair of runs collected by tbexport on an H200 (a GPT-style
 # training loop in fp32 and bf16, test/data/collected/) and a pair of
 # PyTorch profiler traces (test/data/kineto/), each imported with labels
-# and compared with `tbexport diff`; and a run with GPU metrics (the
+# and compared with `tbexport diff` (the Kineto pair's operator series,
+# text and layout too); and a run with GPU metrics (the
 # collector's spool with PM samples and range-profiler figures,
 # test/data/metrics/metrics.spool, written by test_hwmetrics).
 #

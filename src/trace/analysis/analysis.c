@@ -16,8 +16,11 @@
  *  - Medians by quickselect; per-step per-name times in a second pass only
  *    when the trace has steps.
  *
- * The advice lines are drawn from the finished figures in
- * analysis_advice.c; two analyses are compared in analysis_diff.c.
+ * The operators' GPU figures (self CUDA, CUDA total, what each launched,
+ * the table by input shapes) are analysis_ops.c's, after the main pass and
+ * before the name tables are finished; per_step_names hands it each
+ * operator's step.  The advice lines are drawn from the finished figures
+ * in analysis_advice.c; two analyses are compared in analysis_diff.c.
  *
  * Scratch memory is allocated once per analysis, in proportion to the
  * events of a kind, never per event.  The analysis borrows the trace.

@@ -2,13 +2,17 @@
  * tbexport/analysis.h).
  *
  * A diff borrows its two analyses and reads only their tables: the names
- * of each group matched by label (a tbe__index over the base entries, one
- * keyed hash and one comparison per name of the new side), calls and
- * totals side by side, then the per-step figures of each name compared by
- * the rank test of stats.c with a false discovery rate over the names of
- * one table; the step times of the two sides likewise.  Entries are sorted
- * by the size of their change.  Nothing here walks a trace: analysis.c
- * computes, this file compares, report_diff.c renders.
+ * of each group matched by label, and in the by-shape operator table by
+ * label and shapes (a tbe__index over the base entries, one keyed hash and
+ * one comparison per name of the new side), calls, totals and the
+ * operators' CUDA totals side by side, then the per-step figures of each
+ * name compared by the rank test of stats.c with a false discovery rate
+ * over the names of one table (for the operators also their CUDA time per
+ * step, with a false discovery rate of its own); the step times of the two
+ * sides likewise.  Entries are sorted by the size of their change (the
+ * operators', when a side attributes GPU work to operators, by their CUDA
+ * total's).  Nothing here walks a trace: analysis.c computes, this file
+ * compares, report_diff.c renders.
  *
  * Position: beside analysis.c in src/trace; the run-level diff
  * (run_analysis.c) calls tbe_diff_create once for the totals and once per

@@ -6,9 +6,13 @@
  * different things and are never merged.  What is merged is what means the
  * same everywhere:
  *  - names: one tbe__index (common/map.h) over the merged entries, keyed by
- *    label and reserved for the sum of the hosts' names, so each name is
- *    hashed once per host that has it and the merge is linear in the
- *    names (calls, total and self add; min and max are taken over hosts);
+ *    label (and, in the by-shape operator table, shapes) and reserved for
+ *    the sum of the hosts' names, so each name is hashed once per host that
+ *    has it and the merge is linear in the names (calls, total, self and
+ *    the operators' GPU figures add; min and max are taken over hosts); an
+ *    operator's launched list is the hosts' lists summed by name, the
+ *    first TBE_OP_KERNELS_TOP by time kept and the rest summed with the
+ *    hosts' remainders (a sort of the listed entries);
  *  - steps: by step number, the numbers every host has (data-parallel
  *    ranks run the same iterations); a merged step lasts as long as its
  *    slowest host, since a synchronous iteration waits for it, and its
