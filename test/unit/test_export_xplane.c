@@ -605,6 +605,30 @@ static void test_operators_tf_op(void **state) {
   (void)state;
   check_operators_tf_op(0);
   check_operators_tf_op(1);
+  /* XLA's own XSpace: its host events are operators by default, not ops */
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  uint32_t h;
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 5, 6, -1, &h), 0);
+  tbe_event e;
+  memset(&e, 0, sizeof e);
+  e.kind = TBE_EV_CPU_OP;
+  e.track = h;
+  e.name = S(t, "PjitFunction(f)");
+  e.start_ns = T0;
+  e.dur_ns = 10;
+  assert_int_equal(tbe_trace_add_event(t, &e, NULL, NULL, 0, NULL), 0);
+  t->source = TBE_SRC_XSPACE;
+  assert_int_equal(tbe_trace_finish(t), 0);
+  char *path;
+  XSpace *xs = export_decode(t, &path);
+  const XPlane *hp = plane(xs, "/host:CPU");
+  int n;
+  assert_null(ref_text(hp, event(hp, line(hp, 6), "PjitFunction(f)"), "tf_op", &n));
+  assert_int_equal(n, 0);
+  tensorflow__profiler__xspace__free_unpacked(xs, NULL);
+  cleanup(path);
+  tbe_trace_free(t);
 }
 
 /* A collected trace: CUPTI's overhead is stated, and a status a trace

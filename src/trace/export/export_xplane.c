@@ -869,11 +869,16 @@ static void warning_line(void *ctx, const char *line, size_t len) {
 
 /* The name of the CPU operator of each external id (the first), for the
  * tf_op of the GPU work it launched: an array by id when the largest id is
- * at most 4 per operator (plus 4096), else a map.  0 or TBE_ENOMEM. */
+ * at most 4 per operator (plus 4096), else a map.  A trace read from an
+ * XSpace of XLA's gets none: its host events are CPU operators by default
+ * (TraceMes), and those that are ops carry XLA's own tf_op.  0 or
+ * TBE_ENOMEM. */
 static int plan_operators(xctx *c, const tbe_allocator *a) {
   const tbe_trace *t = c->t;
   tbe__map_init(&c->ext_map, a, 0);
   c->k_tf_op = tbe_trace_find_str(t, "tf_op", 5);
+  c->tf_ops = t->source != TBE_SRC_XSPACE;
+  if (!c->tf_ops) return 0;
   c->tf_cache = tbe__calloc(a, c->st.ncache + 1, sizeof *c->tf_cache);
   if (!c->tf_cache) return TBE_ENOMEM;
   uint64_t nops = 0, maxid = 0;

@@ -94,7 +94,8 @@ static uint32_t kernel_details(xctx *c, const tbe_kernel *k) {
  * CPU operator and on the GPU work whose external id names one, after the
  * event's other stats, unless the event has a tf_op of its own (an arg from
  * an XSpace of XLA's); such an event carries tbexport_src_tf_op = 1 (before
- * its args), so that our importer keeps its tf_op and drops ours. */
+ * its args), so that our importer keeps its tf_op and drops ours.  Not in
+ * a trace read from an XSpace of XLA's (plan_operators). */
 
 /* Writes the tf_op text of operator name s[0, n) at out (room for 2n + 4
  * bytes); returns its length. */
@@ -156,6 +157,7 @@ static int has_tf_op_arg(const xctx *c, const tbe_event *e) {
  * CPU operator, that of the CPU operator its external id names for GPU
  * work; TBE_NONE for none. */
 static tbe_str tf_op_of(const xctx *c, const tbe_event *e) {
+  if (!c->tf_ops) return TBE_NONE;
   if (e->kind == TBE_EV_CPU_OP) return e->name;
   if (!e->external_id || !tbe_event_kind_is_gpu((tbe_event_kind)e->kind)) return TBE_NONE;
   if (c->ext_name) return e->external_id < c->ext_n ? c->ext_name[e->external_id] - 1 : TBE_NONE;

@@ -200,6 +200,7 @@ typedef struct xctx {
   size_t ext_n;
   tbe__map ext_map;   /* id -> operator name, when the ids are sparse */
   uint64_t *tf_cache; /* [string id] -> gen << 32 | stat metadata id */
+  int tf_ops;         /* operators get a tf_op (not in XLA's own traces) */
   tbe_str k_tf_op;
   uint64_t clamped; /* durations/offsets beyond what int64 picoseconds hold */
   uint64_t done;
