@@ -57,6 +57,18 @@ pairs=()
 # ---- a pair collected here ----
 fake=$(dirname "$B")/libcollect_fake_libcupti.so
 if [ -f "$fake" ]; then
+  # python3 loads the injection library; in an ASan build (gcc: the runtime
+  # is a shared library) only once the runtime is preloaded, and python's
+  # own leaks are not ours to report (as test_ranks.sh)
+  inj=$("$B" --logdir "$tmp/probe" --run probe --quiet -- sh -c 'echo "$CUDA_INJECTION64_PATH"' 2>/dev/null)
+  [ -f "$inj" ] || die "no injection library: '$inj'"
+  py=(python3)
+  asan=$(ldd "$inj" 2>/dev/null | awk '/libasan/ {print $3}')
+  [ -z "$asan" ] || py=(env LD_PRELOAD="$asan" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" python3)
+fi
+if [ -f "$fake" ] && ldd "$inj" 2>/dev/null | grep -q libtsan; then
+  echo "note: a TSan build: python3 cannot load the injection library; the pair collected here is left out"
+elif [ -f "$fake" ]; then
   cat >"$tmp/prog.py" <<'EOF'
 import ctypes, os, time
 import torch
@@ -101,7 +113,7 @@ for i in range(4):
 EOF
   for v in before after; do
     env TBEXPORT_CUPTI_LIB="$fake" FAKE_NVTX="$fake" PYTHONPATH="$D/faketorch" VARIANT=$v PYTHONDONTWRITEBYTECODE=1 \
-      "$B" --logdir "$L" --run collected_$v --record-shapes --steps nvtx:train_step -- python3 "$tmp/prog.py" \
+      "$B" --logdir "$L" --run collected_$v --record-shapes --steps nvtx:train_step -- "${py[@]}" "$tmp/prog.py" \
       >"$tmp/out" 2>"$tmp/err" || die "collect $v: $(cat "$tmp/err")"
   done
   pairs+=(collected_before:collected_after)
