@@ -122,6 +122,13 @@ typedef struct tbe_import_options {
    * given there covers everything an import allocates.  SQLite's own
    * memory, for nsys exports, is process-wide and not covered. */
   const tbe_allocator *allocator;
+  /* When not NULL, tbe_import_file's `path` lies below this directory (a
+   * log dir: the caller's, its symlinks followed) and is read under the
+   * rule of every file below a log dir: no component of `path` below it,
+   * the file's name included, may be a symbolic link (-ELOOP), and only a
+   * regular file is read (a FIFO planted there is refused without
+   * waiting).  `path` is the whole path (it names the file in messages). */
+  const char *base_dir;
 } tbe_import_options;
 
 /* Returns a static name: "chrome-json", "xspace", "nsys-sqlite", "spool",

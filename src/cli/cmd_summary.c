@@ -193,8 +193,8 @@ static int latest_run(const char *logdir, char *out, size_t size) {
 
 /* Imports `path` and analyses it into slot i of `r`.  Returns 0 or an exit
  * code after printing the error. */
-static int load_one(const char *cmd, const char *path, const char *shown, int quiet,
-                    tbe_cli_run *r, size_t i) {
+static int load_one(const char *cmd, const char *path, const char *base, const char *shown,
+                    int quiet, tbe_cli_run *r, size_t i) {
   int rc = tbe_trace_create(&r->traces[i], NULL);
   if (rc) {
     tbe_cli_error(cmd, "%s", tbe_strerror(rc));
@@ -206,6 +206,7 @@ static int load_one(const char *cmd, const char *path, const char *shown, int qu
   tbe_cli_import_limits(&io);
   io.progress = tbe_progress_cb;
   io.progress_ctx = &pb;
+  io.base_dir = base; /* a run's trace: no symlink followed below its log dir */
   tbe_import_error err;
   rc = tbe_import_file(r->traces[i], path, &io, &err);
   tbe_progress_end(&pb);
@@ -259,7 +260,7 @@ int tbe_cli_load_run(const char *cmd, const char *logdir, const char *arg,
     char why[600];
     if (!rc && !lo->from_traces && !lo->no_cache) r->an[0] = tbe_cli_cache_get(arg, why, sizeof why);
     if (!rc && !r->an[0]) {
-      rc = load_one(cmd, arg, r->label, lo->quiet, r, 0);
+      rc = load_one(cmd, arg, NULL, r->label, lo->quiet, r, 0);
       if (!rc && !lo->no_cache) tbe_cli_cache_put(arg, r->an[0]);
     }
   } else {
@@ -327,7 +328,7 @@ int tbe_cli_load_run(const char *cmd, const char *logdir, const char *arg,
         rc = TBE_EXIT_USAGE;
         break;
       }
-      rc = load_one(cmd, path, hf[i].name, lo->quiet, r, i);
+      rc = load_one(cmd, path, logdir, hf[i].name, lo->quiet, r, i);
     }
     for (size_t i = 0; ha && i < n; i++) tbe_analysis_free(ha[i].an);
     free(ha);

@@ -32,10 +32,13 @@
  * JSON importer, which streams, reads files larger than the memory). */
 #include <fcntl.h>
 #include <stdio.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "common/fsutil.h"
 #include "import/importer.h"
 #include "tbexport/error.h"
 #include "trace/exporter.h"
@@ -220,15 +223,57 @@ static int run_importer(const tbe__importer *imp, tbe_trace *t, tbe__input *in, 
   return imp->import(t, in, path, o, err);
 }
 
+/* A path below o->base_dir, checked under the read rule (fsutil.h): no
+ * symbolic link below the base, a regular file.  *pin holds it open, so
+ * the file opened next by its path can be checked to be the same one. */
+static int check_below(const tbe_import_options *o, const char *path, int *pin, struct stat *st,
+                       tbe_import_error *err) {
+  *pin = -1;
+  if (!o->base_dir) return 0;
+  size_t bl = strlen(o->base_dir);
+  while (bl > 1 && o->base_dir[bl - 1] == '/') bl--;
+  if (strncmp(path, o->base_dir, bl) != 0 || path[bl] != '/')
+    return tbe__import_fail(err, TBE_EINVAL, path, 0, 0, 0, "not below %s", o->base_dir);
+  const char *rel = path + bl;
+  while (*rel == '/') rel++;
+  char where[4096] = "";
+  int fd = tbe__read_open(o->base_dir, rel, st, where, sizeof where);
+  if (fd < 0) {
+    if (fd == -ELOOP)
+      return tbe__import_fail(err, fd, path, UINT64_MAX, 0, 0,
+                              "%s%sa symbolic link: not followed below %s",
+                              where[0] && strcmp(where, path) ? where : "",
+                              where[0] && strcmp(where, path) ? " is " : "", o->base_dir);
+    return tbe__import_input_fail(err, fd, path, NULL, o);
+  }
+  *pin = fd;
+  return 0;
+}
+
 int tbe_import_file(tbe_trace *t, const char *path, const tbe_import_options *opts,
                     tbe_import_error *err) {
   if (err) memset(err, 0, sizeof *err);
   if (!t || !path) return TBE_EINVAL;
   tbe_import_options o = resolve(opts);
   if (!o.allocator) o.allocator = tbe__trace_allocator(t);
+  int pin;
+  struct stat pst;
+  int rc = check_below(&o, path, &pin, &pst, err);
+  if (rc) return rc;
   tbe__input in;
-  int rc = tbe__input_open(&in, path, o.allocator);
-  if (rc) return tbe__import_input_fail(err, rc, path, NULL, &o);
+  rc = tbe__input_open(&in, path, o.allocator);
+  if (!rc && pin >= 0) {
+    /* the file just opened by its path is the one checked (not swapped) */
+    struct stat st;
+    if (fstat(in.fd, &st) != 0 || st.st_dev != pst.st_dev || st.st_ino != pst.st_ino) {
+      tbe__input_close(&in);
+      rc = -ELOOP;
+    }
+  }
+  if (rc) {
+    if (pin >= 0) close(pin);
+    return tbe__import_input_fail(err, rc, path, NULL, &o);
+  }
   if (!(opts && opts->max_input_bytes) && (in.stream || in.gzip)) {
     uint64_t m = tbe__import_stream_default();
     if (m < o.max_input_bytes) o.max_input_bytes = m, in.max_input_mem = 1;
@@ -239,11 +284,13 @@ int tbe_import_file(tbe_trace *t, const char *path, const tbe_import_options *op
   if (rc) {
     tbe__import_input_fail(err, rc, path, &in, &o);
     tbe__input_close(&in);
+    if (pin >= 0) close(pin);
     return rc;
   }
   size_t first = t->nevents;
   rc = run_importer(imp, t, &in, path, &o, err);
   tbe__input_close(&in);
+  if (pin >= 0) close(pin);
   if (rc == 0) rc = warn_clamped(t, first, path);
   if (rc == 0) rc = tbe_trace_finish(t);
   if (rc && err && !err->message[0])

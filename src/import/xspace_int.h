@@ -79,7 +79,9 @@ enum {
   S_DEV_ORD,
   S_TBE_KIND,
   S_TBE_CAT,
-  S_ASYNC
+  S_ASYNC,
+  S_TF_OP,
+  S_SRC_TF_OP
 };
 
 /* ---- importer state ---- */

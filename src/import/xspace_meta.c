@@ -78,6 +78,8 @@ static int classify_stat(const char *s) {
              {"device_ordinal", S_DEV_ORD},
              {"tbexport_kind", S_TBE_KIND},
              {"tbexport_cat", S_TBE_CAT},
+             {"tf_op", S_TF_OP},
+             {"tbexport_src_tf_op", S_SRC_TF_OP},
              {"_a", S_ASYNC}};
   for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
     if (strcmp(s, tab[i].name) == 0) return tab[i].kind;

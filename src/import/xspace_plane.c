@@ -195,6 +195,7 @@ typedef struct xs_stats {
   tbe_str tbe_cat;
   int have_occ, have_step, have_group, have_corr, have_value;
   int have_nvtx, have_addr, have_nbytes, have_devord;
+  int src_tf_op;    /* our file: the event's tf_op is its source's (tbexport_src_tf_op) */
   int64_t devord;   /* device_ordinal as read: checked when it makes an allocation */
   size_t ei;        /* the event's index in its line, for messages */
   double occ, value;
@@ -373,6 +374,14 @@ static int take_stat(xs_state *s, const xs_line *l, const XStat *st, int kind, t
       if (cn) x->tbe_cat = tbe__xs_intern(s, cn);
       return 1;
     }
+    /* Our exporter writes a tf_op of its own on operators and their GPU work
+     * (export_xplane_event.c) and marks the events whose tf_op came from
+     * their source: in our files only those are args. */
+    case S_SRC_TF_OP:
+      if (!s->ours) return 0;
+      x->src_tf_op = 1;
+      return 1;
+    case S_TF_OP: return s->ours && !x->src_tf_op;
     case S_ADDR:
       if ((x->have_addr = tbe__xs_stat_int(st, &iv))) x->mem.addr = (uint64_t)iv;
       return 0;

@@ -102,6 +102,11 @@ if [ ! -f "$fake" ]; then
 fi
 export TBEXPORT_CUPTI_LIB=$fake FAKE_NVTX=$fake
 export PYTHONPATH=$data/faketorch
+# Under ASan the injection library needs the ASan runtime loaded first in
+# python3 (leak checks off there: python's own allocations are not ours).
+pyc=("$py")
+asan=$(ldd "$bindir/libtbexport_inject.so" 2>/dev/null | awk '/libasan/ {print $3}')
+[ -z "$asan" ] || pyc=(env LD_PRELOAD="$asan" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$py")
 # The program: operators nested and not, one without kernels, a kernel
 # outside any operator, a backward operator of the first forward one, a
 # launch through the driver API inside an operator, a driver call that is
@@ -213,16 +218,16 @@ check_run() {
   [ -n "$j" ] || fail "$2: no Chrome JSON"
   "$py" check2.py "$j" "$3" "$4" || fail "$2: the operators as Kineto's readers see them (above)"
 }
-"$tb" --logdir l1 --run plain -- "$py" prog2.py >out.txt 2>err.txt || fail "profile: status $?: $(cat err.txt)"
+"$tb" --logdir l1 --run plain -- "${pyc[@]}" prog2.py >out.txt 2>err.txt || fail "profile: status $?: $(cat err.txt)"
 check_run l1 plain 0 0
-"$tb" --logdir l1 --run shapes --record-shapes -- "$py" prog2.py >out.txt 2>err.txt ||
+"$tb" --logdir l1 --run shapes --record-shapes -- "${pyc[@]}" prog2.py >out.txt 2>err.txt ||
   fail "profile --record-shapes: $(cat err.txt)"
 check_run l1 shapes 1 0
-CRASH=1 "$tb" --logdir l1 --run crash --record-shapes -- "$py" prog2.py >out.txt 2>err.txt
+CRASH=1 "$tb" --logdir l1 --run crash --record-shapes -- "${pyc[@]}" prog2.py >out.txt 2>err.txt
 rc=$?
 [ $rc -eq 134 ] || fail "crash: status $rc, want 134 (SIGABRT): $(cat err.txt)"
 check_run l1 crash 1 1
-"$tb" --logdir l1 --run noops --no-ops -- "$py" prog2.py >out.txt 2>err.txt || fail "--no-ops: $(cat err.txt)"
+"$tb" --logdir l1 --run noops --no-ops -- "${pyc[@]}" prog2.py >out.txt 2>err.txt || fail "--no-ops: $(cat err.txt)"
 j=$(find l1/plugins/profile/noops -name '*.trace.json.gz')
 gzip -dc "$j" | grep -q '"cat":"cpu_op"' && fail "--no-ops: operators were recorded"
 echo "test_ops: through the collector: operators, shapes, attribution, driver launches, fwdbwd, a crash, --no-ops"

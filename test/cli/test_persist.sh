@@ -407,5 +407,21 @@ for i in 1 2 3; do TBEXPORT_CACHE_MAX_ENTRIES=2 "$B" summary "$tmp/raw$i.trace.j
 "$B" diff "$tmp/raw1.trace.json" "$F" >"$tmp/got" 2>/dev/null
 cmp -s "$tmp/want" "$tmp/got" || fail "diff through the cache differs"
 
+# A run's trace below the log dir is read under the same rule as its
+# analysis: a symbolic link there (or a FIFO) is refused in one line, never
+# followed, and the summary fails.
+L2=$tmp/symrun
+"$B" import "$D/kineto/h200_add_loop.trace.json" --logdir "$L2" --run r >/dev/null 2>&1 || fail "symrun import"
+J=$(ls "$L2"/plugins/profile/r/*.trace.json.gz)
+mv "$J" "$tmp/elsewhere.json.gz" && ln -s "$tmp/elsewhere.json.gz" "$J"
+rm -f "$L2"/plugins/profile/r/*.analysis.pb "$L2"/plugins/profile/r/*.xplane.pb
+"$B" summary --logdir "$L2" r >"$tmp/got" 2>"$tmp/err" && fail "summary read a trace through a symlink"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "a symbolic link: not followed below" "$tmp/err" ||
+  fail "symlinked trace: message: $(cat "$tmp/err")"
+rm "$J" && mkfifo "$J"
+timeout 60 "$B" summary --logdir "$L2" r >"$tmp/got" 2>"$tmp/err"
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "FIFO trace: status $rc (124: it hung)"
+
 [ $fails -eq 0 ] && echo "test_persist: all passed"
 exit $((fails > 0))

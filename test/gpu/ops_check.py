@@ -26,8 +26,11 @@ Parts (--parts, default all):
             (operators, the default), with --record-shapes, with --no-ops;
             the program's own loop time, median per mode, ratios to plain
             (goals: operators <= 1.03x, with shapes <= 1.10x).
-  collect   a small before/after pair (fp32, bf16 autocast; shapes on) kept
-            as OUT/ops_pair.tgz for the repository's client tests.
+  collect   runs kept for the repository's client tests, as OUT/fixtures.tgz:
+            a small before/after pair (fp32, bf16 autocast; shapes on), a
+            two-rank job (ddp_ranks.py under torchrun, gloo, one tbexport
+            per rank: its own host entry each, operators on), and a run with
+            PM sampling and no steps (metrics_loops.py, 1 kHz).
 
 usage: ops_check.py --bin DIR --out DIR [--parts compare,launches,overhead,collect]
 """
@@ -301,16 +304,30 @@ def part_overhead(a, tb, loop):
 
 
 def part_collect(a, tb, loop):
-    ld = os.path.join(a.out, "pair")
+    root = os.path.join(a.out, "fixtures")
+    ld = os.path.join(root, "ops_pair")
     small = ["--steps", "3", "--warmup", "2", "--layers", "2", "--dim", "256", "--batch", "8", "--ctx", "128"]
     for name, extra in (("gpt_fp32", []), ("gpt_bf16", ["--dtype", "bf16"])):
         p = run([tb, "--logdir", ld, "--run", name, "--record-shapes", "--capture-range", "nvtx:measure",
                  "--steps", "nvtx:train_step", "--", sys.executable, loop] + small + extra, timeout=300)
         check(p.returncode == 0, "collect %s" % name)
-    out = os.path.join(a.out, "ops_pair.tgz")
+    ranks = os.path.join(root, "ranks")
+    trun = ["torchrun"] if subprocess.run(["which", "torchrun"], capture_output=True).returncode == 0 \
+        else [sys.executable, "-m", "torch.distributed.run"]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    p = run(trun + ["--standalone", "--nproc-per-node", "2", "--no-python", tb, "--logdir", ranks, "--run", "ddp",
+                    "--steps", "nvtx:train_step", "--", sys.executable, os.path.join(HERE, "ddp_ranks.py"),
+                    "--steps", "6", "--dim", "512", "--batch", "64"], timeout=300, env=env)
+    check(p.returncode == 0, "collect a two-rank job")
+    pm = os.path.join(root, "metrics")
+    p = run([tb, "--logdir", pm, "--run", "pm_nosteps", "--gpu-metrics=1000", "--", sys.executable,
+             os.path.join(HERE, "metrics_loops.py"), "--seconds", "0.6", "--loops", "gemm_bf16,elementwise"],
+            timeout=300)
+    check(p.returncode == 0, "collect PM sampling without steps")
+    out = os.path.join(a.out, "fixtures.tgz")
     with tarfile.open(out, "w:gz") as t:
-        t.add(ld, arcname="ops_pair")
-    check(os.path.getsize(out) < 15 << 20, "ops_pair.tgz: %d bytes" % os.path.getsize(out))
+        t.add(root, arcname="fixtures")
+    check(os.path.getsize(out) < 15 << 20, "fixtures.tgz: %d bytes" % os.path.getsize(out))
 
 
 def main():

@@ -155,6 +155,54 @@ API int fake_cupti_kernel(uint32_t corr, uint64_t start, uint64_t end, const cha
   return tf_emit(&k, sizeof k);
 }
 
+/* A kernel like fake_cupti_kernel with its launch configuration: GRID
+ * blocks of BLOCK threads, REGS registers a thread, SMEM bytes of static
+ * shared memory (test_clients_ops.sh). */
+API int fake_cupti_kernel_cfg(uint32_t corr, uint64_t start, uint64_t end, const char *name,
+                              uint32_t grid, uint32_t block, uint32_t regs, uint32_t smem) {
+  CUpti_ActivityKernel10 k;
+  memset(&k, 0, sizeof k);
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = start;
+  k.end = end;
+  k.contextId = 1;
+  k.streamId = 7;
+  k.gridX = grid;
+  k.gridY = k.gridZ = 1;
+  k.blockX = block;
+  k.blockY = k.blockZ = 1;
+  k.registersPerThread = (uint16_t)regs;
+  k.staticSharedMemory = (int32_t)smem;
+  k.correlationId = corr;
+  k.name = keep_name(name);
+  return tf_emit(&k, sizeof k);
+}
+
+/* Device ID's record, as CUPTI gives it at the start: an H200's limits
+ * (132 SMs, compute capability 9.0). */
+API int fake_cupti_device(uint32_t id) {
+  CUpti_ActivityDevice5 d;
+  memset(&d, 0, sizeof d);
+  d.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+  d.id = id;
+  d.name = "NVIDIA H200";
+  d.globalMemorySize = 150109880320ull;
+  d.globalMemoryBandwidth = 4800000000ull; /* KiB/s */
+  d.numThreadsPerWarp = 32;
+  d.coreClockRate = 1980000;
+  d.numMultiprocessors = 132;
+  d.maxWarpsPerMultiprocessor = 64;
+  d.maxBlocksPerMultiprocessor = 32;
+  d.maxSharedMemoryPerMultiprocessor = 233472;
+  d.maxRegistersPerMultiprocessor = 65536;
+  d.maxRegistersPerBlock = 65536;
+  d.maxSharedMemoryPerBlock = 49152;
+  d.maxThreadsPerBlock = 1024;
+  d.computeCapabilityMajor = 9;
+  d.computeCapabilityMinor = 0;
+  return tf_emit(&d, sizeof d);
+}
+
 /* An NVTX push/pop range [start, end] on the calling thread (ID unique per
  * range; DOMAIN may be NULL). */
 API int fake_cupti_range(uint32_t id, uint64_t start, uint64_t end, const char *name,

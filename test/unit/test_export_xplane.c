@@ -7,7 +7,8 @@
  * hostnames, warnings, metadata maps keyed by their ids from 1); then
  * `protoc --decode_raw` must accept it (skipped with a message when protoc
  * is not installed).  Lines larger than the 1 MiB output buffer exercise
- * the patched lengths written with pwrite. */
+ * the patched lengths written with pwrite.  Framework operators, and the
+ * GPU work they launched, carry tf_op as xprof parses it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -437,6 +438,199 @@ static void test_one_event(void **state) {
   tbe_trace_free(t);
 }
 
+/* ---- framework operators as xprof reads host ops (tf_op) ---- */
+
+/* What ParseTfOpFullname (xla tf_op_utils.cc) needs to make an op of
+ * "<name>:<type>": split at the first ':', a JAX type. */
+static int xprof_op(const char *s, const char *name, const char *type) {
+  const char *colon = strchr(s, ':');
+  if (!colon || strncmp(s, name, (size_t)(colon - s)) != 0 || strlen(name) != (size_t)(colon - s) ||
+      strcmp(colon + 1, type) != 0)
+    return 0;
+  const char *ty = colon + 1;
+  if (!((*ty >= 'a' && *ty <= 'z') || *ty == '_')) return 0;
+  for (; *ty; ty++)
+    if (!((*ty >= 'a' && *ty <= 'z') || (*ty >= '0' && *ty <= '9') || *ty == '_')) return 0;
+  return 1;
+}
+
+static const char *ref_text(const XPlane *p, const XEvent *e, const char *name, int *count) {
+  const char *v = NULL;
+  *count = 0;
+  for (size_t i = 0; i < e->n_stats; i++) {
+    const char *sn = stat_name(p, e->stats[i]->metadata_id);
+    if (sn && strcmp(sn, name) == 0) {
+      (*count)++;
+      if (e->stats[i]->value_case == TENSORFLOW__PROFILER__XSTAT__VALUE_REF_VALUE)
+        v = stat_name(p, (int64_t)e->stats[i]->ref_value);
+    }
+  }
+  return v;
+}
+
+/* Each operator, and the kernel it launched, carries tf_op as xprof
+ * parses it; an event with a tf_op of its own (XLA's) keeps it, marked;
+ * read back, ours are no args and the source's is; written again, the same
+ * bytes.  `sparse`: external ids far apart (the exporter's map, else its
+ * array by id). */
+static void check_operators_tf_op(int sparse) {
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  uint32_t h, st, dev;
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 5, 6, -1, &h), 0);
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_STREAM, 5, 7, 0, &st), 0);
+  assert_int_equal(tbe_trace_device(t, 0, &dev), 0);
+  t->devices[dev].sm_count = 132;
+  static const struct {
+    const char *name, *tf_op_name, *tf_op_type;
+  } ops[] = {
+      {"aten::addmm", "aten/addmm", "addmm"},
+      {"autograd::engine::evaluate_function: AddmmBackward0",
+       "autograd/engine/evaluate_function AddmmBackward0", "evaluate_function__addmmbackward0"},
+      {"AddmmBackward0", "AddmmBackward0", "addmmbackward0"},
+      {"x::2d", "x/2d", "_2d"},
+      {"ns::", "ns/", "op"}};
+  tbe_event e;
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+    memset(&e, 0, sizeof e);
+    e.kind = TBE_EV_CPU_OP;
+    e.track = h;
+    e.name = S(t, ops[i].name);
+    e.start_ns = T0 + (int64_t)i * 10000;
+    e.dur_ns = 5000;
+    if (sparse) e.external_id = ((uint64_t)1 << 40) * (i + 1);
+    assert_int_equal(tbe_trace_add_event(t, &e, NULL, NULL, 0, NULL), 0);
+  }
+  /* aten::addmm's launch and its kernel (linked by finish) */
+  memset(&e, 0, sizeof e);
+  e.kind = TBE_EV_RUNTIME;
+  e.track = h;
+  e.name = S(t, "cudaLaunchKernel");
+  e.start_ns = T0 + 1000;
+  e.dur_ns = 100;
+  e.correlation = 11;
+  assert_int_equal(tbe_trace_add_event(t, &e, NULL, NULL, 0, NULL), 0);
+  tbe_kernel k;
+  memset(&k, 0, sizeof k);
+  k.grid[0] = k.grid[1] = k.grid[2] = k.block[1] = k.block[2] = 1;
+  k.block[0] = 128;
+  k.occupancy_pct = k.blocks_per_sm = k.warps_per_sm = -1;
+  e.kind = TBE_EV_KERNEL;
+  e.track = st;
+  e.name = S(t, "gemm");
+  e.start_ns = T0 + 2000;
+  assert_int_equal(tbe_trace_add_event(t, &e, &k, NULL, 0, NULL), 0);
+  /* a user annotation (no operator) and an operator with XLA's own tf_op */
+  memset(&e, 0, sizeof e);
+  e.kind = TBE_EV_USER_ANNOTATION;
+  e.track = h;
+  e.name = S(t, "forward");
+  e.start_ns = T0 + 100000;
+  e.dur_ns = 1000;
+  assert_int_equal(tbe_trace_add_event(t, &e, NULL, NULL, 0, NULL), 0);
+  tbe_arg a = {S(t, "tf_op"), TBE_ARG_STR, {.s = S(t, "jit_f/dot:dot")}};
+  e.kind = TBE_EV_CPU_OP;
+  e.name = S(t, "jit_f/dot");
+  e.start_ns = T0 + 200000;
+  assert_int_equal(tbe_trace_add_event(t, &e, NULL, &a, 1, NULL), 0);
+  assert_int_equal(tbe_trace_finish(t), 0);
+
+  char *path;
+  XSpace *xs = export_decode(t, &path);
+  protoc_check(path);
+  const XPlane *hp = plane(xs, "/host:CPU"), *gp = plane(xs, "/device:GPU:0");
+  assert_non_null(hp);
+  assert_non_null(gp);
+  const XLine *hl = line(hp, 6);
+  assert_non_null(hl);
+  int n;
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+    const XEvent *x = event(hp, hl, ops[i].name);
+    assert_non_null(x);
+    const char *v = ref_text(hp, x, "tf_op", &n);
+    assert_int_equal(n, 1);
+    assert_non_null(v);
+    if (!xprof_op(v, ops[i].tf_op_name, ops[i].tf_op_type))
+      fail_msg("%s: tf_op \"%s\", want \"%s:%s\"", ops[i].name, v, ops[i].tf_op_name,
+               ops[i].tf_op_type);
+  }
+  const XEvent *ke = event(gp, line(gp, 7), "gemm");
+  assert_non_null(ke);
+  const char *kv = ref_text(gp, ke, "tf_op", &n);
+  assert_non_null(kv);
+  assert_string_equal(kv, "aten/addmm:addmm");
+  assert_null(ref_text(hp, event(hp, hl, "forward"), "tf_op", &n));
+  assert_int_equal(n, 0);
+  assert_null(ref_text(hp, event(hp, hl, "cudaLaunchKernel"), "tf_op", &n));
+  const XEvent *jx = event(hp, hl, "jit_f/dot");
+  const char *jv = ref_text(hp, jx, "tf_op", &n);
+  assert_non_null(jv);
+  assert_string_equal(jv, "jit_f/dot:dot");
+  assert_int_equal(n, 1);
+  const XStat *m = stat(hp, jx->stats, jx->n_stats, "tbexport_src_tf_op");
+  assert_non_null(m);
+  assert_int_equal(m->int64_value, 1);
+  tensorflow__profiler__xspace__free_unpacked(xs, NULL);
+
+  /* read back: ours are no args, the source's is; the same bytes again */
+  tbe_trace *r;
+  assert_int_equal(tbe_trace_create(&r, NULL), 0);
+  tbe_import_error err;
+  if (tbe_import_file(r, path, NULL, &err)) fail_msg("read back: %s", err.message);
+  tbe_str key = tbe_trace_find_str(r, "tf_op", 5);
+  int args = 0;
+  for (size_t i = 0; i < r->nevents; i++)
+    for (uint32_t j = 0; j < r->events[i].nargs; j++)
+      if (r->args[r->events[i].args + j].key == key) {
+        args++;
+        assert_string_equal(tbe_trace_str(r, r->events[i].name), "jit_f/dot");
+      }
+  assert_int_equal(args, 1);
+  char *dir = tu_mkdtemp(), *again = tu_join(dir, "h.xplane.pb");
+  assert_int_equal(tbe_export_xplane(r, again, 0), 0);
+  size_t n1, n2;
+  uint8_t *b1 = tu_read_file(path, &n1), *b2 = tu_read_file(again, &n2);
+  assert_true(n1 == n2 && memcmp(b1, b2, n1) == 0);
+  free(b1);
+  free(b2);
+  tu_rmrf(dir);
+  free(dir);
+  free(again);
+  tbe_trace_free(r);
+  cleanup(path);
+  tbe_trace_free(t);
+}
+
+static void test_operators_tf_op(void **state) {
+  (void)state;
+  check_operators_tf_op(0);
+  check_operators_tf_op(1);
+  /* XLA's own XSpace: its host events are operators by default, not ops */
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  uint32_t h;
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 5, 6, -1, &h), 0);
+  tbe_event e;
+  memset(&e, 0, sizeof e);
+  e.kind = TBE_EV_CPU_OP;
+  e.track = h;
+  e.name = S(t, "PjitFunction(f)");
+  e.start_ns = T0;
+  e.dur_ns = 10;
+  assert_int_equal(tbe_trace_add_event(t, &e, NULL, NULL, 0, NULL), 0);
+  t->source = TBE_SRC_XSPACE;
+  assert_int_equal(tbe_trace_finish(t), 0);
+  char *path;
+  XSpace *xs = export_decode(t, &path);
+  const XPlane *hp = plane(xs, "/host:CPU");
+  int n;
+  assert_null(ref_text(hp, event(hp, line(hp, 6), "PjitFunction(f)"), "tf_op", &n));
+  assert_int_equal(n, 0);
+  tensorflow__profiler__xspace__free_unpacked(xs, NULL);
+  cleanup(path);
+  tbe_trace_free(t);
+}
+
 /* A collected trace: CUPTI's overhead is stated, and a status a trace
  * warning already details is not repeated by a generic line. */
 static void test_collection_warnings(void **state) {
@@ -748,6 +942,7 @@ int main(void) {
       cmocka_unit_test(test_empty),
       cmocka_unit_test(test_collection_warnings),
       cmocka_unit_test(test_one_event),
+      cmocka_unit_test(test_operators_tf_op),
       cmocka_unit_test(test_big_line_and_names),
       cmocka_unit_test(test_golden_kineto),
       cmocka_unit_test(test_many_devices),

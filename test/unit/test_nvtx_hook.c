@@ -420,6 +420,7 @@ static void test_threads_blocks(void **state) {
   int64_t last_seq[NTHREADS * 2];
   uint32_t tids[NTHREADS * 2];
   size_t ntid = 0;
+  int joined = 0;
   for (int round = 0; round < 2000 && (begins < NTHREADS * PER_THREAD || ends < begins); round++) {
     tbe__buf_clear(&f->batch);
     tbe__nvtx_drain(&f->dc, 1);
@@ -445,9 +446,13 @@ static void test_threads_blocks(void **state) {
       }
       off += 4 + (size_t)len;
     }
-    if (round == 1000)
+    if (round == 1000 && !joined) {
       for (int i = 0; i < NTHREADS; i++) pthread_join(th[i], NULL);
+      joined = 1;
+    }
   }
+  if (!joined)
+    for (int i = 0; i < NTHREADS; i++) pthread_join(th[i], NULL);
   assert_int_equal(begins, NTHREADS * PER_THREAD);
   assert_int_equal(ends, NTHREADS * PER_THREAD);
   tbe__sp_nvtx_stats st;

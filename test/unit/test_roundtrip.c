@@ -19,7 +19,8 @@
  * ranges (nested, asynchronous, with domain, color and payload) and marks,
  * CUPTI overhead on a thread and on the process, memory events, records
  * dropped by CUPTI and by the spool writer, records with zero or inverted
- * timestamps, notes, a clean end and an end that never came; and the same
+ * timestamps, notes, a clean end and an end that never came, a GPU with
+ * every limit known (its kernels' occupancy computed); and the same
  * with steps given by tbe_trace_add_step from NVTX ranges whose names carry
  * no step number.
  *
@@ -432,6 +433,13 @@ static void build_image(img *m, const spec *sp) {
     dev.clock_khz = 1980000;
     dev.cc_major = 9;
     dev.warp_size = 32;
+    if (d == 0) { /* every limit: the kernels' occupancy is computed (occupancy.h) */
+      dev.max_threads_per_block = 1024;
+      dev.max_warps_per_sm = 64;
+      dev.regs_per_block = dev.regs_per_sm = 65536;
+      dev.shared_per_block = 49152;
+      dev.shared_per_sm = 233472;
+    }
     tbe__spool_item(&m->p, TBE__SP_DEVICE, &dev, sizeof dev);
     tbe__sp_context ctx = {d + 1, d};
     tbe__spool_item(&m->p, TBE__SP_CONTEXT, &ctx, sizeof ctx);

@@ -79,18 +79,24 @@ static void write_device_props(jctx *c) {
     JW_LIT(w, ", \"" key "\":");     \
     jw_i64(w, (int64_t)(v));         \
   }
+    /* Kineto's fields in Kineto's order (DeviceProperties.cpp), each where
+     * it is known (0: unknown); a minor of 0 is a real one (Hopper is 9.0)
+     * wherever the major is known. */
     DPROP("totalGlobalMem", d->memory_bytes);
     DPROP("computeMajor", d->cc_major);
-    DPROP("computeMinor", d->cc_minor);
+    if (d->cc_major) {
+      JW_LIT(w, ", \"computeMinor\":");
+      jw_i64(w, d->cc_minor);
+    }
     DPROP("maxThreadsPerBlock", d->max_threads_per_block);
     DPROP("maxThreadsPerMultiprocessor", d->max_threads_per_sm);
     DPROP("regsPerBlock", d->regs_per_block);
-    DPROP("regsPerMultiprocessor", d->regs_per_sm);
     DPROP("warpSize", d->warp_size);
     DPROP("sharedMemPerBlock", d->shared_per_block);
-    DPROP("sharedMemPerMultiprocessor", d->shared_per_sm);
     DPROP("numSms", d->sm_count);
+    DPROP("regsPerMultiprocessor", d->regs_per_sm);
     DPROP("sharedMemPerBlockOptin", d->shared_per_block_optin);
+    DPROP("sharedMemPerMultiprocessor", d->shared_per_sm);
     /* Not Kineto fields, but cudaDeviceProp names: kept for the XSpace
      * device plane of a re-imported trace. */
     DPROP("clockRate", d->clock_khz);

@@ -13,7 +13,8 @@
  *   its own on its thread's line (xprof groups what a root encloses on its
  *   line); host events whose kind XLA's conventions would not give back
  *   carry tbexport_kind (and tbexport_cat, a source category), asynchronous
- *   ranges _a = 1;
+ *   ranges _a = 1; framework operators, and the GPU work they launched,
+ *   tf_op (export_xplane_event.c says how xprof reads it);
  * - one "/device:GPU:<n>" plane per device (XPlane.id = n) with the device
  *   capability stats, a line per stream named "Stream #<id>(<kinds>)", and
  *   kernels/memcpys/memsets carrying kernel_details/memcpy_details/
@@ -866,6 +867,49 @@ static void warning_line(void *ctx, const char *line, size_t len) {
   xw_len_field(ctx, 3, line, len);
 }
 
+/* The name of the CPU operator of each external id (the first), for the
+ * tf_op of the GPU work it launched: an array by id when the largest id is
+ * at most 4 per operator (plus 4096), else a map.  A trace read from an
+ * XSpace of XLA's gets none: its host events are CPU operators by default
+ * (TraceMes), and those that are ops carry XLA's own tf_op.  0 or
+ * TBE_ENOMEM. */
+static int plan_operators(xctx *c, const tbe_allocator *a) {
+  const tbe_trace *t = c->t;
+  tbe__map_init(&c->ext_map, a, 0);
+  c->k_tf_op = tbe_trace_find_str(t, "tf_op", 5);
+  c->tf_ops = t->source != TBE_SRC_XSPACE;
+  if (!c->tf_ops) return 0;
+  c->tf_cache = tbe__calloc(a, c->st.ncache + 1, sizeof *c->tf_cache);
+  if (!c->tf_cache) return TBE_ENOMEM;
+  uint64_t nops = 0, maxid = 0;
+  for (size_t i = 0; i < t->nevents; i++) {
+    const tbe_event *e = &t->events[i];
+    if (e->kind != TBE_EV_CPU_OP || !e->external_id) continue;
+    nops++;
+    if (e->external_id > maxid) maxid = e->external_id;
+  }
+  if (!nops) return 0;
+  if (maxid <= 4 * nops + 4096) {
+    c->ext_n = (size_t)maxid + 1;
+    if (!(c->ext_name = tbe__calloc(a, c->ext_n, sizeof *c->ext_name))) return TBE_ENOMEM;
+  } else if (tbe__map_reserve(&c->ext_map, (size_t)nops)) {
+    return TBE_ENOMEM;
+  }
+  for (size_t i = 0; i < t->nevents; i++) {
+    const tbe_event *e = &t->events[i];
+    if (e->kind != TBE_EV_CPU_OP || !e->external_id) continue;
+    if (c->ext_name) {
+      if (!c->ext_name[e->external_id]) c->ext_name[e->external_id] = e->name + 1;
+      continue;
+    }
+    int added;
+    uint32_t *v = tbe__map_put(&c->ext_map, e->external_id, &added);
+    if (!v) return TBE_ENOMEM;
+    if (added) *v = e->name;
+  }
+  return 0;
+}
+
 static int xplane_write(const tbe_trace *t, tbe__sink *out, const char *host,
                         const tbe_allocator *a, void (*progress)(void *, uint64_t, uint64_t),
                         void *progress_ctx) {
@@ -893,6 +937,7 @@ static int xplane_write(const tbe_trace *t, tbe__sink *out, const char *host,
   uint8_t *unmarked = tbe__calloc(a, t->nsteps + 1, 1);
   dplan dp;
   int rc = plan_devices(t, a, &dp);
+  if (!rc) rc = plan_operators(c, a);
   c->progress = progress;
   c->progress_ctx = progress_ctx;
   if (!c->w.buf || !c->ev.cache || !c->st.cache || !c->ev.touched || !c->st.touched || !c->dc ||
@@ -937,6 +982,9 @@ static int xplane_write(const tbe_trace *t, tbe__sink *out, const char *host,
   if (!rc && progress) progress(progress_ctx, t->nevents, t->nevents);
 
 done:
+  tbe__free(a, c->ext_name);
+  tbe__free(a, c->tf_cache);
+  tbe__map_deinit(&c->ext_map);
   ntab_free(&c->ev);
   ntab_free(&c->st);
   tbe__free(a, c->dc);

@@ -9,7 +9,9 @@
  * configuration through a direct-mapped cache, interned as stat metadata
  * and referenced), the typed fields of syncs, NVTX ranges, counters and
  * memory records, step marks, and our tbexport_kind / tbexport_cat / _a
- * where XLA's conventions would not give the event back.
+ * where XLA's conventions would not give the event back; a framework
+ * operator and the GPU work it launched carry the operator as xprof reads
+ * host ops (tf_op, see op_tf_op).
  *
  * Nothing here allocates per event: the scratch area grows to the largest
  * event once. */
@@ -29,7 +31,7 @@ const char *const tbe__xstat_names[S__COUNT] = {
     "value",          "addr",           "num_bytes",       "total_allocated", "total_reserved",
     "device_ordinal", "sync_kind",      "sync_stream",     "cuda_event",     "nvtx_domain",
     "nvtx_color",     "nvtx_category",  "nvtx_payload",    "tbexport_kind",  "tbexport_cat",
-    "_a"};
+    "_a",             "tf_op",          "tbexport_src_tf_op"};
 
 /* ---- details, metadata and kinds ---- */
 
@@ -74,6 +76,93 @@ static uint32_t kernel_details(xctx *c, const tbe_kernel *k) {
   if (k->occupancy_pct >= 0)
     n += snprintf(buf + n, sizeof buf - (size_t)n, " occ_pct:%g", (double)k->occupancy_pct);
   return detail_id(c, key, buf, (size_t)n);
+}
+
+/* ---- framework operators as xprof reads host ops ----
+ *
+ * xprof counts a host event as a framework op, and attributes a kernel to
+ * one (Framework Op Stats, Kernel Stats' "Op Name"), by its tf_op stat,
+ * "<name>:<type>", parsed by ParseTfOpFullname (xla tf_op_utils.cc): split
+ * at the first ':', the type must be a TensorFlow type ([A-Z_][A-Za-z0-9_]*,
+ * with a TensorFlow name) or a JAX one ([a-z_][a-z0-9_]*), else the event is
+ * no op.  A PyTorch operator's name has "::" in it, so ours is written as
+ * name = the operator's name with each "::" a '/' (a name scope to xprof)
+ * and any other ':' dropped, type = its last "::" part lowercased, every
+ * character outside [a-z0-9_] a '_', '_' first when it would start with a
+ * digit (a JAX type): "aten::addmm" -> "aten/addmm:addmm",
+ * "AddmmBackward0" -> "AddmmBackward0:addmmbackward0".  Written on each
+ * CPU operator and on the GPU work whose external id names one, after the
+ * event's other stats, unless the event has a tf_op of its own (an arg from
+ * an XSpace of XLA's); such an event carries tbexport_src_tf_op = 1 (before
+ * its args), so that our importer keeps its tf_op and drops ours.  Not in
+ * a trace read from an XSpace of XLA's (plan_operators). */
+
+/* Writes the tf_op text of operator name s[0, n) at out (room for 2n + 4
+ * bytes); returns its length. */
+static size_t tf_op_text(const char *s, size_t n, char *out) {
+  size_t k = 0, last = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == ':' && i + 1 < n && s[i + 1] == ':') {
+      out[k++] = '/';
+      i++;
+      last = i + 1;
+    } else if (s[i] != ':') {
+      out[k++] = s[i];
+    }
+  }
+  out[k++] = ':';
+  size_t t0 = k;
+  for (size_t i = last; i < n; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    if (ch >= 'A' && ch <= 'Z') ch = (unsigned char)(ch - 'A' + 'a');
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_')) ch = '_';
+    if (k == t0 && ch >= '0' && ch <= '9') out[k++] = '_';
+    out[k++] = (char)ch;
+  }
+  if (k == t0) {
+    memcpy(out + k, "op", 2);
+    k += 2;
+  }
+  return k;
+}
+
+/* The stat metadata id of the tf_op value of operator name `name`, cached
+ * per plane; 0 after an allocation failure (sticky). */
+static uint32_t tf_op_ref(xctx *c, tbe_str name) {
+  uint64_t *slot = name < c->st.ncache ? &c->tf_cache[name] : NULL;
+  if (slot && *slot >> 32 == c->gen && (uint32_t)*slot) return (uint32_t)*slot;
+  size_t n = tbe_trace_strlen(c->t, name);
+  char stackbuf[512];
+  char *b = 2 * n + 4 <= sizeof stackbuf ? stackbuf : tbe__alloc(c->w.a, 2 * n + 4);
+  if (!b) {
+    c->st.err = TBE_ENOMEM;
+    return 0;
+  }
+  size_t k = tf_op_text(tbe_trace_str(c->t, name), n, b);
+  uint32_t id = tbe__ntab_get(&c->st, b, k);
+  if (b != stackbuf) tbe__free(c->w.a, b);
+  if (slot && id) *slot = (uint64_t)c->gen << 32 | id;
+  return id;
+}
+
+/* Whether event `e` has a tf_op arg of its own. */
+static int has_tf_op_arg(const xctx *c, const tbe_event *e) {
+  if (c->k_tf_op == TBE_NONE) return 0;
+  for (uint32_t i = 0; i < e->nargs; i++)
+    if (c->t->args[e->args + i].key == c->k_tf_op) return 1;
+  return 0;
+}
+
+/* The name of the operator whose tf_op event `e` carries: its own for a
+ * CPU operator, that of the CPU operator its external id names for GPU
+ * work; TBE_NONE for none. */
+static tbe_str tf_op_of(const xctx *c, const tbe_event *e) {
+  if (!c->tf_ops) return TBE_NONE;
+  if (e->kind == TBE_EV_CPU_OP) return e->name;
+  if (!e->external_id || !tbe_event_kind_is_gpu((tbe_event_kind)e->kind)) return TBE_NONE;
+  if (c->ext_name) return e->external_id < c->ext_n ? c->ext_name[e->external_id] - 1 : TBE_NONE;
+  const uint32_t *v = tbe__map_get(&c->ext_map, e->external_id);
+  return v ? *v : TBE_NONE;
 }
 
 static uint32_t memcpy_details(xctx *c, const tbe_memcpy *m, int32_t track_device) {
@@ -218,7 +307,7 @@ static uint32_t event_meta(xctx *c, const tbe_event *e) {
 /* Grows the scratch area to hold event `e`; 0 or TBE_ENOMEM (sticky in
  * c->w.err). */
 static int scratch_fit(xctx *c, const tbe_event *e) {
-  size_t need = 256 + (size_t)e->nargs * 32;
+  size_t need = 320 + (size_t)e->nargs * 32;
   if (need > c->scap) {
     void *p = c->scratch;
     if (tbe__grow(c->w.a, &p, &c->scap, need, 1)) return c->w.err = TBE_ENOMEM;
@@ -364,6 +453,7 @@ static void enc_common_stats(xctx *c, enc *en, const tbe_event *e, const tbe_tra
   }
   /* XLA's is_async: xprof's grouping does not nest what it marks. */
   if (e->flags & TBE_EVF_ASYNC) enc_stat_i64(en, fixed_stat(c, S_ASYNC), 1);
+  if (e->nargs && has_tf_op_arg(c, e)) enc_stat_i64(en, fixed_stat(c, S_SRC_TF_OP), 1);
   if (tr->type != TBE_TRACK_STREAM) {
     if (e->kind != host_kind_default(t, e))
       enc_stat_ref(en, fixed_stat(c, S_TBE_KIND), tbe__xp_kind_ref(c, e->kind));
@@ -396,6 +486,11 @@ void tbe__xp_write_event(xctx *c, uint32_t idx, int64_t line_start_ns) {
   enc_kind_stats(c, &en, e, tr);
   enc_common_stats(c, &en, e, tr, idx);
   enc_args(c, &en, e);
+  tbe_str op = tf_op_of(c, e);
+  if (op != TBE_NONE && !(e->nargs && has_tf_op_arg(c, e))) {
+    uint32_t ref = tf_op_ref(c, op);
+    if (ref) enc_stat_ref(&en, fixed_stat(c, S_TF_OP), ref);
+  }
   size_t n = (size_t)(en.p - c->scratch);
   uint8_t *d = xw_room(&c->w, n + 11);
   if (!d) return;

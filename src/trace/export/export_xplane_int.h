@@ -20,6 +20,7 @@
 #include "common/alloc.h"
 #include "common/buf.h"
 #include "common/intern.h"
+#include "common/map.h"
 #include "tbexport/error.h"
 #include "tbexport/trace.h"
 #include "trace/exporter.h"
@@ -142,6 +143,8 @@ enum {
   S_TBE_KIND,
   S_TBE_CAT,
   S_ASYNC,
+  S_TF_OP,
+  S_SRC_TF_OP,
   S__COUNT
 };
 
@@ -185,6 +188,20 @@ typedef struct xctx {
   size_t nmarks;
   synth_step *synth;
   size_t nsynth, synth_at; /* synth_at: the next one to write (tracks in order) */
+  /* Framework operators as xprof reads host ops (tf_op): the name of the
+   * CPU operator of each external id, for the GPU work it launched (an
+   * array indexed by id when the ids are dense, as the model's and
+   * Kineto's are, else a map: the GPU work of a stream looks its ids up in
+   * time order, so the array is read nearly in sequence where a hash table
+   * missed the cache on each), the tf_op value of each operator name (by
+   * string id, tagged with the plane's gen), and the string "tf_op"
+   * (TBE_NONE when no event has such an arg). */
+  tbe_str *ext_name; /* [id] -> operator name + 1, 0 none (ext_n entries) */
+  size_t ext_n;
+  tbe__map ext_map;   /* id -> operator name, when the ids are sparse */
+  uint64_t *tf_cache; /* [string id] -> gen << 32 | stat metadata id */
+  int tf_ops;         /* operators get a tf_op (not in XLA's own traces) */
+  tbe_str k_tf_op;
   uint64_t clamped; /* durations/offsets beyond what int64 picoseconds hold */
   uint64_t done;
   void (*progress)(void *, uint64_t, uint64_t);

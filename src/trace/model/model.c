@@ -19,7 +19,9 @@
  * steps are derived from "ProfilerStep#N"-style events when none were
  * given; kernel names are demangled once per
  * distinct name, the mangled text kept as a "mangled name" arg
- * (demangle_kernels).
+ * (demangle_kernels); a kernel's blocks and warps per SM and estimated
+ * occupancy are computed from its GPU's limits where the source gave none
+ * (fill_occupancy, occupancy.h).
  *
  * After finishing, tbe_trace_steps_from_range may replace the steps by the
  * occurrences of a range the user names (one thread's outermost ones); it
@@ -37,6 +39,7 @@
 #include "tbexport/error.h"
 #include "tbexport/trace.h"
 #include "trace/model/model_int.h"
+#include "trace/model/occupancy.h"
 #include "trace/model/ops.h"
 
 typedef struct tbe__trace_priv {
@@ -734,6 +737,26 @@ static int demangle_kernel_metrics(tbe_trace *t) {
   return rc;
 }
 
+/* Kineto's figures of each kernel whose source did not give them, from
+ * its GPU's limits (occupancy.h): blocks and warps per SM and the
+ * estimated achieved occupancy, so that every output and the analysis
+ * read the same ones. */
+static int fill_occupancy(tbe_trace *t) {
+  tbe__trace_priv *p = t->priv;
+  if (!t->ndevices || !t->nkernels) return 0;
+  int rc = id_map_sync(t, ARR_DEVICES, &p->devmap, &p->devmap_n, t->ndevices);
+  if (rc) return fail(t, rc);
+  for (size_t i = 0; i < t->nevents; i++) {
+    const tbe_event *e = &t->events[i];
+    if (e->kind != TBE_EV_KERNEL || e->detail >= t->nkernels) continue;
+    const tbe_track *tr = &t->tracks[e->track];
+    if (tr->type != TBE_TRACK_STREAM) continue;
+    const uint32_t *d = tbe__map_get(&p->devmap, (uint64_t)(uint32_t)tr->device);
+    if (d) tbe__occ_fill(&t->devices[*d], &t->kernels[e->detail], TBE__OCC_LAUNCHED);
+  }
+  return 0;
+}
+
 int tbe_trace_finish(tbe_trace *t) {
   if (!t) return TBE_EINVAL;
   if (t->priv->err) return t->priv->err;
@@ -744,6 +767,7 @@ int tbe_trace_finish(tbe_trace *t) {
   if (!rc) rc = derive_steps(t);
   if (!rc) rc = demangle_kernels(t);
   if (!rc) rc = demangle_kernel_metrics(t);
+  if (!rc) rc = fill_occupancy(t);
   if (rc) return rc;
   if (t->nevents && (t->start_ns == 0 || t->stop_ns == 0)) {
     int64_t lo = INT64_MAX, hi = INT64_MIN;
