@@ -333,15 +333,13 @@ export TBEXPORT_CUPTI_LIB=$fake FAKE_NVTX=$fake PYTHONPATH=$D/faketorch PYTHONDO
 # outside any operator, a driver launch, a backward pass; kernels of 8 us.
 sed -n "/^cat >prog2.py <<'EOF'$/,/^EOF$/p" "$here/test_ops.sh" | sed '1d;$d' >prog2.py
 [ -s prog2.py ] || { fail "test_ops.sh's program not found"; exit 1; }
-# Under AddressSanitizer the injection library needs the sanitizers'
-# runtimes first in the (uninstrumented) interpreter, and Python's own
-# allocations are not ours to report.
-pre=()
-if ldd "$B" 2>/dev/null | grep -q libasan; then
-  pre=(env "LD_PRELOAD=$(${CC:-gcc} -print-file-name=libasan.so) $(${CC:-gcc} -print-file-name=libubsan.so)"
-       "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
-fi
-"${pre[@]}" "$B" --logdir lc --run ops --record-shapes -- "$py" prog2.py >out 2>err || fail "profile: $(cat err)"
+# Under ASan the injection library needs the ASan runtime loaded first in
+# python3 (leak checks off there: python's own allocations are not ours),
+# as test_ops.sh does.
+pyc=("$py")
+asan=$(ldd "$(dirname "$B")/libtbexport_inject.so" 2>/dev/null | awk '/libasan/ {print $3}')
+[ -z "$asan" ] || pyc=(env LD_PRELOAD="$asan" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$py")
+"$B" --logdir lc --run ops --record-shapes -- "${pyc[@]}" prog2.py >out 2>err || fail "profile: $(cat err)"
 "$B" summary --logdir lc ops --format json --top 0 >c.json 2>err || fail "summary of the run: $(cat err)"
 "$B" summary --logdir lc ops --format json --top 0 --group-by shape >cs.json 2>err || fail "by shape: $(cat err)"
 "$py" - <<'EOF' || fail "the collected run's operators (above)"
