@@ -369,8 +369,8 @@ int tbe_cli_report_option(const char *cmd, int c, const char *arg, tbe_report_op
       else if (strcmp(arg, "self-cuda") == 0) o->sort = TBE_SORT_SELF_CUDA;
       else if (strcmp(arg, "self-cpu") == 0) o->sort = TBE_SORT_SELF;
       else {
-        tbe_cli_error(cmd, "--sort: '%s' is not total, avg, calls, max, cuda, self-cuda or self-cpu",
-                      arg);
+        tbe_cli_error(
+            cmd, "--sort: '%s' is not total, avg, calls, max, cuda, self-cuda or self-cpu", arg);
         return TBE_EXIT_USAGE;
       }
       return 0;

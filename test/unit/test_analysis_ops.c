@@ -70,8 +70,8 @@ static void ev(tb *b, uint32_t track, tbe_event_kind k, const char *name, int64_
     arg.type = TBE_ARG_JSON;
     arg.v.s = tbe_trace_str_id(b->t, shapes);
   }
-  assert_int_equal(tbe_trace_add_event(b->t, &e, detail, shapes ? &arg : NULL, shapes ? 1 : 0, NULL),
-                   0);
+  assert_int_equal(
+      tbe_trace_add_event(b->t, &e, detail, shapes ? &arg : NULL, shapes ? 1 : 0, NULL), 0);
 }
 
 /* An operator on `track`. */
@@ -155,8 +155,10 @@ static tbe_trace *build(int64_t gemm_ns, int64_t many_k1) {
   for (int i = 0; i < 7; i++) launch(&b, h, 5010 + 100 * i, kn[i], i ? 70 - 10 * i : many_k1);
   op(&b, b.host2, "aten::mm", 0, 100, NULL);
   launch(&b, b.host2, 10, "gemm", 50);
-  assert_int_equal(tbe_trace_add_step(b.t, 1, T0, T0 + 2500, tbe_trace_str_id(b.t, "ProfilerStep#1")), 0);
-  assert_int_equal(tbe_trace_add_step(b.t, 2, T0 + 2500, T0 + 7000, tbe_trace_str_id(b.t, "ProfilerStep#2")), 0);
+  assert_int_equal(
+      tbe_trace_add_step(b.t, 1, T0, T0 + 2500, tbe_trace_str_id(b.t, "ProfilerStep#1")), 0);
+  assert_int_equal(
+      tbe_trace_add_step(b.t, 2, T0 + 2500, T0 + 7000, tbe_trace_str_id(b.t, "ProfilerStep#2")), 0);
   return tb_finish(&b);
 }
 
@@ -407,13 +409,15 @@ static void test_sort(void **state) {
     assert_true(an->groups[G][i - 1].total_ns >= an->groups[G][i].total_ns);
   /* the other tables: the CUDA keys and the default are by total */
   assert_int_equal(tbe_analysis_sort_key(an, TBE_GROUP_KERNEL, TBE_SORT_DEFAULT), TBE_SORT_TOTAL);
-  assert_int_equal(tbe_analysis_sort_key(an, TBE_GROUP_KERNEL, TBE_SORT_CUDA_TOTAL), TBE_SORT_TOTAL);
+  assert_int_equal(tbe_analysis_sort_key(an, TBE_GROUP_KERNEL, TBE_SORT_CUDA_TOTAL),
+                   TBE_SORT_TOTAL);
   assert_int_equal(tbe_analysis_sort_key(an, TBE_GROUP_RANGE, TBE_SORT_SELF_CUDA), TBE_SORT_TOTAL);
   assert_int_equal(tbe_analysis_sort_key(an, TBE_GROUP_RANGE, TBE_SORT_SELF), TBE_SORT_SELF);
   assert_int_equal(tbe_analysis_sort_key(an, G, (tbe_sort_key)99), TBE_SORT_TOTAL);
   tbe_analysis_sort(an, TBE_GROUP_KERNEL, TBE_SORT_CUDA_TOTAL);
   for (size_t i = 1; i < an->ngroups[TBE_GROUP_KERNEL]; i++)
-    assert_true(an->groups[TBE_GROUP_KERNEL][i - 1].total_ns >= an->groups[TBE_GROUP_KERNEL][i].total_ns);
+    assert_true(an->groups[TBE_GROUP_KERNEL][i - 1].total_ns >=
+                an->groups[TBE_GROUP_KERNEL][i].total_ns);
   /* the by-shape table: entries of one name with equal figures keep a total order (by shapes) */
   tbe_analysis_sort(an, TBE_GROUP_CPU_OP_SHAPE, TBE_SORT_CALLS);
   tbe_analysis_sort(an, TBE_GROUP_CPU_OP_SHAPE, TBE_SORT_CUDA_TOTAL);
@@ -508,8 +512,9 @@ static void test_diff(void **state) {
   o.format = TBE_REPORT_JSON;
   assert_int_equal(tbe_report_diff(d, &o, &s, &n), 0);
   assert_non_null(strstr(s, "\"cpu_ops_by\":\"shape\""));
-  assert_non_null(strstr(s, "\"shapes\":\"[[16], [4, 8], [8, 16]]\",\"cuda_total_ns\":[360,160],"
-                            "\"cuda_delta_ns\":-200"));
+  assert_non_null(strstr(s,
+                         "\"shapes\":\"[[16], [4, 8], [8, 16]]\",\"cuda_total_ns\":[360,160],"
+                         "\"cuda_delta_ns\":-200"));
   tbe_report_free(s, n, NULL);
   tbe_diff_free(d);
   tbe_analysis_free(a0);
@@ -570,7 +575,8 @@ static void test_run_merge(void **state) {
 static int has_advice(const tbe_analysis *an, tbe_advice_kind k, const char *text) {
   for (size_t i = 0; i < an->nadvice; i++)
     if (an->advice[i].kind == (uint32_t)k) {
-      if (text && !strstr(an->advice[i].text, text)) print_message("advice: %s\n", an->advice[i].text);
+      if (text && !strstr(an->advice[i].text, text))
+        print_message("advice: %s\n", an->advice[i].text);
       return !text || strstr(an->advice[i].text, text) != NULL;
     }
   return 0;
@@ -614,9 +620,10 @@ static void test_advice_copies(void **state) {
   tbe_trace *t;
   /* 20 of 25 activities: fires, named, with its figure */
   tbe_analysis *an = advice_of(20, 0, 5, 10000, 0, &t);
-  assert_true(has_advice(an, TBE_ADVICE_OP_COPIES,
-                         "aten::copy_ launches 80.0% of the GPU work with the other copy and cast "
-                         "operators (20 of 25 kernels, copies and memsets; 0.020 ms): dtype casts"));
+  assert_true(
+      has_advice(an, TBE_ADVICE_OP_COPIES,
+                 "aten::copy_ launches 80.0% of the GPU work with the other copy and cast "
+                 "operators (20 of 25 kernels, copies and memsets; 0.020 ms): dtype casts"));
   tbe_analysis_free(an);
   tbe_trace_free(t);
   /* 19: under the minimum */
@@ -677,7 +684,8 @@ static tbe_analysis *tiny_of(int calls, int per, int64_t ns, int nbig, tbe_trace
   for (int i = 0; i < calls; i++) {
     int64_t len = per * (ns + 100) + 100;
     op(&b, b.host, "aten::_foreach_add_", at, len, NULL);
-    for (int k = 0; k < per; k++) launch(&b, b.host, at + 10 + k * (ns + 100), "multi_tensor_apply", ns);
+    for (int k = 0; k < per; k++)
+      launch(&b, b.host, at + 10 + k * (ns + 100), "multi_tensor_apply", ns);
     at += len + 100;
   }
   for (int i = 0; i < nbig; i++, at += 200000) {
@@ -695,9 +703,10 @@ static void test_advice_tiny(void **state) {
   tbe_trace *t;
   /* 60 launches of 2 us, 4 per call, of 61 */
   tbe_analysis *an = tiny_of(15, 4, 2000, 1, &t);
-  assert_true(has_advice(an, TBE_ADVICE_OP_TINY,
-                         "aten::_foreach_add_ launches 98.4% of the GPU work as 60 kernels of 2.0 us "
-                         "on average (4.0 per call): a fusion candidate"));
+  assert_true(
+      has_advice(an, TBE_ADVICE_OP_TINY,
+                 "aten::_foreach_add_ launches 98.4% of the GPU work as 60 kernels of 2.0 us "
+                 "on average (4.0 per call): a fusion candidate"));
   tbe_analysis_free(an);
   tbe_trace_free(t);
   /* 3 per call: not */
@@ -847,11 +856,11 @@ static void test_alloc_sweep(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_figures),        cmocka_unit_test(test_shapes),
-      cmocka_unit_test(test_no_gpu_work),    cmocka_unit_test(test_sort),
-      cmocka_unit_test(test_diff),           cmocka_unit_test(test_run_merge),
-      cmocka_unit_test(test_advice_copies),  cmocka_unit_test(test_advice_dominant),
-      cmocka_unit_test(test_advice_tiny),    cmocka_unit_test(test_golden),
+      cmocka_unit_test(test_figures),       cmocka_unit_test(test_shapes),
+      cmocka_unit_test(test_no_gpu_work),   cmocka_unit_test(test_sort),
+      cmocka_unit_test(test_diff),          cmocka_unit_test(test_run_merge),
+      cmocka_unit_test(test_advice_copies), cmocka_unit_test(test_advice_dominant),
+      cmocka_unit_test(test_advice_tiny),   cmocka_unit_test(test_golden),
       cmocka_unit_test(test_alloc_sweep),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

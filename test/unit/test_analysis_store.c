@@ -498,7 +498,8 @@ static void test_ranges_named(void **state) {
   FORGE(op->self_cuda_ns, -1, "field Analysis.cpu_ops.names[0].self_cuda_ns: -1 ns is negative");
   FORGE(op->cuda_total_ns, INT64_MIN, "field Analysis.cpu_ops.names[0].cuda_total_ns");
   FORGE(op->kernels, UINT64_MAX, "field Analysis.cpu_ops.names[0].kernels");
-  FORGE(op->launched_other_calls, UINT64_MAX, "field Analysis.cpu_ops.names[0].launched_other_calls");
+  FORGE(op->launched_other_calls, UINT64_MAX,
+        "field Analysis.cpu_ops.names[0].launched_other_calls");
   FORGE(op->launched_other_ns, -3, "field Analysis.cpu_ops.names[0].launched_other_ns: -3");
   FORGE(op->cuda_step_ns[1], -1, "field Analysis.cpu_ops.names[0].cuda_step_ns[1]: -1");
   FORGE(an->op_gpu_count, (uint64_t)INT64_MAX + 1, "field Analysis.op_gpu_count");
@@ -522,7 +523,8 @@ static void test_ranges_named(void **state) {
     k->launched = NULL;
     /* per-step CUDA times outside an operator table; shapes outside the by-shape table */
     FORGE(k->cuda_step_ns, k->step_ns, "field Analysis.kernels.names[0].cuda_step_ns");
-    FORGE(op->shapes, "[[2, 2]]", "field Analysis.cpu_ops.names[0].shapes: 8 bytes of input shapes");
+    FORGE(op->shapes, "[[2, 2]]",
+          "field Analysis.cpu_ops.names[0].shapes: 8 bytes of input shapes");
   }
   FORGE(an->advice[0].figure, NAN, "field Analysis.advice[0].figure: not a finite number");
   FORGE(an->advice[0].figure, INFINITY, "field Analysis.advice[0].figure");

@@ -1170,7 +1170,8 @@ static int cmp_stats(const void *x, const void *y, void *ctx) {
 
 tbe_sort_key tbe_analysis_sort_key(const tbe_analysis *an, tbe_group_kind g, tbe_sort_key key) {
   int op = g == TBE_GROUP_CPU_OP || g == TBE_GROUP_CPU_OP_SHAPE;
-  if (key == TBE_SORT_DEFAULT) return op && an && an->op_gpu_count ? TBE_SORT_CUDA_TOTAL : TBE_SORT_TOTAL;
+  if (key == TBE_SORT_DEFAULT)
+    return op && an && an->op_gpu_count ? TBE_SORT_CUDA_TOTAL : TBE_SORT_TOTAL;
   if (!op && (key == TBE_SORT_CUDA_TOTAL || key == TBE_SORT_SELF_CUDA)) return TBE_SORT_TOTAL;
   return (unsigned)key <= TBE_SORT_SELF ? key : TBE_SORT_TOTAL;
 }

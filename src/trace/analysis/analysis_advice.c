@@ -211,7 +211,8 @@ static uint64_t device_launches(const tbe_name_stats *e) {
   uint64_t n = e->kernels;
   for (size_t k = 0; k < e->nlaunched; k++) {
     const char *l = e->launched[k].name;
-    if (strncmp(l, "Memcpy ", 7) == 0 && strchr(l + 7, 'H')) n -= e->launched[k].calls < n ? e->launched[k].calls : n;
+    if (strncmp(l, "Memcpy ", 7) == 0 && strchr(l + 7, 'H'))
+      n -= e->launched[k].calls < n ? e->launched[k].calls : n;
   }
   return n;
 }

@@ -70,7 +70,7 @@ static const char *const COPY_NAME[TBE_NCOPY_KINDS] = {
     "Memcpy AtoD", "Memcpy DtoA", "Memcpy DtoD", "Memcpy HtoH", "Memcpy PtoP"};
 
 typedef struct acc {
-  uint32_t table;  /* 0: TBE_GROUP_CPU_OP, 1: TBE_GROUP_CPU_OP_SHAPE */
+  uint32_t table; /* 0: TBE_GROUP_CPU_OP, 1: TBE_GROUP_CPU_OP_SHAPE */
   uint32_t row;
   tbe_str name;
   uint32_t pad;
@@ -87,14 +87,14 @@ struct tbe__ops {
   tbe_analysis *an;
   const tbe_allocator *a;
   size_t nops;
-  uint32_t *ev;    /* ordinal -> event index */
-  uint32_t *row;   /* ordinal -> entry of groups[TBE_GROUP_CPU_OP] */
-  uint32_t *srow;  /* ordinal -> entry of groups[TBE_GROUP_CPU_OP_SHAPE] (NULL: none) */
-  int64_t *cuda;   /* ordinal -> the call's self CUDA, after the tree its CUDA total */
-  tbe__map ext;    /* external id -> ordinal, or NOT_OP */
-  tbe__vec acc;    /* acc */
-  tbe__map pair[2];/* (row << 32 | name) -> index in acc, per table */
-  size_t cursor;   /* tbe__ops_step's */
+  uint32_t *ev;     /* ordinal -> event index */
+  uint32_t *row;    /* ordinal -> entry of groups[TBE_GROUP_CPU_OP] */
+  uint32_t *srow;   /* ordinal -> entry of groups[TBE_GROUP_CPU_OP_SHAPE] (NULL: none) */
+  int64_t *cuda;    /* ordinal -> the call's self CUDA, after the tree its CUDA total */
+  tbe__map ext;     /* external id -> ordinal, or NOT_OP */
+  tbe__vec acc;     /* acc */
+  tbe__map pair[2]; /* (row << 32 | name) -> index in acc, per table */
+  size_t cursor;    /* tbe__ops_step's */
 };
 
 static const tbe_group_kind TABLE[2] = {TBE_GROUP_CPU_OP, TBE_GROUP_CPU_OP_SHAPE};
@@ -146,8 +146,10 @@ static int shape_rows(tbe__ops *x, const uint32_t *shape, tbe__intern *shp) {
         v = NULL;
       }
     }
-    if (!v) rc = TBE_ENOMEM;
-    else x->srow[o] = *v;
+    if (!v)
+      rc = TBE_ENOMEM;
+    else
+      x->srow[o] = *v;
   }
   tbe__map_deinit(&key);
   /* The shapes' text, in one block the analysis keeps. */
@@ -209,8 +211,10 @@ static int index_ops(tbe__ops *x, const uint32_t *oslot, const int32_t *track_de
     if (e->external_id) {
       int added;
       uint32_t *v = tbe__map_put(&x->ext, e->external_id, &added);
-      if (!v) rc = TBE_ENOMEM;
-      else if (added) *v = op ? (uint32_t)o : NOT_OP;
+      if (!v)
+        rc = TBE_ENOMEM;
+      else if (added)
+        *v = op ? (uint32_t)o : NOT_OP;
     }
     if (!op || rc) continue;
     x->ev[o] = (uint32_t)k;

@@ -379,7 +379,8 @@ void tbe__rep_names_table(tbe__buf *b, const tbe_diff *d, const tbe_report_optio
         int l = (int)tbe__text_width(name, strlen(name));
         if (l > nw) nw = l;
       }
-    tbe__buf_printf(b, "\n%s%s: %zu matched, %zu added (+), %zu removed (-); %zu shown, by |delta|\n",
+    tbe__buf_printf(b,
+                    "\n%s%s: %zu matched, %zu added (+), %zu removed (-); %zu shown, by |delta|\n",
                     tbe__group_title(g), cu ? " (CUDA total)" : "", n - d->added[g] - d->removed[g],
                     d->added[g], d->removed[g], top);
     tbe__cell(b, "name", nw, 0);
@@ -456,10 +457,11 @@ void tbe__rep_names_md(tbe__buf *b, const tbe_diff *d, const tbe_report_options 
     tbe__buf_printf(b, "\n## %s: %zu matched, %zu added, %zu removed\n\n", tbe__group_title(g),
                     n - d->added[g] - d->removed[g], d->added[g], d->removed[g]);
     if (cu)
-      tbe__buf_printf(b, "| name |%s calls base | calls new | CPU total base | CPU total new | CUDA "
-                         "total base | CUDA total new | CUDA step median base | CUDA step median new "
-                         "| CUDA delta | CUDA ratio | |\n"
-                         "|---|%s---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+      tbe__buf_printf(b,
+                      "| name |%s calls base | calls new | CPU total base | CPU total new | CUDA "
+                      "total base | CUDA total new | CUDA step median base | CUDA step median new "
+                      "| CUDA delta | CUDA ratio | |\n"
+                      "|---|%s---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
                       sh ? " input shapes |" : "", sh ? "---|" : "");
     else
       tbe__buf_printf(b, "| name |%s calls base | calls new | total base | total new | avg base | "
@@ -571,7 +573,8 @@ void tbe__rep_names_json(tbe__buf *b, const tbe_diff *d, const tbe_report_option
   tbe_group_kind gs[3];
   size_t ngs = diff_groups(d, o, gs);
   tbe__buf_printf(b, ",\"cpu_ops_by\":\"%s\",\"op_cuda\":%s",
-                  gs[1] == TBE_GROUP_CPU_OP_SHAPE ? "shape" : "name", d->op_cuda ? "true" : "false");
+                  gs[1] == TBE_GROUP_CPU_OP_SHAPE ? "shape" : "name",
+                  d->op_cuda ? "true" : "false");
   for (size_t gi = 0; gi < ngs; gi++) {
     tbe_group_kind g = gs[gi];
     int op = g == TBE_GROUP_CPU_OP || g == TBE_GROUP_CPU_OP_SHAPE;

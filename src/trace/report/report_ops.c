@@ -152,8 +152,8 @@ void tbe__ops_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
                   shapes ? "CPU operators by input shape" : tbe__group_title(g), top, n,
                   tbe__sort_word(an, g, o->sort));
   tbe__cell(b, "name", nw, 0);
-  static const char *const hd[6] = {"calls", "self CPU", "CPU total", "self CUDA", "CUDA total",
-                                    "kernels"};
+  static const char *const hd[6] = {"calls",     "self CPU",   "CPU total",
+                                    "self CUDA", "CUDA total", "kernels"};
   for (int c = 0; c < 6; c++) {
     tbe__buf_puts(b, "  ");
     tbe__cell(b, hd[c], cw[c], 1);
@@ -222,13 +222,16 @@ void tbe__ops_md(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g, size_t t
   if (top == 0 || top > n) top = n;
   int shapes = g == TBE_GROUP_CPU_OP_SHAPE;
   char name[TBE__SHORT_MAX], v[5][32];
-  tbe__buf_printf(b, "| name |%s calls | self CPU | CPU total | self CUDA | CUDA total | kernels |\n"
-                     "|---|%s---:|---:|---:|---:|---:|---:|\n",
+  tbe__buf_printf(b,
+                  "| name |%s calls | self CPU | CPU total | self CUDA | CUDA total | kernels |\n"
+                  "|---|%s---:|---:|---:|---:|---:|---:|\n",
                   shapes ? " input shapes |" : "", shapes ? "---|" : "");
   for (size_t i = 0; i < top; i++) {
     const tbe_name_stats *e = &an->groups[g][i];
-    if (wide) tbe__full_name(e->label, name, sizeof name);
-    else tbe_name_shorten(e->label, 80, name, sizeof name);
+    if (wide)
+      tbe__full_name(e->label, name, sizeof name);
+    else
+      tbe_name_shorten(e->label, 80, name, sizeof name);
     tbe__fmt_dur(v[0], 32, e->self_ns);
     tbe__fmt_dur(v[1], 32, e->total_ns);
     tbe__fmt_dur(v[2], 32, e->self_cuda_ns);
@@ -239,8 +242,8 @@ void tbe__ops_md(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g, size_t t
       tbe__buf_puts(b, " | ");
       tbe__md_escape(b, e->shapes ? e->shapes : "");
     }
-    tbe__buf_printf(b, " | %llu | %s | %s | %s | %s | %llu |\n", (unsigned long long)e->calls,
-                    v[0], v[1], v[2], v[3], (unsigned long long)e->kernels);
+    tbe__buf_printf(b, " | %llu | %s | %s | %s | %s | %llu |\n", (unsigned long long)e->calls, v[0],
+                    v[1], v[2], v[3], (unsigned long long)e->kernels);
   }
   size_t listed = 0;
   for (size_t i = 0; i < top && listed < OPS_LISTED; i++) listed += an->groups[g][i].kernels > 0;
@@ -264,8 +267,10 @@ void tbe__ops_md(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g, size_t t
     int64_t rest_ns = e->self_cuda_ns;
     for (size_t k = 0; k < e->nlaunched && k < KERNELS_LISTED; k++) {
       const tbe_op_kernel *l = &e->launched[k];
-      if (wide) tbe__full_name(l->name, name, sizeof name);
-      else tbe_name_shorten(l->name, 80, name, sizeof name);
+      if (wide)
+        tbe__full_name(l->name, name, sizeof name);
+      else
+        tbe_name_shorten(l->name, 80, name, sizeof name);
       tbe__buf_puts(b, "  - ");
       tbe__md_escape(b, name[0] ? name : "(unnamed)");
       tbe__buf_printf(b, ": %llu launch%s, %s\n", (unsigned long long)l->calls,
@@ -302,11 +307,10 @@ void tbe__ops_csv_launched(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g
       if (e->shapes) tbe__csv_str(b, e->shapes);
       tbe__buf_putc(b, ',');
       if (k < e->nlaunched) tbe__csv_str(b, e->launched[k].name);
-      tbe__buf_printf(b, ",%llu,%lld\n",
-                      (unsigned long long)(k < e->nlaunched ? e->launched[k].calls
-                                                            : e->launched_other_calls),
-                      (long long)(k < e->nlaunched ? e->launched[k].total_ns
-                                                   : e->launched_other_ns));
+      tbe__buf_printf(
+          b, ",%llu,%lld\n",
+          (unsigned long long)(k < e->nlaunched ? e->launched[k].calls : e->launched_other_calls),
+          (long long)(k < e->nlaunched ? e->launched[k].total_ns : e->launched_other_ns));
     }
   }
 }
@@ -316,9 +320,9 @@ void tbe__ops_json_fields(tbe__buf *b, const tbe_analysis *an, const tbe_name_st
     tbe__buf_puts(b, ",\"shapes\":");
     tbe__json_str(b, e->shapes);
   }
-  tbe__buf_printf(b, ",\"self_cuda_ns\":%lld,\"cuda_total_ns\":%lld,\"kernels\":%llu,\"launched\":[",
-                  (long long)e->self_cuda_ns, (long long)e->cuda_total_ns,
-                  (unsigned long long)e->kernels);
+  tbe__buf_printf(
+      b, ",\"self_cuda_ns\":%lld,\"cuda_total_ns\":%lld,\"kernels\":%llu,\"launched\":[",
+      (long long)e->self_cuda_ns, (long long)e->cuda_total_ns, (unsigned long long)e->kernels);
   for (size_t k = 0; k < e->nlaunched; k++) {
     tbe__buf_puts(b, k ? ",{\"name\":" : "{\"name\":");
     tbe__json_str(b, e->launched[k].name);

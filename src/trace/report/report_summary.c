@@ -271,9 +271,10 @@ static void name_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
       if ((int)l > nw) nw = (int)l;
     }
   }
-  tbe__buf_printf(b, "\n%s (%zu of %zu, by %s)\n",
-                  g == TBE_GROUP_CPU_OP_SHAPE ? "CPU operators by input shape" : tbe__group_title(g),
-                  top, n, tbe__sort_word(an, g, o->sort));
+  tbe__buf_printf(
+      b, "\n%s (%zu of %zu, by %s)\n",
+      g == TBE_GROUP_CPU_OP_SHAPE ? "CPU operators by input shape" : tbe__group_title(g), top, n,
+      tbe__sort_word(an, g, o->sort));
   tbe__cell(b, "name", nw, 0);
   const char *hd[6] = {"calls", "total", kern ? "avg" : "self", "self%", kern ? "min" : "avg",
                        "max"};
@@ -554,9 +555,9 @@ static void md_group(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
   size_t n = an->ngroups[g];
   if (!n) return;
   size_t top = o->top && o->top < n ? o->top : n;
-  tbe__buf_printf(b, "\n## %s (%zu of %zu)\n\n",
-                  g == TBE_GROUP_CPU_OP_SHAPE ? "CPU operators by input shape" : tbe__group_title(g),
-                  top, n);
+  tbe__buf_printf(
+      b, "\n## %s (%zu of %zu)\n\n",
+      g == TBE_GROUP_CPU_OP_SHAPE ? "CPU operators by input shape" : tbe__group_title(g), top, n);
   if (g == TBE_GROUP_KERNEL) {
     tbe__md_kernels(b, an, top, o->wide);
     return;
@@ -816,7 +817,8 @@ void tbe__summary_json(tbe__buf *b, const tbe_analysis *an, const tbe_report_opt
     tbe_group_kind g = gs[gi];
     size_t n = an->ngroups[g], top = o->top && o->top < n ? o->top : n;
     /* the operator table is "cpu_ops" whichever way it is grouped */
-    tbe__buf_printf(b, ",\"%s\":[", tbe_group_name(g == TBE_GROUP_CPU_OP_SHAPE ? TBE_GROUP_CPU_OP : g));
+    tbe__buf_printf(b, ",\"%s\":[",
+                    tbe_group_name(g == TBE_GROUP_CPU_OP_SHAPE ? TBE_GROUP_CPU_OP : g));
     for (size_t i = 0; i < top; i++) {
       const tbe_name_stats *e = &an->groups[g][i];
       const char *full = e->label;
