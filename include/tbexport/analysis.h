@@ -554,7 +554,10 @@ typedef struct tbe_run_analysis {
   /* The run in total.  One host: that host's analysis.  Several: a merged
    * analysis (trace NULL, no devices) whose name tables hold each name
    * once with calls, total, self, min and max over all hosts (matched by
-   * label, so the order of hosts does not matter); whose steps are the step
+   * label, so the order of hosts does not matter; the operators' GPU
+   * figures add, their launched lists merge by name; the by-shape table,
+   * matched by label and shapes, only when every host with operators has
+   * one); whose steps are the step
    * numbers every host has, each with the slowest host's duration, the
    * earliest start and the sums of GPU busy, kernel time and kernels (per
    * name: the sum of the hosts' times in that step); and whose `all` sums

@@ -564,10 +564,29 @@ static void test_run_merge(void **state) {
   assert_non_null(strstr(s, "CPU operators by input shape (8 of 8, by CUDA total)"));
   tbe_report_free(s, n, NULL);
   tbe_run_analysis_free(r);
+  /* A host without shapes: the run has no by-shape table (it would lack
+   * that host's operators), and the report says so. */
+  tb x;
+  tb_init(&x);
+  op(&x, x.host, "aten::mm", 0, 100, NULL);
+  launch(&x, x.host, 10, "gemm", 50);
+  tbe_trace *tb2 = tb_finish(&x);
+  tbe_analysis_free(an[1]);
+  assert_int_equal(tbe_analysis_create(&an[1], tb2, NULL), 0);
+  assert_int_equal(an[1]->ngroups[S], 0);
+  assert_int_equal(tbe_run_analysis_create(&r, an, labels, 2, NULL), 0);
+  assert_int_equal(r->total->ngroups[S], 0);
+  check_op(r->total, G, "aten::mm", NULL, 2, 100, 100, 2);
+  check_lists(r->total, G);
+  assert_int_equal(tbe_report_run(r, &o, &s, &n), 0);
+  assert_non_null(strstr(s, "CPU operators (7 of 7, by CUDA total; no input shapes recorded)"));
+  tbe_report_free(s, n, NULL);
+  tbe_run_analysis_free(r);
   tbe_analysis_free(an[0]);
   tbe_analysis_free(an[1]);
   tbe_trace_free(tb0);
   tbe_trace_free(tb1);
+  tbe_trace_free(tb2);
 }
 
 /* ---- advice ---- */

@@ -307,12 +307,12 @@ static int cmp_lrow_time(const void *x, const void *y) {
  * hosts' own remainders summed (so listed plus remainder still make each
  * entry's kernels and self CUDA).  rows[t][h][i]: host h's entry i of
  * table t -> merged entry. */
-static int merge_launched(tbe_run_analysis *r, long **rows[2]) {
+static int merge_launched(tbe_run_analysis *r, long **rows[2], int tables) {
   static const tbe_group_kind TB[2] = {TBE_GROUP_CPU_OP, TBE_GROUP_CPU_OP_SHAPE};
   tbe_analysis *tot = r->total;
   const tbe_allocator *a = &tot->alloc_;
   size_t n = 0;
-  for (int t = 0; t < 2; t++)
+  for (int t = 0; t < tables; t++)
     for (size_t h = 0; h < r->nhosts; h++) {
       const tbe_analysis *an = r->hosts[h].an;
       for (size_t i = 0; i < an->ngroups[TB[t]]; i++) n += an->groups[TB[t]][i].nlaunched;
@@ -321,7 +321,7 @@ static int merge_launched(tbe_run_analysis *r, long **rows[2]) {
   lrow *v = tbe__alloc(a, n * sizeof *v);
   if (!v) return TBE_ENOMEM;
   size_t k = 0;
-  for (int t = 0; t < 2; t++)
+  for (int t = 0; t < tables; t++)
     for (size_t h = 0; h < r->nhosts; h++) {
       const tbe_analysis *an = r->hosts[h].an;
       for (size_t i = 0; i < an->ngroups[TB[t]]; i++) {
@@ -383,11 +383,23 @@ static int cuda_per_step(const tbe_run_analysis *r) {
   return 1;
 }
 
+/* Whether the run has a by-shape table: every host with operators has one
+ * (a host without shapes would leave it short of that host's operators). */
+static int shapes_merge(const tbe_run_analysis *r) {
+  int any = 0;
+  for (size_t h = 0; h < r->nhosts; h++) {
+    const tbe_analysis *an = r->hosts[h].an;
+    if (an->ngroups[TBE_GROUP_CPU_OP] && !an->ngroups[TBE_GROUP_CPU_OP_SHAPE]) return 0;
+    any |= an->ngroups[TBE_GROUP_CPU_OP_SHAPE] > 0;
+  }
+  return any;
+}
+
 static int merge_names(tbe_run_analysis *r, long **map) {
   tbe_analysis *tot = r->total;
   const tbe_allocator *a = &tot->alloc_;
   size_t nsteps = tot->nsteps;
-  int per_step = nsteps > 0;
+  int per_step = nsteps > 0, shapes = shapes_merge(r);
   ltab t[TBE_GROUP__COUNT];
   for (int g = 0; g < TBE_GROUP__COUNT; g++) {
     tbe__vec_init(&t[g].ent, a, sizeof(tbe_name_stats));
@@ -409,6 +421,7 @@ static int merge_names(tbe_run_analysis *r, long **map) {
     }
   }
   for (int g = 0; g < TBE_GROUP__COUNT && !rc; g++) {
+    if (g == TBE_GROUP_CPU_OP_SHAPE && !shapes) continue;
     size_t sum = 0;
     for (size_t h = 0; h < r->nhosts; h++) sum += r->hosts[h].an->ngroups[g];
     /* Reserved: no rehash, so of two entries of one host with one label
@@ -442,7 +455,7 @@ static int merge_names(tbe_run_analysis *r, long **map) {
       tot->group_total_ns[g] = tbe__sat_add(tot->group_total_ns[g], tot->groups[g][i].self_ns);
     }
   }
-  if (!rc) rc = merge_launched(r, rows);
+  if (!rc) rc = merge_launched(r, rows, shapes ? 2 : 1);
   /* Per step: the sums of the hosts' times in each common step. */
   size_t cells = 0, ocells = 0;
   for (int g = 0; g < TBE_GROUP__COUNT; g++) {
@@ -465,7 +478,7 @@ static int merge_names(tbe_run_analysis *r, long **map) {
     for (int g = 0; g < TBE_GROUP__COUNT && !rc; g++)
       for (size_t i = 0; i < tot->ngroups[g]; i++, q += nsteps) tot->groups[g][i].step_ns = q;
     for (int g = 0; g < TBE_GROUP__COUNT && !rc; g++)
-      for (size_t h = 0; h < r->nhosts; h++) {
+      for (size_t h = 0; h < r->nhosts && (g != TBE_GROUP_CPU_OP_SHAPE || shapes); h++) {
         const tbe_analysis *an = r->hosts[h].an;
         for (size_t i = 0; i < an->ngroups[g]; i++) {
           const tbe_name_stats *e = &an->groups[g][i];

@@ -188,6 +188,9 @@ int tbe__by_shape(const tbe_analysis *an, const tbe_report_options *o);
  * by name or by shape, ranges); returns their number. */
 size_t tbe__report_groups(const tbe_analysis *an, const tbe_report_options *o,
                           tbe_group_kind out[3]);
+/* "; no input shapes recorded" for the operator table by name when o asks
+ * for it by shape and `an` has no shapes, else "" (said in its title). */
+const char *tbe__shape_note(const tbe_analysis *an, tbe_group_kind g, const tbe_report_options *o);
 /* The order of table g under sort key `sort`, in words ("total", "CUDA
  * total", "self CPU", ...). */
 const char *tbe__sort_word(const tbe_analysis *an, tbe_group_kind g, int sort);

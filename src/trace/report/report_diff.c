@@ -322,6 +322,13 @@ static size_t diff_groups(const tbe_diff *d, const tbe_report_options *o, tbe_gr
   return 3;
 }
 
+/* The operator table by name when shapes were asked for: a side has none. */
+static const char *shape_note(const tbe_report_options *o, tbe_group_kind g) {
+  return g == TBE_GROUP_CPU_OP && o->group_by == TBE_GROUP_BY_SHAPE
+             ? " (no input shapes recorded on both sides)"
+             : "";
+}
+
 /* Whether table g of `d` compares CUDA totals (the operator tables of a
  * diff with GPU work attributed to operators). */
 static int cuda_table(const tbe_diff *d, tbe_group_kind g) {
@@ -380,9 +387,9 @@ void tbe__rep_names_table(tbe__buf *b, const tbe_diff *d, const tbe_report_optio
         if (l > nw) nw = l;
       }
     tbe__buf_printf(b,
-                    "\n%s%s: %zu matched, %zu added (+), %zu removed (-); %zu shown, by |delta|\n",
-                    tbe__group_title(g), cu ? " (CUDA total)" : "", n - d->added[g] - d->removed[g],
-                    d->added[g], d->removed[g], top);
+                    "\n%s%s%s: %zu matched, %zu added (+), %zu removed (-); %zu shown, by |delta|\n",
+                    tbe__group_title(g), cu ? " (CUDA total)" : "", shape_note(o, g),
+                    n - d->added[g] - d->removed[g], d->added[g], d->removed[g], top);
     tbe__cell(b, "name", nw, 0);
     const char *hd[8] = {"calls b/n", cu ? "CUDA b" : "total b", cu ? "CUDA n" : "total n",
                          ps ? "step b" : "avg b", ps ? "step n" : "avg n", "delta", "ratio", ""};
@@ -454,8 +461,8 @@ void tbe__rep_names_md(tbe__buf *b, const tbe_diff *d, const tbe_report_options 
     if (!n) continue;
     int cu = cuda_table(d, g), sh = g == TBE_GROUP_CPU_OP_SHAPE;
     size_t top = o->top && o->top < n ? o->top : n;
-    tbe__buf_printf(b, "\n## %s: %zu matched, %zu added, %zu removed\n\n", tbe__group_title(g),
-                    n - d->added[g] - d->removed[g], d->added[g], d->removed[g]);
+    tbe__buf_printf(b, "\n## %s%s: %zu matched, %zu added, %zu removed\n\n", tbe__group_title(g),
+                    shape_note(o, g), n - d->added[g] - d->removed[g], d->added[g], d->removed[g]);
     if (cu)
       tbe__buf_printf(b,
                       "| name |%s calls base | calls new | CPU total base | CPU total new | CUDA "

@@ -44,6 +44,12 @@ size_t tbe__report_groups(const tbe_analysis *an, const tbe_report_options *o,
   return 3;
 }
 
+const char *tbe__shape_note(const tbe_analysis *an, tbe_group_kind g, const tbe_report_options *o) {
+  return g == TBE_GROUP_CPU_OP && o->group_by == TBE_GROUP_BY_SHAPE && !tbe__by_shape(an, o)
+             ? "; no input shapes recorded"
+             : "";
+}
+
 const char *tbe__sort_word(const tbe_analysis *an, tbe_group_kind g, int sort) {
   int cuda = is_op(g) && an->op_gpu_count;
   switch (tbe_analysis_sort_key(an, g, (tbe_sort_key)sort)) {
@@ -148,9 +154,8 @@ void tbe__ops_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
       if ((int)l > nw) nw = (int)l;
     }
   }
-  tbe__buf_printf(b, "\n%s (%zu of %zu, by %s)\n",
-                  shapes ? "CPU operators by input shape" : tbe__group_title(g), top, n,
-                  tbe__sort_word(an, g, o->sort));
+  tbe__buf_printf(b, "\n%s (%zu of %zu, by %s%s)\n", tbe__group_title(g), top, n,
+                  tbe__sort_word(an, g, o->sort), tbe__shape_note(an, g, o));
   tbe__cell(b, "name", nw, 0);
   static const char *const hd[6] = {"calls",     "self CPU",   "CPU total",
                                     "self CUDA", "CUDA total", "kernels"};

@@ -271,10 +271,8 @@ static void name_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
       if ((int)l > nw) nw = (int)l;
     }
   }
-  tbe__buf_printf(
-      b, "\n%s (%zu of %zu, by %s)\n",
-      g == TBE_GROUP_CPU_OP_SHAPE ? "CPU operators by input shape" : tbe__group_title(g), top, n,
-      tbe__sort_word(an, g, o->sort));
+  tbe__buf_printf(b, "\n%s (%zu of %zu, by %s%s)\n", tbe__group_title(g), top, n,
+                  tbe__sort_word(an, g, o->sort), tbe__shape_note(an, g, o));
   tbe__cell(b, "name", nw, 0);
   const char *hd[6] = {"calls", "total", kern ? "avg" : "self", "self%", kern ? "min" : "avg",
                        "max"};
@@ -555,9 +553,8 @@ static void md_group(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
   size_t n = an->ngroups[g];
   if (!n) return;
   size_t top = o->top && o->top < n ? o->top : n;
-  tbe__buf_printf(
-      b, "\n## %s (%zu of %zu)\n\n",
-      g == TBE_GROUP_CPU_OP_SHAPE ? "CPU operators by input shape" : tbe__group_title(g), top, n);
+  tbe__buf_printf(b, "\n## %s (%zu of %zu%s)\n\n", tbe__group_title(g), top, n,
+                  tbe__shape_note(an, g, o));
   if (g == TBE_GROUP_KERNEL) {
     tbe__md_kernels(b, an, top, o->wide);
     return;
