@@ -4,8 +4,9 @@
  * tbe_analysis_create walks a finished tbe_trace once and computes, per
  * GPU: wall time, busy time (the union of kernel, copy and memset
  * intervals), time in kernels, copies by direction, memsets,
- * synchronization, idle time, kernel count and the median launch latency
- * (host API call start to GPU start, over correlated pairs); per name:
+ * synchronization, idle time, kernel count and, over correlated launches,
+ * the median launch overhead (the API call's duration) and queue delay
+ * (the call's end to the GPU start); per name:
  * kernels, CPU operators and host ranges (NVTX ranges and user
  * annotations) with calls, total, self, min and max; per operator also the
  * GPU work it launched, as torch.profiler's key_averages() gives it (self
@@ -259,8 +260,22 @@ typedef struct tbe_device_stats {
   uint64_t memset_count;
   int64_t sync_ns;           /* synchronization records on this GPU's streams */
   uint64_t sync_count;
-  int64_t launch_median_ns;  /* median API start -> GPU start; -1 if unknown */
-  uint64_t launch_samples;   /* correlated pairs behind the median */
+  /* Launches: the GPU work with the API call that launched it
+   * (correlated pairs; launch_samples of them), split in two medians each
+   * named for what it measures, as Holistic Trace Analysis does:
+   *   launch_overhead_median_ns: the launching call's own duration (what
+   *     the host pays per launch);
+   *   queue_delay_median_ns: from the call's end to the work's start on
+   *     the GPU (HTA's launch_delay), 0 for work that started before the
+   *     call returned: the time the work waited behind earlier work of
+   *     its stream or for the GPU.
+   * launch_median_ns is the older single figure, the call's start to the
+   * work's start (overhead and queueing together; 210 ms on a GEMM loop
+   * that queues ahead), kept for readers of it; the reports show the
+   * two above.  All -1 when unknown (no pairs; a run's merged total:
+   * medians do not add). */
+  int64_t launch_median_ns;
+  uint64_t launch_samples;   /* correlated pairs behind the medians */
   /* GPU time by kernel class (tbe_kernel_class_of the kernel's name);
    * memcpy and memset records count as TBE_KCLASS_COPY. */
   int64_t class_ns[TBE_KCLASS__COUNT];
@@ -268,6 +283,8 @@ typedef struct tbe_device_stats {
   /* PM metric means over the window (tbe_analysis.ngpu_metrics entries;
    * in tbe_analysis.all, over all GPUs' samples), NULL without any. */
   tbe_metric_mean *metrics;
+  int64_t launch_overhead_median_ns;  /* see launch_median_ns; -1 if unknown */
+  int64_t queue_delay_median_ns;      /* see launch_median_ns; -1 if unknown */
 } tbe_device_stats;
 
 /* One step.  Its window is the step as it ran on the device, the way
@@ -290,12 +307,17 @@ typedef struct tbe_step_stats {
   int64_t memcpy_ns;
   int64_t memset_ns;
   int64_t sync_ns;      /* synchronization records */
-  int64_t launch_median_ns;  /* median launch latency of the step's GPU work; -1 if unknown */
+  /* The step's GPU work, as tbe_device_stats.launch_median_ns (the
+   * older single figure), .launch_overhead_median_ns and
+   * .queue_delay_median_ns: -1 if unknown. */
+  int64_t launch_median_ns;
   int64_t class_ns[TBE_KCLASS__COUNT];  /* as tbe_device_stats.class_ns */
   int64_t gpu_end_ns;   /* private to the analysis (0 once it is done) */
   /* PM metric means inside the step's window over all GPUs
    * (tbe_analysis.ngpu_metrics entries), NULL without any. */
   tbe_metric_mean *metrics;
+  int64_t launch_overhead_median_ns;
+  int64_t queue_delay_median_ns;
 } tbe_step_stats;
 
 /* The distribution of n per-step figures (step durations, or one name's

@@ -131,9 +131,23 @@ static void test_synthetic(void **state) {
   /* Latencies 3000, 5000, 2000, 2000: median (2000 + 3000) / 2. */
   assert_int_equal(d0->launch_samples, 4);
   assert_int_equal(d0->launch_median_ns, 2500);
+  /* Split: the calls took 2000, 2000, 1000, 1000 (overhead median 1500)
+   * and the work started 1000, 3000, 1000, 1000 after they returned
+   * (queue delay median 1000). */
+  assert_int_equal(d0->launch_overhead_median_ns, 1500);
+  assert_int_equal(d0->queue_delay_median_ns, 1000);
+  assert_int_equal(an->all.launch_overhead_median_ns, 1500);
+  assert_int_equal(an->all.queue_delay_median_ns, 1000);
+  /* Per step: step 1 has the first three launches, step 2 the last. */
+  assert_int_equal(an->steps[0].launch_overhead_median_ns, 2000);
+  assert_int_equal(an->steps[0].queue_delay_median_ns, 1000);
+  assert_int_equal(an->steps[1].launch_overhead_median_ns, 1000);
+  assert_int_equal(an->steps[1].queue_delay_median_ns, 1000);
   assert_int_equal(d1->device, 1);
   assert_int_equal(d1->busy_ns, 3000);
   assert_int_equal(d1->launch_median_ns, -1);
+  assert_int_equal(d1->launch_overhead_median_ns, -1);
+  assert_int_equal(d1->queue_delay_median_ns, -1);
   assert_int_equal(an->all.busy_ns, 29000);
   assert_int_equal(an->all.kernel_ns, 25000);
   assert_int_equal(an->all.kernel_count, 4);
@@ -192,6 +206,43 @@ static void test_synthetic(void **state) {
   assert_string_equal(tbe_trace_str(t, an->groups[TBE_GROUP_KERNEL][1].name), "kB");
   tbe_analysis_sort(an, TBE_GROUP_KERNEL, TBE_SORT_CALLS);
   assert_string_equal(tbe_trace_str(t, an->groups[TBE_GROUP_KERNEL][0].name), "kA");
+  tbe_analysis_free(an);
+  tbe_trace_free(t);
+}
+
+/* A GEMM loop that queues ahead: 9 launches of 5 us each, back to back,
+ * of kernels of 1 ms that run one after the other on one stream.  The old
+ * single figure (call start to kernel start) reads milliseconds; the split
+ * says the calls took 5 us and the work waited in the queue.  One kernel
+ * starts before its call returns: its queue delay is 0, not negative. */
+static void test_launch_split(void **state) {
+  (void)state;
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  uint32_t host, s7;
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 1, 1, -1, &host), 0);
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_STREAM, 1, 7, 0, &s7), 0);
+  tbe_kernel k;
+  memset(&k, 0, sizeof k);
+  k.occupancy_pct = k.blocks_per_sm = k.warps_per_sm = -1;
+  k.queued_ns = -1;
+  for (int i = 0; i < 9; i++) {
+    add(t, host, TBE_EV_RUNTIME, "cudaLaunchKernel", 5000 * i, 5000, (uint64_t)i + 1, NULL);
+    /* the first kernel starts 2 us into its call; each next when the one
+     * before ends */
+    add(t, s7, TBE_EV_KERNEL, "gemm", 3000 + 1000000LL * i, 1000000, (uint64_t)i + 1, &k);
+  }
+  assert_int_equal(tbe_trace_finish(t), 0);
+  tbe_analysis *an;
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  const tbe_device_stats *d = &an->devices[0];
+  assert_int_equal(d->launch_samples, 9);
+  assert_int_equal(d->launch_overhead_median_ns, 5000);
+  /* launch i ends at 5000 (i + 1), its kernel starts at 3000 + 1e6 i:
+   * queue delays 0 (i = 0, clamped), then 1e6 i - 5000 i - 2000; the
+   * median is i = 4's. */
+  assert_int_equal(d->queue_delay_median_ns, 4 * 1000000 - 4 * 5000 - 2000);
+  assert_int_equal(d->launch_median_ns, 3000 + 4 * 1000000 - 4 * 5000);
   tbe_analysis_free(an);
   tbe_trace_free(t);
 }
@@ -1658,6 +1709,7 @@ static void test_time_extremes(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_synthetic),     cmocka_unit_test(test_range_labels),
+      cmocka_unit_test(test_launch_split),
       cmocka_unit_test(test_odd_inputs),    cmocka_unit_test(test_device_steps),
       cmocka_unit_test(test_empty_and_dropped),
       cmocka_unit_test(test_diff_synthetic), cmocka_unit_test(test_golden_fp32),

@@ -134,6 +134,8 @@ static void save_device(PDevice *m, const tbe_device_stats *d, const tbe_analysi
   m->sync_count = d->sync_count;
   m->launch_median_ns = d->launch_median_ns;
   m->launch_samples = d->launch_samples;
+  m->launch_overhead_median_ns = d->launch_overhead_median_ns;
+  m->queue_delay_median_ns = d->queue_delay_median_ns;
   m->n_class_ns = m->n_class_count = TBE_KCLASS__COUNT;
   m->class_ns = (int64_t *)(uintptr_t)d->class_ns;
   m->class_count = (uint64_t *)(uintptr_t)d->class_count;
@@ -194,6 +196,8 @@ static void save_step(PStep *m, const tbe_step_stats *s) {
   m->memset_ns = s->memset_ns;
   m->sync_ns = s->sync_ns;
   m->launch_median_ns = s->launch_median_ns;
+  m->launch_overhead_median_ns = s->launch_overhead_median_ns;
+  m->queue_delay_median_ns = s->queue_delay_median_ns;
   m->n_class_ns = TBE_KCLASS__COUNT;
   m->class_ns = (int64_t *)(uintptr_t)s->class_ns;
 }
@@ -842,6 +846,8 @@ static void check_device_figures(loader *L, const PDevice *d, const char *where)
                                        "memset_count", "sync_count",    "launch_samples"};
   check_nums(L, counts, cnames, NELEM(counts), where);
   check_i64(L, &d->launch_median_ns, 1, R_OPT, where, "launch_median_ns", 0);
+  check_i64(L, &d->launch_overhead_median_ns, 1, R_OPT, where, "launch_overhead_median_ns", 0);
+  check_i64(L, &d->queue_delay_median_ns, 1, R_OPT, where, "queue_delay_median_ns", 0);
   check_i64(L, d->memcpy_ns, d->n_memcpy_ns, R_DUR, where, "memcpy_ns", 1);
   check_counts(L, d->memcpy_count, d->n_memcpy_count, where, "memcpy_count", 1);
   check_i64(L, d->class_ns, d->n_class_ns, R_DUR, where, "class_ns", 1);
@@ -884,6 +890,8 @@ static void check_step_figures(loader *L, const PStep *s, const char *where) {
   check_durs(L, durs, dnames, NELEM(durs), where);
   check_counts(L, &s->kernel_count, 1, where, "kernel_count", 0);
   check_i64(L, &s->launch_median_ns, 1, R_OPT, where, "launch_median_ns", 0);
+  check_i64(L, &s->launch_overhead_median_ns, 1, R_OPT, where, "launch_overhead_median_ns", 0);
+  check_i64(L, &s->queue_delay_median_ns, 1, R_OPT, where, "queue_delay_median_ns", 0);
   check_i64(L, s->class_ns, s->n_class_ns, R_DUR, where, "class_ns", 1);
   check_reals(L, s->metric_mean, s->n_metric_mean, where, "metric_mean", 1);
   check_counts(L, s->metric_samples, s->n_metric_samples, where, "metric_samples", 1);
@@ -968,6 +976,8 @@ static void load_device(tbe_device_stats *d, const PDevice *m, tbe_str name) {
   d->sync_count = m->sync_count;
   d->launch_median_ns = m->launch_median_ns;
   d->launch_samples = m->launch_samples;
+  d->launch_overhead_median_ns = m->launch_overhead_median_ns;
+  d->queue_delay_median_ns = m->queue_delay_median_ns;
   memcpy(d->class_ns, m->class_ns, sizeof d->class_ns);
   memcpy(d->class_count, m->class_count, sizeof d->class_count);
 }
@@ -984,6 +994,8 @@ static void load_step(tbe_step_stats *s, const PStep *m) {
   s->memset_ns = m->memset_ns;
   s->sync_ns = m->sync_ns;
   s->launch_median_ns = m->launch_median_ns;
+  s->launch_overhead_median_ns = m->launch_overhead_median_ns;
+  s->queue_delay_median_ns = m->queue_delay_median_ns;
   memcpy(s->class_ns, m->class_ns, sizeof s->class_ns);
 }
 
