@@ -238,6 +238,11 @@ typedef struct tbe_name_stats {
   size_t nlaunched;
   uint64_t launched_other_calls;
   int64_t launched_other_ns;
+  /* Kernels: the operator (its name) whose calls launched most of this
+   * kernel's GPU time (ties: the name first in byte order), NULL when no
+   * operator launched it; NULL in the other tables.  tbe_diff_create pairs
+   * only kernels of the same operator where both sides know it. */
+  const char *launch_op;
 } tbe_name_stats;
 
 /* Figures of one GPU (or, in tbe_analysis.all, of all GPUs together:
@@ -456,10 +461,25 @@ typedef struct tbe_analysis {
    * none launched anything. */
   uint64_t op_gpu_count;
   int64_t op_gpu_ns;
+  /* The launch sequence: the kernels of one representative step in the
+   * order they were launched (by the launching call's start, else their
+   * own; ties by start on the GPU), one entry per launch, as the labels of
+   * groups[TBE_GROUP_KERNEL]; at most TBE_LAUNCH_SEQ_MAX, the first ones.
+   * The step is the one of median duration among the steps that launched
+   * kernels (the lower middle, then the earliest); without steps, the
+   * whole window.  A run's merged analysis has its first host's that has
+   * one.  NULL and 0 without kernels.  It is where a kernel sits in the
+   * program, what tbe_diff_create aligns to pair kernels that replaced
+   * each other. */
+  const char **launch_seq;
+  size_t nlaunch_seq;
   /* Private. */
   tbe_allocator alloc_;
   void *priv_;
 } tbe_analysis;
+
+/* The longest launch sequence an analysis keeps (tbe_analysis.launch_seq). */
+#define TBE_LAUNCH_SEQ_MAX 2048
 
 /* A range must cover this share of the wall time (%) to be a step hint. */
 #define TBE_STEP_HINT_MIN_PCT 10
@@ -485,7 +505,8 @@ TBE_API const char *tbe_group_name(tbe_group_kind g);
 /* One name in a comparison. */
 typedef struct tbe_diff_entry {
   const char *name;      /* full name (owned by one of the traces) */
-  int present;           /* bit 0: in base, bit 1: in new */
+  int present;           /* bit 0: in base, bit 1: in new (3 also for a
+                            replaced kernel: see replaced_by) */
   uint64_t calls[2];     /* [0] base, [1] new */
   int64_t total_ns[2];
   int64_t delta_ns;      /* new total - base total */
@@ -501,6 +522,12 @@ typedef struct tbe_diff_entry {
   int64_t cuda_ns[2];
   int64_t cuda_delta_ns;
   tbe_step_compare cuda_steps;
+  /* Kernels: a name only in base whose place a name only in new took (the
+   * rule is at tbe_diff_create): the new name, NULL otherwise.  Such an
+   * entry is one row for both: `name` is the base's, and calls[1],
+   * total_ns[1], delta, ratio and the per-step comparison are the new
+   * name's against it. */
+  const char *replaced_by;
 } tbe_diff_entry;
 
 typedef struct tbe_diff {
@@ -509,8 +536,9 @@ typedef struct tbe_diff {
    * the operator tables when op_cuda: by |cuda_delta_ns|. */
   tbe_diff_entry *entries[TBE_GROUP__COUNT];
   size_t nentries[TBE_GROUP__COUNT];
-  size_t added[TBE_GROUP__COUNT];    /* names only in new */
-  size_t removed[TBE_GROUP__COUNT];  /* names only in base */
+  size_t added[TBE_GROUP__COUNT];    /* names only in new, not replacing one */
+  size_t removed[TBE_GROUP__COUNT];  /* names only in base, not replaced */
+  size_t replaced[TBE_GROUP__COUNT]; /* entries with replaced_by (kernels) */
   /* Overall figures. */
   int64_t wall_ns[2];
   int64_t kernel_ns[2];
@@ -522,8 +550,15 @@ typedef struct tbe_diff {
   tbe_allocator alloc_;
 } tbe_diff;
 
-/* Compares two analyses.  `a` may be NULL.  Returns 0, TBE_EINVAL or
- * TBE_ENOMEM. */
+/* Compares two analyses.  Names are matched by label (and shapes).  Of
+ * the kernels left on one side only, a kernel only in base and one only
+ * in new are paired as "replaced by" (one entry, replaced_by set) when
+ * they are of the same kernel class, launched by the same operator where
+ * both sides know it (tbe_name_stats.launch_op), and at the same place of
+ * the two launch sequences (tbe_analysis.launch_seq, aligned as a longest
+ * common subsequence in which the kernels of both sides anchor the
+ * candidates between them; pairs one to one by the number of places they
+ * share).  `a` may be NULL.  Returns 0, TBE_EINVAL or TBE_ENOMEM. */
 TBE_API int tbe_diff_create(tbe_diff **out, const tbe_analysis *base, const tbe_analysis *newer,
                             const tbe_allocator *a);
 TBE_API void tbe_diff_free(tbe_diff *d);

@@ -39,9 +39,9 @@ for f in table csv json markdown; do
 done
 
 # The CSV's per-name deltas add up to the difference of the kernel totals
-# (delta_ns is the 18th field from the end, $(NF-17): names may hold commas).
+# (delta_ns is the 19th field from the end, $(NF-18): names may hold commas).
 awk -F, '/^overall,kernel time,/ { want = $5 }
-         /^kernels,/ { sum += $(NF-17) }
+         /^kernels,/ { sum += $(NF-18) }
          END { if (sum != want) { print "sum " sum " != " want; exit 1 } }' diff.csv.expected \
   || fail "kernel deltas do not add up"
 
@@ -133,7 +133,7 @@ grep -q "^Hosts: 2 matched by host name, 0 only in base (-), 0 only in new (+)$"
 ra=$(grep '^a  ' "$tmp/out"); rb=$(grep '^b  ' "$tmp/out")
 set -- $ra; a_wall_b=$2 a_wall_n=$3; set -- $rb; b_wall_b=$2 b_wall_n=$3
 [ -n "$a_wall_b" ] && [ "$a_wall_b" = "$b_wall_n" ] && [ "$a_wall_n" = "$b_wall_b" ] || fail "host rows: $ra / $rb"
-"$B" diff --no-events --format csv --logdir "$tmp/log" two swap | awk -F, '/^kernels,/ && $(NF-17) != 0 { bad = 1 } END { exit bad }' || fail "names moved between equal totals"
+"$B" diff --no-events --format csv --logdir "$tmp/log" two swap | awk -F, '/^kernels,/ && $(NF-18) != 0 { bad = 1 } END { exit bad }' || fail "names moved between equal totals"
 "$B" diff --no-events --format json --logdir "$tmp/log" two one >"$tmp/j" || fail "2 hosts against 1"
 grep -q '"hosts_count":\[2,1\],.*"hosts_matched_by":"host","hosts_matched":1,"hosts_only":\[1,0\]' "$tmp/j" || fail "2 against 1: $(head -c 300 "$tmp/j")"
 "$B" diff --logdir "$tmp/log" two swap >/dev/null 2>"$tmp/err" || fail "run diff with events"

@@ -39,7 +39,9 @@ static void add(tbe_trace *t, uint32_t track, tbe_event_kind k, const char *name
   assert_int_equal(tbe_trace_add_event(t, &e, detail, NULL, 0, NULL), 0);
 }
 
-/* The synthetic trace.  `f` scales kA; `variant` replaces kB by kD. */
+/* The synthetic trace.  `f` scales kA; `variant` 1 replaces kB by kD (a
+ * kernel of the same class at the same place: "replaced by"), 2 by
+ * sgemm_kD (a GEMM: another class, so not). */
 static tbe_trace *build(int64_t ka, int variant) {
   tbe_trace *t;
   assert_int_equal(tbe_trace_create(&t, NULL), 0);
@@ -86,7 +88,7 @@ static tbe_trace *build(int64_t ka, int variant) {
   ms.bytes = 128;
   add(t, s8, TBE_EV_MEMSET, "Memset (Device)", 30000, 1000, 0, &ms);
   /* GPU 1: kB (or kD), not correlated. */
-  add(t, s9, TBE_EV_KERNEL, variant ? "kD" : "kB", 40000, 3000, 0, &k);
+  add(t, s9, TBE_EV_KERNEL, variant == 2 ? "sgemm_kD" : variant ? "kD" : "kB", 40000, 3000, 0, &k);
   assert_int_equal(tbe_trace_add_step(t, 1, T0, T0 + 50000, tbe_trace_str_id(t, "ProfilerStep#1")), 0);
   assert_int_equal(tbe_trace_add_step(t, 2, T0 + 50000, T0 + 100000, tbe_trace_str_id(t, "ProfilerStep#2")), 0);
   assert_int_equal(tbe_trace_finish(t), 0);
@@ -444,10 +446,35 @@ static void test_diff_synthetic(void **state) {
   assert_int_equal(tbe_analysis_create(&aa, a, NULL), 0);
   assert_int_equal(tbe_analysis_create(&ab, b, NULL), 0);
   tbe_diff *d;
+  /* kB (class other) gave way to kD (other) at its place in step 1's
+   * launches: one entry, kB replaced by kD. */
+  assert_int_equal(aa->nlaunch_seq, 3); /* step 1 (the lower middle of two): kA, kC, kB */
+  assert_string_equal(aa->launch_seq[2], "kB");
   assert_int_equal(tbe_diff_create(&d, aa, ab, NULL), 0);
-  assert_int_equal(d->nentries[TBE_GROUP_KERNEL], 4);
+  assert_int_equal(d->nentries[TBE_GROUP_KERNEL], 3);
+  assert_int_equal(d->added[TBE_GROUP_KERNEL], 0);
+  assert_int_equal(d->removed[TBE_GROUP_KERNEL], 0);
+  assert_int_equal(d->replaced[TBE_GROUP_KERNEL], 1);
+  const tbe_diff_entry *rb = NULL;
+  for (size_t i = 0; i < d->nentries[TBE_GROUP_KERNEL]; i++)
+    if (d->entries[TBE_GROUP_KERNEL][i].replaced_by) rb = &d->entries[TBE_GROUP_KERNEL][i];
+  assert_non_null(rb);
+  assert_string_equal(rb->name, "kB");
+  assert_string_equal(rb->replaced_by, "kD");
+  assert_int_equal(rb->present, 3);
+  assert_int_equal(rb->total_ns[0], 3000);
+  assert_int_equal(rb->total_ns[1], 3000);
+  assert_int_equal(rb->delta_ns, 0);
+  tbe_diff_free(d);
+  /* A kernel of another class at that place is added, and kB removed. */
+  tbe_trace *c = build(15000, 2);
+  tbe_analysis *ac;
+  assert_int_equal(tbe_analysis_create(&ac, c, NULL), 0);
+  assert_int_equal(tbe_diff_create(&d, aa, ac, NULL), 0);
+  assert_int_equal(d->replaced[TBE_GROUP_KERNEL], 0);
   assert_int_equal(d->added[TBE_GROUP_KERNEL], 1);
   assert_int_equal(d->removed[TBE_GROUP_KERNEL], 1);
+  assert_int_equal(d->nentries[TBE_GROUP_KERNEL], 4);
   const tbe_diff_entry *e = &d->entries[TBE_GROUP_KERNEL][0];
   assert_string_equal(e->name, "kA"); /* largest |delta| */
   assert_int_equal(e->present, 3);
@@ -464,7 +491,7 @@ static void test_diff_synthetic(void **state) {
   int64_t sum0 = 0, sum1 = 0;
   for (size_t i = 0; i < d->nentries[TBE_GROUP_KERNEL]; i++) {
     const tbe_diff_entry *x = &d->entries[TBE_GROUP_KERNEL][i];
-    if (strcmp(x->name, "kD") == 0) seen_added = x->present == 2;
+    if (strcmp(x->name, "sgemm_kD") == 0) seen_added = x->present == 2;
     if (strcmp(x->name, "kB") == 0) seen_removed = x->present == 1;
     sum0 += x->total_ns[0];
     sum1 += x->total_ns[1];
@@ -472,7 +499,7 @@ static void test_diff_synthetic(void **state) {
   assert_true(seen_added);
   assert_true(seen_removed);
   assert_int_equal(sum0, aa->all.kernel_ns);
-  assert_int_equal(sum1, ab->all.kernel_ns);
+  assert_int_equal(sum1, ac->all.kernel_ns);
   assert_int_equal(d->steps.verdict, TBE_NOISE_TOO_FEW);
   assert_int_equal(d->step_median_ns[0], 50000);
   assert_int_equal(d->steps.dist[0].q1_ns, 50000);
@@ -487,7 +514,7 @@ static void test_diff_synthetic(void **state) {
     char *s;
     size_t n;
     assert_int_equal(tbe_report_diff(d, &o, &s, &n), 0);
-    assert_non_null(strstr(s, "kD"));
+    assert_non_null(strstr(s, "kD")); /* Markdown escapes the _ */
     if (f == TBE_REPORT_JSON) {
       char err[256];
       yajl_val v = yajl_tree_parse(s, err, sizeof err);
@@ -506,10 +533,29 @@ static void test_diff_synthetic(void **state) {
     assert_int_equal(d->entries[TBE_GROUP_KERNEL][i].steps.verdict, TBE_NOISE_TOO_FEW);
   }
   tbe_diff_free(d);
+  /* "replaced by" in every format. */
+  static const char *const says[4] = {"    replaced by kD\n", ",replaced,", "\"name\":\"kB\",\"replaced_by\":\"kD\",\"status\":\"replaced\"", "| kB, replaced by kD |"};
+  assert_int_equal(tbe_diff_create(&d, aa, ab, NULL), 0);
+  for (int f = 0; f < 4; f++) {
+    tbe_report_options o;
+    tbe_report_options_init(&o);
+    o.format = f;
+    char *s;
+    size_t n;
+    assert_int_equal(tbe_report_diff(d, &o, &s, &n), 0);
+    if (!strstr(s, says[f])) fail_msg("format %d lacks '%s':\n%s", f, says[f], s);
+    static const char *const count[4] = {"1 replaced by another name", "", "\"replaced\":1,",
+                                         "1 replaced by another name"};
+    assert_non_null(strstr(s, count[f]));
+    tbe_report_free(s, n, NULL);
+  }
+  tbe_diff_free(d);
   tbe_analysis_free(aa);
   tbe_analysis_free(ab);
+  tbe_analysis_free(ac);
   tbe_trace_free(a);
   tbe_trace_free(b);
+  tbe_trace_free(c);
 }
 
 /* ---- per-step distributions and the noise verdict ---- */
@@ -1428,13 +1474,34 @@ static void test_golden_diff(void **state) {
   assert_int_equal(tbe_analysis_create(&ab, b, NULL), 0);
   tbe_diff *d;
   assert_int_equal(tbe_diff_create(&d, aa, ab, NULL), 0);
-  assert_int_equal(d->removed[TBE_GROUP_KERNEL], only_a);
-  assert_int_equal(d->added[TBE_GROUP_KERNEL], only_b);
+  /* bf16 replaced most of fp32's kernels (conv, GEMM, elementwise in
+   * another precision): each pair one entry, the rest added or removed. */
+  size_t rep = d->replaced[TBE_GROUP_KERNEL];
+  assert_true(rep >= 10);
+  assert_int_equal(d->removed[TBE_GROUP_KERNEL] + rep, only_a);
+  assert_int_equal(d->added[TBE_GROUP_KERNEL] + rep, only_b);
   int64_t s0 = 0, s1 = 0, sd = 0;
   for (size_t i = 0; i < d->nentries[TBE_GROUP_KERNEL]; i++) {
     const tbe_diff_entry *e = &d->entries[TBE_GROUP_KERNEL][i];
     int in_a = scan_find(&sa, e->name) != NULL, in_b = scan_find(&sb, e->name) != NULL;
-    assert_int_equal(e->present, (in_a ? 1 : 0) | (in_b ? 2 : 0));
+    if (e->replaced_by) {
+      /* a name only in fp32 and one only in bf16, of one class, launched
+       * by one operator */
+      assert_true(in_a && !in_b);
+      assert_true(scan_find(&sb, e->replaced_by) && !scan_find(&sa, e->replaced_by));
+      assert_int_equal(tbe_kernel_class_of(e->name), tbe_kernel_class_of(e->replaced_by));
+      const tbe_name_stats *ka = find(aa, TBE_GROUP_KERNEL, e->name);
+      const tbe_name_stats *kb = find(ab, TBE_GROUP_KERNEL, e->replaced_by);
+      assert_non_null(ka);
+      assert_non_null(kb);
+      assert_non_null(ka->launch_op);
+      assert_string_equal(ka->launch_op, kb->launch_op);
+      assert_int_equal(e->total_ns[0], ka->total_ns);
+      assert_int_equal(e->total_ns[1], kb->total_ns);
+      assert_int_equal(e->present, 3);
+    } else {
+      assert_int_equal(e->present, (in_a ? 1 : 0) | (in_b ? 2 : 0));
+    }
     s0 += e->total_ns[0];
     s1 += e->total_ns[1];
     sd += e->delta_ns;

@@ -770,6 +770,121 @@ static int step_hint(tbe_analysis *an, scratch *s) {
   return rc;
 }
 
+/* ---- the launch sequence ---- */
+
+/* One kernel launch: when it was launched (the launching call's start,
+ * else its own), its start on the GPU, its event (the last tie-break) and
+ * its entry of the kernel table. */
+typedef struct launch_at {
+  int64_t when, start;
+  size_t ev;
+  uint32_t slot;
+} launch_at;
+
+static int launch_before(const launch_at *a, const launch_at *b) {
+  if (a->when != b->when) return a->when < b->when;
+  if (a->start != b->start) return a->start < b->start;
+  return a->ev < b->ev;
+}
+
+static int cmp_launch(const void *x, const void *y) {
+  const launch_at *a = x, *b = y;
+  return launch_before(a, b) ? -1 : launch_before(b, a) ? 1 : 0;
+}
+
+/* A max-heap of launches (the latest at the root), to keep the first
+ * TBE_LAUNCH_SEQ_MAX of any number in one pass. */
+static void seq_heap_down(launch_at *h, size_t n, size_t i) {
+  for (;;) {
+    size_t l = 2 * i + 1, r = l + 1, m = i;
+    if (l < n && launch_before(&h[m], &h[l])) m = l;
+    if (r < n && launch_before(&h[m], &h[r])) m = r;
+    if (m == i) return;
+    launch_at tmp = h[i];
+    h[i] = h[m];
+    h[m] = tmp;
+    i = m;
+  }
+}
+
+static void seq_heap_push(launch_at *h, size_t *n, size_t cap, const launch_at *x) {
+  if (*n == cap) {
+    if (!launch_before(x, &h[0])) return;
+    h[0] = *x;
+    seq_heap_down(h, *n, 0);
+    return;
+  }
+  size_t i = (*n)++;
+  h[i] = *x;
+  while (i > 0 && launch_before(&h[(i - 1) / 2], &h[i])) {
+    launch_at tmp = h[i];
+    h[i] = h[(i - 1) / 2];
+    h[(i - 1) / 2] = tmp;
+    i = (i - 1) / 2;
+  }
+}
+
+typedef struct dur_idx {
+  int64_t dur;
+  size_t idx;
+} dur_idx;
+
+static int cmp_dur_idx(const void *x, const void *y) {
+  const dur_idx *a = x, *b = y;
+  if (a->dur != b->dur) return a->dur < b->dur ? -1 : 1;
+  return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+/* The representative step: of the steps that launched kernels, the one of
+ * median duration (the lower middle, then the earliest); -1 for none. */
+static long sequence_step(tbe_analysis *an, scratch *s) {
+  dur_idx *v = tbe__alloc(s->a, (an->nsteps ? an->nsteps : 1) * sizeof *v);
+  if (!v) return -2;
+  size_t n = 0;
+  for (size_t i = 0; i < an->nsteps; i++)
+    if (an->steps[i].kernel_count) v[n++] = (dur_idx){an->steps[i].dur_ns, i};
+  qsort(v, n, sizeof *v, cmp_dur_idx);
+  long rep = n ? (long)v[(n - 1) / 2].idx : -1;
+  tbe__free(s->a, v);
+  return rep;
+}
+
+/* tbe_analysis.launch_seq: the kernels of the representative step (else
+ * of the window) in launch order, the first TBE_LAUNCH_SEQ_MAX of them.
+ * The GPU tracks are walked in the main pass's order, so the kernels'
+ * steps are s->kstep's. */
+static int launch_sequence(tbe_analysis *an, scratch *s) {
+  const tbe_trace *t = an->trace;
+  if (!an->all.kernel_count) return 0;
+  long rep = an->nsteps ? sequence_step(an, s) : -1;
+  if (rep < -1) return TBE_ENOMEM;
+  launch_at *h = tbe__alloc(s->a, TBE_LAUNCH_SEQ_MAX * sizeof *h);
+  if (!h) return TBE_ENOMEM;
+  size_t n = 0, nk = 0;
+  for (size_t i = 0; i < t->ntracks; i++) {
+    if (s->track_dev[i] < 0) continue;
+    const tbe_track *tr = &t->tracks[i];
+    for (uint32_t j = 0; j < tr->count; j++) {
+      const tbe_event *e = &t->events[tr->first + j];
+      if (e->kind != TBE_EV_KERNEL) continue;
+      long si = t->nsteps && nk < s->nk ? s->kstep[nk] : -1;
+      nk++;
+      uint32_t slot = s->slot[TBE_GROUP_KERNEL][e->name];
+      if (slot == UINT32_MAX || (rep >= 0 && si != rep)) continue;
+      launch_at x = {e->start_ns, e->start_ns, tr->first + j, slot};
+      if (e->link != TBE_NONE && e->link < t->nevents) x.when = t->events[e->link].start_ns;
+      seq_heap_push(h, &n, TBE_LAUNCH_SEQ_MAX, &x);
+    }
+  }
+  qsort(h, n, sizeof *h, cmp_launch);
+  an->launch_seq = n ? tbe__alloc(s->a, n * sizeof *an->launch_seq) : NULL;
+  int rc = n && !an->launch_seq ? TBE_ENOMEM : 0;
+  for (size_t i = 0; i < n && !rc; i++) an->launch_seq[i] = an->groups[TBE_GROUP_KERNEL][h[i].slot].label;
+  if (!rc) an->nlaunch_seq = n;
+  tbe__free(s->a, h);
+  return rc;
+}
+
 /* The distribution of the step durations. */
 static int step_distribution(tbe_analysis *an, scratch *s) {
   int64_t *v = tbe__alloc(s->a, (an->nsteps ? an->nsteps : 1) * sizeof *v);
@@ -1051,7 +1166,9 @@ static int run(tbe_analysis *an, scratch *s) {
   if ((rc = launch_medians(an, s))) return rc;
   if ((rc = step_launch_medians(an, s))) return rc;
   device_totals(an);
-  if ((rc = tbe__ops_create(&s->ops, an, s->slot[TBE_GROUP_CPU_OP], s->track_dev))) return rc;
+  if ((rc = tbe__ops_create(&s->ops, an, s->slot[TBE_GROUP_CPU_OP], s->slot[TBE_GROUP_KERNEL],
+                            s->track_dev)))
+    return rc;
 
   /* Steps: their windows on the device, and GPU busy inside each. */
   if (an->nsteps) device_steps(an, s);
@@ -1063,6 +1180,7 @@ static int run(tbe_analysis *an, scratch *s) {
   rc = per_step_names(an, s);
   if (!rc) rc = step_hint(an, s);
   if (!rc) rc = step_distribution(an, s);
+  if (!rc) rc = launch_sequence(an, s);
   if (!rc) rc = tbe__analysis_metrics(an, s->slot[TBE_GROUP_KERNEL], s->track_dev);
   if (rc) return rc;
   for (int g = 0; g < TBE_GROUP__COUNT; g++)
@@ -1160,6 +1278,7 @@ void tbe_analysis_free(tbe_analysis *an) {
   tbe__free(&al, an->devices);
   tbe__free(&al, an->steps);
   tbe__free(&al, an->advice);
+  tbe__free(&al, an->launch_seq);
   if (an->priv_) {
     tbe__free(&al, ((priv *)an->priv_)->step_pool);
     tbe__free(&al, ((priv *)an->priv_)->metric_block[0]);

@@ -448,6 +448,7 @@ static int merge_names(tbe_run_analysis *r, long **map) {
         m->self_cuda_ns = tbe__sat_add(m->self_cuda_ns, e->self_cuda_ns);
         m->cuda_total_ns = tbe__sat_add(m->cuda_total_ns, e->cuda_total_ns);
         m->kernels += e->kernels;
+        if (!m->launch_op) m->launch_op = e->launch_op; /* the first host's that knows it */
         if (!e->step_ns) per_step = 0;
       }
     }
@@ -712,6 +713,23 @@ static int step_dist_of(tbe_analysis *an) {
   return 0;
 }
 
+/* The launch sequence of the first host (in run order) that has one: the
+ * hosts of a data-parallel run launch the same kernels in the same order,
+ * and a sequence is about where kernels sit, not how long they take. */
+static int merge_launch_seq(tbe_run_analysis *r) {
+  tbe_analysis *tot = r->total;
+  for (size_t h = 0; h < r->nhosts; h++) {
+    const tbe_analysis *an = r->hosts[h].an;
+    if (!an->nlaunch_seq) continue;
+    tot->launch_seq = tbe__alloc(&tot->alloc_, an->nlaunch_seq * sizeof *tot->launch_seq);
+    if (!tot->launch_seq) return TBE_ENOMEM;
+    memcpy(tot->launch_seq, an->launch_seq, an->nlaunch_seq * sizeof *tot->launch_seq);
+    tot->nlaunch_seq = an->nlaunch_seq;
+    return 0;
+  }
+  return 0;
+}
+
 static int merge(tbe_run_analysis *r) {
   int rc = tbe__analysis_blank(&r->total, &r->alloc_);
   if (rc) return rc;
@@ -727,6 +745,7 @@ static int merge(tbe_run_analysis *r) {
   if (rc) return rc;
   rc = step_dist_of(r->total);
   if (!rc) rc = merge_hint(r);
+  if (!rc) rc = merge_launch_seq(r);
   return rc;
 }
 
