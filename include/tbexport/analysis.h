@@ -563,6 +563,109 @@ TBE_API int tbe_diff_create(tbe_diff **out, const tbe_analysis *base, const tbe_
                             const tbe_allocator *a);
 TBE_API void tbe_diff_free(tbe_diff *d);
 
+/* ---- a comparison as a gate (`tbexport diff --fail-if`) ----
+ *
+ * A condition on how one figure changed from base to new, which a CI job
+ * checks as it checks tests: it "fires" only when the change passes the
+ * threshold AND lies beyond the steps' own noise (the rank test of
+ * tbe_noise on the figure's per-step values, at TBE_NOISE_ALPHA), so that
+ * a noisy benchmark does not fail a build by chance.  The language, one
+ * condition per string:
+ *
+ *   FIGURE OP CHANGE
+ *   FIGURE  step_median        the step time
+ *           kernel_time        GPU time in kernels, per step
+ *           gpu_busy           the share of the step the GPUs were busy (%)
+ *           kernel:NAME        a kernel's GPU time per step
+ *           class:CLASS        a kernel class's (gemm, conv, attention,
+ *                              elementwise, reduction, norm, softmax, copy,
+ *                              comm, other)
+ *           op:NAME            an operator's (its CUDA total when the
+ *                              comparison has GPU work attributed to
+ *                              operators, else its CPU total)
+ *           range:NAME         an NVTX range's or annotation's
+ *   OP      >  >=  <  <=       > fires on a change above CHANGE, < below it
+ *   CHANGE  [+|-]NUMBER UNIT   % of base (relative), or an absolute time:
+ *                              ns, us, ms, s; for gpu_busy also pp
+ *                              (percentage points); no sign reads as +
+ *
+ * e.g. "step_median > +5%", "kernel:nvjet* > +10%", "class:gemm > +2ms",
+ * "gpu_busy < -3pp".  The figure compared is the median over steps of the
+ * per-step values (what the diff's "step b/n" columns show).  NAME matches
+ * a name or its short form (tbe_name_shorten) exactly, or as a pattern
+ * when it holds * (any run of characters) or ? (one character); the
+ * names it matches are summed step by step.  A kernel that was replaced
+ * (tbe_diff_entry.replaced_by) counts on the new side as its replacement,
+ * under either name.  Whitespace around OP is optional, except that a
+ * NAME holding '<' or '>' needs a space before OP. */
+typedef enum tbe_gate_figure {
+  TBE_GATE_STEP_MEDIAN = 0,
+  TBE_GATE_KERNEL_TIME = 1,
+  TBE_GATE_GPU_BUSY = 2,
+  TBE_GATE_KERNEL = 3,
+  TBE_GATE_CLASS = 4,
+  TBE_GATE_OP = 5,
+  TBE_GATE_RANGE = 6
+} tbe_gate_figure;
+
+typedef enum tbe_gate_unit {
+  TBE_GATE_PCT = 0,    /* % of the base figure */
+  TBE_GATE_NS = 1,     /* an absolute time */
+  TBE_GATE_POINTS = 2  /* percentage points (gpu_busy) */
+} tbe_gate_unit;
+
+/* The longest NAME of a condition (bytes). */
+#define TBE_GATE_NAME_MAX 4096
+
+typedef struct tbe_gate {
+  uint32_t figure;           /* tbe_gate_figure */
+  char name[TBE_GATE_NAME_MAX]; /* kernel:, op:, range: the NAME; class: the class's word */
+  uint32_t kclass;           /* class: its tbe_kernel_class */
+  int above;                 /* 1: > or >=; 0: < or <= */
+  int or_equal;              /* >= or <= */
+  uint32_t unit;             /* tbe_gate_unit */
+  double threshold;          /* in the unit; ns for TBE_GATE_NS */
+  char text[TBE_GATE_NAME_MAX + 64]; /* the condition, spaces trimmed */
+} tbe_gate;
+
+/* Parses one condition.  Returns 0, or TBE_EPARSE with a one-line reason
+ * in err (size bytes; may be NULL): an unknown figure or class, a missing
+ * or malformed CHANGE, a unit the figure does not take, a NAME too long. */
+TBE_API int tbe_gate_parse(tbe_gate *g, const char *text, char *err, size_t size);
+
+typedef enum tbe_gate_outcome {
+  TBE_GATE_PASS = 0,     /* the change does not pass the threshold */
+  TBE_GATE_NOISE = 1,    /* it passes, but within the steps' own noise */
+  TBE_GATE_FIRE = 2,     /* it passes, beyond the noise: the condition fires */
+  TBE_GATE_UNJUDGED = 3  /* it passes, and a side has too few steps (fewer
+                            than TBE_NOISE_MIN_STEPS, or none, or no
+                            per-step figures) to tell */
+} tbe_gate_outcome;
+
+typedef struct tbe_gate_result {
+  uint32_t outcome;          /* tbe_gate_outcome */
+  int per_step;              /* the values are medians per step (else the
+                                whole traces' totals: a side without steps) */
+  double value[2];           /* the figure on each side: ns, or % for gpu_busy */
+  double change;             /* new - base in the condition's unit (+-inf
+                                for a % change from 0) */
+  tbe_step_compare steps;    /* the per-step values compared */
+  size_t names[2];           /* kernel:, op:, range: names matched per side */
+  size_t nsteps[2];          /* steps per side */
+} tbe_gate_result;
+
+/* Evaluates a parsed condition on a comparison (of two traces, or a run
+ * comparison's total).  Returns 0; TBE_ENAME when NAME matches no name on
+ * either side (r->names both 0); TBE_EINVAL; TBE_ENOMEM. */
+TBE_API int tbe_gate_eval(const tbe_gate *g, const tbe_diff *d, tbe_gate_result *r,
+                          const tbe_allocator *a);
+/* One line (no newline) saying what the condition found, figures
+ * included: "step_median > +5%: median step 12.156ms -> 13.073ms (+7.5%),
+ * beyond the steps' own noise (Mann-Whitney p < 0.001 over 20 and 20
+ * steps): fires".  Returns the length (snprintf-style). */
+TBE_API size_t tbe_gate_describe(const tbe_gate *g, const tbe_gate_result *r, char *buf,
+                                 size_t size);
+
 /* ---- runs of several hosts ---- */
 
 /* One host (one trace file) of a run. */

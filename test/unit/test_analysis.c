@@ -1533,6 +1533,183 @@ static void test_golden_diff(void **state) {
   tbe_trace_free(b);
 }
 
+/* ---- the gate (tbe_gate_parse, tbe_gate_eval, tbe_gate_describe) ---- */
+
+static void expect_parse_error(const char *text, const char *why) {
+  tbe_gate g;
+  char err[512];
+  int rc = tbe_gate_parse(&g, text, err, sizeof err);
+  if (rc != TBE_EPARSE || !strstr(err, why))
+    fail_msg("'%s': rc %d, '%s', want '%s'", text, rc, err, why);
+}
+
+static void test_gate_parse(void **state) {
+  (void)state;
+  tbe_gate g;
+  char err[512];
+  assert_int_equal(tbe_gate_parse(&g, "step_median > +5%", err, sizeof err), 0);
+  assert_int_equal(g.figure, TBE_GATE_STEP_MEDIAN);
+  assert_true(g.above && !g.or_equal && g.unit == TBE_GATE_PCT && g.threshold == 5.0);
+  assert_string_equal(g.text, "step_median > +5%");
+  assert_int_equal(tbe_gate_parse(&g, "  gpu_busy<=-3.5pp ", err, sizeof err), 0);
+  assert_true(g.figure == TBE_GATE_GPU_BUSY && !g.above && g.or_equal);
+  assert_true(g.unit == TBE_GATE_POINTS && g.threshold == -3.5);
+  assert_string_equal(g.text, "gpu_busy<=-3.5pp");
+  assert_int_equal(tbe_gate_parse(&g, "kernel:gemm<float> > +2ms", err, sizeof err), 0);
+  assert_true(g.figure == TBE_GATE_KERNEL && g.unit == TBE_GATE_NS && g.threshold == 2e6);
+  assert_string_equal(g.name, "gemm<float>");
+  assert_int_equal(tbe_gate_parse(&g, "class:gemm > 5%", err, sizeof err), 0); /* no sign: + */
+  assert_true(g.figure == TBE_GATE_CLASS && g.kclass == TBE_KCLASS_GEMM && g.threshold == 5.0);
+  assert_int_equal(tbe_gate_parse(&g, "op:aten::mm >= -10%", err, sizeof err), 0);
+  assert_true(g.figure == TBE_GATE_OP && g.above && g.or_equal && g.threshold == -10.0);
+  assert_string_equal(g.name, "aten::mm");
+  assert_int_equal(tbe_gate_parse(&g, "range:fwd < -250us", err, sizeof err), 0);
+  assert_true(g.figure == TBE_GATE_RANGE && g.threshold == -250e3);
+  assert_int_equal(tbe_gate_parse(&g, "kernel_time > 1s", err, sizeof err), 0);
+  assert_true(g.figure == TBE_GATE_KERNEL_TIME && g.threshold == 1e9);
+  expect_parse_error("", "expected a change at the end");
+  expect_parse_error("step_median", "expected a change at the end");
+  expect_parse_error("step_median > 5", "expected a change at the end");
+  expect_parse_error("step_median > +5x", "expected a change at the end");
+  expect_parse_error("step_median > +.%", "expected a change at the end");
+  expect_parse_error("step_median 5%", "expected > , >= , < or <=");
+  expect_parse_error("step_median = 5%", "expected > , >= , < or <=");
+  expect_parse_error("> 5%", "no figure");
+  expect_parse_error("stepmedian > 5%", "unknown figure 'stepmedian'");
+  expect_parse_error("kernel: > 5%", "unknown figure 'kernel:'");
+  expect_parse_error("class:gem > 5%", "unknown kernel class 'gem'");
+  expect_parse_error("kernel:k > +1pp", "pp (percentage points) is for gpu_busy");
+  expect_parse_error("gpu_busy > +1ms", "gpu_busy is a share");
+  expect_parse_error("step_median > +5%\nx", "a control character");
+  assert_int_equal(tbe_gate_parse(NULL, "x", NULL, 0), TBE_EINVAL);
+}
+
+/* Evaluates `text` on `d`: the outcome, and that the line says `says`. */
+static tbe_gate_result gate(const tbe_diff *d, const char *text, uint32_t outcome,
+                            const char *says) {
+  tbe_gate g;
+  char err[512], line[1024];
+  assert_int_equal(tbe_gate_parse(&g, text, err, sizeof err), 0);
+  tbe_gate_result r;
+  assert_int_equal(tbe_gate_eval(&g, d, &r, NULL), 0);
+  size_t n = tbe_gate_describe(&g, &r, line, sizeof line);
+  assert_int_equal(n, strlen(line));
+  if (r.outcome != outcome || !strstr(line, says))
+    fail_msg("'%s': outcome %u, want %u; line '%s' lacks '%s'", text, r.outcome, outcome, line,
+             says);
+  return r;
+}
+
+/* Pairs built from steps of controlled durations: one that changed beyond
+ * the steps' noise, one that changed within it, one that did not change,
+ * one with too few steps, one without steps. */
+static void test_gate(void **state) {
+  (void)state;
+  static const int64_t s0[8] = {100000, 102000, 98000, 101000, 99000, 103000, 97000, 100500};
+  /* kW: two clusters; new moves one step from the low to the high one: its
+   * median jumps +49% while the two samples overlap (within noise) */
+  static const int64_t kw0[8] = {10000, 10100, 10200, 10300, 30000, 30100, 30200, 30300};
+  static const int64_t kw1[8] = {10000, 10100, 10200, 30000, 30100, 30200, 30300, 30400};
+  int64_t s1[8], ks0[8], ks1[8], ku[8];
+  for (int i = 0; i < 8; i++) {
+    s1[i] = s0[i] * 12 / 10;
+    ks0[i] = s0[i] / 4;
+    ks1[i] = s1[i] / 4;
+    ku[i] = 5000 + 10 * i;
+  }
+  const char *names[3] = {"kS", "kU", "kW"};
+  const int64_t *k0[3] = {ks0, ku, kw0}, *k1[3] = {ks1, ku, kw1};
+  tbe_trace *a = steps_trace(1, "h", T0, 8, s0, 3, names, k0);
+  tbe_trace *b = steps_trace(1, "h", T0, 8, s1, 3, names, k1);
+  tbe_analysis *aa, *ab;
+  assert_int_equal(tbe_analysis_create(&aa, a, NULL), 0);
+  assert_int_equal(tbe_analysis_create(&ab, b, NULL), 0);
+  tbe_diff *d;
+  assert_int_equal(tbe_diff_create(&d, aa, ab, NULL), 0);
+  /* Changed beyond noise: the step time +20%. */
+  tbe_gate_result r = gate(d, "step_median > +5%", TBE_GATE_FIRE,
+                           "step time (median) 100.250us -> 120.300us (+20.0%), > +5.0% and "
+                           "beyond the steps' own noise (Mann-Whitney p < 0.001 over 8 and 8 "
+                           "steps): FAILS");
+  assert_true(r.per_step && r.value[0] == 100250 && r.value[1] == 120300);
+  assert_int_equal(r.steps.verdict, TBE_NOISE_BEYOND);
+  gate(d, "step_median >= +20%", TBE_GATE_FIRE, "FAILS");
+  gate(d, "step_median > +25%", TBE_GATE_PASS, "(+20.0%), not > +25.0%: passes");
+  gate(d, "step_median < -5%", TBE_GATE_PASS, "not < -5.0%: passes");
+  gate(d, "step_median > +10us", TBE_GATE_FIRE, "(+20.050us), > +10.000us and beyond");
+  gate(d, "step_median > +30us", TBE_GATE_PASS, "not > +30.000us");
+  gate(d, "kernel:kS > +10%", TBE_GATE_FIRE, "kernel kS (1 in base, 1 in new)");
+  gate(d, "kernel_time > +1us", TBE_GATE_FIRE, "kernel time per step (median)");
+  gate(d, "class:other > +5%", TBE_GATE_FIRE, "other time per step (median)");
+  gate(d, "class:gemm > +1%", TBE_GATE_PASS, "0ns -> 0ns (+0.0%), not > +1.0%");
+  gate(d, "gpu_busy < -50pp", TBE_GATE_PASS, "GPU busy share per step (median)");
+  /* Unchanged: kU's per-step times are the same on both sides. */
+  gate(d, "kernel:kU > +1%", TBE_GATE_PASS, "(+0.0%), not > +1.0%: passes");
+  gate(d, "kernel:kU >= +0%", TBE_GATE_NOISE, "within the steps' own noise (Mann-Whitney p = 1.000");
+  /* Changed within noise: kW's median +49%, the samples overlap. */
+  r = gate(d, "kernel:kW > +10%", TBE_GATE_NOISE, "> +10.0% but within the steps' own noise");
+  assert_true(r.change > 40 && r.steps.p_value > 0.05);
+  /* Patterns add their names step by step. */
+  r = gate(d, "kernel:k? > +1000%", TBE_GATE_PASS, "kernels k? (3 in base, 3 in new)");
+  assert_true(r.value[0] > 0);
+  /* An unknown name. */
+  tbe_gate g;
+  tbe_gate_result rr;
+  assert_int_equal(tbe_gate_parse(&g, "kernel:nope* > 1%", NULL, 0), 0);
+  assert_int_equal(tbe_gate_eval(&g, d, &rr, NULL), TBE_ENAME);
+  assert_int_equal(tbe_gate_parse(&g, "op:aten::mm > 1%", NULL, 0), 0);
+  assert_int_equal(tbe_gate_eval(&g, d, &rr, NULL), TBE_ENAME);
+  assert_int_equal(tbe_gate_eval(&g, NULL, &rr, NULL), TBE_EINVAL);
+  tbe_diff_free(d);
+  /* A pair that did not change: every figure passes (a trace against itself). */
+  assert_int_equal(tbe_diff_create(&d, aa, aa, NULL), 0);
+  gate(d, "step_median > +5%", TBE_GATE_PASS, "100.250us -> 100.250us (+0.0%), not > +5.0%");
+  gate(d, "kernel:kS < -1%", TBE_GATE_PASS, "not < -1.0%");
+  tbe_diff_free(d);
+  tbe_analysis_free(aa);
+  tbe_analysis_free(ab);
+  tbe_trace_free(a);
+  tbe_trace_free(b);
+  /* Three steps a side: a change past the threshold cannot be judged. */
+  a = steps_trace(1, "h", T0, 3, s0, 3, names, k0);
+  b = steps_trace(1, "h", T0, 3, s1, 3, names, k1);
+  assert_int_equal(tbe_analysis_create(&aa, a, NULL), 0);
+  assert_int_equal(tbe_analysis_create(&ab, b, NULL), 0);
+  assert_int_equal(tbe_diff_create(&d, aa, ab, NULL), 0);
+  gate(d, "step_median > +5%", TBE_GATE_UNJUDGED,
+       "> +5.0%, but 3 and 3 steps are too few to tell it from the steps' own noise (4 per side "
+       "needed): cannot judge");
+  gate(d, "step_median > +50%", TBE_GATE_PASS, "passes"); /* no test needed to pass */
+  tbe_diff_free(d);
+  tbe_analysis_free(aa);
+  tbe_analysis_free(ab);
+  tbe_trace_free(a);
+  tbe_trace_free(b);
+  /* Without steps: the totals can pass, never fire; a step time cannot. */
+  a = build(10000, 0);
+  b = build(15000, 1);
+  a->nsteps = b->nsteps = 0; /* the same traces without their steps */
+  assert_int_equal(tbe_analysis_create(&aa, a, NULL), 0);
+  assert_int_equal(tbe_analysis_create(&ab, b, NULL), 0);
+  assert_int_equal(tbe_diff_create(&d, aa, ab, NULL), 0);
+  gate(d, "step_median > +5%", TBE_GATE_UNJUDGED,
+       "neither side has steps, so there is no step time to compare: cannot judge");
+  r = gate(d, "kernel:kA > +10%", TBE_GATE_UNJUDGED,
+           "time in total (a side has no steps) 20.000us -> 30.000us (+50.0%), > +10.0%, but "
+           "neither side has steps to tell it from noise: cannot judge");
+  assert_true(!r.per_step && r.value[0] == 20000 && r.value[1] == 30000 && r.change == 50.0);
+  gate(d, "kernel:kA > +60%", TBE_GATE_PASS, "not > +60.0%: passes");
+  /* kB was replaced by kD: the condition follows it under either name */
+  r = gate(d, "kernel:kB > +1%", TBE_GATE_PASS, "kernel kB (1 in base, 1 in new)");
+  assert_true(r.value[0] == 3000 && r.value[1] == 3000);
+  gate(d, "kernel:kD > +1%", TBE_GATE_PASS, "kernel kD (1 in base, 1 in new)");
+  tbe_diff_free(d);
+  tbe_analysis_free(aa);
+  tbe_analysis_free(ab);
+  tbe_trace_free(a);
+  tbe_trace_free(b);
+}
+
 /* ---- allocation failures ---- */
 
 typedef struct failing {
@@ -1776,7 +1953,8 @@ static void test_time_extremes(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_synthetic),     cmocka_unit_test(test_range_labels),
-      cmocka_unit_test(test_launch_split),
+      cmocka_unit_test(test_launch_split),  cmocka_unit_test(test_gate_parse),
+      cmocka_unit_test(test_gate),
       cmocka_unit_test(test_odd_inputs),    cmocka_unit_test(test_device_steps),
       cmocka_unit_test(test_empty_and_dropped),
       cmocka_unit_test(test_diff_synthetic), cmocka_unit_test(test_golden_fp32),
