@@ -247,6 +247,22 @@ static void test_launch_split(void **state) {
   assert_int_equal(d->launch_median_ns, 3000 + 4 * 1000000 - 4 * 5000);
   tbe_analysis_free(an);
   tbe_trace_free(t);
+  /* An idle GPU: each kernel starts 2 us into its 10 us call; it did not
+   * wait at all (0), it did not start "8 us early". */
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 1, 1, -1, &host), 0);
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_STREAM, 1, 7, 0, &s7), 0);
+  for (int i = 0; i < 3; i++) {
+    add(t, host, TBE_EV_RUNTIME, "cudaLaunchKernel", 100000 * i, 10000, (uint64_t)i + 1, NULL);
+    add(t, s7, TBE_EV_KERNEL, "k", 100000 * i + 2000, 1000, (uint64_t)i + 1, &k);
+  }
+  assert_int_equal(tbe_trace_finish(t), 0);
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  assert_int_equal(an->all.launch_overhead_median_ns, 10000);
+  assert_int_equal(an->all.queue_delay_median_ns, 0);
+  assert_int_equal(an->all.launch_median_ns, 2000);
+  tbe_analysis_free(an);
+  tbe_trace_free(t);
 }
 
 /* PyTorch's NVTX ranges carry per-call details; they group by operation. */
