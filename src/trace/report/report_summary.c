@@ -170,11 +170,21 @@ void tbe__overview(tbe__buf *b, const tbe__ocol *cols, size_t ncols, const tbe_d
       tbe__buf_putc(b, '\n');
     }
   }
-  if (ref->launch_samples)
-    tbe__wrap(b, "(launch overhead: the median duration of the API call that launched GPU work; "
-                 "queue delay: the median time from the call's return to the work's start on "
-                 "the GPU)",
+  if (ref->launch_samples) {
+    /* a column with launches but no medians: a run's total */
+    int merged = 0;
+    for (size_t c = 0; c < ncols; c++)
+      merged |= cols[c].d->launch_samples && cols[c].d->launch_overhead_median_ns < 0;
+    tbe__wrap(b,
+              merged ? "(launch overhead: the median duration of the API call that launched GPU "
+                       "work; queue delay: the median time from the call's return to the work's "
+                       "start on the GPU; -: medians of several hosts do not add up, each host's "
+                       "is in its column)"
+                     : "(launch overhead: the median duration of the API call that launched GPU "
+                       "work; queue delay: the median time from the call's return to the work's "
+                       "start on the GPU)",
               width);
+  }
 }
 
 /* The per-GPU overview of one trace: a column per GPU, and all GPUs
