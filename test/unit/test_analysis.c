@@ -1821,6 +1821,44 @@ static void test_alloc_failures(void **state) {
   }
   assert_true(ok);
   tbe_trace_free(t);
+  /* A diff that pairs a replaced kernel, and a gate on it, with each
+   * allocation failing in turn: TBE_ENOMEM and nothing left allocated. */
+  tbe_trace *ta = build(10000, 0), *tb = build(15000, 1);
+  tbe_analysis *aa, *ab;
+  assert_int_equal(tbe_analysis_create(&aa, ta, NULL), 0);
+  assert_int_equal(tbe_analysis_create(&ab, tb, NULL), 0);
+  tu_failalloc fa;
+  long m = 0;
+  for (;; m++) {
+    tbe_allocator b = tu_failalloc_init(&fa, m);
+    tbe_diff *d = NULL;
+    int rc = tbe_diff_create(&d, aa, ab, &b);
+    if (rc == 0) {
+      assert_int_equal(d->replaced[TBE_GROUP_KERNEL], 1);
+      tbe_gate g;
+      assert_int_equal(tbe_gate_parse(&g, "kernel:k? > +5%", NULL, 0), 0);
+      for (long k = 0;; k++) {
+        tu_failalloc fg;
+        tbe_allocator c = tu_failalloc_init(&fg, k);
+        tbe_gate_result r;
+        int rg = tbe_gate_eval(&g, d, &r, &c);
+        assert_int_equal(fg.live, 0);
+        if (rg == 0) break;
+        assert_int_equal(rg, TBE_ENOMEM);
+      }
+      tbe_diff_free(d);
+      assert_int_equal(fa.live, 0);
+      break;
+    }
+    assert_int_equal(rc, TBE_ENOMEM);
+    assert_null(d);
+    assert_int_equal(fa.live, 0);
+  }
+  assert_true(m > 5);
+  tbe_analysis_free(aa);
+  tbe_analysis_free(ab);
+  tbe_trace_free(ta);
+  tbe_trace_free(tb);
 }
 
 /* Runs, their diffs and reports under every failing allocation: each
