@@ -731,7 +731,9 @@ typedef struct tbe_run_analysis {
    * them, a step's by the hosts' step times, kernel figures by launches
    * (samples add up), bound_by from the merged figures.  No advice of its
    * own (see the hosts').  Step hint: the one most hosts share (hint_hosts
-   * of them). */
+   * of them).  Launch medians: -1 (medians do not add), launch_samples the
+   * sum.  A kernel's launch_op: the first host's that knows one; the launch
+   * sequence: the first host's that has one. */
   tbe_analysis *total;
   int64_t *step_fastest_ns;   /* per merged step: the fastest host's duration */
   size_t hint_hosts;
