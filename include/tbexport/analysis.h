@@ -280,7 +280,7 @@ typedef struct tbe_device_stats {
    * two above.  All -1 when unknown (no pairs; a run's merged total:
    * medians do not add). */
   int64_t launch_median_ns;
-  uint64_t launch_samples;   /* correlated pairs behind the medians */
+  uint64_t launch_samples; /* correlated pairs behind the medians */
   /* GPU time by kernel class (tbe_kernel_class_of the kernel's name);
    * memcpy and memset records count as TBE_KCLASS_COPY. */
   int64_t class_ns[TBE_KCLASS__COUNT];
@@ -288,8 +288,8 @@ typedef struct tbe_device_stats {
   /* PM metric means over the window (tbe_analysis.ngpu_metrics entries;
    * in tbe_analysis.all, over all GPUs' samples), NULL without any. */
   tbe_metric_mean *metrics;
-  int64_t launch_overhead_median_ns;  /* see launch_median_ns; -1 if unknown */
-  int64_t queue_delay_median_ns;      /* see launch_median_ns; -1 if unknown */
+  int64_t launch_overhead_median_ns; /* see launch_median_ns; -1 if unknown */
+  int64_t queue_delay_median_ns;     /* see launch_median_ns; -1 if unknown */
 } tbe_device_stats;
 
 /* One step.  Its window is the step as it ran on the device, the way
@@ -609,22 +609,22 @@ typedef enum tbe_gate_figure {
 } tbe_gate_figure;
 
 typedef enum tbe_gate_unit {
-  TBE_GATE_PCT = 0,    /* % of the base figure */
-  TBE_GATE_NS = 1,     /* an absolute time */
-  TBE_GATE_POINTS = 2  /* percentage points (gpu_busy) */
+  TBE_GATE_PCT = 0,   /* % of the base figure */
+  TBE_GATE_NS = 1,    /* an absolute time */
+  TBE_GATE_POINTS = 2 /* percentage points (gpu_busy) */
 } tbe_gate_unit;
 
 /* The longest NAME of a condition (bytes). */
 #define TBE_GATE_NAME_MAX 4096
 
 typedef struct tbe_gate {
-  uint32_t figure;           /* tbe_gate_figure */
-  char name[TBE_GATE_NAME_MAX]; /* kernel:, op:, range: the NAME; class: the class's word */
-  uint32_t kclass;           /* class: its tbe_kernel_class */
-  int above;                 /* 1: > or >=; 0: < or <= */
-  int or_equal;              /* >= or <= */
-  uint32_t unit;             /* tbe_gate_unit */
-  double threshold;          /* in the unit; ns for TBE_GATE_NS */
+  uint32_t figure;                   /* tbe_gate_figure */
+  char name[TBE_GATE_NAME_MAX];      /* kernel:, op:, range: the NAME; class: the class's word */
+  uint32_t kclass;                   /* class: its tbe_kernel_class */
+  int above;                         /* 1: > or >=; 0: < or <= */
+  int or_equal;                      /* >= or <= */
+  uint32_t unit;                     /* tbe_gate_unit */
+  double threshold;                  /* in the unit; ns for TBE_GATE_NS */
   char text[TBE_GATE_NAME_MAX + 64]; /* the condition, spaces trimmed */
 } tbe_gate;
 
@@ -634,24 +634,24 @@ typedef struct tbe_gate {
 TBE_API int tbe_gate_parse(tbe_gate *g, const char *text, char *err, size_t size);
 
 typedef enum tbe_gate_outcome {
-  TBE_GATE_PASS = 0,     /* the change does not pass the threshold */
-  TBE_GATE_NOISE = 1,    /* it passes, but within the steps' own noise */
-  TBE_GATE_FIRE = 2,     /* it passes, beyond the noise: the condition fires */
-  TBE_GATE_UNJUDGED = 3  /* it passes, and a side has too few steps (fewer
+  TBE_GATE_PASS = 0,    /* the change does not pass the threshold */
+  TBE_GATE_NOISE = 1,   /* it passes, but within the steps' own noise */
+  TBE_GATE_FIRE = 2,    /* it passes, beyond the noise: the condition fires */
+  TBE_GATE_UNJUDGED = 3 /* it passes, and a side has too few steps (fewer
                             than TBE_NOISE_MIN_STEPS, or none, or no
                             per-step figures) to tell */
 } tbe_gate_outcome;
 
 typedef struct tbe_gate_result {
-  uint32_t outcome;          /* tbe_gate_outcome */
-  int per_step;              /* the values are medians per step (else the
+  uint32_t outcome;       /* tbe_gate_outcome */
+  int per_step;           /* the values are medians per step (else the
                                 whole traces' totals: a side without steps) */
-  double value[2];           /* the figure on each side: ns, or % for gpu_busy */
-  double change;             /* new - base in the condition's unit (+-inf
+  double value[2];        /* the figure on each side: ns, or % for gpu_busy */
+  double change;          /* new - base in the condition's unit (+-inf
                                 for a % change from 0) */
-  tbe_step_compare steps;    /* the per-step values compared */
-  size_t names[2];           /* kernel:, op:, range: names matched per side */
-  size_t nsteps[2];          /* steps per side */
+  tbe_step_compare steps; /* the per-step values compared */
+  size_t names[2];        /* kernel:, op:, range: names matched per side */
+  size_t nsteps[2];       /* steps per side */
 } tbe_gate_result;
 
 /* Evaluates a parsed condition on a comparison (of two traces, or a run

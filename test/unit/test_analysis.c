@@ -447,8 +447,9 @@ static void test_empty_and_dropped(void **state) {
     /* the table's profiler line names what each count is (the records a
      * capture range leaves out are the warnings', not these) */
     if (f == TBE_REPORT_TABLE)
-      assert_non_null(strstr(s, "records lost: 7 for lack of buffer space, 2 with zero or "
-                                "inverted timestamps"));
+      assert_non_null(strstr(s,
+                             "records lost: 7 for lack of buffer space, 2 with zero or "
+                             "inverted timestamps"));
     tbe_report_free(s, n, NULL);
   }
   tbe_analysis_free(an);
@@ -574,7 +575,9 @@ static void test_diff_synthetic(void **state) {
   }
   tbe_diff_free(d);
   /* "replaced by" in every format. */
-  static const char *const says[4] = {"    replaced by kD\n", ",replaced,", "\"name\":\"kB\",\"replaced_by\":\"kD\",\"status\":\"replaced\"", "| kB, replaced by kD |"};
+  static const char *const says[4] = {
+      "    replaced by kD\n", ",replaced,",
+      "\"name\":\"kB\",\"replaced_by\":\"kD\",\"status\":\"replaced\"", "| kB, replaced by kD |"};
   assert_int_equal(tbe_diff_create(&d, aa, ab, NULL), 0);
   for (int f = 0; f < 4; f++) {
     tbe_report_options o;
@@ -1685,7 +1688,8 @@ static void test_gate(void **state) {
   gate(d, "gpu_busy < -50pp", TBE_GATE_PASS, "GPU busy share per step (median)");
   /* Unchanged: kU's per-step times are the same on both sides. */
   gate(d, "kernel:kU > +1%", TBE_GATE_PASS, "(+0.0%), not > +1.0%: passes");
-  gate(d, "kernel:kU >= +0%", TBE_GATE_NOISE, "within the steps' own noise (Mann-Whitney p = 1.000");
+  gate(d, "kernel:kU >= +0%", TBE_GATE_NOISE,
+       "within the steps' own noise (Mann-Whitney p = 1.000");
   /* Changed within noise: kW's median +49%, the samples overlap. */
   r = gate(d, "kernel:kW > +10%", TBE_GATE_NOISE, "> +10.0% but within the steps' own noise");
   assert_true(r.change > 40 && r.steps.p_value > 0.05);

@@ -168,7 +168,8 @@ static void same_analysis(const tbe_analysis *a, const tbe_analysis *b) {
     }
   }
   assert_int_equal(a->nlaunch_seq, b->nlaunch_seq);
-  for (size_t i = 0; i < a->nlaunch_seq; i++) assert_string_equal(a->launch_seq[i], b->launch_seq[i]);
+  for (size_t i = 0; i < a->nlaunch_seq; i++)
+    assert_string_equal(a->launch_seq[i], b->launch_seq[i]);
   assert_true(a->op_gpu_count == b->op_gpu_count && a->op_gpu_ns == b->op_gpu_ns);
   for (size_t i = 0; i < a->nsteps; i++) {
     const tbe_step_stats *p = &a->steps[i], *q = &b->steps[i];
@@ -488,8 +489,10 @@ static void test_ranges_named(void **state) {
   FORGE(an->devices[0].launch_median_ns, -2, "field Analysis.devices[0].launch_median_ns: -2");
   FORGE(an->devices[0].queue_delay_median_ns, -2,
         "field Analysis.devices[0].queue_delay_median_ns: -2");
-  FORGE(an->all.launch_overhead_median_ns, INT64_MIN, "field Analysis.all.launch_overhead_median_ns");
-  FORGE(an->steps[1].queue_delay_median_ns, -3, "field Analysis.steps[1].queue_delay_median_ns: -3");
+  FORGE(an->all.launch_overhead_median_ns, INT64_MIN,
+        "field Analysis.all.launch_overhead_median_ns");
+  FORGE(an->steps[1].queue_delay_median_ns, -3,
+        "field Analysis.steps[1].queue_delay_median_ns: -3");
   {
     /* a launch sequence longer than an analysis keeps */
     assert_true(an->nlaunch_seq > 0);

@@ -87,7 +87,7 @@ typedef struct scratch {
    * start, 0 at least (qdl). */
   int64_t *lat, *ovh, *qdl;
   uint32_t *lat_dev;
-  uint32_t *lat_step;      /* per launch, its step + 1, 0 for none (steps only) */
+  uint32_t *lat_step; /* per launch, its step + 1, 0 for none (steps only) */
   size_t nlat;
   int64_t *seg;            /* all-device busy union: start, end pairs */
   size_t nseg;
@@ -879,7 +879,8 @@ static int launch_sequence(tbe_analysis *an, scratch *s) {
   qsort(h, n, sizeof *h, cmp_launch);
   an->launch_seq = n ? tbe__alloc(s->a, n * sizeof *an->launch_seq) : NULL;
   int rc = n && !an->launch_seq ? TBE_ENOMEM : 0;
-  for (size_t i = 0; i < n && !rc; i++) an->launch_seq[i] = an->groups[TBE_GROUP_KERNEL][h[i].slot].label;
+  for (size_t i = 0; i < n && !rc; i++)
+    an->launch_seq[i] = an->groups[TBE_GROUP_KERNEL][h[i].slot].label;
   if (!rc) an->nlaunch_seq = n;
   tbe__free(s->a, h);
   return rc;
@@ -997,8 +998,8 @@ static int steps_init(tbe_analysis *an, scratch *s, size_t nstr) {
  * k == nkeys is every sample together (when `all`). */
 typedef void (*median_out)(tbe_analysis *an, size_t k, int fig, int64_t med, size_t n);
 
-static int grouped_medians(tbe_analysis *an, scratch *s, const uint32_t *key, size_t nkeys,
-                           int all, median_out out) {
+static int grouped_medians(tbe_analysis *an, scratch *s, const uint32_t *key, size_t nkeys, int all,
+                           median_out out) {
   if (!s->nlat) return 0;
   size_t *cnt = tbe__calloc(s->a, nkeys + 2, sizeof *cnt);
   size_t *idx = tbe__alloc(s->a, s->nlat * sizeof *idx);
@@ -1034,9 +1035,12 @@ static int grouped_medians(tbe_analysis *an, scratch *s, const uint32_t *key, si
 
 static void device_median(tbe_analysis *an, size_t k, int fig, int64_t med, size_t n) {
   tbe_device_stats *d = k < an->ndevices ? &an->devices[k] : &an->all;
-  if (fig == 0) d->launch_median_ns = med, d->launch_samples = n;
-  else if (fig == 1) d->launch_overhead_median_ns = med;
-  else d->queue_delay_median_ns = med;
+  if (fig == 0)
+    d->launch_median_ns = med, d->launch_samples = n;
+  else if (fig == 1)
+    d->launch_overhead_median_ns = med;
+  else
+    d->queue_delay_median_ns = med;
 }
 
 /* Key k of a step's samples is step k - 1 (0: no step). */
@@ -1044,9 +1048,12 @@ static void step_median(tbe_analysis *an, size_t k, int fig, int64_t med, size_t
   (void)n;
   if (k == 0) return;
   tbe_step_stats *st = &an->steps[k - 1];
-  if (fig == 0) st->launch_median_ns = med;
-  else if (fig == 1) st->launch_overhead_median_ns = med;
-  else st->queue_delay_median_ns = med;
+  if (fig == 0)
+    st->launch_median_ns = med;
+  else if (fig == 1)
+    st->launch_overhead_median_ns = med;
+  else
+    st->queue_delay_median_ns = med;
 }
 
 /* The launch medians of each device and of all devices. */

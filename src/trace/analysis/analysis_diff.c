@@ -128,8 +128,7 @@ static void seq_entries(const char *const *seq, size_t n, const tbe__index *ix,
   for (size_t i = 0; i < n; i++) {
     tbe__iprobe pr;
     uint32_t hit = tbe__index_first(ix, tbe__hash_bytes(seq[i], strlen(seq[i]), ix->seed), &pr);
-    while (hit != TBE__NOIDX && strcmp(tab[hit].label, seq[i]) != 0)
-      hit = tbe__index_next(ix, &pr);
+    while (hit != TBE__NOIDX && strcmp(tab[hit].label, seq[i]) != 0) hit = tbe__index_next(ix, &pr);
     to[i] = hit == TBE__NOIDX ? UINT32_MAX : where[hit];
   }
 }
@@ -181,7 +180,7 @@ static int align(const tbe_diff *d, const tbe_diff_entry *out, const tbe_name_st
       uint32_t x = A[i - 1], y = B[j - 1];
       int diag = x != UINT32_MAX && x == y && out[x].present == 3 ? 2
                  : candidates(out, srcb, srcn, x, y)              ? 1
-                                                                   : -1;
+                                                                  : -1;
       int32_t best = prev[j];
       uint8_t how = AL_UP;
       if (cur[j - 1] > best) best = cur[j - 1], how = AL_LEFT;

@@ -127,7 +127,8 @@ int tbe_gate_parse(tbe_gate *g, const char *text, char *err, size_t size) {
     if (fl <= pl || memcmp(b, NAMED[i].prefix, pl) != 0) continue;
     known = 1;
     g->figure = NAMED[i].figure;
-    if (fl - pl >= sizeof g->name) return say(err, size, "'%s': the name is too long%s", g->text, "");
+    if (fl - pl >= sizeof g->name)
+      return say(err, size, "'%s': the name is too long%s", g->text, "");
     memcpy(g->name, b + pl, fl - pl);
     g->name[fl - pl] = '\0';
   }
@@ -150,8 +151,10 @@ int tbe_gate_parse(tbe_gate *g, const char *text, char *err, size_t size) {
     g->kclass = k;
   }
   if (g->unit == TBE_GATE_POINTS && g->figure != TBE_GATE_GPU_BUSY)
-    return say(err, size, "'%s': pp (percentage points) is for gpu_busy, a share; use %% or a "
-                          "time%s", g->text, "");
+    return say(err, size,
+               "'%s': pp (percentage points) is for gpu_busy, a share; use %% or a "
+               "time%s",
+               g->text, "");
   if (g->unit == TBE_GATE_NS && g->figure == TBE_GATE_GPU_BUSY)
     return say(err, size, "'%s': gpu_busy is a share, not a time; use %% or pp%s", g->text, "");
   return 0;
@@ -199,9 +202,9 @@ static const tbe_name_stats *find_label(const tbe_analysis *an, tbe_group_kind g
 /* ---- values ---- */
 
 typedef struct side {
-  int64_t *v;   /* per step */
-  size_t n;     /* steps; 0: no per-step values */
-  int64_t total;  /* the whole trace's figure (the fallback) */
+  int64_t *v;    /* per step */
+  size_t n;      /* steps; 0: no per-step values */
+  int64_t total; /* the whole trace's figure (the fallback) */
 } side;
 
 /* The per-step values of a named figure on both sides: the names of the
@@ -218,8 +221,9 @@ static int named_values(const tbe_gate *g, const tbe_diff *d, side sd[2], size_t
     if (!names(g->name, e->name, buf, sizeof buf) &&
         !(e->replaced_by && names(g->name, e->replaced_by, buf, sizeof buf)))
       continue;
-    const char *label[2] = {e->present & 1 ? e->name : NULL,
-                            e->replaced_by ? e->replaced_by : e->present & 2 ? e->name : NULL};
+    const char *label[2] = {e->present & 1 ? e->name : NULL, e->replaced_by   ? e->replaced_by
+                                                             : e->present & 2 ? e->name
+                                                                              : NULL};
     for (int s = 0; s < 2; s++) {
       const tbe_name_stats *ns = label[s] ? find_label(d->side[s], grp, label[s]) : NULL;
       if (!ns) continue;
@@ -295,8 +299,9 @@ int tbe_gate_eval(const tbe_gate *g, const tbe_diff *d, tbe_gate_result *r,
   }
   if (!rc) rc = values(g, d, sd, r->names);
   int both = sd[0].n && sd[1].n;
-  if (!rc) rc = tbe_step_compare_values(&r->steps, sd[0].v, both ? sd[0].n : 0, sd[1].v,
-                                        both ? sd[1].n : 0, &al);
+  if (!rc)
+    rc = tbe_step_compare_values(&r->steps, sd[0].v, both ? sd[0].n : 0, sd[1].v,
+                                 both ? sd[1].n : 0, &al);
   if (!rc) {
     double scale = g->figure == TBE_GATE_GPU_BUSY ? 1e-4 : 1; /* ppm -> % */
     r->per_step = both;
@@ -304,11 +309,14 @@ int tbe_gate_eval(const tbe_gate *g, const tbe_diff *d, tbe_gate_result *r,
       r->value[s] = (double)(both ? r->steps.dist[s].median_ns : sd[s].total) * scale;
     int known = both || (sd[0].total >= 0 && sd[1].total >= 0);
     r->change = known ? change_of(g, r->value[0], r->value[1]) : 0;
-    if (!known) r->outcome = TBE_GATE_UNJUDGED; /* a step time without steps */
-    else if (!passes(g, r->change)) r->outcome = TBE_GATE_PASS;
+    if (!known)
+      r->outcome = TBE_GATE_UNJUDGED; /* a step time without steps */
+    else if (!passes(g, r->change))
+      r->outcome = TBE_GATE_PASS;
     else if (!both || r->steps.verdict == TBE_NOISE_TOO_FEW || r->steps.verdict == TBE_NOISE_NONE)
       r->outcome = TBE_GATE_UNJUDGED;
-    else r->outcome = r->steps.verdict == TBE_NOISE_BEYOND ? TBE_GATE_FIRE : TBE_GATE_NOISE;
+    else
+      r->outcome = r->steps.verdict == TBE_NOISE_BEYOND ? TBE_GATE_FIRE : TBE_GATE_NOISE;
   }
   for (int s = 0; s < 2; s++) tbe__free(&al, sd[s].v);
   return rc;

@@ -45,8 +45,8 @@ void **tbe__analysis_ops_block(tbe_analysis *an, int i);
  * tbe__ops_free, also on failure) keeps what the steps need.  Returns 0 or
  * TBE_ENOMEM. */
 typedef struct tbe__ops tbe__ops;
-int tbe__ops_create(tbe__ops **out, tbe_analysis *an, const uint32_t *oslot,
-                    const uint32_t *kslot, const int32_t *track_dev);
+int tbe__ops_create(tbe__ops **out, tbe_analysis *an, const uint32_t *oslot, const uint32_t *kslot,
+                    const int32_t *track_dev);
 /* Gives the operator entries their per-step CUDA cells (nothing without
  * GPU work attributed, or past TBE__STEP_CELLS_MAX).  0 or TBE_ENOMEM. */
 int tbe__ops_step_cells(tbe__ops *x, size_t nsteps);

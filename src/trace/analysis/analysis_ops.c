@@ -460,8 +460,8 @@ static int kernel_ops(tbe__ops *x, const uint32_t *kslot) {
 
 /* ---- the steps and the entry points ---- */
 
-int tbe__ops_create(tbe__ops **out, tbe_analysis *an, const uint32_t *oslot,
-                    const uint32_t *kslot, const int32_t *track_dev) {
+int tbe__ops_create(tbe__ops **out, tbe_analysis *an, const uint32_t *oslot, const uint32_t *kslot,
+                    const int32_t *track_dev) {
   *out = NULL;
   tbe__ops *x = tbe__calloc(&an->alloc_, 1, sizeof *x);
   if (!x) return TBE_ENOMEM;

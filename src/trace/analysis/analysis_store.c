@@ -268,13 +268,12 @@ int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources
   size_t nwarn = t ? t->nwarnings : 0;
   /* Sizes of everything carved, each rounded up to 16 bytes (carve). */
 #define SZ(n, T) ((((n) * sizeof(T)) + 15) & ~(size_t)15)
-  size_t need = SZ(1, PFile) + SZ(1, PAnalysis) + SZ(nsources, PSource) +
-                SZ(nsources, PSource *) + SZ(an->ndevices + 1, PDevice) +
-                SZ(an->ndevices, PDevice *) + SZ(nnames, PName) + SZ(nnames, PName *) +
-                SZ(TBE_GROUP__COUNT, PTable) + SZ(an->nsteps, PStep) + SZ(an->nsteps, PStep *) +
-                SZ(1, PDist) + SZ(an->nadvice, PAdvice) + SZ(an->nadvice, PAdvice *) +
-                SZ(nwarn, ProtobufCBinaryData) + 16 * 16 + SZ(nlaunched, POpKernel) +
-                nlaunched * sizeof(POpKernel *) + 16 * nnames +
+  size_t need = SZ(1, PFile) + SZ(1, PAnalysis) + SZ(nsources, PSource) + SZ(nsources, PSource *) +
+                SZ(an->ndevices + 1, PDevice) + SZ(an->ndevices, PDevice *) + SZ(nnames, PName) +
+                SZ(nnames, PName *) + SZ(TBE_GROUP__COUNT, PTable) + SZ(an->nsteps, PStep) +
+                SZ(an->nsteps, PStep *) + SZ(1, PDist) + SZ(an->nadvice, PAdvice) +
+                SZ(an->nadvice, PAdvice *) + SZ(nwarn, ProtobufCBinaryData) + 16 * 16 +
+                SZ(nlaunched, POpKernel) + nlaunched * sizeof(POpKernel *) + 16 * nnames +
                 SZ(an->nlaunch_seq, uint32_t);
   /* the metric means: two arrays per message that has them */
   size_t nmsg = an->ndevices + 1 + an->nsteps, nker = an->ngroups[TBE_GROUP_KERNEL];

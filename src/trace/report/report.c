@@ -81,8 +81,10 @@ void tbe__cell(tbe__buf *b, const char *s, int w, int right) { cell(b, s, w, rig
 void tbe__rule(tbe__buf *b, int w) { rule(b, w); }
 
 void tbe__json_ns(tbe__buf *b, int64_t ns) {
-  if (ns < 0) tbe__buf_puts(b, "null");
-  else tbe__buf_printf(b, "%lld", (long long)ns);
+  if (ns < 0)
+    tbe__buf_puts(b, "null");
+  else
+    tbe__buf_printf(b, "%lld", (long long)ns);
 }
 
 void tbe__csv_ns(tbe__buf *b, int64_t ns) {

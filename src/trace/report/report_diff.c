@@ -492,9 +492,9 @@ void tbe__rep_names_md(tbe__buf *b, const tbe_diff *d, const tbe_report_options 
     int cu = cuda_table(d, g), sh = g == TBE_GROUP_CPU_OP_SHAPE;
     size_t top = o->top && o->top < n ? o->top : n;
     char rw[64];
-    tbe__buf_printf(b, "\n## %s%s: %zu matched%s, %zu added, %zu removed\n\n",
-                    tbe__group_title(g), shape_note(o, g), matched_of(d, g),
-                    replaced_words(d, g, rw, sizeof rw), d->added[g], d->removed[g]);
+    tbe__buf_printf(b, "\n## %s%s: %zu matched%s, %zu added, %zu removed\n\n", tbe__group_title(g),
+                    shape_note(o, g), matched_of(d, g), replaced_words(d, g, rw, sizeof rw),
+                    d->added[g], d->removed[g]);
     if (cu)
       tbe__buf_printf(b,
                       "| name |%s calls base | calls new | CPU total base | CPU total new | CUDA "
@@ -533,8 +533,10 @@ void tbe__rep_names_md(tbe__buf *b, const tbe_diff *d, const tbe_report_options 
       tbe__buf_puts(b, "| ");
       tbe__md_escape(b, name);
       if (e->replaced_by) {
-        if (o->wide) tbe__full_name(e->replaced_by, name, sizeof name);
-        else tbe_name_shorten(e->replaced_by, 80, name, sizeof name);
+        if (o->wide)
+          tbe__full_name(e->replaced_by, name, sizeof name);
+        else
+          tbe_name_shorten(e->replaced_by, 80, name, sizeof name);
         tbe__buf_puts(b, ", replaced by ");
         tbe__md_escape(b, name);
       }
@@ -550,12 +552,13 @@ void tbe__rep_names_md(tbe__buf *b, const tbe_diff *d, const tbe_report_options 
 }
 
 void tbe__rep_names_csv(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
-  tbe__buf_puts(b, "\nsection,name,status,calls_base,calls_new,total_base_ns,total_new_ns,"
-                   "avg_base_ns,avg_new_ns,delta_ns,ratio,step_median_base_ns,"
-                   "step_q1_base_ns,step_q3_base_ns,step_median_new_ns,step_q1_new_ns,"
-                   "step_q3_new_ns,noise,p_value,shapes,cuda_total_base_ns,cuda_total_new_ns,"
-                   "cuda_delta_ns,cuda_step_median_base_ns,cuda_step_median_new_ns,cuda_noise,"
-                   "cuda_p_value,replaced_by\n");
+  tbe__buf_puts(b,
+                "\nsection,name,status,calls_base,calls_new,total_base_ns,total_new_ns,"
+                "avg_base_ns,avg_new_ns,delta_ns,ratio,step_median_base_ns,"
+                "step_q1_base_ns,step_q3_base_ns,step_median_new_ns,step_q1_new_ns,"
+                "step_q3_new_ns,noise,p_value,shapes,cuda_total_base_ns,cuda_total_new_ns,"
+                "cuda_delta_ns,cuda_step_median_base_ns,cuda_step_median_new_ns,cuda_noise,"
+                "cuda_p_value,replaced_by\n");
   tbe_group_kind gs[3];
   size_t ngs = diff_groups(d, o, gs);
   for (size_t gi = 0; gi < ngs; gi++) {
@@ -640,10 +643,9 @@ void tbe__rep_names_json(tbe__buf *b, const tbe_diff *d, const tbe_report_option
       tbe__buf_printf(b,
                       ",\"status\":\"%s\",\"calls\":[%llu,%llu],\"total_ns\":[%lld,%lld],"
                       "\"delta_ns\":%lld,\"ratio\":%.6f",
-                      entry_status(e),
-                      (unsigned long long)e->calls[0], (unsigned long long)e->calls[1],
-                      (long long)e->total_ns[0], (long long)e->total_ns[1], (long long)e->delta_ns,
-                      e->ratio);
+                      entry_status(e), (unsigned long long)e->calls[0],
+                      (unsigned long long)e->calls[1], (long long)e->total_ns[0],
+                      (long long)e->total_ns[1], (long long)e->delta_ns, e->ratio);
       if (e->steps.dist[0].n || e->steps.dist[1].n) {
         tbe__buf_puts(b, ",\"steps\":");
         tbe__json_step_compare(b, &e->steps);

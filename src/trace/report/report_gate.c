@@ -30,8 +30,10 @@ static void put(out *o, const char *fmt, ...) {
 
 /* A value of the figure: a duration, or a share in %. */
 static const char *value(char *buf, const tbe_gate *g, double v) {
-  if (g->figure == TBE_GATE_GPU_BUSY) snprintf(buf, 32, "%.1f%%", v);
-  else tbe__fmt_dur(buf, 32, (int64_t)v);
+  if (g->figure == TBE_GATE_GPU_BUSY)
+    snprintf(buf, 32, "%.1f%%", v);
+  else
+    tbe__fmt_dur(buf, 32, (int64_t)v);
   return buf;
 }
 
@@ -81,8 +83,8 @@ size_t tbe_gate_describe(const tbe_gate *g, const tbe_gate_result *r, char *buf,
   char a[32], b[32], c[32], t[32], p[32];
   put(&o, "%s: ", g->text);
   const char *stepless = !r->nsteps[0] && !r->nsteps[1] ? "neither side has steps"
-                         : !r->nsteps[0]                  ? "base has no steps"
-                                                          : "new has no steps";
+                         : !r->nsteps[0]                ? "base has no steps"
+                                                        : "new has no steps";
   if (g->figure == TBE_GATE_STEP_MEDIAN && !r->per_step) {
     put(&o, "%s, so there is no step time to compare: cannot judge", stepless);
     return o.len;
@@ -93,29 +95,34 @@ size_t tbe_gate_describe(const tbe_gate *g, const tbe_gate_result *r, char *buf,
   amount(t, g, g->threshold);
   const char *op = g->above ? (g->or_equal ? ">=" : ">") : (g->or_equal ? "<=" : "<");
   if (r->steps.p_value >= 0) {
-    if (r->steps.p_value < 0.001) snprintf(p, sizeof p, "p < 0.001");
-    else snprintf(p, sizeof p, "p = %.3f", r->steps.p_value);
+    if (r->steps.p_value < 0.001)
+      snprintf(p, sizeof p, "p < 0.001");
+    else
+      snprintf(p, sizeof p, "p = %.3f", r->steps.p_value);
   }
   switch (r->outcome) {
     case TBE_GATE_PASS: put(&o, ", not %s %s: passes", op, t); break;
     case TBE_GATE_NOISE:
-      put(&o, ", %s %s but within the steps' own noise (Mann-Whitney %s over %zu and %zu "
-              "steps): passes",
+      put(&o,
+          ", %s %s but within the steps' own noise (Mann-Whitney %s over %zu and %zu "
+          "steps): passes",
           op, t, p, r->steps.dist[0].n, r->steps.dist[1].n);
       break;
     case TBE_GATE_FIRE:
-      put(&o, ", %s %s and beyond the steps' own noise (Mann-Whitney %s over %zu and %zu "
-              "steps): FAILS",
+      put(&o,
+          ", %s %s and beyond the steps' own noise (Mann-Whitney %s over %zu and %zu "
+          "steps): FAILS",
           op, t, p, r->steps.dist[0].n, r->steps.dist[1].n);
       break;
     default:
       if (r->per_step)
-        put(&o, ", %s %s, but %zu and %zu steps are too few to tell it from the steps' own "
-                "noise (%d per side needed): cannot judge",
+        put(&o,
+            ", %s %s, but %zu and %zu steps are too few to tell it from the steps' own "
+            "noise (%d per side needed): cannot judge",
             op, t, r->steps.dist[0].n, r->steps.dist[1].n, TBE_NOISE_MIN_STEPS);
       else if (r->nsteps[0] && r->nsteps[1])
-        put(&o, ", %s %s, but a name has no times per step to tell it from noise: cannot judge",
-            op, t);
+        put(&o, ", %s %s, but a name has no times per step to tell it from noise: cannot judge", op,
+            t);
       else
         put(&o, ", %s %s, but %s to tell it from noise: cannot judge", op, t, stepless);
       break;

@@ -793,9 +793,10 @@ void tbe__rep_run_csv(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options
     csv_spread(b, figure_key(r->figure), &r->figure_dist);
     csv_spread(b, "comm", &r->comm_dist);
   }
-  tbe__buf_puts(b, "\nsection,host,device,wall_ns,busy_ns,kernel_ns,kernel_count,memcpy_htod_ns,"
-                   "memcpy_dtoh_ns,memcpy_dtod_ns,memcpy_other_ns,memset_ns,sync_ns,idle_ns,"
-                   "launch_median_ns,launch_overhead_median_ns,queue_delay_median_ns\n");
+  tbe__buf_puts(b,
+                "\nsection,host,device,wall_ns,busy_ns,kernel_ns,kernel_count,memcpy_htod_ns,"
+                "memcpy_dtoh_ns,memcpy_dtod_ns,memcpy_other_ns,memset_ns,sync_ns,idle_ns,"
+                "launch_median_ns,launch_overhead_median_ns,queue_delay_median_ns\n");
   for (size_t i = 0; i < r->nhosts; i++) {
     const tbe_analysis *an = r->hosts[i].an;
     for (size_t d = 0; d < an->ndevices; d++) csv_device(b, host_label(&r->hosts[i]), &an->devices[d]);

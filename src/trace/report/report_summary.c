@@ -143,8 +143,7 @@ void tbe__overview(tbe__buf *b, const tbe__ocol *cols, size_t ncols, const tbe_d
             int64_t med = r == 13 ? d->launch_overhead_median_ns : d->queue_delay_median_ns;
             label = r == 13 ? "launch overhead" : "queue delay";
             if (ref->launch_samples) {
-              if (med >= 0) snprintf(vals[c - c0], 64, "%s", tbe__dur(x, med));
-              else snprintf(vals[c - c0], 64, "-");
+              snprintf(vals[c - c0], 64, "%s", med >= 0 ? tbe__dur(x, med) : "-");
               any = 1;
             }
             break;
@@ -628,9 +627,10 @@ void tbe__rep_summary_md(tbe__buf *b, tbe_analysis *an, const tbe_report_options
   }
   tbe__buf_printf(b, "\n\nWall time %s, %llu kernels, %zu steps.\n\n", tbe__dur(x, an->wall_ns),
                   (unsigned long long)an->all.kernel_count, an->nsteps);
-  tbe__buf_puts(b, "| device | busy | busy % | kernels | kernel count | memcpy | memset | sync | "
-                   "idle | launch overhead | queue delay |\n"
-                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  tbe__buf_puts(b,
+                "| device | busy | busy % | kernels | kernel count | memcpy | memset | sync | "
+                "idle | launch overhead | queue delay |\n"
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (size_t i = 0; i <= an->ndevices; i++) {
     const tbe_device_stats *d = i < an->ndevices ? &an->devices[i] : &an->all;
     if (i == an->ndevices && an->ndevices == 1) break;
@@ -645,16 +645,18 @@ void tbe__rep_summary_md(tbe__buf *b, tbe_analysis *an, const tbe_report_options
     tbe__fmt_dur(v[5], 32, d->idle_ns);
     char lab[32], z[32];
     device_label(an, d, lab, sizeof lab);
-    tbe__buf_printf(b, "| %s | %s | %.1f | %s | %llu | %s | %s | %s | %s | %s | %s |\n", lab, v[0],
-                    tbe__pct(d->busy_ns, d->wall_ns), v[1], (unsigned long long)d->kernel_count, v[2],
-                    v[3], v[4], v[5],
-                    d->launch_overhead_median_ns >= 0 ? tbe__dur(y, d->launch_overhead_median_ns) : "-",
-                    d->queue_delay_median_ns >= 0 ? tbe__dur(z, d->queue_delay_median_ns) : "-");
+    tbe__buf_printf(
+        b, "| %s | %s | %.1f | %s | %llu | %s | %s | %s | %s | %s | %s |\n", lab, v[0],
+        tbe__pct(d->busy_ns, d->wall_ns), v[1], (unsigned long long)d->kernel_count, v[2], v[3],
+        v[4], v[5],
+        d->launch_overhead_median_ns >= 0 ? tbe__dur(y, d->launch_overhead_median_ns) : "-",
+        d->queue_delay_median_ns >= 0 ? tbe__dur(z, d->queue_delay_median_ns) : "-");
   }
   if (an->all.launch_samples)
-    tbe__buf_puts(b, "\nLaunch overhead: the median duration of the API call that launched GPU "
-                     "work; queue delay: the median time from the call's return to the work's "
-                     "start on the GPU.\n");
+    tbe__buf_puts(b,
+                  "\nLaunch overhead: the median duration of the API call that launched GPU "
+                  "work; queue delay: the median time from the call's return to the work's "
+                  "start on the GPU.\n");
   tbe__metrics_gpu(b, an, 1);
   class_table(b, &an->all, 1);
   tbe_group_kind gs[3];
@@ -715,9 +717,10 @@ void tbe__summary_names(tbe__buf *b, const tbe_analysis *an, const tbe_report_op
 }
 
 void tbe__rep_summary_csv(tbe__buf *b, tbe_analysis *an, const tbe_report_options *o) {
-  tbe__buf_puts(b, "section,device,wall_ns,busy_ns,kernel_ns,kernel_count,memcpy_htod_ns,"
-                   "memcpy_dtoh_ns,memcpy_dtod_ns,memcpy_other_ns,memset_ns,sync_ns,idle_ns,"
-                   "launch_median_ns,launch_overhead_median_ns,queue_delay_median_ns\n");
+  tbe__buf_puts(b,
+                "section,device,wall_ns,busy_ns,kernel_ns,kernel_count,memcpy_htod_ns,"
+                "memcpy_dtoh_ns,memcpy_dtod_ns,memcpy_other_ns,memset_ns,sync_ns,idle_ns,"
+                "launch_median_ns,launch_overhead_median_ns,queue_delay_median_ns\n");
   for (size_t i = 0; i <= an->ndevices; i++) {
     const tbe_device_stats *d = i < an->ndevices ? &an->devices[i] : &an->all;
     int64_t other = 0;
@@ -726,15 +729,13 @@ void tbe__rep_summary_csv(tbe__buf *b, tbe_analysis *an, const tbe_report_option
     char dev[16];
     if (d->device < 0) snprintf(dev, sizeof dev, "all");
     else snprintf(dev, sizeof dev, "%d", (int)d->device);
-    tbe__buf_printf(b, "device,%s,%lld,%lld,%lld,%llu,%lld,%lld,%lld,%lld,%lld,%lld,%lld,",
-                    dev,
+    tbe__buf_printf(b, "device,%s,%lld,%lld,%lld,%llu,%lld,%lld,%lld,%lld,%lld,%lld,%lld,", dev,
                     (long long)d->wall_ns, (long long)d->busy_ns, (long long)d->kernel_ns,
                     (unsigned long long)d->kernel_count, (long long)d->memcpy_ns[TBE_COPY_HTOD],
                     (long long)d->memcpy_ns[TBE_COPY_DTOH], (long long)d->memcpy_ns[TBE_COPY_DTOD],
                     (long long)other, (long long)d->memset_ns, (long long)d->sync_ns,
                     (long long)d->idle_ns);
-    tbe__csv_launch(b, d->launch_median_ns, d->launch_overhead_median_ns,
-                    d->queue_delay_median_ns);
+    tbe__csv_launch(b, d->launch_median_ns, d->launch_overhead_median_ns, d->queue_delay_median_ns);
     tbe__buf_putc(b, '\n');
   }
   uint32_t order[TBE_KCLASS__COUNT];
