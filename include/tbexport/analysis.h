@@ -4,8 +4,9 @@
  * tbe_analysis_create walks a finished tbe_trace once and computes, per
  * GPU: wall time, busy time (the union of kernel, copy and memset
  * intervals), time in kernels, copies by direction, memsets,
- * synchronization, idle time, kernel count and the median launch latency
- * (host API call start to GPU start, over correlated pairs); per name:
+ * synchronization, idle time, kernel count and, over correlated launches,
+ * the median launch overhead (the API call's duration) and queue delay
+ * (the call's end to the GPU start); per name:
  * kernels, CPU operators and host ranges (NVTX ranges and user
  * annotations) with calls, total, self, min and max; per operator also the
  * GPU work it launched, as torch.profiler's key_averages() gives it (self
@@ -237,6 +238,11 @@ typedef struct tbe_name_stats {
   size_t nlaunched;
   uint64_t launched_other_calls;
   int64_t launched_other_ns;
+  /* Kernels: the operator (its name) whose calls launched most of this
+   * kernel's GPU time (ties: the name first in byte order), NULL when no
+   * operator launched it; NULL in the other tables.  tbe_diff_create pairs
+   * only kernels of the same operator where both sides know it. */
+  const char *launch_op;
 } tbe_name_stats;
 
 /* Figures of one GPU (or, in tbe_analysis.all, of all GPUs together:
@@ -259,8 +265,22 @@ typedef struct tbe_device_stats {
   uint64_t memset_count;
   int64_t sync_ns;           /* synchronization records on this GPU's streams */
   uint64_t sync_count;
-  int64_t launch_median_ns;  /* median API start -> GPU start; -1 if unknown */
-  uint64_t launch_samples;   /* correlated pairs behind the median */
+  /* Launches: the GPU work with the API call that launched it
+   * (correlated pairs; launch_samples of them), split in two medians each
+   * named for what it measures, as Holistic Trace Analysis does:
+   *   launch_overhead_median_ns: the launching call's own duration (what
+   *     the host pays per launch);
+   *   queue_delay_median_ns: from the call's end to the work's start on
+   *     the GPU (HTA's launch_delay), 0 for work that started before the
+   *     call returned: the time the work waited behind earlier work of
+   *     its stream or for the GPU.
+   * launch_median_ns is the older single figure, the call's start to the
+   * work's start (overhead and queueing together; 210 ms on a GEMM loop
+   * that queues ahead), kept for readers of it; the reports show the
+   * two above.  All -1 when unknown (no pairs; a run's merged total:
+   * medians do not add). */
+  int64_t launch_median_ns;
+  uint64_t launch_samples; /* correlated pairs behind the medians */
   /* GPU time by kernel class (tbe_kernel_class_of the kernel's name);
    * memcpy and memset records count as TBE_KCLASS_COPY. */
   int64_t class_ns[TBE_KCLASS__COUNT];
@@ -268,6 +288,8 @@ typedef struct tbe_device_stats {
   /* PM metric means over the window (tbe_analysis.ngpu_metrics entries;
    * in tbe_analysis.all, over all GPUs' samples), NULL without any. */
   tbe_metric_mean *metrics;
+  int64_t launch_overhead_median_ns; /* see launch_median_ns; -1 if unknown */
+  int64_t queue_delay_median_ns;     /* see launch_median_ns; -1 if unknown */
 } tbe_device_stats;
 
 /* One step.  Its window is the step as it ran on the device, the way
@@ -290,12 +312,17 @@ typedef struct tbe_step_stats {
   int64_t memcpy_ns;
   int64_t memset_ns;
   int64_t sync_ns;      /* synchronization records */
-  int64_t launch_median_ns;  /* median launch latency of the step's GPU work; -1 if unknown */
+  /* The step's GPU work, as tbe_device_stats.launch_median_ns (the
+   * older single figure), .launch_overhead_median_ns and
+   * .queue_delay_median_ns: -1 if unknown. */
+  int64_t launch_median_ns;
   int64_t class_ns[TBE_KCLASS__COUNT];  /* as tbe_device_stats.class_ns */
   int64_t gpu_end_ns;   /* private to the analysis (0 once it is done) */
   /* PM metric means inside the step's window over all GPUs
    * (tbe_analysis.ngpu_metrics entries), NULL without any. */
   tbe_metric_mean *metrics;
+  int64_t launch_overhead_median_ns;
+  int64_t queue_delay_median_ns;
 } tbe_step_stats;
 
 /* The distribution of n per-step figures (step durations, or one name's
@@ -434,10 +461,25 @@ typedef struct tbe_analysis {
    * none launched anything. */
   uint64_t op_gpu_count;
   int64_t op_gpu_ns;
+  /* The launch sequence: the kernels of one representative step in the
+   * order they were launched (by the launching call's start, else their
+   * own; ties by start on the GPU), one entry per launch, as the labels of
+   * groups[TBE_GROUP_KERNEL]; at most TBE_LAUNCH_SEQ_MAX, the first ones.
+   * The step is the one of median duration among the steps that launched
+   * kernels (the lower middle, then the earliest); without steps, the
+   * whole window.  A run's merged analysis has its first host's that has
+   * one.  NULL and 0 without kernels.  It is where a kernel sits in the
+   * program, what tbe_diff_create aligns to pair kernels that replaced
+   * each other. */
+  const char **launch_seq;
+  size_t nlaunch_seq;
   /* Private. */
   tbe_allocator alloc_;
   void *priv_;
 } tbe_analysis;
+
+/* The longest launch sequence an analysis keeps (tbe_analysis.launch_seq). */
+#define TBE_LAUNCH_SEQ_MAX 2048
 
 /* A range must cover this share of the wall time (%) to be a step hint. */
 #define TBE_STEP_HINT_MIN_PCT 10
@@ -463,7 +505,8 @@ TBE_API const char *tbe_group_name(tbe_group_kind g);
 /* One name in a comparison. */
 typedef struct tbe_diff_entry {
   const char *name;      /* full name (owned by one of the traces) */
-  int present;           /* bit 0: in base, bit 1: in new */
+  int present;           /* bit 0: in base, bit 1: in new (3 also for a
+                            replaced kernel: see replaced_by) */
   uint64_t calls[2];     /* [0] base, [1] new */
   int64_t total_ns[2];
   int64_t delta_ns;      /* new total - base total */
@@ -479,6 +522,12 @@ typedef struct tbe_diff_entry {
   int64_t cuda_ns[2];
   int64_t cuda_delta_ns;
   tbe_step_compare cuda_steps;
+  /* Kernels: a name only in base whose place a name only in new took (the
+   * rule is at tbe_diff_create): the new name, NULL otherwise.  Such an
+   * entry is one row for both: `name` is the base's, and calls[1],
+   * total_ns[1], delta, ratio and the per-step comparison are the new
+   * name's against it. */
+  const char *replaced_by;
 } tbe_diff_entry;
 
 typedef struct tbe_diff {
@@ -487,8 +536,9 @@ typedef struct tbe_diff {
    * the operator tables when op_cuda: by |cuda_delta_ns|. */
   tbe_diff_entry *entries[TBE_GROUP__COUNT];
   size_t nentries[TBE_GROUP__COUNT];
-  size_t added[TBE_GROUP__COUNT];    /* names only in new */
-  size_t removed[TBE_GROUP__COUNT];  /* names only in base */
+  size_t added[TBE_GROUP__COUNT];    /* names only in new, not replacing one */
+  size_t removed[TBE_GROUP__COUNT];  /* names only in base, not replaced */
+  size_t replaced[TBE_GROUP__COUNT]; /* entries with replaced_by (kernels) */
   /* Overall figures. */
   int64_t wall_ns[2];
   int64_t kernel_ns[2];
@@ -500,11 +550,121 @@ typedef struct tbe_diff {
   tbe_allocator alloc_;
 } tbe_diff;
 
-/* Compares two analyses.  `a` may be NULL.  Returns 0, TBE_EINVAL or
- * TBE_ENOMEM. */
+/* Compares two analyses.  Names are matched by label (and shapes).  Of
+ * the kernels left on one side only, a kernel only in base and one only
+ * in new are paired as "replaced by" (one entry, replaced_by set) when
+ * they are of the same kernel class, launched by the same operator where
+ * both sides know it (tbe_name_stats.launch_op), and at the same place of
+ * the two launch sequences (tbe_analysis.launch_seq, aligned as a longest
+ * common subsequence in which the kernels of both sides anchor the
+ * candidates between them; pairs one to one by the number of places they
+ * share).  `a` may be NULL.  Returns 0, TBE_EINVAL or TBE_ENOMEM. */
 TBE_API int tbe_diff_create(tbe_diff **out, const tbe_analysis *base, const tbe_analysis *newer,
                             const tbe_allocator *a);
 TBE_API void tbe_diff_free(tbe_diff *d);
+
+/* ---- a comparison as a gate (`tbexport diff --fail-if`) ----
+ *
+ * A condition on how one figure changed from base to new, which a CI job
+ * checks as it checks tests: it "fires" only when the change passes the
+ * threshold AND lies beyond the steps' own noise (the rank test of
+ * tbe_noise on the figure's per-step values, at TBE_NOISE_ALPHA), so that
+ * a noisy benchmark does not fail a build by chance.  The language, one
+ * condition per string:
+ *
+ *   FIGURE OP CHANGE
+ *   FIGURE  step_median        the step time
+ *           kernel_time        GPU time in kernels, per step
+ *           gpu_busy           the share of the step the GPUs were busy (%)
+ *           kernel:NAME        a kernel's GPU time per step
+ *           class:CLASS        a kernel class's (gemm, conv, attention,
+ *                              elementwise, reduction, norm, softmax, copy,
+ *                              comm, other)
+ *           op:NAME            an operator's (its CUDA total when the
+ *                              comparison has GPU work attributed to
+ *                              operators, else its CPU total)
+ *           range:NAME         an NVTX range's or annotation's
+ *   OP      >  >=  <  <=       > fires on a change above CHANGE, < below it
+ *   CHANGE  [+|-]NUMBER UNIT   % of base (relative), or an absolute time:
+ *                              ns, us, ms, s; for gpu_busy also pp
+ *                              (percentage points); no sign reads as +
+ *
+ * e.g. "step_median > +5%", "kernel:nvjet* > +10%", "class:gemm > +2ms",
+ * "gpu_busy < -3pp".  The figure compared is the median over steps of the
+ * per-step values (what the diff's "step b/n" columns show).  NAME matches
+ * a name or its short form (tbe_name_shorten) exactly, or as a pattern
+ * when it holds * (any run of characters) or ? (one character); the
+ * names it matches are summed step by step.  A kernel that was replaced
+ * (tbe_diff_entry.replaced_by) counts on the new side as its replacement,
+ * under either name.  Whitespace around OP is optional, except that a
+ * NAME holding '<' or '>' needs a space before OP. */
+typedef enum tbe_gate_figure {
+  TBE_GATE_STEP_MEDIAN = 0,
+  TBE_GATE_KERNEL_TIME = 1,
+  TBE_GATE_GPU_BUSY = 2,
+  TBE_GATE_KERNEL = 3,
+  TBE_GATE_CLASS = 4,
+  TBE_GATE_OP = 5,
+  TBE_GATE_RANGE = 6
+} tbe_gate_figure;
+
+typedef enum tbe_gate_unit {
+  TBE_GATE_PCT = 0,   /* % of the base figure */
+  TBE_GATE_NS = 1,    /* an absolute time */
+  TBE_GATE_POINTS = 2 /* percentage points (gpu_busy) */
+} tbe_gate_unit;
+
+/* The longest NAME of a condition (bytes). */
+#define TBE_GATE_NAME_MAX 4096
+
+typedef struct tbe_gate {
+  uint32_t figure;                   /* tbe_gate_figure */
+  char name[TBE_GATE_NAME_MAX];      /* kernel:, op:, range: the NAME; class: the class's word */
+  uint32_t kclass;                   /* class: its tbe_kernel_class */
+  int above;                         /* 1: > or >=; 0: < or <= */
+  int or_equal;                      /* >= or <= */
+  uint32_t unit;                     /* tbe_gate_unit */
+  double threshold;                  /* in the unit; ns for TBE_GATE_NS */
+  char text[TBE_GATE_NAME_MAX + 64]; /* the condition, spaces trimmed */
+} tbe_gate;
+
+/* Parses one condition.  Returns 0, or TBE_EPARSE with a one-line reason
+ * in err (size bytes; may be NULL): an unknown figure or class, a missing
+ * or malformed CHANGE, a unit the figure does not take, a NAME too long. */
+TBE_API int tbe_gate_parse(tbe_gate *g, const char *text, char *err, size_t size);
+
+typedef enum tbe_gate_outcome {
+  TBE_GATE_PASS = 0,    /* the change does not pass the threshold */
+  TBE_GATE_NOISE = 1,   /* it passes, but within the steps' own noise */
+  TBE_GATE_FIRE = 2,    /* it passes, beyond the noise: the condition fires */
+  TBE_GATE_UNJUDGED = 3 /* it passes, and a side has too few steps (fewer
+                            than TBE_NOISE_MIN_STEPS, or none, or no
+                            per-step figures) to tell */
+} tbe_gate_outcome;
+
+typedef struct tbe_gate_result {
+  uint32_t outcome;       /* tbe_gate_outcome */
+  int per_step;           /* the values are medians per step (else the
+                                whole traces' totals: a side without steps) */
+  double value[2];        /* the figure on each side: ns, or % for gpu_busy */
+  double change;          /* new - base in the condition's unit (+-inf
+                                for a % change from 0) */
+  tbe_step_compare steps; /* the per-step values compared */
+  size_t names[2];        /* kernel:, op:, range: names matched per side */
+  size_t nsteps[2];       /* steps per side */
+} tbe_gate_result;
+
+/* Evaluates a parsed condition on a comparison (of two traces, or a run
+ * comparison's total).  Returns 0; TBE_ENAME when NAME matches no name on
+ * either side (r->names both 0); TBE_EINVAL; TBE_ENOMEM. */
+TBE_API int tbe_gate_eval(const tbe_gate *g, const tbe_diff *d, tbe_gate_result *r,
+                          const tbe_allocator *a);
+/* One line (no newline) saying what the condition found, figures
+ * included: "step_median > +5%: median step 12.156ms -> 13.073ms (+7.5%),
+ * beyond the steps' own noise (Mann-Whitney p < 0.001 over 20 and 20
+ * steps): fires".  Returns the length (snprintf-style). */
+TBE_API size_t tbe_gate_describe(const tbe_gate *g, const tbe_gate_result *r, char *buf,
+                                 size_t size);
 
 /* ---- runs of several hosts ---- */
 
@@ -571,7 +731,9 @@ typedef struct tbe_run_analysis {
    * them, a step's by the hosts' step times, kernel figures by launches
    * (samples add up), bound_by from the merged figures.  No advice of its
    * own (see the hosts').  Step hint: the one most hosts share (hint_hosts
-   * of them). */
+   * of them).  Launch medians: -1 (medians do not add), launch_samples the
+   * sum.  A kernel's launch_op: the first host's that knows one; the launch
+   * sequence: the first host's that has one. */
   tbe_analysis *total;
   int64_t *step_fastest_ns;   /* per merged step: the fastest host's duration */
   size_t hint_hosts;

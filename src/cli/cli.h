@@ -4,6 +4,10 @@
  *   0  success
  *   1  failure while working (I/O error, out of memory)
  *   2  bad usage or bad input (unknown option, corrupt or malformed file)
+ *   3  diff --fail-if: a condition fired (a change past its threshold and
+ *      beyond the steps' own noise)
+ *   4  diff --fail-if: none fired, but one passed its threshold where too
+ *      few steps could tell it from noise
  *   127 the command to profile was not found (profiling only; otherwise the
  *       profiled command's own exit status is returned)
  * Errors are one line on stderr: "tbexport <cmd>: <what>: <why>", whatever
@@ -23,6 +27,8 @@
 #define TBE_EXIT_OK 0
 #define TBE_EXIT_FAIL 1
 #define TBE_EXIT_USAGE 2
+#define TBE_EXIT_FIRED 3    /* diff --fail-if: a condition fired */
+#define TBE_EXIT_UNJUDGED 4 /* diff --fail-if: none fired, one could not be judged */
 #define TBE_EXIT_NOCMD 127
 
 typedef struct tbe_cli_cmd {

@@ -39,9 +39,9 @@ for f in table csv json markdown; do
 done
 
 # The CSV's per-name deltas add up to the difference of the kernel totals
-# (delta_ns is the 18th field from the end, $(NF-17): names may hold commas).
+# (delta_ns is the 19th field from the end, $(NF-18): names may hold commas).
 awk -F, '/^overall,kernel time,/ { want = $5 }
-         /^kernels,/ { sum += $(NF-17) }
+         /^kernels,/ { sum += $(NF-18) }
          END { if (sum != want) { print "sum " sum " != " want; exit 1 } }' diff.csv.expected \
   || fail "kernel deltas do not add up"
 
@@ -133,7 +133,7 @@ grep -q "^Hosts: 2 matched by host name, 0 only in base (-), 0 only in new (+)$"
 ra=$(grep '^a  ' "$tmp/out"); rb=$(grep '^b  ' "$tmp/out")
 set -- $ra; a_wall_b=$2 a_wall_n=$3; set -- $rb; b_wall_b=$2 b_wall_n=$3
 [ -n "$a_wall_b" ] && [ "$a_wall_b" = "$b_wall_n" ] && [ "$a_wall_n" = "$b_wall_b" ] || fail "host rows: $ra / $rb"
-"$B" diff --no-events --format csv --logdir "$tmp/log" two swap | awk -F, '/^kernels,/ && $(NF-17) != 0 { bad = 1 } END { exit bad }' || fail "names moved between equal totals"
+"$B" diff --no-events --format csv --logdir "$tmp/log" two swap | awk -F, '/^kernels,/ && $(NF-18) != 0 { bad = 1 } END { exit bad }' || fail "names moved between equal totals"
 "$B" diff --no-events --format json --logdir "$tmp/log" two one >"$tmp/j" || fail "2 hosts against 1"
 grep -q '"hosts_count":\[2,1\],.*"hosts_matched_by":"host","hosts_matched":1,"hosts_only":\[1,0\]' "$tmp/j" || fail "2 against 1: $(head -c 300 "$tmp/j")"
 "$B" diff --logdir "$tmp/log" two swap >/dev/null 2>"$tmp/err" || fail "run diff with events"
@@ -154,6 +154,79 @@ if [ "$(id -u)" != 0 ]; then
   expect_err 1 "log/bf16" "$B" diff --logdir "$tmp/log" fp32 bf16
 fi
 chmod 0755 "$tmp/log/bf16"
+
+# --fail-if: the comparison as a gate.  gate WANT_RC PATTERN ARGS...: the
+# exit status, stdout the report without --fail-if (the conditions write
+# only to stderr), and one stderr line per condition, the last matching
+# PATTERN.
+gate() {
+  local want=$1 pat=$2; shift 2
+  local plain=() a n=0
+  for a in "$@"; do
+    if [ "$a" = --fail-if ]; then n=$((n + 1)); else plain+=("$a"); fi
+  done
+  "$B" diff --no-events "$@" >"$tmp/gout" 2>"$tmp/gerr"
+  local rc=$?
+  [ $rc -eq "$want" ] || fail "diff $* exited $rc, want $want: $(cat "$tmp/gerr")"
+  # each --fail-if takes the next word
+  [ "$(wc -l <"$tmp/gerr")" -eq "$n" ] || { fail "diff $*: $(wc -l <"$tmp/gerr") stderr lines, want $n"; cat "$tmp/gerr"; }
+  tail -1 "$tmp/gerr" | grep -q -- "$pat" || fail "diff $*: '$(tail -1 "$tmp/gerr")' lacks '$pat'"
+}
+# Steps of controlled durations (us): gen_steps FILE D1 D2 ...; a gemm
+# kernel takes half of each step.
+gen_steps() {
+  local f=$1 ts=1000 i=0 d; shift
+  {
+    echo '{"traceEvents": ['
+    for d in "$@"; do
+      i=$((i + 1))
+      echo "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#$i\", \"pid\": 1, \"tid\": 1, \"ts\": $ts, \"dur\": $d},"
+      echo "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": $((ts + 1)), \"dur\": $((d / 2)), \"args\": {\"device\": 0, \"stream\": 7}},"
+      ts=$((ts + d))
+    done
+    echo '{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1000, "dur": 2}]}'
+  } >"$f"
+}
+# Changed beyond noise (every step 20% slower): fires, exit 3.
+gate 3 "^tbexport diff: --fail-if step_median > +5%: step time (median) [0-9.]*us -> [0-9.]*us (+1[0-9].[0-9]%), > +5.0% and beyond the steps' own noise (Mann-Whitney p < 0.001 over 8 and 8 steps): FAILS$" \
+  "$tmp/n0.json" "$tmp/n1.json" --fail-if 'step_median > +5%'
+"$B" diff --no-events "$tmp/n0.json" "$tmp/n1.json" | cmp -s - "$tmp/gout" || fail "--fail-if changed the report"
+gate 0 ": passes$" "$tmp/n0.json" "$tmp/n1.json" --fail-if 'step_median > +50%'
+gate 3 "FAILS$" "$tmp/n0.json" "$tmp/n1.json" --fail-if 'step_median > +50%' --fail-if 'kernel:gemm>+2us'
+gate 0 "kernel gemm (1 in base, 1 in new), .*: passes$" "$tmp/n0.json" "$tmp/n1.json" --fail-if 'kernel:gemm < -1%'
+# Did not change (a trace against itself): passes, exit 0.
+gate 0 "(+0.0%), not > +5.0%: passes$" "$tmp/n0.json" "$tmp/n0.json" --fail-if 'step_median > +5%'
+# Changed within noise: half the steps of a bimodal loop move, the median
+# jumps (+49%) but the samples overlap: a line says so, exit 0.
+gen_steps "$tmp/w0.json" 100 101 102 103 300 301 302 303
+gen_steps "$tmp/w1.json" 100 101 102 300 301 302 303 304
+gate 0 "(+49.[0-9]%), > +5.0% but within the steps' own noise (Mann-Whitney p = 0.[0-9]* over 8 and 8 steps): passes$" \
+  "$tmp/w0.json" "$tmp/w1.json" --fail-if 'step_median > +5%'
+gate 0 "within the steps' own noise" "$tmp/w0.json" "$tmp/w1.json" --fail-if 'class:gemm > +10%'
+# Too few steps to judge a change past the threshold: exit 4.
+gate 4 "but 2 and 2 steps are too few to tell it from the steps' own noise (4 per side needed): cannot judge$" \
+  small.trace.json small2.trace.json --fail-if 'step_median < -5%'
+# the real fp32 -> bf16 pair of the H200 (collected with our own collector):
+# the step time within noise, the GEMM time dropped beyond it, and the
+# fp32 GEMMs (sm80_xmma...) followed into their bf16 replacements (nvjet...)
+C=${K%/kineto}/collected
+gate 0 "step time (median) 12.156ms -> 13.073ms (+7.5%), > +5.0% but within the steps' own noise (Mann-Whitney p = 1.000 over 20 and 20 steps): passes$" \
+  "$C/gpt_fp32.xplane.pb" "$C/gpt_bf16.xplane.pb" --fail-if 'step_median > +5%'
+gate 3 "gemm time per step (median) 8.820ms -> 749.587us (-91.5%), < -50.0% and beyond" \
+  "$C/gpt_fp32.xplane.pb" "$C/gpt_bf16.xplane.pb" --fail-if 'class:gemm < -50%'
+gate 3 "kernels sm80_xmma\* (5 in base, 4 in new), time per step (median) .* beyond .*: FAILS$" \
+  "$C/gpt_fp32.xplane.pb" "$C/gpt_bf16.xplane.pb" --fail-if 'kernel:sm80_xmma* < -50%'
+# the report and its JSON stay whole on stdout
+"$B" diff --no-events --format json "$tmp/n0.json" "$tmp/n1.json" --fail-if 'step_median > +5%' 2>/dev/null \
+  | python3 -c 'import json, sys; json.load(sys.stdin)' || fail "--fail-if spoiled the JSON"
+# Errors: one line, exit 2, nothing on stdout.
+expect_err 2 "unknown figure 'step' in 'step > 5%'" "$B" diff --fail-if 'step > 5%' small.trace.json small2.trace.json
+expect_err 2 "expected a change at the end" "$B" diff --fail-if 'step_median > 5' small.trace.json small2.trace.json
+expect_err 2 "unknown kernel class 'gem'" "$B" diff --fail-if 'class:gem > 5%' small.trace.json small2.trace.json
+expect_err 2 "--fail-if 'kernel:nope > +5%': no kernel named 'nope' on either side" \
+  "$B" diff --fail-if 'step_median > 5%' --fail-if 'kernel:nope > +5%' small.trace.json small2.trace.json
+expect_err 2 "no operator named 'aten::nope'" "$B" diff --fail-if 'op:aten::nope > +5%' small.trace.json small2.trace.json
+expect_err 2 "option '--fail-if' needs a value" "$B" diff small.trace.json small2.trace.json --fail-if
 
 "$B" diff --help >"$tmp/out" 2>&1 || fail "--help"
 grep -q "usage: tbexport diff" "$tmp/out" || fail "--help text"

@@ -118,6 +118,35 @@ got_n=$(awk -F, '$1 == "total" { print $11 }' "$tmp/two.csv")
 [ "$want_n" -eq 276 ] || fail "kernel counts of the two hosts: $want_n"
 [ "$got_ns" = "$want_ns" ] || fail "total kernel time $got_ns, want $want_ns"
 [ "$got_n" = "$want_n" ] || fail "total kernels $got_n, want $want_n"
+# Medians do not add: the run's total says null for its launch medians
+# (never -1 as a figure), each host its own; the samples add.
+if command -v python3 >/dev/null; then
+  "$B" summary --format json --logdir "$tmp/log" two >"$tmp/two.json" 2>"$tmp/err" || fail "two-host json"
+  python3 - "$tmp/two.json" <<'PY' || fail "two-host launch medians"
+import json, sys
+d = json.load(open(sys.argv[1]))
+keys = ("launch_median_ns", "launch_overhead_median_ns", "queue_delay_median_ns")
+tot = d["total"]
+for k in keys:
+    assert tot["all"][k] is None, (k, tot["all"][k])
+    assert all(s[k] is None for s in tot["steps"]), k
+hosts = d["hosts"]
+assert all(h["all"][k] > 0 for h in hosts for k in keys), [h["all"] for h in hosts]
+assert tot["all"]["launch_samples"] == sum(h["all"]["launch_samples"] for h in hosts)
+def no_minus_one(v, path):
+    if isinstance(v, dict):
+        for k, x in v.items():
+            if "launch" in k or "queue" in k:
+                assert x != -1, path + "." + k
+            no_minus_one(x, path + "." + k)
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            no_minus_one(x, "%s[%d]" % (path, i))
+no_minus_one(d, "")
+PY
+fi
+"$B" summary --logdir "$tmp/log" two >"$tmp/two.txt" 2>"$tmp/err" || fail "two-host table"
+grep -q "^queue delay  .*  -$" "$tmp/two.txt" || fail "two-host table: the total's queue delay is not '-': $(grep 'queue delay' "$tmp/two.txt")"
 "$B" summary --logdir "$tmp/log" two >"$tmp/two.txt" 2>"$tmp/err" || fail "two-host table"
 grep -q "^Run two$" "$tmp/two.txt" || fail "two-host title"
 grep -q "^slowest b, fastest a by median step time: spread " "$tmp/two.txt" || fail "slowest/fastest: $(grep slowest "$tmp/two.txt")"

@@ -39,7 +39,9 @@ static void add(tbe_trace *t, uint32_t track, tbe_event_kind k, const char *name
   assert_int_equal(tbe_trace_add_event(t, &e, detail, NULL, 0, NULL), 0);
 }
 
-/* The synthetic trace.  `f` scales kA; `variant` replaces kB by kD. */
+/* The synthetic trace.  `f` scales kA; `variant` 1 replaces kB by kD (a
+ * kernel of the same class at the same place: "replaced by"), 2 by
+ * sgemm_kD (a GEMM: another class, so not). */
 static tbe_trace *build(int64_t ka, int variant) {
   tbe_trace *t;
   assert_int_equal(tbe_trace_create(&t, NULL), 0);
@@ -86,7 +88,7 @@ static tbe_trace *build(int64_t ka, int variant) {
   ms.bytes = 128;
   add(t, s8, TBE_EV_MEMSET, "Memset (Device)", 30000, 1000, 0, &ms);
   /* GPU 1: kB (or kD), not correlated. */
-  add(t, s9, TBE_EV_KERNEL, variant ? "kD" : "kB", 40000, 3000, 0, &k);
+  add(t, s9, TBE_EV_KERNEL, variant == 2 ? "sgemm_kD" : variant ? "kD" : "kB", 40000, 3000, 0, &k);
   assert_int_equal(tbe_trace_add_step(t, 1, T0, T0 + 50000, tbe_trace_str_id(t, "ProfilerStep#1")), 0);
   assert_int_equal(tbe_trace_add_step(t, 2, T0 + 50000, T0 + 100000, tbe_trace_str_id(t, "ProfilerStep#2")), 0);
   assert_int_equal(tbe_trace_finish(t), 0);
@@ -131,9 +133,23 @@ static void test_synthetic(void **state) {
   /* Latencies 3000, 5000, 2000, 2000: median (2000 + 3000) / 2. */
   assert_int_equal(d0->launch_samples, 4);
   assert_int_equal(d0->launch_median_ns, 2500);
+  /* Split: the calls took 2000, 2000, 1000, 1000 (overhead median 1500)
+   * and the work started 1000, 3000, 1000, 1000 after they returned
+   * (queue delay median 1000). */
+  assert_int_equal(d0->launch_overhead_median_ns, 1500);
+  assert_int_equal(d0->queue_delay_median_ns, 1000);
+  assert_int_equal(an->all.launch_overhead_median_ns, 1500);
+  assert_int_equal(an->all.queue_delay_median_ns, 1000);
+  /* Per step: step 1 has the first three launches, step 2 the last. */
+  assert_int_equal(an->steps[0].launch_overhead_median_ns, 2000);
+  assert_int_equal(an->steps[0].queue_delay_median_ns, 1000);
+  assert_int_equal(an->steps[1].launch_overhead_median_ns, 1000);
+  assert_int_equal(an->steps[1].queue_delay_median_ns, 1000);
   assert_int_equal(d1->device, 1);
   assert_int_equal(d1->busy_ns, 3000);
   assert_int_equal(d1->launch_median_ns, -1);
+  assert_int_equal(d1->launch_overhead_median_ns, -1);
+  assert_int_equal(d1->queue_delay_median_ns, -1);
   assert_int_equal(an->all.busy_ns, 29000);
   assert_int_equal(an->all.kernel_ns, 25000);
   assert_int_equal(an->all.kernel_count, 4);
@@ -192,6 +208,59 @@ static void test_synthetic(void **state) {
   assert_string_equal(tbe_trace_str(t, an->groups[TBE_GROUP_KERNEL][1].name), "kB");
   tbe_analysis_sort(an, TBE_GROUP_KERNEL, TBE_SORT_CALLS);
   assert_string_equal(tbe_trace_str(t, an->groups[TBE_GROUP_KERNEL][0].name), "kA");
+  tbe_analysis_free(an);
+  tbe_trace_free(t);
+}
+
+/* A GEMM loop that queues ahead: 9 launches of 5 us each, back to back,
+ * of kernels of 1 ms that run one after the other on one stream.  The old
+ * single figure (call start to kernel start) reads milliseconds; the split
+ * says the calls took 5 us and the work waited in the queue.  One kernel
+ * starts before its call returns: its queue delay is 0, not negative. */
+static void test_launch_split(void **state) {
+  (void)state;
+  tbe_trace *t;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  uint32_t host, s7;
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 1, 1, -1, &host), 0);
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_STREAM, 1, 7, 0, &s7), 0);
+  tbe_kernel k;
+  memset(&k, 0, sizeof k);
+  k.occupancy_pct = k.blocks_per_sm = k.warps_per_sm = -1;
+  k.queued_ns = -1;
+  for (int i = 0; i < 9; i++) {
+    add(t, host, TBE_EV_RUNTIME, "cudaLaunchKernel", 5000 * i, 5000, (uint64_t)i + 1, NULL);
+    /* the first kernel starts 2 us into its call; each next when the one
+     * before ends */
+    add(t, s7, TBE_EV_KERNEL, "gemm", 3000 + 1000000LL * i, 1000000, (uint64_t)i + 1, &k);
+  }
+  assert_int_equal(tbe_trace_finish(t), 0);
+  tbe_analysis *an;
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  const tbe_device_stats *d = &an->devices[0];
+  assert_int_equal(d->launch_samples, 9);
+  assert_int_equal(d->launch_overhead_median_ns, 5000);
+  /* launch i ends at 5000 (i + 1), its kernel starts at 3000 + 1e6 i:
+   * queue delays 0 (i = 0, clamped), then 1e6 i - 5000 i - 2000; the
+   * median is i = 4's. */
+  assert_int_equal(d->queue_delay_median_ns, 4 * 1000000 - 4 * 5000 - 2000);
+  assert_int_equal(d->launch_median_ns, 3000 + 4 * 1000000 - 4 * 5000);
+  tbe_analysis_free(an);
+  tbe_trace_free(t);
+  /* An idle GPU: each kernel starts 2 us into its 10 us call; it did not
+   * wait at all (0), it did not start "8 us early". */
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 1, 1, -1, &host), 0);
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_STREAM, 1, 7, 0, &s7), 0);
+  for (int i = 0; i < 3; i++) {
+    add(t, host, TBE_EV_RUNTIME, "cudaLaunchKernel", 100000 * i, 10000, (uint64_t)i + 1, NULL);
+    add(t, s7, TBE_EV_KERNEL, "k", 100000 * i + 2000, 1000, (uint64_t)i + 1, &k);
+  }
+  assert_int_equal(tbe_trace_finish(t), 0);
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  assert_int_equal(an->all.launch_overhead_median_ns, 10000);
+  assert_int_equal(an->all.queue_delay_median_ns, 0);
+  assert_int_equal(an->all.launch_median_ns, 2000);
   tbe_analysis_free(an);
   tbe_trace_free(t);
 }
@@ -375,8 +444,33 @@ static void test_empty_and_dropped(void **state) {
     assert_int_equal(tbe_report_summary(an, &o, &s, &n), 0);
     assert_true(n > 0);
     assert_int_equal(strlen(s), n);
+    /* the table's profiler line names what each count is (the records a
+     * capture range leaves out are the warnings', not these) */
+    if (f == TBE_REPORT_TABLE)
+      assert_non_null(strstr(s,
+                             "records lost: 7 for lack of buffer space, 2 with zero or "
+                             "inverted timestamps"));
     tbe_report_free(s, n, NULL);
   }
+  tbe_analysis_free(an);
+  tbe_trace_free(t);
+  /* Synchronizations without steps: no "per step" (it read "0.0 per
+   * step"). */
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  uint32_t thr;
+  assert_int_equal(tbe_trace_track(t, TBE_TRACK_THREAD, 1, 1, -1, &thr), 0);
+  for (int i = 0; i < 25; i++)
+    add(t, thr, TBE_EV_RUNTIME, "cudaDeviceSynchronize", 10000 * i, 5000, 0, NULL);
+  assert_int_equal(tbe_trace_finish(t), 0);
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  int said = 0;
+  for (size_t i = 0; i < an->nadvice; i++)
+    if (an->advice[i].kind == TBE_ADVICE_SYNC) {
+      said = 1;
+      assert_null(strstr(an->advice[i].text, "per step"));
+      assert_non_null(strstr(an->advice[i].text, "25 synchronizations ("));
+    }
+  assert_true(said);
   tbe_analysis_free(an);
   tbe_trace_free(t);
   assert_int_equal(tbe_analysis_create(NULL, t, NULL), TBE_EINVAL);
@@ -393,10 +487,35 @@ static void test_diff_synthetic(void **state) {
   assert_int_equal(tbe_analysis_create(&aa, a, NULL), 0);
   assert_int_equal(tbe_analysis_create(&ab, b, NULL), 0);
   tbe_diff *d;
+  /* kB (class other) gave way to kD (other) at its place in step 1's
+   * launches: one entry, kB replaced by kD. */
+  assert_int_equal(aa->nlaunch_seq, 3); /* step 1 (the lower middle of two): kA, kC, kB */
+  assert_string_equal(aa->launch_seq[2], "kB");
   assert_int_equal(tbe_diff_create(&d, aa, ab, NULL), 0);
-  assert_int_equal(d->nentries[TBE_GROUP_KERNEL], 4);
+  assert_int_equal(d->nentries[TBE_GROUP_KERNEL], 3);
+  assert_int_equal(d->added[TBE_GROUP_KERNEL], 0);
+  assert_int_equal(d->removed[TBE_GROUP_KERNEL], 0);
+  assert_int_equal(d->replaced[TBE_GROUP_KERNEL], 1);
+  const tbe_diff_entry *rb = NULL;
+  for (size_t i = 0; i < d->nentries[TBE_GROUP_KERNEL]; i++)
+    if (d->entries[TBE_GROUP_KERNEL][i].replaced_by) rb = &d->entries[TBE_GROUP_KERNEL][i];
+  assert_non_null(rb);
+  assert_string_equal(rb->name, "kB");
+  assert_string_equal(rb->replaced_by, "kD");
+  assert_int_equal(rb->present, 3);
+  assert_int_equal(rb->total_ns[0], 3000);
+  assert_int_equal(rb->total_ns[1], 3000);
+  assert_int_equal(rb->delta_ns, 0);
+  tbe_diff_free(d);
+  /* A kernel of another class at that place is added, and kB removed. */
+  tbe_trace *c = build(15000, 2);
+  tbe_analysis *ac;
+  assert_int_equal(tbe_analysis_create(&ac, c, NULL), 0);
+  assert_int_equal(tbe_diff_create(&d, aa, ac, NULL), 0);
+  assert_int_equal(d->replaced[TBE_GROUP_KERNEL], 0);
   assert_int_equal(d->added[TBE_GROUP_KERNEL], 1);
   assert_int_equal(d->removed[TBE_GROUP_KERNEL], 1);
+  assert_int_equal(d->nentries[TBE_GROUP_KERNEL], 4);
   const tbe_diff_entry *e = &d->entries[TBE_GROUP_KERNEL][0];
   assert_string_equal(e->name, "kA"); /* largest |delta| */
   assert_int_equal(e->present, 3);
@@ -413,7 +532,7 @@ static void test_diff_synthetic(void **state) {
   int64_t sum0 = 0, sum1 = 0;
   for (size_t i = 0; i < d->nentries[TBE_GROUP_KERNEL]; i++) {
     const tbe_diff_entry *x = &d->entries[TBE_GROUP_KERNEL][i];
-    if (strcmp(x->name, "kD") == 0) seen_added = x->present == 2;
+    if (strcmp(x->name, "sgemm_kD") == 0) seen_added = x->present == 2;
     if (strcmp(x->name, "kB") == 0) seen_removed = x->present == 1;
     sum0 += x->total_ns[0];
     sum1 += x->total_ns[1];
@@ -421,7 +540,7 @@ static void test_diff_synthetic(void **state) {
   assert_true(seen_added);
   assert_true(seen_removed);
   assert_int_equal(sum0, aa->all.kernel_ns);
-  assert_int_equal(sum1, ab->all.kernel_ns);
+  assert_int_equal(sum1, ac->all.kernel_ns);
   assert_int_equal(d->steps.verdict, TBE_NOISE_TOO_FEW);
   assert_int_equal(d->step_median_ns[0], 50000);
   assert_int_equal(d->steps.dist[0].q1_ns, 50000);
@@ -436,7 +555,7 @@ static void test_diff_synthetic(void **state) {
     char *s;
     size_t n;
     assert_int_equal(tbe_report_diff(d, &o, &s, &n), 0);
-    assert_non_null(strstr(s, "kD"));
+    assert_non_null(strstr(s, "kD")); /* Markdown escapes the _ */
     if (f == TBE_REPORT_JSON) {
       char err[256];
       yajl_val v = yajl_tree_parse(s, err, sizeof err);
@@ -455,10 +574,31 @@ static void test_diff_synthetic(void **state) {
     assert_int_equal(d->entries[TBE_GROUP_KERNEL][i].steps.verdict, TBE_NOISE_TOO_FEW);
   }
   tbe_diff_free(d);
+  /* "replaced by" in every format. */
+  static const char *const says[4] = {
+      "    replaced by kD\n", ",replaced,",
+      "\"name\":\"kB\",\"replaced_by\":\"kD\",\"status\":\"replaced\"", "| kB, replaced by kD |"};
+  assert_int_equal(tbe_diff_create(&d, aa, ab, NULL), 0);
+  for (int f = 0; f < 4; f++) {
+    tbe_report_options o;
+    tbe_report_options_init(&o);
+    o.format = f;
+    char *s;
+    size_t n;
+    assert_int_equal(tbe_report_diff(d, &o, &s, &n), 0);
+    if (!strstr(s, says[f])) fail_msg("format %d lacks '%s':\n%s", f, says[f], s);
+    static const char *const count[4] = {"1 replaced by another name", "", "\"replaced\":1,",
+                                         "1 replaced by another name"};
+    assert_non_null(strstr(s, count[f]));
+    tbe_report_free(s, n, NULL);
+  }
+  tbe_diff_free(d);
   tbe_analysis_free(aa);
   tbe_analysis_free(ab);
+  tbe_analysis_free(ac);
   tbe_trace_free(a);
   tbe_trace_free(b);
+  tbe_trace_free(c);
 }
 
 /* ---- per-step distributions and the noise verdict ---- */
@@ -1377,13 +1517,34 @@ static void test_golden_diff(void **state) {
   assert_int_equal(tbe_analysis_create(&ab, b, NULL), 0);
   tbe_diff *d;
   assert_int_equal(tbe_diff_create(&d, aa, ab, NULL), 0);
-  assert_int_equal(d->removed[TBE_GROUP_KERNEL], only_a);
-  assert_int_equal(d->added[TBE_GROUP_KERNEL], only_b);
+  /* bf16 replaced most of fp32's kernels (conv, GEMM, elementwise in
+   * another precision): each pair one entry, the rest added or removed. */
+  size_t rep = d->replaced[TBE_GROUP_KERNEL];
+  assert_true(rep >= 10);
+  assert_int_equal(d->removed[TBE_GROUP_KERNEL] + rep, only_a);
+  assert_int_equal(d->added[TBE_GROUP_KERNEL] + rep, only_b);
   int64_t s0 = 0, s1 = 0, sd = 0;
   for (size_t i = 0; i < d->nentries[TBE_GROUP_KERNEL]; i++) {
     const tbe_diff_entry *e = &d->entries[TBE_GROUP_KERNEL][i];
     int in_a = scan_find(&sa, e->name) != NULL, in_b = scan_find(&sb, e->name) != NULL;
-    assert_int_equal(e->present, (in_a ? 1 : 0) | (in_b ? 2 : 0));
+    if (e->replaced_by) {
+      /* a name only in fp32 and one only in bf16, of one class, launched
+       * by one operator */
+      assert_true(in_a && !in_b);
+      assert_true(scan_find(&sb, e->replaced_by) && !scan_find(&sa, e->replaced_by));
+      assert_int_equal(tbe_kernel_class_of(e->name), tbe_kernel_class_of(e->replaced_by));
+      const tbe_name_stats *ka = find(aa, TBE_GROUP_KERNEL, e->name);
+      const tbe_name_stats *kb = find(ab, TBE_GROUP_KERNEL, e->replaced_by);
+      assert_non_null(ka);
+      assert_non_null(kb);
+      assert_non_null(ka->launch_op);
+      assert_string_equal(ka->launch_op, kb->launch_op);
+      assert_int_equal(e->total_ns[0], ka->total_ns);
+      assert_int_equal(e->total_ns[1], kb->total_ns);
+      assert_int_equal(e->present, 3);
+    } else {
+      assert_int_equal(e->present, (in_a ? 1 : 0) | (in_b ? 2 : 0));
+    }
     s0 += e->total_ns[0];
     s1 += e->total_ns[1];
     sd += e->delta_ns;
@@ -1411,6 +1572,184 @@ static void test_golden_diff(void **state) {
   tbe_analysis_free(ab);
   scan_free(&sa);
   scan_free(&sb);
+  tbe_trace_free(a);
+  tbe_trace_free(b);
+}
+
+/* ---- the gate (tbe_gate_parse, tbe_gate_eval, tbe_gate_describe) ---- */
+
+static void expect_parse_error(const char *text, const char *why) {
+  tbe_gate g;
+  char err[512];
+  int rc = tbe_gate_parse(&g, text, err, sizeof err);
+  if (rc != TBE_EPARSE || !strstr(err, why))
+    fail_msg("'%s': rc %d, '%s', want '%s'", text, rc, err, why);
+}
+
+static void test_gate_parse(void **state) {
+  (void)state;
+  tbe_gate g;
+  char err[512];
+  assert_int_equal(tbe_gate_parse(&g, "step_median > +5%", err, sizeof err), 0);
+  assert_int_equal(g.figure, TBE_GATE_STEP_MEDIAN);
+  assert_true(g.above && !g.or_equal && g.unit == TBE_GATE_PCT && g.threshold == 5.0);
+  assert_string_equal(g.text, "step_median > +5%");
+  assert_int_equal(tbe_gate_parse(&g, "  gpu_busy<=-3.5pp ", err, sizeof err), 0);
+  assert_true(g.figure == TBE_GATE_GPU_BUSY && !g.above && g.or_equal);
+  assert_true(g.unit == TBE_GATE_POINTS && g.threshold == -3.5);
+  assert_string_equal(g.text, "gpu_busy<=-3.5pp");
+  assert_int_equal(tbe_gate_parse(&g, "kernel:gemm<float> > +2ms", err, sizeof err), 0);
+  assert_true(g.figure == TBE_GATE_KERNEL && g.unit == TBE_GATE_NS && g.threshold == 2e6);
+  assert_string_equal(g.name, "gemm<float>");
+  assert_int_equal(tbe_gate_parse(&g, "class:gemm > 5%", err, sizeof err), 0); /* no sign: + */
+  assert_true(g.figure == TBE_GATE_CLASS && g.kclass == TBE_KCLASS_GEMM && g.threshold == 5.0);
+  assert_int_equal(tbe_gate_parse(&g, "op:aten::mm >= -10%", err, sizeof err), 0);
+  assert_true(g.figure == TBE_GATE_OP && g.above && g.or_equal && g.threshold == -10.0);
+  assert_string_equal(g.name, "aten::mm");
+  assert_int_equal(tbe_gate_parse(&g, "range:fwd < -250us", err, sizeof err), 0);
+  assert_true(g.figure == TBE_GATE_RANGE && g.threshold == -250e3);
+  assert_int_equal(tbe_gate_parse(&g, "kernel_time > 1s", err, sizeof err), 0);
+  assert_true(g.figure == TBE_GATE_KERNEL_TIME && g.threshold == 1e9);
+  expect_parse_error("", "expected a change at the end");
+  expect_parse_error("step_median", "expected a change at the end");
+  expect_parse_error("step_median > 5", "expected a change at the end");
+  expect_parse_error("step_median > +5x", "expected a change at the end");
+  expect_parse_error("step_median > +.%", "expected a change at the end");
+  expect_parse_error("step_median 5%", "expected > , >= , < or <=");
+  expect_parse_error("step_median = 5%", "expected > , >= , < or <=");
+  expect_parse_error("> 5%", "no figure");
+  expect_parse_error("stepmedian > 5%", "unknown figure 'stepmedian'");
+  expect_parse_error("kernel: > 5%", "unknown figure 'kernel:'");
+  expect_parse_error("class:gem > 5%", "unknown kernel class 'gem'");
+  expect_parse_error("kernel:k > +1pp", "pp (percentage points) is for gpu_busy");
+  expect_parse_error("gpu_busy > +1ms", "gpu_busy is a share");
+  expect_parse_error("step_median > +5%\nx", "a control character");
+  assert_int_equal(tbe_gate_parse(NULL, "x", NULL, 0), TBE_EINVAL);
+}
+
+/* Evaluates `text` on `d`: the outcome, and that the line says `says`. */
+static tbe_gate_result gate(const tbe_diff *d, const char *text, uint32_t outcome,
+                            const char *says) {
+  tbe_gate g;
+  char err[512], line[1024];
+  assert_int_equal(tbe_gate_parse(&g, text, err, sizeof err), 0);
+  tbe_gate_result r;
+  assert_int_equal(tbe_gate_eval(&g, d, &r, NULL), 0);
+  size_t n = tbe_gate_describe(&g, &r, line, sizeof line);
+  assert_int_equal(n, strlen(line));
+  if (r.outcome != outcome || !strstr(line, says))
+    fail_msg("'%s': outcome %u, want %u; line '%s' lacks '%s'", text, r.outcome, outcome, line,
+             says);
+  return r;
+}
+
+/* Pairs built from steps of controlled durations: one that changed beyond
+ * the steps' noise, one that changed within it, one that did not change,
+ * one with too few steps, one without steps. */
+static void test_gate(void **state) {
+  (void)state;
+  static const int64_t s0[8] = {100000, 102000, 98000, 101000, 99000, 103000, 97000, 100500};
+  /* kW: two clusters; new moves one step from the low to the high one: its
+   * median jumps +49% while the two samples overlap (within noise) */
+  static const int64_t kw0[8] = {10000, 10100, 10200, 10300, 30000, 30100, 30200, 30300};
+  static const int64_t kw1[8] = {10000, 10100, 10200, 30000, 30100, 30200, 30300, 30400};
+  int64_t s1[8], ks0[8], ks1[8], ku[8];
+  for (int i = 0; i < 8; i++) {
+    s1[i] = s0[i] * 12 / 10;
+    ks0[i] = s0[i] / 4;
+    ks1[i] = s1[i] / 4;
+    ku[i] = 5000 + 10 * i;
+  }
+  const char *names[3] = {"kS", "kU", "kW"};
+  const int64_t *k0[3] = {ks0, ku, kw0}, *k1[3] = {ks1, ku, kw1};
+  tbe_trace *a = steps_trace(1, "h", T0, 8, s0, 3, names, k0);
+  tbe_trace *b = steps_trace(1, "h", T0, 8, s1, 3, names, k1);
+  tbe_analysis *aa, *ab;
+  assert_int_equal(tbe_analysis_create(&aa, a, NULL), 0);
+  assert_int_equal(tbe_analysis_create(&ab, b, NULL), 0);
+  tbe_diff *d;
+  assert_int_equal(tbe_diff_create(&d, aa, ab, NULL), 0);
+  /* Changed beyond noise: the step time +20%. */
+  tbe_gate_result r = gate(d, "step_median > +5%", TBE_GATE_FIRE,
+                           "step time (median) 100.250us -> 120.300us (+20.0%), > +5.0% and "
+                           "beyond the steps' own noise (Mann-Whitney p < 0.001 over 8 and 8 "
+                           "steps): FAILS");
+  assert_true(r.per_step && r.value[0] == 100250 && r.value[1] == 120300);
+  assert_int_equal(r.steps.verdict, TBE_NOISE_BEYOND);
+  gate(d, "step_median >= +20%", TBE_GATE_FIRE, "FAILS");
+  gate(d, "step_median > +25%", TBE_GATE_PASS, "(+20.0%), not > +25.0%: passes");
+  gate(d, "step_median < -5%", TBE_GATE_PASS, "not < -5.0%: passes");
+  gate(d, "step_median > +10us", TBE_GATE_FIRE, "(+20.050us), > +10.000us and beyond");
+  gate(d, "step_median > +30us", TBE_GATE_PASS, "not > +30.000us");
+  gate(d, "kernel:kS > +10%", TBE_GATE_FIRE, "kernel kS (1 in base, 1 in new)");
+  gate(d, "kernel_time > +1us", TBE_GATE_FIRE, "kernel time per step (median)");
+  gate(d, "class:other > +5%", TBE_GATE_FIRE, "other time per step (median)");
+  gate(d, "class:gemm > +1%", TBE_GATE_PASS, "0ns -> 0ns (+0.0%), not > +1.0%");
+  gate(d, "gpu_busy < -50pp", TBE_GATE_PASS, "GPU busy share per step (median)");
+  /* Unchanged: kU's per-step times are the same on both sides. */
+  gate(d, "kernel:kU > +1%", TBE_GATE_PASS, "(+0.0%), not > +1.0%: passes");
+  gate(d, "kernel:kU >= +0%", TBE_GATE_NOISE,
+       "within the steps' own noise (Mann-Whitney p = 1.000");
+  /* Changed within noise: kW's median +49%, the samples overlap. */
+  r = gate(d, "kernel:kW > +10%", TBE_GATE_NOISE, "> +10.0% but within the steps' own noise");
+  assert_true(r.change > 40 && r.steps.p_value > 0.05);
+  /* Patterns add their names step by step. */
+  r = gate(d, "kernel:k? > +1000%", TBE_GATE_PASS, "kernels k? (3 in base, 3 in new)");
+  assert_true(r.value[0] > 0);
+  /* An unknown name. */
+  tbe_gate g;
+  tbe_gate_result rr;
+  assert_int_equal(tbe_gate_parse(&g, "kernel:nope* > 1%", NULL, 0), 0);
+  assert_int_equal(tbe_gate_eval(&g, d, &rr, NULL), TBE_ENAME);
+  assert_int_equal(tbe_gate_parse(&g, "op:aten::mm > 1%", NULL, 0), 0);
+  assert_int_equal(tbe_gate_eval(&g, d, &rr, NULL), TBE_ENAME);
+  assert_int_equal(tbe_gate_eval(&g, NULL, &rr, NULL), TBE_EINVAL);
+  tbe_diff_free(d);
+  /* A pair that did not change: every figure passes (a trace against itself). */
+  assert_int_equal(tbe_diff_create(&d, aa, aa, NULL), 0);
+  gate(d, "step_median > +5%", TBE_GATE_PASS, "100.250us -> 100.250us (+0.0%), not > +5.0%");
+  gate(d, "kernel:kS < -1%", TBE_GATE_PASS, "not < -1.0%");
+  tbe_diff_free(d);
+  tbe_analysis_free(aa);
+  tbe_analysis_free(ab);
+  tbe_trace_free(a);
+  tbe_trace_free(b);
+  /* Three steps a side: a change past the threshold cannot be judged. */
+  a = steps_trace(1, "h", T0, 3, s0, 3, names, k0);
+  b = steps_trace(1, "h", T0, 3, s1, 3, names, k1);
+  assert_int_equal(tbe_analysis_create(&aa, a, NULL), 0);
+  assert_int_equal(tbe_analysis_create(&ab, b, NULL), 0);
+  assert_int_equal(tbe_diff_create(&d, aa, ab, NULL), 0);
+  gate(d, "step_median > +5%", TBE_GATE_UNJUDGED,
+       "> +5.0%, but 3 and 3 steps are too few to tell it from the steps' own noise (4 per side "
+       "needed): cannot judge");
+  gate(d, "step_median > +50%", TBE_GATE_PASS, "passes"); /* no test needed to pass */
+  tbe_diff_free(d);
+  tbe_analysis_free(aa);
+  tbe_analysis_free(ab);
+  tbe_trace_free(a);
+  tbe_trace_free(b);
+  /* Without steps: the totals can pass, never fire; a step time cannot. */
+  a = build(10000, 0);
+  b = build(15000, 1);
+  a->nsteps = b->nsteps = 0; /* the same traces without their steps */
+  assert_int_equal(tbe_analysis_create(&aa, a, NULL), 0);
+  assert_int_equal(tbe_analysis_create(&ab, b, NULL), 0);
+  assert_int_equal(tbe_diff_create(&d, aa, ab, NULL), 0);
+  gate(d, "step_median > +5%", TBE_GATE_UNJUDGED,
+       "neither side has steps, so there is no step time to compare: cannot judge");
+  r = gate(d, "kernel:kA > +10%", TBE_GATE_UNJUDGED,
+           "time in total (a side has no steps) 20.000us -> 30.000us (+50.0%), > +10.0%, but "
+           "neither side has steps to tell it from noise: cannot judge");
+  assert_true(!r.per_step && r.value[0] == 20000 && r.value[1] == 30000 && r.change == 50.0);
+  gate(d, "kernel:kA > +60%", TBE_GATE_PASS, "not > +60.0%: passes");
+  /* kB was replaced by kD: the condition follows it under either name */
+  r = gate(d, "kernel:kB > +1%", TBE_GATE_PASS, "kernel kB (1 in base, 1 in new)");
+  assert_true(r.value[0] == 3000 && r.value[1] == 3000);
+  gate(d, "kernel:kD > +1%", TBE_GATE_PASS, "kernel kD (1 in base, 1 in new)");
+  tbe_diff_free(d);
+  tbe_analysis_free(aa);
+  tbe_analysis_free(ab);
   tbe_trace_free(a);
   tbe_trace_free(b);
 }
@@ -1486,6 +1825,44 @@ static void test_alloc_failures(void **state) {
   }
   assert_true(ok);
   tbe_trace_free(t);
+  /* A diff that pairs a replaced kernel, and a gate on it, with each
+   * allocation failing in turn: TBE_ENOMEM and nothing left allocated. */
+  tbe_trace *ta = build(10000, 0), *tb = build(15000, 1);
+  tbe_analysis *aa, *ab;
+  assert_int_equal(tbe_analysis_create(&aa, ta, NULL), 0);
+  assert_int_equal(tbe_analysis_create(&ab, tb, NULL), 0);
+  tu_failalloc fa;
+  long m = 0;
+  for (;; m++) {
+    tbe_allocator b = tu_failalloc_init(&fa, m);
+    tbe_diff *d = NULL;
+    int rc = tbe_diff_create(&d, aa, ab, &b);
+    if (rc == 0) {
+      assert_int_equal(d->replaced[TBE_GROUP_KERNEL], 1);
+      tbe_gate g;
+      assert_int_equal(tbe_gate_parse(&g, "kernel:k? > +5%", NULL, 0), 0);
+      for (long k = 0;; k++) {
+        tu_failalloc fg;
+        tbe_allocator c = tu_failalloc_init(&fg, k);
+        tbe_gate_result r;
+        int rg = tbe_gate_eval(&g, d, &r, &c);
+        assert_int_equal(fg.live, 0);
+        if (rg == 0) break;
+        assert_int_equal(rg, TBE_ENOMEM);
+      }
+      tbe_diff_free(d);
+      assert_int_equal(fa.live, 0);
+      break;
+    }
+    assert_int_equal(rc, TBE_ENOMEM);
+    assert_null(d);
+    assert_int_equal(fa.live, 0);
+  }
+  assert_true(m > 5);
+  tbe_analysis_free(aa);
+  tbe_analysis_free(ab);
+  tbe_trace_free(ta);
+  tbe_trace_free(tb);
 }
 
 /* Runs, their diffs and reports under every failing allocation: each
@@ -1658,6 +2035,8 @@ static void test_time_extremes(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_synthetic),     cmocka_unit_test(test_range_labels),
+      cmocka_unit_test(test_launch_split),  cmocka_unit_test(test_gate_parse),
+      cmocka_unit_test(test_gate),
       cmocka_unit_test(test_odd_inputs),    cmocka_unit_test(test_device_steps),
       cmocka_unit_test(test_empty_and_dropped),
       cmocka_unit_test(test_diff_synthetic), cmocka_unit_test(test_golden_fp32),

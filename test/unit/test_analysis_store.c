@@ -163,12 +163,19 @@ static void same_analysis(const tbe_analysis *a, const tbe_analysis *b) {
       assert_int_equal(p->shapes != NULL, q->shapes != NULL);
       if (p->shapes) assert_string_equal(p->shapes, q->shapes);
       assert_int_equal(p->shapes != NULL, g == TBE_GROUP_CPU_OP_SHAPE);
+      assert_int_equal(p->launch_op != NULL, q->launch_op != NULL);
+      if (p->launch_op) assert_string_equal(p->launch_op, q->launch_op);
     }
   }
+  assert_int_equal(a->nlaunch_seq, b->nlaunch_seq);
+  for (size_t i = 0; i < a->nlaunch_seq; i++)
+    assert_string_equal(a->launch_seq[i], b->launch_seq[i]);
   assert_true(a->op_gpu_count == b->op_gpu_count && a->op_gpu_ns == b->op_gpu_ns);
   for (size_t i = 0; i < a->nsteps; i++) {
     const tbe_step_stats *p = &a->steps[i], *q = &b->steps[i];
     assert_memory_equal(p, q, offsetof(tbe_step_stats, gpu_end_ns));
+    assert_true(p->launch_overhead_median_ns == q->launch_overhead_median_ns &&
+                p->queue_delay_median_ns == q->queue_delay_median_ns);
   }
   assert_true(a->host_busy_ns == b->host_busy_ns && a->api_calls == b->api_calls);
   assert_true(a->sync_calls == b->sync_calls && a->sync_call_ns == b->sync_call_ns);
@@ -480,6 +487,27 @@ static void test_ranges_named(void **state) {
   FORGE(an->devices[0].busy_ns, -1, "field Analysis.devices[0].busy_ns");
   FORGE(an->devices[0].kernel_count, UINT64_MAX, "field Analysis.devices[0].kernel_count");
   FORGE(an->devices[0].launch_median_ns, -2, "field Analysis.devices[0].launch_median_ns: -2");
+  FORGE(an->devices[0].queue_delay_median_ns, -2,
+        "field Analysis.devices[0].queue_delay_median_ns: -2");
+  FORGE(an->all.launch_overhead_median_ns, INT64_MIN,
+        "field Analysis.all.launch_overhead_median_ns");
+  FORGE(an->steps[1].queue_delay_median_ns, -3,
+        "field Analysis.steps[1].queue_delay_median_ns: -3");
+  {
+    /* a launch sequence longer than an analysis keeps */
+    assert_true(an->nlaunch_seq > 0);
+    const char **seq = malloc((TBE_LAUNCH_SEQ_MAX + 1) * sizeof *seq);
+    assert_non_null(seq);
+    for (size_t i = 0; i <= TBE_LAUNCH_SEQ_MAX; i++) seq[i] = an->launch_seq[0];
+    const char **keep = an->launch_seq;
+    size_t keepn = an->nlaunch_seq;
+    an->launch_seq = seq;
+    an->nlaunch_seq = TBE_LAUNCH_SEQ_MAX + 1;
+    expect_refused(an, "field Analysis.launch_seq: 2049 launches");
+    an->launch_seq = keep;
+    an->nlaunch_seq = keepn;
+    free(seq);
+  }
   FORGE(an->all.memcpy_ns[3], -5, "field Analysis.all.memcpy_ns[3]: -5");
   FORGE(an->all.class_count[2], UINT64_MAX, "field Analysis.all.class_count[2]");
   FORGE(an->group_total_ns[TBE_GROUP_CPU_OP], -1, "field Analysis.cpu_ops.total_ns");

@@ -82,9 +82,12 @@ typedef struct scratch {
   int32_t *track_dev;      /* track -> device index, -1 for host tracks */
   size_t *step_order;      /* step indexes sorted by start */
   tbe__vec stack;           /* open_entry: the open entries of one walk */
-  int64_t *lat;            /* launch latencies */
+  /* Correlated launches (nlat of them): per launch, API start to GPU
+   * start (lat), the API call's duration (ovh) and its end to the GPU
+   * start, 0 at least (qdl). */
+  int64_t *lat, *ovh, *qdl;
   uint32_t *lat_dev;
-  int32_t *lat_step;       /* the step of each latency, -1 for none (steps only) */
+  uint32_t *lat_step; /* per launch, its step + 1, 0 for none (steps only) */
   size_t nlat;
   int64_t *seg;            /* all-device busy union: start, end pairs */
   size_t nseg;
@@ -410,6 +413,8 @@ static long find_devices(tbe_analysis *an, scratch *s) {
   for (size_t i = 0; i < u; i++) {
     an->devices[i].device = ord[i];
     an->devices[i].launch_median_ns = -1;
+    an->devices[i].launch_overhead_median_ns = -1;
+    an->devices[i].queue_delay_median_ns = -1;
   }
   /* Names: each device of the table finds its ordinal by binary search
    * (the last entry of an ordinal wins, as before). */
@@ -540,9 +545,12 @@ static int gpu_event(tbe_analysis *an, scratch *s, const tbe_event *e, int32_t d
     int same = gpid < 0 || apid < 0 || gpid == apid;
     if ((api->kind == TBE_EV_RUNTIME || api->kind == TBE_EV_DRIVER) && same &&
         e->start_ns >= api->start_ns) {
+      int64_t api_end = tbe__end_ns(api->start_ns, api->dur_ns);
       s->lat[s->nlat] = tbe__sat_sub(e->start_ns, api->start_ns);
+      s->ovh[s->nlat] = api->dur_ns > 0 ? api->dur_ns : 0;
+      s->qdl[s->nlat] = e->start_ns > api_end ? tbe__sat_sub(e->start_ns, api_end) : 0;
       s->lat_dev[s->nlat] = (uint32_t)d;
-      if (s->lat_step) s->lat_step[s->nlat] = (int32_t)si;
+      if (s->lat_step) s->lat_step[s->nlat] = (uint32_t)(si + 1);
       s->nlat++;
     }
   }
@@ -762,6 +770,122 @@ static int step_hint(tbe_analysis *an, scratch *s) {
   return rc;
 }
 
+/* ---- the launch sequence ---- */
+
+/* One kernel launch: when it was launched (the launching call's start,
+ * else its own), its start on the GPU, its event (the last tie-break) and
+ * its entry of the kernel table. */
+typedef struct launch_at {
+  int64_t when, start;
+  size_t ev;
+  uint32_t slot;
+} launch_at;
+
+static int launch_before(const launch_at *a, const launch_at *b) {
+  if (a->when != b->when) return a->when < b->when;
+  if (a->start != b->start) return a->start < b->start;
+  return a->ev < b->ev;
+}
+
+static int cmp_launch(const void *x, const void *y) {
+  const launch_at *a = x, *b = y;
+  return launch_before(a, b) ? -1 : launch_before(b, a) ? 1 : 0;
+}
+
+/* A max-heap of launches (the latest at the root), to keep the first
+ * TBE_LAUNCH_SEQ_MAX of any number in one pass. */
+static void seq_heap_down(launch_at *h, size_t n, size_t i) {
+  for (;;) {
+    size_t l = 2 * i + 1, r = l + 1, m = i;
+    if (l < n && launch_before(&h[m], &h[l])) m = l;
+    if (r < n && launch_before(&h[m], &h[r])) m = r;
+    if (m == i) return;
+    launch_at tmp = h[i];
+    h[i] = h[m];
+    h[m] = tmp;
+    i = m;
+  }
+}
+
+static void seq_heap_push(launch_at *h, size_t *n, size_t cap, const launch_at *x) {
+  if (*n == cap) {
+    if (!launch_before(x, &h[0])) return;
+    h[0] = *x;
+    seq_heap_down(h, *n, 0);
+    return;
+  }
+  size_t i = (*n)++;
+  h[i] = *x;
+  while (i > 0 && launch_before(&h[(i - 1) / 2], &h[i])) {
+    launch_at tmp = h[i];
+    h[i] = h[(i - 1) / 2];
+    h[(i - 1) / 2] = tmp;
+    i = (i - 1) / 2;
+  }
+}
+
+typedef struct dur_idx {
+  int64_t dur;
+  size_t idx;
+} dur_idx;
+
+static int cmp_dur_idx(const void *x, const void *y) {
+  const dur_idx *a = x, *b = y;
+  if (a->dur != b->dur) return a->dur < b->dur ? -1 : 1;
+  return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+/* The representative step: of the steps that launched kernels, the one of
+ * median duration (the lower middle, then the earliest); -1 for none. */
+static long sequence_step(tbe_analysis *an, scratch *s) {
+  dur_idx *v = tbe__alloc(s->a, (an->nsteps ? an->nsteps : 1) * sizeof *v);
+  if (!v) return -2;
+  size_t n = 0;
+  for (size_t i = 0; i < an->nsteps; i++)
+    if (an->steps[i].kernel_count) v[n++] = (dur_idx){an->steps[i].dur_ns, i};
+  qsort(v, n, sizeof *v, cmp_dur_idx);
+  long rep = n ? (long)v[(n - 1) / 2].idx : -1;
+  tbe__free(s->a, v);
+  return rep;
+}
+
+/* tbe_analysis.launch_seq: the kernels of the representative step (else
+ * of the window) in launch order, the first TBE_LAUNCH_SEQ_MAX of them.
+ * The GPU tracks are walked in the main pass's order, so the kernels'
+ * steps are s->kstep's. */
+static int launch_sequence(tbe_analysis *an, scratch *s) {
+  const tbe_trace *t = an->trace;
+  if (!an->all.kernel_count) return 0;
+  long rep = an->nsteps ? sequence_step(an, s) : -1;
+  if (rep < -1) return TBE_ENOMEM;
+  launch_at *h = tbe__alloc(s->a, TBE_LAUNCH_SEQ_MAX * sizeof *h);
+  if (!h) return TBE_ENOMEM;
+  size_t n = 0, nk = 0;
+  for (size_t i = 0; i < t->ntracks; i++) {
+    if (s->track_dev[i] < 0) continue;
+    const tbe_track *tr = &t->tracks[i];
+    for (uint32_t j = 0; j < tr->count; j++) {
+      const tbe_event *e = &t->events[tr->first + j];
+      if (e->kind != TBE_EV_KERNEL) continue;
+      long si = t->nsteps && nk < s->nk ? s->kstep[nk] : -1;
+      nk++;
+      uint32_t slot = s->slot[TBE_GROUP_KERNEL][e->name];
+      if (slot == UINT32_MAX || (rep >= 0 && si != rep)) continue;
+      launch_at x = {e->start_ns, e->start_ns, tr->first + j, slot};
+      if (e->link != TBE_NONE && e->link < t->nevents) x.when = t->events[e->link].start_ns;
+      seq_heap_push(h, &n, TBE_LAUNCH_SEQ_MAX, &x);
+    }
+  }
+  qsort(h, n, sizeof *h, cmp_launch);
+  an->launch_seq = n ? tbe__alloc(s->a, n * sizeof *an->launch_seq) : NULL;
+  int rc = n && !an->launch_seq ? TBE_ENOMEM : 0;
+  for (size_t i = 0; i < n && !rc; i++)
+    an->launch_seq[i] = an->groups[TBE_GROUP_KERNEL][h[i].slot].label;
+  if (!rc) an->nlaunch_seq = n;
+  tbe__free(s->a, h);
+  return rc;
+}
+
 /* The distribution of the step durations. */
 static int step_distribution(tbe_analysis *an, scratch *s) {
   int64_t *v = tbe__alloc(s->a, (an->nsteps ? an->nsteps : 1) * sizeof *v);
@@ -789,6 +913,8 @@ static void scratch_free(scratch *s) {
   tbe__free(s->a, s->step_order);
   tbe__vec_deinit(&s->stack);
   tbe__free(s->a, s->lat);
+  tbe__free(s->a, s->ovh);
+  tbe__free(s->a, s->qdl);
   tbe__free(s->a, s->lat_dev);
   tbe__free(s->a, s->lat_step);
   tbe__free(s->a, s->seg);
@@ -857,66 +983,89 @@ static int steps_init(tbe_analysis *an, scratch *s, size_t nstr) {
       an->steps[i].dur_ns = an->steps[i].host_ns;
       an->steps[i].gpu_end_ns = INT64_MIN;
       an->steps[i].launch_median_ns = -1;
+      an->steps[i].launch_overhead_median_ns = -1;
+      an->steps[i].queue_delay_median_ns = -1;
     }
     qsort_r(s->step_order, t->nsteps, sizeof(size_t), cmp_step_start, (void *)t);
   }
   return 0;
 }
 
-/* Launch latency medians: grouped by device (counting sort), then
- * selected. */
-static int launch_medians(tbe_analysis *an, scratch *s) {
-  if (s->nlat) {
-    size_t *cnt = tbe__calloc(s->a, an->ndevices + 1, sizeof *cnt);
-    int64_t *by = tbe__alloc(s->a, s->nlat * sizeof *by);
-    if (!cnt || !by) {
-      tbe__free(s->a, cnt);
-      tbe__free(s->a, by);
-      return TBE_ENOMEM;
-    }
-    for (size_t i = 0; i < s->nlat; i++) cnt[s->lat_dev[i] + 1]++;
-    for (size_t d = 0; d < an->ndevices; d++) cnt[d + 1] += cnt[d];
-    for (size_t i = 0; i < s->nlat; i++) by[cnt[s->lat_dev[i]]++] = s->lat[i];
-    size_t off = 0;
-    for (size_t d = 0; d < an->ndevices; d++) {
-      size_t n = cnt[d] - off;
-      if (n) {
-        an->devices[d].launch_median_ns = median(by + off, n);
-        an->devices[d].launch_samples = n;
-      }
-      off = cnt[d];
-    }
-    an->all.launch_median_ns = median(by, s->nlat);
-    an->all.launch_samples = s->nlat;
-    tbe__free(s->a, cnt);
-    tbe__free(s->a, by);
-  }
-  return 0;
-}
+/* The launch medians (tbe_device_stats.launch_median_ns and the two
+ * beside it) of the samples grouped by `key` (key[i] in [0, nkeys)): one
+ * counting sort of the sample indexes, then a selection per group and
+ * figure.  out(ctx, k, fig, median, n) receives each group's medians;
+ * k == nkeys is every sample together (when `all`). */
+typedef void (*median_out)(tbe_analysis *an, size_t k, int fig, int64_t med, size_t n);
 
-/* The launch latency median of each step: the samples grouped by step
- * (counting sort), then selected. */
-static int step_launch_medians(tbe_analysis *an, scratch *s) {
-  if (!an->nsteps || !s->nlat) return 0;
-  size_t *cnt = tbe__calloc(s->a, an->nsteps + 2, sizeof *cnt);
+static int grouped_medians(tbe_analysis *an, scratch *s, const uint32_t *key, size_t nkeys, int all,
+                           median_out out) {
+  if (!s->nlat) return 0;
+  size_t *cnt = tbe__calloc(s->a, nkeys + 2, sizeof *cnt);
+  size_t *idx = tbe__alloc(s->a, s->nlat * sizeof *idx);
   int64_t *by = tbe__alloc(s->a, s->nlat * sizeof *by);
-  if (!cnt || !by) {
+  if (!cnt || !idx || !by) {
     tbe__free(s->a, cnt);
+    tbe__free(s->a, idx);
     tbe__free(s->a, by);
     return TBE_ENOMEM;
   }
-  /* Bucket b = step + 1 (bucket 0: no step), counted at b + 1. */
-  for (size_t i = 0; i < s->nlat; i++) cnt[s->lat_step[i] + 2]++;
-  for (size_t b = 0; b <= an->nsteps; b++) cnt[b + 1] += cnt[b];
-  for (size_t i = 0; i < s->nlat; i++) by[cnt[s->lat_step[i] + 1]++] = s->lat[i];
-  /* cnt[b] is now the end of bucket b; bucket b starts at cnt[b - 1]. */
-  for (size_t si = 0; si < an->nsteps; si++) {
-    size_t lo = cnt[si], hi = cnt[si + 1];
-    if (hi > lo) an->steps[si].launch_median_ns = median(by + lo, hi - lo);
+  /* Group g's samples end up at idx[cnt[g] .. cnt[g + 1]). */
+  for (size_t i = 0; i < s->nlat; i++) cnt[key[i] + 2]++;
+  for (size_t k = 0; k < nkeys; k++) cnt[k + 2] += cnt[k + 1];
+  for (size_t i = 0; i < s->nlat; i++) idx[cnt[key[i] + 1]++] = i;
+  const int64_t *fig[3] = {s->lat, s->ovh, s->qdl};
+  for (int f = 0; f < 3; f++) {
+    for (size_t k = 0; k < nkeys; k++) {
+      size_t lo = cnt[k], hi = cnt[k + 1];
+      if (hi == lo) continue;
+      for (size_t i = lo; i < hi; i++) by[i - lo] = fig[f][idx[i]];
+      out(an, k, f, median(by, hi - lo), hi - lo);
+    }
+    if (all) {
+      for (size_t i = 0; i < s->nlat; i++) by[i] = fig[f][i];
+      out(an, nkeys, f, median(by, s->nlat), s->nlat);
+    }
   }
   tbe__free(s->a, cnt);
+  tbe__free(s->a, idx);
   tbe__free(s->a, by);
   return 0;
+}
+
+static void device_median(tbe_analysis *an, size_t k, int fig, int64_t med, size_t n) {
+  tbe_device_stats *d = k < an->ndevices ? &an->devices[k] : &an->all;
+  if (fig == 0)
+    d->launch_median_ns = med, d->launch_samples = n;
+  else if (fig == 1)
+    d->launch_overhead_median_ns = med;
+  else
+    d->queue_delay_median_ns = med;
+}
+
+/* Key k of a step's samples is step k - 1 (0: no step). */
+static void step_median(tbe_analysis *an, size_t k, int fig, int64_t med, size_t n) {
+  (void)n;
+  if (k == 0) return;
+  tbe_step_stats *st = &an->steps[k - 1];
+  if (fig == 0)
+    st->launch_median_ns = med;
+  else if (fig == 1)
+    st->launch_overhead_median_ns = med;
+  else
+    st->queue_delay_median_ns = med;
+}
+
+/* The launch medians of each device and of all devices. */
+static int launch_medians(tbe_analysis *an, scratch *s) {
+  return grouped_medians(an, s, s->lat_dev, an->ndevices, 1, device_median);
+}
+
+/* The launch medians of each step (its GPU work, by the step of the
+ * launching call). */
+static int step_launch_medians(tbe_analysis *an, scratch *s) {
+  if (!an->nsteps || !s->nlat) return 0;
+  return grouped_medians(an, s, s->lat_step, an->nsteps + 1, 0, step_median);
 }
 
 /* Devices: the window, idle time, and the totals over all devices. */
@@ -999,11 +1148,13 @@ static int run(tbe_analysis *an, scratch *s) {
   if (ngpu < 0) return TBE_ENOMEM;
   size_t nl = ngpu ? (size_t)ngpu : 1;
   s->lat = tbe__alloc(s->a, nl * sizeof(int64_t));
+  s->ovh = tbe__alloc(s->a, nl * sizeof(int64_t));
+  s->qdl = tbe__alloc(s->a, nl * sizeof(int64_t));
   s->lat_dev = tbe__alloc(s->a, nl * sizeof(uint32_t));
-  if (!s->lat || !s->lat_dev) return TBE_ENOMEM;
+  if (!s->lat || !s->ovh || !s->qdl || !s->lat_dev) return TBE_ENOMEM;
   if (t->nsteps) {
     s->kstep = tbe__alloc(s->a, nl * sizeof(int32_t));
-    s->lat_step = tbe__alloc(s->a, nl * sizeof(int32_t));
+    s->lat_step = tbe__alloc(s->a, nl * sizeof(uint32_t));
     if (!s->kstep || !s->lat_step) return TBE_ENOMEM;
   }
 
@@ -1022,7 +1173,9 @@ static int run(tbe_analysis *an, scratch *s) {
   if ((rc = launch_medians(an, s))) return rc;
   if ((rc = step_launch_medians(an, s))) return rc;
   device_totals(an);
-  if ((rc = tbe__ops_create(&s->ops, an, s->slot[TBE_GROUP_CPU_OP], s->track_dev))) return rc;
+  if ((rc = tbe__ops_create(&s->ops, an, s->slot[TBE_GROUP_CPU_OP], s->slot[TBE_GROUP_KERNEL],
+                            s->track_dev)))
+    return rc;
 
   /* Steps: their windows on the device, and GPU busy inside each. */
   if (an->nsteps) device_steps(an, s);
@@ -1034,6 +1187,7 @@ static int run(tbe_analysis *an, scratch *s) {
   rc = per_step_names(an, s);
   if (!rc) rc = step_hint(an, s);
   if (!rc) rc = step_distribution(an, s);
+  if (!rc) rc = launch_sequence(an, s);
   if (!rc) rc = tbe__analysis_metrics(an, s->slot[TBE_GROUP_KERNEL], s->track_dev);
   if (rc) return rc;
   for (int g = 0; g < TBE_GROUP__COUNT; g++)
@@ -1054,6 +1208,8 @@ int tbe_analysis_create(tbe_analysis **out, const tbe_trace *t, const tbe_alloca
   an->trace = t;
   an->all.device = -1;
   an->all.launch_median_ns = -1;
+  an->all.launch_overhead_median_ns = -1;
+  an->all.queue_delay_median_ns = -1;
   an->host = "";
   an->pid = -1;
   an->rank = -1;
@@ -1089,6 +1245,8 @@ int tbe__analysis_blank(tbe_analysis **out, const tbe_allocator *a) {
   tbe__intern_init(&((priv *)an->priv_)->labels, &an->alloc_, TBE__SEED_PROCESS);
   an->all.device = -1;
   an->all.launch_median_ns = -1;
+  an->all.launch_overhead_median_ns = -1;
+  an->all.queue_delay_median_ns = -1;
   an->host = "";
   an->pid = -1;
   an->rank = -1;
@@ -1127,6 +1285,7 @@ void tbe_analysis_free(tbe_analysis *an) {
   tbe__free(&al, an->devices);
   tbe__free(&al, an->steps);
   tbe__free(&al, an->advice);
+  tbe__free(&al, an->launch_seq);
   if (an->priv_) {
     tbe__free(&al, ((priv *)an->priv_)->step_pool);
     tbe__free(&al, ((priv *)an->priv_)->metric_block[0]);

@@ -327,11 +327,16 @@ int tbe__analysis_advise(tbe_analysis *an) {
   if (an->sync_calls > 0) {
     double per_step = an->nsteps ? (double)an->sync_calls / (double)an->nsteps : 0;
     double share = 100.0 * (double)an->sync_call_ns / wall;
+    /* "per step" only where there are steps */
+    char rate[48] = "";
+    if (an->nsteps) snprintf(rate, sizeof rate, "%.1f per step, ", per_step);
     if ((an->nsteps && per_step >= 5.0) || (!an->nsteps && an->sync_calls >= 20) || share >= 10.0)
       add_advice(an, buf, TBE_ADVICE_SYNC, (double)an->sync_calls,
-                 "%llu synchronizations (%.1f per step, %.1f%% of wall time): avoid .item(), "
+                 "%llu synchronizations (%s%.1f%% of wall time%s): avoid .item(), "
                  ".cpu() and explicit synchronize in the loop",
-                 (unsigned long long)an->sync_calls, per_step, share);
+                 (unsigned long long)an->sync_calls, rate, share,
+                 /* several threads or streams wait at once */
+                 share > 100.0 ? ", their times summed over threads and streams" : "");
   }
   if (an->dropped_records > 0 || an->ended_early) {
     uint64_t lost = an->dropped_records - an->out_of_range_records;

@@ -36,14 +36,16 @@ void **tbe__analysis_ops_block(tbe_analysis *an, int i);
 
 /* The operator figures (analysis_ops.c): self CUDA, CUDA total, kernels
  * and the launched lists of groups[TBE_GROUP_CPU_OP], the table
- * TBE_GROUP_CPU_OP_SHAPE, an->op_gpu_count and op_gpu_ns.  Runs after the
- * main pass (oslot maps an operator's name id to its entry of
- * groups[TBE_GROUP_CPU_OP], track_dev a track to its device or -1) and
+ * TBE_GROUP_CPU_OP_SHAPE, an->op_gpu_count and op_gpu_ns, and the
+ * kernels' launch_op.  Runs after the main pass (oslot maps an operator's
+ * name id to its entry of groups[TBE_GROUP_CPU_OP], kslot a kernel's to
+ * its entry of groups[TBE_GROUP_KERNEL], track_dev a track to its device
+ * or -1) and
  * before the name tables are finished (name_totals); *out (freed with
  * tbe__ops_free, also on failure) keeps what the steps need.  Returns 0 or
  * TBE_ENOMEM. */
 typedef struct tbe__ops tbe__ops;
-int tbe__ops_create(tbe__ops **out, tbe_analysis *an, const uint32_t *oslot,
+int tbe__ops_create(tbe__ops **out, tbe_analysis *an, const uint32_t *oslot, const uint32_t *kslot,
                     const int32_t *track_dev);
 /* Gives the operator entries their per-step CUDA cells (nothing without
  * GPU work attributed, or past TBE__STEP_CELLS_MAX).  0 or TBE_ENOMEM. */

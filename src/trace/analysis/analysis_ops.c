@@ -428,9 +428,39 @@ static int launched(tbe__ops *x) {
   return 0;
 }
 
+/* ---- 4b. each kernel's operator ---- */
+
+/* tbe_name_stats.launch_op of the kernels: of the operators (by name)
+ * that launched a kernel, the one with the most of its GPU time (ties: the
+ * name first in byte order); one pass over the accumulators of the table
+ * by name, whose kernel entries kslot finds (copies and memsets have
+ * pseudo names beyond any string id). */
+static int kernel_ops(tbe__ops *x, const uint32_t *kslot) {
+  tbe_analysis *an = x->an;
+  const tbe_trace *t = an->trace;
+  size_t nk = an->ngroups[TBE_GROUP_KERNEL], nstr = tbe_trace_nstrings(t);
+  if (!nk || !x->acc.n) return 0;
+  int64_t *best = tbe__alloc(x->a, nk * sizeof *best);
+  if (!best) return TBE_ENOMEM;
+  for (size_t i = 0; i < nk; i++) best[i] = -1;
+  for (size_t i = 0; i < x->acc.n; i++) {
+    const acc *v = &TBE__VEC_AT(&x->acc, acc, i);
+    if (v->table != 0 || v->name >= nstr || kslot[v->name] == UINT32_MAX) continue;
+    uint32_t k = kslot[v->name];
+    tbe_name_stats *ke = &an->groups[TBE_GROUP_KERNEL][k];
+    const char *op = tbe_trace_str(t, an->groups[TBE_GROUP_CPU_OP][v->row].name);
+    if (!ke->launch_op || v->ns > best[k] || (v->ns == best[k] && strcmp(op, ke->launch_op) < 0)) {
+      best[k] = v->ns;
+      ke->launch_op = op;
+    }
+  }
+  tbe__free(x->a, best);
+  return 0;
+}
+
 /* ---- the steps and the entry points ---- */
 
-int tbe__ops_create(tbe__ops **out, tbe_analysis *an, const uint32_t *oslot,
+int tbe__ops_create(tbe__ops **out, tbe_analysis *an, const uint32_t *oslot, const uint32_t *kslot,
                     const int32_t *track_dev) {
   *out = NULL;
   tbe__ops *x = tbe__calloc(&an->alloc_, 1, sizeof *x);
@@ -445,6 +475,7 @@ int tbe__ops_create(tbe__ops **out, tbe_analysis *an, const uint32_t *oslot,
   int rc = index_ops(x, oslot, track_dev);
   if (!rc && x->nops) rc = gpu_work(x, track_dev);
   if (!rc && x->nops) rc = tree(x);
+  if (!rc) rc = kernel_ops(x, kslot);
   if (!rc) rc = launched(x);
   /* What only the steps still need: the ordinals' events and totals. */
   tbe__map_deinit(&x->ext);

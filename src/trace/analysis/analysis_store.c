@@ -56,6 +56,7 @@
 #include "common/checked.h"
 #include "common/crc32c.h"
 #include "common/fsutil.h"
+#include "common/map.h"
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
 #include "tbexport/trace.h"
@@ -134,6 +135,8 @@ static void save_device(PDevice *m, const tbe_device_stats *d, const tbe_analysi
   m->sync_count = d->sync_count;
   m->launch_median_ns = d->launch_median_ns;
   m->launch_samples = d->launch_samples;
+  m->launch_overhead_median_ns = d->launch_overhead_median_ns;
+  m->queue_delay_median_ns = d->queue_delay_median_ns;
   m->n_class_ns = m->n_class_count = TBE_KCLASS__COUNT;
   m->class_ns = (int64_t *)(uintptr_t)d->class_ns;
   m->class_count = (uint64_t *)(uintptr_t)d->class_count;
@@ -162,6 +165,40 @@ static void save_name(PName *m, const tbe_name_stats *e, const tbe_analysis *an)
   m->n_cuda_step_ns = e->cuda_step_ns ? an->nsteps : 0;
   m->cuda_step_ns = e->cuda_step_ns;
   m->shapes = text_of(e->shapes);
+  m->has_launch_op = e->launch_op != NULL;
+  m->launch_op = text_of(e->launch_op);
+}
+
+/* tbe_analysis.launch_seq as indexes into the kernel table in its current
+ * order (the labels looked up by content through a tbe__index), carved
+ * from `s`.  An entry the table lacks (cannot happen: the sequence is of
+ * its labels) ends the sequence there. */
+static int save_launch_seq(save_scratch *s, PAnalysis *m, const tbe_analysis *an,
+                           const tbe_allocator *a) {
+  size_t nk = an->ngroups[TBE_GROUP_KERNEL];
+  if (!an->nlaunch_seq || !nk) return 0;
+  uint32_t *out = carve(s, an->nlaunch_seq, sizeof *out);
+  if (!out) return TBE_ENOMEM;
+  tbe__index ix;
+  tbe__index_init(&ix, a, TBE__SEED_PROCESS);
+  int rc = tbe__index_reserve(&ix, nk);
+  const tbe_name_stats *k = an->groups[TBE_GROUP_KERNEL];
+  for (size_t i = 0; i < nk && !rc; i++)
+    rc = tbe__index_add(&ix, tbe__hash_bytes(k[i].label, strlen(k[i].label), ix.seed), (uint32_t)i);
+  size_t n = 0;
+  for (; n < an->nlaunch_seq && !rc; n++) {
+    const char *l = an->launch_seq[n];
+    tbe__iprobe pr;
+    uint32_t hit = tbe__index_first(&ix, tbe__hash_bytes(l, strlen(l), ix.seed), &pr);
+    while (hit != TBE__NOIDX && strcmp(k[hit].label, l) != 0) hit = tbe__index_next(&ix, &pr);
+    if (hit == TBE__NOIDX) break;
+    out[n] = hit;
+  }
+  tbe__index_deinit(&ix);
+  if (rc) return rc;
+  m->launch_seq = out;
+  m->n_launch_seq = n;
+  return 0;
 }
 
 /* An entry's launched list as OpKernel messages carved from `s`: `ops`
@@ -194,6 +231,8 @@ static void save_step(PStep *m, const tbe_step_stats *s) {
   m->memset_ns = s->memset_ns;
   m->sync_ns = s->sync_ns;
   m->launch_median_ns = s->launch_median_ns;
+  m->launch_overhead_median_ns = s->launch_overhead_median_ns;
+  m->queue_delay_median_ns = s->queue_delay_median_ns;
   m->n_class_ns = TBE_KCLASS__COUNT;
   m->class_ns = (int64_t *)(uintptr_t)s->class_ns;
 }
@@ -229,13 +268,13 @@ int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources
   size_t nwarn = t ? t->nwarnings : 0;
   /* Sizes of everything carved, each rounded up to 16 bytes (carve). */
 #define SZ(n, T) ((((n) * sizeof(T)) + 15) & ~(size_t)15)
-  size_t need = SZ(1, PFile) + SZ(1, PAnalysis) + SZ(nsources, PSource) +
-                SZ(nsources, PSource *) + SZ(an->ndevices + 1, PDevice) +
-                SZ(an->ndevices, PDevice *) + SZ(nnames, PName) + SZ(nnames, PName *) +
-                SZ(TBE_GROUP__COUNT, PTable) + SZ(an->nsteps, PStep) + SZ(an->nsteps, PStep *) +
-                SZ(1, PDist) + SZ(an->nadvice, PAdvice) + SZ(an->nadvice, PAdvice *) +
-                SZ(nwarn, ProtobufCBinaryData) + 16 * 16 + SZ(nlaunched, POpKernel) +
-                nlaunched * sizeof(POpKernel *) + 16 * nnames;
+  size_t need = SZ(1, PFile) + SZ(1, PAnalysis) + SZ(nsources, PSource) + SZ(nsources, PSource *) +
+                SZ(an->ndevices + 1, PDevice) + SZ(an->ndevices, PDevice *) + SZ(nnames, PName) +
+                SZ(nnames, PName *) + SZ(TBE_GROUP__COUNT, PTable) + SZ(an->nsteps, PStep) +
+                SZ(an->nsteps, PStep *) + SZ(1, PDist) + SZ(an->nadvice, PAdvice) +
+                SZ(an->nadvice, PAdvice *) + SZ(nwarn, ProtobufCBinaryData) + 16 * 16 +
+                SZ(nlaunched, POpKernel) + nlaunched * sizeof(POpKernel *) + 16 * nnames +
+                SZ(an->nlaunch_seq, uint32_t);
   /* the metric means: two arrays per message that has them */
   size_t nmsg = an->ndevices + 1 + an->nsteps, nker = an->ngroups[TBE_GROUP_KERNEL];
   need += 2 * nmsg * (SZ(an->ngpu_metrics, double) + 16) + 2 * nker * (SZ(an->nkernel_metrics, double) + 16) +
@@ -327,6 +366,11 @@ int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources
   m->ended_early = an->ended_early != 0;
   m->op_gpu_count = an->op_gpu_count;
   m->op_gpu_ns = an->op_gpu_ns;
+  int seq_rc = save_launch_seq(&s, m, an, &al);
+  if (seq_rc) {
+    tbe__free(&al, block);
+    return seq_rc;
+  }
 
   PAdvice *ad = carve(&s, an->nadvice, sizeof *ad);
   m->n_advice = an->nadvice;
@@ -698,7 +742,18 @@ static int check_file(loader *L, const PFile *f) {
       check_text(L, &e->shapes, TEXT_MAX, fl);
       check(L, g == TBE_GROUP_CPU_OP_SHAPE || e->shapes.len == 0,
             "%lld bytes of input shapes outside the by-shape table", fl, (long long)e->shapes.len);
+      snprintf(fl, sizeof fl, "%s.names[%zu].launch_op", TABLE_FIELD[g], i);
+      check_text(L, &e->launch_op, TEXT_MAX, fl);
+      check(L, g == TBE_GROUP_KERNEL || (!e->has_launch_op && !e->launch_op.len),
+            "an operator (%lld bytes) outside the kernel table", fl, (long long)e->launch_op.len);
     }
+  }
+  check(L, m->n_launch_seq <= TBE_LAUNCH_SEQ_MAX, "%lld launches, more than an analysis keeps",
+        "Analysis.launch_seq", (long long)m->n_launch_seq);
+  for (size_t i = 0; i < m->n_launch_seq && !L->rc; i++) {
+    snprintf(fl, sizeof fl, "Analysis.launch_seq[%zu]", i);
+    check(L, m->launch_seq[i] < m->kernels->n_names, "kernel %lld of a table of fewer", fl,
+          (long long)m->launch_seq[i]);
   }
   check(L, cells <= TBE__STEP_CELLS_MAX, "%lld per-step cells, more than an analysis holds",
         "NameStats.step_ns", (long long)cells);
@@ -842,6 +897,8 @@ static void check_device_figures(loader *L, const PDevice *d, const char *where)
                                        "memset_count", "sync_count",    "launch_samples"};
   check_nums(L, counts, cnames, NELEM(counts), where);
   check_i64(L, &d->launch_median_ns, 1, R_OPT, where, "launch_median_ns", 0);
+  check_i64(L, &d->launch_overhead_median_ns, 1, R_OPT, where, "launch_overhead_median_ns", 0);
+  check_i64(L, &d->queue_delay_median_ns, 1, R_OPT, where, "queue_delay_median_ns", 0);
   check_i64(L, d->memcpy_ns, d->n_memcpy_ns, R_DUR, where, "memcpy_ns", 1);
   check_counts(L, d->memcpy_count, d->n_memcpy_count, where, "memcpy_count", 1);
   check_i64(L, d->class_ns, d->n_class_ns, R_DUR, where, "class_ns", 1);
@@ -884,6 +941,8 @@ static void check_step_figures(loader *L, const PStep *s, const char *where) {
   check_durs(L, durs, dnames, NELEM(durs), where);
   check_counts(L, &s->kernel_count, 1, where, "kernel_count", 0);
   check_i64(L, &s->launch_median_ns, 1, R_OPT, where, "launch_median_ns", 0);
+  check_i64(L, &s->launch_overhead_median_ns, 1, R_OPT, where, "launch_overhead_median_ns", 0);
+  check_i64(L, &s->queue_delay_median_ns, 1, R_OPT, where, "queue_delay_median_ns", 0);
   check_i64(L, s->class_ns, s->n_class_ns, R_DUR, where, "class_ns", 1);
   check_reals(L, s->metric_mean, s->n_metric_mean, where, "metric_mean", 1);
   check_counts(L, s->metric_samples, s->n_metric_samples, where, "metric_samples", 1);
@@ -968,6 +1027,8 @@ static void load_device(tbe_device_stats *d, const PDevice *m, tbe_str name) {
   d->sync_count = m->sync_count;
   d->launch_median_ns = m->launch_median_ns;
   d->launch_samples = m->launch_samples;
+  d->launch_overhead_median_ns = m->launch_overhead_median_ns;
+  d->queue_delay_median_ns = m->queue_delay_median_ns;
   memcpy(d->class_ns, m->class_ns, sizeof d->class_ns);
   memcpy(d->class_count, m->class_count, sizeof d->class_count);
 }
@@ -984,6 +1045,8 @@ static void load_step(tbe_step_stats *s, const PStep *m) {
   s->memset_ns = m->memset_ns;
   s->sync_ns = m->sync_ns;
   s->launch_median_ns = m->launch_median_ns;
+  s->launch_overhead_median_ns = m->launch_overhead_median_ns;
+  s->queue_delay_median_ns = m->queue_delay_median_ns;
   memcpy(s->class_ns, m->class_ns, sizeof s->class_ns);
 }
 
@@ -1057,7 +1120,7 @@ static int build(tbe_analysis **out, tbe_analysis_stamp *stamp, const PFile *f,
     nnames += tb->n_names;
     for (size_t i = 0; i < tb->n_names; i++) nlaunched += tb->names[i]->n_launched;
   }
-  size_t nids = 3 * nnames + nlaunched + m->n_devices + 1 + f->n_sources + 3;
+  size_t nids = 4 * nnames + nlaunched + m->n_devices + 1 + f->n_sources + 3;
   void *mem = tbe__calloc(&an->alloc_, 1, f->n_sources * sizeof(tbe_analysis_source) +
                                               nids * sizeof(tbe_str) + 16);
   rc = mem ? tbe_trace_create(&t, &an->alloc_) : TBE_ENOMEM;
@@ -1081,6 +1144,7 @@ static int build(tbe_analysis **out, tbe_analysis_stamp *stamp, const PFile *f,
       *id++ = label;
       *id++ = p->name.len ? intern(&B, &p->name) : label;
       *id++ = intern(&B, &p->shapes);
+      *id++ = intern(&B, &p->launch_op);
       for (size_t k = 0; k < p->n_launched; k++) *id++ = intern(&B, &p->launched[k]->name);
     }
   }
@@ -1145,8 +1209,9 @@ static int build(tbe_analysis **out, tbe_analysis_stamp *stamp, const PFile *f,
       tbe_name_stats *e = &an->groups[g][i];
       e->label = text(&B, *id++);
       e->name = *id++;
-      tbe_str shapes = *id++;
+      tbe_str shapes = *id++, op = *id++;
       if (g == TBE_GROUP_CPU_OP_SHAPE) e->shapes = text(&B, shapes);
+      if (p->has_launch_op) e->launch_op = text(&B, op);
       if (p->n_launched) e->launched = lpool;
       e->nlaunched = p->n_launched;
       for (size_t k = 0; k < p->n_launched; k++, lpool++) {
@@ -1176,6 +1241,16 @@ static int build(tbe_analysis **out, tbe_analysis_stamp *stamp, const PFile *f,
         pool += m->n_steps;
       }
     }
+  }
+  if (m->n_launch_seq) {
+    an->launch_seq = tbe__alloc(&an->alloc_, m->n_launch_seq * sizeof *an->launch_seq);
+    if (!an->launch_seq) {
+      rc = TBE_ENOMEM;
+      goto done;
+    }
+    for (size_t i = 0; i < m->n_launch_seq; i++)
+      an->launch_seq[i] = an->groups[TBE_GROUP_KERNEL][m->launch_seq[i]].label;
+    an->nlaunch_seq = m->n_launch_seq;
   }
   an->nsteps = m->n_steps;
   if (m->n_steps && !(an->steps = tbe__calloc(&an->alloc_, m->n_steps, sizeof *an->steps))) {

@@ -21,8 +21,9 @@
  *  - hardware metrics (analysis_metrics.c, tbe__analysis_metrics_merge):
  *    PM means weighted by the hosts' GPU windows (a step's by the hosts'
  *    step times), kernel figures by launches.
- * Medians do not add: the merged launch latency is unknown, and the step
- * medians of the hosts stay in the host rows.
+ * Medians do not add: the merged launch medians (of the run and of each
+ * merged step) are unknown (-1; the reports say so, the JSON writes null),
+ * and the hosts' own stay in their rows.
  *
  * Hosts are ordered by rank when every host has a distinct one, else by
  * host name, pid (the one the label names, else the trace's) and label,
@@ -192,6 +193,8 @@ static int merge_steps(tbe_run_analysis *r, long **map) {
     tot->steps[c].num = common[c];
     tot->steps[c].start_ns = INT64_MAX;
     tot->steps[c].launch_median_ns = -1;
+    tot->steps[c].launch_overhead_median_ns = -1;
+    tot->steps[c].queue_delay_median_ns = -1;
     r->step_fastest_ns[c] = INT64_MAX;
   }
   if (!rc) tot->nsteps = nc;
@@ -224,8 +227,6 @@ static int merge_steps(tbe_run_analysis *r, long **map) {
       m->memcpy_ns = tbe__sat_add(m->memcpy_ns, s->memcpy_ns);
       m->memset_ns = tbe__sat_add(m->memset_ns, s->memset_ns);
       m->sync_ns = tbe__sat_add(m->sync_ns, s->sync_ns);
-      /* Medians do not add up: the merged step keeps the slowest host's. */
-      if (s->launch_median_ns > m->launch_median_ns) m->launch_median_ns = s->launch_median_ns;
       for (int k = 0; k < TBE_KCLASS__COUNT; k++)
         m->class_ns[k] = tbe__sat_add(m->class_ns[k], s->class_ns[k]);
     }
@@ -447,6 +448,7 @@ static int merge_names(tbe_run_analysis *r, long **map) {
         m->self_cuda_ns = tbe__sat_add(m->self_cuda_ns, e->self_cuda_ns);
         m->cuda_total_ns = tbe__sat_add(m->cuda_total_ns, e->cuda_total_ns);
         m->kernels += e->kernels;
+        if (!m->launch_op) m->launch_op = e->launch_op; /* the first host's that knows it */
         if (!e->step_ns) per_step = 0;
       }
     }
@@ -533,6 +535,7 @@ static void merge_figures(tbe_run_analysis *r) {
     all->memset_count += d->memset_count;
     all->sync_ns = tbe__sat_add(all->sync_ns, d->sync_ns);
     all->sync_count += d->sync_count;
+    all->launch_samples += d->launch_samples; /* a count adds; its medians do not */
     for (int k = 0; k < TBE_KCLASS__COUNT; k++) {
       all->class_ns[k] = tbe__sat_add(all->class_ns[k], d->class_ns[k]);
       all->class_count[k] += d->class_count[k];
@@ -710,6 +713,23 @@ static int step_dist_of(tbe_analysis *an) {
   return 0;
 }
 
+/* The launch sequence of the first host (in run order) that has one: the
+ * hosts of a data-parallel run launch the same kernels in the same order,
+ * and a sequence is about where kernels sit, not how long they take. */
+static int merge_launch_seq(tbe_run_analysis *r) {
+  tbe_analysis *tot = r->total;
+  for (size_t h = 0; h < r->nhosts; h++) {
+    const tbe_analysis *an = r->hosts[h].an;
+    if (!an->nlaunch_seq) continue;
+    tot->launch_seq = tbe__alloc(&tot->alloc_, an->nlaunch_seq * sizeof *tot->launch_seq);
+    if (!tot->launch_seq) return TBE_ENOMEM;
+    memcpy(tot->launch_seq, an->launch_seq, an->nlaunch_seq * sizeof *tot->launch_seq);
+    tot->nlaunch_seq = an->nlaunch_seq;
+    return 0;
+  }
+  return 0;
+}
+
 static int merge(tbe_run_analysis *r) {
   int rc = tbe__analysis_blank(&r->total, &r->alloc_);
   if (rc) return rc;
@@ -725,6 +745,7 @@ static int merge(tbe_run_analysis *r) {
   if (rc) return rc;
   rc = step_dist_of(r->total);
   if (!rc) rc = merge_hint(r);
+  if (!rc) rc = merge_launch_seq(r);
   return rc;
 }
 

@@ -79,6 +79,33 @@ static void rule(tbe__buf *b, int w) {
 
 void tbe__cell(tbe__buf *b, const char *s, int w, int right) { cell(b, s, w, right); }
 void tbe__rule(tbe__buf *b, int w) { rule(b, w); }
+
+void tbe__json_ns(tbe__buf *b, int64_t ns) {
+  if (ns < 0)
+    tbe__buf_puts(b, "null");
+  else
+    tbe__buf_printf(b, "%lld", (long long)ns);
+}
+
+void tbe__csv_ns(tbe__buf *b, int64_t ns) {
+  if (ns >= 0) tbe__buf_printf(b, "%lld", (long long)ns);
+}
+
+void tbe__json_launch(tbe__buf *b, int64_t all, int64_t overhead, int64_t queue) {
+  tbe__json_ns(b, all);
+  tbe__buf_puts(b, ",\"launch_overhead_median_ns\":");
+  tbe__json_ns(b, overhead);
+  tbe__buf_puts(b, ",\"queue_delay_median_ns\":");
+  tbe__json_ns(b, queue);
+}
+
+void tbe__csv_launch(tbe__buf *b, int64_t all, int64_t overhead, int64_t queue) {
+  tbe__csv_ns(b, all);
+  tbe__buf_putc(b, ',');
+  tbe__csv_ns(b, overhead);
+  tbe__buf_putc(b, ',');
+  tbe__csv_ns(b, queue);
+}
 void tbe__csv_str(tbe__buf *b, const char *s) { csv_str(b, s); }
 
 /* Appends `text` wrapped at `width` columns (words split at spaces; a

@@ -52,6 +52,15 @@ void tbe__name_cell(const char *name, int w, int wide, char *buf, size_t size);
  * table look alike.  Returns 0 or TBE_ENOMEM (then the plain cells). */
 int tbe__name_cells(const char *const *names, size_t n, int w, int wide, char *cells,
                     size_t size, const tbe_allocator *a);
+/* A figure that may be unknown (-1: a median without samples, a run's
+ * merged median): the number, or JSON's null / an empty CSV field. */
+void tbe__json_ns(tbe__buf *b, int64_t ns);
+void tbe__csv_ns(tbe__buf *b, int64_t ns);
+/* The launch medians: JSON "<launch_median_ns value>,"launch_overhead_
+ * median_ns":...,"queue_delay_median_ns":..." (after the first key) and
+ * three CSV fields. */
+void tbe__json_launch(tbe__buf *b, int64_t all, int64_t overhead, int64_t queue);
+void tbe__csv_launch(tbe__buf *b, int64_t all, int64_t overhead, int64_t queue);
 /* Appends `w` dashes and a newline. */
 void tbe__rule(tbe__buf *b, int w);
 /* Appends `text` (safe text) wrapped at `width` columns, then a newline;
@@ -127,9 +136,14 @@ typedef struct tbe__ocol {
 } tbe__ocol;
 /* The overview table: a row per figure, a column per entry of `cols` (at
  * most 64), wrapped to `width`; optional rows (copy directions, memset,
- * sync, launch latency, short kernels) appear when `ref` has any. */
+ * sync, launch overhead and queue delay with their legend, short kernels)
+ * appear when `ref` has any. */
 void tbe__overview(tbe__buf *b, const tbe__ocol *cols, size_t ncols, const tbe_device_stats *ref,
                    int width);
+/* "profiler: overhead ...; records lost: N for lack of buffer space, M
+ * with zero or inverted timestamps[; <early>]" wrapped at `width`, when
+ * `an` has any of them (`early`: the words for ended_early). */
+void tbe__profiler_line(tbe__buf *b, const tbe_analysis *an, const char *early, int width);
 /* The name tables of `an` as currently sorted (table, Markdown or CSV
  * rows with their header; not JSON). */
 void tbe__summary_names(tbe__buf *b, const tbe_analysis *an, const tbe_report_options *o);

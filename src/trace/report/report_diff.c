@@ -345,6 +345,26 @@ static void row_figures(const tbe_diff *d, tbe_group_kind g, const tbe_diff_entr
   *c = cu ? &e->cuda_steps : &e->steps;
 }
 
+/* The CSV and JSON status of an entry. */
+static const char *entry_status(const tbe_diff_entry *e) {
+  if (e->replaced_by) return "replaced";
+  return e->present == 3 ? "matched" : e->present == 2 ? "added" : "removed";
+}
+
+/* "N matched, R replaced, A added..." counts: the matched exclude the
+ * replaced. */
+static size_t matched_of(const tbe_diff *d, tbe_group_kind g) {
+  return d->nentries[g] - d->added[g] - d->removed[g] - d->replaced[g];
+}
+
+/* ", R replaced" when the table has any ("" otherwise, so a comparison
+ * without replaced kernels reads as it always did). */
+static const char *replaced_words(const tbe_diff *d, tbe_group_kind g, char *buf, size_t size) {
+  if (!d->replaced[g]) return "";
+  snprintf(buf, size, ", %zu replaced by another name", d->replaced[g]);
+  return buf;
+}
+
 /* One character for the terminal tables (legend printed above them). */
 static const char *entry_mark1c(const tbe_diff_entry *e, const tbe_step_compare *c) {
   if (e->present == 1) return "-";
@@ -386,10 +406,13 @@ void tbe__rep_names_table(tbe__buf *b, const tbe_diff *d, const tbe_report_optio
         int l = (int)tbe__text_width(name, strlen(name));
         if (l > nw) nw = l;
       }
+    char rw[64];
     tbe__buf_printf(b,
-                    "\n%s%s%s: %zu matched, %zu added (+), %zu removed (-); %zu shown, by |delta|\n",
+                    "\n%s%s%s: %zu matched%s, %zu added (+), %zu removed (-); %zu shown, by "
+                    "|delta|\n",
                     tbe__group_title(g), cu ? " (CUDA total)" : "", shape_note(o, g),
-                    n - d->added[g] - d->removed[g], d->added[g], d->removed[g], top);
+                    matched_of(d, g), replaced_words(d, g, rw, sizeof rw), d->added[g],
+                    d->removed[g], top);
     tbe__cell(b, "name", nw, 0);
     const char *hd[8] = {"calls b/n", cu ? "CUDA b" : "total b", cu ? "CUDA n" : "total n",
                          ps ? "step b" : "avg b", ps ? "step n" : "avg n", "delta", "ratio", ""};
@@ -446,6 +469,13 @@ void tbe__rep_names_table(tbe__buf *b, const tbe_diff *d, const tbe_report_optio
                       o->wide ? 0 : (size_t)(nw + fixed - 4));
         tbe__buf_printf(b, "    %s\n", sh);
       }
+      if (e->replaced_by) {
+        /* the new name under the base name: the row's n columns are its */
+        tbe__buf_puts(b, "    replaced by ");
+        tbe__name_cell(e->replaced_by, nw + fixed - 16, o->wide, name, sizeof name);
+        tbe__buf_puts(b, name);
+        tbe__buf_putc(b, '\n');
+      }
     }
     tbe__free(b->a, names);
     tbe__free(b->a, cells);
@@ -461,8 +491,10 @@ void tbe__rep_names_md(tbe__buf *b, const tbe_diff *d, const tbe_report_options 
     if (!n) continue;
     int cu = cuda_table(d, g), sh = g == TBE_GROUP_CPU_OP_SHAPE;
     size_t top = o->top && o->top < n ? o->top : n;
-    tbe__buf_printf(b, "\n## %s%s: %zu matched, %zu added, %zu removed\n\n", tbe__group_title(g),
-                    shape_note(o, g), n - d->added[g] - d->removed[g], d->added[g], d->removed[g]);
+    char rw[64];
+    tbe__buf_printf(b, "\n## %s%s: %zu matched%s, %zu added, %zu removed\n\n", tbe__group_title(g),
+                    shape_note(o, g), matched_of(d, g), replaced_words(d, g, rw, sizeof rw),
+                    d->added[g], d->removed[g]);
     if (cu)
       tbe__buf_printf(b,
                       "| name |%s calls base | calls new | CPU total base | CPU total new | CUDA "
@@ -500,6 +532,14 @@ void tbe__rep_names_md(tbe__buf *b, const tbe_diff *d, const tbe_report_options 
       ratio_str(v[5], 40, fig[0], fig[1]);
       tbe__buf_puts(b, "| ");
       tbe__md_escape(b, name);
+      if (e->replaced_by) {
+        if (o->wide)
+          tbe__full_name(e->replaced_by, name, sizeof name);
+        else
+          tbe_name_shorten(e->replaced_by, 80, name, sizeof name);
+        tbe__buf_puts(b, ", replaced by ");
+        tbe__md_escape(b, name);
+      }
       if (sh) {
         tbe__buf_puts(b, " | ");
         tbe__md_escape(b, e->shapes ? e->shapes : "");
@@ -512,12 +552,13 @@ void tbe__rep_names_md(tbe__buf *b, const tbe_diff *d, const tbe_report_options 
 }
 
 void tbe__rep_names_csv(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
-  tbe__buf_puts(b, "\nsection,name,status,calls_base,calls_new,total_base_ns,total_new_ns,"
-                   "avg_base_ns,avg_new_ns,delta_ns,ratio,step_median_base_ns,"
-                   "step_q1_base_ns,step_q3_base_ns,step_median_new_ns,step_q1_new_ns,"
-                   "step_q3_new_ns,noise,p_value,shapes,cuda_total_base_ns,cuda_total_new_ns,"
-                   "cuda_delta_ns,cuda_step_median_base_ns,cuda_step_median_new_ns,cuda_noise,"
-                   "cuda_p_value\n");
+  tbe__buf_puts(b,
+                "\nsection,name,status,calls_base,calls_new,total_base_ns,total_new_ns,"
+                "avg_base_ns,avg_new_ns,delta_ns,ratio,step_median_base_ns,"
+                "step_q1_base_ns,step_q3_base_ns,step_median_new_ns,step_q1_new_ns,"
+                "step_q3_new_ns,noise,p_value,shapes,cuda_total_base_ns,cuda_total_new_ns,"
+                "cuda_delta_ns,cuda_step_median_base_ns,cuda_step_median_new_ns,cuda_noise,"
+                "cuda_p_value,replaced_by\n");
   tbe_group_kind gs[3];
   size_t ngs = diff_groups(d, o, gs);
   for (size_t gi = 0; gi < ngs; gi++) {
@@ -529,8 +570,7 @@ void tbe__rep_names_csv(tbe__buf *b, const tbe_diff *d, const tbe_report_options
       const tbe_step_dist *s0 = &e->steps.dist[0], *s1 = &e->steps.dist[1];
       tbe__buf_printf(b, "%s,", tbe_group_name(g));
       tbe__csv_str(b, e->name);
-      tbe__buf_printf(b, ",%s,%llu,%llu,%lld,%lld,%lld,%lld,%lld,%.6f,",
-                      e->present == 3 ? "matched" : e->present == 2 ? "added" : "removed",
+      tbe__buf_printf(b, ",%s,%llu,%llu,%lld,%lld,%lld,%lld,%lld,%.6f,", entry_status(e),
                       (unsigned long long)e->calls[0], (unsigned long long)e->calls[1],
                       (long long)e->total_ns[0], (long long)e->total_ns[1],
                       (long long)(e->calls[0] ? e->total_ns[0] / (int64_t)e->calls[0] : 0),
@@ -549,7 +589,9 @@ void tbe__rep_names_csv(tbe__buf *b, const tbe_diff *d, const tbe_report_options
       tbe__buf_putc(b, ',');
       if (e->shapes) tbe__csv_str(b, e->shapes);
       if (!op) {
-        tbe__buf_puts(b, ",,,,,,,\n");
+        tbe__buf_puts(b, ",,,,,,,,");
+        if (e->replaced_by) tbe__csv_str(b, e->replaced_by);
+        tbe__buf_putc(b, '\n');
         continue;
       }
       const tbe_step_compare *c = &e->cuda_steps;
@@ -561,7 +603,7 @@ void tbe__rep_names_csv(tbe__buf *b, const tbe_diff *d, const tbe_report_options
       }
       tbe__buf_printf(b, "%s,", tbe__noise_key(c->verdict));
       if (c->p_value >= 0) tbe__buf_printf(b, "%.6f", c->p_value);
-      tbe__buf_putc(b, '\n');
+      tbe__buf_puts(b, ",\n"); /* replaced_by: kernels only */
     }
   }
 }
@@ -587,19 +629,23 @@ void tbe__rep_names_json(tbe__buf *b, const tbe_diff *d, const tbe_report_option
     int op = g == TBE_GROUP_CPU_OP || g == TBE_GROUP_CPU_OP_SHAPE;
     size_t n = d->nentries[g], top = o->top && o->top < n ? o->top : n;
     /* the operator table is "cpu_ops" whichever way it is grouped */
-    tbe__buf_printf(b, ",\"%s\":{\"added\":%zu,\"removed\":%zu,\"entries\":[",
-                    tbe_group_name(op ? TBE_GROUP_CPU_OP : g), d->added[g], d->removed[g]);
+    tbe__buf_printf(b, ",\"%s\":{\"added\":%zu,\"removed\":%zu,\"replaced\":%zu,\"entries\":[",
+                    tbe_group_name(op ? TBE_GROUP_CPU_OP : g), d->added[g], d->removed[g],
+                    d->replaced[g]);
     for (size_t i = 0; i < top; i++) {
       const tbe_diff_entry *e = &d->entries[g][i];
       tbe__buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
       tbe__json_str(b, e->name);
+      if (e->replaced_by) {
+        tbe__buf_puts(b, ",\"replaced_by\":");
+        tbe__json_str(b, e->replaced_by);
+      }
       tbe__buf_printf(b,
                       ",\"status\":\"%s\",\"calls\":[%llu,%llu],\"total_ns\":[%lld,%lld],"
                       "\"delta_ns\":%lld,\"ratio\":%.6f",
-                      e->present == 3 ? "matched" : e->present == 2 ? "added" : "removed",
-                      (unsigned long long)e->calls[0], (unsigned long long)e->calls[1],
-                      (long long)e->total_ns[0], (long long)e->total_ns[1], (long long)e->delta_ns,
-                      e->ratio);
+                      entry_status(e), (unsigned long long)e->calls[0],
+                      (unsigned long long)e->calls[1], (long long)e->total_ns[0],
+                      (long long)e->total_ns[1], (long long)e->delta_ns, e->ratio);
       if (e->steps.dist[0].n || e->steps.dist[1].n) {
         tbe__buf_puts(b, ",\"steps\":");
         tbe__json_step_compare(b, &e->steps);

@@ -430,17 +430,12 @@ static void run_overview(tbe__buf *b, const tbe_run_analysis *r, int width) {
   tbe__overview(b, cols, n, &r->total->all, width);
 }
 
-static void totals_line(tbe__buf *b, const tbe_analysis *t) {
+static void totals_line(tbe__buf *b, const tbe_analysis *t, int width) {
   char x[32], y[32];
   tbe__buf_printf(b, "hosts: busiest thread %s, %llu CUDA API calls, %llu syncs (%s)\n",
                   tbe__dur(x, t->host_busy_ns), (unsigned long long)t->api_calls,
                   (unsigned long long)t->sync_calls, tbe__dur(y, t->sync_call_ns));
-  if (t->overhead_ns || t->dropped_records || t->ended_early)
-    tbe__buf_printf(b,
-                    "profiler: overhead %s, dropped records %llu (out-of-range timestamps %llu)%s\n",
-                    tbe__dur(x, t->overhead_ns), (unsigned long long)t->dropped_records,
-                    (unsigned long long)t->out_of_range_records,
-                    t->ended_early ? ", a capture ended early" : "");
+  tbe__profiler_line(b, t, "a capture ended early", width);
 }
 
 static void run_steps(tbe__buf *b, const tbe_run_analysis *r, const tbe_report_options *o) {
@@ -655,7 +650,7 @@ void tbe__rep_run_table(tbe__buf *b, tbe_run_analysis *r, const tbe_report_optio
   if (per_rank(r)) ranks_table(b, r, o);
   else hosts_table(b, r, o);
   run_overview(b, r, o->width);
-  totals_line(b, t);
+  totals_line(b, t, o->width);
   tbe__summary_names(b, t, o);
   tbe__metrics_run(b, r, o, 0);
   run_steps(b, r, o);
@@ -749,12 +744,14 @@ static void csv_device(tbe__buf *b, const char *host, const tbe_device_stats *d)
   tbe__csv_str(b, host);
   if (d->device < 0) tbe__buf_puts(b, ",all");
   else tbe__buf_printf(b, ",%d", (int)d->device);
-  tbe__buf_printf(b, ",%lld,%lld,%lld,%llu,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld\n",
+  tbe__buf_printf(b, ",%lld,%lld,%lld,%llu,%lld,%lld,%lld,%lld,%lld,%lld,%lld,",
                   (long long)d->wall_ns, (long long)d->busy_ns, (long long)d->kernel_ns,
                   (unsigned long long)d->kernel_count, (long long)d->memcpy_ns[TBE_COPY_HTOD],
                   (long long)d->memcpy_ns[TBE_COPY_DTOH], (long long)d->memcpy_ns[TBE_COPY_DTOD],
                   (long long)other, (long long)d->memset_ns, (long long)d->sync_ns,
-                  (long long)d->idle_ns, (long long)d->launch_median_ns);
+                  (long long)d->idle_ns);
+  tbe__csv_launch(b, d->launch_median_ns, d->launch_overhead_median_ns, d->queue_delay_median_ns);
+  tbe__buf_putc(b, '\n');
 }
 
 static void csv_host_row(tbe__buf *b, const char *section, const char *label, const tbe_analysis *an,
@@ -796,9 +793,10 @@ void tbe__rep_run_csv(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options
     csv_spread(b, figure_key(r->figure), &r->figure_dist);
     csv_spread(b, "comm", &r->comm_dist);
   }
-  tbe__buf_puts(b, "\nsection,host,device,wall_ns,busy_ns,kernel_ns,kernel_count,memcpy_htod_ns,"
-                   "memcpy_dtoh_ns,memcpy_dtod_ns,memcpy_other_ns,memset_ns,sync_ns,idle_ns,"
-                   "launch_median_ns\n");
+  tbe__buf_puts(b,
+                "\nsection,host,device,wall_ns,busy_ns,kernel_ns,kernel_count,memcpy_htod_ns,"
+                "memcpy_dtoh_ns,memcpy_dtod_ns,memcpy_other_ns,memset_ns,sync_ns,idle_ns,"
+                "launch_median_ns,launch_overhead_median_ns,queue_delay_median_ns\n");
   for (size_t i = 0; i < r->nhosts; i++) {
     const tbe_analysis *an = r->hosts[i].an;
     for (size_t d = 0; d < an->ndevices; d++) csv_device(b, host_label(&r->hosts[i]), &an->devices[d]);

@@ -50,8 +50,8 @@ void tbe__overview(tbe__buf *b, const tbe__ocol *cols, size_t ncols, const tbe_d
     }
     tbe__buf_putc(b, '\n');
     /* Rows. */
-    static const int order[16] = {15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
-    for (int ri = 0; ri < 16; ri++) {
+    static const int order[17] = {15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 14};
+    for (int ri = 0; ri < 17; ri++) {
       int r = order[ri];
       const char *label = NULL;
       int any = 0;
@@ -137,13 +137,17 @@ void tbe__overview(tbe__buf *b, const tbe__ocol *cols, size_t ncols, const tbe_d
             any = 1;
             break;
           case 13:
-            label = "launch latency";
+          case 16: {
+            /* the two launch medians (the legend under the table names
+             * them); "-" where unknown (no launches, a run's total) */
+            int64_t med = r == 13 ? d->launch_overhead_median_ns : d->queue_delay_median_ns;
+            label = r == 13 ? "launch overhead" : "queue delay";
             if (ref->launch_samples) {
-              if (d->launch_median_ns >= 0) snprintf(vals[c - c0], 64, "%s", tbe__dur(x, d->launch_median_ns));
-              else snprintf(vals[c - c0], 64, "-");
+              snprintf(vals[c - c0], 64, "%s", med >= 0 ? tbe__dur(x, med) : "-");
               any = 1;
             }
             break;
+          }
           case 14:
             label = "short kernels";
             if (ref->kernel_count) {
@@ -164,6 +168,21 @@ void tbe__overview(tbe__buf *b, const tbe__ocol *cols, size_t ncols, const tbe_d
       }
       tbe__buf_putc(b, '\n');
     }
+  }
+  if (ref->launch_samples) {
+    /* a column with launches but no medians: a run's total */
+    int merged = 0;
+    for (size_t c = 0; c < ncols; c++)
+      merged |= cols[c].d->launch_samples && cols[c].d->launch_overhead_median_ns < 0;
+    tbe__wrap(b,
+              merged ? "(launch overhead: the median duration of the API call that launched GPU "
+                       "work; queue delay: the median time from the call's return to the work's "
+                       "start on the GPU; -: medians of several hosts do not add up, each host's "
+                       "is in its column)"
+                     : "(launch overhead: the median duration of the API call that launched GPU "
+                       "work; queue delay: the median time from the call's return to the work's "
+                       "start on the GPU)",
+              width);
   }
 }
 
@@ -234,17 +253,27 @@ static void class_table(tbe__buf *b, const tbe_device_stats *d, int md) {
   }
 }
 
-static void host_lines(tbe__buf *b, const tbe_analysis *an) {
+static void host_lines(tbe__buf *b, const tbe_analysis *an, int width) {
   char x[32], y[32];
   tbe__buf_printf(b, "host: busiest thread %s (%.1f%%), %llu CUDA API calls, %llu syncs (%s)\n",
                   tbe__dur(x, an->host_busy_ns), tbe__pct(an->host_busy_ns, an->wall_ns),
                   (unsigned long long)an->api_calls, (unsigned long long)an->sync_calls,
                   tbe__dur(y, an->sync_call_ns));
-  if (an->overhead_ns || an->dropped_records || an->ended_early)
-    tbe__buf_printf(b, "profiler: overhead %s, dropped records %llu (out-of-range timestamps %llu)%s\n",
-                    tbe__dur(x, an->overhead_ns), (unsigned long long)an->dropped_records,
-                    (unsigned long long)an->out_of_range_records,
-                    an->ended_early ? ", capture ended early" : "");
+  tbe__profiler_line(b, an, "the capture ended early", width);
+}
+
+void tbe__profiler_line(tbe__buf *b, const tbe_analysis *an, const char *early, int width) {
+  if (!an->overhead_ns && !an->dropped_records && !an->ended_early) return;
+  char x[32], line[320];
+  /* Named for what each counts: records outside a capture range are left
+   * out on purpose (the trace's warnings say how many), not lost. */
+  uint64_t zero = an->out_of_range_records, full = an->dropped_records - zero;
+  snprintf(line, sizeof line,
+           "profiler: overhead %s; records lost: %llu for lack of buffer space, %llu with zero or "
+           "inverted timestamps%s%s",
+           tbe__dur(x, an->overhead_ns), (unsigned long long)full, (unsigned long long)zero,
+           an->ended_early ? "; " : "", an->ended_early ? early : "");
+  tbe__wrap(b, line, width);
 }
 
 static void name_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
@@ -510,7 +539,7 @@ void tbe__rep_summary_table(tbe__buf *b, tbe_analysis *an, const tbe_report_opti
   summary_header(b, an, o);
   tbe__buf_putc(b, '\n');
   overview_table(b, an, o->width);
-  host_lines(b, an);
+  host_lines(b, an, o->width);
   tbe__ops_line(b, an, o->width);
   tbe__metrics_gpu(b, an, 0);
   class_table(b, &an->all, 0);
@@ -598,8 +627,10 @@ void tbe__rep_summary_md(tbe__buf *b, tbe_analysis *an, const tbe_report_options
   }
   tbe__buf_printf(b, "\n\nWall time %s, %llu kernels, %zu steps.\n\n", tbe__dur(x, an->wall_ns),
                   (unsigned long long)an->all.kernel_count, an->nsteps);
-  tbe__buf_puts(b, "| device | busy | busy % | kernels | kernel count | memcpy | memset | sync | "
-                   "idle | launch latency |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  tbe__buf_puts(b,
+                "| device | busy | busy % | kernels | kernel count | memcpy | memset | sync | "
+                "idle | launch overhead | queue delay |\n"
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (size_t i = 0; i <= an->ndevices; i++) {
     const tbe_device_stats *d = i < an->ndevices ? &an->devices[i] : &an->all;
     if (i == an->ndevices && an->ndevices == 1) break;
@@ -612,12 +643,20 @@ void tbe__rep_summary_md(tbe__buf *b, tbe_analysis *an, const tbe_report_options
     tbe__fmt_dur(v[3], 32, d->memset_ns);
     tbe__fmt_dur(v[4], 32, d->sync_ns);
     tbe__fmt_dur(v[5], 32, d->idle_ns);
-    char lab[32];
+    char lab[32], z[32];
     device_label(an, d, lab, sizeof lab);
-    tbe__buf_printf(b, "| %s | %s | %.1f | %s | %llu | %s | %s | %s | %s | %s |\n", lab, v[0],
-                    tbe__pct(d->busy_ns, d->wall_ns), v[1], (unsigned long long)d->kernel_count, v[2],
-                    v[3], v[4], v[5], d->launch_median_ns >= 0 ? tbe__dur(y, d->launch_median_ns) : "-");
+    tbe__buf_printf(
+        b, "| %s | %s | %.1f | %s | %llu | %s | %s | %s | %s | %s | %s |\n", lab, v[0],
+        tbe__pct(d->busy_ns, d->wall_ns), v[1], (unsigned long long)d->kernel_count, v[2], v[3],
+        v[4], v[5],
+        d->launch_overhead_median_ns >= 0 ? tbe__dur(y, d->launch_overhead_median_ns) : "-",
+        d->queue_delay_median_ns >= 0 ? tbe__dur(z, d->queue_delay_median_ns) : "-");
   }
+  if (an->all.launch_samples)
+    tbe__buf_puts(b,
+                  "\nLaunch overhead: the median duration of the API call that launched GPU "
+                  "work; queue delay: the median time from the call's return to the work's "
+                  "start on the GPU.\n");
   tbe__metrics_gpu(b, an, 1);
   class_table(b, &an->all, 1);
   tbe_group_kind gs[3];
@@ -678,9 +717,10 @@ void tbe__summary_names(tbe__buf *b, const tbe_analysis *an, const tbe_report_op
 }
 
 void tbe__rep_summary_csv(tbe__buf *b, tbe_analysis *an, const tbe_report_options *o) {
-  tbe__buf_puts(b, "section,device,wall_ns,busy_ns,kernel_ns,kernel_count,memcpy_htod_ns,"
-                   "memcpy_dtoh_ns,memcpy_dtod_ns,memcpy_other_ns,memset_ns,sync_ns,idle_ns,"
-                   "launch_median_ns\n");
+  tbe__buf_puts(b,
+                "section,device,wall_ns,busy_ns,kernel_ns,kernel_count,memcpy_htod_ns,"
+                "memcpy_dtoh_ns,memcpy_dtod_ns,memcpy_other_ns,memset_ns,sync_ns,idle_ns,"
+                "launch_median_ns,launch_overhead_median_ns,queue_delay_median_ns\n");
   for (size_t i = 0; i <= an->ndevices; i++) {
     const tbe_device_stats *d = i < an->ndevices ? &an->devices[i] : &an->all;
     int64_t other = 0;
@@ -689,13 +729,14 @@ void tbe__rep_summary_csv(tbe__buf *b, tbe_analysis *an, const tbe_report_option
     char dev[16];
     if (d->device < 0) snprintf(dev, sizeof dev, "all");
     else snprintf(dev, sizeof dev, "%d", (int)d->device);
-    tbe__buf_printf(b, "device,%s,%lld,%lld,%lld,%llu,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld\n",
-                    dev,
+    tbe__buf_printf(b, "device,%s,%lld,%lld,%lld,%llu,%lld,%lld,%lld,%lld,%lld,%lld,%lld,", dev,
                     (long long)d->wall_ns, (long long)d->busy_ns, (long long)d->kernel_ns,
                     (unsigned long long)d->kernel_count, (long long)d->memcpy_ns[TBE_COPY_HTOD],
                     (long long)d->memcpy_ns[TBE_COPY_DTOH], (long long)d->memcpy_ns[TBE_COPY_DTOD],
                     (long long)other, (long long)d->memset_ns, (long long)d->sync_ns,
-                    (long long)d->idle_ns, (long long)d->launch_median_ns);
+                    (long long)d->idle_ns);
+    tbe__csv_launch(b, d->launch_median_ns, d->launch_overhead_median_ns, d->queue_delay_median_ns);
+    tbe__buf_putc(b, '\n');
   }
   uint32_t order[TBE_KCLASS__COUNT];
   size_t ncls = tbe__class_order(&an->all, order);
@@ -712,17 +753,21 @@ void tbe__rep_summary_csv(tbe__buf *b, tbe_analysis *an, const tbe_report_option
                      "memcpy_ns,memset_ns,sync_ns,launch_median_ns");
     for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++)
       tbe__buf_printf(b, ",%s_ns", tbe_kernel_class_name(k));
-    tbe__buf_putc(b, '\n');
+    tbe__buf_puts(b, ",launch_overhead_median_ns,queue_delay_median_ns\n");
     for (size_t i = 0; i < an->nsteps; i++) {
       const tbe_step_stats *s = &an->steps[i];
-      tbe__buf_printf(b, "step,%lld,%lld,%lld,%lld,%lld,%lld,%llu,%lld,%lld,%lld,%lld",
+      tbe__buf_printf(b, "step,%lld,%lld,%lld,%lld,%lld,%lld,%llu,%lld,%lld,%lld,",
                       (long long)s->num, (long long)s->start_ns, (long long)s->dur_ns,
                       (long long)s->host_ns, (long long)s->gpu_busy_ns, (long long)s->kernel_ns,
                       (unsigned long long)s->kernel_count, (long long)s->memcpy_ns,
-                      (long long)s->memset_ns, (long long)s->sync_ns,
-                      (long long)s->launch_median_ns);
+                      (long long)s->memset_ns, (long long)s->sync_ns);
+      tbe__csv_ns(b, s->launch_median_ns);
       for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++)
         tbe__buf_printf(b, ",%lld", (long long)s->class_ns[k]);
+      tbe__buf_putc(b, ',');
+      tbe__csv_ns(b, s->launch_overhead_median_ns);
+      tbe__buf_putc(b, ',');
+      tbe__csv_ns(b, s->queue_delay_median_ns);
       tbe__buf_putc(b, '\n');
     }
   }
@@ -748,15 +793,16 @@ static void json_device(tbe__buf *b, const tbe_analysis *an, const tbe_device_st
                   ",\"wall_ns\":%lld,\"busy_ns\":%lld,\"busy_pct\":%.3f,\"idle_ns\":%lld,"
                   "\"kernel_ns\":%lld,\"kernel_count\":%llu,\"short_kernels\":%llu,"
                   "\"memset_ns\":%lld,\"memset_count\":%llu,\"sync_ns\":%lld,\"sync_count\":%llu,"
-                  "\"pageable_ns\":%lld,\"pageable_count\":%llu,\"launch_median_ns\":%lld,"
-                  "\"launch_samples\":%llu,\"memcpy\":{",
+                  "\"pageable_ns\":%lld,\"pageable_count\":%llu,\"launch_median_ns\":",
                   (long long)d->wall_ns, (long long)d->busy_ns, tbe__pct(d->busy_ns, d->wall_ns),
                   (long long)d->idle_ns, (long long)d->kernel_ns,
                   (unsigned long long)d->kernel_count, (unsigned long long)d->short_kernels,
                   (long long)d->memset_ns, (unsigned long long)d->memset_count,
                   (long long)d->sync_ns, (unsigned long long)d->sync_count,
-                  (long long)d->pageable_ns, (unsigned long long)d->pageable_count,
-                  (long long)d->launch_median_ns, (unsigned long long)d->launch_samples);
+                  (long long)d->pageable_ns, (unsigned long long)d->pageable_count);
+  tbe__json_launch(b, d->launch_median_ns, d->launch_overhead_median_ns, d->queue_delay_median_ns);
+  tbe__buf_printf(b, ",\"launch_samples\":%llu,\"memcpy\":{",
+                  (unsigned long long)d->launch_samples);
   int first = 1;
   for (int k = 0; k < TBE_NCOPY_KINDS; k++) {
     if (!d->memcpy_count[k]) continue;
@@ -853,12 +899,14 @@ void tbe__summary_json(tbe__buf *b, const tbe_analysis *an, const tbe_report_opt
                     "%s{\"step\":%lld,\"start_ns\":%lld,\"dur_ns\":%lld,\"host_ns\":%lld,"
                     "\"gpu_busy_ns\":%lld,\"kernel_ns\":%lld,\"kernel_count\":%llu,"
                     "\"memcpy_ns\":%lld,\"memset_ns\":%lld,\"sync_ns\":%lld,"
-                    "\"launch_median_ns\":%lld,\"classes\":{",
+                    "\"launch_median_ns\":",
                     i ? "," : "", (long long)s->num, (long long)s->start_ns, (long long)s->dur_ns,
                     (long long)s->host_ns, (long long)s->gpu_busy_ns, (long long)s->kernel_ns,
                     (unsigned long long)s->kernel_count, (long long)s->memcpy_ns,
-                    (long long)s->memset_ns, (long long)s->sync_ns,
-                    (long long)s->launch_median_ns);
+                    (long long)s->memset_ns, (long long)s->sync_ns);
+    tbe__json_launch(b, s->launch_median_ns, s->launch_overhead_median_ns,
+                     s->queue_delay_median_ns);
+    tbe__buf_puts(b, ",\"classes\":{");
     for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++)
       tbe__buf_printf(b, "%s\"%s\":%lld", k ? "," : "", tbe_kernel_class_name(k),
                       (long long)s->class_ns[k]);
