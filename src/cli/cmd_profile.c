@@ -616,8 +616,8 @@ static void report(const profile_args *a, const ran *r, int exit_code, double co
           (unsigned long long)t->api_calls, (unsigned long long)t->nvtx_ranges,
           (unsigned long long)t->nvtx_marks, (unsigned long long)t->steps);
   fprintf(stderr,
-          "tbexport: dropped records %llu, out-of-range timestamps %llu, CUPTI overhead "
-          "%.3f ms\n",
+          "tbexport: records lost: %llu for lack of buffer space (or spool writes), %llu with "
+          "zero or inverted timestamps; CUPTI overhead %.3f ms\n",
           (unsigned long long)t->dropped_records, (unsigned long long)t->dropped_out_of_range,
           (double)t->overhead_ns / 1e6);
   if (np > 0)

@@ -31,7 +31,8 @@ static void usage(FILE *f) {
           "Run 'tbexport <command> --help' for a command's options.\n"
           "\n"
           "exit status: 0 success; 1 failure while working (I/O, memory);\n"
-          "2 bad usage or bad input (corrupt or malformed file).\n");
+          "2 bad usage or bad input (corrupt or malformed file); diff --fail-if: 3 a\n"
+          "condition fired beyond the steps' noise, 4 a side had too few steps to judge.\n");
 }
 
 int main(int argc, char **argv) {
