@@ -206,7 +206,9 @@ typedef struct tbe_kernel {
   uint16_t registers;       /* per thread */
   uint16_t context;
   int32_t queued_ns;        /* launch-to-queue latency if known, else -1 */
-  float occupancy_pct;      /* theoretical occupancy, < 0 if unknown */
+  float occupancy_pct;      /* est. achieved occupancy %, Kineto's: min(blocks per SM, active
+                               blocks per SM) x threads per block / threads per SM; the
+                               source's, else computed at finish (occupancy.h); < 0 unknown */
   float blocks_per_sm;      /* < 0 if unknown */
   float warps_per_sm;       /* < 0 if unknown */
 } tbe_kernel;
