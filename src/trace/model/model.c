@@ -38,6 +38,7 @@
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
 #include "tbexport/trace.h"
+#include "trace/model/comm.h"
 #include "trace/model/model_int.h"
 #include "trace/model/occupancy.h"
 #include "trace/model/ops.h"
@@ -411,10 +412,18 @@ int tbe_trace_warn(tbe_trace *t, const char *fmt, ...) {
 /* ---- finishing ---- */
 
 
+/* An operator or annotation encloses a call of the same span (comm.h's
+ * nccl:<op> has exactly its call's): it sorts first. */
+static int is_api(uint8_t k) { return k == TBE_EV_RUNTIME || k == TBE_EV_DRIVER; }
+
 static int cmp_order(const tbe_event *a, const tbe_event *b) {
   if (a->track != b->track) return a->track < b->track ? -1 : 1;
   if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns ? -1 : 1;
   if (a->dur_ns != b->dur_ns) return a->dur_ns > b->dur_ns ? -1 : 1; /* enclosing first */
+  int ca = is_api(a->kind), cb = is_api(b->kind);
+  if (ca != cb && (a->kind == TBE_EV_CPU_OP || a->kind == TBE_EV_USER_ANNOTATION ||
+                   b->kind == TBE_EV_CPU_OP || b->kind == TBE_EV_USER_ANNOTATION))
+    return ca - cb;
   return 0;
 }
 
@@ -505,8 +514,6 @@ static int sort_events(tbe_trace *t) {
   }
   return 0;
 }
-
-static int is_api(uint8_t k) { return k == TBE_EV_RUNTIME || k == TBE_EV_DRIVER; }
 
 static int link_events(tbe_trace *t) {
   size_t n = t->nevents;
@@ -757,6 +764,17 @@ static int fill_occupancy(tbe_trace *t) {
   return 0;
 }
 
+/* The nccl:<op> operators around NCCL launches, the backend and the note
+ * of a run without GPU communication (comm.h); operators added: the order
+ * and the links again. */
+static int comm_ops(tbe_trace *t) {
+  size_t added = 0;
+  int rc = tbe__trace_comm(t, &added);
+  if (rc) return fail(t, rc);
+  if (added && !(rc = sort_events(t))) rc = link_events(t);
+  return rc;
+}
+
 int tbe_trace_finish(tbe_trace *t) {
   if (!t) return TBE_EINVAL;
   if (t->priv->err) return t->priv->err;
@@ -766,6 +784,7 @@ int tbe_trace_finish(tbe_trace *t) {
   if (!rc && (rc = tbe__trace_link_ops(t))) fail(t, rc);
   if (!rc) rc = derive_steps(t);
   if (!rc) rc = demangle_kernels(t);
+  if (!rc) rc = comm_ops(t);
   if (!rc) rc = demangle_kernel_metrics(t);
   if (!rc) rc = fill_occupancy(t);
   if (rc) return rc;
