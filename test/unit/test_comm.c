@@ -184,7 +184,7 @@ static void test_bare_launch(void **state) {
   assert_int_equal(t->nevents, n0 + 1);
   uint32_t op = find(t, "nccl:all_reduce", 0);
   const tbe_event *o = &t->events[op];
-  assert_int_equal(o->kind, TBE_EV_CPU_OP);
+  assert_int_equal(o->kind, TBE_EV_USER_ANNOTATION);
   assert_int_equal(o->track, main);
   assert_int_equal(o->start_ns, T0 + 20000);
   assert_int_equal(o->dur_ns, 10000);
@@ -429,7 +429,7 @@ static void check_outputs(tbe_trace *t, int with_note) {
   if (!with_note) {
     /* Kineto's distributedInfo, with the spacing HTA's rank pattern needs */
     assert_non_null(strstr(doc, "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 2},"));
-    assert_non_null(strstr(doc, "\"cat\":\"cpu_op\",\"name\":\"nccl:all_reduce\""));
+    assert_non_null(strstr(doc, "\"cat\":\"user_annotation\",\"name\":\"nccl:all_reduce\""));
   } else {
     assert_non_null(strstr(doc, "\"distributedInfo\": {\"rank\": 1, \"world_size\": 2},"));
     assert_non_null(strstr(doc, "\"tbexportWarnings\": [\"no NCCL kernel in this rank's trace (one of 2 ranks)"));

@@ -661,7 +661,7 @@ static void test_collected_comm(void **state) {
   spec nccl = {3, 1, 0, 0, 0, 1, 0, 2, 1};
   t = collected(&nccl);
   assert_string_equal(tbe_trace_str(t, t->dist_backend), "nccl");
-  assert_int_equal(count_marks(t, TBE_EV_CPU_OP, "nccl:all_reduce", MAIN), 3);
+  assert_int_equal(count_marks(t, TBE_EV_USER_ANNOTATION, "nccl:all_reduce", MAIN), 3);
   for (size_t i = 0; i < t->nwarnings; i++)
     assert_null(strstr(tbe_trace_str(t, t->warnings[i]), "NCCL"));
   check_paths("collected, rank with NCCL kernels", t, 1);

@@ -228,7 +228,7 @@ int tbe__trace_comm(tbe_trace *t, size_t *added) {
     ev.start_ns = call->start_ns;
     ev.dur_ns = call->dur_ns;
     ev.track = call->track;
-    ev.kind = TBE_EV_CPU_OP;
+    ev.kind = TBE_EV_USER_ANNOTATION; /* PyTorch's is a user-scope record_function */
     ev.name = w->op;
     ev.link = TBE_NONE;
     ev.external_id = w->id = ++top;

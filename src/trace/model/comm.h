@@ -9,10 +9,11 @@
  * (c10d::allreduce_ under emit_nvtx), has none, and its Distributed view
  * is missing.  tbe_trace_finish therefore gives every NCCL kernel
  * (tbe__nccl_kernel_op) whose launching call is not inside an nccl:*
- * operator one: a CPU_OP "nccl:<op>" with exactly the call's span on the
- * call's thread (the model's order puts an operator before a call of the
- * same span: it encloses it), a new external id, which the call and every
- * kernel it launched take.  A call that also launched other GPU work (a
+ * operator one: "nccl:<op>" with exactly the call's span on the call's
+ * thread, a user annotation as PyTorch's (ProcessGroup's work records it
+ * as a user-scope record_function: Kineto's "user_annotation"; the model's
+ * order puts it before a call of the same span, which it encloses), with a
+ * new external id, which the call and every kernel it launched take.  A call that also launched other GPU work (a
  * graph launch) is left alone: its other work would name an operator that
  * did not launch it.  A call inside an nccl:* operator, or whose NCCL
  * kernel already names one by its external id, is left alone, so a trace

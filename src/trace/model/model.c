@@ -453,13 +453,48 @@ static void merge_sort(uint32_t *idx, uint32_t *tmp, size_t n, const tbe_event *
   memcpy(idx, tmp, n * sizeof *idx);
 }
 
+/* A sorted prefix [0, p) and a short tail (what tbe__trace_comm leaves: a
+ * few operators appended to a finished order): the tail sorted on its own
+ * (stable, by index), then merged in from the back, in place, the tail
+ * held in a buffer: n - p small, every other event moved once and in
+ * order, where the general sort below moves each through a permutation.
+ * Equal events keep their order (the prefix's before the tail's), as the
+ * general sort does.  0 or TBE_ENOMEM. */
+static int merge_tail(tbe_trace *t, size_t p) {
+  size_t n = t->nevents, k = n - p;
+  tbe_allocator *a = &t->priv->a;
+  uint32_t *idx = tbe__alloc(a, 2 * k * sizeof *idx);
+  tbe_event *tail = tbe__alloc(a, k * sizeof *tail);
+  if (!idx || !tail) {
+    tbe__free(a, idx);
+    tbe__free(a, tail);
+    return fail(t, TBE_ENOMEM);
+  }
+  for (size_t i = 0; i < k; i++) idx[i] = (uint32_t)(p + i);
+  merge_sort(idx, idx + k, k, t->events);
+  for (size_t i = 0; i < k; i++) tail[i] = t->events[idx[i]];
+  size_t dst = n, i = p, j = k;
+  while (j > 0) {
+    if (i > 0 && cmp_order(&t->events[i - 1], &tail[j - 1]) > 0) t->events[--dst] = t->events[--i];
+    else t->events[--dst] = tail[--j];
+  }
+  tbe__free(a, idx);
+  tbe__free(a, tail);
+  return 0;
+}
+
 static int sort_events(tbe_trace *t) {
   size_t n = t->nevents;
   for (size_t k = 0; k < t->ntracks; k++) t->tracks[k].first = t->tracks[k].count = 0;
   if (n == 0) return 0;
-  int sorted = 1;
-  for (size_t i = 1; i < n && sorted; i++)
-    if (cmp_order(&t->events[i - 1], &t->events[i]) > 0) sorted = 0;
+  size_t p = 1; /* the sorted prefix */
+  while (p < n && cmp_order(&t->events[p - 1], &t->events[p]) <= 0) p++;
+  int sorted = p == n;
+  if (!sorted && n - p <= n / 16) {
+    int rc = merge_tail(t, p);
+    if (rc) return rc;
+    sorted = 1;
+  }
   if (!sorted) {
     tbe_allocator *a = &t->priv->a;
     uint32_t *idx = tbe__alloc(a, n * sizeof *idx);
