@@ -13,11 +13,15 @@
  * no place for goes under our own top-level keys, read back by
  * src/import/chrome_json.c: tbexportTrace (source, host, window),
  * tbexportCollection, tbexportWarnings, tbexportSteps,
- * tbexportKernelMetrics (the range profiler's per-kernel figures).  A GPU's
+ * tbexportKernelMetrics (the range profiler's per-kernel figures, also
+ * shown on every kernel they describe as the arg "range profiler": the
+ * summary's headings, two decimals, the analysis's "bound by"; made again
+ * from tbexportKernelMetrics on import, never read back).  A GPU's
  * hardware-metric counter tracks (tbe_track_is_metric) are "C" events in
  * the GPU's pid, named by the metric, args {"value": v}: Perfetto makes one
  * counter track per name in each process, so one per metric per GPU.  Syncs sit where
- * Kineto puts them (pid = device, tid = stream; a stream sync on the row
+ * Kineto puts them (pid = device, tid = stream, the row "stream N", without
+ * the space Kineto's empty postfix leaves; a stream sync on the row
  * "stream N (sync)", tid + 1000000); a step that no ProfilerStep#N event
  * carries gets one (a user_annotation on its thread), as HTA and
  * torch-tb-profiler find steps by that name.
@@ -41,8 +45,9 @@
  *
  * The parts of the output and what they share: export_json_int.h.
  *
- * Position: an output of src/trace (exporter table entry "json"); reads only
- * the model. */
+ * Position: an output of src/trace (exporter table entry "json"); reads the
+ * model, and the trace's analysis for the kernels' "bound by" when the
+ * trace has range-profiler figures (the run's shared one). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -4,8 +4,10 @@
  * An event is one object on its row (track_row: Kineto's pid and tid),
  * with Kineto's cat, name and args: the typed ones from its details
  * (kernel, copy, memset, sync, NVTX, counter, memory) under Kineto's keys,
- * then its generic args, skipping the keys the typed ones wrote (c->k_*),
- * so that importing the output gives back the same model.  A resolved
+ * then, on a kernel the range profiler measured, its figures (the arg
+ * "range profiler", from jctx.kfig), then its generic args, skipping the
+ * keys the typed ones wrote (c->k_*), so that importing the output gives
+ * back the same model.  A resolved
  * correlation link adds a flow end ("ac2g": "s" on the API call, "f" with
  * "bp":"e" on the GPU op).  The duration events that make up most traces
  * take a hot path (write_hot): one reservation, then plain pointer

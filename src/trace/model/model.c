@@ -19,7 +19,10 @@
  * steps are derived from "ProfilerStep#N"-style events when none were
  * given; kernel names are demangled once per
  * distinct name, the mangled text kept as a "mangled name" arg
- * (demangle_kernels); a kernel's blocks and warps per SM and estimated
+ * (demangle_kernels); NCCL kernels' launches get their nccl:<op>
+ * annotations, the trace its backend or its note of no GPU communication
+ * (comm.h), the few events added merged into the order in place
+ * (merge_tail) and the links made again; a kernel's blocks and warps per SM and estimated
  * occupancy are computed from its GPU's limits where the source gave none
  * (fill_occupancy, occupancy.h).
  *
