@@ -99,7 +99,8 @@ static void finish(tbe_trace *t) { assert_int_equal(tbe_trace_finish(t), 0); }
 
 static size_t count_named(const tbe_trace *t, const char *name) {
   size_t n = 0;
-  for (size_t i = 0; i < t->nevents; i++) n += strcmp(tbe_trace_str(t, t->events[i].name), name) == 0;
+  for (size_t i = 0; i < t->nevents; i++)
+    n += strcmp(tbe_trace_str(t, t->events[i].name), name) == 0;
   return n;
 }
 
@@ -132,14 +133,17 @@ static void test_kernel_op(void **state) {
       /* NCCL 2.19 on */
       {AR, "all_reduce"},
       {"ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "all_gather"},
-      {"ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "reduce_scatter"},
+      {"ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+       "reduce_scatter"},
       {"ncclDevKernel_Reduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "reduce"},
       {"ncclDevKernel_Broadcast_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "broadcast"},
       {"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", "send_recv"},
       {"ncclDevKernel_Generic_1(ncclDevKernelArgsStorage<4096ul>)", "generic"},
       /* 2.7 to 2.18 */
-      {"ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", "all_reduce"},
-      {"ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", "send_recv"},
+      {"ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
+       "all_reduce"},
+      {"ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)",
+       "send_recv"},
       {"void ncclKernel_AllGather_RING_LL_Sum_int8_t(ncclWorkElem)", "all_gather"},
       /* before */
       {"ncclAllReduceRingLLKernel_sum_f32(CollectiveArgs)", "all_reduce"},
@@ -211,8 +215,9 @@ static void test_inside_c10d(void **state) {
   tbe_trace *t = new_trace();
   uint32_t main = thread(t, PID), s23 = stream(t, 23);
   add(t, TBE_EV_CPU_OP, main, "c10d::allreduce_", 500, 50000, 0, 0);
-  launch(t, main, 20000, 6, "ncclKernel_ReduceScatter_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
-         s23, 2100000, 5000000);
+  launch(t, main, 20000, 6,
+         "ncclKernel_ReduceScatter_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", s23,
+         2100000, 5000000);
   finish(t);
   uint32_t c10d = find(t, "c10d::allreduce_", 0), op = find(t, "nccl:reduce_scatter", 0);
   uint32_t call = find(t, "cudaLaunchKernel", 0);
@@ -233,7 +238,8 @@ static void test_already_named(void **state) {
     tbe_trace *t = new_trace();
     uint32_t main = thread(t, PID), other = thread(t, PID + 1), s23 = stream(t, 23);
     if (how < 2) {
-      add(t, how ? TBE_EV_USER_ANNOTATION : TBE_EV_CPU_OP, main, "nccl:all_reduce", 500, 50000, 0, 0);
+      add(t, how ? TBE_EV_USER_ANNOTATION : TBE_EV_CPU_OP, main, "nccl:all_reduce", 500, 50000, 0,
+          0);
       add(t, TBE_EV_CPU_OP, main, "record_param_comms", 600, 40000, 0, 0);
       launch(t, main, 20000, 6, AR, s23, 2100000, 5000000);
     } else {
@@ -246,8 +252,10 @@ static void test_already_named(void **state) {
     assert_int_equal(t->nevents, n0);
     assert_int_equal(count_named(t, "nccl:all_reduce"), 1);
     uint64_t ext = t->events[find(t, AR, 0)].external_id;
-    if (how == 2) assert_int_equal(ext, 77);
-    else assert_int_equal(ext, t->events[find(t, "record_param_comms", 0)].external_id);
+    if (how == 2)
+      assert_int_equal(ext, 77);
+    else
+      assert_int_equal(ext, t->events[find(t, "record_param_comms", 0)].external_id);
     tbe_trace_free(t);
   }
 }
@@ -313,9 +321,10 @@ static void test_backend_and_note(void **state) {
   t = ranked(1, 2, 0, NULL);
   assert_int_equal(t->dist_backend, 0); /* nothing tells */
   assert_int_equal(t->nwarnings, 1);
-  assert_string_equal(tbe_trace_str(t, t->warnings[0]),
-                      "no NCCL kernel in this rank's trace (one of 2 ranks): its communication is on "
-                      "the CPU (gloo) or absent, so there is no GPU communication to analyse");
+  assert_string_equal(
+      tbe_trace_str(t, t->warnings[0]),
+      "no NCCL kernel in this rank's trace (one of 2 ranks): its communication is on "
+      "the CPU (gloo) or absent, so there is no GPU communication to analyse");
   tbe_trace_free(t);
 
   t = ranked(0, 2, 0, "gloo:all_reduce"); /* PyTorch's record of a gloo collective */
@@ -347,7 +356,8 @@ static void test_backend_and_note(void **state) {
   launch(t, thread(t, PID), 1000, 5, GEMM, stream(t, 7), 30000, 2000000);
   finish(t);
   assert_string_equal(tbe_trace_str(t, t->dist_backend), "nccl");
-  assert_true(has_warning(t, "(one of 4 ranks, backend nccl): no communication in the profiled window"));
+  assert_true(
+      has_warning(t, "(one of 4 ranks, backend nccl): no communication in the profiled window"));
   tbe_trace_free(t);
   t = new_trace();
   t->rank = 0;
@@ -428,19 +438,22 @@ static void check_outputs(tbe_trace *t, int with_note) {
   assert_non_null(doc);
   if (!with_note) {
     /* Kineto's distributedInfo, with the spacing HTA's rank pattern needs */
-    assert_non_null(strstr(doc, "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 2},"));
+    assert_non_null(strstr(
+        doc, "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 2},"));
     assert_non_null(strstr(doc, "\"cat\":\"user_annotation\",\"name\":\"nccl:all_reduce\""));
   } else {
     assert_non_null(strstr(doc, "\"distributedInfo\": {\"rank\": 1, \"world_size\": 2},"));
-    assert_non_null(strstr(doc, "\"tbexportWarnings\": [\"no NCCL kernel in this rank's trace (one of 2 ranks)"));
+    assert_non_null(strstr(
+        doc, "\"tbexportWarnings\": [\"no NCCL kernel in this rank's trace (one of 2 ranks)"));
   }
   /* the rows without the trailing space of Kineto's empty postfix */
   assert_non_null(strstr(doc, "\"args\":{\"name\":\"stream 7\"}"));
   assert_null(strstr(doc, "\"stream 7 \""));
   /* the range profiler's figures on the GEMM, the summary's headings, two
    * decimals at most, the verdict; none on the other kernels */
-  assert_non_null(strstr(doc, "\"range profiler\":{\"launches\":3,\"SM %\":87.46,\"tensor %\":91,"
-                              "\"DRAM %\":20.25,\"my\\\"odd\\\"metric\":0,\"bound by\":\"compute\"}"));
+  assert_non_null(strstr(doc,
+                         "\"range profiler\":{\"launches\":3,\"SM %\":87.46,\"tensor %\":91,"
+                         "\"DRAM %\":20.25,\"my\\\"odd\\\"metric\":0,\"bound by\":\"compute\"}"));
   assert_int_equal(strstr(strstr(doc, "\"range profiler\"") + 1, "\"range profiler\""), NULL);
   free(doc);
 
@@ -457,7 +470,8 @@ static void check_outputs(tbe_trace *t, int with_note) {
     assert_int_equal(r->world_size, 2);
     /* the arg is made again, never kept */
     tbe_str key = tbe_trace_find_str(r, "range profiler", 14);
-    for (size_t a = 0; key != TBE_NONE && a < r->nargs; a++) assert_int_not_equal(r->args[a].key, key);
+    for (size_t a = 0; key != TBE_NONE && a < r->nargs; a++)
+      assert_int_not_equal(r->args[a].key, key);
   }
   if (!with_note) assert_string_equal(tbe_trace_str(rx, rx->dist_backend), "nccl");
   assert_int_equal(tbe_export_chrome_json(rj, j2, 0, 1), 0);
@@ -511,8 +525,9 @@ static int build_and_finish(const tbe_allocator *a, void *ctx) {
     e.kind = TBE_EV_KERNEL;
     e.track = s23;
     e.start_ns += 50000;
-    if (!rc) rc = tbe_trace_intern(t, i % 2 ? AR : "ncclDevKernel_Broadcast_RING_LL(x)",
-                                   strlen(i % 2 ? AR : "ncclDevKernel_Broadcast_RING_LL(x)"), &e.name);
+    if (!rc)
+      rc = tbe_trace_intern(t, i % 2 ? AR : "ncclDevKernel_Broadcast_RING_LL(x)",
+                            strlen(i % 2 ? AR : "ncclDevKernel_Broadcast_RING_LL(x)"), &e.name);
     if (!rc) rc = tbe_trace_add_event(t, &e, NULL, NULL, 0, NULL);
   }
   if (!rc) rc = tbe_trace_finish(t);
@@ -529,14 +544,10 @@ static void test_alloc_failures(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_kernel_op),
-      cmocka_unit_test(test_bare_launch),
-      cmocka_unit_test(test_inside_c10d),
-      cmocka_unit_test(test_already_named),
-      cmocka_unit_test(test_mixed_and_many),
-      cmocka_unit_test(test_order_of_equal_spans),
-      cmocka_unit_test(test_backend_and_note),
-      cmocka_unit_test(test_outputs),
+      cmocka_unit_test(test_kernel_op),        cmocka_unit_test(test_bare_launch),
+      cmocka_unit_test(test_inside_c10d),      cmocka_unit_test(test_already_named),
+      cmocka_unit_test(test_mixed_and_many),   cmocka_unit_test(test_order_of_equal_spans),
+      cmocka_unit_test(test_backend_and_note), cmocka_unit_test(test_outputs),
       cmocka_unit_test(test_alloc_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

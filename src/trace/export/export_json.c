@@ -467,8 +467,10 @@ static int plan_kernel_figures(jctx *c, tbe__map *map, uint8_t **bound,
   if (!an) {
     int rc = tbe_analysis_create(&an, t, a);
     if (rc) return rc;
-    if (shared) *shared = an;
-    else own = 1;
+    if (shared)
+      *shared = an;
+    else
+      own = 1;
   }
   tbe__map verdict; /* kernel name -> its tbe_bound */
   tbe__map_init(&verdict, a, TBE__SEED_PROCESS);

@@ -268,11 +268,13 @@ static void generic_args(argw *a, const tbe_event *e) {
 /* The heading the summary gives a metric (report_metrics.c), else NULL:
  * the metric's own name. */
 static const char *figure_label(const char *metric) {
-  static const char *const labels[][2] = {
-      {"sm_throughput_pct", "SM %"},        {"tensor_pipe_pct", "tensor %"},
-      {"mem_throughput_pct", "mem %"},      {"dram_throughput_pct", "DRAM %"},
-      {"achieved_occupancy_pct", "occup %"}, {"l2_hit_pct", "L2 hit %"},
-      {"duration_ns", "avg ns"}};
+  static const char *const labels[][2] = {{"sm_throughput_pct", "SM %"},
+                                          {"tensor_pipe_pct", "tensor %"},
+                                          {"mem_throughput_pct", "mem %"},
+                                          {"dram_throughput_pct", "DRAM %"},
+                                          {"achieved_occupancy_pct", "occup %"},
+                                          {"l2_hit_pct", "L2 hit %"},
+                                          {"duration_ns", "avg ns"}};
   for (size_t i = 0; i < sizeof labels / sizeof labels[0]; i++)
     if (strcmp(metric, labels[i][0]) == 0) return labels[i][1];
   return NULL;
@@ -312,8 +314,10 @@ static void kernel_figures(argw *a, const tbe_event *e, const tbe_track *tr) {
     const tbe_metric_value *v = &t->metric_values[km->first + j];
     const char *label = figure_label(tbe_trace_str(t, v->metric));
     JW_LIT(w, ",");
-    if (label) jw_qcstr(w, label);
-    else tbe__jw_str(c, v->metric);
+    if (label)
+      jw_qcstr(w, label);
+    else
+      tbe__jw_str(c, v->metric);
     JW_LIT(w, ":");
     jw_figure(w, v->value);
   }

@@ -35,9 +35,15 @@
 static const struct {
   const char *camel, *op;
 } COLLECTIVES[] = {
-    {"AllReduce", "all_reduce"},         {"AllGather", "all_gather"}, {"ReduceScatter", "reduce_scatter"},
-    {"AllToAll", "all_to_all"},          {"Broadcast", "broadcast"},  {"Reduce", "reduce"},
-    {"SendRecv", "send_recv"},           {"Send", "send"},            {"Recv", "recv"},
+    {"AllReduce", "all_reduce"},
+    {"AllGather", "all_gather"},
+    {"ReduceScatter", "reduce_scatter"},
+    {"AllToAll", "all_to_all"},
+    {"Broadcast", "broadcast"},
+    {"Reduce", "reduce"},
+    {"SendRecv", "send_recv"},
+    {"Send", "send"},
+    {"Recv", "recv"},
 };
 
 static int is_upper(char c) { return c >= 'A' && c <= 'Z'; }
@@ -48,8 +54,10 @@ size_t tbe__nccl_kernel_op(const char *name, char *out, size_t size) {
   if (strncmp(name, "void ", 5) == 0) name += 5;
   if (strncmp(name, "nccl", 4) != 0) return 0;
   const char *p = name + 4;
-  if (strncmp(p, "DevKernel_", 10) == 0) p += 10;  /* NCCL 2.19 on */
-  else if (strncmp(p, "Kernel_", 7) == 0) p += 7;  /* 2.7 to 2.18 */
+  if (strncmp(p, "DevKernel_", 10) == 0)
+    p += 10; /* NCCL 2.19 on */
+  else if (strncmp(p, "Kernel_", 7) == 0)
+    p += 7; /* 2.7 to 2.18 */
   for (size_t i = 0; i < sizeof COLLECTIVES / sizeof COLLECTIVES[0]; i++) {
     size_t n = strlen(COLLECTIVES[i].camel);
     if (strncmp(p, COLLECTIVES[i].camel, n) == 0) {
@@ -96,14 +104,19 @@ static int settle_dist(tbe_trace *t, int nccl, int gloo) {
   int rc = tbe_trace_error(t);
   if (rc || nccl || !distributed(t)) return rc;
   char world[48];
-  if (t->world_size > 0) snprintf(world, sizeof world, "one of %d ranks", (int)t->world_size);
-  else snprintf(world, sizeof world, "one of several ranks");
+  if (t->world_size > 0)
+    snprintf(world, sizeof world, "one of %d ranks", (int)t->world_size);
+  else
+    snprintf(world, sizeof world, "one of several ranks");
   const char *be = t->dist_backend ? tbe_trace_str(t, t->dist_backend) : "";
   if (strcmp(be, "nccl") == 0)
-    return tbe_trace_warn(t, "no NCCL kernel in this rank's trace (%s, backend nccl): no "
-                          "communication in the profiled window, so no GPU communication to analyse",
-                          world);
-  return tbe_trace_warn(t, "no NCCL kernel in this rank's trace (%s): its communication is on the "
+    return tbe_trace_warn(
+        t,
+        "no NCCL kernel in this rank's trace (%s, backend nccl): no "
+        "communication in the profiled window, so no GPU communication to analyse",
+        world);
+  return tbe_trace_warn(t,
+                        "no NCCL kernel in this rank's trace (%s): its communication is on the "
                         "CPU (%s) or absent, so there is no GPU communication to analyse",
                         world, *be ? be : "gloo");
 }
@@ -131,7 +144,8 @@ int tbe__trace_comm(tbe_trace *t, size_t *added) {
     char op[64];
     if (e->kind == TBE_EV_KERNEL && tbe__nccl_kernel_op(tbe_trace_str(t, e->name), op, sizeof op))
       nnccl++;
-    else if (op_like(e->kind) && !gloo) gloo = named(t, e, "gloo:", 5);
+    else if (op_like(e->kind) && !gloo)
+      gloo = named(t, e, "gloo:", 5);
   }
   int rc = settle_dist(t, nnccl > 0, gloo);
   if (rc || !nnccl) return rc;

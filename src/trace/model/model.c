@@ -414,7 +414,6 @@ int tbe_trace_warn(tbe_trace *t, const char *fmt, ...) {
 
 /* ---- finishing ---- */
 
-
 /* An operator or annotation encloses a call of the same span (comm.h's
  * nccl:<op> has exactly its call's): it sorts first. */
 static int is_api(uint8_t k) { return k == TBE_EV_RUNTIME || k == TBE_EV_DRIVER; }
@@ -478,8 +477,10 @@ static int merge_tail(tbe_trace *t, size_t p) {
   for (size_t i = 0; i < k; i++) tail[i] = t->events[idx[i]];
   size_t dst = n, i = p, j = k;
   while (j > 0) {
-    if (i > 0 && cmp_order(&t->events[i - 1], &tail[j - 1]) > 0) t->events[--dst] = t->events[--i];
-    else t->events[--dst] = tail[--j];
+    if (i > 0 && cmp_order(&t->events[i - 1], &tail[j - 1]) > 0)
+      t->events[--dst] = t->events[--i];
+    else
+      t->events[--dst] = tail[--j];
   }
   tbe__free(a, idx);
   tbe__free(a, tail);
