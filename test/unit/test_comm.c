@@ -229,17 +229,19 @@ static void test_inside_c10d(void **state) {
   tbe_trace_free(t);
 }
 
-/* PyTorch's own: the launch inside nccl:all_reduce (a cpu_op or a
- * record_function annotation), or its kernel naming one on another
- * thread: nothing added, nothing renamed. */
+/* PyTorch's own: the launch inside nccl:all_reduce (a cpu_op, a
+ * record_function annotation, an asynchronous one), or its kernel naming
+ * one on another thread: nothing added, nothing renamed. */
 static void test_already_named(void **state) {
   (void)state;
-  for (int how = 0; how < 3; how++) {
+  for (int how = 0; how < 4; how++) {
     tbe_trace *t = new_trace();
     uint32_t main = thread(t, PID), other = thread(t, PID + 1), s23 = stream(t, 23);
-    if (how < 2) {
+    if (how != 2) {
       add(t, how ? TBE_EV_USER_ANNOTATION : TBE_EV_CPU_OP, main, "nccl:all_reduce", 500, 50000, 0,
           0);
+      /* 3: an asynchronous range (a record that ends with its work) */
+      if (how == 3) t->events[t->nevents - 1].flags |= TBE_EVF_ASYNC;
       add(t, TBE_EV_CPU_OP, main, "record_param_comms", 600, 40000, 0, 0);
       launch(t, main, 20000, 6, AR, s23, 2100000, 5000000);
     } else {

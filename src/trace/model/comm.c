@@ -214,7 +214,10 @@ int tbe__trace_comm(tbe_trace *t, size_t *added) {
         if (tbe__end_ns(o->start_ns, o->dur_ns) >= e->start_ns) break;
         open.n--;
       }
-      if (op_like(e->kind) && !(e->flags & TBE_EVF_ASYNC) && named(t, e, "nccl:", 5)) {
+      /* asynchronous ones too (a collective's record may end when its work
+       * does): containment is tested on the times, so an entry left under
+       * the top after it ended contains nothing */
+      if (op_like(e->kind) && named(t, e, "nccl:", 5)) {
         uint32_t *x = TBE__VEC_PUSH(&open, uint32_t);
         if (!x) break;
         *x = i;
