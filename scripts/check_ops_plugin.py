@@ -211,11 +211,16 @@ def check_layout(run, tr, s):
 
 def weighted_occupancy(tr):
     """The duration-weighted mean of est. achieved occupancy % over the
-    kernels inside the steps (the plugin's window), or None."""
+    kernels inside the steps (the plugin's window: from the first step's
+    start to the last step's end or the end of the last GPU work launched
+    in a step, whichever is later, as the plugin extends steps), or None."""
     if not tr.steps:
         return None
     lo = tr.steps[0]["ts"]
     hi = max(e["ts"] + e["dur"] for e in tr.steps)
+    launched = {c["args"].get("correlation") for c in tr.calls if lo <= c["ts"] <= hi}
+    ends = [k["ts"] + k["dur"] for k in tr.gpu if k["args"].get("correlation") in launched]
+    hi = max([hi] + ends)
     num = den = 0.0
     for k in tr.kernels:
         a, b = max(k["ts"], lo), min(k["ts"] + k["dur"], hi)

@@ -110,16 +110,21 @@ typedef struct thr {
   open_ent stack[TBE__NVTX_DEPTH];
 } thr;
 
+/* Domains and registered strings live as long as the process (a handle
+ * may be used at any time; a domain's id names it in records not yet
+ * read): each is kept on a list of what was handed out. */
 typedef struct dom {
   uint32_t magic;
   uint32_t id;
   nvtxDomainHandle_t next; /* libcupti's handle of the same domain (chaining) */
+  struct dom *kept;
 } dom;
 
 typedef struct reg {
   uint32_t magic;
   uint32_t len;
   tbe__nvtx_string_handle next;
+  struct reg *kept;
   char text[];
 } reg;
 
@@ -146,6 +151,8 @@ static struct {
   /* domains: names by id, published by a release store of ndom */
   char *dom_name[TBE__NVTX_NDOM];
   atomic_uint ndom;
+  dom *doms;   /* every domain handed out (under mu) */
+  reg *regs;   /* every registered string handed out (under mu) */
   /* chaining to libcupti's handlers */
   int chain;
   tbe__nvtx_fn next_core[TBE__NVTX_CORE_SIZE];
@@ -582,6 +589,10 @@ static nvtxDomainHandle_t make_domain(msg name, nvtxDomainHandle_t next) {
     pthread_mutex_unlock(&H.mu);
     free(copy);
   }
+  pthread_mutex_lock(&H.mu);
+  d->kept = H.doms;
+  H.doms = d;
+  pthread_mutex_unlock(&H.mu);
   return (nvtxDomainHandle_t)d;
 }
 
@@ -613,6 +624,10 @@ static tbe__nvtx_string_handle make_reg(msg m, tbe__nvtx_string_handle next) {
   r->next = next;
   memcpy(r->text, m.p, m.len);
   r->text[m.len] = '\0';
+  pthread_mutex_lock(&H.mu);
+  r->kept = H.regs;
+  H.regs = r;
+  pthread_mutex_unlock(&H.mu);
   return r;
 }
 

@@ -114,9 +114,10 @@ def main():
     torch.cuda.synchronize()
     t1 = time.perf_counter()
     torch.cuda.nvtx.range_pop()
+    if prof is not None:
+        prof.__exit__(None, None, None)  # before loss.item(): the window holds the steps alone
     out = {"loop_s": t1 - t0, "steps": a.steps, "dtype": a.dtype, "loss": float(loss.item())}
     if prof is not None:
-        prof.__exit__(None, None, None)
         os.makedirs(a.torch_profiler, exist_ok=True)
         prof.export_chrome_trace(os.path.join(a.torch_profiler, "torch.pt.trace.json"))
         cuda = torch.autograd.DeviceType.CUDA

@@ -164,7 +164,7 @@ static CUptiResult fake_now(uint64_t *ts) {
 
 typedef struct item {
   unsigned type;
-  const uint8_t *body;
+  const uint8_t *body; /* an aligned copy (the batch packs items unaligned) */
   size_t len;
 } item;
 
@@ -190,14 +190,18 @@ static void read_items(const tbe__buf *b, items *out) {
         memcpy(out->str[id], body + 4, len - 4u);
       }
     } else if (out->n < 4096) {
-      out->v[out->n++] = (item){type, body, len};
+      uint8_t *copy = malloc(len ? len : 1);
+      memcpy(copy, body, len);
+      out->v[out->n++] = (item){type, copy, len};
     }
     off += 4 + (size_t)len;
   }
 }
 
 static void free_items(items *it) {
-  for (size_t i = 0; i < 4096; i++) free(it->str[i]);
+  for (size_t i = 0; i < 4096; i++) free(it->str[i]), it->str[i] = NULL;
+  for (size_t i = 0; i < it->n; i++) free((void *)it->v[i].body);
+  it->n = 0;
 }
 
 static const char *str_of(const items *it, uint32_t id) { return id && id < 4096 ? it->str[id] : ""; }
