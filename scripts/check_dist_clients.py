@@ -36,7 +36,9 @@ files under that client's own rules (read from its source), and against
              every step; overlap gives per step the computation,
              communication, their overlap and the rest (the plugin's role
              ranges: kernels of no collective; collective kernels and
-             operators);
+             operators); a --gloo run has no Distributed view, unless
+             PyTorch recorded its gloo:* collectives (a real gloo job): then
+             the view is theirs, on the CPU, with their calls per rank;
   hta        TraceAnalysis finds ranks 0 and 1; get_comm_comp_overlap is a
              number for each rank, equal to HTA's rule worked out here
              (kernels from their start rounded up to their end rounded
@@ -64,6 +66,7 @@ import urllib.request
 
 RESULTS = []
 NCCL_OPS = {"nccl:broadcast", "nccl:reduce", "nccl:all_reduce", "nccl:all_gather", "nccl:reduce_scatter"}
+GLOO_OPS = {"gloo:broadcast", "gloo:reduce", "gloo:all_reduce", "gloo:all_gather", "gloo:reduce_scatter"}
 NOTE = "no NCCL kernel in this rank's trace"
 
 
@@ -125,6 +128,7 @@ class Rank:
         self.comm_ops = [e for e in ev if e.get("cat") in ("cpu_op", "user_annotation")
                          and e["name"] in NCCL_OPS]
         self.by_ext = {e["args"]["External id"]: e for e in self.comm_ops if "External id" in e.get("args", {})}
+        self.gloo_ops = [e for e in ev if e.get("cat") in ("cpu_op", "user_annotation") and e["name"] in GLOO_OPS]
         self.steps = sorted(((e["ts"], e["ts"] + e["dur"], e["name"].split("#")[1]) for e in ev
                              if e["name"].startswith("ProfilerStep#")))
         self.warnings = self.doc.get("tbexportWarnings", [])
@@ -161,9 +165,10 @@ def check_ours(args, run, nccl):
     by_host = {h["host"]: h for h in summ["hosts"]}
     for r in ranks:
         d = r.dist
-        want = {"rank", "world_size"} | ({"backend"} if nccl else set())
+        backend = "nccl" if nccl else "gloo" if r.gloo_ops else None  # what the trace tells
+        want = {"rank", "world_size"} | ({"backend"} if backend else set())
         report("%s/%s: distributedInfo" % (run, r.host),
-               set(d) == want and d["world_size"] == 2 and d.get("backend", "nccl") == "nccl"
+               set(d) == want and d["world_size"] == 2 and d.get("backend") == backend
                and re.search(r'"rank":\s+%d\b' % d["rank"], r.text) is not None, json.dumps(d))
         notes = [w for w in r.warnings if NOTE in w]
         hw = [w for w in by_host.get(r.host, {}).get("warnings", []) if NOTE in w]
@@ -252,9 +257,25 @@ def check_plugin(args):
     for run in args.nccl + args.gloo:
         report("plugin lists %s" % run, run in runs, str(runs))
     for run in args.gloo:
-        check_ours(args, run, False)
+        ranks, _ = check_ours(args, run, False)
         views = get(base + "views?" + urllib.parse.urlencode({"run": run}))
-        report("%s: no Distributed view (no GPU communication)" % run, "Distributed" not in views, str(views))
+        if not any(r.gloo_ops for r in ranks):
+            report("%s: no Distributed view (no communication recorded)" % run, "Distributed" not in views,
+                   str(views))
+            continue
+        # PyTorch's gloo:* records: the plugin's view of the CPU's collectives
+        report("%s: Distributed view of the gloo:* records" % run, "Distributed" in views, str(views))
+        if "Distributed" not in views:
+            continue
+        got = get(base + "distributed/commops?" + urllib.parse.urlencode({"run": run, "span": "default"}))["data"]
+        for r in ranks:
+            want = {}
+            for o in r.gloo_ops:
+                if any(s <= o["ts"] and o["ts"] + o["dur"] <= e for s, e, _ in r.steps):
+                    want[o["name"]] = want.get(o["name"], 0) + 1
+            rows = {row[0]: row[1] for row in got.get(r.host, {}).get("rows", [])}
+            report("%s/%s: commops are the gloo:* records in the steps" % (run, r.host), rows == want,
+                   "plugin %s, ours %s" % (rows, want))
     for run in args.nccl:
         ranks, summ = check_ours(args, run, True)
         q = urllib.parse.urlencode({"run": run, "span": "default"})

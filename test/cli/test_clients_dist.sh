@@ -24,6 +24,10 @@
 #     kernels: its collectives run on the CPU.  Without the collector (a
 #     build without it, or TSan, whose runtime python3 cannot load) these
 #     two are left out, and said;
+#   - ddp: the two-rank gloo job collected on the H200
+#     (test/data/collected/ranks), imported afresh: its gloo:all_reduce
+#     records make the backend "gloo" and the plugin's Distributed view
+#     (of the CPU's collectives); it says it has no GPU communication;
 #   - kineto-nccl, imported (any build): the same timeline written as
 #     Kineto-layout JSON, one file per rank with distributedInfo (rank,
 #     world size, no backend), c10d::allreduce_ and c10d::allgather_
@@ -43,6 +47,7 @@
 # usage: test_clients_dist.sh TBEXPORT DATA_DIR
 set -u
 B=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+D=$(cd "$2" && pwd)
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tb_tools=${TBE_TB_TOOLS:-$root/../shared/tools/tensorboard}
 hta_tools=${TBE_HTA_TOOLS:-$root/../shared/tools/hta}
@@ -209,6 +214,17 @@ for r in 0 1; do
     >/dev/null 2>"$tmp/err" || die "import rank $r: $(cat "$tmp/err")"
 done
 nccl+=(kineto-nccl)
+
+# ---- a real gloo job: test/data/collected/ranks (two ranks under torchrun
+# on the H200, PyTorch's gloo:all_reduce records), imported afresh ----
+ddp=$D/collected/ranks/plugins/profile/ddp
+if [ -d "$ddp" ]; then
+  for r in 0 1; do
+    "$B" import --quiet --logdir "$L" --run ddp --host "vm.rank$r" "$ddp/vm.rank$r.trace.json.gz" \
+      >/dev/null 2>"$tmp/err" || die "import ddp rank $r: $(cat "$tmp/err")"
+  done
+  gloo+=(ddp)
+fi
 
 # ---- the plugin ----
 runs=$(( ${#nccl[@]} + ${#gloo[@]} ))
