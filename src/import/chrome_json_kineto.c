@@ -565,6 +565,9 @@ static int kernel_arg(cj *c, build *b, const sarg *a, int xla) {
   if (KEY_IS(a, "block") && a->type == V_JSON)
     return tbe__cj_parse_dim3(sp(e, a->val), a->val.len, b->d.k.block), 1;
   if (KEY_IS(a, "graph id") || KEY_IS(a, "graph node id")) b->ev.flags |= TBE_EVF_GRAPH; /* kept */
+  /* Our outputs' view of the range profiler's figures of the kernel's name
+   * (export_json_event.c), made again from tbexportKernelMetrics. */
+  if (KEY_IS(a, "range profiler") && a->type == V_JSON) return 1;
   return 0;
 }
 

@@ -178,6 +178,30 @@ API int fake_cupti_kernel_cfg(uint32_t corr, uint64_t start, uint64_t end, const
   return tf_emit(&k, sizeof k);
 }
 
+/* A kernel like fake_cupti_kernel_cfg on GPU DEVICE (its context
+ * DEVICE + 1), stream STREAM: NCCL runs its kernels on a stream of its own
+ * (test_clients_dist.sh: a rank per GPU, compute on stream 7 and the
+ * collectives on another). */
+API int fake_cupti_kernel_on(uint32_t corr, uint64_t start, uint64_t end, const char *name,
+                             uint32_t device, uint32_t stream, uint32_t grid, uint32_t block) {
+  CUpti_ActivityKernel10 k;
+  memset(&k, 0, sizeof k);
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = start;
+  k.end = end;
+  k.deviceId = device;
+  k.contextId = device + 1;
+  k.streamId = stream;
+  k.gridX = grid;
+  k.gridY = k.gridZ = 1;
+  k.blockX = block;
+  k.blockY = k.blockZ = 1;
+  k.registersPerThread = 32;
+  k.correlationId = corr;
+  k.name = keep_name(name);
+  return tf_emit(&k, sizeof k);
+}
+
 /* Device ID's record, as CUPTI gives it at the start: an H200's limits
  * (132 SMs, compute capability 9.0). */
 API int fake_cupti_device(uint32_t id) {

@@ -268,14 +268,15 @@ enum { PID = 4242, MAIN = 4243, WORKER = 4250 };
 /* String ids of the image. */
 enum {
   S_GEMM = 1, S_RELU, S_LAUNCH, S_CULAUNCH, S_MEMCPY, S_MEMSET, S_SSYNC, S_DSYNC, S_ESYNC,
-  S_WAIT, S_ITER, S_FORWARD, S_LOADER, S_CHECK, S_DOMAIN, S_H200, S_H100, S_THREAD,
+  S_WAIT, S_ITER, S_FORWARD, S_LOADER, S_CHECK, S_DOMAIN, S_H200, S_H100, S_THREAD, S_NCCL,
   S__COUNT
 };
 static const char *const STRS[S__COUNT] = {
     "", "void gemm_kernel<float>(float*, int)", "relu_kernel", "cudaLaunchKernel",
     "cuLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync", "cudaStreamSynchronize",
     "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaStreamWaitEvent", "iteration",
-    "forward", "data loader", "checkpoint", "app", "NVIDIA H200", "NVIDIA H100", "trainer"};
+    "forward", "data loader", "checkpoint", "app", "NVIDIA H200", "NVIDIA H100", "trainer",
+    "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE"};
 
 static void api(img *m, uint32_t corr, uint32_t tid, uint32_t name, int64_t s, int64_t e, int drv) {
   tbe__sp_api a;
@@ -395,6 +396,7 @@ typedef struct spec {
   int notes;
   int ranked;          /* a launcher's rank (TBE__SP_RANK) of ... */
   int32_t rank, world; /* ... this rank in a world of this size (0: unknown) */
+  int nccl;            /* an NCCL all-reduce (mangled name) per step, GPU 0 stream 20 */
 } spec;
 
 /* Builds the image of one collected process. */
@@ -471,6 +473,10 @@ static void build_image(img *m, const spec *sp) {
     kern(m, corr++, 0, 7, S_GEMM, b + 5000, b + 95000);
     api(m, corr, WORKER, S_CULAUNCH, b + 300, b + 1300, 1);
     kern(m, corr++, 1, 13, S_RELU, b + 6000, b + 9000);
+    if (sp->nccl) { /* its own stream, overlapping the GEMM */
+      api(m, corr, MAIN, S_LAUNCH, b + 4600, b + 4900, 0);
+      kern(m, corr++, 0, 20, S_NCCL, b + 20000, b + 120000);
+    }
     /* Short kernels on GPU 0 stream 14. */
     for (int k = 0; k < 4; k++) {
       api(m, corr, MAIN, S_LAUNCH, b + 2300 + k * 600, b + 2800 + k * 600, 0);
@@ -571,13 +577,13 @@ static void add_nvtx_steps(tbe_trace *t, const char *range, int named) {
 
 static void test_collected_clean(void **state) {
   (void)state;
-  spec sp = {3, 1, 0, 0, 0, 0, 0, 0};
+  spec sp = {3, 1, 0, 0, 0, 0, 0, 0, 0};
   check_paths("collected, clean end", collected(&sp), 1);
 }
 
 static void test_collected_lossy(void **state) {
   (void)state;
-  spec sp = {3, 1, 2, 4323, 1, 0, 0, 0};
+  spec sp = {3, 1, 2, 4323, 1, 0, 0, 0, 0};
   tbe_trace *t = collected(&sp);
   assert_int_equal(t->dropped_records, 4325);
   assert_true(t->dropped_out_of_range >= 6);
@@ -587,7 +593,7 @@ static void test_collected_lossy(void **state) {
 
 static void test_collected_ended_early(void **state) {
   (void)state;
-  spec sp = {3, 0, 1, 17, 1, 0, 0, 0};
+  spec sp = {3, 0, 1, 17, 1, 0, 0, 0, 0};
   tbe_trace *t = collected(&sp);
   assert_true(t->ended_early);
   check_paths("collected, ended early", t, 1);
@@ -619,11 +625,12 @@ static void check_rank_paths(const spec *sp) {
 
 static void test_collected_rank(void **state) {
   (void)state;
-  spec sp = {3, 1, 0, 0, 0, 1, 1, 2};
+  spec sp = {3, 1, 0, 0, 0, 1, 1, 2, 0};
   check_rank_paths(&sp);
-  spec unknown_world = {3, 1, 0, 0, 0, 1, 3, 0};
+  spec unknown_world = {3, 1, 0, 0, 0, 1, 3, 0, 0};
   check_rank_paths(&unknown_world);
 }
+
 
 /* Events of `kind` named `prefix`... on a host thread of tid `tid`. */
 static size_t count_marks(const tbe_trace *t, uint8_t kind, const char *prefix, int64_t tid) {
@@ -636,9 +643,33 @@ static size_t count_marks(const tbe_trace *t, uint8_t kind, const char *prefix, 
   return n;
 }
 
+/* Ranks without and with NCCL kernels: the first says in one warning
+ * that there is no GPU communication, the second's launches get their
+ * nccl:all_reduce operators and its distributedInfo the backend; both
+ * read back the same and write the same bytes again. */
+static void test_collected_comm(void **state) {
+  (void)state;
+  spec gloo = {3, 1, 0, 0, 0, 1, 1, 2, 0};
+  tbe_trace *t = collected(&gloo);
+  size_t notes = 0;
+  for (size_t i = 0; i < t->nwarnings; i++)
+    notes += strstr(tbe_trace_str(t, t->warnings[i]), "no NCCL kernel in this rank's trace (one of 2 "
+                                                       "ranks): its communication is on the CPU") != NULL;
+  assert_int_equal(notes, 1);
+  assert_int_equal(t->dist_backend, 0);
+  tbe_trace_free(t);
+  spec nccl = {3, 1, 0, 0, 0, 1, 0, 2, 1};
+  t = collected(&nccl);
+  assert_string_equal(tbe_trace_str(t, t->dist_backend), "nccl");
+  assert_int_equal(count_marks(t, TBE_EV_USER_ANNOTATION, "nccl:all_reduce", MAIN), 3);
+  for (size_t i = 0; i < t->nwarnings; i++)
+    assert_null(strstr(tbe_trace_str(t, t->warnings[i]), "NCCL"));
+  check_paths("collected, rank with NCCL kernels", t, 1);
+}
+
 static void test_collected_steps_named(void **state) {
   (void)state;
-  spec sp = {3, 1, 0, 0, 0, 0, 0, 0};
+  spec sp = {3, 1, 0, 0, 0, 0, 0, 0, 0};
   tbe_trace *t = collected(&sp);
   assert_int_equal(t->nsteps, 0);
   add_nvtx_steps(t, "iteration", 1);
@@ -678,7 +709,7 @@ static void test_collected_steps_named(void **state) {
 
 static void test_collected_steps_unnamed(void **state) {
   (void)state;
-  spec sp = {3, 0, 1, 5, 1, 0, 0, 0};
+  spec sp = {3, 0, 1, 5, 1, 0, 0, 0, 0};
   tbe_trace *t = collected(&sp);
   add_nvtx_steps(t, "iteration", 0);
   check_paths("collected, unnamed steps, ended early", t, 1);
@@ -691,6 +722,7 @@ int main(void) {
       cmocka_unit_test(test_collected_ended_early),
       cmocka_unit_test(test_collected_steps_named),
       cmocka_unit_test(test_collected_steps_unnamed),
+      cmocka_unit_test(test_collected_comm),
       cmocka_unit_test(test_kineto_fp32),
       cmocka_unit_test(test_kineto_bf16),
       cmocka_unit_test(test_kineto_add_loop),

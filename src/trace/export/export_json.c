@@ -13,11 +13,15 @@
  * no place for goes under our own top-level keys, read back by
  * src/import/chrome_json.c: tbexportTrace (source, host, window),
  * tbexportCollection, tbexportWarnings, tbexportSteps,
- * tbexportKernelMetrics (the range profiler's per-kernel figures).  A GPU's
+ * tbexportKernelMetrics (the range profiler's per-kernel figures, also
+ * shown on every kernel they describe as the arg "range profiler": the
+ * summary's headings, two decimals, the analysis's "bound by"; made again
+ * from tbexportKernelMetrics on import, never read back).  A GPU's
  * hardware-metric counter tracks (tbe_track_is_metric) are "C" events in
  * the GPU's pid, named by the metric, args {"value": v}: Perfetto makes one
  * counter track per name in each process, so one per metric per GPU.  Syncs sit where
- * Kineto puts them (pid = device, tid = stream; a stream sync on the row
+ * Kineto puts them (pid = device, tid = stream, the row "stream N", without
+ * the space Kineto's empty postfix leaves; a stream sync on the row
  * "stream N (sync)", tid + 1000000); a step that no ProfilerStep#N event
  * carries gets one (a user_annotation on its thread), as HTA and
  * torch-tb-profiler find steps by that name.
@@ -41,8 +45,9 @@
  *
  * The parts of the output and what they share: export_json_int.h.
  *
- * Position: an output of src/trace (exporter table entry "json"); reads only
- * the model. */
+ * Position: an output of src/trace (exporter table entry "json"); reads the
+ * model, and the trace's analysis for the kernels' "bound by" when the
+ * trace has range-profiler figures (the run's shared one). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +55,7 @@
 #include "common/alloc.h"
 #include "common/checked.h"
 #include "common/map.h"
+#include "tbexport/analysis.h"
 #include "tbexport/error.h"
 #include "tbexport/export.h"
 #include "trace/export/export_json.h"
@@ -222,10 +228,12 @@ static int write_metadata(jctx *c) {
     if (tr->type == TBE_TRACK_STREAM && tr->tid < 0) continue; /* unnamed, as in Kineto */
     if (tbe_track_is_metric(tr)) continue; /* a counter: named by its events */
     if (tr->type == TBE_TRACK_STREAM) {
-      if (!nl) {
-        n = snprintf(tmp, sizeof tmp, "stream %lld ", (long long)tr->tid);
+      /* "stream 7": Kineto's label less the space its empty postfix
+       * leaves ("stream 7 "), which a Kineto trace's own rows carry. */
+      n = snprintf(tmp, sizeof tmp, "stream %lld ", (long long)tr->tid);
+      if (!nl || (nl == (size_t)n && memcmp(name, tmp, nl) == 0)) {
         label = tmp;
-        ll = (size_t)n;
+        ll = (size_t)n - 1;
       }
     } else if (tr->type == TBE_TRACK_THREAD) {
       if (!nl) {
@@ -437,11 +445,58 @@ static int write_tail(jctx *c, const char *trace_name) {
   return w->err;
 }
 
+/* ---- the range profiler's figures on the kernels ---- */
+
+/* c->kfig and c->kfig_bound (export_json_int.h) for a trace with kernel
+ * figures: the entries by (name, device), each one's verdict from the
+ * trace's analysis (the one `shared` holds, else made and kept there, or
+ * made and freed here when `shared` is NULL).  0 or an error. */
+static int plan_kernel_figures(jctx *c, tbe__map *map, uint8_t **bound,
+                               struct tbe_analysis **shared, const tbe_allocator *a) {
+  const tbe_trace *t = c->t;
+  if (!t->nkernel_metrics) return 0;
+  *bound = tbe__calloc(a, t->nkernel_metrics, 1);
+  if (!*bound) return TBE_ENOMEM;
+  for (size_t i = 0; i < t->nkernel_metrics; i++) {
+    const tbe_kernel_metrics *k = &t->kernel_metrics[i];
+    int rc = tbe__map_set(map, tbe__jw_kfig_key(k->name, k->device), (uint32_t)i);
+    if (rc) return rc;
+  }
+  tbe_analysis *an = shared ? *shared : NULL;
+  int own = 0;
+  if (!an) {
+    int rc = tbe_analysis_create(&an, t, a);
+    if (rc) return rc;
+    if (shared)
+      *shared = an;
+    else
+      own = 1;
+  }
+  tbe__map verdict; /* kernel name -> its tbe_bound */
+  tbe__map_init(&verdict, a, TBE__SEED_PROCESS);
+  for (size_t i = 0; i < an->ngroups[TBE_GROUP_KERNEL]; i++) {
+    const tbe_name_stats *ns = &an->groups[TBE_GROUP_KERNEL][i];
+    if (ns->bound_by != TBE_BOUND_NONE) tbe__map_set(&verdict, ns->name, ns->bound_by);
+  }
+  for (size_t i = 0; i < t->nkernel_metrics; i++) {
+    const uint32_t *v = tbe__map_get(&verdict, t->kernel_metrics[i].name);
+    if (v) (*bound)[i] = (uint8_t)*v;
+  }
+  int rc = tbe__map_error(&verdict);
+  tbe__map_deinit(&verdict);
+  if (own) tbe_analysis_free(an);
+  if (!rc) {
+    c->kfig = map;
+    c->kfig_bound = *bound;
+  }
+  return rc;
+}
+
 /* Writes the whole document into `out`: the head, the events
  * (export_json_pipe.c, `nth` formatting threads, 0: the default), the
  * tail. */
 static int json_write(const tbe_trace *t, tbe__sink *out, int gzip, int nth, const char *trace_name,
-                      const char *host, const tbe_allocator *a,
+                      const char *host, const tbe_allocator *a, struct tbe_analysis **shared,
                       void (*progress)(void *, uint64_t, uint64_t), void *progress_ctx) {
   jctx *c = tbe__calloc(a, 1, sizeof *c);
   if (!c) return TBE_ENOMEM;
@@ -461,7 +516,11 @@ static int json_write(const tbe_trace *t, tbe__sink *out, int gzip, int nth, con
   }
   tbe__jw_keys(c);
   jsink sink = {out, gzip, 0, 0, 0, a};
+  tbe__map kfig;
+  uint8_t *kfig_bound = NULL;
+  tbe__map_init(&kfig, a, TBE__SEED_PROCESS);
   int rc = c->esc ? tbe__jw_esc_all(c) : TBE_ENOMEM;
+  if (!rc) rc = plan_kernel_figures(c, &kfig, &kfig_bound, shared, a);
   if (!rc) rc = write_head(c, host);
   if (!rc) {
     tbe__jw_sink_start(&sink);
@@ -476,6 +535,8 @@ static int json_write(const tbe_trace *t, tbe__sink *out, int gzip, int nth, con
     rc = sink.err;
   }
   if (!rc && progress) progress(progress_ctx, t->nevents, t->nevents);
+  tbe__map_deinit(&kfig);
+  tbe__free(a, kfig_bound);
   tbe__buf_deinit(&c->w);
   tbe__free(a, c->synth);
   tbe__free(a, c->esc);
@@ -493,7 +554,7 @@ int tbe__json_write_fd(const tbe_trace *t, int fd, int gzip, int threads, const 
   tbe__allocator_init(&a, tbe__trace_allocator(t));
   tbe__sink out;
   tbe__sink_file(&out, fd);
-  return json_write(t, &out, gzip, threads, trace_name, NULL, &a, NULL, NULL);
+  return json_write(t, &out, gzip, threads, trace_name, NULL, &a, NULL, NULL, NULL);
 }
 
 /* The exporter table's entry: the trace's name, when it has none of its
@@ -502,7 +563,7 @@ static int json_export(const tbe__export_ctx *x, tbe__sink *out) {
   tbe_allocator a;
   tbe__allocator_init(&a, x->a);
   int nth = x->threads > 32 ? 32 : (int)x->threads; /* (export_json_pipe.c: at most 32) */
-  return json_write(x->trace, out, !x->plain, nth, x->name, x->host, &a, x->progress,
+  return json_write(x->trace, out, !x->plain, nth, x->name, x->host, &a, x->analysis, x->progress,
                     x->progress_ctx);
 }
 

@@ -4,8 +4,10 @@
  * An event is one object on its row (track_row: Kineto's pid and tid),
  * with Kineto's cat, name and args: the typed ones from its details
  * (kernel, copy, memset, sync, NVTX, counter, memory) under Kineto's keys,
- * then its generic args, skipping the keys the typed ones wrote (c->k_*),
- * so that importing the output gives back the same model.  A resolved
+ * then, on a kernel the range profiler measured, its figures (the arg
+ * "range profiler", from jctx.kfig), then its generic args, skipping the
+ * keys the typed ones wrote (c->k_*), so that importing the output gives
+ * back the same model.  A resolved
  * correlation link adds a flow end ("ac2g": "s" on the API call, "f" with
  * "bp":"e" on the GPU op).  The duration events that make up most traces
  * take a hot path (write_hot): one reservation, then plain pointer
@@ -23,6 +25,7 @@
 #include "common/alloc.h"
 #include "common/checked.h"
 #include "common/map.h"
+#include "tbexport/analysis.h"
 #include "tbexport/error.h"
 #include "trace/export/export_json_int.h"
 
@@ -258,6 +261,71 @@ static void generic_args(argw *a, const tbe_event *e) {
       default: tbe__jw_str(c, g->v.s); break;
     }
   }
+}
+
+/* ---- the range profiler's figures ---- */
+
+/* The heading the summary gives a metric (report_metrics.c), else NULL:
+ * the metric's own name. */
+static const char *figure_label(const char *metric) {
+  static const char *const labels[][2] = {{"sm_throughput_pct", "SM %"},
+                                          {"tensor_pipe_pct", "tensor %"},
+                                          {"mem_throughput_pct", "mem %"},
+                                          {"dram_throughput_pct", "DRAM %"},
+                                          {"achieved_occupancy_pct", "occup %"},
+                                          {"l2_hit_pct", "L2 hit %"},
+                                          {"duration_ns", "avg ns"}};
+  for (size_t i = 0; i < sizeof labels / sizeof labels[0]; i++)
+    if (strcmp(metric, labels[i][0]) == 0) return labels[i][1];
+  return NULL;
+}
+
+/* A figure with at most two decimals, no trailing zeros: what a viewer's
+ * args panel should show (tbexportKernelMetrics keeps the exact value). */
+static void jw_figure(jw *w, double v) {
+  char b[48];
+  int n = snprintf(b, sizeof b, "%.2f", v);
+  if (n <= 0 || (size_t)n >= sizeof b) {
+    jw_double(w, v);
+    return;
+  }
+  while (n > 0 && b[n - 1] == '0') n--;
+  if (n > 0 && b[n - 1] == '.') n--;
+  if (n == 2 && b[0] == '-' && b[1] == '0') b[0] = '0', n = 1; /* -0.001 -> 0 */
+  jw_mem(w, b, (size_t)n);
+}
+
+/* The arg "range profiler" of a kernel its figures describe: {"launches":
+ * the launches measured, each figure under the summary's heading, "bound
+ * by": the verdict}: the means of the kernel's name on its GPU, the same
+ * on every launch of it. */
+static void kernel_figures(argw *a, const tbe_event *e, const tbe_track *tr) {
+  jctx *c = a->c;
+  const tbe_trace *t = c->t;
+  if (tr->type != TBE_TRACK_STREAM) return;
+  const uint32_t *k = tbe__map_get(c->kfig, tbe__jw_kfig_key(e->name, tr->device));
+  if (!k) return;
+  const tbe_kernel_metrics *km = &t->kernel_metrics[*k];
+  jw *w = &c->w;
+  ARG_KEY(a, "range profiler");
+  JW_LIT(w, "{\"launches\":");
+  jw_u64(w, km->launches);
+  for (uint32_t j = 0; j < km->count; j++) {
+    const tbe_metric_value *v = &t->metric_values[km->first + j];
+    const char *label = figure_label(tbe_trace_str(t, v->metric));
+    JW_LIT(w, ",");
+    if (label)
+      jw_qcstr(w, label);
+    else
+      tbe__jw_str(c, v->metric);
+    JW_LIT(w, ":");
+    jw_figure(w, v->value);
+  }
+  if (c->kfig_bound[*k]) {
+    JW_LIT(w, ",\"bound by\":");
+    jw_qcstr(w, tbe_bound_name((tbe_bound)c->kfig_bound[*k]));
+  }
+  JW_LIT(w, "}");
 }
 
 /* A flow end; `cat` non-NULL means the launch flows ("ac2g"), else the
@@ -503,6 +571,7 @@ static void write_hot(jctx *c, const tbe_event *e, const tbe_track *tr) {
   p = hot_args(c, p, &n, e, tr);
   w->len += (size_t)(p - d);
   argw a = {c, n};
+  if (c->kfig && e->kind == TBE_EV_KERNEL) kernel_figures(&a, e, tr);
   if (e->nargs) generic_args(&a, e);
   if (a.n == 0 && w->len == args_off + 9) {
     w->len = args_off; /* no args: drop "args":{ again (nothing flushed since) */

@@ -22,6 +22,7 @@
 #include <zlib.h>
 
 #include "common/buf.h"
+#include "common/map.h"
 #include "common/utf8.h"
 #include "tbexport/trace.h"
 #include "trace/exporter.h"
@@ -191,6 +192,12 @@ typedef struct jctx {
       k_bps, k_wps, k_grid, k_block, k_occ, k_bytes, k_bw, k_from, k_to, k_domain, k_color,
       k_category, k_payload, k_value, k_treserved, k_tallocated, k_bytes2, k_devid, k_devtype,
       k_addr, k_synckind, k_event, k_waitev;
+  /* The range profiler's figures (tbe_kernel_metrics) of the kernels
+   * they describe, written on each as the arg "range profiler": entries
+   * by tbe__jw_kfig_key(name, device), and each entry's verdict
+   * (tbe_bound, from the trace's analysis).  NULL without any. */
+  const tbe__map *kfig;
+  const uint8_t *kfig_bound;
   /* Steps without an event named ProfilerStep#N: a marker event each,
    * sorted by pos, then like events (tbe__jw_plan_steps). */
   jsynth *synth;
@@ -309,5 +316,10 @@ void tbe__jw_steps_key(jctx *c);
  * formatting threads (0: the default; 1: all on the calling thread).
  * Returns 0 or an error. */
 int tbe__jw_events(jctx *c, jsink *sink, int threads);
+
+/* The key of kernel figures of `name` on GPU `device` (jctx.kfig). */
+static inline uint64_t tbe__jw_kfig_key(tbe_str name, int32_t device) {
+  return (uint64_t)name << 32 | (uint32_t)device;
+}
 
 #endif

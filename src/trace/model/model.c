@@ -19,7 +19,10 @@
  * steps are derived from "ProfilerStep#N"-style events when none were
  * given; kernel names are demangled once per
  * distinct name, the mangled text kept as a "mangled name" arg
- * (demangle_kernels); a kernel's blocks and warps per SM and estimated
+ * (demangle_kernels); NCCL kernels' launches get their nccl:<op>
+ * annotations, the trace its backend or its note of no GPU communication
+ * (comm.h), the few events added merged into the order in place
+ * (merge_tail) and the links made again; a kernel's blocks and warps per SM and estimated
  * occupancy are computed from its GPU's limits where the source gave none
  * (fill_occupancy, occupancy.h).
  *
@@ -38,6 +41,7 @@
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
 #include "tbexport/trace.h"
+#include "trace/model/comm.h"
 #include "trace/model/model_int.h"
 #include "trace/model/occupancy.h"
 #include "trace/model/ops.h"
@@ -410,11 +414,18 @@ int tbe_trace_warn(tbe_trace *t, const char *fmt, ...) {
 
 /* ---- finishing ---- */
 
+/* An operator or annotation encloses a call of the same span (comm.h's
+ * nccl:<op> has exactly its call's): it sorts first. */
+static int is_api(uint8_t k) { return k == TBE_EV_RUNTIME || k == TBE_EV_DRIVER; }
 
 static int cmp_order(const tbe_event *a, const tbe_event *b) {
   if (a->track != b->track) return a->track < b->track ? -1 : 1;
   if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns ? -1 : 1;
   if (a->dur_ns != b->dur_ns) return a->dur_ns > b->dur_ns ? -1 : 1; /* enclosing first */
+  int ca = is_api(a->kind), cb = is_api(b->kind);
+  if (ca != cb && (a->kind == TBE_EV_CPU_OP || a->kind == TBE_EV_USER_ANNOTATION ||
+                   b->kind == TBE_EV_CPU_OP || b->kind == TBE_EV_USER_ANNOTATION))
+    return ca - cb;
   return 0;
 }
 
@@ -444,13 +455,50 @@ static void merge_sort(uint32_t *idx, uint32_t *tmp, size_t n, const tbe_event *
   memcpy(idx, tmp, n * sizeof *idx);
 }
 
+/* A sorted prefix [0, p) and a short tail (what tbe__trace_comm leaves: a
+ * few operators appended to a finished order): the tail sorted on its own
+ * (stable, by index), then merged in from the back, in place, the tail
+ * held in a buffer: n - p small, every other event moved once and in
+ * order, where the general sort below moves each through a permutation.
+ * Equal events keep their order (the prefix's before the tail's), as the
+ * general sort does.  0 or TBE_ENOMEM. */
+static int merge_tail(tbe_trace *t, size_t p) {
+  size_t n = t->nevents, k = n - p;
+  tbe_allocator *a = &t->priv->a;
+  uint32_t *idx = tbe__alloc(a, 2 * k * sizeof *idx);
+  tbe_event *tail = tbe__alloc(a, k * sizeof *tail);
+  if (!idx || !tail) {
+    tbe__free(a, idx);
+    tbe__free(a, tail);
+    return fail(t, TBE_ENOMEM);
+  }
+  for (size_t i = 0; i < k; i++) idx[i] = (uint32_t)(p + i);
+  merge_sort(idx, idx + k, k, t->events);
+  for (size_t i = 0; i < k; i++) tail[i] = t->events[idx[i]];
+  size_t dst = n, i = p, j = k;
+  while (j > 0) {
+    if (i > 0 && cmp_order(&t->events[i - 1], &tail[j - 1]) > 0)
+      t->events[--dst] = t->events[--i];
+    else
+      t->events[--dst] = tail[--j];
+  }
+  tbe__free(a, idx);
+  tbe__free(a, tail);
+  return 0;
+}
+
 static int sort_events(tbe_trace *t) {
   size_t n = t->nevents;
   for (size_t k = 0; k < t->ntracks; k++) t->tracks[k].first = t->tracks[k].count = 0;
   if (n == 0) return 0;
-  int sorted = 1;
-  for (size_t i = 1; i < n && sorted; i++)
-    if (cmp_order(&t->events[i - 1], &t->events[i]) > 0) sorted = 0;
+  size_t p = 1; /* the sorted prefix */
+  while (p < n && cmp_order(&t->events[p - 1], &t->events[p]) <= 0) p++;
+  int sorted = p == n;
+  if (!sorted && n - p <= n / 16) {
+    int rc = merge_tail(t, p);
+    if (rc) return rc;
+    sorted = 1;
+  }
   if (!sorted) {
     tbe_allocator *a = &t->priv->a;
     uint32_t *idx = tbe__alloc(a, n * sizeof *idx);
@@ -505,8 +553,6 @@ static int sort_events(tbe_trace *t) {
   }
   return 0;
 }
-
-static int is_api(uint8_t k) { return k == TBE_EV_RUNTIME || k == TBE_EV_DRIVER; }
 
 static int link_events(tbe_trace *t) {
   size_t n = t->nevents;
@@ -757,6 +803,17 @@ static int fill_occupancy(tbe_trace *t) {
   return 0;
 }
 
+/* The nccl:<op> operators around NCCL launches, the backend and the note
+ * of a run without GPU communication (comm.h); operators added: the order
+ * and the links again. */
+static int comm_ops(tbe_trace *t) {
+  size_t added = 0;
+  int rc = tbe__trace_comm(t, &added);
+  if (rc) return fail(t, rc);
+  if (added && !(rc = sort_events(t))) rc = link_events(t);
+  return rc;
+}
+
 int tbe_trace_finish(tbe_trace *t) {
   if (!t) return TBE_EINVAL;
   if (t->priv->err) return t->priv->err;
@@ -766,6 +823,7 @@ int tbe_trace_finish(tbe_trace *t) {
   if (!rc && (rc = tbe__trace_link_ops(t))) fail(t, rc);
   if (!rc) rc = derive_steps(t);
   if (!rc) rc = demangle_kernels(t);
+  if (!rc) rc = comm_ops(t);
   if (!rc) rc = demangle_kernel_metrics(t);
   if (!rc) rc = fill_occupancy(t);
   if (rc) return rc;
