@@ -613,16 +613,15 @@ int tbe_session_convert(const tbe_session_options *o, tbe_session_result *result
         say(o, TBE_MSG_NOTE,
             "note: no CUDA activity was recorded (the program never initialized CUDA)");
     } else {
+      co.has_rank = ranks[i] >= 0;
+      co.rank = ranks[i];
+      co.world_size = sl && sl->world_size > ranks[i] ? sl->world_size : 0;
       r = tbe__spool_file_to_trace(names[i], &co, t, &info);
       if (r && info.tail_why)
         say(o, TBE_MSG_ERROR, "%s: byte %zu: %s", names[i], info.tail_offset, info.tail_why);
       else if (r) {
         say(o, TBE_MSG_ERROR, "%s: cannot convert: %s", names[i], tbe_strerror(r));
       } else {
-        if (t->rank < 0 && ranks[i] >= 0) { /* a spool without the item */
-          t->rank = ranks[i];
-          t->world_size = sl && sl->world_size > ranks[i] ? sl->world_size : 0;
-        }
         pids[i] = info.pid;
         for (size_t k = 0; k < on->n; k++)
           if (on->pid[k] == info.pid) {

@@ -486,6 +486,10 @@ static int process_and_end(build *b, int64_t *start_out) {
   t->source = TBE_SRC_CUPTI;
   t->rank = s->have_rank ? s->rank.rank : -1;
   t->world_size = s->have_rank ? s->rank.world_size : 0;
+  if (!s->have_rank && b->o && b->o->has_rank && b->o->rank >= 0) {
+    t->rank = b->o->rank;
+    t->world_size = b->o->world_size > b->o->rank ? b->o->world_size : 0;
+  }
   int64_t start = s->info.start_ns;
   const tbe__sp_window *ws = s->windows.data;
   for (size_t i = 0; i < s->windows.n; i++)

@@ -27,6 +27,11 @@ typedef struct tbe__convert_opts {
   const char *steps_domain;   /* its NVTX domain; NULL: any domain */
   const tbe_allocator *allocator; /* the conversion's scratch (arrays, maps); NULL: the
                                      trace's */
+  int has_rank;        /* the rank below for a spool without its own TBE__SP_RANK (the
+                          session's launcher); set before the trace is finished, so the
+                          rank's notes (collectives, backend) are made with it */
+  int32_t rank;        /* with has_rank: >= 0 */
+  int32_t world_size;  /* with has_rank: 0 unknown, else > rank */
 } tbe__convert_opts;
 
 typedef struct tbe__convert_info {

@@ -395,6 +395,20 @@ static int32_t rank_of(const char *dir, const char *rel, int32_t *world) {
   return r;
 }
 
+/* Whether the trace at dir/rel, imported, has a warning holding `text`. */
+static int has_warning(const char *dir, const char *rel, const char *text) {
+  char *p = tu_join(dir, rel);
+  tbe_trace *t = NULL;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  assert_int_equal(tbe_import_file(t, p, NULL, NULL), 0);
+  int found = 0;
+  for (size_t i = 0; i < t->nwarnings; i++)
+    found |= strstr(tbe_trace_str(t, t->warnings[i]), text) != NULL;
+  tbe_trace_free(t);
+  free(p);
+  return found;
+}
+
 static int convert_dir(const char *logdir, const char *spools, const char *run,
                        const tbe_session_launcher *sl, size_t *processes) {
   tbe_export_options eo;
@@ -499,6 +513,13 @@ static void test_convert_ranks(void **state) {
   assert_int_equal(convert_dir(dir, spools, "own", &sl, &np), 0);
   assert_int_equal(rank_of(dir, "plugins/profile/own/node.rank3.xplane.pb", &w), 3);
   assert_int_equal(w, 4);
+  /* the session's rank is the trace's before it is finished: its notes
+   * (one of 4 ranks, no NCCL kernel) are there */
+  char *jo = gunzip(dir, "plugins/profile/own/node.rank3.trace.json.gz");
+  assert_non_null(strstr(jo, "no NCCL kernel in this rank's trace (one of 4 ranks)"));
+  free(jo);
+  assert_true(has_warning(dir, "plugins/profile/own/node.rank3.xplane.pb",
+                          "no NCCL kernel in this rank's trace (one of 4 ranks)"));
   assert_int_equal(mkdir(spools, 0700), 0);
   assert_int_equal(convert_dir(dir, spools, "nocuda", &sl, &np), 0);
   assert_int_equal(np, 0);
