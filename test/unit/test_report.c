@@ -376,7 +376,11 @@ static void test_run_reports(void **state) {
   tbe_run_diff_free(d);
   tbe_run_analysis_free(r2);
   tbe_run_analysis_free(r);
-  /* Ten hosts: no column per host in the overview. */
+  /* Ten hosts: no column per host in the overview; a warning all hosts
+   * share is one line naming the first (in run order: n03 sorts first) and
+   * how many more; one of a host alone names it. */
+  for (int i = 0; i < 10; i++) assert_int_equal(tbe_trace_warn(t[i], "the hosts' note"), 0);
+  assert_int_equal(tbe_trace_warn(t[4], "n04's own note"), 0);
   assert_int_equal(tbe_run_analysis_create(&r, an, labels, 10, NULL), 0);
   {
     tbe_report_options o;
@@ -392,6 +396,11 @@ static void test_run_reports(void **state) {
     assert_non_null(strstr(hdr, "all hosts"));
     assert_true(strstr(hdr, "all hosts") < end);
     assert_null(memmem(hdr, (size_t)(end - hdr), "n03", 3));
+    const char *w = strstr(txt, "the hosts' note");
+    assert_non_null(w);
+    assert_null(strstr(w + 1, "the hosts' note"));
+    assert_non_null(strstr(txt, "\nwarning: n03 (and 9 more hosts): the hosts' note\n"));
+    assert_non_null(strstr(txt, "\nwarning: n04: n04's own note\n"));
     tbe_report_free(txt, n, NULL);
   }
   tbe_run_analysis_free(r);

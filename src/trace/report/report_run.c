@@ -10,7 +10,7 @@
  *    spread, the GPU overview with a column per host (up to
  *    HOST_COLS_MAX, then the total alone) and one for all hosts, the name
  *    tables merged over hosts, the steps common to all hosts, the step
- *    hint, and the hosts' advice, each line once with the hosts it
+ *    hint, and the hosts' advice and warnings, each line once with the hosts it
  *    concerns;
  *  - diff: the totals compared as two traces are (report_diff.c's parts),
  *    a row per host pair with its own step-time verdict, then the merged
@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/intern.h"
 #include "common/text.h"
 #include "tbexport/error.h"
 #include "trace/analysis/analysis_int.h"
@@ -555,17 +556,57 @@ static void run_advice(tbe__buf *b, const tbe_run_analysis *r, int md) {
   }
 }
 
+/* Warnings of all hosts, each distinct line once, with the first host
+ * that has it and how many more do (the ranks of a job mostly say the
+ * same: a note per rank would bury the one that differs).  Linear in the
+ * warnings: the lines are interned. */
 static void warnings(tbe__buf *b, const tbe_run_analysis *r, int md) {
-  for (size_t i = 0; i < r->nhosts; i++) {
+  tbe__intern in;
+  tbe__intern_init(&in, b->a, TBE__SEED_PROCESS);
+  /* per line: the hosts that have it; the last of them + 1, then whether
+   * it is printed */
+  size_t *hosts = NULL, *last = NULL, caph = 0, capl = 0;
+  int rc = 0;
+  for (size_t i = 0; i < r->nhosts && !rc; i++) {
     const tbe_trace *t = r->hosts[i].an->trace;
-    for (size_t k = 0; t && k < t->nwarnings; k++) {
-      tbe__buf_puts(b, md ? "\nwarning: " : "warning: ");
-      put_text(b, host_label(&r->hosts[i]), md);
-      tbe__buf_puts(b, ": ");
-      put_text(b, tbe_trace_str(t, t->warnings[k]), md);
-      tbe__buf_putc(b, '\n');
+    for (size_t k = 0; t && k < t->nwarnings && !rc; k++) {
+      const char *w = tbe_trace_str(t, t->warnings[k]);
+      uint32_t id;
+      int added;
+      if ((rc = tbe__intern_add(&in, w, strlen(w), &id, &added))) break;
+      if (added) {
+        if ((rc = tbe__grow(b->a, (void **)&hosts, &caph, (size_t)id + 1, sizeof *hosts)) ||
+            (rc = tbe__grow(b->a, (void **)&last, &capl, (size_t)id + 1, sizeof *last)))
+          break;
+        hosts[id] = last[id] = 0;
+      }
+      if (last[id] != i + 1) hosts[id]++, last[id] = i + 1;
     }
   }
+  if (rc) {
+    b->err = rc;
+  } else {
+    for (size_t id = 0; id < tbe__intern_count(&in); id++) last[id] = 0;
+    for (size_t i = 0; i < r->nhosts; i++) {
+      const tbe_trace *t = r->hosts[i].an->trace;
+      for (size_t k = 0; t && k < t->nwarnings; k++) {
+        const char *w = tbe_trace_str(t, t->warnings[k]);
+        uint32_t id = tbe__intern_find(&in, w, strlen(w));
+        if (id == TBE__NOIDX || last[id]) continue;
+        last[id] = 1;
+        tbe__buf_puts(b, md ? "\nwarning: " : "warning: ");
+        put_text(b, host_label(&r->hosts[i]), md);
+        if (hosts[id] > 1)
+          tbe__buf_printf(b, " (and %zu more host%s)", hosts[id] - 1, hosts[id] == 2 ? "" : "s");
+        tbe__buf_puts(b, ": ");
+        put_text(b, w, md);
+        tbe__buf_putc(b, '\n');
+      }
+    }
+  }
+  tbe__free(b->a, hosts);
+  tbe__free(b->a, last);
+  tbe__intern_deinit(&in);
 }
 
 /* A GPU of the run: the machine of its host file (the label without the
