@@ -463,7 +463,10 @@ static int tbview_plan(tbview *v, const char *logdir, const char *run, const cha
   profile_dir(prel, sizeof prel, run);
   int rc;
   struct dirent *de;
-  DIR *d = open_listing_at(logdir, prel, &rc, where, wsize);
+  /* The profile folder only as far as it reads: an export that writes
+   * there meets any refusal (a symlink, not a directory) when it does. */
+  DIR *d = open_listing(logdir, prel, &rc);
+  rc = 0;
   while (!rc && d && (de = readdir(d)) != NULL)
     if (profile_host(de->d_name, h, sizeof h) && strcmp(h, host) != 0) rc = note_host(v, a, h, 0);
   if (d) closedir(d);
@@ -562,37 +565,37 @@ static int stage_moves(tbe__stage *s, const char *logdir, const char *run, const
 }
 
 /* With force: stages the removal of this host's summaries and sessions
- * wherever an earlier export put them (<run>/, any folder of it, the old
- * <run>/hparams/<host>/), but in `keep` (the folder whose earlier files
- * tbe__stage_events replaces itself; NULL: none).  A folder is opened only
- * while it is read, and staged only when something goes. */
+ * wherever an earlier export put them (<run>/, the old <run>/hparams/
+ * <host>/, any folder of <run>/), but in `keep` (the folder whose earlier
+ * files tbe__stage_events replaces itself; NULL: none).  <run>/ and the
+ * old sub-run are ours: a symlink there is refused (-ELOOP, s->where
+ * names it); any other entry of <run>/ that is no directory (a symlink
+ * too) is not, and is left alone.  A folder is opened only while it is
+ * read, and staged only when something goes. */
 static int remove_host_events(tbe__stage *s, const char *logdir, const char *run,
                               const char *host, const char *keep) {
   static const char *const marks[] = {TBE__SUMMARY_MARK, TBE__HPARAMS_MARK};
   char rel[3 * TBE_NAME_MAX + 64], who[TBE_NAME_MAX + 1];
   int rc = 0;
-  DIR *top = open_listing(logdir, run, &rc);
+  DIR *top = open_listing_at(logdir, run, &rc, s->where, sizeof s->where);
   if (!top) return rc;
   struct dirent *sub = NULL;
-  /* <run>/ itself first, then each folder in it, then hparams/<host> */
   for (int pass = 0; !rc; pass++) {
     if (pass == 0) {
-      snprintf(rel, sizeof rel, "%s", run);
+      cut(rel, sizeof rel, "%s", run);
+    } else if (pass == 1) {
+      cut(rel, sizeof rel, "%s/%s/%s", run, TBE__HPARAMS_RUN, host);
     } else if ((sub = readdir(top)) != NULL) {
-      if (sub->d_name[0] == '.' || !is_dir(top, sub)) continue;
-      if (strcmp(sub->d_name, TBE__HPARAMS_RUN) == 0)
-        snprintf(rel, sizeof rel, "%s/%s/%s", run, TBE__HPARAMS_RUN, host);
-      else snprintf(rel, sizeof rel, "%s/%s", run, sub->d_name);
+      if (sub->d_name[0] == '.' || strcmp(sub->d_name, TBE__HPARAMS_RUN) == 0 ||
+          !is_dir(top, sub))
+        continue;
+      cut(rel, sizeof rel, "%s/%s", run, sub->d_name);
     } else {
       break;
     }
     if (keep && strcmp(rel, keep) == 0) continue;
-    int lrc;
-    DIR *d = open_listing(logdir, rel, &lrc);
-    if (!d) {
-      if (lrc != -ENOTDIR) rc = lrc;
-      continue;
-    }
+    DIR *d = open_listing_at(logdir, rel, &rc, s->where, sizeof s->where);
+    if (!d) continue;
     struct dirent *de;
     while (!rc && (de = readdir(d)) != NULL)
       for (size_t m = 0; m < 2 && !rc; m++)
@@ -601,6 +604,7 @@ static int remove_host_events(tbe__stage *s, const char *logdir, const char *run
     closedir(d);
   }
   closedir(top);
+  if (!rc) s->where[0] = 0;
   return rc;
 }
 
@@ -609,7 +613,7 @@ static int remove_host_events(tbe__stage *s, const char *logdir, const char *run
 static int host_has(tbe__stage *s, const char *logdir, const char *rel, const char *host,
                     const char *mark) {
   int rc;
-  DIR *d = open_listing(logdir, rel, &rc);
+  DIR *d = open_listing_at(logdir, rel, &rc, s->where, sizeof s->where);
   if (!d) return rc;
   struct dirent *de;
   char who[TBE_NAME_MAX + 1];
@@ -656,7 +660,7 @@ static int stage_job_file(tbe__stage *s, const char *logdir, const char *run, in
  * last one's job holds them all. */
 static int job_stage(tbe__stage *s, const tbe_export_options *o, const char *run,
                      const char *host, tbe_analysis *mine, const tbview *v,
-                     const tbe_allocator *a) {
+                     const tbe_allocator *a, char *name, size_t size) {
   size_t n = v->nothers + 1, k = 0, nl = 0;
   tbe_analysis **ans = tbe__calloc(a, n, sizeof *ans);
   const char **labels = tbe__calloc(a, n, sizeof *labels);
@@ -677,8 +681,7 @@ static int job_stage(tbe__stage *s, const tbe_export_options *o, const char *run
   tbe_run_analysis *r = NULL;
   if (!rc) rc = tbe_run_analysis_create(&r, ans, labels, k, a);
   int fd = -1;
-  char name[TBE_NAME_MAX + 64];
-  if (!rc) rc = stage_job_file(s, o->logdir, run, &fd, name, sizeof name);
+  if (!rc) rc = stage_job_file(s, o->logdir, run, &fd, name, size);
   if (!rc) {
     tbe__job_ctx j = {run, o->command, o->labels, o->nlabels, left, nl, a};
     tbe__sink out;
@@ -1046,7 +1049,7 @@ static int events_conflict(tbe__stage *s, const char *logdir, const char *run, c
   snprintf(rel, sizeof rel, "%s/%s/%s", run, TBE__HPARAMS_RUN, host);
   if (!rc) rc = host_has(s, logdir, rel, host, TBE__HPARAMS_MARK);
   if (rc > 0) return TBE_EEXIST;
-  s->where[0] = 0;
+  if (!rc) s->where[0] = 0;
   return rc;
 }
 
@@ -1181,7 +1184,8 @@ int tbe_export_run(const tbe_trace *t, const tbe_export_options *o) {
     if (p[i].x->bit != TBE_OUT_EVENTS) pr.base += t->nevents;
   }
   if (!rc) rc = stage_analysis(&s, o, t, host, prel, p, np, &shared, &a);
-  if (!rc && v.multi && shared) rc = job_stage(&s, o, run, host, shared, &v, &a);
+  char job[TBE_NAME_MAX + 64] = "";
+  if (!rc && v.multi && shared) rc = job_stage(&s, o, run, host, shared, &v, &a, job, sizeof job);
   tbview_free(&v, &a);
   tbe_analysis_free(shared);
   if (!rc) rc = tbe__stage_commit(&s, o->force, o->durable);
@@ -1198,6 +1202,11 @@ int tbe_export_run(const tbe_trace *t, const tbe_export_options *o) {
       snprintf(path, sizeof path, "%s/%s/%s", o->logdir, run, p[i].link);
       o->on_file(o->ctx, path);
     }
+  }
+  if (!rc && o->on_file && job[0]) {
+    char path[4096 + 2 * TBE_NAME_MAX];
+    snprintf(path, sizeof path, "%s/%s/%s", o->logdir, run, job);
+    o->on_file(o->ctx, path);
   }
   return rc;
 }
