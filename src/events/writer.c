@@ -80,6 +80,8 @@ struct tbe_writer {
   char *dir;
   char *suffix;
   char *host;
+  int version_fixed;   /* the file_version record at version_wall, not now */
+  double version_wall;
 };
 
 static atomic_uint file_counter;
@@ -305,7 +307,7 @@ static int write_file_version(tbe_writer *w) {
   Tensorboard__Event ev = TENSORBOARD__EVENT__INIT;
   Tensorboard__SourceMetadata sm = TENSORBOARD__SOURCE_METADATA__INIT;
   sm.writer = (char *)WRITER_NAME;
-  ev.wall_time = wall_now();
+  ev.wall_time = w->version_fixed ? w->version_wall : wall_now();
   ev.what_case = TENSORBOARD__EVENT__WHAT_FILE_VERSION;
   ev.file_version = (char *)"brain.Event:2";
   ev.source_metadata = &sm;
@@ -433,7 +435,7 @@ int tbe_writer_open(tbe_writer **out, const char *run_dir, const tbe_writer_opti
 }
 
 int tbe__writer_open_fd(tbe_writer **out, int fd, const char *path,
-                        const tbe_writer_options *opts) {
+                        const tbe_writer_options *opts, double version_wall) {
   if (!out) return TBE_EINVAL;
   *out = NULL;
   if (fd < 0 || !path) {
@@ -452,6 +454,8 @@ int tbe__writer_open_fd(tbe_writer **out, int fd, const char *path,
     return rc;
   }
   w->fd = fd;
+  w->version_fixed = version_wall >= 0;
+  w->version_wall = version_wall;
   rc = writer_start(w, o.durable);
   if (rc < 0) {
     close(w->fd);

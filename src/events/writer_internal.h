@@ -14,10 +14,12 @@ int tbe__writer_replace_fd(tbe_writer *w, int fd);
 /* A writer on `fd`, a new empty file someone else placed (export_run.c
  * stages the run summary's file): the writer owns `fd` (closed by
  * tbe_writer_finish, or here on failure), `path` is only what
- * tbe_writer_path reports.  Writes the file_version record at once.
- * Returns 0 or a negative code. */
+ * tbe_writer_path reports.  Writes the file_version record at once, at
+ * wall time `version_wall` (seconds; negative: now).  TensorBoard lists
+ * runs by the wall time of their first record, then by name.  Returns 0
+ * or a negative code. */
 int tbe__writer_open_fd(tbe_writer **out, int fd, const char *path,
-                        const tbe_writer_options *opts);
+                        const tbe_writer_options *opts, double version_wall);
 
 /* tbe_writer_set_custom_scalars_layout at wall time `wall` (seconds), for
  * outputs whose records must not depend on when they were written. */

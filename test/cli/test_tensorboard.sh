@@ -79,34 +79,11 @@ imp cnn_bf16 "$D/kineto/h200_cnn_bf16.pt.trace.json" precision=bf16 model=cnn
 # that the profiler plugin (checked on the pairs) does not load them too.
 imp pm "$D/metrics/metrics.spool" --no-pt-link
 
-# PM counters of one GPU every ms for 2 s, a kernel every 5 ms, no steps.
-python3 - "$tmp/pm_nosteps.json" <<'PY' || die "making the PM trace"
-import json, math, sys
-ev = [{"name": "process_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": "GPU 0"}},
-      {"name": "process_name", "ph": "M", "pid": 100, "tid": 0, "args": {"name": "python"}}]
-t0 = 1000000.0
-for i in range(400):
-    ts = t0 + i * 5000.0
-    ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 100,
-               "ts": ts - 10, "dur": 5, "args": {"correlation": i + 1}})
-    ev.append({"ph": "X", "cat": "kernel", "name": "gemm_kernel", "pid": 0, "tid": 7, "ts": ts,
-               "dur": 3000.0, "args": {"device": 0, "stream": 7, "correlation": i + 1}})
-for j in range(2000):
-    busy = 80.0 + 15.0 * math.sin(j / 200.0)
-    for name, v in (("sm_active_pct", busy), ("tensor_active_pct", busy / 2)):
-        ev.append({"ph": "C", "cat": "counter", "name": name, "pid": 0, "tid": 0,
-                   "ts": t0 + j * 1000.0, "args": {"value": v}})
-json.dump({"schemaVersion": 1, "traceEvents": ev}, open(sys.argv[1], "w"))
-PY
+# PM counters of one GPU every ms for 2 s without steps, and the H200 CNN
+# traces as ranks 0 and 1 of one job (scripts/tb_demo_traces.py).
+python3 "$root/scripts/tb_demo_traces.py" "$tmp" "$D" || die "making the demo traces"
 imp pm_nosteps "$tmp/pm_nosteps.json" --no-pt-link
-
-# The H200 CNN traces as ranks 0 and 1 of one job.
-for r in 0 1; do
-  src=$D/kineto/h200_cnn_$([ $r = 0 ] && echo fp32 || echo bf16).pt.trace.json
-  sed "0,/\"schemaVersion\": 1,/s//\"schemaVersion\": 1, \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": $r, \"world_size\": 2},/" \
-    "$src" >"$tmp/rank$r.json"
-  imp ddp "$tmp/rank$r.json" --host "node.rank$r" --no-pt-link
-done
+for r in 0 1; do imp ddp "$tmp/rank$r.json" --host "node.rank$r" --no-pt-link; done
 
 # A two-rank torchrun job through the stand-in libcupti.
 warm=()

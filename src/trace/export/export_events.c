@@ -1018,14 +1018,21 @@ static double trace_wall(const tbe_analysis *an) {
 }
 
 /* A writer on the file behind `out` (the event writer frames its records
- * on a descriptor of its own: exporter.h, tbe__sink_dup_fd). */
+ * on a descriptor of its own: exporter.h, tbe__sink_dup_fd).  Its first
+ * record, the file_version, is at wall time 0 in every file we write:
+ * TensorBoard's run list (Scalars, Custom Scalars, /data/runs) orders runs
+ * by the wall time of their first record, then by name, so ours are in
+ * name order, as Time Series lists them: a job before its hosts, ranks in
+ * rank order (export_run.c names their folders for it), and a re-export
+ * the same bytes. */
+#define FILE_VERSION_WALL 0.0
 static int writer_on(tbe_writer **w, tbe__sink *out, const char *path, const tbe_allocator *a) {
   int dup = tbe__sink_dup_fd(out);
   if (dup < 0) return dup;
   tbe_writer_options wo;
   tbe_writer_options_init(&wo);
   wo.allocator = a;
-  return tbe__writer_open_fd(w, dup, path, &wo);
+  return tbe__writer_open_fd(w, dup, path, &wo, FILE_VERSION_WALL);
 }
 
 /* The trace's analysis: the one ctx shares, made on first use, or a new
