@@ -16,7 +16,9 @@ folder with plugins/profile/RUN/) is checked:
                  folder rank<R>.<host> zero-padded to the world size so
                  that string order is rank order), no duplicates, no
                  hparams sub-runs;
-  every rank     in a multi-host run each host's steps/step_time_ms is its
+  every rank     in a multi-host run the hosts are listed in rank order
+                 (/data/runs: by the first record's wall time, then name;
+                 ours are all at 0) and each host's steps/step_time_ms is its
                  own step times (the summary's, a warm-up first step left
                  out), the hosts' curves differ where their steps do, and
                  the job's steps/step_time_ms and job/step_time_{slowest,
@@ -172,7 +174,7 @@ def check_runs(args, sums, served):
            str([r for r in got if "hparams" in r]))
 
 
-def check_multi(args, run, s, tags):
+def check_multi(args, run, s, tags, served):
     hosts = hosts_of(s)
     ranked = all(h.get("rank", -1) >= 0 for h in hosts)
     folders = {h["label"]: run + "/" + folder(h["label"], h.get("rank", -1), h.get("world_size", 0))
@@ -181,6 +183,9 @@ def check_multi(args, run, s, tags):
         by_rank = [folders[h["label"]] for h in sorted(hosts, key=lambda h: h["rank"])]
         report("%s: hosts sort in rank order in TensorBoard's string order" % run,
                sorted(by_rank) == by_rank, str(by_rank))
+        listed = [r for r in served if r in set(by_rank)]
+        report("%s: TensorBoard's run list has the ranks in rank order" % run, listed == by_rank,
+               "listed %s" % listed)
     curves = {}
     for h in hosts:
         r = folders[h["label"]]
@@ -344,7 +349,7 @@ def main():
     check_runs(args, sums, served)
     multi = [r for r in runs if is_multi(sums[r])]
     for r in multi:
-        check_multi(args, r, sums[r], tags)
+        check_multi(args, r, sums[r], tags, served)
     report("multi-host runs checked: %d (want at least %d)" % (len(multi), args.want_multi),
            len(multi) >= args.want_multi)
     check_descriptions(args, tags)

@@ -16,6 +16,8 @@
 #     libcupti (test/stress/collect_fake_libcupti.c), whose first step is
 #     a slow warm-up (left out when the build has no collector, or under
 #     TSan, where python cannot load it);
+#   - a job of 12 ranks written by test/bench/gen_run.c (ranks 10 and 11
+#     list after rank 9 only when the folders are zero-padded);
 #   - a log dir of runs collected on the GPU machine, when given (third
 #     argument after the generator ctest passes, or TBE_TB_COLLECTED):
 #     every plugins/profile/RUN/HOST.xplane.pb in it is imported as RUN and
@@ -129,6 +131,15 @@ PY
   multi=2
 else
   echo "note: no collector or a TSan build: the torchrun job through the stand-in libcupti is not checked"
+fi
+
+# A job of 12 ranks (test/bench/gen_run.c, ctest's third argument): rank10
+# and rank11 must list after rank09, not after rank1.
+gen=${3:-}
+if [ -n "$gen" ] && [ -x "$gen" ]; then
+  "$gen" --logdir "$L" --run wide --ranks 12 --events-per-rank 200 --steps 6 --outputs xplane,events \
+    >/dev/null 2>"$tmp/err" || die "gen_run: $(cat "$tmp/err")"
+  multi=$((multi + 1))
 fi
 
 pairs=(--pair gpt_fp32:gpt_bf16 --pair cnn_fp32:cnn_bf16)
