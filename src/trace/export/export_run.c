@@ -237,6 +237,14 @@ int tbe__stage_events(tbe__stage *s, const char *run, const char *who, const cha
   if (dfd < 0) return dfd;
   int rc = tbe__events_name(name, size, (long long)time(NULL), who, mark);
   if (rc) return rc;
+  /* The new file first: the commit switches in stage order, so a process
+   * killed inside it leaves the new file beside the old one, never
+   * neither (when the old one's name is another second's). */
+  int staged = 0;
+  if (force) {
+    if ((rc = tbe__stage_file(s, run, name, fd))) return rc;
+    staged = 1;
+  }
   int d2 = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   DIR *d = d2 < 0 ? NULL : fdopendir(d2);
   if (!d) {
@@ -256,7 +264,7 @@ int tbe__stage_events(tbe__stage *s, const char *run, const char *who, const cha
     }
   }
   closedir(d);
-  if (!rc) rc = tbe__stage_file(s, run, name, fd);
+  if (!rc && !staged) rc = tbe__stage_file(s, run, name, fd);
   return rc;
 }
 
@@ -639,16 +647,22 @@ static int stage_job_file(tbe__stage *s, const char *logdir, const char *run, in
   struct dirent *de;
   char who[TBE_NAME_MAX + 1];
   size_t pl = strlen(EVENTS_PREFIX);
-  while (!rc && d && (de = readdir(d)) != NULL) {
-    if (!events_who(de->d_name, TBE__JOB_MARK, who, sizeof who) || strcmp(who, run) != 0)
-      continue;
-    long long was = strtoll(de->d_name + pl, NULL, 10);
-    if (was >= ts) ts = was + 1;
-    rc = tbe__stage_remove(s, run, de->d_name);
+  /* the new file first (tbe__stage_events says why), then the old ones */
+  for (int pass = 0; pass < 2 && !rc && d; pass++) {
+    rewinddir(d);
+    while (!rc && (de = readdir(d)) != NULL) {
+      if (!events_who(de->d_name, TBE__JOB_MARK, who, sizeof who) || strcmp(who, run) != 0)
+        continue;
+      long long was = strtoll(de->d_name + pl, NULL, 10);
+      if (pass == 0 && was >= ts) ts = was + 1;
+      if (pass == 1) rc = tbe__stage_remove(s, run, de->d_name);
+    }
+    if (pass == 0 && !rc) rc = tbe__events_name(name, size, ts, run, TBE__JOB_MARK);
+    if (pass == 0 && !rc) rc = tbe__stage_file(s, run, name, fd);
   }
   if (d) closedir(d);
-  if (!rc) rc = tbe__events_name(name, size, ts, run, TBE__JOB_MARK);
-  if (!rc) rc = tbe__stage_file(s, run, name, fd);
+  else if (!rc && !(rc = tbe__events_name(name, size, ts, run, TBE__JOB_MARK)))
+    rc = tbe__stage_file(s, run, name, fd);
   return rc;
 }
 
