@@ -34,6 +34,8 @@ folder with plugins/profile/RUN/) is checked:
                  display name, the hyper-parameters run, host and labels;
                  each TensorBoard run is one session (no other), whose
                  median step time is its summary's;
+  kernel metrics a run whose kernels have range-profiler figures holds
+                 them as text (summary/kernel_metrics, with "bound by");
   custom scalars every chart of a tbexport category draws one tag;
   diff           for each --pair BASE:NEW, NEW holds diff/BASE/report and
                  BASE diff/NEW/report, the same text;
@@ -41,7 +43,8 @@ folder with plugins/profile/RUN/) is checked:
                  more than twice the median of the others) the per-step
                  series start at the second step and summary/warmup_step_ms
                  holds the first.
---want-multi N and --want-nosteps-metrics N fail the check when the log
+--want-multi N, --want-nosteps-metrics N and --want-kernel-metrics N fail
+the check when the log
 dir holds fewer such runs (so a check that found nothing to check fails).
 
 Prints a PASS/FAIL line per check; exits 1 if any failed, 2 on bad usage.
@@ -257,6 +260,22 @@ def check_nosteps_metrics(args, run, s, tags):
                len(pts) == 1 and close(pts[0][2], v, rel=1e-5, absolute=1e-4), str(pts))
 
 
+def check_kernel_metrics(args, run, s):
+    """A run whose kernels have range-profiler figures shows them as text."""
+    h = hosts_of(s)[0]
+    measured = [k for k in h.get("kernels", []) if k.get("metrics")]
+    if not measured:
+        return 0
+    tags = get(args.url + "/data/plugin/text/tags").get(run, [])
+    t = "summary/kernel_metrics/text_summary"
+    pts = get(args.url + "/data/plugin/text/text?" + q(run=run, tag=t)) if t in tags else []
+    text = pts[-1]["text"] if pts else ""
+    ok = "bound by" in text
+    report("%s: the range profiler's figures of %d kernels as text (%s)" % (run, len(measured), t),
+           ok, str(tags))
+    return 1
+
+
 def check_hparams(args, sums, served):
     exp = get(args.url + "/data/plugin/hparams/experiment", {"experimentName": ""})
     metrics = [(m["name"]["tag"], m.get("displayName", "")) for m in exp.get("metricInfos", [])]
@@ -340,6 +359,7 @@ def main():
     ap.add_argument("--warmup", action="append", default=[])
     ap.add_argument("--want-multi", type=int, default=0)
     ap.add_argument("--want-nosteps-metrics", type=int, default=0)
+    ap.add_argument("--want-kernel-metrics", type=int, default=0)
     args = ap.parse_args()
     args.url = args.url.rstrip("/")
     runs = runs_of(args.logdir)
@@ -359,6 +379,9 @@ def main():
         check_nosteps_metrics(args, r, sums[r], tags)
     report("runs with GPU metrics and no steps checked: %d (want at least %d)" %
            (len(nosteps), args.want_nosteps_metrics), len(nosteps) >= args.want_nosteps_metrics)
+    km = sum(check_kernel_metrics(args, r, sums[r]) for r in runs if not is_multi(sums[r]))
+    report("runs with kernel metrics checked: %d (want at least %d)" % (km, args.want_kernel_metrics),
+           km >= args.want_kernel_metrics)
     check_hparams(args, sums, served)
     check_layout(args)
     for p in args.pair:

@@ -178,6 +178,6 @@ python3 "$root/scripts/check_tb_compare.py" --url "$url" --logdir "$L" --tbexpor
   --label gpt_fp32:precision=fp32 --label gpt_bf16:precision=bf16 \
   --label cnn_fp32:model=cnn --label cnn_bf16:precision=bf16 --metrics pm || rc=1
 python3 "$root/scripts/check_tb_views.py" --url "$url" --logdir "$L" --tbexport "$B" \
-  "${pairs[@]}" "${warm[@]}" --want-multi "$multi" --want-nosteps-metrics 1 || rc=1
+  "${pairs[@]}" "${warm[@]}" --want-multi "$multi" --want-nosteps-metrics 1 --want-kernel-metrics 1 || rc=1
 echo "checked after $SECONDS s"
 exit $rc

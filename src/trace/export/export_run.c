@@ -23,6 +23,12 @@
  *   3. commits: all new files in place and the replaced ones gone, or (on
  *      any failure: a full disk, an I/O error, a crash before the commit)
  *      the run exactly as it was.
+ * With the events output, where the host's summary and session go in
+ * TensorBoard is decided first (tbview_plan: a run's own folder for a
+ * lone host without a rank, else a folder per host, ranks in rank order);
+ * a lone host's files are moved when a second joins (stage_moves) and,
+ * after the host's analysis, the job's file is rewritten from every
+ * host's (job_stage), all in the same commit.
  * The same rules place the single-file outputs (tbe_export_chrome_json,
  * tbe_export_xplane: one atomic file) and a comparison's events file
  * (tbe__export_diff_file, for tbe_diff_write_events).  The layout

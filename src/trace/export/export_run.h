@@ -13,7 +13,11 @@
 
 /* ---- the run layout ----
  * <logdir>/<run>/events.out.tfevents.*<SUMMARY_MARK>  the run summary
- * <logdir>/<run>/hparams/<host>/events.out.tfevents.*<HPARAMS_MARK>  its session
+ * <logdir>/<run>/events.out.tfevents.*<HPARAMS_MARK>  its session
+ *   (a multi-host run: both in <run>/<host folder>/, and the job's file,
+ *   *<JOB_MARK>, in <run>/; sessions written before this layout sit in
+ *   the sub-run <run>/hparams/<host>/, which a forced export of that host
+ *   clears)
  * <logdir>/<run>/<host>.pt.trace.json.gz  a hard link to the JSON output
  * <logdir>/plugins/profile/<run>/<host>.{xplane.pb,trace.json.gz}
  * Our event files are recognised by name, so that a replacement finds
@@ -27,9 +31,10 @@
  * longest name is 248 bytes. */
 #define TBE__SUMMARY_MARK ".tbexport-summary"
 #define TBE__DIFF_MARK ".tbexport-diff"
-/* The run's HParams session of each host, in <run>/TBE__HPARAMS_RUN/<host>/
- * (a sub-run of its own, so that the session's metrics are only the
- * scalars written there, and each process of a run its own session). */
+/* The run's HParams session of each host, beside its summary (its
+ * metrics are the summary's tags, named by the session's experiment
+ * record); TBE__HPARAMS_RUN is the sub-run older versions wrote them in,
+ * <run>/TBE__HPARAMS_RUN/<host>/, still found there to be replaced. */
 #define TBE__HPARAMS_MARK ".tbexport-hparams"
 #define TBE__HPARAMS_RUN "hparams"
 
