@@ -321,11 +321,16 @@ static int32_t trace_rank(const tbe_trace *t) {
 /* The TensorBoard folder of `host` in a multi-host run: "rank<R>.<host
  * without its .rank<R>>" for a host with rank R (R zero-padded to the
  * digits of the world size less one: rank03.node for node.rank3 of 16,
- * rank3.node_pid7 for node.rank3_pid7), else the host itself; the host
- * itself also when that would not be a valid name. */
+ * rank3.node_pid7 for node.rank3_pid7), else the host itself ("hparams_"
+ * for a host named "hparams"); the host itself also when that would not
+ * be a valid name. */
 static void host_folder(const char *host, int32_t rank, int32_t world, char *buf, size_t size) {
   snprintf(buf, size, "%s", host);
-  if (rank < 0) return;
+  if (rank < 0) {
+    /* not the sub-run older versions kept sessions in */
+    if (strcmp(host, TBE__HPARAMS_RUN) == 0) snprintf(buf, size, "%s_", host);
+    return;
+  }
   int32_t top = world - 1 > rank ? world - 1 : rank;
   int width = 1;
   for (int32_t v = top; v >= 10; v /= 10) width++;
