@@ -136,7 +136,7 @@ def series_steps(h):
 def folder(host, rank, world):
     """The host's TensorBoard folder in a multi-host run (export_run.c, host_folder)."""
     if rank is None or rank < 0:
-        return host
+        return host + "_" if host == "hparams" else host
     width = len(str(max(world - 1, rank)))
     base, rest = host, ""
     for m in re.finditer(r"\.rank(\d{1,10})(?=$|_)", host):

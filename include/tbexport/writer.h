@@ -137,8 +137,7 @@ TBE_API int tbe_writer_add_text(tbe_writer *w, const char *tag, const char *mark
 /* tbe_writer_add_text with the tag's `description` (Markdown; NULL or ""
  * for none) in the record's summary metadata. */
 TBE_API int tbe_writer_add_text_described(tbe_writer *w, const char *tag, const char *markdown,
-                                          int64_t step, double wall_time,
-                                          const char *description);
+                                          int64_t step, double wall_time, const char *description);
 
 /* An 8-bit image of `channels` 1 (gray), 2 (gray+alpha), 3 (RGB) or 4 (RGBA)
  * in row-major order (top row first, channels interleaved); `size` must be

@@ -80,7 +80,7 @@ struct tbe_writer {
   char *dir;
   char *suffix;
   char *host;
-  int version_fixed;   /* the file_version record at version_wall, not now */
+  int version_fixed; /* the file_version record at version_wall, not now */
   double version_wall;
 };
 
@@ -434,8 +434,8 @@ int tbe_writer_open(tbe_writer **out, const char *run_dir, const tbe_writer_opti
   return 0;
 }
 
-int tbe__writer_open_fd(tbe_writer **out, int fd, const char *path,
-                        const tbe_writer_options *opts, double version_wall) {
+int tbe__writer_open_fd(tbe_writer **out, int fd, const char *path, const tbe_writer_options *opts,
+                        double version_wall) {
   if (!out) return TBE_EINVAL;
   *out = NULL;
   if (fd < 0 || !path) {
@@ -908,8 +908,7 @@ static int check_hparams(const tbe_allocator *a, const tbe_hparam *hp, size_t nh
 
 /* The experiment record of `x`: every text valid UTF-8, names by the tag
  * rules, each hparam name and each metric tag once. */
-static int write_experiment(tbe_writer *w, const tbe__hp_experiment *x, int64_t step,
-                            double wall) {
+static int write_experiment(tbe_writer *w, const tbe__hp_experiment *x, int64_t step, double wall) {
   const tbe_allocator *a = &w->a;
   size_t nh = x->nhparams, nm = x->nmetrics, tl;
   int rc = 0;

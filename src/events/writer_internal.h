@@ -18,8 +18,8 @@ int tbe__writer_replace_fd(tbe_writer *w, int fd);
  * wall time `version_wall` (seconds; negative: now).  TensorBoard lists
  * runs by the wall time of their first record, then by name.  Returns 0
  * or a negative code. */
-int tbe__writer_open_fd(tbe_writer **out, int fd, const char *path,
-                        const tbe_writer_options *opts, double version_wall);
+int tbe__writer_open_fd(tbe_writer **out, int fd, const char *path, const tbe_writer_options *opts,
+                        double version_wall);
 
 /* tbe_writer_set_custom_scalars_layout at wall time `wall` (seconds), for
  * outputs whose records must not depend on when they were written. */

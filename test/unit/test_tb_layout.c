@@ -230,7 +230,8 @@ static void test_rank_folders_sort(void **state) {
   assert_non_null(a);
   assert_non_null(b);
   assert_non_null(c);
-  assert_true(strcmp("rank00.node2", "rank02.node1") < 0 && strcmp("rank02.node1", "rank10.node0") < 0);
+  assert_true(strcmp("rank00.node2", "rank02.node1") < 0 &&
+              strcmp("rank02.node1", "rank10.node0") < 0);
   /* a rank of two processes keeps its _pid part after the host */
   tbe_trace *t = stepped("n.rank3_pid77", 3, 4, 3, ms);
   assert_int_equal(export_as(t, dir, "pids", "n.rank3_pid77", 0), 0);
@@ -311,8 +312,9 @@ static void test_job_from_every_host(void **state) {
     for (size_t i = 0; i < ev->nvalues; i++)
       if (strcmp(ev->values[i].tag, "job/ranks/text_summary") == 0 &&
           ev->values[i].tensor.nstrings == 1)
-        named = strstr((const char *)ev->values[i].tensor.strings[0].data, "n.rank2") != NULL &&
-                strstr((const char *)ev->values[i].tensor.strings[0].data, "Not in the job") != NULL;
+        named =
+            strstr((const char *)ev->values[i].tensor.strings[0].data, "n.rank2") != NULL &&
+            strstr((const char *)ev->values[i].tensor.strings[0].data, "Not in the job") != NULL;
   tbe_reader_close(r);
   assert_true(named);
   free(a2);

@@ -209,35 +209,42 @@ static double pct(int64_t part, int64_t whole) {
 static const struct {
   const char *leaf, *what;
 } FIGURES[] = {
-    {"gpu_busy_pct", "GPU busy: the share of the time in which a kernel, copy or memset ran (the "
-                     "union of their intervals), in %"},
-    {"kernel_time_ms", "time in kernels: the sum of their durations (kernels running at once on "
-                       "several streams each count), in ms"},
+    {"gpu_busy_pct",
+     "GPU busy: the share of the time in which a kernel, copy or memset ran (the "
+     "union of their intervals), in %"},
+    {"kernel_time_ms",
+     "time in kernels: the sum of their durations (kernels running at once on "
+     "several streams each count), in ms"},
     {"kernel_count", "kernels launched (a count)"},
     {"memcpy_time_ms", "time in memory copies, all directions, in ms"},
     {"memcpy_htod_ms", "time in host-to-device copies, in ms"},
     {"memcpy_dtoh_ms", "time in device-to-host copies, in ms"},
     {"memcpy_dtod_ms", "time in device-to-device copies, in ms"},
     {"memset_time_ms", "time in memsets, in ms"},
-    {"sync_time_ms", "synchronization: the time the GPU's streams waited (CUDA's synchronization "
-                     "records), in ms"},
+    {"sync_time_ms",
+     "synchronization: the time the GPU's streams waited (CUDA's synchronization "
+     "records), in ms"},
     {"idle_time_ms", "idle time: the window less the busy time, in ms"},
-    {"launch_latency_us", "launch latency: the median time from a launch call's start on the host "
-                          "to the start of its work on the GPU, in µs"},
+    {"launch_latency_us",
+     "launch latency: the median time from a launch call's start on the host "
+     "to the start of its work on the GPU, in µs"},
     {"wall_time_ms", "the profiled window's length, in ms"},
-    {"host_busy_pct", "the busiest host thread's busy share (CPU operators and CUDA calls, the "
-                      "synchronizing calls left out), in %"},
+    {"host_busy_pct",
+     "the busiest host thread's busy share (CPU operators and CUDA calls, the "
+     "synchronizing calls left out), in %"},
     {"sync_calls", "synchronizing calls (…Synchronize) and synchronization records (a count)"},
     {"step_time_median_ms", "the median step time (nearest rank, every step), in ms"},
     {"step_time_p90_ms", "the 90th percentile of the step times (nearest rank, every step), in ms"},
     {"steps", "steps (a count)"},
-    {"warmup_step_ms", "the first step's time, written when the per-step series leave it out as "
-                       "warm-up: it took more than twice the median of the other steps; in ms"},
+    {"warmup_step_ms",
+     "the first step's time, written when the per-step series leave it out as "
+     "warm-up: it took more than twice the median of the other steps; in ms"},
     {"hosts", "the processes (ranks, hosts) whose analyses make the job's figures (a count)"},
-    {"step_time_ms", "step time: the step's window on the device (from its host start or the end "
-                     "of the step before, to its host end or the end of the last GPU work it "
-                     "launched, whichever is later), in ms; in a multi-host job's own run, the "
-                     "slowest host's, as the job waits for it"},
+    {"step_time_ms",
+     "step time: the step's window on the device (from its host start or the end "
+     "of the step before, to its host end or the end of the last GPU work it "
+     "launched, whichever is later), in ms; in a multi-host job's own run, the "
+     "slowest host's, as the job waits for it"},
 };
 
 static const char *figure(const char *leaf) {
@@ -274,8 +281,10 @@ static void metric_what(tbe__buf *b, const char *m) {
                      : ENDS("_ns")          ? "ns"
                                             : NULL;
 #undef ENDS
-  if (what) tbe__buf_puts(b, what);
-  else tbe__md_escape(b, m);
+  if (what)
+    tbe__buf_puts(b, what);
+  else
+    tbe__md_escape(b, m);
   if (unit) tbe__buf_printf(b, ", in %s", unit);
 }
 
@@ -296,35 +305,39 @@ static void describe(tbe__buf *b, const char *tag, const char *name) {
   if (GROUP("summary") && STARTS("class/")) {
     tbe__buf_puts(b, "All GPUs over the profiled window: the GPU time in ");
     tbe__buf_append(b, leaf + 6, strlen(leaf + 6) > 3 ? strlen(leaf + 6) - 3 : 0);
-    tbe__buf_puts(b, " kernels (the class read from the kernel's demangled name; copies and "
-                     "memsets count as copy), in ms.");
+    tbe__buf_puts(b,
+                  " kernels (the class read from the kernel's demangled name; copies and "
+                  "memsets count as copy), in ms.");
     tbe__buf_puts(b, one_point);
   } else if (GROUP("steps") && STARTS("class/")) {
     tbe__buf_puts(b, "The GPU time in ");
     tbe__buf_append(b, leaf + 6, strlen(leaf + 6) > 3 ? strlen(leaf + 6) - 3 : 0);
-    tbe__buf_puts(b, " kernels launched in the step (the class read from the kernel's demangled "
-                     "name; copies and memsets count as copy), in ms.");
+    tbe__buf_puts(b,
+                  " kernels launched in the step (the class read from the kernel's demangled "
+                  "name; copies and memsets count as copy), in ms.");
     tbe__buf_puts(b, per_step);
   } else if ((GROUP("kernels") || (GROUP("steps") && STARTS("kernels/"))) && name) {
-    tbe__buf_puts(b, GROUP("kernels") ? "The total GPU time of the kernel "
-                                      : "The GPU time of the kernel ");
+    tbe__buf_puts(
+        b, GROUP("kernels") ? "The total GPU time of the kernel " : "The GPU time of the kernel ");
     tbe__md_escape(b, name);
     tbe__buf_puts(b, GROUP("kernels") ? ", in ms." : " launched in the step, in ms.");
     tbe__buf_puts(b, GROUP("kernels") ? one_point : per_step);
   } else if (GROUP("ops") && name) {
     tbe__buf_puts(b, "The CUDA total of the operator ");
     tbe__md_escape(b, name);
-    tbe__buf_puts(b, ": the GPU time of the work it and the operators inside it launched, as "
-                     "torch.profiler's key_averages() gives it, in ms; per step (x axis: the "
-                     "step number, warm-up left out as in steps/), or one point (step 0) without "
-                     "steps.");
+    tbe__buf_puts(b,
+                  ": the GPU time of the work it and the operators inside it launched, as "
+                  "torch.profiler's key_averages() gives it, in ms; per step (x axis: the "
+                  "step number, warm-up left out as in steps/), or one point (step 0) without "
+                  "steps.");
   } else if (GROUP("gpu_metrics")) {
     tbe__buf_puts(b, "PM sampling, all GPUs: ");
     metric_what(b, leaf);
-    tbe__buf_puts(b, ". With steps, each step's time-weighted mean (x axis: the step number, "
-                     "warm-up left out as in steps/); without steps, the mean of each time "
-                     "bucket (x axis: milliseconds since the profile's start; wall time: the "
-                     "bucket's start).");
+    tbe__buf_puts(b,
+                  ". With steps, each step's time-weighted mean (x axis: the step number, "
+                  "warm-up left out as in steps/); without steps, the mean of each time "
+                  "bucket (x axis: milliseconds since the profile's start; wall time: the "
+                  "bucket's start).");
   } else if (GROUP("summary") && STARTS("gpu_metrics/")) {
     tbe__buf_puts(b, "PM sampling, all GPUs: ");
     metric_what(b, leaf + 12);
@@ -332,8 +345,10 @@ static void describe(tbe__buf *b, const char *tag, const char *name) {
     tbe__buf_puts(b, one_point);
   } else if ((GROUP("summary") || (gl > 3 && memcmp(tag, "gpu", 3) == 0)) &&
              (what = figure(leaf)) != NULL) {
-    if (GROUP("summary")) tbe__buf_puts(b, "All GPUs over the profiled window: ");
-    else tbe__buf_printf(b, "GPU %.*s over the profiled window: ", (int)(gl - 3), tag + 3);
+    if (GROUP("summary"))
+      tbe__buf_puts(b, "All GPUs over the profiled window: ");
+    else
+      tbe__buf_printf(b, "GPU %.*s over the profiled window: ", (int)(gl - 3), tag + 3);
     tbe__buf_puts(b, what);
     tbe__buf_putc(b, '.');
     tbe__buf_puts(b, one_point);
@@ -353,32 +368,36 @@ static void describe(tbe__buf *b, const char *tag, const char *name) {
     if (b->len) tbe__buf_puts(b, one_point);
   } else if (GROUP("job")) {
     static const char *const job[][2] = {
-        {"step_time_slowest_ms", "the slowest host's step time (the job's step time: it waits "
-                                 "for its slowest rank), in ms"},
-        {"step_time_median_ms", "the median host's step time (nearest rank, the lower of two), "
-                                "in ms"},
+        {"step_time_slowest_ms",
+         "the slowest host's step time (the job's step time: it waits "
+         "for its slowest rank), in ms"},
+        {"step_time_median_ms",
+         "the median host's step time (nearest rank, the lower of two), "
+         "in ms"},
         {"step_time_fastest_ms", "the fastest host's step time, in ms"},
-        {"step_spread_pct", "the spread: the slowest host's step time less the fastest's, as a "
-                            "share of the fastest's, in %"},
-        {"slowest_rank", "the rank of the slowest host (without ranks, its index in the run's "
-                         "order)"}};
+        {"step_spread_pct",
+         "the spread: the slowest host's step time less the fastest's, as a "
+         "share of the fastest's, in %"},
+        {"slowest_rank",
+         "the rank of the slowest host (without ranks, its index in the run's "
+         "order)"}};
     for (size_t i = 0; i < sizeof job / sizeof job[0]; i++)
       if (strcmp(job[i][0], leaf) == 0) {
         tbe__buf_puts(b, "A multi-host job, in each of the steps every host has: ");
         tbe__buf_puts(b, job[i][1]);
-        tbe__buf_puts(b, ". Per step (x axis: the step number; a warm-up first step left out as "
-                         "in steps/).");
+        tbe__buf_puts(b,
+                      ". Per step (x axis: the step number; a warm-up first step left out as "
+                      "in steps/).");
       }
   } else if (GROUP("diff")) {
     /* diff/<base>/<what> */
     const char *w = strchr(leaf, '/');
     size_t bl = w ? (size_t)(w - leaf) : 0;
     w = w ? w + 1 : leaf;
-    static const char *const ratios[][2] = {
-        {"wall_time_ratio", "profiled wall time"},
-        {"gpu_busy_ratio", "GPU busy time"},
-        {"kernel_time_ratio", "time in kernels"},
-        {"step_time_ratio", "median step time"}};
+    static const char *const ratios[][2] = {{"wall_time_ratio", "profiled wall time"},
+                                            {"gpu_busy_ratio", "GPU busy time"},
+                                            {"kernel_time_ratio", "time in kernels"},
+                                            {"step_time_ratio", "median step time"}};
     for (size_t i = 0; i < sizeof ratios / sizeof ratios[0]; i++)
       if (strcmp(ratios[i][0], w) == 0)
         tbe__buf_printf(b, "This run's %s divided by run %.*s's (below 1: less here).",
@@ -389,8 +408,9 @@ static void describe(tbe__buf *b, const char *tag, const char *name) {
       tbe__buf_printf(b, " divided by run %.*s's (below 1: less here).", (int)bl, leaf);
     }
     if (strcmp(w, "report") == 0)
-      tbe__buf_printf(b, "The comparison of runs %.*s (base) and this one, or of this run (base) "
-                         "and %.*s, as `tbexport diff` prints it (Markdown).",
+      tbe__buf_printf(b,
+                      "The comparison of runs %.*s (base) and this one, or of this run (base) "
+                      "and %.*s, as `tbexport diff` prints it (Markdown).",
                       (int)bl, leaf, (int)bl, leaf);
     if (b->len) tbe__buf_puts(b, one_point);
   }
@@ -402,17 +422,21 @@ static void describe(tbe__buf *b, const char *tag, const char *name) {
 /* The text tags' descriptions. */
 static const char *text_description(const char *tag) {
   static const char *const texts[][2] = {
-      {"summary/top_kernels", "The kernels with the most GPU time: calls, total, share, mean "
-                              "(Markdown table)."},
+      {"summary/top_kernels",
+       "The kernels with the most GPU time: calls, total, share, mean "
+       "(Markdown table)."},
       {"summary/advice", "What the figures suggest, each line with the figure behind it."},
-      {"summary/top_operators", "The CPU operators by CUDA total, with the kernels each "
-                                "launched (Markdown table)."},
-      {"summary/kernel_metrics", "Per kernel: the range profiler's figures (SM, memory, "
-                                 "tensor pipe, occupancy, L2, DRAM) and what bounds it, and the "
-                                 "PM means while it ran (Markdown tables)."},
-      {"job/ranks", "The job rank by rank (or host by host): median step time, GPU busy, kernel "
-                    "and communication time, the slowest and fastest, as `tbexport summary RUN` "
-                    "prints it (Markdown)."}};
+      {"summary/top_operators",
+       "The CPU operators by CUDA total, with the kernels each "
+       "launched (Markdown table)."},
+      {"summary/kernel_metrics",
+       "Per kernel: the range profiler's figures (SM, memory, "
+       "tensor pipe, occupancy, L2, DRAM) and what bounds it, and the "
+       "PM means while it ran (Markdown tables)."},
+      {"job/ranks",
+       "The job rank by rank (or host by host): median step time, GPU busy, kernel "
+       "and communication time, the slowest and fastest, as `tbexport summary RUN` "
+       "prints it (Markdown)."}};
   for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
     if (strcmp(texts[i][0], tag) == 0) return texts[i][1];
   return NULL;
@@ -455,8 +479,10 @@ static void scalar_at(ew *e, const char *tag, double v, int64_t step, double wal
   tbe__buf d;
   tbe__buf_init(&d, e->seen.a);
   describe(&d, tag, name);
-  if (tbe__buf_error(&d)) e->rc = TBE_ENOMEM;
-  else e->rc = tbe_writer_add_scalar_described(e->w, tag, v, step, wall, NULL, (char *)d.data);
+  if (tbe__buf_error(&d))
+    e->rc = TBE_ENOMEM;
+  else
+    e->rc = tbe_writer_add_scalar_described(e->w, tag, v, step, wall, NULL, (char *)d.data);
   tbe__buf_deinit(&d);
 }
 
@@ -477,10 +503,10 @@ static int64_t copy_ns(const tbe_device_stats *d) {
 
 static void device_scalars(ew *e, const char *prefix, const tbe_device_stats *d) {
   char tag[96];
-#define S(name, v)                                          \
-  do {                                                      \
-    fmt(tag, sizeof tag, "%s/%s", prefix, name);            \
-    scalar(e, tag, (v), 0);                                 \
+#define S(name, v)                               \
+  do {                                           \
+    fmt(tag, sizeof tag, "%s/%s", prefix, name); \
+    scalar(e, tag, (v), 0);                      \
   } while (0)
   S("gpu_busy_pct", pct(d->busy_ns, d->wall_ns));
   S("kernel_time_ms", ms(d->kernel_ns));
@@ -892,7 +918,9 @@ static void op_text(ew *e, tbe_analysis *an, const tbe_allocator *a) {
   tbe__ops_md(&b, an, TBE_GROUP_CPU_OP, TOP_OPS_TEXT, 0);
   tbe__buf_putc(&b, '\0');
   if (tbe__buf_error(&b)) e->rc = TBE_ENOMEM;
-  else text(e, "summary/top_operators", (const char *)b.data, text_description("summary/top_operators"));
+  else
+    text(e, "summary/top_operators", (const char *)b.data,
+         text_description("summary/top_operators"));
   tbe__buf_deinit(&b);
 }
 
@@ -908,9 +936,11 @@ static void kernel_metrics_text(ew *e, const tbe_analysis *an, const tbe_allocat
   tbe__metrics_kernels(&b, an, &o, 1);
   if (b.len) {
     tbe__buf_putc(&b, '\0');
-    if (tbe__buf_error(&b)) e->rc = TBE_ENOMEM;
-    else text(e, "summary/kernel_metrics", (const char *)b.data,
-              text_description("summary/kernel_metrics"));
+    if (tbe__buf_error(&b))
+      e->rc = TBE_ENOMEM;
+    else
+      text(e, "summary/kernel_metrics", (const char *)b.data,
+           text_description("summary/kernel_metrics"));
   }
   tbe__buf_deinit(&b);
 }
@@ -991,7 +1021,8 @@ static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
     tbe__md_kernels(&b, an, TOP_KERNELS, 0);
     tbe__buf_putc(&b, '\0');
     if (tbe__buf_error(&b)) e->rc = TBE_ENOMEM;
-    else text(e, "summary/top_kernels", (const char *)b.data, text_description("summary/top_kernels"));
+    else
+      text(e, "summary/top_kernels", (const char *)b.data, text_description("summary/top_kernels"));
     tbe__buf_deinit(&b);
   }
   op_text(e, an, a);
@@ -1006,7 +1037,8 @@ static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
     }
     tbe__buf_putc(&b, '\0');
     if (tbe__buf_error(&b)) e->rc = TBE_ENOMEM;
-    else text(e, "summary/advice", (const char *)b.data, text_description("summary/advice"));
+    else
+      text(e, "summary/advice", (const char *)b.data, text_description("summary/advice"));
     tbe__buf_deinit(&b);
   }
   return e->rc;
@@ -1079,8 +1111,8 @@ const tbe__exporter tbe__exporter_events = {"events", TBE_OUT_EVENTS, events_wri
 
 /* The hyper-parameter names tbexport sets itself (labels may not take
  * them). */
-static const char *const BUILTIN_HPARAMS[] = {"run",   "host",    "gpu",   "source", "kinds",
-                                              "steps", "command", "labels"};
+static const char *const BUILTIN_HPARAMS[] = {"run",   "host",  "gpu",     "source",
+                                              "kinds", "steps", "command", "labels"};
 #define NBUILTIN (sizeof BUILTIN_HPARAMS / sizeof BUILTIN_HPARAMS[0])
 
 int tbe__labels_check(const char *const *labels, size_t n) {
@@ -1119,12 +1151,13 @@ static int as_number(const char *v, double *x) {
 static void gpu_text(const tbe_analysis *an, size_t n, char *buf, size_t size) {
   buf[0] = 0;
   if (!n || !an->ndevices) return;
-  const char *name = an->devices[0].name && an->trace
-                         ? tbe_trace_str(an->trace, an->devices[0].name)
-                         : NULL;
+  const char *name =
+      an->devices[0].name && an->trace ? tbe_trace_str(an->trace, an->devices[0].name) : NULL;
   if (!name) name = "GPU";
-  if (n == 1) snprintf(buf, size, "%s", name);
-  else snprintf(buf, size, "%zu x %s", n, name);
+  if (n == 1)
+    snprintf(buf, size, "%s", name);
+  else
+    snprintf(buf, size, "%zu x %s", n, name);
 }
 
 /* The step definition: the steps' name without its number
@@ -1228,8 +1261,8 @@ static int write_session(tbe_writer *w, const session_info *si, const tbe_alloca
   int rc = 0;
   if (!hp || !cols || !keys) rc = TBE_ENOMEM;
   size_t nh = 0, nc = 0;
-  const char *vals[NBUILTIN] = {si->run, si->host, si->gpu, si->source, si->kinds, si->steps,
-                                si->command, NULL};
+  const char *vals[NBUILTIN] = {si->run,   si->host,  si->gpu,     si->source,
+                                si->kinds, si->steps, si->command, NULL};
   for (size_t i = 0; i < nl && !rc; i++) {
     if (i) tbe__buf_puts(&all, ", ");
     tbe__buf_puts(&all, si->labels[i]);
@@ -1333,7 +1366,7 @@ static int job_steps(ew *e, tbe_run_analysis *r, const tbe_allocator *a) {
   int rc = step_order_make(&so, tot, a);
   step_order *hs = tbe__calloc(a, nh ? nh : 1, sizeof *hs);
   int64_t *d = tbe__alloc(a, (nh ? nh : 1) * sizeof *d);
-  int64_t (*rows)[5] = tbe__alloc(a, (so.n ? so.n : 1) * sizeof *rows);
+  int64_t(*rows)[5] = tbe__alloc(a, (so.n ? so.n : 1) * sizeof *rows);
   int64_t *slow = tbe__alloc(a, (so.n ? so.n : 1) * sizeof *slow);
   if (!rc && (!hs || !d || !rows || !slow)) rc = TBE_ENOMEM;
   for (size_t h = 0; h < nh && !rc; h++) rc = step_order_make(&hs[h], r->hosts[h].an, a);
@@ -1347,8 +1380,10 @@ static int job_steps(ew *e, tbe_run_analysis *r, const tbe_allocator *a) {
       size_t lo = 0, hi = hs[h].n;
       while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (hs[h].s[mid]->num < num) lo = mid + 1;
-        else hi = mid;
+        if (hs[h].s[mid]->num < num)
+          lo = mid + 1;
+        else
+          hi = mid;
       }
       if (lo == hs[h].n || hs[h].s[lo]->num != num) continue;
       int64_t v = hs[h].s[lo]->dur_ns;
@@ -1444,8 +1479,9 @@ int tbe__job_write(tbe__sink *out, const char *name, tbe_run_analysis *r, const 
       tbe__buf b;
       tbe__buf_init(&b, &al);
       if (j->nleft) {
-        tbe__buf_printf(&b, "Not in the job's figures (%zu host%s without a current analysis: "
-                            "export them again):",
+        tbe__buf_printf(&b,
+                        "Not in the job's figures (%zu host%s without a current analysis: "
+                        "export them again):",
                         j->nleft, j->nleft == 1 ? "" : "s");
         for (size_t i = 0; i < j->nleft; i++) {
           tbe__buf_puts(&b, i ? ", " : " ");
@@ -1455,8 +1491,10 @@ int tbe__job_write(tbe__sink *out, const char *name, tbe_run_analysis *r, const 
       }
       tbe__buf_append(&b, md, len);
       tbe__buf_putc(&b, '\0');
-      if (tbe__buf_error(&b)) e.rc = TBE_ENOMEM;
-      else text(&e, "job/ranks", (const char *)b.data, text_description("job/ranks"));
+      if (tbe__buf_error(&b))
+        e.rc = TBE_ENOMEM;
+      else
+        text(&e, "job/ranks", (const char *)b.data, text_description("job/ranks"));
       tbe__buf_deinit(&b);
       tbe_report_free(md, len, &al);
     }
@@ -1466,14 +1504,17 @@ int tbe__job_write(tbe__sink *out, const char *name, tbe_run_analysis *r, const 
     size_t ndev = 0;
     for (size_t h = 0; h < r->nhosts; h++) ndev += r->hosts[h].an->ndevices;
     char host[64], gpu[160], kinds[96];
-    snprintf(host, sizeof host, "job of %zu %s", r->nhosts,
-             r->by_rank ? (r->nhosts == 1 ? "rank" : "ranks")
-                        : (r->nhosts == 1 ? "host" : "hosts"));
+    snprintf(
+        host, sizeof host, "job of %zu %s", r->nhosts,
+        r->by_rank ? (r->nhosts == 1 ? "rank" : "ranks") : (r->nhosts == 1 ? "host" : "hosts"));
     gpu_text(r->hosts[0].an, ndev, gpu, sizeof gpu);
     kinds_text(tot, kinds, sizeof kinds);
-    session_info si = {j->run,     host,         gpu,  NULL, kinds, NULL, j->command,
-                       j->labels,  j->nlabels,
-                       tot->start_ns > 0 ? (double)tot->start_ns / 1e9 : 0, e.wall};
+    session_info si = {j->run,     host,
+                       gpu,        NULL,
+                       kinds,      NULL,
+                       j->command, j->labels,
+                       j->nlabels, tot->start_ns > 0 ? (double)tot->start_ns / 1e9 : 0,
+                       e.wall};
     e.rc = write_session(w, &si, &al);
   }
   rc = e.rc;
@@ -1509,12 +1550,12 @@ static int diff_body(void *ctx, tbe__sink *out, const char *name) {
   ew e;
   ew_init(&e, w, trace_wall(d->side[j->ratios ? 1 : 0]), &al);
   char tag[320];
-#define RATIO(name, b, n)                                                    \
-  do {                                                                       \
-    if ((b) > 0) {                                                           \
-      fmt(tag, sizeof tag, "diff/%s/%s", label, name);                       \
-      scalar(&e, tag, (double)(n) / (double)(b), 0);                         \
-    }                                                                        \
+#define RATIO(name, b, n)                              \
+  do {                                                 \
+    if ((b) > 0) {                                     \
+      fmt(tag, sizeof tag, "diff/%s/%s", label, name); \
+      scalar(&e, tag, (double)(n) / (double)(b), 0);   \
+    }                                                  \
   } while (0)
   if (j->ratios) {
     RATIO("wall_time_ratio", d->wall_ns[0], d->wall_ns[1]);
@@ -1541,8 +1582,10 @@ static int diff_body(void *ctx, tbe__sink *out, const char *name) {
     tbe__buf_init(&desc, &al);
     fmt(tag, sizeof tag, "diff/%s/report", label);
     describe(&desc, tag, NULL);
-    if (tbe__buf_error(&desc)) e.rc = TBE_ENOMEM;
-    else text(&e, tag, j->md, (const char *)desc.data);
+    if (tbe__buf_error(&desc))
+      e.rc = TBE_ENOMEM;
+    else
+      text(&e, tag, j->md, (const char *)desc.data);
     tbe__buf_deinit(&desc);
   }
   rc = e.rc;

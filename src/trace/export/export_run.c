@@ -347,8 +347,10 @@ static void host_folder(const char *host, int32_t rank, int32_t world, char *buf
     }
   }
   char f[2 * TBE_NAME_MAX + 32];
-  if (bl) cut(f, sizeof f, "rank%0*d.%.*s%s", width, (int)rank, (int)bl, host, rest);
-  else cut(f, sizeof f, "rank%0*d%s", width, (int)rank, rest);
+  if (bl)
+    cut(f, sizeof f, "rank%0*d.%.*s%s", width, (int)rank, (int)bl, host, rest);
+  else
+    cut(f, sizeof f, "rank%0*d%s", width, (int)rank, rest);
   if (tbe__name_check(f, NULL) == 0) cut(buf, size, "%s", f);
 }
 
@@ -388,18 +390,18 @@ static int profile_host(const char *name, char *host, size_t size) {
 
 /* Another host of the run. */
 typedef struct other_host {
-  const char *name;     /* interned in tbview.names */
-  tbe_analysis *an;     /* its current persisted analysis, or NULL */
-  int top;              /* its summary or session sits at <run>/ */
+  const char *name; /* interned in tbview.names */
+  tbe_analysis *an; /* its current persisted analysis, or NULL */
+  int top;          /* its summary or session sits at <run>/ */
 } other_host;
 
 /* What an export of the events output does to the run's TensorBoard
  * layout. */
 typedef struct tbview {
-  int multi;                  /* per-host folders */
+  int multi;                        /* per-host folders */
   char hrel[2 * TBE_NAME_MAX + 40]; /* this host's TensorBoard run: <run> or <run>/<folder> */
-  int mine_top;               /* this host's summary or session sits at <run>/ */
-  tbe__intern names;          /* the other hosts' names */
+  int mine_top;                     /* this host's summary or session sits at <run>/ */
+  tbe__intern names;                /* the other hosts' names */
   other_host *others;
   size_t nothers, cap;
 } tbview;
@@ -464,7 +466,8 @@ static int holds_summary(const char *logdir, const char *rel) {
   struct dirent *de;
   char who[TBE_NAME_MAX + 1];
   int hit = 0;
-  while (!hit && (de = readdir(d)) != NULL) hit = events_who(de->d_name, TBE__SUMMARY_MARK, who, sizeof who);
+  while (!hit && (de = readdir(d)) != NULL)
+    hit = events_who(de->d_name, TBE__SUMMARY_MARK, who, sizeof who);
   closedir(d);
   return hit;
 }
@@ -494,10 +497,11 @@ static int tbview_plan(tbview *v, const char *logdir, const char *run, const cha
     while (!rc && (de = readdir(d)) != NULL) {
       int top = events_who(de->d_name, TBE__SUMMARY_MARK, h, sizeof h) ||
                 events_who(de->d_name, TBE__HPARAMS_MARK, h, sizeof h);
-      if (top && strcmp(h, host) == 0) v->mine_top = 1;
-      else if (top) rc = note_host(v, a, h, 1);
-      else if (de->d_name[0] != '.' && strcmp(de->d_name, TBE__HPARAMS_RUN) != 0 &&
-               is_dir(d, de))
+      if (top && strcmp(h, host) == 0)
+        v->mine_top = 1;
+      else if (top)
+        rc = note_host(v, a, h, 1);
+      else if (de->d_name[0] != '.' && strcmp(de->d_name, TBE__HPARAMS_RUN) != 0 && is_dir(d, de))
         subdirs = 1;
     }
     closedir(d);
@@ -591,8 +595,8 @@ static int stage_moves(tbe__stage *s, const char *logdir, const char *run, const
  * names it); any other entry of <run>/ that is no directory (a symlink
  * too) is not, and is left alone.  A folder is opened only while it is
  * read, and staged only when something goes. */
-static int remove_host_events(tbe__stage *s, const char *logdir, const char *run,
-                              const char *host, const char *keep) {
+static int remove_host_events(tbe__stage *s, const char *logdir, const char *run, const char *host,
+                              const char *keep) {
   static const char *const marks[] = {TBE__SUMMARY_MARK, TBE__HPARAMS_MARK};
   char rel[3 * TBE_NAME_MAX + 64], who[TBE_NAME_MAX + 1];
   int rc = 0;
@@ -605,8 +609,7 @@ static int remove_host_events(tbe__stage *s, const char *logdir, const char *run
     } else if (pass == 1) {
       cut(rel, sizeof rel, "%s/%s/%s", run, TBE__HPARAMS_RUN, host);
     } else if ((sub = readdir(top)) != NULL) {
-      if (sub->d_name[0] == '.' || strcmp(sub->d_name, TBE__HPARAMS_RUN) == 0 ||
-          !is_dir(top, sub))
+      if (sub->d_name[0] == '.' || strcmp(sub->d_name, TBE__HPARAMS_RUN) == 0 || !is_dir(top, sub))
         continue;
       cut(rel, sizeof rel, "%s/%s", run, sub->d_name);
     } else {
@@ -650,8 +653,8 @@ static int host_has(tbe__stage *s, const char *logdir, const char *rel, const ch
  * for the run at this second, or one past the newest earlier one's, so
  * that it never takes an existing name (a commit without force refuses
  * that; every host's export rewrites the job, often within a second). */
-static int stage_job_file(tbe__stage *s, const char *logdir, const char *run, int *fd,
-                          char *name, size_t size) {
+static int stage_job_file(tbe__stage *s, const char *logdir, const char *run, int *fd, char *name,
+                          size_t size) {
   int rc = 0;
   long long ts = (long long)time(NULL);
   DIR *d = open_listing_at(logdir, run, &rc, s->where, sizeof s->where);
@@ -671,7 +674,8 @@ static int stage_job_file(tbe__stage *s, const char *logdir, const char *run, in
     if (pass == 0 && !rc) rc = tbe__events_name(name, size, ts, run, TBE__JOB_MARK);
     if (pass == 0 && !rc) rc = tbe__stage_file(s, run, name, fd);
   }
-  if (d) closedir(d);
+  if (d)
+    closedir(d);
   else if (!rc && !(rc = tbe__events_name(name, size, ts, run, TBE__JOB_MARK)))
     rc = tbe__stage_file(s, run, name, fd);
   return rc;
@@ -683,9 +687,9 @@ static int stage_job_file(tbe__stage *s, const char *logdir, const char *run, in
  * earlier one; hosts without a current analysis are named in its text.
  * Run under the run lock, so the hosts of one run take turns and the
  * last one's job holds them all. */
-static int job_stage(tbe__stage *s, const tbe_export_options *o, const char *run,
-                     const char *host, tbe_analysis *mine, const tbview *v,
-                     const tbe_allocator *a, char *name, size_t size) {
+static int job_stage(tbe__stage *s, const tbe_export_options *o, const char *run, const char *host,
+                     tbe_analysis *mine, const tbview *v, const tbe_allocator *a, char *name,
+                     size_t size) {
   size_t n = v->nothers + 1, k = 0, nl = 0;
   tbe_analysis **ans = tbe__calloc(a, n, sizeof *ans);
   const char **labels = tbe__calloc(a, n, sizeof *labels);
@@ -1055,8 +1059,8 @@ static int stage_outputs(tbe__stage *s, const tbe_export_options *o, unsigned ou
     if (!rc && q->x->bit == TBE_OUT_JSON && !o->no_pt_link)
       rc = stage_pt_link(s, o, run, host, prel, q);
   }
-  if (!rc && o->force) rc = remove_others(s, o, outputs, run, host, prel,
-                                         (outputs & TBE_OUT_EVENTS) ? hrel : NULL);
+  if (!rc && o->force)
+    rc = remove_others(s, o, outputs, run, host, prel, (outputs & TBE_OUT_EVENTS) ? hrel : NULL);
   return rc;
 }
 
