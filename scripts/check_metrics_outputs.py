@@ -283,9 +283,9 @@ def check_tb(args, s):
                     t, len(got), got[:6]))
         if not bad:
             p = acc.Scalars(mtags[0])
-            ok("tb", "%d gpu_metrics series, %s; %s: %s" % (
-                len(mtags), "one value per step (%d steps)" % len(steps) if steps is not None
-                else "time series of %d buckets" % len(p), mtags[0],
+            ok("tb", "%d gpu_metrics series %s; %s: %s" % (
+                len(mtags), "with one value per step (%d steps)" % len(steps) if steps is not None
+                else "as time series (%d buckets)" % len(p), mtags[0],
                 ", ".join("%d:%.4g" % (x.step, x.value) for x in p[:4])))
     missing = sorted(m for m in want if m not in seen)
     if missing:
