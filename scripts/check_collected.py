@@ -370,17 +370,23 @@ def readers(logdir):
             pts = [len(ea.Scalars(t)) for t in cl]
             check(cl and all(n == 20 for n in pts), "%s: per-step class series %s" % (run, cl))
             check("custom_scalars__config__" in tags.get("tensors", []), "%s: the comparison layout" % run)
-        # The HParams session of each host, in <run>/hparams/<host>/.
-        # (the server's accumulator: the legacy one skips values that
-        # carry only plugin metadata, as the hparams records do)
-        for h in sorted(glob.glob(os.path.join(d, "hparams", "*"))):
+        # The HParams session of each host, beside its summary (the run's
+        # folder, or a multi-host run's folder per host and its own for
+        # the job), with the experiment whose metrics are the summary's
+        # tags.  (The server's accumulator: the legacy one skips values
+        # that carry only plugin metadata, as the hparams records do.)
+        for h in [d] + sorted(x for x in glob.glob(os.path.join(d, "*")) if os.path.isdir(x)):
+            if not glob.glob(os.path.join(h, "*.tbexport-hparams")) and \
+                    not glob.glob(os.path.join(h, "*.tbexport-job")):
+                continue
             hea = pea.EventAccumulator(h, size_guidance={"tensors": 0})
             hea.Reload()
             hp = hea.PluginTagToContent("hparams")
             metrics = hea.PluginTagToContent("scalars")
-            ok = "_hparams_/session_start_info" in hp and "hparams/gpu_busy_pct" in metrics
-            check(ok, "%s: HParams session %s (%s, %d metrics)" % (run, os.path.relpath(h, d),
-                                                                sorted(hp), len(metrics)))
+            ok = ("_hparams_/session_start_info" in hp and "_hparams_/experiment" in hp and
+                  "summary/gpu_busy_pct" in metrics)
+            check(ok, "%s: HParams session %s (%s, %d scalar tags)" % (
+                run, os.path.relpath(h, d), sorted(hp), len(metrics)))
         for link in glob.glob(os.path.join(d, "*.pt.trace.json.gz")):
             host = os.path.basename(link)[:-len(".pt.trace.json.gz")]
             js = os.path.join(logdir, "plugins/profile", run, host + ".trace.json.gz")

@@ -19,9 +19,11 @@ and checks what it needs:
          args.value a finite number, timestamps strictly increasing per
          (pid, name) track, as Perfetto's counter tracks need; with kernel
          figures, tbexportKernelMetrics lists them;
-  tb     TensorBoard's EventAccumulator over LOGDIR/RUN: a scalar tag
-         gpu_metrics/<metric> per metric of the summary, with one value per
-         step of steps/step_time_ms (a run without steps: one, at step 0);
+  tb     TensorBoard's EventAccumulator over LOGDIR/RUN (a multi-host run:
+         each host's folder in it): a scalar tag gpu_metrics/<metric> per
+         metric of the summary, with one value per step of
+         steps/step_time_ms (a run without steps: a time series, more than
+         one value at increasing steps, the milliseconds since the start);
   jax    jax.profiler.ProfileData.from_file over each
          plugins/profile/RUN/*.xplane.pb (what xprof and JAX read): each GPU
          plane of the summary's GPUs with metrics has lines named
@@ -248,36 +250,48 @@ def check_tb(args, s):
     except ImportError as e:
         fail("tb", "cannot import TensorBoard's EventAccumulator: %s" % e)
         return
-    path = os.path.join(args.logdir, args.run)
-    acc = EventAccumulator(path, size_guidance={"scalars": 0, "tensors": 0})
-    acc.Reload()
-    tags = acc.Tags().get("scalars", [])
-    mtags = sorted(t for t in tags if t.startswith("gpu_metrics/"))
-    say("tb", "%s: %d scalar tags, %d gpu_metrics/*" % (path, len(tags), len(mtags)))
+    base = os.path.join(args.logdir, args.run)
+    # a run of one host is its folder; a multi-host run has one per host
+    paths = [base] + sorted(d for d in glob.glob(os.path.join(base, "*"))
+                            if os.path.isdir(d) and os.path.basename(d) != "hparams")
     want = set()
     if s is not None:
         tot = s["total"] if "total" in s else s
         want = set((tot.get("all") or {}).get("gpu_metrics", {}))
-    missing = sorted(m for m in want if "gpu_metrics/" + m not in mtags)
+    seen = set()
+    for path in paths:
+        acc = EventAccumulator(path, size_guidance={"scalars": 0, "tensors": 0})
+        acc.Reload()
+        tags = acc.Tags().get("scalars", [])
+        mtags = sorted(t for t in tags if t.startswith("gpu_metrics/"))
+        if not mtags:
+            continue
+        seen |= {t[len("gpu_metrics/"):] for t in mtags}
+        say("tb", "%s: %d scalar tags, %d gpu_metrics/*" % (path, len(tags), len(mtags)))
+        steps = sorted({e.step for e in acc.Scalars("steps/step_time_ms")}) \
+            if "steps/step_time_ms" in tags else None
+        bad = 0
+        for t in mtags:
+            got = [p.step for p in acc.Scalars(t)]
+            if steps is not None and (sorted(got) != steps or len(set(got)) != len(got)):
+                bad += 1
+                fail("tb", "%s: %d values at steps %s, want one per step %s" % (
+                    t, len(got), got[:6], steps[:6]))
+            if steps is None and (len(got) < 2 or any(b <= a for a, b in zip(got, got[1:]))):
+                bad += 1
+                fail("tb", "%s: %d values at steps %s, want a time series (no steps)" % (
+                    t, len(got), got[:6]))
+        if not bad:
+            p = acc.Scalars(mtags[0])
+            ok("tb", "%d gpu_metrics series %s; %s: %s" % (
+                len(mtags), "with one value per step (%d steps)" % len(steps) if steps is not None
+                else "as time series (%d buckets)" % len(p), mtags[0],
+                ", ".join("%d:%.4g" % (x.step, x.value) for x in p[:4])))
+    missing = sorted(m for m in want if m not in seen)
     if missing:
-        fail("tb", "no scalar series for %s (tags %s)" % (missing, mtags[:6]))
-    if not mtags:
-        fail("tb", "no gpu_metrics/* scalar tags under %s" % path)
-        return
-    steps = sorted({e.step for e in acc.Scalars("steps/step_time_ms")}) \
-        if "steps/step_time_ms" in tags else [0]
-    bad = 0
-    for t in mtags:
-        pts = acc.Scalars(t)
-        got = [p.step for p in pts]
-        if sorted(got) != steps or len(set(got)) != len(got):
-            bad += 1
-            fail("tb", "%s: %d values at steps %s, want one per step %s" % (
-                t, len(got), got[:6], steps[:6]))
-    if not bad:
-        p = acc.Scalars(mtags[0])
-        ok("tb", "%d gpu_metrics series with one value per step (%d steps); %s: %s" % (
-            len(mtags), len(steps), mtags[0], ", ".join("%d:%.4g" % (x.step, x.value) for x in p[:4])))
+        fail("tb", "no scalar series for %s" % missing)
+    if not seen:
+        fail("tb", "no gpu_metrics/* scalar tags under %s" % base)
 
 
 # ---- XSpace through JAX ----

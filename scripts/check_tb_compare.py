@@ -11,30 +11,33 @@ URL serves DIR (../shared/tools/tensorboard/serve).  For every run of every
 pair, `BIN summary --format json --top 0 --logdir DIR RUN` is the reference:
 
   scalars         steps/step_time_ms has one point per step, equal to the
-                  summary's step times; every kernel class of the run has
+                  summary's step times (a warm-up first step, more than
+                  twice the median of the others, left out); every kernel class of the run has
                   its steps/class/<class>_ms curve and summary/class/<class>_ms
                   equal to the summary's class time;
   custom scalars  the layout has the "tbexport: compare steps" category
                   with its step-time chart;
   text            NEW holds the diff report against BASE (diff/BASE/...);
-  hparams         both runs are sessions of one experiment (the sub-run
-                  RUN/hparams/HOST), with the host, GPU and step definition as
+  hparams         both runs are sessions of one experiment (the run
+                  itself), with the host, GPU and step definition as
                   hyper-parameters, the given labels, and the median step
-                  time and GPU busy % as metrics equal to the summary's;
+                  time, GPU busy % and kernel time as metrics equal to the
+                  summary's, each with a display name;
   GPU metrics     for each --metrics RUN (a trace with PM metrics): every
                   metric of the summary's all.gpu_metrics is a scalar tag
                   gpu_metrics/<metric> with one point per step that has the
                   metric, equal to the step's mean (no steps: one point,
                   the run's mean); the layout has the "tbexport: GPU
-                  metrics" category with a chart per metric; the HParams
-                  experiment lists hparams/gpu_metrics/<metric> and the
-                  run's session holds the run's means;
+                  metrics" category with a chart per metric;
+                  summary/gpu_metrics/<metric> is the run's mean, and the
+                  HParams experiment's SM-active and tensor-active columns
+                  hold it for the run's session;
   operators       a run whose summary says which operator launched its GPU
                   work (op_gpu_count > 0): each of the top 10 operators by
                   CUDA total whose name is a tag as it is has ops/<name>/cuda_ms
                   with one point per step equal to the summary's cuda_step_ns;
                   the text summary/top_operators is there, and the layout has
-                  the "tbexport: operators" category; a run without: no ops/
+                  a "tbexport: operators…" category; a run without: no ops/
                   tag;
   pytorch_profiler  (the frozen torch-tb-profiler plugin) finds each run,
                   its overview has one row per step, its kernel table the
@@ -101,10 +104,23 @@ def first_steps(s):
     return steps
 
 
+def series_steps(s):
+    """first_steps without a warm-up first step (export_events.c, warmup():
+    more than twice the median, nearest rank, of the others; 3 steps or
+    more): the points of the per-step series."""
+    steps = first_steps(s)
+    if len(steps) >= 3:
+        rest = sorted(st["dur_ns"] for st in steps[1:])
+        med = rest[(len(rest) + 1) // 2 - 1]
+        if med > 0 and steps[0]["dur_ns"] > 2.0 * med:
+            return steps[1:]
+    return steps
+
+
 def check_scalars(args, run, s, tags):
     base = args.url + "/data/plugin/scalars/scalars?"
     mine = tags.get(run, {})
-    steps = first_steps(s)
+    steps = series_steps(s)
     if steps:
         pts = get(base + q(run=run, tag="steps/step_time_ms")) if "steps/step_time_ms" in mine else []
         want = [(st["step"], st["dur_ns"] / 1e6) for st in steps]
@@ -146,7 +162,7 @@ def check_ops(args, run, s, tags):
     base = args.url + "/data/plugin/scalars/scalars?"
     top = sorted((r for r in s["cpu_ops"] if r["cuda_total_ns"] > 0),
                  key=lambda r: (-r["cuda_total_ns"], -r["total_ns"], r["name"]))[:10]
-    steps = first_steps(s)
+    steps = series_steps(s)
     checked = 0
     for r in top:
         if not all(c.isalnum() or c in "_.:-" for c in r["name"]):
@@ -173,7 +189,8 @@ def check_ops(args, run, s, tags):
     report("%s: text summary/top_operators names the top operator" % run, ok, str(texts))
     lay = get(args.url + "/data/plugin/custom_scalars/layout")
     cats = [c.get("title") for c in lay.get("category", [])]
-    report("custom scalars: 'tbexport: operators'", "tbexport: operators" in cats, str(cats))
+    report("custom scalars: 'tbexport: operators…'",
+           any(c.startswith("tbexport: operators") for c in cats), str(cats))
 
 
 def check_text(args, base, new):
@@ -192,11 +209,17 @@ def check_hparams(args, runs, sums, labels):
     exp = get(args.url + "/data/plugin/hparams/experiment", {"experimentName": ""})
     names = {h["name"] for h in exp.get("hparamInfos", [])}
     metrics = {m["name"]["tag"] for m in exp.get("metricInfos", [])}
-    need = {"host", "gpu", "steps", "source"} | {k for (_, k, _) in labels}
+    # Each label is a hyper-parameter of its session and part of the
+    # "labels" column; a column of its own only when the experiment
+    # TensorBoard read (one session's, at random) has the key.
+    need = {"host", "gpu", "steps", "source", "labels"}
     report("hparams: hyper-parameters %s" % sorted(need), need <= names, "got %s" % sorted(names))
-    need_m = {"hparams/step_median_ms", "hparams/step_p90_ms", "hparams/gpu_busy_pct",
-              "hparams/kernel_ms", "hparams/time_in/gemm_ms"}
+    need_m = {"summary/step_time_median_ms", "summary/step_time_p90_ms", "summary/gpu_busy_pct",
+              "summary/kernel_time_ms"}
     report("hparams: metrics %s" % sorted(need_m), need_m <= metrics, "got %s" % sorted(metrics))
+    shown = {m["name"]["tag"]: m.get("displayName", "") for m in exp.get("metricInfos", [])}
+    report("hparams: metrics with display names", all(shown.get(t) for t in need_m),
+           str({t: shown.get(t) for t in need_m}))
     groups = get(args.url + "/data/plugin/hparams/session_groups", {
         "experimentName": "", "allowedStatuses": ["STATUS_UNKNOWN", "STATUS_SUCCESS",
                                                   "STATUS_FAILURE", "STATUS_RUNNING"],
@@ -206,8 +229,7 @@ def check_hparams(args, runs, sums, labels):
         for ses in g.get("sessions", []):
             sessions[ses["name"]] = (g.get("hparams", {}), ses.get("metricValues", []))
     for run in runs:
-        keys = [k for k in sessions if k.startswith(run + "/hparams/")]
-        key = keys[0] if len(keys) == 1 else run + "/hparams/?"
+        key = run
         ok = key in sessions
         detail = "sessions %s" % sorted(sessions)
         if ok:
@@ -217,15 +239,15 @@ def check_hparams(args, runs, sums, labels):
             steps = sorted(st["dur_ns"] for st in first_steps(s))
             if steps:
                 med = steps[(len(steps) + 1) // 2 - 1] / 1e6
-                ok = close(vals.get("hparams/step_median_ms", -1), med, rel=1e-4)
-                detail = "median %s, want %.4f" % (vals.get("hparams/step_median_ms"), med)
+                ok = close(vals.get("summary/step_time_median_ms", -1), med, rel=1e-4)
+                detail = "median %s, want %.4f" % (vals.get("summary/step_time_median_ms"), med)
             busy = s["all"]["busy_pct"]
-            ok = ok and close(vals.get("hparams/gpu_busy_pct", -1), busy, rel=1e-4, absolute=1e-3)
-            gemm = s["all"].get("classes", {}).get("gemm", {}).get("ns", 0) / 1e6
-            ok = ok and close(vals.get("hparams/time_in/gemm_ms", -1), gemm, rel=1e-4)
+            ok = ok and close(vals.get("summary/gpu_busy_pct", -1), busy, rel=1e-4, absolute=1e-3)
+            kern = s["all"]["kernel_ns"] / 1e6
+            ok = ok and close(vals.get("summary/kernel_time_ms", -1), kern, rel=1e-4)
             for (r, k, v) in labels:
                 if r == run:
-                    ok = ok and hp.get(k) == v
+                    ok = ok and hp.get(k) == v and ("%s=%s" % (k, v)) in hp.get("labels", "")
         report("hparams: session %s with the summary's figures" % key, ok, detail)
 
 
@@ -234,7 +256,7 @@ def check_metrics(args, run, s, tags):
     mine = tags.get(run, {})
     means = s["all"].get("gpu_metrics", {})
     report("%s: the summary has GPU metrics" % run, bool(means), "all: %s" % sorted(s["all"]))
-    steps = first_steps(s)
+    steps = series_steps(s)
     for m, v in sorted(means.items()):
         t = "gpu_metrics/" + m
         pts = get(base + q(run=run, tag=t)) if t in mine else []
@@ -253,9 +275,15 @@ def check_metrics(args, run, s, tags):
     charts = {ch.get("title") for ch in cats.get("tbexport: GPU metrics", {}).get("chart", [])}
     report("custom scalars: 'tbexport: GPU metrics' with a chart per metric of %s" % run,
            set(means) <= charts and bool(means), "charts %s" % sorted(charts))
+    for m, v in sorted(means.items()):
+        t = "summary/gpu_metrics/" + m
+        pts = get(base + q(run=run, tag=t)) if t in mine else []
+        report("%s: %s is the run's mean %.4f" % (run, t, v),
+               len(pts) == 1 and close(pts[0][2], v, rel=1e-5, absolute=1e-4), str(pts))
     exp = get(args.url + "/data/plugin/hparams/experiment", {"experimentName": ""})
     metrics = {mi["name"]["tag"] for mi in exp.get("metricInfos", [])}
-    need = {"hparams/gpu_metrics/" + m for m in means}
+    key = {"summary/gpu_metrics/sm_active_pct", "summary/gpu_metrics/tensor_active_pct"}
+    need = {"summary/gpu_metrics/" + m for m in means} & key
     report("hparams: metrics %s" % sorted(need), bool(need) and need <= metrics,
            "got %s" % sorted(x for x in metrics if "gpu_metrics" in x))
     groups = get(args.url + "/data/plugin/hparams/session_groups", {
@@ -265,11 +293,11 @@ def check_metrics(args, run, s, tags):
     vals = None
     for g in groups.get("sessionGroups", []):
         for ses in g.get("sessions", []):
-            if ses["name"].startswith(run + "/hparams/"):
+            if ses["name"] == run:
                 vals = {mv["name"]["tag"]: mv["value"] for mv in ses.get("metricValues", [])}
     ok = vals is not None and all(
-        close(vals.get("hparams/gpu_metrics/" + m, float("nan")), v, rel=1e-5, absolute=1e-4)
-        for m, v in means.items())
+        close(vals.get("summary/gpu_metrics/" + m, float("nan")), v, rel=1e-5, absolute=1e-4)
+        for m, v in means.items() if "summary/gpu_metrics/" + m in key)
     report("hparams: session %s holds the run's GPU metric means" % run, ok,
            "got %s" % ({k: v for k, v in (vals or {}).items() if "gpu_metrics" in k}))
 

@@ -5,6 +5,18 @@
  *   plugins/profile/<run>/<host>.trace.json.gz   Chrome trace, Kineto layout
  *   <run>/events.out.tfevents.<ts>.<host>.tbexport-summary
  *                                                run summary (scalars, text)
+ *   <run>/events.out.tfevents.<ts>.<host>.tbexport-hparams
+ *                                                its HParams session
+ * A multi-host run (a trace with a rank: world size above 1 or rank above
+ * 0; or a run that holds another host) gives each host a TensorBoard run
+ * of its own, so that none shadows another: the summary and session go
+ * to <run>/<folder>/, the folder "rank<R>.<host without .rank<R>>" (R
+ * zero-padded to the world size's digits, so that TensorBoard lists ranks
+ * in rank order) or, without a rank, the host; a lone host's files move
+ * there when a second host joins; and <run>/ holds the job as a whole,
+ * events.out.tfevents.<ts>.<run>.tbexport-job, rewritten by every host's
+ * export from the persisted analyses of all the run's hosts (per step the
+ * slowest, median and fastest host, the ranks' table, its own session).
  * A run's files of one host are replaced together or not at all: each is
  * written under a hidden temporary name, and only when all are written
  * (and, when they replace files, synced) are they renamed into place; the
@@ -62,15 +74,19 @@ typedef struct tbe_export_options {
   char *error_path;
   size_t error_path_size;
   /* The run in TensorBoard's HParams dashboard (with the events output):
-   * the sub-run <run>/hparams/<host> holds one session whose hyper-parameters are
-   * the run, host, GPU, trace source, event kinds and step definition,
-   * `command` (what produced the trace, e.g. the profiled command line;
-   * NULL: none) and the labels, and whose metrics are the run's figures
-   * (median and p90 step time, GPU busy %, kernel, copy and sync time,
-   * time per kernel class, dropped records).  Each label is "key=value":
-   * key a valid tag, not one of the built-in names, each key once
-   * (TBE_EINVAL otherwise); a value that reads whole as a number is a
-   * number.  Runs written at different times land in one HParams table. */
+   * the host's TensorBoard run holds one session whose hyper-parameters
+   * are the run, host, GPU, trace source, event kinds and step
+   * definition, `command` (what produced the trace, e.g. the profiled
+   * command line; NULL: none), the labels one by one and all of them in
+   * "labels", and whose metrics are the run's own summary figures (median
+   * and p90 step time, GPU busy %, kernel time, launch latency,
+   * communication, copy and sync time, SM and tensor-pipe activity, wall
+   * time, kernels, dropped records), with display names, the key ones
+   * first.  Each label is "key=value": key a valid tag, not one of the
+   * built-in names (run, host, gpu, source, kinds, steps, command,
+   * labels), each key once (TBE_EINVAL otherwise); a value that reads
+   * whole as a number is a number.  Runs written at different times land
+   * in one HParams table. */
   const char *command;
   const char *const *labels;
   size_t nlabels;

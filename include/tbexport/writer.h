@@ -98,6 +98,20 @@ TBE_API const char *tbe_writer_path(const tbe_writer *w);
 TBE_API int tbe_writer_add_scalar(tbe_writer *w, const char *tag, double value, int64_t step,
                                   double wall_time);
 
+/* tbe_writer_add_scalar with what TensorBoard shows about the tag: a
+ * `description` (Markdown: what the figure is and its unit), shown beside
+ * the chart and in the tag's tooltip, and a `display_name` (the chart's
+ * title in place of the tag), either NULL or "" for none (both: exactly
+ * tbe_writer_add_scalar).  The record carries summary metadata naming the
+ * scalars plugin with DATA_CLASS_SCALAR: TensorBoard's fast loader drops
+ * the description of a plain simple_value and keeps it only then.
+ * TensorBoard keeps the metadata of the first record of a tag in a run,
+ * so give it with a tag's first point and write the others with
+ * tbe_writer_add_scalar (a few bytes each).  Text must be valid UTF-8. */
+TBE_API int tbe_writer_add_scalar_described(tbe_writer *w, const char *tag, double value,
+                                            int64_t step, double wall_time,
+                                            const char *display_name, const char *description);
+
 /* Histogram of `n` (> 0) raw values with TensorBoard's default buckets
  * (those of torch's add_histogram(bins="tensorflow"): edges 1e-12 * 1.1^k
  * up to 1e20, mirrored, plus 0; only the span of non-empty buckets is
@@ -120,6 +134,10 @@ TBE_API int tbe_writer_add_histogram_raw(tbe_writer *w, const char *tag, double 
  * metadata. */
 TBE_API int tbe_writer_add_text(tbe_writer *w, const char *tag, const char *markdown, int64_t step,
                                 double wall_time);
+/* tbe_writer_add_text with the tag's `description` (Markdown; NULL or ""
+ * for none) in the record's summary metadata. */
+TBE_API int tbe_writer_add_text_described(tbe_writer *w, const char *tag, const char *markdown,
+                                          int64_t step, double wall_time, const char *description);
 
 /* An 8-bit image of `channels` 1 (gray), 2 (gray+alpha), 3 (RGB) or 4 (RGBA)
  * in row-major order (top row first, channels interleaved); `size` must be

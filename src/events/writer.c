@@ -80,6 +80,8 @@ struct tbe_writer {
   char *dir;
   char *suffix;
   char *host;
+  int version_fixed; /* the file_version record at version_wall, not now */
+  double version_wall;
 };
 
 static atomic_uint file_counter;
@@ -305,7 +307,7 @@ static int write_file_version(tbe_writer *w) {
   Tensorboard__Event ev = TENSORBOARD__EVENT__INIT;
   Tensorboard__SourceMetadata sm = TENSORBOARD__SOURCE_METADATA__INIT;
   sm.writer = (char *)WRITER_NAME;
-  ev.wall_time = wall_now();
+  ev.wall_time = w->version_fixed ? w->version_wall : wall_now();
   ev.what_case = TENSORBOARD__EVENT__WHAT_FILE_VERSION;
   ev.file_version = (char *)"brain.Event:2";
   ev.source_metadata = &sm;
@@ -432,8 +434,8 @@ int tbe_writer_open(tbe_writer **out, const char *run_dir, const tbe_writer_opti
   return 0;
 }
 
-int tbe__writer_open_fd(tbe_writer **out, int fd, const char *path,
-                        const tbe_writer_options *opts) {
+int tbe__writer_open_fd(tbe_writer **out, int fd, const char *path, const tbe_writer_options *opts,
+                        double version_wall) {
   if (!out) return TBE_EINVAL;
   *out = NULL;
   if (fd < 0 || !path) {
@@ -452,6 +454,8 @@ int tbe__writer_open_fd(tbe_writer **out, int fd, const char *path,
     return rc;
   }
   w->fd = fd;
+  w->version_fixed = version_wall >= 0;
+  w->version_wall = version_wall;
   rc = writer_start(w, o.durable);
   if (rc < 0) {
     close(w->fd);
@@ -506,6 +510,9 @@ int tbe_writer_close(tbe_writer *w) {
 
 /* ---- add_* ---- */
 
+static int write_value(tbe_writer *w, Tensorboard__Summary__Value *v, int64_t step,
+                       double wall_time);
+
 int tbe_writer_add_scalar(tbe_writer *w, const char *tag, double value, int64_t step,
                           double wall_time) {
   if (!w) return TBE_EINVAL;
@@ -530,6 +537,36 @@ int tbe_writer_add_scalar(tbe_writer *w, const char *tag, double value, int64_t 
   }
   pthread_mutex_unlock(&w->mu);
   return rc;
+}
+
+/* The metadata TensorBoard keeps a scalar's description with: its fast
+ * loader drops the description of a plain simple_value and keeps it when
+ * the metadata names the scalars plugin with DATA_CLASS_SCALAR. */
+int tbe_writer_add_scalar_described(tbe_writer *w, const char *tag, double value, int64_t step,
+                                    double wall_time, const char *display_name,
+                                    const char *description) {
+  if (!w) return TBE_EINVAL;
+  if ((!display_name || !*display_name) && (!description || !*description))
+    return tbe_writer_add_scalar(w, tag, value, step, wall_time);
+  size_t tl;
+  int rc = check_tag(tag, &tl);
+  if (rc < 0) return rc;
+  if (display_name && (rc = check_text(display_name)) < 0) return rc;
+  if (description && (rc = check_text(description)) < 0) return rc;
+  if ((rc = resolve_wall(&wall_time)) < 0) return rc;
+  Tensorboard__SummaryMetadata__PluginData pd = TENSORBOARD__SUMMARY_METADATA__PLUGIN_DATA__INIT;
+  pd.plugin_name = (char *)"scalars";
+  Tensorboard__SummaryMetadata md = TENSORBOARD__SUMMARY_METADATA__INIT;
+  md.plugin_data = &pd;
+  md.display_name = (char *)(display_name ? display_name : "");
+  md.summary_description = (char *)(description ? description : "");
+  md.data_class = TENSORBOARD__DATA_CLASS__DATA_CLASS_SCALAR;
+  Tensorboard__Summary__Value v = TENSORBOARD__SUMMARY__VALUE__INIT;
+  v.tag = (char *)tag;
+  v.metadata = &md;
+  v.value_case = TENSORBOARD__SUMMARY__VALUE__VALUE_SIMPLE_VALUE;
+  v.simple_value = (float)value;
+  return write_value(w, &v, step, wall_time);
 }
 
 /* Writes Event{wall_time, step, summary{value}}. */
@@ -611,11 +648,17 @@ int tbe_writer_add_histogram_raw(tbe_writer *w, const char *tag, double min, dou
 
 int tbe_writer_add_text(tbe_writer *w, const char *tag, const char *markdown, int64_t step,
                         double wall_time) {
+  return tbe_writer_add_text_described(w, tag, markdown, step, wall_time, NULL);
+}
+
+int tbe_writer_add_text_described(tbe_writer *w, const char *tag, const char *markdown,
+                                  int64_t step, double wall_time, const char *description) {
   if (!w) return TBE_EINVAL;
   size_t tl;
   int rc = check_tag(tag, &tl);
   if (rc < 0) return rc;
   if ((rc = check_text(markdown)) < 0) return rc;
+  if (description && (rc = check_text(description)) < 0) return rc;
   if ((rc = resolve_wall(&wall_time)) < 0) return rc;
   static const char sfx[] = "/text_summary";
   char *full = tbe__alloc(&w->a, tl + sizeof sfx);
@@ -639,6 +682,7 @@ int tbe_writer_add_text(tbe_writer *w, const char *tag, const char *markdown, in
   pd.plugin_name = (char *)"text";
   Tensorboard__SummaryMetadata md = TENSORBOARD__SUMMARY_METADATA__INIT;
   md.plugin_data = &pd;
+  if (description) md.summary_description = (char *)description;
   Tensorboard__Summary__Value v = TENSORBOARD__SUMMARY__VALUE__INIT;
   v.tag = full;
   v.metadata = &md;
@@ -862,13 +906,99 @@ static int check_hparams(const tbe_allocator *a, const tbe_hparam *hp, size_t nh
   return rc;
 }
 
+/* The experiment record of `x`: every text valid UTF-8, names by the tag
+ * rules, each hparam name and each metric tag once. */
+static int write_experiment(tbe_writer *w, const tbe__hp_experiment *x, int64_t step, double wall) {
+  const tbe_allocator *a = &w->a;
+  size_t nh = x->nhparams, nm = x->nmetrics, tl;
+  int rc = 0;
+  if ((nh && !x->hparams) || (nm && !x->metrics)) return TBE_EINVAL;
+  tbe__intern seen;
+  tbe__intern_init(&seen, a, TBE__SEED_PROCESS);
+  for (size_t i = 0; i < nh + nm && !rc; i++) {
+    const tbe__hp_column *c = i < nh ? &x->hparams[i] : &x->metrics[i - nh];
+    if ((rc = check_tag(c->name, &tl)) < 0) break;
+    if (c->display_name && (rc = check_text(c->display_name)) < 0) break;
+    if (c->description && (rc = check_text(c->description)) < 0) break;
+    if (i < nh && c->type != TBE_HPARAM_NUMBER && c->type != TBE_HPARAM_STRING &&
+        c->type != TBE_HPARAM_BOOL)
+      rc = TBE_EINVAL;
+    /* one namespace per kind: a hparam and a metric may share a name */
+    if (!rc) {
+      tbe__buf k;
+      tbe__buf_init(&k, a);
+      tbe__buf_putc(&k, i < nh ? 'h' : 'm');
+      tbe__buf_puts(&k, c->name);
+      rc = tbe__buf_error(&k) ? TBE_ENOMEM : seen_before(&seen, (const char *)k.data, k.len);
+      if (rc == 1) rc = TBE_EINVAL;
+      tbe__buf_deinit(&k);
+    }
+  }
+  tbe__intern_deinit(&seen);
+  if (rc < 0) return rc;
+  Tensorboard__Hparams__HParamInfo *hi = tbe__calloc(a, nh ? nh : 1, sizeof *hi);
+  Tensorboard__Hparams__HParamInfo **phi = tbe__calloc(a, nh ? nh : 1, sizeof *phi);
+  Tensorboard__Hparams__MetricName *mn = tbe__calloc(a, nm ? nm : 1, sizeof *mn);
+  Tensorboard__Hparams__MetricInfo *mi = tbe__calloc(a, nm ? nm : 1, sizeof *mi);
+  Tensorboard__Hparams__MetricInfo **pmi = tbe__calloc(a, nm ? nm : 1, sizeof *pmi);
+  ProtobufCBinaryData c = {0, NULL};
+  if (!hi || !phi || !mn || !mi || !pmi) {
+    rc = TBE_ENOMEM;
+    goto done;
+  }
+  static const Tensorboard__Hparams__DataType types[] = {
+      TENSORBOARD__HPARAMS__DATA_TYPE__DATA_TYPE_FLOAT64,
+      TENSORBOARD__HPARAMS__DATA_TYPE__DATA_TYPE_STRING,
+      TENSORBOARD__HPARAMS__DATA_TYPE__DATA_TYPE_BOOL};
+  for (size_t i = 0; i < nh; i++) {
+    Tensorboard__Hparams__HParamInfo init = TENSORBOARD__HPARAMS__HPARAM_INFO__INIT;
+    hi[i] = init;
+    hi[i].name = (char *)x->hparams[i].name;
+    if (x->hparams[i].display_name) hi[i].display_name = (char *)x->hparams[i].display_name;
+    if (x->hparams[i].description) hi[i].description = (char *)x->hparams[i].description;
+    hi[i].type = types[x->hparams[i].type];
+    hi[i].differs = x->hparams[i].differs ? 1 : 0;
+    phi[i] = &hi[i];
+  }
+  for (size_t i = 0; i < nm; i++) {
+    Tensorboard__Hparams__MetricName ninit = TENSORBOARD__HPARAMS__METRIC_NAME__INIT;
+    Tensorboard__Hparams__MetricInfo minit = TENSORBOARD__HPARAMS__METRIC_INFO__INIT;
+    mn[i] = ninit;
+    mi[i] = minit;
+    mn[i].tag = (char *)x->metrics[i].name;
+    mi[i].name = &mn[i];
+    if (x->metrics[i].display_name) mi[i].display_name = (char *)x->metrics[i].display_name;
+    if (x->metrics[i].description) mi[i].description = (char *)x->metrics[i].description;
+    pmi[i] = &mi[i];
+  }
+  Tensorboard__Hparams__Experiment exp = TENSORBOARD__HPARAMS__EXPERIMENT__INIT;
+  exp.n_hparam_infos = nh;
+  exp.hparam_infos = phi;
+  exp.n_metric_infos = nm;
+  exp.metric_infos = pmi;
+  Tensorboard__Hparams__HParamsPluginData pd = TENSORBOARD__HPARAMS__HPARAMS_PLUGIN_DATA__INIT;
+  pd.data_case = TENSORBOARD__HPARAMS__HPARAMS_PLUGIN_DATA__DATA_EXPERIMENT;
+  pd.experiment = &exp;
+  if (!(rc = pack_hp(a, &pd, &c))) rc = write_hp_value(w, "_hparams_/experiment", c, step, wall);
+done:
+  tbe__free(a, c.data);
+  tbe__free(a, hi);
+  tbe__free(a, phi);
+  tbe__free(a, mn);
+  tbe__free(a, mi);
+  tbe__free(a, pmi);
+  return rc;
+}
+
 int tbe__writer_hparams_session(tbe_writer *w, const tbe_hparam *hparams, size_t nhparams,
-                                const tbe_metric *metrics, size_t nmetrics, double start,
-                                int64_t step, double wall_time) {
+                                const tbe_metric *metrics, size_t nmetrics,
+                                const tbe__hp_experiment *exp, double start, int64_t step,
+                                double wall_time) {
   if (!w) return TBE_EINVAL;
   int rc = check_hparams(&w->a, hparams, nhparams, metrics, nmetrics);
   if (rc < 0) return rc;
   if ((rc = resolve_wall(&wall_time)) < 0) return rc;
+  if (exp && (rc = write_experiment(w, exp, step, wall_time)) < 0) return rc;
   return hp_write_all(w, &w->a, hparams, nhparams, metrics, nmetrics, step, wall_time, 0, start);
 }
 

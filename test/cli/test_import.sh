@@ -28,7 +28,7 @@ printf '%s\n' "$out" | grep -qx "$log/plugins/profile/fp32/h200.xplane.pb" || fa
 printf '%s\n' "$out" | grep -qx "$log/plugins/profile/fp32/h200.trace.json.gz" || fail "json line: $out"
 printf '%s\n' "$out" | grep -q "^$log/fp32/events.out.tfevents\." || fail "events line: $out"
 printf '%s\n' "$out" | grep -qx "$log/fp32/h200.pt.trace.json.gz" || fail "link line: $out"
-printf '%s\n' "$out" | grep -q "^$log/fp32/hparams/h200/events.out.tfevents\..*\.h200\.tbexport-hparams$" ||
+printf '%s\n' "$out" | grep -q "^$log/fp32/events.out.tfevents\..*\.h200\.tbexport-hparams$" ||
   fail "hparams line: $out"
 [ "$(stat -c %i "$log/fp32/h200.pt.trace.json.gz")" = "$(stat -c %i "$log/plugins/profile/fp32/h200.trace.json.gz")" ] ||
   fail "the link is not the JSON itself"

@@ -326,7 +326,7 @@ R=force_one
 "$B" import "$D/kineto/h200_add_loop.trace.json" --logdir "$L" --run $R --host h --force --format xplane \
   >/dev/null 2>"$tmp/err" || fail "import --force --format xplane: $(cat "$tmp/err")"
 P=$L/plugins/profile/$R
-left=$(cd "$L" && ls plugins/profile/$R/h.* $R/h.* $R/*.h.tbexport-summary $R/hparams/h/* 2>/dev/null | tr '\n' ' ')
+left=$(cd "$L" && ls plugins/profile/$R/h.* $R/h.* $R/*.h.tbexport-* $R/h/* $R/hparams/h/* 2>/dev/null | tr '\n' ' ')
 [ "$left" = "plugins/profile/$R/h.analysis.pb plugins/profile/$R/h.xplane.pb " ] ||
   fail "--force --format xplane left: $left"
 [ -e "$P/g.trace.json.gz" ] && [ -e "$L/$R/g.pt.trace.json.gz" ] || fail "--force removed another host's files"

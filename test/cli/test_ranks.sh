@@ -110,7 +110,7 @@ wait "$p1" || fail "rank 1: status $?: $(cat err1.txt)"
 run=ld/plugins/profile/torch-abc
 for r in 0 1; do
   for f in "$run/node.rank$r.xplane.pb" "$run/node.rank$r.trace.json.gz" \
-    "ld/torch-abc/node.rank$r.pt.trace.json.gz" "ld/torch-abc/hparams/node.rank$r"; do
+    "ld/torch-abc/node.rank$r.pt.trace.json.gz" "ld/torch-abc/rank$r.node"; do
     [ -e "$f" ] || fail "rank $r: no $f: $(find ld | sort)"
   done
   gzip -dc "$run/node.rank$r.trace.json.gz" | grep -q "\"distributedInfo\": {\"rank\": $r, \"world_size\": 2}" ||

@@ -75,7 +75,7 @@ if mount -t tmpfs -o size=1m tmpfs "$mnt" 2>"$work/mount.err"; then
   rm -f "$mnt/filler"
   imp "$B" --logdir "$log" --force >/dev/null || fail "disk full: import with room"
   [ "$(from "$log" h.xplane.pb)$(from "$log" h.trace.json.gz)" = BB ] || fail "disk full: not the new run after"
-  [ "$(ls "$log/r" | wc -l)" -eq 3 ] || fail "disk full: $(ls "$log/r")" # summary, link, hparams/
+  [ "$(ls "$log/r" | wc -l)" -eq 3 ] || fail "disk full: $(ls "$log/r")" # summary, link, session
   [ "$(hidden "$log")" -eq 0 ] || fail "disk full: hidden files left"
   umount "$mnt"
   ok "a full disk during import --force ($nfail failed imports) leaves the run byte-identical"
@@ -118,7 +118,7 @@ for round in $(seq 1 30); do
   imp "$A" --logdir "$log" --force >/dev/null || fail "kill round $round: the next import"
   [ "$(hidden "$log")" -eq 0 ] || fail "kill round $round: hidden files left: $(find "$log" -name '.tbexport*')"
   [ "$(ls "$log/r" | wc -l)" -eq 3 ] || fail "kill round $round: $(ls "$log/r")"
-  [ "$(ls "$log/r/hparams/h" | wc -l)" -eq 1 ] || fail "kill round $round: $(ls "$log/r/hparams/h")"
+  [ "$(ls "$log"/r/*.h.tbexport-hparams | wc -l)" -eq 1 ] || fail "kill round $round: $(ls "$log/r")"
 done
 ok "SIGKILL during import --force: $killed kills in 30 rounds (seed $seed; then the old run $old times, the new one $new, a mix $mixed), no partial file under a final name"
 
@@ -127,15 +127,20 @@ log=$work/log3
 imp "$A" --logdir "$log" >/dev/null || fail "one summary: first import"
 "$bin" import "$A" --logdir "$log" --run r --host other --quiet >/dev/null || fail "one summary: other host"
 for i in $(seq 1 40); do imp "$A" --logdir "$log" --force >/dev/null || fail "re-import $i"; done
-[ "$(ls "$log"/r/*.h.tbexport-summary | wc -l)" -eq 1 ] || fail "40 re-imports: $(ls "$log/r")"
-[ "$(ls "$log"/r/*.other.tbexport-summary | wc -l)" -eq 1 ] || fail "40 re-imports: the other host's summary"
+# two hosts: a TensorBoard run each (r/h/, r/other/), the job's series in r/
+[ "$(ls "$log"/r/h/*.h.tbexport-summary | wc -l)" -eq 1 ] || fail "40 re-imports: $(ls -R "$log/r")"
+[ "$(ls "$log"/r/other/*.other.tbexport-summary | wc -l)" -eq 1 ] || fail "40 re-imports: the other host's summary"
+[ "$(ls "$log"/r/*.r.tbexport-job | wc -l)" -eq 1 ] || fail "40 re-imports: the job: $(ls "$log/r")"
 "$bin" inspect "$log/r" >"$work/out" 2>&1
-grep -E "^ +summary/wall_time_ms +count 2 " "$work/out" >/dev/null || fail "inspect after 40 re-imports: $(grep wall_time "$work/out")"
+[ "$(grep -cE "^ +summary/wall_time_ms +count 1 " "$work/out")" -eq 3 ] ||
+  fail "inspect after 40 re-imports (one point each in h, other and the job): $(grep -E "^run|wall_time" "$work/out")"
 "$bin" import "$B" --logdir "$log" --run r2 --host h --quiet >/dev/null || fail "diff: second run"
 for i in 1 2 3 4 5; do "$bin" diff --logdir "$log" --quiet r r2 >/dev/null 2>&1 || fail "diff $i"; done
 [ "$(ls "$log"/r2/*.r.tbexport-diff | wc -l)" -eq 1 ] || fail "5 diffs: $(ls "$log/r2")"
-[ "$(ls "$log/r2" | wc -l)" -eq 4 ] || fail "5 diffs: $(ls "$log/r2")" # summary, diff, link, hparams/
-ok "40 import --force leave one summary per host; 5 diffs one comparison"
+[ "$(ls "$log/r2" | wc -l)" -eq 4 ] || fail "5 diffs: $(ls "$log/r2")" # summary, diff, link, session
+# the report in the base run too, replaced like the new run's
+[ "$(ls "$log"/r/*.r2.tbexport-diff | wc -l)" -eq 1 ] || fail "5 diffs, base run: $(ls "$log/r")"
+ok "40 import --force leave one summary per host; 5 diffs one comparison in each run"
 
 # 4. concurrent --force imports of two traces into one run
 log=$work/log4

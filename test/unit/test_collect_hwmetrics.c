@@ -19,7 +19,7 @@
  *     gives the fake's values in the outputs: the summary JSON's
  *     gpu_metrics and kernel figures with a verdict, the Chrome JSON's "C"
  *     counters and tbexportKernelMetrics, the events' gpu_metrics/<metric>
- *     and hparams/gpu_metrics/<metric>; an overflow and a permission
+ *     and summary/gpu_metrics/<metric>; an overflow and a permission
  *     refusal are one warning line each. */
 #include <math.h>
 #include <pthread.h>
@@ -924,7 +924,7 @@ static void test_e2e_pm_sampling(void **state) {
   double v[8];
   assert_int_equal(scalars_of(run, "gpu_metrics/sm_active_pct", v, 8), 1);
   assert_true(fabs(v[0] - 1.5) < 1e-6);
-  assert_int_equal(scalars_of(run, "hparams/gpu_metrics/occupancy_pct", v, 8), 1);
+  assert_int_equal(scalars_of(run, "summary/gpu_metrics/occupancy_pct", v, 8), 1);
   assert_true(fabs(v[0] - 3) < 1e-6);
   free(run);
   free(json);

@@ -339,8 +339,8 @@ static void test_all_outputs(void **state) {
   char prefix[4096];
   snprintf(prefix, sizeof prefix, "%s/all/events.out.tfevents.", dir);
   assert_memory_equal(f.paths[3], prefix, strlen(prefix));
-  /* The HParams session in its own sub-run. */
-  snprintf(prefix, sizeof prefix, "%s/all/hparams/h/events.out.tfevents.", dir);
+  /* The HParams session beside it: one TensorBoard run per run and host. */
+  snprintf(prefix, sizeof prefix, "%s/all/events.out.tfevents.", dir);
   assert_memory_equal(f.paths[4], prefix, strlen(prefix));
   assert_non_null(strstr(f.paths[4], ".h.tbexport-hparams"));
   /* Without the link: no second name. */
@@ -404,18 +404,22 @@ static void test_force_replaces_all(void **state) {
     assert_int_equal(exists(dir, "plugins/profile/r/h.xplane.pb"), x);
     assert_int_equal(exists(dir, "plugins/profile/r/h.trace.json.gz"), j);
     assert_int_equal(exists(dir, "r/h.pt.trace.json.gz"), j);
-    assert_int_equal(count_named(dir, "r", ".h.tbexport-summary"), ev);
-    assert_int_equal(count_named(dir, "r/hparams/h", ".h.tbexport-hparams"), ev);
+    /* two hosts: each its own TensorBoard run, r/h/ and r/g/ (h's files
+     * moved there when g joined), the job's series in r/ */
+    assert_int_equal(count_named(dir, "r", ".h.tbexport-"), 0);
+    assert_int_equal(count_named(dir, "r/h", ".h.tbexport-summary"), ev);
+    assert_int_equal(count_named(dir, "r/h", ".h.tbexport-hparams"), ev);
+    assert_int_equal(count_named(dir, "r", ".r.tbexport-job"), 1);
     /* the analysis goes with the traces it described, and comes with new ones */
     assert_int_equal(exists(dir, "plugins/profile/r/h.analysis.pb"), !ev);
-    assert_int_equal(f.n, x ? 1 : 2);
+    assert_int_equal(f.n, x ? 1 : ev ? 3 : 2); /* events: summary, session, the job */
     /* the other host is untouched */
     assert_true(exists(dir, "plugins/profile/r/g.xplane.pb"));
     assert_true(exists(dir, "plugins/profile/r/g.trace.json.gz"));
     assert_true(exists(dir, "plugins/profile/r/g.analysis.pb"));
     assert_true(exists(dir, "r/g.pt.trace.json.gz"));
-    assert_int_equal(count_named(dir, "r", ".g.tbexport-summary"), 1);
-    assert_int_equal(count_named(dir, "r/hparams/g", ".g.tbexport-hparams"), 1);
+    assert_int_equal(count_named(dir, "r/g", ".g.tbexport-summary"), 1);
+    assert_int_equal(count_named(dir, "r/g", ".g.tbexport-hparams"), 1);
     /* With the JSON but no link: an old link goes too. */
     if (j) {
       o.outputs = TBE_OUT_ALL;

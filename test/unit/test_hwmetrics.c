@@ -929,9 +929,9 @@ static size_t tb_count_prefix(const tb_scalar *s, size_t n, const char *prefix) 
 
 /* The events output: gpu_metrics/<metric> per step (step 0 holds every
  * interval: 27.5 for sm_active; step 1 starts after the last sample, so
- * it has no point), the HParams session's hparams/gpu_metrics/<metric>
- * (the window's means), and the layout's "GPU metrics" category with one
- * chart per metric. */
+ * it has no point), summary/gpu_metrics/<metric> (the window's means:
+ * the HParams session's columns read them), and the layout's "GPU
+ * metrics" category with one chart per metric. */
 static void test_tensorboard(void **state) {
   (void)state;
   tbe_trace *t = collected(0);
@@ -960,11 +960,12 @@ static void test_tensorboard(void **state) {
   assert_non_null(tb_find(s, n, ".", "gpu_metrics/my_custom_metric", 0));
   assert_null(tb_find(s, n, ".", "gpu_metrics/sm_active_pct", 1));
   assert_int_equal(tb_count_prefix(s, n, "gpu_metrics/"), 4); /* 4 metrics, step 0 */
-  x = tb_find(s, n, "hparams/h", "hparams/gpu_metrics/sm_active_pct", 0);
+  /* the window's means, which the HParams session's metric columns read */
+  x = tb_find(s, n, ".", "summary/gpu_metrics/sm_active_pct", 0);
   assert_non_null(x);
   assert_true(fabs(x->value - 27.5) < 1e-5);
-  assert_int_equal(tb_count_prefix(s, n, "hparams/gpu_metrics/"), 4);
-  assert_non_null(tb_find(s, n, "hparams/h", "hparams/wall_ms", 0));
+  assert_int_equal(tb_count_prefix(s, n, "summary/gpu_metrics/"), 4);
+  assert_int_equal(tb_count_prefix(s, n, "hparams/"), 0);
   free(run);
   tbe_trace_free(t);
   /* sampled to the end: a point for each step, the step's mean */

@@ -179,24 +179,35 @@ static void test_force_leaves_one_summary(void **state) {
   assert_int_equal(tbe_export_run(t, &o), TBE_EEXIST);
   assert_non_null(strstr(where, ".h.tbexport-summary"));
   for (int i = 0; i < 40; i++) assert_int_equal(export(t, logdir, "h", 1, 0, NULL, 0), 0);
-  assert_int_equal(count_names(rundir, "events.out.tfevents.", ".h.tbexport-summary", NULL, 0), 1);
-  assert_int_equal(count_names(rundir, "events.out.tfevents.", ".g.tbexport-summary", NULL, 0), 1);
-  assert_int_equal(count_names(rundir, "events.out.tfevents.", NULL, NULL, 0), 3);
-  /* TensorBoard sees one point per summary tag of host h: read the run. */
-  tbe_reader *r;
-  assert_int_equal(tbe_reader_open(&r, rundir, 0, NULL), 0);
-  const tbe_tb_event *ev;
-  int k, wall = 0, mine = 0;
-  while ((k = tbe_reader_next(r, &ev)) == 1) {
-    for (size_t i = 0; i < ev->nvalues; i++) {
-      if (strcmp(ev->values[i].tag, "summary/wall_time_ms") == 0) wall++;
-      if (strcmp(ev->values[i].tag, "mine") == 0) mine++;
+  /* Two hosts: a TensorBoard run each (r/h/, r/g/: h's files moved there
+   * when g joined), r/ the job's series beside the user's file. */
+  char *hdir = tu_join(rundir, "h"), *gdir = tu_join(rundir, "g");
+  assert_int_equal(count_names(hdir, "events.out.tfevents.", ".h.tbexport-summary", NULL, 0), 1);
+  assert_int_equal(count_names(hdir, "events.out.tfevents.", ".h.tbexport-hparams", NULL, 0), 1);
+  assert_int_equal(count_names(hdir, "events.out.tfevents.", NULL, NULL, 0), 2);
+  assert_int_equal(count_names(gdir, "events.out.tfevents.", ".g.tbexport-summary", NULL, 0), 1);
+  assert_int_equal(count_names(rundir, "events.out.tfevents.", ".r.tbexport-job", NULL, 0), 1);
+  assert_int_equal(count_names(rundir, "events.out.tfevents.", NULL, NULL, 0), 2);
+  /* TensorBoard sees one point per summary tag of each: read the runs. */
+  const char *dirs[3] = {hdir, gdir, rundir};
+  for (int d = 0; d < 3; d++) {
+    tbe_reader *r;
+    assert_int_equal(tbe_reader_open(&r, dirs[d], 0, NULL), 0);
+    const tbe_tb_event *ev;
+    int k, wall = 0, mine = 0;
+    while ((k = tbe_reader_next(r, &ev)) == 1) {
+      for (size_t i = 0; i < ev->nvalues; i++) {
+        if (strcmp(ev->values[i].tag, "summary/wall_time_ms") == 0) wall++;
+        if (strcmp(ev->values[i].tag, "mine") == 0) mine++;
+      }
     }
+    assert_int_equal(k, 0);
+    assert_int_equal(wall, 1);
+    assert_int_equal(mine, d == 2);
+    tbe_reader_close(r);
   }
-  assert_int_equal(k, 0);
-  assert_int_equal(wall, 2); /* h and g */
-  assert_int_equal(mine, 1);
-  tbe_reader_close(r);
+  free(hdir);
+  free(gdir);
   assert_int_equal(hidden_below(logdir), 0);
   tbe_trace_free(t);
   tu_rmrf(base);

@@ -447,7 +447,7 @@ static void test_convert_ranks(void **state) {
       "plugins/profile/job/node.rank0.xplane.pb", "plugins/profile/job/node.rank0.trace.json.gz",
       "plugins/profile/job/node.rank1.xplane.pb", "plugins/profile/job/node.rank1.trace.json.gz",
       "plugins/profile/job/node.xplane.pb",       "job/node.rank0.pt.trace.json.gz",
-      "job/node.rank1.pt.trace.json.gz",          "job/hparams/node.rank1"};
+      "job/node.rank1.pt.trace.json.gz",          "job/rank1.node"};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
     if (!exists(dir, want[i])) fail_msg("missing %s", want[i]);
   assert_false(exists(dir, "plugins/profile/job/node_pid101.xplane.pb"));
@@ -492,7 +492,7 @@ static void test_convert_ranks(void **state) {
   assert_true(exists(dir, "plugins/profile/agent/node.rank1.xplane.pb"));
   assert_false(exists(dir, "plugins/profile/agent/node.xplane.pb"));
   assert_false(exists(dir, "plugins/profile/agent/node_pid503.xplane.pb"));
-  assert_false(exists(dir, "agent/hparams/node"));
+  assert_false(exists(dir, "agent/node"));
   assert_int_equal(mkdir(spools, 0700), 0);
   ranked_spool(spools, 601, 0, 2);
   spool_k(spools, 602, -1, 0, 1);

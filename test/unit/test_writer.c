@@ -747,7 +747,7 @@ static void test_hparams_duplicates(void **state) {
     many[i] = (tbe_hparam){names[i], TBE_HPARAM_NUMBER, i, NULL, 0};
   }
   assert_int_equal(tbe_writer_add_hparams(w, many, N, NULL, 0, "dupn", 0, 1), TBE_EINVAL);
-  assert_int_equal(tbe__writer_hparams_session(w, two, 2, NULL, 0, 0, 0, 1), TBE_EINVAL);
+  assert_int_equal(tbe__writer_hparams_session(w, two, 2, NULL, 0, NULL, 0, 0, 1), TBE_EINVAL);
   assert_false(exists_in(dir, "dup"));
   assert_false(exists_in(dir, "dupm"));
   assert_false(exists_in(dir, "dupn"));

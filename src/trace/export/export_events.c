@@ -1,15 +1,21 @@
-/* export_events.c: the run summary as TensorBoard events, and the diff of
- * two runs written next to them.
+/* export_events.c: the run summary as TensorBoard events, its HParams
+ * session, a multi-host job's own series, and the diff of two runs
+ * written next to them.
  *
  * The "events" output of tbe_export_run (exporter.h) analyses the trace
- * (analysis.c) and writes one event file into <logdir>/<run>/ through the
- * public writer API (tbexport/writer.h):
+ * (analysis.c) and writes one event file into the host's run folder
+ * (export_run.c places it: <logdir>/<run>/ for a run of one host,
+ * <logdir>/<run>/<host folder>/ for each host of a multi-host run) through
+ * the public writer API (tbexport/writer.h):
  *   summary/…        wall time, GPU busy %, time in kernels, copies,
  *                    memsets, synchronization, idle, kernel count, launch
  *                    latency, host busy %  (step 0)
  *   gpu<N>/…         the same per GPU when there are several
  *   summary/class/<class>_ms  GPU time per kernel class (tbe_kernel_class)
  *   summary/step_time_median_ms, step_time_p90_ms, steps
+ *   summary/warmup_step_ms  the first step, when the per-step series
+ *                    leave it out as warm-up (warmup(): it took more than
+ *                    WARMUP_FACTOR times the median of the others)
  *   steps/…          per step (x axis = step number): step time, GPU busy
  *                    %, kernel time and count, memcpy, memset and sync
  *                    time, launch latency, steps/class/<class>_ms for every
@@ -24,23 +30,38 @@
  *   gpu_metrics/<metric>  a trace with PM metrics (tbexport/analysis.h,
  *                    tbe_metric_mean): per step (x axis = step number)
  *                    the step's time-weighted mean over all GPUs; a trace
- *                    without steps, one point at step 0 with the window's
- *                    mean.  The tag is the metric's name (kernel_tag)
+ *                    without steps, a time series: the mean of each time
+ *                    bucket (metric_buckets: x = milliseconds since the
+ *                    window's start, wall time = the bucket's start).  The
+ *                    tag is the metric's name (kernel_tag)
+ *   summary/gpu_metrics/<metric>  the window's mean (step 0)
  *   profiler/…       dropped records, overhead, ended early
  *   summary/top_kernels, summary/advice   Markdown text
  *   summary/top_operators  the operator table by CUDA total, with the
  *                    kernels each launched (Markdown; only with operators'
  *                    GPU work)
- *   custom_scalars__config__  the comparison layout (compare_layout; with
- *                    PM metrics a "GPU metrics" category, one chart each;
- *                    with operator series an "operators" category)
- * and the "hparams" output writes the run's HParams session into the
- * sub-run <run>/hparams/<host>/ (hparams_write): the run, host, GPU, source,
+ *   summary/kernel_metrics  the range profiler's figures per kernel and
+ *                    the PM means while each kernel ran (Markdown; only
+ *                    with them)
+ *   custom_scalars__config__  the comparison layout (layout_*): one chart
+ *                    per tag, so that each line of a chart is a run
+ * Every tag carries a description (describe(): what the figure is and its
+ * unit, a function of the tag alone, so that all runs describe a tag
+ * alike) on its first record (tbe_writer_add_scalar_described), which is
+ * where TensorBoard reads it.
+ *
+ * The "hparams" output writes the host's HParams session into a file of
+ * its own in the same folder (hparams_write): the run, host, GPU, source,
  * event kinds, step definition, command and the user's labels as
- * hyper-parameters, its headline figures (and with PM metrics their
- * window means, hparams/gpu_metrics/<metric>) as the only scalars there,
- * so that they alone are the session's metrics.  A trace without
- * hardware metrics writes no byte that depends on them.
+ * hyper-parameters, and the experiment record (hparams_experiment): the
+ * columns TensorBoard shows, the same in every session so that whichever
+ * it reads (it takes one, at random) the table is the same.  Its metrics
+ * are the host's own summary tags, with display names, the key ones
+ * first.  The job (tbe__job_write, for a multi-host run, into the run's
+ * own folder) adds the series of the job as a whole (job_steps: per
+ * step, the slowest, median and fastest host and which was slowest), the
+ * run report's ranks table as text, and a session of its own.
+ * A trace without hardware metrics writes no byte that depends on them.
  * Tags depend only on what was measured, never on the run name, so two
  * runs overlay in the Scalars dashboard.
  *
@@ -72,17 +93,23 @@
  * (events.out.tfevents.<ts>.<host>.tbexport-summary, exporter.h); the diff
  * writers place theirs the same way, in <logdir>/<new run>/ under the run
  * lock, as events.out.tfevents.<ts>.<base>.tbexport-diff, replacing the
- * earlier comparison against the same base.  Either file is complete under
- * its final name or absent (a crash leaves a hidden temporary file that
- * the next write into the folder removes). */
+ * earlier comparison against the same base, and, when the base is a run
+ * of the same log dir, the report again in <logdir>/<base run>/ (tags
+ * diff/<new>/…).  Either file is complete under its final name or absent
+ * (a crash leaves a hidden temporary file that the next write into the
+ * folder removes). */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/alloc.h"
+#include "common/checked.h"
+#include "common/intern.h"
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
 #include "events/writer_internal.h"
@@ -97,6 +124,14 @@
 #define TOP_OPS 10        /* operators with a series (ops/<tag>/cuda_ms) */
 #define TOP_OPS_TEXT 20   /* rows of summary/top_operators */
 #define TAG_WIDTH 100
+/* The first step is warm-up (CUDA context, autotuning, allocator growth)
+ * when it took more than this many times the median of the other steps:
+ * the per-step series then start at the second step, so that one run's
+ * first second does not flatten every curve drawn with it. */
+#define WARMUP_FACTOR 2.0
+/* At most this many time buckets for a trace's GPU metrics without
+ * steps; a bucket is a whole number of milliseconds (1, 2, 5 x 10^k). */
+#define METRIC_BUCKETS 200
 
 /* snprintf that truncates silently (tags are bounded by construction). */
 static void fmt(char *buf, size_t size, const char *f, ...) __attribute__((format(printf, 3, 4)));
@@ -163,20 +198,301 @@ static double pct(int64_t part, int64_t whole) {
   return whole > 0 ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
+/* ---- descriptions ----
+ * What a tag is and its unit (Markdown), shown by TensorBoard beside the
+ * chart.  A function of the tag alone (and, for a kernel's or an
+ * operator's tag, of the name the tag stands for, itself a function of
+ * the tag), so that every run describes a tag alike: Time Series shows
+ * one description per tag. */
+
+/* The figures a tag may end in, with what they are. */
+static const struct {
+  const char *leaf, *what;
+} FIGURES[] = {
+    {"gpu_busy_pct",
+     "GPU busy: the share of the time in which a kernel, copy or memset ran (the "
+     "union of their intervals), in %"},
+    {"kernel_time_ms",
+     "time in kernels: the sum of their durations (kernels running at once on "
+     "several streams each count), in ms"},
+    {"kernel_count", "kernels launched (a count)"},
+    {"memcpy_time_ms", "time in memory copies, all directions, in ms"},
+    {"memcpy_htod_ms", "time in host-to-device copies, in ms"},
+    {"memcpy_dtoh_ms", "time in device-to-host copies, in ms"},
+    {"memcpy_dtod_ms", "time in device-to-device copies, in ms"},
+    {"memset_time_ms", "time in memsets, in ms"},
+    {"sync_time_ms",
+     "synchronization: the time the GPU's streams waited (CUDA's synchronization "
+     "records), in ms"},
+    {"idle_time_ms", "idle time: the window less the busy time, in ms"},
+    {"launch_latency_us",
+     "launch latency: the median time from a launch call's start on the host "
+     "to the start of its work on the GPU, in µs"},
+    {"wall_time_ms", "the profiled window's length, in ms"},
+    {"host_busy_pct",
+     "the busiest host thread's busy share (CPU operators and CUDA calls, the "
+     "synchronizing calls left out), in %"},
+    {"sync_calls", "synchronizing calls (…Synchronize) and synchronization records (a count)"},
+    {"step_time_median_ms", "the median step time (nearest rank, every step), in ms"},
+    {"step_time_p90_ms", "the 90th percentile of the step times (nearest rank, every step), in ms"},
+    {"steps", "steps (a count)"},
+    {"warmup_step_ms",
+     "the first step's time, written when the per-step series leave it out as "
+     "warm-up: it took more than twice the median of the other steps; in ms"},
+    {"hosts", "the processes (ranks, hosts) whose analyses make the job's figures (a count)"},
+    {"step_time_ms",
+     "step time: the step's window on the device (from its host start or the end "
+     "of the step before, to its host end or the end of the last GPU work it "
+     "launched, whichever is later), in ms; in a multi-host job's own run, the "
+     "slowest host's, as the job waits for it"},
+};
+
+static const char *figure(const char *leaf) {
+  for (size_t i = 0; i < sizeof FIGURES / sizeof FIGURES[0]; i++)
+    if (strcmp(FIGURES[i].leaf, leaf) == 0) return FIGURES[i].what;
+  return NULL;
+}
+
+/* What a PM metric is, from its name; its unit from the name's suffix. */
+static void metric_what(tbe__buf *b, const char *m) {
+  static const struct {
+    const char *name, *what;
+  } known[] = {
+      {"sm_active_pct", "SM active: the share of cycles with at least one warp on an SM"},
+      {"occupancy_pct", "achieved occupancy: resident warps as a share of the most an SM holds"},
+      {"tensor_active_pct", "tensor pipes active: the share of cycles a tensor pipe was busy"},
+      {"dram_read_pct", "DRAM read bandwidth as a share of its peak"},
+      {"dram_write_pct", "DRAM write bandwidth as a share of its peak"},
+      {"pcie_rx_bytes_per_s", "PCIe bytes received per second"},
+      {"pcie_tx_bytes_per_s", "PCIe bytes sent per second"},
+      {"nvlink_rx_bytes_per_s", "NVLink bytes received per second"},
+      {"nvlink_tx_bytes_per_s", "NVLink bytes sent per second"},
+      {"sm_clock_hz", "the SM clock"},
+      {"dram_clock_hz", "the DRAM clock"},
+  };
+  const char *what = NULL;
+  for (size_t i = 0; i < sizeof known / sizeof known[0] && !what; i++)
+    if (strcmp(known[i].name, m) == 0) what = known[i].what;
+  size_t l = strlen(m);
+#define ENDS(s) (l >= sizeof(s) - 1 && strcmp(m + l - (sizeof(s) - 1), s) == 0)
+  const char *unit = ENDS("_pct")           ? "%"
+                     : ENDS("_bytes_per_s") ? "bytes/s"
+                     : ENDS("_hz")          ? "Hz"
+                     : ENDS("_ns")          ? "ns"
+                                            : NULL;
+#undef ENDS
+  if (what)
+    tbe__buf_puts(b, what);
+  else
+    tbe__md_escape(b, m);
+  if (unit) tbe__buf_printf(b, ", in %s", unit);
+}
+
+/* The description of `tag` into `b` (NUL-terminated); `name` is what a
+ * kernel's or operator's tag stands for (NULL otherwise).  Empty when
+ * the tag is none of ours. */
+static void describe(tbe__buf *b, const char *tag, const char *name) {
+  const char *slash = strchr(tag, '/');
+  const char *leaf = slash ? slash + 1 : tag;
+  size_t gl = slash ? (size_t)(slash - tag) : 0;
+  const char *what;
+#define GROUP(g) (gl == sizeof(g) - 1 && memcmp(tag, g, gl) == 0)
+#define STARTS(p) (strncmp(leaf, p, sizeof(p) - 1) == 0)
+  static const char per_step[] =
+      " Per step (x axis: the step number). A first step that took more than twice the median "
+      "of the others is left out as warm-up (summary/warmup_step_ms).";
+  static const char one_point[] = " One point per run (step 0).";
+  if (GROUP("summary") && STARTS("class/")) {
+    tbe__buf_puts(b, "All GPUs over the profiled window: the GPU time in ");
+    tbe__buf_append(b, leaf + 6, strlen(leaf + 6) > 3 ? strlen(leaf + 6) - 3 : 0);
+    tbe__buf_puts(b,
+                  " kernels (the class read from the kernel's demangled name; copies and "
+                  "memsets count as copy), in ms.");
+    tbe__buf_puts(b, one_point);
+  } else if (GROUP("steps") && STARTS("class/")) {
+    tbe__buf_puts(b, "The GPU time in ");
+    tbe__buf_append(b, leaf + 6, strlen(leaf + 6) > 3 ? strlen(leaf + 6) - 3 : 0);
+    tbe__buf_puts(b,
+                  " kernels launched in the step (the class read from the kernel's demangled "
+                  "name; copies and memsets count as copy), in ms.");
+    tbe__buf_puts(b, per_step);
+  } else if ((GROUP("kernels") || (GROUP("steps") && STARTS("kernels/"))) && name) {
+    tbe__buf_puts(
+        b, GROUP("kernels") ? "The total GPU time of the kernel " : "The GPU time of the kernel ");
+    tbe__md_escape(b, name);
+    tbe__buf_puts(b, GROUP("kernels") ? ", in ms." : " launched in the step, in ms.");
+    tbe__buf_puts(b, GROUP("kernels") ? one_point : per_step);
+  } else if (GROUP("ops") && name) {
+    tbe__buf_puts(b, "The CUDA total of the operator ");
+    tbe__md_escape(b, name);
+    tbe__buf_puts(b,
+                  ": the GPU time of the work it and the operators inside it launched, as "
+                  "torch.profiler's key_averages() gives it, in ms; per step (x axis: the "
+                  "step number, warm-up left out as in steps/), or one point (step 0) without "
+                  "steps.");
+  } else if (GROUP("gpu_metrics")) {
+    tbe__buf_puts(b, "PM sampling, all GPUs: ");
+    metric_what(b, leaf);
+    tbe__buf_puts(b,
+                  ". With steps, each step's time-weighted mean (x axis: the step number, "
+                  "warm-up left out as in steps/); without steps, the mean of each time "
+                  "bucket (x axis: milliseconds since the profile's start; wall time: the "
+                  "bucket's start).");
+  } else if (GROUP("summary") && STARTS("gpu_metrics/")) {
+    tbe__buf_puts(b, "PM sampling, all GPUs: ");
+    metric_what(b, leaf + 12);
+    tbe__buf_puts(b, "; the time-weighted mean over the profiled window.");
+    tbe__buf_puts(b, one_point);
+  } else if ((GROUP("summary") || (gl > 3 && memcmp(tag, "gpu", 3) == 0)) &&
+             (what = figure(leaf)) != NULL) {
+    if (GROUP("summary"))
+      tbe__buf_puts(b, "All GPUs over the profiled window: ");
+    else
+      tbe__buf_printf(b, "GPU %.*s over the profiled window: ", (int)(gl - 3), tag + 3);
+    tbe__buf_puts(b, what);
+    tbe__buf_putc(b, '.');
+    tbe__buf_puts(b, one_point);
+  } else if (GROUP("steps") && (what = figure(leaf)) != NULL) {
+    tbe__buf_puts(b, "In each step: ");
+    tbe__buf_puts(b, what);
+    tbe__buf_putc(b, '.');
+    tbe__buf_puts(b, per_step);
+  } else if (GROUP("profiler")) {
+    static const char *const prof[][2] = {
+        {"dropped_records", "Records the collector or the source dropped (a count)."},
+        {"out_of_range_records", "Records dropped for zero or inverted timestamps (a count)."},
+        {"overhead_ms", "The profiler's own overhead (CUPTI's overhead records), in ms."},
+        {"ended_early", "1 when the capture ended early (the trace is cut short), else 0."}};
+    for (size_t i = 0; i < sizeof prof / sizeof prof[0]; i++)
+      if (strcmp(prof[i][0], leaf) == 0) tbe__buf_puts(b, prof[i][1]);
+    if (b->len) tbe__buf_puts(b, one_point);
+  } else if (GROUP("job")) {
+    static const char *const job[][2] = {
+        {"step_time_slowest_ms",
+         "the slowest host's step time (the job's step time: it waits "
+         "for its slowest rank), in ms"},
+        {"step_time_median_ms",
+         "the median host's step time (nearest rank, the lower of two), "
+         "in ms"},
+        {"step_time_fastest_ms", "the fastest host's step time, in ms"},
+        {"step_spread_pct",
+         "the spread: the slowest host's step time less the fastest's, as a "
+         "share of the fastest's, in %"},
+        {"slowest_rank",
+         "the rank of the slowest host (without ranks, its index in the run's "
+         "order)"}};
+    for (size_t i = 0; i < sizeof job / sizeof job[0]; i++)
+      if (strcmp(job[i][0], leaf) == 0) {
+        tbe__buf_puts(b, "A multi-host job, in each of the steps every host has: ");
+        tbe__buf_puts(b, job[i][1]);
+        tbe__buf_puts(b,
+                      ". Per step (x axis: the step number; a warm-up first step left out as "
+                      "in steps/).");
+      }
+  } else if (GROUP("diff")) {
+    /* diff/<base>/<what> */
+    const char *w = strchr(leaf, '/');
+    size_t bl = w ? (size_t)(w - leaf) : 0;
+    w = w ? w + 1 : leaf;
+    static const char *const ratios[][2] = {{"wall_time_ratio", "profiled wall time"},
+                                            {"gpu_busy_ratio", "GPU busy time"},
+                                            {"kernel_time_ratio", "time in kernels"},
+                                            {"step_time_ratio", "median step time"}};
+    for (size_t i = 0; i < sizeof ratios / sizeof ratios[0]; i++)
+      if (strcmp(ratios[i][0], w) == 0)
+        tbe__buf_printf(b, "This run's %s divided by run %.*s's (below 1: less here).",
+                        ratios[i][1], (int)bl, leaf);
+    if (strncmp(w, "kernels/", 8) == 0 && name) {
+      tbe__buf_puts(b, "This run's total time of the kernel ");
+      tbe__md_escape(b, name);
+      tbe__buf_printf(b, " divided by run %.*s's (below 1: less here).", (int)bl, leaf);
+    }
+    if (strcmp(w, "report") == 0)
+      tbe__buf_printf(b,
+                      "The comparison of runs %.*s (base) and this one, or of this run (base) "
+                      "and %.*s, as `tbexport diff` prints it (Markdown).",
+                      (int)bl, leaf, (int)bl, leaf);
+    if (b->len) tbe__buf_puts(b, one_point);
+  }
+#undef GROUP
+#undef STARTS
+  tbe__buf_putc(b, '\0');
+}
+
+/* The text tags' descriptions. */
+static const char *text_description(const char *tag) {
+  static const char *const texts[][2] = {
+      {"summary/top_kernels",
+       "The kernels with the most GPU time: calls, total, share, mean "
+       "(Markdown table)."},
+      {"summary/advice", "What the figures suggest, each line with the figure behind it."},
+      {"summary/top_operators",
+       "The CPU operators by CUDA total, with the kernels each "
+       "launched (Markdown table)."},
+      {"summary/kernel_metrics",
+       "Per kernel: the range profiler's figures (SM, memory, "
+       "tensor pipe, occupancy, L2, DRAM) and what bounds it, and the "
+       "PM means while it ran (Markdown tables)."},
+      {"job/ranks",
+       "The job rank by rank (or host by host): median step time, GPU busy, kernel "
+       "and communication time, the slowest and fastest, as `tbexport summary RUN` "
+       "prints it (Markdown)."}};
+  for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+    if (strcmp(texts[i][0], tag) == 0) return texts[i][1];
+  return NULL;
+}
+
+/* ---- the writer of one file ---- */
+
 typedef struct ew {
   tbe_writer *w;
   double wall;
   int rc;
+  tbe__intern seen; /* the tags written: a tag's first record carries its description */
 } ew;
 
-static void scalar(ew *e, const char *tag, double v, int64_t step) {
-  if (e->rc) return;
-  e->rc = tbe_writer_add_scalar(e->w, tag, v, step, e->wall);
+static void ew_init(ew *e, tbe_writer *w, double wall, const tbe_allocator *a) {
+  e->w = w;
+  e->wall = wall;
+  e->rc = 0;
+  tbe__intern_init(&e->seen, a, TBE__SEED_PROCESS);
 }
 
-static void text(ew *e, const char *tag, const char *md) {
+static void ew_deinit(ew *e) { tbe__intern_deinit(&e->seen); }
+
+/* A point of `tag` at `wall` (the first of the tag with its description;
+ * `name`: what a kernel's or operator's tag stands for). */
+static void scalar_at(ew *e, const char *tag, double v, int64_t step, double wall,
+                      const char *name) {
   if (e->rc) return;
-  e->rc = tbe_writer_add_text(e->w, tag, md, 0, e->wall);
+  uint32_t id;
+  int added = 0;
+  int rc = tbe__intern_add(&e->seen, tag, strlen(tag), &id, &added);
+  if (rc < 0) {
+    e->rc = rc;
+    return;
+  }
+  if (!added) {
+    e->rc = tbe_writer_add_scalar(e->w, tag, v, step, wall);
+    return;
+  }
+  tbe__buf d;
+  tbe__buf_init(&d, e->seen.a);
+  describe(&d, tag, name);
+  if (tbe__buf_error(&d))
+    e->rc = TBE_ENOMEM;
+  else
+    e->rc = tbe_writer_add_scalar_described(e->w, tag, v, step, wall, NULL, (char *)d.data);
+  tbe__buf_deinit(&d);
+}
+
+static void scalar(ew *e, const char *tag, double v, int64_t step) {
+  scalar_at(e, tag, v, step, e->wall, NULL);
+}
+
+static void text(ew *e, const char *tag, const char *md, const char *description) {
+  if (e->rc) return;
+  e->rc = tbe_writer_add_text_described(e->w, tag, md, 0, e->wall, description);
 }
 
 static int64_t copy_ns(const tbe_device_stats *d) {
@@ -185,13 +501,12 @@ static int64_t copy_ns(const tbe_device_stats *d) {
   return s;
 }
 
-static void device_scalars(ew *e, const char *prefix, const tbe_analysis *an,
-                           const tbe_device_stats *d) {
+static void device_scalars(ew *e, const char *prefix, const tbe_device_stats *d) {
   char tag[96];
-#define S(name, v)                                          \
-  do {                                                      \
-    fmt(tag, sizeof tag, "%s/%s", prefix, name);       \
-    scalar(e, tag, (v), 0);                                 \
+#define S(name, v)                               \
+  do {                                           \
+    fmt(tag, sizeof tag, "%s/%s", prefix, name); \
+    scalar(e, tag, (v), 0);                      \
   } while (0)
   S("gpu_busy_pct", pct(d->busy_ns, d->wall_ns));
   S("kernel_time_ms", ms(d->kernel_ns));
@@ -210,7 +525,169 @@ static void device_scalars(ew *e, const char *prefix, const tbe_analysis *an,
     scalar(e, tag, ms(d->class_ns[k]), 0);
   }
 #undef S
-  (void)an;
+}
+
+/* ---- the custom-scalars layout ----
+ * Every run writes its own layout; TensorBoard merges the runs' layouts
+ * by category title, dropping charts that are already there.  Each chart
+ * here draws one tag (an anchored regular expression), so that each of
+ * its lines is one run, and one unit; a run lists only the charts of the
+ * tags it writes.  A tag is [A-Za-z0-9_.:/-] only, so '.' is the one
+ * character to escape. */
+#define LAYOUT_CHARTS 96
+#define LAYOUT_CATS 8
+#define LAYOUT_TEXT 384
+
+typedef struct layout {
+  tbe_chart charts[LAYOUT_CHARTS];
+  const char *re[LAYOUT_CHARTS];
+  size_t n;
+  tbe_category cats[LAYOUT_CATS];
+  size_t ncats;
+  char *pool; /* LAYOUT_CHARTS * 2 texts of LAYOUT_TEXT bytes */
+} layout;
+
+static int layout_init(layout *l, const tbe_allocator *a) {
+  memset(l, 0, sizeof *l);
+  l->pool = tbe__alloc(a, (size_t)LAYOUT_CHARTS * 2 * LAYOUT_TEXT);
+  return l->pool ? 0 : TBE_ENOMEM;
+}
+
+static void layout_free(layout *l, const tbe_allocator *a) { tbe__free(a, l->pool); }
+
+/* Starts a category (its charts are the ones added until the next). */
+static void layout_category(layout *l, const char *title) {
+  if (l->ncats && !l->cats[l->ncats - 1].ncharts) l->ncats--; /* an empty one goes */
+  if (l->ncats == LAYOUT_CATS) return;
+  l->cats[l->ncats].title = title;
+  l->cats[l->ncats].charts = &l->charts[l->n];
+  l->cats[l->ncats].ncharts = 0;
+  l->ncats++;
+}
+
+/* A chart of the one tag `tag`, titled `title` (cut to fit). */
+static void layout_chart(layout *l, const char *title, const char *tag) {
+  if (!l->ncats || l->n == LAYOUT_CHARTS) return;
+  char *t = l->pool + l->n * 2 * LAYOUT_TEXT, *re = t + LAYOUT_TEXT;
+  snprintf(t, LAYOUT_TEXT, "%s", title);
+  size_t at = 0;
+  re[at++] = '^';
+  for (const char *c = tag; *c && at + 3 < LAYOUT_TEXT; c++) {
+    if (*c == '.') re[at++] = '\\';
+    re[at++] = *c;
+  }
+  re[at++] = '$';
+  re[at] = 0;
+  l->re[l->n] = re;
+  l->charts[l->n] = (tbe_chart){t, 0, &l->re[l->n], 1};
+  l->n++;
+  l->cats[l->ncats - 1].ncharts++;
+}
+
+static void layout_write(ew *e, layout *l) {
+  if (l->ncats && !l->cats[l->ncats - 1].ncharts) l->ncats--;
+  if (e->rc || !l->ncats) return;
+  e->rc = tbe__writer_layout_at(e->w, l->cats, l->ncats, e->wall);
+}
+
+/* A chart title for a kernel or operator: its short name. */
+static void short_title(char *buf, size_t size, const char *name, const char *unit) {
+  char s[96];
+  tbe_name_shorten(name, 64, s, sizeof s);
+  snprintf(buf, size, "%s (%s)", s, unit);
+}
+
+/* ---- steps ---- */
+
+static int cmp_step_num(const void *x, const void *y) {
+  const tbe_step_stats *a = *(const tbe_step_stats *const *)x;
+  const tbe_step_stats *b = *(const tbe_step_stats *const *)y;
+  return (a->num > b->num) - (a->num < b->num);
+}
+
+static int cmp_i64(const void *x, const void *y) {
+  int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+  return (a > b) - (a < b);
+}
+
+/* The value of nearest rank p (0 < p <= 1) of v[0..n) sorted, n > 0. */
+static int64_t nearest_rank(const int64_t *v, size_t n, double p) {
+  size_t r = (size_t)(p * (double)n + 0.999999);
+  if (r < 1) r = 1;
+  if (r > n) r = n;
+  return v[r - 1];
+}
+
+/* The median and the 90th percentile of the step times (nearest rank),
+ * in q[0] and q[1]; an->nsteps > 0.  The summary scalars read them.
+ * Returns 0 or TBE_ENOMEM. */
+static int step_median_p90(const tbe_analysis *an, const tbe_allocator *a, int64_t q[2]) {
+  size_t n = an->nsteps;
+  int64_t *v = tbe__alloc(a, n * sizeof *v);
+  if (!v) return TBE_ENOMEM;
+  for (size_t i = 0; i < n; i++) v[i] = an->steps[i].dur_ns;
+  qsort(v, n, sizeof *v, cmp_i64);
+  q[0] = nearest_rank(v, n, 0.5);
+  q[1] = nearest_rank(v, n, 0.9);
+  tbe__free(a, v);
+  return 0;
+}
+
+/* An analysis's steps one per step number (the first of a number), in
+ * number order: the points of the per-step series. */
+typedef struct step_order {
+  const tbe_step_stats **s; /* n of them */
+  size_t *index;            /* each one's index in an->steps */
+  size_t n;
+  size_t from; /* the first one the series show: 1 after a warm-up step */
+} step_order;
+
+/* Whether the first of d[0..n) (step times in number order) is warm-up:
+ * at least 3 steps and the first took more than WARMUP_FACTOR times the
+ * median (nearest rank) of the others. */
+static int warmup(const int64_t *d, size_t n, const tbe_allocator *a, int *rc) {
+  if (n < 3) return 0;
+  int64_t *v = tbe__alloc(a, (n - 1) * sizeof *v);
+  if (!v) {
+    *rc = TBE_ENOMEM;
+    return 0;
+  }
+  memcpy(v, d + 1, (n - 1) * sizeof *v);
+  qsort(v, n - 1, sizeof *v, cmp_i64);
+  int64_t med = nearest_rank(v, n - 1, 0.5);
+  tbe__free(a, v);
+  return med > 0 && (double)d[0] > WARMUP_FACTOR * (double)med;
+}
+
+static int step_order_make(step_order *o, const tbe_analysis *an, const tbe_allocator *a) {
+  memset(o, 0, sizeof *o);
+  if (!an->nsteps) return 0;
+  o->s = tbe__alloc(a, an->nsteps * sizeof *o->s);
+  o->index = tbe__alloc(a, an->nsteps * sizeof *o->index);
+  int64_t *d = tbe__alloc(a, an->nsteps * sizeof *d);
+  int rc = 0;
+  if (!o->s || !o->index || !d) {
+    rc = TBE_ENOMEM;
+  } else {
+    const tbe_step_stats **all = o->s;
+    for (size_t i = 0; i < an->nsteps; i++) all[i] = &an->steps[i];
+    qsort(all, an->nsteps, sizeof *all, cmp_step_num);
+    for (size_t i = 0; i < an->nsteps; i++) {
+      if (o->n && all[i]->num == o->s[o->n - 1]->num) continue;
+      o->s[o->n] = all[i];
+      o->index[o->n] = (size_t)(all[i] - an->steps);
+      d[o->n] = all[i]->dur_ns;
+      o->n++;
+    }
+    o->from = (size_t)warmup(d, o->n, a, &rc);
+  }
+  tbe__free(a, d);
+  return rc;
+}
+
+static void step_order_free(step_order *o, const tbe_allocator *a) {
+  tbe__free(a, o->s);
+  tbe__free(a, o->index);
 }
 
 /* ---- GPU metrics ---- */
@@ -233,7 +710,7 @@ static metric_tag_t *metric_tags(const tbe_analysis *an, const tbe_allocator *a,
   return t;
 }
 
-/* The window's means (a trace without steps: one point at step 0). */
+/* Means `m` (ngpu_metrics of them) as points at `step`. */
 static void metric_points(ew *e, const tbe_analysis *an, const metric_tag_t *tags,
                           const tbe_metric_mean *m, int64_t step) {
   if (!m) return;
@@ -241,123 +718,103 @@ static void metric_points(ew *e, const tbe_analysis *an, const metric_tag_t *tag
     if (m[k].samples) scalar(e, tags[k], m[k].mean, step);
 }
 
-/* The "GPU metrics" category: one chart per PM metric (their units
- * differ), the runs as its lines.  A tag is [A-Za-z0-9_.:-] only, so '.'
- * is the one character to escape in its regular expression. */
-static int metric_category(const tbe_analysis *an, const metric_tag_t *tags,
-                           const tbe_allocator *a, tbe_chart **charts, char **pool) {
-  size_t nm = an->ngpu_metrics, w = 2 * sizeof(metric_tag_t) + 4;
-  *charts = tbe__calloc(a, nm, sizeof **charts);
-  *pool = tbe__alloc(a, nm * (w + sizeof(char *)));
-  if (!*charts || !*pool) return TBE_ENOMEM;
-  const char **ptrs = (const char **)(void *)*pool;
-  char *re = *pool + nm * sizeof(char *);
-  for (size_t k = 0; k < nm; k++, re += w) {
-    size_t at = 0;
-    re[at++] = '^';
-    for (const char *c = tags[k]; *c && at + 3 < w; c++) {
-      if (*c == '.') re[at++] = '\\';
-      re[at++] = *c;
-    }
-    re[at++] = '$';
-    re[at] = 0;
-    ptrs[k] = re;
-    (*charts)[k].title = an->gpu_metrics[k];
-    (*charts)[k].tags = &ptrs[k];
-    (*charts)[k].ntags = 1;
+/* The window's means as summary/gpu_metrics/<metric> (step 0). */
+static void metric_summary(ew *e, const tbe_analysis *an, const metric_tag_t *tags) {
+  const tbe_metric_mean *m = an->all.metrics;
+  char tag[sizeof(metric_tag_t) + 16];
+  for (size_t k = 0; m && k < an->ngpu_metrics; k++) {
+    if (!m[k].samples) continue;
+    fmt(tag, sizeof tag, "summary/%s", tags[k]);
+    scalar(e, tag, m[k].mean, 0);
   }
-  return 0;
 }
 
-/* The custom-scalars layout every run writes (TensorBoard merges the
- * runs' layouts by category title): the per-step series as multi-line
- * charts, one line per run, so the Custom Scalars dashboard opens on the
- * comparison.  Tags are regular expressions.  `mcharts` (nm of them, may
- * be 0) is the GPU metrics category; `ops`: the operators' category (a
- * run with operator series). */
-static void compare_layout(ew *e, const tbe_chart *mcharts, size_t nm, int ops) {
-  static const char *const step_time[] = {"^steps/step_time_ms$"};
-  static const char *const busy[] = {"^steps/gpu_busy_pct$"};
-  static const char *const classes[] = {"^steps/class/"};
-  static const char *const copies[] = {"^steps/(memcpy|memset|sync)_time_ms$"};
-  static const char *const launch[] = {"^steps/launch_latency_us$"};
-  static const char *const kernels[] = {"^steps/kernels/"};
-  static const char *const totals[] = {"^summary/class/"};
-  static const char *const overall[] = {"^summary/(step_time_median_ms|step_time_p90_ms|gpu_busy_pct)$"};
-  static const tbe_chart steps[] = {
-      {"step time (ms)", 0, step_time, 1},
-      {"GPU busy per step (%)", 0, busy, 1},
-      {"time per kernel class per step (ms)", 0, classes, 1},
-      {"copies, memsets and syncs per step (ms)", 0, copies, 1},
-      {"launch latency per step (us)", 0, launch, 1},
-      {"top kernels per step (ms)", 0, kernels, 1},
-  };
-  static const tbe_chart runs[] = {
-      {"time per kernel class (ms)", 0, totals, 1},
-      {"step time and GPU busy", 0, overall, 1},
-  };
-  static const char *const op_cuda[] = {"^ops/.*/cuda_ms$"};
-  static const tbe_chart opc[] = {{"CUDA total of the top operators (ms)", 0, op_cuda, 1}};
-  tbe_category cats[4] = {
-      {"tbexport: compare steps", steps, sizeof steps / sizeof steps[0], 0},
-      {"tbexport: compare runs", runs, sizeof runs / sizeof runs[0], 0},
-  };
-  size_t nc = 2;
-  if (nm) cats[nc++] = (tbe_category){"tbexport: GPU metrics", mcharts, nm, 0};
-  if (ops) cats[nc++] = (tbe_category){"tbexport: operators", opc, 1, 0};
-  if (e->rc) return;
-  e->rc = tbe__writer_layout_at(e->w, cats, nc, e->wall);
-}
-
-static int cmp_step_num(const void *x, const void *y) {
-  const tbe_step_stats *a = *(const tbe_step_stats *const *)x;
-  const tbe_step_stats *b = *(const tbe_step_stats *const *)y;
-  return (a->num > b->num) - (a->num < b->num);
-}
-
-static int cmp_i64(const void *x, const void *y) {
-  int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-  return (a > b) - (a < b);
-}
-
-/* The median and the 90th percentile of the step times (nearest rank),
- * in q[0] and q[1]; an->nsteps > 0.  The summary scalars and the HParams
- * metrics both read them.  Returns 0 or TBE_ENOMEM. */
-static int step_median_p90(const tbe_analysis *an, const tbe_allocator *a, int64_t q[2]) {
-  size_t n = an->nsteps;
-  int64_t *v = tbe__alloc(a, n * sizeof *v);
-  if (!v) return TBE_ENOMEM;
-  for (size_t i = 0; i < n; i++) v[i] = an->steps[i].dur_ns;
-  qsort(v, n, sizeof *v, cmp_i64);
-  static const double at[2] = {0.5, 0.9};
-  for (int k = 0; k < 2; k++) {
-    size_t r = (size_t)(at[k] * (double)n + 0.999999);
-    if (r < 1) r = 1;
-    if (r > n) r = n;
-    q[k] = v[r - 1];
+/* The bucket width for a window of `wall` ns: the smallest of 1, 2, 5 x
+ * 10^k ms that makes at most METRIC_BUCKETS buckets. */
+static int64_t bucket_width(int64_t wall) {
+  int64_t w = 1000000; /* 1 ms */
+  for (int k = 0; k < 40 && wall / w >= METRIC_BUCKETS; k++) {
+    int64_t next = (k % 3 == 1) ? w / 2 * 5 : w * 2; /* 1, 2, 5, 10, 20, 50, ... */
+    if (next <= w) break;
+    w = next;
   }
-  tbe__free(a, v);
-  return 0;
+  return w;
 }
 
-/* The per-step series: one point per step number (the first step of a
- * number when several share it), so runs overlay as curves. */
-static int step_series(ew *e, const tbe_analysis *an, char (*ktag)[TAG_WIDTH + 8], size_t nk,
-                       const metric_tag_t *mtags, const tbe_allocator *a) {
-  const tbe_step_stats **order = tbe__alloc(a, an->nsteps * sizeof *order);
-  size_t *index = tbe__alloc(a, an->nsteps * sizeof *index);
-  if (!order || !index) {
-    tbe__free(a, order);
-    tbe__free(a, index);
+/* A trace without steps: each PM metric as a time series, the
+ * time-weighted mean over all GPUs of each bucket of bucket_width() ms of
+ * the window (the intervals of the samples as the analysis weighs them:
+ * a sample holds until the next one), at step = the bucket's start in ms
+ * since the window's start and wall time = that start.  A bucket no
+ * interval reaches has no point.  Linear in the samples and buckets. */
+static int metric_buckets(ew *e, const tbe_analysis *an, const metric_tag_t *tags,
+                          const tbe_allocator *a) {
+  const tbe_trace *t = an->trace;
+  size_t nm = an->ngpu_metrics;
+  if (!t || !nm || an->wall_ns <= 0) return 0;
+  int64_t lo = an->start_ns, width = bucket_width(an->wall_ns);
+  int64_t hi = tbe__sat_add(lo, an->wall_ns);
+  size_t nb = (size_t)((an->wall_ns + width - 1) / width);
+  double *vw = tbe__calloc(a, nm * nb, sizeof *vw), *w = tbe__calloc(a, nm * nb, sizeof *w);
+  if (!vw || !w) {
+    tbe__free(a, vw);
+    tbe__free(a, w);
     return TBE_ENOMEM;
   }
-  for (size_t i = 0; i < an->nsteps; i++) order[i] = &an->steps[i];
-  qsort(order, an->nsteps, sizeof *order, cmp_step_num);
-  for (size_t i = 0; i < an->nsteps; i++) index[i] = (size_t)(order[i] - an->steps);
+  for (size_t i = 0; i < t->ntracks; i++) {
+    const tbe_track *tr = &t->tracks[i];
+    if (!tbe_track_is_metric(tr) || tr->count < 2) continue;
+    const char *name = tbe_trace_str(t, tr->name);
+    size_t k = 0;
+    while (k < nm && (!name || strcmp(an->gpu_metrics[k], name) != 0)) k++;
+    if (k == nm) continue;
+    for (uint32_t j = 0; j + 1 < tr->count; j++) {
+      const tbe_event *ev = &t->events[tr->first + j];
+      const tbe_counter *c = tbe_trace_counter(t, ev);
+      int64_t s = ev->start_ns, end = t->events[tr->first + j + 1].start_ns;
+      if (!c || !isfinite(c->value)) continue;
+      if (s < lo) s = lo;
+      if (end > hi) end = hi;
+      while (s < end) {
+        size_t bk = (size_t)((s - lo) / width);
+        int64_t bend = lo + (int64_t)(bk + 1) * width;
+        int64_t piece = (end < bend ? end : bend) - s;
+        vw[k * nb + bk] += c->value * (double)piece;
+        w[k * nb + bk] += (double)piece;
+        s += piece;
+      }
+    }
+  }
+  for (size_t k = 0; k < nm && !e->rc; k++)
+    for (size_t bk = 0; bk < nb && !e->rc; bk++) {
+      if (w[k * nb + bk] <= 0) continue;
+      int64_t off = (int64_t)bk * width;
+      double wall = (double)(lo + off) / 1e9;
+      scalar_at(e, tags[k], vw[k * nb + bk] / w[k * nb + bk], off / 1000000,
+                wall > 0 ? wall : e->wall, NULL);
+    }
+  tbe__free(a, vw);
+  tbe__free(a, w);
+  return e->rc;
+}
+
+/* The "GPU metrics" category: one chart per PM metric (their units
+ * differ), titled with the metric's name, the runs as its lines. */
+static void layout_metrics(layout *l, const tbe_analysis *an, const metric_tag_t *tags) {
+  layout_category(l, "tbexport: GPU metrics");
+  for (size_t k = 0; k < an->ngpu_metrics; k++) layout_chart(l, an->gpu_metrics[k], tags[k]);
+}
+
+/* ---- the host's series ---- */
+
+/* The per-step series: one point per step number (the first step of a
+ * number when several share it), a warm-up first step left out (its time
+ * as summary/warmup_step_ms), so runs overlay as curves. */
+static void step_series(ew *e, const tbe_analysis *an, const step_order *so,
+                        char (*ktag)[TAG_WIDTH + 8], size_t nk, const metric_tag_t *mtags) {
   char tag[160];
-  for (size_t i = 0; i < an->nsteps && !e->rc; i++) {
-    const tbe_step_stats *s = order[i];
-    if (i && s->num == order[i - 1]->num) continue;
+  for (size_t i = so->from; i < so->n && !e->rc; i++) {
+    const tbe_step_stats *s = so->s[i];
     scalar(e, "steps/step_time_ms", ms(s->dur_ns), s->num);
     scalar(e, "steps/gpu_busy_pct", pct(s->gpu_busy_ns, s->dur_ns), s->num);
     scalar(e, "steps/kernel_time_ms", ms(s->kernel_ns), s->num);
@@ -378,60 +835,73 @@ static int step_series(ew *e, const tbe_analysis *an, char (*ktag)[TAG_WIDTH + 8
       const tbe_name_stats *kn = &an->groups[TBE_GROUP_KERNEL][j];
       if (!kn->step_ns) continue;
       fmt(tag, sizeof tag, "steps/kernels/%s", ktag[j]);
-      scalar(e, tag, ms(kn->step_ns[index[i]]), s->num);
+      scalar_at(e, tag, ms(kn->step_ns[so->index[i]]), s->num, e->wall, kn->label);
     }
     if (mtags) metric_points(e, an, mtags, s->metrics, s->num);
   }
-  /* The distribution, as single points. */
-  int64_t q[2];
+  if (so->from) scalar(e, "summary/warmup_step_ms", ms(so->s[0]->dur_ns), 0);
+}
+
+/* The distribution of the step times, as single points. */
+static void step_summary(ew *e, const tbe_analysis *an, const tbe_allocator *a) {
+  int64_t q[2] = {0, 0};
   if (!e->rc && step_median_p90(an, a, q)) e->rc = TBE_ENOMEM;
-  if (!e->rc) {
-    scalar(e, "summary/step_time_median_ms", ms(q[0]), 0);
-    scalar(e, "summary/step_time_p90_ms", ms(q[1]), 0);
-  }
+  scalar(e, "summary/step_time_median_ms", ms(q[0]), 0);
+  scalar(e, "summary/step_time_p90_ms", ms(q[1]), 0);
   scalar(e, "summary/steps", (double)an->nsteps, 0);
-  tbe__free(a, order);
-  tbe__free(a, index);
-  return e->rc;
+}
+
+/* The charts of the per-step series. */
+static void layout_steps(layout *l, const tbe_analysis *an, int launch) {
+  layout_category(l, "tbexport: compare steps");
+  layout_chart(l, "step time (ms)", "steps/step_time_ms");
+  layout_chart(l, "GPU busy per step (%)", "steps/gpu_busy_pct");
+  layout_chart(l, "kernel time per step (ms)", "steps/kernel_time_ms");
+  layout_chart(l, "kernels per step", "steps/kernel_count");
+  layout_chart(l, "copies per step (ms)", "steps/memcpy_time_ms");
+  layout_chart(l, "memsets per step (ms)", "steps/memset_time_ms");
+  layout_chart(l, "synchronization per step (ms)", "steps/sync_time_ms");
+  if (launch) layout_chart(l, "launch latency per step (µs)", "steps/launch_latency_us");
+  layout_category(l, "tbexport: time per kernel class (ms per step)");
+  char title[64], tag[64];
+  for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
+    if (!an->all.class_count[k]) continue;
+    fmt(title, sizeof title, "%s kernels (ms per step)", tbe_kernel_class_name(k));
+    fmt(tag, sizeof tag, "steps/class/%s_ms", tbe_kernel_class_name(k));
+    layout_chart(l, title, tag);
+  }
 }
 
 /* The operators' series (a trace whose GPU work is attributed to
  * operators): for the TOP_OPS operators by CUDA total that have any,
  * ops/<tag>/cuda_ms (the kernel-tag scheme on the operator's name) per
  * step number, their CUDA total in each step (the first step of a
- * number), or without per-step figures one point at step 0 with the
- * total.  Returns how many operators have a series (0 without), or -1
- * after a failure (e->rc). */
-static long op_series(ew *e, tbe_analysis *an, const tbe_allocator *a) {
-  if (!an->op_gpu_count || e->rc) return 0;
+ * number, warm-up left out as for the step series), or without per-step
+ * figures one point at step 0 with the total; a chart each.  Returns 0
+ * or e->rc. */
+static int op_series(ew *e, tbe_analysis *an, const step_order *so, layout *l) {
+  if (!an->op_gpu_count || e->rc) return e->rc;
   tbe_analysis_sort(an, TBE_GROUP_CPU_OP, TBE_SORT_CUDA_TOTAL);
   size_t n = 0;
   while (n < an->ngroups[TBE_GROUP_CPU_OP] && n < TOP_OPS &&
          an->groups[TBE_GROUP_CPU_OP][n].cuda_total_ns > 0)
     n++;
-  const tbe_step_stats **order = NULL;
-  if (an->nsteps && !(order = tbe__alloc(a, an->nsteps * sizeof *order))) {
-    e->rc = TBE_ENOMEM;
-    return -1;
-  }
-  for (size_t i = 0; i < an->nsteps; i++) order[i] = &an->steps[i];
-  if (order) qsort(order, an->nsteps, sizeof *order, cmp_step_num);
-  char used[TOP_OPS][TAG_WIDTH + 8], tag[160];
+  if (n) layout_category(l, "tbexport: operators (CUDA total, ms per step)");
+  char used[TOP_OPS][TAG_WIDTH + 8], tag[160], title[128];
   for (size_t i = 0; i < n && !e->rc; i++) {
     const tbe_name_stats *op = &an->groups[TBE_GROUP_CPU_OP][i];
     unique_kernel_tag(op->label, used, i);
     fmt(tag, sizeof tag, "ops/%s/cuda_ms", used[i]);
-    if (!op->cuda_step_ns || !order) {
-      scalar(e, tag, ms(op->cuda_total_ns), 0);
+    short_title(title, sizeof title, op->label, "ms");
+    layout_chart(l, title, tag);
+    if (!op->cuda_step_ns || !so->n) {
+      scalar_at(e, tag, ms(op->cuda_total_ns), 0, e->wall, op->label);
       continue;
     }
-    for (size_t k = 0; k < an->nsteps; k++) {
-      if (k && order[k]->num == order[k - 1]->num) continue;
-      scalar(e, tag, ms(op->cuda_step_ns[order[k] - an->steps]), order[k]->num);
-    }
+    for (size_t k = so->from; k < so->n; k++)
+      scalar_at(e, tag, ms(op->cuda_step_ns[so->index[k]]), so->s[k]->num, e->wall, op->label);
   }
-  tbe__free(a, order);
-  return e->rc ? -1 : (long)n;
+  return e->rc;
 }
 
 /* summary/top_operators: the operator table by CUDA total (Markdown). */
@@ -448,21 +918,44 @@ static void op_text(ew *e, tbe_analysis *an, const tbe_allocator *a) {
   tbe__ops_md(&b, an, TBE_GROUP_CPU_OP, TOP_OPS_TEXT, 0);
   tbe__buf_putc(&b, '\0');
   if (tbe__buf_error(&b)) e->rc = TBE_ENOMEM;
-  else text(e, "summary/top_operators", (const char *)b.data);
+  else
+    text(e, "summary/top_operators", (const char *)b.data,
+         text_description("summary/top_operators"));
+  tbe__buf_deinit(&b);
+}
+
+/* summary/kernel_metrics: the kernels' range-profiler figures and PM
+ * means (Markdown, the summary's tables), when the trace has them. */
+static void kernel_metrics_text(ew *e, const tbe_analysis *an, const tbe_allocator *a) {
+  if ((!an->nkernel_metrics && !an->ngpu_metrics) || e->rc) return;
+  tbe_report_options o;
+  tbe_report_options_init(&o);
+  o.top = TOP_KERNELS;
+  tbe__buf b;
+  tbe__buf_init(&b, a);
+  tbe__metrics_kernels(&b, an, &o, 1);
+  if (b.len) {
+    tbe__buf_putc(&b, '\0');
+    if (tbe__buf_error(&b))
+      e->rc = TBE_ENOMEM;
+    else
+      text(e, "summary/kernel_metrics", (const char *)b.data,
+           text_description("summary/kernel_metrics"));
+  }
   tbe__buf_deinit(&b);
 }
 
 static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
   char tag[160];
   scalar(e, "summary/wall_time_ms", ms(an->wall_ns), 0);
-  device_scalars(e, "summary", an, &an->all);
+  device_scalars(e, "summary", &an->all);
   scalar(e, "summary/host_busy_pct", pct(an->host_busy_ns, an->wall_ns), 0);
   scalar(e, "summary/sync_calls", (double)an->sync_calls, 0);
   if (an->ndevices > 1) {
     for (size_t i = 0; i < an->ndevices; i++) {
       char prefix[32];
       snprintf(prefix, sizeof prefix, "gpu%d", (int)an->devices[i].device);
-      device_scalars(e, prefix, an, &an->devices[i]);
+      device_scalars(e, prefix, &an->devices[i]);
     }
   }
   scalar(e, "profiler/dropped_records", (double)an->dropped_records, 0);
@@ -479,27 +972,44 @@ static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
     const tbe_name_stats *k = &an->groups[TBE_GROUP_KERNEL][i];
     unique_kernel_tag(k->label, used, i);
     fmt(tag, sizeof tag, "kernels/%s", used[i]);
-    scalar(e, tag, ms(k->total_ns), 0);
+    scalar_at(e, tag, ms(k->total_ns), 0, e->wall, k->label);
   }
 
+  layout l;
+  step_order so;
   metric_tag_t *mtags = NULL;
-  tbe_chart *mcharts = NULL;
-  char *mpool = NULL;
-  if (an->ngpu_metrics && !e->rc) {
-    mtags = metric_tags(an, a, &e->rc);
-    if (mtags && !e->rc) e->rc = metric_category(an, mtags, a, &mcharts, &mpool);
-  }
-  if (an->nsteps && !e->rc) {
+  if (!e->rc) e->rc = layout_init(&l, a);
+  if (e->rc) return e->rc;
+  e->rc = step_order_make(&so, an, a);
+  if (an->ngpu_metrics && !e->rc) mtags = metric_tags(an, a, &e->rc);
+  if (so.n && !e->rc) {
+    int launch = 0;
+    for (size_t i = so.from; i < so.n; i++) launch |= so.s[i]->launch_median_ns >= 0;
+    layout_steps(&l, an, launch);
     size_t nks = nk < TOP_STEP_KERNELS ? nk : TOP_STEP_KERNELS;
-    if (step_series(e, an, used, nks, mtags, a) && !e->rc) e->rc = TBE_ENOMEM;
+    step_series(e, an, &so, used, nks, mtags);
+    step_summary(e, an, a);
+    layout_category(&l, "tbexport: top kernels (ms per step)");
+    for (size_t j = 0; j < nks; j++) {
+      const tbe_name_stats *kn = &an->groups[TBE_GROUP_KERNEL][j];
+      char title[128];
+      if (!kn->step_ns) continue;
+      fmt(tag, sizeof tag, "steps/kernels/%s", used[j]);
+      short_title(title, sizeof title, kn->label, "ms");
+      layout_chart(&l, title, tag);
+    }
   } else if (mtags && !e->rc) {
-    metric_points(e, an, mtags, an->all.metrics, 0);
+    e->rc = metric_buckets(e, an, mtags, a);
   }
-  long nops = op_series(e, an, a);
-  if (!e->rc) compare_layout(e, mcharts, mcharts ? an->ngpu_metrics : 0, nops > 0);
+  if (mtags && !e->rc) {
+    metric_summary(e, an, mtags);
+    layout_metrics(&l, an, mtags);
+  }
+  if (!e->rc) op_series(e, an, &so, &l);
+  layout_write(e, &l);
+  layout_free(&l, a);
+  step_order_free(&so, a);
   tbe__free(a, mtags);
-  tbe__free(a, mcharts);
-  tbe__free(a, mpool);
   if (e->rc) return e->rc;
 
   if (an->ngroups[TBE_GROUP_KERNEL] && !e->rc) {
@@ -511,10 +1021,12 @@ static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
     tbe__md_kernels(&b, an, TOP_KERNELS, 0);
     tbe__buf_putc(&b, '\0');
     if (tbe__buf_error(&b)) e->rc = TBE_ENOMEM;
-    else text(e, "summary/top_kernels", (const char *)b.data);
+    else
+      text(e, "summary/top_kernels", (const char *)b.data, text_description("summary/top_kernels"));
     tbe__buf_deinit(&b);
   }
   op_text(e, an, a);
+  kernel_metrics_text(e, an, a);
   if (an->nadvice && !e->rc) {
     tbe__buf b;
     tbe__buf_init(&b, a);
@@ -525,26 +1037,34 @@ static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
     }
     tbe__buf_putc(&b, '\0');
     if (tbe__buf_error(&b)) e->rc = TBE_ENOMEM;
-    else text(e, "summary/advice", (const char *)b.data);
+    else
+      text(e, "summary/advice", (const char *)b.data, text_description("summary/advice"));
     tbe__buf_deinit(&b);
   }
   return e->rc;
 }
 
 static double trace_wall(const tbe_analysis *an) {
-  int64_t end = an->start_ns + an->wall_ns;
+  int64_t end = tbe__sat_add(an->start_ns, an->wall_ns);
   return end > 0 ? (double)end / 1e9 : TBE_WALL_NOW;
 }
 
 /* A writer on the file behind `out` (the event writer frames its records
- * on a descriptor of its own: exporter.h, tbe__sink_dup_fd). */
+ * on a descriptor of its own: exporter.h, tbe__sink_dup_fd).  Its first
+ * record, the file_version, is at wall time 0 in every file we write:
+ * TensorBoard's run list (Scalars, Custom Scalars, /data/runs) orders runs
+ * by the wall time of their first record, then by name, so ours are in
+ * name order, as Time Series lists them: a job before its hosts, ranks in
+ * rank order (export_run.c names their folders for it), and a re-export
+ * the same bytes. */
+#define FILE_VERSION_WALL 0.0
 static int writer_on(tbe_writer **w, tbe__sink *out, const char *path, const tbe_allocator *a) {
   int dup = tbe__sink_dup_fd(out);
   if (dup < 0) return dup;
   tbe_writer_options wo;
   tbe_writer_options_init(&wo);
   wo.allocator = a;
-  return tbe__writer_open_fd(w, dup, path, &wo);
+  return tbe__writer_open_fd(w, dup, path, &wo, FILE_VERSION_WALL);
 }
 
 /* The trace's analysis: the one ctx shares, made on first use, or a new
@@ -576,8 +1096,10 @@ static int events_write(const tbe__export_ctx *ctx, tbe__sink *out) {
     if (own) tbe_analysis_free(an);
     return rc;
   }
-  ew e = {w, trace_wall(an), 0};
+  ew e;
+  ew_init(&e, w, trace_wall(an), &al);
   rc = write_summary(&e, an, &al);
+  ew_deinit(&e);
   if (own) tbe_analysis_free(an);
   int crc = tbe_writer_close(w);
   return rc ? rc : crc;
@@ -589,8 +1111,9 @@ const tbe__exporter tbe__exporter_events = {"events", TBE_OUT_EVENTS, events_wri
 
 /* The hyper-parameter names tbexport sets itself (labels may not take
  * them). */
-static const char *const BUILTIN_HPARAMS[] = {"run", "host", "gpu", "source", "kinds", "steps",
-                                              "command"};
+static const char *const BUILTIN_HPARAMS[] = {"run",   "host",  "gpu",     "source",
+                                              "kinds", "steps", "command", "labels"};
+#define NBUILTIN (sizeof BUILTIN_HPARAMS / sizeof BUILTIN_HPARAMS[0])
 
 int tbe__labels_check(const char *const *labels, size_t n) {
   if (n && !labels) return TBE_EINVAL;
@@ -604,7 +1127,7 @@ int tbe__labels_check(const char *const *labels, size_t n) {
             c == '_' || c == '.' || c == '-'))
         return TBE_EINVAL;
     }
-    for (size_t b = 0; b < sizeof BUILTIN_HPARAMS / sizeof *BUILTIN_HPARAMS; b++)
+    for (size_t b = 0; b < NBUILTIN; b++)
       if (strlen(BUILTIN_HPARAMS[b]) == kl && memcmp(BUILTIN_HPARAMS[b], l, kl) == 0)
         return TBE_EINVAL;
     for (size_t j = 0; j < i; j++)
@@ -623,13 +1146,18 @@ static int as_number(const char *v, double *x) {
   return 1;
 }
 
-/* "NVIDIA H200", or "2 x NVIDIA H200", or "" without GPUs. */
-static void gpu_text(const tbe_analysis *an, char *buf, size_t size) {
+/* "NVIDIA H200", or "2 x NVIDIA H200", or "" without GPUs; `n` devices,
+ * named as the first of `an`. */
+static void gpu_text(const tbe_analysis *an, size_t n, char *buf, size_t size) {
   buf[0] = 0;
-  if (!an->ndevices) return;
-  const char *n = an->devices[0].name ? tbe_trace_str(an->trace, an->devices[0].name) : "GPU";
-  if (an->ndevices == 1) snprintf(buf, size, "%s", n);
-  else snprintf(buf, size, "%zu x %s", an->ndevices, n);
+  if (!n || !an->ndevices) return;
+  const char *name =
+      an->devices[0].name && an->trace ? tbe_trace_str(an->trace, an->devices[0].name) : NULL;
+  if (!name) name = "GPU";
+  if (n == 1)
+    snprintf(buf, size, "%s", name);
+  else
+    snprintf(buf, size, "%zu x %s", n, name);
 }
 
 /* The step definition: the steps' name without its number
@@ -671,6 +1199,119 @@ static void kinds_text(const tbe_analysis *an, char *buf, size_t size) {
       at += (size_t)snprintf(buf + at, size - at, "%s%s", at ? "," : "", k[i].name);
 }
 
+/* The metric columns of the HParams table, key ones first: each a tag
+ * every host's summary (and a job's) writes where it has the figure, so
+ * that the session's metric is the run's own scalar (no copy under
+ * another tag: the Scalars dashboard shows each figure once).  The same
+ * list in every session's experiment.  TODO(diffgate): the split of the
+ * launch latency into launch overhead and queue delay, once the analysis
+ * has launch_overhead / queue_delay, as columns after launch latency. */
+static const struct {
+  const char *tag, *display;
+} METRIC_COLUMNS[] = {
+    {"summary/step_time_median_ms", "step time, median (ms)"},
+    {"summary/step_time_p90_ms", "step time, p90 (ms)"},
+    {"summary/gpu_busy_pct", "GPU busy (%)"},
+    {"summary/kernel_time_ms", "kernel time (ms)"},
+    {"summary/launch_latency_us", "launch latency, median (µs)"},
+    {"summary/class/comm_ms", "communication kernels (ms)"},
+    {"summary/memcpy_time_ms", "copies (ms)"},
+    {"summary/sync_time_ms", "GPU sync waits (ms)"},
+    {"summary/gpu_metrics/sm_active_pct", "SM active (%)"},
+    {"summary/gpu_metrics/tensor_active_pct", "tensor pipes active (%)"},
+    {"summary/wall_time_ms", "profiled wall time (ms)"},
+    {"summary/kernel_count", "kernels"},
+    {"profiler/dropped_records", "dropped records"},
+};
+#define NMETRIC_COLUMNS (sizeof METRIC_COLUMNS / sizeof METRIC_COLUMNS[0])
+
+/* What one session says. */
+typedef struct session_info {
+  const char *run, *host, *gpu, *source, *kinds, *steps, *command; /* NULL: left out */
+  const char *const *labels;
+  size_t nlabels;
+  double start, wall;
+} session_info;
+
+/* Descriptions of the built-in hyper-parameters (BUILTIN_HPARAMS' order). */
+static const char *const BUILTIN_WHAT[NBUILTIN] = {
+    "The run's name.",
+    "The host entry: the process's host name, with .rank<N> for a rank, _pid<P> for one of "
+    "several processes; a multi-host job's own row says how many hosts it joins.",
+    "The GPUs the trace used.",
+    "What recorded the trace (cupti: tbexport's collector; kineto, chrome, xspace, nsys).",
+    "The kinds of events in the trace.",
+    "What a step is (the steps' name without its number), or none.",
+    "The command that was profiled.",
+    "Every --label KEY=VALUE of the run, in one column (each key also has a column of its "
+    "own when the sessions agree on the keys)."};
+
+/* The session: the experiment (the same columns in every session, so
+ * that whichever TensorBoard reads the table is the same: the built-in
+ * hyper-parameters, this session's label keys, METRIC_COLUMNS with their
+ * display names), the hyper-parameters' values, start and end. */
+static int write_session(tbe_writer *w, const session_info *si, const tbe_allocator *a) {
+  size_t nl = si->nlabels, cap = NBUILTIN + nl;
+  tbe_hparam *hp = tbe__calloc(a, cap, sizeof *hp);
+  tbe__hp_column *cols = tbe__calloc(a, cap + NMETRIC_COLUMNS, sizeof *cols);
+  char *keys = tbe__alloc(a, nl * 104 + 1);
+  tbe__buf all, desc;
+  tbe__buf_init(&all, a);
+  tbe__buf_init(&desc, a);
+  int rc = 0;
+  if (!hp || !cols || !keys) rc = TBE_ENOMEM;
+  size_t nh = 0, nc = 0;
+  const char *vals[NBUILTIN] = {si->run,   si->host,  si->gpu,     si->source,
+                                si->kinds, si->steps, si->command, NULL};
+  for (size_t i = 0; i < nl && !rc; i++) {
+    if (i) tbe__buf_puts(&all, ", ");
+    tbe__buf_puts(&all, si->labels[i]);
+  }
+  tbe__buf_putc(&all, '\0');
+  if (nl) vals[NBUILTIN - 1] = (const char *)all.data;
+  /* Metric descriptions, one block of NUL-terminated texts. */
+  size_t at[NMETRIC_COLUMNS];
+  for (size_t i = 0; i < NMETRIC_COLUMNS; i++) {
+    at[i] = desc.len;
+    describe(&desc, METRIC_COLUMNS[i].tag, NULL);
+  }
+  if (tbe__buf_error(&all) || tbe__buf_error(&desc)) rc = TBE_ENOMEM;
+  for (size_t b = 0; b < NBUILTIN && !rc; b++) {
+    cols[nc++] = (tbe__hp_column){BUILTIN_HPARAMS[b], NULL, BUILTIN_WHAT[b], TBE_HPARAM_STRING,
+                                  b == 0 || b == 1 || b == NBUILTIN - 1};
+    if (!vals[b]) continue;
+    hp[nh].name = BUILTIN_HPARAMS[b];
+    hp[nh].type = TBE_HPARAM_STRING;
+    hp[nh++].string = vals[b];
+  }
+  for (size_t i = 0; i < nl && !rc; i++) {
+    const char *l = si->labels[i], *eq = strchr(l, '=');
+    char *k = keys + i * 104;
+    snprintf(k, 104, "%.*s", (int)(eq - l), l);
+    hp[nh].name = k;
+    if (as_number(eq + 1, &hp[nh].number)) {
+      hp[nh].type = TBE_HPARAM_NUMBER;
+    } else {
+      hp[nh].type = TBE_HPARAM_STRING;
+      hp[nh].string = eq + 1;
+    }
+    cols[nc++] = (tbe__hp_column){k, NULL, "A --label of the run.", hp[nh].type, 1};
+    nh++;
+  }
+  size_t nhc = nc;
+  for (size_t i = 0; i < NMETRIC_COLUMNS && !rc; i++)
+    cols[nc++] = (tbe__hp_column){METRIC_COLUMNS[i].tag, METRIC_COLUMNS[i].display,
+                                  (const char *)desc.data + at[i], TBE_HPARAM_NUMBER, 0};
+  tbe__hp_experiment x = {cols, nhc, cols + nhc, nc - nhc};
+  if (!rc) rc = tbe__writer_hparams_session(w, hp, nh, NULL, 0, &x, si->start, 0, si->wall);
+  tbe__buf_deinit(&all);
+  tbe__buf_deinit(&desc);
+  tbe__free(a, hp);
+  tbe__free(a, cols);
+  tbe__free(a, keys);
+  return rc;
+}
+
 static int hparams_write(const tbe__export_ctx *ctx, tbe__sink *out) {
   int rc = tbe__labels_check(ctx->labels, ctx->nlabels);
   if (rc) return rc;
@@ -681,112 +1322,217 @@ static int hparams_write(const tbe__export_ctx *ctx, tbe__sink *out) {
   if ((rc = analysis_of(ctx, &al, &an, &own))) return rc;
   const tbe_trace *t = ctx->trace;
   char gpu[160], steps[128], kinds[96];
-  gpu_text(an, gpu, sizeof gpu);
+  gpu_text(an, an->ndevices, gpu, sizeof gpu);
   steps_text(t, steps, sizeof steps);
   kinds_text(an, kinds, sizeof kinds);
-  size_t nh = 0, cap = 8 + ctx->nlabels;
-  tbe_hparam *hp = tbe__calloc(&al, cap, sizeof *hp);
-  char *keys = tbe__alloc(&al, ctx->nlabels * 104 + 1);
-  if (!hp || !keys) {
-    tbe__free(&al, hp);
-    tbe__free(&al, keys);
-    if (own) tbe_analysis_free(an);
-    return TBE_ENOMEM;
-  }
-#define HS(n, v) (hp[nh].name = (n), hp[nh].type = TBE_HPARAM_STRING, hp[nh++].string = (v))
-  HS("run", ctx->run ? ctx->run : "");
-  HS("host", ctx->host ? ctx->host : "");
-  HS("gpu", gpu);
-  HS("source", tbe__source_name(t->source));
-  HS("kinds", kinds);
-  HS("steps", steps);
-  if (ctx->command) HS("command", ctx->command);
-#undef HS
-  for (size_t i = 0; i < ctx->nlabels; i++) {
-    const char *l = ctx->labels[i], *eq = strchr(l, '=');
-    char *k = keys + i * 104;
-    snprintf(k, 104, "%.*s", (int)(eq - l), l);
-    hp[nh].name = k;
-    if (as_number(eq + 1, &hp[nh].number)) {
-      hp[nh].type = TBE_HPARAM_NUMBER;
-    } else {
-      hp[nh].type = TBE_HPARAM_STRING;
-      hp[nh].string = eq + 1;
-    }
-    nh++;
-  }
-  /* The metrics: the same names in every run, zeros included, so the
-   * table's columns line up; under hparams/, one section of the Scalars
-   * dashboard apart from the run's own tags. */
-  size_t ngm = an->ngpu_metrics;
-  tbe_metric *m = tbe__calloc(&al, 16 + TBE_KCLASS__COUNT + ngm, sizeof *m);
-  char (*mtags)[40] = tbe__calloc(&al, TBE_KCLASS__COUNT, sizeof *mtags);
-  metric_tag_t *gtags = ngm ? tbe__calloc(&al, ngm, sizeof *gtags) : NULL;
-  if (!m || !mtags || (ngm && !gtags)) {
-    tbe__free(&al, m);
-    tbe__free(&al, mtags);
-    tbe__free(&al, gtags);
-    tbe__free(&al, hp);
-    tbe__free(&al, keys);
-    if (own) tbe_analysis_free(an);
-    return TBE_ENOMEM;
-  }
-  size_t nm = 0;
-  const tbe_device_stats *d = &an->all;
-#define M(t_, v_) (m[nm].tag = (t_), m[nm++].value = (v_))
-  int64_t q[2];
-  if (an->nsteps && !(rc = step_median_p90(an, &al, q))) {
-    M("hparams/step_median_ms", ms(q[0]));
-    M("hparams/step_p90_ms", ms(q[1]));
-  }
-  M("hparams/wall_ms", ms(an->wall_ns));
-  M("hparams/gpu_busy_pct", pct(d->busy_ns, d->wall_ns));
-  M("hparams/kernel_ms", ms(d->kernel_ns));
-  M("hparams/memcpy_ms", ms(copy_ns(d)));
-  M("hparams/memset_ms", ms(d->memset_ns));
-  M("hparams/sync_ms", ms(d->sync_ns));
-  M("hparams/kernel_count", (double)d->kernel_count);
-  if (d->launch_median_ns >= 0) M("hparams/launch_latency_us", (double)d->launch_median_ns / 1e3);
-  M("hparams/dropped_records", (double)an->dropped_records);
-  for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
-    fmt(mtags[k], sizeof mtags[k], "hparams/time_in/%s_ms", tbe_kernel_class_name(k));
-    M(mtags[k], ms(d->class_ns[k]));
-  }
-  /* PM metrics: the window's mean over all GPUs, only those measured */
-  for (size_t k = 0; k < ngm && d->metrics; k++) {
-    if (!d->metrics[k].samples) continue;
-    char comp[TAG_WIDTH + 1];
-    kernel_tag(an->gpu_metrics[k], comp, sizeof comp);
-    fmt(gtags[k], sizeof gtags[k], "hparams/gpu_metrics/%s", comp);
-    M(gtags[k], d->metrics[k].mean);
-  }
-#undef M
+  session_info si = {ctx->run ? ctx->run : "",
+                     ctx->host ? ctx->host : "",
+                     gpu,
+                     tbe__source_name(t->source),
+                     kinds,
+                     steps,
+                     ctx->command,
+                     ctx->labels,
+                     ctx->nlabels,
+                     an->start_ns > 0 ? (double)an->start_ns / 1e9 : 0,
+                     trace_wall(an)};
   tbe_writer *w = NULL;
-  if (!rc) rc = writer_on(&w, out, TBE__HPARAMS_RUN, &al);
+  rc = writer_on(&w, out, TBE__HPARAMS_MARK, &al);
   if (!rc) {
-    double wall = trace_wall(an);
-    double start = an->start_ns > 0 ? (double)an->start_ns / 1e9 : 0;
-    rc = tbe__writer_hparams_session(w, hp, nh, m, nm, start, 0, wall);
+    rc = write_session(w, &si, &al);
     int crc = tbe_writer_close(w);
     if (!rc) rc = crc;
   }
-  tbe__free(&al, hp);
-  tbe__free(&al, keys);
-  tbe__free(&al, m);
-  tbe__free(&al, mtags);
-  tbe__free(&al, gtags);
   if (own) tbe_analysis_free(an);
   return rc;
 }
 
 const tbe__exporter tbe__exporter_hparams = {"hparams", TBE_OUT_EVENTS, hparams_write};
 
+/* ---- a multi-host job ---- */
+
+static int cmp_host_step(const void *x, const void *y) { return cmp_i64(x, y); }
+
+/* The job's per-step series: for each step number every host has (the
+ * merged steps of r->total, in number order), the slowest, median and
+ * fastest host's step time, the spread and the slowest host (its rank,
+ * else its index in run order), a warm-up first step left out as for a
+ * host.  Hosts' steps are looked up by number (each host's one per number,
+ * sorted): O(hosts x steps x log steps). */
+static int job_steps(ew *e, tbe_run_analysis *r, const tbe_allocator *a) {
+  const tbe_analysis *tot = r->total;
+  size_t nh = r->nhosts;
+  step_order so;
+  int rc = step_order_make(&so, tot, a);
+  step_order *hs = tbe__calloc(a, nh ? nh : 1, sizeof *hs);
+  int64_t *d = tbe__alloc(a, (nh ? nh : 1) * sizeof *d);
+  int64_t(*rows)[5] = tbe__alloc(a, (so.n ? so.n : 1) * sizeof *rows);
+  int64_t *slow = tbe__alloc(a, (so.n ? so.n : 1) * sizeof *slow);
+  if (!rc && (!hs || !d || !rows || !slow)) rc = TBE_ENOMEM;
+  for (size_t h = 0; h < nh && !rc; h++) rc = step_order_make(&hs[h], r->hosts[h].an, a);
+  size_t nrows = 0;
+  for (size_t k = 0; k < so.n && !rc; k++) {
+    int64_t num = so.s[k]->num;
+    size_t got = 0;
+    long slowest = -1;
+    int64_t worst = INT64_MIN;
+    for (size_t h = 0; h < nh; h++) {
+      size_t lo = 0, hi = hs[h].n;
+      while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (hs[h].s[mid]->num < num)
+          lo = mid + 1;
+        else
+          hi = mid;
+      }
+      if (lo == hs[h].n || hs[h].s[lo]->num != num) continue;
+      int64_t v = hs[h].s[lo]->dur_ns;
+      d[got++] = v;
+      if (v > worst) worst = v, slowest = (long)h;
+    }
+    if (!got) continue;
+    qsort(d, got, sizeof *d, cmp_host_step);
+    const tbe_analysis *sa = r->hosts[slowest].an;
+    rows[nrows][0] = num;
+    rows[nrows][1] = d[got - 1];
+    rows[nrows][2] = d[(got - 1) / 2];
+    rows[nrows][3] = d[0];
+    rows[nrows][4] = r->by_rank && sa->rank >= 0 ? sa->rank : (int64_t)r->hosts[slowest].index;
+    slow[nrows] = d[got - 1];
+    nrows++;
+  }
+  size_t from = rc ? 0 : (size_t)warmup(slow, nrows, a, &rc);
+  for (size_t k = from; k < nrows && !rc && !e->rc; k++) {
+    int64_t num = rows[k][0];
+    scalar(e, "steps/step_time_ms", ms(rows[k][1]), num);
+    scalar(e, "job/step_time_slowest_ms", ms(rows[k][1]), num);
+    scalar(e, "job/step_time_median_ms", ms(rows[k][2]), num);
+    scalar(e, "job/step_time_fastest_ms", ms(rows[k][3]), num);
+    scalar(e, "job/step_spread_pct",
+           rows[k][3] > 0 ? 100.0 * (double)(rows[k][1] - rows[k][3]) / (double)rows[k][3] : 0,
+           num);
+    scalar(e, "job/slowest_rank", (double)rows[k][4], num);
+  }
+  if (from && !rc) scalar(e, "summary/warmup_step_ms", ms(rows[0][1]), 0);
+  for (size_t h = 0; hs && h < nh; h++) step_order_free(&hs[h], a);
+  step_order_free(&so, a);
+  tbe__free(a, hs);
+  tbe__free(a, d);
+  tbe__free(a, rows);
+  tbe__free(a, slow);
+  if (rc && !e->rc) e->rc = rc;
+  return e->rc ? e->rc : (int)(nrows > from);
+}
+
+int tbe__job_write(tbe__sink *out, const char *name, tbe_run_analysis *r, const tbe__job_ctx *j) {
+  if (!out || !r || !j || !r->nhosts) return TBE_EINVAL;
+  tbe_allocator al;
+  tbe__allocator_init(&al, j->a);
+  tbe_analysis *tot = r->total;
+  tbe_writer *w = NULL;
+  int rc = writer_on(&w, out, name, &al);
+  if (rc) return rc;
+  ew e;
+  ew_init(&e, w, trace_wall(tot), &al);
+  /* The job in total (run_analysis.c: sums over the hosts, its steps the
+   * slowest host's). */
+  scalar(&e, "summary/wall_time_ms", ms(tot->wall_ns), 0);
+  device_scalars(&e, "summary", &tot->all);
+  scalar(&e, "summary/hosts", (double)r->nhosts, 0);
+  scalar(&e, "profiler/dropped_records", (double)tot->dropped_records, 0);
+  layout l;
+  if (!e.rc) e.rc = layout_init(&l, &al);
+  if (e.rc) {
+    ew_deinit(&e);
+    tbe_writer_close(w);
+    return e.rc;
+  }
+  int has_steps = tot->nsteps ? job_steps(&e, r, &al) : 0;
+  if (tot->nsteps) step_summary(&e, tot, &al);
+  if (has_steps > 0) {
+    layout_category(&l, "tbexport: compare steps");
+    layout_chart(&l, "step time (ms)", "steps/step_time_ms");
+    layout_category(&l, "tbexport: multi-host jobs (per step)");
+    layout_chart(&l, "slowest host's step time (ms)", "job/step_time_slowest_ms");
+    layout_chart(&l, "median host's step time (ms)", "job/step_time_median_ms");
+    layout_chart(&l, "fastest host's step time (ms)", "job/step_time_fastest_ms");
+    layout_chart(&l, "spread: slowest vs fastest host (%)", "job/step_spread_pct");
+    layout_chart(&l, "slowest rank", "job/slowest_rank");
+  }
+  metric_tag_t *mtags = NULL;
+  if (tot->ngpu_metrics && !e.rc && (mtags = metric_tags(tot, &al, &e.rc)) != NULL)
+    metric_summary(&e, tot, mtags);
+  tbe__free(&al, mtags);
+  layout_write(&e, &l);
+  layout_free(&l, &al);
+  /* The ranks' table, as `tbexport summary RUN` prints it. */
+  if (!e.rc) {
+    tbe_report_options o;
+    tbe_report_options_init(&o);
+    o.format = TBE_REPORT_MARKDOWN;
+    o.top = 10;
+    o.allocator = &al;
+    char *md = NULL;
+    size_t len = 0;
+    e.rc = tbe_report_run(r, &o, &md, &len);
+    if (!e.rc) {
+      tbe__buf b;
+      tbe__buf_init(&b, &al);
+      if (j->nleft) {
+        tbe__buf_printf(&b,
+                        "Not in the job's figures (%zu host%s without a current analysis: "
+                        "export them again):",
+                        j->nleft, j->nleft == 1 ? "" : "s");
+        for (size_t i = 0; i < j->nleft; i++) {
+          tbe__buf_puts(&b, i ? ", " : " ");
+          tbe__md_escape(&b, j->left[i]);
+        }
+        tbe__buf_puts(&b, ".\n\n");
+      }
+      tbe__buf_append(&b, md, len);
+      tbe__buf_putc(&b, '\0');
+      if (tbe__buf_error(&b))
+        e.rc = TBE_ENOMEM;
+      else
+        text(&e, "job/ranks", (const char *)b.data, text_description("job/ranks"));
+      tbe__buf_deinit(&b);
+      tbe_report_free(md, len, &al);
+    }
+  }
+  /* The job's session. */
+  if (!e.rc) {
+    size_t ndev = 0;
+    for (size_t h = 0; h < r->nhosts; h++) ndev += r->hosts[h].an->ndevices;
+    char host[64], gpu[160], kinds[96];
+    snprintf(
+        host, sizeof host, "job of %zu %s", r->nhosts,
+        r->by_rank ? (r->nhosts == 1 ? "rank" : "ranks") : (r->nhosts == 1 ? "host" : "hosts"));
+    gpu_text(r->hosts[0].an, ndev, gpu, sizeof gpu);
+    kinds_text(tot, kinds, sizeof kinds);
+    session_info si = {j->run,     host,
+                       gpu,        NULL,
+                       kinds,      NULL,
+                       j->command, j->labels,
+                       j->nlabels, tot->start_ns > 0 ? (double)tot->start_ns / 1e9 : 0,
+                       e.wall};
+    e.rc = write_session(w, &si, &al);
+  }
+  rc = e.rc;
+  ew_deinit(&e);
+  int crc = tbe_writer_close(w);
+  return rc ? rc : crc;
+}
+
+/* ---- comparisons ---- */
+
 /* What a diff's events file holds: the ratios, the kernels' ratios and
- * the Markdown report (the run comparison's when `run` is not NULL). */
+ * the Markdown report `md`, under diff/<label>/; `ratios` 0: the report
+ * alone (the base run's copy). */
 typedef struct diff_job {
   const tbe_diff *d;
-  const tbe_run_diff *run;
-  const char *base_label, *new_label;
+  const char *label; /* the other run */
+  const char *md;
+  int ratios;
   size_t top;
   const tbe_allocator *a;
 } diff_job;
@@ -795,27 +1541,31 @@ typedef struct diff_job {
 static int diff_body(void *ctx, tbe__sink *out, const char *name) {
   const diff_job *j = ctx;
   const tbe_diff *d = j->d;
-  const char *base_label = j->base_label, *new_label = j->new_label;
+  const char *label = j->label;
   size_t top = j->top;
   tbe_allocator al = *j->a;
   tbe_writer *w = NULL;
   int rc = writer_on(&w, out, name, &al);
   if (rc) return rc;
-  ew e = {w, trace_wall(d->side[1]), 0};
+  ew e;
+  ew_init(&e, w, trace_wall(d->side[j->ratios ? 1 : 0]), &al);
   char tag[320];
-#define RATIO(name, b, n)                                                    \
-  do {                                                                       \
-    if ((b) > 0) {                                                           \
-      fmt(tag, sizeof tag, "diff/%s/%s", base_label, name);             \
-      scalar(&e, tag, (double)(n) / (double)(b), 0);                         \
-    }                                                                        \
+#define RATIO(name, b, n)                              \
+  do {                                                 \
+    if ((b) > 0) {                                     \
+      fmt(tag, sizeof tag, "diff/%s/%s", label, name); \
+      scalar(&e, tag, (double)(n) / (double)(b), 0);   \
+    }                                                  \
   } while (0)
-  RATIO("wall_time_ratio", d->wall_ns[0], d->wall_ns[1]);
-  RATIO("gpu_busy_ratio", d->busy_ns[0], d->busy_ns[1]);
-  RATIO("kernel_time_ratio", d->kernel_ns[0], d->kernel_ns[1]);
-  if (d->nsteps[0] && d->nsteps[1]) RATIO("step_time_ratio", d->step_median_ns[0], d->step_median_ns[1]);
+  if (j->ratios) {
+    RATIO("wall_time_ratio", d->wall_ns[0], d->wall_ns[1]);
+    RATIO("gpu_busy_ratio", d->busy_ns[0], d->busy_ns[1]);
+    RATIO("kernel_time_ratio", d->kernel_ns[0], d->kernel_ns[1]);
+    if (d->nsteps[0] && d->nsteps[1])
+      RATIO("step_time_ratio", d->step_median_ns[0], d->step_median_ns[1]);
+  }
 #undef RATIO
-  size_t n = d->nentries[TBE_GROUP_KERNEL];
+  size_t n = j->ratios ? d->nentries[TBE_GROUP_KERNEL] : 0;
   if (top && top < n) n = top;
   char used[64][TAG_WIDTH + 8];
   size_t nused = 0;
@@ -823,34 +1573,32 @@ static int diff_body(void *ctx, tbe__sink *out, const char *name) {
     const tbe_diff_entry *en = &d->entries[TBE_GROUP_KERNEL][i];
     if (en->present != 3 || en->total_ns[0] <= 0 || nused >= 64) continue;
     unique_kernel_tag(en->name, used, nused);
-    fmt(tag, sizeof tag, "diff/%s/kernels/%s", base_label, used[nused]);
+    fmt(tag, sizeof tag, "diff/%s/kernels/%s", label, used[nused]);
     nused++;
-    scalar(&e, tag, en->ratio, 0);
+    scalar_at(&e, tag, en->ratio, 0, e.wall, en->name);
   }
   if (!e.rc) {
-    tbe_report_options o;
-    tbe_report_options_init(&o);
-    o.format = TBE_REPORT_MARKDOWN;
-    o.top = top;
-    o.label[0] = base_label;
-    o.label[1] = new_label;
-    o.allocator = &al;
-    char *md = NULL;
-    size_t len = 0;
-    e.rc = j->run ? tbe_report_run_diff(j->run, &o, &md, &len) : tbe_report_diff(d, &o, &md, &len);
-    if (!e.rc) {
-      fmt(tag, sizeof tag, "diff/%s/report", base_label);
-      text(&e, tag, md);
-      tbe_report_free(md, len, &al);
-    }
+    tbe__buf desc;
+    tbe__buf_init(&desc, &al);
+    fmt(tag, sizeof tag, "diff/%s/report", label);
+    describe(&desc, tag, NULL);
+    if (tbe__buf_error(&desc))
+      e.rc = TBE_ENOMEM;
+    else
+      text(&e, tag, j->md, (const char *)desc.data);
+    tbe__buf_deinit(&desc);
   }
   rc = e.rc;
+  ew_deinit(&e);
   int crc = tbe_writer_close(w);
   return rc ? rc : crc;
 }
 
 /* The body of tbe_diff_write_events; `run` (may be NULL) makes the
- * Markdown report the run comparison's.  export_run.c places the file. */
+ * Markdown report the run comparison's.  export_run.c places the files:
+ * the comparison in the new run, and its report in the base run when the
+ * base is a run of the same log dir (tbe__run_is, from the base side's
+ * hosts). */
 static int diff_events(const tbe_diff *d, const tbe_run_diff *run, const char *run_dir,
                        const char *base_label, const char *new_label, size_t top,
                        const char *host, char *path, size_t size) {
@@ -860,8 +1608,40 @@ static int diff_events(const tbe_diff *d, const tbe_run_diff *run, const char *r
   if (host && tbe_name_check(host, NULL) != 0) return TBE_ENAME;
   tbe_allocator al;
   tbe__allocator_init(&al, &d->alloc_);
-  diff_job j = {d, run, base_label, new_label, top, &al};
-  return tbe__export_diff_file(&al, run_dir, base_label, diff_body, &j, path, size);
+  tbe_report_options o;
+  tbe_report_options_init(&o);
+  o.format = TBE_REPORT_MARKDOWN;
+  o.top = top;
+  o.label[0] = base_label;
+  o.label[1] = new_label;
+  o.allocator = &al;
+  char *md = NULL;
+  size_t len = 0;
+  int rc = run ? tbe_report_run_diff(run, &o, &md, &len) : tbe_report_diff(d, &o, &md, &len);
+  if (rc) return rc;
+  diff_job j = {d, base_label, md, 1, top, &al};
+  rc = tbe__export_diff_file(&al, run_dir, base_label, diff_body, &j, path, size);
+  /* The report in the base run too, named for the new one. */
+  const char *hosts[64], **hv = hosts;
+  size_t nh = run ? run->side[0]->nhosts : 1;
+  if (!rc && new_label && tbe_name_check(new_label, NULL) == 0 &&
+      strcmp(new_label, base_label) != 0 && (nh <= 64 || (hv = tbe__alloc(&al, nh * sizeof *hv)))) {
+    for (size_t i = 0; i < nh; i++) {
+      const tbe_run_host *h = run ? &run->side[0]->hosts[i] : NULL;
+      hv[i] = h ? (h->label ? h->label : h->an->host) : d->side[0]->host;
+    }
+    char base_dir[4200];
+    int is = tbe__run_is(&al, run_dir, base_label, hv, nh, base_dir, sizeof base_dir);
+    if (is > 0) {
+      diff_job jb = {d, new_label, md, 0, top, &al};
+      char bpath[4200];
+      rc = tbe__export_diff_file(&al, base_dir, new_label, diff_body, &jb, bpath, sizeof bpath);
+      if (rc && path && size) snprintf(path, size, "%s", bpath);
+    }
+    if (hv != hosts) tbe__free(&al, hv);
+  }
+  tbe_report_free(md, len, &al);
+  return rc;
 }
 
 int tbe_diff_write_events(const tbe_diff *d, const char *run_dir, const char *base_label,

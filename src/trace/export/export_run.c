@@ -23,6 +23,12 @@
  *   3. commits: all new files in place and the replaced ones gone, or (on
  *      any failure: a full disk, an I/O error, a crash before the commit)
  *      the run exactly as it was.
+ * With the events output, where the host's summary and session go in
+ * TensorBoard is decided first (tbview_plan: a run's own folder for a
+ * lone host without a rank, else a folder per host, ranks in rank order);
+ * a lone host's files are moved when a second joins (stage_moves) and,
+ * after the host's analysis, the job's file is rewritten from every
+ * host's (job_stage), all in the same commit.
  * The same rules place the single-file outputs (tbe_export_chrome_json,
  * tbe_export_xplane: one atomic file) and a comparison's events file
  * (tbe__export_diff_file, for tbe_diff_write_events).  The layout
@@ -36,7 +42,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -44,6 +52,7 @@
 
 #include "common/alloc.h"
 #include "common/fsutil.h"
+#include "common/intern.h"
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
 #include "tbexport/export.h"
@@ -51,6 +60,15 @@
 #include "trace/export/export_run.h"
 #include "trace/exporter.h"
 #include "trace/model/model_int.h"
+
+/* snprintf that cuts silently (paths and names checked by the caller). */
+static void cut(char *buf, size_t size, const char *f, ...) __attribute__((format(printf, 3, 4)));
+static void cut(char *buf, size_t size, const char *f, ...) {
+  va_list ap;
+  va_start(ap, f);
+  vsnprintf(buf, size, f, ap);
+  va_end(ap);
+}
 
 /* Whether one of T's warnings contains NEEDLE. */
 static int mentions(const tbe_trace *t, const char *needle) {
@@ -225,6 +243,14 @@ int tbe__stage_events(tbe__stage *s, const char *run, const char *who, const cha
   if (dfd < 0) return dfd;
   int rc = tbe__events_name(name, size, (long long)time(NULL), who, mark);
   if (rc) return rc;
+  /* The new file first: the commit switches in stage order, so a process
+   * killed inside it leaves the new file beside the old one, never
+   * neither (when the old one's name is another second's). */
+  int staged = 0;
+  if (force) {
+    if ((rc = tbe__stage_file(s, run, name, fd))) return rc;
+    staged = 1;
+  }
   int d2 = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   DIR *d = d2 < 0 ? NULL : fdopendir(d2);
   if (!d) {
@@ -244,7 +270,7 @@ int tbe__stage_events(tbe__stage *s, const char *run, const char *who, const cha
     }
   }
   closedir(d);
-  if (!rc) rc = tbe__stage_file(s, run, name, fd);
+  if (!rc && !staged) rc = tbe__stage_file(s, run, name, fd);
   return rc;
 }
 
@@ -271,17 +297,483 @@ static void profile_dir(char *buf, size_t size, const char *run) {
   snprintf(buf, size, "plugins/profile/%s", run);
 }
 
-static int conflict(const char *logdir, const char *run, const char *host, unsigned outputs,
-                    char *buf, size_t size) {
+/* ---- a run's hosts in TensorBoard ----
+ * TensorBoard merges every event file of one folder into one run, so two
+ * hosts' summaries in one folder shadow each other (it shows one host's
+ * values per step).  So a run of one host without a rank keeps
+ * <run>/ as its TensorBoard run, and a multi-host run (a host with a rank,
+ * or several hosts: a trace file, an analysis or our events of another
+ * host in the run) gives each host a folder of its own, <run>/<folder>/
+ * (host_folder: ranks first and zero-padded to the world size's width, so
+ * that TensorBoard's string order is rank order), holding its summary and
+ * HParams session, and keeps <run>/ for the job as a whole (job_stage).
+ * A lone host's files already at <run>/ move into its folder when a second
+ * host joins (stage_moves: copied into place and removed in the same
+ * commit), as do the summaries of runs written before this layout. */
+
+/* The rank the run's layout reads from a trace: the analysis's rule (a
+ * rank that means something: world size above 1 or rank above 0), else
+ * -1. */
+static int32_t trace_rank(const tbe_trace *t) {
+  return t->rank >= 0 && (t->world_size > 1 || t->rank > 0) ? t->rank : -1;
+}
+
+/* The TensorBoard folder of `host` in a multi-host run: "rank<R>.<host
+ * without its .rank<R>>" for a host with rank R (R zero-padded to the
+ * digits of the world size less one: rank03.node for node.rank3 of 16,
+ * rank3.node_pid7 for node.rank3_pid7), else the host itself ("hparams_"
+ * for a host named "hparams"); the host itself also when that would not
+ * be a valid name. */
+static void host_folder(const char *host, int32_t rank, int32_t world, char *buf, size_t size) {
+  snprintf(buf, size, "%s", host);
+  if (rank < 0) {
+    /* not the sub-run older versions kept sessions in */
+    if (strcmp(host, TBE__HPARAMS_RUN) == 0) snprintf(buf, size, "%s_", host);
+    return;
+  }
+  int32_t top = world - 1 > rank ? world - 1 : rank;
+  int width = 1;
+  for (int32_t v = top; v >= 10; v /= 10) width++;
+  size_t hl = strlen(host), bl = hl;
+  const char *rest = "";
+  for (const char *p = strstr(host, ".rank"); p; p = strstr(p + 1, ".rank")) {
+    const char *d = p + 5;
+    long v = 0;
+    int nd = 0;
+    while (*d >= '0' && *d <= '9' && nd < 10) v = v * 10 + (*d++ - '0'), nd++;
+    if (nd && v == rank && (*d == '\0' || *d == '_')) {
+      bl = (size_t)(p - host);
+      rest = d;
+    }
+  }
+  char f[2 * TBE_NAME_MAX + 32];
+  if (bl)
+    cut(f, sizeof f, "rank%0*d.%.*s%s", width, (int)rank, (int)bl, host, rest);
+  else
+    cut(f, sizeof f, "rank%0*d%s", width, (int)rank, rest);
+  if (tbe__name_check(f, NULL) == 0) cut(buf, size, "%s", f);
+}
+
+/* The host `who` of our events file `name` with `mark`
+ * (events.out.tfevents.<10 digits>.<who><mark>), in `who` (size bytes):
+ * 1, or 0 when it is not one. */
+static int events_who(const char *name, const char *mark, char *who, size_t size) {
+  size_t pl = strlen(EVENTS_PREFIX), ml = strlen(mark), n = strlen(name);
+  if (n <= pl + 11 + ml || strncmp(name, EVENTS_PREFIX, pl) != 0 || name[pl + 10] != '.' ||
+      strcmp(name + n - ml, mark) != 0)
+    return 0;
+  for (size_t i = pl; i < pl + 10; i++)
+    if (name[i] < '0' || name[i] > '9') return 0;
+  size_t wl = n - ml - pl - 11;
+  if (wl >= size) return 0;
+  memcpy(who, name + pl + 11, wl);
+  who[wl] = 0;
+  return tbe__name_check(who, NULL) == 0;
+}
+
+/* A trace file or analysis of a host in plugins/profile/<run>/: the host,
+ * or 0. */
+static int profile_host(const char *name, char *host, size_t size) {
+  static const char *const suffixes[] = {".xplane.pb", ".trace.json.gz", TBE_ANALYSIS_SUFFIX};
+  size_t n = strlen(name);
+  if (name[0] == '.') return 0;
+  for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+    size_t l = strlen(suffixes[i]);
+    if (n > l && n - l < size && strcmp(name + n - l, suffixes[i]) == 0) {
+      memcpy(host, name, n - l);
+      host[n - l] = 0;
+      return tbe__name_check(host, NULL) == 0;
+    }
+  }
+  return 0;
+}
+
+/* Another host of the run. */
+typedef struct other_host {
+  const char *name; /* interned in tbview.names */
+  tbe_analysis *an; /* its current persisted analysis, or NULL */
+  int top;          /* its summary or session sits at <run>/ */
+} other_host;
+
+/* What an export of the events output does to the run's TensorBoard
+ * layout. */
+typedef struct tbview {
+  int multi;                        /* per-host folders */
+  char hrel[2 * TBE_NAME_MAX + 40]; /* this host's TensorBoard run: <run> or <run>/<folder> */
+  int mine_top;                     /* this host's summary or session sits at <run>/ */
+  tbe__intern names;                /* the other hosts' names */
+  other_host *others;
+  size_t nothers, cap;
+} tbview;
+
+static void tbview_free(tbview *v, const tbe_allocator *a) {
+  for (size_t i = 0; i < v->nothers; i++) tbe_analysis_free(v->others[i].an);
+  tbe__free(a, v->others);
+  tbe__intern_deinit(&v->names);
+}
+
+/* Adds host `h` (not this export's) to v->names; *top |= at_top. */
+static int note_host(tbview *v, const tbe_allocator *a, const char *h, int at_top) {
+  uint32_t id;
+  int added = 0;
+  int rc = tbe__intern_add(&v->names, h, strlen(h), &id, &added);
+  if (rc < 0) return rc;
+  if (added) {
+    if (tbe__grow(a, (void **)&v->others, &v->cap, v->nothers + 1, sizeof *v->others))
+      return TBE_ENOMEM;
+    memset(&v->others[v->nothers], 0, sizeof v->others[0]);
+    v->others[v->nothers].name = tbe__intern_str(&v->names, id);
+    v->nothers++;
+  }
+  if (at_top) v->others[id].top = 1;
+  return 0;
+}
+
+/* Opens logdir/rel for reading its entries (the symlink rule), or NULL
+ * (missing: *rc 0; else *rc the code, `where` naming the path). */
+static DIR *open_listing_at(const char *logdir, const char *rel, int *rc, char *where,
+                            size_t wsize) {
+  *rc = 0;
+  int fd = tbe__dir_open(logdir, rel, 0, 0755, where, wsize);
+  if (fd < 0) {
+    if (fd != -ENOENT) *rc = fd;
+    return NULL;
+  }
+  DIR *d = fdopendir(fd);
+  if (!d) {
+    *rc = -errno;
+    close(fd);
+  }
+  return d;
+}
+
+static DIR *open_listing(const char *logdir, const char *rel, int *rc) {
+  return open_listing_at(logdir, rel, rc, NULL, 0);
+}
+
+/* Whether entry `de` of `d` is a directory (not following a symlink). */
+static int is_dir(DIR *d, const struct dirent *de) {
+  if (de->d_type != DT_UNKNOWN) return de->d_type == DT_DIR;
+  struct stat st;
+  return fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Whether logdir/rel holds one of our summaries (any host). */
+static int holds_summary(const char *logdir, const char *rel) {
+  int rc;
+  DIR *d = open_listing(logdir, rel, &rc);
+  if (!d) return 0;
+  struct dirent *de;
+  char who[TBE_NAME_MAX + 1];
+  int hit = 0;
+  while (!hit && (de = readdir(d)) != NULL)
+    hit = events_who(de->d_name, TBE__SUMMARY_MARK, who, sizeof who);
+  closedir(d);
+  return hit;
+}
+
+/* Reads the run's hosts (plugins/profile/<run>/ and <run>/), decides the
+ * layout and this host's folder, and loads the other hosts' current
+ * analyses when the run is a multi-host one.  `rank`, `world`: this
+ * host's. */
+static int tbview_plan(tbview *v, const char *logdir, const char *run, const char *host,
+                       int32_t rank, int32_t world, const tbe_allocator *a, char *where,
+                       size_t wsize) {
+  memset(v, 0, sizeof *v);
+  tbe__intern_init(&v->names, a, TBE__SEED_PROCESS);
+  char prel[TBE_NAME_MAX + 32], h[TBE_NAME_MAX + 1];
+  profile_dir(prel, sizeof prel, run);
+  int rc;
+  struct dirent *de;
+  /* The profile folder only as far as it reads: an export that writes
+   * there meets any refusal (a symlink, not a directory) when it does. */
+  DIR *d = open_listing(logdir, prel, &rc);
+  rc = 0;
+  while (!rc && d && (de = readdir(d)) != NULL)
+    if (profile_host(de->d_name, h, sizeof h) && strcmp(h, host) != 0) rc = note_host(v, a, h, 0);
+  if (d) closedir(d);
+  int subdirs = 0;
+  if (!rc && (d = open_listing_at(logdir, run, &rc, where, wsize)) != NULL) {
+    while (!rc && (de = readdir(d)) != NULL) {
+      int top = events_who(de->d_name, TBE__SUMMARY_MARK, h, sizeof h) ||
+                events_who(de->d_name, TBE__HPARAMS_MARK, h, sizeof h);
+      if (top && strcmp(h, host) == 0)
+        v->mine_top = 1;
+      else if (top)
+        rc = note_host(v, a, h, 1);
+      else if (de->d_name[0] != '.' && strcmp(de->d_name, TBE__HPARAMS_RUN) != 0 && is_dir(d, de))
+        subdirs = 1;
+    }
+    closedir(d);
+  }
+  if (rc) return rc;
+  v->multi = rank >= 0 || v->nothers > 0;
+  if (!v->multi && subdirs) {
+    /* a host's folder of this layout without a trace of that host (an
+     * export of the events alone): look inside */
+    if ((d = open_listing(logdir, run, &rc)) != NULL) {
+      char rel[2 * TBE_NAME_MAX + 8];
+      while (!v->multi && (de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.' || strcmp(de->d_name, TBE__HPARAMS_RUN) == 0) continue;
+        cut(rel, sizeof rel, "%s/%s", run, de->d_name);
+        v->multi = holds_summary(logdir, rel);
+      }
+      closedir(d);
+    }
+  }
+  if (!v->multi) {
+    snprintf(v->hrel, sizeof v->hrel, "%s", run);
+    return 0;
+  }
+  char f[TBE_NAME_MAX + 1];
+  host_folder(host, rank, world, f, sizeof f);
+  snprintf(v->hrel, sizeof v->hrel, "%s/%s", run, f);
+  /* The other hosts' analyses: the job's figures and their folders. */
+  for (size_t i = 0; i < v->nothers; i++) {
+    char rel[2 * TBE_NAME_MAX + 64];
+    snprintf(rel, sizeof rel, "%s/%s%s", prel, v->others[i].name, TBE_ANALYSIS_SUFFIX);
+    tbe_analysis_stamp stamp;
+    tbe_analysis *an = NULL;
+    if (tbe_analysis_read(&an, &stamp, logdir, rel, a, NULL) == 0 &&
+        stamp.analysis_version == tbe_analysis_version())
+      v->others[i].an = an;
+    else
+      tbe_analysis_free(an);
+  }
+  return 0;
+}
+
+/* The folder of another host. */
+static void other_folder(const other_host *oh, char *buf, size_t size) {
+  host_folder(oh->name, oh->an ? oh->an->rank : -1, oh->an ? oh->an->world_size : 0, buf, size);
+}
+
+/* Stages the move of every summary and session file of other hosts at
+ * <run>/ into their folders: the same name and bytes there, removed
+ * here, in the same commit. */
+static int stage_moves(tbe__stage *s, const char *logdir, const char *run, const tbview *v,
+                       const tbe_allocator *a) {
+  int rc = 0, any = 0;
+  for (size_t i = 0; i < v->nothers; i++) any |= v->others[i].top;
+  if (!any) return 0;
+  DIR *d = open_listing(logdir, run, &rc);
+  if (!d) return rc;
+  struct dirent *de;
+  char h[TBE_NAME_MAX + 1], f[TBE_NAME_MAX + 1], to[2 * TBE_NAME_MAX + 8];
+  while (!rc && (de = readdir(d)) != NULL) {
+    if (!events_who(de->d_name, TBE__SUMMARY_MARK, h, sizeof h) &&
+        !events_who(de->d_name, TBE__HPARAMS_MARK, h, sizeof h))
+      continue;
+    const other_host *oh = NULL;
+    for (size_t i = 0; i < v->nothers && !oh; i++)
+      if (strcmp(v->others[i].name, h) == 0) oh = &v->others[i];
+    if (!oh) continue; /* this host's own: replaced or refused by stage_outputs */
+    other_folder(oh, f, sizeof f);
+    cut(to, sizeof to, "%s/%s", run, f);
+    char rel[2 * TBE_NAME_MAX + 320];
+    cut(rel, sizeof rel, "%s/%s", run, de->d_name);
+    void *buf = NULL;
+    size_t len = 0;
+    int fd = -1;
+    rc = tbe__read_file(a, logdir, rel, (uint64_t)1 << 32, &buf, &len, NULL, s->where,
+                        sizeof s->where);
+    if (!rc) rc = tbe__stage_file(s, to, de->d_name, &fd);
+    if (!rc && (rc = tbe__write_all(fd, buf, len)) != 0)
+      snprintf(s->where, sizeof s->where, "%s/%s/%s", logdir, to, de->d_name);
+    if (!rc) rc = tbe__stage_remove(s, run, de->d_name);
+    tbe__free(a, buf);
+  }
+  closedir(d);
+  return rc;
+}
+
+/* With force: stages the removal of this host's summaries and sessions
+ * wherever an earlier export put them (<run>/, the old <run>/hparams/
+ * <host>/, any folder of <run>/), but in `keep` (the folder whose earlier
+ * files tbe__stage_events replaces itself; NULL: none).  <run>/ and the
+ * old sub-run are ours: a symlink there is refused (-ELOOP, s->where
+ * names it); any other entry of <run>/ that is no directory (a symlink
+ * too) is not, and is left alone.  A folder is opened only while it is
+ * read, and staged only when something goes. */
+static int remove_host_events(tbe__stage *s, const char *logdir, const char *run, const char *host,
+                              const char *keep) {
+  static const char *const marks[] = {TBE__SUMMARY_MARK, TBE__HPARAMS_MARK};
+  char rel[3 * TBE_NAME_MAX + 64], who[TBE_NAME_MAX + 1];
+  int rc = 0;
+  DIR *top = open_listing_at(logdir, run, &rc, s->where, sizeof s->where);
+  if (!top) return rc;
+  struct dirent *sub = NULL;
+  for (int pass = 0; !rc; pass++) {
+    if (pass == 0) {
+      cut(rel, sizeof rel, "%s", run);
+    } else if (pass == 1) {
+      cut(rel, sizeof rel, "%s/%s/%s", run, TBE__HPARAMS_RUN, host);
+    } else if ((sub = readdir(top)) != NULL) {
+      if (sub->d_name[0] == '.' || strcmp(sub->d_name, TBE__HPARAMS_RUN) == 0 || !is_dir(top, sub))
+        continue;
+      cut(rel, sizeof rel, "%s/%s", run, sub->d_name);
+    } else {
+      break;
+    }
+    if (keep && strcmp(rel, keep) == 0) continue;
+    DIR *d = open_listing_at(logdir, rel, &rc, s->where, sizeof s->where);
+    if (!d) continue;
+    struct dirent *de;
+    while (!rc && (de = readdir(d)) != NULL)
+      for (size_t m = 0; m < 2 && !rc; m++)
+        if (events_who(de->d_name, marks[m], who, sizeof who) && strcmp(who, host) == 0)
+          rc = tbe__stage_remove(s, rel, de->d_name);
+    closedir(d);
+  }
+  closedir(top);
+  if (!rc) s->where[0] = 0;
+  return rc;
+}
+
+/* Whether logdir/rel holds this host's file of `mark`: 1, 0 or a
+ * negative code (s->where names it). */
+static int host_has(tbe__stage *s, const char *logdir, const char *rel, const char *host,
+                    const char *mark) {
+  int rc;
+  DIR *d = open_listing_at(logdir, rel, &rc, s->where, sizeof s->where);
+  if (!d) return rc;
+  struct dirent *de;
+  char who[TBE_NAME_MAX + 1];
+  int hit = 0;
+  while (!hit && (de = readdir(d)) != NULL)
+    if (events_who(de->d_name, mark, who, sizeof who) && strcmp(who, host) == 0) {
+      hit = 1;
+      snprintf(s->where, sizeof s->where, "%s/%s/%s", logdir, rel, de->d_name);
+    }
+  closedir(d);
+  return hit;
+}
+
+/* Stages the job's new file in <run>/, removing the earlier ones: named
+ * for the run at this second, or one past the newest earlier one's, so
+ * that it never takes an existing name (a commit without force refuses
+ * that; every host's export rewrites the job, often within a second). */
+static int stage_job_file(tbe__stage *s, const char *logdir, const char *run, int *fd, char *name,
+                          size_t size) {
+  int rc = 0;
+  long long ts = (long long)time(NULL);
+  DIR *d = open_listing_at(logdir, run, &rc, s->where, sizeof s->where);
+  struct dirent *de;
+  char who[TBE_NAME_MAX + 1];
+  size_t pl = strlen(EVENTS_PREFIX);
+  /* the new file first (tbe__stage_events says why), then the old ones */
+  for (int pass = 0; pass < 2 && !rc && d; pass++) {
+    rewinddir(d);
+    while (!rc && (de = readdir(d)) != NULL) {
+      if (!events_who(de->d_name, TBE__JOB_MARK, who, sizeof who) || strcmp(who, run) != 0)
+        continue;
+      long long was = strtoll(de->d_name + pl, NULL, 10);
+      if (pass == 0 && was >= ts) ts = was + 1;
+      if (pass == 1) rc = tbe__stage_remove(s, run, de->d_name);
+    }
+    if (pass == 0 && !rc) rc = tbe__events_name(name, size, ts, run, TBE__JOB_MARK);
+    if (pass == 0 && !rc) rc = tbe__stage_file(s, run, name, fd);
+  }
+  if (d)
+    closedir(d);
+  else if (!rc && !(rc = tbe__events_name(name, size, ts, run, TBE__JOB_MARK)))
+    rc = tbe__stage_file(s, run, name, fd);
+  return rc;
+}
+
+/* The job: after this host's outputs, <run>/events.out.tfevents.<ts>.
+ * <run>.tbexport-job from the analyses of every host of the run (this
+ * one's just made, the others' persisted: tbview_plan), replacing the
+ * earlier one; hosts without a current analysis are named in its text.
+ * Run under the run lock, so the hosts of one run take turns and the
+ * last one's job holds them all. */
+static int job_stage(tbe__stage *s, const tbe_export_options *o, const char *run, const char *host,
+                     tbe_analysis *mine, const tbview *v, const tbe_allocator *a, char *name,
+                     size_t size) {
+  size_t n = v->nothers + 1, k = 0, nl = 0;
+  tbe_analysis **ans = tbe__calloc(a, n, sizeof *ans);
+  const char **labels = tbe__calloc(a, n, sizeof *labels);
+  const char **left = tbe__calloc(a, n, sizeof *left);
+  int rc = ans && labels && left ? 0 : TBE_ENOMEM;
+  if (!rc) {
+    ans[k] = mine;
+    labels[k++] = host;
+    for (size_t i = 0; i < v->nothers; i++) {
+      if (v->others[i].an) {
+        ans[k] = v->others[i].an;
+        labels[k++] = v->others[i].name;
+      } else {
+        left[nl++] = v->others[i].name;
+      }
+    }
+  }
+  tbe_run_analysis *r = NULL;
+  if (!rc) rc = tbe_run_analysis_create(&r, ans, labels, k, a);
+  int fd = -1;
+  if (!rc) rc = stage_job_file(s, o->logdir, run, &fd, name, size);
+  if (!rc) {
+    tbe__job_ctx j = {run, o->command, o->labels, o->nlabels, left, nl, a};
+    tbe__sink out;
+    tbe__sink_file(&out, fd);
+    rc = tbe__job_write(&out, name, r, &j);
+    if (!rc) rc = tbe__sink_error(&out);
+    if (rc) snprintf(s->where, sizeof s->where, "%s/%s/%s", o->logdir, run, name);
+  }
+  tbe_run_analysis_free(r);
+  tbe__free(a, ans);
+  tbe__free(a, labels);
+  tbe__free(a, left);
+  return rc;
+}
+
+int tbe__run_is(const tbe_allocator *a, const char *run_dir, const char *run,
+                const char *const *hosts, size_t n, char *dir, size_t size) {
+  char *logdir;
+  const char *rname;
+  if (!run_dir || !run || tbe__name_check(run, NULL) != 0) return 0;
+  int rc = tbe__path_split(a, run_dir, &logdir, &rname);
+  if (rc) return rc;
+  char prel[TBE_NAME_MAX + 32], h[TBE_NAME_MAX + 1];
+  profile_dir(prel, sizeof prel, run);
+  size_t found = 0;
+  int lrc;
+  DIR *d = n ? open_listing(logdir, prel, &lrc) : NULL;
+  tbe__intern seen;
+  tbe__intern_init(&seen, a, TBE__SEED_PROCESS);
+  struct dirent *de;
+  while (d && (de = readdir(d)) != NULL)
+    if (profile_host(de->d_name, h, sizeof h)) {
+      uint32_t id;
+      int added = 0;
+      if (tbe__intern_add(&seen, h, strlen(h), &id, &added) < 0) break;
+    }
+  if (d) closedir(d);
+  for (size_t i = 0; i < n; i++) {
+    uint32_t id;
+    int added = 0;
+    if (!hosts[i] || tbe__intern_add(&seen, hosts[i], strlen(hosts[i]), &id, &added) < 0) break;
+    if (!added) found++;
+  }
+  tbe__intern_deinit(&seen);
+  int is = n && found == n;
+  if (is) snprintf(dir, size, "%s/%s", logdir, run);
+  tbe__free(a, logdir);
+  return is;
+}
+
+static int conflict(const char *logdir, const char *run, const char *host, const char *folder,
+                    unsigned outputs, char *buf, size_t size) {
   char path[4096], prel[TBE_NAME_MAX + 32];
   profile_dir(prel, sizeof prel, run);
   for (size_t i = 0; i < NEXPORTERS; i++) {
     unsigned bit = EXPORTERS[i]->bit;
     const char *suffix = profile_suffix(bit);
     if (!(outputs & bit)) continue;
-    if (!suffix) {
-      /* the run's summary events of this host */
-      int n = snprintf(path, sizeof path, "%s/%s", logdir, run);
+    for (int in_folder = 0; !suffix && in_folder < 2; in_folder++) {
+      /* the run's summary events of this host: in <run>/, or in its
+       * folder of a multi-host run */
+      int n = in_folder ? snprintf(path, sizeof path, "%s/%s/%s", logdir, run, folder)
+                        : snprintf(path, sizeof path, "%s/%s", logdir, run);
       if (n < 0 || (size_t)n >= sizeof path) return -ENAMETOOLONG;
       DIR *d = opendir(path);
       if (!d) continue;
@@ -294,8 +786,8 @@ static int conflict(const char *logdir, const char *run, const char *host, unsig
         }
       closedir(d);
       if (hit) return 1;
-      continue;
     }
+    if (!suffix) continue;
     int n = snprintf(path, sizeof path, "%s/%s/%s%s", logdir, prel, host, suffix);
     if (n < 0 || (size_t)n >= sizeof path) return -ENAMETOOLONG;
     struct stat st;
@@ -313,7 +805,9 @@ int tbe_export_conflict(const tbe_trace *t, const tbe_export_options *o, char *b
   char run[TBE_NAME_MAX + 1], host[TBE_NAME_MAX + 1];
   int rc = tbe_export_resolve(t, o, run, sizeof run, host, sizeof host);
   if (rc) return rc;
-  return conflict(o->logdir, run, host, o->outputs ? o->outputs : TBE_OUT_ALL, buf, size);
+  char folder[TBE_NAME_MAX + 1];
+  host_folder(host, trace_rank(t), t->world_size, folder, sizeof folder);
+  return conflict(o->logdir, run, host, folder, o->outputs ? o->outputs : TBE_OUT_ALL, buf, size);
 }
 
 const char *tbe_export_strerror(int rc, const char *path, char *buf, size_t size) {
@@ -510,41 +1004,19 @@ static int remove_if_there(tbe__stage *s, const char *rel, const char *name) {
   return tbe__stage_remove(s, rel, name);
 }
 
-/* Stages the removal of every events file of `who` with `mark` in rel. */
-static int remove_events(tbe__stage *s, const char *rel, const char *who, const char *mark) {
-  int dfd, rc = removal_dir(s, rel, &dfd);
-  if (rc) return rc > 0 ? 0 : rc;
-  int d2 = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  DIR *d = d2 < 0 ? NULL : fdopendir(d2);
-  if (!d) {
-    rc = -errno;
-    if (d2 >= 0) close(d2);
-    snprintf(s->where, sizeof s->where, "%s/%s", s->base, rel);
-    return rc;
-  }
-  struct dirent *de;
-  while (!rc && (de = readdir(d)) != NULL)
-    if (tbe__events_name_is(de->d_name, who, mark)) rc = tbe__stage_remove(s, rel, de->d_name);
-  closedir(d);
-  return rc;
-}
-
 /* Stages the removal of the host's outputs this forced export does not
- * write again. */
+ * write again; its summaries and sessions in the places this export does
+ * not write (all of them without the events output: hrel NULL). */
 static int remove_others(tbe__stage *s, const tbe_export_options *o, unsigned outputs,
                          const char *run, const char *host, const char *prel, const char *hrel) {
   char name[TBE_NAME_MAX + 64];
-  int rc = 0;
+  int rc = remove_host_events(s, o->logdir, run, host, hrel);
   for (size_t i = 0; i < NEXPORTERS && !rc; i++) {
     const tbe__exporter *x = EXPORTERS[i];
     const char *suffix = profile_suffix(x->bit);
-    if (outputs & x->bit) continue;
-    if (x == &tbe__exporter_hparams) rc = remove_events(s, hrel, host, TBE__HPARAMS_MARK);
-    else if (!suffix) rc = remove_events(s, run, host, TBE__SUMMARY_MARK);
-    else {
-      snprintf(name, sizeof name, "%s%s", host, suffix);
-      rc = remove_if_there(s, prel, name);
-    }
+    if ((outputs & x->bit) || !suffix) continue;
+    snprintf(name, sizeof name, "%s%s", host, suffix);
+    rc = remove_if_there(s, prel, name);
   }
   if (!rc && (!(outputs & TBE_OUT_JSON) || o->no_pt_link)) {
     snprintf(name, sizeof name, "%s%s", host, PT_LINK_SUFFIX);
@@ -566,16 +1038,12 @@ static int stage_outputs(tbe__stage *s, const tbe_export_options *o, unsigned ou
     q->fd = -1;
     q->link[0] = 0;
     const char *suffix = profile_suffix(q->x->bit);
-    if (!suffix && q->x == &tbe__exporter_hparams) {
-      q->rel = hrel;
-      rc = tbe__stage_events(s, hrel, host, TBE__HPARAMS_MARK, o->force, &q->fd, q->name,
-                             sizeof q->name);
-      continue;
-    }
     if (!suffix) {
-      q->rel = run;
-      rc = tbe__stage_events(s, run, host, TBE__SUMMARY_MARK, o->force, &q->fd, q->name,
-                             sizeof q->name);
+      /* the summary and the session: the host's TensorBoard run (tbview) */
+      q->rel = hrel;
+      rc = tbe__stage_events(s, hrel, host,
+                             q->x == &tbe__exporter_hparams ? TBE__HPARAMS_MARK : TBE__SUMMARY_MARK,
+                             o->force, &q->fd, q->name, sizeof q->name);
       continue;
     }
     q->rel = prel;
@@ -591,7 +1059,26 @@ static int stage_outputs(tbe__stage *s, const tbe_export_options *o, unsigned ou
     if (!rc && q->x->bit == TBE_OUT_JSON && !o->no_pt_link)
       rc = stage_pt_link(s, o, run, host, prel, q);
   }
-  if (!rc && o->force) rc = remove_others(s, o, outputs, run, host, prel, hrel);
+  if (!rc && o->force)
+    rc = remove_others(s, o, outputs, run, host, prel, (outputs & TBE_OUT_EVENTS) ? hrel : NULL);
+  return rc;
+}
+
+/* Without force: an earlier summary or session of the host in a place
+ * this export does not write (<run>/ when the host now has a folder of
+ * its own, the old sub-run <run>/hparams/<host>/) is a conflict too. */
+static int events_conflict(tbe__stage *s, const char *logdir, const char *run, const char *host,
+                           const tbview *v) {
+  char rel[2 * TBE_NAME_MAX + 32];
+  int rc = 0;
+  if (strcmp(v->hrel, run) != 0 && v->mine_top) {
+    if ((rc = host_has(s, logdir, run, host, TBE__SUMMARY_MARK)) == 0)
+      rc = host_has(s, logdir, run, host, TBE__HPARAMS_MARK);
+  }
+  snprintf(rel, sizeof rel, "%s/%s/%s", run, TBE__HPARAMS_RUN, host);
+  if (!rc) rc = host_has(s, logdir, rel, host, TBE__HPARAMS_MARK);
+  if (rc > 0) return TBE_EEXIST;
+  if (!rc) s->where[0] = 0;
   return rc;
 }
 
@@ -685,12 +1172,22 @@ int tbe_export_run(const tbe_trace *t, const tbe_export_options *o) {
       snprintf(o->error_path, o->error_path_size, "%s", s.where);
     return rc;
   }
-  char prel[TBE_NAME_MAX + 32], hrel[2 * TBE_NAME_MAX + 32];
+  char prel[TBE_NAME_MAX + 32];
   profile_dir(prel, sizeof prel, run);
-  snprintf(hrel, sizeof hrel, "%s/%s/%s", run, TBE__HPARAMS_RUN, host);
+  tbview v;
+  memset(&v, 0, sizeof v);
+  tbe__intern_init(&v.names, &a, TBE__SEED_PROCESS);
+  snprintf(v.hrel, sizeof v.hrel, "%s", run);
+  if (outputs & TBE_OUT_EVENTS) {
+    tbview_free(&v, &a);
+    rc = tbview_plan(&v, o->logdir, run, host, trace_rank(t), t->world_size, &a, s.where,
+                     sizeof s.where);
+    if (!rc && !o->force) rc = events_conflict(&s, o->logdir, run, host, &v);
+  }
   placed p[NEXPORTERS];
   size_t np = 0;
-  rc = stage_outputs(&s, o, outputs, run, host, prel, hrel, p, &np);
+  if (!rc) rc = stage_outputs(&s, o, outputs, run, host, prel, v.hrel, p, &np);
+  if (!rc && v.multi) rc = stage_moves(&s, o->logdir, run, &v, &a);
 
   prog pr = {o, 0, 0};
   for (size_t i = 0; i < np; i++)
@@ -716,6 +1213,9 @@ int tbe_export_run(const tbe_trace *t, const tbe_export_options *o) {
     if (p[i].x->bit != TBE_OUT_EVENTS) pr.base += t->nevents;
   }
   if (!rc) rc = stage_analysis(&s, o, t, host, prel, p, np, &shared, &a);
+  char job[TBE_NAME_MAX + 64] = "";
+  if (!rc && v.multi && shared) rc = job_stage(&s, o, run, host, shared, &v, &a, job, sizeof job);
+  tbview_free(&v, &a);
   tbe_analysis_free(shared);
   if (!rc) rc = tbe__stage_commit(&s, o->force, o->durable);
   else tbe__stage_abort(&s);
@@ -731,6 +1231,11 @@ int tbe_export_run(const tbe_trace *t, const tbe_export_options *o) {
       snprintf(path, sizeof path, "%s/%s/%s", o->logdir, run, p[i].link);
       o->on_file(o->ctx, path);
     }
+  }
+  if (!rc && o->on_file && job[0]) {
+    char path[4096 + 2 * TBE_NAME_MAX];
+    snprintf(path, sizeof path, "%s/%s/%s", o->logdir, run, job);
+    o->on_file(o->ctx, path);
   }
   return rc;
 }

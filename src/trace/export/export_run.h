@@ -13,7 +13,11 @@
 
 /* ---- the run layout ----
  * <logdir>/<run>/events.out.tfevents.*<SUMMARY_MARK>  the run summary
- * <logdir>/<run>/hparams/<host>/events.out.tfevents.*<HPARAMS_MARK>  its session
+ * <logdir>/<run>/events.out.tfevents.*<HPARAMS_MARK>  its session
+ *   (a multi-host run: both in <run>/<host folder>/, and the job's file,
+ *   *<JOB_MARK>, in <run>/; sessions written before this layout sit in
+ *   the sub-run <run>/hparams/<host>/, which a forced export of that host
+ *   clears)
  * <logdir>/<run>/<host>.pt.trace.json.gz  a hard link to the JSON output
  * <logdir>/plugins/profile/<run>/<host>.{xplane.pb,trace.json.gz}
  * Our event files are recognised by name, so that a replacement finds
@@ -27,9 +31,10 @@
  * longest name is 248 bytes. */
 #define TBE__SUMMARY_MARK ".tbexport-summary"
 #define TBE__DIFF_MARK ".tbexport-diff"
-/* The run's HParams session of each host, in <run>/TBE__HPARAMS_RUN/<host>/
- * (a sub-run of its own, so that the session's metrics are only the
- * scalars written there, and each process of a run its own session). */
+/* The run's HParams session of each host, beside its summary (its
+ * metrics are the summary's tags, named by the session's experiment
+ * record); TBE__HPARAMS_RUN is the sub-run older versions wrote them in,
+ * <run>/TBE__HPARAMS_RUN/<host>/, still found there to be replaced. */
 #define TBE__HPARAMS_MARK ".tbexport-hparams"
 #define TBE__HPARAMS_RUN "hparams"
 
@@ -68,5 +73,40 @@ int tbe__stage_events(tbe__stage *s, const char *run, const char *who, const cha
 int tbe__export_diff_file(const tbe_allocator *a, const char *run_dir, const char *base_label,
                           int (*write)(void *ctx, tbe__sink *out, const char *name), void *ctx,
                           char *path, size_t size);
+
+/* ---- a multi-host run ----
+ * A run of several hosts (or of a host with a rank) gives each host a
+ * TensorBoard run of its own, <run>/<host folder>/ (tbe__host_folder:
+ * ranks sort in rank order), and the run's own folder <run>/ the job's
+ * series, written after each host's export from the persisted analyses of
+ * all the run's hosts (export_run.c, job_stage) by tbe__job_write
+ * (export_events.c) into events.out.tfevents.<ts>.<run>.tbexport-job. */
+#define TBE__JOB_MARK ".tbexport-job"
+
+/* What the job's file says besides the figures: its HParams session's
+ * run, command and labels (the exporting host's), and the hosts of the
+ * run left out of the figures (no current analysis). */
+typedef struct tbe__job_ctx {
+  const char *run;
+  const char *command;
+  const char *const *labels;
+  size_t nlabels;
+  const char *const *left;
+  size_t nleft;
+  const tbe_allocator *a;
+} tbe__job_ctx;
+
+struct tbe_run_analysis;
+/* Writes the job's events of run analysis `r` (one or more hosts) into
+ * `out` (the file `name`).  Returns 0 or a negative code. */
+int tbe__job_write(tbe__sink *out, const char *name, struct tbe_run_analysis *r,
+                   const tbe__job_ctx *j);
+
+/* Whether `run` is a run of the log dir that holds `run_dir` (its parent)
+ * with each of the `n` hosts (a trace or an analysis of each in
+ * plugins/profile/<run>/): 1 (then `dir` gets <logdir>/<run>), 0, or a
+ * negative code. */
+int tbe__run_is(const tbe_allocator *a, const char *run_dir, const char *run,
+                const char *const *hosts, size_t n, char *dir, size_t size);
 
 #endif
