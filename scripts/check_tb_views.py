@@ -219,7 +219,9 @@ def check_multi(args, run, s, tags, served):
                    ("job/slowest_rank", None)):
         pts = scalars(args, run, tag) if tag in tags.get(run, {}) else []
         if f is None:
-            want = [(n, float(max(per[n])[1])) for n in nums]
+            # the slowest host's rank, the lowest of those tied (DDP's
+            # synchronized steps often end together)
+            want = [(n, float(min(k for d, k in per[n] if d == max(per[n])[0]))) for n in nums]
         else:
             want = [(n, f(per[n]) / 1e6) for n in nums]
         got = [(p[1], p[2]) for p in pts]
@@ -285,6 +287,10 @@ def check_hparams(args, sums, served):
     report("hparams: every metric has a display name (%d)" % len(metrics),
            metrics and all(d and d != t for t, d in metrics), str([m for m in metrics if not m[1]][:3]))
     report("hparams: at most 16 metric columns", 0 < len(metrics) <= 16, str(len(metrics)))
+    at = tags.index("summary/launch_latency_us") if "summary/launch_latency_us" in tags else -1
+    report("hparams: launch latency, then its parts launch overhead and queue delay",
+           at >= 0 and tags[at + 1:at + 3] == ["summary/launch_overhead_us", "summary/queue_delay_us"],
+           str(tags[at:at + 3]))
     names = {h["name"] for h in exp.get("hparamInfos", [])}
     report("hparams: hyper-parameters run, host, labels", {"run", "host", "labels"} <= names, str(sorted(names)))
     groups = get(args.url + "/data/plugin/hparams/session_groups", {
@@ -297,17 +303,27 @@ def check_hparams(args, sums, served):
             sessions[ses["name"]] = {m["name"]["tag"]: m["value"] for m in ses.get("metricValues", [])}
     report("hparams: one session per TensorBoard run (%d)" % len(served),
            set(sessions) == set(served), "sessions %s, runs %s" % (sorted(sessions)[:6], sorted(served)[:6]))
-    bad = []
+    bad, launch = [], 0
     for run, s in sums.items():
         for h in hosts_of(s):
             name = run + "/" + folder(h["label"], h.get("rank", -1), h.get("world_size", 0)) if is_multi(s) else run
+            if name in sessions:
+                for key, tag in (("launch_overhead_median_ns", "summary/launch_overhead_us"),
+                                 ("queue_delay_median_ns", "summary/queue_delay_us")):
+                    want = h["all"].get(key)
+                    got = sessions[name].get(tag)
+                    if want is not None:
+                        launch += 1
+                    if (want is None) != (got is None) or (want is not None and not close(got, want / 1e3)):
+                        bad.append((name, tag, got, want))
             durs = [st["dur_ns"] for st in h["steps"]]
             if not durs or name not in sessions:
                 continue
             med = sorted(durs)[(len(durs) + 1) // 2 - 1] / 1e6
             if not close(sessions[name].get("summary/step_time_median_ms", -1), med, rel=1e-4):
                 bad.append((name, sessions[name].get("summary/step_time_median_ms"), med))
-    report("hparams: each session's median step time is its summary's", not bad, str(bad[:3]))
+    report("hparams: each session's median step time, launch overhead and queue delay are its "
+           "summary's (%d launch figures)" % launch, not bad and launch > 0, str(bad[:3]))
 
 
 def check_layout(args):

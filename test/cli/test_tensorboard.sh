@@ -18,11 +18,13 @@
 #     TSan, where python cannot load it);
 #   - a job of 12 ranks written by test/bench/gen_run.c (ranks 10 and 11
 #     list after rank 9 only when the folders are zero-padded);
-#   - a log dir of runs collected on the GPU machine, when given (third
-#     argument after the generator ctest passes, or TBE_TB_COLLECTED):
-#     every plugins/profile/RUN/HOST.xplane.pb in it is imported as RUN and
-#     HOST (so the events are this tbexport's), and RUN_fp32/RUN_bf16 pairs
-#     are compared.
+#   - log dirs of runs collected on the GPU machine, colon-separated (third
+#     argument after the generator ctest passes, or TBE_TB_COLLECTED; by
+#     default the H200 log dirs of test/data/collected/: the operators'
+#     GPT pair, the two-rank DDP job, PM metrics without steps): every
+#     plugins/profile/RUN/HOST.xplane.pb in them is imported as h200_RUN
+#     and HOST (so the events are this tbexport's), and RUN_fp32/RUN_bf16
+#     pairs are compared.
 # scripts/check_tb_compare.py checks the pairs against `tbexport summary`
 # (scalars, layout, text, HParams, GPU metrics, operators, the PyTorch
 # Profiler plugin); scripts/check_tb_views.py what every run looks like:
@@ -37,7 +39,7 @@
 set -u
 B=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 D=$(cd "$2" && pwd)
-collected=${4:-${TBE_TB_COLLECTED:-}}
+collected=${4:-${TBE_TB_COLLECTED:-$D/collected/ops_pair:$D/collected/ranks:$D/collected/metrics}}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tools=${TBE_TB_TOOLS:-$root/../shared/tools/tensorboard}
 if [ ! -x "$tools/serve" ]; then
@@ -143,18 +145,23 @@ if [ -n "$gen" ] && [ -x "$gen" ]; then
 fi
 
 pairs=(--pair gpt_fp32:gpt_bf16 --pair cnn_fp32:cnn_bf16)
-if [ -n "$collected" ]; then
-  [ -d "$collected/plugins/profile" ] || die "$collected: no plugins/profile/ (a log dir of collected runs)"
-  for f in "$collected"/plugins/profile/*/*.xplane.pb; do
+IFS=: read -ra cdirs <<<"$collected"
+for c in "${cdirs[@]}"; do
+  [ -d "$c/plugins/profile" ] || die "$c: no plugins/profile/ (a log dir of collected runs)"
+  n=0
+  for f in "$c"/plugins/profile/*/*.xplane.pb; do
     [ -e "$f" ] || continue
-    r=$(basename "$(dirname "$f")")
+    r=h200_$(basename "$(dirname "$f")")
     imp "$r" "$f" --host "$(basename "$f" .xplane.pb)" --no-pt-link
+    n=$((n + 1))
+    case $(basename "$f") in *.rank1.*) multi=$((multi + 1)) ;; esac
   done
-  for f in "$collected"/plugins/profile/*_fp32; do
+  [ "$n" -gt 0 ] || die "$c: no plugins/profile/*/*.xplane.pb"
+  for f in "$c"/plugins/profile/*_fp32; do
     r=$(basename "$f" _fp32)
-    [ -d "$collected/plugins/profile/${r}_bf16" ] && pairs+=(--pair "${r}_fp32:${r}_bf16")
+    [ -d "$c/plugins/profile/${r}_bf16" ] && pairs+=(--pair "h200_${r}_fp32:h200_${r}_bf16")
   done
-fi
+done
 for p in "${pairs[@]}"; do
   [ "$p" = --pair ] && continue
   "$B" diff --quiet --logdir "$L" "${p%%:*}" "${p#*:}" >/dev/null 2>"$tmp/err" || die "diff $p: $(cat "$tmp/err")"

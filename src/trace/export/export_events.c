@@ -227,7 +227,15 @@ static const struct {
     {"idle_time_ms", "idle time: the window less the busy time, in ms"},
     {"launch_latency_us",
      "launch latency: the median time from a launch call's start on the host "
-     "to the start of its work on the GPU, in µs"},
+     "to the start of its work on the GPU (launch overhead and queue delay "
+     "together), in µs"},
+    {"launch_overhead_us",
+     "launch overhead: the median duration of the call that launched GPU work "
+     "(what the host pays per launch), in µs"},
+    {"queue_delay_us",
+     "queue delay: the median time from a launch call's end to the start of its "
+     "work on the GPU (0 for work that started before the call returned; HTA's "
+     "launch delay), in µs"},
     {"wall_time_ms", "the profiled window's length, in ms"},
     {"host_busy_pct",
      "the busiest host thread's busy share (CPU operators and CUDA calls, the "
@@ -379,8 +387,8 @@ static void describe(tbe__buf *b, const char *tag, const char *name) {
          "the spread: the slowest host's step time less the fastest's, as a "
          "share of the fastest's, in %"},
         {"slowest_rank",
-         "the rank of the slowest host (without ranks, its index in the run's "
-         "order)"}};
+         "the rank of the slowest host, the lowest of those tied (without ranks, "
+         "its index in the run's order)"}};
     for (size_t i = 0; i < sizeof job / sizeof job[0]; i++)
       if (strcmp(job[i][0], leaf) == 0) {
         tbe__buf_puts(b, "A multi-host job, in each of the steps every host has: ");
@@ -519,6 +527,9 @@ static void device_scalars(ew *e, const char *prefix, const tbe_device_stats *d)
   S("idle_time_ms", ms(d->idle_ns));
   S("kernel_count", (double)d->kernel_count);
   if (d->launch_median_ns >= 0) S("launch_latency_us", (double)d->launch_median_ns / 1e3);
+  if (d->launch_overhead_median_ns >= 0)
+    S("launch_overhead_us", (double)d->launch_overhead_median_ns / 1e3);
+  if (d->queue_delay_median_ns >= 0) S("queue_delay_us", (double)d->queue_delay_median_ns / 1e3);
   for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
     if (!d->class_count[k]) continue;
     fmt(tag, sizeof tag, "%s/class/%s_ms", prefix, tbe_kernel_class_name(k));
@@ -533,7 +544,23 @@ static void device_scalars(ew *e, const char *prefix, const tbe_device_stats *d)
  * here draws one tag (an anchored regular expression), so that each of
  * its lines is one run, and one unit; a run lists only the charts of the
  * tags it writes.  A tag is [A-Za-z0-9_.:/-] only, so '.' is the one
- * character to escape. */
+ * character to escape.
+ *
+ * Every layout holds every category of CATEGORIES, in that order, empty
+ * where the run has no chart in it: TensorBoard 2.21's merge keeps the
+ * charts of later runs only in categories the first run (by name) has;
+ * a category first met in a later run keeps that run's charts alone (its
+ * bookkeeping points at the run's own copy, not the merged one), so a
+ * third run's GPU metrics or kernels would be dropped from the view. */
+static const char *const CATEGORIES[] = {
+    "tbexport: compare steps",
+    "tbexport: time per kernel class (ms per step)",
+    "tbexport: top kernels (ms per step)",
+    "tbexport: GPU metrics",
+    "tbexport: operators (CUDA total, ms per step)",
+    "tbexport: multi-host jobs (per step)",
+};
+#define NCATEGORIES (sizeof CATEGORIES / sizeof CATEGORIES[0])
 #define LAYOUT_CHARTS 96
 #define LAYOUT_CATS 8
 #define LAYOUT_TEXT 384
@@ -584,10 +611,21 @@ static void layout_chart(layout *l, const char *title, const char *tag) {
   l->cats[l->ncats - 1].ncharts++;
 }
 
+/* Writes the layout: CATEGORIES in their order, each with the run's
+ * charts in it (none when it has none); nothing when the run has no
+ * chart at all. */
 static void layout_write(ew *e, layout *l) {
   if (l->ncats && !l->cats[l->ncats - 1].ncharts) l->ncats--;
   if (e->rc || !l->ncats) return;
-  e->rc = tbe__writer_layout_at(e->w, l->cats, l->ncats, e->wall);
+  tbe_category all[NCATEGORIES + LAYOUT_CATS];
+  size_t n = NCATEGORIES;
+  for (size_t k = 0; k < NCATEGORIES; k++) all[k] = (tbe_category){CATEGORIES[k], NULL, 0, 0};
+  for (size_t i = 0; i < l->ncats; i++) {
+    size_t k = 0;
+    while (k < NCATEGORIES && strcmp(l->cats[i].title, CATEGORIES[k]) != 0) k++;
+    all[k < NCATEGORIES ? k : n++] = l->cats[i]; /* (one not listed: after them) */
+  }
+  e->rc = tbe__writer_layout_at(e->w, all, n, e->wall);
 }
 
 /* A chart title for a kernel or operator: its short name. */
@@ -824,6 +862,10 @@ static void step_series(ew *e, const tbe_analysis *an, const step_order *so,
     scalar(e, "steps/sync_time_ms", ms(s->sync_ns), s->num);
     if (s->launch_median_ns >= 0)
       scalar(e, "steps/launch_latency_us", (double)s->launch_median_ns / 1e3, s->num);
+    if (s->launch_overhead_median_ns >= 0)
+      scalar(e, "steps/launch_overhead_us", (double)s->launch_overhead_median_ns / 1e3, s->num);
+    if (s->queue_delay_median_ns >= 0)
+      scalar(e, "steps/queue_delay_us", (double)s->queue_delay_median_ns / 1e3, s->num);
     /* Every class the run has, so a class absent from one step reads 0
      * there instead of a gap. */
     for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
@@ -861,7 +903,9 @@ static void layout_steps(layout *l, const tbe_analysis *an, int launch) {
   layout_chart(l, "copies per step (ms)", "steps/memcpy_time_ms");
   layout_chart(l, "memsets per step (ms)", "steps/memset_time_ms");
   layout_chart(l, "synchronization per step (ms)", "steps/sync_time_ms");
-  if (launch) layout_chart(l, "launch latency per step (µs)", "steps/launch_latency_us");
+  if (launch & 1) layout_chart(l, "launch latency per step (µs)", "steps/launch_latency_us");
+  if (launch & 2) layout_chart(l, "launch overhead per step (µs)", "steps/launch_overhead_us");
+  if (launch & 4) layout_chart(l, "queue delay per step (µs)", "steps/queue_delay_us");
   layout_category(l, "tbexport: time per kernel class (ms per step)");
   char title[64], tag[64];
   for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
@@ -983,8 +1027,10 @@ static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
   e->rc = step_order_make(&so, an, a);
   if (an->ngpu_metrics && !e->rc) mtags = metric_tags(an, a, &e->rc);
   if (so.n && !e->rc) {
-    int launch = 0;
-    for (size_t i = so.from; i < so.n; i++) launch |= so.s[i]->launch_median_ns >= 0;
+    int launch = 0; /* the launch series written: 1 latency, 2 overhead, 4 queue delay */
+    for (size_t i = so.from; i < so.n; i++)
+      launch |= (so.s[i]->launch_median_ns >= 0) | (so.s[i]->launch_overhead_median_ns >= 0) << 1 |
+                (so.s[i]->queue_delay_median_ns >= 0) << 2;
     layout_steps(&l, an, launch);
     size_t nks = nk < TOP_STEP_KERNELS ? nk : TOP_STEP_KERNELS;
     step_series(e, an, &so, used, nks, mtags);
@@ -1203,9 +1249,9 @@ static void kinds_text(const tbe_analysis *an, char *buf, size_t size) {
  * every host's summary (and a job's) writes where it has the figure, so
  * that the session's metric is the run's own scalar (no copy under
  * another tag: the Scalars dashboard shows each figure once).  The same
- * list in every session's experiment.  TODO(diffgate): the split of the
- * launch latency into launch overhead and queue delay, once the analysis
- * has launch_overhead / queue_delay, as columns after launch latency. */
+ * list in every session's experiment.  The launch latency is followed by
+ * its two parts (launch overhead: the call's own duration; queue delay:
+ * the call's end to the work's start). */
 static const struct {
   const char *tag, *display;
 } METRIC_COLUMNS[] = {
@@ -1214,6 +1260,8 @@ static const struct {
     {"summary/gpu_busy_pct", "GPU busy (%)"},
     {"summary/kernel_time_ms", "kernel time (ms)"},
     {"summary/launch_latency_us", "launch latency, median (µs)"},
+    {"summary/launch_overhead_us", "launch overhead, median (µs)"},
+    {"summary/queue_delay_us", "queue delay, median (µs)"},
     {"summary/class/comm_ms", "communication kernels (ms)"},
     {"summary/memcpy_time_ms", "copies (ms)"},
     {"summary/sync_time_ms", "GPU sync waits (ms)"},
