@@ -125,7 +125,11 @@ typedef struct tbe_profiler_options {
   const char *run;          /* NULL: the launcher's job id when the process
                                has a rank ("torch-<id>", "slurm-<job>.<step>",
                                ...: every rank joins it), else local time
-                               as YYYY_MM_DD_HH_MM_SS */
+                               as YYYY_MM_DD_HH_MM_SS.  Named at start:
+                               without `force`, a run that already has
+                               outputs for this host entry moves on to
+                               RUN_2, RUN_3, ... (a warning says so), as
+                               `tbexport -- CMD` does */
   const char *host;         /* NULL: this machine's name; a process with a
                                launcher's rank N is the host entry
                                "<host>.rank<N>" (tbexport/session.h) */

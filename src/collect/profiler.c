@@ -118,9 +118,31 @@ int tbe_profiler_start(const tbe_profiler_options *o) {
     say(o->on_message, o->message_ctx, TBE_MSG_ERROR, "%s", why);
     return rc;
   }
+  /* The run is named now, as `tbexport -- CMD` names it: a run (or the
+   * launcher's job id) that already has outputs for this host entry moves
+   * on to RUN_2, RUN_3, ... with a warning, rather than being refused at
+   * stop, after the work.  --force keeps the name (and replaces). */
+  char named[TBE_NAME_MAX + 1] = "";
+  if (!o->force) {
+    tbe_session_launcher li;
+    tbe_session_launcher_read(&li, NULL, NULL);
+    const char *want = o->run ? o->run : li.run[0] ? li.run : NULL;
+    char entry[TBE_NAME_MAX + 1], clash[TBE_NAME_MAX + 64];
+    if (tbe_session_host_entry(o->host, li.rank, entry, sizeof entry) == 0 &&
+        tbe_session_run_name(o->logdir, want, entry, TBE_SESSION_NEXT_FREE, named, sizeof named,
+                             clash, sizeof clash) == 0) {
+      if (want && clash[0])
+        say(o->on_message, o->message_ctx, TBE_MSG_WARNING,
+            "run '%s' already has outputs for host %s (%s): this profile is run '%s' (force "
+            "replaces them)",
+            want, entry, clash, named);
+    } else {
+      named[0] = '\0'; /* named at stop, as before (a refusal is said there) */
+    }
+  }
   int err = 0;
   P.logdir = dup_or_null(o->logdir, &err);
-  P.run = dup_or_null(o->run, &err);
+  P.run = dup_or_null(named[0] ? named : o->run, &err);
   P.host = dup_or_null(o->host, &err);
   P.capture_name = dup_or_null(o->capture_name, &err);
   P.capture_domain = dup_or_null(o->capture_domain, &err);
