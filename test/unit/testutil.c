@@ -185,7 +185,7 @@ tbe_allocator tu_countalloc_init(tu_countalloc *c) {
 long tu_import_alloc_sweep(const char *path, long dense) {
   int succeeded = 0;
   long n, attempts = 0;
-  for (n = 0; n < 200000 && !succeeded; n += n < dense ? 1 : 7, attempts++) {
+  for (n = 0; n < 200000 && !succeeded; n += n < dense ? 1 : n / 64 > 7 ? n / 64 : 7, attempts++) {
     tu_failalloc f;
     tbe_allocator a = tu_failalloc_init(&f, n);
     tbe_trace *t = NULL;

@@ -49,7 +49,9 @@ typedef struct tu_countalloc {
 tbe_allocator tu_countalloc_init(tu_countalloc *c);
 
 /* Imports `path` with allocation number n failing, for n = 0, 1, ... (every
- * n up to `dense`, then every 7th) until an import succeeds.  Each failed
+ * n up to `dense`, then with a stride of n/64, at least 7, so that an
+ * import of 50,000 allocations takes hundreds of attempts, not thousands,
+ * and every phase of it still fails somewhere) until an import succeeds.  Each failed
  * attempt must return TBE_ENOMEM with a message saying "out of memory", and
  * no attempt may leave a block allocated.  Fails the running CMocka test
  * otherwise.  Returns the number of attempts that failed. */
