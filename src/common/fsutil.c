@@ -25,6 +25,7 @@
 
 #include "common/alloc.h"
 #include "common/iofault.h"
+#include "common/map.h"
 #include "tbexport/error.h"
 
 int tbe__mkdir_p(const char *path, mode_t mode) {
@@ -819,8 +820,7 @@ int tbe__lock_take(tbe__lock *l, const char *base, const char *key, char *where,
   l->fd = -1;
   l->dfd = tbe__dir_open(base, "", TBE__DIR_CREATE, 0755, where, wsize);
   if (l->dfd < 0) return l->dfd;
-  uint32_t h = 2166136261u; /* FNV-1a of the key picks the byte */
-  for (const unsigned char *p = (const unsigned char *)key; *p; p++) h = (h ^ *p) * 16777619u;
+  uint32_t h = tbe__fnv1a32(key, strlen(key), TBE__FNV32_BASIS); /* picks the byte */
   int rc = 0;
   for (int attempt = 0; attempt < 1000; attempt++) {
     /* O_NOFOLLOW with O_CREAT: a planted symlink (even a dangling one) is

@@ -96,6 +96,26 @@ static inline uint64_t tbe__hash_seed_of(uint64_t seed) { return seed ? seed : t
 /* Hash of n bytes at p (n may be 0, p then may be NULL). */
 uint64_t tbe__hash_bytes(const void *p, size_t n, uint64_t seed);
 
+/* FNV-1a (64 and 32 bits), unkeyed: for what must hash the same on every
+ * machine and in every release (tag names, file names, a lock's byte),
+ * never for a table's slots (see "The hash" above).  Start with
+ * TBE__FNV64_BASIS / TBE__FNV32_BASIS; chain calls to hash pieces. */
+#define TBE__FNV64_BASIS 1469598103934665603ULL
+#define TBE__FNV32_BASIS 2166136261u
+static inline uint64_t tbe__fnv1a64(const void *p, size_t n, uint64_t h) {
+  const unsigned char *b = (const unsigned char *)p;
+  for (size_t i = 0; i < n; i++) {
+    h ^= b[i];
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+static inline uint32_t tbe__fnv1a32(const void *p, size_t n, uint32_t h) {
+  const unsigned char *b = (const unsigned char *)p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 16777619u;
+  return h;
+}
+
 /* Hash of an integer: two folded multiplies.  One was not enough: keys
  * that differ only in their high half (i << 32, the pid/tid packing of
  * the importers) clustered under one seed in 18 (a mean probe run of up

@@ -3,23 +3,7 @@
 
 #include <string.h>
 
-static inline uint8_t *put_varint(uint8_t *p, uint64_t v) {
-  while (v >= 0x80) {
-    *p++ = (uint8_t)(v | 0x80);
-    v >>= 7;
-  }
-  *p++ = (uint8_t)v;
-  return p;
-}
-
-static inline size_t varint_len(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    n++;
-  }
-  return n;
-}
+#include "common/pbwire.h"
 
 size_t tbe__encode_scalar_event(uint8_t *out, double wall_time, int64_t step, const char *tag,
                                 size_t taglen, float value) {
@@ -32,16 +16,16 @@ size_t tbe__encode_scalar_event(uint8_t *out, double wall_time, int64_t step, co
   }
   if (step != 0) {
     *p++ = 0x10;
-    p = put_varint(p, (uint64_t)step);
+    p += tbe__pb_put_varint(p, (uint64_t)step);
   }
-  size_t vlen = 1 + varint_len(taglen) + taglen + 5;   /* Value */
-  size_t slen = 1 + varint_len(vlen) + vlen;           /* Summary */
+  size_t vlen = 1 + tbe__pb_varint_len(taglen) + taglen + 5;   /* Value */
+  size_t slen = 1 + tbe__pb_varint_len(vlen) + vlen;           /* Summary */
   *p++ = 0x2a;
-  p = put_varint(p, slen);
+  p += tbe__pb_put_varint(p, slen);
   *p++ = 0x0a;
-  p = put_varint(p, vlen);
+  p += tbe__pb_put_varint(p, vlen);
   *p++ = 0x0a;
-  p = put_varint(p, taglen);
+  p += tbe__pb_put_varint(p, taglen);
   memcpy(p, tag, taglen);
   p += taglen;
   *p++ = 0x15;

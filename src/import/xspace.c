@@ -62,23 +62,10 @@
  * Errors: TBE_ECORRUPT with "<path>: byte N: ..." naming the offending
  * field; nothing is kept from a plane that did not decode. */
 
+#include "common/pbwire.h"
 #include "import/xspace_int.h"
 
 /* ---- wire walking ---- */
-
-static int rd_varint(const uint8_t *b, size_t n, size_t *pos, uint64_t *v) {
-  uint64_t r = 0;
-  for (unsigned shift = 0; shift < 64; shift += 7) {
-    if (*pos >= n) return -1;
-    uint8_t c = b[(*pos)++];
-    r |= (uint64_t)(c & 0x7f) << shift;
-    if (!(c & 0x80)) {
-      *v = r;
-      return 0;
-    }
-  }
-  return -1;
-}
 
 /* Reads one field header and skips/locates its payload.  On success sets
  * field, wire type, and for wire type 2 the payload [*data, *data+*len).
@@ -86,35 +73,7 @@ static int rd_varint(const uint8_t *b, size_t n, size_t *pos, uint64_t *v) {
 static int next_field(const uint8_t *b, size_t n, size_t *pos, uint32_t *field, uint32_t *wt,
                       size_t *data, size_t *len, size_t *bad) {
   size_t start = *pos;
-  uint64_t tag, v;
-  if (rd_varint(b, n, pos, &tag) || (tag >> 3) == 0 || (tag >> 3) > 0x1fffffff) {
-    *bad = start;
-    return -1;
-  }
-  *field = (uint32_t)(tag >> 3);
-  *wt = (uint32_t)(tag & 7);
-  *data = *pos;
-  *len = 0;
-  switch (*wt) {
-    case 0:
-      if (rd_varint(b, n, pos, &v)) break;
-      return 0;
-    case 1:
-      if (n - *pos < 8) break;
-      *pos += 8;
-      return 0;
-    case 2:
-      if (rd_varint(b, n, pos, &v) || v > n - *pos) break;
-      *data = *pos;
-      *len = (size_t)v;
-      *pos += (size_t)v;
-      return 0;
-    case 5:
-      if (n - *pos < 4) break;
-      *pos += 4;
-      return 0;
-    default: break;
-  }
+  if (!tbe__pb_next_field(b, n, pos, field, wt, data, len)) return 0;
   *bad = start;
   return -1;
 }
@@ -239,7 +198,7 @@ static int read_input(tbe__input *in, const tbe_import_options *o, const char *p
     while (walk && next < len) { /* walk the headers that are here */
       size_t hp = next;
       uint64_t tag, v, span;
-      if (rd_varint(b, len, &hp, &tag)) {
+      if (tbe__pb_get_varint(b, len, &hp, &tag)) {
         stop = len - next >= 10; /* else cut: more to come */
         break;
       }
@@ -251,7 +210,7 @@ static int read_input(tbe__input *in, const tbe_import_options *o, const char *p
       if (wt == 1 || wt == 5) {
         span = hp - next + (wt == 1 ? 8 : 4);
       } else {
-        if (rd_varint(b, len, &hp, &v)) {
+        if (tbe__pb_get_varint(b, len, &hp, &v)) {
           stop = len - hp >= 10;
           break;
         }
@@ -580,7 +539,7 @@ static int import_xspace(tbe_trace *t, tbe__input *in, const char *path,
 static int xs_field(const uint8_t *b, size_t n, int first, uint64_t *span) {
   size_t pos = 0;
   uint64_t tag, v;
-  if (rd_varint(b, n, &pos, &tag)) return n >= 10 ? 0 : -1;
+  if (tbe__pb_get_varint(b, n, &pos, &tag)) return n >= 10 ? 0 : -1;
   uint64_t f = tag >> 3, wt = tag & 7;
   if (f == 0 || f > 0x1fffffff) return 0;
   /* XSpace: planes (1), errors (2), warnings (3), hostnames (4): all
@@ -589,13 +548,13 @@ static int xs_field(const uint8_t *b, size_t n, int first, uint64_t *span) {
   if (f <= 4 ? wt != 2 : first) return 0;
   switch (wt) {
     case 0:
-      if (rd_varint(b, n, &pos, &v)) return n - pos >= 10 ? 0 : -1;
+      if (tbe__pb_get_varint(b, n, &pos, &v)) return n - pos >= 10 ? 0 : -1;
       *span = pos;
       return 1;
     case 1: *span = pos + 8; return 1;
     case 5: *span = pos + 4; return 1;
     case 2:
-      if (rd_varint(b, n, &pos, &v)) return n - pos >= 10 ? 0 : -1;
+      if (tbe__pb_get_varint(b, n, &pos, &v)) return n - pos >= 10 ? 0 : -1;
       if (v > UINT64_MAX - pos) return 0;
       *span = pos + v;
       return 1;
@@ -656,22 +615,22 @@ static int xs_framing_head(const uint8_t *b, size_t n, int at_end) {
 static int xs_first_plane_ok(const uint8_t *b, size_t n) {
   size_t pos = 0;
   uint64_t tag, len;
-  if (rd_varint(b, n, &pos, &tag) || tag != ((1u << 3) | 2)) return 1; /* not a plane first */
-  if (rd_varint(b, n, &pos, &len)) return 1;
+  if (tbe__pb_get_varint(b, n, &pos, &tag) || tag != ((1u << 3) | 2)) return 1; /* not a plane first */
+  if (tbe__pb_get_varint(b, n, &pos, &len)) return 1;
   size_t end = len < n - pos ? pos + (size_t)len : n;
   while (pos < end) {
     uint64_t v;
-    if (rd_varint(b, end, &pos, &tag)) return 1; /* cut by the window */
+    if (tbe__pb_get_varint(b, end, &pos, &tag)) return 1; /* cut by the window */
     uint64_t f = tag >> 3, wt = tag & 7;
     if (f == 0 || (f == 1 && wt != 0) || (f >= 2 && f <= 6 && wt != 2)) return 0;
     switch (wt) {
       case 0:
-        if (rd_varint(b, end, &pos, &v)) return 1;
+        if (tbe__pb_get_varint(b, end, &pos, &v)) return 1;
         break;
       case 1: pos += 8; break;
       case 5: pos += 4; break;
       case 2:
-        if (rd_varint(b, end, &pos, &v)) return 1;
+        if (tbe__pb_get_varint(b, end, &pos, &v)) return 1;
         if (v > end - pos) return 1; /* runs past the window */
         pos += (size_t)v;
         break;

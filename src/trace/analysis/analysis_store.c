@@ -55,6 +55,7 @@
 #include "common/alloc.h"
 #include "common/checked.h"
 #include "common/crc32c.h"
+#include "common/pbwire.h"
 #include "common/fsutil.h"
 #include "common/map.h"
 #include "tbexport/analysis.h"
@@ -460,51 +461,12 @@ static int fail(tbe_analysis_load_error *err, int rc, uint64_t offset, const cha
 
 /* ---- loading: the wire ---- */
 
-static int rd_varint(const uint8_t *b, size_t n, size_t *pos, uint64_t *v) {
-  uint64_t r = 0;
-  for (unsigned shift = 0; shift < 64; shift += 7) {
-    if (*pos >= n) return -1;
-    uint8_t c = b[(*pos)++];
-    r |= (uint64_t)(c & 0x7f) << shift;
-    if (!(c & 0x80)) {
-      *v = r;
-      return 0;
-    }
-  }
-  return -1;
-}
-
 /* One field at b[*pos]: its number, wire type and payload [*data, +*len)
  * (for wire type 0 the varint's bytes).  Returns 0, or -1 when the header
  * or payload runs past `n` or the wire type is unknown. */
 static int next_field(const uint8_t *b, size_t n, size_t *pos, uint32_t *field, uint32_t *wt,
                       size_t *data, size_t *len) {
-  uint64_t tag, v;
-  if (rd_varint(b, n, pos, &tag) || (tag >> 3) == 0 || (tag >> 3) > 0x1fffffff) return -1;
-  *field = (uint32_t)(tag >> 3);
-  *wt = (uint32_t)(tag & 7);
-  *data = *pos;
-  switch (*wt) {
-    case 0:
-      if (rd_varint(b, n, pos, &v)) return -1;
-      break;
-    case 1:
-      if (n - *pos < 8) return -1;
-      *pos += 8;
-      break;
-    case 2:
-      if (rd_varint(b, n, pos, &v) || v > n - *pos) return -1;
-      *data = *pos;
-      *pos += (size_t)v;
-      break;
-    case 5:
-      if (n - *pos < 4) return -1;
-      *pos += 4;
-      break;
-    default: return -1;
-  }
-  *len = *pos - *data;
-  return 0;
+  return tbe__pb_next_field(b, n, pos, field, wt, data, len);
 }
 
 /* The wire type a scalar field's type is written with. */
@@ -551,7 +513,7 @@ static uint64_t find_bad(const ProtobufCMessageDescriptor *m, const uint8_t *b, 
       uint64_t v;
       while (p < len) {
         size_t at = p;
-        int bad = want == 0 ? rd_varint(b + data, len, &p, &v)
+        int bad = want == 0 ? tbe__pb_get_varint(b + data, len, &p, &v)
                             : (len - p < (want == 1 ? 8u : 4u) ? -1 : (p += want == 1 ? 8 : 4, 0));
         if (bad) {
           snprintf(what, wsize, "field %s.%s: a packed value runs past its end", m->short_name,
@@ -579,7 +541,7 @@ static int peek_version(const uint8_t *b, size_t n, uint64_t *version, size_t *b
     if (next_field(b, n, &pos, &f, &wt, &data, &len)) return -1;
     if (f == 1 && wt == 0) {
       size_t p = data;
-      rd_varint(b, n, &p, version);
+      tbe__pb_get_varint(b, n, &p, version);
     }
   }
   return 0;

@@ -110,6 +110,7 @@
 #include "common/alloc.h"
 #include "common/checked.h"
 #include "common/intern.h"
+#include "common/map.h"
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
 #include "events/writer_internal.h"
@@ -146,14 +147,7 @@ static void fmt(char *buf, size_t size, const char *f, ...) {
 
 /* FNV-1a over the name's bytes: the same on every machine and in every
  * release, as tags must be. */
-static uint64_t fnv1a(const char *s) {
-  uint64_t h = 1469598103934665603ULL;
-  for (; *s; s++) {
-    h ^= (unsigned char)*s;
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
+static uint64_t fnv1a(const char *s) { return tbe__fnv1a64(s, strlen(s), TBE__FNV64_BASIS); }
 
 /* 1 if `name` can be a tag component as it is. */
 static int is_tag(const char *name) {

@@ -94,14 +94,14 @@ static void xw_varint_field(xw *w, unsigned f, uint64_t v) {
   uint8_t *d = xw_room(w, 11);
   if (!d) return;
   d[0] = TAG(f, WT_VARINT);
-  w->len += 1 + put_varint(d + 1, v);
+  w->len += 1 + tbe__pb_put_varint(d + 1, v);
 }
 
 static void xw_len_field(xw *w, unsigned f, const void *p, size_t n) {
   uint8_t *d = xw_room(w, 11);
   if (!d) return;
   d[0] = TAG(f, WT_LEN);
-  w->len += 1 + put_varint(d + 1, n);
+  w->len += 1 + tbe__pb_put_varint(d + 1, n);
   xw_bytes(w, p, n);
 }
 
@@ -249,17 +249,17 @@ static void write_step_marker(xctx *c, uint32_t s, int64_t line_start_ns) {
   enc en = {body};
   uint8_t *p = body;
   *p++ = TAG(1, WT_VARINT);
-  p += put_varint(p, mid);
+  p += tbe__pb_put_varint(p, mid);
   int64_t off = tbe__sat_sub(st->start_ns, line_start_ns), dur = tbe__sat_sub(st->end_ns, st->start_ns);
   if (off > PS_MAX_NS) off = PS_MAX_NS;
   if (dur > PS_MAX_NS) dur = PS_MAX_NS;
   if (off > 0) {
     *p++ = TAG(2, WT_VARINT);
-    p += put_varint(p, (uint64_t)off * 1000);
+    p += tbe__pb_put_varint(p, (uint64_t)off * 1000);
   }
   if (dur > 0) {
     *p++ = TAG(3, WT_VARINT);
-    p += put_varint(p, (uint64_t)dur * 1000);
+    p += tbe__pb_put_varint(p, (uint64_t)dur * 1000);
   }
   en.p = p;
   enc_stat_i64(&en, fixed_stat(c, S_STEP_NUM), st->num);
@@ -269,7 +269,7 @@ static void write_step_marker(xctx *c, uint32_t s, int64_t line_start_ns) {
   uint8_t *d = xw_room(&c->w, n + 11);
   if (!d) return;
   d[0] = TAG(4, WT_LEN);
-  size_t h = 1 + put_varint(d + 1, n);
+  size_t h = 1 + tbe__pb_put_varint(d + 1, n);
   memcpy(d + h, body, n);
   c->w.len += h + n;
 }
@@ -335,22 +335,22 @@ static void write_metadata(xctx *c) {
     for (size_t id = 1; id <= ntab_count(nt) && !w->err; id++) {
       size_t nl = tbe__intern_len(&nt->in, (uint32_t)id - 1);
       /* value message: id (1), name (2) */
-      size_t vlen = 1 + varint_len(id) + 1 + varint_len(nl) + nl;
+      size_t vlen = 1 + tbe__pb_varint_len(id) + 1 + tbe__pb_varint_len(nl) + nl;
       /* entry message: key (1), value (2) */
-      size_t elen = 1 + varint_len(id) + 1 + varint_len(vlen) + vlen;
+      size_t elen = 1 + tbe__pb_varint_len(id) + 1 + tbe__pb_varint_len(vlen) + vlen;
       uint8_t *d = xw_room(w, 40);
       if (!d) return;
       size_t n = 0;
       d[n++] = TAG(field, WT_LEN);
-      n += put_varint(d + n, elen);
+      n += tbe__pb_put_varint(d + n, elen);
       d[n++] = TAG(1, WT_VARINT);
-      n += put_varint(d + n, id);
+      n += tbe__pb_put_varint(d + n, id);
       d[n++] = TAG(2, WT_LEN);
-      n += put_varint(d + n, vlen);
+      n += tbe__pb_put_varint(d + n, vlen);
       d[n++] = TAG(1, WT_VARINT);
-      n += put_varint(d + n, id);
+      n += tbe__pb_put_varint(d + n, id);
       d[n++] = TAG(2, WT_LEN);
-      n += put_varint(d + n, nl);
+      n += tbe__pb_put_varint(d + n, nl);
       w->len += n;
       xw_bytes(w, tbe__intern_str(&nt->in, (uint32_t)id - 1), nl);
     }
@@ -363,28 +363,28 @@ static void plane_stat(xctx *c, const char *name, int type, uint64_t u, const ch
   uint8_t body[32];
   size_t n = 0;
   body[n++] = TAG(1, WT_VARINT);
-  n += put_varint(body + n, mid);
+  n += tbe__pb_put_varint(body + n, mid);
   if (type == 's') {
     size_t sl = strlen(s);
     uint8_t *d = xw_room(&c->w, 32);
     if (!d) return;
     size_t h = 0;
     d[h++] = TAG(6, WT_LEN);
-    h += put_varint(d + h, n + 1 + varint_len(sl) + sl);
+    h += tbe__pb_put_varint(d + h, n + 1 + tbe__pb_varint_len(sl) + sl);
     memcpy(d + h, body, n);
     h += n;
     d[h++] = TAG(5, WT_LEN);
-    h += put_varint(d + h, sl);
+    h += tbe__pb_put_varint(d + h, sl);
     c->w.len += h;
     xw_bytes(&c->w, s, sl);
     return;
   }
   body[n++] = type == 'u' ? TAG(3, WT_VARINT) : TAG(4, WT_VARINT);
-  n += put_varint(body + n, u);
+  n += tbe__pb_put_varint(body + n, u);
   uint8_t *d = xw_room(&c->w, 40);
   if (!d) return;
   d[0] = TAG(6, WT_LEN);
-  size_t h = 1 + put_varint(d + 1, n);
+  size_t h = 1 + tbe__pb_put_varint(d + 1, n);
   memcpy(d + h, body, n);
   c->w.len += h + n;
 }
@@ -555,17 +555,17 @@ static void write_step_line(xctx *c, const uint8_t *unmarked) {
     enc en = {body};
     uint8_t *p = body;
     *p++ = TAG(1, WT_VARINT);
-    p += put_varint(p, mid);
+    p += tbe__pb_put_varint(p, mid);
     int64_t off = tbe__sat_sub(st->start_ns, start), dur = tbe__sat_sub(st->end_ns, st->start_ns);
     if (off > PS_MAX_NS) off = PS_MAX_NS;
     if (dur > PS_MAX_NS) dur = PS_MAX_NS;
     if (off > 0) {
       *p++ = TAG(2, WT_VARINT);
-      p += put_varint(p, (uint64_t)off * 1000);
+      p += tbe__pb_put_varint(p, (uint64_t)off * 1000);
     }
     if (dur > 0) {
       *p++ = TAG(3, WT_VARINT);
-      p += put_varint(p, (uint64_t)dur * 1000);
+      p += tbe__pb_put_varint(p, (uint64_t)dur * 1000);
     }
     en.p = p;
     enc_stat_i64(&en, fixed_stat(c, S_STEP_NUM), st->num);
@@ -574,7 +574,7 @@ static void write_step_line(xctx *c, const uint8_t *unmarked) {
     uint8_t *d = xw_room(&c->w, n + 11);
     if (!d) return;
     d[0] = TAG(4, WT_LEN);
-    size_t h = 1 + put_varint(d + 1, n);
+    size_t h = 1 + tbe__pb_put_varint(d + 1, n);
     memcpy(d + h, body, n);
     c->w.len += h + n;
   }

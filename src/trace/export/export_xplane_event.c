@@ -322,7 +322,7 @@ static void enc_times(xctx *c, enc *en, const tbe_event *e, int64_t line_start_n
   uint8_t *p = en->p;
   uint32_t mid = event_meta(c, e);
   *p++ = TAG(1, WT_VARINT);
-  p += put_varint(p, mid);
+  p += tbe__pb_put_varint(p, mid);
   /* Times saturate here (common/checked.h): an offset beyond what int64
    * picoseconds hold is written as the largest and counted. */
   int64_t off = tbe__sat_sub(e->start_ns, line_start_ns);
@@ -332,7 +332,7 @@ static void enc_times(xctx *c, enc *en, const tbe_event *e, int64_t line_start_n
   }
   if (off) {
     *p++ = TAG(2, WT_VARINT);
-    p += put_varint(p, (uint64_t)(off * 1000));
+    p += tbe__pb_put_varint(p, (uint64_t)(off * 1000));
   }
   int64_t dur = e->dur_ns < 0 ? 0 : e->dur_ns;
   if (dur > PS_MAX_NS) {
@@ -341,7 +341,7 @@ static void enc_times(xctx *c, enc *en, const tbe_event *e, int64_t line_start_n
   }
   if (dur) {
     *p++ = TAG(3, WT_VARINT);
-    p += put_varint(p, (uint64_t)(dur * 1000));
+    p += tbe__pb_put_varint(p, (uint64_t)(dur * 1000));
   }
   en->p = p;
 }
@@ -495,7 +495,7 @@ void tbe__xp_write_event(xctx *c, uint32_t idx, int64_t line_start_ns) {
   uint8_t *d = xw_room(&c->w, n + 11);
   if (!d) return;
   d[0] = TAG(4, WT_LEN);
-  size_t h = 1 + put_varint(d + 1, n);
+  size_t h = 1 + tbe__pb_put_varint(d + 1, n);
   memcpy(d + h, c->scratch, n);
   c->w.len += h + n;
   c->done++;

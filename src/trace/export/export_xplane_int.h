@@ -21,6 +21,7 @@
 #include "common/buf.h"
 #include "common/intern.h"
 #include "common/map.h"
+#include "common/pbwire.h"
 #include "tbexport/error.h"
 #include "tbexport/trace.h"
 #include "trace/exporter.h"
@@ -56,25 +57,6 @@ static inline uint8_t *xw_room(xw *w, size_t n) {
     }
   }
   return w->buf + w->len;
-}
-
-static inline size_t put_varint(uint8_t *p, uint64_t v) {
-  size_t n = 0;
-  while (v >= 0x80) {
-    p[n++] = (uint8_t)(v | 0x80);
-    v >>= 7;
-  }
-  p[n++] = (uint8_t)v;
-  return n;
-}
-
-static inline size_t varint_len(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    n++;
-  }
-  return n;
 }
 
 /* Field tags (all our field numbers are < 16: one byte). */
@@ -225,9 +207,9 @@ static inline void enc_stat_u64(enc *e, uint32_t mid, uint64_t v) {
   uint8_t body[24];
   size_t n = 0;
   body[n++] = TAG(1, WT_VARINT);
-  n += put_varint(body + n, mid);
+  n += tbe__pb_put_varint(body + n, mid);
   body[n++] = TAG(3, WT_VARINT);
-  n += put_varint(body + n, v);
+  n += tbe__pb_put_varint(body + n, v);
   *p++ = TAG(4, WT_LEN);
   *p++ = (uint8_t)n;
   memcpy(p, body, n);
@@ -239,9 +221,9 @@ static inline void enc_stat_i64(enc *e, uint32_t mid, int64_t v) {
   uint8_t body[24];
   size_t n = 0;
   body[n++] = TAG(1, WT_VARINT);
-  n += put_varint(body + n, mid);
+  n += tbe__pb_put_varint(body + n, mid);
   body[n++] = TAG(4, WT_VARINT);
-  n += put_varint(body + n, (uint64_t)v);
+  n += tbe__pb_put_varint(body + n, (uint64_t)v);
   *p++ = TAG(4, WT_LEN);
   *p++ = (uint8_t)n;
   memcpy(p, body, n);
@@ -253,9 +235,9 @@ static inline void enc_stat_ref(enc *e, uint32_t mid, uint32_t ref) {
   uint8_t body[24];
   size_t n = 0;
   body[n++] = TAG(1, WT_VARINT);
-  n += put_varint(body + n, mid);
+  n += tbe__pb_put_varint(body + n, mid);
   body[n++] = TAG(7, WT_VARINT);
-  n += put_varint(body + n, ref);
+  n += tbe__pb_put_varint(body + n, ref);
   *p++ = TAG(4, WT_LEN);
   *p++ = (uint8_t)n;
   memcpy(p, body, n);
@@ -267,7 +249,7 @@ static inline void enc_stat_double(enc *e, uint32_t mid, double v) {
   uint8_t body[24];
   size_t n = 0;
   body[n++] = TAG(1, WT_VARINT);
-  n += put_varint(body + n, mid);
+  n += tbe__pb_put_varint(body + n, mid);
   body[n++] = TAG(2, WT_I64);
   memcpy(body + n, &v, 8); /* little-endian hosts only, as protobuf-c */
   n += 8;
