@@ -48,29 +48,10 @@
  * periodically so a killed program loses at most about flush_ms of
  * activity, and serves the fatal-signal handler's flush requests.
  *
- * Fatal signals (catch_signals).  start installs a handler for SIGSEGV,
- * SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTERM and SIGINT (Ctrl-C), except
- * where the program ignores the signal.  The handler is async-signal-safe:
- * it posts a request to the background thread and polls (nanosleep) for
- * its answer, TBE__CRASH_WAIT_MS at most.  The background thread, an
- * ordinary thread, notes the signal in the spool, forces a CUPTI flush and
- * decodes and writes every buffer that returns.  Should the signalled
- * thread hold a lock the flush needs (it died inside CUPTI, malloc or this
- * file), the wait runs out.  Then the handler chains to the handler that
- * was installed before it (same arguments; SA_SIGINFO, SA_RESETHAND,
- * SA_NODEFER and its mask honoured), or, where that was the default,
- * restores the default and raises the signal again, so the program dies of
- * it as it would have (same exit status, same core dump).  No END item is
- * written: the spool still says the capture ended early, and holds every
- * record completed before the signal.  A program that handles the signal
- * itself (SIGTERM, say) keeps running and collecting.  A second fatal
- * signal while a flush is under way gets the default action at once.
- * Handlers the program installs after start replace ours; we never
- * re-install.  SIGSEGV runs on an alternate stack: start gives its own
- * thread a TBE__ALTSTACK one when it has none, so a stack overflow there
- * is flushed too (on other threads the kernel kills the program, as it
- * would without us).  SIGKILL cannot be caught: the periodic flush bounds
- * its loss.
+ * Fatal signals (catch_signals): collector_signals.c installs the
+ * handler; it posts a request, and the background thread notes the
+ * signal in the spool, forces a CUPTI flush and decodes and writes every
+ * buffer that returns, then answers (crash_flush, bg_main).
  *
  * Hardware metrics (hwmetrics.h), when asked for, ride on the background
  * thread: its timers give them a turn (tbe__hwm_tick: PM samples drained
@@ -88,6 +69,7 @@
  * strings are copied before the buffer is recycled. */
 #include "collect/collector.h"
 #include "collect/collector_decode.h"
+#include "collect/collector_signals.h"
 #include "collect/hwmetrics.h"
 #include "collect/launcher.h"
 #include "collect/nvtxhook.h"
@@ -98,7 +80,6 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,8 +102,6 @@
 #define TBE__SLICE_MIN (64u << 10)  /* ~300 kernel records; XLA uses 32 KiB */
 #define TBE__SPREAD 32u             /* a request gets 1/32 of what is left */
 #define TBE__NBUF 1024u             /* slots: threads holding one + queued */
-#define TBE__CRASH_WAIT_MS 2000     /* a forced flush takes 1-55 ms (H200) */
-#define TBE__ALTSTACK (64u << 10)   /* signal stack given to start's thread */
 
 _Static_assert(TBE__MK_INSTANT == CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS, "marker flag");
 _Static_assert(TBE__MK_START == CUPTI_ACTIVITY_FLAG_MARKER_START, "marker flag");
@@ -206,7 +185,7 @@ static struct {
   struct timespec t0;      /* CLOCK_MONOTONIC at start */
   int window_opened, window_closed;
   int walk_noted;          /* a buffer walk that CUPTI cut short was noted */
-  unsigned crash_seen;     /* S.req when the background thread was made */
+  unsigned crash_seen;     /* tbe__fatal_requests() when the background thread was made */
   int hwm;                 /* hardware metrics want ticks (hwmetrics.h) */
   double hwm_next;         /* since_t0() of the next tick */
   int nvtx;                /* our NVTX handlers record (nvtxhook.h) */
@@ -220,14 +199,6 @@ static sem_t wake_sem;
 static pthread_once_t wake_once = PTHREAD_ONCE_INIT;
 static void wake_init(void) { sem_init(&wake_sem, 0, 0); }
 static void wake_bg(void) { sem_post(&wake_sem); }
-
-/* The fatal-signal handler's side (see the essay); lock-free atomics only. */
-static struct {
-  atomic_int armed;        /* a background thread serves requests */
-  atomic_int busy;         /* a handler is flushing */
-  atomic_int sig;          /* the signal of the last request */
-  atomic_uint req, done;   /* request and answer sequence numbers */
-} S;
 
 static int atfork_registered;
 static tbe_allocator malloc_alloc; /* the batches' allocator (malloc) */
@@ -731,17 +702,17 @@ static void wait_locked(double secs) {
 static void *bg_main(void *arg) {
   (void)arg;
   double last_flush = 0;
-  unsigned crash_seen = G.crash_seen; /* (not S.req now: a request may
+  unsigned crash_seen = G.crash_seen; /* (not the requests now: one may
                                          come before this thread runs) */
   int draining = 0; /* decoding what a fatal-signal flush returned */
   pthread_mutex_lock(&G.mu);
   for (;;) {
-    unsigned req = atomic_load(&S.req);
+    unsigned req = tbe__fatal_requests();
     if (req != crash_seen && !draining) {
       crash_seen = req;
       draining = 1;
       pthread_mutex_unlock(&G.mu);
-      crash_flush(atomic_load(&S.sig));
+      crash_flush(tbe__fatal_signal());
       pthread_mutex_lock(&G.mu);
       continue;
     }
@@ -757,7 +728,7 @@ static void *bg_main(void *arg) {
     if (draining) {
       /* Everything the forced flush returned is in the spool. */
       draining = 0;
-      atomic_store(&S.done, crash_seen);
+      tbe__fatal_answer(crash_seen);
       continue;
     }
     if (G.stopping) break;
@@ -824,136 +795,6 @@ static void *bg_main(void *arg) {
   return NULL;
 }
 
-/* ---- fatal signals ---- */
-
-static const int fatal_sigs[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTERM, SIGINT};
-#define NFATAL (sizeof fatal_sigs / sizeof fatal_sigs[0])
-static struct sigaction old_act[NFATAL]; /* what each was before we came */
-static int have_old[NFATAL];             /* old_act[i] is valid */
-
-static int fatal_index(int sig) {
-  for (size_t i = 0; i < NFATAL; i++)
-    if (fatal_sigs[i] == sig) return (int)i;
-  return -1;
-}
-
-static void set_default(int sig) {
-  struct sigaction d;
-  memset(&d, 0, sizeof d);
-  d.sa_handler = SIG_DFL;
-  sigemptyset(&d.sa_mask);
-  sigaction(sig, &d, NULL);
-}
-
-/* Hands the signal on as if we had never been there (async-signal-safe). */
-static void chain(int sig, siginfo_t *si, void *uc) {
-  int k = fatal_index(sig);
-  const struct sigaction *o = k >= 0 && have_old[k] ? &old_act[k] : NULL;
-  if (!o || o->sa_handler == SIG_DFL) {
-    /* The default: dies of the signal on return (it is blocked here). */
-    set_default(sig);
-    raise(sig);
-    return;
-  }
-  if (o->sa_handler == SIG_IGN) return;
-  if (o->sa_flags & SA_RESETHAND) set_default(sig); /* as the kernel would have */
-  sigset_t m = o->sa_mask;
-  if (o->sa_flags & SA_NODEFER) {
-    pthread_sigmask(SIG_BLOCK, &m, NULL);
-    sigemptyset(&m);
-    sigaddset(&m, sig);
-    pthread_sigmask(SIG_UNBLOCK, &m, NULL);
-  } else {
-    pthread_sigmask(SIG_BLOCK, &m, NULL);
-  }
-  if (o->sa_flags & SA_SIGINFO)
-    o->sa_sigaction(sig, si, uc);
-  else
-    o->sa_handler(sig);
-  /* (the mask is restored when this handler returns) */
-}
-
-static void on_fatal(int sig, siginfo_t *si, void *uc) {
-  int saved_errno = errno;
-  int idle = 0;
-  if (!atomic_compare_exchange_strong(&S.busy, &idle, 1)) {
-    /* A second fatal signal while a flush is under way: the default. */
-    set_default(sig);
-    raise(sig);
-    errno = saved_errno;
-    return;
-  }
-  if (atomic_load(&S.armed) && !pthread_equal(pthread_self(), G.thread)) {
-    atomic_store(&S.sig, sig);
-    unsigned seq = atomic_fetch_add(&S.req, 1) + 1;
-    wake_bg();
-    struct timespec t0, now, nap = {0, 1000000};
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (;;) {
-      if ((int)(atomic_load(&S.done) - seq) >= 0) break;
-      clock_gettime(CLOCK_MONOTONIC, &now);
-      long long ms = (long long)(now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
-      if (ms >= TBE__CRASH_WAIT_MS) break;
-      nanosleep(&nap, NULL);
-    }
-  }
-  atomic_store(&S.busy, 0);
-  chain(sig, si, uc);
-  errno = saved_errno;
-}
-
-static int is_ours(const struct sigaction *a) {
-  return (a->sa_flags & SA_SIGINFO) && a->sa_sigaction == on_fatal;
-}
-
-/* Gives the calling thread an alternate signal stack when it has none, so
- * that SIGSEGV from a stack overflow can still run the handler.  Never
- * freed: the thread keeps it after stop (one per thread that starts a
- * session without a signal stack of its own). */
-static void give_altstack(void) {
-  stack_t cur;
-  if (sigaltstack(NULL, &cur) != 0 || !(cur.ss_flags & SS_DISABLE)) return;
-  void *p = mmap(NULL, TBE__ALTSTACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return;
-  stack_t ss;
-  memset(&ss, 0, sizeof ss);
-  ss.ss_sp = p;
-  ss.ss_size = TBE__ALTSTACK;
-  if (sigaltstack(&ss, NULL) != 0) munmap(p, TBE__ALTSTACK);
-}
-
-/* Installs on_fatal for each fatal signal the program does not ignore.
- * Where on_fatal is installed already (a forked child starting again) the
- * handler saved then is kept. */
-static void install_handlers(void) {
-  give_altstack();
-  for (size_t i = 0; i < NFATAL; i++) {
-    struct sigaction cur;
-    if (sigaction(fatal_sigs[i], NULL, &cur) != 0) continue;
-    if (is_ours(&cur)) continue;
-    if (cur.sa_handler == SIG_IGN) continue; /* (sa_handler shares sa_sigaction's storage) */
-    old_act[i] = cur;
-    have_old[i] = 1;
-    struct sigaction a;
-    memset(&a, 0, sizeof a);
-    a.sa_sigaction = on_fatal;
-    a.sa_mask = cur.sa_mask;
-    a.sa_flags = SA_SIGINFO | (cur.sa_flags & (SA_RESTART | SA_ONSTACK)) |
-                 (fatal_sigs[i] == SIGSEGV ? SA_ONSTACK : 0);
-    sigaction(fatal_sigs[i], &a, NULL);
-  }
-}
-
-/* Puts back what was there before, where ours is still installed. */
-static void remove_handlers(void) {
-  for (size_t i = 0; i < NFATAL; i++) {
-    struct sigaction cur;
-    if (!have_old[i] || sigaction(fatal_sigs[i], NULL, &cur) != 0) continue;
-    if (is_ours(&cur)) sigaction(fatal_sigs[i], &old_act[i], NULL);
-    have_old[i] = 0;
-  }
-}
-
 /* ---- fork ---- */
 
 static void atfork_prepare(void) { pthread_mutex_lock(&G.mu); }
@@ -963,8 +804,7 @@ static void atfork_child(void) {
    * spool or CUPTI state: it simply is not collecting.  Our signal handlers
    * stay and only chain. */
   pthread_mutex_unlock(&G.mu);
-  atomic_store(&S.armed, 0);
-  atomic_store(&S.busy, 0);
+  tbe__fatal_atfork_child();
   tbe__nvtx_atfork_child();
   G.nvtx = 0;
   if (G.running) {
@@ -1042,6 +882,33 @@ static void write_header_items(void) {
   for (size_t i = 0; i < n; i++)
     if (cmd[i] == '\0') cmd[i] = ' ';
   tbe__spool_item(&G.batch, TBE__SP_CMD, cmd, n);
+}
+
+/* Undoes a start that failed at any step (the kinds off, hardware metrics
+ * stopped, the spool closed and removed, the buffers freed); returns rc. */
+static int start_failed(int rc) {
+  set_enabled(0);
+  if (G.hwm) {
+    tbe__hwm_out o = hwm_out();
+    tbe__hwm_stop(&o);
+    G.hwm = 0;
+  }
+  pthread_mutex_lock(&G.mu);
+  G.running = 0;
+  G.closed = 1;
+  pthread_mutex_unlock(&G.mu);
+  if (G.fd >= 0) {
+    close(G.fd);
+    unlink(G.cfg.spool_path);
+    G.fd = -1;
+  }
+  tbe__buf_deinit(&G.batch);
+  tbe__buf_deinit(&G.side);
+  tbe__decoder_reset(&G.dec);
+  free_slots(); /* (kept mapped if CUPTI holds a buffer) */
+  free((char *)G.cfg.spool_path);
+  G.cfg.spool_path = NULL;
+  return rc;
 }
 
 int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *cfg) {
@@ -1154,7 +1021,7 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
   }
   if (rc == 0) {
     /* The thread must not inherit the application's signal handling. */
-    G.crash_seen = atomic_load(&S.req);
+    G.crash_seen = tbe__fatal_requests();
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -1166,35 +1033,8 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
       G.thread_started = 1;
     }
   }
-  if (rc == 0 && G.cfg.catch_signals) {
-    install_handlers();
-    atomic_store(&S.armed, 1);
-  }
-  if (rc != 0) {
-    set_enabled(0);
-    if (G.hwm) {
-      tbe__hwm_out o = hwm_out();
-      tbe__hwm_stop(&o);
-      G.hwm = 0;
-    }
-    pthread_mutex_lock(&G.mu);
-    G.running = 0;
-    G.closed = 1;
-    pthread_mutex_unlock(&G.mu);
-    if (G.fd >= 0) {
-      close(G.fd);
-      unlink(G.cfg.spool_path);
-      G.fd = -1;
-    }
-    tbe__buf_deinit(&G.batch);
-    tbe__buf_deinit(&G.side);
-    tbe__decoder_reset(&G.dec);
-    free_slots(); /* (kept mapped if CUPTI holds a buffer) */
-    free((char *)G.cfg.spool_path);
-    G.cfg.spool_path = NULL;
-    return rc;
-  }
-  return 0;
+  if (rc == 0 && G.cfg.catch_signals) tbe__fatal_catch(G.thread, wake_bg);
+  return rc != 0 ? start_failed(rc) : 0;
 }
 
 int tbe__collector_stop(tbe__sp_stats *stats) {
@@ -1204,8 +1044,8 @@ int tbe__collector_stop(tbe__sp_stats *stats) {
     return TBE_ESTATE;
   }
   pthread_mutex_unlock(&G.mu);
-  atomic_store(&S.armed, 0);
-  if (G.cfg.catch_signals) remove_handlers();
+  tbe__fatal_disarm();
+  if (G.cfg.catch_signals) tbe__fatal_remove();
   set_enabled(0);
   /* Forced flush: CUPTI completes every buffer, incomplete records too. */
   G.api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
