@@ -20,7 +20,7 @@
  * Signals: with catch_signals, a fatal signal (SIGSEGV, SIGBUS, SIGABRT,
  * SIGFPE, SIGILL, SIGTERM, SIGINT) makes the collector flush and spool what
  * CUPTI holds (waiting 2 s at most) before the signal goes on to the
- * program's previous handler or its default action; see collector.c. */
+ * program's previous handler or its default action; see collector_signals.c. */
 #ifndef TBE_COLLECT_COLLECTOR_H
 #define TBE_COLLECT_COLLECTOR_H
 
