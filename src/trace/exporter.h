@@ -20,6 +20,7 @@
 #include "tbexport/error.h"
 #include "tbexport/export.h"
 #include "tbexport/trace.h"
+#include "trace/model/vocab.h"
 
 /* ---- the sink ----
  * Where an output's bytes go, behind one backend table (the file that
@@ -96,34 +97,9 @@ typedef struct tbe__exporter {
   int (*write)(const tbe__export_ctx *ctx, tbe__sink *out);
 } tbe__exporter;
 
-/* The generic status lines an output states before the trace's own
- * warnings: records dropped, records with bad timestamps, (WITH_OVERHEAD:
- * CUPTI's overhead of a collected trace,) the capture ended early.  A
- * status that one of the trace's warnings already states in more detail is
- * left out, so that no list repeats itself.  Calls EMIT for each line. */
-void tbe__status_lines(const tbe_trace *t, int with_overhead,
-                       void (*emit)(void *ctx, const char *line, size_t len), void *ctx);
-
-/* The name of a tbe_source as the outputs record it ("cupti", "kineto",
- * "chrome", "xspace", "nsys", "unknown"), and back (TBE_SRC_UNKNOWN for
- * a name it does not know). */
-const char *tbe__source_name(uint32_t source);
-uint32_t tbe__source_of(const char *name, size_t len);
-
-/* The number of leading entries of `lines` (n strings, the warnings list
- * of one of our files) that are generic status lines: the largest k (at
- * most 4) such that tbe__status_lines of `t`'s counters and the trace
- * warnings lines[k..n) is exactly lines[0..k).  `t` gives the counters and
- * the source; its own warnings are not used. */
-size_t tbe__status_prefix(const tbe_trace *t, int with_overhead, const tbe_str *lines, size_t n);
-
 /* Checks the labels of tbe_export_options (its comment gives the rules).
  * Returns 0 or TBE_EINVAL. */
 int tbe__labels_check(const char *const *labels, size_t n);
-
-/* The allocator `t` was created with (model/model_int.h's, declared here
- * too for the importers' scratch memory: other rooms read this header). */
-const tbe_allocator *tbe__trace_allocator(const tbe_trace *t);
 
 extern const tbe__exporter tbe__exporter_xplane;
 extern const tbe__exporter tbe__exporter_json;
