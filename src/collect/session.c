@@ -43,6 +43,8 @@
 #include "common/text.h"
 #include "tbexport/error.h"
 #include "tbexport/session.h"
+#include "trace/run/run_layout.h"
+#include "trace/run/run_scan.h"
 
 static int64_t now_ns(void) {
   struct timespec t;
@@ -52,51 +54,9 @@ static int64_t now_ns(void) {
 
 /* ---- naming the run ---- */
 
-/* Whether anything of run RUN exists in LOGDIR (its profile folder or its
- * events folder). */
-static int run_exists(const char *logdir, const char *run) {
-  char p[4400];
-  struct stat st;
-  snprintf(p, sizeof p, "%s/plugins/profile/%s", logdir, run);
-  if (lstat(p, &st) == 0) return 1;
-  snprintf(p, sizeof p, "%s/%s", logdir, run);
-  return lstat(p, &st) == 0;
-}
-
-/* Whether file name N is an output of host entry HOST of a profiled
- * session: HOST or HOST_pid<N>[_<k>], then .xplane.pb or .trace.json.gz
- * (export_run.c's names).  HOST.rank<N>.* is another entry, as is any
- * host whose name only starts with HOST. */
-static int host_output(const char *n, const char *host) {
-  size_t hl = strlen(host);
-  if (strncmp(n, host, hl) != 0) return 0;
-  const char *p = n + hl;
-  if (strncmp(p, "_pid", 4) == 0 && p[4] >= '0' && p[4] <= '9') {
-    p += 4;
-    while (*p >= '0' && *p <= '9') p++;
-    if (p[0] == '_' && p[1] >= '0' && p[1] <= '9')
-      for (p++; *p >= '0' && *p <= '9';) p++;
-  }
-  return strcmp(p, ".xplane.pb") == 0 || strcmp(p, ".trace.json.gz") == 0;
-}
-
-/* The outputs run RUN already holds for host entry HOST in LOGDIR (see
- * host_output).  Returns 1 and names the first in FOUND, or 0. */
-static int run_has_host(const char *logdir, const char *run, const char *host, char *found,
-                        size_t size) {
-  char dir[4400];
-  if (snprintf(dir, sizeof dir, "%s/plugins/profile/%s", logdir, run) >= (int)sizeof dir) return 0;
-  DIR *d = opendir(dir);
-  if (!d) return 0;
-  struct dirent *e;
-  int hit = 0;
-  while (!hit && (e = readdir(d))) {
-    hit = host_output(e->d_name, host);
-    if (hit && found && size) snprintf(found, size, "%s/%s", dir, e->d_name);
-  }
-  closedir(d);
-  return hit;
-}
+/* Whether a run exists and which hosts it holds are the run room's
+ * reading of the layout (trace/run/run_scan.h: tbe__run_exists,
+ * tbe__run_has_host). */
 
 int tbe_session_run_name(const char *logdir, const char *run, const char *host, unsigned flags,
                          char *name, size_t size, char *clash, size_t clash_size) {
@@ -109,7 +69,7 @@ int tbe_session_run_name(const char *logdir, const char *run, const char *host, 
     if (rc) return rc;
     /* Another session started in the same second: the next free suffix. */
     size_t bl = strlen(name);
-    for (int k = 2; run_exists(logdir, name) && k < 1000; k++)
+    for (int k = 2; tbe__run_exists(logdir, name) && k < 1000; k++)
       snprintf(name + bl, size - bl, "_%d", k);
     return 0;
   }
@@ -120,7 +80,7 @@ int tbe_session_run_name(const char *logdir, const char *run, const char *host, 
     snprintf(hb, sizeof hb, "%s", host);
   else
     tbe__hostname(hb, sizeof hb);
-  if (!run_has_host(logdir, run, hb, clash, clash_size)) return 0;
+  if (!tbe__run_has_host(logdir, run, hb, clash, clash_size)) return 0;
   if (!(flags & TBE_SESSION_NEXT_FREE)) return TBE_EEXIST;
   /* Ours to move: the first RUN_<k> without this entry's outputs.  The
    * entry is checked, not the run: the other ranks of the new job join
@@ -129,7 +89,7 @@ int tbe_session_run_name(const char *logdir, const char *run, const char *host, 
     char cand[TBE_NAME_MAX + 1];
     int n = snprintf(cand, sizeof cand, "%s_%d", run, k);
     if (n < 0 || (size_t)n >= sizeof cand) break;
-    if (!run_has_host(logdir, cand, hb, NULL, 0)) {
+    if (!tbe__run_has_host(logdir, cand, hb, NULL, 0)) {
       snprintf(name, size, "%s", cand);
       return 0;
     }
@@ -198,7 +158,8 @@ int tbe_session_spool_dir(const char *logdir, char *path, size_t size, char *whe
     return rc;
   }
   char name[80];
-  snprintf(name, sizeof name, ".tbexport-spool-%ld-%lld", (long)getpid(), (long long)now_ns());
+  snprintf(name, sizeof name, "%s%ld-%lld", tbe__run_suffix(TBE__RUN_SPOOL), (long)getpid(),
+           (long long)now_ns());
   /* Made by this call (EXCL) under the symlink rule: a symlink planted at
    * its name is refused, never used. */
   int fd = tbe__dir_open(logdir, name, TBE__DIR_CREATE | TBE__DIR_EXCL, 0700, where, wsize);
