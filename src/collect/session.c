@@ -488,6 +488,44 @@ static int program_trace(const tbe_session_options *o, tbe_trace *t, const char 
   return tbe_trace_finish(t);
 }
 
+/* The trace of a session in which no process initialized CUDA, as host
+ * entry <base_host>[.rank<R>] (into host): a run with a note, said to the
+ * caller too.  Sets the session's span in *tot. */
+static int no_cuda_trace(const tbe_session_options *o, tbe_trace *t, char *host, size_t hsize,
+                         const char *base_host, int32_t own_rank, const char *notes,
+                         tbe_profiler_result *tot) {
+  entry_of(host, hsize, base_host, own_rank);
+  int r = program_trace(o, t, host, notes);
+  tot->start_ns = o->start_ns;
+  tot->stop_ns = o->stop_ns;
+  if (!r && notes[0])
+    say(o, TBE_MSG_WARNING, "no CUDA activity was recorded: the collector could not start (%s)",
+        notes);
+  else if (!r)
+    say(o, TBE_MSG_NOTE,
+        "note: no CUDA activity was recorded (the program never initialized CUDA)");
+  return r;
+}
+
+/* Writes trace `t` as host `host` of the session's run (`eo_run`: the
+ * caller's export options with the session's one run name); a failure is
+ * said in one line naming the path.  Returns 0 or the export's code. */
+static int export_host(const tbe_session_options *o, const tbe_export_options *eo_run,
+                       const tbe_trace *t, const char *host) {
+  tbe_export_options eo = *eo_run;
+  eo.host = host;
+  char where[4200], line[4400];
+  eo.error_path = where;
+  eo.error_path_size = sizeof where;
+  int r = tbe_export_run(t, &eo);
+  if (r)
+    say(o, TBE_MSG_ERROR, "cannot write run '%s' for host %s%s%s: %s%s", eo.run, host,
+        where[0] ? "" : " in ", where[0] ? "" : eo.logdir,
+        tbe_export_strerror(r, where, line, sizeof line),
+        r == TBE_EEXIST ? " (use --force to replace it)" : "");
+  return r;
+}
+
 int tbe_session_convert(const tbe_session_options *o, tbe_session_result *result) {
   tbe_session_result res;
   memset(&res, 0, sizeof res);
@@ -562,17 +600,7 @@ int tbe_session_convert(const tbe_session_options *o, tbe_session_result *result
     int skip = 0;
     char host[TBE_NAME_MAX + 1];
     if (nn == 0) {
-      /* No process initialized CUDA: a run with a note. */
-      entry_of(host, sizeof host, base_host, own_rank);
-      r = program_trace(o, t, host, notes);
-      tot->start_ns = o->start_ns;
-      tot->stop_ns = o->stop_ns;
-      if (!r && notes[0])
-        say(o, TBE_MSG_WARNING, "no CUDA activity was recorded: the collector could not start (%s)",
-            notes);
-      else if (!r)
-        say(o, TBE_MSG_NOTE,
-            "note: no CUDA activity was recorded (the program never initialized CUDA)");
+      r = no_cuda_trace(o, t, host, sizeof host, base_host, own_rank, notes, tot);
     } else {
       co.has_rank = ranks[i] >= 0;
       co.rank = ranks[i];
@@ -610,19 +638,7 @@ int tbe_session_convert(const tbe_session_options *o, tbe_session_result *result
         busy_ns += info.r.gpu_busy_pct / 100.0 * (double)(info.r.stop_ns - info.r.start_ns);
       }
     }
-    if (!r && !skip) {
-      tbe_export_options eo = eo_run;
-      eo.host = host;
-      char where[4200], line[4400];
-      eo.error_path = where;
-      eo.error_path_size = sizeof where;
-      r = tbe_export_run(t, &eo);
-      if (r)
-        say(o, TBE_MSG_ERROR, "cannot write run '%s' for host %s%s%s: %s%s", eo.run, host,
-            where[0] ? "" : " in ", where[0] ? "" : eo.logdir,
-            tbe_export_strerror(r, where, line, sizeof line),
-            r == TBE_EEXIST ? " (use --force to replace it)" : "");
-    }
+    if (!r && !skip) r = export_host(o, &eo_run, t, host);
     tbe_trace_free(t);
     if (r) {
       if (!rc) rc = r;
