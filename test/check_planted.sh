@@ -4,7 +4,8 @@
 #   - check_cycles: cli/progress.h and cli/cli.h include each other;
 #   - check_layers cli-headers: the CLI includes a private header;
 #   - check_layers no-print: a library file writes to stderr;
-#   - check_layers import-no-collect: an importer includes a collector header.
+#   - check_layers import-no-collect: an importer includes a collector header;
+#   - check_layers import-no-export: an importer includes an exporter header.
 # usage: check_planted.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 src=$2
@@ -28,6 +29,8 @@ fresh
   fail "check_layers cli-headers fails on the unplanted copy"
 "$src/scripts/check_layers" import-no-collect "$work/t" >/dev/null ||
   fail "check_layers import-no-collect fails on the unplanted copy"
+"$src/scripts/check_layers" import-no-export "$work/t" >/dev/null ||
+  fail "check_layers import-no-export fails on the unplanted copy"
 
 sed -i 's|#include "tbexport.h"|#include "cli/progress.h"\n#include "tbexport.h"|' "$work/t/src/cli/cli.h"
 sed -i '0,/#include <stdint.h>/s||#include <stdint.h>\n#include "cli/cli.h"|' "$work/t/src/cli/progress.h"
@@ -46,4 +49,9 @@ sed -i '0,/#include "import\/importer.h"/s||#include "import/importer.h"\n#inclu
   "$work/t/src/import/spool.c"
 grep -q 'collect/options.h' "$work/t/src/import/spool.c" || fail "could not plant the collector include"
 expect 'src/import/spool.c:.*collect/options.h' "$src/scripts/check_layers" import-no-collect "$work/t"
-echo "check_planted: a planted include cycle, private include in the CLI, print in the library and collector header in an importer each fail their check"
+fresh
+sed -i '0,/#include "import\/importer.h"/s||#include "import/importer.h"\n#include "trace/exporter.h"|' \
+  "$work/t/src/import/import.c"
+grep -q 'trace/exporter.h' "$work/t/src/import/import.c" || fail "could not plant the exporter include"
+expect 'src/import/import.c:.*trace/exporter.h' "$src/scripts/check_layers" import-no-export "$work/t"
+echo "check_planted: a planted include cycle, private include in the CLI, print in the library, collector header and exporter header in an importer each fail their check"

@@ -1026,20 +1026,6 @@ TBE_API int tbe_analysis_read(tbe_analysis **out, tbe_analysis_stamp *stamp, con
 TBE_API int tbe_analysis_source_key(tbe_analysis_source *src, const char *base, const char *rel);
 
 /* Names. */
-/* Demangles `mangled` into `buf` exactly as `c++filt` (GNU binutils, its
- * default options) prints it: Itanium C++ names ("_Z…", e.g.
- * "_ZN2at6native24vectorized_gather_kernelILi16ElEEvPcS2_PT0_illllb" ->
- * "void at::native::vectorized_gather_kernel<16, long>(char*, char*,
- * long*, int, long, long, long, long, bool)"), Rust names, "_GLOBAL_…"
- * constructor names.  The engine is libiberty's; nothing is allocated and
- * the function is reentrant.  Like c++filt, names longer than 1,024 bytes
- * are not demangled.
- * Returns the full length of the demangled text (snprintf-style: when it
- * is `size` or more, `buf` holds its first size - 1 bytes), or -1 when
- * `mangled` is not demangled (then `buf` holds the input, truncated to
- * fit).  `buf` is always NUL-terminated when size > 0; with size 0 it may
- * be NULL and only the length is returned. */
-TBE_API int tbe_demangle(const char *mangled, char *buf, size_t size);
 /* Writes a readable form of a kernel or operator name of at most `width`
  * bytes (0: no limit) into `buf`: without return type and parameter list,
  * and when too long without namespaces, then with nested template

@@ -163,3 +163,53 @@ TBE_API int tbe_export_xplane(const tbe_trace *t, const char *path, int force);
 #endif
 
 #endif
+
+/* ---- the experimental tier: reading a log dir's runs ----
+ * Where the files above are found again, for readers of a log dir (the
+ * summary and profile commands): the same layout, spelled by the library
+ * only (src/trace/run/).  Run names are checked as tbe_name_check does;
+ * no symbolic link below the log dir's plugins/profile/<run>/ is read
+ * through when a caller opens what these name with tbe_import_options'
+ * base_dir. */
+#if defined(TBE_EXPERIMENTAL) && !defined(TBEXPORT_EXPORT_H_EXPERIMENTAL)
+#define TBEXPORT_EXPORT_H_EXPERIMENTAL
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One host of a run: its name (a trace file's name before its suffix)
+ * and its preferred trace file in plugins/profile/<run>/ (the gzipped
+ * Chrome JSON, then the plain one, then the XSpace). */
+typedef struct tbe_run_listing {
+  char *host;
+  char *trace;
+} tbe_run_listing;
+
+/* The profile folder of `run`: <logdir>/plugins/profile/<run>, or with
+ * `logdir` NULL the same relative to the log dir.  Returns 0, TBE_ENAME
+ * (not a valid run name) or -ENAMETOOLONG. */
+TBE_API int tbe_run_profile_dir(char *buf, size_t size, const char *logdir, const char *run);
+
+/* The hosts of `run` in `logdir`, sorted by name, into *hosts (*n of
+ * them, possibly 0; free with tbe_run_list_free).  Hidden files are not
+ * read.  Returns 0, TBE_ENAME, -errno of opening the folder (-ENOENT: no
+ * such run) or TBE_ENOMEM. */
+TBE_API int tbe_run_list(const char *logdir, const char *run, tbe_run_listing **hosts, size_t *n);
+TBE_API void tbe_run_list_free(tbe_run_listing *hosts, size_t n);
+
+/* The run of `logdir` whose newest trace file was written last (ties: the
+ * greater name; folders whose name is not a valid run name are passed
+ * over), into `run`.  Returns 0, 1 when no run holds a trace
+ * file, or -errno of opening <logdir>/plugins/profile. */
+TBE_API int tbe_run_latest(const char *logdir, char *run, size_t size);
+
+/* When `path` is a file <logdir>/plugins/profile/<run>/<file>: its log dir
+ * ("/" for the root) and run, 1; else 0. */
+TBE_API int tbe_run_of_path(const char *path, char *logdir, size_t lsize, char *run, size_t rsize);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TBE_EXPERIMENTAL */

@@ -538,6 +538,22 @@ TBE_API const tbe_nvtx *tbe_trace_nvtx(const tbe_trace *t, const tbe_event *e);
 TBE_API const tbe_memory *tbe_trace_memory(const tbe_trace *t, const tbe_event *e);
 TBE_API const tbe_counter *tbe_trace_counter(const tbe_trace *t, const tbe_event *e);
 
+/* ---- names ---- */
+/* Demangles `mangled` into `buf` exactly as `c++filt` (GNU binutils, its
+ * default options) prints it: Itanium C++ names ("_Z…", e.g.
+ * "_ZN2at6native24vectorized_gather_kernelILi16ElEEvPcS2_PT0_illllb" ->
+ * "void at::native::vectorized_gather_kernel<16, long>(char*, char*,
+ * long*, int, long, long, long, long, bool)"), Rust names, "_GLOBAL_…"
+ * constructor names.  The engine is libiberty's; nothing is allocated and
+ * the function is reentrant.  Like c++filt, names longer than 1,024 bytes
+ * are not demangled.
+ * Returns the full length of the demangled text (snprintf-style: when it
+ * is `size` or more, `buf` holds its first size - 1 bytes), or -1 when
+ * `mangled` is not demangled (then `buf` holds the input, truncated to
+ * fit).  `buf` is always NUL-terminated when size > 0; with size 0 it may
+ * be NULL and only the length is returned. */
+TBE_API int tbe_demangle(const char *mangled, char *buf, size_t size);
+
 #ifdef __cplusplus
 }
 #endif

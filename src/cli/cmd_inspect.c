@@ -502,25 +502,13 @@ static const char *command_for(const char *cmd, const char *path, char *buf, siz
   char q[4200];
   const char *qp = shell_quoted(path, q, sizeof q);
   if (strcmp(cmd, "summary-run") == 0) {
-    /* DIR/plugins/profile/RUN/HOST.analysis.pb: `tbexport summary --logdir DIR RUN` */
-    char dir[PATH_MAX], qd[4200], qr[600];
-    const char *cut[3];
-    size_t n = strlen(path);
-    if (n < sizeof dir) {
-      memcpy(dir, path, n + 1);
-      int ok = 1;
-      for (int i = 0; i < 3 && ok; i++) {
-        char *sl = strrchr(dir, '/');
-        if (!sl) ok = 0; else { *sl = '\0'; cut[i] = sl + 1; }
-      }
-      char *sl = ok ? strrchr(dir, '/') : NULL;
-      /* cut[0] is HOST.analysis.pb, cut[1] RUN, cut[2] "profile"; then "plugins" */
-      if (ok && sl && strcmp(sl + 1, "plugins") == 0 && strcmp(cut[2], "profile") == 0) {
-        *sl = '\0';
-        snprintf(buf, size, "tbexport summary --logdir %s %s", shell_quoted(dir[0] ? dir : "/", qd, sizeof qd),
-                 shell_quoted(cut[1], qr, sizeof qr));
-        return buf;
-      }
+    /* a run's analysis file: `tbexport summary --logdir DIR RUN` (the
+     * library reads the layout, tbe_run_of_path) */
+    char dir[PATH_MAX], run[PATH_MAX], qd[4200], qr[600];
+    if (tbe_run_of_path(path, dir, sizeof dir, run, sizeof run)) {
+      snprintf(buf, size, "tbexport summary --logdir %s %s", shell_quoted(dir, qd, sizeof qd),
+               shell_quoted(run, qr, sizeof qr));
+      return buf;
     }
     snprintf(buf, size, "tbexport summary --logdir DIR RUN");
     return buf;

@@ -21,7 +21,6 @@
  * trace file was written last.  Run names are checked before they become
  * paths.  Imports that take more than a second show the shared progress
  * bar (progress.h) on stderr when it is a terminal, unless --quiet. */
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -50,144 +49,10 @@ static int run_name_ok(const char *s) {
   return 1;
 }
 
-static const char *const suffixes[3] = {".trace.json.gz", ".trace.json", ".xplane.pb"};
-
-/* The kind of a trace file name (3 preferred .. 1), and in *stem_len the
- * length of its stem; 0 for other names. */
-static int kind_of(const char *name, size_t *stem_len) {
-  size_t n = strlen(name);
-  for (int k = 0; k < 3; k++) {
-    size_t m = strlen(suffixes[k]);
-    if (n > m && strcmp(name + n - m, suffixes[k]) == 0) {
-      size_t stem = n - m;
-      if (stem > 3 && strncmp(name + stem - 3, ".pt", 3) == 0) stem -= 3;
-      *stem_len = stem;
-      return 3 - k;
-    }
-  }
-  return 0;
-}
-
-typedef struct host_file {
-  char *stem;   /* host part of the name */
-  char *name;   /* the preferred file */
-  int kind;
-} host_file;
-
-static int cmp_host_file(const void *x, const void *y) {
-  return strcmp(((const host_file *)x)->stem, ((const host_file *)y)->stem);
-}
-
-static void host_files_free(host_file *v, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    free(v[i].stem);
-    free(v[i].name);
-  }
-  free(v);
-}
-
-/* The host files of `run`, sorted by stem.  Returns 0 (*n may be 0),
- * -errno, or TBE_ENOMEM. */
-static int host_files(const char *logdir, const char *run, host_file **out, size_t *nout) {
-  char dir[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s/plugins/profile/%s", logdir, run);
-  *out = NULL;
-  *nout = 0;
-  DIR *d = opendir(dir);
-  if (!d) return -errno;
-  host_file *v = NULL;
-  size_t n = 0, cap = 0;
-  int rc = 0;
-  struct dirent *e;
-  while (!rc && (e = readdir(d)) != NULL) {
-    size_t stem;
-    int k;
-    if (e->d_name[0] == '.' || !(k = kind_of(e->d_name, &stem))) continue;
-    size_t i = 0;
-    while (i < n && !(strlen(v[i].stem) == stem && strncmp(v[i].stem, e->d_name, stem) == 0)) i++;
-    if (i == n) {
-      if (n == cap) {
-        size_t nc = cap ? 2 * cap : 8;
-        host_file *nv = realloc(v, nc * sizeof *nv);
-        if (!nv) {
-          rc = TBE_ENOMEM;
-          break;
-        }
-        v = nv;
-        cap = nc;
-      }
-      v[n].stem = strndup(e->d_name, stem);
-      v[n].name = strdup(e->d_name);
-      v[n].kind = k;
-      if (!v[n].stem || !v[n].name) rc = TBE_ENOMEM;
-      n++;
-    } else if (k > v[i].kind) {
-      char *nm = strdup(e->d_name);
-      if (!nm) {
-        rc = TBE_ENOMEM;
-        break;
-      }
-      free(v[i].name);
-      v[i].name = nm;
-      v[i].kind = k;
-    }
-  }
-  closedir(d);
-  if (rc) {
-    host_files_free(v, n);
-    return rc;
-  }
-  if (n > 1) qsort(v, n, sizeof *v, cmp_host_file);
-  *out = v;
-  *nout = n;
-  return 0;
-}
-
-/* The run under <logdir>/plugins/profile whose newest trace file was
- * written last (ties: the greater name).  Returns 0, -errno or 1 when no
- * run holds a trace file. */
-static int latest_run(const char *logdir, char *out, size_t size) {
-  char dir[PATH_MAX], path[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s/plugins/profile", logdir);
-  DIR *d = opendir(dir);
-  if (!d) return -errno;
-  struct dirent *e;
-  out[0] = '\0';
-  struct timespec best = {0, 0};
-  while ((e = readdir(d)) != NULL) {
-    if (e->d_name[0] == '.' || strlen(e->d_name) >= size) continue;
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= sizeof path) continue;
-    DIR *rd = opendir(path);
-    if (!rd) continue;
-    struct dirent *f;
-    struct timespec newest = {0, 0};
-    int any = 0;
-    while ((f = readdir(rd)) != NULL) {
-      size_t stem;
-      struct stat st;
-      if (f->d_name[0] == '.' || !kind_of(f->d_name, &stem)) continue;
-      if ((size_t)snprintf(path, sizeof path, "%s/%s/%s", dir, e->d_name, f->d_name) >= sizeof path ||
-          stat(path, &st) != 0)
-        continue;
-      if (!any || st.st_mtim.tv_sec > newest.tv_sec ||
-          (st.st_mtim.tv_sec == newest.tv_sec && st.st_mtim.tv_nsec > newest.tv_nsec))
-        newest = st.st_mtim;
-      any = 1;
-    }
-    closedir(rd);
-    if (!any) continue;
-    int later = !out[0] || newest.tv_sec > best.tv_sec ||
-                (newest.tv_sec == best.tv_sec &&
-                 (newest.tv_nsec > best.tv_nsec ||
-                  (newest.tv_nsec == best.tv_nsec && strcmp(e->d_name, out) > 0)));
-    if (later) {
-      best = newest;
-      snprintf(out, size, "%s", e->d_name);
-    }
-  }
-  closedir(d);
-  return out[0] ? 0 : 1;
-}
+/* A run's hosts and their trace files, and the latest run, come from the
+ * library's reading of the run layout (tbexport/export.h: tbe_run_list,
+ * tbe_run_latest), which owns the layout: no folder or suffix is spelled
+ * here. */
 
 /* ---- loading ---- */
 
@@ -266,7 +131,7 @@ int tbe_cli_load_run(const char *cmd, const char *logdir, const char *arg,
   } else {
     if (!logdir) logdir = DEFAULT_LOGDIR;
     if (!arg) {
-      if (latest_run(logdir, run, sizeof run)) {
+      if (tbe_run_latest(logdir, run, sizeof run)) {
         tbe_cli_error(cmd, "%s: no runs under %s/plugins/profile", logdir, logdir);
         return TBE_EXIT_USAGE;
       }
@@ -275,9 +140,9 @@ int tbe_cli_load_run(const char *cmd, const char *logdir, const char *arg,
       tbe_cli_error(cmd, "%s: not a file, and not a valid run name", arg);
       return TBE_EXIT_USAGE;
     }
-    host_file *hf = NULL;
+    tbe_run_listing *hf = NULL;
     size_t n = 0;
-    int err = host_files(logdir, arg, &hf, &n);
+    int err = tbe_run_list(logdir, arg, &hf, &n);
     if (err == -ENOENT || err == -ENOTDIR) {
       tbe_cli_error(cmd, "%s: no such file, and no run '%s' in %s", arg, arg, logdir);
       return TBE_EXIT_USAGE;
@@ -298,8 +163,8 @@ int tbe_cli_load_run(const char *cmd, const char *logdir, const char *arg,
       rc = TBE_EXIT_FAIL;
     }
     char dir[PATH_MAX], rel[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s/plugins/profile/%s", logdir, arg);
-    snprintf(rel, sizeof rel, "plugins/profile/%s", arg);
+    tbe_run_profile_dir(dir, sizeof dir, logdir, arg);
+    tbe_run_profile_dir(rel, sizeof rel, NULL, arg);
     tbe_cli_host_analysis *ha = rc ? NULL : calloc(n, sizeof *ha);
     if (!rc && !ha) {
       tbe_cli_error(cmd, "%s", tbe_strerror(TBE_ENOMEM));
@@ -309,30 +174,33 @@ int tbe_cli_load_run(const char *cmd, const char *logdir, const char *arg,
       for (size_t i = 0; i < n; i++) {
         ha[i].logdir = logdir;
         ha[i].rel = rel;
-        ha[i].stem = hf[i].stem;
-        ha[i].trace = hf[i].name;
+        ha[i].stem = hf[i].host;
+        ha[i].trace = hf[i].trace;
       }
       tbe_cli_read_analyses(ha, n, 4);
     }
     for (size_t i = 0; !rc && i < n; i++) {
-      r->hosts[i] = hf[i].stem;
-      hf[i].stem = NULL;
+      if (!(r->hosts[i] = strdup(hf[i].host))) {
+        tbe_cli_error(cmd, "%s", tbe_strerror(TBE_ENOMEM));
+        rc = TBE_EXIT_FAIL;
+        break;
+      }
       if (ha[i].an) {
         r->an[i] = ha[i].an;
         ha[i].an = NULL;
         continue;
       }
       if (ha[i].why[0]) tbe_cli_warn(cmd, "%s; reading the trace", ha[i].why);
-      if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, hf[i].name) >= sizeof path) {
-        tbe_cli_error(cmd, "%s/%s: %s", dir, hf[i].name, tbe_strerror(TBE_EINVAL));
+      if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, hf[i].trace) >= sizeof path) {
+        tbe_cli_error(cmd, "%s/%s: %s", dir, hf[i].trace, tbe_strerror(TBE_EINVAL));
         rc = TBE_EXIT_USAGE;
         break;
       }
-      rc = load_one(cmd, path, logdir, hf[i].name, lo->quiet, r, i);
+      rc = load_one(cmd, path, logdir, hf[i].trace, lo->quiet, r, i);
     }
     for (size_t i = 0; ha && i < n; i++) tbe_analysis_free(ha[i].an);
     free(ha);
-    host_files_free(hf, n);
+    tbe_run_list_free(hf, n);
   }
   if (!rc) {
     int err = tbe_run_analysis_create(&r->run, r->an, (const char *const *)r->hosts, r->n, NULL);

@@ -43,6 +43,8 @@
 #include "common/text.h"
 #include "tbexport/error.h"
 #include "tbexport/session.h"
+#include "trace/run/run_layout.h"
+#include "trace/run/run_scan.h"
 
 static int64_t now_ns(void) {
   struct timespec t;
@@ -52,51 +54,9 @@ static int64_t now_ns(void) {
 
 /* ---- naming the run ---- */
 
-/* Whether anything of run RUN exists in LOGDIR (its profile folder or its
- * events folder). */
-static int run_exists(const char *logdir, const char *run) {
-  char p[4400];
-  struct stat st;
-  snprintf(p, sizeof p, "%s/plugins/profile/%s", logdir, run);
-  if (lstat(p, &st) == 0) return 1;
-  snprintf(p, sizeof p, "%s/%s", logdir, run);
-  return lstat(p, &st) == 0;
-}
-
-/* Whether file name N is an output of host entry HOST of a profiled
- * session: HOST or HOST_pid<N>[_<k>], then .xplane.pb or .trace.json.gz
- * (export_run.c's names).  HOST.rank<N>.* is another entry, as is any
- * host whose name only starts with HOST. */
-static int host_output(const char *n, const char *host) {
-  size_t hl = strlen(host);
-  if (strncmp(n, host, hl) != 0) return 0;
-  const char *p = n + hl;
-  if (strncmp(p, "_pid", 4) == 0 && p[4] >= '0' && p[4] <= '9') {
-    p += 4;
-    while (*p >= '0' && *p <= '9') p++;
-    if (p[0] == '_' && p[1] >= '0' && p[1] <= '9')
-      for (p++; *p >= '0' && *p <= '9';) p++;
-  }
-  return strcmp(p, ".xplane.pb") == 0 || strcmp(p, ".trace.json.gz") == 0;
-}
-
-/* The outputs run RUN already holds for host entry HOST in LOGDIR (see
- * host_output).  Returns 1 and names the first in FOUND, or 0. */
-static int run_has_host(const char *logdir, const char *run, const char *host, char *found,
-                        size_t size) {
-  char dir[4400];
-  if (snprintf(dir, sizeof dir, "%s/plugins/profile/%s", logdir, run) >= (int)sizeof dir) return 0;
-  DIR *d = opendir(dir);
-  if (!d) return 0;
-  struct dirent *e;
-  int hit = 0;
-  while (!hit && (e = readdir(d))) {
-    hit = host_output(e->d_name, host);
-    if (hit && found && size) snprintf(found, size, "%s/%s", dir, e->d_name);
-  }
-  closedir(d);
-  return hit;
-}
+/* Whether a run exists and which hosts it holds are the run room's
+ * reading of the layout (trace/run/run_scan.h: tbe__run_exists,
+ * tbe__run_has_host). */
 
 int tbe_session_run_name(const char *logdir, const char *run, const char *host, unsigned flags,
                          char *name, size_t size, char *clash, size_t clash_size) {
@@ -109,7 +69,7 @@ int tbe_session_run_name(const char *logdir, const char *run, const char *host, 
     if (rc) return rc;
     /* Another session started in the same second: the next free suffix. */
     size_t bl = strlen(name);
-    for (int k = 2; run_exists(logdir, name) && k < 1000; k++)
+    for (int k = 2; tbe__run_exists(logdir, name) && k < 1000; k++)
       snprintf(name + bl, size - bl, "_%d", k);
     return 0;
   }
@@ -120,7 +80,7 @@ int tbe_session_run_name(const char *logdir, const char *run, const char *host, 
     snprintf(hb, sizeof hb, "%s", host);
   else
     tbe__hostname(hb, sizeof hb);
-  if (!run_has_host(logdir, run, hb, clash, clash_size)) return 0;
+  if (!tbe__run_has_host(logdir, run, hb, clash, clash_size)) return 0;
   if (!(flags & TBE_SESSION_NEXT_FREE)) return TBE_EEXIST;
   /* Ours to move: the first RUN_<k> without this entry's outputs.  The
    * entry is checked, not the run: the other ranks of the new job join
@@ -129,7 +89,7 @@ int tbe_session_run_name(const char *logdir, const char *run, const char *host, 
     char cand[TBE_NAME_MAX + 1];
     int n = snprintf(cand, sizeof cand, "%s_%d", run, k);
     if (n < 0 || (size_t)n >= sizeof cand) break;
-    if (!run_has_host(logdir, cand, hb, NULL, 0)) {
+    if (!tbe__run_has_host(logdir, cand, hb, NULL, 0)) {
       snprintf(name, size, "%s", cand);
       return 0;
     }
@@ -198,7 +158,8 @@ int tbe_session_spool_dir(const char *logdir, char *path, size_t size, char *whe
     return rc;
   }
   char name[80];
-  snprintf(name, sizeof name, ".tbexport-spool-%ld-%lld", (long)getpid(), (long long)now_ns());
+  snprintf(name, sizeof name, "%s%ld-%lld", tbe__run_suffix(TBE__RUN_SPOOL), (long)getpid(),
+           (long long)now_ns());
   /* Made by this call (EXCL) under the symlink rule: a symlink planted at
    * its name is refused, never used. */
   int fd = tbe__dir_open(logdir, name, TBE__DIR_CREATE | TBE__DIR_EXCL, 0700, where, wsize);
@@ -527,6 +488,44 @@ static int program_trace(const tbe_session_options *o, tbe_trace *t, const char 
   return tbe_trace_finish(t);
 }
 
+/* The trace of a session in which no process initialized CUDA, as host
+ * entry <base_host>[.rank<R>] (into host): a run with a note, said to the
+ * caller too.  Sets the session's span in *tot. */
+static int no_cuda_trace(const tbe_session_options *o, tbe_trace *t, char *host, size_t hsize,
+                         const char *base_host, int32_t own_rank, const char *notes,
+                         tbe_profiler_result *tot) {
+  entry_of(host, hsize, base_host, own_rank);
+  int r = program_trace(o, t, host, notes);
+  tot->start_ns = o->start_ns;
+  tot->stop_ns = o->stop_ns;
+  if (!r && notes[0])
+    say(o, TBE_MSG_WARNING, "no CUDA activity was recorded: the collector could not start (%s)",
+        notes);
+  else if (!r)
+    say(o, TBE_MSG_NOTE,
+        "note: no CUDA activity was recorded (the program never initialized CUDA)");
+  return r;
+}
+
+/* Writes trace `t` as host `host` of the session's run (`eo_run`: the
+ * caller's export options with the session's one run name); a failure is
+ * said in one line naming the path.  Returns 0 or the export's code. */
+static int export_host(const tbe_session_options *o, const tbe_export_options *eo_run,
+                       const tbe_trace *t, const char *host) {
+  tbe_export_options eo = *eo_run;
+  eo.host = host;
+  char where[4200], line[4400];
+  eo.error_path = where;
+  eo.error_path_size = sizeof where;
+  int r = tbe_export_run(t, &eo);
+  if (r)
+    say(o, TBE_MSG_ERROR, "cannot write run '%s' for host %s%s%s: %s%s", eo.run, host,
+        where[0] ? "" : " in ", where[0] ? "" : eo.logdir,
+        tbe_export_strerror(r, where, line, sizeof line),
+        r == TBE_EEXIST ? " (use --force to replace it)" : "");
+  return r;
+}
+
 int tbe_session_convert(const tbe_session_options *o, tbe_session_result *result) {
   tbe_session_result res;
   memset(&res, 0, sizeof res);
@@ -601,17 +600,7 @@ int tbe_session_convert(const tbe_session_options *o, tbe_session_result *result
     int skip = 0;
     char host[TBE_NAME_MAX + 1];
     if (nn == 0) {
-      /* No process initialized CUDA: a run with a note. */
-      entry_of(host, sizeof host, base_host, own_rank);
-      r = program_trace(o, t, host, notes);
-      tot->start_ns = o->start_ns;
-      tot->stop_ns = o->stop_ns;
-      if (!r && notes[0])
-        say(o, TBE_MSG_WARNING, "no CUDA activity was recorded: the collector could not start (%s)",
-            notes);
-      else if (!r)
-        say(o, TBE_MSG_NOTE,
-            "note: no CUDA activity was recorded (the program never initialized CUDA)");
+      r = no_cuda_trace(o, t, host, sizeof host, base_host, own_rank, notes, tot);
     } else {
       co.has_rank = ranks[i] >= 0;
       co.rank = ranks[i];
@@ -649,19 +638,7 @@ int tbe_session_convert(const tbe_session_options *o, tbe_session_result *result
         busy_ns += info.r.gpu_busy_pct / 100.0 * (double)(info.r.stop_ns - info.r.start_ns);
       }
     }
-    if (!r && !skip) {
-      tbe_export_options eo = eo_run;
-      eo.host = host;
-      char where[4200], line[4400];
-      eo.error_path = where;
-      eo.error_path_size = sizeof where;
-      r = tbe_export_run(t, &eo);
-      if (r)
-        say(o, TBE_MSG_ERROR, "cannot write run '%s' for host %s%s%s: %s%s", eo.run, host,
-            where[0] ? "" : " in ", where[0] ? "" : eo.logdir,
-            tbe_export_strerror(r, where, line, sizeof line),
-            r == TBE_EEXIST ? " (use --force to replace it)" : "");
-    }
+    if (!r && !skip) r = export_host(o, &eo_run, t, host);
     tbe_trace_free(t);
     if (r) {
       if (!rc) rc = r;

@@ -51,7 +51,7 @@
 #include "import/importer.h"
 #include "import/input.h"
 #include "tbexport/error.h"
-#include "trace/exporter.h"
+#include "trace/model/vocab.h"
 
 #define CJ_MAX_ROLE 8
 /* Slots of the intern front cache (a power of two; 16 bytes each). */

@@ -41,7 +41,7 @@
 #include "common/fsutil.h"
 #include "import/importer.h"
 #include "tbexport/error.h"
-#include "trace/exporter.h"
+#include "trace/model/vocab.h"
 
 /* In the order detection asks them (see above). */
 static const tbe__importer *const importers[] = {

@@ -43,7 +43,7 @@
 #include "common/map.h"
 #include "events/spool.h"
 #include "import/importer.h"
-#include "trace/exporter.h"
+#include "trace/model/vocab.h"
 #include "trace/model/ops.h"
 #include "tbexport/error.h"
 

@@ -32,7 +32,7 @@
 #include "import/importer.h"
 #include "profiler/xplane.pb-c.h"
 #include "tbexport/error.h"
-#include "trace/exporter.h"
+#include "trace/model/vocab.h"
 
 typedef Tensorflow__Profiler__XPlane XPlane;
 typedef Tensorflow__Profiler__XLine XLine;

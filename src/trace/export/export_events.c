@@ -116,7 +116,10 @@
 #include "events/writer_internal.h"
 #include "tbexport/export.h"
 #include "tbexport/writer.h"
-#include "trace/export/export_run.h"
+#include "trace/export/export_events.h"
+#include "trace/run/run_layout.h"
+#include "trace/run/run_scan.h"
+#include "trace/run/run_stage.h"
 #include "trace/exporter.h"
 #include "trace/report/report.h"
 

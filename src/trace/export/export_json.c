@@ -59,6 +59,7 @@
 #include "tbexport/error.h"
 #include "tbexport/export.h"
 #include "trace/export/export_json.h"
+#include "trace/export/export_json_esc.h"
 #include "trace/export/export_json_int.h"
 #include "trace/exporter.h"
 #include "trace/model/model_int.h"

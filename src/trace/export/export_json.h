@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "tbexport/trace.h"
+#include "trace/export/export_json_pipe.h" /* the knobs */
 
 /* Writes the Chrome JSON of finished trace `t` to `fd` (plain, or gzip when
  * `gzip`), formatting the events on `threads` threads (0: the default,
@@ -13,9 +14,5 @@
  * `trace_name` is used when the trace has none.  The bytes written do not
  * depend on `threads`.  Returns 0 or a negative TBE_E* code. */
 int tbe__json_write_fd(const tbe_trace *t, int fd, int gzip, int threads, const char *trace_name);
-
-/* Knobs: formatting threads (0: default) and events per chunk (0: 2048). */
-extern int tbe__json_threads;
-extern uint32_t tbe__json_chunk_events;
 
 #endif

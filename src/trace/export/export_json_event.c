@@ -27,6 +27,7 @@
 #include "common/map.h"
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
+#include "trace/export/export_json_esc.h"
 #include "trace/export/export_json_int.h"
 
 /* ---- floats ---- */

@@ -3,8 +3,10 @@
  *
  *   export_json.c        the document: top-level keys, metadata events,
  *                        the tail, the entry points
- *   export_json_write.c  the writer core: numbers, the string cache, the
- *                        sink (plain, or gzip in independent parts)
+ *   export_json_write.c  the writer core: numbers, the sink (plain, or
+ *                        gzip in independent parts)
+ *   export_json_esc.c    the escape cache of the trace's strings
+ *                        (export_json_esc.h)
  *   export_json_event.c  one event (the hot path and the general one, args,
  *                        launch flows) and the step markers
  *   export_json_pipe.c   the events in chunks on the ordered worker pool
@@ -25,6 +27,7 @@
 #include "common/map.h"
 #include "common/utf8.h"
 #include "tbexport/trace.h"
+#include "trace/export/export_json_num.h"
 #include "trace/exporter.h"
 
 /* Kineto shows a sync's stream on the row "stream <id> (sync)", this far
@@ -61,57 +64,7 @@ static inline void jw_cstr(jw *w, const char *s) { jw_mem(w, s, strlen(s)); }
 static inline void jw_qstr(jw *w, const char *s, size_t n) { tbe__json_quote(w, s, n, 0); }
 static inline void jw_qcstr(jw *w, const char *s) { jw_qstr(w, s, strlen(s)); }
 
-/* ---- numbers (export_json_write.c) ---- */
-
-/* "00" "01" ... "99". */
-extern const char tbe__jw_digits2[201];
-
-/* Writes the decimal form of v at p; returns the number of bytes (<= 20). */
-static inline size_t put_u64(char *p, uint64_t v) {
-  char tmp[24];
-  char *e = tmp + sizeof tmp, *s = e;
-  while (v >= 100) {
-    unsigned r = (unsigned)(v % 100);
-    v /= 100;
-    s -= 2;
-    memcpy(s, tbe__jw_digits2 + 2 * r, 2);
-  }
-  if (v >= 10) {
-    s -= 2;
-    memcpy(s, tbe__jw_digits2 + 2 * v, 2);
-  } else {
-    *--s = (char)('0' + v);
-  }
-  size_t n = (size_t)(e - s);
-  memcpy(p, s, n);
-  return n;
-}
-
-static inline size_t put_i64(char *p, int64_t v) {
-  if (v < 0) {
-    *p = '-';
-    return 1 + put_u64(p + 1, (uint64_t)0 - (uint64_t)v);
-  }
-  return put_u64(p, (uint64_t)v);
-}
-
-/* Nanoseconds as microseconds with exactly three decimals ("12.345"). */
-static inline size_t put_us(char *p, int64_t ns) {
-  size_t n = 0;
-  uint64_t u;
-  if (ns < 0) {
-    p[n++] = '-';
-    u = (uint64_t)0 - (uint64_t)ns;
-  } else {
-    u = (uint64_t)ns;
-  }
-  n += put_u64(p + n, u / 1000);
-  unsigned r = (unsigned)(u % 1000);
-  p[n] = '.';
-  p[n + 1] = (char)('0' + r / 100);
-  memcpy(p + n + 2, tbe__jw_digits2 + 2 * (r % 100), 2);
-  return n + 4;
-}
+/* ---- numbers (export_json_num.h) ---- */
 
 static inline void jw_u64(jw *w, uint64_t v) {
   char *d = jw_room(w, 24);
@@ -121,11 +74,6 @@ static inline void jw_i64(jw *w, int64_t v) {
   char *d = jw_room(w, 24);
   if (d) w->len += put_i64(d, v);
 }
-
-/* Shortest "%.Ng" form that reads back as the same double (N = 15..17);
- * integral values keep a ".0" so they re-import as doubles.  Non-finite
- * values are not JSON: they become null.  At most 32 bytes. */
-size_t tbe__jw_fmt_double(char *out, double v);
 
 static inline void jw_double(jw *w, double v) {
   char *d = jw_room(w, 40);
@@ -205,40 +153,6 @@ typedef struct jctx {
   void (*progress)(void *, uint64_t, uint64_t);
   void *progress_ctx;
 } jctx;
-
-/* ---- strings (export_json_write.c) ---- */
-
-/* Escapes string `id` into the cache.  0, or TBE_ENOMEM / TBE_ETOOBIG
- * (sticky in the writer). */
-int tbe__jw_esc_fill(jctx *c, tbe_str id);
-/* Fills the cache for every interned string, so that the event formatters
- * (on several threads) only ever read it. */
-int tbe__jw_esc_all(jctx *c);
-
-/* The JSON text of an interned string (escaped, without quotes) through
- * the escape cache.  Returns 0, or TBE_ENOMEM / TBE_ETOOBIG (sticky in the
- * writer). */
-static inline int esc_get(jctx *c, tbe_str id, const char **out, size_t *out_len) {
-  uint64_t e = c->esc[id];
-  if (e == 0) {
-    int rc = tbe__jw_esc_fill(c, id);
-    if (rc) return rc;
-    e = c->esc[id];
-  }
-  if (e == 1) {
-    *out = tbe_trace_str(c->t, id);
-    *out_len = tbe_trace_strlen(c->t, id);
-  } else {
-    uint32_t l;
-    memcpy(&l, c->escbuf.data + (e - 2), 4);
-    *out = (const char *)c->escbuf.data + (e - 2) + 4;
-    *out_len = l;
-  }
-  return 0;
-}
-
-/* Writes an interned string, quoted, through the escape cache. */
-void tbe__jw_str(jctx *c, tbe_str id);
 
 /* ---- the sink (export_json_write.c) ----
  *

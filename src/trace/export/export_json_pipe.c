@@ -10,7 +10,7 @@
 #include "common/alloc.h"
 #include "common/pool.h"
 #include "tbexport/error.h"
-#include "trace/export/export_json.h"
+#include "trace/export/export_json_pipe.h"
 #include "trace/export/export_json_int.h"
 
 /* ---- the events, formatted in parallel ----

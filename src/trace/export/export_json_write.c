@@ -1,14 +1,9 @@
-/* export_json_write.c: the writer core of the Chrome JSON output
- * (export_json_int.h): numbers, the string cache, and the sink that takes
- * the document's parts in order.
+/* export_json_write.c: the sink of the Chrome JSON output
+ * (export_json_int.h), which takes the document's parts in order (numbers
+ * are export_json_num.c's, the escape cache export_json_esc.c's).
  *
- * Numbers are printed from integers (put_u64, put_us in the header);
- * doubles through the shortest %.Ng that reads back the same.  Strings of
- * the trace are escaped once each (common/utf8.h: JSON strings as data)
- * into one cache that the event formatters only read.  The sink writes
- * the parts plain, or compressed as below, into the output's sink
- * (exporter.h), which export_run.c points at the file. */
-#include <math.h>
+ * The sink writes the parts plain, or compressed as below, into the
+ * output's sink (exporter.h), which export_run.c points at the file. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,84 +14,6 @@
 #include "trace/export/export_json_int.h"
 
 #define GZ_LEVEL 1  /* measured (bench_export): level 1 is ~2.5x faster than 6 for ~25% more bytes */
-
-/* ---- numbers ---- */
-
-const char tbe__jw_digits2[201] =
-    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-    "8081828384858687888990919293949596979899";
-
-size_t tbe__jw_fmt_double(char *out, double v) {
-  if (!isfinite(v)) {
-    memcpy(out, "null", 4);
-    return 4;
-  }
-  if (v == floor(v) && fabs(v) < 1e15) {
-    size_t n = put_i64(out, (int64_t)v);
-    if (v == 0 && signbit(v)) {
-      memcpy(out, "-0.0", 4);
-      return 4;
-    }
-    memcpy(out + n, ".0", 2);
-    return n + 2;
-  }
-  int n = 0;
-  for (int prec = 15; prec <= 17; prec++) {
-    n = snprintf(out, 32, "%.*g", prec, v);
-    if (strtod(out, NULL) == v) break;
-  }
-  return (size_t)n;
-}
-
-/* ---- strings ---- */
-
-int tbe__jw_esc_fill(jctx *c, tbe_str id) {
-  const char *s = tbe_trace_str(c->t, id);
-  size_t n = tbe_trace_strlen(c->t, id);
-  uint64_t e = 1;
-  if (!tbe__json_plain(s, n)) {
-    tbe__buf *eb = &c->escbuf;
-    uint8_t *d = n <= (UINT32_MAX - 4) / 6 ? tbe__buf_reserve(eb, 4 + TBE__JSON_ROOM(n)) : NULL;
-    if (!d) {
-      if (!c->w.err) c->w.err = eb->err ? eb->err : TBE_ETOOBIG;
-      return c->w.err;
-    }
-    uint32_t l = (uint32_t)tbe__json_escape((char *)d + 4, s, n, 0);
-    memcpy(d, &l, 4);
-    e = 2 + eb->len;
-    eb->len += 4 + l;
-  }
-  c->esc[id] = e;
-  return 0;
-}
-
-int tbe__jw_esc_all(jctx *c) {
-  for (size_t id = 0; id < c->nesc; id++) {
-    const char *s;
-    size_t n;
-    int rc = esc_get(c, (tbe_str)id, &s, &n);
-    if (rc) return rc;
-  }
-  return 0;
-}
-
-void tbe__jw_str(jctx *c, tbe_str id) {
-  jw *w = &c->w;
-  const char *s;
-  size_t n;
-  if (id >= c->nesc) {
-    jw_qstr(w, tbe_trace_str(c->t, id), tbe_trace_strlen(c->t, id));
-    return;
-  }
-  if (esc_get(c, id, &s, &n)) return;
-  char *d = jw_room(w, n + 2);
-  if (!d) return;
-  d[0] = '"';
-  memcpy(d + 1, s, n);
-  d[n + 1] = '"';
-  w->len += n + 2;
-}
 
 /* ---- the sink: the parts in document order, plain or gzip ----
  *

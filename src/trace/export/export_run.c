@@ -1,6 +1,6 @@
 /* export_run.c: writing a finished trace as a TensorBoard run
- * (include/tbexport/export.h), and where every file we write below a log
- * dir goes: the one place that names, opens, commits and renames them.
+ * (include/tbexport/export.h): the one place that stages, commits and
+ * renames an export's files, in the places the run room names.
  *
  * tbe_export_run refuses a trace tbe_trace_finish has not finished
  * (TBE_ESTATE: the outputs read its order and links), validates the run
@@ -30,10 +30,10 @@
  * after the host's analysis, the job's file is rewritten from every
  * host's (job_stage), all in the same commit.
  * The same rules place the single-file outputs (tbe_export_chrome_json,
- * tbe_export_xplane: one atomic file) and a comparison's events file
- * (tbe__export_diff_file, for tbe_diff_write_events).  The layout
- * plugins/profile/<run>/<host>.<suffix> is spelled once (profile_dir,
- * profile_suffix).
+ * tbe_export_xplane: one atomic file).  Where each file goes, the names
+ * of our event files, the run lock and the listing of a run's hosts are
+ * the run room's (src/trace/run/: run_layout.h gives the layout); this
+ * file decides which of them an export writes, replaces or moves.
  *
  * Invariants: names found inside a trace reach the file system only after
  * the same validation as user-given names; no file of a run is under its
@@ -57,9 +57,13 @@
 #include "tbexport/error.h"
 #include "tbexport/export.h"
 #include "trace/analysis/analysis_store.h"
-#include "trace/export/export_run.h"
+#include "trace/export/export_events.h"
 #include "trace/exporter.h"
 #include "trace/model/model_int.h"
+#include "trace/model/vocab.h"
+#include "trace/run/run_layout.h"
+#include "trace/run/run_scan.h"
+#include "trace/run/run_stage.h"
 
 /* snprintf that cuts silently (paths and names checked by the caller). */
 static void cut(char *buf, size_t size, const char *f, ...) __attribute__((format(printf, 3, 4)));
@@ -70,80 +74,6 @@ static void cut(char *buf, size_t size, const char *f, ...) {
   va_end(ap);
 }
 
-/* Whether one of T's warnings contains NEEDLE. */
-static int mentions(const tbe_trace *t, const char *needle) {
-  for (size_t i = 0; i < t->nwarnings; i++) {
-    const char *w = tbe_trace_str(t, t->warnings[i]);
-    if (w && strstr(w, needle)) return 1;
-  }
-  return 0;
-}
-
-void tbe__status_lines(const tbe_trace *t, int with_overhead,
-                       void (*emit)(void *ctx, const char *line, size_t len), void *ctx) {
-  char msg[200];
-  int n;
-  if (t->dropped_records && !mentions(t, "were dropped")) {
-    n = snprintf(msg, sizeof msg, "%llu records were dropped while collecting",
-                 (unsigned long long)t->dropped_records);
-    emit(ctx, msg, (size_t)n);
-  }
-  if (t->dropped_out_of_range && !mentions(t, "zero or inverted timestamps")) {
-    n = snprintf(msg, sizeof msg, "%llu records had zero or inverted timestamps and were dropped",
-                 (unsigned long long)t->dropped_out_of_range);
-    emit(ctx, msg, (size_t)n);
-  }
-  if (with_overhead && t->source == TBE_SRC_CUPTI && t->overhead_ns) {
-    n = snprintf(msg, sizeof msg,
-                 "CUPTI's own overhead: %.3f ms (its records are events on the host timeline)",
-                 (double)t->overhead_ns / 1e6);
-    emit(ctx, msg, (size_t)n);
-  }
-  if (t->ended_early && !mentions(t, "ended early")) emit(ctx, "the capture ended early", 23);
-}
-
-static const char *const SOURCE_NAMES[] = {"unknown", "cupti", "kineto", "chrome", "xspace", "nsys"};
-#define NSOURCES (sizeof SOURCE_NAMES / sizeof SOURCE_NAMES[0])
-
-const char *tbe__source_name(uint32_t source) {
-  return source < NSOURCES ? SOURCE_NAMES[source] : SOURCE_NAMES[0];
-}
-
-uint32_t tbe__source_of(const char *name, size_t len) {
-  for (uint32_t i = 0; i < NSOURCES; i++)
-    if (strlen(SOURCE_NAMES[i]) == len && memcmp(SOURCE_NAMES[i], name, len) == 0) return i;
-  return TBE_SRC_UNKNOWN;
-}
-
-/* tbe__status_prefix's EMIT: compares each line with the next expected one. */
-typedef struct prefix_check {
-  const tbe_trace *t;
-  const tbe_str *lines;
-  size_t k, at;
-  int ok;
-} prefix_check;
-
-static void check_line(void *ctx, const char *line, size_t len) {
-  prefix_check *p = ctx;
-  if (!p->ok) return;
-  if (p->at >= p->k || tbe_trace_strlen(p->t, p->lines[p->at]) != len ||
-      memcmp(tbe_trace_str(p->t, p->lines[p->at]), line, len) != 0)
-    p->ok = 0;
-  p->at++;
-}
-
-size_t tbe__status_prefix(const tbe_trace *t, int with_overhead, const tbe_str *lines, size_t n) {
-  for (size_t k = n < 4 ? n : 4; k > 0; k--) {
-    tbe_trace tmp = *t; /* the counters of t, the warnings lines[k..n) */
-    tmp.warnings = (tbe_str *)(uintptr_t)(lines + k);
-    tmp.nwarnings = n - k;
-    prefix_check p = {t, lines, k, 0, 1};
-    tbe__status_lines(&tmp, with_overhead, check_line, &p);
-    if (p.ok && p.at == k) return k;
-  }
-  return 0;
-}
-
 static const tbe__exporter *const EXPORTERS[] = {&tbe__exporter_xplane, &tbe__exporter_json,
                                                  &tbe__exporter_events, &tbe__exporter_hparams};
 #define NEXPORTERS (sizeof EXPORTERS / sizeof EXPORTERS[0])
@@ -152,17 +82,6 @@ void tbe_export_options_init(tbe_export_options *o) {
   if (!o) return;
   memset(o, 0, sizeof *o);
   o->outputs = TBE_OUT_ALL;
-}
-
-int tbe_name_check(const char *name, const char **why) { return tbe__name_check(name, why); }
-
-int tbe_run_name_default(char *buf, size_t size) {
-  if (!buf || size < 20) return TBE_EINVAL;
-  time_t now = time(NULL);
-  struct tm tm;
-  if (!localtime_r(&now, &tm)) return TBE_EINVAL;
-  if (strftime(buf, size, "%Y_%m_%d_%H_%M_%S", &tm) == 0) return TBE_EINVAL;
-  return 0;
 }
 
 /* The trace's host name as a file-name component: ':' (as XLA's saver
@@ -214,87 +133,23 @@ int tbe_export_resolve(const tbe_trace *t, const tbe_export_options *o, char *ru
   return 0;
 }
 
-/* ---- the run layout ---- */
-
-#define EVENTS_PREFIX "events.out.tfevents."
-
-int tbe__events_name(char *buf, size_t size, long long ts, const char *who, const char *mark) {
-  if (ts < 0 || ts > 9999999999LL) ts = 0;
-  int n = snprintf(buf, size, EVENTS_PREFIX "%010lld.%s%s", ts, who, mark);
-  return n < 0 || (size_t)n >= size ? TBE_EINVAL : 0;
-}
-
-int tbe__events_name_is(const char *name, const char *who, const char *mark) {
-  size_t pl = strlen(EVENTS_PREFIX), wl = strlen(who), ml = strlen(mark), n = strlen(name);
-  if (n != pl + 11 + wl + ml || strncmp(name, EVENTS_PREFIX, pl) != 0) return 0;
-  for (size_t i = pl; i < pl + 10; i++)
-    if (name[i] < '0' || name[i] > '9') return 0;
-  return name[pl + 10] == '.' && memcmp(name + pl + 11, who, wl) == 0 &&
-         memcmp(name + pl + 11 + wl, mark, ml) == 0;
-}
-
-int tbe__run_lock(tbe__lock *l, const char *logdir, const char *run, char *where, size_t wsize) {
-  return tbe__lock_take(l, logdir, run, where, wsize);
-}
-
-int tbe__stage_events(tbe__stage *s, const char *run, const char *who, const char *mark,
-                      int force, int *fd, char *name, size_t size) {
-  int dfd = tbe__stage_dir(s, run, 1);
-  if (dfd < 0) return dfd;
-  int rc = tbe__events_name(name, size, (long long)time(NULL), who, mark);
-  if (rc) return rc;
-  /* The new file first: the commit switches in stage order, so a process
-   * killed inside it leaves the new file beside the old one, never
-   * neither (when the old one's name is another second's). */
-  int staged = 0;
-  if (force) {
-    if ((rc = tbe__stage_file(s, run, name, fd))) return rc;
-    staged = 1;
-  }
-  int d2 = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  DIR *d = d2 < 0 ? NULL : fdopendir(d2);
-  if (!d) {
-    rc = -errno;
-    if (d2 >= 0) close(d2);
-    snprintf(s->where, sizeof s->where, "%s/%s", s->base, run);
-    return rc;
-  }
-  struct dirent *de;
-  while (!rc && (de = readdir(d)) != NULL) {
-    if (!tbe__events_name_is(de->d_name, who, mark)) continue;
-    if (!force) {
-      snprintf(s->where, sizeof s->where, "%s/%s/%s", s->base, run, de->d_name);
-      rc = TBE_EEXIST;
-    } else if (strcmp(de->d_name, name) != 0) {
-      rc = tbe__stage_remove(s, run, de->d_name); /* the same name is replaced by the new one */
-    }
-  }
-  closedir(d);
-  if (!rc && !staged) rc = tbe__stage_file(s, run, name, fd);
-  return rc;
-}
-
 /* ---- the layout ----
- * <logdir>/plugins/profile/<run>/<host><suffix> for the profile plugin's
- * outputs, <logdir>/<run>/events.out.tfevents.* for the summary events:
- * spelled here only. */
+ * Where each output goes is the run room's (run/run_layout.h): the
+ * profile plugin's outputs are <logdir>/plugins/profile/<run>/<host><suffix>,
+ * the summary events <logdir>/<run>/events.out.tfevents.*. */
 
-/* The name of the hard link PyTorch's TensorBoard plugin finds a run's
- * Chrome JSON by, in <run>/. */
-#define PT_LINK_SUFFIX ".pt.trace.json.gz"
-
-/* The suffix an output's file has after the host (NULL: the events
- * outputs, in <run>/ and <run>/hparams/<host>/). */
+/* The run room's file of output `bit` in the profile folder (NULL: the
+ * events outputs, in the host's TensorBoard run). */
 static const char *profile_suffix(unsigned bit) {
-  if (bit == TBE_OUT_XPLANE) return ".xplane.pb";
-  if (bit == TBE_OUT_JSON) return ".trace.json.gz";
+  if (bit == TBE_OUT_XPLANE) return tbe__run_suffix(TBE__RUN_XSPACE);
+  if (bit == TBE_OUT_JSON) return tbe__run_suffix(TBE__RUN_JSON);
   return NULL;
 }
 
-/* The folder of the profile plugin's outputs of `run`, relative to the
- * log dir. */
+/* The folder of the profile plugin's outputs of `run` (a valid name),
+ * relative to the log dir. */
 static void profile_dir(char *buf, size_t size, const char *run) {
-  snprintf(buf, size, "plugins/profile/%s", run);
+  tbe__run_profile_dir(buf, size, NULL, run);
 }
 
 /* ---- a run's hosts in TensorBoard ----
@@ -316,76 +171,6 @@ static void profile_dir(char *buf, size_t size, const char *run) {
  * -1. */
 static int32_t trace_rank(const tbe_trace *t) {
   return t->rank >= 0 && (t->world_size > 1 || t->rank > 0) ? t->rank : -1;
-}
-
-/* The TensorBoard folder of `host` in a multi-host run: "rank<R>.<host
- * without its .rank<R>>" for a host with rank R (R zero-padded to the
- * digits of the world size less one: rank03.node for node.rank3 of 16,
- * rank3.node_pid7 for node.rank3_pid7), else the host itself ("hparams_"
- * for a host named "hparams"); the host itself also when that would not
- * be a valid name. */
-static void host_folder(const char *host, int32_t rank, int32_t world, char *buf, size_t size) {
-  snprintf(buf, size, "%s", host);
-  if (rank < 0) {
-    /* not the sub-run older versions kept sessions in */
-    if (strcmp(host, TBE__HPARAMS_RUN) == 0) snprintf(buf, size, "%s_", host);
-    return;
-  }
-  int32_t top = world - 1 > rank ? world - 1 : rank;
-  int width = 1;
-  for (int32_t v = top; v >= 10; v /= 10) width++;
-  size_t hl = strlen(host), bl = hl;
-  const char *rest = "";
-  for (const char *p = strstr(host, ".rank"); p; p = strstr(p + 1, ".rank")) {
-    const char *d = p + 5;
-    long v = 0;
-    int nd = 0;
-    while (*d >= '0' && *d <= '9' && nd < 10) v = v * 10 + (*d++ - '0'), nd++;
-    if (nd && v == rank && (*d == '\0' || *d == '_')) {
-      bl = (size_t)(p - host);
-      rest = d;
-    }
-  }
-  char f[2 * TBE_NAME_MAX + 32];
-  if (bl)
-    cut(f, sizeof f, "rank%0*d.%.*s%s", width, (int)rank, (int)bl, host, rest);
-  else
-    cut(f, sizeof f, "rank%0*d%s", width, (int)rank, rest);
-  if (tbe__name_check(f, NULL) == 0) cut(buf, size, "%s", f);
-}
-
-/* The host `who` of our events file `name` with `mark`
- * (events.out.tfevents.<10 digits>.<who><mark>), in `who` (size bytes):
- * 1, or 0 when it is not one. */
-static int events_who(const char *name, const char *mark, char *who, size_t size) {
-  size_t pl = strlen(EVENTS_PREFIX), ml = strlen(mark), n = strlen(name);
-  if (n <= pl + 11 + ml || strncmp(name, EVENTS_PREFIX, pl) != 0 || name[pl + 10] != '.' ||
-      strcmp(name + n - ml, mark) != 0)
-    return 0;
-  for (size_t i = pl; i < pl + 10; i++)
-    if (name[i] < '0' || name[i] > '9') return 0;
-  size_t wl = n - ml - pl - 11;
-  if (wl >= size) return 0;
-  memcpy(who, name + pl + 11, wl);
-  who[wl] = 0;
-  return tbe__name_check(who, NULL) == 0;
-}
-
-/* A trace file or analysis of a host in plugins/profile/<run>/: the host,
- * or 0. */
-static int profile_host(const char *name, char *host, size_t size) {
-  static const char *const suffixes[] = {".xplane.pb", ".trace.json.gz", TBE_ANALYSIS_SUFFIX};
-  size_t n = strlen(name);
-  if (name[0] == '.') return 0;
-  for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
-    size_t l = strlen(suffixes[i]);
-    if (n > l && n - l < size && strcmp(name + n - l, suffixes[i]) == 0) {
-      memcpy(host, name, n - l);
-      host[n - l] = 0;
-      return tbe__name_check(host, NULL) == 0;
-    }
-  }
-  return 0;
 }
 
 /* Another host of the run. */
@@ -429,49 +214,6 @@ static int note_host(tbview *v, const tbe_allocator *a, const char *h, int at_to
   return 0;
 }
 
-/* Opens logdir/rel for reading its entries (the symlink rule), or NULL
- * (missing: *rc 0; else *rc the code, `where` naming the path). */
-static DIR *open_listing_at(const char *logdir, const char *rel, int *rc, char *where,
-                            size_t wsize) {
-  *rc = 0;
-  int fd = tbe__dir_open(logdir, rel, 0, 0755, where, wsize);
-  if (fd < 0) {
-    if (fd != -ENOENT) *rc = fd;
-    return NULL;
-  }
-  DIR *d = fdopendir(fd);
-  if (!d) {
-    *rc = -errno;
-    close(fd);
-  }
-  return d;
-}
-
-static DIR *open_listing(const char *logdir, const char *rel, int *rc) {
-  return open_listing_at(logdir, rel, rc, NULL, 0);
-}
-
-/* Whether entry `de` of `d` is a directory (not following a symlink). */
-static int is_dir(DIR *d, const struct dirent *de) {
-  if (de->d_type != DT_UNKNOWN) return de->d_type == DT_DIR;
-  struct stat st;
-  return fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
-}
-
-/* Whether logdir/rel holds one of our summaries (any host). */
-static int holds_summary(const char *logdir, const char *rel) {
-  int rc;
-  DIR *d = open_listing(logdir, rel, &rc);
-  if (!d) return 0;
-  struct dirent *de;
-  char who[TBE_NAME_MAX + 1];
-  int hit = 0;
-  while (!hit && (de = readdir(d)) != NULL)
-    hit = events_who(de->d_name, TBE__SUMMARY_MARK, who, sizeof who);
-  closedir(d);
-  return hit;
-}
-
 /* Reads the run's hosts (plugins/profile/<run>/ and <run>/), decides the
  * layout and this host's folder, and loads the other hosts' current
  * analyses when the run is a multi-host one.  `rank`, `world`: this
@@ -487,21 +229,23 @@ static int tbview_plan(tbview *v, const char *logdir, const char *run, const cha
   struct dirent *de;
   /* The profile folder only as far as it reads: an export that writes
    * there meets any refusal (a symlink, not a directory) when it does. */
-  DIR *d = open_listing(logdir, prel, &rc);
+  DIR *d = tbe__run_listing(logdir, prel, &rc, NULL, 0);
   rc = 0;
   while (!rc && d && (de = readdir(d)) != NULL)
-    if (profile_host(de->d_name, h, sizeof h) && strcmp(h, host) != 0) rc = note_host(v, a, h, 0);
+    if (tbe__run_profile_host(de->d_name, h, sizeof h) && strcmp(h, host) != 0)
+      rc = note_host(v, a, h, 0);
   if (d) closedir(d);
   int subdirs = 0;
-  if (!rc && (d = open_listing_at(logdir, run, &rc, where, wsize)) != NULL) {
+  if (!rc && (d = tbe__run_listing(logdir, run, &rc, where, wsize)) != NULL) {
     while (!rc && (de = readdir(d)) != NULL) {
-      int top = events_who(de->d_name, TBE__SUMMARY_MARK, h, sizeof h) ||
-                events_who(de->d_name, TBE__HPARAMS_MARK, h, sizeof h);
+      int top = tbe__events_who(de->d_name, TBE__SUMMARY_MARK, h, sizeof h) ||
+                tbe__events_who(de->d_name, TBE__HPARAMS_MARK, h, sizeof h);
       if (top && strcmp(h, host) == 0)
         v->mine_top = 1;
       else if (top)
         rc = note_host(v, a, h, 1);
-      else if (de->d_name[0] != '.' && strcmp(de->d_name, TBE__HPARAMS_RUN) != 0 && is_dir(d, de))
+      else if (de->d_name[0] != '.' && strcmp(de->d_name, TBE__HPARAMS_RUN) != 0 &&
+               tbe__run_entry_is_dir(d, de))
         subdirs = 1;
     }
     closedir(d);
@@ -511,12 +255,12 @@ static int tbview_plan(tbview *v, const char *logdir, const char *run, const cha
   if (!v->multi && subdirs) {
     /* a host's folder of this layout without a trace of that host (an
      * export of the events alone): look inside */
-    if ((d = open_listing(logdir, run, &rc)) != NULL) {
+    if ((d = tbe__run_listing(logdir, run, &rc, NULL, 0)) != NULL) {
       char rel[2 * TBE_NAME_MAX + 8];
       while (!v->multi && (de = readdir(d)) != NULL) {
         if (de->d_name[0] == '.' || strcmp(de->d_name, TBE__HPARAMS_RUN) == 0) continue;
         cut(rel, sizeof rel, "%s/%s", run, de->d_name);
-        v->multi = holds_summary(logdir, rel);
+        v->multi = tbe__run_holds_summary(logdir, rel);
       }
       closedir(d);
     }
@@ -526,7 +270,7 @@ static int tbview_plan(tbview *v, const char *logdir, const char *run, const cha
     return 0;
   }
   char f[TBE_NAME_MAX + 1];
-  host_folder(host, rank, world, f, sizeof f);
+  tbe__run_host_folder(host, rank, world, f, sizeof f);
   snprintf(v->hrel, sizeof v->hrel, "%s/%s", run, f);
   /* The other hosts' analyses: the job's figures and their folders. */
   for (size_t i = 0; i < v->nothers; i++) {
@@ -545,7 +289,8 @@ static int tbview_plan(tbview *v, const char *logdir, const char *run, const cha
 
 /* The folder of another host. */
 static void other_folder(const other_host *oh, char *buf, size_t size) {
-  host_folder(oh->name, oh->an ? oh->an->rank : -1, oh->an ? oh->an->world_size : 0, buf, size);
+  tbe__run_host_folder(oh->name, oh->an ? oh->an->rank : -1, oh->an ? oh->an->world_size : 0, buf,
+                       size);
 }
 
 /* Stages the move of every summary and session file of other hosts at
@@ -556,13 +301,13 @@ static int stage_moves(tbe__stage *s, const char *logdir, const char *run, const
   int rc = 0, any = 0;
   for (size_t i = 0; i < v->nothers; i++) any |= v->others[i].top;
   if (!any) return 0;
-  DIR *d = open_listing(logdir, run, &rc);
+  DIR *d = tbe__run_listing(logdir, run, &rc, NULL, 0);
   if (!d) return rc;
   struct dirent *de;
   char h[TBE_NAME_MAX + 1], f[TBE_NAME_MAX + 1], to[2 * TBE_NAME_MAX + 8];
   while (!rc && (de = readdir(d)) != NULL) {
-    if (!events_who(de->d_name, TBE__SUMMARY_MARK, h, sizeof h) &&
-        !events_who(de->d_name, TBE__HPARAMS_MARK, h, sizeof h))
+    if (!tbe__events_who(de->d_name, TBE__SUMMARY_MARK, h, sizeof h) &&
+        !tbe__events_who(de->d_name, TBE__HPARAMS_MARK, h, sizeof h))
       continue;
     const other_host *oh = NULL;
     for (size_t i = 0; i < v->nothers && !oh; i++)
@@ -600,7 +345,7 @@ static int remove_host_events(tbe__stage *s, const char *logdir, const char *run
   static const char *const marks[] = {TBE__SUMMARY_MARK, TBE__HPARAMS_MARK};
   char rel[3 * TBE_NAME_MAX + 64], who[TBE_NAME_MAX + 1];
   int rc = 0;
-  DIR *top = open_listing_at(logdir, run, &rc, s->where, sizeof s->where);
+  DIR *top = tbe__run_listing(logdir, run, &rc, s->where, sizeof s->where);
   if (!top) return rc;
   struct dirent *sub = NULL;
   for (int pass = 0; !rc; pass++) {
@@ -609,19 +354,20 @@ static int remove_host_events(tbe__stage *s, const char *logdir, const char *run
     } else if (pass == 1) {
       cut(rel, sizeof rel, "%s/%s/%s", run, TBE__HPARAMS_RUN, host);
     } else if ((sub = readdir(top)) != NULL) {
-      if (sub->d_name[0] == '.' || strcmp(sub->d_name, TBE__HPARAMS_RUN) == 0 || !is_dir(top, sub))
+      if (sub->d_name[0] == '.' || strcmp(sub->d_name, TBE__HPARAMS_RUN) == 0 ||
+          !tbe__run_entry_is_dir(top, sub))
         continue;
       cut(rel, sizeof rel, "%s/%s", run, sub->d_name);
     } else {
       break;
     }
     if (keep && strcmp(rel, keep) == 0) continue;
-    DIR *d = open_listing_at(logdir, rel, &rc, s->where, sizeof s->where);
+    DIR *d = tbe__run_listing(logdir, rel, &rc, s->where, sizeof s->where);
     if (!d) continue;
     struct dirent *de;
     while (!rc && (de = readdir(d)) != NULL)
       for (size_t m = 0; m < 2 && !rc; m++)
-        if (events_who(de->d_name, marks[m], who, sizeof who) && strcmp(who, host) == 0)
+        if (tbe__events_who(de->d_name, marks[m], who, sizeof who) && strcmp(who, host) == 0)
           rc = tbe__stage_remove(s, rel, de->d_name);
     closedir(d);
   }
@@ -635,13 +381,13 @@ static int remove_host_events(tbe__stage *s, const char *logdir, const char *run
 static int host_has(tbe__stage *s, const char *logdir, const char *rel, const char *host,
                     const char *mark) {
   int rc;
-  DIR *d = open_listing_at(logdir, rel, &rc, s->where, sizeof s->where);
+  DIR *d = tbe__run_listing(logdir, rel, &rc, s->where, sizeof s->where);
   if (!d) return rc;
   struct dirent *de;
   char who[TBE_NAME_MAX + 1];
   int hit = 0;
   while (!hit && (de = readdir(d)) != NULL)
-    if (events_who(de->d_name, mark, who, sizeof who) && strcmp(who, host) == 0) {
+    if (tbe__events_who(de->d_name, mark, who, sizeof who) && strcmp(who, host) == 0) {
       hit = 1;
       snprintf(s->where, sizeof s->where, "%s/%s/%s", logdir, rel, de->d_name);
     }
@@ -657,15 +403,15 @@ static int stage_job_file(tbe__stage *s, const char *logdir, const char *run, in
                           size_t size) {
   int rc = 0;
   long long ts = (long long)time(NULL);
-  DIR *d = open_listing_at(logdir, run, &rc, s->where, sizeof s->where);
+  DIR *d = tbe__run_listing(logdir, run, &rc, s->where, sizeof s->where);
   struct dirent *de;
   char who[TBE_NAME_MAX + 1];
-  size_t pl = strlen(EVENTS_PREFIX);
+  size_t pl = strlen(TBE__EVENTS_PREFIX);
   /* the new file first (tbe__stage_events says why), then the old ones */
   for (int pass = 0; pass < 2 && !rc && d; pass++) {
     rewinddir(d);
     while (!rc && (de = readdir(d)) != NULL) {
-      if (!events_who(de->d_name, TBE__JOB_MARK, who, sizeof who) || strcmp(who, run) != 0)
+      if (!tbe__events_who(de->d_name, TBE__JOB_MARK, who, sizeof who) || strcmp(who, run) != 0)
         continue;
       long long was = strtoll(de->d_name + pl, NULL, 10);
       if (pass == 0 && was >= ts) ts = was + 1;
@@ -726,41 +472,6 @@ static int job_stage(tbe__stage *s, const tbe_export_options *o, const char *run
   return rc;
 }
 
-int tbe__run_is(const tbe_allocator *a, const char *run_dir, const char *run,
-                const char *const *hosts, size_t n, char *dir, size_t size) {
-  char *logdir;
-  const char *rname;
-  if (!run_dir || !run || tbe__name_check(run, NULL) != 0) return 0;
-  int rc = tbe__path_split(a, run_dir, &logdir, &rname);
-  if (rc) return rc;
-  char prel[TBE_NAME_MAX + 32], h[TBE_NAME_MAX + 1];
-  profile_dir(prel, sizeof prel, run);
-  size_t found = 0;
-  int lrc;
-  DIR *d = n ? open_listing(logdir, prel, &lrc) : NULL;
-  tbe__intern seen;
-  tbe__intern_init(&seen, a, TBE__SEED_PROCESS);
-  struct dirent *de;
-  while (d && (de = readdir(d)) != NULL)
-    if (profile_host(de->d_name, h, sizeof h)) {
-      uint32_t id;
-      int added = 0;
-      if (tbe__intern_add(&seen, h, strlen(h), &id, &added) < 0) break;
-    }
-  if (d) closedir(d);
-  for (size_t i = 0; i < n; i++) {
-    uint32_t id;
-    int added = 0;
-    if (!hosts[i] || tbe__intern_add(&seen, hosts[i], strlen(hosts[i]), &id, &added) < 0) break;
-    if (!added) found++;
-  }
-  tbe__intern_deinit(&seen);
-  int is = n && found == n;
-  if (is) snprintf(dir, size, "%s/%s", logdir, run);
-  tbe__free(a, logdir);
-  return is;
-}
-
 static int conflict(const char *logdir, const char *run, const char *host, const char *folder,
                     unsigned outputs, char *buf, size_t size) {
   char path[4096], prel[TBE_NAME_MAX + 32];
@@ -806,7 +517,7 @@ int tbe_export_conflict(const tbe_trace *t, const tbe_export_options *o, char *b
   int rc = tbe_export_resolve(t, o, run, sizeof run, host, sizeof host);
   if (rc) return rc;
   char folder[TBE_NAME_MAX + 1];
-  host_folder(host, trace_rank(t), t->world_size, folder, sizeof folder);
+  tbe__run_host_folder(host, trace_rank(t), t->world_size, folder, sizeof folder);
   return conflict(o->logdir, run, host, folder, o->outputs ? o->outputs : TBE_OUT_ALL, buf, size);
 }
 
@@ -819,30 +530,6 @@ const char *tbe_export_strerror(int rc, const char *path, char *buf, size_t size
   else if (rc == TBE_EEXIST || rc == -EEXIST) snprintf(buf, size, "%s already exists", path);
   else snprintf(buf, size, "%s: %s", path, tbe_strerror(rc));
   return buf;
-}
-
-/* ---- the file sink ----
- * The one backend of tbe__sink (exporter.h): a file this file staged or
- * opened, written through the I/O seam (common/iofault.h). */
-
-static int file_write(tbe__sink *s, const void *p, size_t n) { return tbe__write_all(s->fd, p, n); }
-
-static int file_patch(tbe__sink *s, uint64_t at, const void *p, size_t n) {
-  return tbe__pwrite_all(s->fd, p, n, at);
-}
-
-static const tbe__sink_ops FILE_SINK = {file_write, file_patch};
-
-void tbe__sink_file(tbe__sink *s, int fd) {
-  memset(s, 0, sizeof *s);
-  s->ops = &FILE_SINK;
-  s->fd = fd;
-}
-
-int tbe__sink_dup_fd(tbe__sink *s) {
-  if (s->ops != &FILE_SINK || s->fd < 0) return -ENOTSUP;
-  int fd = fcntl(s->fd, F_DUPFD_CLOEXEC, 0);
-  return fd < 0 ? -errno : fd;
 }
 
 /* Runs one output into the file `fd` and checks the sink once. */
@@ -896,46 +583,6 @@ int tbe_export_xplane(const tbe_trace *t, const char *path, int force) {
                      t ? tbe_trace_str(t, t->host) : NULL);
 }
 
-/* ---- a comparison's events file ---- */
-
-int tbe__export_diff_file(const tbe_allocator *a, const char *run_dir, const char *base_label,
-                          int (*write)(void *ctx, tbe__sink *out, const char *name), void *ctx,
-                          char *path, size_t size) {
-  /* run_dir = <logdir>/<run>: the log dir is the caller's, the run ours. */
-  char *logdir;
-  const char *rname;
-  int rc = tbe__path_split(a, run_dir, &logdir, &rname);
-  if (rc) return rc;
-  if (tbe__name_check(rname, NULL) != 0) {
-    tbe__free(a, logdir);
-    return TBE_ENAME;
-  }
-  tbe__stage s;
-  tbe__stage_init(&s, a, logdir);
-  tbe__lock lock;
-  rc = tbe__run_lock(&lock, logdir, rname, s.where, sizeof s.where);
-  char name[TBE_NAME_MAX + 64];
-  int fd = -1, locked = !rc;
-  if (!rc) rc = tbe__stage_events(&s, rname, base_label, TBE__DIFF_MARK, 1, &fd, name, sizeof name);
-  if (!rc) {
-    tbe__sink out;
-    tbe__sink_file(&out, fd);
-    rc = write(ctx, &out, name);
-    if (!rc) rc = tbe__sink_error(&out);
-    if (rc) snprintf(s.where, sizeof s.where, "%s/%s/%s", logdir, rname, name);
-  }
-  if (!rc) rc = tbe__stage_commit(&s, 1, 0);
-  else tbe__stage_abort(&s);
-  if (locked) tbe__lock_release(&lock);
-  if (path && size) {
-    if (!rc) snprintf(path, size, "%s/%s/%s", logdir, rname, name);
-    else snprintf(path, size, "%s", s.where);
-  }
-  tbe__stage_free(&s);
-  tbe__free(a, logdir);
-  return rc;
-}
-
 /* ---- tbe_export_run ---- */
 
 typedef struct prog {
@@ -963,7 +610,7 @@ typedef struct placed {
 static int stage_pt_link(tbe__stage *s, const tbe_export_options *o, const char *run,
                          const char *host, const char *prel, placed *q) {
   char target[3 * TBE_NAME_MAX + 128];
-  snprintf(q->link, sizeof q->link, "%s%s", host, PT_LINK_SUFFIX);
+  snprintf(q->link, sizeof q->link, "%s%s", host, tbe__run_suffix(TBE__RUN_PT_LINK));
   snprintf(target, sizeof target, "../%s/%s", prel, q->name);
   int dfd = tbe__stage_dir(s, run, 1);
   if (dfd < 0) return dfd;
@@ -1019,7 +666,7 @@ static int remove_others(tbe__stage *s, const tbe_export_options *o, unsigned ou
     rc = remove_if_there(s, prel, name);
   }
   if (!rc && (!(outputs & TBE_OUT_JSON) || o->no_pt_link)) {
-    snprintf(name, sizeof name, "%s%s", host, PT_LINK_SUFFIX);
+    snprintf(name, sizeof name, "%s%s", host, tbe__run_suffix(TBE__RUN_PT_LINK));
     rc = remove_if_there(s, run, name);
   }
   return rc;

@@ -74,15 +74,6 @@
 
 /* ---- output ---- */
 
-void tbe__xw_flush(xw *w) {
-  if (!w->err && w->len) {
-    tbe__sink_write(w->out, w->buf, w->len);
-    w->err = tbe__sink_error(w->out);
-  }
-  w->flushed += w->len;
-  w->len = 0;
-}
-
 static void xw_bytes(xw *w, const void *p, size_t n) {
   uint8_t *d = xw_room(w, n);
   if (!d || !n) return; /* (NULL, 0) is an empty name: memcpy must not see NULL */
@@ -158,57 +149,11 @@ static void xw_close(xw *w, uint64_t at) {
   }
 }
 
-/* ---- per-plane name tables (event and stat metadata) ---- */
-
-static void ntab_init(ntab *t, const tbe_allocator *a) {
-  memset(t, 0, sizeof *t);
-  tbe__intern_init(&t->in, a, TBE__SEED_PROCESS);
-  tbe__buf_init(&t->fix, a);
-}
-
-static void ntab_free(ntab *t) {
-  tbe__intern_deinit(&t->in);
-  tbe__buf_deinit(&t->fix);
-  tbe__free(t->in.a, t->cache);
-  tbe__free(t->in.a, t->touched);
-}
-
-/* Forgets the plane's names at a cost of the plane's own names: only the
- * cache entries it set are cleared, and an index that an earlier, larger
- * plane grew is let go rather than cleared (clearing costs its capacity:
- * one plane of a million names then 80,000 small ones was quadratic). */
-static void ntab_reset(ntab *t) {
-  if (t->in.ix.cap > 1024 && t->in.ix.cap > 8 * tbe__intern_count(&t->in)) {
-    const tbe_allocator *a = t->in.a;
-    tbe__intern_deinit(&t->in);
-    tbe__intern_init(&t->in, a, TBE__SEED_PROCESS);
-  } else {
-    tbe__intern_clear(&t->in);
-  }
-  for (size_t i = 0; i < t->ntouched; i++) t->cache[t->touched[i]] = 0;
-  t->ntouched = 0;
-}
-
-/* tbe__ntab_get (export_xplane_int.h). */
-uint32_t tbe__ntab_get(ntab *t, const char *s, size_t n) {
-  if (t->err) return 0;
-  if (!tbe__utf8_valid(s, n)) {
-    tbe__buf_clear(&t->fix);
-    tbe__utf8_repair(&t->fix, s, n, 0);
-    if ((t->err = tbe__buf_error(&t->fix)) != 0) return 0;
-    s = (const char *)t->fix.data;
-    n = t->fix.len;
-  }
-  uint32_t id;
-  if ((t->err = tbe__intern_add(&t->in, s, n, &id, NULL)) != 0) return 0;
-  return id + 1;
-}
-
 /* ---- planes ---- */
 
 static void plane_reset(xctx *c) {
-  ntab_reset(&c->ev);
-  ntab_reset(&c->st);
+  tbe__ntab_reset(&c->ev);
+  tbe__ntab_reset(&c->st);
   memset(c->fixed, 0, sizeof c->fixed);
   c->gen++;
 }
@@ -921,8 +866,8 @@ static int xplane_write(const tbe_trace *t, tbe__sink *out, const char *host,
   c->w.cap = XW_CAP;
   c->w.buf = tbe__alloc(a, XW_CAP);
   tbe__buf_init(&c->w.fix, a);
-  ntab_init(&c->ev, a);
-  ntab_init(&c->st, a);
+  tbe__ntab_init(&c->ev, a);
+  tbe__ntab_init(&c->st, a);
   c->ev.ncache = c->st.ncache = tbe_trace_nstrings(t);
   c->ev.cache = tbe__calloc(a, c->ev.ncache + 1, sizeof(uint32_t));
   c->st.cache = tbe__calloc(a, c->st.ncache + 1, sizeof(uint32_t));
@@ -985,8 +930,8 @@ done:
   tbe__free(a, c->ext_name);
   tbe__free(a, c->tf_cache);
   tbe__map_deinit(&c->ext_map);
-  ntab_free(&c->ev);
-  ntab_free(&c->st);
+  tbe__ntab_free(&c->ev);
+  tbe__ntab_free(&c->st);
   tbe__free(a, c->dc);
   tbe__free(a, c->scratch);
   tbe__free(a, c->marks);

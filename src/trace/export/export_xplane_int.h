@@ -24,40 +24,14 @@
 #include "common/pbwire.h"
 #include "tbexport/error.h"
 #include "tbexport/trace.h"
+#include "trace/export/export_xplane_ntab.h"
+#include "trace/export/export_xplane_wire.h"
 #include "trace/exporter.h"
 
 #define XW_CAP (1u << 20)
 #define PS_MAX_NS (INT64_MAX / 1000)
 
-/* ---- output ---- */
-
-typedef struct xw {
-  uint8_t *buf;
-  size_t len, cap;
-  tbe__sink *out;   /* where the bytes go (exporter.h) */
-  int err;
-  uint64_t flushed; /* bytes already handed to out */
-  tbe__buf fix;     /* a string field's text with its invalid UTF-8 replaced */
-  const tbe_allocator *a;
-} xw;
-
-/* Writes the buffered bytes to the file (sticky error in w->err). */
-void tbe__xw_flush(xw *w);
-
-static inline uint8_t *xw_room(xw *w, size_t n) {
-  if (w->cap - w->len < n) {
-    tbe__xw_flush(w);
-    if (w->cap < n) {
-      void *p = w->buf;
-      if (tbe__grow(w->a, &p, &w->cap, n, 1)) {
-        if (!w->err) w->err = TBE_ENOMEM;
-        return NULL;
-      }
-      w->buf = p;
-    }
-  }
-  return w->buf + w->len;
-}
+/* ---- output: export_xplane_wire.h ---- */
 
 /* Field tags (all our field numbers are < 16: one byte). */
 #define TAG(f, wt) ((uint8_t)(((f) << 3) | (wt)))
@@ -65,35 +39,7 @@ static inline uint8_t *xw_room(xw *w, size_t n) {
 #define WT_I64 1
 #define WT_LEN 2
 
-/* ---- per-plane name tables (event and stat metadata) ---- */
-
-typedef struct ntab {
-  tbe__intern in;  /* the plane's names: metadata id = interner id + 1 */
-  uint32_t *cache; /* per trace string id: metadata id, 0 = not yet */
-  size_t ncache;
-  uint32_t *touched; /* the string ids cached in this plane (ncache at most), */
-  size_t ntouched;   /* so a plane's reset costs its own names, not ncache */
-  tbe__buf fix;    /* a name with its invalid UTF-8 replaced */
-  int err;         /* sticky */
-} ntab;
-
-/* Returns the id (>= 1) of `name`, adding it; 0 after an allocation
- * failure (sticky in t->err). */
-uint32_t tbe__ntab_get(ntab *t, const char *s, size_t n);
-
-/* The number of names of the plane (their ids are 1..count). */
-static inline size_t ntab_count(const ntab *t) { return tbe__intern_count(&t->in); }
-
-/* The id of an interned trace string, through the per-string cache. */
-static inline uint32_t ntab_str(ntab *t, const tbe_trace *tr, tbe_str s) {
-  if (s < t->ncache && t->cache[s]) return t->cache[s];
-  uint32_t id = tbe__ntab_get(t, tbe_trace_str(tr, s), tbe_trace_strlen(tr, s));
-  if (s < t->ncache && id) {
-    t->cache[s] = id;
-    t->touched[t->ntouched++] = s;
-  }
-  return id;
-}
+/* ---- per-plane name tables: export_xplane_ntab.h ---- */
 
 /* ---- the exporter state ---- */
 

@@ -33,7 +33,7 @@
 
 #include <libiberty/demangle.h>
 
-#include "tbexport/analysis.h"
+#include "tbexport/trace.h"
 
 /* c++filt's options (binutils/cxxfilt.c), with the style bit that
  * cplus_demangle adds from its default style. */
