@@ -12,8 +12,9 @@
  *   chrome_json_records.c   records, parser -> model: encoding (emit_*),
  *                           the parser's share of the work (prepass) and
  *                           the model side's loop over them (apply_batch)
- *   chrome_json_pipeline.c  threads: the slot ring, the boundary scanner,
- *                           the driver thread, chunk workers, the consumer
+ *   chrome_json_pipeline.c  threads: the boundary scanner, the driver
+ *                           thread, chunks and records as items of an
+ *                           ordered pool (common/pool.h), the consumer
  *   chrome_json_kineto.c    Kineto's mapping: one record to model events,
  *                           tracks, B/E pairs, flows, metadata, counters
  *   chrome_json_finish.c    the end of the input: the base time, open B
@@ -22,12 +23,11 @@
  *                           exact microseconds, integers; error helpers
  * The parser side (guard, parse, records' encoding, pipeline) touches only
  * the producer's fields; the model side (kineto, finish, apply_batch) only
- * the consumer's: the threads never share a field outside the ring's
- * mutex.  Hot helpers of both sides are inline below. */
+ * the consumer's: the threads never share a field outside the pool's
+ * hand-overs.  Hot helpers of both sides are inline below. */
 #ifndef TBE_IMPORT_CHROME_JSON_INT_H
 #define TBE_IMPORT_CHROME_JSON_INT_H
 
-#include <pthread.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -243,25 +243,15 @@ typedef struct cj {
   int worker;          /* this cj is a chunk worker's parser state */
   int dummy;           /* the next event closing is a placeholder: drop it */
   int threaded;
-  int producer_done;
   volatile int stop;   /* the consumer failed: the producer should stop */
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  uint64_t prog_done, prog_total; /* progress, updated under mu */
+  uint64_t prog_done, prog_total; /* progress (the producer's) */
 
-  /* the slot ring (threaded mode; see "pipeline" below) */
+  /* the pool (threaded mode; see "pipeline" in chrome_json_pipeline.c) */
+  struct tbe__pool *pool;
   struct cj *parent;           /* a worker's importer */
-  size_t inflight;             /* chunks PENDING or WORKING */
-  struct slot *slots;
-  size_t nslots;
-  uint64_t head, tail, wnext; /* consumer's next, driver's next, workers' next */
-  struct slot *direct;        /* the driver's open record slot, or NULL */
-  int nworkers;
-  struct cj **wcs;
-  pthread_t *wth;
-  int quit;
-  int fail_pending;
-  uint64_t fail_seq;
+  uint64_t tail;               /* the driver's next item */
+  struct slot *direct;         /* the driver's open record slot, or NULL */
+  uint64_t direct_seq;         /* its item */
   size_t chunk_target;
 
   /* the driver's boundary scanner */
@@ -386,7 +376,6 @@ int tbe__cj_gpu_of_pid(const cj *c, int64_t pid, int32_t *dev);
 
 /* ---- chrome_json_pipeline.c ---- */
 int tbe__cj_flush_batch(cj *c);
-void tbe__cj_free_slots(cj *c);
 int tbe__cj_only_space(const uint8_t *p, size_t n);
 tbe__buf *tbe__cj_out_buf(cj *c);
 void tbe__cj_produce(cj *c);

@@ -8,6 +8,8 @@
  * dim3 lists.  Pure functions apart from the interning. */
 #include "import/chrome_json_int.h"
 
+#include "common/pool.h"
+
 /* ---- small helpers ---- */
 
 int tbe__cj_fail_at(cj *c, uint64_t off, int code, const char *fmt, ...)
@@ -42,11 +44,7 @@ int tbe__cj_cfail(cj *c, uint64_t off, int code) {
     c->crc = code;
     c->cerr_off = off;
     __atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
-    if (c->threaded) { /* wake a driver waiting for a slot */
-      pthread_mutex_lock(&c->mu);
-      pthread_cond_broadcast(&c->cv);
-      pthread_mutex_unlock(&c->mu);
-    }
+    if (c->pool) tbe__pool_stop(c->pool); /* wake a driver waiting for a slot */
   }
   return 0;
 }
