@@ -1,6 +1,6 @@
 /* chrome_json_int.h: the parts of the Chrome/Kineto JSON importer.
  *
- * One importer in eight files, cut where its own sections were; they share
+ * One importer in nine files, cut where its own sections were; they share
  * the parser state (`cj`) and the record layout below, nothing else.  The
  * essay of the whole (layouts, mapping, threads, limits, errors) is at the
  * top of chrome_json.c.  Data flows down this list:
@@ -17,6 +17,7 @@
  *                           ordered pool (common/pool.h), the consumer
  *   chrome_json_kineto.c    Kineto's mapping: one record to model events,
  *                           tracks, B/E pairs, flows, metadata, counters
+ *   chrome_json_flows.c     the queues of flow ends waiting for a partner
  *   chrome_json_finish.c    the end of the input: the base time, open B
  *                           events, our exporter's keys, names, ac2g checks
  *   chrome_json_text.c      text and numbers: interning with UTF-8 repair,
@@ -363,6 +364,14 @@ enum { REC_EVENT = 1, REC_BASE, REC_TRACENAME, REC_DEVICE, REC_BACKEND, REC_TBE 
 /* ---- chrome_json_finish.c ---- */
 int tbe__cj_finish_import(cj *c);
 
+/* ---- chrome_json_flows.c ---- */
+/* The queue of (id, cat) on `side` (1: starts); NULL without memory. */
+flow_queue *tbe__cj_flow_queue_of(cj *c, uint64_t id, tbe_str cat, int side);
+/* Appends a copy of `f` to queue `q`.  0 or TBE_ENOMEM. */
+int tbe__cj_flow_wait(cj *c, flow_queue *q, const flow_end *f);
+/* Takes the oldest end of queue `q` (not empty) into *f. */
+void tbe__cj_flow_take(cj *c, flow_queue *q, flow_end *f);
+
 /* ---- chrome_json_guard.c ---- */
 int tbe__cj_feed_main(cj *c, const uint8_t *d, size_t n, uint64_t off);
 int tbe__cj_feed_main_end(cj *c);
@@ -401,6 +410,9 @@ const char *tbe__cj_ev_key_name(int k);
 /* ---- chrome_json_text.c ---- */
 int tbe__cj_arg_double(const scratch *e, const sarg *a, double *v);
 int tbe__cj_arg_int(const scratch *e, const sarg *a, int64_t *v);
+/* Arg `a` as a whole number: 1 with *v, 0 when no number, -1 when a
+ * number no ordinal can be. */
+int tbe__cj_arg_whole(const scratch *e, const sarg *a, int64_t *v);
 int tbe__cj_cfail(cj *c, uint64_t off, int code);
 int tbe__cj_cfail_msg(cj *c, uint64_t off, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -122,6 +122,34 @@ int tbe__cj_arg_int(const scratch *e, const sarg *a, int64_t *v) {
   return 0;
 }
 
+/* Arg `a` as a whole number: 1 with *v; 0 when it is no number (text or
+ * an object: the caller keeps it as a generic arg); -1 when it is a number
+ * no ordinal can be (beyond the int64 range, or not whole). */
+int tbe__cj_arg_whole(const scratch *e, const sarg *a, int64_t *v) {
+  int64_t i;
+  uint64_t u;
+  int is_u = 0;
+  double d;
+  if (a->type == V_NUM && a->num == NUM_INT) {
+    *v = a->nv.i;
+    return a->is_u ? -1 : 1;
+  }
+  if (a->type == V_NUM && a->num == NUM_DBL) {
+    d = a->nv.d;
+  } else if (a->type == V_NUM || a->type == V_STR) {
+    if (tbe__cj_parse_int(sp(e, a->val), a->val.len, &i, &u, &is_u) == 0) {
+      *v = i;
+      return is_u ? -1 : 1;
+    }
+    if (tbe__cj_parse_double(sp(e, a->val), a->val.len, &d) != 0) return a->type == V_NUM ? -1 : 0;
+  } else {
+    return 0;
+  }
+  if (!(d > -9.2e18 && d < 9.2e18) || d != (double)(int64_t)d) return -1;
+  *v = (int64_t)d;
+  return 1;
+}
+
 int tbe__cj_arg_double(const scratch *e, const sarg *a, double *v) {
   if (a->type != V_NUM && a->type != V_STR) return 0;
   return tbe__cj_parse_double(sp(e, a->val), a->val.len, v) == 0;
