@@ -241,6 +241,12 @@ typedef struct cj {
   /* the record stream from the parser (producer) to the model (consumer) */
   tbe__buf batch;      /* one-thread mode: records waiting to be applied */
   tbe__buf *out;       /* worker: where its records go */
+  /* Where the parser side's records go, set by the pipeline (the file
+   * above records.c, which never calls up): the buffer to append to (NULL
+   * when stopped), and the hand-over of a full batch (1 to go on, 0 to
+   * stop the parse). */
+  tbe__buf *(*rec_out)(struct cj *c);
+  int (*rec_flush)(struct cj *c);
   int worker;          /* this cj is a chunk worker's parser state */
   int dummy;           /* the next event closing is a placeholder: drop it */
   int threaded;
@@ -384,9 +390,6 @@ int tbe__cj_get_track(cj *c, uint32_t type, int64_t pid, int64_t tid, int32_t de
 int tbe__cj_gpu_of_pid(const cj *c, int64_t pid, int32_t *dev);
 
 /* ---- chrome_json_pipeline.c ---- */
-int tbe__cj_flush_batch(cj *c);
-int tbe__cj_only_space(const uint8_t *p, size_t n);
-tbe__buf *tbe__cj_out_buf(cj *c);
 void tbe__cj_produce(cj *c);
 int tbe__cj_run_threaded(cj *c, int nw, const tbe_import_options *o);
 int tbe__cj_workers_wanted(const tbe_import_options *o);
@@ -400,14 +403,17 @@ int tbe__cj_emit_record(cj *c, uint32_t kind, const void *fixed, size_t fn, cons
                        size_t tn);
 
 /* ---- chrome_json_parse.c ---- */
+/* A yajl handle on the callbacks whose memory comes from c->a (NULL, or
+ * c->ynomem set, when there was none). */
+yajl_handle tbe__cj_yajl_alloc(cj *c);
+
+/* ---- chrome_json_text.c ---- */
 /* Counts a duplicate key on the model side (a record's, or the main
  * handle's at the end): keeps the first in the file. */
 void tbe__cj_note_dup(cj *c, uint64_t n, uint64_t off, const char *prefix, const char *name,
                       size_t len);
 /* The names of the event fields (E_*). */
 const char *tbe__cj_ev_key_name(int k);
-
-/* ---- chrome_json_text.c ---- */
 int tbe__cj_arg_double(const scratch *e, const sarg *a, double *v);
 int tbe__cj_arg_int(const scratch *e, const sarg *a, int64_t *v);
 /* Arg `a` as a whole number: 1 with *v, 0 when no number, -1 when a
@@ -533,9 +539,6 @@ static inline int tbe__cj_us_to_ns(const char *s, size_t n, int64_t *out) {
   *out = neg ? (int64_t)(0 - (uint64_t)m) : (int64_t)m;
   return 0;
 }
-/* A yajl handle on c's callbacks whose memory comes from c->a (NULL, or
- * c->ynomem set, when there was none). */
-yajl_handle tbe__cj_yajl_alloc(cj *c);
 /* Sets c->yfuncs: yajl's memory from c->a (for other handles of c's). */
 void tbe__cj_yajl_funcs(cj *c);
 
@@ -562,6 +565,12 @@ static inline uint64_t thread_cpu_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static inline int tbe__cj_only_space(const uint8_t *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r' && p[i] != '\n') return 0;
+  return 1;
+}
+
 static inline int stopped(cj *c) { return __atomic_load_n(&c->stop, __ATOMIC_RELAXED); }
 
 static inline const char *sp(const scratch *e, span s) { return (const char *)e->text.data + s.off; }
@@ -584,10 +593,8 @@ static inline span put_text(cj *c, const void *p, size_t n) {
   return s;
 }
 
-/* A front cache for tbe_trace_intern: trace strings repeat endlessly (the
- * same kernel names, arg keys and shapes), so a direct-mapped table keyed
- * by a word-at-a-time hash answers most lookups with one memcmp instead of
- * the model's byte-wise hash.  Misses go to the model and refill the slot. */
+/* The word-at-a-time hash of the intern front cache (chrome_json_text.h),
+ * taken on the parser side (prepass). */
 static inline uint64_t load64(const char *p) {
   uint64_t w;
   memcpy(&w, p, 8);
@@ -617,35 +624,6 @@ static inline uint64_t hash_check(const char *s, size_t n, int *plain) {
   *plain = bad == 0;
   h *= 0xc4ceb9fe1a85ec53ull;
   return h ^ (h >> 32);
-}
-
-static inline int intern_cached(cj *c, const char *s, size_t n, uint64_t h, tbe_str *out) {
-  struct icache *e = &c->icache[h & (CJ_ICACHE - 1)];
-  if (e->h == h && e->len == n && e->id) {
-    const char *have = tbe_trace_str(c->t, e->id);
-    if (memcmp(have, s, n) == 0) {
-      *out = e->id;
-      return 0;
-    }
-  }
-  int rc = tbe_trace_intern(c->t, s, n, out);
-  if (rc) return rc;
-  e->h = h;
-  e->len = (uint32_t)n;
-  e->id = *out;
-  return 0;
-}
-
-/* tbe__cj_intern_text with the hash and the plain flag computed beforehand (by
- * hash_check, in prepass): the same result, without touching the text
- * twice on the model's thread. */
-static inline int intern_pre(cj *c, const char *s, size_t n, uint64_t h, int plain, tbe_str *out) {
-  if (n == 0) {
-    *out = 0;
-    return 0;
-  }
-  if (plain && n < UINT32_MAX) return intern_cached(c, s, n, h, out);
-  return tbe__cj_intern_text(c, s, n, out);
 }
 
 #endif

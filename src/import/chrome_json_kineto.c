@@ -10,7 +10,7 @@
  * or yajl's state. */
 #include <math.h>
 
-#include "import/chrome_json_int.h"
+#include "import/chrome_json_text.h"
 
 /* ---- ids, tracks, GPU pids ---- */
 

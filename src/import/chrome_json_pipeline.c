@@ -73,9 +73,9 @@ static void close_direct(cj *c) {
   c->direct = NULL;
 }
 
-/* Where records go: the worker's slot, the one-thread batch, or the
- * driver's direct slot (opened on demand).  NULL when stopped. */
-tbe__buf *tbe__cj_out_buf(cj *c) {
+/* Where records go (c->rec_out): the worker's slot, the one-thread batch,
+ * or the driver's direct slot (opened on demand).  NULL when stopped. */
+static tbe__buf *out_buf(cj *c) {
   if (c->worker) return c->out;
   if (!c->threaded) return &c->batch;
   if (!c->direct) {
@@ -86,8 +86,9 @@ tbe__buf *tbe__cj_out_buf(cj *c) {
   return &c->direct->out;
 }
 
-/* Applies the batch (one thread) or hands the direct slot over. */
-int tbe__cj_flush_batch(cj *c) {
+/* Applies the batch (one thread) or hands the direct slot over
+ * (c->rec_flush). */
+static int flush_batch(cj *c) {
   if (!c->threaded) {
     uint64_t t0 = c->prof ? mono_ns() : 0, u0 = c->prof ? thread_cpu_ns() : 0;
     tbe__cj_apply_batch(c, &c->batch);
@@ -98,12 +99,6 @@ int tbe__cj_flush_batch(cj *c) {
   }
   close_direct(c);
   return stopped(c) ? 0 : 1;
-}
-
-int tbe__cj_only_space(const uint8_t *p, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r' && p[i] != '\n') return 0;
-  return 1;
 }
 
 /* A worker's parser state (never the model's). */
@@ -126,6 +121,8 @@ static cj *worker_new(cj *c) {
   w->o = c->o;
   w->parent = c;
   w->worker = 1;
+  w->rec_out = out_buf;
+  w->rec_flush = flush_batch;
   tbe__buf_init(&w->pe.text, c->a);
   tbe__buf_init(&w->capbuf, c->a);
   tbe__buf_init(&w->tmp, c->a);
@@ -480,6 +477,8 @@ size_t tbe__chrome_json_piece = 0;
  * Everything here touches only the producer's state (yajl, input, roles,
  * pe, capture, the scanner), never the model. */
 void tbe__cj_produce(cj *c) {
+  c->rec_out = out_buf;
+  c->rec_flush = flush_batch;
   tbe__input *in = c->in;
   int in_rc = 0;
   int over = 0;
@@ -543,7 +542,7 @@ void tbe__cj_produce(cj *c) {
   }
   if (!c->rc && in_rc == TBE_ETRUNCATED) c->truncated = 1;
   if (!c->threaded) {
-    if (!c->rc && c->batch.len) tbe__cj_flush_batch(c);
+    if (!c->rc && c->batch.len) flush_batch(c);
     return;
   }
   if (!c->rc) close_direct(c);

@@ -6,7 +6,7 @@
  * chrome_json_int.h, and numbers parsed from their text: microseconds to
  * integer nanoseconds exactly, integers, doubles, args read as either,
  * dim3 lists.  Pure functions apart from the interning. */
-#include "import/chrome_json_int.h"
+#include "import/chrome_json_text.h"
 
 #include "common/pool.h"
 
@@ -59,6 +59,24 @@ int tbe__cj_cfail_msg(cj *c, uint64_t off, int code, const char *fmt, ...) {
   vsnprintf(c->cmsg, sizeof c->cmsg, fmt, ap);
   va_end(ap);
   return tbe__cj_cfail(c, off, code);
+}
+
+/* The names of the event fields (E_*). */
+const char *tbe__cj_ev_key_name(int k) {
+  static const char *const names[] = {"", "name", "cat", "ph", "ts", "dur", "pid", "tid", "id",
+                                      "bp", "s", "args"};
+  return k >= 0 && k <= E_ARGS ? names[k] : "";
+}
+
+/* Counts a duplicate key on the model side (see "duplicate keys" in
+ * chrome_json_parse.c): keeps the first in the file. */
+void tbe__cj_note_dup(cj *c, uint64_t n, uint64_t off, const char *prefix, const char *name,
+                      size_t len) {
+  if (!c->dup_n || off < c->dup_off) {
+    c->dup_off = off;
+    snprintf(c->dup_name, sizeof c->dup_name, "%s%.*s", prefix, (int)(len > 60 ? 60 : len), name);
+  }
+  c->dup_n += n;
 }
 
 /* Interns `n` bytes, replacing NUL and each maximal invalid subpart of
@@ -232,9 +250,4 @@ void tbe__cj_yajl_funcs(cj *c) {
   c->yfuncs.realloc = yj_realloc;
   c->yfuncs.free = yj_free;
   c->yfuncs.ctx = c;
-}
-
-yajl_handle tbe__cj_yajl_alloc(cj *c) {
-  tbe__cj_yajl_funcs(c);
-  return yajl_alloc(&tbe__cj_callbacks, &c->yfuncs, c);
 }
