@@ -193,12 +193,21 @@ void tbe__cj_parse_dim3(const char *s, size_t n, uint32_t out[3]) {
 /* ---- yajl's memory ----
  *
  * yajl's allocations go through the import's allocator.  yajl cannot take
- * a refused one (yajl_alloc and its buffers use the result unchecked), so
- * when the allocator refuses, the block comes from malloc instead, the
- * handle's owner is marked out of memory (c->ynomem) and the import stops
- * with TBE_ENOMEM at the next return from yajl (tbe__cj_yajl_nomem).  A
- * header before each block keeps its size (yajl's realloc does not pass
- * the old one) and where it came from. */
+ * a refused one (yajl 2.1's yajl_alloc, its byte stack and its buffers use
+ * the result unchecked), so when the allocator refuses, the block comes
+ * from malloc instead, the handle's owner is marked out of memory
+ * (c->ynomem) and the import stops with TBE_ENOMEM at the next return from
+ * yajl (yajl_feed in chrome_json_guard.c; a worker's chunk fails and is
+ * replayed by the main handle).  A header before each block keeps its
+ * size (yajl's realloc does not pass the old one) and where it came from.
+ *
+ * This is the importer's only memory outside the import allocator (every
+ * other block, the pool's ring and workers' states included, comes from
+ * c->a): it exists only after the allocator has refused, it is what yajl
+ * asks for until control comes back to us (our callbacks allocate too and
+ * stop the parse when the allocator keeps refusing), and it is freed with
+ * the handle, before the import returns.  Removing it takes a parser that
+ * accepts a refusal (yajl's buffers do not). */
 
 typedef union yj_hdr {
   struct {
