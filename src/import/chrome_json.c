@@ -144,7 +144,6 @@ static void cj_free(cj *c) {
   tbe__buf_deinit(&c->distname);
   tbe__buf_deinit(&c->batch);
   tbe__buf_deinit(&c->fill);
-  tbe__cj_free_slots(c);
   tbe__free(c->a, c->capst);
   tbe__free(c->a, c->icache);
   tbe__free(c->a, c->pe.args);

@@ -1,6 +1,6 @@
 /* chrome_json_int.h: the parts of the Chrome/Kineto JSON importer.
  *
- * One importer in eight files, cut where its own sections were; they share
+ * One importer in nine files, cut where its own sections were; they share
  * the parser state (`cj`) and the record layout below, nothing else.  The
  * essay of the whole (layouts, mapping, threads, limits, errors) is at the
  * top of chrome_json.c.  Data flows down this list:
@@ -12,22 +12,23 @@
  *   chrome_json_records.c   records, parser -> model: encoding (emit_*),
  *                           the parser's share of the work (prepass) and
  *                           the model side's loop over them (apply_batch)
- *   chrome_json_pipeline.c  threads: the slot ring, the boundary scanner,
- *                           the driver thread, chunk workers, the consumer
+ *   chrome_json_pipeline.c  threads: the boundary scanner, the driver
+ *                           thread, chunks and records as items of an
+ *                           ordered pool (common/pool.h), the consumer
  *   chrome_json_kineto.c    Kineto's mapping: one record to model events,
  *                           tracks, B/E pairs, flows, metadata, counters
+ *   chrome_json_flows.c     the queues of flow ends waiting for a partner
  *   chrome_json_finish.c    the end of the input: the base time, open B
  *                           events, our exporter's keys, names, ac2g checks
  *   chrome_json_text.c      text and numbers: interning with UTF-8 repair,
  *                           exact microseconds, integers; error helpers
  * The parser side (guard, parse, records' encoding, pipeline) touches only
  * the producer's fields; the model side (kineto, finish, apply_batch) only
- * the consumer's: the threads never share a field outside the ring's
- * mutex.  Hot helpers of both sides are inline below. */
+ * the consumer's: the threads never share a field outside the pool's
+ * hand-overs.  Hot helpers of both sides are inline below. */
 #ifndef TBE_IMPORT_CHROME_JSON_INT_H
 #define TBE_IMPORT_CHROME_JSON_INT_H
 
-#include <pthread.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -240,28 +241,24 @@ typedef struct cj {
   /* the record stream from the parser (producer) to the model (consumer) */
   tbe__buf batch;      /* one-thread mode: records waiting to be applied */
   tbe__buf *out;       /* worker: where its records go */
+  /* Where the parser side's records go, set by the pipeline (the file
+   * above records.c, which never calls up): the buffer to append to (NULL
+   * when stopped), and the hand-over of a full batch (1 to go on, 0 to
+   * stop the parse). */
+  tbe__buf *(*rec_out)(struct cj *c);
+  int (*rec_flush)(struct cj *c);
   int worker;          /* this cj is a chunk worker's parser state */
   int dummy;           /* the next event closing is a placeholder: drop it */
   int threaded;
-  int producer_done;
   volatile int stop;   /* the consumer failed: the producer should stop */
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  uint64_t prog_done, prog_total; /* progress, updated under mu */
+  uint64_t prog_done, prog_total; /* progress (the producer's) */
 
-  /* the slot ring (threaded mode; see "pipeline" below) */
+  /* the pool (threaded mode; see "pipeline" in chrome_json_pipeline.c) */
+  struct tbe__pool *pool;
   struct cj *parent;           /* a worker's importer */
-  size_t inflight;             /* chunks PENDING or WORKING */
-  struct slot *slots;
-  size_t nslots;
-  uint64_t head, tail, wnext; /* consumer's next, driver's next, workers' next */
-  struct slot *direct;        /* the driver's open record slot, or NULL */
-  int nworkers;
-  struct cj **wcs;
-  pthread_t *wth;
-  int quit;
-  int fail_pending;
-  uint64_t fail_seq;
+  uint64_t tail;               /* the driver's next item */
+  struct slot *direct;         /* the driver's open record slot, or NULL */
+  uint64_t direct_seq;         /* its item */
   size_t chunk_target;
 
   /* the driver's boundary scanner */
@@ -373,6 +370,14 @@ enum { REC_EVENT = 1, REC_BASE, REC_TRACENAME, REC_DEVICE, REC_BACKEND, REC_TBE 
 /* ---- chrome_json_finish.c ---- */
 int tbe__cj_finish_import(cj *c);
 
+/* ---- chrome_json_flows.c ---- */
+/* The queue of (id, cat) on `side` (1: starts); NULL without memory. */
+flow_queue *tbe__cj_flow_queue_of(cj *c, uint64_t id, tbe_str cat, int side);
+/* Appends a copy of `f` to queue `q`.  0 or TBE_ENOMEM. */
+int tbe__cj_flow_wait(cj *c, flow_queue *q, const flow_end *f);
+/* Takes the oldest end of queue `q` (not empty) into *f. */
+void tbe__cj_flow_take(cj *c, flow_queue *q, flow_end *f);
+
 /* ---- chrome_json_guard.c ---- */
 int tbe__cj_feed_main(cj *c, const uint8_t *d, size_t n, uint64_t off);
 int tbe__cj_feed_main_end(cj *c);
@@ -385,10 +390,6 @@ int tbe__cj_get_track(cj *c, uint32_t type, int64_t pid, int64_t tid, int32_t de
 int tbe__cj_gpu_of_pid(const cj *c, int64_t pid, int32_t *dev);
 
 /* ---- chrome_json_pipeline.c ---- */
-int tbe__cj_flush_batch(cj *c);
-void tbe__cj_free_slots(cj *c);
-int tbe__cj_only_space(const uint8_t *p, size_t n);
-tbe__buf *tbe__cj_out_buf(cj *c);
 void tbe__cj_produce(cj *c);
 int tbe__cj_run_threaded(cj *c, int nw, const tbe_import_options *o);
 int tbe__cj_workers_wanted(const tbe_import_options *o);
@@ -402,16 +403,22 @@ int tbe__cj_emit_record(cj *c, uint32_t kind, const void *fixed, size_t fn, cons
                        size_t tn);
 
 /* ---- chrome_json_parse.c ---- */
+/* A yajl handle on the callbacks whose memory comes from c->a (NULL, or
+ * c->ynomem set, when there was none). */
+yajl_handle tbe__cj_yajl_alloc(cj *c);
+
+/* ---- chrome_json_text.c ---- */
 /* Counts a duplicate key on the model side (a record's, or the main
  * handle's at the end): keeps the first in the file. */
 void tbe__cj_note_dup(cj *c, uint64_t n, uint64_t off, const char *prefix, const char *name,
                       size_t len);
 /* The names of the event fields (E_*). */
 const char *tbe__cj_ev_key_name(int k);
-
-/* ---- chrome_json_text.c ---- */
 int tbe__cj_arg_double(const scratch *e, const sarg *a, double *v);
 int tbe__cj_arg_int(const scratch *e, const sarg *a, int64_t *v);
+/* Arg `a` as a whole number: 1 with *v, 0 when no number, -1 when a
+ * number no ordinal can be. */
+int tbe__cj_arg_whole(const scratch *e, const sarg *a, int64_t *v);
 int tbe__cj_cfail(cj *c, uint64_t off, int code);
 int tbe__cj_cfail_msg(cj *c, uint64_t off, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -532,9 +539,6 @@ static inline int tbe__cj_us_to_ns(const char *s, size_t n, int64_t *out) {
   *out = neg ? (int64_t)(0 - (uint64_t)m) : (int64_t)m;
   return 0;
 }
-/* A yajl handle on c's callbacks whose memory comes from c->a (NULL, or
- * c->ynomem set, when there was none). */
-yajl_handle tbe__cj_yajl_alloc(cj *c);
 /* Sets c->yfuncs: yajl's memory from c->a (for other handles of c's). */
 void tbe__cj_yajl_funcs(cj *c);
 
@@ -561,6 +565,12 @@ static inline uint64_t thread_cpu_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static inline int tbe__cj_only_space(const uint8_t *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r' && p[i] != '\n') return 0;
+  return 1;
+}
+
 static inline int stopped(cj *c) { return __atomic_load_n(&c->stop, __ATOMIC_RELAXED); }
 
 static inline const char *sp(const scratch *e, span s) { return (const char *)e->text.data + s.off; }
@@ -583,10 +593,8 @@ static inline span put_text(cj *c, const void *p, size_t n) {
   return s;
 }
 
-/* A front cache for tbe_trace_intern: trace strings repeat endlessly (the
- * same kernel names, arg keys and shapes), so a direct-mapped table keyed
- * by a word-at-a-time hash answers most lookups with one memcmp instead of
- * the model's byte-wise hash.  Misses go to the model and refill the slot. */
+/* The word-at-a-time hash of the intern front cache (chrome_json_text.h),
+ * taken on the parser side (prepass). */
 static inline uint64_t load64(const char *p) {
   uint64_t w;
   memcpy(&w, p, 8);
@@ -616,35 +624,6 @@ static inline uint64_t hash_check(const char *s, size_t n, int *plain) {
   *plain = bad == 0;
   h *= 0xc4ceb9fe1a85ec53ull;
   return h ^ (h >> 32);
-}
-
-static inline int intern_cached(cj *c, const char *s, size_t n, uint64_t h, tbe_str *out) {
-  struct icache *e = &c->icache[h & (CJ_ICACHE - 1)];
-  if (e->h == h && e->len == n && e->id) {
-    const char *have = tbe_trace_str(c->t, e->id);
-    if (memcmp(have, s, n) == 0) {
-      *out = e->id;
-      return 0;
-    }
-  }
-  int rc = tbe_trace_intern(c->t, s, n, out);
-  if (rc) return rc;
-  e->h = h;
-  e->len = (uint32_t)n;
-  e->id = *out;
-  return 0;
-}
-
-/* tbe__cj_intern_text with the hash and the plain flag computed beforehand (by
- * hash_check, in prepass): the same result, without touching the text
- * twice on the model's thread. */
-static inline int intern_pre(cj *c, const char *s, size_t n, uint64_t h, int plain, tbe_str *out) {
-  if (n == 0) {
-    *out = 0;
-    return 0;
-  }
-  if (plain && n < UINT32_MAX) return intern_cached(c, s, n, h, out);
-  return tbe__cj_intern_text(c, s, n, out);
 }
 
 #endif

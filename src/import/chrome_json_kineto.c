@@ -10,7 +10,7 @@
  * or yajl's state. */
 #include <math.h>
 
-#include "import/chrome_json_int.h"
+#include "import/chrome_json_text.h"
 
 /* ---- ids, tracks, GPU pids ---- */
 
@@ -128,34 +128,6 @@ static int ensure_device(cj *c, int32_t device) {
  * Device Id stay -1, and args.device -1 means the event names no GPU of
  * its own, so the pid's GPU is used as when the arg is absent. */
 
-/* Arg `a` as a whole number: 1 with *v; 0 when it is no number (text or
- * an object: the caller keeps it as a generic arg); -1 when it is a number
- * no ordinal can be (beyond the int64 range, or not whole). */
-static int arg_whole(const scratch *e, const sarg *a, int64_t *v) {
-  int64_t i;
-  uint64_t u;
-  int is_u = 0;
-  double d;
-  if (a->type == V_NUM && a->num == NUM_INT) {
-    *v = a->nv.i;
-    return a->is_u ? -1 : 1;
-  }
-  if (a->type == V_NUM && a->num == NUM_DBL) {
-    d = a->nv.d;
-  } else if (a->type == V_NUM || a->type == V_STR) {
-    if (tbe__cj_parse_int(sp(e, a->val), a->val.len, &i, &u, &is_u) == 0) {
-      *v = i;
-      return is_u ? -1 : 1;
-    }
-    if (tbe__cj_parse_double(sp(e, a->val), a->val.len, &d) != 0) return a->type == V_NUM ? -1 : 0;
-  } else {
-    return 0;
-  }
-  if (!(d > -9.2e18 && d < 9.2e18) || d != (double)(int64_t)d) return -1;
-  *v = (int64_t)d;
-  return 1;
-}
-
 /* Refuses the ordinal `value` of `field`: the consumer's error at the
  * event's byte.  Returns TBE_EPARSE. */
 static int device_fail(cj *c, const char *field, int none_ok, const char *value, size_t n) {
@@ -169,7 +141,7 @@ static int device_fail(cj *c, const char *field, int none_ok, const char *value,
  * value is -1), 0 when it is no number, or TBE_EPARSE (refused). */
 static int arg_device(cj *c, const sarg *a, const char *field, int none_ok, int32_t *dev) {
   int64_t v;
-  int r = arg_whole(&c->e, a, &v);
+  int r = tbe__cj_arg_whole(&c->e, a, &v);
   if (r == 0) return 0;
   if (r > 0 && (tbe__device_ok(v) || (none_ok && v == -1))) {
     *dev = (int32_t)v;
@@ -865,62 +837,10 @@ static int on_end_event(cj *c) {
   return tbe__cj_emit_pending(c, pb, c->e.ts, c->targs, eb.ntargs);
 }
 
-/* ---- flows ---- */
-
-/* Flow ends wait in a queue per (id, cat) and side: an end meets the
- * oldest waiting end of the other side with the same id and cat (several
- * may wait: ids repeat in long traces).  Pairs get dense ids from the
- * interner (keyed hash: ids are the file's to choose); queue nodes live in
- * one vector and are reused through a free list, so memory follows the
- * ends waiting plus the distinct pairs. */
-
-static flow_end *flow_node(cj *c, uint32_t ref) {
-  return &TBE__VEC_AT(&c->flow_nodes, flow_end, ref - 1);
-}
-
-/* The queue of (id, cat) on `side` (1: starts); NULL without memory. */
-static flow_queue *flow_queue_of(cj *c, uint64_t id, tbe_str cat, int side) {
-  uint8_t key[12];
-  memcpy(key, &id, 8);
-  memcpy(key + 8, &cat, 4);
-  uint32_t pair;
-  int added;
-  if (tbe__intern_add(&c->flow_keys, key, sizeof key, &pair, &added)) return NULL;
-  if (added && tbe__vec_resize(&c->flow_q, ((size_t)pair + 1) * 2)) return NULL;
-  return &TBE__VEC_AT(&c->flow_q, flow_queue, (size_t)pair * 2 + (size_t)side);
-}
-
-/* Appends a copy of `f` to queue `q`.  0 or TBE_ENOMEM. */
-static int flow_wait(cj *c, flow_queue *q, const flow_end *f) {
-  uint32_t ref = c->flow_free;
-  if (ref) {
-    c->flow_free = flow_node(c, ref)->next;
-  } else {
-    if (c->flow_nodes.n >= UINT32_MAX - 1 || !TBE__VEC_PUSH(&c->flow_nodes, flow_end))
-      return TBE_ENOMEM;
-    ref = (uint32_t)c->flow_nodes.n;
-  }
-  flow_end *n = flow_node(c, ref);
-  *n = *f;
-  n->next = 0;
-  if (q->tail) flow_node(c, q->tail)->next = ref;
-  else q->head = ref;
-  q->tail = ref;
-  c->nflows_live++;
-  return 0;
-}
-
-/* Takes the oldest end of queue `q` (not empty) into *f. */
-static void flow_take(cj *c, flow_queue *q, flow_end *f) {
-  uint32_t ref = q->head;
-  flow_end *n = flow_node(c, ref);
-  *f = *n;
-  q->head = n->next;
-  if (!q->head) q->tail = 0;
-  n->next = c->flow_free;
-  c->flow_free = ref;
-  c->nflows_live--;
-}
+/* ---- flows ----
+ *
+ * Paired by (id, cat) through the queues of chrome_json_flows.c; ac2g ends
+ * are only collected (checked at the end by chrome_json_finish.c). */
 
 static int on_flow(cj *c, char ph) {
   scratch *e = &c->e;
@@ -971,11 +891,11 @@ static int on_flow(cj *c, char ph) {
   else rc = host_track(c, &track);
   if (rc) return rc;
   int is_start = ph == 's';
-  flow_queue *other = flow_queue_of(c, id, cat, !is_start);
+  flow_queue *other = tbe__cj_flow_queue_of(c, id, cat, !is_start);
   if (!other) return TBE_ENOMEM;
   if (other->head) {
     flow_end f;
-    flow_take(c, other, &f);
+    tbe__cj_flow_take(c, other, &f);
     tbe_flow fl;
     memset(&fl, 0, sizeof fl);
     fl.id = id;
@@ -998,8 +918,8 @@ static int on_flow(cj *c, char ph) {
   f.track = track;
   f.ts = e->ts;
   f.name = name;
-  flow_queue *mine = flow_queue_of(c, id, cat, is_start);
-  return mine ? flow_wait(c, mine, &f) : TBE_ENOMEM;
+  flow_queue *mine = tbe__cj_flow_queue_of(c, id, cat, is_start);
+  return mine ? tbe__cj_flow_wait(c, mine, &f) : TBE_ENOMEM;
 }
 
 /* ---- M metadata ---- */

@@ -209,23 +209,6 @@ static int set_xid(cj *c, xid *x, int is_num, const char *s, size_t n, const cha
  * than about one event of max_event_bytes), and in workers, strings whose
  * decoded length leaves their raw length in doubt. */
 
-static const char *ev_key_name(int k) {
-  static const char *const names[] = {"", "name", "cat", "ph", "ts", "dur", "pid", "tid", "id",
-                                      "bp", "s", "args"};
-  return k >= 0 && k <= E_ARGS ? names[k] : "";
-}
-
-const char *tbe__cj_ev_key_name(int k) { return ev_key_name(k); }
-
-void tbe__cj_note_dup(cj *c, uint64_t n, uint64_t off, const char *prefix, const char *name,
-                      size_t len) {
-  if (!c->dup_n || off < c->dup_off) {
-    c->dup_off = off;
-    snprintf(c->dup_name, sizeof c->dup_name, "%s%.*s", prefix, (int)(len > 60 ? 60 : len), name);
-  }
-  c->dup_n += n;
-}
-
 static const char *ev_key_type(int k) {
   switch (k) {
     case E_TS:
@@ -516,8 +499,8 @@ static int on_open(cj *c, int is_map) {
       if (c->ev_key == E_ARGS && is_map) push_role(c, R_ARGS);
       else if (c->ev_key != E_OTHER && c->ev_key != E_ARGS)
         return tbe__cj_fail_at(c, c->pe.start_off, TBE_EPARSE, "event field %s is %s, not %s",
-                          ev_key_name(c->ev_key), is_map ? "an object" : "an array",
-                          ev_key_type(c->ev_key));
+                               tbe__cj_ev_key_name(c->ev_key), is_map ? "an object" : "an array",
+                               ev_key_type(c->ev_key));
       else c->skip = 1;
       return 1;
     case R_ARGS:
@@ -678,3 +661,9 @@ const yajl_callbacks tbe__cj_callbacks = {cb_null,      cb_bool,   NULL,        
                                          cb_number,    cb_string, cb_start_map, cb_map_key,
                                          cb_end_map,   cb_start_array, cb_end_array};
 
+/* A yajl handle on these callbacks whose memory comes from c->a (NULL, or
+ * c->ynomem set, when there was none). */
+yajl_handle tbe__cj_yajl_alloc(cj *c) {
+  tbe__cj_yajl_funcs(c);
+  return yajl_alloc(&tbe__cj_callbacks, &c->yfuncs, c);
+}

@@ -2,35 +2,44 @@
  *
  * The driver thread reads the input (produce, also the one-thread path),
  * cuts the traceEvents array into chunks with a boundary scanner and
- * farms them out to workers with yajl handles of their own; the calling
- * thread applies the slots in order (consume).  The ring's protocol is in
- * the essay below; every field it shares is read and written under c->mu. */
+ * hands them to the workers of an ordered pool (common/pool.h), each with
+ * a yajl handle of its own; the calling thread applies the items in order
+ * (consume).  The pool owns the ring, the threads and their hand-overs;
+ * this file only says what an item holds and when a chunk is replayed. */
 #include "import/chrome_json_int.h"
+
+#include <pthread.h>
+
+#include "common/pool.h"
 
 /* ---- pipeline (threaded mode) ----
  *
- * Three kinds of threads share a ring of `nslots` slots, each holding a
- * buffer of records in file order (slot seq % nslots; head = the
- * consumer's next, tail = the driver's next):
- *  - the driver (tbe__cj_produce) reads the input, runs the boundary scanner and
- *    feeds everything outside the traceEvents array to the main yajl
- *    handle, whose records go into a "direct" slot; the array's contents
- *    are cut at top-level commas into chunks of about chunk_target bytes,
- *    each put into a slot of its own for the workers;
+ * Three kinds of threads share the pool's ring of nw + 4 slots, each
+ * holding a buffer of records in file order:
+ *  - the driver (tbe__cj_produce), the pool's producer, reads the input,
+ *    runs the boundary scanner and feeds everything outside the
+ *    traceEvents array to the main yajl handle, whose records go into a
+ *    "direct" item (claimed, filled, submitted without work); the array's
+ *    contents are cut at top-level commas into chunks of about
+ *    chunk_target bytes, each an item of its own for the workers;
  *  - N workers parse chunks ('[' + chunk + ']') with yajl handles of their
  *    own into the same records (raw text, nothing interned);
- *  - the calling thread (consume) applies the slots strictly in seq order.
+ *  - the calling thread, the pool's consumer, applies the items strictly
+ *    in seq order (and parses a chunk itself when no worker took it).
  * A chunk a worker cannot parse (or anything unusual: empty elements, a
- * missing ']') is not reported from the worker: the driver replays the
- * bytes from that chunk on through the main yajl handle, serially, and
- * goes on serially, so errors, truncations and tails behave exactly as in
- * the one-thread parse.  The ring bounds memory: at most nslots chunks
- * and their records exist at once. */
-
-enum { S_FREE, S_FILL, S_PENDING, S_WORKING, S_READY, S_FAILED, S_DISCARD };
+ * missing ']') fails its item, and the pool holds it (hold_failed): it is
+ * not reported from the worker: the driver cancels the items from the
+ * lowest failed one on, replays their bytes through the main yajl handle,
+ * serially, and goes on serially, so errors, truncations and tails behave
+ * exactly as in the one-thread parse.  The ring bounds memory: at most
+ * nw + 4 chunks and their records exist at once.
+ *
+ * Ownership: the driver's fields of `cj` (the scanner, the fill, tail,
+ * direct) are the driver's alone; a slot's contents pass between threads
+ * only through the pool's hand-overs; the profile counters the workers
+ * add to are atomic. */
 
 typedef struct slot {
-  int state;
   int chunk;          /* a chunk for the workers (else direct records) */
   int first;          /* the chunk begins right after the array's '[' */
   uint64_t off;       /* file offset of the chunk's first byte */
@@ -38,54 +47,48 @@ typedef struct slot {
   uint64_t prog_done, prog_total;
 } slot;
 
-#define SLOT(c, seq) (&(c)->slots[(seq) % (c)->nslots])
+#define SLOT(c, seq) ((slot *)tbe__pool_slot((c)->pool, (seq)))
 
-/* Takes the next slot (waiting for the consumer to free one).  NULL when
- * the consumer failed, or (`failable`) when a chunk failed meanwhile. */
-static slot *alloc_slot(cj *c, int failable) {
-  pthread_mutex_lock(&c->mu);
+/* Claims the next item's slot (waiting for the consumer to free one).
+ * NULL when the pool is stopped (the consumer failed) or a chunk failed
+ * (then the driver replays: par_fallback). */
+static slot *alloc_slot(cj *c) {
   uint64_t t0 = c->prof ? mono_ns() : 0;
-  while (c->tail - c->head >= c->nslots && !stopped(c) && !(failable && c->fail_pending))
-    pthread_cond_wait(&c->cv, &c->mu);
+  uint64_t seq;
+  slot *s = tbe__pool_claim(c->pool, &seq);
   if (c->prof) c->p_drv_wait += mono_ns() - t0;
-  slot *s = NULL;
-  if (!stopped(c) && !(failable && c->fail_pending)) {
-    s = SLOT(c, c->tail);
-    s->state = S_FILL;
-    s->chunk = 0;
-    c->tail++;
-  }
-  pthread_mutex_unlock(&c->mu);
-  if (s) tbe__buf_clear(&s->out);
+  if (!s) return NULL;
+  c->tail = seq + 1;
+  s->chunk = 0;
+  tbe__buf_clear(&s->out);
   return s;
 }
 
 static void close_direct(cj *c) {
   slot *s = c->direct;
   if (!s) return;
-  pthread_mutex_lock(&c->mu);
   s->prog_done = c->prog_done;
   s->prog_total = c->prog_total;
-  s->state = S_READY;
-  pthread_cond_broadcast(&c->cv);
-  pthread_mutex_unlock(&c->mu);
+  tbe__pool_submit(c->pool, c->direct_seq, 0);
   c->direct = NULL;
 }
 
-/* Where records go: the worker's slot, the one-thread batch, or the
- * driver's direct slot (opened on demand).  NULL when stopped. */
-tbe__buf *tbe__cj_out_buf(cj *c) {
+/* Where records go (c->rec_out): the worker's slot, the one-thread batch,
+ * or the driver's direct slot (opened on demand).  NULL when stopped. */
+static tbe__buf *out_buf(cj *c) {
   if (c->worker) return c->out;
   if (!c->threaded) return &c->batch;
   if (!c->direct) {
-    c->direct = alloc_slot(c, 0);
+    c->direct = alloc_slot(c);
     if (!c->direct) return NULL;
+    c->direct_seq = c->tail - 1;
   }
   return &c->direct->out;
 }
 
-/* Applies the batch (one thread) or hands the direct slot over. */
-int tbe__cj_flush_batch(cj *c) {
+/* Applies the batch (one thread) or hands the direct slot over
+ * (c->rec_flush). */
+static int flush_batch(cj *c) {
   if (!c->threaded) {
     uint64_t t0 = c->prof ? mono_ns() : 0, u0 = c->prof ? thread_cpu_ns() : 0;
     tbe__cj_apply_batch(c, &c->batch);
@@ -95,23 +98,7 @@ int tbe__cj_flush_batch(cj *c) {
     return c->crc ? 0 : 1;
   }
   close_direct(c);
-  return __atomic_load_n(&c->stop, __ATOMIC_RELAXED) ? 0 : 1;
-}
-
-int tbe__cj_only_space(const uint8_t *p, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r' && p[i] != '\n') return 0;
-  return 1;
-}
-
-void tbe__cj_free_slots(cj *c) {
-  if (c->slots)
-    for (size_t i = 0; i < c->nslots; i++) {
-      tbe__buf_deinit(&c->slots[i].in);
-      tbe__buf_deinit(&c->slots[i].out);
-    }
-  tbe__free(c->a, c->slots);
-  c->slots = NULL;
+  return stopped(c) ? 0 : 1;
 }
 
 /* A worker's parser state (never the model's). */
@@ -134,6 +121,8 @@ static cj *worker_new(cj *c) {
   w->o = c->o;
   w->parent = c;
   w->worker = 1;
+  w->rec_out = out_buf;
+  w->rec_flush = flush_batch;
   tbe__buf_init(&w->pe.text, c->a);
   tbe__buf_init(&w->capbuf, c->a);
   tbe__buf_init(&w->tmp, c->a);
@@ -143,11 +132,12 @@ static cj *worker_new(cj *c) {
 
 /* ---- the driver's side of the pipeline ---- */
 
-/* Waits until no chunk is queued or being parsed. */
-static void settle(cj *c) {
-  pthread_mutex_lock(&c->mu);
-  while (c->inflight && !stopped(c)) pthread_cond_wait(&c->cv, &c->mu);
-  pthread_mutex_unlock(&c->mu);
+/* Waits until no chunk is queued or being parsed (or one failed). */
+static void settle(cj *c) { tbe__pool_wait_idle(c->pool); }
+
+static int chunk_failed(cj *c) {
+  uint64_t seq;
+  return tbe__pool_failed(c->pool, &seq);
 }
 
 /* Hands the fill (the bytes since the last cut) to the workers as one
@@ -156,12 +146,11 @@ static int dispatch(cj *c) {
   close_direct(c);
   tbe__buf_putc(&c->fill, ']');
   if (tbe__buf_error(&c->fill)) return -1;
-  slot *s = alloc_slot(c, 1);
+  slot *s = alloc_slot(c);
   if (!s) {
     c->fill.len--;
     return -1;
   }
-  pthread_mutex_lock(&c->mu);
   tbe__buf tmp = s->in;
   s->in = c->fill;
   c->fill = tmp;
@@ -170,13 +159,24 @@ static int dispatch(cj *c) {
   s->first = c->fill_first;
   s->prog_done = c->prog_done;
   s->prog_total = c->prog_total;
-  s->state = S_PENDING;
-  c->inflight++;
-  pthread_cond_broadcast(&c->cv);
-  pthread_mutex_unlock(&c->mu);
+  tbe__pool_submit(c->pool, c->tail - 1, 1);
   tbe__buf_clear(&c->fill);
   tbe__buf_putc(&c->fill, '[');
   return 0;
+}
+
+/* Cancels the chunks from the lowest failed one on, once no chunk before
+ * it is queued or running (a chunk before a failed one may fail too,
+ * later: the lowest wins).  Returns that seq, or c->tail with none. */
+static uint64_t cancel_failed(cj *c) {
+  uint64_t k = c->tail, seq;
+  for (;;) {
+    tbe__pool_wait_idle(c->pool);
+    if (!tbe__pool_failed(c->pool, &seq)) break;
+    tbe__pool_cancel_from(c->pool, seq);
+    if (seq < k) k = seq;
+  }
+  return k;
 }
 
 /* Gives up the parallel parse from the first failed chunk (or, with none,
@@ -184,15 +184,7 @@ static int dispatch(cj *c) {
  * main yajl handle, and everything after too.  Returns 0 or -1 as
  * tbe__cj_feed_main. */
 static int par_fallback(cj *c) {
-  pthread_mutex_lock(&c->mu);
-  uint64_t k = c->fail_pending ? c->fail_seq : c->tail;
-  for (uint64_t q = k; q < c->tail; q++)
-    if (SLOT(c, q)->state == S_PENDING) {
-      SLOT(c, q)->state = S_DISCARD;
-      c->inflight--;
-    }
-  while (c->inflight) pthread_cond_wait(&c->cv, &c->mu);
-  pthread_mutex_unlock(&c->mu);
+  uint64_t k = cancel_failed(c);
   c->sc_mode = 2;
   uint64_t off0 = k < c->tail ? SLOT(c, k)->off : c->fill_off;
   int first0 = k < c->tail ? SLOT(c, k)->first : c->fill_first;
@@ -209,11 +201,6 @@ static int par_fallback(cj *c) {
     tbe__buf_append(&rp, c->fill.data + 1, c->fill.len - 1);
   }
   c->fill_open = 0;
-  pthread_mutex_lock(&c->mu);
-  for (uint64_t q = k; q < c->tail; q++) SLOT(c, q)->state = S_DISCARD;
-  c->fail_pending = 0;
-  pthread_cond_broadcast(&c->cv);
-  pthread_mutex_unlock(&c->mu);
   int r = 0;
   if (tbe__buf_error(&rp) || fill_err) {
     c->rc = TBE_ENOMEM;
@@ -465,7 +452,7 @@ static int scan_piece(cj *c, const uint8_t *d, size_t n, uint64_t off) {
     }
     settle(c);
     if (stopped(c)) return -1;
-    if (c->fail_pending || hit == 3) {
+    if (chunk_failed(c) || hit == 3) {
       if (par_fallback(c)) return -1;
       seg = i;
       continue;
@@ -490,6 +477,8 @@ size_t tbe__chrome_json_piece = 0;
  * Everything here touches only the producer's state (yajl, input, roles,
  * pe, capture, the scanner), never the model. */
 void tbe__cj_produce(cj *c) {
+  c->rec_out = out_buf;
+  c->rec_flush = flush_batch;
   tbe__input *in = c->in;
   int in_rc = 0;
   int over = 0;
@@ -508,10 +497,8 @@ void tbe__cj_produce(cj *c) {
       over = tbe__cj_feed_main(c, d, n, start) != 0;
     }
     if (over) break;
-    if (c->threaded) pthread_mutex_lock(&c->mu);
     c->prog_done = tbe__input_done(in);
     c->prog_total = tbe__input_size(in);
-    if (c->threaded) pthread_mutex_unlock(&c->mu);
     if (in_rc) break;
   }
   /* The input ended (or failed) inside the events array: the bytes since
@@ -555,28 +542,19 @@ void tbe__cj_produce(cj *c) {
   }
   if (!c->rc && in_rc == TBE_ETRUNCATED) c->truncated = 1;
   if (!c->threaded) {
-    if (!c->rc && c->batch.len) tbe__cj_flush_batch(c);
+    if (!c->rc && c->batch.len) flush_batch(c);
     return;
   }
   if (!c->rc) close_direct(c);
-  pthread_mutex_lock(&c->mu);
-  /* After an error or a stop nothing more is parsed; slots left over are
-   * dropped in order. */
-  for (uint64_t q = c->head; q < c->tail; q++) {
-    slot *s = SLOT(c, q);
-    if (s->state == S_PENDING) {
-      s->state = S_DISCARD;
-      c->inflight--;
-    }
+  /* After an error or a stop nothing more is parsed: the items from the
+   * open direct one (its records are past the error) or the first failed
+   * chunk on are dropped; the consumer applies those before. */
+  if (c->direct) {
+    tbe__pool_cancel_from(c->pool, c->direct_seq);
+    c->direct = NULL;
   }
-  while (c->inflight) pthread_cond_wait(&c->cv, &c->mu);
-  for (uint64_t q = c->head; q < c->tail; q++) {
-    slot *s = SLOT(c, q);
-    if (s->state == S_FAILED || s->state == S_FILL) s->state = S_DISCARD;
-  }
-  c->producer_done = 1;
-  pthread_cond_broadcast(&c->cv);
-  pthread_mutex_unlock(&c->mu);
+  cancel_failed(c);
+  tbe__pool_close(c->pool);
 }
 
 static void *producer_main(void *arg) {
@@ -613,73 +591,60 @@ static int parse_chunk(cj *w, slot *s) {
          !tbe__buf_error(&s->out);
 }
 
-static void *worker_main(void *arg) {
-  cj *w = arg, *c = w->parent;
-  pthread_mutex_lock(&c->mu);
-  for (;;) {
-    if (c->wnext < c->head) c->wnext = c->head;
-    /* Skip what is done; stop at a slot still being filled (a chunk
-     * becomes PENDING there). */
-    while (c->wnext < c->tail && SLOT(c, c->wnext)->state != S_PENDING &&
-           SLOT(c, c->wnext)->state != S_FILL)
-      c->wnext++;
-    if (c->wnext < c->tail && SLOT(c, c->wnext)->state == S_PENDING) {
-      uint64_t seq = c->wnext++;
-      slot *s = SLOT(c, seq);
-      s->state = S_WORKING;
-      pthread_mutex_unlock(&c->mu);
-      uint64_t t0 = c->prof ? mono_ns() : 0, u0 = c->prof ? thread_cpu_ns() : 0;
-      int ok = parse_chunk(w, s);
-      uint64_t t1 = c->prof ? mono_ns() : 0, u1 = c->prof ? thread_cpu_ns() : 0;
-      pthread_mutex_lock(&c->mu);
-      if (c->prof) c->p_parse += t1 - t0, c->p_parse_cpu += u1 - u0, c->p_chunks++;
-      s->state = ok ? S_READY : S_FAILED;
-      c->inflight--;
-      if (!ok && (!c->fail_pending || seq < c->fail_seq)) {
-        c->fail_pending = 1;
-        c->fail_seq = seq;
-      }
-      pthread_cond_broadcast(&c->cv);
-      continue;
-    }
-    if (c->quit) break;
-    pthread_cond_wait(&c->cv, &c->mu);
+/* ---- the pool's callbacks ---- */
+
+/* An item: a chunk is parsed (a failed one is held for the driver's
+ * replay); direct records are submitted without work and never come here. */
+static int work_item(void *ctx, void *worker, void *sl, uint64_t seq) {
+  (void)seq;
+  cj *c = ctx, *w = *(cj **)worker;
+  uint64_t t0 = c->prof ? mono_ns() : 0, u0 = c->prof ? thread_cpu_ns() : 0;
+  int ok = parse_chunk(w, sl);
+  if (c->prof) {
+    __atomic_fetch_add(&c->p_parse, mono_ns() - t0, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&c->p_parse_cpu, thread_cpu_ns() - u0, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&c->p_chunks, 1, __ATOMIC_RELAXED);
   }
-  pthread_mutex_unlock(&c->mu);
-  return NULL;
+  return ok ? 0 : TBE_EPARSE;
 }
 
-/* The model side in threaded mode: applies slots in order until the
- * driver is done. */
+static int worker_init(void *ctx, void *worker) {
+  cj *w = worker_new(ctx);
+  *(cj **)worker = w;
+  return w ? 0 : TBE_ENOMEM;
+}
+
+static void worker_fini(void *ctx, void *worker) {
+  cj *c = ctx;
+  worker_free(c->a, *(cj **)worker);
+}
+
+static void slot_fini(void *ctx, void *sl) {
+  (void)ctx;
+  slot *s = sl;
+  tbe__buf_deinit(&s->in);
+  tbe__buf_deinit(&s->out);
+}
+
+/* The model side in threaded mode: applies the items in order until the
+ * driver closes the pool (or the consumer fails: tbe__cj_cfail stops it). */
 static void consume(cj *c, const tbe_import_options *o) {
-  pthread_mutex_lock(&c->mu);
   for (;;) {
-    if (c->head < c->tail) {
-      slot *s = SLOT(c, c->head);
-      int st = s->state;
-      if (st == S_READY || st == S_DISCARD) {
-        pthread_mutex_unlock(&c->mu);
-        if (st == S_READY) {
-          uint64_t t0 = c->prof ? mono_ns() : 0, u0 = c->prof ? thread_cpu_ns() : 0;
-          tbe__cj_apply_batch(c, &s->out);
-          if (c->prof) c->p_apply += mono_ns() - t0, c->p_apply_cpu += thread_cpu_ns() - u0;
-          if (o->progress && !c->crc) o->progress(o->progress_ctx, s->prog_done, s->prog_total);
-        }
-        tbe__buf_clear(&s->out);
-        pthread_mutex_lock(&c->mu);
-        s->state = S_FREE;
-        c->head++;
-        pthread_cond_broadcast(&c->cv);
-        continue;
-      }
-    } else if (c->producer_done) {
-      break;
-    }
+    void *sl;
+    uint64_t seq;
     uint64_t t0 = c->prof ? mono_ns() : 0;
-    pthread_cond_wait(&c->cv, &c->mu);
+    int r = tbe__pool_next(c->pool, &sl, &seq);
     if (c->prof) c->p_wait += mono_ns() - t0;
+    if (r) break; /* TBE__POOL_END (a failed chunk is held, never handed here) */
+    slot *s = sl;
+    t0 = c->prof ? mono_ns() : 0;
+    uint64_t u0 = c->prof ? thread_cpu_ns() : 0;
+    tbe__cj_apply_batch(c, &s->out);
+    if (c->prof) c->p_apply += mono_ns() - t0, c->p_apply_cpu += thread_cpu_ns() - u0;
+    if (o->progress && !c->crc) o->progress(o->progress_ctx, s->prog_done, s->prog_total);
+    tbe__buf_clear(&s->out);
+    tbe__pool_release(c->pool);
   }
-  pthread_mutex_unlock(&c->mu);
 }
 
 /* Import threads: -1 decides by size, 0 never, 1 always (tests). */
@@ -711,53 +676,38 @@ int tbe__cj_workers_wanted(const tbe_import_options *o) {
  * could not be set up before anything was read (the caller then parses on
  * its own thread). */
 int tbe__cj_run_threaded(cj *c, int nw, const tbe_import_options *o) {
-  if (pthread_mutex_init(&c->mu, NULL) != 0) return -1;
-  if (pthread_cond_init(&c->cv, NULL) != 0) {
-    pthread_mutex_destroy(&c->mu);
-    return -1;
+  tbe__pool_config cfg = {
+      .threads = nw,
+      .slots = (uint32_t)nw + 4,
+      .slot_size = sizeof(slot),
+      .worker_size = sizeof(cj *),
+      .work = work_item,
+      .worker_init = worker_init,
+      .worker_fini = worker_fini,
+      .slot_fini = slot_fini,
+      .ctx = c,
+      .hold_failed = 1,
+      .allocator = c->a,
+  };
+  if (tbe__pool_create(&c->pool, &cfg)) return -1;
+  /* No thread touches a slot before its item is submitted. */
+  for (uint64_t i = 0; i < cfg.slots; i++) {
+    tbe__buf_init(&SLOT(c, i)->in, c->a);
+    tbe__buf_init(&SLOT(c, i)->out, c->a);
   }
-  c->nslots = (size_t)nw + 4;
-  c->slots = tbe__calloc(c->a, c->nslots, sizeof *c->slots);
-  c->wcs = tbe__calloc(c->a, (size_t)nw, sizeof *c->wcs);
-  c->wth = tbe__calloc(c->a, (size_t)nw, sizeof *c->wth);
-  int started = 0, ok = c->slots && c->wcs && c->wth;
-  if (ok) {
-    for (size_t i = 0; i < c->nslots; i++) {
-      tbe__buf_init(&c->slots[i].in, c->a);
-      tbe__buf_init(&c->slots[i].out, c->a);
-    }
-    c->chunk_target = tbe__chrome_json_chunk ? tbe__chrome_json_chunk : CJ_CHUNK;
-    c->par = 1;
-    c->threaded = 1;
-  }
-  for (int i = 0; ok && i < nw; i++) {
-    c->wcs[i] = worker_new(c);
-    if (!c->wcs[i] || pthread_create(&c->wth[i], NULL, worker_main, c->wcs[i]) != 0) break;
-    started++;
-  }
+  c->chunk_target = tbe__chrome_json_chunk ? tbe__chrome_json_chunk : CJ_CHUNK;
+  c->par = 1;
+  c->threaded = 1;
+  c->tail = 0;
   pthread_t th;
-  int driver = 0;
-  if (ok && started == nw) driver = pthread_create(&th, NULL, producer_main, c) == 0;
+  int driver = pthread_create(&th, NULL, producer_main, c) == 0;
   if (driver) {
     consume(c, o);
     pthread_join(th, NULL);
   }
-  pthread_mutex_lock(&c->mu);
-  c->quit = 1;
-  pthread_cond_broadcast(&c->cv);
-  pthread_mutex_unlock(&c->mu);
-  for (int i = 0; i < started; i++) pthread_join(c->wth[i], NULL);
-  if (c->wcs)
-    for (int i = 0; i < nw; i++) worker_free(c->a, c->wcs[i]);
-  tbe__free(c->a, c->wcs);
-  tbe__free(c->a, c->wth);
-  c->wcs = NULL;
-  c->wth = NULL;
-  pthread_cond_destroy(&c->cv);
-  pthread_mutex_destroy(&c->mu);
+  tbe__pool_destroy(c->pool);
+  c->pool = NULL;
   c->threaded = 0;
   c->par = 0;
-  tbe__cj_free_slots(c);
   return driver ? 0 : -1;
 }
-

@@ -40,7 +40,7 @@ static int emit_parts(cj *c, uint32_t kind, const void *p1, size_t n1, const voi
   size_t fixed = n1 + n2;
   size_t size = (sizeof(rec) + fixed + tn + 7) & ~(size_t)7;
   if (size > UINT32_MAX) return tbe__cj_fail_at(c, tbe__cj_pos(c), TBE_ETOOBIG, "trace event too large");
-  tbe__buf *b = tbe__cj_out_buf(c);
+  tbe__buf *b = c->rec_out(c);
   if (!b) return 0; /* stopped */
   uint8_t *d = tbe__buf_reserve(b, size);
   if (!d) return tbe__cj_nomem(c);
@@ -51,7 +51,7 @@ static int emit_parts(cj *c, uint32_t kind, const void *p1, size_t n1, const voi
   if (tn) memcpy(d + sizeof r + fixed, text, tn);
   memset(d + sizeof r + fixed + tn, 0, size - sizeof r - fixed - tn);
   b->len += size;
-  if (!c->worker && b->len >= CJ_BATCH) return tbe__cj_flush_batch(c);
+  if (!c->worker && b->len >= CJ_BATCH) return c->rec_flush(c);
   return 1;
 }
 

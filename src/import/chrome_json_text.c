@@ -6,7 +6,9 @@
  * chrome_json_int.h, and numbers parsed from their text: microseconds to
  * integer nanoseconds exactly, integers, doubles, args read as either,
  * dim3 lists.  Pure functions apart from the interning. */
-#include "import/chrome_json_int.h"
+#include "import/chrome_json_text.h"
+
+#include "common/pool.h"
 
 /* ---- small helpers ---- */
 
@@ -42,11 +44,7 @@ int tbe__cj_cfail(cj *c, uint64_t off, int code) {
     c->crc = code;
     c->cerr_off = off;
     __atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
-    if (c->threaded) { /* wake a driver waiting for a slot */
-      pthread_mutex_lock(&c->mu);
-      pthread_cond_broadcast(&c->cv);
-      pthread_mutex_unlock(&c->mu);
-    }
+    if (c->pool) tbe__pool_stop(c->pool); /* wake a driver waiting for a slot */
   }
   return 0;
 }
@@ -61,6 +59,24 @@ int tbe__cj_cfail_msg(cj *c, uint64_t off, int code, const char *fmt, ...) {
   vsnprintf(c->cmsg, sizeof c->cmsg, fmt, ap);
   va_end(ap);
   return tbe__cj_cfail(c, off, code);
+}
+
+/* The names of the event fields (E_*). */
+const char *tbe__cj_ev_key_name(int k) {
+  static const char *const names[] = {"", "name", "cat", "ph", "ts", "dur", "pid", "tid", "id",
+                                      "bp", "s", "args"};
+  return k >= 0 && k <= E_ARGS ? names[k] : "";
+}
+
+/* Counts a duplicate key on the model side (see "duplicate keys" in
+ * chrome_json_parse.c): keeps the first in the file. */
+void tbe__cj_note_dup(cj *c, uint64_t n, uint64_t off, const char *prefix, const char *name,
+                      size_t len) {
+  if (!c->dup_n || off < c->dup_off) {
+    c->dup_off = off;
+    snprintf(c->dup_name, sizeof c->dup_name, "%s%.*s", prefix, (int)(len > 60 ? 60 : len), name);
+  }
+  c->dup_n += n;
 }
 
 /* Interns `n` bytes, replacing NUL and each maximal invalid subpart of
@@ -124,6 +140,34 @@ int tbe__cj_arg_int(const scratch *e, const sarg *a, int64_t *v) {
   return 0;
 }
 
+/* Arg `a` as a whole number: 1 with *v; 0 when it is no number (text or
+ * an object: the caller keeps it as a generic arg); -1 when it is a number
+ * no ordinal can be (beyond the int64 range, or not whole). */
+int tbe__cj_arg_whole(const scratch *e, const sarg *a, int64_t *v) {
+  int64_t i;
+  uint64_t u;
+  int is_u = 0;
+  double d;
+  if (a->type == V_NUM && a->num == NUM_INT) {
+    *v = a->nv.i;
+    return a->is_u ? -1 : 1;
+  }
+  if (a->type == V_NUM && a->num == NUM_DBL) {
+    d = a->nv.d;
+  } else if (a->type == V_NUM || a->type == V_STR) {
+    if (tbe__cj_parse_int(sp(e, a->val), a->val.len, &i, &u, &is_u) == 0) {
+      *v = i;
+      return is_u ? -1 : 1;
+    }
+    if (tbe__cj_parse_double(sp(e, a->val), a->val.len, &d) != 0) return a->type == V_NUM ? -1 : 0;
+  } else {
+    return 0;
+  }
+  if (!(d > -9.2e18 && d < 9.2e18) || d != (double)(int64_t)d) return -1;
+  *v = (int64_t)d;
+  return 1;
+}
+
 int tbe__cj_arg_double(const scratch *e, const sarg *a, double *v) {
   if (a->type != V_NUM && a->type != V_STR) return 0;
   return tbe__cj_parse_double(sp(e, a->val), a->val.len, v) == 0;
@@ -149,12 +193,21 @@ void tbe__cj_parse_dim3(const char *s, size_t n, uint32_t out[3]) {
 /* ---- yajl's memory ----
  *
  * yajl's allocations go through the import's allocator.  yajl cannot take
- * a refused one (yajl_alloc and its buffers use the result unchecked), so
- * when the allocator refuses, the block comes from malloc instead, the
- * handle's owner is marked out of memory (c->ynomem) and the import stops
- * with TBE_ENOMEM at the next return from yajl (tbe__cj_yajl_nomem).  A
- * header before each block keeps its size (yajl's realloc does not pass
- * the old one) and where it came from. */
+ * a refused one (yajl 2.1's yajl_alloc, its byte stack and its buffers use
+ * the result unchecked), so when the allocator refuses, the block comes
+ * from malloc instead, the handle's owner is marked out of memory
+ * (c->ynomem) and the import stops with TBE_ENOMEM at the next return from
+ * yajl (yajl_feed in chrome_json_guard.c; a worker's chunk fails and is
+ * replayed by the main handle).  A header before each block keeps its
+ * size (yajl's realloc does not pass the old one) and where it came from.
+ *
+ * This is the importer's only memory outside the import allocator (every
+ * other block, the pool's ring and workers' states included, comes from
+ * c->a): it exists only after the allocator has refused, it is what yajl
+ * asks for until control comes back to us (our callbacks allocate too and
+ * stop the parse when the allocator keeps refusing), and it is freed with
+ * the handle, before the import returns.  Removing it takes a parser that
+ * accepts a refusal (yajl's buffers do not). */
 
 typedef union yj_hdr {
   struct {
@@ -206,9 +259,4 @@ void tbe__cj_yajl_funcs(cj *c) {
   c->yfuncs.realloc = yj_realloc;
   c->yfuncs.free = yj_free;
   c->yfuncs.ctx = c;
-}
-
-yajl_handle tbe__cj_yajl_alloc(cj *c) {
-  tbe__cj_yajl_funcs(c);
-  return yajl_alloc(&tbe__cj_callbacks, &c->yfuncs, c);
 }
