@@ -41,6 +41,7 @@
 
 #include "common/alloc.h"
 #include "common/map.h"
+#include "common/vec.h"
 #include "events/spool.h"
 #include "import/importer.h"
 #include "trace/exporter.h"
@@ -573,12 +574,11 @@ static int nvtx_ranges(build *b, tbe__vec *rs) {
     if (m->flags & TBE__MK_START) rc = map_put(&starts, m->id, (uint32_t)i, 0);
   }
   /* ends: index of the END marker per START, UINT32_MAX = none */
-  uint32_t *endof = NULL;
-  if (!rc && s->markers.n) {
-    endof = tbe__alloc(s->a, s->markers.n * sizeof *endof);
-    if (!endof) rc = TBE_ENOMEM;
-    else memset(endof, 0xff, s->markers.n * sizeof *endof);
-  }
+  tbe__vec ends;
+  tbe__vec_init(&ends, s->a, sizeof(uint32_t));
+  if (!rc && (rc = tbe__vec_resize(&ends, s->markers.n)) == 0 && s->markers.n)
+    memset(ends.data, 0xff, s->markers.n * sizeof(uint32_t));
+  uint32_t *endof = ends.data;
   for (size_t i = 0; i < s->markers.n && !rc; i++) {
     const tbe__sp_marker *m = &mk[i];
     if (!(m->flags & TBE__MK_END)) continue;
@@ -632,14 +632,17 @@ static int nvtx_ranges(build *b, tbe__vec *rs) {
     }
     *x = r;
   }
-  tbe__free(s->a, endof);
+  tbe__vec_deinit(&ends);
   map_free(&starts);
-  /* Ranges that do not nest on their thread are asynchronous. */
+  /* Ranges that do not nest on their thread are asynchronous: a stack of
+   * the open ranges' ends per track. */
   if (!rc && rs->n) {
     range *rv = rs->data;
     qsort(rv, rs->n, sizeof *rv, cmp_range);
-    int64_t *stack = tbe__alloc(s->a, rs->n * sizeof *stack);
-    if (!stack) rc = TBE_ENOMEM;
+    tbe__vec open;
+    tbe__vec_init(&open, s->a, sizeof(int64_t));
+    rc = tbe__vec_resize(&open, rs->n);
+    int64_t *stack = open.data;
     size_t sp = 0;
     uint32_t cur = UINT32_MAX;
     for (size_t i = 0; i < rs->n && !rc; i++) {
@@ -656,7 +659,7 @@ static int nvtx_ranges(build *b, tbe__vec *rs) {
       }
       stack[sp++] = r->end;
     }
-    tbe__free(s->a, stack);
+    tbe__vec_deinit(&open);
   }
   map_free(&datas);
   return rc;
@@ -1377,22 +1380,23 @@ int tbe__spool_file_rank(const char *path, int32_t *rank) {
   if (fd < 0) return 0;
   struct stat st;
   /* The collector writes the rank with its first items, in the first
-   * frame: 64 KiB hold it. */
+   * frame: 64 KiB hold it.  (No import, so no caller's allocator: the
+   * library's default one.) */
+  tbe_allocator al;
+  tbe__allocator_init(&al, NULL);
   size_t cap = 65536, n = 0;
-  uint8_t *buf = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? malloc(cap) : NULL;
+  uint8_t *buf = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? tbe__alloc(&al, cap) : NULL;
   ssize_t got;
   while (buf && n < cap && (got = read(fd, buf + n, cap - n)) > 0) n += (size_t)got;
   close(fd);
   if (!buf) return 0;
-  tbe_allocator al;
-  tbe__allocator_init(&al, NULL);
   scan s;
   tbe__convert_scan_init(&s, NULL, &al); /* (the rank item allocates nothing) */
   tbe__spool_tail tail;
   tbe__spool_scan(buf, n, rank_item, &s, &tail);
   if (s.have_rank) *rank = s.rank.rank;
   tbe__convert_scan_free(&s);
-  free(buf);
+  tbe__free(&al, buf);
   return s.have_rank;
 }
 
