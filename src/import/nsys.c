@@ -53,7 +53,12 @@
  *
  * Errors: a file that is SQLite but not an nsys export is TBE_EFORMAT; an
  * unreadable database, a required column missing or a value of the wrong
- * type is TBE_ECORRUPT with "<path>: table T row R: ..." (no byte offset). */
+ * type is TBE_ECORRUPT with "<path>: table T row R: ..." (no byte offset).
+ *
+ * Files: this one knows the tables' meaning (enums, session, names,
+ * devices, a row handler per activity table, the order they run in);
+ * nsys_sql.{h,c} hold the state and the SQL access (column discovery,
+ * row loop, errors, device checks), which never call back here. */
 #include <inttypes.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -68,170 +73,9 @@
 #include "tbexport/error.h"
 #include "trace/model/ops.h"
 #include "common/torchnvtx.h"
+#include "import/nsys_sql.h"
 
-/* ---- int64 -> uint32 maps (string ids, correlation keys) ----
- *
- * common/map.h's keyed table: ids and correlation numbers are the file's
- * to choose. */
-
-typedef tbe__map nmap;
-
-static uint32_t nmap_get(const nmap *m, int64_t k) {
-  const uint32_t *v = tbe__map_get(m, (uint64_t)k);
-  return v ? *v : TBE_NONE;
-}
-
-/* Sets k -> v (replacing).  0 or TBE_ENOMEM. */
-static int nmap_put(nmap *m, int64_t k, uint32_t v) { return tbe__map_set(m, (uint64_t)k, v); }
-
-static void nmap_free(nmap *m) { tbe__map_deinit(m); }
-
-/* ---- state ---- */
-
-#define NS_MAXENUM 64
-
-typedef struct ns_state {
-  tbe_trace *t;
-  sqlite3 *db;
-  const char *path;
-  tbe_import_error *err;
-  const tbe_import_options *opts;
-  const tbe_allocator *a; /* opts->allocator: all but SQLite's own memory */
-  uint64_t rows_done, rows_total;
-  int64_t time_off;
-  sqlite3_stmt *str_stmt;  /* SELECT value FROM StringIds WHERE id=? */
-  nmap strs;               /* StringIds id -> tbe_str */
-  nmap api_strs;           /* StringIds id -> tbe_str without "_v<n>" */
-  nmap demangles;          /* kernel mangledName (tbe_str) -> 1 if libiberty demangles it */
-  nmap corr_api;           /* (pid, correlation) -> API name (tbe_str) */
-  nmap domains;            /* NVTX domainId -> tbe_str */
-  nmap pnames;             /* pid -> process name */
-  uint8_t mem_kind[NS_MAXENUM];   /* nsys mem kind -> tbe_mem_kind */
-  uint8_t copy_kind[NS_MAXENUM];  /* nsys copy kind -> tbe_copy_kind */
-  uint8_t copy_uvm[NS_MAXENUM];   /* 1 for the unified-memory copy kinds */
-  int64_t ev_runtime, ev_driver, ev_backtrace;  /* ENUM_NSYS_EVENT_CLASS ids */
-  int driver_table;        /* reading CUPTI_ACTIVITY_KIND_DRIVER */
-  int multi_proc;          /* API calls from several processes */
-  nmap stream_dev;         /* (pid, stream) -> device of its GPU work */
-  nmap pid_dev;            /* pid -> its only device, or TBE_NONE - 1 if several */
-  uint64_t sync_moved;     /* sync rows placed on their stream's device */
-  int32_t last_dev;
-  uint64_t nvtx_open, skipped_backtrace;
-  size_t ev_first;         /* t->nevents before this import */
-} ns_state;
-
-static int fail_sql(ns_state *s, int code, const char *table, const char *what) {
-  return tbe__import_fail(s->err, code, s->path, UINT64_MAX, 0, 0, "table %s: %s", table, what);
-}
-
-static int fail_row(ns_state *s, const char *table, int64_t row, const char *fmt, const char *col) {
-  char what[160];
-  snprintf(what, sizeof what, fmt, col);
-  return tbe__import_fail(s->err, TBE_ECORRUPT, s->path, UINT64_MAX, 0, 0, "table %s row %" PRId64 ": %s",
-                          table, row, what);
-}
-
-/* SQLite result code -> our error for a failed step/prepare. */
-static int sql_error(ns_state *s, const char *table, int src) {
-  int code = (src == SQLITE_NOMEM) ? TBE_ENOMEM : (src == SQLITE_IOERR) ? TBE_EIO : TBE_ECORRUPT;
-  char what[256];
-  snprintf(what, sizeof what, "SQLite error: %s", sqlite3_errmsg(s->db));
-  return fail_sql(s, code, table, what);
-}
-
-static int table_exists(ns_state *s, const char *name) {
-  sqlite3_stmt *st;
-  if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1", -1, &st,
-                         NULL) != SQLITE_OK)
-    return -1;
-  sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-  int r = sqlite3_step(st);
-  sqlite3_finalize(st);
-  return r == SQLITE_ROW ? 1 : r == SQLITE_DONE ? 0 : -1;
-}
-
-/* Prepares "SELECT rowid, <col or NULL>... FROM <table>" (plus `tail`),
- * selecting only columns the table has.  `have[i]` tells which exist.
- * Required columns (names starting with '!') must exist.  Returns 0 and
- * *out (NULL when the table is absent), or an error (already reported). */
-static int select_cols(ns_state *s, const char *table, const char *const *cols, size_t ncols,
-                       const char *tail, sqlite3_stmt **out, int *have) {
-  *out = NULL;
-  int ex = table_exists(s, table);
-  if (ex < 0) return sql_error(s, table, sqlite3_errcode(s->db));
-  if (!ex) return 0;
-  char sql[2048];
-  snprintf(sql, sizeof sql, "PRAGMA table_info(\"%s\")", table);
-  sqlite3_stmt *pi;
-  int rc = sqlite3_prepare_v2(s->db, sql, -1, &pi, NULL);
-  if (rc != SQLITE_OK) return sql_error(s, table, rc);
-  for (size_t i = 0; i < ncols; i++) have[i] = 0;
-  while ((rc = sqlite3_step(pi)) == SQLITE_ROW) {
-    const char *cn = (const char *)sqlite3_column_text(pi, 1);
-    if (!cn) continue;
-    for (size_t i = 0; i < ncols; i++) {
-      const char *want = cols[i][0] == '!' ? cols[i] + 1 : cols[i];
-      if (strcmp(cn, want) == 0) have[i] = 1;
-    }
-  }
-  sqlite3_finalize(pi);
-  if (rc != SQLITE_DONE) return sql_error(s, table, rc);
-  size_t len = (size_t)snprintf(sql, sizeof sql, "SELECT rowid");
-  for (size_t i = 0; i < ncols; i++) {
-    const char *want = cols[i][0] == '!' ? cols[i] + 1 : cols[i];
-    if (!have[i] && cols[i][0] == '!') {
-      char what[128];
-      snprintf(what, sizeof what, "no column \"%s\" (not the layout of an nsys export)", want);
-      return fail_sql(s, TBE_ECORRUPT, table, what);
-    }
-    len += (size_t)snprintf(sql + len, sizeof sql - len, have[i] ? ", \"%s\"" : ", NULL", want);
-  }
-  snprintf(sql + len, sizeof sql - len, " FROM \"%s\"%s", table, tail ? tail : "");
-  rc = sqlite3_prepare_v2(s->db, sql, -1, out, NULL);
-  if (rc != SQLITE_OK) return sql_error(s, table, rc);
-  return 0;
-}
-
-/* Reads an integer column (index `c` counts from 1; 0 is the rowid).
- * Returns 1 with *v, 0 for NULL, or -1 for a value that is not a number. */
-static int col_i64(sqlite3_stmt *st, int c, int64_t *v) {
-  switch (sqlite3_column_type(st, c)) {
-    case SQLITE_INTEGER: *v = sqlite3_column_int64(st, c); return 1;
-    case SQLITE_NULL: return 0;
-    case SQLITE_FLOAT: {
-      double d = sqlite3_column_double(st, c);
-      if (!(d >= -9.2e18 && d <= 9.2e18)) return -1;
-      *v = (int64_t)d;
-      return 1;
-    }
-    default: return -1;
-  }
-}
-
-/* Row access with error reporting: fetches column `c` (name cols[c-1]). */
-typedef struct row {
-  ns_state *s;
-  sqlite3_stmt *st;
-  const char *table;
-  const char *const *cols;
-  int64_t rowid;
-  int rc;  /* first error */
-} row;
-
-static int64_t get_i(row *r, int c, int64_t dflt, int required) {
-  int64_t v;
-  int k = col_i64(r->st, c, &v);
-  if (k == 1) return v;
-  if (r->rc) return dflt;
-  const char *cn = r->cols[c - 1][0] == '!' ? r->cols[c - 1] + 1 : r->cols[c - 1];
-  if (k < 0)
-    r->rc = fail_row(r->s, r->table, r->rowid, "column %s is not a number", cn);
-  else if (required)
-    r->rc = fail_row(r->s, r->table, r->rowid, "column %s is NULL", cn);
-  return dflt;
-}
-
-static int is_null(row *r, int c) { return sqlite3_column_type(r->st, c) == SQLITE_NULL; }
+/* ---- progress ---- */
 
 static void progress(ns_state *s) {
   if (s->opts && s->opts->progress && (++s->rows_done & 4095) == 0)
@@ -258,7 +102,7 @@ static tbe_str str_of(ns_state *s, int64_t id, int *rc) {
           out = 0;
       }
     } else if (r != SQLITE_DONE) {
-      *rc = sql_error(s, "StringIds", r);
+      *rc = tbe__ns_sql_error(s, "StringIds", r);
       return 0;
     }
   }
@@ -346,7 +190,7 @@ static int load_enum(ns_state *s, const char *table, void (*fn)(ns_state *, int6
   static const char *const cols[] = {"!id", "!name"};
   int have[2];
   sqlite3_stmt *st;
-  int rc = select_cols(s, table, cols, 2, NULL, &st, have);
+  int rc = tbe__ns_select_cols(s, table, cols, 2, NULL, &st, have);
   if (rc || !st) return rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     const char *name = (const char *)sqlite3_column_text(st, 2);
@@ -354,7 +198,7 @@ static int load_enum(ns_state *s, const char *table, void (*fn)(ns_state *, int6
       fn(s, sqlite3_column_int64(st, 1), name);
   }
   sqlite3_finalize(st);
-  return rc == SQLITE_DONE ? 0 : sql_error(s, table, rc);
+  return rc == SQLITE_DONE ? 0 : tbe__ns_sql_error(s, table, rc);
 }
 
 static const char *suffix_after(const char *name, const char *prefix) {
@@ -411,7 +255,7 @@ static int load_session(ns_state *s) {
   static const char *const cols[] = {"utcEpochNs", "systemClockNs"};
   int have[2];
   sqlite3_stmt *st;
-  int rc = select_cols(s, "TARGET_INFO_SESSION_START_TIME", cols, 2, NULL, &st, have);
+  int rc = tbe__ns_select_cols(s, "TARGET_INFO_SESSION_START_TIME", cols, 2, NULL, &st, have);
   if (rc) return rc;
   int found = 0;
   if (st) {
@@ -421,14 +265,14 @@ static int load_session(ns_state *s) {
         if (col_i64(st, 2, &sys) != 1) sys = 0;
         if (tbe__sub_i64(utc, sys, &s->time_off) || !tbe__time_ok(s->time_off)) {
           sqlite3_finalize(st);
-          return fail_sql(s, TBE_ECORRUPT, "TARGET_INFO_SESSION_START_TIME",
+          return tbe__ns_fail_sql(s, TBE_ECORRUPT, "TARGET_INFO_SESSION_START_TIME",
                           "utcEpochNs - systemClockNs is out of range (more than 146 years from "
                           "1970)");
         }
         found = 1;
       }
     } else if (rc != SQLITE_DONE) {
-      rc = sql_error(s, "TARGET_INFO_SESSION_START_TIME", rc);
+      rc = tbe__ns_sql_error(s, "TARGET_INFO_SESSION_START_TIME", rc);
       sqlite3_finalize(st);
       return rc;
     }
@@ -446,7 +290,7 @@ static int load_names(ns_state *s) {
     static const char *const cols[] = {"!globalPid", "pid", "name"};
     int have[3];
     sqlite3_stmt *st;
-    if ((rc = select_cols(s, "PROCESSES", cols, 3, NULL, &st, have))) return rc;
+    if ((rc = tbe__ns_select_cols(s, "PROCESSES", cols, 3, NULL, &st, have))) return rc;
     if (st) {
       int sr;
       while ((sr = sqlite3_step(st)) == SQLITE_ROW) {
@@ -458,14 +302,14 @@ static int load_names(ns_state *s) {
       }
       sqlite3_finalize(st);
       if (rc) return rc;
-      if (sr != SQLITE_DONE) return sql_error(s, "PROCESSES", sr);
+      if (sr != SQLITE_DONE) return tbe__ns_sql_error(s, "PROCESSES", sr);
     }
   }
   {
     static const char *const cols[] = {"name", "value"};
     int have[2];
     sqlite3_stmt *st;
-    if ((rc = select_cols(s, "TARGET_INFO_SYSTEM_ENV", cols, 2, " WHERE name = 'Hostname' LIMIT 1", &st,
+    if ((rc = tbe__ns_select_cols(s, "TARGET_INFO_SYSTEM_ENV", cols, 2, " WHERE name = 'Hostname' LIMIT 1", &st,
                           have)))
       return rc;
     if (st && have[0] && have[1]) {
@@ -485,7 +329,7 @@ static int name_tracks(ns_state *s) {
   static const char *const cols[] = {"!nameId", "!globalTid"};
   int have[2];
   sqlite3_stmt *st;
-  int rc = select_cols(s, "ThreadNames", cols, 2, NULL, &st, have);
+  int rc = tbe__ns_select_cols(s, "ThreadNames", cols, 2, NULL, &st, have);
   if (rc) return rc;
   if (st) {
     int r;
@@ -497,7 +341,7 @@ static int name_tracks(ns_state *s) {
       if (nm && nmap_put(&tnames, g & 0xFFFFFFFFFFFFLL, nm)) rc = TBE_ENOMEM;
     }
     sqlite3_finalize(st);
-    if (!rc && r != SQLITE_DONE) rc = sql_error(s, "ThreadNames", r);
+    if (!rc && r != SQLITE_DONE) rc = tbe__ns_sql_error(s, "ThreadNames", r);
   }
   for (size_t i = 0; !rc && i < t->ntracks; i++) {
     tbe_track *tr = &t->tracks[i];
@@ -519,22 +363,6 @@ static int name_tracks(ns_state *s) {
   return rc;
 }
 
-/* Device ordinals beyond this are corruption, not devices (CUDA's own
- * ordinals, well inside the model's TBE__DEVICE_MAX: importer.h). */
-#define NS_MAX_DEVICE 65535
-
-/* Checks a device ordinal before it is narrowed; `none_ok`: -1 is none
- * (a copy's end that is no device).  Otherwise refused naming the column. */
-static int check_device(row *r, int col, int64_t dev, int none_ok) {
-  if (r->rc || (dev >= 0 && dev <= NS_MAX_DEVICE) || (none_ok && dev == -1)) return r->rc;
-  const char *cn = r->cols[col - 1][0] == '!' ? r->cols[col - 1] + 1 : r->cols[col - 1];
-  char what[160];
-  snprintf(what, sizeof what, "column %s is not a device ordinal (0 to %d%s): %lld", cn,
-           NS_MAX_DEVICE, none_ok ? ", or -1 for none" : "", (long long)dev);
-  r->rc = fail_row(r->s, r->table, r->rowid, "%s", what);
-  return r->rc;
-}
-
 static int load_gpus(ns_state *s, const char *table) {
   static const char *const cols[] = {
       "cuDevice", "id", "name", "totalMemory", "memoryBandwidth", "clockRate", "smCount", "computeMajor",
@@ -544,7 +372,7 @@ static int load_gpus(ns_state *s, const char *table) {
   enum { NC = sizeof cols / sizeof cols[0] };
   int have[NC];
   sqlite3_stmt *st;
-  int rc = select_cols(s, table, cols, NC, NULL, &st, have);
+  int rc = tbe__ns_select_cols(s, table, cols, NC, NULL, &st, have);
   if (rc || !st) return rc;
   if (!have[0] && !have[1]) {
     sqlite3_finalize(st);
@@ -558,7 +386,7 @@ static int load_gpus(ns_state *s, const char *table) {
     int64_t id = get_i(&r, col, 0, 0);
     if (r.rc) break;
     if (id == -1) continue; /* a GPU that CUDA does not number: no device of ours */
-    if (check_device(&r, col, id, 1)) break;
+    if (tbe__ns_check_device(&r, col, id, 1)) break;
     uint32_t di;
     if ((rc = tbe_trace_device(s->t, (int32_t)id, &di))) break;
     tbe_device *d = &s->t->devices[di];
@@ -585,11 +413,10 @@ static int load_gpus(ns_state *s, const char *table) {
   sqlite3_finalize(st);
   if (r.rc) return r.rc;
   if (rc) return rc;
-  return sr == SQLITE_DONE ? 0 : sql_error(s, table, sr);
+  return sr == SQLITE_DONE ? 0 : tbe__ns_sql_error(s, table, sr);
 }
 
 /* ---- activity tables ---- */
-
 
 /* Event times from the row's start and end (nanoseconds of the session
  * clock) and the session's offset.  Outside the model's range they are
@@ -601,7 +428,7 @@ static void set_times(ns_state *s, row *r, tbe_event *ev, int64_t start, int64_t
   else if (tbe__add_i64(end, s->time_off, &b) || !tbe__time_ok(b)) bad = "end";
   if (bad) {
     if (!r->rc)
-      r->rc = fail_row(s, r->table, r->rowid,
+      r->rc = tbe__ns_fail_row(s, r->table, r->rowid,
                        "column %s is out of range (more than 146 years from 1970)", bad);
     return;
   }
@@ -620,27 +447,6 @@ static int add_event(ns_state *s, row *r, const tbe_event *ev, const void *detai
   }
   progress(s);
   return tbe_trace_add_event(s->t, ev, detail, args, n, NULL);
-}
-
-/* Runs a prepared table loop: `fn` handles each row. */
-typedef int (*row_fn)(ns_state *s, row *r);
-static int each_row(ns_state *s, const char *table, const char *const *cols, size_t ncols,
-                    const char *tail, int *have, row_fn fn) {
-  sqlite3_stmt *st;
-  int rc = select_cols(s, table, cols, ncols, tail, &st, have);
-  if (rc || !st) return rc;
-  row r = {s, st, table, cols, 0, 0};
-  int sr;
-  while ((sr = sqlite3_step(st)) == SQLITE_ROW) {
-    r.rowid = sqlite3_column_int64(st, 0);
-    rc = fn(s, &r);
-    if (!rc) rc = r.rc;
-    if (rc) break;
-  }
-  sqlite3_finalize(st);
-  if (rc) return rc;
-  if (sr != SQLITE_DONE) return sql_error(s, table, sr);
-  return tbe_trace_error(s->t);
 }
 
 enum { API_START = 1, API_END, API_CLASS, API_TID, API_CORR, API_NAME, API_RET };
@@ -742,7 +548,7 @@ static int kernel_row(ns_state *s, row *r) {
   memset(&ev, 0, sizeof ev);
   int64_t start = get_i(r, K_START, 0, 1), end = get_i(r, K_END, 0, 1);
   int64_t dev = get_i(r, K_DEV, 0, 1), stream = get_i(r, K_STREAM, 0, 1);
-  if (check_device(r, K_DEV, dev, 0)) return r->rc;
+  if (tbe__ns_check_device(r, K_DEV, dev, 0)) return r->rc;
   int64_t gpid = get_i(r, K_PID, -1, 0), corr = get_i(r, K_CORR, 0, 0);
   tbe_kernel k;
   memset(&k, 0, sizeof k);
@@ -786,7 +592,7 @@ static int memcpy_row(ns_state *s, row *r) {
   memset(&ev, 0, sizeof ev);
   int64_t start = get_i(r, C_START, 0, 1), end = get_i(r, C_END, 0, 1);
   int64_t dev = get_i(r, C_DEV, 0, 1), stream = get_i(r, C_STREAM, 0, 1);
-  if (check_device(r, C_DEV, dev, 0)) return r->rc;
+  if (tbe__ns_check_device(r, C_DEV, dev, 0)) return r->rc;
   int64_t gpid = get_i(r, C_PID, -1, 0), corr = get_i(r, C_CORR, 0, 0);
   tbe_memcpy m;
   memset(&m, 0, sizeof m);
@@ -801,7 +607,7 @@ static int memcpy_row(ns_state *s, row *r) {
   int dst_dev = m.dst_kind == TBE_MEM_DEVICE || m.dst_kind == TBE_MEM_DEVICE_STATIC ||
                 m.dst_kind == TBE_MEM_ARRAY;
   int64_t sdev = get_i(r, C_SRCDEV, src_dev ? dev : -1, 0), ddev = get_i(r, C_DSTDEV, dst_dev ? dev : -1, 0);
-  if (check_device(r, C_SRCDEV, sdev, 1) || check_device(r, C_DSTDEV, ddev, 1)) return r->rc;
+  if (tbe__ns_check_device(r, C_SRCDEV, sdev, 1) || tbe__ns_check_device(r, C_DSTDEV, ddev, 1)) return r->rc;
   m.src_device = (int32_t)sdev;
   m.dst_device = (int32_t)ddev;
   int64_t graph = get_i(r, C_GRAPH, 0, 0);
@@ -837,7 +643,7 @@ static int memset_row(ns_state *s, row *r) {
   memset(&ev, 0, sizeof ev);
   int64_t start = get_i(r, M_START, 0, 1), end = get_i(r, M_END, 0, 1);
   int64_t dev = get_i(r, M_DEV, 0, 1), stream = get_i(r, M_STREAM, 0, 1);
-  if (check_device(r, M_DEV, dev, 0)) return r->rc;
+  if (tbe__ns_check_device(r, M_DEV, dev, 0)) return r->rc;
   int64_t gpid = get_i(r, M_PID, -1, 0), corr = get_i(r, M_CORR, 0, 0);
   tbe_memset m;
   memset(&m, 0, sizeof m);
@@ -869,7 +675,7 @@ static int sync_row(ns_state *s, row *r) {
   memset(&ev, 0, sizeof ev);
   int64_t start = get_i(r, Y_START, 0, 1), end = get_i(r, Y_END, 0, 1);
   int64_t dev = get_i(r, Y_DEV, 0, 1), stream = get_i(r, Y_STREAM, 0, 1);
-  if (check_device(r, Y_DEV, dev, 0)) return r->rc;
+  if (tbe__ns_check_device(r, Y_DEV, dev, 0)) return r->rc;
   int64_t gpid = get_i(r, Y_PID, -1, 0), corr = get_i(r, Y_CORR, 0, 0);
   int64_t type = is_null(r, Y_TYPE) ? get_i(r, Y_OLDTYPE, 0, 0) : get_i(r, Y_TYPE, 0, 0);
   int64_t cev = get_i(r, Y_EVENT, 0, 0);
@@ -1036,35 +842,6 @@ static int nvtx_row(ns_state *s, row *r) {
 
 /* ---- driver ---- */
 
-static int count_rows(ns_state *s, const char *table) {
-  if (table_exists(s, table) != 1) return 0;
-  char sql[128];
-  snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\"", table);
-  sqlite3_stmt *st;
-  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return 0;
-  if (sqlite3_step(st) == SQLITE_ROW) s->rows_total += (uint64_t)sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  return 0;
-}
-
-/* "file:<percent-encoded path>?immutable=1" */
-static char *make_uri(const tbe_allocator *a, const char *path) {
-  size_t n = strlen(path);
-  char *u = tbe__alloc(a, n * 3 + 32);
-  if (!u) return NULL;
-  char *p = u;
-  p += sprintf(p, "file:");
-  for (const unsigned char *c = (const unsigned char *)path; *c; c++) {
-    if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-        strchr("/-_.~", *c))
-      *p++ = (char)*c;
-    else
-      p += sprintf(p, "%%%02X", *c);
-  }
-  strcpy(p, "?immutable=1");
-  return u;
-}
-
 static const char *const tables_read[] = {
     "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER", "CUPTI_ACTIVITY_KIND_KERNEL",
     "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
@@ -1073,23 +850,23 @@ static const char *const tables_read[] = {
 static int run(ns_state *s) {
   int rc;
   /* Is it an nsys export at all? */
-  int has_strings = table_exists(s, "StringIds");
+  int has_strings = tbe__ns_table_exists(s, "StringIds");
   if (has_strings < 0) {
     int code = sqlite3_errcode(s->db) == SQLITE_NOMEM ? TBE_ENOMEM : TBE_ECORRUPT;
     return tbe__import_fail(s->err, code, s->path, UINT64_MAX, 0, 0,
                             "not a readable SQLite database: %s", sqlite3_errmsg(s->db));
   }
-  int has_meta = table_exists(s, "META_DATA_EXPORT") == 1 || table_exists(s, "EXPORT_META_DATA") == 1;
+  int has_meta = tbe__ns_table_exists(s, "META_DATA_EXPORT") == 1 || tbe__ns_table_exists(s, "EXPORT_META_DATA") == 1;
   int has_data = 0;
   for (size_t i = 0; i < sizeof tables_read / sizeof tables_read[0]; i++)
-    if (table_exists(s, tables_read[i]) == 1) has_data = 1;
+    if (tbe__ns_table_exists(s, tables_read[i]) == 1) has_data = 1;
   if (!has_strings || (!has_meta && !has_data))
     return tbe__import_fail(s->err, TBE_EFORMAT, s->path, UINT64_MAX, 0, 0,
                             "SQLite database but not an Nsight Systems export (no StringIds%s table)",
                             has_strings ? " or export metadata" : "");
   if (sqlite3_prepare_v2(s->db, "SELECT value FROM StringIds WHERE id = ?1", -1, &s->str_stmt, NULL) !=
       SQLITE_OK)
-    return sql_error(s, "StringIds", sqlite3_errcode(s->db));
+    return tbe__ns_sql_error(s, "StringIds", sqlite3_errcode(s->db));
 
   s->t->source = TBE_SRC_NSYS;
   default_enums(s);
@@ -1101,11 +878,11 @@ static int run(ns_state *s) {
   if ((rc = load_gpus(s, "TARGET_INFO_GPU"))) return rc;
   if ((rc = load_gpus(s, "TARGET_INFO_CUDA_DEVICE"))) return rc;
   if (s->opts && s->opts->progress)
-    for (size_t i = 0; i < sizeof tables_read / sizeof tables_read[0]; i++) count_rows(s, tables_read[i]);
+    for (size_t i = 0; i < sizeof tables_read / sizeof tables_read[0]; i++) tbe__ns_count_rows(s, tables_read[i]);
 
   {
     sqlite3_stmt *st;
-    if (table_exists(s, "CUPTI_ACTIVITY_KIND_RUNTIME") == 1 &&
+    if (tbe__ns_table_exists(s, "CUPTI_ACTIVITY_KIND_RUNTIME") == 1 &&
         sqlite3_prepare_v2(s->db,
                            "SELECT count(DISTINCT (globalTid >> 24) & 16777215) FROM "
                            "CUPTI_ACTIVITY_KIND_RUNTIME",
@@ -1116,14 +893,14 @@ static int run(ns_state *s) {
   }
   int have[32];
   s->driver_table = 0;
-  if ((rc = each_row(s, "CUPTI_ACTIVITY_KIND_RUNTIME", api_cols, 7, NULL, have, api_row))) return rc;
+  if ((rc = tbe__ns_each_row(s, "CUPTI_ACTIVITY_KIND_RUNTIME", api_cols, 7, NULL, have, api_row))) return rc;
   s->driver_table = 1;
-  rc = each_row(s, "CUPTI_ACTIVITY_KIND_DRIVER", api_cols, 7, NULL, have, api_row);
+  rc = tbe__ns_each_row(s, "CUPTI_ACTIVITY_KIND_DRIVER", api_cols, 7, NULL, have, api_row);
   s->driver_table = 0;
   if (rc) return rc;
-  if ((rc = each_row(s, "CUPTI_ACTIVITY_KIND_KERNEL", kernel_cols, 20, NULL, have, kernel_row))) return rc;
-  if ((rc = each_row(s, "CUPTI_ACTIVITY_KIND_MEMCPY", memcpy_cols, 14, NULL, have, memcpy_row))) return rc;
-  if ((rc = each_row(s, "CUPTI_ACTIVITY_KIND_MEMSET", memset_cols, 11, NULL, have, memset_row))) return rc;
+  if ((rc = tbe__ns_each_row(s, "CUPTI_ACTIVITY_KIND_KERNEL", kernel_cols, 20, NULL, have, kernel_row))) return rc;
+  if ((rc = tbe__ns_each_row(s, "CUPTI_ACTIVITY_KIND_MEMCPY", memcpy_cols, 14, NULL, have, memcpy_row))) return rc;
+  if ((rc = tbe__ns_each_row(s, "CUPTI_ACTIVITY_KIND_MEMSET", memset_cols, 11, NULL, have, memset_row))) return rc;
   for (size_t i = 0; i < s->t->ntracks; i++) {
     const tbe_track *tr = &s->t->tracks[i];
     if (tr->type != TBE_TRACK_STREAM || tr->device < 0) continue;
@@ -1133,17 +910,17 @@ static int run(ns_state *s) {
                        pd == TBE_NONE || pd == (uint32_t)tr->device ? (uint32_t)tr->device : TBE_NONE - 1)))
       return rc;
   }
-  if ((rc = each_row(s, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", sync_cols, 9, NULL, have, sync_row)))
+  if ((rc = tbe__ns_each_row(s, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", sync_cols, 9, NULL, have, sync_row)))
     return rc;
   if (s->sync_moved)
     tbe_trace_warn(s->t, "nsys: %" PRIu64 " synchronization rows named a device other than the one "
                    "their stream's work ran on; they were placed on the stream's device",
                    s->sync_moved);
-  if ((rc = each_row(s, "CUPTI_ACTIVITY_KIND_OVERHEAD", ovh_cols, 5, NULL, have, overhead_row))) return rc;
-  if ((rc = each_row(s, "PROFILER_OVERHEAD", ovh_cols, 4, NULL, have, overhead_row))) return rc;
-  if ((rc = each_row(s, "NVTX_EVENTS", nvtx_cols, 16, " WHERE eventType = 75", have, nvtx_domain_row)))
+  if ((rc = tbe__ns_each_row(s, "CUPTI_ACTIVITY_KIND_OVERHEAD", ovh_cols, 5, NULL, have, overhead_row))) return rc;
+  if ((rc = tbe__ns_each_row(s, "PROFILER_OVERHEAD", ovh_cols, 4, NULL, have, overhead_row))) return rc;
+  if ((rc = tbe__ns_each_row(s, "NVTX_EVENTS", nvtx_cols, 16, " WHERE eventType = 75", have, nvtx_domain_row)))
     return rc;
-  if ((rc = each_row(s, "NVTX_EVENTS", nvtx_cols, 16, " WHERE eventType <> 75", have, nvtx_row))) return rc;
+  if ((rc = tbe__ns_each_row(s, "NVTX_EVENTS", nvtx_cols, 16, " WHERE eventType <> 75", have, nvtx_row))) return rc;
   if ((rc = name_tracks(s))) return rc;
   if (s->nvtx_open)
     tbe_trace_warn(s->t, "nsys: %" PRIu64 " NVTX ranges were never closed (kept with zero duration)",
@@ -1168,7 +945,7 @@ static int import_nsys(tbe_trace *t, tbe__input *in, const char *path,
     tbe__map_init(maps[i], s.a, TBE__SEED_PROCESS);
   s.last_dev = -1;
   s.ev_first = t->nevents;
-  char *uri = make_uri(s.a, path);
+  char *uri = tbe__ns_make_uri(s.a, path);
   if (!uri) return TBE_ENOMEM;
   int rc = sqlite3_open_v2(uri, &s.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
   tbe__free(s.a, uri);

@@ -29,7 +29,6 @@
 #include <string.h>
 
 #include "common/alloc.h"
-#include "import/spool.h"
 #include "import/spool_int.h"
 #include "tbexport/error.h"
 

@@ -12,7 +12,13 @@
  * trace.json.gz, XSpace, the collector's spool, and the same under the
  * allocation-failure sweep
  * of testutil.c (each allocation failing in turn, no leak), which then
- * reaches every allocation site of the import.  The inputs hold no
+ * reaches every allocation site of the import.  The spool is swept as
+ * tbe_import_file reads it (the fuzz seeds, the hardware-metric spools of
+ * test/data/metrics, a collected-like spool built here with an item of
+ * every kind) and as the session converts it, with a capture range, --steps
+ * and a launcher rank (the windows, NVTX pairing, operators and replayed
+ * kernels allocate only then), the scratch on the trace's allocator or on
+ * the options' alone.  The inputs hold no
  * mangled kernel names: libiberty's demangler, which the model calls when
  * it finishes a trace, allocates with malloc (it has no allocator hook).
  * SQLite (nsys) keeps process-wide memory of its own and is not covered.
@@ -31,6 +37,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "common/alloc.h"
+#include "common/buf.h"
+#include "events/spool.h"
+#include "import/spool.h"
 #include "tbexport.h"
 #include "testutil.h"
 
@@ -250,6 +260,338 @@ static void test_spool(void **state) {
   print_message("alloc sweep spool (string ids): %ld failing runs\n", failed);
 }
 
+/* ---- a collected-like spool ----
+ * What the collector writes for one process, small: two frames holding an
+ * item of every kind the conversion reads (strings, device, context,
+ * thread name, collection windows, API calls with cudaProfilerStart/Stop,
+ * kernels and one the range profiler replayed, a copy, a memset, a sync,
+ * overhead, memory, NVTX ranges paired, nested, asynchronous, unclosed,
+ * orphaned, with data, a mark, step marks, operators, hardware metrics and
+ * their status, a note, the rank, stats, the end).  No mangled names: the
+ * demangler allocates with malloc (see above). */
+
+#define T0 1700000000000000000ll
+
+enum {
+  S_GEMM = 1,
+  S_LAUNCH,
+  S_CAPTURE,
+  S_TRAIN,
+  S_INNER,
+  S_MM,
+  S_SHAPES,
+  S_PSTART,
+  S_PSTOP,
+  S_DUR,
+  S_SM,
+  S_WORKER,
+  S_GPU,
+  S_REPLAYED
+};
+
+static void sp_api(tbe__buf *p, uint32_t corr, uint32_t name, int64_t s, int64_t e) {
+  tbe__sp_api a = {
+      .start = T0 + s, .end = T0 + e, .corr = corr, .pid = 321, .tid = 322, .name = name};
+  tbe__spool_item(p, TBE__SP_API, &a, sizeof a);
+}
+
+static void sp_kernel(tbe__buf *p, uint32_t corr, uint32_t name, int64_t s, int64_t e) {
+  tbe__sp_kernel k = {.start = s ? T0 + s : 0,
+                      .end = e ? T0 + e : 0,
+                      .corr = corr,
+                      .context = 1,
+                      .stream = 7,
+                      .name = name,
+                      .grid = {4, 1, 1},
+                      .block = {128, 1, 1},
+                      .registers = 32};
+  tbe__spool_item(p, TBE__SP_KERNEL, &k, sizeof k);
+}
+
+static void sp_marker(tbe__buf *p, uint32_t id, uint32_t flags, uint32_t name, uint32_t tid,
+                      int64_t ts) {
+  tbe__sp_marker m = {.ts = T0 + ts,
+                      .id = id,
+                      .flags = flags,
+                      .obj_kind = TBE__OBJ_THREAD,
+                      .obj = {321, tid, 0},
+                      .name = name};
+  tbe__spool_item(p, TBE__SP_MARKER, &m, sizeof m);
+}
+
+static void sp_op(tbe__buf *p, uint64_t id, uint32_t flags, int64_t ts) {
+  tbe__sp_op o = {.ts = T0 + ts,
+                  .id = id,
+                  .pid = 321,
+                  .tid = 322,
+                  .name = flags & TBE__OPF_BEGIN ? S_MM : 0,
+                  .shapes = flags & TBE__OPF_BEGIN ? S_SHAPES : 0,
+                  .seq = (int64_t)id,
+                  .flags = flags};
+  tbe__spool_item(p, TBE__SP_OP, &o, sizeof o);
+}
+
+static void sp_frame(int fd, tbe__buf *p) {
+  assert_int_equal(tbe__buf_error(p), 0);
+  assert_int_equal(tbe__spool_write_frame(fd, p->data, p->len), 0);
+  tbe__buf_clear(p);
+}
+
+/* Writes the spool to `path`. */
+static void collected_spool(const char *path) {
+  static const char *const strs[] = {"",
+                                     "k_gemm",
+                                     "cudaLaunchKernel",
+                                     "capture",
+                                     "train",
+                                     "inner",
+                                     "aten::mm",
+                                     "[[4, 8], [8]]",
+                                     "cudaProfilerStart",
+                                     "cudaProfilerStop",
+                                     "duration_ns",
+                                     "sm_active_pct",
+                                     "worker",
+                                     "NVIDIA H200",
+                                     "k_replayed"};
+  tbe_allocator al;
+  tbe__allocator_init(&al, NULL);
+  tbe__buf p;
+  tbe__buf_init(&p, &al);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  uint8_t head[TBE__SPOOL_HEADER];
+  tbe__spool_header(head, T0);
+  assert_int_equal(fwrite(head, 1, sizeof head, f), sizeof head);
+  fflush(f);
+  int fd = fileno(f);
+  tbe__sp_info info = {.start_ns = T0, .pid = 321, .trace = 3};
+  tbe__spool_item(&p, TBE__SP_INFO, &info, sizeof info);
+  tbe__spool_item(&p, TBE__SP_HOST, "node1", 5);
+  tbe__spool_item(&p, TBE__SP_CMD, "./train --x", 11);
+  unsigned char rank[sizeof(tbe__sp_rank) + 4];
+  tbe__sp_rank r = {1, 2, 1, 0};
+  memcpy(rank, &r, sizeof r);
+  memcpy(rank + sizeof r, "job7", 4);
+  tbe__spool_item(&p, TBE__SP_RANK, rank, sizeof rank);
+  for (uint32_t i = 1; i < sizeof strs / sizeof *strs; i++)
+    tbe__spool_str(&p, i, strs[i], strlen(strs[i]));
+  tbe__sp_device d = {.memory_bytes = 1ll << 37,
+                      .bandwidth_kbps = 4800000000ll,
+                      .name = S_GPU,
+                      .sm_count = 132,
+                      .clock_khz = 1980000,
+                      .cc_major = 9,
+                      .warp_size = 32,
+                      .max_warps_per_sm = 64};
+  tbe__spool_item(&p, TBE__SP_DEVICE, &d, sizeof d);
+  tbe__sp_context c = {1, 0};
+  tbe__spool_item(&p, TBE__SP_CONTEXT, &c, sizeof c);
+  tbe__sp_thread_name tn = {321, 322, S_WORKER};
+  tbe__spool_item(&p, TBE__SP_THREAD_NAME, &tn, sizeof tn);
+  tbe__sp_window w = {T0, 1, 0};
+  tbe__spool_item(&p, TBE__SP_WINDOW, &w, sizeof w);
+  w.ts = T0 + 9000, w.on = 0;
+  tbe__spool_item(&p, TBE__SP_WINDOW, &w, sizeof w);
+  w.ts = T0 + 10000, w.on = 1;
+  tbe__spool_item(&p, TBE__SP_WINDOW, &w, sizeof w);
+  sp_api(&p, 100, S_PSTART, 50, 60);
+  for (uint32_t i = 0; i < 4; i++) {
+    sp_api(&p, 1 + i, S_LAUNCH, 100 + i * 1000, 150 + i * 1000);
+    if (i < 3) sp_kernel(&p, 1 + i, S_GEMM, 200 + i * 1000, 500 + i * 1000);
+  }
+  sp_kernel(&p, 4, S_REPLAYED, 0, 0); /* replayed: no times of its own */
+  tbe__sp_replayed rp = {4, 0, T0 + 3100, T0 + 3150};
+  tbe__spool_item(&p, TBE__SP_REPLAYED, &rp, sizeof rp);
+  tbe__sp_memcpy mc = {.start = T0 + 600,
+                       .end = T0 + 700,
+                       .bytes = 4096,
+                       .corr = 2,
+                       .context = 1,
+                       .stream = 7,
+                       .src_device = -1,
+                       .dst_device = -1,
+                       .copy_kind = 1,
+                       .src_kind = 2,
+                       .dst_kind = 3};
+  tbe__spool_item(&p, TBE__SP_MEMCPY, &mc, sizeof mc);
+  tbe__sp_memset ms = {.start = T0 + 800,
+                       .end = T0 + 850,
+                       .bytes = 512,
+                       .corr = 3,
+                       .context = 1,
+                       .stream = 7,
+                       .mem_kind = 3};
+  tbe__spool_item(&p, TBE__SP_MEMSET, &ms, sizeof ms);
+  tbe__sp_sync y = {.start = T0 + 2600,
+                    .end = T0 + 2700,
+                    .corr = 3,
+                    .context = 1,
+                    .stream = 7,
+                    .type = 3,
+                    .event = UINT32_MAX};
+  tbe__spool_item(&p, TBE__SP_SYNC, &y, sizeof y);
+  tbe__sp_overhead ov = {.start = T0 + 20,
+                         .end = T0 + 40,
+                         .kind = 1u << 16,
+                         .obj_kind = TBE__OBJ_THREAD,
+                         .obj = {321, 322, 0}};
+  tbe__spool_item(&p, TBE__SP_OVERHEAD, &ov, sizeof ov);
+  tbe__sp_memory mem = {.ts = T0 + 120,
+                        .addr = 0x7000,
+                        .bytes = 1 << 20,
+                        .op = 1,
+                        .pid = 321,
+                        .context = 1,
+                        .stream = 7};
+  tbe__spool_item(&p, TBE__SP_MEMORY, &mem, sizeof mem);
+  mem.ts = T0 + 2900, mem.op = 2;
+  tbe__spool_item(&p, TBE__SP_MEMORY, &mem, sizeof mem);
+  sp_frame(fd, &p);
+  sp_marker(&p, 1, TBE__MK_START, S_CAPTURE, 322, 80);
+  sp_marker(&p, 2, TBE__MK_START, S_TRAIN, 322, 90);
+  tbe__sp_marker_data md = {.payload = 7,
+                            .id = 2,
+                            .flags = TBE__MK_COLOR_ARGB,
+                            .payload_kind = 1,
+                            .color = 0xff00ff00u,
+                            .category = 3};
+  tbe__spool_item(&p, TBE__SP_MARKER_DATA, &md, sizeof md);
+  sp_marker(&p, 3, TBE__MK_START, S_INNER, 322, 95);
+  sp_marker(&p, 3, TBE__MK_END, 0, 323, 130); /* ends on another thread */
+  sp_marker(&p, 4, TBE__MK_INSTANT, S_INNER, 322, 140);
+  sp_marker(&p, 5, TBE__MK_START, S_INNER, 322, 2000); /* never ends */
+  sp_marker(&p, 6, TBE__MK_END, 0, 322, 2100);         /* no start */
+  sp_marker(&p, 2, TBE__MK_END, 0, 322, 5000);
+  sp_marker(&p, 7, TBE__MK_START, S_TRAIN, 322, 5000);
+  sp_marker(&p, 7, TBE__MK_END, 0, 322, 8000);
+  sp_marker(&p, 1, TBE__MK_END, 0, 322, 15000);
+  tbe__sp_step st = {T0 + 100, 321, 322};
+  tbe__spool_item(&p, TBE__SP_STEP, &st, sizeof st);
+  st.ts = T0 + 3000;
+  tbe__spool_item(&p, TBE__SP_STEP, &st, sizeof st);
+  sp_op(&p, 1, TBE__OPF_BEGIN, 110);
+  sp_op(&p, 1, TBE__OPF_END, 400);
+  sp_op(&p, 2, TBE__OPF_BEGIN, 1100); /* still running at the end */
+  tbe__sp_metric_def md1 = {1, S_SM, 0, TBE__MU_PCT}, md2 = {2, S_DUR, 0, TBE__MU_COUNT};
+  tbe__spool_item(&p, TBE__SP_METRIC_DEF, &md1, sizeof md1);
+  tbe__spool_item(&p, TBE__SP_METRIC_DEF, &md2, sizeof md2);
+  unsigned char ms_body[sizeof(tbe__sp_metric_samples) + 4 + 3 * 16];
+  tbe__sp_metric_samples mh = {0, 1, 3, 0};
+  uint32_t mid = 1;
+  unsigned char *q = ms_body;
+  memcpy(q, &mh, sizeof mh), q += sizeof mh;
+  memcpy(q, &mid, 4), q += 4;
+  for (int i = 0; i < 3; i++) {
+    int64_t ts = T0 + 1000 * (i + 1);
+    double v = 10.0 * (i + 1);
+    memcpy(q, &ts, 8), q += 8;
+    memcpy(q, &v, 8), q += 8;
+  }
+  tbe__spool_item(&p, TBE__SP_METRIC_SAMPLES, ms_body, sizeof ms_body);
+  unsigned char km_body[sizeof(tbe__sp_kernel_metrics) + 16];
+  tbe__sp_kernel_metrics kh = {S_REPLAYED, 0, 1, 1};
+  uint32_t kid[2] = {2, 0};
+  double dur = 40;
+  memcpy(km_body, &kh, sizeof kh);
+  memcpy(km_body + sizeof kh, kid, 8);
+  memcpy(km_body + sizeof kh + 8, &dur, 8);
+  tbe__spool_item(&p, TBE__SP_KERNEL_METRICS, km_body, sizeof km_body);
+  unsigned char mst[sizeof(tbe__sp_metric_status) + 6];
+  tbe__sp_metric_status ms1 = {
+      .kind = TBE__MKIND_PM_SAMPLING, .status = TBE__MS_OK, .samples = 3, .overflow = 1};
+  memcpy(mst, &ms1, sizeof ms1);
+  memcpy(mst + sizeof ms1, "reason", 6);
+  tbe__spool_item(&p, TBE__SP_METRIC_STATUS, mst, sizeof mst);
+  tbe__spool_item(&p, TBE__SP_NOTE, "a note of the collector", 23);
+  tbe__sp_nvtx_stats ns = {.records = 20, .dropped = 1};
+  tbe__spool_item(&p, TBE__SP_NVTX_STATS, &ns, sizeof ns);
+  tbe__sp_stats sst = {.records = 30, .cupti_dropped = 2, .buffer_bytes = 1 << 20};
+  tbe__spool_item(&p, TBE__SP_STATS, &sst, sizeof sst);
+  tbe__sp_end e = {T0 + 30000};
+  tbe__spool_item(&p, TBE__SP_END, &e, sizeof e);
+  sp_frame(fd, &p);
+  tbe__buf_deinit(&p);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* The session's conversion of the spool under the sweep: the image,
+ * options, and whether the failing allocator is the options' alone (the
+ * trace then on the default one). */
+typedef struct conv_case {
+  const uint8_t *data;
+  size_t n;
+  tbe__convert_opts o;
+  int in_opts;
+} conv_case;
+
+static int convert_run(const tbe_allocator *a, void *ctx) {
+  conv_case *c = ctx;
+  tbe__convert_opts o = c->o;
+  o.allocator = c->in_opts ? a : NULL;
+  tbe_trace *t = NULL;
+  int rc = tbe_trace_create(&t, c->in_opts ? NULL : a);
+  if (rc) return rc;
+  tbe__convert_info info;
+  rc = tbe__spool_to_trace(c->data, c->n, "321.spool", &o, t, &info);
+  if (rc == 0) {
+    /* what only the options reach was made */
+    size_t kernels = 0;
+    for (size_t i = 0; i < t->nevents; i++) kernels += t->events[i].kind == TBE_EV_KERNEL;
+    assert_int_equal(kernels, 4); /* the replayed one placed in its launch */
+    assert_true(t->nevents > 10);
+    assert_true(info.ops >= 1);
+    assert_true(info.nvtx_unclosed >= 1 && info.nvtx_orphan_ends >= 1);
+    if (o.steps_name) assert_int_equal(t->nsteps, 2);
+  }
+  tbe_trace_free(t);
+  return rc;
+}
+
+static void test_spool_collected(void **state) {
+  (void)state;
+  char path[128];
+  snprintf(path, sizeof path, "/tmp/tbe_import_alloc_%d.spool", (int)getpid());
+  collected_spool(path);
+  import_watched(path, 0);
+  import_watched(path, 1);
+  long failed = tu_import_alloc_sweep(path, 100000);
+  print_message("alloc sweep spool (collected-like, import): %ld failing runs\n", failed);
+  size_t n;
+  uint8_t *d = tu_read_file(path, &n);
+  assert_non_null(d);
+  conv_case c = {d, n, {0}, 0};
+  c.o.capture = TBE_CAPTURE_NVTX;
+  c.o.capture_name = "capture";
+  c.o.steps_name = "train";
+  c.o.has_rank = 1;
+  c.o.rank = 1;
+  c.o.world_size = 2;
+  failed = tu_alloc_sweep(convert_run, &c, 100000);
+  print_message("alloc sweep spool (session: capture range, steps): %ld failing runs\n", failed);
+  memset(&c.o, 0, sizeof c.o);
+  c.o.capture = TBE_CAPTURE_PROFILER_API;
+  c.in_opts = 1;
+  failed = tu_alloc_sweep(convert_run, &c, 100000);
+  print_message("alloc sweep spool (session: profiler API, scratch alone): %ld failing runs\n",
+                failed);
+  free(d);
+  unlink(path);
+}
+
+/* The hardware-metric spools (test/data/metrics: the collector's PM
+ * samples, kernel figures and status items; they hold a mangled name, so
+ * they are swept, not watched). */
+static void test_spool_metrics(void **state) {
+  (void)state;
+  static const char *const files[] = {"metrics/metrics.spool", "metrics/metrics_idle.spool",
+                                      "metrics/metrics_full.spool"};
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    long failed = tu_import_alloc_sweep(tu_data(files[i]), 100000);
+    print_message("alloc sweep %s: %ld failing runs\n", files[i], failed);
+  }
+}
+
 /* The check itself: a malloc while watching is counted. */
 static void test_interposer_counts(void **state) {
   (void)state;
@@ -265,12 +607,11 @@ static void test_interposer_counts(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_interposer_counts),
-      cmocka_unit_test(test_json_one_thread),   cmocka_unit_test(test_json_threaded),
-      cmocka_unit_test(test_xspace),            cmocka_unit_test(test_our_outputs),
-      cmocka_unit_test(test_options_allocator),
-      cmocka_unit_test(test_sweep_threaded),
-      cmocka_unit_test(test_spool),
+      cmocka_unit_test(test_interposer_counts), cmocka_unit_test(test_json_one_thread),
+      cmocka_unit_test(test_json_threaded),     cmocka_unit_test(test_xspace),
+      cmocka_unit_test(test_our_outputs),       cmocka_unit_test(test_options_allocator),
+      cmocka_unit_test(test_sweep_threaded),    cmocka_unit_test(test_spool),
+      cmocka_unit_test(test_spool_collected),   cmocka_unit_test(test_spool_metrics),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
