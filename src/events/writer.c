@@ -1,10 +1,12 @@
 /* writer.c: the TensorBoard event writer (include/tbexport/writer.h).
  *
- * One writer owns one file opened with O_EXCL.  Records are framed
+ * A writer owns one file opened with O_EXCL, or writes into an output of
+ * its caller's (tbe__writer_open_out: the exporter's sink); both sit
+ * behind one backend, `out`, which a flush calls once.  Records are framed
  * (tfrecord.c) into `buf`, which only ever holds whole records; a flush
- * hands the whole buffer to the kernel, so a crash loses or tears at most
- * the records of the last flush and the file always ends at a record
- * boundary or inside the last one.  A mutex guards everything; the Event
+ * hands the whole buffer to the backend (the own file: one write(2)), so a
+ * crash loses or tears at most the records of the last flush and the file
+ * always ends at a record boundary or inside the last one.  A mutex guards everything; the Event
  * bytes are built before taking it (scalars by hand, event_enc.c; the rest
  * with protobuf-c), so threads only serialize on the memcpy into `buf`.
  *
@@ -67,9 +69,10 @@ struct tbe_writer {
   unsigned gen;        /* fork_gen when it was opened */
   atomic_int refused;  /* a child used it (TBE_ESTATE given): what close returns */
   atomic_int released; /* a child closed its copy of fd */
-  int fd;
-  int err;    /* sticky */
-  uint64_t written; /* bytes of whole records in the file */
+  tbe__writer_out out; /* where a flush goes: the own file or the caller's output */
+  int fd;              /* the own file; -1 on a caller's output */
+  int err;             /* sticky */
+  uint64_t written;    /* bytes of whole records in the own file */
   int closed; /* finished: no more records */
   tbe__buf buf;
   double pending_since; /* monotonic seconds; <0: nothing pending */
@@ -169,6 +172,29 @@ void tbe_writer_options_init(tbe_writer_options *o) {
   o->buffer_size = DEFAULT_BUFFER;
 }
 
+/* ---- the own file ----
+ * The backend of tbe_writer_open: one write(2) per flush through the I/O
+ * seam (common/iofault.h).  A failed write may have left part of the
+ * buffer in the file: it is cut back to the last whole record (best
+ * effort) so that the file stays a clean sequence of records; nothing is
+ * written after a failure (the error is sticky). */
+
+static int file_write(void *ctx, const void *p, size_t n) {
+  tbe_writer *w = ctx;
+  int rc = tbe__write_all(w->fd, p, n);
+  if (rc == 0) {
+    w->written += n;
+  } else if (ftruncate(w->fd, (off_t)w->written) != 0) {
+    /* a torn last record stays */
+  }
+  return rc;
+}
+
+static int file_sync(void *ctx) {
+  tbe_writer *w = ctx;
+  return tbe__io_fsync(w->fd) != 0 ? -errno : 0;
+}
+
 /* ---- the locked core ---- */
 
 static int write_buffer_locked(tbe_writer *w) {
@@ -178,14 +204,7 @@ static int write_buffer_locked(tbe_writer *w) {
   }
   /* A child of a raw clone or fork system call (no atfork handler ran)
    * still never writes the owner's records; getpid is paid per flush. */
-  int rc = getpid() == w->owner ? tbe__write_all(w->fd, w->buf.data, w->buf.len) : TBE_ESTATE;
-  /* A failed write may have left part of the buffer in the file: cut it
-   * back to the last whole record (best effort) so that the file stays a
-   * clean sequence of records; nothing is written after a failure. */
-  if (rc == 0) w->written += w->buf.len;
-  else if (rc != TBE_ESTATE && ftruncate(w->fd, (off_t)w->written) != 0) {
-    /* a torn last record stays */
-  }
+  int rc = getpid() == w->owner ? w->out.write(w->out.ctx, w->buf.data, w->buf.len) : TBE_ESTATE;
   tbe__buf_clear(&w->buf);
   w->pending_since = -1;
   if (w->buf.cap > 4 * w->buffer_size + 65536) {
@@ -200,9 +219,9 @@ static int flush_locked(tbe_writer *w, int durable) {
   if (w->err) return w->err;
   int rc = write_buffer_locked(w);
   if (rc < 0) return rc;
-  if (durable && tbe__io_fsync(w->fd) != 0) {
-    w->err = -errno;
-    return w->err;
+  if (durable && w->out.sync && (rc = w->out.sync(w->out.ctx)) < 0) {
+    w->err = rc;
+    return rc;
   }
   return 0;
 }
@@ -273,6 +292,10 @@ int tbe__writer_write_message(tbe_writer *w, const ProtobufCMessage *msg) {
 int tbe__writer_replace_fd(tbe_writer *w, int fd) {
   if (!w || fd < 0) return TBE_EINVAL;
   if (lock_owned(w)) return TBE_ESTATE;
+  if (w->out.write != file_write) {
+    pthread_mutex_unlock(&w->mu);
+    return TBE_EINVAL;
+  }
   if (w->fd >= 0) close(w->fd);
   w->fd = fd;
   off_t at = lseek(fd, 0, SEEK_CUR);
@@ -314,8 +337,9 @@ static int write_file_version(tbe_writer *w) {
   return tbe__writer_write_message(w, &ev.base);
 }
 
-/* The writer object of tbe_writer_open and tbe__writer_open_fd, without a
- * file; `o` gets the options with defaults applied. */
+/* The writer object of tbe_writer_open and tbe__writer_open_out, on the
+ * own file's backend but without a file; `o` gets the options with
+ * defaults applied. */
 static int writer_new(tbe_writer **out, const char *run_dir, const tbe_writer_options *opts,
                       tbe_writer_options *o) {
   *out = NULL;
@@ -332,6 +356,9 @@ static int writer_new(tbe_writer **out, const char *run_dir, const tbe_writer_op
   if (!w) return TBE_ENOMEM;
   w->a = a;
   w->fd = -1;
+  w->out.write = file_write;
+  w->out.sync = file_sync;
+  w->out.ctx = w;
   w->pending_since = -1;
   w->flush_interval = o->flush_interval_s;
   w->buffer_size = o->buffer_size;
@@ -434,31 +461,24 @@ int tbe_writer_open(tbe_writer **out, const char *run_dir, const tbe_writer_opti
   return 0;
 }
 
-int tbe__writer_open_fd(tbe_writer **out, int fd, const char *path, const tbe_writer_options *opts,
-                        double version_wall) {
+int tbe__writer_open_out(tbe_writer **out, const tbe__writer_out *to, const char *path,
+                         const tbe_writer_options *opts, double version_wall) {
   if (!out) return TBE_EINVAL;
   *out = NULL;
-  if (fd < 0 || !path) {
-    if (fd >= 0) close(fd);
-    return TBE_EINVAL;
-  }
+  if (!to || !to->write || !path) return TBE_EINVAL;
   tbe_writer_options o;
   tbe_writer *w;
   int rc = writer_new(&w, "", opts, &o);
-  if (!rc && !(w->path = tbe__strdup(&w->a, path))) {
+  if (rc) return rc;
+  if (!(w->path = tbe__strdup(&w->a, path))) {
     writer_free(w);
-    rc = TBE_ENOMEM;
+    return TBE_ENOMEM;
   }
-  if (rc) {
-    close(fd);
-    return rc;
-  }
-  w->fd = fd;
+  w->out = *to;
   w->version_fixed = version_wall >= 0;
   w->version_wall = version_wall;
   rc = writer_start(w, o.durable);
   if (rc < 0) {
-    close(w->fd);
     writer_free(w);
     return rc;
   }
@@ -1016,6 +1036,7 @@ int tbe_writer_add_hparams(tbe_writer *w, const tbe_hparam *hparams, size_t nhpa
     subrun = name;
   }
   if (tbe__name_check(subrun, NULL) < 0) return TBE_ENAME;
+  if (!*w->dir) return TBE_ESTATE; /* on a caller's output: no run directory */
 
   if ((rc = lock_owned(w))) return rc;
   rc = state_locked(w);

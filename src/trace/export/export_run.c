@@ -839,12 +839,6 @@ void tbe__sink_file(tbe__sink *s, int fd) {
   s->fd = fd;
 }
 
-int tbe__sink_dup_fd(tbe__sink *s) {
-  if (s->ops != &FILE_SINK || s->fd < 0) return -ENOTSUP;
-  int fd = fcntl(s->fd, F_DUPFD_CLOEXEC, 0);
-  return fd < 0 ? -errno : fd;
-}
-
 /* Runs one output into the file `fd` and checks the sink once. */
 static int write_output(const tbe__exporter *x, const tbe__export_ctx *ctx, int fd) {
   tbe__sink out;
