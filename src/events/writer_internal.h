@@ -8,18 +8,38 @@
 
 /* Replaces the writer's file descriptor by `fd` (the old one is closed; the
  * writer owns `fd` afterwards).  Tests point it at /dev/full to provoke
- * ENOSPC.  Returns 0 or TBE_EINVAL. */
+ * ENOSPC.  Returns 0 or TBE_EINVAL (also for a writer on a caller's
+ * output, which has no descriptor). */
 int tbe__writer_replace_fd(tbe_writer *w, int fd);
 
-/* A writer on `fd`, a new empty file someone else placed (export_run.c
- * stages the run summary's file): the writer owns `fd` (closed by
- * tbe_writer_finish, or here on failure), `path` is only what
+/* ---- a writer on the caller's output ----
+ * A writer need not own a file: tbe__writer_open_out gives it an output of
+ * the caller's (the exporter's sink, src/trace/export/export_events.c:
+ * every output of a run writes into a sink, which stages, commits or
+ * discards the file as a whole).  The writer keeps its promises there:
+ * `write` gets whole records only, the buffer of one flush in one call (as
+ * the own file gets one write(2)), under the writer's mutex, never in a
+ * fork child; its negative return becomes the writer's sticky error (the
+ * records of that flush dropped; what the output does with bytes it got
+ * before failing is its business).  `sync` (NULL: nothing to do) is called
+ * where the own file is fsynced (a durable flush).  The writer never
+ * closes the output; tbe_writer_finish flushes into it, and the output
+ * must outlive the writer. */
+typedef struct tbe__writer_out {
+  int (*write)(void *ctx, const void *p, size_t n);
+  int (*sync)(void *ctx);
+  void *ctx;
+} tbe__writer_out;
+
+/* A writer on `out` (copied; out->write non-NULL): `path` is only what
  * tbe_writer_path reports.  Writes the file_version record at once, at
  * wall time `version_wall` (seconds; negative: now).  TensorBoard lists
- * runs by the wall time of their first record, then by name.  Returns 0
- * or a negative code. */
-int tbe__writer_open_fd(tbe_writer **out, int fd, const char *path, const tbe_writer_options *opts,
-                        double version_wall);
+ * runs by the wall time of their first record, then by name.  Such a
+ * writer has no run directory: tbe_writer_add_hparams (a sub-run beside
+ * the file) returns TBE_ESTATE; tbe__writer_hparams_session writes into
+ * the writer itself.  Returns 0 or a negative code (nothing kept). */
+int tbe__writer_open_out(tbe_writer **w, const tbe__writer_out *out, const char *path,
+                         const tbe_writer_options *opts, double version_wall);
 
 /* tbe_writer_set_custom_scalars_layout at wall time `wall` (seconds), for
  * outputs whose records must not depend on when they were written. */

@@ -593,9 +593,6 @@ static void test_sink(void **state) {
   assert_int_equal(tbe__sink_error(&s), TBE_EINVAL);
   tbe__sink_write(&s, "gh", 2);
   assert_int_equal(s.written, 6);
-  int dup = tbe__sink_dup_fd(&s);
-  assert_true(dup >= 0);
-  close(dup);
   assert_int_equal(fclose(fp), 0);
   size_t len = 0;
   uint8_t *got = tu_read_file(path, &len);

@@ -1092,8 +1092,9 @@ static double trace_wall(const tbe_analysis *an) {
   return end > 0 ? (double)end / 1e9 : TBE_WALL_NOW;
 }
 
-/* A writer on the file behind `out` (the event writer frames its records
- * on a descriptor of its own: exporter.h, tbe__sink_dup_fd).  Its first
+/* A writer whose records go into `out`, like every other output's bytes
+ * (the writer frames and buffers; each flush of whole records is one sink
+ * write, and the sink's sticky error is the writer's).  Its first
  * record, the file_version, is at wall time 0 in every file we write:
  * TensorBoard's run list (Scalars, Custom Scalars, /data/runs) orders runs
  * by the wall time of their first record, then by name, so ours are in
@@ -1101,13 +1102,17 @@ static double trace_wall(const tbe_analysis *an) {
  * rank order (export_run.c names their folders for it), and a re-export
  * the same bytes. */
 #define FILE_VERSION_WALL 0.0
+static int sink_put(void *sink, const void *p, size_t n) {
+  tbe__sink_write(sink, p, n);
+  return tbe__sink_error(sink);
+}
+
 static int writer_on(tbe_writer **w, tbe__sink *out, const char *path, const tbe_allocator *a) {
-  int dup = tbe__sink_dup_fd(out);
-  if (dup < 0) return dup;
+  const tbe__writer_out to = {sink_put, NULL, out};
   tbe_writer_options wo;
   tbe_writer_options_init(&wo);
   wo.allocator = a;
-  return tbe__writer_open_fd(w, dup, path, &wo, FILE_VERSION_WALL);
+  return tbe__writer_open_out(w, &to, path, &wo, FILE_VERSION_WALL);
 }
 
 /* The trace's analysis: the one ctx shares, made on first use, or a new

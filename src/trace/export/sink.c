@@ -3,7 +3,6 @@
  * (common/iofault.h).  The backend never opens, names or closes a file:
  * the caller owns the descriptor. */
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
 
 #include "common/fsutil.h"
@@ -21,10 +20,4 @@ void tbe__sink_file(tbe__sink *s, int fd) {
   memset(s, 0, sizeof *s);
   s->ops = &FILE_SINK;
   s->fd = fd;
-}
-
-int tbe__sink_dup_fd(tbe__sink *s) {
-  if (s->ops != &FILE_SINK || s->fd < 0) return -ENOTSUP;
-  int fd = fcntl(s->fd, F_DUPFD_CLOEXEC, 0);
-  return fd < 0 ? -errno : fd;
 }

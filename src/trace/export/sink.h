@@ -50,10 +50,4 @@ static inline void tbe__sink_patch(tbe__sink *s, uint64_t at, const void *p, siz
 
 static inline int tbe__sink_error(const tbe__sink *s) { return s->err; }
 
-/* The event writer (src/events/writer.c) frames its records on a file
- * descriptor itself: the events output hands it a duplicate of the file
- * backend's.  Returns the new descriptor, or a negative code (-ENOTSUP
- * for a sink that is no file). */
-int tbe__sink_dup_fd(tbe__sink *s);
-
 #endif
