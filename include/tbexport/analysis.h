@@ -821,6 +821,7 @@ typedef enum tbe_group_by {
 } tbe_group_by;
 
 typedef struct tbe_report_options {
+  size_t size;         /* sizeof the struct: set by tbe_report_options_init (common.h) */
   int format;          /* tbe_report_format */
   int sort;            /* tbe_sort_key (summary only; diff sorts by |delta|) */
   size_t top;          /* rows per name table; 0 = all */
@@ -834,7 +835,8 @@ typedef struct tbe_report_options {
 
 /* Fills `o` with the defaults: table, TBE_SORT_DEFAULT, top 10, width 100,
  * operators by name. */
-TBE_API void tbe_report_options_init(tbe_report_options *o);
+TBE_API void tbe_report_options_init_sized(tbe_report_options *o, size_t size);
+#define tbe_report_options_init(o) tbe_report_options_init_sized((o), sizeof(tbe_report_options))
 /* Renders a summary (sorting its tables by o->sort, hence non-const).
  * On success *out is a NUL-terminated string of *len bytes, freed with
  * tbe_report_free.  Returns 0, TBE_EINVAL or TBE_ENOMEM. */

@@ -35,6 +35,21 @@ typedef struct tbe_allocator {
   void *opaque;
 } tbe_allocator;
 
+/* Option structs that grow.  Every tbe_*_options struct begins with
+ * `size_t size`, the struct's size as the caller's header declares it, and
+ * new fields are only ever added at its end.  Initialise one with its
+ * tbe_*_options_init(&o): a macro that passes sizeof(the struct) of your
+ * compile to the library's tbe_*_options_init_sized, which writes the
+ * defaults and `size`, never past your struct.  The library reads only the
+ * fields within `size`: a program built against an older header (a
+ * smaller size) gets the defaults for the fields it does not know.  A
+ * size of 0 (a struct never initialised, `= {0}`) or larger than the
+ * library's own struct (a program built against a newer header than the
+ * library it runs with) is refused with TBE_EINVAL by every function
+ * that takes the struct.  Copying an initialised struct (`b = a`) keeps
+ * its size.  (For whoever adds a field: it must begin at or after the
+ * struct's previous sizeof, not in its tail padding.) */
+
 /* The longest run or host name, in bytes (tbe_name_check); buffers that
  * receive one hold TBE_NAME_MAX + 1. */
 #define TBE_NAME_MAX 200

@@ -175,6 +175,7 @@ TBE_API int tbe_session_python_hook(const char *inject_lib, char *buf, size_t si
 TBE_API int tbe_session_spool_check(const char *path, tbe_import_error *err);
 
 typedef struct tbe_session_options {
+  size_t size; /* sizeof the struct: set by tbe_session_options_init (common.h) */
   /* The spools: every <pid>.spool (and <pid>.note) of spool_dir, or, when
    * nfiles > 0, the files named. */
   const char *spool_dir;
@@ -220,7 +221,8 @@ typedef struct tbe_session_result {
 } tbe_session_result;
 
 /* Fills `o` with the defaults: nothing to convert, no capture range. */
-TBE_API void tbe_session_options_init(tbe_session_options *o);
+TBE_API void tbe_session_options_init_sized(tbe_session_options *o, size_t size);
+#define tbe_session_options_init(o) tbe_session_options_init_sized((o), sizeof(tbe_session_options))
 
 /* Converts every spool into the run (one host entry per process when
  * there are several; a trace noting that no CUDA activity was recorded
