@@ -60,6 +60,10 @@
 extern "C" {
 #endif
 
+/* The experimental tier: hidden in the shared library (common.h). */
+#undef TBE_API
+#define TBE_API TBE__API_EXPERIMENTAL
+
 /* Kernels shorter than this count as "short" in the advice (ns). */
 #define TBE_SHORT_KERNEL_NS 5000
 /* Copy directions tracked separately: tbe_copy_kind values 0..10. */
@@ -1058,6 +1062,9 @@ TBE_API tbe_kernel_class tbe_kernel_class_of(const char *name);
  * "softmax", "copy", "comm", "other" (a tag component and a column
  * name); "?" for a value out of range. */
 TBE_API const char *tbe_kernel_class_name(uint32_t k);
+
+#undef TBE_API
+#define TBE_API TBE__API_STABLE
 
 #ifdef __cplusplus
 }

@@ -9,13 +9,27 @@
 
 #include "tbexport/version.h"
 
+/* The export macro, one per tier (tbexport.h).  The stable tier is what
+ * the shared library exports.  The experimental tier is for static linking
+ * only, as zstd keeps ZSTD_STATIC_LINKING_ONLY out of its .so: its
+ * functions are hidden, so libtbexport.so does not export them and
+ * libtbexport.a (CMake: tbexport::tbexport_static) has them all.  A
+ * program that calls one and links the shared library fails to link, not
+ * at run time.  A header switches TBE_API to TBE__API_EXPERIMENTAL around
+ * its experimental declarations, after its includes, and back.
+ * test/check_exports.sh lists both tiers from the headers and checks the
+ * shared library's symbols against them. */
 #if defined(TBE_STATIC_DEFINE)
-#define TBE_API
+#define TBE__API_STABLE
+#define TBE__API_EXPERIMENTAL
 #elif defined(__GNUC__)
-#define TBE_API __attribute__((visibility("default")))
+#define TBE__API_STABLE __attribute__((visibility("default")))
+#define TBE__API_EXPERIMENTAL __attribute__((visibility("hidden")))
 #else
-#define TBE_API
+#define TBE__API_STABLE
+#define TBE__API_EXPERIMENTAL
 #endif
+#define TBE_API TBE__API_STABLE
 
 #ifdef __cplusplus
 extern "C" {

@@ -51,6 +51,10 @@
 extern "C" {
 #endif
 
+/* The experimental tier: hidden in the shared library (common.h). */
+#undef TBE_API
+#define TBE_API TBE__API_EXPERIMENTAL
+
 /* Flags of tbe_session_run_name.  FORCE: the run's outputs of the host
  * entry are to be replaced (no check); NEXT_FREE: a taken entry moves on
  * to the next free name instead of being refused. */
@@ -233,6 +237,9 @@ TBE_API void tbe_session_options_init_sized(tbe_session_options *o, size_t size)
  * this build; an export error); `result` (may be NULL) is filled in every
  * case. */
 TBE_API int tbe_session_convert(const tbe_session_options *o, tbe_session_result *result);
+
+#undef TBE_API
+#define TBE_API TBE__API_STABLE
 
 #ifdef __cplusplus
 }

@@ -113,6 +113,10 @@ TBE_API int tbe_trace_steps_apply(tbe_trace *t, const char *name, const char *do
 extern "C" {
 #endif
 
+/* The experimental tier: hidden in the shared library (common.h). */
+#undef TBE_API
+#define TBE_API TBE__API_EXPERIMENTAL
+
 /* An interned string: an index into the trace's string table.  0 is "". */
 typedef uint32_t tbe_str;
 
@@ -537,6 +541,9 @@ TBE_API const tbe_sync *tbe_trace_sync(const tbe_trace *t, const tbe_event *e);
 TBE_API const tbe_nvtx *tbe_trace_nvtx(const tbe_trace *t, const tbe_event *e);
 TBE_API const tbe_memory *tbe_trace_memory(const tbe_trace *t, const tbe_event *e);
 TBE_API const tbe_counter *tbe_trace_counter(const tbe_trace *t, const tbe_event *e);
+
+#undef TBE_API
+#define TBE_API TBE__API_STABLE
 
 #ifdef __cplusplus
 }
