@@ -1,7 +1,10 @@
 # install_steps.cmake: what `cmake --install` does beyond copying files,
 # run by install(CODE) of the top CMakeLists.txt with TBE_INSTALL_STEP:
 #   pc        writes and installs tbexport.pc (TBE_PC_IN, TBE_PC_OUT,
-#             TBE_PC_LIBDIR, TBE_PC_INCLUDEDIR and PROJECT_VERSION set);
+#             TBE_PC_LIBDIR, TBE_PC_INCLUDEDIR and PROJECT_VERSION set)
+#             and, from tbexport-static.pc.in beside TBE_PC_IN,
+#             tbexport-static.pc: the static library, both tiers (the
+#             experimental one is not in the shared library);
 #   ldconfig  refreshes ld.so's cache when root installs in place (no
 #             DESTDIR) into one of the folders it searches (TBE_PC_LIBDIR
 #             set): else a program linked to the library cannot start
@@ -57,5 +60,9 @@ set(TBE_PC_RPATH "")
 if(NOT TBE_PC_LIBDIR_FULL MATCHES "^/(usr/)?lib(64|32|/[a-z0-9_]+-linux-[a-z0-9_]+)?/*$")
   set(TBE_PC_RPATH "-Wl,-rpath,\${libdir} ")
 endif()
+get_filename_component(_pc_in_dir "${TBE_PC_IN}" DIRECTORY)
+get_filename_component(_pc_out_dir "${TBE_PC_OUT}" DIRECTORY)
 configure_file("${TBE_PC_IN}" "${TBE_PC_OUT}" @ONLY)
-file(INSTALL DESTINATION "${TBE_PC_LIBDIR_FULL}/pkgconfig" TYPE FILE FILES "${TBE_PC_OUT}")
+configure_file("${_pc_in_dir}/tbexport-static.pc.in" "${_pc_out_dir}/tbexport-static.pc" @ONLY)
+file(INSTALL DESTINATION "${TBE_PC_LIBDIR_FULL}/pkgconfig" TYPE FILE
+  FILES "${TBE_PC_OUT}" "${_pc_out_dir}/tbexport-static.pc")

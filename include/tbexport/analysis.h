@@ -60,6 +60,10 @@
 extern "C" {
 #endif
 
+/* The experimental tier: hidden in the shared library (common.h). */
+#undef TBE_API
+#define TBE_API TBE__API_EXPERIMENTAL
+
 /* Kernels shorter than this count as "short" in the advice (ns). */
 #define TBE_SHORT_KERNEL_NS 5000
 /* Copy directions tracked separately: tbe_copy_kind values 0..10. */
@@ -821,6 +825,7 @@ typedef enum tbe_group_by {
 } tbe_group_by;
 
 typedef struct tbe_report_options {
+  size_t size;         /* sizeof the struct: set by tbe_report_options_init (common.h) */
   int format;          /* tbe_report_format */
   int sort;            /* tbe_sort_key (summary only; diff sorts by |delta|) */
   size_t top;          /* rows per name table; 0 = all */
@@ -834,7 +839,8 @@ typedef struct tbe_report_options {
 
 /* Fills `o` with the defaults: table, TBE_SORT_DEFAULT, top 10, width 100,
  * operators by name. */
-TBE_API void tbe_report_options_init(tbe_report_options *o);
+TBE_API void tbe_report_options_init_sized(tbe_report_options *o, size_t size);
+#define tbe_report_options_init(o) tbe_report_options_init_sized((o), sizeof(tbe_report_options))
 /* Renders a summary (sorting its tables by o->sort, hence non-const).
  * On success *out is a NUL-terminated string of *len bytes, freed with
  * tbe_report_free.  Returns 0, TBE_EINVAL or TBE_ENOMEM. */
@@ -1042,6 +1048,9 @@ TBE_API tbe_kernel_class tbe_kernel_class_of(const char *name);
  * "softmax", "copy", "comm", "other" (a tag component and a column
  * name); "?" for a value out of range. */
 TBE_API const char *tbe_kernel_class_name(uint32_t k);
+
+#undef TBE_API
+#define TBE_API TBE__API_STABLE
 
 #ifdef __cplusplus
 }

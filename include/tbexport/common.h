@@ -9,13 +9,27 @@
 
 #include "tbexport/version.h"
 
+/* The export macro, one per tier (tbexport.h).  The stable tier is what
+ * the shared library exports.  The experimental tier is for static linking
+ * only, as zstd keeps ZSTD_STATIC_LINKING_ONLY out of its .so: its
+ * functions are hidden, so libtbexport.so does not export them and
+ * libtbexport.a (CMake: tbexport::tbexport_static) has them all.  A
+ * program that calls one and links the shared library fails to link, not
+ * at run time.  A header switches TBE_API to TBE__API_EXPERIMENTAL around
+ * its experimental declarations, after its includes, and back.
+ * test/check_exports.sh lists both tiers from the headers and checks the
+ * shared library's symbols against them. */
 #if defined(TBE_STATIC_DEFINE)
-#define TBE_API
+#define TBE__API_STABLE
+#define TBE__API_EXPERIMENTAL
 #elif defined(__GNUC__)
-#define TBE_API __attribute__((visibility("default")))
+#define TBE__API_STABLE __attribute__((visibility("default")))
+#define TBE__API_EXPERIMENTAL __attribute__((visibility("hidden")))
 #else
-#define TBE_API
+#define TBE__API_STABLE
+#define TBE__API_EXPERIMENTAL
 #endif
+#define TBE_API TBE__API_STABLE
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,6 +48,21 @@ typedef struct tbe_allocator {
   void (*free)(void *opaque, void *ptr);
   void *opaque;
 } tbe_allocator;
+
+/* Option structs that grow.  Every tbe_*_options struct begins with
+ * `size_t size`, the struct's size as the caller's header declares it, and
+ * new fields are only ever added at its end.  Initialise one with its
+ * tbe_*_options_init(&o): a macro that passes sizeof(the struct) of your
+ * compile to the library's tbe_*_options_init_sized, which writes the
+ * defaults and `size`, never past your struct.  The library reads only the
+ * fields within `size`: a program built against an older header (a
+ * smaller size) gets the defaults for the fields it does not know.  A
+ * size of 0 (a struct never initialised, `= {0}`) or larger than the
+ * library's own struct (a program built against a newer header than the
+ * library it runs with) is refused with TBE_EINVAL by every function
+ * that takes the struct.  Copying an initialised struct (`b = a`) keeps
+ * its size.  (For whoever adds a field: it must begin at or after the
+ * struct's previous sizeof, not in its tail padding.) */
 
 /* The longest run or host name, in bytes (tbe_name_check); buffers that
  * receive one hold TBE_NAME_MAX + 1. */

@@ -53,6 +53,7 @@ extern "C" {
 #define TBE_OUT_ALL (TBE_OUT_XPLANE | TBE_OUT_JSON | TBE_OUT_EVENTS)
 
 typedef struct tbe_export_options {
+  size_t size;          /* sizeof the struct: set by tbe_export_options_init (common.h) */
   const char *logdir;   /* required */
   const char *run;      /* NULL: local time as YYYY_MM_DD_HH_MM_SS */
   const char *host;     /* NULL: the trace's host, else this machine's */
@@ -103,7 +104,8 @@ typedef struct tbe_export_options {
 } tbe_export_options;
 
 /* Fills `o` with the defaults above (logdir NULL). */
-TBE_API void tbe_export_options_init(tbe_export_options *o);
+TBE_API void tbe_export_options_init_sized(tbe_export_options *o, size_t size);
+#define tbe_export_options_init(o) tbe_export_options_init_sized((o), sizeof(tbe_export_options))
 
 /* Writes the outputs of a finished trace.  Returns 0 or a negative code:
  * TBE_ESTATE (tbe_trace_finish has not run on the trace: nothing is

@@ -66,10 +66,12 @@ typedef struct tbe_import_error {
 #define TBE_IMPORT_DEFAULT_MAX_EVENTS ((uint64_t)50000000)        /* 50 million */
 #define TBE_IMPORT_DEFAULT_MAX_INPUT_BYTES ((uint64_t)32 << 30)   /* 32 GiB */
 
-/* Zero-initialize (tbe_import_options o = {0};) and set what you need: a
- * limit of 0 means its default, UINT64_MAX (UINT32_MAX for max_depth) no
- * limit.  Each limit is named in a refusal by its tbexport flag. */
+/* Initialise with tbe_import_options_init(&o) (common.h: the size rule)
+ * and set what you need: a limit of 0 means its default, UINT64_MAX
+ * (UINT32_MAX for max_depth) no limit.  Each limit is named in a refusal
+ * by its tbexport flag. */
 typedef struct tbe_import_options {
+  size_t size; /* sizeof the struct: set by tbe_import_options_init (common.h) */
   /* Called now and then with bytes (or rows) done and the total (0 if
    * unknown).  May be NULL. */
   void (*progress)(void *ctx, uint64_t done, uint64_t total);
@@ -131,6 +133,10 @@ typedef struct tbe_import_options {
   const char *base_dir;
 } tbe_import_options;
 
+/* Fills `o` with the defaults above (every field 0: its default). */
+TBE_API void tbe_import_options_init_sized(tbe_import_options *o, size_t size);
+#define tbe_import_options_init(o) tbe_import_options_init_sized((o), sizeof(tbe_import_options))
+
 /* Returns a static name: "chrome-json", "xspace", "nsys-sqlite", "spool",
  * "unknown". */
 TBE_API const char *tbe_import_format_name(tbe_import_format f);
@@ -147,8 +153,9 @@ TBE_API const char *tbe_import_format_name(tbe_import_format f);
 TBE_API int tbe_import_detect(const char *path, tbe_import_format *fmt);
 
 /* Imports `path` ("-" for standard input) into `t` and finishes the trace.
- * `opts` and `err` may be NULL.  Returns 0, TBE_EFORMAT (not a format we
- * read, or JSON that is not a trace), TBE_EPARSE or TBE_ECORRUPT (bad
+ * `opts` (NULL: the defaults) and `err` may be NULL.  Returns 0,
+ * TBE_EFORMAT (not a format we read, or JSON that is not a trace),
+ * TBE_EINVAL (opts' size refused: common.h), TBE_EPARSE or TBE_ECORRUPT (bad
  * input; see err), TBE_ETOOBIG (past a limit), TBE_ENOTREG (not a regular
  * file), or another negative code.  Events with a negative duration are
  * kept with duration 0 and counted in a warning of the trace (every output

@@ -90,6 +90,7 @@ typedef enum tbe_capture_mode {
 } tbe_capture_mode;
 
 typedef struct tbe_profiler_options {
+  size_t size;              /* sizeof the struct: set by tbe_profiler_options_init (common.h) */
   unsigned trace;           /* TBE_TRACE_* mask; 0 means TBE_TRACE_DEFAULT */
   double delay_s;           /* start collecting this long after start (0: at once) */
   double duration_s;        /* stop collecting after this long (0: until stop) */
@@ -161,7 +162,9 @@ typedef struct tbe_profiler_result {
 } tbe_profiler_result;
 
 /* Fills `o` with the defaults (logdir NULL). */
-TBE_API void tbe_profiler_options_init(tbe_profiler_options *o);
+TBE_API void tbe_profiler_options_init_sized(tbe_profiler_options *o, size_t size);
+#define tbe_profiler_options_init(o) \
+  tbe_profiler_options_init_sized((o), sizeof(tbe_profiler_options))
 
 /* Parses a comma-separated kind list ("cuda,nvtx,memory,driver", also
  * "none") into a TBE_TRACE_* mask.  Returns 0 or TBE_EINVAL with the

@@ -51,6 +51,10 @@
 extern "C" {
 #endif
 
+/* The experimental tier: hidden in the shared library (common.h). */
+#undef TBE_API
+#define TBE_API TBE__API_EXPERIMENTAL
+
 /* Flags of tbe_session_run_name.  FORCE: the run's outputs of the host
  * entry are to be replaced (no check); NEXT_FREE: a taken entry moves on
  * to the next free name instead of being refused. */
@@ -175,6 +179,7 @@ TBE_API int tbe_session_python_hook(const char *inject_lib, char *buf, size_t si
 TBE_API int tbe_session_spool_check(const char *path, tbe_import_error *err);
 
 typedef struct tbe_session_options {
+  size_t size; /* sizeof the struct: set by tbe_session_options_init (common.h) */
   /* The spools: every <pid>.spool (and <pid>.note) of spool_dir, or, when
    * nfiles > 0, the files named. */
   const char *spool_dir;
@@ -220,7 +225,8 @@ typedef struct tbe_session_result {
 } tbe_session_result;
 
 /* Fills `o` with the defaults: nothing to convert, no capture range. */
-TBE_API void tbe_session_options_init(tbe_session_options *o);
+TBE_API void tbe_session_options_init_sized(tbe_session_options *o, size_t size);
+#define tbe_session_options_init(o) tbe_session_options_init_sized((o), sizeof(tbe_session_options))
 
 /* Converts every spool into the run (one host entry per process when
  * there are several; a trace noting that no CUDA activity was recorded
@@ -231,6 +237,9 @@ TBE_API void tbe_session_options_init(tbe_session_options *o);
  * this build; an export error); `result` (may be NULL) is filled in every
  * case. */
 TBE_API int tbe_session_convert(const tbe_session_options *o, tbe_session_result *result);
+
+#undef TBE_API
+#define TBE_API TBE__API_STABLE
 
 #ifdef __cplusplus
 }

@@ -43,6 +43,10 @@
 extern "C" {
 #endif
 
+/* The experimental tier: hidden in the shared library (common.h). */
+#undef TBE_API
+#define TBE_API TBE__API_EXPERIMENTAL
+
 typedef enum tbe_text_form {
   TBE_TEXT_TERMINAL = 0,
   TBE_TEXT_LINE = 1,
@@ -63,6 +67,9 @@ TBE_API size_t tbe_text_escape(tbe_text_form form, const char *s, size_t n, char
  * character of an East Asian wide or emoji block takes 2, a combining mark
  * 0, any other 1; the same on every machine, whatever the locale). */
 TBE_API size_t tbe_text_width(const char *s, size_t n);
+
+#undef TBE_API
+#define TBE_API TBE__API_STABLE
 
 #ifdef __cplusplus
 }

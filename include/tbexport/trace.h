@@ -113,6 +113,10 @@ TBE_API int tbe_trace_steps_apply(tbe_trace *t, const char *name, const char *do
 extern "C" {
 #endif
 
+/* The experimental tier: hidden in the shared library (common.h). */
+#undef TBE_API
+#define TBE_API TBE__API_EXPERIMENTAL
+
 /* An interned string: an index into the trace's string table.  0 is "". */
 typedef uint32_t tbe_str;
 
@@ -553,6 +557,9 @@ TBE_API const tbe_counter *tbe_trace_counter(const tbe_trace *t, const tbe_event
  * fit).  `buf` is always NUL-terminated when size > 0; with size 0 it may
  * be NULL and only the length is returned. */
 TBE_API int tbe_demangle(const char *mangled, char *buf, size_t size);
+
+#undef TBE_API
+#define TBE_API TBE__API_STABLE
 
 #ifdef __cplusplus
 }

@@ -9,12 +9,17 @@
  * package only satisfies a request for the same 0.MINOR; a patch version
  * changes neither.  From 1.0 on: the stable tier keeps its API and ABI
  * for a whole major version (soname libtbexport.so.MAJOR), and the
- * experimental tier may still change at any minor version. */
+ * experimental tier may still change at any minor version.
+ *
+ * 0.2 broke the ABI of 0.1 (soname libtbexport.so.0.2): the option
+ * structs begin with a size field (common.h), so that from here on they
+ * grow without breaking binaries, and the shared library exports only
+ * the stable tier. */
 #ifndef TBEXPORT_VERSION_H
 #define TBEXPORT_VERSION_H
 
 #define TBE_VERSION_MAJOR 0
-#define TBE_VERSION_MINOR 1
+#define TBE_VERSION_MINOR 2
 #define TBE_VERSION_PATCH 0
 
 #define TBE_VERSION_NUMBER \

@@ -57,6 +57,7 @@ extern "C" {
 typedef struct tbe_writer tbe_writer;
 
 typedef struct tbe_writer_options {
+  size_t size; /* sizeof the struct: set by tbe_writer_options_init (common.h) */
   /* Appended to the file name (e.g. ".v2"); NULL for none. */
   const char *filename_suffix;
   /* Host name used in the file name; NULL for this machine's. */
@@ -74,7 +75,9 @@ typedef struct tbe_writer_options {
 } tbe_writer_options;
 
 /* Fills `opts` with the defaults described above. */
-TBE_API void tbe_writer_options_init(tbe_writer_options *opts);
+TBE_API void tbe_writer_options_init_sized(tbe_writer_options *opts, size_t size);
+#define tbe_writer_options_init(opts) \
+  tbe_writer_options_init_sized((opts), sizeof(tbe_writer_options))
 
 /* Opens a new event file in `run_dir` (created with parents, mode 0755;
  * the file is 0644, both less the umask).  Never appends to or replaces an

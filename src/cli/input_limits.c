@@ -13,7 +13,7 @@
 
 #include "cli/cli.h"
 
-static tbe_import_options chosen;
+static tbe_import_options chosen = {.size = sizeof(tbe_import_options)};
 
 /* A size or count: digits, an optional suffix (K/M/G/T, with an optional
  * "i" and "B"; counts take none), or "none".  Returns 0 or -1. */

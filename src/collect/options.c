@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/optsize.h"
 #include "tbexport/error.h"
 #include "tbexport/profiler.h"
 
@@ -203,13 +204,13 @@ int tbe_profiler_parse_seconds(const char *s, double *out) {
   return 0;
 }
 
-void tbe_profiler_options_init(tbe_profiler_options *o) {
-  if (!o) return;
+static void profiler_defaults(tbe_profiler_options *o) {
   memset(o, 0, sizeof *o);
   o->trace = TBE_TRACE_DEFAULT;
   o->buffer_mb = 64;
   o->flush_period_ms = 1000;
 }
+TBE__OPTIONS_INIT_SIZED(tbe_profiler_options, profiler_defaults)
 
 int tbe_profiler_parse_trace(const char *list, unsigned *mask, size_t *bad_at) {
   if (bad_at) *bad_at = 0;

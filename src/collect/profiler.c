@@ -23,6 +23,7 @@
 
 #include "collect/options.h"
 #include "common/fsutil.h"
+#include "common/optsize.h"
 #include "common/text.h"
 #include "tbexport/error.h"
 #include "tbexport/export.h"
@@ -101,7 +102,9 @@ int tbe_profiler_start(const tbe_profiler_options *o) {
   (void)o;
   return TBE_ENOCUPTI;
 #else
-  if (!o || !o->logdir || !*o->logdir) return TBE_EINVAL;
+  tbe_profiler_options oc; /* the caller's, completed to this version (its size) */
+  if (!o || !(o = TBE__OPTIONS_TAKE(tbe_profiler_options, &oc, o))) return TBE_EINVAL;
+  if (!o->logdir || !*o->logdir) return TBE_EINVAL;
   if ((o->run && tbe__name_check(o->run, NULL)) || (o->host && tbe__name_check(o->host, NULL)))
     return TBE_EINVAL;
   if (o->capture == TBE_CAPTURE_NVTX && (!o->capture_name || !*o->capture_name))

@@ -40,6 +40,7 @@
 #include "collect/options.h"
 #include "events/spool.h"
 #include "common/fsutil.h"
+#include "common/optsize.h"
 #include "common/text.h"
 #include "tbexport/error.h"
 #include "tbexport/session.h"
@@ -179,7 +180,9 @@ int tbe_session_environment(const tbe_profiler_options *o, const char *inject_li
                             const char *spool_dir,
                             int (*set)(void *ctx, const char *name, const char *value),
                             void *ctx) {
+  tbe_profiler_options oc; /* the caller's, completed to this version (its size) */
   if (!o || !inject_lib || !spool_dir || !set) return TBE_EINVAL;
+  if (!(o = TBE__OPTIONS_TAKE(tbe_profiler_options, &oc, o))) return TBE_EINVAL;
   tbe__collect_opts co;
   tbe__opts_default(&co);
   co.trace = o->trace;
@@ -278,9 +281,8 @@ static void say(const tbe_session_options *o, tbe_message_level level, const cha
 
 /* ---- converting ---- */
 
-void tbe_session_options_init(tbe_session_options *o) {
-  if (o) memset(o, 0, sizeof *o);
-}
+static void session_defaults(tbe_session_options *o) { memset(o, 0, sizeof *o); }
+TBE__OPTIONS_INIT_SIZED(tbe_session_options, session_defaults)
 
 static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
@@ -526,7 +528,7 @@ static int export_host(const tbe_session_options *o, const tbe_export_options *e
   return r;
 }
 
-int tbe_session_convert(const tbe_session_options *o, tbe_session_result *result) {
+static int convert(const tbe_session_options *o, tbe_session_result *result) {
   tbe_session_result res;
   memset(&res, 0, sizeof res);
   if (result) *result = res;
@@ -668,4 +670,15 @@ int tbe_session_convert(const tbe_session_options *o, tbe_session_result *result
   res.processes = nn;
   if (result) *result = res;
   return rc;
+}
+
+/* The caller's options and its export options, completed to this version
+ * (their sizes, tbexport/common.h): convert copies the export options
+ * whole.  A size refused leaves NULL, which convert refuses. */
+int tbe_session_convert(const tbe_session_options *o, tbe_session_result *result) {
+  tbe_session_options oc;
+  tbe_export_options eoc;
+  if (o && (o = TBE__OPTIONS_TAKE(tbe_session_options, &oc, o)) && oc.export_options)
+    oc.export_options = TBE__OPTIONS_TAKE(tbe_export_options, &eoc, oc.export_options);
+  return convert(o, result);
 }

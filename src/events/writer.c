@@ -50,6 +50,7 @@
 #include "common/buf.h"
 #include "common/fsutil.h"
 #include "common/iofault.h"
+#include "common/optsize.h"
 #include "events/event_enc.h"
 #include "events/tfrecord.h"
 #include "events/writer_core.h"
@@ -137,12 +138,12 @@ void tbe__pb_allocator(ProtobufCAllocator *out, tbe__pbctx *ctx) {
   out->allocator_data = ctx;
 }
 
-void tbe_writer_options_init(tbe_writer_options *o) {
-  if (!o) return;
+static void writer_defaults(tbe_writer_options *o) {
   memset(o, 0, sizeof *o);
   o->flush_interval_s = 1.0;
   o->buffer_size = DEFAULT_BUFFER;
 }
+TBE__OPTIONS_INIT_SIZED(tbe_writer_options, writer_defaults)
 
 /* ---- the own file ----
  * The backend of tbe_writer_open: one write(2) per flush through the I/O
@@ -371,6 +372,8 @@ int tbe_writer_open(tbe_writer **out, const char *run_dir, const tbe_writer_opti
   if (!out) return TBE_EINVAL;
   *out = NULL;
   if (!run_dir || !*run_dir) return TBE_EINVAL;
+  tbe_writer_options oc; /* the caller's, completed to this version (its size) */
+  if (opts && !(opts = TBE__OPTIONS_TAKE(tbe_writer_options, &oc, opts))) return TBE_EINVAL;
   tbe_writer_options o;
   tbe_writer *w;
   int rc = writer_new(&w, run_dir, opts, &o);

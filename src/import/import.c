@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "common/fsutil.h"
+#include "common/optsize.h"
 #include "import/importer.h"
 #include "tbexport/error.h"
 #include "trace/model/vocab.h"
@@ -59,6 +60,9 @@ const char *tbe_import_format_name(tbe_import_format f) {
 }
 
 /* The options with every limit resolved: 0 becomes the default. */
+static void import_defaults(tbe_import_options *o) { memset(o, 0, sizeof *o); }
+TBE__OPTIONS_INIT_SIZED(tbe_import_options, import_defaults)
+
 static tbe_import_options resolve(const tbe_import_options *o) {
   tbe_import_options r;
   memset(&r, 0, sizeof r);
@@ -254,6 +258,8 @@ int tbe_import_file(tbe_trace *t, const char *path, const tbe_import_options *op
                     tbe_import_error *err) {
   if (err) memset(err, 0, sizeof *err);
   if (!t || !path) return TBE_EINVAL;
+  tbe_import_options oc; /* the caller's, completed to this version (its size) */
+  if (opts && !(opts = TBE__OPTIONS_TAKE(tbe_import_options, &oc, opts))) return TBE_EINVAL;
   tbe_import_options o = resolve(opts);
   if (!o.allocator) o.allocator = tbe__trace_allocator(t);
   int pin;

@@ -261,7 +261,7 @@ static void import_child(const char *path, int fd) {
   /* the importer's own choice, or TBE_IMPORT_THREADS parse workers (as
    * the tbexport program reads it: 0 = the calling thread only) */
   tbe_import_options io;
-  memset(&io, 0, sizeof io);
+  tbe_import_options_init(&io);
   const char *e = getenv("TBE_IMPORT_THREADS");
   if (e && *e) io.threads = atoi(e) <= 1 ? 1 : (unsigned)atoi(e);
   const char *prof = getenv("TBE_IMPORT_PROFILE");

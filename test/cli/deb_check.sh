@@ -12,8 +12,10 @@
 #     tbexport-dev holds the headers, .so link, static library, .pc and
 #     CMake files and depends on tbexport (= V) and the -dev packages its
 #     .pc names; the .pc inside is the /usr one;
-#   - unpacks both: the unpacked tbexport runs (--version, import), and
-#     samples/write_events builds through the unpacked .pc and runs.
+#   - unpacks both: the unpacked tbexport runs (--version, import),
+#     samples/write_events builds through the unpacked tbexport.pc and
+#     runs, and samples/summarize (experimental tier) through
+#     tbexport-static.pc, statically.
 # Installing the packages into a fresh root: scripts/check_fresh_root.
 # usage: deb_check.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -67,7 +69,8 @@ has "$rt" usr/share/man/man1/tbexport.1
 has "$rt" usr/share/bash-completion/completions/tbexport
 [ "$cupti" = ON ] && has "$rt" "usr/lib/$ma/tbexport/libtbexport_inject.so"
 for f in usr/include/tbexport.h usr/include/tbexport/writer.h "usr/lib/$ma/libtbexport.so" \
-  "usr/lib/$ma/libtbexport.a" "usr/lib/$ma/pkgconfig/tbexport.pc" "usr/lib/$ma/cmake/tbexport/tbexportConfig.cmake"; do
+  "usr/lib/$ma/libtbexport.a" "usr/lib/$ma/pkgconfig/tbexport.pc" "usr/lib/$ma/pkgconfig/tbexport-static.pc" \
+  "usr/lib/$ma/cmake/tbexport/tbexportConfig.cmake"; do
   has "$dev" "$f"
 done
 dpkg-deb -c "$rt" | grep "usr/include" >/dev/null && fail "the runtime package holds headers"
@@ -88,4 +91,9 @@ flags=$(PKG_CONFIG_PATH="$u/usr/lib/$ma/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$u" p
 cc -o "$work/we" "$src/samples/write_events.c" $flags || fail "write_events against the unpacked -dev"
 (cd "$work" && LD_LIBRARY_PATH="$u/usr/lib/$ma" ./we >/dev/null) || fail "write_events (unpacked) does not run"
 ls "$work"/log_dir/demo/events.out.tfevents.* >/dev/null || fail "write_events wrote nothing"
+flags=$(PKG_CONFIG_PATH="$u/usr/lib/$ma/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$u" pkg-config --cflags --libs tbexport-static)
+# shellcheck disable=SC2086
+cc -o "$work/sum" "$src/samples/summarize.c" $flags || fail "summarize against the unpacked -dev's static library"
+env -u LD_LIBRARY_PATH "$work/sum" "$src/test/data/cli/small.trace.json" | grep -q "events on" ||
+  fail "summarize (unpacked, static) does not run"
 echo "deb_check: /usr multiarch DESTDIR install and $(basename "$rt"), $(basename "$dev") OK"

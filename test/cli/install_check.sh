@@ -7,9 +7,13 @@
 #   - the same built through pkg-config runs without LD_LIBRARY_PATH too
 #     (the installed .pc, written for this prefix, carries a run path for
 #     a prefix outside the linker's folders) and loads the prefix's library;
-#   - the installed tbexport program runs without LD_LIBRARY_PATH (its run
-#     path is $ORIGIN/../lib), imports a trace, and profiles a program with
-#     the installed injection library when the collector was built.
+#   - samples/summarize (the experimental tier, static linking only) builds
+#     through tbexport::tbexport_static and pkg-config's tbexport-static,
+#     runs and loads no libtbexport.so; linked to the shared library it
+#     does not link (the .so does not export that tier);
+#   - the installed tbexport program (static) runs without LD_LIBRARY_PATH,
+#     loads no libtbexport.so, imports a trace, and profiles a program
+#     with the installed injection library when the collector was built.
 # usage: install_check.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 src=$2
@@ -43,15 +47,10 @@ for req in "$major.$minor" "$major.$((minor + 1))"; do
   esac
 done
 
+# samples/CMakeLists.txt, as a user's project: write_events with
+# tbexport::tbexport, summarize with tbexport::tbexport_static.
 mkdir -p "$work/proj"
-cat > "$work/proj/CMakeLists.txt" <<CM
-cmake_minimum_required(VERSION 3.25)
-project(uses_tbexport C)
-find_package(tbexport REQUIRED)
-add_executable(write_events "$src/samples/write_events.c")
-target_link_libraries(write_events PRIVATE tbexport::tbexport)
-CM
-cmake -S "$work/proj" -B "$work/proj/build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake -S "$src/samples" -B "$work/proj/build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/proj/build" >/dev/null
 case "$(loads "$work/proj/build/write_events")" in
   "$work/prefix/"*) ;;
@@ -60,6 +59,12 @@ esac
 (cd "$work" && env -u LD_LIBRARY_PATH "$work/proj/build/write_events" >/dev/null) ||
   fail "find_package build does not run without LD_LIBRARY_PATH"
 ls "$work"/log_dir/demo/events.out.tfevents.* >/dev/null || fail "write_events wrote nothing"
+trace=$src/test/data/cli/small.trace.json
+[ -z "$(loads "$work/proj/build/summarize")" ] ||
+  fail "summarize (tbexport::tbexport_static) loads $(loads "$work/proj/build/summarize")"
+env -u LD_LIBRARY_PATH "$work/proj/build/summarize" "$trace" >"$work/sum_cmake.txt" ||
+  fail "summarize (tbexport::tbexport_static) does not run"
+grep -q "events on" "$work/sum_cmake.txt" || fail "summarize (CMake) printed: $(head -3 "$work/sum_cmake.txt")"
 
 # pkg-config route
 export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig:$work/prefix/lib64/pkgconfig"
@@ -75,6 +80,22 @@ rm -rf "$work/log_dir"
 (cd "$work" && env -u LD_LIBRARY_PATH "$work/we_pc" >/dev/null) ||
   fail "pkg-config build does not run without LD_LIBRARY_PATH"
 ls "$work"/log_dir/demo/events.out.tfevents.* >/dev/null || fail "pkg-config build wrote nothing"
+# The experimental tier: tbexport-static links it; the shared library
+# does not export it, so linking it there fails.
+# shellcheck disable=SC2046
+cc -o "$work/sum_pc" "$src/samples/summarize.c" $(pkg-config --cflags --libs tbexport-static) ||
+  fail "summarize does not build with pkg-config tbexport-static"
+[ -z "$(loads "$work/sum_pc")" ] || fail "summarize (tbexport-static) loads $(loads "$work/sum_pc")"
+env -u LD_LIBRARY_PATH "$work/sum_pc" "$trace" >"$work/sum_pc.txt" ||
+  fail "summarize (tbexport-static) does not run"
+cmp -s "$work/sum_pc.txt" "$work/sum_cmake.txt" || fail "summarize: pkg-config and CMake builds differ"
+# shellcheck disable=SC2046
+if cc -o "$work/sum_so" "$src/samples/summarize.c" $(pkg-config --cflags --libs tbexport) \
+  2>"$work/sum_so.err"; then
+  fail "summarize (experimental tier) links against the shared library"
+fi
+grep -q "tbe_analysis_create" "$work/sum_so.err" ||
+  fail "linking summarize to the .so failed otherwise: $(head -3 "$work/sum_so.err")"
 
 # The tiers (tbexport.h): the stable one compiles alone, and a layout of
 # the experimental one is refused without TBE_EXPERIMENTAL.
@@ -108,12 +129,10 @@ if cc -fsyntax-only $cflags "$work/exp2.c" 2>/dev/null; then
   fail "the trace's layout is visible without TBE_EXPERIMENTAL"
 fi
 
-# The installed program.
+# The installed program: linked to the static library (it uses the
+# experimental tier).
 tb="$work/prefix/bin/tbexport"
-case "$(loads "$tb")" in
-  "$work/prefix/"*) ;;
-  *) fail "the installed tbexport loads '$(loads "$tb")', not the prefix's" ;;
-esac
+[ -z "$(loads "$tb")" ] || fail "the installed tbexport loads '$(loads "$tb")'"
 env -u LD_LIBRARY_PATH "$tb" --version >/dev/null || fail "installed tbexport --version"
 env -u LD_LIBRARY_PATH "$tb" import "$src/test/data/cli/small.trace.json" --logdir "$work/ld" \
   --run inst --host h --quiet >/dev/null || fail "installed tbexport import"
@@ -128,5 +147,5 @@ elif [ "$prof" = failed ] || [ ! -f "$work/ld/plugins/profile/prof/h.xplane.pb" 
 fi
 [ -f "$work/prefix/share/man/man1/tbexport.1" ] || fail "no man page installed"
 [ -f "$work/prefix/share/bash-completion/completions/tbexport" ] || fail "no bash completion installed"
-echo "install_check: find_package and pkg-config builds of samples/write_events, the installed" \
-  "tbexport (import; profile: $prof) OK"
+echo "install_check: find_package and pkg-config builds of samples/write_events (shared) and" \
+  "samples/summarize (static), the installed tbexport (import; profile: $prof) OK"

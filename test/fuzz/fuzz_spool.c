@@ -99,7 +99,7 @@ static void import(const uint8_t *data, size_t size) {
   tbe_trace *t = NULL;
   if (tbe_trace_create(&t, &a) == 0) {
     tbe_import_options o;
-    memset(&o, 0, sizeof o);
+    tbe_import_options_init(&o);
     tbe_import_error err;
     (void)tbe_import_file(t, path, &o, &err);
     check_peak(&c, size, "an import");

@@ -237,12 +237,12 @@ static void test_token_limit_exact(void **s) {
   assert_int_equal(tbe_import_file(t, p, NULL, &err), 0);
   assert_int_equal(tbe_trace_strlen(t, t->events[0].name), big);
   tbe_trace_free(t);
-  tbe_import_options o = {.max_token_bytes = 1u << 20};
+  tbe_import_options o = {.size = sizeof o, .max_token_bytes = 1u << 20};
   import_expect(p, &o, TBE_ETOOBIG, &err);
   assert_int_equal(err.offset, quote);
   assert_non_null(strstr(err.message, "the limit is 1 MiB; raise it with --max-token"));
   /* an event larger than --max-event-size, refused at its '{' */
-  o = (tbe_import_options){.max_event_bytes = 1u << 20};
+  o = (tbe_import_options){.size = sizeof o, .max_event_bytes = 1u << 20};
   import_expect(p, &o, TBE_ETOOBIG, &err);
   assert_int_equal(err.offset, 1);
   assert_non_null(strstr(err.message, "a trace event larger than the limit"));
@@ -267,17 +267,17 @@ static void test_event_and_input_limits(void **s) {
   char *p = tu_join(dir, "five.json");
   assert_int_equal(tu_write_file(p, j, n), 0);
   tbe_import_error err;
-  tbe_import_options o = {.max_events = 3};
+  tbe_import_options o = {.size = sizeof o, .max_events = 3};
   import_expect(p, &o, TBE_ETOOBIG, &err);
   assert_int_equal(err.offset, fourth);
   assert_non_null(strstr(err.message, "the limit is 3 events; raise it with --max-events"));
-  o = (tbe_import_options){.max_events = 5};
+  o = (tbe_import_options){.size = sizeof o, .max_events = 5};
   import_expect(p, &o, 0, &err);
-  o = (tbe_import_options){.max_input_bytes = 100};
+  o = (tbe_import_options){.size = sizeof o, .max_input_bytes = 100};
   import_expect(p, &o, TBE_ETOOBIG, &err);
   assert_int_equal(err.offset, 100);
   assert_non_null(strstr(err.message, "--max-input"));
-  o = (tbe_import_options){.max_input_bytes = n};
+  o = (tbe_import_options){.size = sizeof o, .max_input_bytes = n};
   import_expect(p, &o, 0, &err);
   free(p);
 }
@@ -424,7 +424,7 @@ static void test_stdin(void **s) {
   /* an XSpace-looking stream whose first field claims more than the
    * input limit: refused before it is read */
   uint8_t claim[64] = {0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f};
-  tbe_import_options o = {.max_input_bytes = 1u << 20};
+  tbe_import_options o = {.size = sizeof o, .max_input_bytes = 1u << 20};
   assert_int_equal(import_stdin(claim, sizeof claim, &o, &t, &err), TBE_ETOOBIG);
   assert_non_null(strstr(err.message, "--max-input"));
   tbe_trace_free(t);
@@ -433,7 +433,7 @@ static void test_stdin(void **s) {
   char *longj = malloc(ln);
   memcpy(longj, "{\"x\":[", 6);
   for (size_t i = 6; i < ln; i += 2) longj[i] = '1', longj[i + 1] = ',';
-  o = (tbe_import_options){.max_input_bytes = 100000};
+  o = (tbe_import_options){.size = sizeof o, .max_input_bytes = 100000};
   assert_int_equal(import_stdin(longj, ln, &o, &t, &err), TBE_ETOOBIG);
   assert_int_equal(err.offset, 100000);
   tbe_trace_free(t);
@@ -729,7 +729,7 @@ static tbe_trace *sp_import(const char *path, size_t n, tu_countalloc *c, tbe_al
   tbe_trace *t;
   assert_int_equal(tbe_trace_create(&t, a), 0);
   tbe_import_options o;
-  memset(&o, 0, sizeof o);
+  tbe_import_options_init(&o);
   o.allocator = a;
   tbe_import_error err;
   alarm(600);

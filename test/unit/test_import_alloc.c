@@ -136,7 +136,7 @@ static void import_watched(const char *path, int in_opts) {
   tbe_trace *t = NULL;
   assert_int_equal(tbe_trace_create(&t, in_opts ? NULL : &mine), 0);
   tbe_import_options o;
-  memset(&o, 0, sizeof o);
+  tbe_import_options_init(&o);
   o.allocator = in_opts ? &mine : NULL;
   tbe_import_error err;
   g_calls = 0;

@@ -926,7 +926,7 @@ static void test_deep_nesting(void **s) {
       assert_int_equal(err.offset, strlen(pre) + (1001 - 3) - 1); /* level 1001: k = 998 */
       assert_null(strchr(err.message, '\n'));
       tbe_trace_free(t);
-      tbe_import_options o = {.max_depth = 6000};
+      tbe_import_options o = {.size = sizeof o, .max_depth = 6000};
       t = import_text_opts(j, n, &o, 0, NULL);
     }
     const tbe_arg *a = find_arg(t, &t->events[0], "deep");
@@ -948,7 +948,7 @@ static void test_deep_nesting(void **s) {
   tbe_trace *t = import_text(j, TBE_ETOOBIG, &err);
   assert_int_equal(err.offset, 9 + 999);
   tbe_trace_free(t);
-  tbe_import_options o = {.max_depth = 9001};
+  tbe_import_options o = {.size = sizeof o, .max_depth = 9001};
   t = import_text_opts(j, n, &o, 0, NULL);
   tbe_trace_free(t);
   free(j);
@@ -1180,7 +1180,7 @@ static void progress_cb(void *ctx, uint64_t done, uint64_t total) {
 static void test_progress(void **s) {
   (void)s;
   uint64_t v[3] = {0, 0, 0};
-  tbe_import_options o = {.progress = progress_cb, .progress_ctx = v};
+  tbe_import_options o = {.size = sizeof o, .progress = progress_cb, .progress_ctx = v};
   tbe_trace *t = NULL;
   assert_int_equal(tbe_trace_create(&t, NULL), 0);
   const char *path = tu_data("jax/h200_matmul.trace.json.gz");
@@ -1802,7 +1802,7 @@ static void test_endless_stdin(void **s) {
                                    "raise it with --max-input)");
   /* the caller's limit is the limit, even above the memory's */
   tbe_import_options o;
-  memset(&o, 0, sizeof o);
+  tbe_import_options_init(&o);
   o.max_input_bytes = 6 << 20;
   rc = import_endless("{\"x\":[", 6, body, sizeof body, &o, &err);
   assert_int_equal(rc, TBE_ETOOBIG);
@@ -1983,7 +1983,7 @@ static void test_guard_alignments(void **s) {
       size_t quote = (size_t)n - 1;
       n += snprintf(j + n, sizeof j - (size_t)n, "%s\"}]", str);
       uint64_t raw = sl + 2; /* quotes included */
-      tbe_import_options o = {.max_token_bytes = raw - 1};
+      tbe_import_options o = {.size = sizeof o, .max_token_bytes = raw - 1};
       tbe_import_error err;
       tbe_trace *t = import_text_opts(j, (size_t)n, &o, TBE_ETOOBIG, &err);
       assert_int_equal(err.offset, quote);

@@ -922,7 +922,7 @@ static void test_time_range_and_limits(void **state) {
   tbe_trace *t;
   assert_int_equal(tbe_trace_create(&t, NULL), 0);
   tbe_import_error err;
-  tbe_import_options o = {.max_events = 2};
+  tbe_import_options o = {.size = sizeof o, .max_events = 2};
   assert_int_equal(tbe_import_file(t, path, &o, &err), TBE_ETOOBIG);
   assert_non_null(strstr(err.message, "table CUPTI_ACTIVITY_KIND_KERNEL row 3: more events than the limit"));
   assert_non_null(strstr(err.message, "raise it with --max-events"));
@@ -984,7 +984,7 @@ static void test_progress(void **state) {
   tbe_trace *t;
   assert_int_equal(tbe_trace_create(&t, NULL), 0);
   uint64_t c[3] = {0, 0, 0};
-  tbe_import_options o = {.progress = count_progress, .progress_ctx = c};
+  tbe_import_options o = {.size = sizeof o, .progress = count_progress, .progress_ctx = c};
   assert_int_equal(tbe_import_file(t, tu_data("nsys/h100_2gpu_1s.sqlite"), &o, NULL), 0);
   assert_true(c[0] > 1);
   assert_int_equal(c[1], t->nevents); /* every event row counted at the end */

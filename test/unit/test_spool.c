@@ -1182,7 +1182,7 @@ static void test_session_bad_spool_default_run(void **state) {
   /* One spool given twice as a file (the same pid twice): distinct hosts. */
   assert_int_equal(tu_write_file(w.p2, w.m.b.data, w.m.last_frame), 0);
   const char *files[] = {w.p2, w.p2};
-  memset(&w.s, 0, sizeof w.s);
+  tbe_session_options_init(&w.s);
   w.s.files = files;
   w.s.nfiles = 2;
   w.s.export_options = &w.eo;

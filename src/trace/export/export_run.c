@@ -53,6 +53,7 @@
 #include "common/alloc.h"
 #include "common/fsutil.h"
 #include "common/intern.h"
+#include "common/optsize.h"
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
 #include "tbexport/export.h"
@@ -78,11 +79,11 @@ static const tbe__exporter *const EXPORTERS[] = {&tbe__exporter_xplane, &tbe__ex
                                                  &tbe__exporter_events, &tbe__exporter_hparams};
 #define NEXPORTERS (sizeof EXPORTERS / sizeof EXPORTERS[0])
 
-void tbe_export_options_init(tbe_export_options *o) {
-  if (!o) return;
+static void export_defaults(tbe_export_options *o) {
   memset(o, 0, sizeof *o);
   o->outputs = TBE_OUT_ALL;
 }
+TBE__OPTIONS_INIT_SIZED(tbe_export_options, export_defaults)
 
 /* The trace's host name as a file-name component: ':' (as XLA's saver
  * does), '/' and control characters become '_', a leading dot too; cut at
@@ -106,7 +107,8 @@ static int safe_host(const char *src, char *buf, size_t size) {
 
 int tbe_export_resolve(const tbe_trace *t, const tbe_export_options *o, char *run, size_t run_size,
                        char *host, size_t host_size) {
-  if (!t || !o) return TBE_EINVAL;
+  tbe_export_options oc; /* the caller's, completed to this version (its size) */
+  if (!t || !o || !(o = TBE__OPTIONS_TAKE(tbe_export_options, &oc, o))) return TBE_EINVAL;
   if (run) {
     if (run_size <= TBE_NAME_MAX) return TBE_EINVAL;
     if (o->run) {
@@ -512,7 +514,9 @@ static int conflict(const char *logdir, const char *run, const char *host, const
 }
 
 int tbe_export_conflict(const tbe_trace *t, const tbe_export_options *o, char *buf, size_t size) {
-  if (!t || !o || !o->logdir || !*o->logdir) return TBE_EINVAL;
+  tbe_export_options oc; /* the caller's, completed to this version (its size) */
+  if (!t || !o || !(o = TBE__OPTIONS_TAKE(tbe_export_options, &oc, o))) return TBE_EINVAL;
+  if (!o->logdir || !*o->logdir) return TBE_EINVAL;
   char run[TBE_NAME_MAX + 1], host[TBE_NAME_MAX + 1];
   int rc = tbe_export_resolve(t, o, run, sizeof run, host, sizeof host);
   if (rc) return rc;
@@ -798,6 +802,8 @@ static int stage_analysis(tbe__stage *s, const tbe_export_options *o, const tbe_
 }
 
 int tbe_export_run(const tbe_trace *t, const tbe_export_options *o) {
+  tbe_export_options oc; /* the caller's, completed to this version (its size) */
+  if (o && !(o = TBE__OPTIONS_TAKE(tbe_export_options, &oc, o))) return TBE_EINVAL;
   if (o && o->error_path && o->error_path_size) o->error_path[0] = 0;
   if (!t || !o || !o->logdir || !*o->logdir) return TBE_EINVAL;
   unsigned outputs = o->outputs ? o->outputs : TBE_OUT_ALL;

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/optsize.h"
 #include "common/text.h"
 #include "tbexport/error.h"
 
@@ -448,14 +449,14 @@ const tbe__report_format *tbe__report_format_of(int f) {
 
 /* ---- public entry points ---- */
 
-void tbe_report_options_init(tbe_report_options *o) {
-  if (!o) return;
+static void report_defaults(tbe_report_options *o) {
   memset(o, 0, sizeof *o);
   o->format = TBE_REPORT_TABLE;
   o->sort = TBE_SORT_DEFAULT;
   o->top = 10;
   o->width = 100;
 }
+TBE__OPTIONS_INIT_SIZED(tbe_report_options, report_defaults)
 
 static int finish(tbe__buf *b, char **out, size_t *len) {
   tbe__buf_putc(b, '\0');
@@ -494,7 +495,8 @@ void tbe_report_free(char *s, size_t len, const tbe_allocator *a) {
 
 int tbe__report_options(const tbe_report_options *o, tbe_report_options *oo) {
   if (!o) tbe_report_options_init(oo);
-  else *oo = *o;
+  else if (!TBE__OPTIONS_TAKE(tbe_report_options, oo, o))
+    return TBE_EINVAL; /* its size */
   if (oo->width <= 0) oo->width = 100;
   if ((unsigned)oo->sort > TBE_SORT_DEFAULT || (unsigned)oo->format > TBE_REPORT_MARKDOWN ||
       (unsigned)oo->group_by > TBE_GROUP_BY_SHAPE)
