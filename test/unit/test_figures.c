@@ -1,0 +1,139 @@
+/* test_figures.c: the table of an analysis's figures
+ * (src/trace/analysis/figures.h) says what the structs and the analysis
+ * file say.
+ *
+ * Properties:
+ *   - ids are dense and every row is of a known scope, unit, merge and
+ *     diff rule;
+ *   - keys are unique within a scope, and each is the name of a field of
+ *     the scope's message in proto/tbexport/analysis.proto (Device, Step,
+ *     Analysis) of the unit's wire type, repeated exactly when the row
+ *     has several entries: the key a row stores under is the field today's
+ *     files hold;
+ *   - each row's member lies inside its struct, holds n entries of the
+ *     unit's C type, and no two rows share a byte;
+ *   - the accessors read the member the row names (a value written into
+ *     the named field comes back through the row, signed and unsigned
+ *     alike, with the documented clamps).
+ * What must never happen: a row whose key has no field in the file (it
+ * would be lost on save), or two rows reading the same field. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tbexport/analysis.pb-c.h"
+#include "trace/analysis/figures.h"
+
+static const ProtobufCMessageDescriptor *message_of(uint32_t scope) {
+  switch (scope) {
+    case TBE__FS_DEVICE: return &tbexport__device__descriptor;
+    case TBE__FS_STEP: return &tbexport__step__descriptor;
+    case TBE__FS_ANALYSIS: return &tbexport__analysis__descriptor;
+    default: return NULL;
+  }
+}
+
+static size_t struct_size(uint32_t scope) {
+  switch (scope) {
+    case TBE__FS_DEVICE: return sizeof(tbe_device_stats);
+    case TBE__FS_STEP: return sizeof(tbe_step_stats);
+    case TBE__FS_ANALYSIS: return sizeof(tbe_analysis);
+    default: return 0;
+  }
+}
+
+static void test_rows(void **state) {
+  (void)state;
+  for (size_t i = 0; i < TBE__FIG__COUNT; i++) {
+    const tbe__figure *f = &tbe__figures[i];
+    assert_int_equal(f->id, i);
+    assert_true(f->scope < TBE__FS__COUNT);
+    assert_true(f->unit < TBE__FU__COUNT);
+    assert_true(f->merge < TBE__FM__COUNT);
+    assert_true(f->diff < TBE__FD__COUNT);
+    assert_non_null(f->key);
+    assert_non_null(f->label);
+    assert_true(f->key[0] && f->label[0]);
+    assert_true(f->n >= 1);
+    assert_string_not_equal(tbe__fig_unit_name(f->unit), "?");
+    assert_ptr_equal(tbe__figure_by_key(f->scope, f->key), f);
+    /* medians alone may be unknown, and only they merge to unknown */
+    assert_int_equal(f->merge == TBE__FM_UNKNOWN, f->unit == TBE__FU_NS_OPT);
+  }
+  assert_null(tbe__figure_by_key(TBE__FS_DEVICE, "no_such_figure"));
+  assert_null(tbe__figure_by_key(TBE__FS_DEVICE, NULL));
+  assert_string_equal(tbe__fig_merge_name(TBE__FM__COUNT), "?");
+}
+
+static void test_keys_are_file_fields(void **state) {
+  (void)state;
+  for (size_t i = 0; i < TBE__FIG__COUNT; i++) {
+    const tbe__figure *f = &tbe__figures[i];
+    const ProtobufCMessageDescriptor *m = message_of(f->scope);
+    assert_non_null(m);
+    const ProtobufCFieldDescriptor *fd = protobuf_c_message_descriptor_get_field_by_name(m, f->key);
+    if (!fd) fail_msg("figure %s: no field %s.%s in analysis.proto", f->key, m->name, f->key);
+    assert_int_equal(fd->type,
+                     tbe__fig_unsigned(f) ? PROTOBUF_C_TYPE_UINT64 : PROTOBUF_C_TYPE_INT64);
+    assert_int_equal(fd->label == PROTOBUF_C_LABEL_REPEATED, f->n > 1);
+  }
+}
+
+static void test_members(void **state) {
+  (void)state;
+  for (size_t i = 0; i < TBE__FIG__COUNT; i++) {
+    const tbe__figure *f = &tbe__figures[i];
+    assert_int_equal(f->size, f->n * sizeof(int64_t));
+    assert_true(f->offset + f->size <= struct_size(f->scope));
+    for (size_t j = 0; j < i; j++) {
+      const tbe__figure *g = &tbe__figures[j];
+      if (g->scope != f->scope) continue;
+      assert_string_not_equal(g->key, f->key);
+      assert_true(g->offset + g->size <= f->offset || f->offset + f->size <= g->offset);
+    }
+  }
+}
+
+static void test_accessors(void **state) {
+  (void)state;
+  tbe_device_stats d;
+  memset(&d, 0, sizeof d);
+  d.queue_delay_median_ns = -1;
+  d.memcpy_bytes[3] = UINT64_MAX;
+  d.class_count[TBE_KCLASS__COUNT - 1] = 77;
+  d.busy_ns = 12345;
+  const tbe__figure *q = &tbe__figures[TBE__FIG_DEV_QUEUE_DELAY];
+  assert_int_equal(tbe__fig_i64(q, &d, 0), -1);
+  assert_int_equal(tbe__fig_u64(q, &d, 0), 0);
+  const tbe__figure *b = &tbe__figures[TBE__FIG_DEV_MEMCPY_BYTES];
+  assert_true(tbe__fig_u64(b, &d, 3) == UINT64_MAX);
+  assert_int_equal(tbe__fig_i64(b, &d, 3), INT64_MAX);
+  assert_int_equal(tbe__fig_u64(b, &d, 2), 0);
+  const tbe__figure *c = tbe__figure_by_key(TBE__FS_DEVICE, "class_count");
+  assert_int_equal(tbe__fig_u64(c, &d, TBE_KCLASS__COUNT - 1), 77);
+  assert_int_equal(tbe__fig_i64(tbe__figure_by_key(TBE__FS_DEVICE, "busy_ns"), &d, 0), 12345);
+  tbe_step_stats s;
+  memset(&s, 0, sizeof s);
+  s.host_ns = 99;
+  assert_int_equal(tbe__fig_i64(&tbe__figures[TBE__FIG_STEP_HOST], &s, 0), 99);
+  tbe_analysis an;
+  memset(&an, 0, sizeof an);
+  an.op_gpu_ns = 5;
+  an.out_of_range_records = 6;
+  assert_int_equal(tbe__fig_i64(&tbe__figures[TBE__FIG_AN_OP_GPU], &an, 0), 5);
+  assert_int_equal(tbe__fig_u64(&tbe__figures[TBE__FIG_AN_OUT_OF_RANGE], &an, 0), 6);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_rows),
+      cmocka_unit_test(test_keys_are_file_fields),
+      cmocka_unit_test(test_members),
+      cmocka_unit_test(test_accessors),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
