@@ -65,6 +65,7 @@
 #include "trace/analysis/analysis_int.h"
 #include "trace/analysis/analysis_store.h"
 #include "trace/analysis/analysis_version.h"
+#include "trace/analysis/figures.h"
 #include "tbexport/analysis.pb-c.h"
 
 /* Longest warning the model keeps (tbe_trace_warn formats into 512 bytes). */
@@ -88,12 +89,63 @@ typedef Tbexport__StepDist PDist;
 typedef Tbexport__Advice PAdvice;
 typedef Tbexport__SourceFile PSource;
 typedef Tbexport__OpKernel POpKernel;
+typedef Tbexport__Figure PFigure;
 
 static ProtobufCBinaryData text_of(const char *s) {
   ProtobufCBinaryData b;
   b.len = s ? strlen(s) : 0;
   b.data = (uint8_t *)(uintptr_t)(s ? s : "");
   return b;
+}
+
+/* ---- figures, by key ----
+ * The figures of a Device, Step and Analysis message are the rows of
+ * figures.h of that scope (analysis.proto's rules).  A row is found in its
+ * message by its key, the generated descriptor's field of that name; a row
+ * without one (a figure newer than the schema) is an entry of the
+ * message's `figures` list under its key.  Save, checks and load loop over
+ * the rows; the identity fields around them (ordinal, names, the step
+ * number's window, the step hint's text) keep code of their own. */
+
+static const ProtobufCMessageDescriptor *const SCOPE_MSG[TBE__FS__COUNT] = {
+    &tbexport__device__descriptor, &tbexport__step__descriptor, &tbexport__analysis__descriptor};
+
+/* The field of row f in its message; NULL: it is kept in `figures`. */
+static const ProtobufCFieldDescriptor *fig_field(const tbe__figure *f) {
+  return protobuf_c_message_descriptor_get_field_by_name(SCOPE_MSG[f->scope], f->key);
+}
+
+static void *msg_at(const void *m, unsigned off) { return (char *)(uintptr_t)m + off; }
+
+/* The `figures` list of message m of `scope`: its count and array. */
+static size_t *keyed_n(const void *m, uint32_t scope) {
+  const ProtobufCFieldDescriptor *fd =
+      protobuf_c_message_descriptor_get_field_by_name(SCOPE_MSG[scope], "figures");
+  return msg_at(m, fd->quantifier_offset);
+}
+static PFigure ***keyed_v(const void *m, uint32_t scope) {
+  const ProtobufCFieldDescriptor *fd =
+      protobuf_c_message_descriptor_get_field_by_name(SCOPE_MSG[scope], "figures");
+  return msg_at(m, fd->offset);
+}
+
+/* Rows of `scope` kept in the `figures` list (none of the figures written
+ * before the table existed). */
+static size_t keyed_rows(uint32_t scope) {
+  size_t n = 0;
+  for (size_t i = 0; i < TBE__FIG__COUNT; i++)
+    n += tbe__figures[i].scope == scope && !fig_field(&tbe__figures[i]);
+  return n;
+}
+
+/* The entry of key f->key in message m's list, NULL when the file has
+ * none. */
+static const PFigure *keyed_find(const void *m, const tbe__figure *f) {
+  size_t n = *keyed_n(m, f->scope), klen = strlen(f->key);
+  PFigure *const *v = *keyed_v(m, f->scope);
+  for (size_t i = 0; i < n; i++)
+    if (v[i]->key.len == klen && memcmp(v[i]->key.data, f->key, klen) == 0) return v[i];
+  return NULL;
 }
 
 /* ---- saving ---- */
@@ -113,34 +165,44 @@ static void *carve(save_scratch *s, size_t n, size_t size) {
   return r;
 }
 
-static void save_device(PDevice *m, const tbe_device_stats *d, const tbe_analysis *an) {
+/* The figures of `obj` (of `scope`) into its message m: a field holds its
+ * value or, for an array, points at the member (nothing copied); a row
+ * without a field is an entry of m's `figures` list, carved from `s`. */
+static void save_figures(save_scratch *s, void *m, uint32_t scope, const void *obj) {
+  size_t nk = keyed_rows(scope), k = 0;
+  PFigure *kf = nk ? carve(s, nk, sizeof *kf) : NULL;
+  PFigure **kp = nk ? carve(s, nk, sizeof *kp) : NULL;
+  if (nk && (!kf || !kp)) return;
+  for (size_t i = 0; i < TBE__FIG__COUNT; i++) {
+    const tbe__figure *f = &tbe__figures[i];
+    if (f->scope != scope) continue;
+    const ProtobufCFieldDescriptor *fd = fig_field(f);
+    void *v = tbe__fig_at(f, obj, 0);
+    if (fd && fd->label == PROTOBUF_C_LABEL_REPEATED) {
+      *(size_t *)msg_at(m, fd->quantifier_offset) = f->n;
+      *(void **)msg_at(m, fd->offset) = v;
+    } else if (fd) {
+      memcpy(msg_at(m, fd->offset), v, sizeof(int64_t));
+    } else {
+      tbexport__figure__init(&kf[k]);
+      kf[k].key = text_of(f->key);
+      kf[k].n_value = f->n;
+      kf[k].value = v;
+      kp[k] = &kf[k];
+      k++;
+    }
+  }
+  *keyed_n(m, scope) = k;
+  *keyed_v(m, scope) = kp;
+}
+
+static void save_device(save_scratch *s, PDevice *m, const tbe_device_stats *d,
+                        const tbe_analysis *an) {
   tbexport__device__init(m);
   m->device = d->device;
   m->has_name = d->name != 0 && an->trace != NULL;
   m->name = text_of(m->has_name ? tbe_trace_str(an->trace, d->name) : "");
-  m->wall_ns = d->wall_ns;
-  m->busy_ns = d->busy_ns;
-  m->idle_ns = d->idle_ns;
-  m->kernel_ns = d->kernel_ns;
-  m->kernel_count = d->kernel_count;
-  m->short_kernels = d->short_kernels;
-  m->n_memcpy_ns = m->n_memcpy_count = m->n_memcpy_bytes = TBE_NCOPY_KINDS;
-  m->memcpy_ns = (int64_t *)(uintptr_t)d->memcpy_ns;
-  m->memcpy_count = (uint64_t *)(uintptr_t)d->memcpy_count;
-  m->memcpy_bytes = (uint64_t *)(uintptr_t)d->memcpy_bytes;
-  m->pageable_ns = d->pageable_ns;
-  m->pageable_count = d->pageable_count;
-  m->memset_ns = d->memset_ns;
-  m->memset_count = d->memset_count;
-  m->sync_ns = d->sync_ns;
-  m->sync_count = d->sync_count;
-  m->launch_median_ns = d->launch_median_ns;
-  m->launch_samples = d->launch_samples;
-  m->launch_overhead_median_ns = d->launch_overhead_median_ns;
-  m->queue_delay_median_ns = d->queue_delay_median_ns;
-  m->n_class_ns = m->n_class_count = TBE_KCLASS__COUNT;
-  m->class_ns = (int64_t *)(uintptr_t)d->class_ns;
-  m->class_count = (uint64_t *)(uintptr_t)d->class_count;
+  save_figures(s, m, TBE__FS_DEVICE, d);
 }
 
 static void save_name(PName *m, const tbe_name_stats *e, const tbe_analysis *an) {
@@ -219,25 +281,6 @@ static void save_launched(save_scratch *s, PName *m, const tbe_name_stats *e, PO
   }
 }
 
-static void save_step(PStep *m, const tbe_step_stats *s) {
-  tbexport__step__init(m);
-  m->num = s->num;
-  m->start_ns = s->start_ns;
-  m->dur_ns = s->dur_ns;
-  m->host_ns = s->host_ns;
-  m->gpu_busy_ns = s->gpu_busy_ns;
-  m->kernel_ns = s->kernel_ns;
-  m->kernel_count = s->kernel_count;
-  m->memcpy_ns = s->memcpy_ns;
-  m->memset_ns = s->memset_ns;
-  m->sync_ns = s->sync_ns;
-  m->launch_median_ns = s->launch_median_ns;
-  m->launch_overhead_median_ns = s->launch_overhead_median_ns;
-  m->queue_delay_median_ns = s->queue_delay_median_ns;
-  m->n_class_ns = TBE_KCLASS__COUNT;
-  m->class_ns = (int64_t *)(uintptr_t)s->class_ns;
-}
-
 /* Metric means `m` (n of them, or none when m is NULL) as the two
  * parallel arrays of the messages, carved from `s`. */
 static void save_means(save_scratch *s, const tbe_metric_mean *m, size_t n, size_t *nmean,
@@ -276,6 +319,13 @@ int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources
                 SZ(an->nadvice, PAdvice *) + SZ(nwarn, ProtobufCBinaryData) + 16 * 16 +
                 SZ(nlaunched, POpKernel) + nlaunched * sizeof(POpKernel *) + 16 * nnames +
                 SZ(an->nlaunch_seq, uint32_t);
+  /* the figures without a field of their own: a list per message */
+  for (uint32_t sc = 0; sc < TBE__FS__COUNT; sc++) {
+    size_t nk = keyed_rows(sc), nm = sc == TBE__FS_DEVICE ? an->ndevices + 1
+                                     : sc == TBE__FS_STEP ? an->nsteps
+                                                          : 1;
+    if (nk) need += nm * (SZ(nk, PFigure) + SZ(nk, PFigure *));
+  }
   /* the metric means: two arrays per message that has them */
   size_t nmsg = an->ndevices + 1 + an->nsteps, nker = an->ngroups[TBE_GROUP_KERNEL];
   need += 2 * nmsg * (SZ(an->ngpu_metrics, double) + 16) + 2 * nker * (SZ(an->nkernel_metrics, double) + 16) +
@@ -309,14 +359,12 @@ int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources
   PAnalysis *m = carve(&s, 1, sizeof *m);
   tbexport__analysis__init(m);
   f->analysis = m;
-  m->start_ns = an->start_ns;
-  m->wall_ns = an->wall_ns;
   PDevice *dev = carve(&s, an->ndevices + 1, sizeof *dev);
   m->n_devices = an->ndevices;
   m->devices = carve(&s, an->ndevices, sizeof *m->devices);
   for (size_t i = 0; i <= an->ndevices; i++) {
     const tbe_device_stats *d = i < an->ndevices ? &an->devices[i] : &an->all;
-    save_device(&dev[i], d, an);
+    save_device(&s, &dev[i], d, an);
     save_means(&s, d->metrics, an->ngpu_metrics, &dev[i].n_metric_mean, &dev[i].metric_mean,
                &dev[i].n_metric_samples, &dev[i].metric_samples);
     if (i < an->ndevices) m->devices[i] = &dev[i];
@@ -352,21 +400,14 @@ int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources
   m->n_steps = an->nsteps;
   m->steps = carve(&s, an->nsteps, sizeof *m->steps);
   for (size_t i = 0; i < an->nsteps; i++) {
-    save_step(&st[i], &an->steps[i]);
+    tbexport__step__init(&st[i]);
+    save_figures(&s, &st[i], TBE__FS_STEP, &an->steps[i]);
     save_means(&s, an->steps[i].metrics, an->ngpu_metrics, &st[i].n_metric_mean,
                &st[i].metric_mean, &st[i].n_metric_samples, &st[i].metric_samples);
     m->steps[i] = &st[i];
   }
-  m->host_busy_ns = an->host_busy_ns;
-  m->api_calls = an->api_calls;
-  m->sync_calls = an->sync_calls;
-  m->sync_call_ns = an->sync_call_ns;
-  m->overhead_ns = an->overhead_ns;
-  m->dropped_records = an->dropped_records;
-  m->out_of_range_records = an->out_of_range_records;
+  save_figures(&s, m, TBE__FS_ANALYSIS, an);
   m->ended_early = an->ended_early != 0;
-  m->op_gpu_count = an->op_gpu_count;
-  m->op_gpu_ns = an->op_gpu_ns;
   int seq_rc = save_launch_seq(&s, m, an, &al);
   if (seq_rc) {
     tbe__free(&al, block);
@@ -401,8 +442,6 @@ int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources
   m->has_step_hint = an->step_hint != NULL;
   m->step_hint = text_of(an->step_hint);
   m->step_hint_kind = an->step_hint_kind;
-  m->step_hint_count = an->step_hint_count;
-  m->step_hint_ns = an->step_hint_ns;
   m->n_warnings = nwarn;
   m->warnings = carve(&s, nwarn, sizeof *m->warnings);
   for (size_t i = 0; i < nwarn; i++) m->warnings[i] = text_of(tbe_trace_str(t, t->warnings[i]));
@@ -592,6 +631,35 @@ static void check_means(loader *L, size_t nmean, size_t nsamp, size_t n, const c
         "%lld metric means, not the number of metric names", where, (long long)nmean);
 }
 
+/* The figures of message m (of `scope`): arrays of exactly the row's
+ * entries; the `figures` list's keys are text, and the entries of keys
+ * this code knows hold the row's entries (other keys are skipped: a newer
+ * writer's figures). */
+static void check_fig_layout(loader *L, const void *m, uint32_t scope, const char *where) {
+  char fl[160];
+  for (size_t i = 0; i < TBE__FIG__COUNT && !L->rc; i++) {
+    const tbe__figure *f = &tbe__figures[i];
+    if (f->scope != scope) continue;
+    const ProtobufCFieldDescriptor *fd = fig_field(f);
+    if (!fd || fd->label != PROTOBUF_C_LABEL_REPEATED) continue;
+    snprintf(fl, sizeof fl, "%s.%s", where, f->key);
+    check_count(L, *(const size_t *)msg_at(m, fd->quantifier_offset), f->n, fl);
+  }
+  size_t nk = *keyed_n(m, scope);
+  PFigure *const *v = *keyed_v(m, scope);
+  for (size_t i = 0; i < nk && !L->rc; i++) {
+    snprintf(fl, sizeof fl, "%s.figures[%zu].key", where, i);
+    check_text(L, &v[i]->key, TEXT_MAX, fl);
+  }
+  for (size_t i = 0; i < TBE__FIG__COUNT && !L->rc; i++) {
+    const tbe__figure *f = &tbe__figures[i];
+    const PFigure *e = f->scope == scope && !fig_field(f) ? keyed_find(m, f) : NULL;
+    if (!e) continue;
+    snprintf(fl, sizeof fl, "%s.figures[%s].value", where, f->key);
+    check_count(L, e->n_value, f->n, fl);
+  }
+}
+
 static void check_device(loader *L, const PDevice *d, const char *where) {
   char f[96];
   if (!d) {
@@ -600,16 +668,7 @@ static void check_device(loader *L, const PDevice *d, const char *where) {
   }
   snprintf(f, sizeof f, "%s.name", where);
   check_text(L, &d->name, TEXT_MAX, f);
-  snprintf(f, sizeof f, "%s.memcpy_ns", where);
-  check_count(L, d->n_memcpy_ns, TBE_NCOPY_KINDS, f);
-  snprintf(f, sizeof f, "%s.memcpy_count", where);
-  check_count(L, d->n_memcpy_count, TBE_NCOPY_KINDS, f);
-  snprintf(f, sizeof f, "%s.memcpy_bytes", where);
-  check_count(L, d->n_memcpy_bytes, TBE_NCOPY_KINDS, f);
-  snprintf(f, sizeof f, "%s.class_ns", where);
-  check_count(L, d->n_class_ns, TBE_KCLASS__COUNT, f);
-  snprintf(f, sizeof f, "%s.class_count", where);
-  check_count(L, d->n_class_count, TBE_KCLASS__COUNT, f);
+  check_fig_layout(L, d, TBE__FS_DEVICE, where);
 }
 
 static const char *const TABLE_FIELD[TBE_GROUP__COUNT] = {
@@ -647,6 +706,7 @@ static int check_file(loader *L, const PFile *f) {
     check_device(L, m->devices[i], fl);
   }
   check_device(L, m->all, "Analysis.all");
+  check_fig_layout(L, m, TBE__FS_ANALYSIS, "Analysis");
   for (size_t i = 0; i < m->n_gpu_metrics + m->n_kernel_metrics && !L->rc; i++) {
     snprintf(fl, sizeof fl, "Analysis.%s[%zu]", i < m->n_gpu_metrics ? "gpu_metrics" : "kernel_metrics", i);
     const ProtobufCBinaryData *b = i < m->n_gpu_metrics ? &m->gpu_metrics[i]
@@ -722,8 +782,8 @@ static int check_file(loader *L, const PFile *f) {
   check(L, cuda_cells <= TBE__STEP_CELLS_MAX, "%lld per-step cells, more than an analysis holds",
         "NameStats.cuda_step_ns", (long long)cuda_cells);
   for (size_t i = 0; i < m->n_steps && !L->rc; i++) {
-    snprintf(fl, sizeof fl, "Analysis.steps[%zu].class_ns", i);
-    check_count(L, m->steps[i]->n_class_ns, TBE_KCLASS__COUNT, fl);
+    snprintf(fl, sizeof fl, "Analysis.steps[%zu]", i);
+    check_fig_layout(L, m->steps[i], TBE__FS_STEP, fl);
     snprintf(fl, sizeof fl, "Analysis.steps[%zu].metric_mean", i);
     check_means(L, m->steps[i]->n_metric_mean, m->steps[i]->n_metric_samples, m->n_gpu_metrics,
                 fl);
@@ -847,24 +907,36 @@ static void check_nums(loader *L, const uint64_t *v, const char *const *names, s
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The figures of message m (of `scope`) by their rows' units: durations
+ * >= 0, medians >= -1, counts that fit int64_t.  Times are checked with
+ * their windows (check_window), bytes and numbers take any value. */
+static void check_fig_ranges(loader *L, const void *m, uint32_t scope, const char *where) {
+  for (size_t i = 0; i < TBE__FIG__COUNT && !L->rc; i++) {
+    const tbe__figure *f = &tbe__figures[i];
+    if (f->scope != scope) continue;
+    const ProtobufCFieldDescriptor *fd = fig_field(f);
+    const void *v;
+    size_t n = 1;
+    if (fd && fd->label == PROTOBUF_C_LABEL_REPEATED) {
+      v = *(void *const *)msg_at(m, fd->offset);
+      n = *(const size_t *)msg_at(m, fd->quantifier_offset);
+    } else if (fd) {
+      v = msg_at(m, fd->offset);
+    } else {
+      const PFigure *e = keyed_find(m, f);
+      if (!e) continue;
+      v = e->value;
+      n = e->n_value;
+    }
+    if (f->unit == TBE__FU_NS || f->unit == TBE__FU_NS_OPT)
+      check_i64(L, v, n, f->unit == TBE__FU_NS ? R_DUR : R_OPT, where, f->key, f->n > 1);
+    else if (f->unit == TBE__FU_COUNT)
+      check_counts(L, v, n, where, f->key, f->n > 1);
+  }
+}
+
 static void check_device_figures(loader *L, const PDevice *d, const char *where) {
-  const int64_t durs[] = {d->wall_ns,     d->busy_ns,   d->idle_ns, d->kernel_ns,
-                          d->pageable_ns, d->memset_ns, d->sync_ns};
-  static const char *const dnames[] = {"wall_ns",     "busy_ns",   "idle_ns", "kernel_ns",
-                                       "pageable_ns", "memset_ns", "sync_ns"};
-  check_durs(L, durs, dnames, NELEM(durs), where);
-  const uint64_t counts[] = {d->kernel_count, d->short_kernels, d->pageable_count,
-                             d->memset_count, d->sync_count,    d->launch_samples};
-  static const char *const cnames[] = {"kernel_count", "short_kernels", "pageable_count",
-                                       "memset_count", "sync_count",    "launch_samples"};
-  check_nums(L, counts, cnames, NELEM(counts), where);
-  check_i64(L, &d->launch_median_ns, 1, R_OPT, where, "launch_median_ns", 0);
-  check_i64(L, &d->launch_overhead_median_ns, 1, R_OPT, where, "launch_overhead_median_ns", 0);
-  check_i64(L, &d->queue_delay_median_ns, 1, R_OPT, where, "queue_delay_median_ns", 0);
-  check_i64(L, d->memcpy_ns, d->n_memcpy_ns, R_DUR, where, "memcpy_ns", 1);
-  check_counts(L, d->memcpy_count, d->n_memcpy_count, where, "memcpy_count", 1);
-  check_i64(L, d->class_ns, d->n_class_ns, R_DUR, where, "class_ns", 1);
-  check_counts(L, d->class_count, d->n_class_count, where, "class_count", 1);
+  check_fig_ranges(L, d, TBE__FS_DEVICE, where);
   check_reals(L, d->metric_mean, d->n_metric_mean, where, "metric_mean", 1);
   check_counts(L, d->metric_samples, d->n_metric_samples, where, "metric_samples", 1);
 }
@@ -896,16 +968,7 @@ static void check_name_figures(loader *L, const PName *e, const char *where) {
 
 static void check_step_figures(loader *L, const PStep *s, const char *where) {
   check_window(L, s->start_ns, s->dur_ns, where, "start_ns", "dur_ns");
-  const int64_t durs[] = {s->host_ns,   s->gpu_busy_ns, s->kernel_ns,
-                          s->memcpy_ns, s->memset_ns,   s->sync_ns};
-  static const char *const dnames[] = {"host_ns",   "gpu_busy_ns", "kernel_ns",
-                                       "memcpy_ns", "memset_ns",   "sync_ns"};
-  check_durs(L, durs, dnames, NELEM(durs), where);
-  check_counts(L, &s->kernel_count, 1, where, "kernel_count", 0);
-  check_i64(L, &s->launch_median_ns, 1, R_OPT, where, "launch_median_ns", 0);
-  check_i64(L, &s->launch_overhead_median_ns, 1, R_OPT, where, "launch_overhead_median_ns", 0);
-  check_i64(L, &s->queue_delay_median_ns, 1, R_OPT, where, "queue_delay_median_ns", 0);
-  check_i64(L, s->class_ns, s->n_class_ns, R_DUR, where, "class_ns", 1);
+  check_fig_ranges(L, s, TBE__FS_STEP, where);
   check_reals(L, s->metric_mean, s->n_metric_mean, where, "metric_mean", 1);
   check_counts(L, s->metric_samples, s->n_metric_samples, where, "metric_samples", 1);
 }
@@ -915,16 +978,7 @@ static int check_figures(loader *L, const PFile *f) {
   const PAnalysis *m = f->analysis;
   char fl[128];
   check_window(L, m->start_ns, m->wall_ns, "Analysis", "start_ns", "wall_ns");
-  const int64_t durs[] = {m->host_busy_ns, m->sync_call_ns, m->overhead_ns, m->step_hint_ns};
-  static const char *const dnames[] = {"host_busy_ns", "sync_call_ns", "overhead_ns",
-                                       "step_hint_ns"};
-  check_durs(L, durs, dnames, NELEM(durs), "Analysis");
-  const uint64_t counts[] = {m->api_calls, m->sync_calls, m->dropped_records,
-                             m->out_of_range_records, m->step_hint_count, m->op_gpu_count};
-  static const char *const cnames[] = {"api_calls", "sync_calls", "dropped_records",
-                                       "out_of_range_records", "step_hint_count", "op_gpu_count"};
-  check_i64(L, &m->op_gpu_ns, 1, R_DUR, "Analysis", "op_gpu_ns", 0);
-  check_nums(L, counts, cnames, NELEM(counts), "Analysis");
+  check_fig_ranges(L, m, TBE__FS_ANALYSIS, "Analysis");
   for (size_t i = 0; i < m->n_devices && !L->rc; i++) {
     snprintf(fl, sizeof fl, "Analysis.devices[%zu]", i);
     check_device_figures(L, m->devices[i], fl);
@@ -969,47 +1023,34 @@ static tbe_str intern(builder *B, const ProtobufCBinaryData *s) {
 
 static const char *text(builder *B, tbe_str id) { return tbe_trace_str(B->t, id); }
 
+/* The figures of a checked message m (of `scope`) into `obj`.  A row
+ * kept in the `figures` list that the file lacks (written before the row
+ * existed) is unknown: -1 (figures.h: such rows are of a unit that has
+ * an unknown value). */
+static void load_figures(void *obj, const void *m, uint32_t scope) {
+  for (size_t i = 0; i < TBE__FIG__COUNT; i++) {
+    const tbe__figure *f = &tbe__figures[i];
+    if (f->scope != scope) continue;
+    const ProtobufCFieldDescriptor *fd = fig_field(f);
+    void *to = tbe__fig_at(f, obj, 0);
+    if (fd && fd->label == PROTOBUF_C_LABEL_REPEATED) {
+      memcpy(to, *(void *const *)msg_at(m, fd->offset), f->size);
+    } else if (fd) {
+      memcpy(to, msg_at(m, fd->offset), f->size);
+    } else {
+      const PFigure *e = keyed_find(m, f);
+      if (e)
+        memcpy(to, e->value, f->size);
+      else
+        memset(to, 0xff, f->size); /* -1 in every entry */
+    }
+  }
+}
+
 static void load_device(tbe_device_stats *d, const PDevice *m, tbe_str name) {
   d->device = m->device;
   d->name = m->has_name ? name : 0;
-  d->wall_ns = m->wall_ns;
-  d->busy_ns = m->busy_ns;
-  d->idle_ns = m->idle_ns;
-  d->kernel_ns = m->kernel_ns;
-  d->kernel_count = m->kernel_count;
-  d->short_kernels = m->short_kernels;
-  memcpy(d->memcpy_ns, m->memcpy_ns, sizeof d->memcpy_ns);
-  memcpy(d->memcpy_count, m->memcpy_count, sizeof d->memcpy_count);
-  memcpy(d->memcpy_bytes, m->memcpy_bytes, sizeof d->memcpy_bytes);
-  d->pageable_ns = m->pageable_ns;
-  d->pageable_count = m->pageable_count;
-  d->memset_ns = m->memset_ns;
-  d->memset_count = m->memset_count;
-  d->sync_ns = m->sync_ns;
-  d->sync_count = m->sync_count;
-  d->launch_median_ns = m->launch_median_ns;
-  d->launch_samples = m->launch_samples;
-  d->launch_overhead_median_ns = m->launch_overhead_median_ns;
-  d->queue_delay_median_ns = m->queue_delay_median_ns;
-  memcpy(d->class_ns, m->class_ns, sizeof d->class_ns);
-  memcpy(d->class_count, m->class_count, sizeof d->class_count);
-}
-
-static void load_step(tbe_step_stats *s, const PStep *m) {
-  s->num = m->num;
-  s->start_ns = m->start_ns;
-  s->dur_ns = m->dur_ns;
-  s->host_ns = m->host_ns;
-  s->gpu_busy_ns = m->gpu_busy_ns;
-  s->kernel_ns = m->kernel_ns;
-  s->kernel_count = m->kernel_count;
-  s->memcpy_ns = m->memcpy_ns;
-  s->memset_ns = m->memset_ns;
-  s->sync_ns = m->sync_ns;
-  s->launch_median_ns = m->launch_median_ns;
-  s->launch_overhead_median_ns = m->launch_overhead_median_ns;
-  s->queue_delay_median_ns = m->queue_delay_median_ns;
-  memcpy(s->class_ns, m->class_ns, sizeof s->class_ns);
+  load_figures(d, m, TBE__FS_DEVICE);
 }
 
 /* The hardware-metric names and means of a checked file, in the blocks
@@ -1130,8 +1171,6 @@ static int build(tbe_analysis **out, tbe_analysis_stamp *stamp, const PFile *f,
     src[i].head_crc32c = f->sources[i]->head_crc32c;
     src[i].tail_crc32c = f->sources[i]->tail_crc32c;
   }
-  an->start_ns = m->start_ns;
-  an->wall_ns = m->wall_ns;
   an->ndevices = m->n_devices;
   if (m->n_devices && !(an->devices = tbe__calloc(&an->alloc_, m->n_devices, sizeof *an->devices))) {
     rc = TBE_ENOMEM;
@@ -1219,14 +1258,8 @@ static int build(tbe_analysis **out, tbe_analysis_stamp *stamp, const PFile *f,
     rc = TBE_ENOMEM;
     goto done;
   }
-  for (size_t i = 0; i < m->n_steps; i++) load_step(&an->steps[i], m->steps[i]);
-  an->host_busy_ns = m->host_busy_ns;
-  an->api_calls = m->api_calls;
-  an->sync_calls = m->sync_calls;
-  an->sync_call_ns = m->sync_call_ns;
-  an->overhead_ns = m->overhead_ns;
-  an->dropped_records = m->dropped_records;
-  an->out_of_range_records = m->out_of_range_records;
+  for (size_t i = 0; i < m->n_steps; i++) load_figures(&an->steps[i], m->steps[i], TBE__FS_STEP);
+  load_figures(an, m, TBE__FS_ANALYSIS);
   an->ended_early = m->ended_early;
   an->nadvice = m->n_advice;
   if (m->n_advice && !(an->advice = tbe__calloc(&an->alloc_, m->n_advice, sizeof *an->advice))) {
@@ -1250,8 +1283,6 @@ static int build(tbe_analysis **out, tbe_analysis_stamp *stamp, const PFile *f,
   an->step_dist.max_ns = m->step_dist->max_ns;
   an->step_hint = m->has_step_hint ? text(&B, hint) : NULL;
   an->step_hint_kind = m->step_hint_kind;
-  an->step_hint_count = m->step_hint_count;
-  an->step_hint_ns = m->step_hint_ns;
   if ((rc = load_metrics(an, m, &B, mids))) goto done;
   if (stamp) {
     stamp->version = f->format_version;

@@ -12,8 +12,10 @@
  *   scope   DEVICE, STEP or ANALYSIS: the struct the value lives in;
  *   key     its name in the analysis file (proto/tbexport/analysis.proto:
  *           the field of that name in the scope's message, Device, Step or
- *           Analysis) and in every machine-readable output; pinned: a
- *           stored key is never renamed or reused;
+ *           Analysis, or, for a figure newer than the schema, the entry of
+ *           that key in the message's `figures` list) and in every
+ *           machine-readable output; pinned: a stored key is never renamed
+ *           or reused;
  *   label   the words a report prints before it;
  *   unit    what the number is, which also fixes its C type and the range
  *           a loaded file's value must lie in (tbe__fig_unit below);
@@ -26,8 +28,11 @@
  *
  * Invariants (test/unit/test_figures.c checks them, so a row that breaks
  * one fails there, not in a report):
- *   - keys are unique within a scope and are the names of fields of the
- *     scope's protobuf message of the unit's wire type (repeated when n > 1);
+ *   - keys are unique within a scope; a key naming a field of the scope's
+ *     protobuf message names one of the unit's wire type (repeated when
+ *     n > 1); a row without such a field (kept in the `figures` list) has
+ *     a unit that can say unknown (NS_OPT), which is what a file written
+ *     before the row reads as, never a wrong 0;
  *   - a member is of the unit's C type (its size is checked), n entries;
  *   - ids are dense: tbe__figures[TBE__FIG_x].id == TBE__FIG_x.
  * Identity fields (device ordinal, names, step number's matching, host,
