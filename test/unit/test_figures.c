@@ -136,12 +136,58 @@ static void test_accessors(void **state) {
   assert_int_equal(tbe__fig_u64(&tbe__figures[TBE__FIG_AN_OUT_OF_RANGE], &an, 0), 6);
 }
 
+/* Each row merges by its rule: sums saturate, medians become unknown,
+ * starts take the earliest, step times the longest. */
+static void test_merge(void **state) {
+  (void)state;
+  tbe_device_stats a, b, m;
+  memset(&a, 0, sizeof a);
+  memset(&b, 0, sizeof b);
+  a.busy_ns = 10, b.busy_ns = 5;
+  a.kernel_ns = INT64_MAX - 1, b.kernel_ns = 7;
+  a.memcpy_bytes[2] = UINT64_MAX - 1, b.memcpy_bytes[2] = 9;
+  a.class_count[1] = 3, b.class_count[1] = 4;
+  a.launch_overhead_median_ns = 100, b.launch_overhead_median_ns = 200;
+  a.launch_samples = 2, b.launch_samples = 3;
+  memset(&m, 0x55, sizeof m);
+  tbe__figs_merge_init(TBE__FS_DEVICE, &m);
+  tbe__figs_merge(TBE__FS_DEVICE, &m, &a);
+  tbe__figs_merge(TBE__FS_DEVICE, &m, &b);
+  assert_int_equal(m.busy_ns, 15);
+  assert_int_equal(m.kernel_ns, INT64_MAX);
+  assert_true(m.memcpy_bytes[2] == UINT64_MAX);
+  assert_int_equal(m.class_count[1], 7);
+  assert_int_equal(m.launch_samples, 5);
+  assert_int_equal(m.launch_overhead_median_ns, -1);
+  assert_int_equal(m.queue_delay_median_ns, -1);
+  assert_int_equal(m.memset_count, 0);
+  tbe_step_stats s1, s2, sm;
+  memset(&s1, 0, sizeof s1);
+  memset(&s2, 0, sizeof s2);
+  s1.num = s2.num = 4;
+  s1.start_ns = 50, s2.start_ns = 40;
+  s1.dur_ns = 8, s2.dur_ns = 9;
+  s1.kernel_ns = 1, s2.kernel_ns = 2;
+  memset(&sm, 0, sizeof sm);
+  sm.num = 4;
+  tbe__figs_merge_init(TBE__FS_STEP, &sm);
+  assert_int_equal(sm.start_ns, INT64_MAX);
+  tbe__figs_merge(TBE__FS_STEP, &sm, &s1);
+  tbe__figs_merge(TBE__FS_STEP, &sm, &s2);
+  assert_int_equal(sm.num, 4); /* its own rule: the merge matched it */
+  assert_int_equal(sm.start_ns, 40);
+  assert_int_equal(sm.dur_ns, 9);
+  assert_int_equal(sm.kernel_ns, 3);
+  assert_int_equal(sm.launch_median_ns, -1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rows),
       cmocka_unit_test(test_keys_are_file_fields),
       cmocka_unit_test(test_members),
       cmocka_unit_test(test_accessors),
+      cmocka_unit_test(test_merge),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/checked.h"
 #include "trace/analysis/figures.h"
 
 /* The struct of each scope, for offsetof. */
@@ -64,6 +65,42 @@ uint64_t tbe__fig_u64(const tbe__figure *f, const void *obj, size_t k) {
   int64_t v;
   memcpy(&v, p, sizeof v);
   return v < 0 ? 0 : (uint64_t)v;
+}
+
+/* ---- merging ---- */
+
+void tbe__figs_merge_init(tbe__fig_scope scope, void *into) {
+  for (size_t i = 0; i < TBE__FIG__COUNT; i++) {
+    const tbe__figure *f = &tbe__figures[i];
+    if (f->scope != (uint32_t)scope || f->merge == TBE__FM_OWN) continue;
+    int64_t v = f->merge == TBE__FM_MIN ? INT64_MAX : f->merge == TBE__FM_UNKNOWN ? -1 : 0;
+    for (size_t k = 0; k < f->n; k++) memcpy(tbe__fig_at(f, into, k), &v, sizeof v);
+  }
+}
+
+void tbe__figs_merge(tbe__fig_scope scope, void *into, const void *from) {
+  for (size_t i = 0; i < TBE__FIG__COUNT; i++) {
+    const tbe__figure *f = &tbe__figures[i];
+    if (f->scope != (uint32_t)scope) continue;
+    for (size_t k = 0; k < f->n && f->merge <= TBE__FM_MIN; k++) {
+      void *to = tbe__fig_at(f, into, k);
+      if (tbe__fig_unsigned(f)) {
+        uint64_t a, b = tbe__fig_u64(f, from, k);
+        memcpy(&a, to, sizeof a);
+        a = f->merge == TBE__FM_SUM   ? tbe__sat_addu(a, b)
+            : f->merge == TBE__FM_MAX ? (b > a ? b : a)
+                                      : (b < a ? b : a);
+        memcpy(to, &a, sizeof a);
+      } else {
+        int64_t a, b = tbe__fig_i64(f, from, k);
+        memcpy(&a, to, sizeof a);
+        a = f->merge == TBE__FM_SUM   ? tbe__sat_add(a, b)
+            : f->merge == TBE__FM_MAX ? (b > a ? b : a)
+                                      : (b < a ? b : a);
+        memcpy(to, &a, sizeof a);
+      }
+    }
+  }
 }
 
 /* ---- names of the columns' values ---- */

@@ -209,4 +209,15 @@ static inline void *tbe__fig_at(const tbe__figure *f, const void *obj, size_t k)
 int64_t tbe__fig_i64(const tbe__figure *f, const void *obj, size_t k);
 uint64_t tbe__fig_u64(const tbe__figure *f, const void *obj, size_t k);
 
+/* ---- merging ----
+ * A run's merged analysis (run_analysis.c) takes each figure of its hosts
+ * (and a merged step from the hosts' steps of its number) by its row's
+ * merge rule: tbe__figs_merge_init prepares `into` (MIN rows at INT64_MAX,
+ * UNKNOWN rows at -1, the others 0; OWN rows untouched), then
+ * tbe__figs_merge folds each `from` in: SUM adds (saturating: durations at
+ * INT64_MAX, counts and bytes at UINT64_MAX), MAX and MIN keep the larger
+ * and the smaller, UNKNOWN and OWN leave `into` as it is. */
+void tbe__figs_merge_init(tbe__fig_scope scope, void *into);
+void tbe__figs_merge(tbe__fig_scope scope, void *into, const void *from);
+
 #endif
