@@ -15,19 +15,33 @@
  *     unit's C type, and no two rows share a byte;
  *   - the accessors read the member the row names (a value written into
  *     the named field comes back through the row, signed and unsigned
- *     alike, with the documented clamps).
+ *     alike, with the documented clamps);
+ *   - each row merges by its rule;
+ *   - the property over the whole table (test_every_row): a distinct value
+ *     forged into every figure of a real analysis comes back from the
+ *     analysis file, entry by entry, for every row of every scope, and is
+ *     the value every output prints: the JSON summary holds "key":value
+ *     for every single-entry row of the devices and of the analysis
+ *     (under its key); the rows the reports print from the table
+ *     (tbe__fig_listed) show the same value in the CSV device section
+ *     under their key, in the Markdown device table and in the terminal
+ *     overview under their label.
  * What must never happen: a row stored where a file without it would
  * read as a wrong 0, or two rows reading the same field. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "tbexport.h"
 #include "tbexport/analysis.pb-c.h"
+#include "testutil.h"
 #include "trace/analysis/figures.h"
+#include "trace/report/report.h"
 
 static const ProtobufCMessageDescriptor *message_of(uint32_t scope) {
   switch (scope) {
@@ -77,6 +91,13 @@ static void test_keys_are_file_fields(void **state) {
     const ProtobufCMessageDescriptor *m = message_of(f->scope);
     assert_non_null(m);
     const ProtobufCFieldDescriptor *fd = protobuf_c_message_descriptor_get_field_by_name(m, f->key);
+    if (f->calc) {
+      /* computed: saved in the `figures` list, a share in percent */
+      if (fd) fail_msg("computed figure %s has a field %s.%s", f->key, m->name, f->key);
+      assert_int_equal(f->unit, TBE__FU_PCT);
+      continue;
+    }
+    assert_true(f->unit != TBE__FU_PCT);
     if (!fd) {
       /* kept in the message's `figures` list: a file without it must read
        * as unknown, so only a unit with an unknown value (-1) may be */
@@ -95,11 +116,12 @@ static void test_members(void **state) {
   (void)state;
   for (size_t i = 0; i < TBE__FIG__COUNT; i++) {
     const tbe__figure *f = &tbe__figures[i];
+    if (f->calc) continue; /* no member */
     assert_int_equal(f->size, f->n * sizeof(int64_t));
     assert_true(f->offset + f->size <= struct_size(f->scope));
     for (size_t j = 0; j < i; j++) {
       const tbe__figure *g = &tbe__figures[j];
-      if (g->scope != f->scope) continue;
+      if (g->scope != f->scope || g->calc) continue;
       assert_string_not_equal(g->key, f->key);
       assert_true(g->offset + g->size <= f->offset || f->offset + f->size <= g->offset);
     }
@@ -181,13 +203,116 @@ static void test_merge(void **state) {
   assert_int_equal(sm.launch_median_ns, -1);
 }
 
+/* ---- every row, through the store and the reports ---- */
+
+static tbe_trace *import(const char *rel) {
+  tbe_trace *t = NULL;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  tbe_import_error err;
+  memset(&err, 0, sizeof err);
+  int rc = tbe_import_file(t, tu_data(rel), NULL, &err);
+  if (rc) print_message("import of %s failed: %s\n", rel, err.message);
+  assert_int_equal(rc, 0);
+  return t;
+}
+
+/* The object of `an` that row f of scope lives in: the all-GPU totals, the
+ * first step, the analysis. */
+static void *object_of(tbe_analysis *an, const tbe__figure *f) {
+  if (f->scope == TBE__FS_DEVICE) return &an->all;
+  if (f->scope == TBE__FS_STEP) return an->nsteps ? &an->steps[0] : NULL;
+  return an;
+}
+
+static char *render(tbe_analysis *an, int format) {
+  tbe_report_options o;
+  tbe_report_options_init(&o);
+  o.format = format;
+  o.width = 400; /* every column of the overview on one line */
+  char *s = NULL;
+  size_t n = 0;
+  assert_int_equal(tbe_report_summary(an, &o, &s, &n), 0);
+  return s;
+}
+
+static void must_hold(const char *out, const char *what, const char *text, const char *fmt) {
+  if (!strstr(out, text)) fail_msg("%s: %s output lacks %s", what, fmt, text);
+}
+
+static void test_every_row(void **state) {
+  (void)state;
+  tbe_trace *t = import("cli/small.trace.json");
+  tbe_analysis *an = NULL;
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  assert_true(an->nsteps > 0 && an->ndevices > 0);
+  /* A distinct value in every entry of every member row (a valid one for
+   * every unit: positive, inside the time range, a window that ends in it). */
+  for (size_t i = 0; i < TBE__FIG__COUNT; i++) {
+    const tbe__figure *f = &tbe__figures[i];
+    void *obj = object_of(an, f);
+    for (size_t k = 0; obj && !f->calc && k < f->n; k++) {
+      int64_t v = 1000000 + 1000 * (int64_t)i + (int64_t)k;
+      memcpy(tbe__fig_at(f, obj, k), &v, sizeof v);
+    }
+  }
+  void *buf = NULL;
+  size_t n = 0;
+  assert_int_equal(tbe_analysis_save(an, NULL, 0, &buf, &n, NULL), 0);
+  tbe_analysis *x = NULL;
+  tbe_analysis_load_error err;
+  int rc = tbe_analysis_load(&x, NULL, buf, n, NULL, &err);
+  if (rc) print_message("refused: %s\n", err.message);
+  assert_int_equal(rc, 0);
+  for (size_t i = 0; i < TBE__FIG__COUNT; i++) {
+    const tbe__figure *f = &tbe__figures[i];
+    const void *a = object_of(an, f), *b = object_of(x, f);
+    for (size_t k = 0; k < f->n; k++)
+      if (tbe__fig_real(f, a, k) != tbe__fig_real(f, b, k) ||
+          tbe__fig_u64(f, a, k) != tbe__fig_u64(f, b, k))
+        fail_msg("figure %s.%s[%zu]: saved %.17g, loaded %.17g", tbe__fig_scope_name(f->scope),
+                 f->key, k, tbe__fig_real(f, a, k), tbe__fig_real(f, b, k));
+  }
+  char *js = render(x, TBE_REPORT_JSON), *csv = render(x, TBE_REPORT_CSV);
+  char *md = render(x, TBE_REPORT_MARKDOWN), *tab = render(x, TBE_REPORT_TABLE);
+  for (size_t i = 0; i < TBE__FIG__COUNT; i++) {
+    const tbe__figure *f = &tbe__figures[i];
+    if (f->n != 1 || f->scope == TBE__FS_STEP || strncmp(f->key, "step_hint", 9) == 0) continue;
+    const void *obj = object_of(x, f);
+    char want[160], v[48];
+    double r = tbe__fig_real(f, obj, 0);
+    if (f->unit == TBE__FU_PCT)
+      snprintf(v, sizeof v, "%.3f", r);
+    else
+      snprintf(v, sizeof v, "%llu", (unsigned long long)tbe__fig_u64(f, obj, 0));
+    snprintf(want, sizeof want, "\"%s\":%s", f->key, v);
+    must_hold(js, f->key, want, "JSON");
+    if (!tbe__fig_listed(f)) continue;
+    must_hold(csv, f->key, f->key, "CSV");
+    snprintf(want, sizeof want, ",%s\n", v); /* the last column of the all-GPU row */
+    must_hold(csv, f->key, want, "CSV");
+    char cell[64];
+    tbe__fig_cell(cell, sizeof cell, f, obj);
+    snprintf(want, sizeof want, " %s |", cell);
+    must_hold(md, f->key, want, "Markdown");
+    must_hold(md, f->key, f->label, "Markdown");
+    must_hold(tab, f->key, f->label, "table");
+    must_hold(tab, f->key, cell, "table");
+  }
+  tbe_report_free(js, strlen(js), NULL);
+  tbe_report_free(csv, strlen(csv), NULL);
+  tbe_report_free(md, strlen(md), NULL);
+  tbe_report_free(tab, strlen(tab), NULL);
+  tbe_analysis_free(x);
+  tbe_analysis_save_free(buf, n, NULL);
+  tbe_analysis_free(an);
+  tbe_trace_free(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_rows),
-      cmocka_unit_test(test_keys_are_file_fields),
-      cmocka_unit_test(test_members),
-      cmocka_unit_test(test_accessors),
-      cmocka_unit_test(test_merge),
+      cmocka_unit_test(test_rows),    cmocka_unit_test(test_keys_are_file_fields),
+      cmocka_unit_test(test_members), cmocka_unit_test(test_accessors),
+      cmocka_unit_test(test_merge),   cmocka_unit_test(test_every_row),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

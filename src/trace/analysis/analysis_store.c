@@ -178,7 +178,17 @@ static void save_figures(save_scratch *s, void *m, uint32_t scope, const void *o
     if (f->scope != scope) continue;
     const ProtobufCFieldDescriptor *fd = fig_field(f);
     void *v = tbe__fig_at(f, obj, 0);
-    if (fd && fd->label == PROTOBUF_C_LABEL_REPEATED) {
+    if (f->calc) { /* computed: saved for other readers, computed again on load */
+      double *r = carve(s, 1, sizeof *r);
+      if (!r) return;
+      *r = f->calc(obj);
+      tbexport__figure__init(&kf[k]);
+      kf[k].key = text_of(f->key);
+      kf[k].n_real = 1;
+      kf[k].real = r;
+      kp[k] = &kf[k];
+      k++;
+    } else if (fd && fd->label == PROTOBUF_C_LABEL_REPEATED) {
       *(size_t *)msg_at(m, fd->quantifier_offset) = f->n;
       *(void **)msg_at(m, fd->offset) = v;
     } else if (fd) {
@@ -324,7 +334,7 @@ int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources
     size_t nk = keyed_rows(sc), nm = sc == TBE__FS_DEVICE ? an->ndevices + 1
                                      : sc == TBE__FS_STEP ? an->nsteps
                                                           : 1;
-    if (nk) need += nm * (SZ(nk, PFigure) + SZ(nk, PFigure *));
+    if (nk) need += nm * (SZ(nk, PFigure) + SZ(nk, PFigure *) + nk * SZ(1, double));
   }
   /* the metric means: two arrays per message that has them */
   size_t nmsg = an->ndevices + 1 + an->nsteps, nker = an->ngroups[TBE_GROUP_KERNEL];
@@ -653,7 +663,7 @@ static void check_fig_layout(loader *L, const void *m, uint32_t scope, const cha
   }
   for (size_t i = 0; i < TBE__FIG__COUNT && !L->rc; i++) {
     const tbe__figure *f = &tbe__figures[i];
-    const PFigure *e = f->scope == scope && !fig_field(f) ? keyed_find(m, f) : NULL;
+    const PFigure *e = f->scope == scope && !f->calc && !fig_field(f) ? keyed_find(m, f) : NULL;
     if (!e) continue;
     snprintf(fl, sizeof fl, "%s.figures[%s].value", where, f->key);
     check_count(L, e->n_value, f->n, fl);
@@ -913,7 +923,7 @@ static void check_nums(loader *L, const uint64_t *v, const char *const *names, s
 static void check_fig_ranges(loader *L, const void *m, uint32_t scope, const char *where) {
   for (size_t i = 0; i < TBE__FIG__COUNT && !L->rc; i++) {
     const tbe__figure *f = &tbe__figures[i];
-    if (f->scope != scope) continue;
+    if (f->scope != scope || f->calc) continue; /* computed rows are not read */
     const ProtobufCFieldDescriptor *fd = fig_field(f);
     const void *v;
     size_t n = 1;
@@ -1030,7 +1040,7 @@ static const char *text(builder *B, tbe_str id) { return tbe_trace_str(B->t, id)
 static void load_figures(void *obj, const void *m, uint32_t scope) {
   for (size_t i = 0; i < TBE__FIG__COUNT; i++) {
     const tbe__figure *f = &tbe__figures[i];
-    if (f->scope != scope) continue;
+    if (f->scope != scope || f->calc) continue; /* computed from the others */
     const ProtobufCFieldDescriptor *fd = fig_field(f);
     void *to = tbe__fig_at(f, obj, 0);
     if (fd && fd->label == PROTOBUF_C_LABEL_REPEATED) {

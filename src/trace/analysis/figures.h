@@ -7,7 +7,11 @@
  * from one list; the code that stores, checks, merges, compares and shows
  * figures loops over the rows instead of naming fields one by one.
  *
- * A row is X(id, scope, key, label, unit, merge, diff, member, n):
+ * A row is X(id, scope, key, label, unit, merge, diff, member, n), or
+ * C(id, scope, key, label, unit, merge, diff, calc) for a figure computed
+ * from the others of its struct by the function calc (figures.c, "computed
+ * figures"): saved (in the `figures` list), never loaded (computed again
+ * from what was), merged by computing it from the merged figures.
  *   id      TBE__FIG_<id>, the row's index in tbe__figures;
  *   scope   DEVICE, STEP or ANALYSIS: the struct the value lives in;
  *   key     its name in the analysis file (proto/tbexport/analysis.proto:
@@ -25,6 +29,17 @@
  *   member  the field of the scope's struct holding it;
  *   n       1, or the length of the member's array (per copy direction,
  *           per kernel class).
+ *
+ * Where reports show a row: the rows up to TBE__FIG_AN_OP_GPU existed
+ * before the table, and each report prints them in its own established
+ * place and order (hand-written: their outputs are byte for byte those of
+ * before).  Rows are appended at the end of the list; every row from
+ * TBE__FIG_LISTED on of the DEVICE scope is printed by the reports' loops
+ * over the table, in every format: a row of the GPU overview (table), a
+ * column of the device tables (Markdown, CSV), a member of each device
+ * (JSON), and a scalar of each device in TensorBoard; and saved by key
+ * (analysis_store.c).  A new figure is therefore one row here plus its
+ * computation.
  *
  * Invariants (test/unit/test_figures.c checks them, so a row that breaks
  * one fails there, not in a report):
@@ -66,6 +81,7 @@ typedef enum tbe__fig_unit {
   TBE__FU_COUNT = 3,  /* a count: fits int64_t (stored as uint64_t) */
   TBE__FU_BYTES = 4,  /* bytes: any uint64_t (sums saturate) */
   TBE__FU_NUMBER = 5, /* a number the trace gives (a step's): any int64_t */
+  TBE__FU_PCT = 6,    /* a share in percent (double): computed rows only */
   TBE__FU__COUNT
 } tbe__fig_unit;
 
@@ -93,7 +109,7 @@ typedef enum tbe__fig_diff {
 
 /* ---- the rows ---- */
 
-#define TBE__FIGURES(X)                                                                            \
+#define TBE__FIGURES(X, C)                                                                         \
   /* a GPU (and all GPUs together) */                                                              \
   X(DEV_WALL, DEVICE, "wall_ns", "wall time", NS, SUM, LOWER, wall_ns, 1)                          \
   X(DEV_BUSY, DEVICE, "busy_ns", "GPU busy", NS, SUM, EITHER, busy_ns, 1)                          \
@@ -163,10 +179,15 @@ typedef enum tbe__fig_diff {
 
 typedef enum tbe__fig_id {
 #define TBE__FIG_ENUM(id, scope, key, label, unit, merge, diff, member, n) TBE__FIG_##id,
-  TBE__FIGURES(TBE__FIG_ENUM)
+#define TBE__FIG_ENUMC(id, scope, key, label, unit, merge, diff, calc) TBE__FIG_##id,
+  TBE__FIGURES(TBE__FIG_ENUM, TBE__FIG_ENUMC)
 #undef TBE__FIG_ENUM
+#undef TBE__FIG_ENUMC
       TBE__FIG__COUNT
 } tbe__fig_id;
+
+/* The first row the reports print from the table (above). */
+#define TBE__FIG_LISTED (TBE__FIG_AN_OP_GPU + 1)
 
 /* One row. */
 typedef struct tbe__figure {
@@ -180,6 +201,8 @@ typedef struct tbe__figure {
   size_t offset;  /* of the member in the scope's struct */
   size_t size;    /* of the member (all n entries) */
   size_t n;       /* entries */
+  /* computed rows: the value from the struct; NULL for a member */
+  double (*calc)(const void *obj);
 } tbe__figure;
 
 /* The table, indexed by tbe__fig_id. */
@@ -189,10 +212,13 @@ extern const tbe__figure tbe__figures[TBE__FIG__COUNT];
 
 /* The row of `key` in `scope`, NULL when none. */
 const tbe__figure *tbe__figure_by_key(tbe__fig_scope scope, const char *key);
+/* The value of entry k as a real number: a computed row's, else the
+ * member's (NaN for an unknown median). */
+double tbe__fig_real(const tbe__figure *f, const void *obj, size_t k);
 /* 1 when the unit's values are uint64_t (counts, bytes), 0 for int64_t. */
 int tbe__fig_unsigned(const tbe__figure *f);
 /* The static words "device", "step", "analysis"; "ns", "ns_or_unknown",
- * "time_ns", "count", "bytes", "number"; "sum", "max", "min", "unknown",
+ * "time_ns", "count", "bytes", "number", "pct"; "sum", "max", "min", "unknown",
  * "own"; "none", "lower", "higher", "either" ("?" out of range). */
 const char *tbe__fig_scope_name(uint32_t s);
 const char *tbe__fig_unit_name(uint32_t u);

@@ -524,6 +524,17 @@ static void device_scalars(ew *e, const char *prefix, const tbe_device_stats *d)
   if (d->launch_overhead_median_ns >= 0)
     S("launch_overhead_us", (double)d->launch_overhead_median_ns / 1e3);
   if (d->queue_delay_median_ns >= 0) S("queue_delay_us", (double)d->queue_delay_median_ns / 1e3);
+  for (size_t i = TBE__FIG_LISTED; i < TBE__FIG__COUNT; i++) { /* from the table */
+    const tbe__figure *f = &tbe__figures[i];
+    double v = tbe__fig_real(f, d, 0);
+    if (!tbe__fig_listed(f) || isnan(v)) continue;
+    /* durations in ms, as the scalars above: "<key without _ns>_ms" */
+    size_t kl = strlen(f->key);
+    int dur = (f->unit == TBE__FU_NS || f->unit == TBE__FU_NS_OPT) && kl > 3 &&
+              strcmp(f->key + kl - 3, "_ns") == 0;
+    fmt(tag, sizeof tag, "%s/%.*s%s", prefix, (int)(dur ? kl - 3 : kl), f->key, dur ? "_ms" : "");
+    scalar(e, tag, dur ? v / 1e6 : v, 0);
+  }
   for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
     if (!d->class_count[k]) continue;
     fmt(tag, sizeof tag, "%s/class/%s_ms", prefix, tbe_kernel_class_name(k));

@@ -21,6 +21,7 @@
  * the helpers they share and the name shortening. */
 #include "trace/report/report.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -503,3 +504,48 @@ int tbe__report_options(const tbe_report_options *o, tbe_report_options *oo) {
 }
 
 int tbe__report_finish(tbe__buf *b, char **out, size_t *len) { return finish(b, out, len); }
+
+/* ---- figures printed from the table ---- */
+
+int tbe__fig_listed(const tbe__figure *f) {
+  return f->id >= TBE__FIG_LISTED && f->scope == TBE__FS_DEVICE && f->n == 1;
+}
+
+void tbe__fig_cell(char *buf, size_t size, const tbe__figure *f, const void *obj) {
+  double r = tbe__fig_real(f, obj, 0);
+  if (isnan(r))
+    snprintf(buf, size, "-");
+  else if (f->unit == TBE__FU_PCT)
+    snprintf(buf, size, "%.1f%%", r);
+  else if (f->unit == TBE__FU_NS || f->unit == TBE__FU_NS_OPT)
+    tbe__fmt_dur(buf, size, tbe__fig_i64(f, obj, 0));
+  else if (tbe__fig_unsigned(f))
+    snprintf(buf, size, "%llu", (unsigned long long)tbe__fig_u64(f, obj, 0));
+  else
+    snprintf(buf, size, "%lld", (long long)tbe__fig_i64(f, obj, 0));
+}
+
+/* The value as JSON and CSV write it: NULL when unknown. */
+static const char *fig_raw(char *buf, size_t size, const tbe__figure *f, const void *obj) {
+  double r = tbe__fig_real(f, obj, 0);
+  if (isnan(r)) return NULL;
+  if (f->unit == TBE__FU_PCT)
+    snprintf(buf, size, "%.3f", r);
+  else if (tbe__fig_unsigned(f))
+    snprintf(buf, size, "%llu", (unsigned long long)tbe__fig_u64(f, obj, 0));
+  else
+    snprintf(buf, size, "%lld", (long long)tbe__fig_i64(f, obj, 0));
+  return buf;
+}
+
+void tbe__fig_json(tbe__buf *b, const tbe__figure *f, const void *obj) {
+  char v[48];
+  const char *s = fig_raw(v, sizeof v, f, obj);
+  tbe__buf_puts(b, s ? s : "null");
+}
+
+void tbe__fig_csv(tbe__buf *b, const tbe__figure *f, const void *obj) {
+  char v[48];
+  const char *s = fig_raw(v, sizeof v, f, obj);
+  if (s) tbe__buf_puts(b, s);
+}

@@ -13,6 +13,7 @@
 
 #include "common/buf.h"
 #include "tbexport/analysis.h"
+#include "trace/analysis/figures.h"
 
 /* Formats a duration with a unit chosen by size: "850ns", "12.345us",
  * "1.234ms", "2.500s" (3 decimals, integer arithmetic only, so the output
@@ -79,6 +80,21 @@ void tbe__md_kernels(tbe__buf *b, const tbe_analysis *an, size_t top, int wide);
  * `width`, characters other than [A-Za-z0-9_.:-] replaced by '_', runs of
  * '_' collapsed, never empty.  Returns the length. */
 size_t tbe__tag_component(const char *name, size_t width, char *buf, size_t size);
+
+/* ---- figures printed from the table (trace/analysis/figures.h) ----
+ * The single-entry DEVICE rows from TBE__FIG_LISTED on: every format
+ * prints them by looping over the table (tbe__overview, the Markdown and
+ * CSV device tables, the JSON devices, the events exporter's device
+ * scalars), after the figures each prints in its own place. */
+
+/* 1 when row f is one of them. */
+int tbe__fig_listed(const tbe__figure *f);
+/* Its value in `obj` as a table cell ("1.234ms", "12", "12.5%", "-" when
+ * unknown), as a JSON value (null when unknown) and as a CSV field (empty
+ * when unknown). */
+void tbe__fig_cell(char *buf, size_t size, const tbe__figure *f, const void *obj);
+void tbe__fig_json(tbe__buf *b, const tbe__figure *f, const void *obj);
+void tbe__fig_csv(tbe__buf *b, const tbe__figure *f, const void *obj);
 
 /* ---- the format table ----
  * A row per output format, indexed by TBE_REPORT_* (table, CSV, JSON,
