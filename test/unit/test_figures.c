@@ -25,7 +25,8 @@
  *     (under its key); the rows the reports print from the table
  *     (tbe__fig_listed) show the same value in the CSV device section
  *     under their key, in the Markdown device table and in the terminal
- *     overview under their label.
+ *     overview under their label, and, with a diff rule, in the overall
+ *     comparison of a diff in all four formats.
  * What must never happen: a row stored where a file without it would
  * read as a wrong 0, or two rows reading the same field. */
 #include <setjmp.h>
@@ -250,9 +251,14 @@ static void test_every_row(void **state) {
   for (size_t i = 0; i < TBE__FIG__COUNT; i++) {
     const tbe__figure *f = &tbe__figures[i];
     void *obj = object_of(an, f);
-    for (size_t k = 0; obj && !f->calc && k < f->n; k++) {
-      int64_t v = 1000000 + 1000 * (int64_t)i + (int64_t)k;
-      memcpy(tbe__fig_at(f, obj, k), &v, sizeof v);
+    /* every GPU the same as all of them: whichever column a format shows */
+    for (size_t g = 0; g <= (f->scope == TBE__FS_DEVICE ? an->ndevices : 0); g++) {
+      if (f->scope == TBE__FS_DEVICE && g < an->ndevices) obj = &an->devices[g];
+      else obj = object_of(an, f);
+      for (size_t k = 0; obj && !f->calc && k < f->n; k++) {
+        int64_t v = 1000000 + 1000 * (int64_t)i + (int64_t)k;
+        memcpy(tbe__fig_at(f, obj, k), &v, sizeof v);
+      }
     }
   }
   void *buf = NULL;
@@ -297,6 +303,29 @@ static void test_every_row(void **state) {
     must_hold(md, f->key, f->label, "Markdown");
     must_hold(tab, f->key, f->label, "table");
     must_hold(tab, f->key, cell, "table");
+    if (f->diff == TBE__FD_NONE) continue;
+    /* compared: the same value on both sides of a comparison with itself */
+    tbe_diff *d = NULL;
+    assert_int_equal(tbe_diff_create(&d, x, x, NULL), 0);
+    for (int fmt = 0; fmt < 4; fmt++) {
+      tbe_report_options o;
+      tbe_report_options_init(&o);
+      o.format = fmt;
+      char *s = NULL;
+      size_t sn = 0;
+      assert_int_equal(tbe_report_diff(d, &o, &s, &sn), 0);
+      if (fmt == TBE_REPORT_JSON)
+        snprintf(want, sizeof want, "\"%s\":[%s,%s]", f->key, v, v);
+      else if (fmt == TBE_REPORT_CSV)
+        snprintf(want, sizeof want, "overall,%s,%s,%s,", f->key, v, v);
+      else
+        snprintf(want, sizeof want, "%s", cell);
+      must_hold(s, f->key, want, "diff");
+      if (fmt == TBE_REPORT_MARKDOWN || fmt == TBE_REPORT_TABLE)
+        must_hold(s, f->key, f->label, "diff");
+      tbe_report_free(s, sn, NULL);
+    }
+    tbe_diff_free(d);
   }
   tbe_report_free(js, strlen(js), NULL);
   tbe_report_free(csv, strlen(csv), NULL);

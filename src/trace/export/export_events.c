@@ -1616,6 +1616,14 @@ static int diff_body(void *ctx, tbe__sink *out, const char *name) {
     RATIO("kernel_time_ratio", d->kernel_ns[0], d->kernel_ns[1]);
     if (d->nsteps[0] && d->nsteps[1])
       RATIO("step_time_ratio", d->step_median_ns[0], d->step_median_ns[1]);
+    for (size_t i = TBE__FIG_LISTED; i < TBE__FIG__COUNT && d->side[0] && d->side[1]; i++) {
+      const tbe__figure *f = &tbe__figures[i]; /* from the table: "<key>_ratio" */
+      if (!tbe__fig_listed(f) || f->diff == TBE__FD_NONE) continue;
+      double b = tbe__fig_real(f, &d->side[0]->all, 0), v = tbe__fig_real(f, &d->side[1]->all, 0);
+      if (!(b > 0) || isnan(v)) continue;
+      fmt(tag, sizeof tag, "diff/%s/%s_ratio", label, f->key);
+      scalar(&e, tag, v / b, 0);
+    }
   }
 #undef RATIO
   size_t n = j->ratios ? d->nentries[TBE_GROUP_KERNEL] : 0;
