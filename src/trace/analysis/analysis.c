@@ -63,16 +63,7 @@ typedef struct open_entry {
   uint32_t slot;
 } open_entry;
 
-typedef struct priv {
-  int64_t *step_pool;
-  tbe__intern labels;  /* labels of grouped ranges (the entries' label points here) */
-  /* A loaded analysis (analysis_store.c): the trace holding its strings,
-   * and one block of its own (the stamp's sources); freed with it. */
-  tbe_trace *owned_trace;
-  void *owned_mem;
-  void *metric_block[2]; /* analysis_metrics.c's allocations */
-  void *ops_block[TBE__OPS_BLOCKS]; /* the operator figures' (analysis_int.h) */
-} priv;
+typedef tbe__analysis_priv priv; /* analysis_int.h; made and freed by analysis_life.c */
 
 typedef struct scratch {
   const tbe_allocator *a;
@@ -1213,12 +1204,10 @@ int tbe_analysis_create(tbe_analysis **out, const tbe_trace *t, const tbe_alloca
   an->host = "";
   an->pid = -1;
   an->rank = -1;
-  an->priv_ = tbe__calloc(&an->alloc_, 1, sizeof(priv));
-  if (!an->priv_) {
+  if (!(an->priv_ = tbe__analysis_priv_new(&an->alloc_))) {
     tbe__free(&an->alloc_, an);
     return TBE_ENOMEM;
   }
-  tbe__intern_init(&((priv *)an->priv_)->labels, &an->alloc_, TBE__SEED_PROCESS);
   scratch s;
   scratch_init(&s, &an->alloc_);
   int rc = run(an, &s);
@@ -1229,74 +1218,6 @@ int tbe_analysis_create(tbe_analysis **out, const tbe_trace *t, const tbe_alloca
   }
   *out = an;
   return 0;
-}
-
-int tbe__analysis_blank(tbe_analysis **out, const tbe_allocator *a) {
-  tbe_allocator al;
-  tbe__allocator_init(&al, a);
-  tbe_analysis *an = tbe__calloc(&al, 1, sizeof *an);
-  if (!an) return TBE_ENOMEM;
-  an->alloc_ = al;
-  an->priv_ = tbe__calloc(&an->alloc_, 1, sizeof(priv));
-  if (!an->priv_) {
-    tbe__free(&al, an);
-    return TBE_ENOMEM;
-  }
-  tbe__intern_init(&((priv *)an->priv_)->labels, &an->alloc_, TBE__SEED_PROCESS);
-  an->all.device = -1;
-  an->all.launch_median_ns = -1;
-  an->all.launch_overhead_median_ns = -1;
-  an->all.queue_delay_median_ns = -1;
-  an->host = "";
-  an->pid = -1;
-  an->rank = -1;
-  an->step_dist.median_ns = an->step_dist.q1_ns = an->step_dist.q3_ns = -1;
-  an->step_dist.min_ns = an->step_dist.max_ns = -1;
-  *out = an;
-  return 0;
-}
-
-void **tbe__analysis_metric_block(tbe_analysis *an, int i) {
-  return &((priv *)an->priv_)->metric_block[i & 1];
-}
-
-void **tbe__analysis_ops_block(tbe_analysis *an, int i) {
-  return &((priv *)an->priv_)->ops_block[(unsigned)i < TBE__OPS_BLOCKS ? i : 0];
-}
-
-int64_t *tbe__analysis_pool(tbe_analysis *an, size_t n) {
-  priv *p = an->priv_;
-  if (p->step_pool || n == 0) return NULL;
-  p->step_pool = tbe__calloc(&an->alloc_, n, sizeof(int64_t));
-  return p->step_pool;
-}
-
-void tbe__analysis_adopt(tbe_analysis *an, tbe_trace *t, void *mem) {
-  priv *p = an->priv_;
-  p->owned_trace = t;
-  p->owned_mem = mem;
-  an->trace = t;
-}
-
-void tbe_analysis_free(tbe_analysis *an) {
-  if (!an) return;
-  tbe_allocator al = an->alloc_;
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) tbe__free(&al, an->groups[g]);
-  tbe__free(&al, an->devices);
-  tbe__free(&al, an->steps);
-  tbe__free(&al, an->advice);
-  tbe__free(&al, an->launch_seq);
-  if (an->priv_) {
-    tbe__free(&al, ((priv *)an->priv_)->step_pool);
-    tbe__free(&al, ((priv *)an->priv_)->metric_block[0]);
-    tbe__free(&al, ((priv *)an->priv_)->metric_block[1]);
-    for (int i = 0; i < TBE__OPS_BLOCKS; i++) tbe__free(&al, ((priv *)an->priv_)->ops_block[i]);
-    tbe__intern_deinit(&((priv *)an->priv_)->labels);
-    tbe_trace_free(((priv *)an->priv_)->owned_trace);
-    tbe__free(&al, ((priv *)an->priv_)->owned_mem);
-  }
-  tbe__free(&al, an->priv_);
-  tbe__free(&al, an);
 }
 
 typedef struct sort_ctx {
