@@ -106,15 +106,12 @@ typedef struct tbe__report_format {
   const char *name;
   void (*summary)(tbe__buf *b, tbe_analysis *an, const tbe_report_options *o);
   void (*diff)(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o);
-  /* the overall figures and the name tables of a diff, also under a run
-   * diff's hosts */
-  void (*diff_overall)(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o);
-  void (*diff_names)(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o);
   void (*run)(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options *o);
   void (*run_diff)(tbe__buf *b, const tbe_run_diff *d, const tbe_report_options *o);
 } tbe__report_format;
 
-/* The row of format `f` (checked by tbe__report_options). */
+/* The row of format `f` (checked by tbe__report_options; report_api.c,
+ * the folder's top: only the entry points there dispatch on it). */
 const tbe__report_format *tbe__report_format_of(int f);
 
 /* The rows' renderers: report_summary.c, report_diff.c, report_run.c. */

@@ -389,8 +389,29 @@ void tbe__rep_overall_table(tbe__buf *b, const tbe_diff *d, const tbe_report_opt
               o->width);
 }
 
+/* The parts of a diff that a run diff shows too, per format: its own
+ * small table (report_api.c's format table is above this file). */
+typedef struct diff_parts {
+  void (*overall)(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o);
+  void (*names)(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o);
+} diff_parts;
+
+#define PARTS(fmt) \
+  { tbe__rep_overall_##fmt, tbe__rep_names_##fmt }
+static const diff_parts PARTS_OF[] = {
+    [TBE_REPORT_TABLE] = PARTS(table),
+    [TBE_REPORT_CSV] = PARTS(csv),
+    [TBE_REPORT_JSON] = PARTS(json),
+    [TBE_REPORT_MARKDOWN] = PARTS(md),
+};
+#undef PARTS
+
+static const diff_parts *diff_part(int f) {
+  return (unsigned)f < sizeof PARTS_OF / sizeof PARTS_OF[0] ? &PARTS_OF[f] : &PARTS_OF[0];
+}
+
 void tbe__diff_overall(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
-  tbe__report_format_of(o->format)->diff_overall(b, d, o);
+  diff_part(o->format)->overall(b, d, o);
 }
 
 /* The tables a diff shows: kernels, the operators (by shape when asked
@@ -753,7 +774,7 @@ void tbe__rep_names_json(tbe__buf *b, const tbe_diff *d, const tbe_report_option
 }
 
 void tbe__diff_names(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
-  tbe__report_format_of(o->format)->diff_names(b, d, o);
+  diff_part(o->format)->names(b, d, o);
 }
 
 void tbe__rep_diff_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
@@ -796,19 +817,4 @@ void tbe__rep_diff_json(tbe__buf *b, const tbe_diff *d, const tbe_report_options
   tbe__diff_names(b, d, o);
   tbe__metrics_diff(b, d, o);
   tbe__buf_puts(b, "}\n");
-}
-
-
-int tbe_report_diff(const tbe_diff *d, const tbe_report_options *o, char **out, size_t *len) {
-  if (!out) return TBE_EINVAL;
-  *out = NULL;
-  if (!d) return TBE_EINVAL;
-  tbe_report_options oo;
-  if (tbe__report_options(o, &oo)) return TBE_EINVAL;
-  tbe_allocator al;
-  tbe__allocator_init(&al, oo.allocator);
-  tbe__buf b;
-  tbe__buf_init(&b, &al);
-  tbe__report_format_of(oo.format)->diff(&b, d, &oo);
-  return tbe__report_finish(&b, out, len);
 }

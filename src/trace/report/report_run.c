@@ -942,26 +942,6 @@ void tbe__rep_run_json(tbe__buf *b, tbe_run_analysis *r, const tbe_report_option
   tbe__buf_puts(b, "]}\n");
 }
 
-int tbe_report_run(tbe_run_analysis *r, const tbe_report_options *o, char **out, size_t *len) {
-  if (!out) return TBE_EINVAL;
-  *out = NULL;
-  if (!r || !r->nhosts) return TBE_EINVAL;
-  tbe_report_options oo;
-  if (tbe__report_options(o, &oo)) return TBE_EINVAL;
-  if (r->nhosts == 1) return tbe_report_summary(r->hosts[0].an, &oo, out, len);
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
-    tbe_analysis_sort(r->total, (tbe_group_kind)g, (tbe_sort_key)oo.sort);
-    for (size_t i = 0; i < r->nhosts; i++)
-      tbe_analysis_sort(r->hosts[i].an, (tbe_group_kind)g, (tbe_sort_key)oo.sort);
-  }
-  tbe_allocator al;
-  tbe__allocator_init(&al, oo.allocator);
-  tbe__buf b;
-  tbe__buf_init(&b, &al);
-  tbe__report_format_of(oo.format)->run(&b, r, &oo);
-  return tbe__report_finish(&b, out, len);
-}
-
 /* ---- diff of two runs ---- */
 
 static const char *pair_label(const tbe_run_diff *d, const tbe_host_diff *p, char *buf,
@@ -1379,21 +1359,4 @@ void tbe__rep_run_diff_md(tbe__buf *b, const tbe_run_diff *d, const tbe_report_o
   else hosts_diff_md(b, d, o);
   tbe__diff_names(b, d->total, o);
   tbe__metrics_diff(b, d->total, o);
-}
-
-int tbe_report_run_diff(const tbe_run_diff *d, const tbe_report_options *o, char **out,
-                        size_t *len) {
-  if (!out) return TBE_EINVAL;
-  *out = NULL;
-  if (!d) return TBE_EINVAL;
-  tbe_report_options oo;
-  if (tbe__report_options(o, &oo)) return TBE_EINVAL;
-  if (d->side[0]->nhosts == 1 && d->side[1]->nhosts == 1)
-    return tbe_report_diff(d->total, &oo, out, len);
-  tbe_allocator al;
-  tbe__allocator_init(&al, oo.allocator);
-  tbe__buf b;
-  tbe__buf_init(&b, &al);
-  tbe__report_format_of(oo.format)->run_diff(&b, d, &oo);
-  return tbe__report_finish(&b, out, len);
 }
