@@ -138,6 +138,18 @@ TBE__REP_FORMAT(md)
  * form escapes. */
 void tbe__shell_word(tbe__buf *b, const char *s);
 
+/* ---- runs (report_run.c, report_run_diff.c) ---- */
+
+/* The compact rule of per-host tables (report_run.c states it): every
+ * host up to TBE__RUN_ROWS_ALL; a diff beyond keeps the
+ * TBE__RUN_ROWS_CHANGED pairs whose step time changed most. */
+#define TBE__RUN_ROWS_ALL 32
+#define TBE__RUN_ROWS_CHANGED 10
+/* A host's label, "(unnamed)" when it has none. */
+static inline const char *tbe__host_label(const tbe_run_host *h) {
+  return h->label && h->label[0] ? h->label : "(unnamed)";
+}
+
 /* ---- parts of the summary ---- */
 
 /* One column of the GPU overview: its figures, header and device name
