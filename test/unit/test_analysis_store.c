@@ -51,8 +51,10 @@
 
 #include <cmocka.h>
 
+#include "common/crc32c.h"
 #include "tbexport.h"
 #include "tbexport/analysis.h"
+#include "tbexport/analysis.pb-c.h"
 #include "testutil.h"
 
 static const char *const FILES[] = {
@@ -412,6 +414,83 @@ static void test_count_named(void **state) {
   assert_non_null(strstr(err.message, "Analysis.step_dist.n"));
   tbe_analysis_save_free(buf, n, NULL);
   an->nsteps = steps;
+  tbe_analysis_free(an);
+  tbe_trace_free(t);
+}
+
+/* ---- figures by key ----
+ * A figure newer than the schema is an entry of its message's `figures`
+ * list under its key (analysis.proto).  A reader skips keys it does not
+ * know: a file of a newer writer with such entries loads and renders
+ * exactly as without them; a key that is not text is refused, naming
+ * the entry. */
+
+/* The file `buf` (n bytes) with `add` added to the figures of Analysis.all
+ * and of the first step, re-packed with its checksum; *out / *len. */
+static void with_keyed(const uint8_t *buf, size_t n, Tbexport__Figure *add, uint8_t **out,
+                       size_t *len) {
+  Tbexport__AnalysisFile *f = tbexport__analysis_file__unpack(NULL, n, buf);
+  assert_non_null(f);
+  f->crc32c = 0; /* written by hand after the message */
+  Tbexport__Figure *list[1] = {add};
+  Tbexport__Device *all = f->analysis->all;
+  Tbexport__Step *st = f->analysis->steps[0];
+  all->n_figures = st->n_figures = 1;
+  all->figures = st->figures = list;
+  size_t m = tbexport__analysis_file__get_packed_size(f);
+  uint8_t *b = malloc(m + 5);
+  assert_non_null(b);
+  assert_int_equal(tbexport__analysis_file__pack(f, b), m);
+  all->n_figures = st->n_figures = 0;
+  all->figures = st->figures = NULL;
+  tbexport__analysis_file__free_unpacked(f, NULL);
+  uint32_t c = tbe__crc32c(b, m);
+  b[m] = (5 << 3) | 5;
+  for (int i = 0; i < 4; i++) b[m + 1 + i] = (uint8_t)(c >> (8 * i));
+  *out = b;
+  *len = m + 5;
+}
+
+static void test_keyed_figures(void **state) {
+  (void)state;
+  tbe_trace *t = import("cli/small.trace.json");
+  tbe_analysis *an = NULL;
+  assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+  assert_true(an->nsteps > 0);
+  void *buf = NULL;
+  size_t n = 0;
+  assert_int_equal(tbe_analysis_save(an, SOURCES, 2, &buf, &n, NULL), 0);
+  int64_t vals[3] = {7, -3, 1 << 20};
+  Tbexport__Figure e = TBEXPORT__FIGURE__INIT;
+  e.key.data = (uint8_t *)"figure_of_a_newer_writer_ns";
+  e.key.len = strlen((const char *)e.key.data);
+  e.n_value = 3;
+  e.value = vals;
+  uint8_t *fb = NULL;
+  size_t fn = 0;
+  with_keyed(buf, n, &e, &fb, &fn);
+  assert_true(fn > n); /* the entries are in the file */
+  tbe_analysis *x = NULL, *y = NULL;
+  tbe_analysis_load_error err;
+  assert_int_equal(tbe_analysis_load(&x, NULL, buf, n, NULL, &err), 0);
+  int rc = tbe_analysis_load(&y, NULL, fb, fn, NULL, &err);
+  if (rc) print_message("refused: %s\n", err.message);
+  assert_int_equal(rc, 0);
+  same_analysis(x, y);
+  same_reports("unknown keyed figure", r_summary, x, y);
+  tbe_analysis_free(y);
+  free(fb);
+  /* a key holding a NUL byte is not text */
+  e.key.data = (uint8_t *)"bad\0key";
+  e.key.len = 7;
+  with_keyed(buf, n, &e, &fb, &fn);
+  y = NULL;
+  assert_int_equal(tbe_analysis_load(&y, NULL, fb, fn, NULL, &err), TBE_ECORRUPT);
+  assert_non_null(strstr(err.message, "Analysis.all.figures[0].key"));
+  assert_null(y);
+  free(fb);
+  tbe_analysis_free(x);
+  tbe_analysis_save_free(buf, n, NULL);
   tbe_analysis_free(an);
   tbe_trace_free(t);
 }
@@ -776,6 +855,7 @@ int main(void) {
       cmocka_unit_test(test_hostile),
       cmocka_unit_test(test_count_named),
       cmocka_unit_test(test_ranges_named),
+      cmocka_unit_test(test_keyed_figures),
       cmocka_unit_test(test_files),
       cmocka_unit_test(test_alloc_sweep),
   };

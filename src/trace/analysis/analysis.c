@@ -63,16 +63,7 @@ typedef struct open_entry {
   uint32_t slot;
 } open_entry;
 
-typedef struct priv {
-  int64_t *step_pool;
-  tbe__intern labels;  /* labels of grouped ranges (the entries' label points here) */
-  /* A loaded analysis (analysis_store.c): the trace holding its strings,
-   * and one block of its own (the stamp's sources); freed with it. */
-  tbe_trace *owned_trace;
-  void *owned_mem;
-  void *metric_block[2]; /* analysis_metrics.c's allocations */
-  void *ops_block[TBE__OPS_BLOCKS]; /* the operator figures' (analysis_int.h) */
-} priv;
+typedef tbe__analysis_priv priv; /* analysis_int.h; made and freed by analysis_life.c */
 
 typedef struct scratch {
   const tbe_allocator *a;
@@ -98,16 +89,6 @@ typedef struct scratch {
   size_t nk;
   tbe__ops *ops;           /* analysis_ops.c's */
 } scratch;
-
-const char *tbe_group_name(tbe_group_kind g) {
-  switch (g) {
-    case TBE_GROUP_KERNEL: return "kernels";
-    case TBE_GROUP_CPU_OP: return "cpu_ops";
-    case TBE_GROUP_RANGE: return "ranges";
-    case TBE_GROUP_CPU_OP_SHAPE: return "cpu_ops_by_shape";
-    default: return "unknown";
-  }
-}
 
 static int is_busy_kind(uint8_t k) {
   return k == TBE_EV_KERNEL || k == TBE_EV_MEMCPY || k == TBE_EV_MEMSET;
@@ -224,46 +205,6 @@ static int nest(tbe_analysis *an, scratch *s, tbe_group_kind g, uint32_t slot, i
   o->end = end;
   o->slot = slot;
   return 0;
-}
-
-/* The k-th smallest of v[0..n) by quickselect with a three-way partition
- * (permutes v so that v[0..k) <= v[k] <= v[k+1..n)).  k < n. */
-static int64_t select_kth(int64_t *v, size_t n, size_t k) {
-  size_t lo = 0, hi = n;
-  while (hi - lo > 1) {
-    int64_t a = v[lo], b = v[lo + (hi - lo) / 2], c = v[hi - 1];
-    int64_t pivot = (a < b) ? ((b < c) ? b : (a < c ? c : a)) : ((a < c) ? a : (b < c ? c : b));
-    size_t lt = lo, i = lo, gt = hi;
-    while (i < gt) {
-      int64_t x = v[i];
-      if (x < pivot) {
-        v[i++] = v[lt];
-        v[lt++] = x;
-      } else if (x > pivot) {
-        v[i] = v[--gt];
-        v[gt] = x;
-      } else {
-        i++;
-      }
-    }
-    if (k < lt) hi = lt;
-    else if (k >= gt) lo = gt;
-    else return pivot;
-  }
-  return v[k];
-}
-
-/* Median of v[0..n) (permutes v), n > 0: the middle element, or for even
- * n the mean of the two middle ones (rounded toward zero). */
-static int64_t median(int64_t *v, size_t n) {
-  size_t k = (n - 1) / 2;
-  int64_t a = select_kth(v, n, k);
-  if (n % 2) return a;
-  /* The upper middle is the smallest element after position k. */
-  int64_t b = v[k + 1];
-  for (size_t i = k + 2; i < n; i++)
-    if (v[i] < b) b = v[i];
-  return (int64_t)(((__int128)a + b) / 2); /* a + b may pass int64 */
 }
 
 /* ---- the k-way merge of GPU tracks ---- */
@@ -1020,11 +961,11 @@ static int grouped_medians(tbe_analysis *an, scratch *s, const uint32_t *key, si
       size_t lo = cnt[k], hi = cnt[k + 1];
       if (hi == lo) continue;
       for (size_t i = lo; i < hi; i++) by[i - lo] = fig[f][idx[i]];
-      out(an, k, f, median(by, hi - lo), hi - lo);
+      out(an, k, f, tbe__median_i64(by, hi - lo), hi - lo);
     }
     if (all) {
       for (size_t i = 0; i < s->nlat; i++) by[i] = fig[f][i];
-      out(an, nkeys, f, median(by, s->nlat), s->nlat);
+      out(an, nkeys, f, tbe__median_i64(by, s->nlat), s->nlat);
     }
   }
   tbe__free(s->a, cnt);
@@ -1213,12 +1154,10 @@ int tbe_analysis_create(tbe_analysis **out, const tbe_trace *t, const tbe_alloca
   an->host = "";
   an->pid = -1;
   an->rank = -1;
-  an->priv_ = tbe__calloc(&an->alloc_, 1, sizeof(priv));
-  if (!an->priv_) {
+  if (!(an->priv_ = tbe__analysis_priv_new(&an->alloc_))) {
     tbe__free(&an->alloc_, an);
     return TBE_ENOMEM;
   }
-  tbe__intern_init(&((priv *)an->priv_)->labels, &an->alloc_, TBE__SEED_PROCESS);
   scratch s;
   scratch_init(&s, &an->alloc_);
   int rc = run(an, &s);
@@ -1229,114 +1168,4 @@ int tbe_analysis_create(tbe_analysis **out, const tbe_trace *t, const tbe_alloca
   }
   *out = an;
   return 0;
-}
-
-int tbe__analysis_blank(tbe_analysis **out, const tbe_allocator *a) {
-  tbe_allocator al;
-  tbe__allocator_init(&al, a);
-  tbe_analysis *an = tbe__calloc(&al, 1, sizeof *an);
-  if (!an) return TBE_ENOMEM;
-  an->alloc_ = al;
-  an->priv_ = tbe__calloc(&an->alloc_, 1, sizeof(priv));
-  if (!an->priv_) {
-    tbe__free(&al, an);
-    return TBE_ENOMEM;
-  }
-  tbe__intern_init(&((priv *)an->priv_)->labels, &an->alloc_, TBE__SEED_PROCESS);
-  an->all.device = -1;
-  an->all.launch_median_ns = -1;
-  an->all.launch_overhead_median_ns = -1;
-  an->all.queue_delay_median_ns = -1;
-  an->host = "";
-  an->pid = -1;
-  an->rank = -1;
-  an->step_dist.median_ns = an->step_dist.q1_ns = an->step_dist.q3_ns = -1;
-  an->step_dist.min_ns = an->step_dist.max_ns = -1;
-  *out = an;
-  return 0;
-}
-
-void **tbe__analysis_metric_block(tbe_analysis *an, int i) {
-  return &((priv *)an->priv_)->metric_block[i & 1];
-}
-
-void **tbe__analysis_ops_block(tbe_analysis *an, int i) {
-  return &((priv *)an->priv_)->ops_block[(unsigned)i < TBE__OPS_BLOCKS ? i : 0];
-}
-
-int64_t *tbe__analysis_pool(tbe_analysis *an, size_t n) {
-  priv *p = an->priv_;
-  if (p->step_pool || n == 0) return NULL;
-  p->step_pool = tbe__calloc(&an->alloc_, n, sizeof(int64_t));
-  return p->step_pool;
-}
-
-void tbe__analysis_adopt(tbe_analysis *an, tbe_trace *t, void *mem) {
-  priv *p = an->priv_;
-  p->owned_trace = t;
-  p->owned_mem = mem;
-  an->trace = t;
-}
-
-void tbe_analysis_free(tbe_analysis *an) {
-  if (!an) return;
-  tbe_allocator al = an->alloc_;
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) tbe__free(&al, an->groups[g]);
-  tbe__free(&al, an->devices);
-  tbe__free(&al, an->steps);
-  tbe__free(&al, an->advice);
-  tbe__free(&al, an->launch_seq);
-  if (an->priv_) {
-    tbe__free(&al, ((priv *)an->priv_)->step_pool);
-    tbe__free(&al, ((priv *)an->priv_)->metric_block[0]);
-    tbe__free(&al, ((priv *)an->priv_)->metric_block[1]);
-    for (int i = 0; i < TBE__OPS_BLOCKS; i++) tbe__free(&al, ((priv *)an->priv_)->ops_block[i]);
-    tbe__intern_deinit(&((priv *)an->priv_)->labels);
-    tbe_trace_free(((priv *)an->priv_)->owned_trace);
-    tbe__free(&al, ((priv *)an->priv_)->owned_mem);
-  }
-  tbe__free(&al, an->priv_);
-  tbe__free(&al, an);
-}
-
-typedef struct sort_ctx {
-  const tbe_trace *t;
-  tbe_sort_key key;
-} sort_ctx;
-
-static int64_t sort_value(const tbe_name_stats *e, tbe_sort_key key) {
-  switch (key) {
-    case TBE_SORT_AVG: return e->calls ? e->total_ns / (int64_t)e->calls : 0;
-    case TBE_SORT_CALLS: return e->calls > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)e->calls;
-    case TBE_SORT_MAX: return e->max_ns;
-    case TBE_SORT_CUDA_TOTAL: return e->cuda_total_ns;
-    case TBE_SORT_SELF_CUDA: return e->self_cuda_ns;
-    case TBE_SORT_SELF: return e->self_ns;
-    default: return e->total_ns;
-  }
-}
-
-static int cmp_stats(const void *x, const void *y, void *ctx) {
-  const sort_ctx *c = ctx;
-  const tbe_name_stats *a = x, *b = y;
-  int64_t ka = sort_value(a, c->key), kb = sort_value(b, c->key);
-  if (ka != kb) return ka > kb ? -1 : 1;
-  if (a->total_ns != b->total_ns) return a->total_ns > b->total_ns ? -1 : 1;
-  int r = strcmp(a->label, b->label);
-  if (r || !a->shapes || !b->shapes) return r;
-  return strcmp(a->shapes, b->shapes);
-}
-
-tbe_sort_key tbe_analysis_sort_key(const tbe_analysis *an, tbe_group_kind g, tbe_sort_key key) {
-  int op = g == TBE_GROUP_CPU_OP || g == TBE_GROUP_CPU_OP_SHAPE;
-  if (key == TBE_SORT_DEFAULT)
-    return op && an && an->op_gpu_count ? TBE_SORT_CUDA_TOTAL : TBE_SORT_TOTAL;
-  if (!op && (key == TBE_SORT_CUDA_TOTAL || key == TBE_SORT_SELF_CUDA)) return TBE_SORT_TOTAL;
-  return (unsigned)key <= TBE_SORT_SELF ? key : TBE_SORT_TOTAL;
-}
-
-void tbe_analysis_sort(tbe_analysis *an, tbe_group_kind g, tbe_sort_key key) {
-  if (!an || (unsigned)g >= TBE_GROUP__COUNT || an->ngroups[g] < 2) return;
-  sort_ctx c = {an->trace, tbe_analysis_sort_key(an, g, key)};
-  qsort_r(an->groups[g], an->ngroups[g], sizeof(tbe_name_stats), cmp_stats, &c);
 }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/intern.h"
 #include "tbexport/analysis.h"
 
 /* Caps per-step per-name storage of one analysis (cells of int64). */
@@ -33,6 +34,22 @@ enum {
   TBE__OPS_BLOCKS = 3
 };
 void **tbe__analysis_ops_block(tbe_analysis *an, int i);
+
+/* The private part of every analysis (an->priv_), made by
+ * tbe__analysis_priv_new and freed with the analysis (analysis_life.c,
+ * the folder's bottom: it calls nothing above it). */
+typedef struct tbe__analysis_priv {
+  int64_t *step_pool;
+  tbe__intern labels; /* labels of grouped ranges (the entries' label points here) */
+  /* A loaded analysis (analysis_store.c): the trace holding its strings,
+   * and one block of its own (the stamp's sources); freed with it. */
+  tbe_trace *owned_trace;
+  void *owned_mem;
+  void *metric_block[2];            /* analysis_metrics.c's allocations */
+  void *ops_block[TBE__OPS_BLOCKS]; /* the operator figures' */
+} tbe__analysis_priv;
+/* A zeroed private part with its label table, NULL without memory. */
+tbe__analysis_priv *tbe__analysis_priv_new(const tbe_allocator *a);
 
 /* The operator figures (analysis_ops.c): self CUDA, CUDA total, kernels
  * and the launched lists of groups[TBE_GROUP_CPU_OP], the table

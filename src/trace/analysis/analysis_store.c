@@ -1,12 +1,7 @@
-/* analysis_store.c: one host's analysis as a file (tbe_analysis_save,
- * tbe_analysis_load; schema proto/tbexport/analysis.proto).
- *
- * Saving maps the analysis onto the generated protobuf-c messages without
- * copying its arrays (the messages point into the analysis; one scratch
- * block holds the message structs and pointer arrays) and packs them,
- * stamped with the format version, the analysis version of this code
- * (analysis_version.h) and the sources' keys the caller gives.  A file
- * over TBE_ANALYSIS_FILE_MAX is not made: no reader would take it.
+/* analysis_store.c: one host's analysis read back from its file
+ * (tbe_analysis_load, tbe_analysis_read; schema
+ * proto/tbexport/analysis.proto; the writer, tbe_analysis_save, is
+ * analysis_save.c, and what both share is analysis_store_int.h).
  *
  * The file ends with the CRC32C of all the bytes before it (field 5,
  * crc32c, written last by hand after the packed message).
@@ -65,384 +60,13 @@
 #include "trace/analysis/analysis_int.h"
 #include "trace/analysis/analysis_store.h"
 #include "trace/analysis/analysis_version.h"
-#include "tbexport/analysis.pb-c.h"
+#include "trace/analysis/analysis_store_int.h"
 
 /* Longest warning the model keeps (tbe_trace_warn formats into 512 bytes). */
 #define WARNING_MAX 511
 /* Longest text of any other field (names, host, producer): far beyond any
  * real name, small enough that a bad length is caught as such. */
 #define TEXT_MAX ((size_t)1 << 20)
-
-/* The checksum field (AnalysisFile.crc32c = 5, fixed32): its tag and its
- * size with the tag. */
-#define CRC_TAG ((5 << 3) | 5)
-#define CRC_FIELD 5
-
-typedef Tbexport__AnalysisFile PFile;
-typedef Tbexport__Analysis PAnalysis;
-typedef Tbexport__Device PDevice;
-typedef Tbexport__NameStats PName;
-typedef Tbexport__NameTable PTable;
-typedef Tbexport__Step PStep;
-typedef Tbexport__StepDist PDist;
-typedef Tbexport__Advice PAdvice;
-typedef Tbexport__SourceFile PSource;
-typedef Tbexport__OpKernel POpKernel;
-
-static ProtobufCBinaryData text_of(const char *s) {
-  ProtobufCBinaryData b;
-  b.len = s ? strlen(s) : 0;
-  b.data = (uint8_t *)(uintptr_t)(s ? s : "");
-  return b;
-}
-
-/* ---- saving ---- */
-
-/* The scratch of one save: every message struct and pointer array, carved
- * from one block. */
-typedef struct save_scratch {
-  char *p, *end;
-} save_scratch;
-
-static void *carve(save_scratch *s, size_t n, size_t size) {
-  size_t bytes = n * size;
-  bytes = (bytes + 15) & ~(size_t)15;
-  if ((size_t)(s->end - s->p) < bytes) return NULL; /* sized up front: cannot happen */
-  void *r = s->p;
-  s->p += bytes;
-  return r;
-}
-
-static void save_device(PDevice *m, const tbe_device_stats *d, const tbe_analysis *an) {
-  tbexport__device__init(m);
-  m->device = d->device;
-  m->has_name = d->name != 0 && an->trace != NULL;
-  m->name = text_of(m->has_name ? tbe_trace_str(an->trace, d->name) : "");
-  m->wall_ns = d->wall_ns;
-  m->busy_ns = d->busy_ns;
-  m->idle_ns = d->idle_ns;
-  m->kernel_ns = d->kernel_ns;
-  m->kernel_count = d->kernel_count;
-  m->short_kernels = d->short_kernels;
-  m->n_memcpy_ns = m->n_memcpy_count = m->n_memcpy_bytes = TBE_NCOPY_KINDS;
-  m->memcpy_ns = (int64_t *)(uintptr_t)d->memcpy_ns;
-  m->memcpy_count = (uint64_t *)(uintptr_t)d->memcpy_count;
-  m->memcpy_bytes = (uint64_t *)(uintptr_t)d->memcpy_bytes;
-  m->pageable_ns = d->pageable_ns;
-  m->pageable_count = d->pageable_count;
-  m->memset_ns = d->memset_ns;
-  m->memset_count = d->memset_count;
-  m->sync_ns = d->sync_ns;
-  m->sync_count = d->sync_count;
-  m->launch_median_ns = d->launch_median_ns;
-  m->launch_samples = d->launch_samples;
-  m->launch_overhead_median_ns = d->launch_overhead_median_ns;
-  m->queue_delay_median_ns = d->queue_delay_median_ns;
-  m->n_class_ns = m->n_class_count = TBE_KCLASS__COUNT;
-  m->class_ns = (int64_t *)(uintptr_t)d->class_ns;
-  m->class_count = (uint64_t *)(uintptr_t)d->class_count;
-}
-
-static void save_name(PName *m, const tbe_name_stats *e, const tbe_analysis *an) {
-  tbexport__name_stats__init(m);
-  m->label = text_of(e->label);
-  const char *full = an->trace ? tbe_trace_str(an->trace, e->name) : "";
-  m->name = text_of(e->label && strcmp(full, e->label) == 0 ? "" : full);
-  m->calls = e->calls;
-  m->total_ns = e->total_ns;
-  m->self_ns = e->self_ns;
-  m->min_ns = e->min_ns;
-  m->max_ns = e->max_ns;
-  m->has_step_ns = e->step_ns != NULL;
-  m->n_step_ns = e->step_ns ? an->nsteps : 0;
-  m->step_ns = e->step_ns;
-  m->kclass = e->kclass;
-  m->self_cuda_ns = e->self_cuda_ns;
-  m->cuda_total_ns = e->cuda_total_ns;
-  m->kernels = e->kernels;
-  m->launched_other_calls = e->launched_other_calls;
-  m->launched_other_ns = e->launched_other_ns;
-  m->has_cuda_step_ns = e->cuda_step_ns != NULL;
-  m->n_cuda_step_ns = e->cuda_step_ns ? an->nsteps : 0;
-  m->cuda_step_ns = e->cuda_step_ns;
-  m->shapes = text_of(e->shapes);
-  m->has_launch_op = e->launch_op != NULL;
-  m->launch_op = text_of(e->launch_op);
-}
-
-/* tbe_analysis.launch_seq as indexes into the kernel table in its current
- * order (the labels looked up by content through a tbe__index), carved
- * from `s`.  An entry the table lacks (cannot happen: the sequence is of
- * its labels) ends the sequence there. */
-static int save_launch_seq(save_scratch *s, PAnalysis *m, const tbe_analysis *an,
-                           const tbe_allocator *a) {
-  size_t nk = an->ngroups[TBE_GROUP_KERNEL];
-  if (!an->nlaunch_seq || !nk) return 0;
-  uint32_t *out = carve(s, an->nlaunch_seq, sizeof *out);
-  if (!out) return TBE_ENOMEM;
-  tbe__index ix;
-  tbe__index_init(&ix, a, TBE__SEED_PROCESS);
-  int rc = tbe__index_reserve(&ix, nk);
-  const tbe_name_stats *k = an->groups[TBE_GROUP_KERNEL];
-  for (size_t i = 0; i < nk && !rc; i++)
-    rc = tbe__index_add(&ix, tbe__hash_bytes(k[i].label, strlen(k[i].label), ix.seed), (uint32_t)i);
-  size_t n = 0;
-  for (; n < an->nlaunch_seq && !rc; n++) {
-    const char *l = an->launch_seq[n];
-    tbe__iprobe pr;
-    uint32_t hit = tbe__index_first(&ix, tbe__hash_bytes(l, strlen(l), ix.seed), &pr);
-    while (hit != TBE__NOIDX && strcmp(k[hit].label, l) != 0) hit = tbe__index_next(&ix, &pr);
-    if (hit == TBE__NOIDX) break;
-    out[n] = hit;
-  }
-  tbe__index_deinit(&ix);
-  if (rc) return rc;
-  m->launch_seq = out;
-  m->n_launch_seq = n;
-  return 0;
-}
-
-/* An entry's launched list as OpKernel messages carved from `s`: `ops`
- * advances past the structs used. */
-static void save_launched(save_scratch *s, PName *m, const tbe_name_stats *e, POpKernel **ops) {
-  if (!e->nlaunched) return;
-  m->launched = carve(s, e->nlaunched, sizeof *m->launched);
-  if (!m->launched) return;
-  m->n_launched = e->nlaunched;
-  for (size_t k = 0; k < e->nlaunched; k++) {
-    POpKernel *o = (*ops)++;
-    tbexport__op_kernel__init(o);
-    o->name = text_of(e->launched[k].name);
-    o->calls = e->launched[k].calls;
-    o->total_ns = e->launched[k].total_ns;
-    m->launched[k] = o;
-  }
-}
-
-static void save_step(PStep *m, const tbe_step_stats *s) {
-  tbexport__step__init(m);
-  m->num = s->num;
-  m->start_ns = s->start_ns;
-  m->dur_ns = s->dur_ns;
-  m->host_ns = s->host_ns;
-  m->gpu_busy_ns = s->gpu_busy_ns;
-  m->kernel_ns = s->kernel_ns;
-  m->kernel_count = s->kernel_count;
-  m->memcpy_ns = s->memcpy_ns;
-  m->memset_ns = s->memset_ns;
-  m->sync_ns = s->sync_ns;
-  m->launch_median_ns = s->launch_median_ns;
-  m->launch_overhead_median_ns = s->launch_overhead_median_ns;
-  m->queue_delay_median_ns = s->queue_delay_median_ns;
-  m->n_class_ns = TBE_KCLASS__COUNT;
-  m->class_ns = (int64_t *)(uintptr_t)s->class_ns;
-}
-
-/* Metric means `m` (n of them, or none when m is NULL) as the two
- * parallel arrays of the messages, carved from `s`. */
-static void save_means(save_scratch *s, const tbe_metric_mean *m, size_t n, size_t *nmean,
-                       double **mean, size_t *nsamp, uint64_t **samp) {
-  if (!m || !n) return;
-  *mean = carve(s, n, sizeof **mean);
-  *samp = carve(s, n, sizeof **samp);
-  if (!*mean || !*samp) return;
-  for (size_t i = 0; i < n; i++) (*mean)[i] = m[i].mean, (*samp)[i] = m[i].samples;
-  *nmean = *nsamp = n;
-}
-
-int tbe_analysis_save(const tbe_analysis *an, const tbe_analysis_source *sources, size_t nsources,
-                      void **out, size_t *len, const tbe_allocator *a) {
-  if (!out || !len) return TBE_EINVAL;
-  *out = NULL;
-  *len = 0;
-  if (!an || (nsources && !sources)) return TBE_EINVAL;
-  for (size_t i = 0; i < nsources; i++)
-    if (!sources[i].name || !*sources[i].name || strchr(sources[i].name, '/')) return TBE_EINVAL;
-  tbe_allocator al;
-  tbe__allocator_init(&al, a);
-  const tbe_trace *t = an->trace;
-  size_t nnames = 0, nlaunched = 0;
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
-    nnames += an->ngroups[g];
-    for (size_t i = 0; i < an->ngroups[g]; i++) nlaunched += an->groups[g][i].nlaunched;
-  }
-  size_t nwarn = t ? t->nwarnings : 0;
-  /* Sizes of everything carved, each rounded up to 16 bytes (carve). */
-#define SZ(n, T) ((((n) * sizeof(T)) + 15) & ~(size_t)15)
-  size_t need = SZ(1, PFile) + SZ(1, PAnalysis) + SZ(nsources, PSource) + SZ(nsources, PSource *) +
-                SZ(an->ndevices + 1, PDevice) + SZ(an->ndevices, PDevice *) + SZ(nnames, PName) +
-                SZ(nnames, PName *) + SZ(TBE_GROUP__COUNT, PTable) + SZ(an->nsteps, PStep) +
-                SZ(an->nsteps, PStep *) + SZ(1, PDist) + SZ(an->nadvice, PAdvice) +
-                SZ(an->nadvice, PAdvice *) + SZ(nwarn, ProtobufCBinaryData) + 16 * 16 +
-                SZ(nlaunched, POpKernel) + nlaunched * sizeof(POpKernel *) + 16 * nnames +
-                SZ(an->nlaunch_seq, uint32_t);
-  /* the metric means: two arrays per message that has them */
-  size_t nmsg = an->ndevices + 1 + an->nsteps, nker = an->ngroups[TBE_GROUP_KERNEL];
-  need += 2 * nmsg * (SZ(an->ngpu_metrics, double) + 16) + 2 * nker * (SZ(an->nkernel_metrics, double) + 16) +
-          2 * nker * (SZ(an->ngpu_metrics, double) + 16) +
-          SZ(an->ngpu_metrics + an->nkernel_metrics, ProtobufCBinaryData) + 32;
-#undef SZ
-  char *block = tbe__alloc(&al, need);
-  if (!block) return TBE_ENOMEM;
-  save_scratch s = {block, block + need};
-
-  char producer[64];
-  snprintf(producer, sizeof producer, "tbexport %s", tbe_version_string());
-  PFile *f = carve(&s, 1, sizeof *f);
-  tbexport__analysis_file__init(f);
-  f->format_version = TBE_ANALYSIS_FORMAT_VERSION;
-  f->analysis_version = TBE__ANALYSIS_VERSION;
-  f->producer = text_of(producer);
-  f->n_sources = nsources;
-  f->sources = carve(&s, nsources, sizeof *f->sources);
-  PSource *src = carve(&s, nsources, sizeof *src);
-  for (size_t i = 0; i < nsources; i++) {
-    tbexport__source_file__init(&src[i]);
-    src[i].name = text_of(sources[i].name);
-    src[i].size = sources[i].size;
-    src[i].mtime_ns = sources[i].mtime_ns;
-    src[i].head_crc32c = sources[i].head_crc32c;
-    src[i].tail_crc32c = sources[i].tail_crc32c;
-    f->sources[i] = &src[i];
-  }
-
-  PAnalysis *m = carve(&s, 1, sizeof *m);
-  tbexport__analysis__init(m);
-  f->analysis = m;
-  m->start_ns = an->start_ns;
-  m->wall_ns = an->wall_ns;
-  PDevice *dev = carve(&s, an->ndevices + 1, sizeof *dev);
-  m->n_devices = an->ndevices;
-  m->devices = carve(&s, an->ndevices, sizeof *m->devices);
-  for (size_t i = 0; i <= an->ndevices; i++) {
-    const tbe_device_stats *d = i < an->ndevices ? &an->devices[i] : &an->all;
-    save_device(&dev[i], d, an);
-    save_means(&s, d->metrics, an->ngpu_metrics, &dev[i].n_metric_mean, &dev[i].metric_mean,
-               &dev[i].n_metric_samples, &dev[i].metric_samples);
-    if (i < an->ndevices) m->devices[i] = &dev[i];
-  }
-  m->all = &dev[an->ndevices];
-
-  PName *nm = carve(&s, nnames, sizeof *nm);
-  PName **np = carve(&s, nnames, sizeof *np);
-  POpKernel *ops = carve(&s, nlaunched, sizeof *ops);
-  PTable *tab = carve(&s, TBE_GROUP__COUNT, sizeof *tab);
-  PTable **slots[TBE_GROUP__COUNT] = {&m->kernels, &m->cpu_ops, &m->ranges,
-                                      &m->cpu_ops_by_shape};
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
-    tbexport__name_table__init(&tab[g]);
-    tab[g].n_names = an->ngroups[g];
-    tab[g].names = np;
-    tab[g].total_ns = an->group_total_ns[g];
-    for (size_t i = 0; i < an->ngroups[g]; i++) {
-      const tbe_name_stats *e = &an->groups[g][i];
-      save_name(nm, e, an);
-      save_means(&s, e->metrics, an->nkernel_metrics, &nm->n_metric_mean, &nm->metric_mean,
-                 &nm->n_metric_samples, &nm->metric_samples);
-      nm->bound_by = e->bound_by;
-      save_means(&s, e->pm_metrics, an->ngpu_metrics, &nm->n_pm_mean, &nm->pm_mean,
-                 &nm->n_pm_samples, &nm->pm_samples);
-      save_launched(&s, nm, e, &ops);
-      *np++ = nm++;
-    }
-    *slots[g] = &tab[g];
-  }
-
-  PStep *st = carve(&s, an->nsteps, sizeof *st);
-  m->n_steps = an->nsteps;
-  m->steps = carve(&s, an->nsteps, sizeof *m->steps);
-  for (size_t i = 0; i < an->nsteps; i++) {
-    save_step(&st[i], &an->steps[i]);
-    save_means(&s, an->steps[i].metrics, an->ngpu_metrics, &st[i].n_metric_mean,
-               &st[i].metric_mean, &st[i].n_metric_samples, &st[i].metric_samples);
-    m->steps[i] = &st[i];
-  }
-  m->host_busy_ns = an->host_busy_ns;
-  m->api_calls = an->api_calls;
-  m->sync_calls = an->sync_calls;
-  m->sync_call_ns = an->sync_call_ns;
-  m->overhead_ns = an->overhead_ns;
-  m->dropped_records = an->dropped_records;
-  m->out_of_range_records = an->out_of_range_records;
-  m->ended_early = an->ended_early != 0;
-  m->op_gpu_count = an->op_gpu_count;
-  m->op_gpu_ns = an->op_gpu_ns;
-  int seq_rc = save_launch_seq(&s, m, an, &al);
-  if (seq_rc) {
-    tbe__free(&al, block);
-    return seq_rc;
-  }
-
-  PAdvice *ad = carve(&s, an->nadvice, sizeof *ad);
-  m->n_advice = an->nadvice;
-  m->advice = carve(&s, an->nadvice, sizeof *m->advice);
-  for (size_t i = 0; i < an->nadvice; i++) {
-    tbexport__advice__init(&ad[i]);
-    ad[i].kind = an->advice[i].kind;
-    ad[i].figure = an->advice[i].figure;
-    ad[i].text.data = (uint8_t *)(uintptr_t)an->advice[i].text;
-    ad[i].text.len = strnlen(an->advice[i].text, sizeof an->advice[i].text);
-    m->advice[i] = &ad[i];
-  }
-  m->has_host = (t && t->host != 0) || (an->host && *an->host);
-  m->host = text_of(an->host);
-  m->pid = an->pid;
-  m->rank = an->rank;
-  m->world_size = an->world_size;
-  PDist *dist = carve(&s, 1, sizeof *dist);
-  tbexport__step_dist__init(dist);
-  dist->n = an->step_dist.n;
-  dist->median_ns = an->step_dist.median_ns;
-  dist->q1_ns = an->step_dist.q1_ns;
-  dist->q3_ns = an->step_dist.q3_ns;
-  dist->min_ns = an->step_dist.min_ns;
-  dist->max_ns = an->step_dist.max_ns;
-  m->step_dist = dist;
-  m->has_step_hint = an->step_hint != NULL;
-  m->step_hint = text_of(an->step_hint);
-  m->step_hint_kind = an->step_hint_kind;
-  m->step_hint_count = an->step_hint_count;
-  m->step_hint_ns = an->step_hint_ns;
-  m->n_warnings = nwarn;
-  m->warnings = carve(&s, nwarn, sizeof *m->warnings);
-  for (size_t i = 0; i < nwarn; i++) m->warnings[i] = text_of(tbe_trace_str(t, t->warnings[i]));
-  ProtobufCBinaryData *mn = carve(&s, an->ngpu_metrics + an->nkernel_metrics, sizeof *mn);
-  m->n_gpu_metrics = an->ngpu_metrics;
-  m->gpu_metrics = mn;
-  for (size_t i = 0; i < an->ngpu_metrics; i++) mn[i] = text_of(an->gpu_metrics[i]);
-  m->n_kernel_metrics = an->nkernel_metrics;
-  m->kernel_metrics = mn + an->ngpu_metrics;
-  for (size_t i = 0; i < an->nkernel_metrics; i++)
-    mn[an->ngpu_metrics + i] = text_of(an->kernel_metrics[i]);
-
-  size_t n = tbexport__analysis_file__get_packed_size(f);
-  uint8_t *buf = NULL;
-  int rc = 0;
-  if ((uint64_t)n + CRC_FIELD > TBE_ANALYSIS_FILE_MAX) rc = TBE_ETOOBIG; /* no reader takes it */
-  else if (!(buf = tbe__alloc(&al, n + CRC_FIELD))) rc = TBE_ENOMEM;
-  if (!rc && tbexport__analysis_file__pack(f, buf) != n) rc = TBE_EINVAL;
-  if (!rc) {
-    uint32_t c = tbe__crc32c(buf, n);
-    buf[n] = CRC_TAG;
-    for (int i = 0; i < 4; i++) buf[n + 1 + i] = (uint8_t)(c >> (8 * i));
-    n += CRC_FIELD;
-  }
-  tbe__free(&al, block);
-  if (rc) {
-    tbe__free(&al, buf);
-    return rc;
-  }
-  *out = buf;
-  *len = n;
-  return 0;
-}
-
-void tbe_analysis_save_free(void *buf, size_t len, const tbe_allocator *a) {
-  (void)len;
-  tbe_allocator al;
-  tbe__allocator_init(&al, a);
-  tbe__free(&al, buf);
-}
 
 /* ---- loading: errors ---- */
 
@@ -592,6 +216,35 @@ static void check_means(loader *L, size_t nmean, size_t nsamp, size_t n, const c
         "%lld metric means, not the number of metric names", where, (long long)nmean);
 }
 
+/* The figures of message m (of `scope`): arrays of exactly the row's
+ * entries; the `figures` list's keys are text, and the entries of keys
+ * this code knows hold the row's entries (other keys are skipped: a newer
+ * writer's figures). */
+static void check_fig_layout(loader *L, const void *m, uint32_t scope, const char *where) {
+  char fl[160];
+  for (size_t i = 0; i < TBE__FIG__COUNT && !L->rc; i++) {
+    const tbe__figure *f = &tbe__figures[i];
+    if (f->scope != scope) continue;
+    const ProtobufCFieldDescriptor *fd = fig_field(f);
+    if (!fd || fd->label != PROTOBUF_C_LABEL_REPEATED) continue;
+    snprintf(fl, sizeof fl, "%s.%s", where, f->key);
+    check_count(L, *(const size_t *)msg_at(m, fd->quantifier_offset), f->n, fl);
+  }
+  size_t nk = *keyed_n(m, scope);
+  PFigure *const *v = *keyed_v(m, scope);
+  for (size_t i = 0; i < nk && !L->rc; i++) {
+    snprintf(fl, sizeof fl, "%s.figures[%zu].key", where, i);
+    check_text(L, &v[i]->key, TEXT_MAX, fl);
+  }
+  for (size_t i = 0; i < TBE__FIG__COUNT && !L->rc; i++) {
+    const tbe__figure *f = &tbe__figures[i];
+    const PFigure *e = f->scope == scope && !f->calc && !fig_field(f) ? keyed_find(m, f) : NULL;
+    if (!e) continue;
+    snprintf(fl, sizeof fl, "%s.figures[%s].value", where, f->key);
+    check_count(L, e->n_value, f->n, fl);
+  }
+}
+
 static void check_device(loader *L, const PDevice *d, const char *where) {
   char f[96];
   if (!d) {
@@ -600,16 +253,7 @@ static void check_device(loader *L, const PDevice *d, const char *where) {
   }
   snprintf(f, sizeof f, "%s.name", where);
   check_text(L, &d->name, TEXT_MAX, f);
-  snprintf(f, sizeof f, "%s.memcpy_ns", where);
-  check_count(L, d->n_memcpy_ns, TBE_NCOPY_KINDS, f);
-  snprintf(f, sizeof f, "%s.memcpy_count", where);
-  check_count(L, d->n_memcpy_count, TBE_NCOPY_KINDS, f);
-  snprintf(f, sizeof f, "%s.memcpy_bytes", where);
-  check_count(L, d->n_memcpy_bytes, TBE_NCOPY_KINDS, f);
-  snprintf(f, sizeof f, "%s.class_ns", where);
-  check_count(L, d->n_class_ns, TBE_KCLASS__COUNT, f);
-  snprintf(f, sizeof f, "%s.class_count", where);
-  check_count(L, d->n_class_count, TBE_KCLASS__COUNT, f);
+  check_fig_layout(L, d, TBE__FS_DEVICE, where);
 }
 
 static const char *const TABLE_FIELD[TBE_GROUP__COUNT] = {
@@ -647,6 +291,7 @@ static int check_file(loader *L, const PFile *f) {
     check_device(L, m->devices[i], fl);
   }
   check_device(L, m->all, "Analysis.all");
+  check_fig_layout(L, m, TBE__FS_ANALYSIS, "Analysis");
   for (size_t i = 0; i < m->n_gpu_metrics + m->n_kernel_metrics && !L->rc; i++) {
     snprintf(fl, sizeof fl, "Analysis.%s[%zu]", i < m->n_gpu_metrics ? "gpu_metrics" : "kernel_metrics", i);
     const ProtobufCBinaryData *b = i < m->n_gpu_metrics ? &m->gpu_metrics[i]
@@ -722,8 +367,8 @@ static int check_file(loader *L, const PFile *f) {
   check(L, cuda_cells <= TBE__STEP_CELLS_MAX, "%lld per-step cells, more than an analysis holds",
         "NameStats.cuda_step_ns", (long long)cuda_cells);
   for (size_t i = 0; i < m->n_steps && !L->rc; i++) {
-    snprintf(fl, sizeof fl, "Analysis.steps[%zu].class_ns", i);
-    check_count(L, m->steps[i]->n_class_ns, TBE_KCLASS__COUNT, fl);
+    snprintf(fl, sizeof fl, "Analysis.steps[%zu]", i);
+    check_fig_layout(L, m->steps[i], TBE__FS_STEP, fl);
     snprintf(fl, sizeof fl, "Analysis.steps[%zu].metric_mean", i);
     check_means(L, m->steps[i]->n_metric_mean, m->steps[i]->n_metric_samples, m->n_gpu_metrics,
                 fl);
@@ -847,24 +492,36 @@ static void check_nums(loader *L, const uint64_t *v, const char *const *names, s
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The figures of message m (of `scope`) by their rows' units: durations
+ * >= 0, medians >= -1, counts that fit int64_t.  Times are checked with
+ * their windows (check_window), bytes and numbers take any value. */
+static void check_fig_ranges(loader *L, const void *m, uint32_t scope, const char *where) {
+  for (size_t i = 0; i < TBE__FIG__COUNT && !L->rc; i++) {
+    const tbe__figure *f = &tbe__figures[i];
+    if (f->scope != scope || f->calc) continue; /* computed rows are not read */
+    const ProtobufCFieldDescriptor *fd = fig_field(f);
+    const void *v;
+    size_t n = 1;
+    if (fd && fd->label == PROTOBUF_C_LABEL_REPEATED) {
+      v = *(void *const *)msg_at(m, fd->offset);
+      n = *(const size_t *)msg_at(m, fd->quantifier_offset);
+    } else if (fd) {
+      v = msg_at(m, fd->offset);
+    } else {
+      const PFigure *e = keyed_find(m, f);
+      if (!e) continue;
+      v = e->value;
+      n = e->n_value;
+    }
+    if (f->unit == TBE__FU_NS || f->unit == TBE__FU_NS_OPT)
+      check_i64(L, v, n, f->unit == TBE__FU_NS ? R_DUR : R_OPT, where, f->key, f->n > 1);
+    else if (f->unit == TBE__FU_COUNT)
+      check_counts(L, v, n, where, f->key, f->n > 1);
+  }
+}
+
 static void check_device_figures(loader *L, const PDevice *d, const char *where) {
-  const int64_t durs[] = {d->wall_ns,     d->busy_ns,   d->idle_ns, d->kernel_ns,
-                          d->pageable_ns, d->memset_ns, d->sync_ns};
-  static const char *const dnames[] = {"wall_ns",     "busy_ns",   "idle_ns", "kernel_ns",
-                                       "pageable_ns", "memset_ns", "sync_ns"};
-  check_durs(L, durs, dnames, NELEM(durs), where);
-  const uint64_t counts[] = {d->kernel_count, d->short_kernels, d->pageable_count,
-                             d->memset_count, d->sync_count,    d->launch_samples};
-  static const char *const cnames[] = {"kernel_count", "short_kernels", "pageable_count",
-                                       "memset_count", "sync_count",    "launch_samples"};
-  check_nums(L, counts, cnames, NELEM(counts), where);
-  check_i64(L, &d->launch_median_ns, 1, R_OPT, where, "launch_median_ns", 0);
-  check_i64(L, &d->launch_overhead_median_ns, 1, R_OPT, where, "launch_overhead_median_ns", 0);
-  check_i64(L, &d->queue_delay_median_ns, 1, R_OPT, where, "queue_delay_median_ns", 0);
-  check_i64(L, d->memcpy_ns, d->n_memcpy_ns, R_DUR, where, "memcpy_ns", 1);
-  check_counts(L, d->memcpy_count, d->n_memcpy_count, where, "memcpy_count", 1);
-  check_i64(L, d->class_ns, d->n_class_ns, R_DUR, where, "class_ns", 1);
-  check_counts(L, d->class_count, d->n_class_count, where, "class_count", 1);
+  check_fig_ranges(L, d, TBE__FS_DEVICE, where);
   check_reals(L, d->metric_mean, d->n_metric_mean, where, "metric_mean", 1);
   check_counts(L, d->metric_samples, d->n_metric_samples, where, "metric_samples", 1);
 }
@@ -896,16 +553,7 @@ static void check_name_figures(loader *L, const PName *e, const char *where) {
 
 static void check_step_figures(loader *L, const PStep *s, const char *where) {
   check_window(L, s->start_ns, s->dur_ns, where, "start_ns", "dur_ns");
-  const int64_t durs[] = {s->host_ns,   s->gpu_busy_ns, s->kernel_ns,
-                          s->memcpy_ns, s->memset_ns,   s->sync_ns};
-  static const char *const dnames[] = {"host_ns",   "gpu_busy_ns", "kernel_ns",
-                                       "memcpy_ns", "memset_ns",   "sync_ns"};
-  check_durs(L, durs, dnames, NELEM(durs), where);
-  check_counts(L, &s->kernel_count, 1, where, "kernel_count", 0);
-  check_i64(L, &s->launch_median_ns, 1, R_OPT, where, "launch_median_ns", 0);
-  check_i64(L, &s->launch_overhead_median_ns, 1, R_OPT, where, "launch_overhead_median_ns", 0);
-  check_i64(L, &s->queue_delay_median_ns, 1, R_OPT, where, "queue_delay_median_ns", 0);
-  check_i64(L, s->class_ns, s->n_class_ns, R_DUR, where, "class_ns", 1);
+  check_fig_ranges(L, s, TBE__FS_STEP, where);
   check_reals(L, s->metric_mean, s->n_metric_mean, where, "metric_mean", 1);
   check_counts(L, s->metric_samples, s->n_metric_samples, where, "metric_samples", 1);
 }
@@ -915,16 +563,7 @@ static int check_figures(loader *L, const PFile *f) {
   const PAnalysis *m = f->analysis;
   char fl[128];
   check_window(L, m->start_ns, m->wall_ns, "Analysis", "start_ns", "wall_ns");
-  const int64_t durs[] = {m->host_busy_ns, m->sync_call_ns, m->overhead_ns, m->step_hint_ns};
-  static const char *const dnames[] = {"host_busy_ns", "sync_call_ns", "overhead_ns",
-                                       "step_hint_ns"};
-  check_durs(L, durs, dnames, NELEM(durs), "Analysis");
-  const uint64_t counts[] = {m->api_calls, m->sync_calls, m->dropped_records,
-                             m->out_of_range_records, m->step_hint_count, m->op_gpu_count};
-  static const char *const cnames[] = {"api_calls", "sync_calls", "dropped_records",
-                                       "out_of_range_records", "step_hint_count", "op_gpu_count"};
-  check_i64(L, &m->op_gpu_ns, 1, R_DUR, "Analysis", "op_gpu_ns", 0);
-  check_nums(L, counts, cnames, NELEM(counts), "Analysis");
+  check_fig_ranges(L, m, TBE__FS_ANALYSIS, "Analysis");
   for (size_t i = 0; i < m->n_devices && !L->rc; i++) {
     snprintf(fl, sizeof fl, "Analysis.devices[%zu]", i);
     check_device_figures(L, m->devices[i], fl);
@@ -969,47 +608,34 @@ static tbe_str intern(builder *B, const ProtobufCBinaryData *s) {
 
 static const char *text(builder *B, tbe_str id) { return tbe_trace_str(B->t, id); }
 
+/* The figures of a checked message m (of `scope`) into `obj`.  A row
+ * kept in the `figures` list that the file lacks (written before the row
+ * existed) is unknown: -1 (figures.h: such rows are of a unit that has
+ * an unknown value). */
+static void load_figures(void *obj, const void *m, uint32_t scope) {
+  for (size_t i = 0; i < TBE__FIG__COUNT; i++) {
+    const tbe__figure *f = &tbe__figures[i];
+    if (f->scope != scope || f->calc) continue; /* computed from the others */
+    const ProtobufCFieldDescriptor *fd = fig_field(f);
+    void *to = tbe__fig_at(f, obj, 0);
+    if (fd && fd->label == PROTOBUF_C_LABEL_REPEATED) {
+      memcpy(to, *(void *const *)msg_at(m, fd->offset), f->size);
+    } else if (fd) {
+      memcpy(to, msg_at(m, fd->offset), f->size);
+    } else {
+      const PFigure *e = keyed_find(m, f);
+      if (e)
+        memcpy(to, e->value, f->size);
+      else
+        memset(to, 0xff, f->size); /* -1 in every entry */
+    }
+  }
+}
+
 static void load_device(tbe_device_stats *d, const PDevice *m, tbe_str name) {
   d->device = m->device;
   d->name = m->has_name ? name : 0;
-  d->wall_ns = m->wall_ns;
-  d->busy_ns = m->busy_ns;
-  d->idle_ns = m->idle_ns;
-  d->kernel_ns = m->kernel_ns;
-  d->kernel_count = m->kernel_count;
-  d->short_kernels = m->short_kernels;
-  memcpy(d->memcpy_ns, m->memcpy_ns, sizeof d->memcpy_ns);
-  memcpy(d->memcpy_count, m->memcpy_count, sizeof d->memcpy_count);
-  memcpy(d->memcpy_bytes, m->memcpy_bytes, sizeof d->memcpy_bytes);
-  d->pageable_ns = m->pageable_ns;
-  d->pageable_count = m->pageable_count;
-  d->memset_ns = m->memset_ns;
-  d->memset_count = m->memset_count;
-  d->sync_ns = m->sync_ns;
-  d->sync_count = m->sync_count;
-  d->launch_median_ns = m->launch_median_ns;
-  d->launch_samples = m->launch_samples;
-  d->launch_overhead_median_ns = m->launch_overhead_median_ns;
-  d->queue_delay_median_ns = m->queue_delay_median_ns;
-  memcpy(d->class_ns, m->class_ns, sizeof d->class_ns);
-  memcpy(d->class_count, m->class_count, sizeof d->class_count);
-}
-
-static void load_step(tbe_step_stats *s, const PStep *m) {
-  s->num = m->num;
-  s->start_ns = m->start_ns;
-  s->dur_ns = m->dur_ns;
-  s->host_ns = m->host_ns;
-  s->gpu_busy_ns = m->gpu_busy_ns;
-  s->kernel_ns = m->kernel_ns;
-  s->kernel_count = m->kernel_count;
-  s->memcpy_ns = m->memcpy_ns;
-  s->memset_ns = m->memset_ns;
-  s->sync_ns = m->sync_ns;
-  s->launch_median_ns = m->launch_median_ns;
-  s->launch_overhead_median_ns = m->launch_overhead_median_ns;
-  s->queue_delay_median_ns = m->queue_delay_median_ns;
-  memcpy(s->class_ns, m->class_ns, sizeof s->class_ns);
+  load_figures(d, m, TBE__FS_DEVICE);
 }
 
 /* The hardware-metric names and means of a checked file, in the blocks
@@ -1130,8 +756,6 @@ static int build(tbe_analysis **out, tbe_analysis_stamp *stamp, const PFile *f,
     src[i].head_crc32c = f->sources[i]->head_crc32c;
     src[i].tail_crc32c = f->sources[i]->tail_crc32c;
   }
-  an->start_ns = m->start_ns;
-  an->wall_ns = m->wall_ns;
   an->ndevices = m->n_devices;
   if (m->n_devices && !(an->devices = tbe__calloc(&an->alloc_, m->n_devices, sizeof *an->devices))) {
     rc = TBE_ENOMEM;
@@ -1219,14 +843,8 @@ static int build(tbe_analysis **out, tbe_analysis_stamp *stamp, const PFile *f,
     rc = TBE_ENOMEM;
     goto done;
   }
-  for (size_t i = 0; i < m->n_steps; i++) load_step(&an->steps[i], m->steps[i]);
-  an->host_busy_ns = m->host_busy_ns;
-  an->api_calls = m->api_calls;
-  an->sync_calls = m->sync_calls;
-  an->sync_call_ns = m->sync_call_ns;
-  an->overhead_ns = m->overhead_ns;
-  an->dropped_records = m->dropped_records;
-  an->out_of_range_records = m->out_of_range_records;
+  for (size_t i = 0; i < m->n_steps; i++) load_figures(&an->steps[i], m->steps[i], TBE__FS_STEP);
+  load_figures(an, m, TBE__FS_ANALYSIS);
   an->ended_early = m->ended_early;
   an->nadvice = m->n_advice;
   if (m->n_advice && !(an->advice = tbe__calloc(&an->alloc_, m->n_advice, sizeof *an->advice))) {
@@ -1250,8 +868,6 @@ static int build(tbe_analysis **out, tbe_analysis_stamp *stamp, const PFile *f,
   an->step_dist.max_ns = m->step_dist->max_ns;
   an->step_hint = m->has_step_hint ? text(&B, hint) : NULL;
   an->step_hint_kind = m->step_hint_kind;
-  an->step_hint_count = m->step_hint_count;
-  an->step_hint_ns = m->step_hint_ns;
   if ((rc = load_metrics(an, m, &B, mids))) goto done;
   if (stamp) {
     stamp->version = f->format_version;

@@ -54,6 +54,7 @@
 #include "common/vec.h"
 #include "tbexport/error.h"
 #include "trace/analysis/analysis_int.h"
+#include "trace/analysis/figures.h"
 #include "trace/analysis/stats.h"
 
 typedef struct run_priv {
@@ -191,10 +192,7 @@ static int merge_steps(tbe_run_analysis *r, long **map) {
   }
   for (size_t c = 0; c < nc && !rc; c++) {
     tot->steps[c].num = common[c];
-    tot->steps[c].start_ns = INT64_MAX;
-    tot->steps[c].launch_median_ns = -1;
-    tot->steps[c].launch_overhead_median_ns = -1;
-    tot->steps[c].queue_delay_median_ns = -1;
+    tbe__figs_merge_init(TBE__FS_STEP, &tot->steps[c]);
     r->step_fastest_ns[c] = INT64_MAX;
   }
   if (!rc) tot->nsteps = nc;
@@ -217,18 +215,8 @@ static int merge_steps(tbe_run_analysis *r, long **map) {
       const tbe_step_stats *s = &an->steps[v[i].idx];
       tbe_step_stats *m = &tot->steps[c];
       map[h][v[i].idx] = (long)c;
-      if (s->start_ns < m->start_ns) m->start_ns = s->start_ns;
-      if (s->dur_ns > m->dur_ns) m->dur_ns = s->dur_ns;
-      if (s->host_ns > m->host_ns) m->host_ns = s->host_ns;
       if (s->dur_ns < r->step_fastest_ns[c]) r->step_fastest_ns[c] = s->dur_ns;
-      m->gpu_busy_ns = tbe__sat_add(m->gpu_busy_ns, s->gpu_busy_ns);
-      m->kernel_ns = tbe__sat_add(m->kernel_ns, s->kernel_ns);
-      m->kernel_count += s->kernel_count;
-      m->memcpy_ns = tbe__sat_add(m->memcpy_ns, s->memcpy_ns);
-      m->memset_ns = tbe__sat_add(m->memset_ns, s->memset_ns);
-      m->sync_ns = tbe__sat_add(m->sync_ns, s->sync_ns);
-      for (int k = 0; k < TBE_KCLASS__COUNT; k++)
-        m->class_ns[k] = tbe__sat_add(m->class_ns[k], s->class_ns[k]);
+      tbe__figs_merge(TBE__FS_STEP, m, s); /* by each figure's merge rule */
     }
   }
   tbe__free(a, v);
@@ -413,8 +401,6 @@ static int merge_names(tbe_run_analysis *r, long **map) {
   int rc = rows[0] && rows[1] ? 0 : TBE_ENOMEM;
   for (size_t h = 0; h < r->nhosts && !rc; h++) {
     const tbe_analysis *an = r->hosts[h].an;
-    tot->op_gpu_count += an->op_gpu_count;
-    tot->op_gpu_ns = tbe__sat_add(tot->op_gpu_ns, an->op_gpu_ns);
     for (int k = 0; k < 2 && !rc; k++) {
       size_t ne = an->ngroups[k ? TBE_GROUP_CPU_OP_SHAPE : TBE_GROUP_CPU_OP];
       rows[k][h] = tbe__alloc(a, (ne ? ne : 1) * sizeof **rows);
@@ -506,51 +492,26 @@ static int merge_names(tbe_run_analysis *r, long **map) {
   return rc;
 }
 
-/* ---- figures that add ---- */
+/* ---- the figures ----
+ * Every figure of the hosts' all-GPU totals and of the hosts' analyses by
+ * its row's merge rule (figures.h: sums saturate, the busiest host thread
+ * is the busiest host's, medians do not add); the window, from the first
+ * start to the last end, by its own rule. */
 
 static void merge_figures(tbe_run_analysis *r) {
   tbe_analysis *tot = r->total;
-  tbe_device_stats *all = &tot->all;
-  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  int64_t hi = INT64_MIN;
+  tbe__figs_merge_init(TBE__FS_DEVICE, &tot->all);
+  tbe__figs_merge_init(TBE__FS_ANALYSIS, tot);
   for (size_t h = 0; h < r->nhosts; h++) {
     const tbe_analysis *an = r->hosts[h].an;
-    const tbe_device_stats *d = &an->all;
-    if (an->start_ns < lo) lo = an->start_ns;
     int64_t end = tbe__sat_add(an->start_ns, an->wall_ns);
     if (end > hi) hi = end;
-    all->wall_ns = tbe__sat_add(all->wall_ns, d->wall_ns);
-    all->busy_ns = tbe__sat_add(all->busy_ns, d->busy_ns);
-    all->idle_ns = tbe__sat_add(all->idle_ns, d->idle_ns);
-    all->kernel_ns = tbe__sat_add(all->kernel_ns, d->kernel_ns);
-    all->kernel_count += d->kernel_count;
-    all->short_kernels += d->short_kernels;
-    for (int k = 0; k < TBE_NCOPY_KINDS; k++) {
-      all->memcpy_ns[k] = tbe__sat_add(all->memcpy_ns[k], d->memcpy_ns[k]);
-      all->memcpy_count[k] += d->memcpy_count[k];
-      all->memcpy_bytes[k] = tbe__sat_addu(all->memcpy_bytes[k], d->memcpy_bytes[k]);
-    }
-    all->pageable_ns = tbe__sat_add(all->pageable_ns, d->pageable_ns);
-    all->pageable_count += d->pageable_count;
-    all->memset_ns = tbe__sat_add(all->memset_ns, d->memset_ns);
-    all->memset_count += d->memset_count;
-    all->sync_ns = tbe__sat_add(all->sync_ns, d->sync_ns);
-    all->sync_count += d->sync_count;
-    all->launch_samples += d->launch_samples; /* a count adds; its medians do not */
-    for (int k = 0; k < TBE_KCLASS__COUNT; k++) {
-      all->class_ns[k] = tbe__sat_add(all->class_ns[k], d->class_ns[k]);
-      all->class_count[k] += d->class_count[k];
-    }
-    if (an->host_busy_ns > tot->host_busy_ns) tot->host_busy_ns = an->host_busy_ns;
-    tot->api_calls += an->api_calls;
-    tot->sync_calls += an->sync_calls;
-    tot->sync_call_ns = tbe__sat_add(tot->sync_call_ns, an->sync_call_ns);
-    tot->overhead_ns = tbe__sat_add(tot->overhead_ns, an->overhead_ns);
-    tot->dropped_records += an->dropped_records;
-    tot->out_of_range_records += an->out_of_range_records;
+    tbe__figs_merge(TBE__FS_DEVICE, &tot->all, &an->all);
+    tbe__figs_merge(TBE__FS_ANALYSIS, tot, an);
     tot->ended_early |= an->ended_early;
   }
-  tot->start_ns = lo;
-  tot->wall_ns = hi > lo ? tbe__sat_sub(hi, lo) : 0;
+  tot->wall_ns = hi > tot->start_ns ? tbe__sat_sub(hi, tot->start_ns) : 0;
 }
 
 /* The step hint most hosts share (only when the run has no common steps). */
@@ -737,8 +698,8 @@ static int merge(tbe_run_analysis *r) {
   long **map = tbe__calloc(&r->alloc_, r->nhosts, sizeof *map);
   if (!map) return TBE_ENOMEM;
   rc = merge_steps(r, map);
+  if (!rc) merge_figures(r); /* before the names: the operator merge reads op_gpu_count */
   if (!rc) rc = merge_names(r, map);
-  if (!rc) merge_figures(r);
   if (!rc) rc = tbe__analysis_metrics_merge(r->total, r->hosts, r->nhosts, map);
   for (size_t h = 0; h < r->nhosts; h++) tbe__free(&r->total->alloc_, map[h]);
   tbe__free(&r->alloc_, map);

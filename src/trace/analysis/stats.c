@@ -208,3 +208,48 @@ const char *tbe_noise_name(tbe_noise v) {
     default: return "";
   }
 }
+
+/* ---- the median ---- */
+
+/* The k-th smallest of v[0..n) by quickselect with a three-way partition
+ * (permutes v so that v[0..k) <= v[k] <= v[k+1..n)).  k < n. */
+static int64_t select_kth(int64_t *v, size_t n, size_t k) {
+  size_t lo = 0, hi = n;
+  while (hi - lo > 1) {
+    int64_t a = v[lo], b = v[lo + (hi - lo) / 2], c = v[hi - 1];
+    int64_t pivot = (a < b) ? ((b < c) ? b : (a < c ? c : a)) : ((a < c) ? a : (b < c ? c : b));
+    size_t lt = lo, i = lo, gt = hi;
+    while (i < gt) {
+      int64_t x = v[i];
+      if (x < pivot) {
+        v[i++] = v[lt];
+        v[lt++] = x;
+      } else if (x > pivot) {
+        v[i] = v[--gt];
+        v[gt] = x;
+      } else {
+        i++;
+      }
+    }
+    if (k < lt)
+      hi = lt;
+    else if (k >= gt)
+      lo = gt;
+    else
+      return pivot;
+  }
+  return v[k];
+}
+
+/* Median of v[0..n) (permutes v), n > 0: the middle element, or for even
+ * n the mean of the two middle ones (rounded toward zero). */
+int64_t tbe__median_i64(int64_t *v, size_t n) {
+  size_t k = (n - 1) / 2;
+  int64_t a = select_kth(v, n, k);
+  if (n % 2) return a;
+  /* The upper middle is the smallest element after position k. */
+  int64_t b = v[k + 1];
+  for (size_t i = k + 2; i < n; i++)
+    if (v[i] < b) b = v[i];
+  return (int64_t)(((__int128)a + b) / 2); /* a + b may pass int64 */
+}

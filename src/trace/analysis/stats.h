@@ -15,6 +15,10 @@
 #include "common/vec.h"
 #include "tbexport/analysis.h"
 
+/* The median of v[0..n), n > 0, in O(n) (quickselect; permutes v): the
+ * middle element, or for even n the mean of the two middle ones (rounded
+ * toward zero, without overflow). */
+int64_t tbe__median_i64(int64_t *v, size_t n);
 /* Sorts v[0..n) ascending and describes it (all -1 when n is 0). */
 void tbe__dist_sort(int64_t *v, size_t n, tbe_step_dist *d);
 

@@ -45,44 +45,23 @@
  *                    with them)
  *   custom_scalars__config__  the comparison layout (layout_*): one chart
  *                    per tag, so that each line of a chart is a run
- * Every tag carries a description (describe(): what the figure is and its
+ * Every tag carries a description (tbe__ev_describe(): what the figure is and its
  * unit, a function of the tag alone, so that all runs describe a tag
  * alike) on its first record (tbe_writer_add_scalar_described), which is
  * where TensorBoard reads it.
  *
  * The "hparams" output writes the host's HParams session into a file of
- * its own in the same folder (hparams_write): the run, host, GPU, source,
- * event kinds, step definition, command and the user's labels as
- * hyper-parameters, and the experiment record (hparams_experiment): the
- * columns TensorBoard shows, the same in every session so that whichever
- * it reads (it takes one, at random) the table is the same.  Its metrics
- * are the host's own summary tags, with display names, the key ones
- * first.  The job (tbe__job_write, for a multi-host run, into the run's
- * own folder) adds the series of the job as a whole (job_steps: per
- * step, the slowest, median and fastest host and which was slowest), the
- * run report's ranks table as text, and a session of its own.
+ * its own in the same folder (hparams_write; what a session holds:
+ * export_hparams.c).  The job (tbe__job_write, for a multi-host run, into
+ * the run's own folder) adds the series of the job as a whole (job_steps:
+ * per step, the slowest, median and fastest host and which was slowest),
+ * the run report's ranks table as text, and a session of its own.
  * A trace without hardware metrics writes no byte that depends on them.
  * Tags depend only on what was measured, never on the run name, so two
  * runs overlay in the Scalars dashboard.
  *
- * Kernel tags (kernels/<tag>, diff/<base>/kernels/<tag>; kernel_tag) are a
- * function of the kernel's full (demangled) name alone, never of which
- * other kernels the run holds, so the same kernel has the same tag in every
- * run and before/after runs overlay:
- *   - a name that is already a tag (only [A-Za-z0-9_.:-], at most
- *     TAG_WIDTH bytes: "sm90_xmma_gemm_…", "triton_poi_fused_add_0") is
- *     its own tag;
- *   - any other is its short form (tbe_name_shorten: no return type, no
- *     parameters, no namespaces), characters outside that set made '_',
- *     cut to TAG_WIDTH - 9 bytes, then "." and 8 hex digits of the full
- *     name's hash (FNV-1a, 64 bits, low 32): "vectorized_elementwise_
- *     kernel_4_FillFunctor_float_array_char_1ul.1f392d55".  The short form
- *     keeps the tag readable; the hash keeps apart what it elided
- *     (parameters, namespaces, '*' against '&', the cut tail), so two of
- *     the many elementwise_kernel<…> instantiations never share a tag.
- * Two names with the same tag within one run (two hashes equal, about one
- * chance in 10^8 for the top 20 kernels) still get distinct tags: the
- * later one by total time gets "_2", "_3", ….
+ * Kernel tags (kernels/<tag>, diff/<base>/kernels/<tag>) and every tag's
+ * description: export_events_tags.c.
  *
  * Wall times are the trace's own end time (seconds), so re-exporting a
  * trace gives the same records.  Scalars per tag are written with strictly
@@ -110,7 +89,6 @@
 #include "common/alloc.h"
 #include "common/checked.h"
 #include "common/intern.h"
-#include "common/map.h"
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
 #include "events/writer_internal.h"
@@ -120,6 +98,8 @@
 #include "trace/run/run_layout.h"
 #include "trace/run/run_scan.h"
 #include "trace/run/run_stage.h"
+#include "trace/export/export_events_tags.h"
+#include "trace/export/export_hparams.h"
 #include "trace/exporter.h"
 #include "trace/report/report.h"
 
@@ -127,7 +107,7 @@
 #define TOP_STEP_KERNELS 10
 #define TOP_OPS 10        /* operators with a series (ops/<tag>/cuda_ms) */
 #define TOP_OPS_TEXT 20   /* rows of summary/top_operators */
-#define TAG_WIDTH 100
+#define TAG_WIDTH TBE__EV_TAG_WIDTH
 /* The first step is warm-up (CUDA context, autotuning, allocator growth)
  * when it took more than this many times the median of the other steps:
  * the per-step series then start at the second step, so that one run's
@@ -146,305 +126,10 @@ static void fmt(char *buf, size_t size, const char *f, ...) {
   va_end(ap);
 }
 
-/* ---- kernel tags ---- */
-
-/* FNV-1a over the name's bytes: the same on every machine and in every
- * release, as tags must be. */
-static uint64_t fnv1a(const char *s) { return tbe__fnv1a64(s, strlen(s), TBE__FNV64_BASIS); }
-
-/* 1 if `name` can be a tag component as it is. */
-static int is_tag(const char *name) {
-  size_t n = 0;
-  for (; name[n]; n++) {
-    char c = name[n];
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-          c == '.' || c == ':' || c == '-'))
-      return 0;
-  }
-  return n > 0 && n <= TAG_WIDTH;
-}
-
-/* The tag component of a kernel (the file essay gives the scheme). */
-static void kernel_tag(const char *name, char *out, size_t size) {
-  if (is_tag(name)) {
-    snprintf(out, size, "%s", name);
-    return;
-  }
-  char comp[TAG_WIDTH + 1];
-  size_t n = tbe__tag_component(name, TAG_WIDTH - 9, comp, sizeof comp);
-  while (n > 1 && comp[n - 1] == '_') comp[--n] = '\0';
-  fmt(out, size, "%s.%08x", comp, (unsigned)(fnv1a(name) & 0xffffffffu));
-}
-
-/* Stores the tag of kernel `name` in used[n], distinct from used[0..n). */
-static void unique_kernel_tag(const char *name, char (*used)[TAG_WIDTH + 8], size_t n) {
-  char tag[TAG_WIDTH + 1];
-  kernel_tag(name, tag, sizeof tag);
-  snprintf(used[n], sizeof used[n], "%s", tag);
-  for (int k = 2;; k++) {
-    int clash = 0;
-    for (size_t j = 0; j < n && !clash; j++) clash = strcmp(used[j], used[n]) == 0;
-    if (!clash) return;
-    fmt(used[n], sizeof used[n], "%s_%d", tag, k);
-  }
-}
-
 static double ms(int64_t ns) { return (double)ns / 1e6; }
 
 static double pct(int64_t part, int64_t whole) {
   return whole > 0 ? 100.0 * (double)part / (double)whole : 0.0;
-}
-
-/* ---- descriptions ----
- * What a tag is and its unit (Markdown), shown by TensorBoard beside the
- * chart.  A function of the tag alone (and, for a kernel's or an
- * operator's tag, of the name the tag stands for, itself a function of
- * the tag), so that every run describes a tag alike: Time Series shows
- * one description per tag. */
-
-/* The figures a tag may end in, with what they are. */
-static const struct {
-  const char *leaf, *what;
-} FIGURES[] = {
-    {"gpu_busy_pct",
-     "GPU busy: the share of the time in which a kernel, copy or memset ran (the "
-     "union of their intervals), in %"},
-    {"kernel_time_ms",
-     "time in kernels: the sum of their durations (kernels running at once on "
-     "several streams each count), in ms"},
-    {"kernel_count", "kernels launched (a count)"},
-    {"memcpy_time_ms", "time in memory copies, all directions, in ms"},
-    {"memcpy_htod_ms", "time in host-to-device copies, in ms"},
-    {"memcpy_dtoh_ms", "time in device-to-host copies, in ms"},
-    {"memcpy_dtod_ms", "time in device-to-device copies, in ms"},
-    {"memset_time_ms", "time in memsets, in ms"},
-    {"sync_time_ms",
-     "synchronization: the time the GPU's streams waited (CUDA's synchronization "
-     "records), in ms"},
-    {"idle_time_ms", "idle time: the window less the busy time, in ms"},
-    {"launch_latency_us",
-     "launch latency: the median time from a launch call's start on the host "
-     "to the start of its work on the GPU (launch overhead and queue delay "
-     "together), in µs"},
-    {"launch_overhead_us",
-     "launch overhead: the median duration of the call that launched GPU work "
-     "(what the host pays per launch), in µs"},
-    {"queue_delay_us",
-     "queue delay: the median time from a launch call's end to the start of its "
-     "work on the GPU (0 for work that started before the call returned; HTA's "
-     "launch delay), in µs"},
-    {"wall_time_ms", "the profiled window's length, in ms"},
-    {"host_busy_pct",
-     "the busiest host thread's busy share (CPU operators and CUDA calls, the "
-     "synchronizing calls left out), in %"},
-    {"sync_calls", "synchronizing calls (…Synchronize) and synchronization records (a count)"},
-    {"step_time_median_ms", "the median step time (nearest rank, every step), in ms"},
-    {"step_time_p90_ms", "the 90th percentile of the step times (nearest rank, every step), in ms"},
-    {"steps", "steps (a count)"},
-    {"warmup_step_ms",
-     "the first step's time, written when the per-step series leave it out as "
-     "warm-up: it took more than twice the median of the other steps; in ms"},
-    {"hosts", "the processes (ranks, hosts) whose analyses make the job's figures (a count)"},
-    {"step_time_ms",
-     "step time: the step's window on the device (from its host start or the end "
-     "of the step before, to its host end or the end of the last GPU work it "
-     "launched, whichever is later), in ms; in a multi-host job's own run, the "
-     "slowest host's, as the job waits for it"},
-};
-
-static const char *figure(const char *leaf) {
-  for (size_t i = 0; i < sizeof FIGURES / sizeof FIGURES[0]; i++)
-    if (strcmp(FIGURES[i].leaf, leaf) == 0) return FIGURES[i].what;
-  return NULL;
-}
-
-/* What a PM metric is, from its name; its unit from the name's suffix. */
-static void metric_what(tbe__buf *b, const char *m) {
-  static const struct {
-    const char *name, *what;
-  } known[] = {
-      {"sm_active_pct", "SM active: the share of cycles with at least one warp on an SM"},
-      {"occupancy_pct", "achieved occupancy: resident warps as a share of the most an SM holds"},
-      {"tensor_active_pct", "tensor pipes active: the share of cycles a tensor pipe was busy"},
-      {"dram_read_pct", "DRAM read bandwidth as a share of its peak"},
-      {"dram_write_pct", "DRAM write bandwidth as a share of its peak"},
-      {"pcie_rx_bytes_per_s", "PCIe bytes received per second"},
-      {"pcie_tx_bytes_per_s", "PCIe bytes sent per second"},
-      {"nvlink_rx_bytes_per_s", "NVLink bytes received per second"},
-      {"nvlink_tx_bytes_per_s", "NVLink bytes sent per second"},
-      {"sm_clock_hz", "the SM clock"},
-      {"dram_clock_hz", "the DRAM clock"},
-  };
-  const char *what = NULL;
-  for (size_t i = 0; i < sizeof known / sizeof known[0] && !what; i++)
-    if (strcmp(known[i].name, m) == 0) what = known[i].what;
-  size_t l = strlen(m);
-#define ENDS(s) (l >= sizeof(s) - 1 && strcmp(m + l - (sizeof(s) - 1), s) == 0)
-  const char *unit = ENDS("_pct")           ? "%"
-                     : ENDS("_bytes_per_s") ? "bytes/s"
-                     : ENDS("_hz")          ? "Hz"
-                     : ENDS("_ns")          ? "ns"
-                                            : NULL;
-#undef ENDS
-  if (what)
-    tbe__buf_puts(b, what);
-  else
-    tbe__md_escape(b, m);
-  if (unit) tbe__buf_printf(b, ", in %s", unit);
-}
-
-/* The description of `tag` into `b` (NUL-terminated); `name` is what a
- * kernel's or operator's tag stands for (NULL otherwise).  Empty when
- * the tag is none of ours. */
-static void describe(tbe__buf *b, const char *tag, const char *name) {
-  const char *slash = strchr(tag, '/');
-  const char *leaf = slash ? slash + 1 : tag;
-  size_t gl = slash ? (size_t)(slash - tag) : 0;
-  const char *what;
-#define GROUP(g) (gl == sizeof(g) - 1 && memcmp(tag, g, gl) == 0)
-#define STARTS(p) (strncmp(leaf, p, sizeof(p) - 1) == 0)
-  static const char per_step[] =
-      " Per step (x axis: the step number). A first step that took more than twice the median "
-      "of the others is left out as warm-up (summary/warmup_step_ms).";
-  static const char one_point[] = " One point per run (step 0).";
-  if (GROUP("summary") && STARTS("class/")) {
-    tbe__buf_puts(b, "All GPUs over the profiled window: the GPU time in ");
-    tbe__buf_append(b, leaf + 6, strlen(leaf + 6) > 3 ? strlen(leaf + 6) - 3 : 0);
-    tbe__buf_puts(b,
-                  " kernels (the class read from the kernel's demangled name; copies and "
-                  "memsets count as copy), in ms.");
-    tbe__buf_puts(b, one_point);
-  } else if (GROUP("steps") && STARTS("class/")) {
-    tbe__buf_puts(b, "The GPU time in ");
-    tbe__buf_append(b, leaf + 6, strlen(leaf + 6) > 3 ? strlen(leaf + 6) - 3 : 0);
-    tbe__buf_puts(b,
-                  " kernels launched in the step (the class read from the kernel's demangled "
-                  "name; copies and memsets count as copy), in ms.");
-    tbe__buf_puts(b, per_step);
-  } else if ((GROUP("kernels") || (GROUP("steps") && STARTS("kernels/"))) && name) {
-    tbe__buf_puts(
-        b, GROUP("kernels") ? "The total GPU time of the kernel " : "The GPU time of the kernel ");
-    tbe__md_escape(b, name);
-    tbe__buf_puts(b, GROUP("kernels") ? ", in ms." : " launched in the step, in ms.");
-    tbe__buf_puts(b, GROUP("kernels") ? one_point : per_step);
-  } else if (GROUP("ops") && name) {
-    tbe__buf_puts(b, "The CUDA total of the operator ");
-    tbe__md_escape(b, name);
-    tbe__buf_puts(b,
-                  ": the GPU time of the work it and the operators inside it launched, as "
-                  "torch.profiler's key_averages() gives it, in ms; per step (x axis: the "
-                  "step number, warm-up left out as in steps/), or one point (step 0) without "
-                  "steps.");
-  } else if (GROUP("gpu_metrics")) {
-    tbe__buf_puts(b, "PM sampling, all GPUs: ");
-    metric_what(b, leaf);
-    tbe__buf_puts(b,
-                  ". With steps, each step's time-weighted mean (x axis: the step number, "
-                  "warm-up left out as in steps/); without steps, the mean of each time "
-                  "bucket (x axis: milliseconds since the profile's start; wall time: the "
-                  "bucket's start).");
-  } else if (GROUP("summary") && STARTS("gpu_metrics/")) {
-    tbe__buf_puts(b, "PM sampling, all GPUs: ");
-    metric_what(b, leaf + 12);
-    tbe__buf_puts(b, "; the time-weighted mean over the profiled window.");
-    tbe__buf_puts(b, one_point);
-  } else if ((GROUP("summary") || (gl > 3 && memcmp(tag, "gpu", 3) == 0)) &&
-             (what = figure(leaf)) != NULL) {
-    if (GROUP("summary"))
-      tbe__buf_puts(b, "All GPUs over the profiled window: ");
-    else
-      tbe__buf_printf(b, "GPU %.*s over the profiled window: ", (int)(gl - 3), tag + 3);
-    tbe__buf_puts(b, what);
-    tbe__buf_putc(b, '.');
-    tbe__buf_puts(b, one_point);
-  } else if (GROUP("steps") && (what = figure(leaf)) != NULL) {
-    tbe__buf_puts(b, "In each step: ");
-    tbe__buf_puts(b, what);
-    tbe__buf_putc(b, '.');
-    tbe__buf_puts(b, per_step);
-  } else if (GROUP("profiler")) {
-    static const char *const prof[][2] = {
-        {"dropped_records", "Records the collector or the source dropped (a count)."},
-        {"out_of_range_records", "Records dropped for zero or inverted timestamps (a count)."},
-        {"overhead_ms", "The profiler's own overhead (CUPTI's overhead records), in ms."},
-        {"ended_early", "1 when the capture ended early (the trace is cut short), else 0."}};
-    for (size_t i = 0; i < sizeof prof / sizeof prof[0]; i++)
-      if (strcmp(prof[i][0], leaf) == 0) tbe__buf_puts(b, prof[i][1]);
-    if (b->len) tbe__buf_puts(b, one_point);
-  } else if (GROUP("job")) {
-    static const char *const job[][2] = {
-        {"step_time_slowest_ms",
-         "the slowest host's step time (the job's step time: it waits "
-         "for its slowest rank), in ms"},
-        {"step_time_median_ms",
-         "the median host's step time (nearest rank, the lower of two), "
-         "in ms"},
-        {"step_time_fastest_ms", "the fastest host's step time, in ms"},
-        {"step_spread_pct",
-         "the spread: the slowest host's step time less the fastest's, as a "
-         "share of the fastest's, in %"},
-        {"slowest_rank",
-         "the rank of the slowest host, the lowest of those tied (without ranks, "
-         "its index in the run's order)"}};
-    for (size_t i = 0; i < sizeof job / sizeof job[0]; i++)
-      if (strcmp(job[i][0], leaf) == 0) {
-        tbe__buf_puts(b, "A multi-host job, in each of the steps every host has: ");
-        tbe__buf_puts(b, job[i][1]);
-        tbe__buf_puts(b,
-                      ". Per step (x axis: the step number; a warm-up first step left out as "
-                      "in steps/).");
-      }
-  } else if (GROUP("diff")) {
-    /* diff/<base>/<what> */
-    const char *w = strchr(leaf, '/');
-    size_t bl = w ? (size_t)(w - leaf) : 0;
-    w = w ? w + 1 : leaf;
-    static const char *const ratios[][2] = {{"wall_time_ratio", "profiled wall time"},
-                                            {"gpu_busy_ratio", "GPU busy time"},
-                                            {"kernel_time_ratio", "time in kernels"},
-                                            {"step_time_ratio", "median step time"}};
-    for (size_t i = 0; i < sizeof ratios / sizeof ratios[0]; i++)
-      if (strcmp(ratios[i][0], w) == 0)
-        tbe__buf_printf(b, "This run's %s divided by run %.*s's (below 1: less here).",
-                        ratios[i][1], (int)bl, leaf);
-    if (strncmp(w, "kernels/", 8) == 0 && name) {
-      tbe__buf_puts(b, "This run's total time of the kernel ");
-      tbe__md_escape(b, name);
-      tbe__buf_printf(b, " divided by run %.*s's (below 1: less here).", (int)bl, leaf);
-    }
-    if (strcmp(w, "report") == 0)
-      tbe__buf_printf(b,
-                      "The comparison of runs %.*s (base) and this one, or of this run (base) "
-                      "and %.*s, as `tbexport diff` prints it (Markdown).",
-                      (int)bl, leaf, (int)bl, leaf);
-    if (b->len) tbe__buf_puts(b, one_point);
-  }
-#undef GROUP
-#undef STARTS
-  tbe__buf_putc(b, '\0');
-}
-
-/* The text tags' descriptions. */
-static const char *text_description(const char *tag) {
-  static const char *const texts[][2] = {
-      {"summary/top_kernels",
-       "The kernels with the most GPU time: calls, total, share, mean "
-       "(Markdown table)."},
-      {"summary/advice", "What the figures suggest, each line with the figure behind it."},
-      {"summary/top_operators",
-       "The CPU operators by CUDA total, with the kernels each "
-       "launched (Markdown table)."},
-      {"summary/kernel_metrics",
-       "Per kernel: the range profiler's figures (SM, memory, "
-       "tensor pipe, occupancy, L2, DRAM) and what bounds it, and the "
-       "PM means while it ran (Markdown tables)."},
-      {"job/ranks",
-       "The job rank by rank (or host by host): median step time, GPU busy, kernel "
-       "and communication time, the slowest and fastest, as `tbexport summary RUN` "
-       "prints it (Markdown)."}};
-  for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
-    if (strcmp(texts[i][0], tag) == 0) return texts[i][1];
-  return NULL;
 }
 
 /* ---- the writer of one file ---- */
@@ -483,7 +168,7 @@ static void scalar_at(ew *e, const char *tag, double v, int64_t step, double wal
   }
   tbe__buf d;
   tbe__buf_init(&d, e->seen.a);
-  describe(&d, tag, name);
+  tbe__ev_describe(&d, tag, name);
   if (tbe__buf_error(&d))
     e->rc = TBE_ENOMEM;
   else
@@ -527,6 +212,17 @@ static void device_scalars(ew *e, const char *prefix, const tbe_device_stats *d)
   if (d->launch_overhead_median_ns >= 0)
     S("launch_overhead_us", (double)d->launch_overhead_median_ns / 1e3);
   if (d->queue_delay_median_ns >= 0) S("queue_delay_us", (double)d->queue_delay_median_ns / 1e3);
+  for (size_t i = TBE__FIG_LISTED; i < TBE__FIG__COUNT; i++) { /* from the table */
+    const tbe__figure *f = &tbe__figures[i];
+    double v = tbe__fig_real(f, d, 0);
+    if (!tbe__fig_listed(f) || isnan(v)) continue;
+    /* durations in ms, as the scalars above: "<key without _ns>_ms" */
+    size_t kl = strlen(f->key);
+    int dur = (f->unit == TBE__FU_NS || f->unit == TBE__FU_NS_OPT) && kl > 3 &&
+              strcmp(f->key + kl - 3, "_ns") == 0;
+    fmt(tag, sizeof tag, "%s/%.*s%s", prefix, (int)(dur ? kl - 3 : kl), f->key, dur ? "_ms" : "");
+    scalar(e, tag, dur ? v / 1e6 : v, 0);
+  }
   for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
     if (!d->class_count[k]) continue;
     fmt(tag, sizeof tag, "%s/class/%s_ms", prefix, tbe_kernel_class_name(k));
@@ -739,7 +435,7 @@ static metric_tag_t *metric_tags(const tbe_analysis *an, const tbe_allocator *a,
   }
   for (size_t k = 0; k < an->ngpu_metrics; k++) {
     char comp[TAG_WIDTH + 1];
-    kernel_tag(an->gpu_metrics[k], comp, sizeof comp);
+    tbe__ev_kernel_tag(an->gpu_metrics[k], comp, sizeof comp);
     fmt(t[k], sizeof t[k], "gpu_metrics/%s", comp);
   }
   return t;
@@ -931,7 +627,7 @@ static int op_series(ew *e, tbe_analysis *an, const step_order *so, layout *l) {
   char used[TOP_OPS][TAG_WIDTH + 8], tag[160], title[128];
   for (size_t i = 0; i < n && !e->rc; i++) {
     const tbe_name_stats *op = &an->groups[TBE_GROUP_CPU_OP][i];
-    unique_kernel_tag(op->label, used, i);
+    tbe__ev_unique_kernel_tag(op->label, used, i);
     fmt(tag, sizeof tag, "ops/%s/cuda_ms", used[i]);
     short_title(title, sizeof title, op->label, "ms");
     layout_chart(l, title, tag);
@@ -961,7 +657,7 @@ static void op_text(ew *e, tbe_analysis *an, const tbe_allocator *a) {
   if (tbe__buf_error(&b)) e->rc = TBE_ENOMEM;
   else
     text(e, "summary/top_operators", (const char *)b.data,
-         text_description("summary/top_operators"));
+         tbe__ev_text_description("summary/top_operators"));
   tbe__buf_deinit(&b);
 }
 
@@ -981,7 +677,7 @@ static void kernel_metrics_text(ew *e, const tbe_analysis *an, const tbe_allocat
       e->rc = TBE_ENOMEM;
     else
       text(e, "summary/kernel_metrics", (const char *)b.data,
-           text_description("summary/kernel_metrics"));
+           tbe__ev_text_description("summary/kernel_metrics"));
   }
   tbe__buf_deinit(&b);
 }
@@ -1011,7 +707,7 @@ static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
   char used[TOP_KERNELS][TAG_WIDTH + 8];
   for (size_t i = 0; i < nk && !e->rc; i++) {
     const tbe_name_stats *k = &an->groups[TBE_GROUP_KERNEL][i];
-    unique_kernel_tag(k->label, used, i);
+    tbe__ev_unique_kernel_tag(k->label, used, i);
     fmt(tag, sizeof tag, "kernels/%s", used[i]);
     scalar_at(e, tag, ms(k->total_ns), 0, e->wall, k->label);
   }
@@ -1065,7 +761,8 @@ static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
     tbe__buf_putc(&b, '\0');
     if (tbe__buf_error(&b)) e->rc = TBE_ENOMEM;
     else
-      text(e, "summary/top_kernels", (const char *)b.data, text_description("summary/top_kernels"));
+      text(e, "summary/top_kernels", (const char *)b.data,
+           tbe__ev_text_description("summary/top_kernels"));
     tbe__buf_deinit(&b);
   }
   op_text(e, an, a);
@@ -1081,7 +778,7 @@ static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
     tbe__buf_putc(&b, '\0');
     if (tbe__buf_error(&b)) e->rc = TBE_ENOMEM;
     else
-      text(e, "summary/advice", (const char *)b.data, text_description("summary/advice"));
+      text(e, "summary/advice", (const char *)b.data, tbe__ev_text_description("summary/advice"));
     tbe__buf_deinit(&b);
   }
   return e->rc;
@@ -1155,212 +852,7 @@ static int events_write(const tbe__export_ctx *ctx, tbe__sink *out) {
 
 const tbe__exporter tbe__exporter_events = {"events", TBE_OUT_EVENTS, events_write};
 
-/* ---- the HParams session ---- */
-
-/* The hyper-parameter names tbexport sets itself (labels may not take
- * them). */
-static const char *const BUILTIN_HPARAMS[] = {"run",   "host",  "gpu",     "source",
-                                              "kinds", "steps", "command", "labels"};
-#define NBUILTIN (sizeof BUILTIN_HPARAMS / sizeof BUILTIN_HPARAMS[0])
-
-int tbe__labels_check(const char *const *labels, size_t n) {
-  if (n && !labels) return TBE_EINVAL;
-  for (size_t i = 0; i < n; i++) {
-    const char *l = labels[i], *eq = l ? strchr(l, '=') : NULL;
-    if (!eq || eq == l || (size_t)(eq - l) > 100) return TBE_EINVAL;
-    size_t kl = (size_t)(eq - l);
-    for (size_t j = 0; j < kl; j++) {
-      char c = l[j];
-      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-            c == '_' || c == '.' || c == '-'))
-        return TBE_EINVAL;
-    }
-    for (size_t b = 0; b < NBUILTIN; b++)
-      if (strlen(BUILTIN_HPARAMS[b]) == kl && memcmp(BUILTIN_HPARAMS[b], l, kl) == 0)
-        return TBE_EINVAL;
-    for (size_t j = 0; j < i; j++)
-      if (strncmp(labels[j], l, kl + 1) == 0) return TBE_EINVAL; /* "key=" twice */
-  }
-  return 0;
-}
-
-/* Whether `v` reads whole as a finite number (then in *x). */
-static int as_number(const char *v, double *x) {
-  if (!*v) return 0;
-  char *end;
-  double d = strtod(v, &end);
-  if (*end || d != d || d > 1.7e308 || d < -1.7e308) return 0;
-  *x = d;
-  return 1;
-}
-
-/* "NVIDIA H200", or "2 x NVIDIA H200", or "" without GPUs; `n` devices,
- * named as the first of `an`. */
-static void gpu_text(const tbe_analysis *an, size_t n, char *buf, size_t size) {
-  buf[0] = 0;
-  if (!n || !an->ndevices) return;
-  const char *name =
-      an->devices[0].name && an->trace ? tbe_trace_str(an->trace, an->devices[0].name) : NULL;
-  if (!name) name = "GPU";
-  if (n == 1)
-    snprintf(buf, size, "%s", name);
-  else
-    snprintf(buf, size, "%zu x %s", n, name);
-}
-
-/* The step definition: the steps' name without its number
- * ("ProfilerStep#", "train_step"), or "none". */
-static void steps_text(const tbe_trace *t, char *buf, size_t size) {
-  if (!t->nsteps) {
-    snprintf(buf, size, "none");
-    return;
-  }
-  const char *n = t->steps[0].name ? tbe_trace_str(t, t->steps[0].name) : "";
-  size_t l = strlen(n);
-  while (l && n[l - 1] >= '0' && n[l - 1] <= '9') l--;
-  if (!l) {
-    snprintf(buf, size, "unnamed");
-    return;
-  }
-  snprintf(buf, size, "%.*s", (int)(l < size - 1 ? l : size - 1), n);
-}
-
-/* The kinds of events the trace holds, as a comma list. */
-static void kinds_text(const tbe_analysis *an, char *buf, size_t size) {
-  const tbe_device_stats *d = &an->all;
-  uint64_t copies = 0;
-  for (int k = 0; k < TBE_NCOPY_KINDS; k++) copies += d->memcpy_count[k];
-  struct {
-    const char *name;
-    int has;
-  } k[] = {{"kernel", d->kernel_count > 0},
-           {"memcpy", copies > 0},
-           {"memset", d->memset_count > 0},
-           {"sync", d->sync_count > 0},
-           {"api", an->api_calls > 0},
-           {"cpu_op", an->ngroups[TBE_GROUP_CPU_OP] > 0},
-           {"range", an->ngroups[TBE_GROUP_RANGE] > 0}};
-  size_t at = 0;
-  buf[0] = 0;
-  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
-    if (k[i].has && at < size)
-      at += (size_t)snprintf(buf + at, size - at, "%s%s", at ? "," : "", k[i].name);
-}
-
-/* The metric columns of the HParams table, key ones first: each a tag
- * every host's summary (and a job's) writes where it has the figure, so
- * that the session's metric is the run's own scalar (no copy under
- * another tag: the Scalars dashboard shows each figure once).  The same
- * list in every session's experiment.  The launch latency is followed by
- * its two parts (launch overhead: the call's own duration; queue delay:
- * the call's end to the work's start). */
-static const struct {
-  const char *tag, *display;
-} METRIC_COLUMNS[] = {
-    {"summary/step_time_median_ms", "step time, median (ms)"},
-    {"summary/step_time_p90_ms", "step time, p90 (ms)"},
-    {"summary/gpu_busy_pct", "GPU busy (%)"},
-    {"summary/kernel_time_ms", "kernel time (ms)"},
-    {"summary/launch_latency_us", "launch latency, median (µs)"},
-    {"summary/launch_overhead_us", "launch overhead, median (µs)"},
-    {"summary/queue_delay_us", "queue delay, median (µs)"},
-    {"summary/class/comm_ms", "communication kernels (ms)"},
-    {"summary/memcpy_time_ms", "copies (ms)"},
-    {"summary/sync_time_ms", "GPU sync waits (ms)"},
-    {"summary/gpu_metrics/sm_active_pct", "SM active (%)"},
-    {"summary/gpu_metrics/tensor_active_pct", "tensor pipes active (%)"},
-    {"summary/wall_time_ms", "profiled wall time (ms)"},
-    {"summary/kernel_count", "kernels"},
-    {"profiler/dropped_records", "dropped records"},
-};
-#define NMETRIC_COLUMNS (sizeof METRIC_COLUMNS / sizeof METRIC_COLUMNS[0])
-
-/* What one session says. */
-typedef struct session_info {
-  const char *run, *host, *gpu, *source, *kinds, *steps, *command; /* NULL: left out */
-  const char *const *labels;
-  size_t nlabels;
-  double start, wall;
-} session_info;
-
-/* Descriptions of the built-in hyper-parameters (BUILTIN_HPARAMS' order). */
-static const char *const BUILTIN_WHAT[NBUILTIN] = {
-    "The run's name.",
-    "The host entry: the process's host name, with .rank<N> for a rank, _pid<P> for one of "
-    "several processes; a multi-host job's own row says how many hosts it joins.",
-    "The GPUs the trace used.",
-    "What recorded the trace (cupti: tbexport's collector; kineto, chrome, xspace, nsys).",
-    "The kinds of events in the trace.",
-    "What a step is (the steps' name without its number), or none.",
-    "The command that was profiled.",
-    "Every --label KEY=VALUE of the run, in one column (each key also has a column of its "
-    "own when the sessions agree on the keys)."};
-
-/* The session: the experiment (the same columns in every session, so
- * that whichever TensorBoard reads the table is the same: the built-in
- * hyper-parameters, this session's label keys, METRIC_COLUMNS with their
- * display names), the hyper-parameters' values, start and end. */
-static int write_session(tbe_writer *w, const session_info *si, const tbe_allocator *a) {
-  size_t nl = si->nlabels, cap = NBUILTIN + nl;
-  tbe_hparam *hp = tbe__calloc(a, cap, sizeof *hp);
-  tbe__hp_column *cols = tbe__calloc(a, cap + NMETRIC_COLUMNS, sizeof *cols);
-  char *keys = tbe__alloc(a, nl * 104 + 1);
-  tbe__buf all, desc;
-  tbe__buf_init(&all, a);
-  tbe__buf_init(&desc, a);
-  int rc = 0;
-  if (!hp || !cols || !keys) rc = TBE_ENOMEM;
-  size_t nh = 0, nc = 0;
-  const char *vals[NBUILTIN] = {si->run,   si->host,  si->gpu,     si->source,
-                                si->kinds, si->steps, si->command, NULL};
-  for (size_t i = 0; i < nl && !rc; i++) {
-    if (i) tbe__buf_puts(&all, ", ");
-    tbe__buf_puts(&all, si->labels[i]);
-  }
-  tbe__buf_putc(&all, '\0');
-  if (nl) vals[NBUILTIN - 1] = (const char *)all.data;
-  /* Metric descriptions, one block of NUL-terminated texts. */
-  size_t at[NMETRIC_COLUMNS];
-  for (size_t i = 0; i < NMETRIC_COLUMNS; i++) {
-    at[i] = desc.len;
-    describe(&desc, METRIC_COLUMNS[i].tag, NULL);
-  }
-  if (tbe__buf_error(&all) || tbe__buf_error(&desc)) rc = TBE_ENOMEM;
-  for (size_t b = 0; b < NBUILTIN && !rc; b++) {
-    cols[nc++] = (tbe__hp_column){BUILTIN_HPARAMS[b], NULL, BUILTIN_WHAT[b], TBE_HPARAM_STRING,
-                                  b == 0 || b == 1 || b == NBUILTIN - 1};
-    if (!vals[b]) continue;
-    hp[nh].name = BUILTIN_HPARAMS[b];
-    hp[nh].type = TBE_HPARAM_STRING;
-    hp[nh++].string = vals[b];
-  }
-  for (size_t i = 0; i < nl && !rc; i++) {
-    const char *l = si->labels[i], *eq = strchr(l, '=');
-    char *k = keys + i * 104;
-    snprintf(k, 104, "%.*s", (int)(eq - l), l);
-    hp[nh].name = k;
-    if (as_number(eq + 1, &hp[nh].number)) {
-      hp[nh].type = TBE_HPARAM_NUMBER;
-    } else {
-      hp[nh].type = TBE_HPARAM_STRING;
-      hp[nh].string = eq + 1;
-    }
-    cols[nc++] = (tbe__hp_column){k, NULL, "A --label of the run.", hp[nh].type, 1};
-    nh++;
-  }
-  size_t nhc = nc;
-  for (size_t i = 0; i < NMETRIC_COLUMNS && !rc; i++)
-    cols[nc++] = (tbe__hp_column){METRIC_COLUMNS[i].tag, METRIC_COLUMNS[i].display,
-                                  (const char *)desc.data + at[i], TBE_HPARAM_NUMBER, 0};
-  tbe__hp_experiment x = {cols, nhc, cols + nhc, nc - nhc};
-  if (!rc) rc = tbe__writer_hparams_session(w, hp, nh, NULL, 0, &x, si->start, 0, si->wall);
-  tbe__buf_deinit(&all);
-  tbe__buf_deinit(&desc);
-  tbe__free(a, hp);
-  tbe__free(a, cols);
-  tbe__free(a, keys);
-  return rc;
-}
+/* ---- the HParams session (export_hparams.c makes it) ---- */
 
 static int hparams_write(const tbe__export_ctx *ctx, tbe__sink *out) {
   int rc = tbe__labels_check(ctx->labels, ctx->nlabels);
@@ -1372,24 +864,24 @@ static int hparams_write(const tbe__export_ctx *ctx, tbe__sink *out) {
   if ((rc = analysis_of(ctx, &al, &an, &own))) return rc;
   const tbe_trace *t = ctx->trace;
   char gpu[160], steps[128], kinds[96];
-  gpu_text(an, an->ndevices, gpu, sizeof gpu);
-  steps_text(t, steps, sizeof steps);
-  kinds_text(an, kinds, sizeof kinds);
-  session_info si = {ctx->run ? ctx->run : "",
-                     ctx->host ? ctx->host : "",
-                     gpu,
-                     tbe__source_name(t->source),
-                     kinds,
-                     steps,
-                     ctx->command,
-                     ctx->labels,
-                     ctx->nlabels,
-                     an->start_ns > 0 ? (double)an->start_ns / 1e9 : 0,
-                     trace_wall(an)};
+  tbe__hp_gpu_text(an, an->ndevices, gpu, sizeof gpu);
+  tbe__hp_steps_text(t, steps, sizeof steps);
+  tbe__hp_kinds_text(an, kinds, sizeof kinds);
+  tbe__hp_session si = {ctx->run ? ctx->run : "",
+                        ctx->host ? ctx->host : "",
+                        gpu,
+                        tbe__source_name(t->source),
+                        kinds,
+                        steps,
+                        ctx->command,
+                        ctx->labels,
+                        ctx->nlabels,
+                        an->start_ns > 0 ? (double)an->start_ns / 1e9 : 0,
+                        trace_wall(an)};
   tbe_writer *w = NULL;
   rc = writer_on(&w, out, TBE__HPARAMS_MARK, &al);
   if (!rc) {
-    rc = write_session(w, &si, &al);
+    rc = tbe__hp_session_write(w, &si, &al);
     int crc = tbe_writer_close(w);
     if (!rc) rc = crc;
   }
@@ -1544,7 +1036,7 @@ int tbe__job_write(tbe__sink *out, const char *name, tbe_run_analysis *r, const 
       if (tbe__buf_error(&b))
         e.rc = TBE_ENOMEM;
       else
-        text(&e, "job/ranks", (const char *)b.data, text_description("job/ranks"));
+        text(&e, "job/ranks", (const char *)b.data, tbe__ev_text_description("job/ranks"));
       tbe__buf_deinit(&b);
       tbe_report_free(md, len, &al);
     }
@@ -1557,15 +1049,15 @@ int tbe__job_write(tbe__sink *out, const char *name, tbe_run_analysis *r, const 
     snprintf(
         host, sizeof host, "job of %zu %s", r->nhosts,
         r->by_rank ? (r->nhosts == 1 ? "rank" : "ranks") : (r->nhosts == 1 ? "host" : "hosts"));
-    gpu_text(r->hosts[0].an, ndev, gpu, sizeof gpu);
-    kinds_text(tot, kinds, sizeof kinds);
-    session_info si = {j->run,     host,
-                       gpu,        NULL,
-                       kinds,      NULL,
-                       j->command, j->labels,
-                       j->nlabels, tot->start_ns > 0 ? (double)tot->start_ns / 1e9 : 0,
-                       e.wall};
-    e.rc = write_session(w, &si, &al);
+    tbe__hp_gpu_text(r->hosts[0].an, ndev, gpu, sizeof gpu);
+    tbe__hp_kinds_text(tot, kinds, sizeof kinds);
+    tbe__hp_session si = {j->run,     host,
+                          gpu,        NULL,
+                          kinds,      NULL,
+                          j->command, j->labels,
+                          j->nlabels, tot->start_ns > 0 ? (double)tot->start_ns / 1e9 : 0,
+                          e.wall};
+    e.rc = tbe__hp_session_write(w, &si, &al);
   }
   rc = e.rc;
   ew_deinit(&e);
@@ -1613,6 +1105,14 @@ static int diff_body(void *ctx, tbe__sink *out, const char *name) {
     RATIO("kernel_time_ratio", d->kernel_ns[0], d->kernel_ns[1]);
     if (d->nsteps[0] && d->nsteps[1])
       RATIO("step_time_ratio", d->step_median_ns[0], d->step_median_ns[1]);
+    for (size_t i = TBE__FIG_LISTED; i < TBE__FIG__COUNT && d->side[0] && d->side[1]; i++) {
+      const tbe__figure *f = &tbe__figures[i]; /* from the table: "<key>_ratio" */
+      if (!tbe__fig_listed(f) || f->diff == TBE__FD_NONE) continue;
+      double b = tbe__fig_real(f, &d->side[0]->all, 0), v = tbe__fig_real(f, &d->side[1]->all, 0);
+      if (!(b > 0) || isnan(v)) continue;
+      fmt(tag, sizeof tag, "diff/%s/%s_ratio", label, f->key);
+      scalar(&e, tag, v / b, 0);
+    }
   }
 #undef RATIO
   size_t n = j->ratios ? d->nentries[TBE_GROUP_KERNEL] : 0;
@@ -1622,7 +1122,7 @@ static int diff_body(void *ctx, tbe__sink *out, const char *name) {
   for (size_t i = 0; i < n && !e.rc; i++) {
     const tbe_diff_entry *en = &d->entries[TBE_GROUP_KERNEL][i];
     if (en->present != 3 || en->total_ns[0] <= 0 || nused >= 64) continue;
-    unique_kernel_tag(en->name, used, nused);
+    tbe__ev_unique_kernel_tag(en->name, used, nused);
     fmt(tag, sizeof tag, "diff/%s/kernels/%s", label, used[nused]);
     nused++;
     scalar_at(&e, tag, en->ratio, 0, e.wall, en->name);
@@ -1631,7 +1131,7 @@ static int diff_body(void *ctx, tbe__sink *out, const char *name) {
     tbe__buf desc;
     tbe__buf_init(&desc, &al);
     fmt(tag, sizeof tag, "diff/%s/report", label);
-    describe(&desc, tag, NULL);
+    tbe__ev_describe(&desc, tag, NULL);
     if (tbe__buf_error(&desc))
       e.rc = TBE_ENOMEM;
     else

@@ -12,15 +12,16 @@
  * Table layout: the name column takes whatever the numeric columns leave
  * of `width` (default 100); names are shortened to fit unless `wide`.
  *
- * The formats are a table (FORMATS below, report.h): a row per format, a
+ * The formats are a table (report_api.c, report.h): a row per format, a
  * renderer per report in each row, found by tbe__report_format_of; the
- * public entry points here and in report_diff.c and report_run.c check
- * the options and call their format's entry.  The renderers live with
- * their report: report_summary.c (one analysis), report_diff.c (two),
- * report_run.c (a run of several hosts, and two runs); this file keeps
- * the helpers they share and the name shortening. */
+ * public entry points there check the options and call their format's
+ * entry.  The renderers live with their report: report_summary.c (one
+ * analysis), report_diff.c (two), report_run.c (a run of several hosts,
+ * and two runs); this file, the folder's bottom, keeps the helpers they
+ * share, the options and the name shortening, and calls none of them. */
 #include "trace/report/report.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -430,23 +431,6 @@ const char *tbe__group_title(tbe_group_kind g) {
   return (unsigned)g < TBE_GROUP__COUNT ? gtitle[g] : "";
 }
 
-/* ---- the format table ---- */
-
-#define ROW(fmt)                                                                         \
-  {#fmt,                    tbe__rep_summary_##fmt, tbe__rep_diff_##fmt, tbe__rep_overall_##fmt, \
-   tbe__rep_names_##fmt,    tbe__rep_run_##fmt,     tbe__rep_run_diff_##fmt}
-static const tbe__report_format FORMATS[] = {
-    [TBE_REPORT_TABLE] = ROW(table),
-    [TBE_REPORT_CSV] = ROW(csv),
-    [TBE_REPORT_JSON] = ROW(json),
-    [TBE_REPORT_MARKDOWN] = ROW(md),
-};
-#undef ROW
-
-const tbe__report_format *tbe__report_format_of(int f) {
-  return (unsigned)f < sizeof FORMATS / sizeof FORMATS[0] ? &FORMATS[f] : &FORMATS[0];
-}
-
 /* ---- public entry points ---- */
 
 static void report_defaults(tbe_report_options *o) {
@@ -469,22 +453,6 @@ static int finish(tbe__buf *b, char **out, size_t *len) {
   return 0;
 }
 
-int tbe_report_summary(tbe_analysis *an, const tbe_report_options *o, char **out, size_t *len) {
-  if (!out) return TBE_EINVAL;
-  *out = NULL;
-  if (!an) return TBE_EINVAL;
-  tbe_report_options oo;
-  if (tbe__report_options(o, &oo)) return TBE_EINVAL;
-  for (int g = 0; g < TBE_GROUP__COUNT; g++)
-    tbe_analysis_sort(an, (tbe_group_kind)g, (tbe_sort_key)oo.sort);
-  tbe_allocator al;
-  tbe__allocator_init(&al, oo.allocator);
-  tbe__buf b;
-  tbe__buf_init(&b, &al);
-  tbe__report_format_of(oo.format)->summary(&b, an, &oo);
-  return finish(&b, out, len);
-}
-
 void tbe_report_free(char *s, size_t len, const tbe_allocator *a) {
   (void)len;
   if (!s) return;
@@ -505,3 +473,48 @@ int tbe__report_options(const tbe_report_options *o, tbe_report_options *oo) {
 }
 
 int tbe__report_finish(tbe__buf *b, char **out, size_t *len) { return finish(b, out, len); }
+
+/* ---- figures printed from the table ---- */
+
+int tbe__fig_listed(const tbe__figure *f) {
+  return f->id >= TBE__FIG_LISTED && f->scope == TBE__FS_DEVICE && f->n == 1;
+}
+
+void tbe__fig_cell(char *buf, size_t size, const tbe__figure *f, const void *obj) {
+  double r = tbe__fig_real(f, obj, 0);
+  if (isnan(r))
+    snprintf(buf, size, "-");
+  else if (f->unit == TBE__FU_PCT)
+    snprintf(buf, size, "%.1f%%", r);
+  else if (f->unit == TBE__FU_NS || f->unit == TBE__FU_NS_OPT)
+    tbe__fmt_dur(buf, size, tbe__fig_i64(f, obj, 0));
+  else if (tbe__fig_unsigned(f))
+    snprintf(buf, size, "%llu", (unsigned long long)tbe__fig_u64(f, obj, 0));
+  else
+    snprintf(buf, size, "%lld", (long long)tbe__fig_i64(f, obj, 0));
+}
+
+/* The value as JSON and CSV write it: NULL when unknown. */
+static const char *fig_raw(char *buf, size_t size, const tbe__figure *f, const void *obj) {
+  double r = tbe__fig_real(f, obj, 0);
+  if (isnan(r)) return NULL;
+  if (f->unit == TBE__FU_PCT)
+    snprintf(buf, size, "%.3f", r);
+  else if (tbe__fig_unsigned(f))
+    snprintf(buf, size, "%llu", (unsigned long long)tbe__fig_u64(f, obj, 0));
+  else
+    snprintf(buf, size, "%lld", (long long)tbe__fig_i64(f, obj, 0));
+  return buf;
+}
+
+void tbe__fig_json(tbe__buf *b, const tbe__figure *f, const void *obj) {
+  char v[48];
+  const char *s = fig_raw(v, sizeof v, f, obj);
+  tbe__buf_puts(b, s ? s : "null");
+}
+
+void tbe__fig_csv(tbe__buf *b, const tbe__figure *f, const void *obj) {
+  char v[48];
+  const char *s = fig_raw(v, sizeof v, f, obj);
+  if (s) tbe__buf_puts(b, s);
+}

@@ -13,6 +13,7 @@
 
 #include "common/buf.h"
 #include "tbexport/analysis.h"
+#include "trace/analysis/figures.h"
 
 /* Formats a duration with a unit chosen by size: "850ns", "12.345us",
  * "1.234ms", "2.500s" (3 decimals, integer arithmetic only, so the output
@@ -80,6 +81,21 @@ void tbe__md_kernels(tbe__buf *b, const tbe_analysis *an, size_t top, int wide);
  * '_' collapsed, never empty.  Returns the length. */
 size_t tbe__tag_component(const char *name, size_t width, char *buf, size_t size);
 
+/* ---- figures printed from the table (trace/analysis/figures.h) ----
+ * The single-entry DEVICE rows from TBE__FIG_LISTED on: every format
+ * prints them by looping over the table (tbe__overview, the Markdown and
+ * CSV device tables, the JSON devices, the events exporter's device
+ * scalars), after the figures each prints in its own place. */
+
+/* 1 when row f is one of them. */
+int tbe__fig_listed(const tbe__figure *f);
+/* Its value in `obj` as a table cell ("1.234ms", "12", "12.5%", "-" when
+ * unknown), as a JSON value (null when unknown) and as a CSV field (empty
+ * when unknown). */
+void tbe__fig_cell(char *buf, size_t size, const tbe__figure *f, const void *obj);
+void tbe__fig_json(tbe__buf *b, const tbe__figure *f, const void *obj);
+void tbe__fig_csv(tbe__buf *b, const tbe__figure *f, const void *obj);
+
 /* ---- the format table ----
  * A row per output format, indexed by TBE_REPORT_* (table, CSV, JSON,
  * Markdown), a renderer per report in each row.  tbe_report_summary,
@@ -90,15 +106,12 @@ typedef struct tbe__report_format {
   const char *name;
   void (*summary)(tbe__buf *b, tbe_analysis *an, const tbe_report_options *o);
   void (*diff)(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o);
-  /* the overall figures and the name tables of a diff, also under a run
-   * diff's hosts */
-  void (*diff_overall)(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o);
-  void (*diff_names)(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o);
   void (*run)(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options *o);
   void (*run_diff)(tbe__buf *b, const tbe_run_diff *d, const tbe_report_options *o);
 } tbe__report_format;
 
-/* The row of format `f` (checked by tbe__report_options). */
+/* The row of format `f` (checked by tbe__report_options; report_api.c,
+ * the folder's top: only the entry points there dispatch on it). */
 const tbe__report_format *tbe__report_format_of(int f);
 
 /* The rows' renderers: report_summary.c, report_diff.c, report_run.c. */
@@ -124,6 +137,18 @@ TBE__REP_FORMAT(md)
  * flag): single quotes, or bash's $'...' when it holds what the terminal
  * form escapes. */
 void tbe__shell_word(tbe__buf *b, const char *s);
+
+/* ---- runs (report_run.c, report_run_diff.c) ---- */
+
+/* The compact rule of per-host tables (report_run.c states it): every
+ * host up to TBE__RUN_ROWS_ALL; a diff beyond keeps the
+ * TBE__RUN_ROWS_CHANGED pairs whose step time changed most. */
+#define TBE__RUN_ROWS_ALL 32
+#define TBE__RUN_ROWS_CHANGED 10
+/* A host's label, "(unnamed)" when it has none. */
+static inline const char *tbe__host_label(const tbe_run_host *h) {
+  return h->label && h->label[0] ? h->label : "(unnamed)";
+}
 
 /* ---- parts of the summary ---- */
 

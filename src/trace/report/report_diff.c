@@ -10,6 +10,7 @@
  * steps the terminal table shows each name's median time per step in place
  * of its average per call (the figure the verdict is about); the other
  * formats carry both. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -128,6 +129,61 @@ static void diff_class_row(const tbe_diff *d, uint32_t k, const char **label, in
   }
 }
 
+/* ---- figures compared from the table ----
+ * The listed device rows (report.h: tbe__fig_listed) with a diff rule,
+ * compared on the two sides' all-GPU totals after the fixed rows, in every
+ * format: the value on each side, the change and the ratio. */
+
+/* Row f of the comparison: 0 when it is not one, or a side is missing. */
+static int fig_compared(const tbe_diff *d, const tbe__figure *f) {
+  return tbe__fig_listed(f) && f->diff != TBE__FD_NONE && d->side[0] && d->side[1];
+}
+
+/* The change and the ratio of row f as cells ("-" where unknown). */
+static void fig_change(const tbe_diff *d, const tbe__figure *f, char *delta, char *ratio) {
+  double a = tbe__fig_real(f, &d->side[0]->all, 0), n = tbe__fig_real(f, &d->side[1]->all, 0);
+  if (isnan(a) || isnan(n)) {
+    strcpy(delta, "-");
+    strcpy(ratio, "-");
+  } else if (f->unit == TBE__FU_PCT) {
+    snprintf(delta, 32, "%+.1f", n - a);
+    if (a > 0)
+      snprintf(ratio, 32, "%.2fx", n / a);
+    else
+      strcpy(ratio, "-");
+  } else {
+    int64_t x = tbe__fig_i64(f, &d->side[0]->all, 0), y = tbe__fig_i64(f, &d->side[1]->all, 0);
+    if (f->unit == TBE__FU_NS || f->unit == TBE__FU_NS_OPT)
+      delta_str(delta, y - x);
+    else
+      snprintf(delta, 32, "%+lld", (long long)(y - x));
+    ratio_str(ratio, 32, x, y);
+  }
+}
+
+/* The compared rows as lines of the terminal table (md 0) or Markdown. */
+static void fig_rows_text(tbe__buf *b, const tbe_diff *d, int md) {
+  char x[64], y[64], z[32], w[32];
+  for (size_t i = TBE__FIG_LISTED; i < TBE__FIG__COUNT; i++) {
+    const tbe__figure *f = &tbe__figures[i];
+    if (!fig_compared(d, f)) continue;
+    tbe__fig_cell(x, sizeof x, f, &d->side[0]->all);
+    tbe__fig_cell(y, sizeof y, f, &d->side[1]->all);
+    fig_change(d, f, z, w);
+    if (md) {
+      tbe__buf_printf(b, "| %s | %s | %s | %s | %s | |\n", f->label, x, y, z, w);
+      continue;
+    }
+    tbe__text_fit(x + 32, 32, f->label, 16);
+    tbe__cell(b, x + 32, 16, 0);
+    tbe__cell(b, x, 12, 1);
+    tbe__cell(b, y, 12, 1);
+    tbe__cell(b, z, 12, 1);
+    tbe__cell(b, w, 8, 1);
+    tbe__buf_putc(b, '\n');
+  }
+}
+
 /* Whether the name tables show per-step medians instead of per-call
  * averages: both sides have steps. */
 static int per_step_cols(const tbe_diff *d) { return d->nsteps[0] && d->nsteps[1]; }
@@ -165,6 +221,22 @@ void tbe__rep_overall_csv(tbe__buf *b, const tbe_diff *d, const tbe_report_optio
     if (r == 3 && d->steps.p_value >= 0) tbe__buf_printf(b, "%.6f", d->steps.p_value);
     tbe__buf_putc(b, '\n');
   }
+  for (size_t i = TBE__FIG_LISTED; i < TBE__FIG__COUNT; i++) {
+    const tbe__figure *f = &tbe__figures[i];
+    if (!fig_compared(d, f)) continue;
+    const void *s0 = &d->side[0]->all, *s1 = &d->side[1]->all;
+    double a = tbe__fig_real(f, s0, 0), n = tbe__fig_real(f, s1, 0);
+    tbe__buf_printf(b, "overall,%s,", f->key);
+    tbe__fig_csv(b, f, s0);
+    tbe__buf_putc(b, ',');
+    tbe__fig_csv(b, f, s1);
+    tbe__buf_putc(b, ','); /* the change and the ratio as numbers (empty: unknown) */
+    if (!isnan(a) && !isnan(n) && f->unit == TBE__FU_PCT)
+      tbe__buf_printf(b, "%.3f", n - a);
+    else if (!isnan(a) && !isnan(n))
+      tbe__buf_printf(b, "%lld", (long long)(tbe__fig_i64(f, s1, 0) - tbe__fig_i64(f, s0, 0)));
+    tbe__buf_printf(b, ",%.6f,,\n", !isnan(n) && a > 0 ? n / a : 0.0);
+  }
   for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
     const char *label;
     int64_t v[2];
@@ -188,6 +260,15 @@ void tbe__rep_overall_json(tbe__buf *b, const tbe_diff *d, const tbe_report_opti
     diff_overall_rows(d, r, &label, v, &have);
     tbe__buf_printf(b, "%s\"%s\":[%lld,%lld]", r ? "," : "", keys[r], (long long)v[0],
                     (long long)v[1]);
+  }
+  for (size_t i = TBE__FIG_LISTED; i < TBE__FIG__COUNT; i++) {
+    const tbe__figure *f = &tbe__figures[i];
+    if (!fig_compared(d, f)) continue;
+    tbe__buf_printf(b, ",\"%s\":[", f->key);
+    tbe__fig_json(b, f, &d->side[0]->all);
+    tbe__buf_putc(b, ',');
+    tbe__fig_json(b, f, &d->side[1]->all);
+    tbe__buf_putc(b, ']');
   }
   tbe__buf_puts(b, ",\"classes\":{");
   int first = 1;
@@ -221,6 +302,7 @@ void tbe__rep_overall_md(tbe__buf *b, const tbe_diff *d, const tbe_report_option
     tbe__buf_printf(b, "| %s | %s | %s | %s | %s | %s |\n", label, tbe__dur(x, v[0]), tbe__dur(y, v[1]),
                     z, w, r == 3 ? tbe_noise_name((tbe_noise)d->steps.verdict) : "");
   }
+  fig_rows_text(b, d, 1);
   for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
     const char *label;
     int64_t v[2];
@@ -268,6 +350,7 @@ void tbe__rep_overall_table(tbe__buf *b, const tbe_diff *d, const tbe_report_opt
       tbe__buf_printf(b, "  %s", tbe_noise_name((tbe_noise)d->steps.verdict));
     tbe__buf_putc(b, '\n');
   }
+  fig_rows_text(b, d, 0);
   int titled = 0;
   for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
     const char *label;
@@ -306,8 +389,29 @@ void tbe__rep_overall_table(tbe__buf *b, const tbe_diff *d, const tbe_report_opt
               o->width);
 }
 
+/* The parts of a diff that a run diff shows too, per format: its own
+ * small table (report_api.c's format table is above this file). */
+typedef struct diff_parts {
+  void (*overall)(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o);
+  void (*names)(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o);
+} diff_parts;
+
+#define PARTS(fmt) \
+  { tbe__rep_overall_##fmt, tbe__rep_names_##fmt }
+static const diff_parts PARTS_OF[] = {
+    [TBE_REPORT_TABLE] = PARTS(table),
+    [TBE_REPORT_CSV] = PARTS(csv),
+    [TBE_REPORT_JSON] = PARTS(json),
+    [TBE_REPORT_MARKDOWN] = PARTS(md),
+};
+#undef PARTS
+
+static const diff_parts *diff_part(int f) {
+  return (unsigned)f < sizeof PARTS_OF / sizeof PARTS_OF[0] ? &PARTS_OF[f] : &PARTS_OF[0];
+}
+
 void tbe__diff_overall(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
-  tbe__report_format_of(o->format)->diff_overall(b, d, o);
+  diff_part(o->format)->overall(b, d, o);
 }
 
 /* The tables a diff shows: kernels, the operators (by shape when asked
@@ -670,7 +774,7 @@ void tbe__rep_names_json(tbe__buf *b, const tbe_diff *d, const tbe_report_option
 }
 
 void tbe__diff_names(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
-  tbe__report_format_of(o->format)->diff_names(b, d, o);
+  diff_part(o->format)->names(b, d, o);
 }
 
 void tbe__rep_diff_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
@@ -713,19 +817,4 @@ void tbe__rep_diff_json(tbe__buf *b, const tbe_diff *d, const tbe_report_options
   tbe__diff_names(b, d, o);
   tbe__metrics_diff(b, d, o);
   tbe__buf_puts(b, "}\n");
-}
-
-
-int tbe_report_diff(const tbe_diff *d, const tbe_report_options *o, char **out, size_t *len) {
-  if (!out) return TBE_EINVAL;
-  *out = NULL;
-  if (!d) return TBE_EINVAL;
-  tbe_report_options oo;
-  if (tbe__report_options(o, &oo)) return TBE_EINVAL;
-  tbe_allocator al;
-  tbe__allocator_init(&al, oo.allocator);
-  tbe__buf b;
-  tbe__buf_init(&b, &al);
-  tbe__report_format_of(oo.format)->diff(&b, d, &oo);
-  return tbe__report_finish(&b, out, len);
 }

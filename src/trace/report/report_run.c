@@ -12,9 +12,9 @@
  *    tables merged over hosts, the steps common to all hosts, the step
  *    hint, and the hosts' advice and warnings, each line once with the hosts it
  *    concerns;
- *  - diff: the totals compared as two traces are (report_diff.c's parts),
- *    a row per host pair with its own step-time verdict, then the merged
- *    name tables.
+ *  - diff (report_run_diff.c): the totals compared as two traces are
+ *    (report_diff.c's parts), a row per host pair with its own step-time
+ *    verdict, then the merged name tables.
  * The JSON forms hold every figure of the other forms: a run's object is
  * {"label", "hosts_count", ..., "total": <summary object>, "hosts":
  * [<summary object + "index">...]}, each summary object the one
@@ -47,10 +47,10 @@
  *    time changed most (tbe_run_diff.order), the distribution of that
  *    change, and how many pairs are left out.
  * So a report of 1,024 ranks stays about 30 lines whatever the run. */
-#define ROWS_ALL 32
+#define ROWS_ALL TBE__RUN_ROWS_ALL
 #define ROWS_EDGE 5
 #define ROWS_OUTLIERS 10
-#define ROWS_CHANGED 10
+#define ROWS_CHANGED TBE__RUN_ROWS_CHANGED /* report_run_diff.c */
 #define LIST_MAX 16
 
 static const char *figure_words(uint32_t f) {
@@ -59,10 +59,6 @@ static const char *figure_words(uint32_t f) {
 
 static const char *figure_key(uint32_t f) {
   return f == TBE_RUN_BY_STEP_MEDIAN ? "step_median" : f == TBE_RUN_BY_WALL ? "wall" : "none";
-}
-
-static const char *host_label(const tbe_run_host *h) {
-  return h->label && h->label[0] ? h->label : "(unnamed)";
 }
 
 static const char *role(const tbe_run_analysis *r, size_t i) {
@@ -116,7 +112,8 @@ static size_t pick_rows(tbe__buf *b, const tbe_run_analysis *r, long **out) {
  * the host's label (terminal or Markdown form). */
 static void put_who(tbe__buf *b, const tbe_run_analysis *r, long i, int md) {
   if (r->by_rank) tbe__buf_printf(b, md ? "rank %d" : "rank\x01%d", (int)r->hosts[i].an->rank);
-  else put_text(b, host_label(&r->hosts[i]), md);
+  else
+    put_text(b, tbe__host_label(&r->hosts[i]), md);
 }
 
 /* A host label as a table cell: its terminal form cut to `w` columns
@@ -145,13 +142,13 @@ static void extremes(tbe__buf *b, const tbe_run_analysis *r, const tbe_report_op
     for (int k = 0; k < 2; k++) {
       const tbe_run_host *h = &r->hosts[k ? r->fastest : r->slowest];
       tbe__buf_printf(&t, "%srank %d (", k ? ", fastest " : "", (int)h->an->rank);
-      put_text(&t, host_label(h), md);
+      put_text(&t, tbe__host_label(h), md);
       tbe__buf_putc(&t, ')');
     }
   } else {
-    put_text(&t, host_label(&r->hosts[r->slowest]), md);
+    put_text(&t, tbe__host_label(&r->hosts[r->slowest]), md);
     tbe__buf_puts(&t, ", fastest ");
-    put_text(&t, host_label(&r->hosts[r->fastest]), md);
+    put_text(&t, tbe__host_label(&r->hosts[r->fastest]), md);
   }
   tbe__buf_printf(&t, " by %s: spread %s (%.1f%% of the fastest)%s", figure_words(r->figure),
                   tbe__dur(x, r->spread_ns), tbe__pct(r->spread_ns, r->fastest_ns), md ? "." : "");
@@ -252,7 +249,7 @@ static void ranks_table(tbe__buf *b, const tbe_run_analysis *r, const tbe_report
   char name[512], v[6][40];
   if (o->wide)
     for (size_t i = 0; i < r->nhosts; i++) {
-      int l = (int)tbe__text_fit(name, sizeof name, host_label(&r->hosts[i]), 0);
+      int l = (int)tbe__text_fit(name, sizeof name, tbe__host_label(&r->hosts[i]), 0);
       if (l > nw) nw = l;
     }
   long *rows;
@@ -303,7 +300,7 @@ static void ranks_table(tbe__buf *b, const tbe_run_analysis *r, const tbe_report
     snprintf(v[5], 40, "%s", role(r, i));
     tbe__cell(b, v[0], cw[0], 1);
     tbe__buf_putc(b, ' ');
-    cut(name, sizeof name, host_label(&r->hosts[i]), o->wide ? 0 : nw);
+    cut(name, sizeof name, tbe__host_label(&r->hosts[i]), o->wide ? 0 : nw);
     tbe__cell(b, name, nw, 0);
     for (int c = 1; c < 6; c++) {
       tbe__buf_puts(b, c == 5 ? "  " : " ");
@@ -340,7 +337,7 @@ static void ranks_md(tbe__buf *b, const tbe_run_analysis *r, const tbe_report_op
     tbe__fmt_dur(v[3], 40, an->all.kernel_ns);
     tbe__fmt_dur(v[4], 40, an->all.class_ns[TBE_KCLASS_COMM]);
     tbe__buf_printf(b, "| %d | ", (int)an->rank);
-    tbe__md_escape(b, host_label(&r->hosts[i]));
+    tbe__md_escape(b, tbe__host_label(&r->hosts[i]));
     tbe__buf_printf(b, " | %s | %.1f | %s | %s | %s |\n", v[1],
                     tbe__pct(an->all.busy_ns, an->wall_ns), v[3], v[4], role(r, i));
   }
@@ -366,7 +363,7 @@ static void hosts_table(tbe__buf *b, const tbe_run_analysis *r, const tbe_report
   char name[512], v[9][40];
   if (o->wide)
     for (size_t i = 0; i < r->nhosts; i++) {
-      int l = (int)tbe__text_fit(name, sizeof name, host_label(&r->hosts[i]), 0);
+      int l = (int)tbe__text_fit(name, sizeof name, tbe__host_label(&r->hosts[i]), 0);
       if (l > nw) nw = l;
     }
   tbe__buf_printf(b, "\nHosts (%zu, by %s", r->nhosts, r->by_rank ? "rank" : "host name");
@@ -389,7 +386,7 @@ static void hosts_table(tbe__buf *b, const tbe_run_analysis *r, const tbe_report
     }
     size_t i = (size_t)rows[k];
     const tbe_analysis *an = r->hosts[i].an;
-    cut(name, sizeof name, host_label(&r->hosts[i]), o->wide ? 0 : nw);
+    cut(name, sizeof name, tbe__host_label(&r->hosts[i]), o->wide ? 0 : nw);
     tbe__cell(b, name, nw, 0);
     if (an->pid >= 0) snprintf(v[0], 40, "%lld", (long long)an->pid);
     else snprintf(v[0], 40, "-");
@@ -421,7 +418,7 @@ static void run_overview(tbe__buf *b, const tbe_run_analysis *r, int width) {
   if (r->nhosts <= HOST_COLS_MAX && !per_rank(r)) /* per rank: the ranks' table says it */
     for (size_t i = 0; i < r->nhosts; i++, n++) {
       cols[n].d = &r->hosts[i].an->all;
-      cols[n].label = host_label(&r->hosts[i]);
+      cols[n].label = tbe__host_label(&r->hosts[i]);
       cols[n].name = NULL;
     }
   cols[n].d = &r->total->all;
@@ -515,7 +512,7 @@ static void run_hint(tbe__buf *b, const tbe_run_analysis *r, const tbe_report_op
   tbe__buf where;
   tbe__buf_init(&where, b->a);
   tbe__buf_printf(&where, "on %zu of %zu hosts; ", r->hint_hosts, r->nhosts);
-  put_text(&where, host_label(&r->hosts[first]), o->format == TBE_REPORT_MARKDOWN);
+  put_text(&where, tbe__host_label(&r->hosts[first]), o->format == TBE_REPORT_MARKDOWN);
   tbe__buf_putc(&where, '\0');
   if (tbe__buf_error(&where))
     b->err = where.err;
@@ -547,7 +544,7 @@ static void run_advice(tbe__buf *b, const tbe_run_analysis *r, int md) {
       if (!any) tbe__buf_puts(b, md ? "\n## Advice\n\n" : "\nAdvice\n");
       any = 1;
       tbe__buf_puts(b, "- ");
-      put_text(b, host_label(&r->hosts[i]), md);
+      put_text(b, tbe__host_label(&r->hosts[i]), md);
       if (more) tbe__buf_printf(b, " (and %zu more host%s)", more, more == 1 ? "" : "s");
       tbe__buf_puts(b, ": ");
       put_text(b, ad->text, md);
@@ -595,7 +592,7 @@ static void warnings(tbe__buf *b, const tbe_run_analysis *r, int md) {
         if (id == TBE__NOIDX || last[id]) continue;
         last[id] = 1;
         tbe__buf_puts(b, md ? "\nwarning: " : "warning: ");
-        put_text(b, host_label(&r->hosts[i]), md);
+        put_text(b, tbe__host_label(&r->hosts[i]), md);
         if (hosts[id] > 1)
           tbe__buf_printf(b, " (and %zu more host%s)", hosts[id] - 1, hosts[id] == 2 ? "" : "s");
         tbe__buf_puts(b, ": ");
@@ -750,7 +747,7 @@ void tbe__rep_run_md(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options 
     if (an->step_dist.n) tbe__fmt_dur(v[5], 40, an->step_dist.median_ns);
     else snprintf(v[5], 40, "-");
     tbe__buf_puts(b, "| ");
-    tbe__md_escape(b, host_label(&r->hosts[i]));
+    tbe__md_escape(b, tbe__host_label(&r->hosts[i]));
     tbe__buf_printf(b, " | %s | %s | %zu | %s | %.1f | %s | %s | %zu | %s | %s |\n",
                     an->pid >= 0 ? v[0] : "-", an->rank >= 0 ? v[1] : "-", an->ndevices, v[2],
                     tbe__pct(an->all.busy_ns, an->wall_ns), v[3], v[4], an->nsteps, v[5],
@@ -819,16 +816,16 @@ void tbe__rep_run_csv(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options
   tbe__buf_puts(b, "section,host,pid,rank,world_size,gpus,wall_ns,busy_ns,busy_pct,kernel_ns,"
                    "kernel_count,nsteps,step_median_ns,step_q1_ns,step_q3_ns,comm_ns,role\n");
   for (size_t i = 0; i < r->nhosts; i++)
-    csv_host_row(b, "host", host_label(&r->hosts[i]), r->hosts[i].an, r->hosts[i].an->ndevices,
+    csv_host_row(b, "host", tbe__host_label(&r->hosts[i]), r->hosts[i].an, r->hosts[i].an->ndevices,
                  role(r, i));
   csv_host_row(b, "total", "", t, gpus(r), "");
   if (r->slowest >= 0) {
     tbe__buf_printf(b, "\nsection,figure,slowest,slowest_ns,fastest,fastest_ns,spread_ns\n"
                        "extremes,%s,",
                     figure_key(r->figure));
-    tbe__csv_str(b, host_label(&r->hosts[r->slowest]));
+    tbe__csv_str(b, tbe__host_label(&r->hosts[r->slowest]));
     tbe__buf_printf(b, ",%lld,", (long long)r->slowest_ns);
-    tbe__csv_str(b, host_label(&r->hosts[r->fastest]));
+    tbe__csv_str(b, tbe__host_label(&r->hosts[r->fastest]));
     tbe__buf_printf(b, ",%lld,%lld\n", (long long)r->fastest_ns, (long long)r->spread_ns);
     tbe__buf_puts(b, "\nsection,figure,hosts,min_ns,p50_ns,p90_ns,max_ns\n");
     csv_spread(b, figure_key(r->figure), &r->figure_dist);
@@ -840,8 +837,9 @@ void tbe__rep_run_csv(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options
                 "launch_median_ns,launch_overhead_median_ns,queue_delay_median_ns\n");
   for (size_t i = 0; i < r->nhosts; i++) {
     const tbe_analysis *an = r->hosts[i].an;
-    for (size_t d = 0; d < an->ndevices; d++) csv_device(b, host_label(&r->hosts[i]), &an->devices[d]);
-    csv_device(b, host_label(&r->hosts[i]), &an->all);
+    for (size_t d = 0; d < an->ndevices; d++)
+      csv_device(b, tbe__host_label(&r->hosts[i]), &an->devices[d]);
+    csv_device(b, tbe__host_label(&r->hosts[i]), &an->all);
   }
   csv_device(b, "all hosts", &t->all);
   tbe__summary_names(b, t, o);
@@ -858,7 +856,7 @@ void tbe__rep_run_csv(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options
   int hint = 0;
   for (size_t i = 0; i < r->nhosts; i++)
     if (r->hosts[i].an->step_hint) {
-      tbe__step_hint_csv(b, r->hosts[i].an, host_label(&r->hosts[i]), !hint);
+      tbe__step_hint_csv(b, r->hosts[i].an, tbe__host_label(&r->hosts[i]), !hint);
       hint = 1;
     }
   int adv = 0;
@@ -868,7 +866,7 @@ void tbe__rep_run_csv(tbe__buf *b, tbe_run_analysis *r, const tbe_report_options
       if (!adv) tbe__buf_puts(b, "\nsection,host,kind,figure,text\n");
       adv = 1;
       tbe__buf_puts(b, "advice,");
-      tbe__csv_str(b, host_label(&r->hosts[i]));
+      tbe__csv_str(b, tbe__host_label(&r->hosts[i]));
       tbe__buf_printf(b, ",%u,%.3f,", an->advice[k].kind, an->advice[k].figure);
       tbe__csv_str(b, an->advice[k].text);
       tbe__buf_putc(b, '\n');
@@ -884,7 +882,7 @@ static void json_extreme(tbe__buf *b, const tbe_run_analysis *r, long i, int64_t
     return;
   }
   tbe__buf_puts(b, "{\"host\":");
-  tbe__json_str(b, host_label(&r->hosts[i]));
+  tbe__json_str(b, tbe__host_label(&r->hosts[i]));
   tbe__buf_printf(b, ",\"index\":%ld,\"value_ns\":%lld", i, (long long)ns);
   if (r->by_rank) tbe__buf_printf(b, ",\"rank\":%d", (int)r->hosts[i].an->rank);
   tbe__buf_putc(b, '}');
@@ -931,7 +929,7 @@ void tbe__rep_run_json(tbe__buf *b, tbe_run_analysis *r, const tbe_report_option
   tbe__buf_puts(b, ",\"hosts\":[");
   for (size_t i = 0; i < r->nhosts; i++) {
     if (i) tbe__buf_putc(b, ',');
-    tbe__summary_json(b, r->hosts[i].an, o, host_label(&r->hosts[i]));
+    tbe__summary_json(b, r->hosts[i].an, o, tbe__host_label(&r->hosts[i]));
     /* The caller's index, inside the object. */
     if (!tbe__buf_error(b)) {
       b->len--;
@@ -940,460 +938,4 @@ void tbe__rep_run_json(tbe__buf *b, tbe_run_analysis *r, const tbe_report_option
     }
   }
   tbe__buf_puts(b, "]}\n");
-}
-
-int tbe_report_run(tbe_run_analysis *r, const tbe_report_options *o, char **out, size_t *len) {
-  if (!out) return TBE_EINVAL;
-  *out = NULL;
-  if (!r || !r->nhosts) return TBE_EINVAL;
-  tbe_report_options oo;
-  if (tbe__report_options(o, &oo)) return TBE_EINVAL;
-  if (r->nhosts == 1) return tbe_report_summary(r->hosts[0].an, &oo, out, len);
-  for (int g = 0; g < TBE_GROUP__COUNT; g++) {
-    tbe_analysis_sort(r->total, (tbe_group_kind)g, (tbe_sort_key)oo.sort);
-    for (size_t i = 0; i < r->nhosts; i++)
-      tbe_analysis_sort(r->hosts[i].an, (tbe_group_kind)g, (tbe_sort_key)oo.sort);
-  }
-  tbe_allocator al;
-  tbe__allocator_init(&al, oo.allocator);
-  tbe__buf b;
-  tbe__buf_init(&b, &al);
-  tbe__report_format_of(oo.format)->run(&b, r, &oo);
-  return tbe__report_finish(&b, out, len);
-}
-
-/* ---- diff of two runs ---- */
-
-static const char *pair_label(const tbe_run_diff *d, const tbe_host_diff *p, char *buf,
-                              size_t size) {
-  const char *a = p->host[0] >= 0 ? host_label(&d->side[0]->hosts[p->host[0]]) : NULL;
-  const char *c = p->host[1] >= 0 ? host_label(&d->side[1]->hosts[p->host[1]]) : NULL;
-  if (a && c && strcmp(a, c) != 0) snprintf(buf, size, "%s -> %s", a, c);
-  else snprintf(buf, size, "%s", a ? a : c);
-  return buf;
-}
-
-static const char *pair_mark(const tbe_host_diff *p) {
-  if (p->host[1] < 0) return "-";
-  if (p->host[0] < 0) return "+";
-  return tbe__noise_mark(p->steps.verdict);
-}
-
-static const char *pair_status(const tbe_host_diff *p) {
-  return p->host[1] < 0 ? "removed" : p->host[0] < 0 ? "added" : "matched";
-}
-
-/* The rows of a table of pairs: every pair in pair order up to ROWS_ALL;
- * beyond, the ROWS_CHANGED that changed most (d->order) and -k for the k
- * left out.  Returns the count (0 after an allocation failure, in b). */
-static size_t pick_pairs(tbe__buf *b, const tbe_run_diff *d, long **out) {
-  size_t n = d->nhosts, k = 0;
-  long *v = tbe__alloc(b->a, (n + 1) * sizeof *v);
-  *out = v;
-  if (!v) {
-    b->err = TBE_ENOMEM;
-    return 0;
-  }
-  if (n <= ROWS_ALL || !d->order) {
-    for (size_t i = 0; i < n; i++) v[k++] = (long)i;
-    return k;
-  }
-  for (size_t i = 0; i < ROWS_CHANGED; i++) v[k++] = d->order[i];
-  v[k++] = -(long)(n - ROWS_CHANGED);
-  return k;
-}
-
-static int per_rank_diff(const tbe_run_diff *d) {
-  return d->by_rank && (d->side[0]->nhosts > 1 || d->side[1]->nhosts > 1);
-}
-
-static int32_t pair_rank(const tbe_run_diff *d, const tbe_host_diff *p) {
-  int s = p->host[0] >= 0 ? 0 : 1;
-  return d->side[s]->hosts[p->host[s]].an->rank;
-}
-
-/* The distribution of the per-pair change of the median step time. */
-static void change_line(tbe__buf *b, const tbe_run_diff *d, const tbe_report_options *o) {
-  const tbe_run_spread *c = &d->change_dist;
-  if (!c->n) return;
-  int md = o->format == TBE_REPORT_MARKDOWN;
-  char x[4][32], line[320];
-  tbe__delta_str(x[0], c->min_ns);
-  tbe__delta_str(x[1], c->p50_ns);
-  tbe__delta_str(x[2], c->p90_ns);
-  tbe__delta_str(x[3], c->max_ns);
-  snprintf(line, sizeof line,
-           "Change of the median step time over the %zu %s that have steps on both sides: "
-           "min %s, p50 %s, p90 %s, max %s.",
-           c->n, d->by_rank ? "ranks" : "hosts", x[0], x[1], x[2], x[3]);
-  if (md) tbe__buf_printf(b, "\n%s\n", line);
-  else tbe__wrap(b, line, o->width);
-}
-
-/* The figures of one pair of a ranks diff into v[1..6]: the median step
- * time on each side (1, 2), its change and the change in % (3, 4; `pct`:
- * with a % sign), the comm time on each side (5, 6); "-" where absent. */
-static void pair_cells(const tbe_host_diff *p, char v[8][40], int pct) {
-  for (int s = 0; s < 2; s++) {
-    if (p->steps.dist[s].n) tbe__fmt_dur(v[1 + s], 40, p->steps.dist[s].median_ns);
-    else snprintf(v[1 + s], 40, "-");
-    if (p->host[s] >= 0) tbe__fmt_dur(v[5 + s], 40, p->comm_ns[s]);
-    else snprintf(v[5 + s], 40, "-");
-  }
-  if (p->has_change) {
-    tbe__delta_str(v[3], p->step_change_ns);
-    snprintf(v[4], 40, pct ? "%+.1f%%" : "%+.1f", p->step_change_pct);
-  } else {
-    snprintf(v[3], 40, "-");
-    snprintf(v[4], 40, "-");
-  }
-}
-
-/* rank, host, median step time on each side, its change (and %), comm
- * time on each side, the verdict mark. */
-static void ranks_diff_table(tbe__buf *b, const tbe_run_diff *d, const tbe_report_options *o) {
-  static const char *hd[8] = {"rank", "step b", "step n", "change", "%", "comm b", "comm n", ""};
-  static const int cw[8] = {6, 9, 9, 10, 7, 9, 9, 1};
-  int fixed = cw[0] + 1;
-  for (int c = 1; c < 8; c++) fixed += cw[c] + 1;
-  int nw = o->width - fixed - 1;
-  if (nw < NAME_MIN) nw = NAME_MIN;
-  char name[1024], shown[1024], v[8][40];
-  if (o->wide)
-    for (size_t i = 0; i < d->nhosts; i++) {
-      pair_label(d, &d->hosts[i], name, sizeof name);
-      int l = (int)tbe__text_fit(shown, sizeof shown, name, 0);
-      if (l > nw) nw = l;
-    }
-  long *rows;
-  size_t nrows = pick_pairs(b, d, &rows);
-  char line[256];
-  snprintf(line, sizeof line, "Ranks: %zu matched by rank, %zu only in base (-), %zu only in new (+)%s",
-           d->matched, d->only[0], d->only[1],
-           d->nhosts > ROWS_ALL ? "; the ones whose step time changed most" : "");
-  tbe__buf_putc(b, '\n');
-  tbe__wrap(b, line, o->width);
-  tbe__cell(b, hd[0], cw[0], 1);
-  tbe__buf_putc(b, ' ');
-  tbe__cell(b, "host", nw, 0);
-  for (int c = 1; c < 7; c++) {
-    tbe__buf_putc(b, ' ');
-    tbe__cell(b, hd[c], cw[c], 1);
-  }
-  tbe__buf_putc(b, '\n');
-  tbe__rule(b, nw + fixed - cw[7] - 1);
-  int tested = 0;
-  for (size_t k = 0; k < nrows; k++) {
-    if (rows[k] < 0) {
-      tbe__buf_printf(b, "  ... %ld more pairs (every one: --format csv or json)\n", -rows[k]);
-      continue;
-    }
-    const tbe_host_diff *p = &d->hosts[rows[k]];
-    tested |= p->steps.p_value >= 0;
-    snprintf(v[0], 40, "%d", (int)pair_rank(d, p));
-    pair_cells(p, v, 1);
-    snprintf(v[7], 40, "%s", pair_mark(p));
-    tbe__cell(b, v[0], cw[0], 1);
-    tbe__buf_putc(b, ' ');
-    pair_label(d, p, name, sizeof name);
-    cut(shown, sizeof shown, name, o->wide ? 0 : nw);
-    tbe__cell(b, shown, nw, 0);
-    for (int c = 1; c < 8; c++) {
-      tbe__buf_putc(b, ' ');
-      if (c == 7) tbe__buf_puts(b, v[c]);
-      else tbe__cell(b, v[c], cw[c], 1);
-    }
-    while (b->len && b->data[b->len - 1] == ' ') b->len--;
-    tbe__buf_putc(b, '\n');
-  }
-  tbe__free(b->a, rows);
-  tbe__wrap(b, tested ? "step: the rank's median step time; comm: its communication kernels' "
-                        "time; ~ marks a change of the step time within its steps' own noise, ! "
-                        "one beyond."
-                      : "step: the rank's median step time; comm: its communication kernels' time.",
-            o->width);
-  change_line(b, d, o);
-}
-
-static void ranks_diff_md(tbe__buf *b, const tbe_run_diff *d, const tbe_report_options *o) {
-  char name[1024], v[8][40];
-  long *rows;
-  size_t nrows = pick_pairs(b, d, &rows);
-  tbe__buf_printf(b, "\n## Ranks: %zu matched by rank, %zu only in base, %zu only in new%s\n\n"
-                     "| rank | host | step median base | step median new | change | change %% | "
-                     "comm base | comm new | noise |\n"
-                     "|---:|---|---:|---:|---:|---:|---:|---:|---|\n",
-                  d->matched, d->only[0], d->only[1],
-                  d->nhosts > ROWS_ALL ? "; the ranks whose step time changed most" : "");
-  for (size_t k = 0; k < nrows; k++) {
-    if (rows[k] < 0) {
-      tbe__buf_printf(b, "| … | %ld more pairs | | | | | | | |\n", -rows[k]);
-      continue;
-    }
-    const tbe_host_diff *p = &d->hosts[rows[k]];
-    pair_cells(p, v, 0);
-    tbe__buf_printf(b, "| %d | ", (int)pair_rank(d, p));
-    tbe__md_escape(b, pair_label(d, p, name, sizeof name));
-    tbe__buf_printf(b, " | %s | %s | %s | %s | %s | %s | %s |\n", v[1], v[2], v[3], v[4], v[5],
-                    v[6],
-                    p->host[0] < 0 ? "added" : p->host[1] < 0 ? "removed"
-                                     : tbe_noise_name((tbe_noise)p->steps.verdict));
-  }
-  tbe__free(b->a, rows);
-  change_line(b, d, o);
-}
-
-static void hosts_diff_table(tbe__buf *b, const tbe_run_diff *d, const tbe_report_options *o) {
-  static const char *hd[9] = {"wall b", "wall n", "busy b", "busy n", "kernel b",
-                              "kernel n", "step b", "step n", ""};
-  static const int cw[9] = {9, 9, 6, 6, 9, 9, 9, 9, 1};
-  int fixed = 0;
-  for (int c = 0; c < 9; c++) fixed += cw[c] + 1;
-  int nw = o->width - fixed - 1;
-  if (nw < NAME_MIN) nw = NAME_MIN;
-  char name[1024], shown[1024], v[9][40];
-  if (o->wide)
-    for (size_t i = 0; i < d->nhosts; i++) {
-      pair_label(d, &d->hosts[i], name, sizeof name);
-      int l = (int)tbe__text_fit(shown, sizeof shown, name, 0);
-      if (l > nw) nw = l;
-    }
-  tbe__buf_printf(b, "\nHosts: %zu matched by %s, %zu only in base (-), %zu only in new (+)\n",
-                  d->matched, d->by_rank ? "rank" : "host name", d->only[0], d->only[1]);
-  tbe__cell(b, "host", nw, 0);
-  for (int c = 0; c < 9; c++) {
-    tbe__buf_putc(b, ' ');
-    tbe__cell(b, hd[c], cw[c], c < 8);
-  }
-  while (b->len && b->data[b->len - 1] == ' ') b->len--;
-  tbe__buf_putc(b, '\n');
-  tbe__rule(b, nw + fixed);
-  int tested = 0;
-  long *rows;
-  size_t nrows = pick_pairs(b, d, &rows);
-  for (size_t k = 0; k < nrows; k++) {
-    if (rows[k] < 0) {
-      tbe__buf_printf(b, "  ... %ld more pairs (every one: --format csv or json)\n", -rows[k]);
-      continue;
-    }
-    const tbe_host_diff *p = &d->hosts[rows[k]];
-    tested |= p->steps.p_value >= 0;
-    pair_label(d, p, name, sizeof name);
-    cut(shown, sizeof shown, name, o->wide ? 0 : nw);
-    tbe__cell(b, shown, nw, 0);
-    for (int s = 0; s < 2; s++) {
-      const tbe_analysis *an = p->host[s] >= 0 ? d->side[s]->hosts[p->host[s]].an : NULL;
-      if (!an) {
-        snprintf(v[0 + s], 40, "-");
-        snprintf(v[2 + s], 40, "-");
-        snprintf(v[4 + s], 40, "-");
-        snprintf(v[6 + s], 40, "-");
-        continue;
-      }
-      tbe__fmt_dur(v[0 + s], 40, p->wall_ns[s]);
-      snprintf(v[2 + s], 40, "%.1f%%", tbe__pct(p->busy_ns[s], p->wall_ns[s]));
-      tbe__fmt_dur(v[4 + s], 40, p->kernel_ns[s]);
-      if (p->steps.dist[s].n) tbe__fmt_dur(v[6 + s], 40, p->steps.dist[s].median_ns);
-      else snprintf(v[6 + s], 40, "-");
-    }
-    snprintf(v[8], 40, "%s", pair_mark(p));
-    for (int c = 0; c < 9; c++) {
-      tbe__buf_putc(b, ' ');
-      if (c == 8) tbe__buf_puts(b, v[c]);
-      else tbe__cell(b, v[c], cw[c], 1);
-    }
-    while (b->len && b->data[b->len - 1] == ' ') b->len--;
-    tbe__buf_putc(b, '\n');
-  }
-  tbe__free(b->a, rows);
-  tbe__wrap(b, tested ? "busy: GPU busy %; step: the host's median step time; ~ marks a change "
-                        "of it within its steps' own noise, ! one beyond (the same test as the "
-                        "step time above)."
-                      : "busy: GPU busy %; step: the host's median step time.",
-            o->width);
-  if (d->nhosts > ROWS_ALL) change_line(b, d, o);
-}
-
-static void hosts_diff_md(tbe__buf *b, const tbe_run_diff *d, const tbe_report_options *o) {
-  char name[1024], v[8][40];
-  long *rows;
-  size_t nrows = pick_pairs(b, d, &rows);
-  tbe__buf_printf(b, "\n## Hosts: %zu matched by %s, %zu only in base, %zu only in new\n\n"
-                     "| host | wall base | wall new | GPU busy %% base | GPU busy %% new | kernel "
-                     "base | kernel new | step median base | step median new | noise |\n"
-                     "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
-                  d->matched, d->by_rank ? "rank" : "host name", d->only[0], d->only[1]);
-  for (size_t k = 0; k < nrows; k++) {
-    if (rows[k] < 0) {
-      tbe__buf_printf(b, "| … %ld more pairs | | | | | | | | | |\n", -rows[k]);
-      continue;
-    }
-    const tbe_host_diff *p = &d->hosts[rows[k]];
-    for (int s = 0; s < 2; s++) {
-      int have = p->host[s] >= 0;
-      if (have) tbe__fmt_dur(v[0 + s], 40, p->wall_ns[s]);
-      else snprintf(v[0 + s], 40, "-");
-      if (have) snprintf(v[2 + s], 40, "%.1f", tbe__pct(p->busy_ns[s], p->wall_ns[s]));
-      else snprintf(v[2 + s], 40, "-");
-      if (have) tbe__fmt_dur(v[4 + s], 40, p->kernel_ns[s]);
-      else snprintf(v[4 + s], 40, "-");
-      if (p->steps.dist[s].n) tbe__fmt_dur(v[6 + s], 40, p->steps.dist[s].median_ns);
-      else snprintf(v[6 + s], 40, "-");
-    }
-    tbe__buf_puts(b, "| ");
-    tbe__md_escape(b, pair_label(d, p, name, sizeof name));
-    tbe__buf_printf(b, " | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", v[0], v[1], v[2], v[3],
-                    v[4], v[5], v[6], v[7],
-                    p->host[0] < 0 ? "added" : p->host[1] < 0 ? "removed"
-                                     : tbe_noise_name((tbe_noise)p->steps.verdict));
-  }
-  tbe__free(b->a, rows);
-  if (d->nhosts > ROWS_ALL) change_line(b, d, o);
-}
-
-static void hosts_diff_csv(tbe__buf *b, const tbe_run_diff *d) {
-  tbe__buf_puts(b, "\nsection,host_base,host_new,status,wall_base_ns,wall_new_ns,busy_base_ns,"
-                   "busy_new_ns,kernel_base_ns,kernel_new_ns,nsteps_base,nsteps_new,"
-                   "step_median_base_ns,step_median_new_ns,step_q1_base_ns,step_q3_base_ns,"
-                   "step_q1_new_ns,step_q3_new_ns,noise,p_value,comm_base_ns,comm_new_ns,"
-                   "step_change_ns,step_change_pct,rank_base,rank_new\n");
-  for (size_t i = 0; i < d->nhosts; i++) {
-    const tbe_host_diff *p = &d->hosts[i];
-    tbe__buf_puts(b, "host,");
-    for (int s = 0; s < 2; s++) {
-      if (p->host[s] >= 0) tbe__csv_str(b, host_label(&d->side[s]->hosts[p->host[s]]));
-      tbe__buf_putc(b, ',');
-    }
-    const tbe_step_dist *s0 = &p->steps.dist[0], *s1 = &p->steps.dist[1];
-    tbe__buf_printf(b, "%s,%lld,%lld,%lld,%lld,%lld,%lld,%zu,%zu,%lld,%lld,%lld,%lld,%lld,%lld,%s,",
-                    pair_status(p), (long long)p->wall_ns[0], (long long)p->wall_ns[1],
-                    (long long)p->busy_ns[0], (long long)p->busy_ns[1], (long long)p->kernel_ns[0],
-                    (long long)p->kernel_ns[1], s0->n, s1->n, (long long)s0->median_ns,
-                    (long long)s1->median_ns, (long long)s0->q1_ns, (long long)s0->q3_ns,
-                    (long long)s1->q1_ns, (long long)s1->q3_ns, tbe__noise_key(p->steps.verdict));
-    if (p->steps.p_value >= 0) tbe__buf_printf(b, "%.6f", p->steps.p_value);
-    tbe__buf_printf(b, ",%lld,%lld,", (long long)p->comm_ns[0], (long long)p->comm_ns[1]);
-    if (p->has_change)
-      tbe__buf_printf(b, "%lld,%.3f", (long long)p->step_change_ns, p->step_change_pct);
-    else
-      tbe__buf_putc(b, ',');
-    for (int s = 0; s < 2; s++)
-      tbe__buf_printf(b, ",%d", p->host[s] >= 0 ? (int)d->side[s]->hosts[p->host[s]].an->rank : -1);
-    tbe__buf_putc(b, '\n');
-  }
-  const tbe_run_spread *c = &d->change_dist;
-  tbe__buf_printf(b, "\nsection,pairs,min_ns,p50_ns,p90_ns,max_ns\nstep_change,%zu,%lld,%lld,%lld,%lld\n",
-                  c->n, (long long)c->min_ns, (long long)c->p50_ns, (long long)c->p90_ns,
-                  (long long)c->max_ns);
-}
-
-static void hosts_diff_json(tbe__buf *b, const tbe_run_diff *d) {
-  tbe__buf_printf(b, ",\"hosts_matched_by\":\"%s\",\"hosts_matched\":%zu,\"hosts_only\":[%zu,%zu],"
-                     "\"hosts\":[",
-                  d->by_rank ? "rank" : "host", d->matched, d->only[0], d->only[1]);
-  for (size_t i = 0; i < d->nhosts; i++) {
-    const tbe_host_diff *p = &d->hosts[i];
-    tbe__buf_puts(b, i ? ",{\"host\":[" : "{\"host\":[");
-    for (int s = 0; s < 2; s++) {
-      if (s) tbe__buf_putc(b, ',');
-      if (p->host[s] >= 0) tbe__json_str(b, host_label(&d->side[s]->hosts[p->host[s]]));
-      else tbe__buf_puts(b, "null");
-    }
-    tbe__buf_printf(b,
-                    "],\"index\":[%ld,%ld],\"status\":\"%s\",\"wall_ns\":[%lld,%lld],"
-                    "\"busy_ns\":[%lld,%lld],\"kernel_ns\":[%lld,%lld],\"steps\":",
-                    p->host[0], p->host[1], pair_status(p), (long long)p->wall_ns[0],
-                    (long long)p->wall_ns[1], (long long)p->busy_ns[0], (long long)p->busy_ns[1],
-                    (long long)p->kernel_ns[0], (long long)p->kernel_ns[1]);
-    tbe__json_step_compare(b, &p->steps);
-    tbe__buf_printf(b, ",\"comm_ns\":[%lld,%lld],\"rank\":[", (long long)p->comm_ns[0],
-                    (long long)p->comm_ns[1]);
-    for (int s = 0; s < 2; s++)
-      tbe__buf_printf(b, "%s%d", s ? "," : "",
-                      p->host[s] >= 0 ? (int)d->side[s]->hosts[p->host[s]].an->rank : -1);
-    if (p->has_change)
-      tbe__buf_printf(b, "],\"step_change_ns\":%lld,\"step_change_pct\":%.3f}",
-                      (long long)p->step_change_ns, p->step_change_pct);
-    else
-      tbe__buf_puts(b, "],\"step_change_ns\":null,\"step_change_pct\":null}");
-  }
-  const tbe_run_spread *c = &d->change_dist;
-  tbe__buf_printf(b, "],\"step_change\":{\"n\":%zu,\"min_ns\":%lld,\"p50_ns\":%lld,\"p90_ns\":%lld,"
-                     "\"max_ns\":%lld}",
-                  c->n, (long long)c->min_ns, (long long)c->p50_ns, (long long)c->p90_ns,
-                  (long long)c->max_ns);
-}
-
-/* The run diff in each format: the totals' overall figures, the hosts
- * side by side, the totals' name tables. */
-void tbe__rep_run_diff_table(tbe__buf *b, const tbe_run_diff *d, const tbe_report_options *o) {
-  const char *lb = o->label[0] ? o->label[0] : "base";
-  const char *ln = o->label[1] ? o->label[1] : "new";
-  size_t n0 = d->side[0]->nhosts, n1 = d->side[1]->nhosts;
-  tbe__buf_puts(b, "Comparing ");
-  tbe__term(b, lb);
-  tbe__buf_printf(b, " (base, %zu host%s) with ", n0, n0 == 1 ? "" : "s");
-  tbe__term(b, ln);
-  tbe__buf_printf(b, " (new, %zu host%s); totals over all hosts\n\n", n1, n1 == 1 ? "" : "s");
-  tbe__diff_overall(b, d->total, o);
-  if (per_rank_diff(d)) ranks_diff_table(b, d, o);
-  else hosts_diff_table(b, d, o);
-  tbe__diff_names(b, d->total, o);
-  tbe__metrics_diff(b, d->total, o);
-}
-
-void tbe__rep_run_diff_csv(tbe__buf *b, const tbe_run_diff *d, const tbe_report_options *o) {
-  tbe__diff_overall(b, d->total, o);
-  hosts_diff_csv(b, d);
-  tbe__diff_names(b, d->total, o);
-  tbe__metrics_diff(b, d->total, o);
-}
-
-void tbe__rep_run_diff_json(tbe__buf *b, const tbe_run_diff *d, const tbe_report_options *o) {
-  const char *lb = o->label[0] ? o->label[0] : "base";
-  const char *ln = o->label[1] ? o->label[1] : "new";
-  size_t n0 = d->side[0]->nhosts, n1 = d->side[1]->nhosts;
-  tbe__buf_puts(b, "{\"base\":");
-  tbe__json_str(b, lb);
-  tbe__buf_puts(b, ",\"new\":");
-  tbe__json_str(b, ln);
-  tbe__buf_printf(b, ",\"hosts_count\":[%zu,%zu],", n0, n1);
-  tbe__diff_overall(b, d->total, o);
-  hosts_diff_json(b, d);
-  tbe__diff_names(b, d->total, o);
-  tbe__metrics_diff(b, d->total, o);
-  tbe__buf_puts(b, "}\n");
-}
-
-void tbe__rep_run_diff_md(tbe__buf *b, const tbe_run_diff *d, const tbe_report_options *o) {
-  const char *lb = o->label[0] ? o->label[0] : "base";
-  const char *ln = o->label[1] ? o->label[1] : "new";
-  size_t n0 = d->side[0]->nhosts, n1 = d->side[1]->nhosts;
-  tbe__buf_puts(b, "# Diff: ");
-  tbe__md_escape(b, lb);
-  tbe__buf_puts(b, " → ");
-  tbe__md_escape(b, ln);
-  tbe__buf_printf(b, "\n\n%zu hosts (base), %zu hosts (new); totals over all hosts:\n\n", n0, n1);
-  tbe__diff_overall(b, d->total, o);
-  if (per_rank_diff(d)) ranks_diff_md(b, d, o);
-  else hosts_diff_md(b, d, o);
-  tbe__diff_names(b, d->total, o);
-  tbe__metrics_diff(b, d->total, o);
-}
-
-int tbe_report_run_diff(const tbe_run_diff *d, const tbe_report_options *o, char **out,
-                        size_t *len) {
-  if (!out) return TBE_EINVAL;
-  *out = NULL;
-  if (!d) return TBE_EINVAL;
-  tbe_report_options oo;
-  if (tbe__report_options(o, &oo)) return TBE_EINVAL;
-  if (d->side[0]->nhosts == 1 && d->side[1]->nhosts == 1)
-    return tbe_report_diff(d->total, &oo, out, len);
-  tbe_allocator al;
-  tbe__allocator_init(&al, oo.allocator);
-  tbe__buf b;
-  tbe__buf_init(&b, &al);
-  tbe__report_format_of(oo.format)->run_diff(&b, d, &oo);
-  return tbe__report_finish(&b, out, len);
 }

@@ -168,6 +168,18 @@ void tbe__overview(tbe__buf *b, const tbe__ocol *cols, size_t ncols, const tbe_d
       }
       tbe__buf_putc(b, '\n');
     }
+    for (size_t i = TBE__FIG_LISTED; i < TBE__FIG__COUNT; i++) { /* from the table */
+      const tbe__figure *f = &tbe__figures[i];
+      if (!tbe__fig_listed(f)) continue;
+      tbe__text_fit(v, sizeof v, f->label, lw);
+      tbe__cell(b, v, lw, 0);
+      for (size_t c = c0; c < c1; c++) {
+        tbe__fig_cell(x, sizeof x, f, cols[c].d);
+        tbe__buf_puts(b, "  ");
+        tbe__cell(b, x, DCOL, 1);
+      }
+      tbe__buf_putc(b, '\n');
+    }
   }
   if (ref->launch_samples) {
     /* a column with launches but no medians: a run's total */
@@ -629,8 +641,13 @@ void tbe__rep_summary_md(tbe__buf *b, tbe_analysis *an, const tbe_report_options
                   (unsigned long long)an->all.kernel_count, an->nsteps);
   tbe__buf_puts(b,
                 "| device | busy | busy % | kernels | kernel count | memcpy | memset | sync | "
-                "idle | launch overhead | queue delay |\n"
-                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+                "idle | launch overhead | queue delay |");
+  for (size_t i = TBE__FIG_LISTED; i < TBE__FIG__COUNT; i++)
+    if (tbe__fig_listed(&tbe__figures[i])) tbe__buf_printf(b, " %s |", tbe__figures[i].label);
+  tbe__buf_puts(b, "\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+  for (size_t i = TBE__FIG_LISTED; i < TBE__FIG__COUNT; i++)
+    if (tbe__fig_listed(&tbe__figures[i])) tbe__buf_puts(b, "---:|");
+  tbe__buf_putc(b, '\n');
   for (size_t i = 0; i <= an->ndevices; i++) {
     const tbe_device_stats *d = i < an->ndevices ? &an->devices[i] : &an->all;
     if (i == an->ndevices && an->ndevices == 1) break;
@@ -646,11 +663,17 @@ void tbe__rep_summary_md(tbe__buf *b, tbe_analysis *an, const tbe_report_options
     char lab[32], z[32];
     device_label(an, d, lab, sizeof lab);
     tbe__buf_printf(
-        b, "| %s | %s | %.1f | %s | %llu | %s | %s | %s | %s | %s | %s |\n", lab, v[0],
+        b, "| %s | %s | %.1f | %s | %llu | %s | %s | %s | %s | %s | %s |", lab, v[0],
         tbe__pct(d->busy_ns, d->wall_ns), v[1], (unsigned long long)d->kernel_count, v[2], v[3],
         v[4], v[5],
         d->launch_overhead_median_ns >= 0 ? tbe__dur(y, d->launch_overhead_median_ns) : "-",
         d->queue_delay_median_ns >= 0 ? tbe__dur(z, d->queue_delay_median_ns) : "-");
+    for (size_t f = TBE__FIG_LISTED; f < TBE__FIG__COUNT; f++) {
+      if (!tbe__fig_listed(&tbe__figures[f])) continue;
+      tbe__fig_cell(z, sizeof z, &tbe__figures[f], d);
+      tbe__buf_printf(b, " %s |", z);
+    }
+    tbe__buf_putc(b, '\n');
   }
   if (an->all.launch_samples)
     tbe__buf_puts(b,
@@ -720,7 +743,10 @@ void tbe__rep_summary_csv(tbe__buf *b, tbe_analysis *an, const tbe_report_option
   tbe__buf_puts(b,
                 "section,device,wall_ns,busy_ns,kernel_ns,kernel_count,memcpy_htod_ns,"
                 "memcpy_dtoh_ns,memcpy_dtod_ns,memcpy_other_ns,memset_ns,sync_ns,idle_ns,"
-                "launch_median_ns,launch_overhead_median_ns,queue_delay_median_ns\n");
+                "launch_median_ns,launch_overhead_median_ns,queue_delay_median_ns");
+  for (size_t i = TBE__FIG_LISTED; i < TBE__FIG__COUNT; i++)
+    if (tbe__fig_listed(&tbe__figures[i])) tbe__buf_printf(b, ",%s", tbe__figures[i].key);
+  tbe__buf_putc(b, '\n');
   for (size_t i = 0; i <= an->ndevices; i++) {
     const tbe_device_stats *d = i < an->ndevices ? &an->devices[i] : &an->all;
     int64_t other = 0;
@@ -736,6 +762,11 @@ void tbe__rep_summary_csv(tbe__buf *b, tbe_analysis *an, const tbe_report_option
                     (long long)other, (long long)d->memset_ns, (long long)d->sync_ns,
                     (long long)d->idle_ns);
     tbe__csv_launch(b, d->launch_median_ns, d->launch_overhead_median_ns, d->queue_delay_median_ns);
+    for (size_t f = TBE__FIG_LISTED; f < TBE__FIG__COUNT; f++) {
+      if (!tbe__fig_listed(&tbe__figures[f])) continue;
+      tbe__buf_putc(b, ',');
+      tbe__fig_csv(b, &tbe__figures[f], d);
+    }
     tbe__buf_putc(b, '\n');
   }
   uint32_t order[TBE_KCLASS__COUNT];
@@ -801,8 +832,13 @@ static void json_device(tbe__buf *b, const tbe_analysis *an, const tbe_device_st
                   (long long)d->sync_ns, (unsigned long long)d->sync_count,
                   (long long)d->pageable_ns, (unsigned long long)d->pageable_count);
   tbe__json_launch(b, d->launch_median_ns, d->launch_overhead_median_ns, d->queue_delay_median_ns);
-  tbe__buf_printf(b, ",\"launch_samples\":%llu,\"memcpy\":{",
-                  (unsigned long long)d->launch_samples);
+  tbe__buf_printf(b, ",\"launch_samples\":%llu", (unsigned long long)d->launch_samples);
+  for (size_t i = TBE__FIG_LISTED; i < TBE__FIG__COUNT; i++) {
+    if (!tbe__fig_listed(&tbe__figures[i])) continue;
+    tbe__buf_printf(b, ",\"%s\":", tbe__figures[i].key);
+    tbe__fig_json(b, &tbe__figures[i], d);
+  }
+  tbe__buf_puts(b, ",\"memcpy\":{");
   int first = 1;
   for (int k = 0; k < TBE_NCOPY_KINDS; k++) {
     if (!d->memcpy_count[k]) continue;
