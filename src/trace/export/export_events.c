@@ -117,15 +117,6 @@
  * steps; a bucket is a whole number of milliseconds (1, 2, 5 x 10^k). */
 #define METRIC_BUCKETS 200
 
-/* snprintf that truncates silently (tags are bounded by construction). */
-static void fmt(char *buf, size_t size, const char *f, ...) __attribute__((format(printf, 3, 4)));
-static void fmt(char *buf, size_t size, const char *f, ...) {
-  va_list ap;
-  va_start(ap, f);
-  vsnprintf(buf, size, f, ap);
-  va_end(ap);
-}
-
 static double ms(int64_t ns) { return (double)ns / 1e6; }
 
 static double pct(int64_t part, int64_t whole) {
@@ -195,7 +186,7 @@ static void device_scalars(ew *e, const char *prefix, const tbe_device_stats *d)
   char tag[96];
 #define S(name, v)                               \
   do {                                           \
-    fmt(tag, sizeof tag, "%s/%s", prefix, name); \
+    tbe__ev_fmt(tag, sizeof tag, "%s/%s", prefix, name); \
     scalar(e, tag, (v), 0);                      \
   } while (0)
   S("gpu_busy_pct", pct(d->busy_ns, d->wall_ns));
@@ -220,12 +211,12 @@ static void device_scalars(ew *e, const char *prefix, const tbe_device_stats *d)
     size_t kl = strlen(f->key);
     int dur = (f->unit == TBE__FU_NS || f->unit == TBE__FU_NS_OPT) && kl > 3 &&
               strcmp(f->key + kl - 3, "_ns") == 0;
-    fmt(tag, sizeof tag, "%s/%.*s%s", prefix, (int)(dur ? kl - 3 : kl), f->key, dur ? "_ms" : "");
+    tbe__ev_fmt(tag, sizeof tag, "%s/%.*s%s", prefix, (int)(dur ? kl - 3 : kl), f->key, dur ? "_ms" : "");
     scalar(e, tag, dur ? v / 1e6 : v, 0);
   }
   for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
     if (!d->class_count[k]) continue;
-    fmt(tag, sizeof tag, "%s/class/%s_ms", prefix, tbe_kernel_class_name(k));
+    tbe__ev_fmt(tag, sizeof tag, "%s/class/%s_ms", prefix, tbe_kernel_class_name(k));
     scalar(e, tag, ms(d->class_ns[k]), 0);
   }
 #undef S
@@ -436,7 +427,7 @@ static metric_tag_t *metric_tags(const tbe_analysis *an, const tbe_allocator *a,
   for (size_t k = 0; k < an->ngpu_metrics; k++) {
     char comp[TAG_WIDTH + 1];
     tbe__ev_kernel_tag(an->gpu_metrics[k], comp, sizeof comp);
-    fmt(t[k], sizeof t[k], "gpu_metrics/%s", comp);
+    tbe__ev_fmt(t[k], sizeof t[k], "gpu_metrics/%s", comp);
   }
   return t;
 }
@@ -455,7 +446,7 @@ static void metric_summary(ew *e, const tbe_analysis *an, const metric_tag_t *ta
   char tag[sizeof(metric_tag_t) + 16];
   for (size_t k = 0; m && k < an->ngpu_metrics; k++) {
     if (!m[k].samples) continue;
-    fmt(tag, sizeof tag, "summary/%s", tags[k]);
+    tbe__ev_fmt(tag, sizeof tag, "summary/%s", tags[k]);
     scalar(e, tag, m[k].mean, 0);
   }
 }
@@ -563,13 +554,13 @@ static void step_series(ew *e, const tbe_analysis *an, const step_order *so,
      * there instead of a gap. */
     for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
       if (!an->all.class_count[k]) continue;
-      fmt(tag, sizeof tag, "steps/class/%s_ms", tbe_kernel_class_name(k));
+      tbe__ev_fmt(tag, sizeof tag, "steps/class/%s_ms", tbe_kernel_class_name(k));
       scalar(e, tag, ms(s->class_ns[k]), s->num);
     }
     for (size_t j = 0; j < nk; j++) {
       const tbe_name_stats *kn = &an->groups[TBE_GROUP_KERNEL][j];
       if (!kn->step_ns) continue;
-      fmt(tag, sizeof tag, "steps/kernels/%s", ktag[j]);
+      tbe__ev_fmt(tag, sizeof tag, "steps/kernels/%s", ktag[j]);
       scalar_at(e, tag, ms(kn->step_ns[so->index[i]]), s->num, e->wall, kn->label);
     }
     if (mtags) metric_points(e, an, mtags, s->metrics, s->num);
@@ -603,8 +594,8 @@ static void layout_steps(layout *l, const tbe_analysis *an, int launch) {
   char title[64], tag[64];
   for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
     if (!an->all.class_count[k]) continue;
-    fmt(title, sizeof title, "%s kernels (ms per step)", tbe_kernel_class_name(k));
-    fmt(tag, sizeof tag, "steps/class/%s_ms", tbe_kernel_class_name(k));
+    tbe__ev_fmt(title, sizeof title, "%s kernels (ms per step)", tbe_kernel_class_name(k));
+    tbe__ev_fmt(tag, sizeof tag, "steps/class/%s_ms", tbe_kernel_class_name(k));
     layout_chart(l, title, tag);
   }
 }
@@ -628,7 +619,7 @@ static int op_series(ew *e, tbe_analysis *an, const step_order *so, layout *l) {
   for (size_t i = 0; i < n && !e->rc; i++) {
     const tbe_name_stats *op = &an->groups[TBE_GROUP_CPU_OP][i];
     tbe__ev_unique_kernel_tag(op->label, used, i);
-    fmt(tag, sizeof tag, "ops/%s/cuda_ms", used[i]);
+    tbe__ev_fmt(tag, sizeof tag, "ops/%s/cuda_ms", used[i]);
     short_title(title, sizeof title, op->label, "ms");
     layout_chart(l, title, tag);
     if (!op->cuda_step_ns || !so->n) {
@@ -708,7 +699,7 @@ static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
   for (size_t i = 0; i < nk && !e->rc; i++) {
     const tbe_name_stats *k = &an->groups[TBE_GROUP_KERNEL][i];
     tbe__ev_unique_kernel_tag(k->label, used, i);
-    fmt(tag, sizeof tag, "kernels/%s", used[i]);
+    tbe__ev_fmt(tag, sizeof tag, "kernels/%s", used[i]);
     scalar_at(e, tag, ms(k->total_ns), 0, e->wall, k->label);
   }
 
@@ -733,7 +724,7 @@ static int write_summary(ew *e, tbe_analysis *an, const tbe_allocator *a) {
       const tbe_name_stats *kn = &an->groups[TBE_GROUP_KERNEL][j];
       char title[128];
       if (!kn->step_ns) continue;
-      fmt(tag, sizeof tag, "steps/kernels/%s", used[j]);
+      tbe__ev_fmt(tag, sizeof tag, "steps/kernels/%s", used[j]);
       short_title(title, sizeof title, kn->label, "ms");
       layout_chart(&l, title, tag);
     }
@@ -1095,7 +1086,7 @@ static int diff_body(void *ctx, tbe__sink *out, const char *name) {
 #define RATIO(name, b, n)                              \
   do {                                                 \
     if ((b) > 0) {                                     \
-      fmt(tag, sizeof tag, "diff/%s/%s", label, name); \
+      tbe__ev_fmt(tag, sizeof tag, "diff/%s/%s", label, name); \
       scalar(&e, tag, (double)(n) / (double)(b), 0);   \
     }                                                  \
   } while (0)
@@ -1110,7 +1101,7 @@ static int diff_body(void *ctx, tbe__sink *out, const char *name) {
       if (!tbe__fig_listed(f) || f->diff == TBE__FD_NONE) continue;
       double b = tbe__fig_real(f, &d->side[0]->all, 0), v = tbe__fig_real(f, &d->side[1]->all, 0);
       if (!(b > 0) || isnan(v)) continue;
-      fmt(tag, sizeof tag, "diff/%s/%s_ratio", label, f->key);
+      tbe__ev_fmt(tag, sizeof tag, "diff/%s/%s_ratio", label, f->key);
       scalar(&e, tag, v / b, 0);
     }
   }
@@ -1123,14 +1114,14 @@ static int diff_body(void *ctx, tbe__sink *out, const char *name) {
     const tbe_diff_entry *en = &d->entries[TBE_GROUP_KERNEL][i];
     if (en->present != 3 || en->total_ns[0] <= 0 || nused >= 64) continue;
     tbe__ev_unique_kernel_tag(en->name, used, nused);
-    fmt(tag, sizeof tag, "diff/%s/kernels/%s", label, used[nused]);
+    tbe__ev_fmt(tag, sizeof tag, "diff/%s/kernels/%s", label, used[nused]);
     nused++;
     scalar_at(&e, tag, en->ratio, 0, e.wall, en->name);
   }
   if (!e.rc) {
     tbe__buf desc;
     tbe__buf_init(&desc, &al);
-    fmt(tag, sizeof tag, "diff/%s/report", label);
+    tbe__ev_fmt(tag, sizeof tag, "diff/%s/report", label);
     tbe__ev_describe(&desc, tag, NULL);
     if (tbe__buf_error(&desc))
       e.rc = TBE_ENOMEM;

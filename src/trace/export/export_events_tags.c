@@ -36,8 +36,7 @@
 #include "trace/report/report.h"
 
 /* snprintf that truncates silently (tags are bounded by construction). */
-static void fmt(char *buf, size_t size, const char *f, ...) __attribute__((format(printf, 3, 4)));
-static void fmt(char *buf, size_t size, const char *f, ...) {
+void tbe__ev_fmt(char *buf, size_t size, const char *f, ...) {
   va_list ap;
   va_start(ap, f);
   vsnprintf(buf, size, f, ap);
@@ -71,7 +70,7 @@ void tbe__ev_kernel_tag(const char *name, char *out, size_t size) {
   char comp[TBE__EV_TAG_WIDTH + 1];
   size_t n = tbe__tag_component(name, TBE__EV_TAG_WIDTH - 9, comp, sizeof comp);
   while (n > 1 && comp[n - 1] == '_') comp[--n] = '\0';
-  fmt(out, size, "%s.%08x", comp, (unsigned)(fnv1a(name) & 0xffffffffu));
+  tbe__ev_fmt(out, size, "%s.%08x", comp, (unsigned)(fnv1a(name) & 0xffffffffu));
 }
 
 /* Stores the tag of kernel `name` in used[n], distinct from used[0..n). */
@@ -83,7 +82,7 @@ void tbe__ev_unique_kernel_tag(const char *name, char (*used)[TBE__EV_TAG_WIDTH 
     int clash = 0;
     for (size_t j = 0; j < n && !clash; j++) clash = strcmp(used[j], used[n]) == 0;
     if (!clash) return;
-    fmt(used[n], sizeof used[n], "%s_%d", tag, k);
+    tbe__ev_fmt(used[n], sizeof used[n], "%s_%d", tag, k);
   }
 }
 

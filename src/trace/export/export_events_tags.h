@@ -8,6 +8,9 @@
 
 #include "common/buf.h"
 
+/* snprintf that truncates silently (tags are bounded by construction). */
+void tbe__ev_fmt(char *buf, size_t size, const char *f, ...) __attribute__((format(printf, 3, 4)));
+
 /* The longest tag component of a kernel or operator (bytes). */
 #define TBE__EV_TAG_WIDTH 100
 
