@@ -38,10 +38,12 @@
 
 #include <cmocka.h>
 
+#include "common/alloc.h"
 #include "tbexport.h"
 #include "tbexport/analysis.pb-c.h"
 #include "testutil.h"
 #include "trace/analysis/figures.h"
+#include "trace/export/export_events_tags.h"
 #include "trace/report/report.h"
 
 static const ProtobufCMessageDescriptor *message_of(uint32_t scope) {
@@ -337,11 +339,51 @@ static void test_every_row(void **state) {
   tbe_trace_free(t);
 }
 
+/* Every scalar TensorBoard gets from a listed row has a description, its
+ * label in it, as every other tag of ours (scripts/check_tb_views.py asks
+ * it of each tag); a leaf that is no row's gets none. */
+static void test_row_descriptions(void **state) {
+  (void)state;
+  tbe_allocator a;
+  tbe__allocator_init(&a, NULL);
+  tbe__buf b;
+  tbe__buf_init(&b, &a);
+  char tag[160], leaf[128];
+  for (size_t i = TBE__FIG_LISTED; i < TBE__FIG__COUNT; i++) {
+    const tbe__figure *f = &tbe__figures[i];
+    if (!tbe__fig_listed(f)) continue;
+    tbe__ev_row_tag(f, leaf, sizeof leaf);
+    const char *groups[] = {"summary", "gpu0"};
+    for (size_t k = 0; k < 2; k++) {
+      snprintf(tag, sizeof tag, "%s/%s", groups[k], leaf);
+      b.len = 0;
+      tbe__ev_describe(&b, tag, NULL);
+      assert_non_null(strstr((const char *)b.data, f->label));
+    }
+    if (f->diff == TBE__FD_NONE) continue;
+    snprintf(tag, sizeof tag, "diff/base/%s_ratio", f->key);
+    b.len = 0;
+    tbe__ev_describe(&b, tag, NULL);
+    assert_non_null(strstr((const char *)b.data, f->label));
+  }
+  const char *none[] = {"summary/no_such_figure", "gpu0/no_such_figure", "diff/base/nope_ratio"};
+  for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
+    b.len = 0;
+    tbe__ev_describe(&b, none[i], NULL);
+    assert_string_equal((const char *)b.data, "");
+  }
+  tbe__buf_deinit(&b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_rows),    cmocka_unit_test(test_keys_are_file_fields),
-      cmocka_unit_test(test_members), cmocka_unit_test(test_accessors),
-      cmocka_unit_test(test_merge),   cmocka_unit_test(test_every_row),
+      cmocka_unit_test(test_rows),
+      cmocka_unit_test(test_keys_are_file_fields),
+      cmocka_unit_test(test_members),
+      cmocka_unit_test(test_accessors),
+      cmocka_unit_test(test_merge),
+      cmocka_unit_test(test_every_row),
+      cmocka_unit_test(test_row_descriptions),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -207,11 +207,9 @@ static void device_scalars(ew *e, const char *prefix, const tbe_device_stats *d)
     const tbe__figure *f = &tbe__figures[i];
     double v = tbe__fig_real(f, d, 0);
     if (!tbe__fig_listed(f) || isnan(v)) continue;
-    /* durations in ms, as the scalars above: "<key without _ns>_ms" */
-    size_t kl = strlen(f->key);
-    int dur = (f->unit == TBE__FU_NS || f->unit == TBE__FU_NS_OPT) && kl > 3 &&
-              strcmp(f->key + kl - 3, "_ns") == 0;
-    tbe__ev_fmt(tag, sizeof tag, "%s/%.*s%s", prefix, (int)(dur ? kl - 3 : kl), f->key, dur ? "_ms" : "");
+    char leaf[128]; /* durations in ms, as the scalars above */
+    int dur = tbe__ev_row_tag(f, leaf, sizeof leaf);
+    tbe__ev_fmt(tag, sizeof tag, "%s/%s", prefix, leaf);
     scalar(e, tag, dur ? v / 1e6 : v, 0);
   }
   for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {

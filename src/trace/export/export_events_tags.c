@@ -32,6 +32,7 @@
 
 #include "common/buf.h"
 #include "common/map.h"
+#include "trace/analysis/figures.h"
 #include "trace/export/export_events_tags.h"
 #include "trace/report/report.h"
 
@@ -187,11 +188,52 @@ static void metric_what(tbe__buf *b, const char *m) {
 /* The description of `tag` into `b` (NUL-terminated); `name` is what a
  * kernel's or operator's tag stands for (NULL otherwise).  Empty when
  * the tag is none of ours. */
+/* The tag leaf of a listed figure row (see the header). */
+int tbe__ev_row_tag(const tbe__figure *f, char *out, size_t size) {
+  size_t kl = strlen(f->key);
+  int dur = (f->unit == TBE__FU_NS || f->unit == TBE__FU_NS_OPT) && kl > 3 &&
+            strcmp(f->key + kl - 3, "_ns") == 0;
+  tbe__ev_fmt(out, size, "%.*s%s", (int)(dur ? kl - 3 : kl), f->key, dur ? "_ms" : "");
+  return dur;
+}
+
+/* The description of a scalar the writers make from a figure row listed
+ * by the table (figures.h, TBE__FIG_LISTED on): summary/<tag> and
+ * gpu<N>/<tag>, and diff/<base>/<key>_ratio; the tag as export_events.c
+ * spells it (a duration key's "_ns" as "_ms").  Nothing for another leaf. */
+static void row_describe(tbe__buf *b, const char *tag, size_t gl, const char *leaf,
+                         const char *one_point) {
+  int diff = gl == 4 && memcmp(tag, "diff", 4) == 0;
+  const char *w = leaf;
+  if (diff && (w = strchr(leaf, '/')) != NULL) w++;
+  if (!w) return;
+  for (size_t i = TBE__FIG_LISTED; i < TBE__FIG__COUNT; i++) {
+    const tbe__figure *f = &tbe__figures[i];
+    if (!tbe__fig_listed(f)) continue;
+    char want[128];
+    int dur = diff ? 0 : tbe__ev_row_tag(f, want, sizeof want);
+    if (diff) tbe__ev_fmt(want, sizeof want, "%s_ratio", f->key);
+    if (strcmp(want, w) != 0) continue;
+    const char *unit = dur ? "ms" : f->unit == TBE__FU_PCT ? "%" : "a count or a number";
+    if (diff)
+      tbe__buf_printf(b, "This run's %s divided by run %.*s's (below 1: less here).", f->label,
+                      (int)(w - 1 - leaf), leaf);
+    else if (gl == 7)
+      tbe__buf_printf(b, "All GPUs over the profiled window: %s, in %s.", f->label, unit);
+    else
+      tbe__buf_printf(b, "GPU %.*s over the profiled window: %s, in %s.", (int)(gl - 3), tag + 3,
+                      f->label, unit);
+    tbe__buf_puts(b, one_point);
+    return;
+  }
+}
+
 void tbe__ev_describe(tbe__buf *b, const char *tag, const char *name) {
   const char *slash = strchr(tag, '/');
   const char *leaf = slash ? slash + 1 : tag;
   size_t gl = slash ? (size_t)(slash - tag) : 0;
   const char *what;
+  size_t start = b->len;
 #define GROUP(g) (gl == sizeof(g) - 1 && memcmp(tag, g, gl) == 0)
 #define STARTS(p) (strncmp(leaf, p, sizeof(p) - 1) == 0)
   static const char per_step[] =
@@ -310,6 +352,9 @@ void tbe__ev_describe(tbe__buf *b, const char *tag, const char *name) {
                       (int)bl, leaf, (int)bl, leaf);
     if (b->len) tbe__buf_puts(b, one_point);
   }
+  if (b->len == start &&
+      (GROUP("summary") || GROUP("diff") || (gl > 3 && memcmp(tag, "gpu", 3) == 0)))
+    row_describe(b, tag, gl, leaf, one_point);
 #undef GROUP
 #undef STARTS
   tbe__buf_putc(b, '\0');

@@ -11,6 +11,12 @@
 /* snprintf that truncates silently (tags are bounded by construction). */
 void tbe__ev_fmt(char *buf, size_t size, const char *f, ...) __attribute__((format(printf, 3, 4)));
 
+/* The tag leaf of figure row f as the writers spell it: its key, a
+ * duration's "_ns" as "_ms" (the value then in ms).  Returns 1 for such a
+ * duration, else 0. */
+struct tbe__figure;
+int tbe__ev_row_tag(const struct tbe__figure *f, char *out, size_t size);
+
 /* The longest tag component of a kernel or operator (bytes). */
 #define TBE__EV_TAG_WIDTH 100
 
