@@ -1141,26 +1141,13 @@ int tbe_analysis_create(tbe_analysis **out, const tbe_trace *t, const tbe_alloca
   if (!out) return TBE_EINVAL;
   *out = NULL;
   if (!t) return TBE_EINVAL;
-  tbe_allocator al;
-  tbe__allocator_init(&al, a);
-  tbe_analysis *an = tbe__calloc(&al, 1, sizeof *an);
-  if (!an) return TBE_ENOMEM;
-  an->alloc_ = al;
+  tbe_analysis *an = NULL;
+  int rc = tbe__analysis_blank(&an, a);
+  if (rc) return rc;
   an->trace = t;
-  an->all.device = -1;
-  an->all.launch_median_ns = -1;
-  an->all.launch_overhead_median_ns = -1;
-  an->all.queue_delay_median_ns = -1;
-  an->host = "";
-  an->pid = -1;
-  an->rank = -1;
-  if (!(an->priv_ = tbe__analysis_priv_new(&an->alloc_))) {
-    tbe__free(&an->alloc_, an);
-    return TBE_ENOMEM;
-  }
   scratch s;
   scratch_init(&s, &an->alloc_);
-  int rc = run(an, &s);
+  rc = run(an, &s);
   scratch_free(&s);
   if (rc) {
     tbe_analysis_free(an);
