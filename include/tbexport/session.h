@@ -212,6 +212,11 @@ typedef struct tbe_session_options {
   /* Messages (tbexport/common.h); NULL: none.  Called on this thread. */
   tbe_message_fn on_message;
   void *message_ctx;
+  /* When no process recorded CUDA activity: 0 writes the run of the
+   * program above, with the note; 1 writes no run and only says, in one
+   * line, why (the collector could not start, no NVIDIA driver on this
+   * machine, or the program never initialized CUDA). */
+  int no_empty_run;
 } tbe_session_options;
 
 typedef struct tbe_session_result {

@@ -61,6 +61,7 @@ static const struct option profile_opts[] = {
     {"no-ops", no_argument, 0, 'O'},
     {"record-shapes", no_argument, 0, 'S'},
     {"force", no_argument, 0, 'f'},
+    {"empty-run", no_argument, 0, 'E'},
     {"quiet", no_argument, 0, 'q'},
     {"help", no_argument, 0, 'h'},
     TBE_CLI_RUN_OPTIONS,
@@ -133,6 +134,9 @@ static void profile_usage(FILE *f) {
           "  --force                 replace the run's outputs of this host together\n"
           "                          (without it, a run that has them already is left as\n"
           "                          it is, and this profile is the run NAME_2, NAME_3...)\n"
+          "  --empty-run             write the run even when no process recorded CUDA activity\n"
+          "                          (the program's span, with a note); without it such a\n"
+          "                          session writes nothing and says why in one line\n"
           "  --label KEY=VALUE       a hyper-parameter of the run in TensorBoard's HParams\n"
           "                          dashboard (repeatable; a numeric VALUE is a number)\n"
           "  --no-pt-link            no RUN/HOST.pt.trace.json.gz (a hard link to the JSON,\n"
@@ -313,7 +317,7 @@ typedef struct profile_args {
   tbe_profiler_options po; /* what to collect, the capture range */
   char *cap_buf, *steps_buf; /* the ranges' names (tbe_profiler_parse_range) */
   const char *steps_name, *steps_domain;
-  int force, quiet;
+  int force, quiet, empty_run;
   char **cmd;
 } profile_args;
 
@@ -356,6 +360,7 @@ static int parse_one(int c, const char *arg, profile_args *a) {
       if (po->operators != TBE_OPS_OFF) po->operators = TBE_OPS_SHAPES;
       return 0;
     case 'f': a->force = 1; return 0;
+    case 'E': a->empty_run = 1; return 0;
     case 'q': a->quiet = 1; return 0;
     case TBE_CLI_OPT_LABEL:
     case TBE_CLI_OPT_NO_PT_LINK: return tbe_cli_run_option("profile", c, arg) ? -1 : 0;
@@ -608,6 +613,7 @@ static void report(const profile_args *a, const ran *r, int exit_code, double co
   else
     tbe_cli_note("tbexport: %s exited with status %d after %.3f s", a->cmd[0], exit_code, r->wall);
   size_t np = sr->processes;
+  if (np == 0 && w->n == 0) return; /* nothing recorded, no run: the session said why */
   fprintf(stderr,
           "tbexport: %zu process%s with CUDA; GPU busy %.1f%%; kernels %llu, copies %llu, "
           "memsets %llu, API calls %llu, NVTX ranges %llu, marks %llu, steps %llu\n",
@@ -674,6 +680,7 @@ static int convert(const profile_args *a, const char *run, const char *spool, co
   so.stop_ns = r->stop_ns;
   so.on_message = tbe_cli_on_message;
   so.message_ctx = (void *)&a->quiet;
+  so.no_empty_run = !a->empty_run;
   tbe_session_result sr;
   int rc = tbe_session_convert(&so, &sr);
   if (!a->quiet) report(a, r, exit_code, mono() - c0, &sr, &w);

@@ -24,6 +24,7 @@
  * spool (a command line, a trace warning) can neither add a line nor act
  * on a terminal. */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -509,6 +510,30 @@ static int no_cuda_trace(const tbe_session_options *o, tbe_trace *t, char *host,
   return r;
 }
 
+/* No process recorded CUDA activity and no run is written
+ * (no_empty_run): one line saying why, and what can be done here instead
+ * when the machine has no NVIDIA driver. */
+static void nothing_recorded(const tbe_session_options *o, const char *notes) {
+  if (notes[0]) {
+    say(o, TBE_MSG_WARNING,
+        "no CUDA activity was recorded, no run written: the collector could not start (%s)",
+        notes);
+    return;
+  }
+  void *cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (!cuda) {
+    say(o, TBE_MSG_WARNING,
+        "no CUDA activity was recorded, no run written: this machine has no NVIDIA driver "
+        "(libcuda.so.1 cannot be loaded), so nothing runs on a GPU here; traces made "
+        "elsewhere read here: tbexport summary FILE, tbexport import FILE --logdir DIR");
+    return;
+  }
+  dlclose(cuda);
+  say(o, TBE_MSG_NOTE,
+      "note: no CUDA activity was recorded (the program never initialized CUDA): no run "
+      "written");
+}
+
 /* Writes trace `t` as host `host` of the session's run (`eo_run`: the
  * caller's export options with the session's one run name); a failure is
  * said in one line naming the path.  Returns 0 or the export's code. */
@@ -543,6 +568,16 @@ static int convert(const tbe_session_options *o, tbe_session_result *result) {
   if (!on->any_ok && on->any_no_torch && !on->n)
     say(o, TBE_MSG_NOTE, "note: no operators: no Python process of the program imported torch");
   if (nn > 0 && notes[0]) say(o, TBE_MSG_WARNING, "some processes did not collect: %s", notes);
+  if (!rc && nn == 0 && o->no_empty_run) {
+    nothing_recorded(o, notes);
+    free(names);
+    free(on);
+    if (o->spool_dir && !o->keep) rmdir(o->spool_dir); /* only if empty */
+    res.total.start_ns = o->start_ns;
+    res.total.stop_ns = o->stop_ns;
+    if (result) *result = res;
+    return 0;
+  }
   char base_host[TBE_NAME_MAX + 1];
   if (eo0->host)
     snprintf(base_host, sizeof base_host, "%s", eo0->host);

@@ -158,8 +158,8 @@ for cmd in import import-force diff profile profile-force; do
         import) "$bin" import "$trace" --logdir "$log" --run r --host h >"$work/out" 2>"$work/err" ;;
         import-force) "$bin" import "$trace" --logdir "$log" --run r --host h --force >"$work/out" 2>"$work/err" ;;
         diff) "$bin" diff --logdir "$log" base r2 >"$work/out" 2>"$work/err" ;;
-        profile) "$bin" --logdir "$log" --run r --host h --quiet -- true >"$work/out" 2>"$work/err" ;;
-        profile-force) "$bin" --logdir "$log" --run r --host h --quiet --force -- true >"$work/out" 2>"$work/err" ;;
+        profile) "$bin" --empty-run --logdir "$log" --run r --host h --quiet -- true >"$work/out" 2>"$work/err" ;;
+        profile-force) "$bin" --empty-run --logdir "$log" --run r --host h --quiet --force -- true >"$work/out" 2>"$work/err" ;;
       esac
       rc=$?
       what="$cmd, link at $rel -> $dest"
@@ -194,7 +194,7 @@ for cmd in import import-force diff profile profile-force; do
     done
   done < <(comps "$target")
 done
-ok "symlink matrix: $cases cases (import, import --force, diff, tbexport -- true, with --force), nothing written outside"
+ok "symlink matrix: $cases cases (import, import --force, diff, tbexport --empty-run -- true, with --force), nothing written outside"
 
 [ $fails -eq 0 ] || { echo "$fails failure(s)" >&2; exit 1; }
 echo "all path tests passed"

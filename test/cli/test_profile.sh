@@ -12,20 +12,23 @@
 # usage: test_profile.sh TBEXPORT DATA_DIR
 set -u
 tb=$1
+# Runs of programs that never use CUDA (no GPU here) are written only with
+# --empty-run; the default (nothing written, one line) is checked below.
+tbp=("$tb" --empty-run)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # Missing command: 127 and a clear message, in every build.
-"$tb" --logdir ld -- ./no/such/program 2>err.txt
+"${tbp[@]}" --logdir ld -- ./no/such/program 2>err.txt
 rc=$?
 [ $rc -eq 127 ] || fail "missing command: status $rc, want 127"
 grep -q "no/such/program: command not found" err.txt || fail "missing command: message: $(cat err.txt)"
 "$tb" -- no_such_command_tbexport_xyz 2>/dev/null
 [ $? -eq 127 ] || fail "missing command on PATH: want 127"
 [ ! -e ld ] || fail "missing command: the log dir was created"
-"$tb" --logdir ldE -- / 2>err.txt
+"${tbp[@]}" --logdir ldE -- / 2>err.txt
 rc=$?
 if ! grep -q "collector was not built" err.txt; then
   [ $rc -eq 126 ] || fail "a directory as the command: status $rc, want 126"
@@ -33,13 +36,13 @@ if ! grep -q "collector was not built" err.txt; then
 fi
 
 # Without CUDA at build time: an explanation, and the command runs.
-"$tb" --logdir ld -- /bin/true 2>err.txt
+"${tbp[@]}" --logdir ld -- /bin/true 2>err.txt
 rc=$?
 if grep -q "collector was not built" err.txt; then
   [ $rc -eq 0 ] || fail "no-CUDA build: status $rc, want the command's 0"
   [ "$(wc -l <err.txt)" -eq 1 ] && grep -q "; running /bin/true without the profiler$" err.txt ||
     fail "no-CUDA build: message: $(cat err.txt)"
-  "$tb" --logdir ld -- sh -c 'touch ran_nocuda; exit 5' 2>/dev/null
+  "${tbp[@]}" --logdir ld -- sh -c 'touch ran_nocuda; exit 5' 2>/dev/null
   rc=$?
   [ $rc -eq 5 ] && [ -e ran_nocuda ] || fail "no-CUDA build: the command did not run (status $rc)"
   echo "test_profile: built without CUDA: explanation, the command run, 127 checked"
@@ -59,12 +62,29 @@ ls ld/*/events.out.tfevents.* >/dev/null 2>&1 || fail "/bin/true: no events file
 [ -z "$(find ld -name '.tbexport-spool*')" ] || fail "/bin/true: spool directory left behind"
 grep -q "wrote ld/plugins/profile/" err.txt || fail "/bin/true: paths written not listed"
 
+# The default: a session in which nothing recorded CUDA activity writes no
+# run (no run folder, no profile folder, no spool) and says why in one line
+# (here: no NVIDIA driver, or the program never initialized CUDA where there
+# is one), then the program's status.
+"$tb" --logdir ldN -- sh -c 'touch ran_empty; exit 4' 2>err.txt
+rc=$?
+[ $rc -eq 4 ] && [ -e ran_empty ] || fail "no CUDA activity: status $rc, or the program did not run"
+[ -z "$(find ldN -mindepth 1 2>/dev/null)" ] || fail "no CUDA activity: written: $(find ldN)"
+grep -c "no CUDA activity was recorded" err.txt | grep -qx 1 || fail "no CUDA activity: $(cat err.txt)"
+grep "no CUDA activity was recorded" err.txt | grep -q "no run written" ||
+  fail "no CUDA activity: does not say no run was written: $(cat err.txt)"
+if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+  grep -q "this machine has no NVIDIA driver (libcuda.so.1 cannot be loaded).*tbexport summary FILE" err.txt ||
+    fail "no driver: the line does not say so: $(cat err.txt)"
+fi
+[ "$(wc -l <err.txt)" -eq 2 ] || fail "no CUDA activity: want the reason and the status, got: $(cat err.txt)"
+
 # Run name and host; an existing run is not replaced without --force, nor
 # is the program refused for it: its profile is the next free name.
-"$tb" --logdir ld2 --run base --host gpu0 -- true 2>/dev/null || fail "--run/--host"
+"${tbp[@]}" --logdir ld2 --run base --host gpu0 -- true 2>/dev/null || fail "--run/--host"
 [ -f ld2/plugins/profile/base/gpu0.xplane.pb ] || fail "--run/--host: $(find ld2)"
 sum0=$(cat ld2/plugins/profile/base/gpu0.* | md5sum)
-"$tb" --logdir ld2 --run base --host gpu0 -- touch ran.txt 2>err.txt
+"${tbp[@]}" --logdir ld2 --run base --host gpu0 -- touch ran.txt 2>err.txt
 rc=$?
 [ $rc -eq 0 ] || fail "existing run: status $rc: $(cat err.txt)"
 [ -e ran.txt ] || fail "existing run: the program was not started"
@@ -74,7 +94,7 @@ grep -q "^tbexport profile: warning: run 'base' already has outputs for host gpu
 [ -f ld2/plugins/profile/base_2/gpu0.xplane.pb ] || fail "existing run: no base_2: $(find ld2)"
 # A problem of ours before the start: one line, and the program runs
 # without the profiler, with its own status.
-TBEXPORT_INJECT_LIB=/nonexistent/libtbexport_inject.so "$tb" --logdir ld2 --run bare -- \
+TBEXPORT_INJECT_LIB=/nonexistent/libtbexport_inject.so "${tbp[@]}" --logdir ld2 --run bare -- \
   sh -c 'echo "[$CUDA_INJECTION64_PATH]" >bare.txt; exit 4' 2>err.txt
 rc=$?
 [ $rc -eq 4 ] && [ "$(cat bare.txt)" = "[]" ] || fail "no injection library: status $rc, '$(cat bare.txt)'"
@@ -82,29 +102,29 @@ rc=$?
   grep -q "^tbexport profile: warning: libtbexport_inject.so not found .*; running sh without the profiler$" err.txt ||
   fail "no injection library: message: $(cat err.txt)"
 : >afile
-"$tb" --logdir afile/ld --run bare -- touch ran_nodir.txt 2>err.txt
+"${tbp[@]}" --logdir afile/ld --run bare -- touch ran_nodir.txt 2>err.txt
 rc=$?
 [ $rc -eq 0 ] && [ -e ran_nodir.txt ] || fail "no spool folder: status $rc: $(cat err.txt)"
 [ "$(wc -l <err.txt)" -eq 1 ] && grep -q "afile.*; running touch without the profiler$" err.txt ||
   fail "no spool folder: message: $(cat err.txt)"
-"$tb" --logdir ld2 --run base --host gpu1 --quiet -- true || fail "another host in an existing run"
+"${tbp[@]}" --logdir ld2 --run base --host gpu1 --quiet -- true || fail "another host in an existing run"
 [ -f ld2/plugins/profile/base/gpu1.xplane.pb ] || fail "--host gpu1 beside gpu0: $(find ld2)"
-"$tb" --logdir ld2 --run base --host gpu0 --force --quiet -- true 2>err.txt || fail "--force"
+"${tbp[@]}" --logdir ld2 --run base --host gpu0 --force --quiet -- true 2>err.txt || fail "--force"
 [ ! -s err.txt ] || fail "--quiet printed: $(cat err.txt)"
-"$tb" profile --logdir ld3 --run p -- true 2>/dev/null || fail "'profile' subcommand form"
+"$tb" profile --empty-run --logdir ld3 --run p -- true 2>/dev/null || fail "'profile' subcommand form"
 [ -f ld3/plugins/profile/p/*.xplane.pb ] || fail "'profile' form wrote nothing"
 
 # Without --run, sessions started in the same second get distinct runs.
-"$tb" --logdir ld7 --quiet -- true && "$tb" --logdir ld7 --quiet -- true || fail "default run names"
+"${tbp[@]}" --logdir ld7 --quiet -- true && "${tbp[@]}" --logdir ld7 --quiet -- true || fail "default run names"
 n=$(ls ld7/plugins/profile | wc -l)
 [ "$n" -eq 2 ] || fail "two sessions without --run: $n runs: $(ls ld7/plugins/profile)"
 
 # Arguments, environment and exit status pass through.
-out=$("$tb" --logdir ld4 --quiet -- sh -c 'printf "%s|" "$@"; echo "$FOO"' argv0 "a b" c 2>/dev/null)
+out=$("${tbp[@]}" --logdir ld4 --quiet -- sh -c 'printf "%s|" "$@"; echo "$FOO"' argv0 "a b" c 2>/dev/null)
 [ "$out" = "a b|c|bar" ] || [ "$out" = "a b|c|" ] || fail "arguments: '$out'"
-out=$(FOO=bar "$tb" --logdir ld4 --quiet --force -- sh -c 'echo "$FOO"' 2>/dev/null)
+out=$(FOO=bar "${tbp[@]}" --logdir ld4 --quiet --force -- sh -c 'echo "$FOO"' 2>/dev/null)
 [ "$out" = "bar" ] || fail "environment: '$out'"
-env_out=$("$tb" --logdir ld4 --quiet --force --trace cuda,nvtx --buffer-mb 8 --delay 0.5 -- \
+env_out=$("${tbp[@]}" --logdir ld4 --quiet --force --trace cuda,nvtx --buffer-mb 8 --delay 0.5 -- \
   sh -c 'echo "$CUDA_INJECTION64_PATH;$NVTX_INJECTION64_PATH;$TBEXPORT_OPTIONS"' 2>/dev/null)
 case "$env_out" in
   /*libtbexport_inject.so\;/*libtbexport_inject.so\;*trace=3*buffer_mb=8*) ;;
@@ -112,23 +132,23 @@ case "$env_out" in
 esac
 case "$env_out" in *delay=0.5*) ;; *) fail "delay not passed: '$env_out'" ;; esac
 case "$env_out" in *flush_ms=1000*) ;; *) fail "default flush period not passed: '$env_out'" ;; esac
-env_out=$("$tb" --logdir ld4 --quiet --force --flush-period 250 -- sh -c 'echo "$TBEXPORT_OPTIONS"' 2>/dev/null)
+env_out=$("${tbp[@]}" --logdir ld4 --quiet --force --flush-period 250 -- sh -c 'echo "$TBEXPORT_OPTIONS"' 2>/dev/null)
 case "$env_out" in *flush_ms=250\;*) ;; *) fail "--flush-period 250 not passed: '$env_out'" ;; esac
-"$tb" --logdir ld4 --flush-period 0 -- true 2>err.txt
+"${tbp[@]}" --logdir ld4 --flush-period 0 -- true 2>err.txt
 [ $? -eq 2 ] || fail "--flush-period 0: want status 2"
 grep -q -- "--flush-period: expected milliseconds" err.txt || fail "--flush-period 0: message: $(cat err.txt)"
-env_out=$("$tb" --logdir ld4 --quiet --force --trace cuda -- sh -c 'echo "[$NVTX_INJECTION64_PATH]"' 2>/dev/null)
+env_out=$("${tbp[@]}" --logdir ld4 --quiet --force --trace cuda -- sh -c 'echo "[$NVTX_INJECTION64_PATH]"' 2>/dev/null)
 [ "$env_out" = "[]" ] || fail "--trace cuda still injects NVTX: '$env_out'"
 printf 'echo "no #! line: $1"\n' >nosb && chmod +x nosb
-out=$("$tb" --logdir ld4 --quiet --force -- ./nosb x 2>/dev/null)
+out=$("${tbp[@]}" --logdir ld4 --quiet --force -- ./nosb x 2>/dev/null)
 [ "$out" = "no #! line: x" ] || fail "script without #! line: '$out' (a shell runs it with /bin/sh)"
-"$tb" --logdir ld4 --quiet --force -- sh -c 'exit 7' 2>/dev/null
+"${tbp[@]}" --logdir ld4 --quiet --force -- sh -c 'exit 7' 2>/dev/null
 [ $? -eq 7 ] || fail "exit status not passed through"
-"$tb" --logdir ld4 --quiet --force -- sh -c 'kill -KILL $$' 2>/dev/null
+"${tbp[@]}" --logdir ld4 --quiet --force -- sh -c 'kill -KILL $$' 2>/dev/null
 [ $? -eq 137 ] || fail "death by signal: want 137"
 
 # A signal sent to tbexport reaches the command.
-"$tb" --logdir ld5 --quiet -- sleep 30 2>/dev/null &
+"${tbp[@]}" --logdir ld5 --quiet -- sleep 30 2>/dev/null &
 tpid=$!
 sleep 0.5
 kill -TERM $tpid
@@ -141,10 +161,10 @@ rc=$?
 # the run says it instead of "the program never initialized CUDA".  The
 # injection is triggered by hand (python3 ctypes), as no driver will call
 # it here; skipped in sanitizer builds (their runtime must load first).
-inj=$("$tb" --logdir ld9 --run probe --quiet -- sh -c 'echo "$CUDA_INJECTION64_PATH"' 2>/dev/null)
+inj=$("${tbp[@]}" --logdir ld9 --run probe --quiet -- sh -c 'echo "$CUDA_INJECTION64_PATH"' 2>/dev/null)
 if command -v python3 >/dev/null && [ -f "$inj" ] && ! ldd "$inj" 2>/dev/null | grep -q 'lib[at]san'; then
   # (a forked child that reaches the injection starts its own session: two notes)
-  TBEXPORT_CUPTI_LIB=/nonexistent/libcupti.so "$tb" --logdir ld9 --run nocupti -- python3 -c '
+  TBEXPORT_CUPTI_LIB=/nonexistent/libcupti.so "${tbp[@]}" --logdir ld9 --run nocupti -- python3 -c '
 import ctypes, os
 lib = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"])
 lib.InitializeInjection()
@@ -228,7 +248,7 @@ PY
     "$tb" summary ldF/plugins/profile/"$1"/*.xplane.pb 2>&1 |
       sed -n '/^Steps (/,/^$/p' | awk 'NR>3 && NF {printf "%s=%s/%s ", $1, $2, $6}'
   }
-  "$tb" --logdir ldF --run marked -- python3 drv.py loop 2>err.txt
+  "${tbp[@]}" --logdir ldF --run marked -- python3 drv.py loop 2>err.txt
   rc=$?
   [ $rc -eq 0 ] || fail "fake CUPTI: status $rc: $(cat err.txt)"
   grep -q "kernels 4, copies 0, memsets 0, API calls 4, NVTX ranges 5, marks 0, steps 4$" err.txt ||
@@ -238,12 +258,12 @@ PY
     *) fail "tbe_profiler_step under tbexport -- CMD: steps: '$(steps_of marked)'" ;;
   esac
   [ "$(xsteps_of marked)" = "$(steps_of marked)" ] || fail "marked steps: XSpace: '$(xsteps_of marked)'"
-  "$tb" --logdir ldF --run ranged --steps nvtx:train_step -- python3 drv.py loop 2>err.txt ||
+  "${tbp[@]}" --logdir ldF --run ranged --steps nvtx:train_step -- python3 drv.py loop 2>err.txt ||
     fail "--steps nvtx:train_step: $(cat err.txt)"
   [ "$(steps_of ranged)" = "0=1.000ms/1 1=1.000ms/1 2=1.000ms/1 3=1.000ms/1 " ] ||
     fail "--steps nvtx:train_step wins over the marks: '$(steps_of ranged)'"
   [ "$(xsteps_of ranged)" = "$(steps_of ranged)" ] || fail "--steps: XSpace: '$(xsteps_of ranged)'"
-  "$tb" --logdir ldF --run kept --steps nvtx:step@loop -- python3 drv.py loop 2>err.txt ||
+  "${tbp[@]}" --logdir ldF --run kept --steps nvtx:step@loop -- python3 drv.py loop 2>err.txt ||
     fail "--steps without a match: $(cat err.txt)"
   [ "$(grep -c -- '--steps' err.txt)" -eq 1 ] &&
     grep -q "^tbexport: pid [0-9]*: --steps nvtx:step@loop: no NVTX range or user annotation has that name in that domain; the most frequent top-level ranges are 'train_step' (4), 'setup' (1); the 4 steps found otherwise are kept$" err.txt ||
@@ -253,7 +273,7 @@ PY
   # The capture range bounds everything: wall 5.8 ms (the range and the
   # kernel launched in it), 2 kernels, busy 2 of 5.8 ms, overhead 0.3 ms
   # (the rest left out), nothing of the loop.
-  "$tb" --logdir ldF --run cap --capture-range nvtx:profile@loop -- python3 drv.py capture 2>err.txt ||
+  "${tbp[@]}" --logdir ldF --run cap --capture-range nvtx:profile@loop -- python3 drv.py capture 2>err.txt ||
     fail "--capture-range: $(cat err.txt)"
   "$tb" summary --logdir ldF cap >sum.txt 2>&1
   grep -q "^wall 5.800ms, 1 GPU, 2 kernels" sum.txt || fail "--capture-range: wall: $(head -3 sum.txt)"
@@ -270,7 +290,7 @@ fi
 # reaches the program once: outside a terminal's foreground the program has
 # a group of its own and tbexport forwards to it.
 if command -v setsid >/dev/null && command -v python3 >/dev/null; then
-  setsid "$tb" --logdir ld8 --quiet -- python3 -c '
+  setsid "${tbp[@]}" --logdir ld8 --quiet -- python3 -c '
 import os, signal, sys, time
 n = 0
 def h(s, f):
@@ -296,35 +316,35 @@ open("count", "w").write(str(n))
 fi
 
 # Bad usage: status 2.
-"$tb" --logdir ld6 -- 2>/dev/null
+"${tbp[@]}" --logdir ld6 -- 2>/dev/null
 [ $? -eq 2 ] || fail "no command after --: want 2"
-"$tb" --logdir ld6 --capture-range bogus -- true 2>/dev/null
+"${tbp[@]}" --logdir ld6 --capture-range bogus -- true 2>/dev/null
 [ $? -eq 2 ] || fail "bad --capture-range: want 2"
-"$tb" --logdir ld6 --delay -1 -- true 2>/dev/null
+"${tbp[@]}" --logdir ld6 --delay -1 -- true 2>/dev/null
 [ $? -eq 2 ] || fail "bad --delay: want 2"
-"$tb" --logdir ld6 --run ../x -- true 2>/dev/null
+"${tbp[@]}" --logdir ld6 --run ../x -- true 2>/dev/null
 [ $? -eq 2 ] || fail "bad --run: want 2"
-"$tb" --logdir -- true 2>err.txt
+"${tbp[@]}" --logdir -- true 2>err.txt
 [ $? -eq 2 ] || fail "--logdir without a value: want 2"
 grep -q "logdir needs a value" err.txt || fail "--logdir without a value: message: $(cat err.txt)"
 [ ! -e -- ] || fail "--logdir --: a directory named '--' was made"
-"$tb" --logdir ld6 --capture-range nvtx:step@train --quiet -- true 2>/dev/null || fail "nvtx capture range"
-"$tb" --logdir ld6 --capture-range nvtx:step --trace cuda -- true 2>err.txt
+"${tbp[@]}" --logdir ld6 --capture-range nvtx:step@train --quiet -- true 2>/dev/null || fail "nvtx capture range"
+"${tbp[@]}" --logdir ld6 --capture-range nvtx:step --trace cuda -- true 2>err.txt
 [ $? -eq 2 ] || fail "nvtx capture range without nvtx in --trace: want 2"
 grep -q "needs nvtx in --trace" err.txt || fail "capture range without nvtx: message: $(cat err.txt)"
 # --steps: checked like --capture-range (status 2, one line), needs nvtx.
 for arg in cudaProfilerApi nvtx: nvtx:x@ step; do
-  "$tb" --logdir ld6 --steps "$arg" -- touch ran_steps.txt 2>err.txt
+  "${tbp[@]}" --logdir ld6 --steps "$arg" -- touch ran_steps.txt 2>err.txt
   [ $? -eq 2 ] || fail "bad --steps '$arg': want 2"
   [ "$(wc -l <err.txt)" -eq 1 ] && grep -q "expected nvtx:NAME\[@DOMAIN\], got '$arg'" err.txt ||
     fail "bad --steps '$arg': message: $(cat err.txt)"
 done
 [ ! -e ran_steps.txt ] || fail "bad --steps: the program was started"
-"$tb" --logdir ld6 --steps nvtx:train_step --trace cuda -- true 2>err.txt
+"${tbp[@]}" --logdir ld6 --steps nvtx:train_step --trace cuda -- true 2>err.txt
 [ $? -eq 2 ] || fail "--steps without nvtx in --trace: want 2"
 grep -q "steps nvtx:... needs nvtx in --trace" err.txt || fail "--steps without nvtx: message: $(cat err.txt)"
-"$tb" --logdir ld6 --steps nvtx:train_step@loop --quiet -- true 2>/dev/null || fail "--steps nvtx:NAME@DOMAIN"
-"$tb" --logdir ld6 --force --steps nvtx:train_step -- true 2>err.txt || fail "--steps nvtx:NAME"
+"${tbp[@]}" --logdir ld6 --steps nvtx:train_step@loop --quiet -- true 2>/dev/null || fail "--steps nvtx:NAME@DOMAIN"
+"${tbp[@]}" --logdir ld6 --force --steps nvtx:train_step -- true 2>err.txt || fail "--steps nvtx:NAME"
 grep -q "marks 0, steps 0$" err.txt || fail "--steps: the summary does not count steps: $(cat err.txt)"
 "$tb" -- --help >/dev/null 2>&1
 "$tb" profile --help | grep -q "capture-range" || fail "profile --help"

@@ -24,6 +24,9 @@
 # usage: test_ranks.sh TBEXPORT DATA_DIR
 set -u
 tb=$1
+# Profiling runs of programs that never use CUDA write their (empty) run only
+# with --empty-run: the naming rules are checked on those runs.
+tbp=("$tb" --empty-run)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
@@ -34,34 +37,34 @@ unset RANK WORLD_SIZE LOCAL_RANK TORCHELASTIC_RUN_ID OMPI_COMM_WORLD_RANK OMPI_C
   MPI_LOCALRANKID MV2_COMM_WORLD_RANK MV2_COMM_WORLD_SIZE MV2_COMM_WORLD_LOCAL_RANK SLURM_PROCID \
   SLURM_NTASKS SLURM_LOCALID SLURM_JOB_ID SLURM_STEP_ID SLURM_RESTART_COUNT TORCHELASTIC_RESTART_COUNT
 
-"$tb" --logdir probe -- /bin/true 2>err.txt
+"${tbp[@]}" --logdir probe -- /bin/true 2>err.txt
 if grep -q "collector was not built" err.txt; then
   echo "test_ranks: built without CUDA: nothing to check"
   exit 0
 fi
 # ---- naming without the collector (any build): the program never uses CUDA ----
 # a Slurm step names the run slurm-<job>.<step>; --run wins over it
-SLURM_PROCID=0 SLURM_NTASKS=1 SLURM_JOB_ID=4242 SLURM_STEP_ID=7 "$tb" --logdir ldS --host n --quiet -- /bin/true ||
+SLURM_PROCID=0 SLURM_NTASKS=1 SLURM_JOB_ID=4242 SLURM_STEP_ID=7 "${tbp[@]}" --logdir ldS --host n --quiet -- /bin/true ||
   fail "slurm"
 [ -e ldS/plugins/profile/slurm-4242.7/n.rank0.xplane.pb ] || fail "slurm run name: $(find ldS | sort)"
 gzip -dc ldS/plugins/profile/slurm-4242.7/n.rank0.trace.json.gz |
   grep -q '"distributedInfo": {"rank": 0, "world_size": 1}' || fail "slurm: the no-CUDA run lacks the rank"
-SLURM_PROCID=0 SLURM_JOB_ID=4242 "$tb" --logdir ldS --run mine --host n --quiet -- /bin/true || fail "--run"
+SLURM_PROCID=0 SLURM_JOB_ID=4242 "${tbp[@]}" --logdir ldS --run mine --host n --quiet -- /bin/true || fail "--run"
 [ -e ldS/plugins/profile/mine/n.rank0.xplane.pb ] || fail "--run with a rank: $(find ldS | sort)"
 
 # a rank without a job id (MPICH's Hydra): today's name, and a note saying how to join
-PMI_RANK=1 PMI_SIZE=2 "$tb" --logdir ldP --host n -- /bin/true 2>err.txt || fail "pmi: $(cat err.txt)"
+PMI_RANK=1 PMI_SIZE=2 "${tbp[@]}" --logdir ldP --host n -- /bin/true 2>err.txt || fail "pmi: $(cat err.txt)"
 grep -q "note: rank 1 (PMI) has no job id to name the run: .* pass the same --run NAME to every rank" err.txt ||
   fail "pmi: no note: $(cat err.txt)"
 [ "$(find ldP -name 'n.rank1.xplane.pb' | wc -l)" -eq 1 ] || fail "pmi: $(find ldP | sort)"
 
 # a malformed RANK is reported and not taken
-RANK=first "$tb" --logdir ldM --run m --host n -- /bin/true 2>err.txt || fail "bad RANK: $(cat err.txt)"
+RANK=first "${tbp[@]}" --logdir ldM --run m --host n -- /bin/true 2>err.txt || fail "bad RANK: $(cat err.txt)"
 grep -q "note: RANK='first' is not a decimal number: ignored" err.txt || fail "bad RANK: no note: $(cat err.txt)"
 [ -e ldM/plugins/profile/m/n.xplane.pb ] || fail "bad RANK: $(find ldM | sort)"
 gzip -dc ldM/plugins/profile/m/n.trace.json.gz | grep -q distributedInfo && fail "bad RANK: distributedInfo written"
 
-inj=$("$tb" --logdir probe --run probe --quiet -- sh -c 'echo "$CUDA_INJECTION64_PATH"' 2>/dev/null)
+inj=$("${tbp[@]}" --logdir probe --run probe --quiet -- sh -c 'echo "$CUDA_INJECTION64_PATH"' 2>/dev/null)
 fake="$(dirname "$tb")/libcollect_fake_libcupti.so"
 [ -f "$fake" ] || fail "fake libcupti not built next to tbexport: $fake"
 [ -f "$inj" ] || fail "no injection library: '$inj'"
@@ -102,7 +105,7 @@ PY
 # ---- tbexport under the launcher: one tbexport per rank, started at once ----
 for r in 0 1; do
   RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r TORCHELASTIC_RUN_ID=abc \
-    "$tb" --logdir ld --host node -- "${py[@]}" rank.py 2>"err$r.txt" &
+    "${tbp[@]}" --logdir ld --host node -- "${py[@]}" rank.py 2>"err$r.txt" &
   eval "p$r=\$!"
 done
 wait "$p0" || fail "rank 0: status $?: $(cat err0.txt)"
@@ -136,7 +139,7 @@ assert ranks == [0, 1], ranks
 PY
 
 # a third rank joins (its own entry is free)
-RANK=2 WORLD_SIZE=3 TORCHELASTIC_RUN_ID=abc "$tb" --logdir ld --host node --quiet -- "${py[@]}" rank.py ||
+RANK=2 WORLD_SIZE=3 TORCHELASTIC_RUN_ID=abc "${tbp[@]}" --logdir ld --host node --quiet -- "${py[@]}" rank.py ||
   fail "rank 2 did not join"
 [ -e "$run/node.rank2.xplane.pb" ] || fail "rank 2: $(ls "$run")"
 
@@ -149,7 +152,7 @@ RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 TORCHELASTIC_RUN_ID=w $PY rank.py &
 wait
 SH
 chmod +x launch.sh
-PY="${py[*]}" "$tb" --logdir ldW --run wrapped --host node -- ./launch.sh 2>err.txt || fail "wrapped: $(cat err.txt)"
+PY="${py[*]}" "${tbp[@]}" --logdir ldW --run wrapped --host node -- ./launch.sh 2>err.txt || fail "wrapped: $(cat err.txt)"
 grep -q "2 processes with CUDA" err.txt || fail "wrapped: $(cat err.txt)"
 for r in 0 1; do
   [ -e "ldW/plugins/profile/wrapped/node.rank$r.xplane.pb" ] || fail "wrapped: $(find ldW | sort)"
@@ -165,7 +168,7 @@ two_ranks() {
   local ld=$1 tag=$2 r p0 p1
   shift 2
   for r in 0 1; do
-    env "${@//@R@/$r}" "$tb" --logdir "$ld" --host node -- "${py[@]}" rank.py "ran.$tag.$r" "k_${tag}_$r" \
+    env "${@//@R@/$r}" "${tbp[@]}" --logdir "$ld" --host node -- "${py[@]}" rank.py "ran.$tag.$r" "k_${tag}_$r" \
       2>"err.$tag.$r" &
     eval "p$r=\$!"
   done
@@ -230,9 +233,9 @@ unchanged ldT "$before" "torchrun restart"
 # A name the user gave that is taken: the program runs anyway (the status
 # is the program's), the earlier files stay, and this profile is the next
 # free name, said in a warning that --quiet keeps; --force replaces.
-"$tb" --logdir ldU --run mine --host node --quiet -- "${py[@]}" rank.py ran.u0 k_u0 || fail "--run mine"
+"${tbp[@]}" --logdir ldU --run mine --host node --quiet -- "${py[@]}" rank.py ran.u0 k_u0 || fail "--run mine"
 before=$(sums ldU)
-"$tb" --logdir ldU --run mine --host node --quiet -- sh -c '"$@"; exit 3' sh "${py[@]}" rank.py ran.u1 k_u1 \
+"${tbp[@]}" --logdir ldU --run mine --host node --quiet -- sh -c '"$@"; exit 3' sh "${py[@]}" rank.py ran.u1 k_u1 \
   2>err.u1
 rc=$?
 [ $rc -eq 3 ] || fail "--run mine again: status $rc, want the program's 3: $(cat err.u1)"
@@ -244,12 +247,12 @@ unchanged ldU "$before" "--run mine again"
 "$tb" summary --logdir ldU mine_2 2>&1 | grep -q k_u1 || fail "mine_2: $("$tb" summary --logdir ldU mine_2 2>&1)"
 "$tb" summary --logdir ldU mine >sum.mine 2>&1
 grep -q k_u0 sum.mine && ! grep -q k_u1 sum.mine || fail "the first --run mine: $(cat sum.mine)"
-"$tb" --logdir ldU --run mine --host node --force --quiet -- "${py[@]}" rank.py ran.u3 k_u3 || fail "--force"
+"${tbp[@]}" --logdir ldU --run mine --host node --force --quiet -- "${py[@]}" rank.py ran.u3 k_u3 || fail "--force"
 "$tb" summary --logdir ldU mine >sum.mine 2>&1
 grep -q k_u3 sum.mine && ! grep -q k_u0 sum.mine || fail "--force: $(cat sum.mine)"
 before=$(sums ldU)
 # ... and a restarted attempt of a job whose ranks were given --run: mine.requeue2
-SLURM_PROCID=0 SLURM_NTASKS=1 SLURM_JOB_ID=5 SLURM_RESTART_COUNT=2 "$tb" --logdir ldU --run mine --host node --quiet -- \
+SLURM_PROCID=0 SLURM_NTASKS=1 SLURM_JOB_ID=5 SLURM_RESTART_COUNT=2 "${tbp[@]}" --logdir ldU --run mine --host node --quiet -- \
   "${py[@]}" rank.py ran.u2 k_u2 2>err.u2 || fail "--run mine, requeued: $(cat err.u2)"
 [ -e ran.u2 ] && [ -e ldU/plugins/profile/mine.requeue2/node.rank0.xplane.pb ] ||
   fail "--run mine, requeued: $(find ldU | sort)"
