@@ -615,6 +615,26 @@ static void test_messages(void **state) {
   char *x = tu_join(dir, "plugins/profile/m/node.xplane.pb");
   struct stat st;
   assert_int_equal(stat(x, &st), 0);
+  /* The same with no_empty_run (tbexport -- CMD's default): no run, one
+   * line that says so and why, the spool folder gone. */
+  assert_int_equal(mkdir(spools, 0700), 0);
+  eo.run = "m_empty";
+  so.no_empty_run = 1;
+  s.n = 0;
+  assert_int_equal(tbe_session_convert(&so, &r), 0);
+  assert_int_equal(r.processes, 0);
+  assert_int_equal(s.n, 1);
+  assert_non_null(strstr(s.lines[0], "no CUDA activity was recorded, no run written"));
+  char *xe = tu_join(dir, "plugins/profile/m_empty");
+  assert_int_not_equal(stat(xe, &st), 0);
+  char *re = tu_join(dir, "m_empty");
+  assert_int_not_equal(stat(re, &st), 0);
+  assert_int_not_equal(stat(spools, &st), 0);
+  free(xe);
+  free(re);
+  so.no_empty_run = 0;
+  eo.run = "m";
+  s.n = 0;
   /* A spool that cannot be read, named with an escape: an error for the
    * caller, in line form (no control character reaches it), the spool
    * kept and a warning saying so. */
