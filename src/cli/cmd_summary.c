@@ -33,6 +33,7 @@
 #include "cli/analysis_files.h"
 #include "cli/cli.h"
 #include "cli/input_limits.h"
+#include "cli/path_hint.h"
 #include "cli/progress.h"
 #include "tbexport.h"
 #include "tbexport/analysis.h"
@@ -137,16 +138,12 @@ int tbe_cli_load_run(const char *cmd, const char *logdir, const char *arg,
       }
       arg = run;
     } else if (!run_name_ok(arg)) {
-      tbe_cli_error(cmd, "%s: not a file, and not a valid run name", arg);
-      return TBE_EXIT_USAGE;
+      return tbe_cli_explain_input(cmd, arg, logdir, 0);
     }
     tbe_run_listing *hf = NULL;
     size_t n = 0;
     int err = tbe_run_list(logdir, arg, &hf, &n);
-    if (err == -ENOENT || err == -ENOTDIR) {
-      tbe_cli_error(cmd, "%s: no such file, and no run '%s' in %s", arg, arg, logdir);
-      return TBE_EXIT_USAGE;
-    }
+    if (err == -ENOENT || err == -ENOTDIR) return tbe_cli_explain_input(cmd, arg, logdir, 1);
     if (err) {
       tbe_cli_error(cmd, "%s/plugins/profile/%s: %s", logdir, arg, tbe_strerror(err));
       return tbe_cli_exit_for(err);

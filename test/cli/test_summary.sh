@@ -203,7 +203,26 @@ grep -q "No GPU activity" "$tmp/out" || fail "empty trace text"
 
 # Errors.
 expect_err 2 "no such file" "$B" summary does-not-exist.json
-expect_err 2 "not a valid run name" "$B" summary ../escape
+expect_err 2 "^tbexport summary: ../escape: no such file$" "$B" summary ../escape
+# Inputs that are no trace: one line naming what it is and what to type.
+hint=$tmp/hint
+mkdir -p "$hint"
+"$B" import small.trace.json --logdir "$hint/L" --run r1 --quiet >/dev/null || fail "hint: import"
+"$B" import small2.trace.json --logdir "$hint/L" --run r2 --quiet >/dev/null || fail "hint: import"
+mkdir -p "$hint/L/events_only" "$hint/traces" "$hint/empty"
+cp small.trace.json small2.trace.json "$hint/traces/"
+expect_err 2 "$hint/L is a log dir: name one of its runs (r1, r2), e.g. tbexport summary --logdir $hint/L RUN" \
+  "$B" summary "$hint/L"
+expect_err 2 "$hint/L/r1 is the TensorBoard folder of run 'r1': tbexport summary --logdir $hint/L r1" \
+  "$B" summary "$hint/L/r1"
+expect_err 2 "$hint/L/plugins/profile/r2 is the profile folder of run 'r2': tbexport diff --logdir $hint/L r2" \
+  "$B" diff small.trace.json "$hint/L/plugins/profile/r2"
+expect_err 2 "$hint/traces is a folder of 2 trace files: give one, e.g. $hint/traces/small" \
+  "$B" summary "$hint/traces"
+expect_err 2 "$hint/empty is a folder, not a trace file" "$B" summary "$hint/empty"
+expect_err 2 "run 'events_only' of $hint/L holds TensorBoard event files only, no trace (tbexport inspect $hint/L/events_only lists them); runs with a trace: r1, r2" \
+  "$B" summary --logdir "$hint/L" events_only
+expect_err 2 "no such file, and no run 'r3' in $hint/L (its runs: r1, r2)" "$B" summary --logdir "$hint/L" r3
 expect_err 2 "byte 80 (line 2, column 63)" "$B" summary bad.trace.json
 expect_err 2 "not a Chrome trace JSON" "$B" summary small.summary.csv.expected
 expect_err 2 "no trace file" "$B" summary --logdir "$tmp/log" notrace
