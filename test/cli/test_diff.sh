@@ -228,6 +228,17 @@ expect_err 2 "--fail-if 'kernel:nope > +5%': no kernel named 'nope' on either si
 expect_err 2 "no operator named 'aten::nope'" "$B" diff --fail-if 'op:aten::nope > +5%' small.trace.json small2.trace.json
 expect_err 2 "option '--fail-if' needs a value" "$B" diff small.trace.json small2.trace.json --fail-if
 
+# One shortening of names in every report: a kernel's cell in summary's
+# table is its cell in diff's, at any --width.
+for w in 100 140; do
+  for k in reduce_kernel nchwToNhwcKernel; do
+    cs=$("$B" summary --no-cache --width $w --top 0 "$K/h200_cnn_bf16.pt.trace.json" 2>/dev/null |
+      grep -m1 "^$k" | cut -c1-$((w - 71)))
+    cd_=$("$B" diff --no-cache --width $w --top 0 "$K/h200_cnn_bf16.pt.trace.json" \
+      "$K/h200_cnn_bf16.pt.trace.json" 2>/dev/null | grep -m1 "^$k" | cut -c1-$((w - 71)))
+    [ -n "$cs" ] && [ "$cs" = "$cd_" ] || fail "width $w: $k reads '$cs' in summary, '$cd_' in diff"
+  done
+done
 "$B" diff --help >"$tmp/out" 2>&1 || fail "--help"
 grep -q "usage: tbexport diff" "$tmp/out" || fail "--help text"
 

@@ -131,6 +131,16 @@ TBE__REP_FORMAT(md)
 /* Limits of a name cell: the narrowest name column, and the longest
  * shortened name (bytes, with its NUL). */
 #define TBE__NAME_MIN 12
+/* The name column of the per-name tables of every report (summary's
+ * kernels, operators and ranges, diff's), at table width `width`: one
+ * rule, so that a name is shortened alike wherever it is shown.  It is the
+ * room the widest of those tables (diff's: 71 columns of figures) leaves,
+ * at least TBE__NAME_MIN; the narrower tables keep the rest as margin. */
+#define TBE__NAME_TABLE_FIXED 71
+static inline int tbe__name_width(int width) {
+  return width - TBE__NAME_TABLE_FIXED < TBE__NAME_MIN ? TBE__NAME_MIN
+                                                       : width - TBE__NAME_TABLE_FIXED;
+}
 #define TBE__SHORT_MAX 4096
 
 /* Appends `s` quoted for a POSIX shell when it needs it (the step hint's

@@ -501,8 +501,7 @@ void tbe__rep_names_table(tbe__buf *b, const tbe_diff *d, const tbe_report_optio
     if (!n) continue;
     int cu = cuda_table(d, g);
     size_t top = o->top && o->top < n ? o->top : n;
-    int nw = o->width - fixed - 1;
-    if (nw < NAME_MIN) nw = NAME_MIN;
+    int nw = tbe__name_width(o->width); /* as every report's (report.h) */
     char name[SHORT_MAX], v[8][40];
     if (o->wide)
       for (size_t i = 0; i < top; i++) {

@@ -144,8 +144,7 @@ void tbe__ops_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
    * total 10, kernels 7. */
   static const int cw[6] = {7, 10, 10, 10, 10, 7};
   int fixed = 7 + 10 + 10 + 10 + 10 + 7 + 2 * 6;
-  int nw = o->width - fixed;
-  if (nw < TBE__NAME_MIN) nw = TBE__NAME_MIN;
+  int nw = tbe__name_width(o->width); /* as every report's (report.h) */
   char name[TBE__SHORT_MAX];
   if (o->wide) {
     for (size_t i = 0; i < top; i++) {

@@ -302,8 +302,7 @@ static void name_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
    * avg 10, min 10 (kernels), max 10. */
   static const int cw[6] = {7, 10, 10, 6, 10, 10};
   int fixed = 7 + 10 + 10 + 6 + 10 + 10 + 2 * 6;
-  int nw = o->width - fixed;
-  if (nw < TBE__NAME_MIN) nw = TBE__NAME_MIN;
+  int nw = tbe__name_width(o->width); /* as every report's (report.h) */
   char name[TBE__SHORT_MAX], x[32];
   if (o->wide) {
     for (size_t i = 0; i < top; i++) {
