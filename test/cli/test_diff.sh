@@ -9,6 +9,7 @@ set -u
 B=$1
 D=$2/cli
 K=$(cd "$2" && pwd)/kineto
+J=$(cd "$2" && pwd)/jax
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -227,6 +228,18 @@ expect_err 2 "--fail-if 'kernel:nope > +5%': no kernel named 'nope' on either si
   "$B" diff --fail-if 'step_median > 5%' --fail-if 'kernel:nope > +5%' small.trace.json small2.trace.json
 expect_err 2 "no operator named 'aten::nope'" "$B" diff --fail-if 'op:aten::nope > +5%' small.trace.json small2.trace.json
 expect_err 2 "option '--fail-if' needs a value" "$B" diff small.trace.json small2.trace.json --fail-if
+
+# Two unrelated traces: a warning first; a before/after pair: none, and the
+# sentence names the largest changes.
+"$B" diff --no-cache "$K/h200_cnn_fp32.pt.trace.json" "$J/h200_matmul.xplane.pb" >"$tmp/out" 2>&1 ||
+  fail "unrelated diff: $(cat "$tmp/out")"
+sed -n 3p "$tmp/out" | grep -q "^Warning: only 0 of the 26 kernels of the base and of the 15 of the new side match" ||
+  fail "unrelated traces: no warning: $(sed -n 3,4p "$tmp/out")"
+"$B" diff --no-cache "$K/h200_cnn_fp32.pt.trace.json" "$K/h200_cnn_bf16.pt.trace.json" >"$tmp/out" 2>&1 ||
+  fail "pair diff"
+grep -q "^Warning" "$tmp/out" && fail "a before/after pair warned: $(grep Warning "$tmp/out")"
+tr '\n' ' ' <"$tmp/out" | grep -q "Kernel time 1.713ms -> 1.281ms (-25.2%); the largest changes: sm80_xmma_wgrad_implicit_gemm_indexed_tf32f32_tf3... -251.550us (replaced by sm80_xmma_wgrad_implicit_gemm_indexed_bf16bf16_bf...)" ||
+  fail "pair: lead sentence: $(sed -n 3,6p "$tmp/out")"
 
 # One shortening of names in every report: a kernel's cell in summary's
 # table is its cell in diff's, at any --width.

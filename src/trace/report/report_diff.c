@@ -12,6 +12,7 @@
  * formats carry both. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
@@ -26,7 +27,11 @@ void tbe__ratio_str(char *buf, size_t size, int64_t base, int64_t now) {
   if (base <= 0 && now <= 0) snprintf(buf, size, "-");
   else if (base <= 0) snprintf(buf, size, "new");
   else if (now <= 0) snprintf(buf, size, "gone");
-  else snprintf(buf, size, "%.2fx", (double)now / (double)base);
+  else {
+    /* Two decimals, fewer as the ratio grows, so it keeps to its column. */
+    double r = (double)now / (double)base;
+    snprintf(buf, size, r < 100 ? "%.2fx" : r < 1000 ? "%.1fx" : "%.0fx", r);
+  }
 }
 
 void tbe__delta_str(char *buf, int64_t d) {
@@ -776,6 +781,105 @@ void tbe__diff_names(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o
   diff_part(o->format)->names(b, d, o);
 }
 
+/* ---- the lead: what a reader needs before the tables ---- */
+
+/* The kernels of base (side 0) or new (1), and those on both sides
+ * (matched, or a replaced pair). */
+static void kernel_sides(const tbe_diff *d, size_t *nb, size_t *nn, size_t *both) {
+  *nb = *nn = *both = 0;
+  const tbe_diff_entry *e = d->entries[TBE_GROUP_KERNEL];
+  for (size_t i = 0; i < d->nentries[TBE_GROUP_KERNEL]; i++) {
+    if (e[i].present & 1) (*nb)++;
+    if (e[i].present & 2) (*nn)++;
+    if (e[i].present == 3) (*both)++;
+  }
+}
+
+/* The i-th entry of the kernel table by |delta| (ties: the table's order)
+ * among those not yet `used`; NULL when none is left. */
+static const tbe_diff_entry *kth_largest(const tbe_diff *d, unsigned char *used) {
+  const tbe_diff_entry *e = d->entries[TBE_GROUP_KERNEL], *best = NULL;
+  size_t bi = 0;
+  for (size_t i = 0; i < d->nentries[TBE_GROUP_KERNEL]; i++) {
+    if (used[i] || !e[i].delta_ns) continue;
+    int64_t a = e[i].delta_ns < 0 ? -e[i].delta_ns : e[i].delta_ns;
+    int64_t c = best ? (best->delta_ns < 0 ? -best->delta_ns : best->delta_ns) : -1;
+    if (a > c) best = &e[i], bi = i;
+  }
+  if (best) used[bi] = 1;
+  return best;
+}
+
+/* One sentence naming the largest contributions to the change of kernel
+ * time (the three kernels of largest |delta|, a replaced one with what
+ * replaced it), after a warning when few kernels of either side match (a
+ * comparison of two different programs: under a fifth of the side with
+ * fewer kernels, both sides with 5 or more).  Wrapped at `width`, or
+ * Markdown. */
+static void diff_lead(tbe__buf *out, const tbe_diff *d, int md, int width) {
+  tbe__buf t, *b = &t;
+  tbe__buf_init(&t, out->a);
+  size_t nb, nn, both;
+  kernel_sides(d, &nb, &nn, &both);
+  size_t fewer = nb < nn ? nb : nn;
+  if (nb >= 5 && nn >= 5 && both * 5 < fewer) {
+    tbe__buf_printf(b,
+                    "%sWarning: only %zu of the %zu kernels of the base and of the %zu of the new "
+                    "side match by name or replace one another: these look like traces of "
+                    "different programs, and the tables below compare names found on one side "
+                    "only.",
+                    md ? "> " : "", both, nb, nn);
+    tbe__buf_putc(b, '\0');
+    if (md) tbe__buf_printf(out, "%s\n\n", (const char *)t.data);
+    else tbe__wrap(out, (const char *)t.data, width);
+    t.len = 0;
+  }
+  size_t n = d->nentries[TBE_GROUP_KERNEL];
+  if (!n || d->kernel_ns[0] == d->kernel_ns[1]) {
+    tbe__buf_deinit(&t);
+    return;
+  }
+  unsigned char *used = calloc(n, 1);
+  if (!used) {
+    out->err = TBE_ENOMEM;
+    tbe__buf_deinit(&t);
+    return;
+  }
+  char t0[32], t1[32], dl[32], nm[96], rb[96];
+  tbe__fmt_dur(t0, sizeof t0, d->kernel_ns[0]);
+  tbe__fmt_dur(t1, sizeof t1, d->kernel_ns[1]);
+  tbe__buf_printf(b, "Kernel time %s -> %s", t0, t1);
+  if (d->kernel_ns[0] > 0)
+    tbe__buf_printf(b, " (%+.1f%%)",
+                    100.0 * (double)(d->kernel_ns[1] - d->kernel_ns[0]) / (double)d->kernel_ns[0]);
+  int k = 0;
+  for (const tbe_diff_entry *e; k < 3 && (e = kth_largest(d, used)) != NULL; k++) {
+    tbe__buf_puts(b, k == 0 ? "; the largest changes: " : ", ");
+    tbe_name_shorten(e->name, 52, nm, sizeof nm);
+    md ? tbe__md_escape(b, nm) : tbe__term(b, nm);
+    tbe__delta_str(dl, e->delta_ns);
+    tbe__buf_printf(b, " %s", dl);
+    if (e->replaced_by) {
+      tbe_name_shorten(e->replaced_by, 52, rb, sizeof rb);
+      tbe__buf_puts(b, " (replaced by ");
+      md ? tbe__md_escape(b, rb) : tbe__term(b, rb);
+      tbe__buf_putc(b, ')');
+    } else if (e->present != 3) {
+      tbe__buf_puts(b, e->present == 1 ? " (removed)" : " (added)");
+    }
+  }
+  tbe__buf_putc(b, '.');
+  tbe__buf_putc(b, '\0');
+  if (t.err) out->err = t.err;
+  else if (md) tbe__buf_printf(out, "%s\n\n", (const char *)t.data);
+  else {
+    tbe__wrap(out, (const char *)t.data, width);
+    tbe__buf_putc(out, '\n');
+  }
+  free(used);
+  tbe__buf_deinit(&t);
+}
+
 void tbe__rep_diff_table(tbe__buf *b, const tbe_diff *d, const tbe_report_options *o) {
   const char *lb = o->label[0] ? o->label[0] : "base";
   const char *ln = o->label[1] ? o->label[1] : "new";
@@ -784,6 +888,7 @@ void tbe__rep_diff_table(tbe__buf *b, const tbe_diff *d, const tbe_report_option
   tbe__buf_puts(b, " (base) with ");
   tbe__term(b, ln);
   tbe__buf_puts(b, " (new)\n\n");
+  diff_lead(b, d, 0, o->width);
   tbe__diff_overall(b, d, o);
   tbe__diff_names(b, d, o);
   tbe__metrics_diff(b, d, o);
@@ -795,6 +900,7 @@ void tbe__rep_diff_md(tbe__buf *b, const tbe_diff *d, const tbe_report_options *
   tbe__buf_puts(b, " → ");
   tbe__md_escape(b, o->label[1] ? o->label[1] : "new");
   tbe__buf_puts(b, "\n\n");
+  diff_lead(b, d, 1, o->width);
   tbe__diff_overall(b, d, o);
   tbe__diff_names(b, d, o);
   tbe__metrics_diff(b, d, o);
