@@ -386,20 +386,21 @@ TBE_API int tbe_step_compare_values(tbe_step_compare *out, const int64_t *base, 
 TBE_API const char *tbe_noise_name(tbe_noise v);
 
 typedef enum tbe_advice_kind {
-  TBE_ADVICE_LAUNCH_BOUND = 0,  /* GPU mostly idle while the host is busy */
-  TBE_ADVICE_SHORT_KERNELS = 1, /* many kernels shorter than a few us */
-  TBE_ADVICE_PAGEABLE = 2,      /* copies from pageable memory */
-  TBE_ADVICE_COPY_SHARE = 3,    /* a large share of time in host<->device copies */
-  TBE_ADVICE_SYNC = 4,          /* frequent device synchronization */
-  TBE_ADVICE_DROPPED = 5,       /* records were dropped or the capture ended early */
+  TBE_ADVICE_LAUNCH_BOUND = 0,   /* GPU mostly idle while the host is busy */
+  TBE_ADVICE_SHORT_KERNELS = 1,  /* many kernels shorter than a few us */
+  TBE_ADVICE_PAGEABLE = 2,       /* copies from pageable memory */
+  TBE_ADVICE_COPY_SHARE = 3,     /* a large share of time in host<->device copies */
+  TBE_ADVICE_SYNC = 4,           /* frequent device synchronization */
+  TBE_ADVICE_DROPPED = 5,        /* records were dropped or the capture ended early */
   TBE_ADVICE_SM_UNDERFILLED = 6, /* GPU busy but its SMs mostly inactive */
-  TBE_ADVICE_TENSOR_IDLE = 7,   /* GEMMs with the tensor pipes idle */
-  TBE_ADVICE_MEMORY_BOUND = 8,  /* a kernel near DRAM's peak bandwidth */
-  TBE_ADVICE_COMPUTE_BOUND = 9, /* a kernel near the SMs' (or tensor pipes') peak */
+  TBE_ADVICE_TENSOR_IDLE = 7,    /* GEMMs with the tensor pipes idle */
+  TBE_ADVICE_MEMORY_BOUND = 8,   /* a kernel near DRAM's peak bandwidth */
+  TBE_ADVICE_COMPUTE_BOUND = 9,  /* a kernel near the SMs' (or tensor pipes') peak */
   /* Operators (the rules and thresholds: analysis_advice.c, "operators"): */
-  TBE_ADVICE_OP_COPIES = 10,    /* copy/cast operators launch much of the GPU work */
-  TBE_ADVICE_OP_DOMINANT = 11,  /* one operator owns most of the GPU time */
-  TBE_ADVICE_OP_TINY = 12,      /* an operator launches many tiny kernels per call */
+  TBE_ADVICE_OP_COPIES = 10,   /* copy/cast operators launch much of the GPU work */
+  TBE_ADVICE_OP_DOMINANT = 11, /* one operator owns most of the GPU time */
+  TBE_ADVICE_OP_TINY = 12,     /* an operator launches many tiny kernels per call */
+  TBE_ADVICE_UNTRACED = 13,    /* GPU mostly idle, and no traced host work explains it */
   TBE_ADVICE__COUNT
 } tbe_advice_kind;
 

@@ -1500,6 +1500,40 @@ static void test_golden_add_loop(void **state) {
   tbe_trace_free(t);
 }
 
+/* GPU idle most of the wall, the traced host work under a fifth of it:
+ * the collected bf16 GPT loop (GPU 20%, its busiest thread's CUDA calls
+ * and operators 10%: Python between them).  Not the launch-bound add loop
+ * (its host is busy), nor the fp32 loop (its GPU is busy), nor a trace
+ * whose host side has no CUDA calls. */
+static void test_golden_untraced(void **state) {
+  (void)state;
+  static const struct {
+    const char *rel;
+    int want;
+  } cases[] = {{"collected/gpt_bf16.xplane.pb", 1},
+               {"collected/gpt_fp32.xplane.pb", 0},
+               {"kineto/h200_add_loop.trace.json", 0},
+               {"kineto/h200_cnn_bf16.pt.trace.json", 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    tbe_trace *t = import_golden(cases[i].rel);
+    tbe_analysis *an;
+    assert_int_equal(tbe_analysis_create(&an, t, NULL), 0);
+    double gpu = 100.0 * (double)an->all.busy_ns / (double)an->wall_ns;
+    double host = 100.0 * (double)an->host_busy_ns / (double)an->wall_ns;
+    int has = has_advice(an, TBE_ADVICE_UNTRACED);
+    if (has != cases[i].want)
+      print_message("%s: GPU %.1f%%, host %.1f%%, advice %d\n", cases[i].rel, gpu, host, has);
+    assert_int_equal(has, cases[i].want);
+    for (size_t k = 0; k < an->nadvice; k++)
+      if (an->advice[k].kind == TBE_ADVICE_UNTRACED) {
+        assert_true(fabs(an->advice[k].figure - (100.0 - gpu)) < 1e-9);
+        assert_non_null(strstr(an->advice[k].text, "outside what was traced"));
+      }
+    tbe_analysis_free(an);
+    tbe_trace_free(t);
+  }
+}
+
 static void test_golden_diff(void **state) {
   (void)state;
   const char *fa = "kineto/h200_cnn_fp32.pt.trace.json", *fb = "kineto/h200_cnn_bf16.pt.trace.json";
@@ -2034,19 +2068,30 @@ static void test_time_extremes(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_synthetic),     cmocka_unit_test(test_range_labels),
-      cmocka_unit_test(test_launch_split),  cmocka_unit_test(test_gate_parse),
+      cmocka_unit_test(test_synthetic),
+      cmocka_unit_test(test_range_labels),
+      cmocka_unit_test(test_launch_split),
+      cmocka_unit_test(test_gate_parse),
       cmocka_unit_test(test_gate),
-      cmocka_unit_test(test_odd_inputs),    cmocka_unit_test(test_device_steps),
+      cmocka_unit_test(test_odd_inputs),
+      cmocka_unit_test(test_device_steps),
       cmocka_unit_test(test_empty_and_dropped),
-      cmocka_unit_test(test_diff_synthetic), cmocka_unit_test(test_golden_fp32),
-      cmocka_unit_test(test_golden_bf16),   cmocka_unit_test(test_golden_add_loop),
+      cmocka_unit_test(test_diff_synthetic),
+      cmocka_unit_test(test_golden_fp32),
+      cmocka_unit_test(test_golden_bf16),
+      cmocka_unit_test(test_golden_add_loop),
+      cmocka_unit_test(test_golden_untraced),
       cmocka_unit_test(test_golden_diff),
-      cmocka_unit_test(test_step_dist),     cmocka_unit_test(test_rank_test),
-      cmocka_unit_test(test_noise_verdicts), cmocka_unit_test(test_step_hint),
-      cmocka_unit_test(test_run_two_hosts), cmocka_unit_test(test_run_several_hosts),
-      cmocka_unit_test(test_run_diff),      cmocka_unit_test(test_run_alloc_failures),
-      cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_time_extremes),
+      cmocka_unit_test(test_step_dist),
+      cmocka_unit_test(test_rank_test),
+      cmocka_unit_test(test_noise_verdicts),
+      cmocka_unit_test(test_step_hint),
+      cmocka_unit_test(test_run_two_hosts),
+      cmocka_unit_test(test_run_several_hosts),
+      cmocka_unit_test(test_run_diff),
+      cmocka_unit_test(test_run_alloc_failures),
+      cmocka_unit_test(test_alloc_failures),
+      cmocka_unit_test(test_time_extremes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

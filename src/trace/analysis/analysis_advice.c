@@ -300,6 +300,17 @@ int tbe__analysis_advise(tbe_analysis *an) {
                "GPU busy only %.1f%% of the time while the busiest host thread is busy %.1f%%: "
                "launch-bound; consider CUDA graphs or kernel fusion",
                gpu_pct, host_pct);
+  /* The GPU idles most of the wall and the traced host work (CUDA calls,
+   * operators, ranges of the busiest thread) covers under a fifth of it:
+   * the time goes to what was not traced.  Only where the host side was
+   * traced at all (API calls), over a wall of 1 ms at least. */
+  else if (all->kernel_count > 0 && an->api_calls > 0 && an->wall_ns >= 1000000 && gpu_pct < 50.0 &&
+           host_pct < 20.0)
+    add_advice(an, buf, TBE_ADVICE_UNTRACED, 100.0 - gpu_pct,
+               "GPU idle %.1f%% of the time and traced host work busy only %.1f%%: the time is "
+               "outside what was traced (data loading, Python, I/O); profile the host (py-spy, "
+               "perf) or mark it with NVTX ranges",
+               100.0 - gpu_pct, host_pct);
   if (all->kernel_count >= 10) {
     double pct = 100.0 * (double)all->short_kernels / (double)all->kernel_count;
     if (pct >= 30.0)

@@ -20,15 +20,16 @@
 #ifndef TBE_TRACE_ANALYSIS_VERSION_H
 #define TBE_TRACE_ANALYSIS_VERSION_H
 
-#define TBE__ANALYSIS_VERSION 5
+#define TBE__ANALYSIS_VERSION 6
 
 /* X(version, digest): every version, oldest first; the last is
  * TBE__ANALYSIS_VERSION. */
-#define TBE__ANALYSIS_DIGESTS(X) \
-  X(1, 0xd241e6b8u)                    \
-  X(2, 0x9d2f6f4bu) /* nsys: PyTorch's operator ranges are operators */ \
-  X(3, 0x9388482du) /* operators' GPU figures, the by-shape table, advice on operators */ \
+#define TBE__ANALYSIS_DIGESTS(X)                                                              \
+  X(1, 0xd241e6b8u)                                                                           \
+  X(2, 0x9d2f6f4bu) /* nsys: PyTorch's operator ranges are operators */                       \
+  X(3, 0x9388482du) /* operators' GPU figures, the by-shape table, advice on operators */     \
   X(4, 0xf6bc80e0u) /* launch overhead and queue delay; kernels' operator; launch sequence */ \
-  X(5, 0x945fc3b2u) /* sync advice: says when its share of wall time sums threads */
+  X(5, 0x945fc3b2u) /* sync advice: says when its share of wall time sums threads */          \
+  X(6, 0x3ea5e8f4u) /* advice: GPU idle and no traced host work explains it */
 
 #endif
