@@ -73,8 +73,10 @@ cc -o "$work/we_pc" "$src/samples/write_events.c" $(pkg-config --cflags --libs t
 pcfile=$(ls "$work"/prefix/lib*/pkgconfig/tbexport.pc)
 # Our headers need no other package's: the flags are our include folder alone
 # (yajl's -I/usr/include/yajl reached every program once).
-[ "$(pkg-config --cflags tbexport)" = "-I$work/prefix/include" ] ||
-  fail "pkg-config --cflags tbexport: '$(pkg-config --cflags tbexport)', want -I$work/prefix/include"
+cflags=$(pkg-config --cflags tbexport)
+cflags=${cflags%"${cflags##*[! ]}"} # (pkg-config ends it with a space)
+[ "$cflags" = "-I$work/prefix/include" ] ||
+  fail "pkg-config --cflags tbexport: '$cflags', want -I$work/prefix/include"
 grep -qx "prefix=$work/prefix" "$pcfile" || fail "tbexport.pc: $(head -1 "$pcfile"), not prefix=$work/prefix"
 case "$(loads "$work/we_pc")" in
   "$work/prefix/"*) ;;

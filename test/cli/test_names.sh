@@ -41,7 +41,9 @@ EOF
 grep -qF "\"$D1\"" "$tmp/sum.csv" || grep -qF "$D1," "$tmp/sum.csv" || fail "summary lacks '$D1'"
 grep -qF "$D2" "$tmp/sum.csv" || fail "summary lacks '$D2'"
 grep -q "_ZN2at" "$tmp/sum.csv" && fail "summary shows a mangled name"
-"$B" summary "$tmp/old.trace.json" >"$tmp/sum.txt" 2>"$tmp/err" || fail "summary (table) exited $?"
+# (the name column is the width less diff's 71 columns of figures, the same
+# in every report: 39 columns at --width 110 hold the short name whole)
+"$B" summary --width 110 "$tmp/old.trace.json" >"$tmp/sum.txt" 2>"$tmp/err" || fail "summary (table) exited $?"
 grep -q "^vectorized_gather_kernel<16, long>  " "$tmp/sum.txt" || {
   fail "table lacks the short name"
   cat "$tmp/sum.txt"
