@@ -29,6 +29,7 @@
 #include "tbexport/error.h"
 #include "trace/export/export_json_esc.h"
 #include "trace/export/export_json_int.h"
+#include "trace/export/step_keys.h"
 
 /* ---- floats ---- */
 
@@ -638,45 +639,11 @@ static int carried_on(const tbe_trace *t, uint32_t k, const tbe_step *st, tbe_st
   return 0;
 }
 
-/* Steps of no known thread are looked for on every host track in one
- * pass: the steps sorted by (start, name, end), then each event of the
- * host tracks looked up among them (carried_on on every track for every
- * such step was quadratic: steps x tracks). */
-typedef struct jskey {
-  int64_t start, end;
-  tbe_str name;
-  uint32_t step;
-} jskey;
-
-static int cmp_jskey(const void *a, const void *b) {
-  const jskey *x = a, *y = b;
-  if (x->start != y->start) return x->start < y->start ? -1 : 1;
-  if (x->name != y->name) return x->name < y->name ? -1 : 1;
-  if (x->end != y->end) return x->end < y->end ? -1 : 1;
-  return x->step < y->step ? -1 : x->step > y->step;
-}
-
-/* carried[k[i].step] = 1 for each step of k[0, nk) that a host event
- * carries (carried_on some track); sorts k. */
-static void find_carried(const tbe_trace *t, jskey *k, size_t nk, uint8_t *carried) {
-  qsort(k, nk, sizeof *k, cmp_jskey);
-  for (size_t tk = 0; tk < t->ntracks; tk++) {
-    const tbe_track *tr = &t->tracks[tk];
-    if (tr->type == TBE_TRACK_STREAM) continue;
-    for (uint32_t i = tr->first; i < tr->first + tr->count; i++) {
-      const tbe_event *e = &t->events[i];
-      if (e->start_ns < k[0].start || e->start_ns > k[nk - 1].start || !is_step_kind(e->kind)) continue;
-      size_t lo = 0, hi = nk; /* the first key >= (start, name) */
-      while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (k[mid].start < e->start_ns || (k[mid].start == e->start_ns && k[mid].name < e->name)) lo = mid + 1;
-        else hi = mid;
-      }
-      int64_t end = tbe__end_ns(e->start_ns, e->dur_ns);
-      for (; lo < nk && k[lo].start == e->start_ns && k[lo].name == e->name; lo++)
-        if (k[lo].end == end) carried[k[lo].step] = 1;
-    }
-  }
+/* Steps of no known thread: their carriers are found in one pass over the
+ * host tracks (step_keys.h). */
+static void mark_carried(void *ctx, uint32_t step, uint32_t event) {
+  (void)event;
+  ((uint8_t *)ctx)[step] = 1;
 }
 
 static int cmp_jsynth(const void *a, const void *b, void *ctx) {
@@ -705,7 +672,7 @@ int tbe__jw_plan_steps(jctx *c) {
   /* Each step's ProfilerStep#N name and whether an event carries it. */
   tbe_str *pnames = tbe__calloc(c->w.a, t->nsteps, sizeof *pnames);
   uint8_t *carried = tbe__calloc(c->w.a, t->nsteps, 1);
-  jskey *keys = tbe__calloc(c->w.a, t->nsteps, sizeof *keys);
+  tbe__step_key *keys = tbe__calloc(c->w.a, t->nsteps, sizeof *keys);
   if (!pnames || !carried || !keys) {
     tbe__free(c->w.a, pnames);
     tbe__free(c->w.a, carried);
@@ -720,9 +687,10 @@ int tbe__jw_plan_steps(jctx *c) {
     tbe_str pname = pnames[s] = tbe_trace_find_str(t, nb, (size_t)n);
     if (pname == TBE_NONE) continue;
     if (host_track_of(t, st->track)) carried[s] = (uint8_t)carried_on(t, st->track, st, pname);
-    else keys[nk++] = (jskey){st->start_ns, st->end_ns, pname, (uint32_t)s};
+    else
+      keys[nk++] = (tbe__step_key){st->start_ns, st->end_ns, pname, (uint32_t)s};
   }
-  if (nk) find_carried(t, keys, nk, carried);
+  if (nk) tbe__step_keys_match(t, keys, nk, is_step_kind, mark_carried, carried);
   int list = 0;
   for (size_t s = 0; s < t->nsteps; s++) {
     const tbe_step *st = &t->steps[s];

@@ -70,6 +70,7 @@
 #include "tbexport/error.h"
 #include "tbexport/export.h"
 #include "trace/export/export_xplane_int.h"
+#include "trace/export/step_keys.h"
 #include "trace/exporter.h"
 
 /* ---- output ---- */
@@ -372,50 +373,17 @@ static uint32_t step_carrier(const tbe_trace *t, size_t k, const tbe_step *st, t
   return UINT32_MAX;
 }
 
-/* Carriers of steps of no known thread, found in one pass: the steps
- * sorted by (start, name, end), then every event of the host tracks, in
- * track order, looked up among them; a step's carrier is the first match,
- * as step_carrier on each track in turn would find it.  Calling
- * step_carrier on every track for every such step was quadratic (steps x
- * tracks: 80,000 of each in a file of our own JSON). */
-typedef struct skey {
-  int64_t start, end;
-  tbe_str name;
-  uint32_t step;
-} skey;
-
-static int cmp_skey(const void *a, const void *b) {
-  const skey *x = a, *y = b;
-  if (x->start != y->start) return x->start < y->start ? -1 : 1;
-  if (x->name != y->name) return x->name < y->name ? -1 : 1;
-  if (x->end != y->end) return x->end < y->end ? -1 : 1;
-  return x->step < y->step ? -1 : x->step > y->step;
+/* Steps of no known thread: the first host event (not GPU work, not NVTX)
+ * that carries each, found in one pass over the host tracks (step_keys.h),
+ * as step_carrier on each track in turn would find it. */
+static int carrier_kind(uint8_t kind) {
+  return !tbe_event_kind_is_gpu((tbe_event_kind)kind) && kind != TBE_EV_NVTX_RANGE &&
+         kind != TBE_EV_NVTX_MARK;
 }
 
-/* ev[k[i].step] = the carrier of each step of k[0, nk) (ev holds
- * UINT32_MAX on entry); sorts k. */
-static void find_carriers(const tbe_trace *t, skey *k, size_t nk, uint32_t *ev) {
-  qsort(k, nk, sizeof *k, cmp_skey);
-  for (size_t tk = 0; tk < t->ntracks; tk++) {
-    const tbe_track *tr = &t->tracks[tk];
-    if (tr->type == TBE_TRACK_STREAM) continue;
-    for (uint32_t i = tr->first; i < tr->first + tr->count; i++) {
-      const tbe_event *e = &t->events[i];
-      if (e->start_ns < k[0].start || e->start_ns > k[nk - 1].start) continue;
-      if (tbe_event_kind_is_gpu((tbe_event_kind)e->kind) || e->kind == TBE_EV_NVTX_RANGE ||
-          e->kind == TBE_EV_NVTX_MARK)
-        continue;
-      size_t lo = 0, hi = nk; /* the first key >= (start, name) */
-      while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (k[mid].start < e->start_ns || (k[mid].start == e->start_ns && k[mid].name < e->name)) lo = mid + 1;
-        else hi = mid;
-      }
-      int64_t end = tbe__end_ns(e->start_ns, e->dur_ns);
-      for (; lo < nk && k[lo].start == e->start_ns && k[lo].name == e->name; lo++)
-        if (k[lo].end == end && ev[k[lo].step] == UINT32_MAX) ev[k[lo].step] = i;
-    }
-  }
+static void first_carrier(void *ctx, uint32_t step, uint32_t event) {
+  uint32_t *ev = ctx;
+  if (ev[step] == UINT32_MAX) ev[step] = event;
 }
 
 /* Finds, for each step, the host event that carries it: one on the step's
@@ -429,7 +397,7 @@ static size_t mark_steps(xctx *c, uint8_t *unmarked) {
   const tbe_trace *t = c->t;
   size_t left = 0, nk = 0;
   uint32_t *carrier = tbe__calloc(c->w.a, t->nsteps + 1, sizeof *carrier);
-  skey *k = tbe__calloc(c->w.a, t->nsteps + 1, sizeof *k);
+  tbe__step_key *k = tbe__calloc(c->w.a, t->nsteps + 1, sizeof *k);
   if (!carrier || !k) {
     c->w.err = TBE_ENOMEM;
     tbe__free(c->w.a, carrier);
@@ -445,9 +413,10 @@ static size_t mark_steps(xctx *c, uint8_t *unmarked) {
     int own = st->track < t->ntracks && t->tracks[st->track].type != TBE_TRACK_STREAM;
     carrier[s] = UINT32_MAX;
     if (name != TBE_NONE && own) carrier[s] = step_carrier(t, st->track, st, name);
-    else if (name != TBE_NONE) k[nk++] = (skey){st->start_ns, st->end_ns, name, (uint32_t)s};
+    else if (name != TBE_NONE)
+      k[nk++] = (tbe__step_key){st->start_ns, st->end_ns, name, (uint32_t)s};
   }
-  if (nk) find_carriers(t, k, nk, carrier);
+  if (nk) tbe__step_keys_match(t, k, nk, carrier_kind, first_carrier, carrier);
   for (size_t s = 0; s < t->nsteps; s++) {
     const tbe_step *st = &t->steps[s];
     int own = st->track < t->ntracks && t->tracks[st->track].type != TBE_TRACK_STREAM;
