@@ -53,6 +53,14 @@ void tbe__name_cell(const char *name, int w, int wide, char *buf, size_t size);
  * table look alike.  Returns 0 or TBE_ENOMEM (then the plain cells). */
 int tbe__name_cells(const char *const *names, size_t n, int w, int wide, char *cells,
                     size_t size, const tbe_allocator *a);
+/* The head of a per-name table of `an` (group g): its title line, the
+ * column names (name, then hd[0..6) in widths cw, right-aligned) and the
+ * rule under them, and the name cells of its first `top` rows as
+ * tbe__name_cells makes them, `TBE__SHORT_MAX` bytes each (free with
+ * tbe__free(b->a, ...)); NULL, with b->err set, when memory fails. */
+char *tbe__names_head(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
+                      const tbe_report_options *o, size_t top, int nw, const char *const *hd,
+                      const int *cw, int fixed);
 /* A figure that may be unknown (-1: a median without samples, a run's
  * merged median): the number, or JSON's null / an empty CSV field. */
 void tbe__json_ns(tbe__buf *b, int64_t ns);

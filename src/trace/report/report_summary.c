@@ -311,27 +311,10 @@ static void name_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
       if ((int)l > nw) nw = (int)l;
     }
   }
-  tbe__buf_printf(b, "\n%s (%zu of %zu, by %s%s)\n", tbe__group_title(g), top, n,
-                  tbe__sort_word(an, g, o->sort), tbe__shape_note(an, g, o));
-  tbe__cell(b, "name", nw, 0);
   const char *hd[6] = {"calls", "total", kern ? "avg" : "self", "self%", kern ? "min" : "avg",
                        "max"};
-  for (int c = 0; c < 6; c++) {
-    tbe__buf_puts(b, "  ");
-    tbe__cell(b, hd[c], cw[c], 1);
-  }
-  tbe__buf_putc(b, '\n');
-  tbe__rule(b, nw + fixed);
-  const char **labels = tbe__alloc(b->a, (top ? top : 1) * sizeof *labels);
-  char *cells = tbe__alloc(b->a, (top ? top : 1) * (size_t)TBE__SHORT_MAX);
-  if (!labels || !cells) {
-    tbe__free(b->a, labels);
-    tbe__free(b->a, cells);
-    b->err = TBE_ENOMEM;
-    return;
-  }
-  for (size_t i = 0; i < top; i++) labels[i] = an->groups[g][i].label;
-  if (tbe__name_cells(labels, top, nw, o->wide, cells, TBE__SHORT_MAX, b->a)) b->err = TBE_ENOMEM;
+  char *cells = tbe__names_head(b, an, g, o, top, nw, hd, cw, fixed);
+  if (!cells) return;
   for (size_t i = 0; i < top; i++) {
     const tbe_name_stats *e = &an->groups[g][i];
     snprintf(name, sizeof name, "%s", cells + i * TBE__SHORT_MAX);
@@ -356,7 +339,6 @@ static void name_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
       tbe__buf_printf(b, "    %s\n", sh);
     }
   }
-  tbe__free(b->a, labels);
   tbe__free(b->a, cells);
   (void)x;
 }
