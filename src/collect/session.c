@@ -513,7 +513,7 @@ static int no_cuda_trace(const tbe_session_options *o, tbe_trace *t, char *host,
 /* No process recorded CUDA activity and no run is written
  * (no_empty_run): one line saying why, and what can be done here instead
  * when the machine has no NVIDIA driver. */
-static void nothing_recorded(const tbe_session_options *o, const char *notes) {
+static void say_nothing_recorded(const tbe_session_options *o, const char *notes) {
   if (notes[0]) {
     say(o, TBE_MSG_WARNING,
         "no CUDA activity was recorded, no run written: the collector could not start (%s)",
@@ -532,6 +532,23 @@ static void nothing_recorded(const tbe_session_options *o, const char *notes) {
   say(o, TBE_MSG_NOTE,
       "note: no CUDA activity was recorded (the program never initialized CUDA): no run "
       "written");
+}
+
+/* The end of a conversion that writes nothing (above): says why, frees
+ * the (empty) spool listing, removes the spool folder when empty, and
+ * gives the session's span as its result.  Returns 0. */
+static int nothing_recorded(const tbe_session_options *o, const char *notes, char **names,
+                            ops_notes *on, tbe_session_result *result) {
+  say_nothing_recorded(o, notes);
+  free(names);
+  free(on);
+  if (o->spool_dir && !o->keep) rmdir(o->spool_dir); /* only if empty */
+  tbe_session_result res;
+  memset(&res, 0, sizeof res);
+  res.total.start_ns = o->start_ns;
+  res.total.stop_ns = o->stop_ns;
+  if (result) *result = res;
+  return 0;
 }
 
 /* Writes trace `t` as host `host` of the session's run (`eo_run`: the
@@ -568,16 +585,7 @@ static int convert(const tbe_session_options *o, tbe_session_result *result) {
   if (!on->any_ok && on->any_no_torch && !on->n)
     say(o, TBE_MSG_NOTE, "note: no operators: no Python process of the program imported torch");
   if (nn > 0 && notes[0]) say(o, TBE_MSG_WARNING, "some processes did not collect: %s", notes);
-  if (!rc && nn == 0 && o->no_empty_run) {
-    nothing_recorded(o, notes);
-    free(names);
-    free(on);
-    if (o->spool_dir && !o->keep) rmdir(o->spool_dir); /* only if empty */
-    res.total.start_ns = o->start_ns;
-    res.total.stop_ns = o->stop_ns;
-    if (result) *result = res;
-    return 0;
-  }
+  if (!rc && nn == 0 && o->no_empty_run) return nothing_recorded(o, notes, names, on, result);
   char base_host[TBE_NAME_MAX + 1];
   if (eo0->host)
     snprintf(base_host, sizeof base_host, "%s", eo0->host);
