@@ -518,29 +518,3 @@ void tbe__fig_csv(tbe__buf *b, const tbe__figure *f, const void *obj) {
   const char *s = fig_raw(v, sizeof v, f, obj);
   if (s) tbe__buf_puts(b, s);
 }
-
-char *tbe__names_head(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
-                      const tbe_report_options *o, size_t top, int nw, const char *const *hd,
-                      const int *cw, int fixed) {
-  tbe__buf_printf(b, "\n%s (%zu of %zu, by %s%s)\n", tbe__group_title(g), top, an->ngroups[g],
-                  tbe__sort_word(an, g, o->sort), tbe__shape_note(an, g, o));
-  tbe__cell(b, "name", nw, 0);
-  for (int c = 0; c < 6; c++) {
-    tbe__buf_puts(b, "  ");
-    tbe__cell(b, hd[c], cw[c], 1);
-  }
-  tbe__buf_putc(b, '\n');
-  tbe__rule(b, nw + fixed);
-  const char **labels = tbe__alloc(b->a, (top ? top : 1) * sizeof *labels);
-  char *cells = tbe__alloc(b->a, (top ? top : 1) * (size_t)TBE__SHORT_MAX);
-  if (!labels || !cells) {
-    tbe__free(b->a, labels);
-    tbe__free(b->a, cells);
-    b->err = TBE_ENOMEM;
-    return NULL;
-  }
-  for (size_t i = 0; i < top; i++) labels[i] = an->groups[g][i].label;
-  if (tbe__name_cells(labels, top, nw, o->wide, cells, TBE__SHORT_MAX, b->a)) b->err = TBE_ENOMEM;
-  tbe__free(b->a, labels);
-  return cells;
-}
