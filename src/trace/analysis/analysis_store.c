@@ -246,7 +246,7 @@ static void check_fig_layout(loader *L, const void *m, uint32_t scope, const cha
 }
 
 static void check_device(loader *L, const PDevice *d, const char *where) {
-  char f[96];
+  char f[160]; /* where (at most 127 bytes) and ".name" */
   if (!d) {
     missing(L, where);
     return;
