@@ -235,6 +235,11 @@ expect_err 2 "option '--fail-if' needs a value" "$B" diff small.trace.json small
   fail "unrelated diff: $(cat "$tmp/out")"
 sed -n 3p "$tmp/out" | grep -q "^Warning: only 0 of the 26 kernels of the base and of the 15 of the new side match" ||
   fail "unrelated traces: no warning: $(sed -n 3,4p "$tmp/out")"
+"$B" diff --format json --no-cache "$K/h200_cnn_fp32.pt.trace.json" "$J/h200_matmul.xplane.pb" 2>/dev/null |
+  grep -q '^{"base":"h200_cnn_fp32.pt.trace.json","new":"h200_matmul.xplane.pb","few_kernels_match":{"base":26,"new":15,"on_both_sides":0},' ||
+  fail "unrelated traces: no few_kernels_match in the JSON"
+"$B" diff --format json --no-cache "$K/h200_cnn_fp32.pt.trace.json" "$K/h200_cnn_bf16.pt.trace.json" 2>/dev/null |
+  grep -q few_kernels_match && fail "a before/after pair: few_kernels_match in the JSON"
 "$B" diff --no-cache "$K/h200_cnn_fp32.pt.trace.json" "$K/h200_cnn_bf16.pt.trace.json" >"$tmp/out" 2>&1 ||
   fail "pair diff"
 grep -q "^Warning" "$tmp/out" && fail "a before/after pair warned: $(grep Warning "$tmp/out")"

@@ -816,13 +816,19 @@ static const tbe_diff_entry *kth_largest(const tbe_diff *d, unsigned char *used)
  * comparison of two different programs: under a fifth of the side with
  * fewer kernels, both sides with 5 or more).  Wrapped at `width`, or
  * Markdown. */
+/* 1 when under a fifth of the kernels of the side with fewer match (both
+ * sides with 5 or more): a comparison of two different programs. */
+static int few_match(const tbe_diff *d, size_t *nb, size_t *nn, size_t *both) {
+  kernel_sides(d, nb, nn, both);
+  size_t fewer = *nb < *nn ? *nb : *nn;
+  return *nb >= 5 && *nn >= 5 && *both * 5 < fewer;
+}
+
 static void diff_lead(tbe__buf *out, const tbe_diff *d, int md, int width) {
   tbe__buf t, *b = &t;
   tbe__buf_init(&t, out->a);
   size_t nb, nn, both;
-  kernel_sides(d, &nb, &nn, &both);
-  size_t fewer = nb < nn ? nb : nn;
-  if (nb >= 5 && nn >= 5 && both * 5 < fewer) {
+  if (few_match(d, &nb, &nn, &both)) {
     tbe__buf_printf(b,
                     "%sWarning: only %zu of the %zu kernels of the base and of the %zu of the new "
                     "side match by name or replace one another: these look like traces of "
@@ -918,6 +924,10 @@ void tbe__rep_diff_json(tbe__buf *b, const tbe_diff *d, const tbe_report_options
   tbe__buf_puts(b, ",\"new\":");
   tbe__json_str(b, o->label[1] ? o->label[1] : "new");
   tbe__buf_putc(b, ',');
+  size_t nb, nn, both;
+  if (few_match(d, &nb, &nn, &both)) /* as the table's warning says it */
+    tbe__buf_printf(b, "\"few_kernels_match\":{\"base\":%zu,\"new\":%zu,\"on_both_sides\":%zu},",
+                    nb, nn, both);
   tbe__diff_overall(b, d, o);
   tbe__diff_names(b, d, o);
   tbe__metrics_diff(b, d, o);
