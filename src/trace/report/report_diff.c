@@ -20,7 +20,6 @@
 #include "tbexport/error.h"
 #include "trace/report/report.h"
 
-#define NAME_MIN 12
 #define SHORT_MAX 4096
 
 void tbe__ratio_str(char *buf, size_t size, int64_t base, int64_t now) {
