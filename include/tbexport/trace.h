@@ -266,13 +266,26 @@ typedef struct tbe_counter {
   double value;
 } tbe_counter;
 
+/* Who reported an allocation (tbe_memory.source). */
+typedef enum tbe_mem_source {
+  TBE_MEMSRC_UNKNOWN = 0,
+  TBE_MEMSRC_CUDA = 1,      /* the CUDA driver (CUPTI memory activity, nsys, XLA's memalloc) */
+  TBE_MEMSRC_ALLOCATOR = 2  /* a framework's allocator (PyTorch's caching allocator, Kineto's [memory]) */
+} tbe_mem_source;
+
+/* An allocation (bytes > 0) or a free (bytes < 0).  The totals are the
+ * running sums of the source's curve for this device after the event;
+ * tbe_trace_finish fills those the source left unknown (model/memory.c). */
 typedef struct tbe_memory {
   uint64_t addr;
   int64_t bytes;           /* negative for frees */
   int64_t total_allocated; /* -1 if unknown */
   int64_t total_reserved;  /* -1 if unknown */
   int32_t device;          /* -1 for the host */
-  int32_t device_type;     /* as the source numbered it */
+  int32_t device_type;     /* as the source numbered it (Kineto: 0 CPU, 1 CUDA) */
+  uint8_t source;          /* tbe_mem_source */
+  uint8_t mem_kind;        /* tbe_mem_kind; 0 when the source did not say */
+  uint8_t reserved_[6];
 } tbe_memory;
 
 typedef enum tbe_arg_type {

@@ -493,6 +493,7 @@ static void detail_defaults(const scratch *e, build *b, int kind) {
       b->d.mem.total_allocated = -1;
       b->d.mem.total_reserved = -1;
       b->d.mem.device = -1;
+      b->d.mem.source = TBE_MEMSRC_ALLOCATOR; /* Kineto's [memory]: the framework's allocator */
       b->has_detail = 1;
       break;
     case TBE_EV_NVTX_RANGE:

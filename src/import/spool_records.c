@@ -649,6 +649,8 @@ int tbe__spool_memory(build *b) {
     d.total_allocated = d.total_reserved = -1;
     d.device = (int32_t)m->device;
     d.device_type = 1;
+    d.source = TBE_MEMSRC_CUDA;
+    d.mem_kind = (uint8_t)(m->mem_kind <= TBE_MEM_MANAGED_STATIC ? m->mem_kind : TBE_MEM_UNKNOWN);
     rc = add(b, TBE_EV_MEMORY, m->ts, 0, m->corr, tbe_trace_str_id(t, "[memory]"), tr, 0, &d);
   }
   return rc;
