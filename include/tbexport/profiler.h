@@ -55,9 +55,11 @@ extern "C" {
 /* What to trace (tbe_profiler_options.trace). */
 #define TBE_TRACE_CUDA 0x1u    /* kernels, copies, memsets, runtime API, syncs, devices, overhead */
 #define TBE_TRACE_NVTX 0x2u    /* NVTX ranges and marks (CUPTI marker records) */
-#define TBE_TRACE_MEMORY 0x4u  /* device memory allocations and frees */
+#define TBE_TRACE_MEMORY 0x4u  /* CUDA allocations and frees (CUPTI's MEMORY2: device,
+                                  pinned host, managed, async pools) and each GPU's
+                                  memory in use sampled by NVML at 10 Hz */
 #define TBE_TRACE_DRIVER 0x8u  /* CUDA driver API calls */
-#define TBE_TRACE_DEFAULT (TBE_TRACE_CUDA | TBE_TRACE_NVTX)
+#define TBE_TRACE_DEFAULT (TBE_TRACE_CUDA | TBE_TRACE_NVTX | TBE_TRACE_MEMORY)
 
 /* Hardware metrics (tbe_profiler_options.gpu_metrics_hz, kernel_metrics). */
 #define TBE_GPU_METRICS_DEFAULT_HZ 10000u

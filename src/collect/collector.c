@@ -59,6 +59,12 @@
  * out as a frame like the records', the fatal-signal flush gives them a
  * last turn, and stop ends them before the END item.
  *
+ * Device memory in use (nvml.h), with TBE_TRACE_MEMORY, is sampled by the
+ * background thread too: NVML is loaded and started there (a missing or
+ * refusing NVML is a note, never an error), sampled every
+ * TBE__NVML_PERIOD_S while collection is on, each turn's items written as
+ * a frame, and stopped there before the thread ends.
+ *
  * Records become spool items in collector_decode.c (the per-record work
  * and the spool's string ids: the decoder, owned by the decoding thread).
  *
@@ -72,6 +78,7 @@
 #include "collect/collector_signals.h"
 #include "collect/hwmetrics.h"
 #include "collect/launcher.h"
+#include "collect/nvml.h"
 #include "collect/nvtxhook.h"
 
 #include <errno.h>
@@ -190,6 +197,8 @@ static struct {
   double hwm_next;         /* since_t0() of the next tick */
   int nvtx;                /* our NVTX handlers record (nvtxhook.h) */
   double nvtx_next;        /* since_t0() of the next drain of their blocks */
+  int nvml;                /* device memory is sampled (nvml.h), by the background thread */
+  double nvml_next;        /* since_t0() of the next sample */
 } G = {.mu = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
 /* Wakes the background thread: a semaphore, because the fatal-signal
@@ -248,6 +257,45 @@ static void add_dropped(void) {
   size_t d = 0;
   if (G.api.get_num_dropped && G.api.get_num_dropped(NULL, 0, &d) == CUPTI_SUCCESS)
     G.stats.cupti_dropped += d;
+}
+
+/* ---- device memory (nvml.h), on the background thread ---- */
+
+static void side_item_locked(unsigned type, const void *body, size_t len);
+
+/* Starts the sampler (background thread, G.mu not held); a failure is a
+ * note in the spool and sampling stays off. */
+static void nvml_begin(void) {
+  char why[512];
+  if (tbe__nvml_start((uint32_t)G.owner, why, sizeof why) == 0) {
+    G.nvml = 1;
+    G.nvml_next = 0;
+    return;
+  }
+  G.nvml = 0;
+  pthread_mutex_lock(&G.mu);
+  side_item_locked(TBE__SP_NOTE, why, strlen(why));
+  pthread_mutex_unlock(&G.mu);
+}
+
+/* One sample of every GPU into the batch (background thread). */
+static void nvml_sample(void) {
+  tbe__nvml_out o = {&G.batch, hwm_str, NULL};
+  tbe__nvml_sample(&o, cupti_now());
+}
+
+/* Ends the sampler: a last sample (what the program holds at the end),
+ * and a note when NVML never listed this process. */
+static void nvml_end(void) {
+  if (!G.nvml) return;
+  nvml_sample(); /* (outside the windows, conversion leaves it out) */
+  char line[300];
+  tbe__nvml_stop(line, sizeof line);
+  G.nvml = 0;
+  if (!line[0]) return;
+  pthread_mutex_lock(&G.mu);
+  side_item_locked(TBE__SP_NOTE, line, strlen(line));
+  pthread_mutex_unlock(&G.mu);
 }
 
 /* Puts the items of other threads that a failed frame held (collection
@@ -705,6 +753,7 @@ static void *bg_main(void *arg) {
   unsigned crash_seen = G.crash_seen; /* (not the requests now: one may
                                          come before this thread runs) */
   int draining = 0; /* decoding what a fatal-signal flush returned */
+  if (G.cfg.nvml && (G.cfg.trace & TBE_TRACE_MEMORY)) nvml_begin();
   pthread_mutex_lock(&G.mu);
   for (;;) {
     unsigned req = tbe__fatal_requests();
@@ -778,6 +827,17 @@ static void *bg_main(void *arg) {
       }
       if (G.nvtx_next - now < wake) wake = G.nvtx_next - now;
     }
+    if (G.nvml && G.enabled) {
+      if (now >= G.nvml_next) {
+        pthread_mutex_unlock(&G.mu);
+        nvml_sample();
+        if (G.batch.len) write_batch();
+        pthread_mutex_lock(&G.mu);
+        G.nvml_next = since_t0() + TBE__NVML_PERIOD_S;
+        continue;
+      }
+      if (G.nvml_next - now < wake) wake = G.nvml_next - now;
+    }
     if (G.cfg.flush_ms && G.enabled) {
       double period = G.cfg.flush_ms / 1000.0;
       if (now - last_flush >= period) {
@@ -792,6 +852,9 @@ static void *bg_main(void *arg) {
     wait_locked(wake);
   }
   pthread_mutex_unlock(&G.mu);
+  if (G.nvml) {
+    nvml_end(); /* its last sample and note: the stopping thread writes them */
+  }
   return NULL;
 }
 
@@ -807,6 +870,7 @@ static void atfork_child(void) {
   tbe__fatal_atfork_child();
   tbe__nvtx_atfork_child();
   G.nvtx = 0;
+  G.nvml = 0; /* (the sampler was the parent's thread's) */
   if (G.running) {
     G.running = 0;
     G.closed = 1;
@@ -1013,6 +1077,7 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
   }
   G.nvtx = 0;
   G.nvtx_next = 0;
+  G.nvml = 0; /* (the background thread starts the sampler: nvml_begin) */
   if (rc == 0 && cfg->nvtx_hook && (cfg->trace & TBE_TRACE_NVTX)) {
     if (tbe__nvtx_start(G.api.get_timestamp, wake_bg) == 0)
       G.nvtx = 1;

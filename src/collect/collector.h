@@ -87,6 +87,10 @@ typedef struct tbe__collect_config {
    * injection library is the program's NVTX tool), not as CUPTI's marker
    * records. */
   int nvtx_hook;
+  /* Each GPU's device memory in use sampled from NVML (nvml.h) on the
+   * background thread while collection is on, with TBE_TRACE_MEMORY in
+   * `trace`; where NVML is missing or refuses, a note in the spool. */
+  int nvml;
   /* What went wrong while collecting (CUPTI refusing a call, a spool
    * write that failed), one line each (tbexport/common.h); NULL: none.
    * Called from the starting thread or the background thread, never two

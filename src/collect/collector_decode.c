@@ -305,6 +305,12 @@ static void put_device(tbe__decoder *dc, const CUpti_Activity *r) {
   o.shared_per_block = d->maxSharedMemoryPerBlock;
   o.shared_per_sm = d->maxSharedMemoryPerMultiprocessor;
   ITEM(TBE__SP_DEVICE, o);
+  /* its UUID: conversion places NVML's samples (named by UUID) on it */
+  tbe__sp_device_uuid u;
+  memset(&u, 0, sizeof u);
+  u.device = d->id;
+  memcpy(u.uuid, d->uuid.bytes, sizeof u.uuid);
+  ITEM(TBE__SP_DEVICE_UUID, u);
 }
 
 /* A context (its device). */
@@ -314,7 +320,8 @@ static void put_context(tbe__decoder *dc, const CUpti_Activity *r) {
   ITEM(TBE__SP_CONTEXT, o);
 }
 
-/* A device memory allocation or release. */
+/* A memory allocation or release of any kind (device, pinned or pageable
+ * host, managed, from a stream-ordered pool). */
 static void put_memory(tbe__decoder *dc, const CUpti_Activity *r) {
   const CUpti_ActivityMemory4 *m = (const CUpti_ActivityMemory4 *)r;
   tbe__sp_memory o;
@@ -329,6 +336,10 @@ static void put_memory(tbe__decoder *dc, const CUpti_Activity *r) {
   o.device = m->deviceId;
   o.context = m->contextId;
   o.stream = m->streamId;
+  o.is_async = m->isAsync ? 1 : 0;
+  /* CUPTI fills the pool's configuration for pool allocations only */
+  uint32_t pt = (uint32_t)m->memoryPoolConfig.memoryPoolType;
+  o.pool_type = (uint8_t)(pt <= 255 ? pt : 0);
   ITEM(TBE__SP_MEMORY, o);
 }
 

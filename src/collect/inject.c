@@ -115,6 +115,7 @@ static void start_once(void) {
   cfg.capture_domain = o.capture_domain[0] ? o.capture_domain : NULL;
   cfg.flags = TBE__SPF_INJECTED;
   cfg.nvtx_hook = 1;
+  cfg.nvml = 1; /* (with TBE_TRACE_MEMORY) */
   nvtx_chain = o.kernel_metrics && o.capture == TBE_CAPTURE_NVTX;
   cfg.on_message = print_message;
   char path[4200];

@@ -176,6 +176,7 @@ int tbe_profiler_start(const tbe_profiler_options *o) {
   cfg.keep_noisy = o->keep_noisy_api;
   cfg.flush_ms = o->flush_period_ms ? o->flush_period_ms : 1000;
   cfg.catch_signals = 1;
+  cfg.nvml = 1; /* (with TBE_TRACE_MEMORY) */
   cfg.gpu_metrics_hz = o->gpu_metrics_hz;
   cfg.kernel_metrics = o->kernel_metrics;
   cfg.kernel_launches = o->kernel_metrics_launches;

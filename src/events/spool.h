@@ -80,7 +80,9 @@ enum {
   TBE__SP_STATS = 31,      /* tbe__sp_stats, cumulative: the last one counts */
   TBE__SP_END = 32,        /* tbe__sp_end: clean end of the session */
   TBE__SP_OP = 33,         /* tbe__sp_op: a framework operator began or ended */
-  TBE__SP_NVTX_STATS = 34  /* tbe__sp_nvtx_stats, cumulative: the last one counts */
+  TBE__SP_NVTX_STATS = 34, /* tbe__sp_nvtx_stats, cumulative: the last one counts */
+  TBE__SP_COUNTER = 35,    /* tbe__sp_counter: a sampled value of a GPU (NVML) */
+  TBE__SP_DEVICE_UUID = 36 /* tbe__sp_device_uuid: a CUDA ordinal's GPU UUID */
 };
 
 /* Marker flags, marker-data flags and object kinds keep CUPTI's numbers
@@ -188,12 +190,21 @@ typedef struct tbe__sp_context {
   uint32_t context, device;
 } tbe__sp_context;
 
+/* An allocation or release (CUPTI's MEMORY2 record).  `mem_kind` is
+ * CUPTI's CUpti_ActivityMemoryKind (1 pageable and 2 pinned are host
+ * memory; 3 device, 5 managed, ...).  An allocation from a stream-ordered
+ * pool (cudaMallocAsync, cuMemAllocFromPoolAsync) has `is_async` set and
+ * its pool's type (CUPTI's CUpti_ActivityMemoryPoolType: 1 local, 2
+ * imported; 0 none).  Spools written before those two fields have 0
+ * there (the item's size is unchanged). */
 typedef struct tbe__sp_memory {
   int64_t ts;
   uint64_t addr, bytes;
   uint32_t op;       /* 1 allocation, 2 release */
   uint32_t mem_kind, corr, pid, device, context, stream;
-  uint32_t pad;
+  uint8_t is_async;  /* 1: a stream-ordered (pool) allocation or free */
+  uint8_t pool_type; /* CUpti_ActivityMemoryPoolType; 0 when not from a pool */
+  uint16_t pad;
 } tbe__sp_memory;
 
 typedef struct tbe__sp_thread_name {
@@ -371,6 +382,30 @@ typedef struct tbe__sp_nvtx_stats {
   uint64_t truncated;  /* messages cut at TBE__NVTX_MSG_MAX bytes */
   uint64_t unclosed;   /* pops without a push on their thread and domain */
 } tbe__sp_nvtx_stats;
+
+/* A value sampled from a GPU by the collector's own thread (NVML: the
+ * device memory this process uses, collect/nvml.c), at `ts` (CUPTI's
+ * clock): the value holds from then until the next sample of the same
+ * name and GPU.  The GPU is named by its CUDA ordinal when the collector
+ * knew it (`device`), else by its UUID (`device` UINT32_MAX), which
+ * conversion matches with the TBE__SP_DEVICE_UUID items: NVML numbers
+ * every GPU of the machine, CUDA only those the process sees
+ * (CUDA_VISIBLE_DEVICES), in its own order. */
+typedef struct tbe__sp_counter {
+  int64_t ts;
+  double value;
+  uint32_t name;     /* string id: the counter's name ("device memory used (NVML)") */
+  uint32_t device;   /* CUDA ordinal; UINT32_MAX: see uuid */
+  uint8_t uuid[16];  /* the GPU's UUID (all zero: unknown) */
+} tbe__sp_counter;
+
+/* The UUID of CUDA device `device`, from CUPTI's device record (written
+ * by the decoder with the TBE__SP_DEVICE item). */
+typedef struct tbe__sp_device_uuid {
+  uint32_t device;
+  uint32_t pad;
+  uint8_t uuid[16];
+} tbe__sp_device_uuid;
 
 /* Checksum of the frame (length bytes + payload). */
 uint32_t tbe__spool_checksum(const void *p, size_t n, uint32_t seed);

@@ -622,7 +622,24 @@ int tbe__spool_overheads(build *b) {
   return rc;
 }
 
-/* Memory allocations and frees. */
+/* Whether CUPTI's memory kind is host memory (pageable, pinned): such an
+ * allocation belongs to the host (device -1), whichever GPU's context
+ * made it. */
+static int host_memory(uint32_t kind) { return kind == TBE_MEM_PAGEABLE || kind == TBE_MEM_PINNED; }
+
+/* The track of a host allocation: the thread of the call that made it
+ * (its correlation id's API record), else the process's own track. */
+static int host_memory_track(build *b, int64_t pid, uint32_t corr, uint32_t *tr) {
+  uint32_t ai;
+  if (corr && map_get(&b->corr, corr, &ai)) {
+    const tbe__sp_api *a = &((const tbe__sp_api *)b->s->apis.data)[ai];
+    return tbe_trace_track(b->t, TBE_TRACK_THREAD, a->pid, a->tid, -1, tr);
+  }
+  return tbe_trace_track(b->t, TBE_TRACK_OTHER, pid, -1, -1, tr);
+}
+
+/* Memory allocations and frees: device, managed and pool memory on its
+ * GPU's stream track, host memory (pageable, pinned) on the host. */
 int tbe__spool_memory(build *b) {
   scan *s = b->s;
   tbe_trace *t = b->t;
@@ -640,15 +657,21 @@ int tbe__spool_memory(build *b) {
     seen(s, m->ts);
     if (!keep(b, m->ts)) continue;
     uint32_t tr;
-    if (not_ordinal(b, m->device)) continue;
-    if ((rc = stream_track(b, pid, m->stream, m->device, &tr))) break;
+    int host = host_memory(m->mem_kind);
+    if (host)
+      rc = host_memory_track(b, pid, m->corr, &tr);
+    else if (not_ordinal(b, m->device))
+      continue;
+    else
+      rc = stream_track(b, pid, m->stream, m->device, &tr);
+    if (rc) break;
     tbe_memory d;
     memset(&d, 0, sizeof d);
     d.addr = m->addr;
     d.bytes = m->op == 2 ? -(int64_t)m->bytes : (int64_t)m->bytes;
     d.total_allocated = d.total_reserved = -1;
-    d.device = (int32_t)m->device;
-    d.device_type = 1;
+    d.device = host ? -1 : (int32_t)m->device;
+    d.device_type = host ? 0 : 1; /* Kineto's: 0 CPU, 1 CUDA */
     d.source = TBE_MEMSRC_CUDA;
     d.mem_kind = (uint8_t)(m->mem_kind <= TBE_MEM_MANAGED_STATIC ? m->mem_kind : TBE_MEM_UNKNOWN);
     rc = add(b, TBE_EV_MEMORY, m->ts, 0, m->corr, tbe_trace_str_id(t, "[memory]"), tr, 0, &d);

@@ -9,8 +9,8 @@
  * structs on the calling thread, timestamps of CLOCK_REALTIME, the clock of
  * cuptiGetTimestamp too.  fake_cupti_launch(corr) emits a cudaLaunchKernel
  * API record and its kernel at the current time, as CUPTI would for a
- * launch; fake_cupti_api, _kernel, _range (NVTX push/pop) and _overhead
- * emit one record each at the times given (test_profile.sh's Python
+ * launch; fake_cupti_api, _kernel, _range (NVTX push/pop), _overhead and
+ * _memory (an allocation or release) emit one record each at the times given (test_profile.sh's Python
  * program places them).  Names are copied and kept, as CUPTI's stay valid
  * until decoded.  No GPU needed. */
 #include "collect/cupti_abi.h" /* <cupti.h>, or our declarations of it */
@@ -224,7 +224,38 @@ API int fake_cupti_device(uint32_t id) {
   d.maxThreadsPerBlock = 1024;
   d.computeCapabilityMajor = 9;
   d.computeCapabilityMinor = 0;
+  /* the UUID the fake NVML (collect_fake_nvml.c) gives its device ID */
+  d.uuid.bytes[0] = (char)0xfa;
+  d.uuid.bytes[1] = 0x6e;
+  d.uuid.bytes[15] = (char)id;
   return tf_emit(&d, sizeof d);
+}
+
+/* A CUDA allocation (OP 1) or release (OP 2) at TS, as CUPTI's MEMORY2
+ * record gives it: BYTES at ADDR of memory kind KIND
+ * (CUpti_ActivityMemoryKind: 1 pageable, 2 pinned, 3 device, 5 managed)
+ * on DEVICE (its context DEVICE + 1), STREAM, by the call CORR; POOL_TYPE
+ * non-zero for a stream-ordered pool's (cudaMallocAsync: 1 local). */
+API int fake_cupti_memory(uint32_t op, uint32_t kind, uint64_t addr, uint64_t bytes,
+                          uint32_t device, uint64_t ts, uint32_t stream, uint32_t corr,
+                          uint32_t pool_type) {
+  CUpti_ActivityMemory4 m;
+  memset(&m, 0, sizeof m);
+  m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+  m.memoryOperationType = (CUpti_ActivityMemoryOperationType)op;
+  m.memoryKind = (CUpti_ActivityMemoryKind)kind;
+  m.correlationId = corr;
+  m.address = addr;
+  m.bytes = bytes;
+  m.timestamp = ts;
+  m.processId = (uint32_t)getpid();
+  m.deviceId = device;
+  m.contextId = device + 1;
+  m.streamId = stream;
+  m.isAsync = pool_type != 0;
+  m.memoryPoolConfig.memoryPoolType = (CUpti_ActivityMemoryPoolType)pool_type;
+  if (pool_type) m.memoryPoolConfig.address = addr & ~(uint64_t)0xffffff;
+  return tf_emit(&m, sizeof m);
 }
 
 /* An NVTX push/pop range [start, end] on the calling thread (ID unique per
