@@ -390,6 +390,7 @@ static int build_trace(build *b) {
   if (!rc) rc = tbe__spool_syncs(b);
   if (!rc) rc = tbe__spool_overheads(b);
   if (!rc) rc = tbe__spool_memory(b);
+  if (!rc) rc = tbe__spool_counters(b);
   if (!rc) rc = tbe__spool_devices_threads(b);
   if (!rc) rc = metrics(b);
   if (!rc) rc = marked_steps(b);

@@ -173,4 +173,11 @@ int tbe__spool_memory(build *b);
 /* Devices and thread names. */
 int tbe__spool_devices_threads(build *b);
 
+/* ---- sampled counters (spool_counters.c) ---- */
+
+/* The collector's sampled values (NVML's device memory in use), placed
+ * on their GPU's CUDA ordinal (by UUID when the item names none), as
+ * counter tracks of the spool's process. */
+int tbe__spool_counters(build *b);
+
 #endif

@@ -93,7 +93,9 @@ typedef struct sp_mbad {
   X(msamples, sp_msample)                                                 \
   X(kmvals, sp_kmval)                                                     \
   X(mstatus, sp_mstatus)                                                  \
-  X(ops, tbe__sp_op) /* operators (begin and end items) */
+  X(ops, tbe__sp_op) /* operators (begin and end items) */                \
+  X(counters, tbe__sp_counter) /* sampled values (NVML) */                 \
+  X(dev_uuids, tbe__sp_device_uuid) /* each CUDA ordinal's GPU UUID */
 
 typedef struct scan {
   tbe_trace *t;

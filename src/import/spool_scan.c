@@ -196,6 +196,8 @@ int tbe__convert_on_item(void *ctx, unsigned type, const uint8_t *body, size_t l
     case TBE__SP_WINDOW: TAKE(s->windows, tbe__sp_window); break;
     case TBE__SP_STEP: TAKE(s->steps, tbe__sp_step); break;
     case TBE__SP_OP: TAKE(s->ops, tbe__sp_op); break;
+    case TBE__SP_COUNTER: TAKE(s->counters, tbe__sp_counter); break;
+    case TBE__SP_DEVICE_UUID: TAKE(s->dev_uuids, tbe__sp_device_uuid); break;
     case TBE__SP_NVTX_STATS:
       if (len >= sizeof s->nvtx) memcpy(&s->nvtx, body, sizeof s->nvtx), s->have_nvtx = 1;
       break;

@@ -31,13 +31,17 @@ static uint64_t now_ns(void) {
   return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+/* Whether CUPTI_ACTIVITY_KIND_MEMORY2 is on: fake_cupti_memory records
+ * nothing otherwise, as CUPTI (the other kinds are recorded regardless). */
+static int memory_on;
+
 API CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind) {
-  (void)kind;
+  if (kind == CUPTI_ACTIVITY_KIND_MEMORY2) __atomic_store_n(&memory_on, 1, __ATOMIC_RELAXED);
   return CUPTI_SUCCESS;
 }
 
 API CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {
-  (void)kind;
+  if (kind == CUPTI_ACTIVITY_KIND_MEMORY2) __atomic_store_n(&memory_on, 0, __ATOMIC_RELAXED);
   return CUPTI_SUCCESS;
 }
 
@@ -239,6 +243,7 @@ API int fake_cupti_device(uint32_t id) {
 API int fake_cupti_memory(uint32_t op, uint32_t kind, uint64_t addr, uint64_t bytes,
                           uint32_t device, uint64_t ts, uint32_t stream, uint32_t corr,
                           uint32_t pool_type) {
+  if (!__atomic_load_n(&memory_on, __ATOMIC_RELAXED)) return 1; /* not recorded, as CUPTI */
   CUpti_ActivityMemory4 m;
   memset(&m, 0, sizeof m);
   m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;

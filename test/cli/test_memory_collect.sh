@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# test_memory_collect.sh: CUDA memory of an unmodified program, collected by
+# default, without a GPU.
+#
+# `tbexport -- python3 PROG` with the stand-in libcupti
+# (test/stress/collect_fake_libcupti.c, TBEXPORT_CUPTI_LIB) and the stand-in
+# NVML (test/stress/collect_fake_nvml.c, TBEXPORT_NVML_LIB): the program
+# makes CUPTI's memory records (MEMORY2) of known allocations and frees
+# (device memory on two GPUs, pinned host memory, managed memory, an async
+# pool's), then a planted leak (one 64 MiB allocation per step over 20
+# steps marked with tbe_profiler_step, never freed), and tells the fake
+# NVML the device memory it holds.  The run's Chrome JSON must hold:
+#   - a Kineto "[memory]" instant per record, with the Bytes (negative for
+#     a free), Addr and Device Id emitted; pinned host memory on the host
+#     (Device Id -1, Device Type 0), never on a GPU;
+#   - the leak as 20 allocations of 64 MiB, one in each step, none freed;
+#   - when the events carry running totals (Total Allocated, from the
+#     memory model), the totals of GPU 0 as the sums of what was emitted;
+#   - NVML's samples as counter tracks "device memory used (NVML)" of
+#     GPU 0 whose values are those the program set, in order; where NVML
+#     refuses the per-process list, "device memory used, all processes
+#     (NVML)"; where it refuses to start, a warning and the run otherwise
+#     the same;
+#   - with --trace cuda,nvtx, no memory event and no NVML track.
+# usage: test_memory_collect.sh TBEXPORT DATA_DIR
+set -u
+tb=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+fail() { echo "FAIL: $*" >&2; exit 1; }
+bindir=$(dirname "$tb")
+fake=$bindir/libcollect_fake_libcupti.so
+nvml=$bindir/libcollect_fake_nvml.so
+libtbe=$bindir/libtbexport.so
+if [ ! -f "$fake" ]; then
+  grep -q "collector was not built" <("$tb" --logdir x -- true 2>&1) && {
+    echo "test_memory_collect: no collector in this build"
+    exit 0
+  }
+  fail "no $fake in a build with the collector"
+fi
+[ -f "$nvml" ] || fail "no $nvml beside tbexport"
+[ -f "$libtbe" ] || fail "no $libtbe beside tbexport"
+py=${TBE_TEST_PYTHON:-python3}
+command -v "$py" >/dev/null || fail "no $py"
+export PYTHONDONTWRITEBYTECODE=1
+export TBEXPORT_CUPTI_LIB=$fake TBEXPORT_NVML_LIB=$nvml TBE_TEST_LIBTBEXPORT=$libtbe
+# Under a sanitizer the injection library needs its runtime loaded first in
+# python3 (leak checks off there: python's own allocations are not ours).
+pyc=("$py")
+rt=$(ldd "$bindir/libtbexport_inject.so" 2>/dev/null | awk '/lib[at]san/ {print $3; exit}')
+[ -z "$rt" ] || pyc=(env LD_PRELOAD="$rt" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$py")
+
+cat >prog.py <<'EOF'
+import ctypes, json, os, sys, time
+inj = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"])
+inj.InitializeInjection()  # as the CUDA driver does at cuInit
+fake = ctypes.CDLL(os.environ["TBEXPORT_CUPTI_LIB"])
+nvml = ctypes.CDLL(os.environ["TBEXPORT_NVML_LIB"])  # the collector's copy
+tbe = ctypes.CDLL(os.environ["TBE_TEST_LIBTBEXPORT"])
+fake.fake_cupti_now.restype = ctypes.c_uint64
+nvml.fake_nvml_samples.restype = ctypes.c_int
+U = ctypes.c_uint64
+MiB = 1 << 20
+def wait_past(t):
+    while fake.fake_cupti_now() <= t:
+        time.sleep(0.0002)
+emitted = []  # (op, kind, addr, bytes, device, pool)
+corr = [1000]
+def mem(op, kind, addr, nbytes, dev, stream=7, pool=0):
+    corr[0] += 1
+    t = fake.fake_cupti_now()
+    if not fake.fake_cupti_memory(op, kind, U(addr), U(nbytes), dev, U(t), stream, corr[0], pool):
+        sys.exit("the fake did not record a memory record")
+    emitted.append([op, kind, addr, nbytes, dev, pool])
+    wait_past(t)
+nvml_set = [0]
+def nvml_to(b):  # what the driver sees this process hold on GPU 0
+    nvml_set[0] = b
+    nvml.fake_nvml_set(0, ctypes.c_longlong(b))
+    if not os.environ.get("TEST_NVML_WAIT"):
+        return
+    n = nvml.fake_nvml_samples()
+    t = time.time()
+    while nvml.fake_nvml_samples() < n + 4 and time.time() < t + 5:  # two samples of both GPUs
+        time.sleep(0.005)
+fake.fake_cupti_device(0)
+fake.fake_cupti_device(1)
+nvml_to(300 * MiB)  # the context
+# known sizes: device memory on both GPUs, pinned host, managed, an async pool's
+mem(1, 3, 0x7f0000000000, 1 * MiB + 123, 0)
+mem(1, 3, 0x7f1000000000, 256 * MiB, 1)
+mem(1, 2, 0x555500000000, 4 * MiB, 0, stream=0)
+mem(1, 5, 0x7f2000000000, 2 * MiB, 0)
+mem(1, 3, 0x7f3000000400, 8 * MiB, 0, pool=1)
+mem(2, 3, 0x7f0000000000, 1 * MiB + 123, 0)
+mem(2, 3, 0x7f3000000400, 8 * MiB, 0, pool=1)
+mem(2, 2, 0x555500000000, 4 * MiB, 0, stream=0)
+nvml_to(400 * MiB)
+# the planted leak: one 64 MiB allocation per step, never freed
+for i in range(20):
+    if tbe.tbe_profiler_step() != 0:
+        sys.exit("tbe_profiler_step failed")
+    mem(1, 3, 0x7e0000000000 + i * 64 * MiB, 64 * MiB, 0)
+    t = fake.fake_cupti_now()
+    wait_past(t + 2000000)
+nvml_to(400 * MiB + 20 * 64 * MiB)
+json.dump(emitted, open("emitted.json", "w"))
+EOF
+
+cat >check.py <<'EOF'
+import gzip, json, sys
+d = json.load(gzip.open(sys.argv[1]))
+emitted = json.load(open(sys.argv[2]))
+mode = sys.argv[3]  # proc | device | noinit | off
+ev = d["traceEvents"]
+bad = []
+mem = [e for e in ev if e.get("name") == "[memory]"]
+if mode == "off":
+    if mem:
+        bad.append("--trace cuda,nvtx: %d [memory] events" % len(mem))
+    if any("NVML" in e.get("name", "") for e in ev):
+        bad.append("--trace cuda,nvtx: an NVML counter")
+    for b in bad: print("  " + b)
+    sys.exit(1 if bad else 0)
+mem.sort(key=lambda e: float(e["ts"]))
+if len(mem) != len(emitted):
+    bad.append("%d [memory] events, %d records emitted" % (len(mem), len(emitted)))
+for e, (op, kind, addr, nbytes, dev, pool) in zip(mem, emitted):
+    a = e.get("args", {})
+    want = {"Bytes": nbytes if op == 1 else -nbytes, "Addr": addr,
+            "Device Id": -1 if kind in (1, 2) else dev, "Device Type": 0 if kind in (1, 2) else 1}
+    got = {k: a.get(k) for k in want}
+    if got != want:
+        bad.append("record %r: %r" % ([op, kind, hex(addr), nbytes, dev], got))
+    if e.get("ph") not in ("i", "I"):
+        bad.append("[memory] is not an instant: %r" % e.get("ph"))
+# the leak: 20 allocations of 64 MiB on GPU 0, one a step, none freed
+steps = sorted((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))) for e in ev
+               if e.get("ph") == "X" and e.get("cat") in ("user_annotation", "Trace") and
+               str(e.get("name", "")).startswith("ProfilerStep#"))
+leak = [e for e in mem if e["args"].get("Bytes") == 64 << 20]
+freed = {e["args"]["Addr"] for e in mem if e["args"].get("Bytes", 0) < 0}
+if len(leak) != 20 or any(e["args"]["Addr"] in freed for e in leak):
+    bad.append("the leak: %d allocations of 64 MiB, %d of them freed" %
+               (len(leak), sum(e["args"]["Addr"] in freed for e in leak)))
+if len(steps) != 20:
+    bad.append("%d steps (ProfilerStep#), want 20" % len(steps))
+else:
+    per = [sum(1 for e in leak if s <= float(e["ts"]) < f) for s, f in steps]
+    if per != [1] * 20:
+        bad.append("leak allocations per step: %r" % per)
+# running totals, when the model gives them: GPU 0's sums as emitted
+if any("Total Allocated" in e["args"] for e in mem):
+    live = {}
+    for e, (op, kind, addr, nbytes, dev, pool) in zip(mem, emitted):
+        if kind in (1, 2) or dev != 0:
+            continue
+        live[addr] = nbytes if op == 1 else 0
+        tot = sum(live.values())
+        if e["args"].get("Total Allocated") != tot:
+            bad.append("Total Allocated %r after %s of %d at %s, want %d" %
+                       (e["args"].get("Total Allocated"), "alloc" if op == 1 else "free", nbytes,
+                        hex(addr), tot))
+            break
+# NVML: counter tracks of GPU 0 with the values set, in order
+proc, dev = "device memory used (NVML)", "device memory used, all processes (NVML)"
+ctr = {}
+for e in ev:
+    if e.get("ph") == "C" and "NVML" in e.get("name", ""):
+        ctr.setdefault((e["name"], e.get("pid")), []).append((float(e["ts"]), e["args"]))
+names = {n for n, _ in ctr}
+MiB = 1 << 20
+if mode == "proc":
+    want_vals = [300 * MiB, 400 * MiB, 400 * MiB + 20 * 64 * MiB]
+    if names != {proc}:
+        bad.append("NVML counters %r, want only %r" % (sorted(names), proc))
+elif mode == "device":
+    want_vals = [(1 << 30) + v for v in (300 * MiB, 400 * MiB, 400 * MiB + 20 * 64 * MiB)]
+    if names != {dev}:
+        bad.append("NVML counters %r, want only %r" % (sorted(names), dev))
+else:
+    want_vals = None
+    if names:
+        bad.append("NVML refused to start, yet counters %r" % sorted(names))
+    w = " ".join(d.get("tbexportWarnings", []))
+    if "device memory in use is not sampled: nvmlInit failed: Insufficient Permissions" not in w:
+        bad.append("no warning that NVML refused: %r" % w)
+if want_vals:
+    tracks = [v for (n, pid), v in ctr.items()]
+    # GPU 0 is the track whose values change; GPU 1's process was never listed (proc) or holds 1 GiB
+    series = None
+    for v in tracks:
+        vals = [a.get(list(a)[0]) for _, a in sorted(v, key=lambda x: x[0])]
+        dedup = [x for i, x in enumerate(vals) if i == 0 or x != vals[i - 1]]
+        if dedup and dedup[-1] == want_vals[-1]:
+            series = dedup
+    if series != want_vals:
+        bad.append("NVML series of GPU 0 %r, want %r (tracks: %r)" %
+                   (series, want_vals, {k: len(v) for k, v in ctr.items()}))
+    if mode == "proc" and len(tracks) != 1:
+        bad.append("%d per-process NVML tracks, want 1 (GPU 1 never listed this process)" % len(tracks))
+    if mode == "device" and len(tracks) != 2:
+        bad.append("%d all-process NVML tracks, want 2 (both GPUs)" % len(tracks))
+for b in bad:
+    print("  " + b)
+sys.exit(1 if bad else 0)
+EOF
+
+# run NAME MODE [tbexport options...]: profile prog.py, check its Chrome JSON
+run() {
+  local name=$1 mode=$2 j
+  shift 2
+  "$tb" --logdir l --run "$name" "$@" -- "${pyc[@]}" prog.py >out.txt 2>err.txt ||
+    fail "$name: tbexport status $?: $(cat err.txt)"
+  j=$(find "l/plugins/profile/$name" -name '*.trace.json.gz' | head -1)
+  [ -n "$j" ] || fail "$name: no Chrome JSON: $(cat err.txt)"
+  "$py" check.py "$j" emitted.json "$mode" || fail "$name: the memory in the Chrome JSON (above)"
+}
+TEST_NVML_WAIT=1 run proc proc
+FAKE_NVML_MODE=noproc TEST_NVML_WAIT=1 run device device
+FAKE_NVML_MODE=noinit run noinit noinit
+run off off --trace cuda,nvtx
+echo "test_memory_collect: ok"
