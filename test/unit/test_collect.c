@@ -23,9 +23,16 @@
  * program running and collecting; a second signal during the flush gets
  * the default action.
  *
+ * CUDA memory: MEMORY2 on by default and off without `memory`; every
+ * kind's bytes, address and device as recorded, host memory on the host,
+ * a pool's type in the spool.  Device memory in use: the collector's
+ * thread samples the fake NVML (collect_fake_nvml.c) onto the CUDA
+ * ordinal of the GPU's UUID; a missing or refusing NVML is a warning.
+ *
  * Needs no GPU and no CUDA toolkit: the record structs come from
  * <cupti.h> where the toolkit is, from collect/cupti_abi.h (checked
  * against it) elsewhere. */
+#include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -798,6 +805,235 @@ static void *mark_steps(void *arg) {
   return NULL;
 }
 
+/* ---- CUDA memory (MEMORY2) and device memory in use (NVML) ---- */
+
+static void memory_rec(uint32_t op, uint32_t kind, uint64_t addr, uint64_t bytes, uint32_t dev,
+                       uint64_t ts, uint32_t corr, uint32_t pool) {
+  CUpti_ActivityMemory4 m;
+  memset(&m, 0, sizeof m);
+  m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+  m.memoryOperationType = (CUpti_ActivityMemoryOperationType)op;
+  m.memoryKind = (CUpti_ActivityMemoryKind)kind;
+  m.address = addr;
+  m.bytes = bytes;
+  m.timestamp = ts;
+  m.processId = 4242;
+  m.deviceId = dev;
+  m.contextId = dev + 1;
+  m.streamId = 7;
+  m.correlationId = corr;
+  m.isAsync = pool != 0;
+  m.memoryPoolConfig.memoryPoolType = (CUpti_ActivityMemoryPoolType)pool;
+  emit(&m, sizeof m);
+}
+
+/* The spool's memory items, as the collector wrote them. */
+typedef struct mem_items {
+  tbe__sp_memory v[8];
+  size_t n;
+} mem_items;
+static int take_memory(void *ctx, unsigned type, const uint8_t *body, size_t len) {
+  mem_items *m = ctx;
+  if (type == TBE__SP_MEMORY && len == sizeof m->v[0] && m->n < 8) memcpy(&m->v[m->n++], body, len);
+  return 0;
+}
+
+static const tbe_memory *memory_at(const tbe_trace *t, uint64_t addr, int alloc) {
+  for (size_t i = 0; i < t->nevents; i++) {
+    const tbe_memory *m = tbe_trace_memory(t, &t->events[i]);
+    if (m && m->addr == addr && (m->bytes > 0) == alloc) return m;
+  }
+  return NULL;
+}
+static const tbe_event *memory_event_at(const tbe_trace *t, uint64_t addr) {
+  for (size_t i = 0; i < t->nevents; i++) {
+    const tbe_memory *m = tbe_trace_memory(t, &t->events[i]);
+    if (m && m->addr == addr) return &t->events[i];
+  }
+  return NULL;
+}
+
+/* MEMORY2 is on by default; device, pinned host, managed and a pool's
+ * allocations keep their bytes, address, kind and device; the pool's type
+ * reaches the spool; host memory lands on the host (device -1), on the
+ * thread of the call that made it. */
+static void test_memory_records(void **state) {
+  fixture *f = *state;
+  assert_true(TBE_TRACE_DEFAULT & TBE_TRACE_MEMORY);
+  start(f, TBE_TRACE_DEFAULT, 0, 0);
+  assert_true(enabled(CUPTI_ACTIVITY_KIND_MEMORY2));
+  api(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 21, T0 + 90, T0 + 200, 77);
+  memory_rec(1, 3, 0x7f0000000000ull, (1u << 20) + 123, 1, T0 + 100, 20, 0);
+  memory_rec(1, 2, 0x555500000000ull, 4u << 20, 0, T0 + 110, 21, 0); /* pinned, by tid 77 */
+  memory_rec(1, 5, 0x7f2000000000ull, 2u << 20, 0, T0 + 120, 22, 0);  /* managed */
+  memory_rec(1, 3, 0x7f3000000400ull, 8u << 20, 0, T0 + 130, 23, 1);  /* cudaMallocAsync */
+  memory_rec(2, 3, 0x7f0000000000ull, (1u << 20) + 123, 1, T0 + 140, 24, 0);
+  memory_rec(2, 1, 0x555600000000ull, 4096, 0, T0 + 150, 0, 0); /* pageable, no call */
+  tbe_trace *t = stop_and_convert(f, NULL, NULL, NULL);
+  assert_int_equal(count_kind(t, TBE_EV_MEMORY), 6);
+  const tbe_memory *m = memory_at(t, 0x7f0000000000ull, 1);
+  assert_non_null(m);
+  assert_int_equal(m->bytes, (1 << 20) + 123);
+  assert_int_equal(m->device, 1);
+  assert_int_equal(m->mem_kind, TBE_MEM_DEVICE);
+  assert_int_equal(m->source, TBE_MEMSRC_CUDA);
+  m = memory_at(t, 0x7f0000000000ull, 0);
+  assert_non_null(m);
+  assert_int_equal(m->bytes, -((1 << 20) + 123));
+  m = memory_at(t, 0x555500000000ull, 1);
+  assert_non_null(m);
+  assert_int_equal(m->device, -1);
+  assert_int_equal(m->mem_kind, TBE_MEM_PINNED);
+  const tbe_track *tr = &t->tracks[memory_event_at(t, 0x555500000000ull)->track];
+  assert_int_equal(tr->type, TBE_TRACK_THREAD);
+  assert_int_equal(tr->tid, 77);
+  assert_int_equal(tr->device, -1);
+  m = memory_at(t, 0x555600000000ull, 0);
+  assert_non_null(m);
+  assert_int_equal(m->device, -1);
+  assert_int_equal(t->tracks[memory_event_at(t, 0x555600000000ull)->track].device, -1);
+  m = memory_at(t, 0x7f2000000000ull, 1);
+  assert_non_null(m);
+  assert_int_equal(m->device, 0);
+  assert_int_equal(m->mem_kind, TBE_MEM_MANAGED);
+  tbe_trace_free(t);
+  /* the pool's allocation, told apart in the spool */
+  size_t n = 0;
+  uint8_t *img = tu_read_file(f->spool, &n);
+  assert_non_null(img);
+  mem_items mi = {.n = 0};
+  tbe__spool_tail tail;
+  assert_int_equal(tbe__spool_scan(img, n, take_memory, &mi, &tail), 0);
+  free(img);
+  assert_int_equal(mi.n, 6);
+  assert_int_equal(mi.v[3].addr, 0x7f3000000400ull);
+  assert_int_equal(mi.v[3].is_async, 1);
+  assert_int_equal(mi.v[3].pool_type, 1);
+  assert_int_equal(mi.v[0].is_async, 0);
+  assert_int_equal(mi.v[0].pool_type, 0);
+}
+
+/* --trace without memory: MEMORY2 stays off. */
+static void test_memory_off(void **state) {
+  fixture *f = *state;
+  start(f, TBE_TRACE_CUDA | TBE_TRACE_NVTX, 0, 0);
+  assert_false(enabled(CUPTI_ACTIVITY_KIND_MEMORY2));
+  kernel(1, "k", T0 + 10, T0 + 20, 7);
+  tbe_trace *t = stop_and_convert(f, NULL, NULL, NULL);
+  assert_int_equal(count_kind(t, TBE_EV_MEMORY), 0);
+  tbe_trace_free(t);
+}
+
+#ifdef TBE_FAKE_NVML
+/* The fake NVML (test/stress/collect_fake_nvml.c), the copy the collector
+ * loads. */
+static void *fake_nvml(void) {
+  void *h = dlopen(TBE_FAKE_NVML, RTLD_NOW | RTLD_LOCAL);
+  assert_non_null(h);
+  return h;
+}
+
+static void device_rec(uint32_t id) {
+  CUpti_ActivityDevice5 d;
+  memset(&d, 0, sizeof d);
+  d.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+  d.id = id;
+  d.name = "NVIDIA H200";
+  d.uuid.bytes[0] = (char)0xfa; /* the fake NVML's GPU UUID (NVML's GPU 1 is our 0) */
+  d.uuid.bytes[1] = 0x6e;
+  d.uuid.bytes[15] = (char)(id == 0 ? 1 : 0);
+  emit(&d, sizeof d);
+}
+
+static void start_nvml(fixture *f) {
+  tbe__collect_config c;
+  memset(&c, 0, sizeof c);
+  c.trace = TBE_TRACE_CUDA | TBE_TRACE_MEMORY;
+  c.nvml = 1;
+  c.spool_path = f->spool;
+  assert_int_equal(tbe__collector_start(&fake_api, &c), 0);
+}
+
+static const tbe_track *nvml_track(const tbe_trace *t, const char *name, int32_t device) {
+  for (size_t i = 0; i < t->ntracks; i++) {
+    const tbe_track *tr = &t->tracks[i];
+    if (tbe_track_is_metric(tr) && tr->device == device &&
+        strcmp(tbe_trace_str(t, tr->name), name) == 0)
+      return tr;
+  }
+  return NULL;
+}
+
+/* NVML's per-process figure of a GPU, on the CUDA ordinal of its UUID
+ * (NVML's order is not CUDA's here); the collector's thread samples it
+ * while the program does nothing. */
+static void test_nvml_samples(void **state) {
+  fixture *f = *state;
+  void *h = fake_nvml();
+  void (*set)(unsigned, long long);
+  int (*samples)(void), (*inits)(void);
+  *(void **)&set = dlsym(h, "fake_nvml_set");
+  *(void **)&samples = dlsym(h, "fake_nvml_samples");
+  *(void **)&inits = dlsym(h, "fake_nvml_inits");
+  assert_int_equal(setenv("TBEXPORT_NVML_LIB", TBE_FAKE_NVML, 1), 0);
+  unsetenv("FAKE_NVML_MODE");
+  set(1, 123456789);
+  start_nvml(f);
+  device_rec(0);
+  device_rec(1);
+  kernel(1, "k", T0 + 10, T0 + 20, 7);
+  int n0 = samples();
+  for (int i = 0; i < 500 && samples() < n0 + 6; i++) usleep(10000); /* 3 rounds of 2 GPUs */
+  assert_true(samples() >= n0 + 6);
+  tbe_trace *t = stop_and_convert(f, NULL, NULL, NULL);
+  assert_int_equal(inits(), 0); /* shut down at stop */
+  const tbe_track *tr = nvml_track(t, "device memory used (NVML)", 0);
+  assert_non_null(tr);
+  size_t nv = 0;
+  for (size_t i = 0; i < t->nevents; i++) {
+    const tbe_event *e = &t->events[i];
+    if (e->kind != TBE_EV_COUNTER || &t->tracks[e->track] != tr) continue;
+    assert_true(tbe_trace_counter(t, e)->value == 123456789.0);
+    nv++;
+  }
+  assert_true(nv >= 1);
+  /* NVML's GPU 0 (our 1) never listed this process: no track */
+  assert_null(nvml_track(t, "device memory used (NVML)", 1));
+  assert_null(nvml_track(t, "device memory used, all processes (NVML)", 0));
+  assert_false(has_warning(t, "NVML"));
+  assert_int_equal(count_kind(t, TBE_EV_KERNEL), 1);
+  tbe_trace_free(t);
+  set(1, -1);
+  unsetenv("TBEXPORT_NVML_LIB");
+  dlclose(h);
+}
+
+/* NVML missing or refusing: a warning, and the rest collected as ever. */
+static void test_nvml_absent_is_noted(void **state) {
+  fixture *f = *state;
+  assert_int_equal(setenv("TBEXPORT_NVML_LIB", "/nonexistent/libnvidia-ml.so.1", 1), 0);
+  start_nvml(f);
+  kernel(1, "k", T0 + 10, T0 + 20, 7);
+  tbe_trace *t = stop_and_convert(f, NULL, NULL, NULL);
+  assert_true(has_warning(t, "device memory in use is not sampled: cannot load NVML"));
+  assert_int_equal(count_kind(t, TBE_EV_KERNEL), 1);
+  tbe_trace_free(t);
+  unlink(f->spool);
+  __atomic_store_n(&F.late, 0, __ATOMIC_SEQ_CST); /* the clock back at T0 (fake_stop) */
+  assert_int_equal(setenv("TBEXPORT_NVML_LIB", TBE_FAKE_NVML, 1), 0);
+  assert_int_equal(setenv("FAKE_NVML_MODE", "noinit", 1), 0);
+  start_nvml(f);
+  kernel(1, "k", T0 + 10, T0 + 20, 7);
+  t = stop_and_convert(f, NULL, NULL, NULL);
+  assert_true(has_warning(t, "device memory in use is not sampled: nvmlInit failed: "
+                             "Insufficient Permissions"));
+  assert_int_equal(count_kind(t, TBE_EV_KERNEL), 1);
+  tbe_trace_free(t);
+  unsetenv("FAKE_NVML_MODE");
+  unsetenv("TBEXPORT_NVML_LIB");
+}
+#endif
+
 static void test_steps_marked(void **state) {
   fixture *f = *state;
   assert_int_equal(tbe__collector_step(), TBE_ESTATE); /* not running */
@@ -1525,6 +1761,12 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_decode_kinds, setup, teardown),
       cmocka_unit_test_setup_teardown(test_rank_item, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_memory_records, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_memory_off, setup, teardown),
+#ifdef TBE_FAKE_NVML
+      cmocka_unit_test_setup_teardown(test_nvml_samples, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_nvml_absent_is_noted, setup, teardown),
+#endif
       cmocka_unit_test_setup_teardown(test_no_rank_item, setup, teardown),
       cmocka_unit_test_setup_teardown(test_nvtx, setup, teardown),
       cmocka_unit_test_setup_teardown(test_zero_timestamps, setup, teardown),
