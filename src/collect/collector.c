@@ -60,10 +60,11 @@
  * last turn, and stop ends them before the END item.
  *
  * Device memory in use (nvml.h), with TBE_TRACE_MEMORY, is sampled by the
- * background thread too: NVML is loaded and started there (a missing or
- * refusing NVML is a note, never an error), sampled every
- * TBE__NVML_PERIOD_S while collection is on, each turn's items written as
- * a frame, and stopped there before the thread ends.
+ * background thread too: NVML is loaded and started there at the first
+ * sample time once collection is on (a missing or refusing NVML is a
+ * note, never an error), sampled every TBE__NVML_PERIOD_S while
+ * collection is on, each turn's items written as a frame, and stopped
+ * there before the thread ends.
  *
  * Records become spool items in collector_decode.c (the per-record work
  * and the spool's string ids: the decoder, owned by the decoding thread).
@@ -197,7 +198,7 @@ static struct {
   double hwm_next;         /* since_t0() of the next tick */
   int nvtx;                /* our NVTX handlers record (nvtxhook.h) */
   double nvtx_next;        /* since_t0() of the next drain of their blocks */
-  int nvml;                /* device memory is sampled (nvml.h), by the background thread */
+  int nvml;                /* NVML_*: device memory sampled (nvml.h), by the background thread */
   double nvml_next;        /* since_t0() of the next sample */
 } G = {.mu = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
@@ -263,16 +264,20 @@ static void add_dropped(void) {
 
 static void side_item_locked(unsigned type, const void *body, size_t len);
 
+/* G.nvml: off; wanted (TBE_TRACE_MEMORY and cfg.nvml: started at the
+ * first sample time once collection is on, so that loading NVML, which
+ * can take a while, never delays the thread's first buffers); on. */
+enum { NVML_OFF = 0, NVML_WANTED = 1, NVML_ON = 2 };
+
 /* Starts the sampler (background thread, G.mu not held); a failure is a
  * note in the spool and sampling stays off. */
 static void nvml_begin(void) {
   char why[512];
   if (tbe__nvml_start((uint32_t)G.owner, why, sizeof why) == 0) {
-    G.nvml = 1;
-    G.nvml_next = 0;
+    G.nvml = NVML_ON;
     return;
   }
-  G.nvml = 0;
+  G.nvml = NVML_OFF;
   pthread_mutex_lock(&G.mu);
   side_item_locked(TBE__SP_NOTE, why, strlen(why));
   pthread_mutex_unlock(&G.mu);
@@ -285,13 +290,16 @@ static void nvml_sample(void) {
 }
 
 /* Ends the sampler: a last sample (what the program holds at the end),
- * and a note when NVML never listed this process. */
+ * and a note when NVML never listed this process.  A program that ended
+ * before the first sample time gets its one sample (or the note that NVML
+ * is missing) here, so that every run collected says one or the other. */
 static void nvml_end(void) {
-  if (!G.nvml) return;
+  if (G.nvml == NVML_WANTED && G.window_opened) nvml_begin();
+  if (G.nvml != NVML_ON) return;
   nvml_sample(); /* (outside the windows, conversion leaves it out) */
   char line[300];
   tbe__nvml_stop(line, sizeof line);
-  G.nvml = 0;
+  G.nvml = NVML_OFF;
   if (!line[0]) return;
   pthread_mutex_lock(&G.mu);
   side_item_locked(TBE__SP_NOTE, line, strlen(line));
@@ -753,7 +761,6 @@ static void *bg_main(void *arg) {
   unsigned crash_seen = G.crash_seen; /* (not the requests now: one may
                                          come before this thread runs) */
   int draining = 0; /* decoding what a fatal-signal flush returned */
-  if (G.cfg.nvml && (G.cfg.trace & TBE_TRACE_MEMORY)) nvml_begin();
   pthread_mutex_lock(&G.mu);
   for (;;) {
     unsigned req = tbe__fatal_requests();
@@ -830,7 +837,8 @@ static void *bg_main(void *arg) {
     if (G.nvml && G.enabled) {
       if (now >= G.nvml_next) {
         pthread_mutex_unlock(&G.mu);
-        nvml_sample();
+        if (G.nvml == NVML_WANTED) nvml_begin(); /* (on, or off with a note) */
+        if (G.nvml == NVML_ON) nvml_sample();
         if (G.batch.len) write_batch();
         pthread_mutex_lock(&G.mu);
         G.nvml_next = since_t0() + TBE__NVML_PERIOD_S;
@@ -852,9 +860,8 @@ static void *bg_main(void *arg) {
     wait_locked(wake);
   }
   pthread_mutex_unlock(&G.mu);
-  if (G.nvml) {
-    nvml_end(); /* its last sample and note: the stopping thread writes them */
-  }
+  nvml_end(); /* its last sample and note: the stopping thread writes them */
+  G.nvml = NVML_OFF;
   return NULL;
 }
 
@@ -870,7 +877,7 @@ static void atfork_child(void) {
   tbe__fatal_atfork_child();
   tbe__nvtx_atfork_child();
   G.nvtx = 0;
-  G.nvml = 0; /* (the sampler was the parent's thread's) */
+  G.nvml = NVML_OFF; /* (the sampler was the parent's thread's) */
   if (G.running) {
     G.running = 0;
     G.closed = 1;
@@ -1077,7 +1084,9 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
   }
   G.nvtx = 0;
   G.nvtx_next = 0;
-  G.nvml = 0; /* (the background thread starts the sampler: nvml_begin) */
+  /* (the background thread starts the sampler: nvml_begin) */
+  G.nvml = cfg->nvml && (cfg->trace & TBE_TRACE_MEMORY) ? NVML_WANTED : NVML_OFF;
+  G.nvml_next = 0;
   if (rc == 0 && cfg->nvtx_hook && (cfg->trace & TBE_TRACE_NVTX)) {
     if (tbe__nvtx_start(G.api.get_timestamp, wake_bg) == 0)
       G.nvtx = 1;
