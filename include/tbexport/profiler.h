@@ -55,9 +55,11 @@ extern "C" {
 /* What to trace (tbe_profiler_options.trace). */
 #define TBE_TRACE_CUDA 0x1u    /* kernels, copies, memsets, runtime API, syncs, devices, overhead */
 #define TBE_TRACE_NVTX 0x2u    /* NVTX ranges and marks (CUPTI marker records) */
-#define TBE_TRACE_MEMORY 0x4u  /* CUDA allocations and frees (CUPTI's MEMORY2: device,
-                                  pinned host, managed, async pools) and each GPU's
-                                  memory in use sampled by NVML at 10 Hz */
+/* TBE_TRACE_MEMORY: CUDA allocations and frees (CUPTI's MEMORY2: device,
+ * pinned host, managed, async pools) and each GPU's device memory in use
+ * sampled by NVML at 10 Hz, on by default; a mask without it records
+ * none of that. */
+#define TBE_TRACE_MEMORY 0x4u  /* CUDA memory (above) */
 #define TBE_TRACE_DRIVER 0x8u  /* CUDA driver API calls */
 #define TBE_TRACE_DEFAULT (TBE_TRACE_CUDA | TBE_TRACE_NVTX | TBE_TRACE_MEMORY)
 

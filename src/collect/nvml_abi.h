@@ -20,7 +20,8 @@
 
 #include <stdint.h>
 
-typedef unsigned int tbe__nvml_return; /* nvmlReturn_t: an enum of no negative value (unsigned int) */
+/* nvmlReturn_t: an enum of no negative value (unsigned int) */
+typedef unsigned int tbe__nvml_return;
 enum {
   TBE__NVML_SUCCESS = 0,
   TBE__NVML_ERROR_UNINITIALIZED = 1,
@@ -52,8 +53,8 @@ typedef struct tbe__nvml_memory {
   unsigned long long total, free, used; /* bytes */
 } tbe__nvml_memory;
 
-typedef tbe__nvml_return (*tbe__nvml_init_fn)(void);     /* nvmlInit_v2 */
-typedef tbe__nvml_return (*tbe__nvml_shutdown_fn)(void); /* nvmlShutdown */
+typedef tbe__nvml_return (*tbe__nvml_init_fn)(void);                 /* nvmlInit_v2 */
+typedef tbe__nvml_return (*tbe__nvml_shutdown_fn)(void);             /* nvmlShutdown */
 typedef tbe__nvml_return (*tbe__nvml_count_fn)(unsigned int *count); /* nvmlDeviceGetCount_v2 */
 typedef tbe__nvml_return (*tbe__nvml_handle_fn)(unsigned int index,
                                                 tbe__nvml_device *device); /* ..ByIndex_v2 */
@@ -64,6 +65,6 @@ typedef tbe__nvml_return (*tbe__nvml_procs_fn)(
     tbe__nvml_process_info *infos); /* nvmlDeviceGetComputeRunningProcesses_v3 */
 typedef tbe__nvml_return (*tbe__nvml_meminfo_fn)(tbe__nvml_device device,
                                                  tbe__nvml_memory *memory); /* ..GetMemoryInfo */
-typedef const char *(*tbe__nvml_error_fn)(tbe__nvml_return r); /* nvmlErrorString */
+typedef const char *(*tbe__nvml_error_fn)(tbe__nvml_return r);              /* nvmlErrorString */
 
 #endif

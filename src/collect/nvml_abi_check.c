@@ -23,8 +23,8 @@ SAME(TBE__NVML_UUID_BUFFER, NVML_DEVICE_UUID_V2_BUFFER_SIZE)
 SAME(sizeof(tbe__nvml_return), sizeof(nvmlReturn_t))
 SAME(sizeof(tbe__nvml_device), sizeof(nvmlDevice_t))
 
-#define FIELD(ours, theirs, f)                                                     \
-  SAME(offsetof(ours, f), offsetof(theirs, f))                                     \
+#define FIELD(ours, theirs, f)                 \
+  SAME(offsetof(ours, f), offsetof(theirs, f)) \
   SAME(sizeof(((ours *)0)->f), sizeof(((theirs *)0)->f))
 SAME(sizeof(tbe__nvml_process_info), sizeof(nvmlProcessInfo_t))
 FIELD(tbe__nvml_process_info, nvmlProcessInfo_t, pid)

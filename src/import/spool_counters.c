@@ -102,8 +102,10 @@ int tbe__spool_counters(build *b) {
     const tbe__sp_device_uuid *d = &TBE__VEC_AT(&s->dev_uuids, tbe__sp_device_uuid, i);
     if (uuid_zero(d->uuid)) continue;
     uint32_t *slot = tbe__map_put(&by_uuid, uuid_key(d->uuid), NULL);
-    if (!slot) rc = TBE_ENOMEM;
-    else *slot = (uint32_t)i; /* the last one counts */
+    if (!slot)
+      rc = TBE_ENOMEM;
+    else
+      *slot = (uint32_t)i; /* the last one counts */
   }
   placed *v = rc ? NULL : tbe__alloc(s->a, n * sizeof *v);
   if (!rc && !v) rc = TBE_ENOMEM;

@@ -67,7 +67,7 @@ API tbe__nvml_return nvmlShutdown(void) {
 }
 
 API const char *nvmlErrorString(tbe__nvml_return r) {
-  return r == TBE__NVML_ERROR_NO_PERMISSION ? "Insufficient Permissions"
+  return r == TBE__NVML_ERROR_NO_PERMISSION   ? "Insufficient Permissions"
          : r == TBE__NVML_ERROR_NOT_SUPPORTED ? "Not Supported"
                                               : "Unknown Error";
 }

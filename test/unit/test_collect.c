@@ -865,8 +865,8 @@ static void test_memory_records(void **state) {
   api(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 21, T0 + 90, T0 + 200, 77);
   memory_rec(1, 3, 0x7f0000000000ull, (1u << 20) + 123, 1, T0 + 100, 20, 0);
   memory_rec(1, 2, 0x555500000000ull, 4u << 20, 0, T0 + 110, 21, 0); /* pinned, by tid 77 */
-  memory_rec(1, 5, 0x7f2000000000ull, 2u << 20, 0, T0 + 120, 22, 0);  /* managed */
-  memory_rec(1, 3, 0x7f3000000400ull, 8u << 20, 0, T0 + 130, 23, 1);  /* cudaMallocAsync */
+  memory_rec(1, 5, 0x7f2000000000ull, 2u << 20, 0, T0 + 120, 22, 0); /* managed */
+  memory_rec(1, 3, 0x7f3000000400ull, 8u << 20, 0, T0 + 130, 23, 1); /* cudaMallocAsync */
   memory_rec(2, 3, 0x7f0000000000ull, (1u << 20) + 123, 1, T0 + 140, 24, 0);
   memory_rec(2, 1, 0x555600000000ull, 4096, 0, T0 + 150, 0, 0); /* pageable, no call */
   tbe_trace *t = stop_and_convert(f, NULL, NULL, NULL);
@@ -1025,8 +1025,9 @@ static void test_nvml_absent_is_noted(void **state) {
   start_nvml(f);
   kernel(1, "k", T0 + 10, T0 + 20, 7);
   t = stop_and_convert(f, NULL, NULL, NULL);
-  assert_true(has_warning(t, "device memory in use is not sampled: nvmlInit failed: "
-                             "Insufficient Permissions"));
+  assert_true(has_warning(t,
+                          "device memory in use is not sampled: nvmlInit failed: "
+                          "Insufficient Permissions"));
   assert_int_equal(count_kind(t, TBE_EV_KERNEL), 1);
   tbe_trace_free(t);
   unsetenv("FAKE_NVML_MODE");
