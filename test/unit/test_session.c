@@ -176,7 +176,7 @@ static void test_environment(void **state) {
   assert_string_equal(var(&v, "TBEXPORT_SPOOL_DIR"), "/l/.sp");
   const char *opts = var(&v, "TBEXPORT_OPTIONS");
   assert_non_null(opts);
-  assert_non_null(strstr(opts, "trace=3;"));
+  assert_non_null(strstr(opts, "trace=7;")); /* the default: cuda, nvtx, memory */
   assert_non_null(strstr(opts, "delay=0.5;"));
   assert_non_null(strstr(opts, "buffer_mb=8;"));
   assert_non_null(strstr(opts, "flush_ms=250;"));
