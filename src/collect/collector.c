@@ -331,10 +331,14 @@ static void requeue_side(const uint8_t *items, size_t len) {
  * cannot be written loses its records (counted in spool_dropped); the
  * strings it defined are defined again and the other threads' items it
  * held are queued again (requeue_side). */
+/* Set on the background thread only: whose CPU time write_batch reads
+ * (G.thread is written by pthread_create's caller, possibly after the
+ * thread has begun writing batches: not to be read there). */
+static __thread int on_bg_thread;
+
 static void write_batch(void) {
   struct timespec c;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c) == 0 && G.thread_started &&
-      pthread_equal(pthread_self(), G.thread))
+  if (on_bg_thread && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c) == 0)
     G.stats.decode_cpu_ns = (uint64_t)c.tv_sec * 1000000000u + (uint64_t)c.tv_nsec;
   pthread_mutex_lock(&G.mu);
   G.stats.buffers_declined = G.declined;
@@ -757,6 +761,7 @@ static void wait_locked(double secs) {
 
 static void *bg_main(void *arg) {
   (void)arg;
+  on_bg_thread = 1;
   double last_flush = 0;
   unsigned crash_seen = G.crash_seen; /* (not the requests now: one may
                                          come before this thread runs) */

@@ -2,7 +2,8 @@
 # test_memory_collect.sh: CUDA memory of an unmodified program, collected by
 # default, without a GPU.
 #
-# `tbexport -- python3 PROG` with the stand-in libcupti
+# `tbexport -- collect_memory_prog` (test/stress/collect_memory_prog.c)
+# with the stand-in libcupti
 # (test/stress/collect_fake_libcupti.c, TBEXPORT_CUPTI_LIB) and the stand-in
 # NVML (test/stress/collect_fake_nvml.c, TBEXPORT_NVML_LIB): the program
 # makes CUPTI's memory records (MEMORY2) of known allocations and frees
@@ -43,77 +44,16 @@ if [ ! -f "$fake" ]; then
 fi
 [ -f "$nvml" ] || fail "no $nvml beside tbexport"
 [ -f "$libtbe" ] || fail "no $libtbe beside tbexport"
+prog=$bindir/collect_memory_prog
+[ -x "$prog" ] || fail "no $prog beside tbexport"
 py=${TBE_TEST_PYTHON:-python3}
 command -v "$py" >/dev/null || fail "no $py"
-export PYTHONDONTWRITEBYTECODE=1
 export TBEXPORT_CUPTI_LIB=$fake TBEXPORT_NVML_LIB=$nvml TBE_TEST_LIBTBEXPORT=$libtbe
-# Under a sanitizer the injection library needs its runtime loaded first in
-# python3 (leak checks off there: python's own allocations are not ours).
-pyc=("$py")
-rt=$(ldd "$bindir/libtbexport_inject.so" 2>/dev/null | awk '/lib[at]san/ {print $3; exit}')
-[ -z "$rt" ] || pyc=(env LD_PRELOAD="$rt" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$py")
-
-cat >prog.py <<'EOF'
-import ctypes, json, os, sys, time
-inj = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"])
-inj.InitializeInjection()  # as the CUDA driver does at cuInit
-fake = ctypes.CDLL(os.environ["TBEXPORT_CUPTI_LIB"])
-nvml = ctypes.CDLL(os.environ["TBEXPORT_NVML_LIB"])  # the collector's copy
-tbe = ctypes.CDLL(os.environ["TBE_TEST_LIBTBEXPORT"])
-fake.fake_cupti_now.restype = ctypes.c_uint64
-nvml.fake_nvml_samples.restype = ctypes.c_int
-U = ctypes.c_uint64
-MiB = 1 << 20
-def wait_past(t):
-    while fake.fake_cupti_now() <= t:
-        time.sleep(0.0002)
-emitted = []  # (op, kind, addr, bytes, device, pool)
-corr = [1000]
-def mem(op, kind, addr, nbytes, dev, stream=7, pool=0):
-    corr[0] += 1
-    t = fake.fake_cupti_now()
-    if not fake.fake_cupti_memory(op, kind, U(addr), U(nbytes), dev, U(t), stream, corr[0], pool):
-        sys.exit("the fake did not record a memory record")
-    emitted.append([op, kind, addr, nbytes, dev, pool])
-    wait_past(t)
-nvml_set = [0]
-def nvml_to(b):  # what the driver sees this process hold on GPU 0
-    nvml_set[0] = b
-    nvml.fake_nvml_set(0, ctypes.c_longlong(b))
-    if not os.environ.get("TEST_NVML_WAIT"):
-        return
-    n = nvml.fake_nvml_samples()
-    t = time.time()
-    while nvml.fake_nvml_samples() < n + 4 and time.time() < t + 5:  # two samples of both GPUs
-        time.sleep(0.005)
-fake.fake_cupti_device(0)
-fake.fake_cupti_device(1)
-nvml_to(300 * MiB)  # the context
-# known sizes: device memory on both GPUs, pinned host, managed, an async pool's
-mem(1, 3, 0x7f0000000000, 1 * MiB + 123, 0)
-mem(1, 3, 0x7f1000000000, 256 * MiB, 1)
-mem(1, 2, 0x555500000000, 4 * MiB, 0, stream=0)
-mem(1, 5, 0x7f2000000000, 2 * MiB, 0)
-mem(1, 3, 0x7f3000000400, 8 * MiB, 0, pool=1)
-mem(2, 3, 0x7f0000000000, 1 * MiB + 123, 0)
-mem(2, 3, 0x7f3000000400, 8 * MiB, 0, pool=1)
-mem(2, 2, 0x555500000000, 4 * MiB, 0, stream=0)
-nvml_to(400 * MiB)
-# the planted leak: one 64 MiB allocation per step, never freed
-for i in range(20):
-    if tbe.tbe_profiler_step() != 0:
-        sys.exit("tbe_profiler_step failed")
-    mem(1, 3, 0x7e0000000000 + i * 64 * MiB, 64 * MiB, 0)
-    t = fake.fake_cupti_now()
-    wait_past(t + 2000000)
-nvml_to(400 * MiB + 20 * 64 * MiB)
-json.dump(emitted, open("emitted.json", "w"))
-EOF
 
 cat >check.py <<'EOF'
 import gzip, json, sys
 d = json.load(gzip.open(sys.argv[1]))
-emitted = json.load(open(sys.argv[2]))
+emitted = [json.loads(l) for l in open(sys.argv[2])]
 mode = sys.argv[3]  # proc | device | noinit | off
 ev = d["traceEvents"]
 bad = []
@@ -219,15 +159,15 @@ for b in bad:
 sys.exit(1 if bad else 0)
 EOF
 
-# run NAME MODE [tbexport options...]: profile prog.py, check its Chrome JSON
+# run NAME MODE [tbexport options...]: profile the program, check its Chrome JSON
 run() {
   local name=$1 mode=$2 j
   shift 2
-  "$tb" --logdir l --run "$name" "$@" -- "${pyc[@]}" prog.py >out.txt 2>err.txt ||
+  "$tb" --logdir l --run "$name" "$@" -- "$prog" emitted.txt >out.txt 2>err.txt ||
     fail "$name: tbexport status $?: $(cat err.txt)"
   j=$(find "l/plugins/profile/$name" -name '*.trace.json.gz' | head -1)
   [ -n "$j" ] || fail "$name: no Chrome JSON: $(cat err.txt)"
-  "$py" check.py "$j" emitted.json "$mode" || fail "$name: the memory in the Chrome JSON (above)"
+  "$py" check.py "$j" emitted.txt "$mode" || fail "$name: the memory in the Chrome JSON (above)"
 }
 TEST_NVML_WAIT=1 run proc proc
 FAKE_NVML_MODE=noproc TEST_NVML_WAIT=1 run device device
