@@ -1008,7 +1008,8 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
   G.hwm_next = 0;
   if (rc == 0 && (cfg->gpu_metrics_hz || cfg->kernel_metrics)) {
     tbe__hwm_config hc = {cfg->gpu_metrics_hz, cfg->kernel_metrics, cfg->kernel_launches,
-                          cfg->capture, cfg->capture_name, cfg->capture_domain};
+                          cfg->capture, cfg->capture_name, cfg->capture_domain,
+                          TBE__PM_EVAL_DEFAULT};
     G.hwm = tbe__hwm_start(&G.api.m, G.api.get_result_string, G.api.get_timestamp, &hc);
   }
   G.nvtx = 0;

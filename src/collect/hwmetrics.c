@@ -197,6 +197,7 @@ uint32_t tbe__hwm_metric_id(tbe__hwm_out *o, const char *name, const char *sourc
 }
 
 void tbe__hwm_redefine(void) {
+  tbe__pm_redefine();
   for (uint32_t i = 0; i < S.nmet; i++) S.met[i].defined = 0;
 }
 

@@ -51,7 +51,15 @@ typedef struct tbe__hwm_config {
   unsigned capture;         /* tbe_capture_mode: the range profiler measures only
                                launches inside it (rpcapture.c) */
   const char *capture_name, *capture_domain; /* its NVTX range (copied) */
+  unsigned pm_eval;         /* TBE__PM_EVAL_*: where PM samples are evaluated */
 } tbe__hwm_config;
+
+/* Where PM samples are evaluated (pmsampling.c's essay): as they are
+ * decoded, in the program's process (live), or at conversion from the
+ * raw counter data images the spool keeps (deferred).  DEFAULT reads
+ * TBEXPORT_PM_EVAL (live|deferred), else TBE__PM_EVAL_DEFAULT_IS. */
+enum { TBE__PM_EVAL_DEFAULT = 0, TBE__PM_EVAL_LIVE = 1, TBE__PM_EVAL_DEFERRED = 2 };
+#define TBE__PM_EVAL_DEFAULT_IS TBE__PM_EVAL_DEFERRED
 
 /* Starts what cfg asks for: subscribes to CUPTI's context and launch
  * callbacks and marks the device of the current context (if any) wanted.
@@ -73,6 +81,20 @@ void tbe__hwm_stop(tbe__hwm_out *o);
 /* The metric definitions are written again with the next items (a frame
  * that held them was lost). */
 void tbe__hwm_redefine(void);
+/* pmsampling.c's part of it: the deferred mode's TBE__SP_PM_CONFIG too. */
+void tbe__pm_redefine(void);
+
+/* pmeval.c: the deferred PM evaluation at conversion.  Evaluates the raw
+ * counter data images of the spool at `path` with the profiler host API
+ * `host` (NULL: libcupti's, loaded through cupti_load.c) and appends the
+ * samples (TBE__SP_METRIC_SAMPLES) and one TBE__SP_PM_EVALUATED per
+ * device as frames of the spool; where they cannot be evaluated, a
+ * TBE__SP_METRIC_STATUS saying why instead.  A spool without raw images,
+ * or evaluated before, is left as it is.  Returns 0 (*why empty, or one
+ * line saying what failed and was recorded so), or an error with *why
+ * set when the spool could not be read or appended to. */
+int tbe__pm_eval_spool(const char *path, const tbe__cupti_host_api *host, char *why,
+                       size_t whylen);
 
 /* ---- shared by pmsampling.c and rangeprof.c (hwmetrics.c) ---- */
 

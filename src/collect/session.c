@@ -38,6 +38,9 @@
 
 #include "import/spool.h"
 #include "collect/launcher.h"
+#ifdef TBE_HAVE_CUPTI
+#include "collect/hwmetrics.h"
+#endif
 #include "collect/options.h"
 #include "events/spool.h"
 #include "common/fsutil.h"
@@ -650,6 +653,14 @@ static int convert(const tbe_session_options *o, tbe_session_result *result) {
       co.has_rank = ranks[i] >= 0;
       co.rank = ranks[i];
       co.world_size = sl && sl->world_size > ranks[i] ? sl->world_size : 0;
+#ifdef TBE_HAVE_CUPTI
+      /* PM samples the program left raw (TBEXPORT_PM_EVAL=deferred) are
+       * evaluated now, into the spool; a failure to evaluate is the
+       * spool's metric status (the trace's one line), to append is said. */
+      char pwhy[300];
+      if (tbe__pm_eval_spool(names[i], NULL, pwhy, sizeof pwhy) != 0)
+        say(o, TBE_MSG_WARNING, "%s", pwhy);
+#endif
       r = tbe__spool_file_to_trace(names[i], &co, t, &info);
       if (r && info.tail_why)
         say(o, TBE_MSG_ERROR, "%s: byte %zu: %s", names[i], info.tail_offset, info.tail_why);
