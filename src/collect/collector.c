@@ -85,6 +85,8 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -699,8 +701,15 @@ static void wait_locked(double secs) {
   pthread_mutex_lock(&G.mu);
 }
 
+/* The background thread's nice value: it yields to the program's
+ * threads (Linux's setpriority on a thread id sets that thread's alone);
+ * its work is behind theirs, and the buffer cap bounds how far behind. */
+#define TBE__BG_NICE 10
+
 static void *bg_main(void *arg) {
   (void)arg;
+  /* (refused, as under a seccomp filter: it runs at the program's) */
+  (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), TBE__BG_NICE);
   double last_flush = 0;
   unsigned crash_seen = G.crash_seen; /* (not the requests now: one may
                                          come before this thread runs) */

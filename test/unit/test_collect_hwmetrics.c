@@ -1093,6 +1093,16 @@ static void test_pm_deferred_no_cupti(void **state) {
   tfm_pm_produce(E2E, 50, 1000000);
   tfm_context_destroyed(0);
   e2e_stop();
+  /* read before any evaluation (a build without the collector): said */
+  tbe_trace *raw = NULL;
+  assert_int_equal(tbe_trace_create(&raw, NULL), 0);
+  tbe__convert_info ri;
+  memset(&ri, 0, sizeof ri);
+  assert_int_equal(tbe__spool_file_to_trace(f->spool, NULL, raw, &ri), 0);
+  assert_int_equal(warnings_with(raw, "50 PM samples are raw counter images that were not "
+                                      "evaluated"),
+                   1);
+  tbe_trace_free(raw);
   setenv("TBEXPORT_CUPTI_LIB", "/nonexistent/libcupti.so", 1);
   char why[300];
   assert_int_equal(tbe__pm_eval_spool(f->spool, NULL, why, sizeof why), 0);
@@ -1108,6 +1118,7 @@ static void test_pm_deferred_no_cupti(void **state) {
                                     "conversion: cannot load TBEXPORT_CUPTI_LIB"),
                    1);
   assert_int_equal(warnings_with(t, "GPU metrics"), 1);
+  assert_int_equal(warnings_with(t, "not evaluated"), 0);
   size_t kernels = 0, counters = 0;
   for (size_t i = 0; i < t->nevents; i++) {
     kernels += t->events[i].kind == TBE_EV_KERNEL;
