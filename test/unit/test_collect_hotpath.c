@@ -6,16 +6,19 @@
  * and kernel records go into the thread's activity buffer, and a full
  * buffer is handed back and a new one asked for there (buffer_completed,
  * buffer_requested: the collector's code on the program's thread), with
- * PM sampling on (its context callback came before the launches).  This
+ * PM sampling on (its context callback came before the launches), and
+ * the launch inside an NVTX range (PyTorch's emit_nvtx: a push and a pop
+ * through the collector's NVTX handlers, nvtxhook.c).  This
  * file replaces pthread_mutex_lock, malloc, calloc, realloc, getpid,
  * sem_post, write and madvise with counters of the calls made on the
  * counted thread, outside the fake's own work (its per-thread lock), and
  * asserts, for 2,000 and 40,000 launches:
  *   - no allocation: the same count (none) for both;
  *   - the locks, getpid and sem_post calls bounded by the buffers: at
- *     most two locks, one getpid and one sem_post per buffer, none per
- *     launch (so the counts grow with the buffers, 20 times fewer than
- *     the launches here, never with the launches);
+ *     most two locks, two getpid and one sem_post per activity buffer and
+ *     one lock per NVTX block, none per launch (the counts grow with the
+ *     buffers, 60 times fewer than the launches here, never with the
+ *     launches);
  *   - no write or madvise (the spool and recycling are the background
  *     thread's).
  * A counting property, not a speed.  Sanitizer builds (which replace
@@ -40,6 +43,7 @@
 #include "testutil.h"
 
 #include "collect/collector.h"
+#include "collect/nvtxhook.h"
 #include "fake_cupti.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -151,9 +155,51 @@ static CUptiResult f_ts(uint64_t *ts) {
   return CUPTI_SUCCESS;
 }
 
+/* ---- a fake NVTX copy (as test_nvtx_hook.c's): its slots ---- */
+
+static tbe__nvtx_fn core_slots[TBE__NVTX_CORE_SIZE], core2_slots[TBE__NVTX_CORE2_SIZE];
+static tbe__nvtx_fn *core_table[TBE__NVTX_CORE_SIZE], *core2_table[TBE__NVTX_CORE2_SIZE];
+static void stub(void) {}
+static int get_module(int module, tbe__nvtx_table *out, unsigned *size) {
+  if (module == TBE__NVTX_MODULE_CORE) {
+    *out = core_table;
+    *size = TBE__NVTX_CORE_SIZE;
+    return 1;
+  }
+  if (module == TBE__NVTX_MODULE_CORE2) {
+    *out = core2_table;
+    *size = TBE__NVTX_CORE2_SIZE;
+    return 1;
+  }
+  return 0;
+}
+static void set_version(uint32_t v) { (void)v; }
+static const tbe__nvtx_callbacks callbacks = {sizeof(tbe__nvtx_callbacks), get_module};
+static const tbe__nvtx_version_info vinfo = {sizeof(tbe__nvtx_version_info), 3, 0, set_version};
+static const void *get_table(uint32_t id) {
+  if (id == TBE__NVTX_ETID_CALLBACKS) return &callbacks;
+  if (id == TBE__NVTX_ETID_VERSIONINFO) return &vinfo;
+  return NULL;
+}
+static void nvtx_copy(void) {
+  for (unsigned i = 0; i < TBE__NVTX_CORE_SIZE; i++) {
+    core_slots[i] = stub;
+    core_table[i] = i ? &core_slots[i] : NULL;
+  }
+  for (unsigned i = 0; i < TBE__NVTX_CORE2_SIZE; i++) {
+    core2_slots[i] = stub;
+    core2_table[i] = i ? &core2_slots[i] : NULL;
+  }
+  assert_int_equal(tbe__nvtx_attach(get_table, NULL), 1);
+}
+
 /* A launch as CUPTI records it on the launching thread: the runtime
- * call's record and the kernel's. */
+ * call's record and the kernel's, inside an operator's NVTX range. */
 static void launch(uint32_t corr) {
+  tbe__nvtx_push_a_fn push =
+      (tbe__nvtx_push_a_fn)(void (*)(void))core_slots[TBE__NVTX_CORE_RangePushA];
+  tbe__nvtx_pop_fn pop = (tbe__nvtx_pop_fn)(void (*)(void))core_slots[TBE__NVTX_CORE_RangePop];
+  push("aten::add, seq = 7, op_id = 9, sizes = [[4, 8], [4, 8]], input_op_ids = [(1,0), (2,0)]");
   CUpti_ActivityAPI a;
   memset(&a, 0, sizeof a);
   a.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
@@ -172,12 +218,14 @@ static void launch(uint32_t corr) {
   k.correlationId = corr;
   k.name = "k_tiny";
   tf_emit(&k, sizeof k);
+  pop();
 }
 
 typedef struct run {
   uint32_t launches;
   unsigned long counts[C_N];
   size_t buffers;
+  uint64_t nvtx_records, nvtx_dropped;
 } run;
 
 static void *launcher(void *arg) {
@@ -211,16 +259,22 @@ static void one_run(run *r, const char *dir) {
   char *spool = tu_join(dir, "hot.spool");
   tbe__collect_config c;
   memset(&c, 0, sizeof c);
-  c.trace = TBE_TRACE_CUDA;
+  c.trace = TBE_TRACE_CUDA | TBE_TRACE_NVTX;
+  c.nvtx_hook = 1;
   c.spool_path = spool;
   c.buffer_size = 16384; /* ~60 launches a buffer */
   c.gpu_metrics_hz = 1000;
   assert_int_equal(tbe__collector_start(&api, &c), 0);
+  nvtx_copy();
   pthread_t th;
   assert_int_equal(pthread_create(&th, NULL, launcher, r), 0);
   pthread_join(th, NULL);
   assert_int_equal(tbe__collector_stop(NULL), 0);
+  tbe__sp_nvtx_stats ns; /* the decoder's counts, final after the stop */
+  tbe__nvtx_stats(&ns);
   assert_int_equal(atomic_load(&tf.dropped_total), 0); /* every record kept */
+  r->nvtx_records = ns.records;
+  r->nvtx_dropped = ns.dropped;
   unlink(spool);
   free(spool);
 }
@@ -228,13 +282,16 @@ static void one_run(run *r, const char *dir) {
 static void test_launching_thread(void **state) {
   (void)state;
   char *dir = tu_mkdtemp();
-  run a = {2000, {0}, 0}, b = {40000, {0}, 0};
+  run a = {2000, {0}, 0, 0, 0}, b = {40000, {0}, 0, 0, 0};
   one_run(&a, dir);
   one_run(&b, dir);
   tu_rmrf(dir);
   free(dir);
   assert_true(a.buffers > 10);
   assert_true(b.buffers > 15 * a.buffers);
+  /* the NVTX calls went through the collector's handlers */
+  assert_true(b.nvtx_records >= 2 * 40000);
+  assert_int_equal(b.nvtx_dropped, 0);
   if (!HP_COUNT) return; /* sanitizers: the launches ran, uncounted */
   const run *rs[2] = {&a, &b};
   for (int i = 0; i < 2; i++) {
@@ -243,7 +300,8 @@ static void test_launching_thread(void **state) {
            "%lu write, %lu madvise\n",
            r->launches, r->buffers, r->counts[C_LOCK], r->counts[C_ALLOC], r->counts[C_GETPID],
            r->counts[C_SEMPOST], r->counts[C_WRITE], r->counts[C_MADVISE]);
-    assert_true(r->counts[C_LOCK] <= 2 * r->buffers);
+    /* an NVTX block (64 KiB) holds over 400 of these calls */
+    assert_true(r->counts[C_LOCK] <= 2 * r->buffers + 2 * r->launches / 400 + 2);
     assert_true(r->counts[C_GETPID] <= 2 * r->buffers);
     assert_true(r->counts[C_SEMPOST] <= r->buffers);
     assert_int_equal(r->counts[C_WRITE], 0);
