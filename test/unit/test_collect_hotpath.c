@@ -65,12 +65,12 @@ enum { C_LOCK, C_ALLOC, C_GETPID, C_SEMPOST, C_WRITE, C_MADVISE, C_N };
 static __thread int counting;
 static __thread unsigned long counts[C_N];
 
+#if HP_COUNT
 static int fake_lock(const pthread_mutex_t *m) {
   return (const void *)m >= (const void *)&tf.th[0] &&
          (const void *)m < (const void *)&tf.th[TF_MAX_THREADS];
 }
 
-#if HP_COUNT
 extern void *__libc_malloc(size_t n);
 extern void *__libc_calloc(size_t n, size_t k);
 extern void *__libc_realloc(void *p, size_t n);
