@@ -25,7 +25,7 @@
  * turns it into the one line of a failed collection, and the rest of
  * the run is converted as usual.
  *
- * Memory: the spool's bytes (read whole, as the importer does), one image
+ * Memory: the spool mapped (as the importer maps it), one image
  * per device and the output buffer, written out every TBE__EV_FRAME
  * bytes.  Nothing from the spool is trusted: lengths are checked against
  * the items, parts must come in order, indexes past an image are
@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -132,7 +133,7 @@ static void out_flush(evctx *x) {
 /* The host object of the configuration, as the collector built it. */
 static void dev_host(const evctx *x, evdev *v) {
   const tbe__cupti_host_api *h = x->h;
-  if (x->nolib) return dev_fail(v, TBE__MS_UNSUPPORTED, x->nolib, CUPTI_SUCCESS);
+  if (x->nolib) return dev_fail(v, TBE__MS_FAILED, x->nolib, CUPTI_SUCCESS);
   if (!h || !h->initialize || !h->add_metrics || !h->evaluate || !h->config_image_size ||
       !h->config_image || !h->deinitialize) {
     dev_fail(v, TBE__MS_UNSUPPORTED, "this CUPTI has no profiler host API", CUPTI_SUCCESS);
@@ -293,15 +294,19 @@ static int on_item(void *ctx, unsigned type, const uint8_t *body, size_t len) {
 
 /* ---- the spool ---- */
 
-static int read_spool(const char *path, uint8_t **data, size_t *n, char *why, size_t whylen) {
+/* The spool mapped (read-only, private: what is appended later is not
+ * in it).  An empty file maps nothing. */
+static int map_spool(const char *path, uint8_t **data, size_t *n, char *why, size_t whylen) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat st;
   int rc = fd < 0 || fstat(fd, &st) != 0 ? -errno : 0;
   *data = NULL;
   *n = 0;
-  if (!rc && (*data = malloc(st.st_size ? (size_t)st.st_size : 1)) == NULL) rc = TBE_ENOMEM;
-  if (!rc) rc = tbe__pread_all(fd, *data, (size_t)st.st_size, 0);
-  if (!rc) *n = (size_t)st.st_size;
+  if (!rc && st.st_size > 0) {
+    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED) rc = -errno;
+    else *data = m, *n = (size_t)st.st_size;
+  }
   if (fd >= 0) close(fd);
   if (rc) snprintf(why, whylen, "%s: cannot read: %s", path, tbe_strerror(rc));
   return rc;
@@ -329,8 +334,8 @@ int tbe__pm_eval_spool(const char *path, const tbe__cupti_host_api *host, char *
   if (whylen) why[0] = '\0';
   uint8_t *data;
   size_t n;
-  int rc = read_spool(path, &data, &n, why, whylen);
-  if (rc) return rc;
+  int rc = map_spool(path, &data, &n, why, whylen);
+  if (rc || !n) return rc;
   evctx x;
   memset(&x, 0, sizeof x);
   x.fd = -1;
@@ -338,7 +343,7 @@ int tbe__pm_eval_spool(const char *path, const tbe__cupti_host_api *host, char *
   /* first: whether there is anything to do */
   rc = tbe__spool_scan(data, n, on_item, &x, &tail);
   if (rc || !x.raw || x.evaluated) {
-    free(data);
+    munmap(data, n);
     return 0; /* not a spool (the importer says so), nothing raw, or done before */
   }
   tbe__cupti_api api;
@@ -380,6 +385,6 @@ int tbe__pm_eval_spool(const char *path, const tbe__cupti_host_api *host, char *
   if (x.fd >= 0) close(x.fd);
   for (size_t i = 0; i < x.ndev; i++) dev_free(x.h, x.dev[i]);
   tbe__buf_deinit(&x.out);
-  free(data);
+  munmap(data, n);
   return rc;
 }
