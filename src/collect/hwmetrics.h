@@ -15,9 +15,11 @@
  * Threads.  PM sampling is owned by the collector's background thread:
  * the CUPTI callback (a context was created, a kernel is being launched)
  * only marks the device wanted, and the next tick enables sampling there,
- * drains CUPTI's hardware buffer, evaluates the samples and appends the
- * items.  The range profiler runs on the application's launching thread
- * (CUPTI replays the kernel inside the launch call), keeps its figures
+ * drains CUPTI's hardware buffer and appends the items: the samples
+ * evaluated, or (deferred, the default) the raw images that the
+ * conversion evaluates (pmeval.c).  The range profiler runs on the
+ * application's launching thread (CUPTI replays the kernel inside the
+ * launch call), keeps its figures
  * per kernel name under its own lock, and the tick writes them.  Items
  * and spool strings are only made by the decoding thread (tbe__hwm_out).
  *

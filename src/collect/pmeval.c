@@ -56,8 +56,8 @@
 
 typedef struct evdev {
   uint32_t device;
-  int configured;           /* a TBE__SP_PM_CONFIG was read */
-  unsigned status;          /* TBE__MS_OK, or why nothing more is evaluated */
+  int configured;  /* a TBE__SP_PM_CONFIG was read */
+  unsigned status; /* TBE__MS_OK, or why nothing more is evaluated */
   char reason[200];
   tbe__sp_pm_config c;
   uint32_t ids[TBE__EV_MET];
@@ -65,11 +65,11 @@ typedef struct evdev {
   char *namebuf, chip[72];
   uint8_t *avail, *config;
   tbe__ph_object *host;
-  uint8_t *img;             /* c.full bytes */
+  uint8_t *img;              /* c.full bytes */
   uint32_t seq, total, have; /* the image being put together */
   int img_ok;
   uint64_t samples, failed;
-  uint8_t *item;            /* the samples item being filled */
+  uint8_t *item; /* the samples item being filled */
   size_t item_len;
   uint32_t item_n;
 } evdev;
@@ -78,9 +78,9 @@ typedef struct evctx {
   const tbe__cupti_host_api *h;
   evdev *dev[TBE__EV_DEV];
   size_t ndev;
-  int evaluated;            /* a TBE__SP_PM_EVALUATED was seen */
-  int raw;                  /* a TBE__SP_PM_CONFIG was seen */
-  const char *nolib;         /* why no host API could be loaded, or NULL */
+  int evaluated;     /* a TBE__SP_PM_EVALUATED was seen */
+  int raw;           /* a TBE__SP_PM_CONFIG was seen */
+  const char *nolib; /* why no host API could be loaded, or NULL */
   tbe__buf out;
   int fd, err;
 } evctx;
@@ -102,8 +102,8 @@ static void dev_fail(evdev *v, unsigned status, const char *what, CUptiResult r)
   if (r == CUPTI_SUCCESS)
     snprintf(v->reason, sizeof v->reason, "evaluating the samples at conversion: %s", what);
   else
-    snprintf(v->reason, sizeof v->reason, "evaluating the samples at conversion: %s: CUPTI error %d",
-             what, (int)r);
+    snprintf(v->reason, sizeof v->reason,
+             "evaluating the samples at conversion: %s: CUPTI error %d", what, (int)r);
 }
 
 static void dev_free(const tbe__cupti_host_api *h, evdev *v) {
@@ -133,29 +133,43 @@ static void out_flush(evctx *x) {
 /* The host object of the configuration, as the collector built it. */
 static void dev_host(const evctx *x, evdev *v) {
   const tbe__cupti_host_api *h = x->h;
-  if (x->nolib) return dev_fail(v, TBE__MS_FAILED, x->nolib, CUPTI_SUCCESS);
+  if (x->nolib) {
+    dev_fail(v, TBE__MS_FAILED, x->nolib, CUPTI_SUCCESS);
+    return;
+  }
   if (!h || !h->initialize || !h->add_metrics || !h->evaluate || !h->config_image_size ||
       !h->config_image || !h->deinitialize) {
     dev_fail(v, TBE__MS_UNSUPPORTED, "this CUPTI has no profiler host API", CUPTI_SUCCESS);
     return;
   }
-  tbe__ph_init in = {TBE__PSIZE(tbe__ph_init, pHostObject), NULL, TBE__PH_PM_SAMPLING, v->chip,
-                     v->avail, NULL};
+  tbe__ph_init in = {
+      TBE__PSIZE(tbe__ph_init, pHostObject), NULL, TBE__PH_PM_SAMPLING, v->chip, v->avail, NULL};
   CUptiResult r = h->initialize(&in);
-  if (r != CUPTI_SUCCESS) return dev_fail(v, TBE__MS_FAILED, "cuptiProfilerHostInitialize", r);
+  if (r != CUPTI_SUCCESS) {
+    dev_fail(v, TBE__MS_FAILED, "cuptiProfilerHostInitialize", r);
+    return;
+  }
   v->host = in.pHostObject;
   tbe__ph_add add = {TBE__PSIZE(tbe__ph_add, numMetrics), NULL, v->host, v->names, v->c.nmetrics};
-  if ((r = h->add_metrics(&add)) != CUPTI_SUCCESS)
-    return dev_fail(v, TBE__MS_FAILED, "cuptiProfilerHostConfigAddMetrics", r);
+  if ((r = h->add_metrics(&add)) != CUPTI_SUCCESS) {
+    dev_fail(v, TBE__MS_FAILED, "cuptiProfilerHostConfigAddMetrics", r);
+    return;
+  }
   tbe__ph_image_size sz = {TBE__PSIZE(tbe__ph_image_size, configImageSize), NULL, v->host, 0};
-  if ((r = h->config_image_size(&sz)) != CUPTI_SUCCESS)
-    return dev_fail(v, TBE__MS_FAILED, "cuptiProfilerHostGetConfigImageSize", r);
-  if (!(v->config = malloc(sz.configImageSize ? sz.configImageSize : 1)))
-    return dev_fail(v, TBE__MS_FAILED, "out of memory", CUPTI_SUCCESS);
+  if ((r = h->config_image_size(&sz)) != CUPTI_SUCCESS) {
+    dev_fail(v, TBE__MS_FAILED, "cuptiProfilerHostGetConfigImageSize", r);
+    return;
+  }
+  if (!(v->config = malloc(sz.configImageSize ? sz.configImageSize : 1))) {
+    dev_fail(v, TBE__MS_FAILED, "out of memory", CUPTI_SUCCESS);
+    return;
+  }
   tbe__ph_image im = {TBE__PSIZE(tbe__ph_image, pConfigImage), NULL, v->host, sz.configImageSize,
                       v->config};
-  if ((r = h->config_image(&im)) != CUPTI_SUCCESS)
-    return dev_fail(v, TBE__MS_FAILED, "cuptiProfilerHostGetConfigImage", r);
+  if ((r = h->config_image(&im)) != CUPTI_SUCCESS) {
+    dev_fail(v, TBE__MS_FAILED, "cuptiProfilerHostGetConfigImage", r);
+    return;
+  }
 }
 
 static void on_config(evctx *x, const uint8_t *b, size_t len) {
@@ -168,9 +182,11 @@ static void on_config(evctx *x, const uint8_t *b, size_t len) {
   x->raw = 1;
   v->c = c;
   size_t need = sizeof c + 4 * (size_t)c.nmetrics + c.chip_len + (size_t)c.names_len + c.avail_len;
-  if (c.nmetrics == 0 || c.nmetrics > TBE__EV_MET || c.chip_len >= sizeof v->chip ||
-      need != len || c.head > c.full || (c.stride && !c.head))
-    return dev_fail(v, TBE__MS_FAILED, "a malformed PM configuration item", CUPTI_SUCCESS);
+  if (c.nmetrics == 0 || c.nmetrics > TBE__EV_MET || c.chip_len >= sizeof v->chip || need != len ||
+      c.head > c.full) {
+    dev_fail(v, TBE__MS_FAILED, "a malformed PM configuration item", CUPTI_SUCCESS);
+    return;
+  }
   const uint8_t *p = b + sizeof c;
   memcpy(v->ids, p, 4 * (size_t)c.nmetrics);
   p += 4 * (size_t)c.nmetrics;
@@ -181,8 +197,10 @@ static void on_config(evctx *x, const uint8_t *b, size_t len) {
   v->avail = c.avail_len ? malloc(c.avail_len) : NULL;
   v->img = malloc(c.full ? c.full : 1);
   v->item = malloc(TBE__EV_ITEM);
-  if (!v->namebuf || (c.avail_len && !v->avail) || !v->img || !v->item)
-    return dev_fail(v, TBE__MS_FAILED, "out of memory", CUPTI_SUCCESS);
+  if (!v->namebuf || (c.avail_len && !v->avail) || !v->img || !v->item) {
+    dev_fail(v, TBE__MS_FAILED, "out of memory", CUPTI_SUCCESS);
+    return;
+  }
   memcpy(v->namebuf, p, c.names_len);
   v->namebuf[c.names_len] = '\0';
   p += c.names_len;
@@ -193,8 +211,10 @@ static void on_config(evctx *x, const uint8_t *b, size_t len) {
     v->names[k++] = v->namebuf + at;
     at += strlen(v->namebuf + at) + 1;
   }
-  if (k != c.nmetrics || at != c.names_len)
-    return dev_fail(v, TBE__MS_FAILED, "a malformed PM configuration item", CUPTI_SUCCESS);
+  if (k != c.nmetrics || at != c.names_len) {
+    dev_fail(v, TBE__MS_FAILED, "a malformed PM configuration item", CUPTI_SUCCESS);
+    return;
+  }
   dev_host(x, v);
 }
 
@@ -262,8 +282,15 @@ static void on_times(evctx *x, const uint8_t *b, size_t len) {
   for (uint32_t i = 0; i < h.n; i++) {
     tbe__sp_pm_time t;
     memcpy(&t, b + sizeof h + (size_t)i * sizeof t, sizeof t);
-    tbe__ph_eval ev = {TBE__PSIZE(tbe__ph_eval, pMetricValues), NULL, v->host, v->img,
-                       v->c.full, t.index, v->names, v->c.nmetrics, val};
+    tbe__ph_eval ev = {TBE__PSIZE(tbe__ph_eval, pMetricValues),
+                       NULL,
+                       v->host,
+                       v->img,
+                       v->c.full,
+                       t.index,
+                       v->names,
+                       v->c.nmetrics,
+                       val};
     if (!ok || x->h->evaluate(&ev) != CUPTI_SUCCESS) {
       v->failed++;
       continue;
@@ -278,8 +305,10 @@ static int on_item(void *ctx, unsigned type, const uint8_t *body, size_t len) {
   switch (type) {
     case TBE__SP_PM_EVALUATED: x->evaluated = 1; break;
     case TBE__SP_PM_CONFIG:
-      if (x->h) on_config(x, body, len);
-      else x->raw = 1;
+      if (x->h)
+        on_config(x, body, len);
+      else
+        x->raw = 1;
       break;
     case TBE__SP_PM_IMAGE:
       if (x->h) on_image(x, body, len);
@@ -304,8 +333,10 @@ static int map_spool(const char *path, uint8_t **data, size_t *n, char *why, siz
   *n = 0;
   if (!rc && st.st_size > 0) {
     void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m == MAP_FAILED) rc = -errno;
-    else *data = m, *n = (size_t)st.st_size;
+    if (m == MAP_FAILED)
+      rc = -errno;
+    else
+      *data = m, *n = (size_t)st.st_size;
   }
   if (fd >= 0) close(fd);
   if (rc) snprintf(why, whylen, "%s: cannot read: %s", path, tbe_strerror(rc));
@@ -319,6 +350,21 @@ static void close_devices(evctx *x, char *why, size_t whylen) {
   for (size_t i = 0; i < x->ndev; i++) {
     evdev *v = x->dev[i];
     item_flush(x, v);
+    if (v->status == TBE__MS_OK && v->failed && !v->samples) {
+      v->status = TBE__MS_FAILED;
+      snprintf(v->reason, sizeof v->reason,
+               "evaluating the samples at conversion: CUPTI evaluated none of the %llu samples "
+               "(a damaged counter image?)",
+               (unsigned long long)v->failed);
+    } else if (v->status == TBE__MS_OK && v->failed) {
+      char line[200];
+      snprintf(line, sizeof line,
+               "PM sampling on GPU %u: CUPTI could not evaluate %llu of the %llu samples at "
+               "conversion; they are left out",
+               v->device, (unsigned long long)v->failed,
+               (unsigned long long)(v->failed + v->samples));
+      tbe__spool_item(&x->out, TBE__SP_NOTE, line, strlen(line));
+    }
     if (v->status != TBE__MS_OK) {
       tbe__hwm_put_status(&o, TBE__MKIND_PM_SAMPLING, v->device, v->status, 0, 0, 0, v->reason);
       if (why[0] == '\0')

@@ -39,12 +39,29 @@
  * overflowed, the samples lost are estimated from the gap in time before
  * the next sample decoded (at least one) and counted into the status.
  *
- * Each decoded sample is evaluated (cuptiProfilerHostEvaluateToGpuValues,
- * the sample's index as the range) and appended to a TBE__SP_METRIC_SAMPLES
- * item; an item holds what fits its 16-bit body and goes into the
- * collector's batch, which the background thread writes as one frame per
- * tick: a crash loses at most the last tick of samples (the collector's
- * crash path runs a tick too).
+ * Evaluation (TBEXPORT_PM_EVAL; TBE__PM_EVAL_DEFAULT_IS in hwmetrics.h).
+ * Live: each decoded sample is evaluated here
+ * (cuptiProfilerHostEvaluateToGpuValues, the sample's index as the range)
+ * and appended to a TBE__SP_METRIC_SAMPLES item; an item holds what fits
+ * its 16-bit body.  Deferred (the default): evaluating costs the
+ * program's process CPU time per sample (10,000 a second at 10 kHz, on a
+ * thread beside a launch-bound program's), so the tick only decodes,
+ * reads each sample's times (the stale and overflow accounting is the
+ * same) and copies the image raw into TBE__SP_PM_* items (spool.h): the
+ * configuration once per device (chip, CUPTI names, the counter
+ * availability image), then per image the bytes of its samples and the
+ * samples to keep; the conversion evaluates them (pmeval.c) into the
+ * same items live mode writes.  "The bytes of its samples": CUPTI's
+ * sizes for one and two samples give a head and a per-sample stride; an
+ * image cut after head + stride * n bytes and zero-filled is checked,
+ * once per device, to read as the whole one (counts, first and last
+ * sample's times and values) before any image is cut, else images are
+ * copied whole (CUPTI does not document the layout).  A device's raw
+ * bytes are bounded (TBE__PM_RAW_MAX): past it, the rest is evaluated
+ * live, with one line.  Either way the items go into the collector's
+ * batch, which the background thread writes as one frame per tick: a
+ * crash loses at most the last tick of samples (the collector's crash
+ * path runs a tick too).
  *
  * Invariants: a device's state is read and written atomically; set-up
  * (PM_NONE to PM_RUNNING or PM_FAILED) happens under H.enable_mu on

@@ -275,6 +275,7 @@ static struct {
   int pm_overflow_next;
   int pm_vary;       /* PM values vary with the sample's end (see tfm_host_eval) */
   int pm_soa;        /* images laid out as all starts, then all ends */
+  int pm_eval_bad;   /* evaluating a PM image fails (a damaged image) */
   int rp_enabled, rp_started;
   uint32_t rp_seq, rp_ranges;
   int host_objects;  /* alive: initialized and not deinitialized */
@@ -321,7 +322,7 @@ static inline void tfm_reset(void) {
   tfm.pm_enabled = tfm.pm_started = tfm.pm_stopped = 0;
   tfm.npend = tfm.pend_head = 0;
   tfm.pm_overflow_next = 0;
-  tfm.pm_vary = tfm.pm_soa = 0;
+  tfm.pm_vary = tfm.pm_soa = tfm.pm_eval_bad = 0;
   tfm.rp_enabled = tfm.rp_started = 0;
   tfm.rp_seq = tfm.rp_ranges = 0;
   tfm.host_objects = 0;
@@ -572,7 +573,8 @@ static inline CUptiResult tfm_host_eval(tbe__ph_eval *p) {
   for (size_t j = 0; j < p->numMetrics; j++) {
     if (magic == 0x504d) {
       const tfm_pm_image *im = (const tfm_pm_image *)p->pCounterDataImage;
-      if (p->rangeIndex >= im->n || p->counterDataImageSize != sizeof *im + 16 * (size_t)im->cap)
+      if (p->rangeIndex >= im->n || p->counterDataImageSize != sizeof *im + 16 * (size_t)im->cap ||
+          tfm.pm_eval_bad)
         return CUPTI_ERROR_INVALID_PARAMETER;
       /* with tfm.pm_vary, also the sample's end (mod 1000, in eighths):
        * a value read from another sample or a damaged image differs */

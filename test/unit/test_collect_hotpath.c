@@ -95,14 +95,14 @@ typedef ssize_t (*write_fn)(int, const void *, size_t);
 typedef int (*madvise_fn)(void *, size_t, int);
 
 /* The real function named, found once (dlsym may allocate: not counted). */
-#define REAL(type, name)                                     \
-  static type real_;                                         \
-  if (!real_) {                                              \
-    int was_ = counting;                                     \
-    counting = 0;                                            \
-    void *p_ = dlsym(RTLD_NEXT, name);                       \
-    memcpy(&real_, &p_, sizeof p_);                          \
-    counting = was_;                                         \
+#define REAL(type, name)               \
+  static type real_;                   \
+  if (!real_) {                        \
+    int was_ = counting;               \
+    counting = 0;                      \
+    void *p_ = dlsym(RTLD_NEXT, name); \
+    memcpy(&real_, &p_, sizeof p_);    \
+    counting = was_;                   \
   }
 
 int pthread_mutex_lock(pthread_mutex_t *m) {
@@ -296,10 +296,11 @@ static void test_launching_thread(void **state) {
   const run *rs[2] = {&a, &b};
   for (int i = 0; i < 2; i++) {
     const run *r = rs[i];
-    printf("%u launches, %zu buffers: %lu locks, %lu allocations, %lu getpid, %lu sem_post, "
-           "%lu write, %lu madvise\n",
-           r->launches, r->buffers, r->counts[C_LOCK], r->counts[C_ALLOC], r->counts[C_GETPID],
-           r->counts[C_SEMPOST], r->counts[C_WRITE], r->counts[C_MADVISE]);
+    printf(
+        "%u launches, %zu buffers: %lu locks, %lu allocations, %lu getpid, %lu sem_post, "
+        "%lu write, %lu madvise\n",
+        r->launches, r->buffers, r->counts[C_LOCK], r->counts[C_ALLOC], r->counts[C_GETPID],
+        r->counts[C_SEMPOST], r->counts[C_WRITE], r->counts[C_MADVISE]);
     /* an NVTX block (64 KiB) holds over 400 of these calls */
     assert_true(r->counts[C_LOCK] <= 2 * r->buffers + 2 * r->launches / 400 + 2);
     assert_true(r->counts[C_GETPID] <= 2 * r->buffers);

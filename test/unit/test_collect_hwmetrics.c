@@ -1141,6 +1141,36 @@ static void test_pm_deferred_no_cupti(void **state) {
   tbe_trace_free(t);
 }
 
+/* Deferred samples whose images CUPTI refuses at conversion: one line
+ * (the status), the rest of the run kept. */
+static void test_pm_deferred_bad_image(void **state) {
+  fixture *f = *state;
+  e2e_start(f, 1000, 0, 0);
+  tfm_context_created(0);
+  e2e_kernel(1, "k_kept");
+  tfm_pm_produce(E2E, 20, 1000000);
+  tfm_context_destroyed(0);
+  e2e_stop();
+  tfm.pm_eval_bad = 1;
+  char why[300];
+  assert_int_equal(tbe__pm_eval_spool(f->spool, &f->api.m.host, why, sizeof why), 0);
+  assert_non_null(strstr(why, "CUPTI evaluated none of the 20 samples"));
+  tbe_trace *t = NULL;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  tbe__convert_info info;
+  memset(&info, 0, sizeof info);
+  assert_int_equal(tbe__spool_file_to_trace(f->spool, NULL, t, &info), 0);
+  assert_int_equal(warnings_with(t, "GPU metrics (PM sampling) not collected on GPU 0: collection "
+                                    "failed: evaluating the samples at conversion: CUPTI "
+                                    "evaluated none of the 20 samples"),
+                   1);
+  assert_int_equal(warnings_with(t, "GPU metrics"), 1);
+  size_t kernels = 0;
+  for (size_t i = 0; i < t->nevents; i++) kernels += t->events[i].kind == TBE_EV_KERNEL;
+  assert_int_equal(kernels, 1);
+  tbe_trace_free(t);
+}
+
 /* The range profiler where PM sampling has no permission: the kernels'
  * figures on their summary rows with a verdict, in the Chrome JSON's
  * tbexportKernelMetrics, and the refusal as one warning line naming the
@@ -1202,6 +1232,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_e2e_pm_gap, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pm_deferred_same_as_live, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pm_deferred_no_cupti, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_pm_deferred_bad_image, setup, teardown),
       cmocka_unit_test_setup_teardown(test_e2e_range_profiler, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
