@@ -203,6 +203,10 @@ static void wake_init(void) { sem_init(&wake_sem, 0, 0); }
 static void wake_bg(void) { sem_post(&wake_sem); }
 
 static int atfork_registered;
+/* Set on the background thread (its CPU time is the decoding's): a flag of
+ * its own, since G.thread and G.thread_started are written by the starting
+ * thread while it may already run. */
+static __thread int on_bg;
 static tbe_allocator malloc_alloc; /* the batches' allocator (malloc) */
 
 /* One line to the caller's on_message (collector.h); the collector never
@@ -279,8 +283,7 @@ static void requeue_side(const uint8_t *items, size_t len) {
  * held are queued again (requeue_side). */
 static void write_batch(void) {
   struct timespec c;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c) == 0 && G.thread_started &&
-      pthread_equal(pthread_self(), G.thread))
+  if (on_bg && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c) == 0)
     G.stats.decode_cpu_ns = (uint64_t)c.tv_sec * 1000000000u + (uint64_t)c.tv_nsec;
   pthread_mutex_lock(&G.mu);
   G.stats.buffers_declined = G.declined;
@@ -708,6 +711,7 @@ static void wait_locked(double secs) {
 
 static void *bg_main(void *arg) {
   (void)arg;
+  on_bg = 1;
   /* (refused, as under a seccomp filter: it runs at the program's) */
   (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), TBE__BG_NICE);
   double last_flush = 0;
