@@ -83,8 +83,9 @@ void tbe__hwm_stop(tbe__hwm_out *o);
 /* The metric definitions are written again with the next items (a frame
  * that held them was lost). */
 void tbe__hwm_redefine(void);
-/* pmsampling.c's part of it: the deferred mode's TBE__SP_PM_CONFIG too. */
-void tbe__pm_redefine(void);
+/* How many times tbe__hwm_redefine ran (decoding thread): what the
+ * deferred mode's TBE__SP_PM_CONFIG is written again after. */
+unsigned tbe__hwm_redefinitions(void);
 
 /* pmeval.c: the deferred PM evaluation at conversion.  Evaluates the raw
  * counter data images of the spool at `path` with the profiler host API

@@ -92,6 +92,7 @@
 #define TBE__MAXDEV 64
 #define TBE__ITEM_MAX 65535u         /* an item's body: u16 length */
 #define TBE__PM_RAW_MAX ((uint64_t)1 << 30) /* raw image bytes per device, deferred */
+#define TBE__PM_BATCH_MAX ((size_t)16 << 20) /* a drain's raw images stop there */
 
 /* ---- the metric table ---- */
 
@@ -146,6 +147,7 @@ typedef struct pmdev {
   /* deferred evaluation (TBEXPORT_PM_EVAL=deferred) */
   int deferred;             /* images go to the spool raw */
   int config_written;       /* its TBE__SP_PM_CONFIG is in the spool */
+  unsigned config_gen;      /* tbe__hwm_redefinitions() when it was written */
   int prefix;               /* copy head + stride * samples: 1 yes, 0 whole image, -1 unchecked */
   size_t head, stride;      /* the image's size for no sample and per sample */
   size_t avail_size;
@@ -170,6 +172,7 @@ static struct {
   double tick_s;            /* drain period while sampling */
   int exiting;              /* the process is exiting: no new device, no CUPTI call at stop */
   int deferred;             /* TBE__PM_EVAL_DEFERRED in force */
+  int last_drain;           /* pm_finish's drain: everything, whatever the batch holds */
 } H = {.enable_mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* ---- the callback ---- */
@@ -682,6 +685,7 @@ static void put_config(tbe__hwm_out *o, pmdev *p, uint32_t d, const uint32_t *id
   memcpy(p->item, &c, sizeof c);
   tbe__spool_item(o->batch, TBE__SP_PM_CONFIG, p->item, at);
   p->config_written = 1;
+  p->config_gen = tbe__hwm_redefinitions();
 }
 
 /* Writes the image just decoded, raw: its metric ids defined (where live
@@ -695,7 +699,7 @@ static void put_image(tbe__hwm_out *o, pmdev *p, uint32_t d, size_t upto, size_t
                                 pm_defs[p->which[i]].unit);
   if (p->prefix == -1 && p->head + p->stride * upto < p->data_size)
     p->prefix = prefix_holds(p, upto, 0) && prefix_holds(p, upto, upto - 1);
-  if (!p->config_written) put_config(o, p, d, ids);
+  if (!p->config_written || p->config_gen != tbe__hwm_redefinitions()) put_config(o, p, d, ids);
   size_t total = image_part(p, upto);
   const size_t room = TBE__ITEM_MAX - sizeof(tbe__sp_pm_image);
   for (size_t off = 0; off < total; off += room) {
@@ -725,10 +729,6 @@ static void put_image(tbe__hwm_out *o, pmdev *p, uint32_t d, size_t upto, size_t
              d, (unsigned long long)(TBE__PM_RAW_MAX >> 20));
     if (o->say) o->say(o->say_ctx, line);
   }
-}
-
-void tbe__pm_redefine(void) {
-  for (uint32_t d = 0; d < TBE__MAXDEV; d++) H.dev[d].config_written = 0;
 }
 
 /* Decodes what the hardware buffer holds and writes every completed
@@ -818,6 +818,9 @@ static int pm_drain(tbe__hwm_out *o, uint32_t d) {
       return -1;
     }
     if (dd.decodeStopReason != CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL) break;
+    /* Raw images make big frames: the rest waits in CUPTI's buffer for the
+     * next tick rather than make a frame the spool refuses (64 MiB). */
+    if (raw && !H.last_drain && o->batch->len > TBE__PM_BATCH_MAX) break;
   }
   item_flush(o, p, d);
   if (!had && p->samples) tbe__hwm_exit_hook(); /* CUPTI has decoded and evaluated now */
@@ -842,7 +845,9 @@ static void pm_finish(tbe__hwm_out *o, uint32_t d) {
   sp.structSize = CUpti_PmSampling_Stop_Params_STRUCT_SIZE;
   sp.pPmSamplingObject = p->obj;
   H.api->pm_stop(&sp);
+  H.last_drain = 1;
   pm_drain(o, d);
+  H.last_drain = 0;
   pm_put_status(o, d);
   if (!__atomic_load_n(&H.exiting, __ATOMIC_ACQUIRE)) {
     pm_release(p);
