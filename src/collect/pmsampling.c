@@ -782,7 +782,8 @@ static int pm_drain(tbe__hwm_out *o, uint32_t d) {
       si.sampleIndex = i;
       tbe__ph_eval ev = {TBE__PSIZE(tbe__ph_eval, pMetricValues), NULL, p->host, p->data,
                          p->data_size, i, p->names, p->n, v};
-      if (m->pm_sample_info(&si) != CUPTI_SUCCESS || (!raw && m->host.evaluate(&ev) != CUPTI_SUCCESS))
+      if (m->pm_sample_info(&si) != CUPTI_SUCCESS ||
+          (!raw && m->host.evaluate(&ev) != CUPTI_SUCCESS))
         continue; /* one sample CUPTI cannot read: skipped, not counted (deferred:
                    * one it cannot evaluate is left out at conversion) */
       int64_t start = (int64_t)si.startTimestamp, end = (int64_t)si.endTimestamp;

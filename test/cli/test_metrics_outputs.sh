@@ -133,8 +133,10 @@ PY
 cp "$D/metrics/metrics_deferred.spool" "$tmp/deferred.spool"
 for round in 1 2; do
   TBEXPORT_CUPTI_LIB=/nonexistent/libcupti.so "$B" import --logdir "$L" --run deferred$round \
-    --host h "$tmp/deferred.spool" >"$tmp/out" 2>"$tmp/err" || die "import deferred: $(cat "$tmp/err")"
-  [ "$(grep -c 'GPU metrics' "$tmp/err")" = 1 ] || { cat "$tmp/err"; die "deferred: want one line"; }
+    --host h "$tmp/deferred.spool" >"$tmp/out" 2>"$tmp/err" ||
+    die "import deferred: $(cat "$tmp/err")"
+  [ "$(grep -c 'GPU metrics' "$tmp/err")" = 1 ] ||
+    { cat "$tmp/err"; die "deferred: want one line"; }
   grep -q 'GPU metrics (PM sampling) not collected on GPU 0: collection failed: '\
 'evaluating the samples at conversion: cannot load TBEXPORT_CUPTI_LIB=/nonexistent/libcupti.so' \
     "$tmp/err" || { cat "$tmp/err"; die "deferred: no line saying why"; }
