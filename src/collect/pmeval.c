@@ -25,8 +25,9 @@
  * turns it into the one line of a failed collection, and the rest of
  * the run is converted as usual.
  *
- * Memory: the spool mapped (as the importer maps it), one image
- * per device and the output buffer, written out every TBE__EV_FRAME
+ * Memory: the spool mapped (as the importer maps it), one image per device
+ * (at most TBE__SP_PM_IMAGE_MAX, made when its first part is read) and
+ * the output buffer, written out every TBE__EV_FRAME
  * bytes.  Nothing from the spool is trusted: lengths are checked against
  * the items, parts must come in order, indexes past an image are
  * evaluated by CUPTI (which refuses them) and counted. */
@@ -183,7 +184,7 @@ static void on_config(evctx *x, const uint8_t *b, size_t len) {
   v->c = c;
   size_t need = sizeof c + 4 * (size_t)c.nmetrics + c.chip_len + (size_t)c.names_len + c.avail_len;
   if (c.nmetrics == 0 || c.nmetrics > TBE__EV_MET || c.chip_len >= sizeof v->chip || need != len ||
-      c.head > c.full) {
+      c.head > c.full || c.full == 0 || c.full > TBE__SP_PM_IMAGE_MAX) {
     dev_fail(v, TBE__MS_FAILED, "a malformed PM configuration item", CUPTI_SUCCESS);
     return;
   }
@@ -195,9 +196,8 @@ static void on_config(evctx *x, const uint8_t *b, size_t len) {
   p += c.chip_len;
   v->namebuf = malloc((size_t)c.names_len + 1);
   v->avail = c.avail_len ? malloc(c.avail_len) : NULL;
-  v->img = malloc(c.full ? c.full : 1);
   v->item = malloc(TBE__EV_ITEM);
-  if (!v->namebuf || (c.avail_len && !v->avail) || !v->img || !v->item) {
+  if (!v->namebuf || (c.avail_len && !v->avail) || !v->item) {
     dev_fail(v, TBE__MS_FAILED, "out of memory", CUPTI_SUCCESS);
     return;
   }
@@ -231,7 +231,9 @@ static void on_image(evctx *x, const uint8_t *b, size_t len) {
     v->seq = h.seq;
     v->total = h.total;
     v->have = 0;
-    v->img_ok = h.total <= v->c.full;
+    /* made with the first image: a configuration alone claims no memory */
+    if (!v->img && h.total <= v->c.full) v->img = malloc(v->c.full);
+    v->img_ok = v->img && h.total <= v->c.full;
     if (v->img_ok) memset(v->img + h.total, 0, v->c.full - h.total);
   }
   if (!v->img_ok || h.seq != v->seq || h.offset != v->have || n > (size_t)v->total - v->have) {

@@ -469,7 +469,7 @@ static void deferred_setup(pmdev *p, const CUpti_PmSampling_GetCounterDataSize_P
   for (size_t i = 0; i < p->n; i++) names += strlen(p->names[i]) + 1;
   if (sizeof(tbe__sp_pm_config) + 4 * p->n + strlen(p->chip) + names + p->avail_size >
           TBE__ITEM_MAX ||
-      p->data_size > UINT32_MAX)
+      p->data_size > TBE__SP_PM_IMAGE_MAX)
     return;
   CUpti_PmSampling_GetCounterDataSize_Params q = *ds;
   size_t s1 = 0, s2 = 0;

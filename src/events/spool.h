@@ -311,6 +311,7 @@ typedef struct tbe__sp_replayed {
  * (its samples' part: head + stride * samples, where CUPTI's sizes say
  * the image is laid out so and the collector checked it once) is
  * zero-filled to `full` bytes before it is evaluated. */
+#define TBE__SP_PM_IMAGE_MAX (256u << 20) /* the largest `full` (larger: evaluated live) */
 typedef struct tbe__sp_pm_config {
   uint32_t device;
   uint32_t nmetrics;
