@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,6 +41,7 @@
 #include "testutil.h"
 
 #include "collect/collector.h"
+#include "common/alloc.h"
 #include "collect/hwmetrics.h"
 #include "collect/options.h"
 #include "events/spool.h"
@@ -1171,6 +1173,60 @@ static void test_pm_deferred_bad_image(void **state) {
   tbe_trace_free(t);
 }
 
+/* Raw items that lie (a spool is input): a configuration claiming a 1 GiB
+ * image, one whose names do not fill their length, an image part out of
+ * order.  Each device's samples fail with one status; nothing is
+ * allocated for the claims, nothing read past an item. */
+static void test_pm_deferred_hostile(void **state) {
+  fixture *f = *state;
+  tbe__buf b;
+  tbe_allocator al;
+  tbe__allocator_init(&al, NULL);
+  tbe__buf_init(&b, &al);
+  uint8_t body[512];
+  for (uint32_t d = 0; d < 3; d++) {
+    const char *chip = "GH100", names[] = "a.sum\0b.avg\0";
+    tbe__sp_pm_config c = {d, 2, 5, (uint32_t)sizeof names - 1, 0, 4112, 16, 16};
+    if (d == 0) c.full = 1u << 30;  /* too large */
+    if (d == 1) c.names_len -= 1;   /* the last name not ended */
+    uint32_t ids[2] = {1, 2};
+    size_t at = 0;
+    memcpy(body, &c, sizeof c), at += sizeof c;
+    memcpy(body + at, ids, sizeof ids), at += sizeof ids;
+    memcpy(body + at, chip, 5), at += 5;
+    memcpy(body + at, names, c.names_len), at += c.names_len;
+    tbe__spool_item(&b, TBE__SP_PM_CONFIG, body, at);
+    tbe__sp_pm_image im = {d, 0, d == 2 ? 32u : 0u, 48}; /* device 2: a part out of order */
+    memcpy(body, &im, sizeof im);
+    memset(body + sizeof im, 0, 16);
+    tbe__spool_item(&b, TBE__SP_PM_IMAGE, body, sizeof im + 16);
+    tbe__sp_pm_times tm = {d, 0, 1, 0};
+    tbe__sp_pm_time t1 = {0, 0, (int64_t)E2E};
+    memcpy(body, &tm, sizeof tm);
+    memcpy(body + sizeof tm, &t1, sizeof t1);
+    tbe__spool_item(&b, TBE__SP_PM_TIMES, body, sizeof tm + sizeof t1);
+  }
+  uint8_t hdr[TBE__SPOOL_HEADER];
+  tbe__spool_header(hdr, (int64_t)T0);
+  FILE *o = fopen(f->spool, "wb");
+  assert_non_null(o);
+  assert_int_equal(fwrite(hdr, 1, sizeof hdr, o), sizeof hdr);
+  fclose(o);
+  int fd = open(f->spool, O_WRONLY | O_APPEND);
+  assert_true(fd >= 0);
+  assert_int_equal(tbe__spool_write_frame(fd, b.data, b.len), 0);
+  close(fd);
+  tbe__buf_deinit(&b);
+  char why[300];
+  assert_int_equal(tbe__pm_eval_spool(f->spool, &f->api.m.host, why, sizeof why), 0);
+  assert_non_null(strstr(why, "GPU 0: evaluating the samples at conversion: a malformed PM "
+                              "configuration item"));
+  assert_int_equal(count_items(f->spool, TBE__SP_METRIC_SAMPLES).n, 0);
+  assert_int_equal(count_items(f->spool, TBE__SP_PM_EVALUATED).n, 3);
+  assert_int_equal(count_items(f->spool, TBE__SP_METRIC_STATUS).n, 3);
+  assert_int_equal(tfm.host_objects, 0); /* the one made (device 2) was freed */
+}
+
 /* The range profiler where PM sampling has no permission: the kernels'
  * figures on their summary rows with a verdict, in the Chrome JSON's
  * tbexportKernelMetrics, and the refusal as one warning line naming the
@@ -1233,6 +1289,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_pm_deferred_same_as_live, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pm_deferred_no_cupti, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pm_deferred_bad_image, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_pm_deferred_hostile, setup, teardown),
       cmocka_unit_test_setup_teardown(test_e2e_range_profiler, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
