@@ -93,6 +93,8 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -759,9 +761,16 @@ static void wait_locked(double secs) {
   pthread_mutex_lock(&G.mu);
 }
 
+/* The background thread's nice value: it yields to the program's
+ * threads (Linux's setpriority on a thread id sets that thread's alone);
+ * its work is behind theirs, and the buffer cap bounds how far behind. */
+#define TBE__BG_NICE 10
+
 static void *bg_main(void *arg) {
   (void)arg;
   on_bg_thread = 1;
+  /* (refused, as under a seccomp filter: it runs at the program's) */
+  (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), TBE__BG_NICE);
   double last_flush = 0;
   unsigned crash_seen = G.crash_seen; /* (not the requests now: one may
                                          come before this thread runs) */
@@ -1084,7 +1093,8 @@ int tbe__collector_start(const tbe__cupti_api *api, const tbe__collect_config *c
   G.hwm_next = 0;
   if (rc == 0 && (cfg->gpu_metrics_hz || cfg->kernel_metrics)) {
     tbe__hwm_config hc = {cfg->gpu_metrics_hz, cfg->kernel_metrics, cfg->kernel_launches,
-                          cfg->capture, cfg->capture_name, cfg->capture_domain};
+                          cfg->capture, cfg->capture_name, cfg->capture_domain,
+                          TBE__PM_EVAL_DEFAULT};
     G.hwm = tbe__hwm_start(&G.api.m, G.api.get_result_string, G.api.get_timestamp, &hc);
   }
   G.nvtx = 0;

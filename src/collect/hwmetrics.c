@@ -196,7 +196,12 @@ uint32_t tbe__hwm_metric_id(tbe__hwm_out *o, const char *name, const char *sourc
   return i + 1;
 }
 
+static unsigned redefinitions; /* decoding thread */
+
+unsigned tbe__hwm_redefinitions(void) { return redefinitions; }
+
 void tbe__hwm_redefine(void) {
+  redefinitions++;
   for (uint32_t i = 0; i < S.nmet; i++) S.met[i].defined = 0;
 }
 

@@ -15,9 +15,11 @@
  * Threads.  PM sampling is owned by the collector's background thread:
  * the CUPTI callback (a context was created, a kernel is being launched)
  * only marks the device wanted, and the next tick enables sampling there,
- * drains CUPTI's hardware buffer, evaluates the samples and appends the
- * items.  The range profiler runs on the application's launching thread
- * (CUPTI replays the kernel inside the launch call), keeps its figures
+ * drains CUPTI's hardware buffer and appends the items: the samples
+ * evaluated, or (deferred, the default) the raw images that the
+ * conversion evaluates (pmeval.c).  The range profiler runs on the
+ * application's launching thread (CUPTI replays the kernel inside the
+ * launch call), keeps its figures
  * per kernel name under its own lock, and the tick writes them.  Items
  * and spool strings are only made by the decoding thread (tbe__hwm_out).
  *
@@ -51,7 +53,15 @@ typedef struct tbe__hwm_config {
   unsigned capture;         /* tbe_capture_mode: the range profiler measures only
                                launches inside it (rpcapture.c) */
   const char *capture_name, *capture_domain; /* its NVTX range (copied) */
+  unsigned pm_eval;         /* TBE__PM_EVAL_*: where PM samples are evaluated */
 } tbe__hwm_config;
+
+/* Where PM samples are evaluated (pmsampling.c's essay): as they are
+ * decoded, in the program's process (live), or at conversion from the
+ * raw counter data images the spool keeps (deferred).  DEFAULT reads
+ * TBEXPORT_PM_EVAL (live|deferred), else TBE__PM_EVAL_DEFAULT_IS. */
+enum { TBE__PM_EVAL_DEFAULT = 0, TBE__PM_EVAL_LIVE = 1, TBE__PM_EVAL_DEFERRED = 2 };
+#define TBE__PM_EVAL_DEFAULT_IS TBE__PM_EVAL_DEFERRED
 
 /* Starts what cfg asks for: subscribes to CUPTI's context and launch
  * callbacks and marks the device of the current context (if any) wanted.
@@ -73,6 +83,21 @@ void tbe__hwm_stop(tbe__hwm_out *o);
 /* The metric definitions are written again with the next items (a frame
  * that held them was lost). */
 void tbe__hwm_redefine(void);
+/* How many times tbe__hwm_redefine ran (decoding thread): what the
+ * deferred mode's TBE__SP_PM_CONFIG is written again after. */
+unsigned tbe__hwm_redefinitions(void);
+
+/* pmeval.c: the deferred PM evaluation at conversion.  Evaluates the raw
+ * counter data images of the spool at `path` with the profiler host API
+ * `host` (NULL: libcupti's, loaded through cupti_load.c) and appends the
+ * samples (TBE__SP_METRIC_SAMPLES) and one TBE__SP_PM_EVALUATED per
+ * device as frames of the spool; where they cannot be evaluated, a
+ * TBE__SP_METRIC_STATUS saying why instead.  A spool without raw images,
+ * or evaluated before, is left as it is.  Returns 0 (*why empty, or one
+ * line saying what failed and was recorded so), or an error with *why
+ * set when the spool could not be read or appended to. */
+int tbe__pm_eval_spool(const char *path, const tbe__cupti_host_api *host, char *why,
+                       size_t whylen);
 
 /* ---- shared by pmsampling.c and rangeprof.c (hwmetrics.c) ---- */
 

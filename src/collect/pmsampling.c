@@ -39,12 +39,29 @@
  * overflowed, the samples lost are estimated from the gap in time before
  * the next sample decoded (at least one) and counted into the status.
  *
- * Each decoded sample is evaluated (cuptiProfilerHostEvaluateToGpuValues,
- * the sample's index as the range) and appended to a TBE__SP_METRIC_SAMPLES
- * item; an item holds what fits its 16-bit body and goes into the
- * collector's batch, which the background thread writes as one frame per
- * tick: a crash loses at most the last tick of samples (the collector's
- * crash path runs a tick too).
+ * Evaluation (TBEXPORT_PM_EVAL; TBE__PM_EVAL_DEFAULT_IS in hwmetrics.h).
+ * Live: each decoded sample is evaluated here
+ * (cuptiProfilerHostEvaluateToGpuValues, the sample's index as the range)
+ * and appended to a TBE__SP_METRIC_SAMPLES item; an item holds what fits
+ * its 16-bit body.  Deferred (the default): evaluating costs the
+ * program's process CPU time per sample (10,000 a second at 10 kHz, on a
+ * thread beside a launch-bound program's), so the tick only decodes,
+ * reads each sample's times (the stale and overflow accounting is the
+ * same) and copies the image raw into TBE__SP_PM_* items (spool.h): the
+ * configuration once per device (chip, CUPTI names, the counter
+ * availability image), then per image the bytes of its samples and the
+ * samples to keep; the conversion evaluates them (pmeval.c) into the
+ * same items live mode writes.  "The bytes of its samples": CUPTI's
+ * sizes for one and two samples give a head and a per-sample stride; an
+ * image cut after head + stride * n bytes and zero-filled is checked,
+ * once per device, to read as the whole one (counts, first and last
+ * sample's times and values) before any image is cut, else images are
+ * copied whole (CUPTI does not document the layout).  A device's raw
+ * bytes are bounded (TBE__PM_RAW_MAX): past it, the rest is evaluated
+ * live, with one line.  Either way the items go into the collector's
+ * batch, which the background thread writes as one frame per tick: a
+ * crash loses at most the last tick of samples (the collector's crash
+ * path runs a tick too).
  *
  * Invariants: a device's state is read and written atomically; set-up
  * (PM_NONE to PM_RUNNING or PM_FAILED) happens under H.enable_mu on
@@ -74,6 +91,8 @@
 #define TBE__PM_STATUS_S 1.0         /* a running status item this often */
 #define TBE__MAXDEV 64
 #define TBE__ITEM_MAX 65535u         /* an item's body: u16 length */
+#define TBE__PM_RAW_MAX ((uint64_t)1 << 30) /* raw image bytes per device, deferred */
+#define TBE__PM_BATCH_MAX ((size_t)16 << 20) /* a drain's raw images stop there */
 
 /* ---- the metric table ---- */
 
@@ -122,9 +141,20 @@ typedef struct pmdev {
   int overflow_pending;     /* the next sample's gap tells how many were lost */
   int64_t last_end;
   double last_status;
-  uint8_t *item;            /* the item being filled */
+  uint8_t *item;            /* the item being filled (deferred: scratch) */
   size_t item_len;
   uint32_t item_n;
+  /* deferred evaluation (TBEXPORT_PM_EVAL=deferred) */
+  int deferred;             /* images go to the spool raw */
+  int config_written;       /* its TBE__SP_PM_CONFIG is in the spool */
+  unsigned config_gen;      /* tbe__hwm_redefinitions() when it was written */
+  int prefix;               /* copy head + stride * samples: 1 yes, 0 whole image, -1 unchecked */
+  size_t head, stride;      /* the image's size for no sample and per sample */
+  size_t avail_size;
+  char chip[64];
+  uint32_t seq;             /* images written */
+  uint64_t raw_bytes;
+  tbe__sp_pm_time *times;   /* the samples kept of the image being written */
 } pmdev;
 
 static struct {
@@ -141,6 +171,8 @@ static struct {
   double now;               /* seconds of ticking, for the status period */
   double tick_s;            /* drain period while sampling */
   int exiting;              /* the process is exiting: no new device, no CUPTI call at stop */
+  int deferred;             /* TBE__PM_EVAL_DEFERRED in force */
+  int last_drain;           /* pm_finish's drain: everything, whatever the batch holds */
 } H = {.enable_mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* ---- the callback ---- */
@@ -261,6 +293,12 @@ int tbe__hwm_start(const tbe__cupti_metrics_api *api,
   H.subscribed = 0;
   H.prof_ready = 0;
   H.exiting = 0;
+  unsigned ev = cfg->pm_eval;
+  const char *env = getenv("TBEXPORT_PM_EVAL");
+  if (ev == TBE__PM_EVAL_DEFAULT && env && strcmp(env, "live") == 0) ev = TBE__PM_EVAL_LIVE;
+  if (ev == TBE__PM_EVAL_DEFAULT && env && strcmp(env, "deferred") == 0) ev = TBE__PM_EVAL_DEFERRED;
+  if (ev == TBE__PM_EVAL_DEFAULT) ev = TBE__PM_EVAL_DEFAULT_IS;
+  H.deferred = ev == TBE__PM_EVAL_DEFERRED;
   tbe__hwm_exit_hook_set(tbe__hwm_at_exit);
   if (!cfg->pm_hz && !cfg->kernel_set) {
     H.active = 0;
@@ -410,7 +448,9 @@ static void pm_release(pmdev *p) {
   free(p->avail);
   free(p->data);
   free(p->item);
+  free(p->times);
   p->avail = p->data = p->item = NULL;
+  p->times = NULL;
 }
 
 static int pm_fail(pmdev *p, uint32_t d, const char *what, CUptiResult r, unsigned status) {
@@ -418,6 +458,32 @@ static int pm_fail(pmdev *p, uint32_t d, const char *what, CUptiResult r, unsign
   pm_release(p);
   __atomic_store_n(&p->state, PM_FAILED, __ATOMIC_RELEASE);
   return -1;
+}
+
+/* The deferred mode's set-up (before the image is initialized): the
+ * image's layout from CUPTI's sizes for one and two samples, the list of
+ * samples kept.  A device whose TBE__SP_PM_CONFIG would not fit an item
+ * is evaluated live. */
+static void deferred_setup(pmdev *p, const CUpti_PmSampling_GetCounterDataSize_Params *ds) {
+  size_t names = 0;
+  for (size_t i = 0; i < p->n; i++) names += strlen(p->names[i]) + 1;
+  if (sizeof(tbe__sp_pm_config) + 4 * p->n + strlen(p->chip) + names + p->avail_size >
+          TBE__ITEM_MAX ||
+      p->data_size > TBE__SP_PM_IMAGE_MAX)
+    return;
+  CUpti_PmSampling_GetCounterDataSize_Params q = *ds;
+  size_t s1 = 0, s2 = 0;
+  q.maxSamples = 1;
+  if (H.api->pm_data_size(&q) == CUPTI_SUCCESS) s1 = q.counterDataSize;
+  q.maxSamples = 2;
+  if (s1 && H.api->pm_data_size(&q) == CUPTI_SUCCESS) s2 = q.counterDataSize;
+  if (s2 > s1 && s1 >= s2 - s1) {
+    p->stride = s2 - s1;
+    p->head = s1 - p->stride;
+  }
+  p->prefix = p->stride ? -1 : 0;
+  p->times = malloc(TBE__PM_SAMPLES * sizeof *p->times);
+  p->deferred = 1;
 }
 
 static int pm_enable_device(uint32_t d) {
@@ -449,6 +515,7 @@ static int pm_enable_device(uint32_t d) {
     r = m->pm_availability(&av);
     if (r == CUPTI_SUCCESS && av.counterAvailabilityImageSize &&
         (p->avail = malloc(av.counterAvailabilityImageSize))) {
+      p->avail_size = av.counterAvailabilityImageSize;
       av.pCounterAvailabilityImage = p->avail;
       r = m->pm_availability(&av);
     }
@@ -456,6 +523,7 @@ static int pm_enable_device(uint32_t d) {
       return pm_fail(p, d, "cuptiPmSamplingGetCounterAvailability", r, tbe__hwm_status_of(r));
   }
   /* (p->avail stays until the host object made with it is gone) */
+  snprintf(p->chip, sizeof p->chip, "%s", cn.pChipName);
   r = choose_metrics(p, cn.pChipName, p->avail);
   if (r != CUPTI_SUCCESS) {
     char what[128];
@@ -496,7 +564,8 @@ static int pm_enable_device(uint32_t d) {
   p->data_size = ds.counterDataSize;
   p->data = malloc(p->data_size ? p->data_size : 1);
   p->item = malloc(TBE__ITEM_MAX);
-  if (!p->data || !p->item)
+  if (H.deferred) deferred_setup(p, &ds);
+  if (!p->data || !p->item || (p->deferred && !p->times))
     return pm_fail(p, d, "allocating the counter data", CUPTI_ERROR_OUT_OF_MEMORY, TBE__MS_FAILED);
   CUpti_PmSampling_CounterDataImage_Initialize_Params di = {
       CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE, NULL, p->obj, p->data_size,
@@ -544,6 +613,124 @@ static void item_add(tbe__hwm_out *o, pmdev *p, uint32_t d, int64_t ts, const do
   p->item_n++;
 }
 
+/* ---- raw images into items (deferred mode, decoding thread) ---- */
+
+/* The bytes of the image that hold its first n samples: the part, where
+ * the layout is known to allow it, else the whole image. */
+static size_t image_part(const pmdev *p, size_t n) {
+  if (p->prefix != 1) return p->data_size;
+  size_t b = p->head + p->stride * n;
+  return b < p->data_size ? b : p->data_size;
+}
+
+/* Whether an image cut after its first n samples and zero-filled reads
+ * as the whole one: the same counts, sample i's times and values.
+ * Checked once per device (its first and last sample), on the first
+ * image the cut makes shorter: CUPTI does not document its layout. */
+static int prefix_holds(pmdev *p, size_t n, size_t i) {
+  uint8_t *z = calloc(1, p->data_size);
+  if (!z) return 0;
+  size_t part = p->head + p->stride * n;
+  memcpy(z, p->data, part < p->data_size ? part : p->data_size);
+  const uint8_t *img[2] = {p->data, z};
+  size_t done[2] = {0, 0};
+  uint64_t t[2][2] = {{0, 0}, {0, 0}};
+  double v[2][NPM];
+  int ok = 1;
+  for (int k = 0; k < 2 && ok; k++) {
+    CUpti_PmSampling_GetCounterDataInfo_Params ci;
+    memset(&ci, 0, sizeof ci);
+    ci.structSize = CUpti_PmSampling_GetCounterDataInfo_Params_STRUCT_SIZE;
+    ci.pCounterDataImage = img[k];
+    ci.counterDataImageSize = p->data_size;
+    CUpti_PmSampling_CounterData_GetSampleInfo_Params si;
+    memset(&si, 0, sizeof si);
+    si.structSize = CUpti_PmSampling_CounterData_GetSampleInfo_Params_STRUCT_SIZE;
+    si.pPmSamplingObject = p->obj;
+    si.pCounterDataImage = img[k];
+    si.counterDataImageSize = p->data_size;
+    si.sampleIndex = i;
+    memset(v[k], 0, sizeof v[k]);
+    tbe__ph_eval ev = {TBE__PSIZE(tbe__ph_eval, pMetricValues), NULL, p->host, img[k],
+                       p->data_size, i, p->names, p->n, v[k]};
+    ok = H.api->pm_data_info(&ci) == CUPTI_SUCCESS && H.api->pm_sample_info(&si) == CUPTI_SUCCESS &&
+         H.api->host.evaluate(&ev) == CUPTI_SUCCESS;
+    done[k] = ci.numCompletedSamples;
+    t[k][0] = si.startTimestamp;
+    t[k][1] = si.endTimestamp;
+  }
+  free(z);
+  return ok && done[0] == done[1] && memcmp(t[0], t[1], sizeof t[0]) == 0 &&
+         memcmp(v[0], v[1], sizeof(double) * p->n) == 0;
+}
+
+static void put_config(tbe__hwm_out *o, pmdev *p, uint32_t d, const uint32_t *ids) {
+  tbe__sp_pm_config c = {d, (uint32_t)p->n, (uint32_t)strlen(p->chip), 0,
+                         (uint32_t)p->avail_size, (uint32_t)p->data_size,
+                         (uint32_t)(p->prefix == 1 ? p->head : 0),
+                         (uint32_t)(p->prefix == 1 ? p->stride : 0)};
+  size_t at = sizeof c;
+  memcpy(p->item + at, ids, 4 * p->n);
+  at += 4 * p->n;
+  memcpy(p->item + at, p->chip, c.chip_len);
+  at += c.chip_len;
+  for (size_t i = 0; i < p->n; i++) {
+    size_t l = strlen(p->names[i]) + 1;
+    memcpy(p->item + at, p->names[i], l);
+    at += l;
+    c.names_len += (uint32_t)l;
+  }
+  if (p->avail_size) memcpy(p->item + at, p->avail, p->avail_size);
+  at += p->avail_size;
+  memcpy(p->item, &c, sizeof c);
+  tbe__spool_item(o->batch, TBE__SP_PM_CONFIG, p->item, at);
+  p->config_written = 1;
+  p->config_gen = tbe__hwm_redefinitions();
+}
+
+/* Writes the image just decoded, raw: its metric ids defined (where live
+ * mode defines them: with a device's first samples), the configuration
+ * once, the bytes of its first `upto` samples, then the `kept` samples
+ * to evaluate. */
+static void put_image(tbe__hwm_out *o, pmdev *p, uint32_t d, size_t upto, size_t kept) {
+  uint32_t ids[NPM];
+  for (size_t i = 0; i < p->n; i++)
+    ids[i] = tbe__hwm_metric_id(o, pm_defs[p->which[i]].name, p->names[i],
+                                pm_defs[p->which[i]].unit);
+  if (p->prefix == -1 && p->head + p->stride * upto < p->data_size)
+    p->prefix = prefix_holds(p, upto, 0) && prefix_holds(p, upto, upto - 1);
+  if (!p->config_written || p->config_gen != tbe__hwm_redefinitions()) put_config(o, p, d, ids);
+  size_t total = image_part(p, upto);
+  const size_t room = TBE__ITEM_MAX - sizeof(tbe__sp_pm_image);
+  for (size_t off = 0; off < total; off += room) {
+    size_t len = total - off < room ? total - off : room;
+    tbe__sp_pm_image h = {d, p->seq, (uint32_t)off, (uint32_t)total};
+    memcpy(p->item, &h, sizeof h);
+    memcpy(p->item + sizeof h, p->data + off, len);
+    tbe__spool_item(o->batch, TBE__SP_PM_IMAGE, p->item, sizeof h + len);
+  }
+  const size_t per = (TBE__ITEM_MAX - sizeof(tbe__sp_pm_times)) / sizeof(tbe__sp_pm_time);
+  for (size_t a = 0; a < kept; a += per) {
+    size_t n = kept - a < per ? kept - a : per;
+    tbe__sp_pm_times h = {d, p->seq, (uint32_t)n, 0};
+    memcpy(p->item, &h, sizeof h);
+    memcpy(p->item + sizeof h, p->times + a, n * sizeof *p->times);
+    tbe__spool_item(o->batch, TBE__SP_PM_TIMES, p->item, sizeof h + n * sizeof *p->times);
+  }
+  p->seq++;
+  p->raw_bytes += total;
+  if (p->raw_bytes >= TBE__PM_RAW_MAX) {
+    /* The spool's bound: the rest is evaluated here, as live mode does. */
+    p->deferred = 0;
+    char line[160];
+    snprintf(line, sizeof line,
+             "PM sampling on GPU %u: the raw counter images reached %llu MiB; the rest of the "
+             "samples are evaluated in the program's process",
+             d, (unsigned long long)(TBE__PM_RAW_MAX >> 20));
+    if (o->say) o->say(o->say_ctx, line);
+  }
+}
+
 /* Decodes what the hardware buffer holds and writes every completed
  * sample.  Each decode goes into a freshly initialized image, whose
  * samples are all written before it is initialized again (decoding more
@@ -583,6 +770,8 @@ static int pm_drain(tbe__hwm_out *o, uint32_t d) {
       tbe__hwm_fail(TBE__MKIND_PM_SAMPLING, d, TBE__MS_FAILED, "cuptiPmSamplingGetCounterDataInfo", r);
       return -1;
     }
+    int raw = p->deferred;
+    size_t kept = 0, upto = 0;
     for (size_t i = 0; i < ci.numCompletedSamples; i++) {
       CUpti_PmSampling_CounterData_GetSampleInfo_Params si;
       memset(&si, 0, sizeof si);
@@ -593,8 +782,10 @@ static int pm_drain(tbe__hwm_out *o, uint32_t d) {
       si.sampleIndex = i;
       tbe__ph_eval ev = {TBE__PSIZE(tbe__ph_eval, pMetricValues), NULL, p->host, p->data,
                          p->data_size, i, p->names, p->n, v};
-      if (m->pm_sample_info(&si) != CUPTI_SUCCESS || m->host.evaluate(&ev) != CUPTI_SUCCESS)
-        continue; /* one sample CUPTI cannot read: skipped, not counted */
+      if (m->pm_sample_info(&si) != CUPTI_SUCCESS ||
+          (!raw && m->host.evaluate(&ev) != CUPTI_SUCCESS))
+        continue; /* one sample CUPTI cannot read: skipped, not counted (deferred:
+                   * one it cannot evaluate is left out at conversion) */
       int64_t start = (int64_t)si.startTimestamp, end = (int64_t)si.endTimestamp;
       if (p->last_end && end <= p->last_end) {
         p->stale++; /* no usable time: counted apart from the overflow */
@@ -608,9 +799,15 @@ static int pm_drain(tbe__hwm_out *o, uint32_t d) {
         p->overflow_pending = 0;
       }
       p->last_end = end;
-      item_add(o, p, d, end, v);
+      if (raw) {
+        if (kept < TBE__PM_SAMPLES) p->times[kept++] = (tbe__sp_pm_time){(uint32_t)i, 0, end};
+        upto = i + 1;
+      } else {
+        item_add(o, p, d, end, v);
+      }
       p->samples++;
     }
+    if (kept) put_image(o, p, d, upto, kept);
     /* Every sample of the image is written: start it again. */
     CUpti_PmSampling_CounterDataImage_Initialize_Params di = {
         CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE, NULL, p->obj,
@@ -622,6 +819,9 @@ static int pm_drain(tbe__hwm_out *o, uint32_t d) {
       return -1;
     }
     if (dd.decodeStopReason != CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL) break;
+    /* Raw images make big frames: the rest waits in CUPTI's buffer for the
+     * next tick rather than make a frame the spool refuses (64 MiB). */
+    if (raw && !H.last_drain && o->batch->len > TBE__PM_BATCH_MAX) break;
   }
   item_flush(o, p, d);
   if (!had && p->samples) tbe__hwm_exit_hook(); /* CUPTI has decoded and evaluated now */
@@ -646,7 +846,9 @@ static void pm_finish(tbe__hwm_out *o, uint32_t d) {
   sp.structSize = CUpti_PmSampling_Stop_Params_STRUCT_SIZE;
   sp.pPmSamplingObject = p->obj;
   H.api->pm_stop(&sp);
+  H.last_drain = 1;
   pm_drain(o, d);
+  H.last_drain = 0;
   pm_put_status(o, d);
   if (!__atomic_load_n(&H.exiting, __ATOMIC_ACQUIRE)) {
     pm_release(p);
@@ -663,7 +865,9 @@ static void pm_finish(tbe__hwm_out *o, uint32_t d) {
     p->host = NULL;
     free(p->avail);
     free(p->item);
+    free(p->times);
     p->avail = p->item = NULL;
+    p->times = NULL;
     tbe__hwm_keep(p->config);
     tbe__hwm_keep(p->data);
     p->config = p->data = NULL;

@@ -38,6 +38,9 @@
 
 #include "import/spool.h"
 #include "collect/launcher.h"
+#ifdef TBE_HAVE_CUPTI
+#include "collect/hwmetrics.h"
+#endif
 #include "collect/options.h"
 #include "events/spool.h"
 #include "common/fsutil.h"
@@ -570,6 +573,20 @@ static int export_host(const tbe_session_options *o, const tbe_export_options *e
   return r;
 }
 
+/* PM samples the program left raw (TBEXPORT_PM_EVAL=deferred) evaluated
+ * into the spool (collect/pmeval.c), before it is read: a failure to
+ * evaluate is the spool's metric status (the trace's one line); one to
+ * read or append to the spool is said here. */
+static void eval_raw_pm(const tbe_session_options *o, const char *path) {
+#ifdef TBE_HAVE_CUPTI
+  char why[300];
+  if (tbe__pm_eval_spool(path, NULL, why, sizeof why) != 0) say(o, TBE_MSG_WARNING, "%s", why);
+#else
+  (void)o;
+  (void)path;
+#endif
+}
+
 static int convert(const tbe_session_options *o, tbe_session_result *result) {
   tbe_session_result res;
   memset(&res, 0, sizeof res);
@@ -650,6 +667,7 @@ static int convert(const tbe_session_options *o, tbe_session_result *result) {
       co.has_rank = ranks[i] >= 0;
       co.rank = ranks[i];
       co.world_size = sl && sl->world_size > ranks[i] ? sl->world_size : 0;
+      eval_raw_pm(o, names[i]);
       r = tbe__spool_file_to_trace(names[i], &co, t, &info);
       if (r && info.tail_why)
         say(o, TBE_MSG_ERROR, "%s: byte %zu: %s", names[i], info.tail_offset, info.tail_why);

@@ -82,7 +82,13 @@ enum {
   TBE__SP_OP = 33,         /* tbe__sp_op: a framework operator began or ended */
   TBE__SP_NVTX_STATS = 34, /* tbe__sp_nvtx_stats, cumulative: the last one counts */
   TBE__SP_COUNTER = 35,    /* tbe__sp_counter: a sampled value of a GPU (NVML) */
-  TBE__SP_DEVICE_UUID = 36 /* tbe__sp_device_uuid: a CUDA ordinal's GPU UUID */
+  TBE__SP_DEVICE_UUID = 36, /* tbe__sp_device_uuid: a CUDA ordinal's GPU UUID */
+  /* Deferred PM evaluation (issue 31; pmsampling.c, pmeval.c): raw counter
+   * data images, evaluated into TBE__SP_METRIC_SAMPLES at conversion. */
+  TBE__SP_PM_CONFIG = 40,    /* tbe__sp_pm_config + ids, chip, names, availability */
+  TBE__SP_PM_IMAGE = 41,     /* tbe__sp_pm_image + bytes: part of a counter data image */
+  TBE__SP_PM_TIMES = 42,     /* tbe__sp_pm_times + entries: the image's samples to keep */
+  TBE__SP_PM_EVALUATED = 43  /* tbe__sp_pm_evaluated: conversion evaluated a device's images */
 };
 
 /* Marker flags, marker-data flags and object kinds keep CUPTI's numbers
@@ -297,6 +303,60 @@ typedef struct tbe__sp_replayed {
   uint32_t device;
   int64_t start, end;
 } tbe__sp_replayed;
+
+/* Deferred PM evaluation (TBEXPORT_PM_EVAL=deferred, pmsampling.c).  The
+ * collector decodes CUPTI's hardware buffer into a counter data image (in
+ * the program's process: that drains the device) but leaves evaluating it
+ * (the profiler host API, CPU only) to the conversion (pmeval.c), which
+ * appends the values as TBE__SP_METRIC_SAMPLES items in a frame of their
+ * own, then one TBE__SP_PM_EVALUATED per device, so a spool is evaluated
+ * once.  Per device, before its first image (and again after a lost
+ * frame): TBE__SP_PM_CONFIG, followed by nmetrics u32 metric ids (the
+ * TBE__SP_METRIC_DEF ids the samples will carry), chip_len bytes of the
+ * chip name, names_len bytes of the CUPTI metric names (each ending in a
+ * NUL, in the ids' order) and avail_len bytes of the counter availability
+ * image.  Per decoded image holding samples to keep: TBE__SP_PM_IMAGE
+ * items with consecutive parts of its first `total` bytes (offset 0
+ * starts an image), then TBE__SP_PM_TIMES items naming the samples kept
+ * (stale ones are not) and their end times.  An image copied in part
+ * (its samples' part: head + stride * samples, where CUPTI's sizes say
+ * the image is laid out so and the collector checked it once) is
+ * zero-filled to `full` bytes before it is evaluated. */
+#define TBE__SP_PM_IMAGE_MAX (256u << 20) /* the largest `full` (larger: evaluated live) */
+typedef struct tbe__sp_pm_config {
+  uint32_t device;
+  uint32_t nmetrics;
+  uint32_t chip_len, names_len, avail_len;
+  uint32_t full;      /* the counter data image's size (bytes) */
+  uint32_t head, stride; /* its size for 0 samples and per sample; 0: unknown */
+} tbe__sp_pm_config;
+
+typedef struct tbe__sp_pm_image {
+  uint32_t device;
+  uint32_t seq;       /* the image's number on the device (0, 1, ...) */
+  uint32_t offset;    /* of these bytes in the image */
+  uint32_t total;     /* bytes of the image copied (<= full) */
+} tbe__sp_pm_image;
+
+typedef struct tbe__sp_pm_times {
+  uint32_t device;
+  uint32_t seq;       /* the image they belong to */
+  uint32_t n;         /* entries that follow */
+  uint32_t pad;
+} tbe__sp_pm_times;
+
+typedef struct tbe__sp_pm_time {
+  uint32_t index;     /* the sample's index in the image */
+  uint32_t pad;
+  int64_t end;        /* its end (CUPTI's clock): the sample's timestamp */
+} tbe__sp_pm_time;
+
+typedef struct tbe__sp_pm_evaluated {
+  uint32_t device;
+  uint32_t status;    /* TBE__MS_*: OK, or why the images were not evaluated */
+  uint64_t samples;   /* samples evaluated */
+  uint64_t failed;    /* samples CUPTI could not evaluate (left out) */
+} tbe__sp_pm_evaluated;
 
 /* Range profiler: the figures of one kernel name on one device, over
  * `launches` launches measured.  Followed by nvalues pairs of (u32 metric

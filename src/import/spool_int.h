@@ -67,6 +67,8 @@ typedef struct sp_mbad {
   uint64_t bad_values;   /* NaN or infinite values left out */
   uint64_t unknown_ids;  /* values of a metric id never defined */
   uint64_t bad_ts;       /* samples with a zero or negative timestamp */
+  uint64_t pm_raw;       /* PM samples left raw (TBE__SP_PM_TIMES entries) */
+  int pm_evaluated;      /* a TBE__SP_PM_EVALUATED: the conversion evaluated them */
 } sp_mbad;
 
 /* The scan's arrays (tbe__vec, elements of the type named), one item each

@@ -16,6 +16,10 @@
  *   stale counts are said in one warning per device.
  * - Kernel figures: one tbe_kernel_metrics per item (name, device), values
  *   by metric name; the last item of a name and device counts.
+ * - Raw PM samples (TBEXPORT_PM_EVAL=deferred) are evaluated into sample
+ *   items by the conversion (collect/pmeval.c) before this import; left
+ *   raw (no TBE__SP_PM_EVALUATED: a build without the collector read the
+ *   spool), they are counted in one warning.
  * - Status: one warning line per kind and device saying which collection
  *   failed and why (no permission, another profiler, unsupported, other),
  *   and how many samples an overflow lost; the activity trace is
@@ -276,5 +280,11 @@ int tbe__spool_metrics(scan *s, tbe_trace *t, int64_t pid, int (*keep)(void *, i
   if (unknown)
     tbe_trace_warn(t, "%llu GPU metric values named a metric id never defined (or no device) and "
                       "were left out", (unsigned long long)unknown);
+  if (s->mbad.pm_raw && !s->mbad.pm_evaluated)
+    tbe_trace_warn(t,
+                   "%llu PM samples are raw counter images that were not evaluated (a spool "
+                   "collected with TBEXPORT_PM_EVAL=deferred, read by a tbexport without the "
+                   "collector): convert it with a tbexport built with CUPTI support",
+                   (unsigned long long)s->mbad.pm_raw);
   return tbe_trace_error(t);
 }

@@ -222,6 +222,15 @@ int tbe__convert_on_item(void *ctx, unsigned type, const uint8_t *body, size_t l
     case TBE__SP_METRIC_SAMPLES: rc = metric_samples(s, body, len); break;
     case TBE__SP_KERNEL_METRICS: rc = kernel_metrics(s, body, len); break;
     case TBE__SP_METRIC_STATUS: rc = metric_status(s, body, len); break;
+    case TBE__SP_PM_TIMES: { /* raw samples: pmeval.c evaluates them before the import */
+      tbe__sp_pm_times h;
+      if (len >= sizeof h) {
+        memcpy(&h, body, sizeof h);
+        s->mbad.pm_raw += (len - sizeof h) / sizeof(tbe__sp_pm_time);
+      }
+      break;
+    }
+    case TBE__SP_PM_EVALUATED: s->mbad.pm_evaluated = 1; break;
     case TBE__SP_SIGNAL:
       if (len >= sizeof s->signal && !s->have_signal) {
         memcpy(&s->signal, body, sizeof s->signal);

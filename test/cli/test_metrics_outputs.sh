@@ -126,6 +126,24 @@ k = {x["name"]: x for x in d["kernel_metrics"]}
 assert k["tiny_kernel"]["bound_by"] == ["latency", "launch"], k["tiny_kernel"]
 PY
 
+# A spool whose PM samples were left raw (TBEXPORT_PM_EVAL=deferred;
+# test_collect_hwmetrics writes it, with HW_SPOOL=test/data/metrics),
+# imported where no libcupti loads: one warning line saying why, the
+# activity kept, exit 0; imported again, the same line and nothing more.
+cp "$D/metrics/metrics_deferred.spool" "$tmp/deferred.spool"
+for round in 1 2; do
+  TBEXPORT_CUPTI_LIB=/nonexistent/libcupti.so "$B" import --logdir "$L" --run deferred$round \
+    --host h "$tmp/deferred.spool" >"$tmp/out" 2>"$tmp/err" ||
+    die "import deferred: $(cat "$tmp/err")"
+  [ "$(grep -c 'GPU metrics' "$tmp/err")" = 1 ] ||
+    { cat "$tmp/err"; die "deferred: want one line"; }
+  grep -q 'GPU metrics (PM sampling) not collected on GPU 0: collection failed: '\
+'evaluating the samples at conversion: cannot load TBEXPORT_CUPTI_LIB=/nonexistent/libcupti.so' \
+    "$tmp/err" || { cat "$tmp/err"; die "deferred: no line saying why"; }
+  "$B" summary --logdir "$L" deferred$round >"$tmp/sum" 2>/dev/null || die "summary deferred"
+  grep -q 'k_kept' "$tmp/sum" || { cat "$tmp/sum"; die "deferred: the kernel is not in the run"; }
+done
+
 # The run of two hosts.
 "$B" summary --logdir "$L" two >"$tmp/run" 2>/dev/null || die "summary of two hosts"
 grep -Eq '^sm_active_pct +42\.5% +27\.5% +a +57\.5% +b' "$tmp/run" || { cat "$tmp/run"; die "run means"; }

@@ -231,7 +231,8 @@ static inline CUptiResult tf_flush(uint32_t flag) {
  * the collector's decode calls, TFM_PM_CAP at most per image (so a drain
  * fills an image and starts it again); tfm.pm_overflow_next makes the next
  * decode report a hardware-buffer overflow.  The value of metric j of a PM
- * sample is (j + 1) * 1.5; of a range-profiled launch, (j + 1) * 100 plus
+ * sample is (j + 1) * 1.5 (plus its end's last three digits / 8 with
+ * tfm.pm_vary); of a range-profiled launch, (j + 1) * 100 plus
  * the launch's sequence number (1, 2, ...), so means are checkable.  The
  * host API accepts every metric name but those containing "nvl" (a chip
  * without NVLink).  Result codes to refuse with: tfm.subscribe_rc,
@@ -241,10 +242,18 @@ static inline CUptiResult tf_flush(uint32_t flag) {
 #define TFM_PM_CAP 256
 #define TFM_PENDING 65536
 
+/* A PM counter data image: this header, then `cap` samples of (start,
+ * end) u64 each, one sample after the other (so its first n samples are
+ * its first 16 + 16 n bytes, what the deferred mode copies), or with
+ * tfm.pm_soa all starts then all ends (a layout whose prefix does not
+ * hold the samples: the collector must see that and copy it whole). */
 typedef struct tfm_pm_image {
-  uint32_t magic, n;
-  uint64_t start[TFM_PM_CAP], end[TFM_PM_CAP];
+  uint32_t magic, n, cap, soa;
 } tfm_pm_image;
+static inline uint64_t *tfm_pm_at(const tfm_pm_image *im, uint32_t i, int end) {
+  uint64_t *v = (uint64_t *)(uintptr_t)(im + 1);
+  return im->soa ? v + (end ? im->cap : 0) + i : v + 2 * (size_t)i + (end ? 1 : 0);
+}
 
 typedef struct tfm_rp_image {
   uint32_t magic, nranges;
@@ -265,6 +274,9 @@ static struct {
   uint64_t pend_start[TFM_PENDING], pend_end[TFM_PENDING];
   size_t npend, pend_head;
   int pm_overflow_next;
+  int pm_vary;       /* PM values vary with the sample's end (see tfm_host_eval) */
+  int pm_soa;        /* images laid out as all starts, then all ends */
+  int pm_eval_bad;   /* evaluating a PM image fails (a damaged image) */
   int rp_enabled, rp_started;
   uint32_t rp_seq, rp_ranges;
   int host_objects;  /* alive: initialized and not deinitialized */
@@ -311,6 +323,7 @@ static inline void tfm_reset(void) {
   tfm.pm_enabled = tfm.pm_started = tfm.pm_stopped = 0;
   tfm.npend = tfm.pend_head = 0;
   tfm.pm_overflow_next = 0;
+  tfm.pm_vary = tfm.pm_soa = tfm.pm_eval_bad = 0;
   tfm.rp_enabled = tfm.rp_started = 0;
   tfm.rp_seq = tfm.rp_ranges = 0;
   tfm.host_objects = 0;
@@ -400,13 +413,21 @@ static inline CUptiResult tfm_pm_stop(CUpti_PmSampling_Stop_Params *p) {
   return CUPTI_SUCCESS;
 }
 static inline CUptiResult tfm_pm_size(CUpti_PmSampling_GetCounterDataSize_Params *p) {
-  p->counterDataSize = sizeof(tfm_pm_image);
+  uint32_t cap = p->maxSamples < TFM_PM_CAP ? p->maxSamples : TFM_PM_CAP;
+  if (!cap) return CUPTI_ERROR_INVALID_PARAMETER;
+  p->counterDataSize = sizeof(tfm_pm_image) + 16 * (size_t)cap;
   return CUPTI_SUCCESS;
 }
 static inline CUptiResult tfm_pm_init(CUpti_PmSampling_CounterDataImage_Initialize_Params *p) {
-  if (p->counterDataSize != sizeof(tfm_pm_image)) return CUPTI_ERROR_INVALID_PARAMETER;
-  memset(p->pCounterData, 0, sizeof(tfm_pm_image));
-  ((tfm_pm_image *)p->pCounterData)->magic = 0x504d;
+  size_t n = p->counterDataSize;
+  if (n < sizeof(tfm_pm_image) + 16 || (n - sizeof(tfm_pm_image)) % 16 ||
+      n > sizeof(tfm_pm_image) + 16 * (size_t)TFM_PM_CAP)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  memset(p->pCounterData, 0, n);
+  tfm_pm_image *im = (tfm_pm_image *)p->pCounterData;
+  im->magic = 0x504d;
+  im->cap = (uint32_t)((n - sizeof *im) / 16);
+  im->soa = (uint32_t)tfm.pm_soa;
   return CUPTI_SUCCESS;
 }
 /* The test's samples, [start, start + interval) each, n of them from t. */
@@ -424,13 +445,14 @@ static inline CUptiResult tfm_pm_decode(CUpti_PmSampling_DecodeData_Params *p) {
     return CUPTI_ERROR_INVALID_OPERATION;
   }
   tfm_pm_image *im = (tfm_pm_image *)p->pCounterDataImage;
-  if (p->counterDataImageSize != sizeof *im || im->magic != 0x504d) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (im->magic != 0x504d || p->counterDataImageSize != sizeof *im + 16 * (size_t)im->cap)
+    return CUPTI_ERROR_INVALID_PARAMETER;
   pthread_mutex_lock(&tfm.mu);
-  while (im->n < TFM_PM_CAP && tfm.pend_head < tfm.npend) {
-    im->start[im->n] = tfm.pend_start[tfm.pend_head];
-    im->end[im->n++] = tfm.pend_end[tfm.pend_head++];
+  while (im->n < im->cap && tfm.pend_head < tfm.npend) {
+    *tfm_pm_at(im, im->n, 0) = tfm.pend_start[tfm.pend_head];
+    *tfm_pm_at(im, im->n++, 1) = tfm.pend_end[tfm.pend_head++];
   }
-  p->decodeStopReason = im->n == TFM_PM_CAP ? CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL
+  p->decodeStopReason = im->n == im->cap ? CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL
                                             : CUPTI_PM_SAMPLING_DECODE_STOP_REASON_END_OF_RECORDS;
   p->overflow = (uint8_t)tfm.pm_overflow_next;
   tfm.pm_overflow_next = 0;
@@ -439,15 +461,15 @@ static inline CUptiResult tfm_pm_decode(CUpti_PmSampling_DecodeData_Params *p) {
 }
 static inline CUptiResult tfm_pm_info(CUpti_PmSampling_GetCounterDataInfo_Params *p) {
   const tfm_pm_image *im = (const tfm_pm_image *)p->pCounterDataImage;
-  p->numTotalSamples = TFM_PM_CAP;
+  p->numTotalSamples = im->cap;
   p->numPopulatedSamples = p->numCompletedSamples = im->n;
   return CUPTI_SUCCESS;
 }
 static inline CUptiResult tfm_pm_sample(CUpti_PmSampling_CounterData_GetSampleInfo_Params *p) {
   const tfm_pm_image *im = (const tfm_pm_image *)p->pCounterDataImage;
   if (p->sampleIndex >= im->n) return CUPTI_ERROR_INVALID_PARAMETER;
-  p->startTimestamp = im->start[p->sampleIndex];
-  p->endTimestamp = im->end[p->sampleIndex];
+  p->startTimestamp = *tfm_pm_at(im, (uint32_t)p->sampleIndex, 0);
+  p->endTimestamp = *tfm_pm_at(im, (uint32_t)p->sampleIndex, 1);
   return CUPTI_SUCCESS;
 }
 
@@ -552,8 +574,13 @@ static inline CUptiResult tfm_host_eval(tbe__ph_eval *p) {
   for (size_t j = 0; j < p->numMetrics; j++) {
     if (magic == 0x504d) {
       const tfm_pm_image *im = (const tfm_pm_image *)p->pCounterDataImage;
-      if (p->rangeIndex >= im->n) return CUPTI_ERROR_INVALID_PARAMETER;
-      p->pMetricValues[j] = (double)(j + 1) * 1.5;
+      if (p->rangeIndex >= im->n || p->counterDataImageSize != sizeof *im + 16 * (size_t)im->cap ||
+          tfm.pm_eval_bad)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+      /* with tfm.pm_vary, also the sample's end (mod 1000, in eighths):
+       * a value read from another sample or a damaged image differs */
+      uint64_t end = *tfm_pm_at(im, (uint32_t)p->rangeIndex, 1);
+      p->pMetricValues[j] = (double)(j + 1) * 1.5 + (tfm.pm_vary ? (double)(end % 1000) / 8 : 0);
     } else if (magic == 0x5250) {
       const tfm_rp_image *im = (const tfm_rp_image *)p->pCounterDataImage;
       if (p->rangeIndex >= im->nranges) return CUPTI_ERROR_INVALID_PARAMETER;

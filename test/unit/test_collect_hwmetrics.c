@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,6 +41,7 @@
 #include "testutil.h"
 
 #include "collect/collector.h"
+#include "common/alloc.h"
 #include "collect/hwmetrics.h"
 #include "collect/options.h"
 #include "events/spool.h"
@@ -275,6 +277,9 @@ typedef struct fixture {
 static int setup(void **state) {
   tf_reset();
   tfm_reset();
+  /* The tests that read the spool's sample items evaluate live; the end to
+   * end ones (e2e_start) the default way, deferred to the conversion. */
+  setenv("TBEXPORT_PM_EVAL", "live", 1);
   pthread_mutex_lock(&M.mu);
   M.n = 0;
   pthread_mutex_unlock(&M.mu);
@@ -807,6 +812,7 @@ static CUptiResult e2e_clock(uint64_t *ts) {
 }
 
 static void e2e_start(fixture *f, unsigned hz, unsigned kset, unsigned launches) {
+  unsetenv("TBEXPORT_PM_EVAL"); /* the default: deferred */
   e2e_now = T0 + 5000000000ull;
   f->api.get_timestamp = e2e_clock;
   start(f, hz, kset, launches);
@@ -830,8 +836,12 @@ static void e2e_kernel(uint32_t corr, const char *name) {
   tf_emit(&k, sizeof k);
 }
 
-/* The spool converted as `tbexport import` converts it. */
+/* The spool converted as `tbexport import` converts it (session.c): the
+ * raw PM images evaluated first, with the fake's host API. */
 static tbe_trace *converted(const fixture *f) {
+  char why[300];
+  assert_int_equal(tbe__pm_eval_spool(f->spool, &f->api.m.host, why, sizeof why), 0);
+  assert_string_equal(why, "");
   tbe_trace *t = NULL;
   assert_int_equal(tbe_trace_create(&t, NULL), 0);
   tbe__convert_info info;
@@ -952,6 +962,271 @@ static void test_e2e_pm_gap(void **state) {
   tbe_trace_free(t);
 }
 
+/* ---- deferred evaluation (TBEXPORT_PM_EVAL) ---- */
+
+/* Items of `type` in the spool, and the smallest TBE__SP_PM_IMAGE total. */
+typedef struct count_ctx {
+  unsigned type;
+  size_t n;
+  uint32_t total_min;
+} count_ctx;
+static int count_item(void *ctx, unsigned type, const uint8_t *body, size_t len) {
+  count_ctx *c = ctx;
+  if (type != c->type) return 0;
+  c->n++;
+  tbe__sp_pm_image h;
+  if (type == TBE__SP_PM_IMAGE && len >= sizeof h) {
+    memcpy(&h, body, sizeof h);
+    if (!c->total_min || h.total < c->total_min) c->total_min = h.total;
+  }
+  return 0;
+}
+static count_ctx count_items(const char *path, unsigned type) {
+  size_t n = 0;
+  uint8_t *d = tu_read_file(path, &n);
+  assert_non_null(d);
+  count_ctx c = {type, 0, 0};
+  tbe__spool_tail tail;
+  assert_int_equal(tbe__spool_scan(d, n, count_item, &c, &tail), 0);
+  assert_int_equal(tail.bytes, 0);
+  free(d);
+  return c;
+}
+
+/* One PM sample as the trace holds it. */
+typedef struct pm_ev {
+  int64_t ts;
+  double v;
+  char name[32];
+} pm_ev;
+
+/* The fake's samples (varying values; an overflow and stale stamps), and
+ * the trace's counter events, in order, into ev (n returned); `mode` is
+ * TBEXPORT_PM_EVAL's. */
+static size_t pm_run(fixture *f, const char *mode, int soa, pm_ev *ev, size_t max) {
+  tf_reset();
+  tfm_reset();
+  unlink(f->spool);
+  setenv("TBEXPORT_PM_EVAL", mode, 1);
+  e2e_now = T0 + 5000000000ull;
+  f->api.get_timestamp = e2e_clock;
+  start(f, 10000, 0, 0);
+  tfm.pm_vary = 1;
+  tfm.pm_soa = soa;
+  tfm_context_created(0);
+  for (uint32_t i = 1; i <= 5; i++) e2e_kernel(i, "k");
+  tfm_pm_produce(E2E + 37, 700, 100003); /* several images of 256 */
+  nap_ms(120);
+  pthread_mutex_lock(&tfm.mu);
+  tfm.pm_overflow_next = 1;
+  pthread_mutex_unlock(&tfm.mu);
+  tfm_pm_produce(E2E + 37 + 740 * 100003ull, 300, 100003);
+  tfm_pm_produce(E2E, 3, 0); /* stale */
+  tfm_context_destroyed(0);
+  e2e_stop();
+  count_ctx raw = count_items(f->spool, TBE__SP_PM_IMAGE);
+  count_ctx live = count_items(f->spool, TBE__SP_METRIC_SAMPLES);
+  if (strcmp(mode, "live") == 0) {
+    assert_int_equal(raw.n, 0);
+    assert_true(live.n > 0);
+  } else {
+    /* nothing evaluated in the program; images cut after their samples
+     * (16 + 16 n bytes of the fake's 16 + 16 * 256) unless laid out so
+     * that the cut would lose them */
+    assert_int_equal(live.n, 0);
+    assert_true(raw.n >= 4);
+    if (soa) assert_int_equal(raw.total_min, 16 + 16 * 256);
+    else assert_true(raw.total_min < 16 + 16 * 256);
+  }
+  tbe_trace *t = converted(f);
+  size_t n = 0;
+  for (size_t i = 0; i < t->nevents; i++) {
+    const tbe_event *e = &t->events[i];
+    if (e->kind != TBE_EV_COUNTER) continue;
+    assert_true(n < max);
+    ev[n].ts = e->start_ns;
+    ev[n].v = tbe_trace_counter(t, e)->value;
+    snprintf(ev[n].name, sizeof ev[n].name, "%s", tbe_trace_str(t, e->name));
+    n++;
+  }
+  assert_int_equal(warnings_with(t, "PM sampling lost 40 samples on GPU 0"), 1);
+  assert_int_equal(warnings_with(t, "PM sampling left out 3 samples on GPU 0"), 1);
+  tbe_trace_free(t);
+  return n;
+}
+
+/* Deferred evaluation gives the trace live evaluation gives: every
+ * counter event's time, value and metric, on the same fake samples (whose
+ * values vary per sample), whether the images were cut or copied whole;
+ * evaluating a spool twice adds nothing. */
+static void test_pm_deferred_same_as_live(void **state) {
+  fixture *f = *state;
+  enum { MAX = 12 * 1100 };
+  pm_ev *a = calloc(MAX, sizeof *a), *b = calloc(MAX, sizeof *b), *c = calloc(MAX, sizeof *c);
+  size_t na = pm_run(f, "live", 0, a, MAX);
+  size_t nb = pm_run(f, "deferred", 0, b, MAX);
+  /* 9 metrics x (1000 samples + the closing event) */
+  assert_int_equal(na, 9 * 1001);
+  assert_int_equal(nb, na);
+  assert_memory_equal(a, b, na * sizeof *a);
+  /* values vary: a sample read from the wrong index would show */
+  assert_true(a[0].v != a[1].v);
+  size_t nc = pm_run(f, "deferred", 1, c, MAX);
+  assert_int_equal(nc, na);
+  assert_memory_equal(a, c, na * sizeof *a);
+  size_t items = count_items(f->spool, TBE__SP_METRIC_SAMPLES).n;
+  char why[300];
+  assert_int_equal(tbe__pm_eval_spool(f->spool, &f->api.m.host, why, sizeof why), 0);
+  assert_int_equal(count_items(f->spool, TBE__SP_METRIC_SAMPLES).n, items);
+  assert_int_equal(count_items(f->spool, TBE__SP_PM_EVALUATED).n, 1);
+  free(a);
+  free(b);
+  free(c);
+  unsetenv("TBEXPORT_PM_EVAL");
+}
+
+/* Deferred samples converted where no libcupti loads: one warning line
+ * naming the reason, the activity trace kept. */
+static void test_pm_deferred_no_cupti(void **state) {
+  fixture *f = *state;
+  e2e_start(f, 1000, 0, 0);
+  tfm_context_created(0);
+  e2e_kernel(1, "k_kept");
+  tfm_pm_produce(E2E, 50, 1000000);
+  tfm_context_destroyed(0);
+  e2e_stop();
+  /* read before any evaluation (a build without the collector): said */
+  tbe_trace *raw = NULL;
+  assert_int_equal(tbe_trace_create(&raw, NULL), 0);
+  tbe__convert_info ri;
+  memset(&ri, 0, sizeof ri);
+  assert_int_equal(tbe__spool_file_to_trace(f->spool, NULL, raw, &ri), 0);
+  assert_int_equal(warnings_with(raw, "50 PM samples are raw counter images that were not "
+                                      "evaluated"),
+                   1);
+  tbe_trace_free(raw);
+  if (getenv("HW_SPOOL")) {
+    /* test/data/metrics/metrics_deferred.spool (test_metrics_outputs.sh) */
+    char *path = tu_join(getenv("HW_SPOOL"), "metrics_deferred.spool");
+    size_t n = 0;
+    uint8_t *d = tu_read_file(f->spool, &n);
+    FILE *o = fopen(path, "wb");
+    assert_non_null(o);
+    assert_int_equal(fwrite(d, 1, n, o), n);
+    fclose(o);
+    free(d);
+    free(path);
+  }
+  setenv("TBEXPORT_CUPTI_LIB", "/nonexistent/libcupti.so", 1);
+  char why[300];
+  assert_int_equal(tbe__pm_eval_spool(f->spool, NULL, why, sizeof why), 0);
+  unsetenv("TBEXPORT_CUPTI_LIB");
+  assert_non_null(strstr(why, "cannot load TBEXPORT_CUPTI_LIB"));
+  tbe_trace *t = NULL;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  tbe__convert_info info;
+  memset(&info, 0, sizeof info);
+  assert_int_equal(tbe__spool_file_to_trace(f->spool, NULL, t, &info), 0);
+  assert_int_equal(warnings_with(t, "GPU metrics (PM sampling) not collected on GPU 0: "
+                                    "collection failed: evaluating the samples at conversion: "
+                                    "cannot load TBEXPORT_CUPTI_LIB"),
+                   1);
+  assert_int_equal(warnings_with(t, "GPU metrics"), 1);
+  assert_int_equal(warnings_with(t, "not evaluated"), 0);
+  size_t kernels = 0, counters = 0;
+  for (size_t i = 0; i < t->nevents; i++) {
+    kernels += t->events[i].kind == TBE_EV_KERNEL;
+    counters += t->events[i].kind == TBE_EV_COUNTER;
+  }
+  assert_int_equal(kernels, 1);
+  assert_int_equal(counters, 0);
+  tbe_trace_free(t);
+}
+
+/* Deferred samples whose images CUPTI refuses at conversion: one line
+ * (the status), the rest of the run kept. */
+static void test_pm_deferred_bad_image(void **state) {
+  fixture *f = *state;
+  e2e_start(f, 1000, 0, 0);
+  tfm_context_created(0);
+  e2e_kernel(1, "k_kept");
+  tfm_pm_produce(E2E, 20, 1000000);
+  tfm_context_destroyed(0);
+  e2e_stop();
+  tfm.pm_eval_bad = 1;
+  char why[300];
+  assert_int_equal(tbe__pm_eval_spool(f->spool, &f->api.m.host, why, sizeof why), 0);
+  assert_non_null(strstr(why, "CUPTI evaluated none of the 20 samples"));
+  tbe_trace *t = NULL;
+  assert_int_equal(tbe_trace_create(&t, NULL), 0);
+  tbe__convert_info info;
+  memset(&info, 0, sizeof info);
+  assert_int_equal(tbe__spool_file_to_trace(f->spool, NULL, t, &info), 0);
+  assert_int_equal(warnings_with(t, "GPU metrics (PM sampling) not collected on GPU 0: collection "
+                                    "failed: evaluating the samples at conversion: CUPTI "
+                                    "evaluated none of the 20 samples"),
+                   1);
+  assert_int_equal(warnings_with(t, "GPU metrics"), 1);
+  size_t kernels = 0;
+  for (size_t i = 0; i < t->nevents; i++) kernels += t->events[i].kind == TBE_EV_KERNEL;
+  assert_int_equal(kernels, 1);
+  tbe_trace_free(t);
+}
+
+/* Raw items that lie (a spool is input): a configuration claiming a 1 GiB
+ * image, one whose names do not fill their length, an image part out of
+ * order.  Each device's samples fail with one status; nothing is
+ * allocated for the claims, nothing read past an item. */
+static void test_pm_deferred_hostile(void **state) {
+  fixture *f = *state;
+  tbe__buf b;
+  tbe_allocator al;
+  tbe__allocator_init(&al, NULL);
+  tbe__buf_init(&b, &al);
+  uint8_t body[512];
+  for (uint32_t d = 0; d < 3; d++) {
+    const char *chip = "GH100", names[] = "a.sum\0b.avg\0";
+    tbe__sp_pm_config c = {d, 2, 5, (uint32_t)sizeof names - 1, 0, 4112, 16, 16};
+    if (d == 0) c.full = 1u << 30;  /* too large */
+    if (d == 1) c.names_len -= 1;   /* the last name not ended */
+    uint32_t ids[2] = {1, 2};
+    size_t at = 0;
+    memcpy(body, &c, sizeof c), at += sizeof c;
+    memcpy(body + at, ids, sizeof ids), at += sizeof ids;
+    memcpy(body + at, chip, 5), at += 5;
+    memcpy(body + at, names, c.names_len), at += c.names_len;
+    tbe__spool_item(&b, TBE__SP_PM_CONFIG, body, at);
+    tbe__sp_pm_image im = {d, 0, d == 2 ? 32u : 0u, 48}; /* device 2: a part out of order */
+    memcpy(body, &im, sizeof im);
+    memset(body + sizeof im, 0, 16);
+    tbe__spool_item(&b, TBE__SP_PM_IMAGE, body, sizeof im + 16);
+    tbe__sp_pm_times tm = {d, 0, 1, 0};
+    tbe__sp_pm_time t1 = {0, 0, (int64_t)E2E};
+    memcpy(body, &tm, sizeof tm);
+    memcpy(body + sizeof tm, &t1, sizeof t1);
+    tbe__spool_item(&b, TBE__SP_PM_TIMES, body, sizeof tm + sizeof t1);
+  }
+  uint8_t hdr[TBE__SPOOL_HEADER];
+  tbe__spool_header(hdr, (int64_t)T0);
+  FILE *o = fopen(f->spool, "wb");
+  assert_non_null(o);
+  assert_int_equal(fwrite(hdr, 1, sizeof hdr, o), sizeof hdr);
+  fclose(o);
+  int fd = open(f->spool, O_WRONLY | O_APPEND);
+  assert_true(fd >= 0);
+  assert_int_equal(tbe__spool_write_frame(fd, b.data, b.len), 0);
+  close(fd);
+  tbe__buf_deinit(&b);
+  char why[300];
+  assert_int_equal(tbe__pm_eval_spool(f->spool, &f->api.m.host, why, sizeof why), 0);
+  assert_non_null(strstr(why, "GPU 0: evaluating the samples at conversion: a malformed PM "
+                              "configuration item"));
+  assert_int_equal(count_items(f->spool, TBE__SP_METRIC_SAMPLES).n, 0);
+  assert_int_equal(count_items(f->spool, TBE__SP_PM_EVALUATED).n, 3);
+  assert_int_equal(count_items(f->spool, TBE__SP_METRIC_STATUS).n, 3);
+  assert_int_equal(tfm.host_objects, 0); /* the one made (device 2) was freed */
+}
+
 /* The range profiler where PM sampling has no permission: the kernels'
  * figures on their summary rows with a verdict, in the Chrome JSON's
  * tbexportKernelMetrics, and the refusal as one warning line naming the
@@ -1011,6 +1286,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_options_roundtrip, setup, teardown),
       cmocka_unit_test_setup_teardown(test_e2e_pm_sampling, setup, teardown),
       cmocka_unit_test_setup_teardown(test_e2e_pm_gap, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_pm_deferred_same_as_live, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_pm_deferred_no_cupti, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_pm_deferred_bad_image, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_pm_deferred_hostile, setup, teardown),
       cmocka_unit_test_setup_teardown(test_e2e_range_profiler, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
