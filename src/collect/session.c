@@ -209,11 +209,14 @@ int tbe_session_environment(const tbe_profiler_options *o, const char *inject_li
   if (!rc && (co.trace & TBE_TRACE_NVTX)) rc = set(ctx, "NVTX_INJECTION64_PATH", inject_lib);
   if (!rc) rc = set(ctx, TBE__ENV_SPOOL_DIR, spool_dir);
   if (!rc) rc = set(ctx, TBE__ENV_OPTIONS, opts);
-  /* Operators: PyTorch's operator ranges, turned on by the Python hook. */
+  /* Operators: PyTorch's operator ranges, turned on by the Python hook;
+   * memory: PyTorch's caching allocator and JAX's devices, recorded by it
+   * (<pid>.pymem, read by the conversion). */
   char hook[4096];
   unsigned trace = o->trace ? o->trace : TBE_TRACE_DEFAULT;
-  if (!rc && o->operators != TBE_OPS_OFF && (trace & TBE_TRACE_NVTX) &&
-      tbe_session_python_hook(inject_lib, hook, sizeof hook) == 0) {
+  int ops = o->operators != TBE_OPS_OFF && (trace & TBE_TRACE_NVTX);
+  int mem = (trace & TBE_TRACE_MEMORY) != 0;
+  if (!rc && (ops || mem) && tbe_session_python_hook(inject_lib, hook, sizeof hook) == 0) {
     const char *old = getenv("PYTHONPATH");
     size_t n = strlen(hook) + (old && *old ? strlen(old) + 1 : 0) + 1;
     char *pp = malloc(n);
@@ -221,7 +224,8 @@ int tbe_session_environment(const tbe_profiler_options *o, const char *inject_li
     snprintf(pp, n, "%s%s%s", hook, old && *old ? ":" : "", old && *old ? old : "");
     rc = set(ctx, "PYTHONPATH", pp);
     free(pp);
-    if (!rc) rc = set(ctx, "TBEXPORT_OPS", o->operators == TBE_OPS_SHAPES ? "shapes" : "1");
+    if (!rc && ops) rc = set(ctx, "TBEXPORT_OPS", o->operators == TBE_OPS_SHAPES ? "shapes" : "1");
+    if (!rc && mem) rc = set(ctx, "TBEXPORT_MEM", "1");
   }
   return rc;
 }
@@ -621,7 +625,7 @@ static int convert(const tbe_session_options *o, tbe_session_result *result) {
   size_t busy = 0;
   tbe__convert_opts co = {.capture = o->capture, .capture_name = o->capture_name,
                           .capture_domain = o->capture_domain, .steps_name = o->steps_name,
-                          .steps_domain = o->steps_domain};
+                          .steps_domain = o->steps_domain, .pymem_dir = o->spool_dir};
   for (size_t i = 0; listed && i <= nn; i++) {
     if (i == nn && nn > 0) break;
     if (nn > 0 && spool_in_use(names[i])) {
@@ -691,6 +695,11 @@ static int convert(const tbe_session_options *o, tbe_session_result *result) {
     }
     done++;
     if (nn > 0 && !o->keep) unlink(names[i]);
+    if (nn > 0 && !o->keep && o->spool_dir && pids[i] > 0) {
+      char pm[4200];
+      snprintf(pm, sizeof pm, "%s/%lld.pymem", o->spool_dir, (long long)pids[i]);
+      unlink(pm);
+    }
   }
   for (size_t i = 0; i < nn; i++) free(names[i]);
   free(names);

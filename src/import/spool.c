@@ -52,6 +52,7 @@
 #include "common/vec.h"
 #include "events/spool.h"
 #include "import/importer.h"
+#include "import/spool_pymem.h"
 #include "trace/model/vocab.h"
 #include "trace/model/ops.h"
 #include "tbexport/error.h"
@@ -560,7 +561,9 @@ int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
     info->tail_why = tail.why;
     t->ended_early = info->ended_early;
     conversion_warnings(t, &s, &b, info, &tail, label, o);
-    rc = tbe_trace_finish(t);
+    if (o && o->pymem_dir && info->pid > 0)
+      rc = tbe__pymem_file_to_trace(o->pymem_dir, info->pid, t, a);
+    if (!rc) rc = tbe_trace_finish(t);
     /* --steps wins over the program's own marks (which stay when it
      * matches nothing; the warning says so). */
     if (!rc && o && o->steps_name) {
