@@ -41,6 +41,7 @@
 #include "common/map.h"
 #include "common/vec.h"
 #include "tbexport/error.h"
+#include "trace/model/vocab.h"
 
 #define PM_VERSION 1
 #define PM_LINE_MAX 4096          /* no line of ours is longer */
@@ -410,6 +411,7 @@ static int build(bctx *c) {
 
 int tbe__pymem_to_trace(const char *data, size_t n, const char *label, int64_t pid, tbe_trace *t,
                         const tbe_allocator *a) {
+  if (!a) a = tbe__trace_allocator(t);
   pm m;
   memset(&m, 0, sizeof m);
   tbe__vec_init(&m.dev, a, sizeof(pm_device));
@@ -435,6 +437,7 @@ int tbe__pymem_to_trace(const char *data, size_t n, const char *label, int64_t p
 }
 
 int tbe__pymem_file_to_trace(const char *dir, int64_t pid, tbe_trace *t, const tbe_allocator *a) {
+  if (!a) a = tbe__trace_allocator(t);
   char name[64], where[4200] = "";
   snprintf(name, sizeof name, "%" PRId64 ".pymem", pid);
   void *buf = NULL;

@@ -52,8 +52,8 @@
 
 /* Reads the n bytes of a .pymem file (`label` names it in warnings) for
  * process `pid` into trace t (not finished), keeping events within
- * [t->start_ns, t->stop_ns] when the trace has a span.  A bad file is a
- * warning in t.  Returns 0 or TBE_ENOMEM (then t's sticky error). */
+ * [t->start_ns, t->stop_ns] when the trace has a span; `a` the scratch
+ * (NULL: the trace's allocator).  A bad file is a warning in t.  Returns 0 or TBE_ENOMEM (then t's sticky error). */
 int tbe__pymem_to_trace(const char *data, size_t n, const char *label, int64_t pid, tbe_trace *t,
                         const tbe_allocator *a);
 
