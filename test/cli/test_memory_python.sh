@@ -20,7 +20,10 @@
 # stand-in's max_memory_allocated exactly, each step's events between that
 # step's kernels (the clock pair maps torch's times onto the trace); with
 # a history too small for the run (max_entries) the events kept still carry
-# the right totals and a warning says where the curve starts.
+# the right totals and a warning says where the curve starts.  With the
+# stand-in jax (test/data/fakejax): the hook waits for the program to
+# create JAX's backends (never creating them), samples memory_stats() and
+# the Chrome JSON has the counter "JAX bytes in use".
 # usage: test_memory_python.sh TBEXPORT DATA_DIR
 set -u
 tb=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -123,7 +126,34 @@ run_hook prog.py STEPS=2 EXIT=3 FAKETORCH_NO_HISTORY=1
 env PYTHONPATH="$hook:$data/faketorch" TBEXPORT_SPOOL_DIR="$work/spool" STEPS=1 "$py" prog.py >out.txt 2>err.txt ||
   fail "hook off: the program failed"
 [ -z "$(ls spool)" ] || fail "without TBEXPORT_MEM: files left: $(ls spool)"
-echo "test_memory_python: the hook: no CUDA, the file, the program's own calls, a refusing torch, off"
+# JAX: nothing until the program creates the backends, then samples.
+cat >jaxprog.py <<'EOF'
+import time
+import jax
+from jax._src import xla_bridge
+time.sleep(0.3)
+assert not xla_bridge._backends, "the hook created JAX's backends"
+for step in range(3):
+    jax.use(0, 64 << 20)
+    time.sleep(0.2)
+jax.use(0, -(32 << 20))
+print("jax done")
+EOF
+env PYTHONPATH="$hook:$data/fakejax" TBEXPORT_MEM=1 TBEXPORT_SPOOL_DIR="$work/spool" "$py" jaxprog.py >out.txt 2>err.txt ||
+  fail "jax: the program failed: $(cat err.txt)"
+[ "$(cat out.txt)" = "jax done" ] && [ ! -s err.txt ] || fail "jax: $(cat out.txt) $(cat err.txt)"
+f=$(ls spool/*.pymem 2>/dev/null)
+[ -n "$f" ] || fail "jax: no .pymem"
+grep '^jax ' "$f" | "$py" -c "
+import sys
+rows = [list(map(int, l.split()[1:])) for l in sys.stdin]
+assert len(rows) >= 3, rows  # at 10 Hz over 0.6 s, and at exit
+assert all(r[0] == 0 and r[5] == 80 << 30 and r[4] == -1 for r in rows), rows
+use = [r[2] for r in rows]
+assert use[:-1] == sorted(use[:-1]) and use[-1] == 160 << 20 and max(r[3] for r in rows) == 192 << 20, use
+" || fail "jax: the samples: $(grep '^jax ' "$f")"
+rm -f spool/*
+echo "test_memory_python: the hook: no CUDA, the file, the program's own calls, a refusing torch, off, JAX"
 
 # ---- part 2: through the collector (stand-in libcupti) ----
 fake=$bindir/libcollect_fake_libcupti.so
@@ -199,4 +229,17 @@ j=$(json_of l1/plugins/profile/short)
 "$py" check.py "$j" tail || fail "short history: the [memory] events (above)"
 grep -q "PyTorch's allocator history kept its last 20 events" err.txt || fail "short history: no warning: $(cat err.txt)"
 echo "test_memory_python: a history shorter than the run"
+
+PYTHONPATH=$data/fakejax "$tb" --logdir l1 --run jax --trace cuda,nvtx,memory -- "${pyc[@]}" jaxprog.py >out.txt 2>err.txt ||
+  fail "jax: status $?: $(cat err.txt)"
+j=$(json_of l1/plugins/profile/jax)
+[ -n "$j" ] || fail "jax: no Chrome JSON: $(cat err.txt)"
+"$py" -c "
+import gzip, json, sys
+ev = json.load(gzip.open(sys.argv[1]))['traceEvents']
+c = [e for e in ev if e.get('ph') == 'C' and e.get('name') == 'JAX bytes in use']
+v = [list(e['args'].values())[0] for e in sorted(c, key=lambda e: e['ts'])]
+assert len(v) >= 3 and v[-1] == 160 << 20 and max(v) == 192 << 20, v
+" "$j" || fail "jax: the counter in the Chrome JSON: $(cat err.txt)"
+echo "test_memory_python: JAX's device memory as counters"
 echo "test_memory_python: ok"
