@@ -625,7 +625,8 @@ static int convert(const tbe_session_options *o, tbe_session_result *result) {
   size_t busy = 0;
   tbe__convert_opts co = {.capture = o->capture, .capture_name = o->capture_name,
                           .capture_domain = o->capture_domain, .steps_name = o->steps_name,
-                          .steps_domain = o->steps_domain, .pymem_dir = o->spool_dir};
+                          .steps_domain = o->steps_domain};
+  co.pymem_dir = o->spool_dir; /* the Python hook's <pid>.pymem files */
   for (size_t i = 0; listed && i <= nn; i++) {
     if (i == nn && nn > 0) break;
     if (nn > 0 && spool_in_use(names[i])) {

@@ -44,8 +44,8 @@
 #include "trace/model/vocab.h"
 
 #define PM_VERSION 1
-#define PM_LINE_MAX 4096          /* no line of ours is longer */
-#define PM_FILE_MAX (1ull << 32) /* 4 GiB: far above max_entries' files */
+#define PM_LINE_MAX 4096                /* no line of ours is longer */
+#define PM_FILE_MAX (1ull << 32)        /* 4 GiB: far above max_entries' files */
 #define PM_BYTES_MAX (INT64_C(1) << 56) /* any size, total or address offset read */
 
 /* ---- the parsed file ---- */
@@ -121,7 +121,7 @@ static int nums(const char **p, const char *end, int64_t *v, size_t k) {
 }
 
 static int action_of(const char *f, size_t n) {
-  static const char *names[] = {"alloc",       "free_requested", "free_completed", "segment_alloc",
+  static const char *names[] = {"alloc",        "free_requested", "free_completed", "segment_alloc",
                                 "segment_free", "segment_map",    "segment_unmap",  "oom"};
   for (int i = 0; i < (int)(sizeof names / sizeof *names); i++)
     if (strlen(names[i]) == n && memcmp(names[i], f, n) == 0) return i;
@@ -194,7 +194,8 @@ static int parse(pm *m, const char *data, size_t n, const char **why, size_t *at
     size_t room = n - off < PM_LINE_MAX ? n - off : PM_LINE_MAX;
     const char *s = data + off, *nl = memchr(s, '\n', room);
     *at = off;
-    if (!nl) return (*why = room == PM_LINE_MAX ? "a line too long" : "the file ends inside a line"), -1;
+    if (!nl)
+      return (*why = room == PM_LINE_MAX ? "a line too long" : "the file ends inside a line"), -1;
     if (line == 0) {
       const char *p = s + sizeof magic - 1;
       int64_t v;
@@ -330,13 +331,13 @@ static int totals(const pm_device *d, const pm_entry *e, int64_t *ta, int64_t *t
     ta[i] = A, tr[i] = R;
     if (A > *peak) *peak = A;
     switch (e[i].action) {
-    case A_ALLOC: A -= e[i].block; break;
-    case A_FREE_REQ: A += e[i].block; break;
-    case A_SEG_ALLOC:
-    case A_SEG_MAP: R -= e[i].size; break;
-    case A_SEG_FREE:
-    case A_SEG_UNMAP: R += e[i].size; break;
-    default: break;
+      case A_ALLOC: A -= e[i].block; break;
+      case A_FREE_REQ: A += e[i].block; break;
+      case A_SEG_ALLOC:
+      case A_SEG_MAP: R -= e[i].size; break;
+      case A_SEG_FREE:
+      case A_SEG_UNMAP: R += e[i].size; break;
+      default: break;
     }
     if (A < 0 || R < 0 || A > PM_BYTES_MAX || R > PM_BYTES_MAX) return 1;
   }
@@ -347,7 +348,8 @@ static int totals(const pm_device *d, const pm_entry *e, int64_t *ta, int64_t *t
 static void say_device(bctx *c, const pm_device *d, int bad, int64_t peak) {
   if (bad) {
     tbe_trace_warn(c->t,
-                   "%s: device %" PRId64 ": PyTorch's allocator history does not add up to its "
+                   "%s: device %" PRId64
+                   ": PyTorch's allocator history does not add up to its "
                    "state at exit (the program changed its recording?): allocated and reserved "
                    "totals left to the running sums",
                    c->label, d->id);
@@ -360,7 +362,8 @@ static void say_device(bctx *c, const pm_device *d, int bad, int64_t peak) {
              (peak - d->max_allocated > d->max_allocated / 100 ||
               d->max_allocated - peak > d->max_allocated / 100)) {
     tbe_trace_warn(c->t,
-                   "%s: device %" PRId64 ": the peak allocated from PyTorch's allocator history, "
+                   "%s: device %" PRId64
+                   ": the peak allocated from PyTorch's allocator history, "
                    "%" PRId64 " bytes, differs from torch.cuda.max_memory_allocated(), %" PRId64
                    " bytes, by more than 1%%",
                    c->label, d->id, peak, d->max_allocated);
@@ -394,8 +397,7 @@ static int build(bctx *c) {
   const pm *m = c->m;
   int rc = tbe_trace_track(c->t, TBE_TRACK_THREAD, c->pid, c->pid, -1, &c->track);
   c->name = tbe_trace_str_id(c->t, "[memory]");
-  for (size_t i = 0; i < m->dev.n && !rc; i++)
-    rc = build_device(c, tbe__vec_at(&m->dev, i));
+  for (size_t i = 0; i < m->dev.n && !rc; i++) rc = build_device(c, tbe__vec_at(&m->dev, i));
   static const char *jax_names[4] = {"JAX bytes in use", "JAX peak bytes in use",
                                      "JAX bytes reserved", "JAX bytes limit"};
   for (size_t i = 0; i < m->jax.n && !rc; i++) {

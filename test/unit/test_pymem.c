@@ -101,12 +101,13 @@ static void test_events_totals_clock(void **state) {
  * gone): the totals are still the end state's, and a warning says so. */
 static void test_truncated_history(void **state) {
   (void)state;
-  tbe_trace *t = convert(HEAD "device 0 2048 2097152 4096 2097152 3\n"
-                              "b 1000000 1024\nb 1001024 1024\n"
-                              "e free_requested 1700000000000010 1002048 2000 0\n"
-                              "e free_completed 1700000000000011 1002048 2000 0\n"
-                              "e alloc 1700000000000012 1001024 1024 0\n"
-                              "end\n");
+  tbe_trace *t = convert(HEAD
+                         "device 0 2048 2097152 4096 2097152 3\n"
+                         "b 1000000 1024\nb 1001024 1024\n"
+                         "e free_requested 1700000000000010 1002048 2000 0\n"
+                         "e free_completed 1700000000000011 1002048 2000 0\n"
+                         "e alloc 1700000000000012 1001024 1024 0\n"
+                         "end\n");
   const tbe_event *e[4];
   assert_int_equal(memory_events(t, e, 4), 2);
   assert_int_equal(tbe_trace_memory(t, e[0])->bytes, -2048);
@@ -121,14 +122,17 @@ static void test_truncated_history(void **state) {
 static void test_peak_cross_check(void **state) {
   (void)state;
   /* torch says 2 MiB, the history 1024 bytes. */
-  tbe_trace *t = convert(HEAD "device 0 1024 2097152 2097152 2097152 1000\nb 1000000 1024\n"
-                              "e alloc 1700000000000012 1000000 1000 0\nend\n");
-  assert_true(warned(t, "the peak allocated from PyTorch's allocator history, 1024 bytes, differs "
-                        "from torch.cuda.max_memory_allocated(), 2097152 bytes, by more than 1%"));
+  tbe_trace *t = convert(HEAD
+                         "device 0 1024 2097152 2097152 2097152 1000\nb 1000000 1024\n"
+                         "e alloc 1700000000000012 1000000 1000 0\nend\n");
+  assert_true(warned(t,
+                     "the peak allocated from PyTorch's allocator history, 1024 bytes, differs "
+                     "from torch.cuda.max_memory_allocated(), 2097152 bytes, by more than 1%"));
   tbe_trace_free(t);
   /* the same after the program reset torch's peaks: no comparison */
-  t = convert(HEAD "peak-reset 1\ndevice 0 1024 2097152 2097152 2097152 1000\nb 1000000 1024\n"
-                   "e alloc 1700000000000012 1000000 1000 0\nend\n");
+  t = convert(HEAD
+              "peak-reset 1\ndevice 0 1024 2097152 2097152 2097152 1000\nb 1000000 1024\n"
+              "e alloc 1700000000000012 1000000 1000 0\nend\n");
   assert_int_equal(t->nwarnings, 0);
   tbe_trace_free(t);
   /* a history that does not add up (it frees more than was ever there) */
@@ -142,8 +146,9 @@ static void test_peak_cross_check(void **state) {
 
 static void test_jax_counters(void **state) {
   (void)state;
-  tbe_trace *t = convert(HEAD "jax 0 1700000000100000000 4096 8192 -1 1000000\n"
-                              "jax 1 1700000000100000000 1 2 3 4\nend\n");
+  tbe_trace *t = convert(HEAD
+                         "jax 0 1700000000100000000 4096 8192 -1 1000000\n"
+                         "jax 1 1700000000100000000 1 2 3 4\nend\n");
   size_t n = 0, in_use = 0;
   for (size_t i = 0; i < t->nevents; i++) {
     const tbe_event *e = &t->events[i];
@@ -173,8 +178,10 @@ static void test_bad_files(void **state) {
       {"", "not a tbexport-pymem file", 0},
       {"tbexport-pymem 2\nend\n", "a version this build does not read", 0},
       {"tbexport-pymem x\nend\n", "a bad version", 0},
-      {"tbexport-pymem 1\ndevice 0 1 2 3 4 5\ne alloc 1 2 3 0\nend", "the file ends inside a line", 52},
-      {"tbexport-pymem 1\ndevice 0 1 2 3 4 5\ne alloc 1 2 3 0\n", "no end line (the file was cut)", 52},
+      {"tbexport-pymem 1\ndevice 0 1 2 3 4 5\ne alloc 1 2 3 0\nend", "the file ends inside a line",
+       52},
+      {"tbexport-pymem 1\ndevice 0 1 2 3 4 5\ne alloc 1 2 3 0\n", "no end line (the file was cut)",
+       52},
       {"tbexport-pymem 1\ndevice 0 1 2 3 4 5\ne alloc 1 2x 3 0\nend\n", "a bad entry line", 36},
       {"tbexport-pymem 1\ne alloc 1 2 3 0\nend\n", "a block or entry before its device line", 17},
       {"tbexport-pymem 1\ndevice 0 1 2 3 4\nend\n", "a bad device line", 17},
@@ -260,9 +267,12 @@ static void test_file(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_events_totals_clock), cmocka_unit_test(test_truncated_history),
-      cmocka_unit_test(test_peak_cross_check),    cmocka_unit_test(test_jax_counters),
-      cmocka_unit_test(test_bad_files),           cmocka_unit_test(test_mutations),
+      cmocka_unit_test(test_events_totals_clock),
+      cmocka_unit_test(test_truncated_history),
+      cmocka_unit_test(test_peak_cross_check),
+      cmocka_unit_test(test_jax_counters),
+      cmocka_unit_test(test_bad_files),
+      cmocka_unit_test(test_mutations),
       cmocka_unit_test(test_file),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
