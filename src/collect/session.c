@@ -378,6 +378,24 @@ static void take_ops(const char *dir, const char *name, int keep, ops_notes *on)
   on->n++;
 }
 
+/* Removes the Python hook's <pid>.pymem files of DIR whose process left
+ * no <pid>.spool there (it could not collect): the spools converted took
+ * theirs with them, those kept keep theirs. */
+static void drop_orphan_pymem(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    size_t l = strlen(e->d_name);
+    if (l < 7 || l > 40 || strcmp(e->d_name + l - 6, ".pymem") != 0) continue;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%.*s.spool", dir, (int)(l - 6), e->d_name);
+    if (access(path, F_OK) == 0) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    unlink(path);
+  }
+  if (d) closedir(d);
+}
+
 /* The spools to convert, sorted, into *names (malloc'd), the notes of
  * processes that could not collect and the Python hook's notes.  Returns
  * 0 or TBE_ENOMEM. */
@@ -711,6 +729,7 @@ static int convert(const tbe_session_options *o, tbe_session_result *result) {
       say(o, TBE_MSG_WARNING, "pid %lld: operators are not recorded: %s", (long long)on->pid[k],
           on->text[k]);
   free(on);
+  if (o->spool_dir && !o->keep) drop_orphan_pymem(o->spool_dir);
   if (o->spool_dir && !o->keep) rmdir(o->spool_dir); /* only if empty */
   if (rc && nn > 0 && !o->keep && done + busy < nn)
     say(o, TBE_MSG_WARNING,

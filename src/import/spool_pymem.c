@@ -353,6 +353,12 @@ static void say_device(bctx *c, const pm_device *d, int bad, int64_t peak) {
                    "state at exit (the program changed its recording?): allocated and reserved "
                    "totals left to the running sums",
                    c->label, d->id);
+  } else if (!d->ring && (d->allocated || d->reserved)) {
+    tbe_trace_warn(c->t,
+                   "%s: device %" PRId64
+                   ": PyTorch's allocator history was empty at exit (the "
+                   "program turned it off?): no allocator curve",
+                   c->label, d->id);
   } else if (d->max_entries > 0 && d->ring >= d->max_entries) {
     tbe_trace_warn(c->t,
                    "%s: device %" PRId64 ": PyTorch's allocator history kept its last %" PRId64

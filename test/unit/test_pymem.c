@@ -135,6 +135,11 @@ static void test_peak_cross_check(void **state) {
               "e alloc 1700000000000012 1000000 1000 0\nend\n");
   assert_int_equal(t->nwarnings, 0);
   tbe_trace_free(t);
+  /* the program turned the history off (torch clears it then): said */
+  t = convert(HEAD "device 0 1024 2097152 2097152 2097152 1000\nb 1000000 1024\nend\n");
+  assert_true(warned(t, "x/7.pymem: device 0: PyTorch's allocator history was empty at exit"));
+  assert_int_equal(memory_events(t, NULL, 0), 0);
+  tbe_trace_free(t);
   /* a history that does not add up (it frees more than was ever there) */
   t = convert(HEAD "device 0 0 0 0 0 1000\ne alloc 1700000000000012 1000000 1000 0\nend\n");
   assert_true(warned(t, "does not add up"));
