@@ -673,6 +673,13 @@ static int convert(const tbe_session_options *o, tbe_session_result *result) {
       co.has_rank = ranks[i] >= 0;
       co.rank = ranks[i];
       co.world_size = sl && sl->world_size > ranks[i] ? sl->world_size : 0;
+      char fdir[4200]; /* the folder of a spool given by name: its <pid>.pymem */
+      if (!o->spool_dir) {
+        const char *slash = strrchr(names[i], '/');
+        snprintf(fdir, sizeof fdir, "%.*s",
+                 slash ? (int)(slash - names[i]) + (slash == names[i]) : 1, slash ? names[i] : ".");
+        co.pymem_dir = fdir;
+      }
       r = tbe__spool_file_to_trace(names[i], &co, t, &info);
       if (r && info.tail_why)
         say(o, TBE_MSG_ERROR, "%s: byte %zu: %s", names[i], info.tail_offset, info.tail_why);

@@ -23,7 +23,8 @@
 # the right totals and a warning says where the curve starts.  With the
 # stand-in jax (test/data/fakejax): the hook waits for the program to
 # create JAX's backends (never creating them), samples memory_stats() and
-# the Chrome JSON has the counter "JAX bytes in use".
+# the Chrome JSON has the counter "JAX bytes in use".  A spool kept and
+# converted later by `tbexport import` reads its .pymem too.
 # usage: test_memory_python.sh TBEXPORT DATA_DIR
 set -u
 tb=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -229,6 +230,17 @@ j=$(json_of l1/plugins/profile/short)
 "$py" check.py "$j" tail || fail "short history: the [memory] events (above)"
 grep -q "PyTorch's allocator history kept its last 20 events" err.txt || fail "short history: no warning: $(cat err.txt)"
 echo "test_memory_python: a history shorter than the run"
+
+# A spool kept (the collector run by hand, as a session that could not
+# convert leaves it): `tbexport import` reads the .pymem beside it.
+mkdir kept
+STEPS=6 CUDA_INJECTION64_PATH=$bindir/libtbexport_inject.so TBEXPORT_SPOOL_DIR=$work/kept TBEXPORT_MEM=1 \
+  PYTHONPATH="$hook:$data/faketorch" "${pyc[@]}" prog.py >out.txt 2>err.txt || fail "kept: the program: $(cat err.txt)"
+ls kept/*.pymem >/dev/null 2>&1 || fail "kept: no .pymem: $(ls kept)"
+grep -q '^clock [0-9]* [0-9]*$' kept/*.pymem || fail "kept: no clock pair (tbexport_now_ns)"
+"$tb" import kept/*.spool --logdir l1 --run imported >out.txt 2>err.txt || fail "import: $(cat err.txt)"
+"$py" check.py "$(json_of l1/plugins/profile/imported)" all || fail "import: the [memory] events (above)"
+[ -f kept/*.pymem ] || fail "import removed the .pymem"
 
 PYTHONPATH=$data/fakejax "$tb" --logdir l1 --run jax --trace cuda,nvtx,memory -- "${pyc[@]}" jaxprog.py >out.txt 2>err.txt ||
   fail "jax: status $?: $(cat err.txt)"
