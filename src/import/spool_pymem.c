@@ -96,8 +96,8 @@ static int field(const char **p, const char *end, const char **f, size_t *n) {
   return *n ? 0 : -1;
 }
 
-/* A decimal int64 within +-PM_BYTES_MAX * 1000 (also times: us and ns since
- * 1970 fit), "-1" included. */
+/* A decimal int64 of at most 4e18 either side of 0 (times in ns since 1970
+ * fit), "-1" included; checked before each digit, so nothing overflows. */
 static int num(const char **p, const char *end, int64_t *v) {
   const char *f;
   size_t n;
@@ -107,8 +107,8 @@ static int num(const char **p, const char *end, int64_t *v) {
   int64_t x = 0;
   for (size_t i = neg; i < n; i++) {
     if (f[i] < '0' || f[i] > '9') return -1;
+    if (x > (INT64_C(4000000000000000000) - (f[i] - '0')) / 10) return -1;
     x = x * 10 + (f[i] - '0');
-    if (x > INT64_C(4000000000000000000)) return -1;
   }
   *v = neg ? -x : x;
   return 0;

@@ -238,8 +238,11 @@ def _mem_start():
         n = _entries()
         try:
             rec(enabled="all", context=None, stacks="python", max_entries=n)
-        except TypeError:  # a torch before stacks=
-            rec(enabled="all", context=None, max_entries=n)
+        except TypeError:  # a torch before stacks= (2.0: the legacy form only)
+            try:
+                rec(enabled="all", context=None, max_entries=n)
+            except TypeError:
+                rec(True, record_context=False, trace_alloc_max_entries=n, trace_alloc_record_context=False)
         _mem["on"] = True
     except Exception as e:
         _mem_say("PyTorch's allocator memory is not recorded: %s" % _why(e))
@@ -387,7 +390,7 @@ def _jax_devices(jax):
 
 def _jax_loop(jax):
     while True:
-        devs = _jax_devices(jax)
+        devs = _mem["jax_devs"] or _jax_devices(jax)
         if devs:
             _mem["jax_devs"] = devs
             _jax_sample(devs)
