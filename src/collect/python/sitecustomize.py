@@ -204,7 +204,7 @@ def _torch_imported(torch):
 # ---- memory: PyTorch's caching allocator, JAX's devices ----
 
 _mem = {"on": False, "said": False, "peak_reset": False, "torch": None, "jax": [], "jax_devs": None,
-        "lock": threading.Lock(), "written": False}
+        "lock": threading.Lock(), "written": False, "jlock": threading.Lock(), "jax_stop": False}
 
 
 def _mem_say(line):
@@ -395,12 +395,30 @@ def _jax_devices(jax):
         return None
 
 
+def _jax_final():
+    """The last sample, then no more: before JAX's own exit handlers tear
+    its backends down (this runs before any registered earlier)."""
+    with _mem["jlock"]:
+        if _mem["jax_stop"]:
+            return
+        _mem["jax_stop"] = True
+        if _mem["jax_devs"]:
+            _jax_sample(_mem["jax_devs"])
+
+
 def _jax_loop(jax):
+    import atexit
+
     while True:
-        devs = _mem["jax_devs"] or _jax_devices(jax)
-        if devs:
-            _mem["jax_devs"] = devs
-            _jax_sample(devs)
+        with _mem["jlock"]:
+            if _mem["jax_stop"]:
+                return
+            devs = _mem["jax_devs"] or _jax_devices(jax)
+            if devs:
+                if not _mem["jax_devs"]:
+                    _mem["jax_devs"] = devs
+                    atexit.register(_jax_final)  # after the backends' own handlers: runs first
+                _jax_sample(devs)
         time.sleep(0.1)
 
 
@@ -409,8 +427,7 @@ def _jax_imported(jax):
         import atexit
 
         def at_exit():
-            if _mem["jax_devs"]:
-                _jax_sample(_mem["jax_devs"])
+            _jax_final()
             _mem_exit()
 
         th = threading.Thread(target=_jax_loop, args=(jax,), name="tbexport-jax-memory", daemon=True)
