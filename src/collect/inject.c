@@ -18,7 +18,8 @@
  *
  * Only these two symbols are exported (inject.map), and
  * tbexport_inject_step, through which a program's own libtbexport reaches
- * this collector (tbe_profiler_step under `tbexport -- CMD`); everything
+ * this collector (tbe_profiler_step under `tbexport -- CMD`), and
+ * tbexport_now_ns, the collector's clock for the Python hook; everything
  * else is hidden so nothing can clash with the host program.  A forked child does
  * not inherit the parent's session (collector.c's atfork handler); an
  * exec'd child starts its own from the inherited environment.
@@ -38,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collect/collector.h"
@@ -169,3 +171,15 @@ TBE_INJECT_API int InitializeInjectionNvtx2(const void *(*get_export_table)(uint
  * driver loaded (profiler.c) and marks the step in this process's spool.
  * TBE_ESTATE until the collector started (CUDA or NVTX initialized). */
 TBE_INJECT_API int tbexport_inject_step(void) { return tbe__collector_step(); }
+
+/* The collector's clock now (cuptiGetTimestamp, as the collector stamps its
+ * records, else CLOCK_REALTIME as it falls back to), in ns: the Python hook
+ * reads it beside time.time_ns() once, so that the spool conversion maps
+ * PyTorch's wall-clock times onto the trace's clock (spool_pymem.c). */
+TBE_INJECT_API uint64_t tbexport_now_ns(void) {
+  uint64_t ts = 0;
+  if (api_ok && api.get_timestamp && api.get_timestamp(&ts) == CUPTI_SUCCESS && ts) return ts;
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}

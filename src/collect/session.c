@@ -212,11 +212,14 @@ int tbe_session_environment(const tbe_profiler_options *o, const char *inject_li
   if (!rc && (co.trace & TBE_TRACE_NVTX)) rc = set(ctx, "NVTX_INJECTION64_PATH", inject_lib);
   if (!rc) rc = set(ctx, TBE__ENV_SPOOL_DIR, spool_dir);
   if (!rc) rc = set(ctx, TBE__ENV_OPTIONS, opts);
-  /* Operators: PyTorch's operator ranges, turned on by the Python hook. */
+  /* Operators: PyTorch's operator ranges, turned on by the Python hook;
+   * memory: PyTorch's caching allocator and JAX's devices, recorded by it
+   * (<pid>.pymem, read by the conversion). */
   char hook[4096];
   unsigned trace = o->trace ? o->trace : TBE_TRACE_DEFAULT;
-  if (!rc && o->operators != TBE_OPS_OFF && (trace & TBE_TRACE_NVTX) &&
-      tbe_session_python_hook(inject_lib, hook, sizeof hook) == 0) {
+  int ops = o->operators != TBE_OPS_OFF && (trace & TBE_TRACE_NVTX);
+  int mem = (trace & TBE_TRACE_MEMORY) != 0;
+  if (!rc && (ops || mem) && tbe_session_python_hook(inject_lib, hook, sizeof hook) == 0) {
     const char *old = getenv("PYTHONPATH");
     size_t n = strlen(hook) + (old && *old ? strlen(old) + 1 : 0) + 1;
     char *pp = malloc(n);
@@ -224,7 +227,8 @@ int tbe_session_environment(const tbe_profiler_options *o, const char *inject_li
     snprintf(pp, n, "%s%s%s", hook, old && *old ? ":" : "", old && *old ? old : "");
     rc = set(ctx, "PYTHONPATH", pp);
     free(pp);
-    if (!rc) rc = set(ctx, "TBEXPORT_OPS", o->operators == TBE_OPS_SHAPES ? "shapes" : "1");
+    if (!rc && ops) rc = set(ctx, "TBEXPORT_OPS", o->operators == TBE_OPS_SHAPES ? "shapes" : "1");
+    if (!rc && mem) rc = set(ctx, "TBEXPORT_MEM", "1");
   }
   return rc;
 }
@@ -375,6 +379,24 @@ static void take_ops(const char *dir, const char *name, int keep, ops_notes *on)
   on->pid[on->n] = strtoll(name, NULL, 10);
   snprintf(on->text[on->n], sizeof on->text[on->n], "%s", text);
   on->n++;
+}
+
+/* Removes the Python hook's <pid>.pymem files of DIR whose process left
+ * no <pid>.spool there (it could not collect): the spools converted took
+ * theirs with them, those kept keep theirs. */
+static void drop_orphan_pymem(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    size_t l = strlen(e->d_name);
+    if (l < 7 || l > 40 || strcmp(e->d_name + l - 6, ".pymem") != 0) continue;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%.*s.spool", dir, (int)(l - 6), e->d_name);
+    if (access(path, F_OK) == 0) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    unlink(path);
+  }
+  if (d) closedir(d);
 }
 
 /* The spools to convert, sorted, into *names (malloc'd), the notes of
@@ -639,6 +661,7 @@ static int convert(const tbe_session_options *o, tbe_session_result *result) {
   tbe__convert_opts co = {.capture = o->capture, .capture_name = o->capture_name,
                           .capture_domain = o->capture_domain, .steps_name = o->steps_name,
                           .steps_domain = o->steps_domain};
+  co.pymem_dir = o->spool_dir; /* the Python hook's <pid>.pymem files */
   for (size_t i = 0; listed && i <= nn; i++) {
     if (i == nn && nn > 0) break;
     if (nn > 0 && spool_in_use(names[i])) {
@@ -668,6 +691,13 @@ static int convert(const tbe_session_options *o, tbe_session_result *result) {
       co.rank = ranks[i];
       co.world_size = sl && sl->world_size > ranks[i] ? sl->world_size : 0;
       eval_raw_pm(o, names[i]);
+      char fdir[4200]; /* the folder of a spool given by name: its <pid>.pymem */
+      if (!o->spool_dir) {
+        const char *slash = strrchr(names[i], '/');
+        snprintf(fdir, sizeof fdir, "%.*s",
+                 slash ? (int)(slash - names[i]) + (slash == names[i]) : 1, slash ? names[i] : ".");
+        co.pymem_dir = fdir;
+      }
       r = tbe__spool_file_to_trace(names[i], &co, t, &info);
       if (r && info.tail_why)
         say(o, TBE_MSG_ERROR, "%s: byte %zu: %s", names[i], info.tail_offset, info.tail_why);
@@ -709,6 +739,11 @@ static int convert(const tbe_session_options *o, tbe_session_result *result) {
     }
     done++;
     if (nn > 0 && !o->keep) unlink(names[i]);
+    if (nn > 0 && !o->keep && o->spool_dir && pids[i] > 0) {
+      char pm[4200];
+      snprintf(pm, sizeof pm, "%s/%lld.pymem", o->spool_dir, (long long)pids[i]);
+      unlink(pm);
+    }
   }
   for (size_t i = 0; i < nn; i++) free(names[i]);
   free(names);
@@ -719,6 +754,7 @@ static int convert(const tbe_session_options *o, tbe_session_result *result) {
       say(o, TBE_MSG_WARNING, "pid %lld: operators are not recorded: %s", (long long)on->pid[k],
           on->text[k]);
   free(on);
+  if (o->spool_dir && !o->keep) drop_orphan_pymem(o->spool_dir);
   if (o->spool_dir && !o->keep) rmdir(o->spool_dir); /* only if empty */
   if (rc && nn > 0 && !o->keep && done + busy < nn)
     say(o, TBE_MSG_WARNING,

@@ -48,10 +48,12 @@
 #include <unistd.h>
 
 #include "common/alloc.h"
+#include "common/fsutil.h"
 #include "common/map.h"
 #include "common/vec.h"
 #include "events/spool.h"
 #include "import/importer.h"
+#include "import/spool_pymem.h"
 #include "trace/model/vocab.h"
 #include "trace/model/ops.h"
 #include "tbexport/error.h"
@@ -561,7 +563,9 @@ int tbe__spool_to_trace(const uint8_t *data, size_t n, const char *label,
     info->tail_why = tail.why;
     t->ended_early = info->ended_early;
     conversion_warnings(t, &s, &b, info, &tail, label, o);
-    rc = tbe_trace_finish(t);
+    if (o && o->pymem_dir && info->pid > 0)
+      rc = tbe__pymem_file_to_trace(o->pymem_dir, info->pid, t, a);
+    if (!rc) rc = tbe_trace_finish(t);
     /* --steps wins over the program's own marks (which stay when it
      * matches nothing; the warning says so). */
     if (!rc && o && o->steps_name) {
@@ -666,9 +670,15 @@ static int import_spool(tbe_trace *t, tbe__input *in, const char *path,
   tbe__convert_opts co;
   memset(&co, 0, sizeof co);
   co.allocator = o->allocator;
+  /* The Python hook's <pid>.pymem beside the spool (a spool kept by the
+   * session, converted later) is read as the session would have. */
+  char *dir = NULL;
+  const char *name = NULL;
+  if (strcmp(path, "-") != 0 && tbe__path_split(in->a, path, &dir, &name) == 0) co.pymem_dir = dir;
   tbe__convert_info info;
   const char *base = strrchr(path, '/');
   rc = tbe__spool_to_trace(data, n, base ? base + 1 : path, &co, t, &info);
+  if (dir) tbe__free(in->a, dir);
   tbe__free(in->a, data);
   if (rc == TBE_EFORMAT || rc == TBE_ECORRUPT)
     return tbe__import_fail(err, rc, path, info.tail_offset, 0, 0, "%s",

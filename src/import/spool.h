@@ -32,6 +32,9 @@ typedef struct tbe__convert_opts {
                           rank's notes (collectives, backend) are made with it */
   int32_t rank;        /* with has_rank: >= 0 */
   int32_t world_size;  /* with has_rank: 0 unknown, else > rank */
+  const char *pymem_dir; /* the folder of the Python hook's <pid>.pymem files (the framework's
+                            allocator memory, spool_pymem.h), read into the trace before it is
+                            finished; NULL: none */
 } tbe__convert_opts;
 
 typedef struct tbe__convert_info {

@@ -1,0 +1,2 @@
+"""jax._src.xla_bridge: the backends, created on first use."""
+_backends = {}
