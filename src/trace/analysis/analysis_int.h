@@ -98,6 +98,13 @@ void **tbe__analysis_metric_block(tbe_analysis *an, int i);
 int tbe__analysis_metrics_merge(tbe_analysis *tot, const tbe_run_host *hosts, size_t n,
                                 long *const *map);
 
+/* The memory figures (analysis_memory.c): peaks, growth and what was
+ * never freed per GPU and for all, the peaks per step, from the trace's
+ * memory curve; unknown (-1, growth INT64_MIN) where there is none.  Runs
+ * once the steps' windows are final; order[] holds the step indexes in
+ * start order.  Returns 0 or TBE_ENOMEM. */
+int tbe__analysis_memory(tbe_analysis *an, const size_t *order);
+
 /* Length of a run host's label without the "_pid<N>[_<k>]" that tbexport
  * appends for the processes of one machine: the machine's name
  * (run_analysis.c). */

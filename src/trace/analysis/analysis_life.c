@@ -41,6 +41,9 @@ int tbe__analysis_blank(tbe_analysis **out, const tbe_allocator *a) {
   an->all.launch_median_ns = -1;
   an->all.launch_overhead_median_ns = -1;
   an->all.queue_delay_median_ns = -1;
+  an->all.mem_peak_allocated = an->all.mem_peak_reserved = an->all.mem_unfreed = -1;
+  an->all.mem_reserved_at_peak = -1;
+  an->all.mem_growth_per_step = INT64_MIN;
   an->host = "";
   an->pid = -1;
   an->rank = -1;
