@@ -309,14 +309,6 @@ typedef struct tbe_device_stats {
   int64_t mem_peak_reserved;
   int64_t mem_growth_per_step;
   int64_t mem_unfreed;
-  /* What the memory advice reads (not saved with the analysis, whose
-   * advice is): the reserved bytes at the allocated peak, the steps with
-   * an allocated value at their end, how many of those ended higher than
-   * the step before, and the last one's value less the first one's. */
-  int64_t mem_reserved_at_peak;
-  uint64_t mem_steps;
-  uint64_t mem_grow_steps;
-  int64_t mem_step_growth;
 } tbe_device_stats;
 
 /* One step.  Its window is the step as it ran on the device, the way

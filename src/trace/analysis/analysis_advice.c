@@ -299,26 +299,28 @@ static void op_advice(tbe_analysis *an, tbe_advice *buf) {
 #define FRAG_MIN_GAP ((int64_t)1 << 30) /* 1 GiB */
 
 static void memory_advice(tbe_analysis *an, tbe_advice *buf) {
-  char x[32], y[32], z[32];
-  for (size_t i = 0; i < an->ndevices && an->nadvice < ADVICE_MAX; i++) {
+  char x[32], y[64], z[32];
+  const tbe__mem_trend *trend = ((const tbe__analysis_priv *)an->priv_)->mem_trend;
+  for (size_t i = 0; trend && i < an->ndevices && an->nadvice < ADVICE_MAX; i++) {
     const tbe_device_stats *d = &an->devices[i];
+    const tbe__mem_trend *tr = &trend[i];
     if (d->mem_peak_allocated <= 0) continue;
-    if (d->mem_steps >= LEAK_MIN_STEPS && 2 * d->mem_grow_steps > d->mem_steps - 1 &&
+    if (tr->steps >= LEAK_MIN_STEPS && 2 * tr->grow_steps > tr->steps - 1 &&
         d->mem_growth_per_step != INT64_MIN && d->mem_growth_per_step >= LEAK_MIN_SLOPE &&
-        100.0 * (double)d->mem_step_growth >= LEAK_MIN_PCT * (double)d->mem_peak_allocated) {
+        100.0 * (double)tr->step_growth >= LEAK_MIN_PCT * (double)d->mem_peak_allocated) {
       tbe__fmt_bytes(x, sizeof x, d->mem_growth_per_step, 0);
       if (d->mem_unfreed > 0)
         snprintf(y, sizeof y, "never freed (%s by the end)",
                  tbe__fmt_bytes(z, sizeof z, d->mem_unfreed, 0));
       else
         snprintf(y, sizeof y, "(%s over the steps)",
-                 tbe__fmt_bytes(z, sizeof z, d->mem_step_growth, 1));
+                 tbe__fmt_bytes(z, sizeof z, tr->step_growth, 1));
       add_advice(an, buf, TBE_ADVICE_MEM_LEAK, (double)d->mem_growth_per_step,
                  "GPU %d: allocated grows %s per step over %llu steps, %s: a tensor kept each "
                  "step (a list, a history of losses with their graphs)",
-                 (int)d->device, x, (unsigned long long)d->mem_steps, y);
+                 (int)d->device, x, (unsigned long long)tr->steps, y);
     }
-    int64_t res = d->mem_reserved_at_peak, gap = res - d->mem_peak_allocated;
+    int64_t res = tr->reserved_at_peak, gap = res - d->mem_peak_allocated;
     if (an->nadvice < ADVICE_MAX && res >= 0 &&
         (double)res >= FRAG_RATIO * (double)d->mem_peak_allocated && gap >= FRAG_MIN_GAP) {
       tbe__fmt_bytes(x, sizeof x, res, 0);

@@ -137,11 +137,11 @@ static size_t first_at(const point *p, size_t n, int64_t when) {
   return lo;
 }
 
-static void peaks(tbe_device_stats *d, const point *p, size_t n) {
+static void peaks(tbe_device_stats *d, tbe__mem_trend *tr, const point *p, size_t n) {
   for (size_t i = 0; i < n; i++) {
     if (p[i].alloc > d->mem_peak_allocated) {
       d->mem_peak_allocated = p[i].alloc;
-      d->mem_reserved_at_peak = p[i].res;
+      tr->reserved_at_peak = p[i].res;
     }
     if (p[i].res > d->mem_peak_reserved) d->mem_peak_reserved = p[i].res;
   }
@@ -149,8 +149,8 @@ static void peaks(tbe_device_stats *d, const point *p, size_t n) {
 
 /* The steps' peaks (each step's the largest GPU's) and the growth over the
  * steps' ends; order[] the steps in start order. */
-static void steps_of(tbe_analysis *an, tbe_device_stats *d, const point *p, size_t n,
-                     const size_t *order) {
+static void steps_of(tbe_analysis *an, tbe_device_stats *d, tbe__mem_trend *tr, const point *p,
+                     size_t n, const size_t *order) {
   double sx = 0, sy = 0, sxx = 0, sxy = 0;
   int64_t first = 0, prev = 0;
   uint64_t k = 0;
@@ -168,14 +168,14 @@ static void steps_of(tbe_analysis *an, tbe_device_stats *d, const point *p, size
     if (j == 0) continue; /* nothing allocated before its end: no value */
     int64_t y = p[j - 1].alloc;
     if (k == 0) first = y;
-    else if (y > prev) d->mem_grow_steps++;
+    else if (y > prev) tr->grow_steps++;
     prev = y;
     double xd = (double)k, yd = (double)(y - first); /* shifted: exact sums */
     sx += xd, sy += yd, sxx += xd * xd, sxy += xd * yd;
     k++;
   }
-  d->mem_steps = k;
-  d->mem_step_growth = k ? prev - first : 0;
+  tr->steps = k;
+  tr->step_growth = k ? prev - first : 0;
   double den = (double)k * sxx - sx * sx;
   if (k >= 2 && den > 0) d->mem_growth_per_step = llround(((double)k * sxy - sx * sy) / den);
 }
@@ -211,18 +211,12 @@ static int unfreed(tbe_analysis *an, tbe_device_stats *d, const point *p, size_t
 
 static void unknown(tbe_device_stats *d) {
   d->mem_peak_allocated = d->mem_peak_reserved = d->mem_unfreed = -1;
-  d->mem_reserved_at_peak = -1;
   d->mem_growth_per_step = INT64_MIN;
-  d->mem_steps = d->mem_grow_steps = 0;
-  d->mem_step_growth = 0;
 }
 
 /* `all`: the largest GPU's figure of each. */
 static void largest(tbe_device_stats *all, const tbe_device_stats *d) {
-  if (d->mem_peak_allocated > all->mem_peak_allocated) {
-    all->mem_peak_allocated = d->mem_peak_allocated;
-    all->mem_reserved_at_peak = d->mem_reserved_at_peak;
-  }
+  if (d->mem_peak_allocated > all->mem_peak_allocated) all->mem_peak_allocated = d->mem_peak_allocated;
   if (d->mem_peak_reserved > all->mem_peak_reserved) all->mem_peak_reserved = d->mem_peak_reserved;
   if (d->mem_growth_per_step > all->mem_growth_per_step)
     all->mem_growth_per_step = d->mem_growth_per_step;
@@ -237,6 +231,9 @@ int tbe__analysis_memory(tbe_analysis *an, const size_t *order) {
   const tbe_trace *t = an->trace;
   if (!t || !t->nmemory || !an->ndevices) return 0;
   const tbe_allocator *a = &an->alloc_;
+  tbe__analysis_priv *pv = an->priv_;
+  tbe__mem_trend *tr = pv->mem_trend = tbe__calloc(a, an->ndevices, sizeof *tr);
+  if (!tr) return TBE_ENOMEM;
   size_t n = 0;
   int rc = 0;
   point *p = collect(an, a, &n, &rc);
@@ -246,8 +243,8 @@ int tbe__analysis_memory(tbe_analysis *an, const size_t *order) {
     tbe_device_stats *d = &an->devices[p[i].dev];
     /* never freed reads each point's own bytes and address: first */
     if (!(rc = unfreed(an, d, p + i, j - i, order, a)) && !(rc = sum_processes(p + i, j - i, a))) {
-      peaks(d, p + i, j - i);
-      steps_of(an, d, p + i, j - i, order);
+      peaks(d, &tr[p[i].dev], p + i, j - i);
+      steps_of(an, d, &tr[p[i].dev], p + i, j - i, order);
       largest(&an->all, d);
     }
     i = j;
