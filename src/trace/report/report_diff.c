@@ -238,6 +238,7 @@ void tbe__rep_overall_csv(tbe__buf *b, const tbe_diff *d, const tbe_report_optio
     if (!fig_compared(d, f)) continue;
     const void *s0 = &d->side[0]->all, *s1 = &d->side[1]->all;
     double a = tbe__fig_real(f, s0, 0), n = tbe__fig_real(f, s1, 0);
+    if (isnan(a) && isnan(n)) continue; /* unknown on both sides (no memory events): no row */
     tbe__buf_printf(b, "overall,%s,", f->key);
     tbe__fig_csv(b, f, s0);
     tbe__buf_putc(b, ',');
@@ -248,7 +249,7 @@ void tbe__rep_overall_csv(tbe__buf *b, const tbe_diff *d, const tbe_report_optio
     else if (!isnan(a) && !isnan(n))
       tbe__buf_printf(b, "%lld",
                       (long long)tbe__sat_sub(tbe__fig_i64(f, s1, 0), tbe__fig_i64(f, s0, 0)));
-    if (f->unit == TBE__FU_BYTES_DELTA) /* a signed change: no ratio */
+    if (f->unit == TBE__FU_BYTES_DELTA || isnan(a) || isnan(n)) /* a signed change: no ratio */
       tbe__buf_puts(b, ",,,\n");
     else
       tbe__buf_printf(b, ",%.6f,,\n", !isnan(n) && a > 0 ? n / a : 0.0);
