@@ -286,7 +286,11 @@ def check_hparams(args, sums, served):
            str(tags[:6]))
     report("hparams: every metric has a display name (%d)" % len(metrics),
            metrics and all(d and d != t for t, d in metrics), str([m for m in metrics if not m[1]][:3]))
-    report("hparams: at most 16 metric columns", 0 < len(metrics) <= 16, str(len(metrics)))
+    report("hparams: at most 18 metric columns", 0 < len(metrics) <= 18, str(len(metrics)))
+    mem = ["summary/peak_allocated_bytes", "summary/peak_reserved_bytes",
+           "summary/memory_growth_bytes_per_step"]
+    report("hparams: the run's memory peaks and growth are metrics", set(mem) <= set(tags),
+           str([t for t in tags if "bytes" in t]))
     at = tags.index("summary/launch_latency_us") if "summary/launch_latency_us" in tags else -1
     report("hparams: launch latency, then its parts launch overhead and queue delay",
            at >= 0 and tags[at + 1:at + 3] == ["summary/launch_overhead_us", "summary/queue_delay_us"],

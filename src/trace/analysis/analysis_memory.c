@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/checked.h"
 #include "common/map.h"
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
@@ -112,8 +113,8 @@ static int sum_processes(point *p, size_t n, const tbe_allocator *a) {
     }
     if (added) *v = (uint32_t)np++;
     int64_t *l = &last[2 * (size_t)*v];
-    sa += p[i].alloc - l[0];
-    sr += p[i].res - l[1];
+    sa = tbe__sat_add(sa, tbe__sat_sub(p[i].alloc, l[0]));
+    sr = tbe__sat_add(sr, tbe__sat_sub(p[i].res, l[1]));
     l[0] = p[i].alloc;
     l[1] = p[i].res;
     p[i].alloc = sa;
@@ -156,7 +157,7 @@ static void steps_of(tbe_analysis *an, tbe_device_stats *d, tbe__mem_trend *tr, 
   uint64_t k = 0;
   for (size_t s = 0; s < an->nsteps; s++) {
     tbe_step_stats *st = &an->steps[order[s]];
-    int64_t lo = st->start_ns, hi = st->start_ns + st->dur_ns;
+    int64_t lo = st->start_ns, hi = tbe__sat_add(st->start_ns, st->dur_ns);
     size_t i = first_at(p, n, lo), j = first_at(p, n, hi > lo ? hi : lo);
     int64_t pa = i ? p[i - 1].alloc : -1, pr = i ? p[i - 1].res : -1;
     for (size_t x = i; x < j; x++) {
@@ -170,14 +171,18 @@ static void steps_of(tbe_analysis *an, tbe_device_stats *d, tbe__mem_trend *tr, 
     if (k == 0) first = y;
     else if (y > prev) tr->grow_steps++;
     prev = y;
-    double xd = (double)k, yd = (double)(y - first); /* shifted: exact sums */
+    double xd = (double)k, yd = (double)tbe__sat_sub(y, first); /* shifted: exact sums */
     sx += xd, sy += yd, sxx += xd * xd, sxy += xd * yd;
     k++;
   }
   tr->steps = k;
-  tr->step_growth = k ? prev - first : 0;
+  tr->step_growth = k ? tbe__sat_sub(prev, first) : 0;
   double den = (double)k * sxx - sx * sx;
-  if (k >= 2 && den > 0) d->mem_growth_per_step = llround(((double)k * sxy - sx * sy) / den);
+  if (k < 2 || !(den > 0)) return;
+  double slope = ((double)k * sxy - sx * sy) / den;
+  if (!(slope > -9.2e18)) slope = -9.2e18; /* a hostile curve: saturated, never INT64_MIN */
+  if (!(slope < 9.2e18)) slope = 9.2e18;
+  d->mem_growth_per_step = llround(slope);
 }
 
 /* The bytes allocated inside the steps that no later free gives back. */
@@ -185,7 +190,7 @@ static int unfreed(tbe_analysis *an, tbe_device_stats *d, const point *p, size_t
                    const size_t *order, const tbe_allocator *a) {
   if (!an->nsteps) return 0;
   const tbe_step_stats *s0 = &an->steps[order[0]], *s1 = &an->steps[order[an->nsteps - 1]];
-  int64_t lo = s0->start_ns, hi = s1->start_ns + s1->dur_ns;
+  int64_t lo = s0->start_ns, hi = tbe__sat_add(s1->start_ns, s1->dur_ns);
   tbe__map live; /* address -> its allocation's point */
   tbe__map_init(&live, a, TBE__SEED_PROCESS);
   int rc = 0;
@@ -201,7 +206,7 @@ static int unfreed(tbe_analysis *an, tbe_device_stats *d, const point *p, size_t
   size_t it = 0;
   uint64_t key;
   uint32_t v;
-  while (!rc && tbe__map_next(&live, &it, &key, &v)) sum += p[v].bytes; /* a sum: order-free */
+  while (!rc && tbe__map_next(&live, &it, &key, &v)) sum = tbe__sat_add(sum, p[v].bytes); /* order-free */
   tbe__map_deinit(&live);
   d->mem_unfreed = sum;
   return rc;

@@ -50,6 +50,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/checked.h"
 #include "common/map.h"
 #include "tbexport/error.h"
 #include "tbexport/trace.h"
@@ -98,19 +99,19 @@ static int fill_cuda(tbe_trace *t, const mem_ref *r, size_t n, uint64_t *unseen)
         rc = tbe__map_error(&live);
         break;
       }
-      if (!added) cur -= t->memory[t->events[r[*v].ev].detail].bytes; /* its free was lost */
+      if (!added) cur = tbe__sat_sub(cur, t->memory[t->events[r[*v].ev].detail].bytes); /* free lost */
       *v = (uint32_t)i;
-      cur += b;
+      cur = tbe__sat_add(cur, b);
     } else if (m->addr && b < 0) {
       const uint32_t *v = tbe__map_get(&live, m->addr);
       if (v) {
-        cur -= t->memory[t->events[r[*v].ev].detail].bytes;
+        cur = tbe__sat_sub(cur, t->memory[t->events[r[*v].ev].detail].bytes);
         tbe__map_del(&live, m->addr);
       } else {
         ++*unseen;
       }
     } else {
-      cur += b; /* no address: the event's own bytes */
+      cur = tbe__sat_add(cur, b); /* no address: the event's own bytes */
     }
     if (cur < 0) cur = 0;
     if (m->total_allocated >= 0) cur = m->total_allocated; /* the source's word */
@@ -129,7 +130,8 @@ static void fill_allocator(tbe_trace *t, const mem_ref *r, size_t n) {
     if (m->total_allocated >= 0) {
       alloc = m->total_allocated;
     } else {
-      alloc = m->bytes < 0 && -m->bytes > alloc ? 0 : alloc + m->bytes;
+      alloc = tbe__sat_add(alloc, m->bytes);
+      if (alloc < 0) alloc = 0;
       m->total_allocated = alloc;
     }
     if (m->total_reserved >= 0) res = m->total_reserved;

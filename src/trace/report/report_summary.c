@@ -352,7 +352,7 @@ static int step_col(const tbe_analysis *an, const tbe__figure *f) {
   return tbe__fig_step_listed(f) && tbe__fig_known(f, an->steps, an->nsteps, sizeof *an->steps);
 }
 
-#define STEP_FIG_W 10
+#define STEP_FIG_W 12
 
 static void steps_table(tbe__buf *b, const tbe_analysis *an) {
   if (!an->nsteps) return;
@@ -360,21 +360,12 @@ static void steps_table(tbe__buf *b, const tbe_analysis *an) {
   /* time: the step on the device (tbe_step_stats); host: its host range */
   static const char *hd[6] = {"step", "time", "host", "GPU busy", "kernel time", "kernels"};
   static const int cw[6] = {10, 12, 12, 9, 12, 8};
-  int extra = 0;
-  char x[STEP_FIG_W + 1];
   for (int c = 0; c < 6; c++) {
     if (c) tbe__buf_puts(b, "  ");
     tbe__cell(b, hd[c], cw[c], c != 0);
   }
-  for (size_t f = TBE__FIG_LISTED; f < TBE__FIG__COUNT; f++) { /* from the table */
-    if (!step_col(an, &tbe__figures[f])) continue;
-    tbe__text_fit(x, sizeof x, tbe__figures[f].label, STEP_FIG_W);
-    tbe__buf_puts(b, "  ");
-    tbe__cell(b, x, STEP_FIG_W, 1);
-    extra += STEP_FIG_W + 2;
-  }
   tbe__buf_putc(b, '\n');
-  tbe__rule(b, 10 + 12 + 12 + 9 + 12 + 8 + 10 + extra);
+  tbe__rule(b, 10 + 12 + 12 + 9 + 12 + 8 + 10);
   for (size_t i = 0; i < an->nsteps; i++) {
     const tbe_step_stats *s = &an->steps[i];
     char v[6][32];
@@ -388,11 +379,34 @@ static void steps_table(tbe__buf *b, const tbe_analysis *an) {
       if (c) tbe__buf_puts(b, "  ");
       tbe__cell(b, v[c], cw[c], c != 0);
     }
+    tbe__buf_putc(b, '\n');
+  }
+  /* The step rows of the table (memory), known in some step: a table of
+   * their own, so that each fits the narrowest width. */
+  size_t ncol = 0, w = 10;
+  for (size_t f = TBE__FIG_LISTED; f < TBE__FIG__COUNT; f++)
+    if (step_col(an, &tbe__figures[f])) ncol++, w += STEP_FIG_W + 2;
+  if (!ncol) return;
+  char x[STEP_FIG_W + 1], v[32];
+  tbe__buf_puts(b, "\nMemory per step (of the GPU where it is highest)\n");
+  tbe__cell(b, "step", 10, 0);
+  for (size_t f = TBE__FIG_LISTED; f < TBE__FIG__COUNT; f++) {
+    if (!step_col(an, &tbe__figures[f])) continue;
+    tbe__text_fit(x, sizeof x, tbe__figures[f].label, STEP_FIG_W);
+    tbe__buf_puts(b, "  ");
+    tbe__cell(b, x, STEP_FIG_W, 1);
+  }
+  tbe__buf_putc(b, '\n');
+  tbe__rule(b, (int)w);
+  for (size_t i = 0; i < an->nsteps; i++) {
+    const tbe_step_stats *s = &an->steps[i];
+    snprintf(v, sizeof v, "%lld", (long long)s->num);
+    tbe__cell(b, v, 10, 0);
     for (size_t f = TBE__FIG_LISTED; f < TBE__FIG__COUNT; f++) {
       if (!step_col(an, &tbe__figures[f])) continue;
-      tbe__fig_cell(v[0], 32, &tbe__figures[f], s);
+      tbe__fig_cell(v, sizeof v, &tbe__figures[f], s);
       tbe__buf_puts(b, "  ");
-      tbe__cell(b, v[0], STEP_FIG_W, 1);
+      tbe__cell(b, v, STEP_FIG_W, 1);
     }
     tbe__buf_putc(b, '\n');
   }
