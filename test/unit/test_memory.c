@@ -277,10 +277,12 @@ static tbe_trace *loop_trace(int64_t kept, int64_t res) {
     int64_t at = (int64_t)(s + 1) * STEP_NS;
     char name[32];
     snprintf(name, sizeof name, "ProfilerStep#%d", s);
-    assert_int_equal(tbe_trace_add_step(t, s, T0 + at, T0 + at + STEP_NS, tbe_trace_str_id(t, name)), 0);
+    assert_int_equal(
+        tbe_trace_add_step(t, s, T0 + at, T0 + at + STEP_NS, tbe_trace_str_id(t, name)), 0);
     kernel(t, at + 10, 1000);
     alloc += 32 * MIB;
-    mem(t, 1, at + 100, 0, TBE_MEMSRC_ALLOCATOR, 0, 0x2000, 32 * MIB, alloc, res >= 0 ? res : alloc);
+    mem(t, 1, at + 100, 0, TBE_MEMSRC_ALLOCATOR, 0, 0x2000, 32 * MIB, alloc,
+        res >= 0 ? res : alloc);
     alloc += kept;
     mem(t, 1, at + 200, 0, TBE_MEMSRC_ALLOCATOR, 0, 0x10000 + (uint64_t)s * 0x1000, kept, alloc,
         res >= 0 ? res : alloc);
@@ -358,7 +360,8 @@ static void test_no_memory(void **state) {
   (void)state;
   tbe_trace *t = mk();
   kernel(t, 0, 1000);
-  assert_int_equal(tbe_trace_add_step(t, 1, T0, T0 + 2000, tbe_trace_str_id(t, "ProfilerStep#1")), 0);
+  assert_int_equal(tbe_trace_add_step(t, 1, T0, T0 + 2000, tbe_trace_str_id(t, "ProfilerStep#1")),
+                   0);
   assert_int_equal(tbe_trace_finish(t), 0);
   tbe_analysis *an = analyse(t);
   for (size_t i = 0; i < TBE__FIG__COUNT; i++) {
@@ -450,10 +453,14 @@ static void test_idempotent(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_cuda_curve_exact),    cmocka_unit_test(test_free_before_window),
-      cmocka_unit_test(test_host_pinned),         cmocka_unit_test(test_allocator_precedence),
-      cmocka_unit_test(test_leak),                cmocka_unit_test(test_fragmentation),
-      cmocka_unit_test(test_no_memory),           cmocka_unit_test(test_idempotent),
+      cmocka_unit_test(test_cuda_curve_exact),
+      cmocka_unit_test(test_free_before_window),
+      cmocka_unit_test(test_host_pinned),
+      cmocka_unit_test(test_allocator_precedence),
+      cmocka_unit_test(test_leak),
+      cmocka_unit_test(test_fragmentation),
+      cmocka_unit_test(test_no_memory),
+      cmocka_unit_test(test_idempotent),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

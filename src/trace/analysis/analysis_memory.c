@@ -132,8 +132,10 @@ static size_t first_at(const point *p, size_t n, int64_t when) {
   size_t lo = 0, hi = n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (p[mid].t < when) lo = mid + 1;
-    else hi = mid;
+    if (p[mid].t < when)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo;
 }
@@ -168,8 +170,10 @@ static void steps_of(tbe_analysis *an, tbe_device_stats *d, tbe__mem_trend *tr, 
     if (pr > st->mem_peak_reserved) st->mem_peak_reserved = pr;
     if (j == 0) continue; /* nothing allocated before its end: no value */
     int64_t y = p[j - 1].alloc;
-    if (k == 0) first = y;
-    else if (y > prev) tr->grow_steps++;
+    if (k == 0)
+      first = y;
+    else if (y > prev)
+      tr->grow_steps++;
     prev = y;
     double xd = (double)k, yd = (double)tbe__sat_sub(y, first); /* shifted: exact sums */
     sx += xd, sy += yd, sxx += xd * xd, sxy += xd * yd;
@@ -206,7 +210,8 @@ static int unfreed(tbe_analysis *an, tbe_device_stats *d, const point *p, size_t
   size_t it = 0;
   uint64_t key;
   uint32_t v;
-  while (!rc && tbe__map_next(&live, &it, &key, &v)) sum = tbe__sat_add(sum, p[v].bytes); /* order-free */
+  while (!rc && tbe__map_next(&live, &it, &key, &v))
+    sum = tbe__sat_add(sum, p[v].bytes); /* order-free */
   tbe__map_deinit(&live);
   d->mem_unfreed = sum;
   return rc;
@@ -221,7 +226,8 @@ static void unknown(tbe_device_stats *d) {
 
 /* `all`: the largest GPU's figure of each. */
 static void largest(tbe_device_stats *all, const tbe_device_stats *d) {
-  if (d->mem_peak_allocated > all->mem_peak_allocated) all->mem_peak_allocated = d->mem_peak_allocated;
+  if (d->mem_peak_allocated > all->mem_peak_allocated)
+    all->mem_peak_allocated = d->mem_peak_allocated;
   if (d->mem_peak_reserved > all->mem_peak_reserved) all->mem_peak_reserved = d->mem_peak_reserved;
   if (d->mem_growth_per_step > all->mem_growth_per_step)
     all->mem_growth_per_step = d->mem_growth_per_step;

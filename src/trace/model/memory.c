@@ -99,7 +99,8 @@ static int fill_cuda(tbe_trace *t, const mem_ref *r, size_t n, uint64_t *unseen)
         rc = tbe__map_error(&live);
         break;
       }
-      if (!added) cur = tbe__sat_sub(cur, t->memory[t->events[r[*v].ev].detail].bytes); /* free lost */
+      if (!added)
+        cur = tbe__sat_sub(cur, t->memory[t->events[r[*v].ev].detail].bytes); /* free lost */
       *v = (uint32_t)i;
       cur = tbe__sat_add(cur, b);
     } else if (m->addr && b < 0) {
@@ -114,8 +115,10 @@ static int fill_cuda(tbe_trace *t, const mem_ref *r, size_t n, uint64_t *unseen)
       cur = tbe__sat_add(cur, b); /* no address: the event's own bytes */
     }
     if (cur < 0) cur = 0;
-    if (m->total_allocated >= 0) cur = m->total_allocated; /* the source's word */
-    else m->total_allocated = cur;
+    if (m->total_allocated >= 0)
+      cur = m->total_allocated; /* the source's word */
+    else
+      m->total_allocated = cur;
     if (m->total_reserved < 0) m->total_reserved = m->total_allocated;
   }
   tbe__map_deinit(&live);
@@ -134,8 +137,10 @@ static void fill_allocator(tbe_trace *t, const mem_ref *r, size_t n) {
       if (alloc < 0) alloc = 0;
       m->total_allocated = alloc;
     }
-    if (m->total_reserved >= 0) res = m->total_reserved;
-    else m->total_reserved = res = res > alloc ? res : alloc;
+    if (m->total_reserved >= 0)
+      res = m->total_reserved;
+    else
+      m->total_reserved = res = res > alloc ? res : alloc;
   }
 }
 
