@@ -177,9 +177,15 @@ const char *tbe__fig_scope_name(uint32_t s) {
 }
 
 const char *tbe__fig_unit_name(uint32_t u) {
-  static const char *const w[TBE__FU__COUNT] = {
-      "ns",     "ns_or_unknown", "time_ns", "count", "bytes", "number", "pct", "bytes_or_unknown",
-      "bytes_delta_or_unknown"};
+  static const char *const w[TBE__FU__COUNT] = {"ns",
+                                                "ns_or_unknown",
+                                                "time_ns",
+                                                "count",
+                                                "bytes",
+                                                "number",
+                                                "pct",
+                                                "bytes_or_unknown",
+                                                "bytes_delta_or_unknown"};
   return word(w, TBE__FU__COUNT, u);
 }
 

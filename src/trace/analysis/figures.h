@@ -81,13 +81,13 @@ typedef enum tbe__fig_scope {
  * counts and bytes) and the range a loaded value must meet, as an importer
  * checks a trace's (common/checked.h). */
 typedef enum tbe__fig_unit {
-  TBE__FU_NS = 0,     /* a duration or a sum of them: >= 0 */
-  TBE__FU_NS_OPT = 1, /* a median duration: >= 0, or -1 when unknown */
-  TBE__FU_TIME = 2,   /* a time on the trace's clock: within +-(2^62 - 1) ns */
-  TBE__FU_COUNT = 3,  /* a count: fits int64_t (stored as uint64_t) */
-  TBE__FU_BYTES = 4,  /* bytes: any uint64_t (sums saturate) */
-  TBE__FU_NUMBER = 5, /* a number the trace gives (a step's): any int64_t */
-  TBE__FU_PCT = 6,    /* a share in percent (double): computed rows only */
+  TBE__FU_NS = 0,          /* a duration or a sum of them: >= 0 */
+  TBE__FU_NS_OPT = 1,      /* a median duration: >= 0, or -1 when unknown */
+  TBE__FU_TIME = 2,        /* a time on the trace's clock: within +-(2^62 - 1) ns */
+  TBE__FU_COUNT = 3,       /* a count: fits int64_t (stored as uint64_t) */
+  TBE__FU_BYTES = 4,       /* bytes: any uint64_t (sums saturate) */
+  TBE__FU_NUMBER = 5,      /* a number the trace gives (a step's): any int64_t */
+  TBE__FU_PCT = 6,         /* a share in percent (double): computed rows only */
   TBE__FU_BYTES_OPT = 7,   /* bytes the trace may not tell (a memory peak): >= 0, or -1
                               when unknown (int64_t) */
   TBE__FU_BYTES_DELTA = 8, /* a signed change in bytes (memory growth per step): any
@@ -185,19 +185,19 @@ typedef enum tbe__fig_diff {
   X(AN_STEP_HINT, ANALYSIS, "step_hint_ns", "step hint time", NS, OWN, NONE, step_hint_ns, 1)      \
   X(AN_OP_GPU_COUNT, ANALYSIS, "op_gpu_count", "GPU work of operators", COUNT, SUM, EITHER,        \
     op_gpu_count, 1)                                                                               \
-  X(AN_OP_GPU, ANALYSIS, "op_gpu_ns", "GPU time of operators", NS, SUM, EITHER, op_gpu_ns, 1)       \
-  /* memory (analysis_memory.c); all GPUs: the largest GPU's figure */                            \
-  X(DEV_MEM_PEAK_ALLOC, DEVICE, "peak_allocated_bytes", "peak allocated", BYTES_OPT, MAX, LOWER,  \
+  X(AN_OP_GPU, ANALYSIS, "op_gpu_ns", "GPU time of operators", NS, SUM, EITHER, op_gpu_ns, 1)      \
+  /* memory (analysis_memory.c); all GPUs: the largest GPU's figure */                             \
+  X(DEV_MEM_PEAK_ALLOC, DEVICE, "peak_allocated_bytes", "peak allocated", BYTES_OPT, MAX, LOWER,   \
     mem_peak_allocated, 1)                                                                         \
-  X(DEV_MEM_PEAK_RESERVED, DEVICE, "peak_reserved_bytes", "peak reserved", BYTES_OPT, MAX, LOWER, \
+  X(DEV_MEM_PEAK_RESERVED, DEVICE, "peak_reserved_bytes", "peak reserved", BYTES_OPT, MAX, LOWER,  \
     mem_peak_reserved, 1)                                                                          \
-  X(DEV_MEM_GROWTH, DEVICE, "memory_growth_bytes_per_step", "growth per step", BYTES_DELTA,    \
-    MAX, LOWER, mem_growth_per_step, 1)                                                            \
-  X(DEV_MEM_UNFREED, DEVICE, "unfreed_bytes", "never freed", BYTES_OPT, MAX, LOWER, mem_unfreed,  \
+  X(DEV_MEM_GROWTH, DEVICE, "memory_growth_bytes_per_step", "growth per step", BYTES_DELTA, MAX,   \
+    LOWER, mem_growth_per_step, 1)                                                                 \
+  X(DEV_MEM_UNFREED, DEVICE, "unfreed_bytes", "never freed", BYTES_OPT, MAX, LOWER, mem_unfreed,   \
     1)                                                                                             \
-  X(STEP_MEM_PEAK_ALLOC, STEP, "peak_allocated_bytes", "peak allocated", BYTES_OPT, MAX, LOWER,   \
+  X(STEP_MEM_PEAK_ALLOC, STEP, "peak_allocated_bytes", "peak allocated", BYTES_OPT, MAX, LOWER,    \
     mem_peak_allocated, 1)                                                                         \
-  X(STEP_MEM_PEAK_RESERVED, STEP, "peak_reserved_bytes", "peak reserved", BYTES_OPT, MAX, LOWER,  \
+  X(STEP_MEM_PEAK_RESERVED, STEP, "peak_reserved_bytes", "peak reserved", BYTES_OPT, MAX, LOWER,   \
     mem_peak_reserved, 1)
 
 typedef enum tbe__fig_id {

@@ -603,13 +603,14 @@ static void layout_steps(layout *l, const tbe_analysis *an, int launch) {
   char title[64], tag[64];
   for (size_t f = TBE__FIG_LISTED; f < TBE__FIG__COUNT; f++) { /* the rows' series */
     const tbe__figure *fr = &tbe__figures[f];
-    if (!tbe__fig_step_listed(fr) ||
-        !tbe__fig_known(fr, an->steps, an->nsteps, sizeof *an->steps))
+    if (!tbe__fig_step_listed(fr) || !tbe__fig_known(fr, an->steps, an->nsteps, sizeof *an->steps))
       continue;
     char leaf[48];
     int dur = tbe__ev_row_tag(fr, leaf, sizeof leaf);
     tbe__ev_fmt(title, sizeof title, "%s per step (%s)", fr->label,
-                dur ? "ms" : tbe__fig_is_mem(fr) ? "bytes" : "count");
+                dur                   ? "ms"
+                : tbe__fig_is_mem(fr) ? "bytes"
+                                      : "count");
     tbe__ev_fmt(tag, sizeof tag, "steps/%s", leaf);
     layout_chart(l, title, tag);
   }

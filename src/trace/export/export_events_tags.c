@@ -215,11 +215,11 @@ static void row_describe(tbe__buf *b, const char *tag, size_t gl, const char *le
     int dur = diff ? 0 : tbe__ev_row_tag(f, want, sizeof want);
     if (diff) tbe__ev_fmt(want, sizeof want, "%s_ratio", f->key);
     if (strcmp(want, w) != 0) continue;
-    const char *unit = dur                                  ? "ms"
-                       : f->unit == TBE__FU_PCT            ? "%"
-                       : f->unit == TBE__FU_BYTES_OPT      ? "bytes"
-                       : f->unit == TBE__FU_BYTES_DELTA    ? "bytes per step"
-                                                           : "a count or a number";
+    const char *unit = dur                              ? "ms"
+                       : f->unit == TBE__FU_PCT         ? "%"
+                       : f->unit == TBE__FU_BYTES_OPT   ? "bytes"
+                       : f->unit == TBE__FU_BYTES_DELTA ? "bytes per step"
+                                                        : "a count or a number";
     if (diff)
       tbe__buf_printf(b, "This run's %s divided by run %.*s's (below 1: less here).", f->label,
                       (int)(w - 1 - leaf), leaf);
@@ -232,8 +232,9 @@ static void row_describe(tbe__buf *b, const char *tag, size_t gl, const char *le
       tbe__buf_printf(b, "GPU %.*s over the profiled window: %s, in %s.", (int)(gl - 3), tag + 3,
                       f->label, unit);
     if (tbe__fig_is_mem(f) && !steps && !diff)
-      tbe__buf_puts(b, " Memory: the curve of allocated and reserved bytes (the framework "
-                       "allocator's, else the CUDA driver's); with all GPUs, the largest GPU's.");
+      tbe__buf_puts(b,
+                    " Memory: the curve of allocated and reserved bytes (the framework "
+                    "allocator's, else the CUDA driver's); with all GPUs, the largest GPU's.");
     tbe__buf_puts(b, steps ? per_step : one_point);
     return;
   }

@@ -727,8 +727,8 @@ void tbe__rep_summary_md(tbe__buf *b, tbe_analysis *an, const tbe_report_options
       char h[32];
       tbe__fmt_dur(h, sizeof h, s->host_ns);
       tbe__buf_printf(b, "| %lld | %s | %s | %.1f | %s | %llu |", (long long)s->num,
-                      tbe__dur(x, s->dur_ns), h, tbe__pct(s->gpu_busy_ns, s->dur_ns), tbe__dur(y, s->kernel_ns),
-                      (unsigned long long)s->kernel_count);
+                      tbe__dur(x, s->dur_ns), h, tbe__pct(s->gpu_busy_ns, s->dur_ns),
+                      tbe__dur(y, s->kernel_ns), (unsigned long long)s->kernel_count);
       for (size_t f = TBE__FIG_LISTED; f < TBE__FIG__COUNT; f++) {
         if (!step_col(an, &tbe__figures[f])) continue;
         tbe__fig_cell(h, sizeof h, &tbe__figures[f], s);
