@@ -208,8 +208,9 @@ static void device_scalars(ew *e, const char *prefix, const tbe_device_stats *d)
   if (d->queue_delay_median_ns >= 0) S("queue_delay_us", (double)d->queue_delay_median_ns / 1e3);
   for (size_t i = TBE__FIG_LISTED; i < TBE__FIG__COUNT; i++) { /* from the table */
     const tbe__figure *f = &tbe__figures[i];
+    if (!tbe__fig_listed(f)) continue; /* (a row of another struct) */
     double v = tbe__fig_real(f, d, 0);
-    if (!tbe__fig_listed(f) || isnan(v)) continue;
+    if (isnan(v)) continue;
     char leaf[128]; /* durations in ms, as the scalars above */
     int dur = tbe__ev_row_tag(f, leaf, sizeof leaf);
     tbe__ev_fmt(tag, sizeof tag, "%s/%s", prefix, leaf);
@@ -567,8 +568,9 @@ static void step_series(ew *e, const tbe_analysis *an, const step_order *so,
     if (mtags) metric_points(e, an, mtags, s->metrics, s->num);
     for (size_t f = TBE__FIG_LISTED; f < TBE__FIG__COUNT; f++) { /* from the table */
       const tbe__figure *fr = &tbe__figures[f];
+      if (!tbe__fig_step_listed(fr)) continue; /* (a row of another struct) */
       double v = tbe__fig_real(fr, s, 0);
-      if (!tbe__fig_step_listed(fr) || isnan(v)) continue; /* unknown: no point */
+      if (isnan(v)) continue; /* unknown: no point */
       char leaf[128];
       int dur = tbe__ev_row_tag(fr, leaf, sizeof leaf);
       tbe__ev_fmt(tag, sizeof tag, "steps/%s", leaf);
