@@ -352,7 +352,7 @@ static int step_col(const tbe_analysis *an, const tbe__figure *f) {
   return tbe__fig_step_listed(f) && tbe__fig_known(f, an->steps, an->nsteps, sizeof *an->steps);
 }
 
-#define STEP_FIG_W 12
+#define STEP_FIG_W 14
 
 static void steps_table(tbe__buf *b, const tbe_analysis *an) {
   if (!an->nsteps) return;
