@@ -330,6 +330,25 @@ def check_hparams(args, sums, served):
            "summary's (%d launch figures)" % launch, not bad and launch > 0, str(bad[:3]))
 
 
+def check_memory(args, run, s):
+    """A run with a memory curve: TensorBoard serves its peaks (summary/) and its per-step peaks
+    (steps/, one point a step of the series, the warm-up left out) as the summary has them."""
+    bad, n = [], 0
+    for key in ("peak_allocated_bytes", "peak_reserved_bytes"):
+        got = scalars(args, run, "summary/" + key)
+        want = s["all"][key]
+        if not got or not close(got[-1][2], want, rel=1e-6):
+            bad.append(("summary/" + key, got[-1][2] if got else None, want))
+        pts = {int(p[1]): p[2] for p in scalars(args, run, "steps/" + key)}
+        for st in series_steps(s):
+            n += 1
+            if st[key] is None or not close(pts.get(st["step"], -1), st[key], rel=1e-6):
+                bad.append(("steps/" + key, st["step"], pts.get(st["step"]), st[key]))
+    report("%s: the memory peaks and the per-step peaks as its summary has them (%d points)" %
+           (run, n), not bad and n > 0, str(bad[:3]))
+    return 1
+
+
 def check_layout(args):
     lay = get(args.url + "/data/plugin/custom_scalars/layout")
     bad, n = [], 0
@@ -402,6 +421,10 @@ def main():
     km = sum(check_kernel_metrics(args, r, sums[r]) for r in runs if not is_multi(sums[r]))
     report("runs with kernel metrics checked: %d (want at least %d)" % (km, args.want_kernel_metrics),
            km >= args.want_kernel_metrics)
+    mem = sum(check_memory(args, r, sums[r]) for r in runs
+              if not is_multi(sums[r]) and sums[r]["all"].get("peak_allocated_bytes") is not None
+              and sums[r]["steps"])
+    report("runs with a memory curve checked: %d (want at least 1)" % mem, mem >= 1)
     check_hparams(args, sums, served)
     check_layout(args)
     for p in args.pair:
