@@ -421,7 +421,7 @@ typedef enum tbe_advice_kind {
   TBE_ADVICE_OP_DOMINANT = 11, /* one operator owns most of the GPU time */
   TBE_ADVICE_OP_TINY = 12,     /* an operator launches many tiny kernels per call */
   TBE_ADVICE_UNTRACED = 13,    /* GPU mostly idle, and no traced host work explains it */
-  /* Memory (the rules and thresholds: analysis_memory.c): */
+  /* Memory (the rules and thresholds: analysis_advice.c, "memory"): */
   TBE_ADVICE_MEM_LEAK = 14,       /* allocated grows step after step, never freed */
   TBE_ADVICE_MEM_FRAGMENTED = 15, /* reserved far above allocated at the peak */
   TBE_ADVICE__COUNT
