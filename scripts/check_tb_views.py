@@ -286,7 +286,11 @@ def check_hparams(args, sums, served):
            str(tags[:6]))
     report("hparams: every metric has a display name (%d)" % len(metrics),
            metrics and all(d and d != t for t, d in metrics), str([m for m in metrics if not m[1]][:3]))
-    report("hparams: at most 16 metric columns", 0 < len(metrics) <= 16, str(len(metrics)))
+    report("hparams: at most 18 metric columns", 0 < len(metrics) <= 18, str(len(metrics)))
+    mem = ["summary/peak_allocated_bytes", "summary/peak_reserved_bytes",
+           "summary/memory_growth_bytes_per_step"]
+    report("hparams: the run's memory peaks and growth are metrics", set(mem) <= set(tags),
+           str([t for t in tags if "bytes" in t]))
     at = tags.index("summary/launch_latency_us") if "summary/launch_latency_us" in tags else -1
     report("hparams: launch latency, then its parts launch overhead and queue delay",
            at >= 0 and tags[at + 1:at + 3] == ["summary/launch_overhead_us", "summary/queue_delay_us"],
@@ -324,6 +328,25 @@ def check_hparams(args, sums, served):
                 bad.append((name, sessions[name].get("summary/step_time_median_ms"), med))
     report("hparams: each session's median step time, launch overhead and queue delay are its "
            "summary's (%d launch figures)" % launch, not bad and launch > 0, str(bad[:3]))
+
+
+def check_memory(args, run, s):
+    """A run with a memory curve: TensorBoard serves its peaks (summary/) and its per-step peaks
+    (steps/, one point a step of the series, the warm-up left out) as the summary has them."""
+    bad, n = [], 0
+    for key in ("peak_allocated_bytes", "peak_reserved_bytes"):
+        got = scalars(args, run, "summary/" + key)
+        want = s["all"][key]
+        if not got or not close(got[-1][2], want, rel=1e-6):
+            bad.append(("summary/" + key, got[-1][2] if got else None, want))
+        pts = {int(p[1]): p[2] for p in scalars(args, run, "steps/" + key)}
+        for st in series_steps(s):
+            n += 1
+            if st[key] is None or not close(pts.get(st["step"], -1), st[key], rel=1e-6):
+                bad.append(("steps/" + key, st["step"], pts.get(st["step"]), st[key]))
+    report("%s: the memory peaks and the per-step peaks as its summary has them (%d points)" %
+           (run, n), not bad and n > 0, str(bad[:3]))
+    return 1
 
 
 def check_layout(args):
@@ -398,6 +421,10 @@ def main():
     km = sum(check_kernel_metrics(args, r, sums[r]) for r in runs if not is_multi(sums[r]))
     report("runs with kernel metrics checked: %d (want at least %d)" % (km, args.want_kernel_metrics),
            km >= args.want_kernel_metrics)
+    mem = sum(check_memory(args, r, sums[r]) for r in runs
+              if not is_multi(sums[r]) and sums[r]["all"].get("peak_allocated_bytes") is not None
+              and sums[r]["steps"])
+    report("runs with a memory curve checked: %d (want at least 1)" % mem, mem >= 1)
     check_hparams(args, sums, served)
     check_layout(args)
     for p in args.pair:

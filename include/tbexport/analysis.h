@@ -294,6 +294,21 @@ typedef struct tbe_device_stats {
   tbe_metric_mean *metrics;
   int64_t launch_overhead_median_ns; /* see launch_median_ns; -1 if unknown */
   int64_t queue_delay_median_ns;     /* see launch_median_ns; -1 if unknown */
+  /* Memory: the GPU's memory curve (tbe_trace_finish makes it: per
+   * process, the allocator's totals, else the CUDA driver's; the
+   * processes' curves on one GPU add up).  -1 when unknown (no memory
+   * events for the GPU); in tbe_analysis.all, the largest GPU's.
+   *   mem_peak_allocated, mem_peak_reserved: the curve's highest values;
+   *   mem_growth_per_step: the least-squares slope of the allocated bytes
+   *     at each step's end over the steps (bytes per step, signed;
+   *     INT64_MIN when unknown: fewer than 2 steps with a value);
+   *   mem_unfreed: the bytes allocated inside the steps (from the first
+   *     step's start to the last step's end) that no free of the trace
+   *     gives back (-1 without steps). */
+  int64_t mem_peak_allocated;
+  int64_t mem_peak_reserved;
+  int64_t mem_growth_per_step;
+  int64_t mem_unfreed;
 } tbe_device_stats;
 
 /* One step.  Its window is the step as it ran on the device, the way
@@ -327,6 +342,11 @@ typedef struct tbe_step_stats {
   tbe_metric_mean *metrics;
   int64_t launch_overhead_median_ns;
   int64_t queue_delay_median_ns;
+  /* The highest allocated and reserved bytes inside the step's window
+   * (the value the curve holds at its start included) of the GPU where
+   * they are highest; -1 when unknown (no memory curve). */
+  int64_t mem_peak_allocated;
+  int64_t mem_peak_reserved;
 } tbe_step_stats;
 
 /* The distribution of n per-step figures (step durations, or one name's
@@ -401,6 +421,9 @@ typedef enum tbe_advice_kind {
   TBE_ADVICE_OP_DOMINANT = 11, /* one operator owns most of the GPU time */
   TBE_ADVICE_OP_TINY = 12,     /* an operator launches many tiny kernels per call */
   TBE_ADVICE_UNTRACED = 13,    /* GPU mostly idle, and no traced host work explains it */
+  /* Memory (the rules and thresholds: analysis_advice.c, "memory"): */
+  TBE_ADVICE_MEM_LEAK = 14,       /* allocated grows step after step, never freed */
+  TBE_ADVICE_MEM_FRAGMENTED = 15, /* reserved far above allocated at the peak */
   TBE_ADVICE__COUNT
 } tbe_advice_kind;
 

@@ -615,7 +615,9 @@ static void test_all_kinds(void **state) {
   assert_non_null(strstr(s, "\"ph\":\"C\",\"cat\":\"counter\",\"name\":\"counter\""));
   assert_non_null(strstr(s, "\"value\":1e+300"));
   assert_non_null(strstr(s, "\"ph\":\"i\",\"cat\":\"cpu_instant_event\",\"name\":\"memory\""));
-  assert_non_null(strstr(s, "\"Total Reserved\":8192,\"Bytes\":-4096,\"Device Id\":-1"));
+  /* the allocated total the source left unknown: filled at finish (memory.c) */
+  assert_non_null(
+      strstr(s, "\"Total Reserved\":8192,\"Total Allocated\":0,\"Bytes\":-4096,\"Device Id\":-1"));
   assert_non_null(strstr(s, "\"fromDevice\":1,\"toDevice\":2"));
   assert_non_null(strstr(s, "\"cuda_sync_kind\":\"Stream Sync\",\"stream\":3"));
   assert_non_null(strstr(s, "\"domain\":\"dom\",\"color\":4278255360,\"payload\":2.5"));

@@ -320,11 +320,11 @@ static int event_device(const tbe_track *tr) {
 }
 
 /* Finds the GPUs: devices of stream tracks, of tracks holding GPU work, of
- * metric counter tracks and the trace's device table; fills an->devices (by ordinal) and
+ * metric counter tracks, of memory events and the trace's device table; fills an->devices (by ordinal) and
  * s->track_dev.  Returns the number of events on GPU tracks, or -1. */
 static long find_devices(tbe_analysis *an, scratch *s) {
   const tbe_trace *t = an->trace;
-  size_t cap = t->ntracks + t->ndevices + 1, n = 0;
+  size_t cap = t->ntracks + t->ndevices + t->nmemory + 1, n = 0;
   int32_t *ord = tbe__alloc(s->a, cap * sizeof *ord);
   s->track_dev = tbe__alloc(s->a, (t->ntracks ? t->ntracks : 1) * sizeof(int32_t));
   if (!ord || !s->track_dev) {
@@ -341,6 +341,8 @@ static long find_devices(tbe_analysis *an, scratch *s) {
     else if (tbe_track_is_metric(tr) && tr->count) ord[n++] = tr->device; /* a GPU's counters */
   }
   for (size_t i = 0; i < t->ndevices; i++) ord[n++] = t->devices[i].id;
+  for (size_t i = 0; i < t->nmemory; i++) /* a GPU's memory curve */
+    if (t->memory[i].device >= 0) ord[n++] = t->memory[i].device;
   qsort(ord, n, sizeof *ord, cmp_i32);
   size_t u = 0;
   for (size_t i = 0; i < n; i++)
@@ -1130,6 +1132,7 @@ static int run(tbe_analysis *an, scratch *s) {
   if (!rc) rc = step_distribution(an, s);
   if (!rc) rc = launch_sequence(an, s);
   if (!rc) rc = tbe__analysis_metrics(an, s->slot[TBE_GROUP_KERNEL], s->track_dev);
+  if (!rc) rc = tbe__analysis_memory(an, s->step_order);
   if (rc) return rc;
   for (int g = 0; g < TBE_GROUP__COUNT; g++)
     tbe_analysis_sort(an, (tbe_group_kind)g, TBE_SORT_TOTAL);

@@ -5,7 +5,8 @@
  * idle under GEMMs, a kernel at DRAM's peak, a kernel at the SMs' or the
  * tensor pipes' peak; from the operator table: copy and cast operators
  * launching much of the GPU work, one operator owning most of the GPU time,
- * many tiny kernels under one operator), written with the figure that triggered it, so a
+ * many tiny kernels under one operator; from the memory figures: a
+ * leak, fragmentation), written with the figure that triggered it, so a
  * reader can check the reason.  The per-kernel rules read the range
  * profiler's figures where a kernel has them, else the PM samples taken
  * while it ran (when they resolve it: at least 2 per launch).  Runs last in tbe_analysis_create, on the
@@ -19,6 +20,7 @@
 #include "common/checked.h"
 #include "tbexport/error.h"
 #include "trace/analysis/analysis_int.h"
+#include "trace/analysis/figures.h"
 
 static void add_advice(tbe_analysis *an, tbe_advice *buf, tbe_advice_kind k, double fig,
                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
@@ -280,6 +282,58 @@ static void op_advice(tbe_analysis *an, tbe_advice *buf) {
   }
 }
 
+/* ---- memory ---- */
+
+/* A leak: at least LEAK_MIN_STEPS steps with an allocated value at their
+ * end, most of them (more than half the step-to-step changes) higher than
+ * the step before, a slope of LEAK_MIN_SLOPE bytes per step or more and a
+ * total growth of at least LEAK_MIN_PCT % of the peak: one tensor (or a
+ * graph) kept each step grows the curve by its size every step.
+ * Fragmentation: at the allocated peak, the allocator reserves at least
+ * FRAG_RATIO times what it hands out and FRAG_MIN_GAP bytes more: blocks
+ * it holds but cannot split for the requests it gets. */
+#define LEAK_MIN_STEPS 3
+#define LEAK_MIN_SLOPE ((int64_t)1 << 20) /* 1 MiB */
+#define LEAK_MIN_PCT 1.0
+#define FRAG_RATIO 1.5
+#define FRAG_MIN_GAP ((int64_t)1 << 30) /* 1 GiB */
+
+static void memory_advice(tbe_analysis *an, tbe_advice *buf) {
+  char x[32], y[64], z[32];
+  const tbe__mem_trend *trend = ((const tbe__analysis_priv *)an->priv_)->mem_trend;
+  for (size_t i = 0; trend && i < an->ndevices && an->nadvice < ADVICE_MAX; i++) {
+    const tbe_device_stats *d = &an->devices[i];
+    const tbe__mem_trend *tr = &trend[i];
+    if (d->mem_peak_allocated <= 0) continue;
+    if (tr->steps >= LEAK_MIN_STEPS && 2 * tr->grow_steps > tr->steps - 1 &&
+        d->mem_growth_per_step != INT64_MIN && d->mem_growth_per_step >= LEAK_MIN_SLOPE &&
+        100.0 * (double)tr->step_growth >= LEAK_MIN_PCT * (double)d->mem_peak_allocated) {
+      tbe__fmt_bytes(x, sizeof x, d->mem_growth_per_step, 0);
+      if (d->mem_unfreed > 0)
+        snprintf(y, sizeof y, "never freed (%s by the end)",
+                 tbe__fmt_bytes(z, sizeof z, d->mem_unfreed, 0));
+      else
+        snprintf(y, sizeof y, "(%s over the steps)",
+                 tbe__fmt_bytes(z, sizeof z, tr->step_growth, 1));
+      add_advice(an, buf, TBE_ADVICE_MEM_LEAK, (double)d->mem_growth_per_step,
+                 "GPU %d: allocated grows %s per step over %llu steps, %s: a tensor kept each "
+                 "step (a list, a history of losses with their graphs)",
+                 (int)d->device, x, (unsigned long long)tr->steps, y);
+    }
+    int64_t res = tr->reserved_at_peak, gap = res - d->mem_peak_allocated;
+    if (an->nadvice < ADVICE_MAX && res >= 0 &&
+        (double)res >= FRAG_RATIO * (double)d->mem_peak_allocated && gap >= FRAG_MIN_GAP) {
+      tbe__fmt_bytes(x, sizeof x, res, 0);
+      tbe__fmt_bytes(y, sizeof y, d->mem_peak_allocated, 0);
+      tbe__fmt_bytes(z, sizeof z, gap, 0);
+      add_advice(an, buf, TBE_ADVICE_MEM_FRAGMENTED, (double)gap,
+                 "GPU %d: reserved %s at the peak while allocated %s: the caching allocator "
+                 "holds %s it cannot reuse; try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+                 (int)d->device, x, y, z);
+    }
+  }
+}
+
 int tbe__analysis_advise(tbe_analysis *an) {
   tbe_advice *buf = tbe__calloc(&an->alloc_, ADVICE_MAX, sizeof *buf);
   if (!buf) return TBE_ENOMEM;
@@ -368,6 +422,7 @@ int tbe__analysis_advise(tbe_analysis *an) {
     add_advice(an, buf, TBE_ADVICE_DROPPED, (double)an->dropped_records,
                "%s: the figures above undercount", parts);
   }
+  memory_advice(an, buf);
   op_advice(an, buf);
   metric_advice(an, buf);
   return 0;

@@ -46,6 +46,7 @@ typedef struct tbe__analysis_priv {
   tbe_trace *owned_trace;
   void *owned_mem;
   void *metric_block[2];            /* analysis_metrics.c's allocations */
+  struct tbe__mem_trend *mem_trend; /* analysis_memory.c's, per device; NULL without */
   void *ops_block[TBE__OPS_BLOCKS]; /* the operator figures' */
 } tbe__analysis_priv;
 /* A zeroed private part with its label table, NULL without memory. */
@@ -97,6 +98,26 @@ void **tbe__analysis_metric_block(tbe_analysis *an, int i);
  * run's GPU busy share.  Nothing without metrics.  0 or TBE_ENOMEM. */
 int tbe__analysis_metrics_merge(tbe_analysis *tot, const tbe_run_host *hosts, size_t n,
                                 long *const *map);
+
+/* What the memory advice reads of a GPU's curve beside its figures
+ * (analysis_memory.c makes it, one per an->devices entry; a loaded or
+ * merged analysis, whose advice is made, has none): the reserved bytes
+ * at the allocated peak, the steps with an allocated value at their end,
+ * how many of those ended higher than the step before, and the last one's
+ * value less the first one's. */
+typedef struct tbe__mem_trend {
+  int64_t reserved_at_peak;
+  uint64_t steps;
+  uint64_t grow_steps;
+  int64_t step_growth;
+} tbe__mem_trend;
+
+/* The memory figures (analysis_memory.c): peaks, growth and what was
+ * never freed per GPU and for all, the peaks per step, from the trace's
+ * memory curve; unknown (-1, growth INT64_MIN) where there is none.  Runs
+ * once the steps' windows are final; order[] holds the step indexes in
+ * start order.  Returns 0 or TBE_ENOMEM. */
+int tbe__analysis_memory(tbe_analysis *an, const size_t *order);
 
 /* Length of a run host's label without the "_pid<N>[_<k>]" that tbexport
  * appends for the processes of one machine: the machine's name

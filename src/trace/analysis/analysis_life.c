@@ -41,6 +41,8 @@ int tbe__analysis_blank(tbe_analysis **out, const tbe_allocator *a) {
   an->all.launch_median_ns = -1;
   an->all.launch_overhead_median_ns = -1;
   an->all.queue_delay_median_ns = -1;
+  an->all.mem_peak_allocated = an->all.mem_peak_reserved = an->all.mem_unfreed = -1;
+  an->all.mem_growth_per_step = INT64_MIN;
   an->host = "";
   an->pid = -1;
   an->rank = -1;
@@ -84,6 +86,7 @@ void tbe_analysis_free(tbe_analysis *an) {
     tbe__free(&al, ((priv *)an->priv_)->step_pool);
     tbe__free(&al, ((priv *)an->priv_)->metric_block[0]);
     tbe__free(&al, ((priv *)an->priv_)->metric_block[1]);
+    tbe__free(&al, ((priv *)an->priv_)->mem_trend);
     for (int i = 0; i < TBE__OPS_BLOCKS; i++) tbe__free(&al, ((priv *)an->priv_)->ops_block[i]);
     tbe__intern_deinit(&((priv *)an->priv_)->labels);
     tbe_trace_free(((priv *)an->priv_)->owned_trace);

@@ -513,7 +513,7 @@ static void check_fig_ranges(loader *L, const void *m, uint32_t scope, const cha
       v = e->value;
       n = e->n_value;
     }
-    if (f->unit == TBE__FU_NS || f->unit == TBE__FU_NS_OPT)
+    if (f->unit == TBE__FU_NS || f->unit == TBE__FU_NS_OPT || f->unit == TBE__FU_BYTES_OPT)
       check_i64(L, v, n, f->unit == TBE__FU_NS ? R_DUR : R_OPT, where, f->key, f->n > 1);
     else if (f->unit == TBE__FU_COUNT)
       check_counts(L, v, n, where, f->key, f->n > 1);
@@ -610,8 +610,8 @@ static const char *text(builder *B, tbe_str id) { return tbe_trace_str(B->t, id)
 
 /* The figures of a checked message m (of `scope`) into `obj`.  A row
  * kept in the `figures` list that the file lacks (written before the row
- * existed) is unknown: -1 (figures.h: such rows are of a unit that has
- * an unknown value). */
+ * existed) is unknown: -1, or INT64_MIN for a change in bytes (figures.h:
+ * such rows are of a unit that has an unknown value, tbe__fig_unknown). */
 static void load_figures(void *obj, const void *m, uint32_t scope) {
   for (size_t i = 0; i < TBE__FIG__COUNT; i++) {
     const tbe__figure *f = &tbe__figures[i];
@@ -624,10 +624,12 @@ static void load_figures(void *obj, const void *m, uint32_t scope) {
       memcpy(to, msg_at(m, fd->offset), f->size);
     } else {
       const PFigure *e = keyed_find(m, f);
+      int64_t u = -1;
+      tbe__fig_unknown(f->unit, &u); /* the unit's unknown value */
       if (e)
         memcpy(to, e->value, f->size);
       else
-        memset(to, 0xff, f->size); /* -1 in every entry */
+        for (size_t k = 0; k < f->n; k++) memcpy(tbe__fig_at(f, obj, k), &u, sizeof u);
     }
   }
 }

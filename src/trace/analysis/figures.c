@@ -6,6 +6,7 @@
  * struct, its size the member's, so a code that loops over the rows reads
  * and writes exactly the fields the hand-written code named. */
 #include <math.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -65,11 +66,44 @@ double tbe__fig_real(const tbe__figure *f, const void *obj, size_t k) {
   if (f->calc) return f->calc(obj);
   if (tbe__fig_unsigned(f)) return (double)tbe__fig_u64(f, obj, k);
   int64_t v = tbe__fig_i64(f, obj, k);
-  return f->unit == TBE__FU_NS_OPT && v < 0 ? NAN : (double)v;
+  if ((f->unit == TBE__FU_NS_OPT || f->unit == TBE__FU_BYTES_OPT) && v < 0) return NAN;
+  if (f->unit == TBE__FU_BYTES_DELTA && v == INT64_MIN) return NAN;
+  return (double)v;
 }
 
 int tbe__fig_unsigned(const tbe__figure *f) {
   return f->unit == TBE__FU_COUNT || f->unit == TBE__FU_BYTES;
+}
+
+int tbe__fig_unknown(uint32_t unit, int64_t *v) {
+  int64_t u = unit == TBE__FU_BYTES_DELTA ? INT64_MIN : -1;
+  if (unit != TBE__FU_NS_OPT && unit != TBE__FU_BYTES_OPT && unit != TBE__FU_BYTES_DELTA) return 0;
+  if (v) *v = u;
+  return 1;
+}
+
+int tbe__fig_is_mem(const tbe__figure *f) {
+  return f->unit == TBE__FU_BYTES_OPT || f->unit == TBE__FU_BYTES_DELTA;
+}
+
+char *tbe__fmt_bytes(char *buf, size_t size, int64_t bytes, int sign) {
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  const char *sg = bytes < 0 ? "-" : sign ? "+" : "";
+  uint64_t m = bytes < 0 ? (uint64_t)0 - (uint64_t)bytes : (uint64_t)bytes;
+  if (m < 1024) {
+    snprintf(buf, size, "%s%llu B", sg, (unsigned long long)m);
+    return buf;
+  }
+  double v = (double)m;
+  int u = -1;
+  while (v >= 1024.0 && u < 5) v /= 1024.0, u++;
+  char num[32];
+  snprintf(num, sizeof num, "%.2f", v);
+  size_t n = strlen(num);
+  while (n && num[n - 1] == '0') num[--n] = 0;
+  if (n && num[n - 1] == '.') num[--n] = 0;
+  snprintf(buf, size, "%s%s %s", sg, num, units[u]);
+  return buf;
 }
 
 int64_t tbe__fig_i64(const tbe__figure *f, const void *obj, size_t k) {
@@ -103,6 +137,7 @@ void tbe__figs_merge_init(tbe__fig_scope scope, void *into) {
     const tbe__figure *f = &tbe__figures[i];
     if (f->scope != (uint32_t)scope || f->merge == TBE__FM_OWN || f->calc) continue;
     int64_t v = f->merge == TBE__FM_MIN ? INT64_MAX : f->merge == TBE__FM_UNKNOWN ? -1 : 0;
+    tbe__fig_unknown(f->unit, &v); /* nothing known until a side says */
     for (size_t k = 0; k < f->n; k++) memcpy(tbe__fig_at(f, into, k), &v, sizeof v);
   }
 }
@@ -142,8 +177,15 @@ const char *tbe__fig_scope_name(uint32_t s) {
 }
 
 const char *tbe__fig_unit_name(uint32_t u) {
-  static const char *const w[TBE__FU__COUNT] = {"ns",    "ns_or_unknown", "time_ns", "count",
-                                                "bytes", "number",        "pct"};
+  static const char *const w[TBE__FU__COUNT] = {"ns",
+                                                "ns_or_unknown",
+                                                "time_ns",
+                                                "count",
+                                                "bytes",
+                                                "number",
+                                                "pct",
+                                                "bytes_or_unknown",
+                                                "bytes_delta_or_unknown"};
   return word(w, TBE__FU__COUNT, u);
 }
 

@@ -38,7 +38,12 @@
  * over the table, in every format: a row of the GPU overview (table), a
  * column of the device tables (Markdown, CSV), a member of each device
  * (JSON), and a scalar of each device in TensorBoard; and saved by key
- * (analysis_store.c).  A new figure is therefore one row here plus its
+ * (analysis_store.c).  Likewise every single-entry STEP row from
+ * TBE__FIG_LISTED on (tbe__fig_step_listed, report.h): a column of the
+ * steps' tables in every format and a per-step TensorBoard series
+ * (steps/<key>).  The terminal and Markdown tables leave out a row (a
+ * column) whose value is unknown everywhere (a trace without memory
+ * events has no memory rows); CSV and JSON keep it, empty and null.  A new figure is therefore one row here plus its
  * computation.
  *
  * Invariants (test/unit/test_figures.c checks them, so a row that breaks
@@ -46,7 +51,8 @@
  *   - keys are unique within a scope; a key naming a field of the scope's
  *     protobuf message names one of the unit's wire type (repeated when
  *     n > 1); a row without such a field (kept in the `figures` list) has
- *     a unit that can say unknown (NS_OPT), which is what a file written
+ *     a unit that can say unknown (NS_OPT, BYTES_OPT, BYTES_DELTA:
+ *     tbe__fig_unknown), which is what a file written
  *     before the row reads as, never a wrong 0;
  *   - a member is of the unit's C type (its size is checked), n entries;
  *   - ids are dense: tbe__figures[TBE__FIG_x].id == TBE__FIG_x.
@@ -75,13 +81,17 @@ typedef enum tbe__fig_scope {
  * counts and bytes) and the range a loaded value must meet, as an importer
  * checks a trace's (common/checked.h). */
 typedef enum tbe__fig_unit {
-  TBE__FU_NS = 0,     /* a duration or a sum of them: >= 0 */
-  TBE__FU_NS_OPT = 1, /* a median duration: >= 0, or -1 when unknown */
-  TBE__FU_TIME = 2,   /* a time on the trace's clock: within +-(2^62 - 1) ns */
-  TBE__FU_COUNT = 3,  /* a count: fits int64_t (stored as uint64_t) */
-  TBE__FU_BYTES = 4,  /* bytes: any uint64_t (sums saturate) */
-  TBE__FU_NUMBER = 5, /* a number the trace gives (a step's): any int64_t */
-  TBE__FU_PCT = 6,    /* a share in percent (double): computed rows only */
+  TBE__FU_NS = 0,          /* a duration or a sum of them: >= 0 */
+  TBE__FU_NS_OPT = 1,      /* a median duration: >= 0, or -1 when unknown */
+  TBE__FU_TIME = 2,        /* a time on the trace's clock: within +-(2^62 - 1) ns */
+  TBE__FU_COUNT = 3,       /* a count: fits int64_t (stored as uint64_t) */
+  TBE__FU_BYTES = 4,       /* bytes: any uint64_t (sums saturate) */
+  TBE__FU_NUMBER = 5,      /* a number the trace gives (a step's): any int64_t */
+  TBE__FU_PCT = 6,         /* a share in percent (double): computed rows only */
+  TBE__FU_BYTES_OPT = 7,   /* bytes the trace may not tell (a memory peak): >= 0, or -1
+                              when unknown (int64_t) */
+  TBE__FU_BYTES_DELTA = 8, /* a signed change in bytes (memory growth per step): any
+                              int64_t, INT64_MIN when unknown */
   TBE__FU__COUNT
 } tbe__fig_unit;
 
@@ -175,7 +185,20 @@ typedef enum tbe__fig_diff {
   X(AN_STEP_HINT, ANALYSIS, "step_hint_ns", "step hint time", NS, OWN, NONE, step_hint_ns, 1)      \
   X(AN_OP_GPU_COUNT, ANALYSIS, "op_gpu_count", "GPU work of operators", COUNT, SUM, EITHER,        \
     op_gpu_count, 1)                                                                               \
-  X(AN_OP_GPU, ANALYSIS, "op_gpu_ns", "GPU time of operators", NS, SUM, EITHER, op_gpu_ns, 1)
+  X(AN_OP_GPU, ANALYSIS, "op_gpu_ns", "GPU time of operators", NS, SUM, EITHER, op_gpu_ns, 1)      \
+  /* memory (analysis_memory.c); all GPUs: the largest GPU's figure */                             \
+  X(DEV_MEM_PEAK_ALLOC, DEVICE, "peak_allocated_bytes", "peak allocated", BYTES_OPT, MAX, LOWER,   \
+    mem_peak_allocated, 1)                                                                         \
+  X(DEV_MEM_PEAK_RESERVED, DEVICE, "peak_reserved_bytes", "peak reserved", BYTES_OPT, MAX, LOWER,  \
+    mem_peak_reserved, 1)                                                                          \
+  X(DEV_MEM_GROWTH, DEVICE, "memory_growth_bytes_per_step", "growth per step", BYTES_DELTA, MAX,   \
+    LOWER, mem_growth_per_step, 1)                                                                 \
+  X(DEV_MEM_UNFREED, DEVICE, "unfreed_bytes", "never freed", BYTES_OPT, MAX, LOWER, mem_unfreed,   \
+    1)                                                                                             \
+  X(STEP_MEM_PEAK_ALLOC, STEP, "peak_allocated_bytes", "peak allocated", BYTES_OPT, MAX, LOWER,    \
+    mem_peak_allocated, 1)                                                                         \
+  X(STEP_MEM_PEAK_RESERVED, STEP, "peak_reserved_bytes", "peak reserved", BYTES_OPT, MAX, LOWER,   \
+    mem_peak_reserved, 1)
 
 typedef enum tbe__fig_id {
 #define TBE__FIG_ENUM(id, scope, key, label, unit, merge, diff, member, n) TBE__FIG_##id,
@@ -217,6 +240,16 @@ const tbe__figure *tbe__figure_by_key(tbe__fig_scope scope, const char *key);
 double tbe__fig_real(const tbe__figure *f, const void *obj, size_t k);
 /* 1 when the unit's values are uint64_t (counts, bytes), 0 for int64_t. */
 int tbe__fig_unsigned(const tbe__figure *f);
+/* 1 when the unit has a value that says "unknown" (NS_OPT, BYTES_OPT,
+ * BYTES_DELTA), and that value in *v (as int64_t) when v is not NULL. */
+int tbe__fig_unknown(uint32_t unit, int64_t *v);
+/* 1 for the units of bytes a report prints for people (BYTES_OPT,
+ * BYTES_DELTA). */
+int tbe__fig_is_mem(const tbe__figure *f);
+/* `bytes` for people, into buf: "800 B", "64 MiB", "1.25 GiB" (two
+ * decimals at most, trailing zeros dropped); with `sign`, "+64 MiB" and
+ * "-3 MiB".  Returns buf. */
+char *tbe__fmt_bytes(char *buf, size_t size, int64_t bytes, int sign);
 /* The static words "device", "step", "analysis"; "ns", "ns_or_unknown",
  * "time_ns", "count", "bytes", "number", "pct"; "sum", "max", "min", "unknown",
  * "own"; "none", "lower", "higher", "either" ("?" out of range). */
@@ -242,7 +275,9 @@ uint64_t tbe__fig_u64(const tbe__figure *f, const void *obj, size_t k);
  * UNKNOWN rows at -1, the others 0; OWN rows untouched), then
  * tbe__figs_merge folds each `from` in: SUM adds (saturating: durations at
  * INT64_MAX, counts and bytes at UINT64_MAX), MAX and MIN keep the larger
- * and the smaller, UNKNOWN and OWN leave `into` as it is. */
+ * and the smaller (an unknown value never wins a MAX: it is the least;
+ * BYTES_OPT and BYTES_DELTA rows merge by MAX only), UNKNOWN and OWN leave
+ * `into` as it is. */
 void tbe__figs_merge_init(tbe__fig_scope scope, void *into);
 void tbe__figs_merge(tbe__fig_scope scope, void *into, const void *from);
 

@@ -20,7 +20,10 @@
  *                    %, kernel time and count, memcpy, memset and sync
  *                    time, launch latency, steps/class/<class>_ms for every
  *                    class the run has, steps/kernels/<tag> for the top 10
- *                    kernels: runs overlay as curves
+ *                    kernels, steps/<key> for every step row of the figure
+ *                    table (figures.h; the memory peaks
+ *                    steps/peak_allocated_bytes, steps/peak_reserved_bytes)
+ *                    where known: runs overlay as curves
  *   kernels/<name>   total time of the top kernels in ms (step 0)
  *   ops/<name>/cuda_ms  a trace whose GPU work is attributed to operators
  *                    (tbexport/analysis.h, tbe_name_stats): the CUDA total
@@ -205,8 +208,9 @@ static void device_scalars(ew *e, const char *prefix, const tbe_device_stats *d)
   if (d->queue_delay_median_ns >= 0) S("queue_delay_us", (double)d->queue_delay_median_ns / 1e3);
   for (size_t i = TBE__FIG_LISTED; i < TBE__FIG__COUNT; i++) { /* from the table */
     const tbe__figure *f = &tbe__figures[i];
+    if (!tbe__fig_listed(f)) continue; /* (a row of another struct) */
     double v = tbe__fig_real(f, d, 0);
-    if (!tbe__fig_listed(f) || isnan(v)) continue;
+    if (isnan(v)) continue;
     char leaf[128]; /* durations in ms, as the scalars above */
     int dur = tbe__ev_row_tag(f, leaf, sizeof leaf);
     tbe__ev_fmt(tag, sizeof tag, "%s/%s", prefix, leaf);
@@ -562,6 +566,16 @@ static void step_series(ew *e, const tbe_analysis *an, const step_order *so,
       scalar_at(e, tag, ms(kn->step_ns[so->index[i]]), s->num, e->wall, kn->label);
     }
     if (mtags) metric_points(e, an, mtags, s->metrics, s->num);
+    for (size_t f = TBE__FIG_LISTED; f < TBE__FIG__COUNT; f++) { /* from the table */
+      const tbe__figure *fr = &tbe__figures[f];
+      if (!tbe__fig_step_listed(fr)) continue; /* (a row of another struct) */
+      double v = tbe__fig_real(fr, s, 0);
+      if (isnan(v)) continue; /* unknown: no point */
+      char leaf[128];
+      int dur = tbe__ev_row_tag(fr, leaf, sizeof leaf);
+      tbe__ev_fmt(tag, sizeof tag, "steps/%s", leaf);
+      scalar(e, tag, dur ? v / 1e6 : v, s->num);
+    }
   }
   if (so->from) scalar(e, "summary/warmup_step_ms", ms(so->s[0]->dur_ns), 0);
 }
@@ -588,8 +602,21 @@ static void layout_steps(layout *l, const tbe_analysis *an, int launch) {
   if (launch & 1) layout_chart(l, "launch latency per step (µs)", "steps/launch_latency_us");
   if (launch & 2) layout_chart(l, "launch overhead per step (µs)", "steps/launch_overhead_us");
   if (launch & 4) layout_chart(l, "queue delay per step (µs)", "steps/queue_delay_us");
-  layout_category(l, "tbexport: time per kernel class (ms per step)");
   char title[64], tag[64];
+  for (size_t f = TBE__FIG_LISTED; f < TBE__FIG__COUNT; f++) { /* the rows' series */
+    const tbe__figure *fr = &tbe__figures[f];
+    if (!tbe__fig_step_listed(fr) || !tbe__fig_known(fr, an->steps, an->nsteps, sizeof *an->steps))
+      continue;
+    char leaf[48];
+    int dur = tbe__ev_row_tag(fr, leaf, sizeof leaf);
+    tbe__ev_fmt(title, sizeof title, "%s per step (%s)", fr->label,
+                dur                   ? "ms"
+                : tbe__fig_is_mem(fr) ? "bytes"
+                                      : "count");
+    tbe__ev_fmt(tag, sizeof tag, "steps/%s", leaf);
+    layout_chart(l, title, tag);
+  }
+  layout_category(l, "tbexport: time per kernel class (ms per step)");
   for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
     if (!an->all.class_count[k]) continue;
     tbe__ev_fmt(title, sizeof title, "%s kernels (ms per step)", tbe_kernel_class_name(k));
@@ -1096,7 +1123,8 @@ static int diff_body(void *ctx, tbe__sink *out, const char *name) {
       RATIO("step_time_ratio", d->step_median_ns[0], d->step_median_ns[1]);
     for (size_t i = TBE__FIG_LISTED; i < TBE__FIG__COUNT && d->side[0] && d->side[1]; i++) {
       const tbe__figure *f = &tbe__figures[i]; /* from the table: "<key>_ratio" */
-      if (!tbe__fig_listed(f) || f->diff == TBE__FD_NONE) continue;
+      if (!tbe__fig_listed(f) || f->diff == TBE__FD_NONE || f->unit == TBE__FU_BYTES_DELTA)
+        continue; /* (a signed change has no ratio) */
       double b = tbe__fig_real(f, &d->side[0]->all, 0), v = tbe__fig_real(f, &d->side[1]->all, 0);
       if (!(b > 0) || isnan(v)) continue;
       tbe__ev_fmt(tag, sizeof tag, "diff/%s/%s_ratio", label, f->key);

@@ -202,28 +202,40 @@ int tbe__ev_row_tag(const tbe__figure *f, char *out, size_t size) {
  * gpu<N>/<tag>, and diff/<base>/<key>_ratio; the tag as export_events.c
  * spells it (a duration key's "_ns" as "_ms").  Nothing for another leaf. */
 static void row_describe(tbe__buf *b, const char *tag, size_t gl, const char *leaf,
-                         const char *one_point) {
+                         const char *one_point, const char *per_step) {
   int diff = gl == 4 && memcmp(tag, "diff", 4) == 0;
+  int steps = gl == 5 && memcmp(tag, "steps", 5) == 0;
   const char *w = leaf;
   if (diff && (w = strchr(leaf, '/')) != NULL) w++;
   if (!w) return;
   for (size_t i = TBE__FIG_LISTED; i < TBE__FIG__COUNT; i++) {
     const tbe__figure *f = &tbe__figures[i];
-    if (!tbe__fig_listed(f)) continue;
+    if (steps ? !tbe__fig_step_listed(f) : !tbe__fig_listed(f)) continue;
     char want[128];
     int dur = diff ? 0 : tbe__ev_row_tag(f, want, sizeof want);
     if (diff) tbe__ev_fmt(want, sizeof want, "%s_ratio", f->key);
     if (strcmp(want, w) != 0) continue;
-    const char *unit = dur ? "ms" : f->unit == TBE__FU_PCT ? "%" : "a count or a number";
+    const char *unit = dur                              ? "ms"
+                       : f->unit == TBE__FU_PCT         ? "%"
+                       : f->unit == TBE__FU_BYTES_OPT   ? "bytes"
+                       : f->unit == TBE__FU_BYTES_DELTA ? "bytes per step"
+                                                        : "a count or a number";
     if (diff)
       tbe__buf_printf(b, "This run's %s divided by run %.*s's (below 1: less here).", f->label,
                       (int)(w - 1 - leaf), leaf);
+    else if (steps)
+      tbe__buf_printf(b, "In each step, of the GPU where it is highest: %s, in %s.", f->label,
+                      unit);
     else if (gl == 7)
       tbe__buf_printf(b, "All GPUs over the profiled window: %s, in %s.", f->label, unit);
     else
       tbe__buf_printf(b, "GPU %.*s over the profiled window: %s, in %s.", (int)(gl - 3), tag + 3,
                       f->label, unit);
-    tbe__buf_puts(b, one_point);
+    if (tbe__fig_is_mem(f) && !steps && !diff)
+      tbe__buf_puts(b,
+                    " Memory: the curve of allocated and reserved bytes (the framework "
+                    "allocator's, else the CUDA driver's); with all GPUs, the largest GPU's.");
+    tbe__buf_puts(b, steps ? per_step : one_point);
     return;
   }
 }
@@ -352,9 +364,9 @@ void tbe__ev_describe(tbe__buf *b, const char *tag, const char *name) {
                       (int)bl, leaf, (int)bl, leaf);
     if (b->len) tbe__buf_puts(b, one_point);
   }
-  if (b->len == start &&
-      (GROUP("summary") || GROUP("diff") || (gl > 3 && memcmp(tag, "gpu", 3) == 0)))
-    row_describe(b, tag, gl, leaf, one_point);
+  if (b->len == start && (GROUP("summary") || GROUP("diff") || GROUP("steps") ||
+                          (gl > 3 && memcmp(tag, "gpu", 3) == 0)))
+    row_describe(b, tag, gl, leaf, one_point, per_step);
 #undef GROUP
 #undef STARTS
   tbe__buf_putc(b, '\0');

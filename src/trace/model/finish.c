@@ -14,7 +14,9 @@
  * (comm.h), the few events added merged into the order in place
  * (merge_tail) and the links made again; a kernel's blocks and warps per SM and estimated
  * occupancy are computed from its GPU's limits where the source gave none
- * (fill_occupancy, occupancy.h).
+ * (fill_occupancy, occupancy.h); the memory events make one curve per
+ * process and device, their totals filled (tbe__trace_memory_curve,
+ * memory.c).
  *
  * Layering: this file is the top of the model.  It calls the passes of
  * ops.c and comm.c, and they, like this file, reach the trace's storage
@@ -439,6 +441,7 @@ int tbe_trace_finish(tbe_trace *t) {
   if (!rc) rc = comm_ops(t);
   if (!rc) rc = demangle_kernel_metrics(t);
   if (!rc) rc = fill_occupancy(t);
+  if (!rc) rc = tbe__trace_memory_curve(t);
   if (rc) return rc;
   if (t->nevents && (t->start_ns == 0 || t->stop_ns == 0)) {
     int64_t lo = INT64_MAX, hi = INT64_MIN;

@@ -51,4 +51,10 @@ int tbe__trace_device_find(tbe_trace *t, int32_t id, uint32_t *out);
  * (name, device) is rebuilt at its next use. */
 void tbe__trace_kernel_metrics_renamed(tbe_trace *t);
 
+/* The memory curve (memory.c): per (process, device) the allocator's
+ * events, else the CUDA driver's, their unknown totals filled by running
+ * sums in time order, the other source's events renamed "[cuda memory]".
+ * Idempotent.  Returns 0 or an error, recorded as the trace's. */
+int tbe__trace_memory_curve(tbe_trace *t);
+
 #endif

@@ -480,6 +480,16 @@ int tbe__fig_listed(const tbe__figure *f) {
   return f->id >= TBE__FIG_LISTED && f->scope == TBE__FS_DEVICE && f->n == 1;
 }
 
+int tbe__fig_step_listed(const tbe__figure *f) {
+  return f->id >= TBE__FIG_LISTED && f->scope == TBE__FS_STEP && f->n == 1;
+}
+
+int tbe__fig_known(const tbe__figure *f, const void *obj, size_t n, size_t stride) {
+  for (size_t i = 0; i < n; i++)
+    if (!isnan(tbe__fig_real(f, (const char *)obj + i * stride, 0))) return 1;
+  return 0;
+}
+
 void tbe__fig_cell(char *buf, size_t size, const tbe__figure *f, const void *obj) {
   double r = tbe__fig_real(f, obj, 0);
   if (isnan(r))
@@ -488,6 +498,8 @@ void tbe__fig_cell(char *buf, size_t size, const tbe__figure *f, const void *obj
     snprintf(buf, size, "%.1f%%", r);
   else if (f->unit == TBE__FU_NS || f->unit == TBE__FU_NS_OPT)
     tbe__fmt_dur(buf, size, tbe__fig_i64(f, obj, 0));
+  else if (tbe__fig_is_mem(f))
+    tbe__fmt_bytes(buf, size, tbe__fig_i64(f, obj, 0), f->unit == TBE__FU_BYTES_DELTA);
   else if (tbe__fig_unsigned(f))
     snprintf(buf, size, "%llu", (unsigned long long)tbe__fig_u64(f, obj, 0));
   else

@@ -97,8 +97,16 @@ size_t tbe__tag_component(const char *name, size_t width, char *buf, size_t size
 
 /* 1 when row f is one of them. */
 int tbe__fig_listed(const tbe__figure *f);
-/* Its value in `obj` as a table cell ("1.234ms", "12", "12.5%", "-" when
- * unknown), as a JSON value (null when unknown) and as a CSV field (empty
+/* 1 when row f is a single-entry STEP row from TBE__FIG_LISTED on: a
+ * column of the steps' tables in every format (after their own columns)
+ * and a per-step TensorBoard series. */
+int tbe__fig_step_listed(const tbe__figure *f);
+/* 1 when row f has a known value in one of the n objects at obj, obj +
+ * stride, ...: the terminal and Markdown tables leave out a row or column
+ * unknown everywhere (CSV and JSON keep it, empty or null). */
+int tbe__fig_known(const tbe__figure *f, const void *obj, size_t n, size_t stride);
+/* Its value in `obj` as a table cell ("1.234ms", "12", "12.5%", "1.25 GiB",
+ * "+64 MiB", "-" when unknown), as a JSON value (null when unknown) and as a CSV field (empty
  * when unknown). */
 void tbe__fig_cell(char *buf, size_t size, const tbe__figure *f, const void *obj);
 void tbe__fig_json(tbe__buf *b, const tbe__figure *f, const void *obj);

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/checked.h"
 #include "common/text.h"
 #include "tbexport/error.h"
 #include "trace/report/report.h"
@@ -159,9 +160,14 @@ static void fig_change(const tbe_diff *d, const tbe__figure *f, char *delta, cha
     int64_t x = tbe__fig_i64(f, &d->side[0]->all, 0), y = tbe__fig_i64(f, &d->side[1]->all, 0);
     if (f->unit == TBE__FU_NS || f->unit == TBE__FU_NS_OPT)
       delta_str(delta, y - x);
+    else if (tbe__fig_is_mem(f))
+      tbe__fmt_bytes(delta, 32, tbe__sat_sub(y, x), 1);
     else
       snprintf(delta, 32, "%+lld", (long long)(y - x));
-    ratio_str(ratio, 32, x, y);
+    if (f->unit == TBE__FU_BYTES_DELTA)
+      strcpy(ratio, "-"); /* a signed change: compared as a difference */
+    else
+      ratio_str(ratio, 32, x, y);
   }
 }
 
@@ -171,6 +177,8 @@ static void fig_rows_text(tbe__buf *b, const tbe_diff *d, int md) {
   for (size_t i = TBE__FIG_LISTED; i < TBE__FIG__COUNT; i++) {
     const tbe__figure *f = &tbe__figures[i];
     if (!fig_compared(d, f)) continue;
+    if (!tbe__fig_known(f, &d->side[0]->all, 1, 0) && !tbe__fig_known(f, &d->side[1]->all, 1, 0))
+      continue; /* unknown on both sides (no memory events): no row */
     tbe__fig_cell(x, sizeof x, f, &d->side[0]->all);
     tbe__fig_cell(y, sizeof y, f, &d->side[1]->all);
     fig_change(d, f, z, w);
@@ -230,6 +238,7 @@ void tbe__rep_overall_csv(tbe__buf *b, const tbe_diff *d, const tbe_report_optio
     if (!fig_compared(d, f)) continue;
     const void *s0 = &d->side[0]->all, *s1 = &d->side[1]->all;
     double a = tbe__fig_real(f, s0, 0), n = tbe__fig_real(f, s1, 0);
+    if (isnan(a) && isnan(n)) continue; /* unknown on both sides (no memory events): no row */
     tbe__buf_printf(b, "overall,%s,", f->key);
     tbe__fig_csv(b, f, s0);
     tbe__buf_putc(b, ',');
@@ -238,8 +247,12 @@ void tbe__rep_overall_csv(tbe__buf *b, const tbe_diff *d, const tbe_report_optio
     if (!isnan(a) && !isnan(n) && f->unit == TBE__FU_PCT)
       tbe__buf_printf(b, "%.3f", n - a);
     else if (!isnan(a) && !isnan(n))
-      tbe__buf_printf(b, "%lld", (long long)(tbe__fig_i64(f, s1, 0) - tbe__fig_i64(f, s0, 0)));
-    tbe__buf_printf(b, ",%.6f,,\n", !isnan(n) && a > 0 ? n / a : 0.0);
+      tbe__buf_printf(b, "%lld",
+                      (long long)tbe__sat_sub(tbe__fig_i64(f, s1, 0), tbe__fig_i64(f, s0, 0)));
+    if (f->unit == TBE__FU_BYTES_DELTA || isnan(a) || isnan(n)) /* a signed change: no ratio */
+      tbe__buf_puts(b, ",,,\n");
+    else
+      tbe__buf_printf(b, ",%.6f,,\n", !isnan(n) && a > 0 ? n / a : 0.0);
   }
   for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++) {
     const char *label;

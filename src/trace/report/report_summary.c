@@ -171,6 +171,9 @@ void tbe__overview(tbe__buf *b, const tbe__ocol *cols, size_t ncols, const tbe_d
     for (size_t i = TBE__FIG_LISTED; i < TBE__FIG__COUNT; i++) { /* from the table */
       const tbe__figure *f = &tbe__figures[i];
       if (!tbe__fig_listed(f)) continue;
+      int known = 0; /* a row unknown in every column is left out */
+      for (size_t c = c0; c < c1 && !known; c++) known = tbe__fig_known(f, cols[c].d, 1, 0);
+      if (!known) continue;
       tbe__text_fit(v, sizeof v, f->label, lw);
       tbe__cell(b, v, lw, 0);
       for (size_t c = c0; c < c1; c++) {
@@ -343,6 +346,14 @@ static void name_table(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
   (void)x;
 }
 
+/* A listed step row as a column of the terminal and Markdown steps
+ * tables: known in some step. */
+static int step_col(const tbe_analysis *an, const tbe__figure *f) {
+  return tbe__fig_step_listed(f) && tbe__fig_known(f, an->steps, an->nsteps, sizeof *an->steps);
+}
+
+#define STEP_FIG_W 14
+
 static void steps_table(tbe__buf *b, const tbe_analysis *an) {
   if (!an->nsteps) return;
   tbe__buf_printf(b, "\nSteps (%zu)\n", an->nsteps);
@@ -367,6 +378,35 @@ static void steps_table(tbe__buf *b, const tbe_analysis *an) {
     for (int c = 0; c < 6; c++) {
       if (c) tbe__buf_puts(b, "  ");
       tbe__cell(b, v[c], cw[c], c != 0);
+    }
+    tbe__buf_putc(b, '\n');
+  }
+  /* The step rows of the table (memory), known in some step: a table of
+   * their own, so that each fits the narrowest width. */
+  size_t ncol = 0, w = 10;
+  for (size_t f = TBE__FIG_LISTED; f < TBE__FIG__COUNT; f++)
+    if (step_col(an, &tbe__figures[f])) ncol++, w += STEP_FIG_W + 2;
+  if (!ncol) return;
+  char x[STEP_FIG_W + 1], v[32];
+  tbe__buf_puts(b, "\nMemory per step (of the GPU where it is highest)\n");
+  tbe__cell(b, "step", 10, 0);
+  for (size_t f = TBE__FIG_LISTED; f < TBE__FIG__COUNT; f++) {
+    if (!step_col(an, &tbe__figures[f])) continue;
+    tbe__text_fit(x, sizeof x, tbe__figures[f].label, STEP_FIG_W);
+    tbe__buf_puts(b, "  ");
+    tbe__cell(b, x, STEP_FIG_W, 1);
+  }
+  tbe__buf_putc(b, '\n');
+  tbe__rule(b, (int)w);
+  for (size_t i = 0; i < an->nsteps; i++) {
+    const tbe_step_stats *s = &an->steps[i];
+    snprintf(v, sizeof v, "%lld", (long long)s->num);
+    tbe__cell(b, v, 10, 0);
+    for (size_t f = TBE__FIG_LISTED; f < TBE__FIG__COUNT; f++) {
+      if (!step_col(an, &tbe__figures[f])) continue;
+      tbe__fig_cell(v, sizeof v, &tbe__figures[f], s);
+      tbe__buf_puts(b, "  ");
+      tbe__cell(b, v, STEP_FIG_W, 1);
     }
     tbe__buf_putc(b, '\n');
   }
@@ -611,6 +651,13 @@ static void md_group(tbe__buf *b, const tbe_analysis *an, tbe_group_kind g,
   }
 }
 
+/* A listed row as a column of the Markdown device table: known for some
+ * GPU or for all of them together. */
+static int md_listed(const tbe_analysis *an, const tbe__figure *f) {
+  return tbe__fig_listed(f) && (tbe__fig_known(f, an->devices, an->ndevices, sizeof *an->devices) ||
+                                tbe__fig_known(f, &an->all, 1, 0));
+}
+
 void tbe__rep_summary_md(tbe__buf *b, tbe_analysis *an, const tbe_report_options *o) {
   char x[32], y[32];
   tbe__buf_puts(b, "# Summary");
@@ -624,10 +671,10 @@ void tbe__rep_summary_md(tbe__buf *b, tbe_analysis *an, const tbe_report_options
                 "| device | busy | busy % | kernels | kernel count | memcpy | memset | sync | "
                 "idle | launch overhead | queue delay |");
   for (size_t i = TBE__FIG_LISTED; i < TBE__FIG__COUNT; i++)
-    if (tbe__fig_listed(&tbe__figures[i])) tbe__buf_printf(b, " %s |", tbe__figures[i].label);
+    if (md_listed(an, &tbe__figures[i])) tbe__buf_printf(b, " %s |", tbe__figures[i].label);
   tbe__buf_puts(b, "\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
   for (size_t i = TBE__FIG_LISTED; i < TBE__FIG__COUNT; i++)
-    if (tbe__fig_listed(&tbe__figures[i])) tbe__buf_puts(b, "---:|");
+    if (md_listed(an, &tbe__figures[i])) tbe__buf_puts(b, "---:|");
   tbe__buf_putc(b, '\n');
   for (size_t i = 0; i <= an->ndevices; i++) {
     const tbe_device_stats *d = i < an->ndevices ? &an->devices[i] : &an->all;
@@ -650,7 +697,7 @@ void tbe__rep_summary_md(tbe__buf *b, tbe_analysis *an, const tbe_report_options
         d->launch_overhead_median_ns >= 0 ? tbe__dur(y, d->launch_overhead_median_ns) : "-",
         d->queue_delay_median_ns >= 0 ? tbe__dur(z, d->queue_delay_median_ns) : "-");
     for (size_t f = TBE__FIG_LISTED; f < TBE__FIG__COUNT; f++) {
-      if (!tbe__fig_listed(&tbe__figures[f])) continue;
+      if (!md_listed(an, &tbe__figures[f])) continue;
       tbe__fig_cell(z, sizeof z, &tbe__figures[f], d);
       tbe__buf_printf(b, " %s |", z);
     }
@@ -668,15 +715,26 @@ void tbe__rep_summary_md(tbe__buf *b, tbe_analysis *an, const tbe_report_options
   for (size_t i = 0; i < ng; i++) md_group(b, an, gs[i], o);
   tbe__metrics_kernels(b, an, o, 1);
   if (an->nsteps) {
-    tbe__buf_puts(b, "\n## Steps\n\n| step | time | host | GPU busy % | kernel time | kernels |\n"
-                     "|---:|---:|---:|---:|---:|---:|\n");
+    tbe__buf_puts(b, "\n## Steps\n\n| step | time | host | GPU busy % | kernel time | kernels |");
+    for (size_t f = TBE__FIG_LISTED; f < TBE__FIG__COUNT; f++)
+      if (step_col(an, &tbe__figures[f])) tbe__buf_printf(b, " %s |", tbe__figures[f].label);
+    tbe__buf_puts(b, "\n|---:|---:|---:|---:|---:|---:|");
+    for (size_t f = TBE__FIG_LISTED; f < TBE__FIG__COUNT; f++)
+      if (step_col(an, &tbe__figures[f])) tbe__buf_puts(b, "---:|");
+    tbe__buf_putc(b, '\n');
     for (size_t i = 0; i < an->nsteps; i++) {
       const tbe_step_stats *s = &an->steps[i];
       char h[32];
       tbe__fmt_dur(h, sizeof h, s->host_ns);
-      tbe__buf_printf(b, "| %lld | %s | %s | %.1f | %s | %llu |\n", (long long)s->num,
-                      tbe__dur(x, s->dur_ns), h, tbe__pct(s->gpu_busy_ns, s->dur_ns), tbe__dur(y, s->kernel_ns),
-                      (unsigned long long)s->kernel_count);
+      tbe__buf_printf(b, "| %lld | %s | %s | %.1f | %s | %llu |", (long long)s->num,
+                      tbe__dur(x, s->dur_ns), h, tbe__pct(s->gpu_busy_ns, s->dur_ns),
+                      tbe__dur(y, s->kernel_ns), (unsigned long long)s->kernel_count);
+      for (size_t f = TBE__FIG_LISTED; f < TBE__FIG__COUNT; f++) {
+        if (!step_col(an, &tbe__figures[f])) continue;
+        tbe__fig_cell(h, sizeof h, &tbe__figures[f], s);
+        tbe__buf_printf(b, " %s |", h);
+      }
+      tbe__buf_putc(b, '\n');
     }
   }
   tbe__step_hint_text(b, an, o, NULL, NULL);
@@ -765,7 +823,10 @@ void tbe__rep_summary_csv(tbe__buf *b, tbe_analysis *an, const tbe_report_option
                      "memcpy_ns,memset_ns,sync_ns,launch_median_ns");
     for (uint32_t k = 0; k < TBE_KCLASS__COUNT; k++)
       tbe__buf_printf(b, ",%s_ns", tbe_kernel_class_name(k));
-    tbe__buf_puts(b, ",launch_overhead_median_ns,queue_delay_median_ns\n");
+    tbe__buf_puts(b, ",launch_overhead_median_ns,queue_delay_median_ns");
+    for (size_t f = TBE__FIG_LISTED; f < TBE__FIG__COUNT; f++)
+      if (tbe__fig_step_listed(&tbe__figures[f])) tbe__buf_printf(b, ",%s", tbe__figures[f].key);
+    tbe__buf_putc(b, '\n');
     for (size_t i = 0; i < an->nsteps; i++) {
       const tbe_step_stats *s = &an->steps[i];
       tbe__buf_printf(b, "step,%lld,%lld,%lld,%lld,%lld,%lld,%llu,%lld,%lld,%lld,",
@@ -780,6 +841,11 @@ void tbe__rep_summary_csv(tbe__buf *b, tbe_analysis *an, const tbe_report_option
       tbe__csv_ns(b, s->launch_overhead_median_ns);
       tbe__buf_putc(b, ',');
       tbe__csv_ns(b, s->queue_delay_median_ns);
+      for (size_t f = TBE__FIG_LISTED; f < TBE__FIG__COUNT; f++) {
+        if (!tbe__fig_step_listed(&tbe__figures[f])) continue;
+        tbe__buf_putc(b, ',');
+        tbe__fig_csv(b, &tbe__figures[f], s);
+      }
       tbe__buf_putc(b, '\n');
     }
   }
@@ -929,6 +995,11 @@ void tbe__summary_json(tbe__buf *b, const tbe_analysis *an, const tbe_report_opt
                       (long long)s->class_ns[k]);
     tbe__buf_putc(b, '}');
     tbe__metrics_json_gpu(b, an, s->metrics);
+    for (size_t f = TBE__FIG_LISTED; f < TBE__FIG__COUNT; f++) {
+      if (!tbe__fig_step_listed(&tbe__figures[f])) continue;
+      tbe__buf_printf(b, ",\"%s\":", tbe__figures[f].key);
+      tbe__fig_json(b, &tbe__figures[f], s);
+    }
     tbe__buf_putc(b, '}');
   }
   tbe__buf_puts(b, "],\"step_stats\":");
