@@ -15,9 +15,8 @@
 #     a free), Addr and Device Id emitted; pinned host memory on the host
 #     (Device Id -1, Device Type 0), never on a GPU;
 #   - the leak as 20 allocations of 64 MiB, one in each step, none freed;
-#   - when the events carry running totals (Total Allocated, from the
-#     memory model), the totals of GPU 0 as the sums of what was emitted
-#     and Total Reserved equal to them (REQUIRE_TOTALS: required);
+#   - the running totals (Total Allocated, from the memory model) of GPU 0
+#     as the sums of what was emitted, and Total Reserved equal to them;
 #   - NVML's samples as counter tracks "device memory used (NVML)" of
 #     GPU 0 whose values are those the program set, in order; where NVML
 #     refuses the per-process list, "device memory used, all processes
@@ -94,8 +93,7 @@ else:
         bad.append("leak allocations per step: %r" % per)
 # running totals (model/memory.c): GPU 0's sums as emitted, reserved =
 # allocated for the CUDA driver's curve
-REQUIRE_TOTALS = False  # True once the memory model fills them (issue 30)
-if REQUIRE_TOTALS and not all("Total Allocated" in e["args"] for e in mem):
+if not all("Total Allocated" in e["args"] for e in mem):
     bad.append("[memory] events without Total Allocated")
 if any("Total Allocated" in e["args"] for e in mem):
     live = {}
