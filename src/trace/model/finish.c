@@ -14,7 +14,8 @@
  * (comm.h), the few events added merged into the order in place
  * (merge_tail) and the links made again; a kernel's blocks and warps per SM and estimated
  * occupancy are computed from its GPU's limits where the source gave none
- * (fill_occupancy, occupancy.h).
+ * (fill_occupancy, occupancy.h); the memory curve's totals become counter
+ * tracks per GPU (memory_counters.h).
  *
  * Layering: this file is the top of the model.  It calls the passes of
  * ops.c and comm.c, and they, like this file, reach the trace's storage
@@ -35,6 +36,7 @@
 #include "tbexport/error.h"
 #include "tbexport/trace.h"
 #include "trace/model/comm.h"
+#include "trace/model/memory_counters.h"
 #include "trace/model/model_int.h"
 #include "trace/model/occupancy.h"
 #include "trace/model/ops.h"
@@ -426,6 +428,16 @@ static int comm_ops(tbe_trace *t) {
   return rc;
 }
 
+/* The memory curve's counter tracks per GPU (memory_counters.h); counters
+ * added: the order and the links again. */
+static int memory_counters(tbe_trace *t) {
+  size_t added = 0;
+  int rc = tbe__trace_memory_counters(t, &added);
+  if (rc) return tbe__trace_fail(t, rc);
+  if (added && !(rc = sort_events(t))) rc = link_events(t);
+  return rc;
+}
+
 int tbe_trace_finish(tbe_trace *t) {
   if (!t) return TBE_EINVAL;
   int rc = tbe_trace_error(t);
@@ -439,6 +451,9 @@ int tbe_trace_finish(tbe_trace *t) {
   if (!rc) rc = comm_ops(t);
   if (!rc) rc = demangle_kernel_metrics(t);
   if (!rc) rc = fill_occupancy(t);
+  /* memmodel: `if (!rc) rc = tbe__trace_memory_curve(t);` goes here, just
+   * before the counters, which read the totals it fills */
+  if (!rc) rc = memory_counters(t);
   if (rc) return rc;
   if (t->nevents && (t->start_ns == 0 || t->stop_ns == 0)) {
     int64_t lo = INT64_MAX, hi = INT64_MIN;
