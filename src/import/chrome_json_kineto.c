@@ -427,9 +427,11 @@ typedef struct evclass {
 static int classify(cj *c, int instant, evclass *k) {
   const scratch *e = &c->e;
   if (instant) {
-    k->kind = (e->have & F_NAME) && SPAN_IS(e, e->name, "[memory]") ? TBE_EV_MEMORY
-              : k->ck == CK_NVTX                                    ? TBE_EV_NVTX_MARK
-                                                                    : TBE_EV_INSTANT;
+    /* "[cuda memory]": ours, the events of a process's other memory
+     * source (model/memory.c), which Kineto's clients leave alone */
+    int mem = (e->have & F_NAME) &&
+              (SPAN_IS(e, e->name, "[memory]") || SPAN_IS(e, e->name, "[cuda memory]"));
+    k->kind = mem ? TBE_EV_MEMORY : k->ck == CK_NVTX ? TBE_EV_NVTX_MARK : TBE_EV_INSTANT;
     if (k->ck != CK_NVTX) k->ck = CK_NONE;
     return 0;
   }
