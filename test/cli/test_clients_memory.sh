@@ -19,8 +19,9 @@
 #     1 MiB and 3 MiB on GPU 0, 1 MiB freed, 4 KiB of pinned host memory,
 #     3 MiB freed; known peaks GPU0 4 MiB, CPU (pinned) 4 KiB;
 #   - both: the allocator's events with totals (peak 6 MiB) and the
-#     driver's segments under them (16 MiB): the plugin reads one curve,
-#     the allocator's.
+#     driver's segment under them (16 MiB): the plugin reads one curve,
+#     the allocator's (the driver's is "[cuda memory]"); both_json,
+#     both_xspace: that run read back, the same.
 #
 # Needs ../shared/tools/tensorboard and ../shared/tools/hta (siblings of the
 # repository, or TBE_TB_TOOLS / TBE_HTA_TOOLS): when either is absent the
@@ -99,7 +100,10 @@ json.dump(trace([drv(30, 16 * MiB, 0x10000)] + alloc), open(sys.argv[1] + "/both
 EOF
 imp driver "$tmp/driver.json"
 imp both "$tmp/both.json"
-runs=(cnn cnn_json cnn_xspace driver:GPU0=4194304,CPU=4096 both:GPU0=6291456)
+imp both_json "$(ls "$L"/plugins/profile/both/*.trace.json.gz)"
+imp both_xspace "$(ls "$L"/plugins/profile/both/*.xplane.pb)"
+runs=(cnn cnn_json cnn_xspace driver:GPU0=4194304,CPU=4096 both:GPU0=6291456 both_json:GPU0=6291456
+      both_xspace:GPU0=6291456)
 
 # ---- the plugin ----
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -117,27 +121,36 @@ for r in "${runs[@]}"; do args+=(--run "$r"); done
 rc=0
 python3 "$root/scripts/check_memory_plugin.py" --url "$url" --logdir "$L" --tbexport "$B" "${args[@]}" || rc=1
 
-# ---- HTA: no memory analysis of allocations; it reads our memory-bearing
-# files whole (every kernel of the summary's, the memset bandwidth) ----
+# ---- HTA: no analysis of allocations (its "memory" analyses are the
+# bandwidth of copies and memsets); it reads our file with its memory
+# events and counters exactly as without them ----
 eval "$("$hta_tools/setup")" || die "HTA's setup failed"
-mkdir -p "$tmp/hta"
-cp "$L"/plugins/profile/cnn/*.trace.json.gz "$tmp/hta/"
-"$TBE_HTA_PYTHON" - "$tmp/hta" "$B" "$L" 2>"$tmp/hta.err" <<'EOF' || { tail -20 "$tmp/hta.err"; rc=1; }
-import json, subprocess, sys
+cnn_json=$(ls "$L"/plugins/profile/cnn/*.trace.json.gz)
+"$TBE_HTA_PYTHON" - "$tmp" "$cnn_json" 2>"$tmp/hta.err" <<'EOF' || { tail -20 "$tmp/hta.err"; rc=1; }
+import gzip, json, os, sys
 import hta.trace_analysis as ta
 names = [n for n in dir(ta.TraceAnalysis) if "memory" in n.lower()]
-print("HTA's memory analyses: %s (copy/memset bandwidth, not allocations)" % names)
-assert all("bw" in n for n in names), "HTA has a memory analysis of another kind: %s" % names
-a = ta.TraceAnalysis(trace_dir=sys.argv[1])
-df = a.t.get_trace(0)
-s = json.loads(subprocess.run([sys.argv[2], "summary", "--format", "json", "--top", "0", "--logdir",
-                               sys.argv[3], "cnn"], capture_output=True, text=True, check=True).stdout)
-kernels = sum(d["kernel_count"] for d in s["devices"])
-got = int((df["stream"] >= 0).sum()) - sum(d["memset_count"] for d in s["devices"])
-bw = a.get_memory_bw_summary()
-print("HTA: %d GPU kernels (summary %d), memory bandwidth rows %d" % (got, kernels, len(bw)))
-assert got == kernels, "HTA keeps %d kernels, the summary has %d" % (got, kernels)
-assert len(bw) > 0, "HTA's memory bandwidth summary is empty"
+print("HTA's memory analyses: %s (copy and memset bandwidth, not allocations)" % names)
+assert names and all("_bw_" in n for n in names), "HTA has a memory analysis of another kind: %s" % names
+doc = json.load(gzip.open(sys.argv[2], "rt"))
+mem = [e for e in doc["traceEvents"] if e.get("name") in ("[memory]", "[cuda memory]") or
+       (e.get("ph") == "C" and e.get("name", "").startswith("memory "))]
+assert mem, "no memory events in %s" % sys.argv[2]
+got = {}
+for what, evs in (("with", doc["traceEvents"]), ("without", [e for e in doc["traceEvents"] if e not in mem])):
+    d = os.path.join(sys.argv[1], "hta_" + what)
+    os.makedirs(d)
+    with gzip.open(os.path.join(d, "t.trace.json.gz"), "wt") as f:
+        json.dump(dict(doc, traceEvents=evs), f)
+    a = ta.TraceAnalysis(trace_dir=d)
+    k = a.get_gpu_kernel_breakdown(visualize=False, num_kernels=10 ** 9, duration_ratio=1.0,
+                                   include_memory_kernels=True)[1]
+    bw = a.get_memory_bw_summary()
+    assert len(k) > 0 and len(bw) > 0, "HTA: no kernels or no memory bandwidth (%s)" % what
+    got[what] = (k.sort_values(list(k.columns)).to_csv(index=False), bw.to_csv())
+print("HTA: %d memory events and counters; the kernel breakdown and memory bandwidth are the same "
+      "without them" % len(mem))
+assert got["with"] == got["without"], "HTA reads our file differently with its memory events"
 EOF
 [ $rc -eq 0 ] && echo "test_clients_memory: ok (${runs[*]})"
 exit $rc
