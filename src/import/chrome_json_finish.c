@@ -497,7 +497,8 @@ static int memory_process(cj *c) {
     if (tr->type == TBE_TRACK_THREAD) {
       if (pid >= 0 && tr->pid != pid) return 0; /* several processes: whose is unknown */
       pid = tr->pid;
-    } else if (t->events[i].kind == TBE_EV_MEMORY && tr->type == TBE_TRACK_STREAM && tr->pid == -1) {
+    } else if (t->events[i].kind == TBE_EV_MEMORY && tr->type == TBE_TRACK_STREAM &&
+               tr->pid == -1) {
       nmem = 1;
     }
   }

@@ -973,7 +973,8 @@ static int run(ns_state *s) {
                    s->sync_moved);
   /* after the syncs: memory rows' tracks (stream -1 when none) say
    * nothing of where a stream's work ran */
-  if ((rc = tbe__ns_each_row(s, "CUDA_GPU_MEMORY_USAGE_EVENTS", memuse_cols, 9, NULL, have, memuse_row)))
+  if ((rc = tbe__ns_each_row(s, "CUDA_GPU_MEMORY_USAGE_EVENTS", memuse_cols, 9, NULL, have,
+                             memuse_row)))
     return rc;
   if ((rc = tbe__ns_each_row(s, "CUPTI_ACTIVITY_KIND_OVERHEAD", ovh_cols, 5, NULL, have, overhead_row))) return rc;
   if ((rc = tbe__ns_each_row(s, "PROFILER_OVERHEAD", ovh_cols, 4, NULL, have, overhead_row))) return rc;

@@ -228,7 +228,8 @@ static int write_metadata(jctx *c) {
     track_row(tr, &pid, &tid);
     if (tr->type == TBE_TRACK_STREAM && tid >= 0 && tid <= UINT32_MAX) {
       int added = 0;
-      if (tbe__map_put(&rows, (uint64_t)(uint32_t)tr->device << 32 | (uint64_t)tid, &added) && !added)
+      if (tbe__map_put(&rows, (uint64_t)(uint32_t)tr->device << 32 | (uint64_t)tid, &added) &&
+          !added)
         continue;
     }
     const char *name = tbe_trace_str(t, tr->name);

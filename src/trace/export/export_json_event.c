@@ -232,9 +232,8 @@ static int is_reserved_key(const jctx *c, tbe_str k, uint8_t kind) {
       return k == c->k_domain || k == c->k_color || k == c->k_category || k == c->k_payload;
     case TBE_EV_COUNTER: return k == c->k_value;
     case TBE_EV_MEMORY:
-      return k == c->k_treserved || k == c->k_tallocated || k == c->k_bytes2 ||
-             k == c->k_devid || k == c->k_devtype || k == c->k_addr || k == c->k_memsrc ||
-             k == c->k_memkind;
+      return k == c->k_treserved || k == c->k_tallocated || k == c->k_bytes2 || k == c->k_devid ||
+             k == c->k_devtype || k == c->k_addr || k == c->k_memsrc || k == c->k_memkind;
     default: return 0;
   }
 }

@@ -457,9 +457,9 @@ static void enc_kind_stats(xctx *c, enc *en, const tbe_event *e, const tbe_track
         } else {
           if (m->source == TBE_MEMSRC_ALLOCATOR)
             enc_stat_ref(en, fixed_stat(c, S_MEM_SOURCE), tbe__ntab_get(&c->st, "allocator", 9));
+          const char *kn = mem_kind(m->mem_kind);
           if (m->mem_kind)
-            enc_stat_ref(en, fixed_stat(c, S_MEM_KIND),
-                         tbe__ntab_get(&c->st, mem_kind(m->mem_kind), strlen(mem_kind(m->mem_kind))));
+            enc_stat_ref(en, fixed_stat(c, S_MEM_KIND), tbe__ntab_get(&c->st, kn, strlen(kn)));
         }
       }
       break;

@@ -117,6 +117,12 @@ static int add_series(tbe_trace *t, const point *v, size_t n, tbe_str name, int 
   return rc;
 }
 
+int tbe__track_is_memory_counter(const tbe_trace *t, const tbe_track *tr) {
+  if (!tbe_track_is_metric(tr)) return 0;
+  const char *n = tbe_trace_str(t, tr->name);
+  return strcmp(n, TBE__MEM_COUNTER_ALLOCATED) == 0 || strcmp(n, TBE__MEM_COUNTER_RESERVED) == 0;
+}
+
 /* ---- the pass ---- */
 
 int tbe__trace_memory_counters(tbe_trace *t, size_t *added) {

@@ -21,4 +21,9 @@
  * error. */
 int tbe__trace_memory_counters(tbe_trace *t, size_t *added);
 
+/* 1 when `tr` is one of those tracks: a GPU's counter track named
+ * TBE__MEM_COUNTER_ALLOCATED or _RESERVED.  The analysis reads the memory
+ * from the events (analysis_memory.c), not as a hardware metric. */
+int tbe__track_is_memory_counter(const tbe_trace *t, const tbe_track *tr);
+
 #endif
