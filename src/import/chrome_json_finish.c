@@ -3,10 +3,9 @@
  * The model side, once the whole input is applied: events read before
  * baseTimeNanoseconds get the base, B events never closed end where the
  * trace ends, our exporter's top-level keys are read back, M metadata
- * names processes and tracks, string pids name their processes, memory
- * events on a GPU's rows join the one process of the file's host rows,
- * ac2g flow ends are checked against the correlation ids, and the
- * warnings of what was dropped are added. */
+ * names processes and tracks, string pids name their processes, ac2g flow
+ * ends are checked against the correlation ids, and the warnings of what
+ * was dropped are added. */
 #include <errno.h>
 #include <math.h>
 
@@ -482,37 +481,6 @@ static int apply_meta_names(cj *c) {
   return rc;
 }
 
-/* Memory events on a GPU's rows (our exporter writes the CUDA driver's
- * there, on their stream; a stream track read from Chrome JSON has no
- * process, pid -1) join the process of the file's host rows when they are
- * of one process: model/memory.c makes one curve per process and device,
- * and the driver's events of a process with an allocator's must meet
- * them there, as they did before they were written. */
-static int memory_process(cj *c) {
-  tbe_trace *t = c->t;
-  int64_t pid = -1;
-  int nmem = 0;
-  for (size_t i = c->ev_first; i < t->nevents; i++) {
-    const tbe_track *tr = &t->tracks[t->events[i].track];
-    if (tr->type == TBE_TRACK_THREAD) {
-      if (pid >= 0 && tr->pid != pid) return 0; /* several processes: whose is unknown */
-      pid = tr->pid;
-    } else if (t->events[i].kind == TBE_EV_MEMORY && tr->type == TBE_TRACK_STREAM &&
-               tr->pid == -1) {
-      nmem = 1;
-    }
-  }
-  for (size_t i = c->ev_first; nmem && pid >= 0 && i < t->nevents; i++) {
-    tbe_event *e = &t->events[i];
-    tbe_track tr = t->tracks[e->track];
-    if (e->kind != TBE_EV_MEMORY || tr.type != TBE_TRACK_STREAM || tr.pid != -1) continue;
-    int rc = tbe_trace_track(t, TBE_TRACK_STREAM, pid, tr.tid, tr.device, &e->track);
-    if (rc) return rc;
-    if (!t->tracks[e->track].name) t->tracks[e->track].name = tr.name;
-  }
-  return 0;
-}
-
 int tbe__cj_finish_import(cj *c) {
   tbe_trace *t = c->t;
   int rc;
@@ -570,7 +538,6 @@ int tbe__cj_finish_import(cj *c) {
     tbe__free(c->a, used);
     if (rc) return rc;
   }
-  if ((rc = memory_process(c))) return rc;
   if ((rc = check_ac2g(c))) return rc;
   /* Unpaired flow ends. */
   c->n_unpaired_flows = c->nflows_live;
