@@ -29,8 +29,9 @@
  *   context sync's row fold back onto their stream);
  *   cuda_runtime, cuda_driver, cpu_op, user_annotation, python_function,
  *   overhead, nvtx (ours: ranges, and i events as marks; args domain,
- *   color, category, payload) (host); "[memory]" instants → TBE_EV_MEMORY
- *   (on the stream of the row when the pid is a GPU's); other i/I/R →
+ *   color, category, payload) (host); "[memory]" (and our "[cuda
+ *   memory]") instants → TBE_EV_MEMORY (on the stream of the row when
+ *   the pid is a GPU's); other i/I/R →
  *   TBE_EV_INSTANT; any other X or B/E pair → TBE_EV_GENERIC with its cat;
  *   C → one TBE_EV_COUNTER per numeric series (event name = series,
  *   track per pid + counter name).  Events of other producers on a pid

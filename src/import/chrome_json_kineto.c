@@ -427,9 +427,11 @@ typedef struct evclass {
 static int classify(cj *c, int instant, evclass *k) {
   const scratch *e = &c->e;
   if (instant) {
-    k->kind = (e->have & F_NAME) && SPAN_IS(e, e->name, "[memory]") ? TBE_EV_MEMORY
-              : k->ck == CK_NVTX                                    ? TBE_EV_NVTX_MARK
-                                                                    : TBE_EV_INSTANT;
+    /* "[cuda memory]": ours, the events of a process's other memory
+     * source (model/memory.c), which Kineto's clients leave alone */
+    int mem = (e->have & F_NAME) &&
+              (SPAN_IS(e, e->name, "[memory]") || SPAN_IS(e, e->name, "[cuda memory]"));
+    k->kind = mem ? TBE_EV_MEMORY : k->ck == CK_NVTX ? TBE_EV_NVTX_MARK : TBE_EV_INSTANT;
     if (k->ck != CK_NVTX) k->ck = CK_NONE;
     return 0;
   }
@@ -598,6 +600,19 @@ static int memory_arg(cj *c, build *b, const sarg *a) {
   if (KEY_IS(a, "Total Reserved") && tbe__cj_arg_int(e, a, &v))
     return b->d.mem.total_reserved = v, 1;
   if (KEY_IS(a, "Device Id")) return arg_device(c, a, "args.Device Id", 1, &b->d.mem.device);
+  /* Ours (export_json_event.c): who reported it, and the memory's kind. */
+  if (KEY_IS(a, "Source") && a->type == V_STR) {
+    const char *w = sp(e, a->val);
+    size_t n = a->val.len;
+    if (n == 4 && memcmp(w, "CUDA", 4) == 0) return b->d.mem.source = TBE_MEMSRC_CUDA, 1;
+    if (n == 9 && memcmp(w, "allocator", 9) == 0) return b->d.mem.source = TBE_MEMSRC_ALLOCATOR, 1;
+    if (n == 7 && memcmp(w, "unknown", 7) == 0) return b->d.mem.source = TBE_MEMSRC_UNKNOWN, 1;
+    return 0;
+  }
+  if (KEY_IS(a, "Memory Kind") && a->type == V_STR) {
+    uint8_t k = mem_kind_word(sp(e, a->val), a->val.len);
+    return k ? (b->d.mem.mem_kind = k, 1) : 0;
+  }
   if (KEY_IS(a, "Device Type") && tbe__cj_arg_int(e, a, &v)) {
     if (v < INT32_MIN || v > INT32_MAX) { /* the source's enum, narrowed: no such kind */
       tbe__cj_cfail_msg(c, e->start_off, TBE_EPARSE, "event field args.Device Type is out of "

@@ -32,6 +32,14 @@
  *                                  on GPU stream tracks (device, stream);
  *                                  kernels named from mangledName as
  *                                  c++filt demangles it (kernel_name)
+ *   CUDA_GPU_MEMORY_USAGE_EVENTS   CUDA allocations and frees (CUPTI's
+ *                                  memory activity): "[memory]" events of
+ *                                  the CUDA driver (source CUDA) on their
+ *                                  stream's track, bytes negative for a
+ *                                  free (ENUM_CUDA_DEV_MEM_EVENT_OPER by
+ *                                  label, else 0 allocation, 1
+ *                                  deallocation), address, memory kind;
+ *                                  totals left to tbe_trace_finish
  *   CUPTI_ACTIVITY_KIND_OVERHEAD, PROFILER_OVERHEAD   overhead events
  *   NVTX_EVENTS                    push/pop and start/end ranges (already
  *                                  paired), marks, domains (eventType 75),
@@ -181,6 +189,8 @@ static void default_enums(ns_state *s) {
   s->copy_kind[12] = TBE_COPY_DTOH;
   s->copy_kind[13] = TBE_COPY_DTOD;
   s->copy_uvm[11] = s->copy_uvm[12] = s->copy_uvm[13] = 1;
+  /* Memory operations: 0 allocation, 1 deallocation. */
+  for (int i = 0; i < NS_MAXENUM; i++) s->mem_free[i] = i == 1;
   s->ev_runtime = 0;
   s->ev_driver = 1;
   s->ev_backtrace = 67;
@@ -237,6 +247,13 @@ static void enum_copy(ns_state *s, int64_t id, const char *name) {
       s->copy_kind[id] = (uint8_t)tab[i].k;
       s->copy_uvm[id] = tab[i].uvm;
     }
+}
+
+static void enum_mem_oper(ns_state *s, int64_t id, const char *name) {
+  const char *k = suffix_after(name, "CUDA_DEV_MEM_EVENT_OPR_");
+  if (!k || id < 0 || id >= NS_MAXENUM) return;
+  if (strcmp(k, "ALLOCATION") == 0) s->mem_free[id] = 0;
+  else if (strcmp(k, "DEALLOCATION") == 0) s->mem_free[id] = 1;
 }
 
 static void enum_class(ns_state *s, int64_t id, const char *name) {
@@ -665,6 +682,42 @@ static int memset_row(ns_state *s, row *r) {
   return add_event(s, r, &ev, &m, NULL, 0);
 }
 
+enum { U_START = 1, U_PID, U_DEV, U_ADDR, U_BYTES, U_KIND, U_OPER, U_STREAM, U_CORR };
+static const char *const memuse_cols[] = {"!start", "globalPid", "!deviceId", "address", "!bytes",
+                                          "memKind", "!memoryOperationType", "streamId",
+                                          "correlationId"};
+
+/* An allocation or free of the CUDA driver (CUPTI's memory activity, as
+ * nsys exports it). */
+static int memuse_row(ns_state *s, row *r) {
+  int rc;
+  tbe_event ev;
+  memset(&ev, 0, sizeof ev);
+  int64_t start = get_i(r, U_START, 0, 1), dev = get_i(r, U_DEV, 0, 1);
+  if (tbe__ns_check_device(r, U_DEV, dev, 0)) return r->rc;
+  int64_t gpid = get_i(r, U_PID, -1, 0), corr = get_i(r, U_CORR, 0, 0);
+  int64_t stream = get_i(r, U_STREAM, -1, 0), bytes = get_i(r, U_BYTES, 0, 1);
+  int64_t oper = get_i(r, U_OPER, 0, 1);
+  tbe_memory m;
+  memset(&m, 0, sizeof m);
+  m.addr = (uint64_t)get_i(r, U_ADDR, 0, 0);
+  m.mem_kind = map_mem(s, get_i(r, U_KIND, -1, 0), !is_null(r, U_KIND));
+  if (r->rc) return r->rc;
+  if (bytes < 0) return tbe__ns_fail_row(s, r->table, r->rowid, "column %s is negative", "bytes");
+  int is_free = oper >= 0 && oper < NS_MAXENUM && s->mem_free[oper];
+  m.bytes = is_free ? -bytes : bytes;
+  m.total_allocated = m.total_reserved = -1;
+  m.device = (int32_t)dev;
+  m.device_type = 1; /* Kineto's CUDA */
+  m.source = TBE_MEMSRC_CUDA;
+  set_times(s, r, &ev, start, start);
+  ev.kind = TBE_EV_MEMORY;
+  ev.correlation = model_corr(s, gpid >= 0 ? gt_pid(gpid) : 0, corr);
+  ev.name = tbe_trace_str_id(s->t, "[memory]");
+  if ((rc = stream_track(s, gpid, stream, dev, &ev.track))) return rc;
+  return add_event(s, r, &ev, &m, NULL, 0);
+}
+
 enum { Y_START = 1, Y_END, Y_DEV, Y_STREAM, Y_CORR, Y_PID, Y_TYPE, Y_OLDTYPE, Y_EVENT };
 static const char *const sync_cols[] = {"!start", "!end", "!deviceId", "!streamId", "correlationId",
                                         "globalPid", "syncType", "deprecatedSyncType", "eventId"};
@@ -845,7 +898,8 @@ static int nvtx_row(ns_state *s, row *r) {
 static const char *const tables_read[] = {
     "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER", "CUPTI_ACTIVITY_KIND_KERNEL",
     "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
-    "CUPTI_ACTIVITY_KIND_OVERHEAD", "PROFILER_OVERHEAD", "NVTX_EVENTS"};
+    "CUPTI_ACTIVITY_KIND_OVERHEAD", "PROFILER_OVERHEAD", "NVTX_EVENTS",
+    "CUDA_GPU_MEMORY_USAGE_EVENTS"};
 
 static int run(ns_state *s) {
   int rc;
@@ -873,6 +927,7 @@ static int run(ns_state *s) {
   if ((rc = load_enum(s, "ENUM_CUDA_MEM_KIND", enum_mem))) return rc;
   if ((rc = load_enum(s, "ENUM_CUDA_MEMCPY_OPER", enum_copy))) return rc;
   if ((rc = load_enum(s, "ENUM_NSYS_EVENT_CLASS", enum_class))) return rc;
+  if ((rc = load_enum(s, "ENUM_CUDA_DEV_MEM_EVENT_OPER", enum_mem_oper))) return rc;
   if ((rc = load_session(s))) return rc;
   if ((rc = load_names(s))) return rc;
   if ((rc = load_gpus(s, "TARGET_INFO_GPU"))) return rc;
@@ -916,6 +971,11 @@ static int run(ns_state *s) {
     tbe_trace_warn(s->t, "nsys: %" PRIu64 " synchronization rows named a device other than the one "
                    "their stream's work ran on; they were placed on the stream's device",
                    s->sync_moved);
+  /* after the syncs: memory rows' tracks (stream -1 when none) say
+   * nothing of where a stream's work ran */
+  if ((rc = tbe__ns_each_row(s, "CUDA_GPU_MEMORY_USAGE_EVENTS", memuse_cols, 9, NULL, have,
+                             memuse_row)))
+    return rc;
   if ((rc = tbe__ns_each_row(s, "CUPTI_ACTIVITY_KIND_OVERHEAD", ovh_cols, 5, NULL, have, overhead_row))) return rc;
   if ((rc = tbe__ns_each_row(s, "PROFILER_OVERHEAD", ovh_cols, 4, NULL, have, overhead_row))) return rc;
   if ((rc = tbe__ns_each_row(s, "NVTX_EVENTS", nvtx_cols, 16, " WHERE eventType = 75", have, nvtx_domain_row)))

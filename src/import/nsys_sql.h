@@ -66,6 +66,7 @@ typedef struct ns_state {
   uint8_t mem_kind[NS_MAXENUM];   /* nsys mem kind -> tbe_mem_kind */
   uint8_t copy_kind[NS_MAXENUM];  /* nsys copy kind -> tbe_copy_kind */
   uint8_t copy_uvm[NS_MAXENUM];   /* 1 for the unified-memory copy kinds */
+  uint8_t mem_free[NS_MAXENUM];   /* 1 for the memory operations that free */
   int64_t ev_runtime, ev_driver, ev_backtrace;  /* ENUM_NSYS_EVENT_CLASS ids */
   int driver_table;        /* reading CUPTI_ACTIVITY_KIND_DRIVER */
   int multi_proc;          /* API calls from several processes */

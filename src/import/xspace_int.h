@@ -81,7 +81,14 @@ enum {
   S_TBE_CAT,
   S_ASYNC,
   S_TF_OP,
-  S_SRC_TF_OP
+  S_SRC_TF_OP,
+  /* From here on, kinds past the 32 of the consumed mask (xs_stats): their
+   * stats are always consumed (take_stat returns 1), never args. */
+  S_MEMALLOC_DETAILS,
+  S_MEMFREE_DETAILS,
+  S_MEM_SOURCE,
+  S_MEM_KIND,
+  S_MEM_DEVTYPE
 };
 
 /* ---- importer state ---- */

@@ -54,6 +54,8 @@ static int classify_stat(const char *s) {
              {"kernel_details", S_KERNEL_DETAILS},
              {"memcpy_details", S_MEMCPY_DETAILS},
              {"Memset_details", S_MEMSET_DETAILS},
+             {"memalloc_details", S_MEMALLOC_DETAILS},
+             {"MemFree_details", S_MEMFREE_DETAILS},
              {"context_id", S_CONTEXT},
              {"theoretical_occupancy_pct", S_OCCUPANCY},
              {"step_num", S_STEP_NUM},
@@ -80,6 +82,9 @@ static int classify_stat(const char *s) {
              {"tbexport_cat", S_TBE_CAT},
              {"tf_op", S_TF_OP},
              {"tbexport_src_tf_op", S_SRC_TF_OP},
+             {"tbexport_mem_source", S_MEM_SOURCE},
+             {"tbexport_mem_kind", S_MEM_KIND},
+             {"tbexport_device_type", S_MEM_DEVTYPE},
              {"_a", S_ASYNC}};
   for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
     if (strcmp(s, tab[i].name) == 0) return tab[i].kind;

@@ -191,6 +191,8 @@ typedef struct xs_line {
  * details; `consumed` (bits 1 << S_*) are the ones dropped from its args. */
 typedef struct xs_stats {
   const char *kdet, *cdet, *mdet, *ctx, *step_name, *sync_kind, *nvtx_dom;
+  const char *adet; /* memalloc_details or MemFree_details (adet_free) */
+  int adet_free, have_devtype;
   int tbe_kind; /* our exporter's tbexport_kind, or -1 */
   tbe_str tbe_cat;
   int have_occ, have_step, have_group, have_corr, have_value;
@@ -397,6 +399,28 @@ static int take_stat(xs_state *s, const xs_line *l, const XStat *st, int kind, t
     case S_DEV_ORD:
       x->have_devord = tbe__xs_stat_int(st, &x->devord);
       return 0;
+    case S_MEMALLOC_DETAILS:
+    case S_MEMFREE_DETAILS:
+      x->adet = tbe__xs_stat_str(s, st);
+      x->adet_free = kind == S_MEMFREE_DETAILS;
+      return 1;
+    case S_MEM_SOURCE: {
+      const char *v = tbe__xs_stat_str(s, st);
+      if (v && strcmp(v, "allocator") == 0) x->mem.source = TBE_MEMSRC_ALLOCATOR;
+      else if (v && strcmp(v, "cuda") == 0) x->mem.source = TBE_MEMSRC_CUDA;
+      return 1;
+    }
+    case S_MEM_DEVTYPE:
+      if (tbe__xs_stat_int(st, &iv) && iv >= INT32_MIN && iv <= INT32_MAX) {
+        x->mem.device_type = (int32_t)iv;
+        x->have_devtype = 1;
+      }
+      return 1;
+    case S_MEM_KIND: {
+      const char *v = tbe__xs_stat_str(s, st);
+      if (v) x->mem.mem_kind = (uint8_t)mem_kind_of(v, strlen(v));
+      return 1;
+    }
     default:
       if (l->is_counter_line && !x->have_value) x->have_value = tbe__xs_stat_double(st, &x->value);
       return 0;
@@ -415,11 +439,60 @@ static void sync_kind_of(const char *name, tbe_sync *sy) {
                          1u << S_TOTAL_RES | 1u << S_DEV_ORD)
 #define XS_SYNC_STATS (1u << S_SYNC_KIND | 1u << S_SYNC_STREAM | 1u << S_CUDA_EVENT)
 
-/* An event on a GPU's line: a sync, kernel, copy or memset by its stats
- * and name (else left for the fallback). */
+typedef struct memdet_parse {
+  tbe_memory *m;
+  uint64_t bytes;
+} memdet_parse;
+
+static void memdet_kv(void *ctx, const char *k, size_t kl, const char *v, size_t vl) {
+  memdet_parse *mp = ctx;
+  if (key_is(k, kl, "kind")) mp->m->mem_kind = (uint8_t)mem_kind_of(v, vl);
+  else if (key_is(k, kl, "num_bytes")) mp->bytes = parse_u64(v, vl);
+}
+
+/* An allocation or free: XLA's memalloc_details / MemFree_details (the
+ * CUDA driver's, "kind:<k> num_bytes:<n>", on a GPU's line: the device is
+ * the plane's unless a device_ordinal says), or an instant with our
+ * stats (addr, num_bytes, device_ordinal; tbexport_mem_source, _mem_kind,
+ * _device_type).
+ * Returns 1 when it is one (ev and x set), 0, or an error (a device
+ * ordinal that is none). */
+static int memory_kind(xs_state *s, const xs_line *l, tbe_event *ev, xs_stats *x) {
+  if (x->adet) {
+    memdet_parse mp = {&x->mem, 0};
+    each_kv(x->adet, memdet_kv, &mp);
+    x->mem.source = TBE_MEMSRC_CUDA;
+    if (!x->have_nbytes) {
+      int64_t n = mp.bytes > INT64_MAX ? INT64_MAX : (int64_t)mp.bytes;
+      x->mem.bytes = x->adet_free ? -n : n;
+      x->have_nbytes = 1;
+    }
+    if (!x->have_devord) x->devord = l->pc == P_GPU ? l->gpu : -1, x->have_devord = 1;
+  } else if (!(x->have_addr && x->have_nbytes && x->have_devord && ev->dur_ns == 0)) {
+    return 0;
+  }
+  if (!tbe__device_ok(x->devord) && x->devord != -1) { /* -1: a host allocation */
+    char v[24];
+    int n = snprintf(v, sizeof v, "%lld", (long long)x->devord);
+    return device_fail(s, l->li, x->ei, "stat device_ordinal", v, (size_t)n);
+  }
+  x->mem.device = (int32_t)x->devord;
+  /* Kineto's Device Type: 1 (CUDA) for a GPU's, 0 (CPU) for the host's,
+   * unless the file says (tbexport_device_type: where ours differs) */
+  if (!x->have_devtype) x->mem.device_type = x->mem.device >= 0 ? 1 : 0;
+  ev->kind = TBE_EV_MEMORY;
+  x->detail = &x->mem;
+  x->consumed = XS_MEMORY_STATS;
+  return 1;
+}
+
+/* An event on a GPU's line: an allocation, a sync, kernel, copy or memset
+ * by its stats and name (else left for the fallback). */
 static int gpu_kind(xs_state *s, const xs_line *l, const char *name, tbe_event *ev, xs_stats *x) {
   uint16_t context = x->ctx ? parse_context(x->ctx) : 0;
   int memcpy_name = strncmp(name, "Memcpy", 6) == 0, memset_name = strncmp(name, "Memset", 6) == 0;
+  int rc = memory_kind(s, l, ev, x);
+  if (rc) return rc < 0 ? rc : 0;
   if (x->sync_kind) {
     sync_kind_of(x->sync_kind, &x->sy);
     ev->kind = TBE_EV_SYNC;
@@ -489,16 +562,8 @@ static int host_kind(xs_state *s, const xs_line *l, const char *name, tbe_event 
     if (x->nvtx_dom && *x->nvtx_dom) x->nv.domain = tbe__xs_intern(s, x->nvtx_dom);
     x->detail = &x->nv;
     x->consumed = XS_NVTX_STATS;
-  } else if (x->have_addr && x->have_nbytes && x->have_devord && ev->dur_ns == 0) {
-    if (!tbe__device_ok(x->devord) && x->devord != -1) { /* -1: a host allocation */
-      char v[24];
-      int n = snprintf(v, sizeof v, "%lld", (long long)x->devord);
-      return device_fail(s, l->li, x->ei, "stat device_ordinal", v, (size_t)n);
-    }
-    x->mem.device = (int32_t)x->devord;
-    ev->kind = TBE_EV_MEMORY;
-    x->detail = &x->mem;
-    x->consumed = XS_MEMORY_STATS;
+  } else if ((rc = memory_kind(s, l, ev, x))) {
+    if (rc < 0) return rc;
   } else if (l->pc == P_HOST_PYTHON) {
     ev->kind = TBE_EV_PYTHON;
   } else {

@@ -7,7 +7,10 @@
  * and ids come from StringIds and globalTid.  Synthetic databases cover
  * NVTX domains/registered strings/marks/start-end ranges/payloads, missing
  * tables, unknown columns, bad values, non-nsys SQLite files and damaged
- * files; the input is never written to. */
+ * files; the input is never written to.  CUDA memory: a copy of a golden
+ * file with a CUDA_GPU_MEMORY_USAGE_EVENTS table of known sizes added
+ * gives those allocations and frees, and once finished their running
+ * totals and the GPU's "memory allocated" counter track. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -972,6 +975,161 @@ static void test_damaged(void **state) {
   free(dir);
 }
 
+/* ---- CUDA memory (CUDA_GPU_MEMORY_USAGE_EVENTS) ---- */
+
+/* A copy of golden export `rel` with rows of known sizes in its CUDA
+ * memory table, in the session, on the process of a kernel of GPU 0.  The
+ * saxpy export (schema 2.x) has the table, empty, without streamId; the
+ * H100 one (3.x, ENUM tables) has none: it gets one with the columns of
+ * 3.x and one of the future.  memKind as nsys numbers it (1 pinned, 2
+ * device); operation 0 allocation, 1 free. */
+static char *memory_db(const char *dir, const char *rel, int *with_stream) {
+  size_t n;
+  uint8_t *data = tu_read_file(tu_data(rel), &n);
+  assert_non_null(data);
+  char *path = tu_join(dir, "memory.sqlite");
+  assert_int_equal(tu_write_file(path, data, n), 0);
+  free(data);
+  sqlite3 *db;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  *with_stream = !table_exists(db, "CUDA_GPU_MEMORY_USAGE_EVENTS");
+  if (*with_stream)
+    exec(db, "CREATE TABLE CUDA_GPU_MEMORY_USAGE_EVENTS (start INTEGER NOT NULL, "
+             "  globalPid INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, "
+             "  address INTEGER NOT NULL, pc INTEGER NOT NULL, bytes INTEGER NOT NULL, "
+             "  memKind INTEGER NOT NULL, memoryOperationType INTEGER NOT NULL, name TEXT, "
+             "  correlationId INTEGER, streamId INTEGER, localMemoryPoolAddress INTEGER, "
+             "  futureColumn TEXT);");
+  exec(db, "CREATE TEMP VIEW k AS SELECT min(start) AS t0, globalPid AS gp "
+           "  FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = 0;"
+           "CREATE TEMP TABLE r (dt INTEGER, addr INTEGER, bytes INTEGER, kind INTEGER, op INTEGER);"
+           "INSERT INTO r VALUES (1000, 4096000, 1048576, 2, 0), (2000, 8192000, 3145728, 2, 0),"
+           "  (3000, 4096000, 1048576, 2, 1), (4000, 12288000, 4096, 1, 0),"
+           "  (5000, 8192000, 3145728, 2, 1);"
+           "INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS (start, globalPid, deviceId, contextId, "
+           "  address, pc, bytes, memKind, memoryOperationType)"
+           "  SELECT t0 + dt, gp, 0, 1, addr, 0, bytes, kind, op FROM k, r;");
+  if (*with_stream)
+    exec(db, "UPDATE CUDA_GPU_MEMORY_USAGE_EVENTS SET streamId = 7, futureColumn = 'x' "
+             "  WHERE memKind = 2;");
+  sqlite3_close(db);
+  return path;
+}
+
+/* The memory events of `t` in time order (at most `max`). */
+static size_t memory_events(const tbe_trace *t, const tbe_event **out, size_t max) {
+  size_t n = 0;
+  for (size_t i = 0; i < t->nevents; i++)
+    if (t->events[i].kind == TBE_EV_MEMORY && n < max) out[n++] = &t->events[i];
+  for (size_t i = 1; i < n; i++)
+    for (size_t j = i; j > 0 && out[j - 1]->start_ns > out[j]->start_ns; j--) {
+      const tbe_event *x = out[j];
+      out[j] = out[j - 1];
+      out[j - 1] = x;
+    }
+  return n;
+}
+
+static void check_memory_usage(const char *rel) {
+  char *dir = tu_mkdtemp();
+  int with_stream;
+  char *path = memory_db(dir, rel, &with_stream);
+  tbe_trace *t = import_ok(path);
+  const tbe_event *ev[8];
+  assert_int_equal(memory_events(t, ev, 8), 5);
+  static const struct {
+    int64_t bytes;
+    uint64_t addr;
+    uint8_t kind;
+  } want[5] = {{1048576, 4096000, TBE_MEM_DEVICE},
+               {3145728, 8192000, TBE_MEM_DEVICE},
+               {-1048576, 4096000, TBE_MEM_DEVICE},
+               {4096, 12288000, TBE_MEM_PINNED},
+               {-3145728, 8192000, TBE_MEM_DEVICE}};
+  for (int i = 0; i < 5; i++) {
+    const tbe_memory *m = tbe_trace_memory(t, ev[i]);
+    assert_non_null(m);
+    assert_string_equal(tbe_trace_str(t, ev[i]->name), "[memory]");
+    assert_int_equal(ev[i]->dur_ns, 0);
+    assert_int_equal(m->bytes, want[i].bytes);
+    assert_int_equal(m->addr, want[i].addr);
+    assert_int_equal(m->mem_kind, want[i].kind);
+    assert_int_equal(m->source, TBE_MEMSRC_CUDA);
+    if (i) assert_int_equal(ev[i]->start_ns - ev[0]->start_ns, 1000 * i);
+    const tbe_track *tr = &t->tracks[ev[i]->track];
+    assert_int_equal(tr->type, TBE_TRACK_STREAM);
+    assert_int_equal(tr->tid, i == 3 || !with_stream ? -1 : 7); /* no stream: -1 */
+  }
+  /* the import finishes the trace: the driver's curve (model/memory.c)
+   * has its totals, device memory on GPU 0 (1, 4, 3, 0 MiB), the pinned
+   * block on the host; the GPU's counter track "memory allocated"
+   * follows the curve */
+  static const int64_t totals[5] = {1048576, 4194304, 3145728, 4096, 0};
+  for (int i = 0; i < 5; i++) {
+    const tbe_memory *m = tbe_trace_memory(t, ev[i]);
+    assert_int_equal(m->total_allocated, totals[i]);
+    assert_int_equal(m->total_reserved, totals[i]);
+    assert_int_equal(m->device, i == 3 ? -1 : 0);
+    assert_int_equal(m->device_type, i == 3 ? 0 : 1);
+  }
+  tbe_str name = tbe_trace_find_str(t, "memory allocated", 16);
+  assert_int_not_equal(name, TBE_NONE);
+  size_t found = 0;
+  for (size_t k = 0; k < t->ntracks; k++) {
+    const tbe_track *tr = &t->tracks[k];
+    if (!tbe_track_is_metric(tr) || tr->name != name) continue;
+    found++;
+    assert_int_equal(tr->device, 0);
+    assert_int_equal(tr->count, 4);
+    static const double v[4] = {1048576, 4194304, 3145728, 0};
+    for (uint32_t j = 0; j < tr->count; j++) {
+      const tbe_event *c = &t->events[tr->first + j];
+      assert_int_equal(c->start_ns, j < 3 ? ev[j]->start_ns : ev[4]->start_ns);
+      assert_true(tbe_trace_counter(t, c)->value == v[j]);
+    }
+  }
+  assert_int_equal(found, 1);
+  tbe_trace_free(t);
+  free(path);
+  tu_rmrf(dir);
+  free(dir);
+}
+
+static void test_memory_usage(void **state) {
+  (void)state;
+  check_memory_usage("nsys/saxpy_mpi_cuda_perlmutter.sqlite");
+  check_memory_usage("nsys/h100_2gpu_1s.sqlite");
+}
+
+/* A free of negative bytes is refused naming the column; a table without a
+ * required column is refused naming it. */
+static void test_memory_usage_bad(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  char sql[2048];
+  snprintf(sql, sizeof sql,
+           "%s"
+           "CREATE TABLE CUDA_GPU_MEMORY_USAGE_EVENTS (start INTEGER NOT NULL, globalPid INTEGER, "
+           "  deviceId INTEGER NOT NULL, address INTEGER, bytes INTEGER, memKind INTEGER, "
+           "  memoryOperationType INTEGER);"
+           "INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS VALUES (2000, %s, 0, 64, -5, 2, 0);",
+           minimal_schema, GPID);
+  char *p = make_db(dir, "neg.sqlite", sql);
+  expect_fail(p, TBE_ECORRUPT, "table CUDA_GPU_MEMORY_USAGE_EVENTS row 1: column bytes is negative");
+  free(p);
+  snprintf(sql, sizeof sql,
+           "%s"
+           "CREATE TABLE CUDA_GPU_MEMORY_USAGE_EVENTS (start INTEGER NOT NULL, deviceId INTEGER, "
+           "  bytes INTEGER);"
+           "INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS VALUES (2000, 0, 5);",
+           minimal_schema);
+  p = make_db(dir, "noop.sqlite", sql);
+  expect_fail(p, TBE_ECORRUPT, "memoryOperationType");
+  free(p);
+  tu_rmrf(dir);
+  free(dir);
+}
+
 static void count_progress(void *ctx, uint64_t done, uint64_t total) {
   uint64_t *c = ctx;
   c[0]++;
@@ -1012,6 +1170,7 @@ int main(void) {
       cmocka_unit_test(test_progress),          cmocka_unit_test(test_alloc_failures),
       cmocka_unit_test(test_time_range_and_limits),
       cmocka_unit_test(test_device_ordinals),
+      cmocka_unit_test(test_memory_usage),      cmocka_unit_test(test_memory_usage_bad),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,8 @@
  * device properties and times must match the model.  Synthetic XSpaces,
  * written with a small wire encoder, cover capture planes merged into the
  * host, NVTX, TPU/unknown planes, ref_value stats, steps (step_num and
- * group_id), relative and epoch line times, warnings.  Truncated, bit-flipped
+ * group_id), relative and epoch line times, warnings, XLA's CUDA
+ * allocations (memalloc_details / MemFree_details).  Truncated, bit-flipped
  * and structurally broken files give one-line TBE_ECORRUPT errors with a
  * byte offset and never crash. */
 #include <setjmp.h>
@@ -634,6 +635,95 @@ static void test_synthetic(void **state) {
 
 /* ---- damaged files ---- */
 
+/* XLA's CUDA allocations (cupti_collector: a GPU plane's stream line,
+ * memalloc_details / MemFree_details "kind:<k> num_bytes:<n>" by ref, a
+ * correlation_id, no device_ordinal): the CUDA driver's memory events of
+ * the plane's GPU, not kernels; a bad device_ordinal is refused. */
+static void test_xla_memory(void **state) {
+  (void)state;
+  char *dir = tu_mkdtemp();
+  wb space = {0}, p = {0}, ln, ev;
+  put_str(&p, 2, "/device:GPU:1");
+  event_md(&p, 1, "MemoryAlloc", NULL);
+  event_md(&p, 2, "MemoryFree", NULL);
+  stat_md(&p, 1, "correlation_id");
+  stat_md(&p, 2, "memalloc_details");
+  stat_md(&p, 3, "MemFree_details");
+  stat_md(&p, 4, "kind:device num_bytes:1048576");
+  stat_md(&p, 5, "kind:pinned num_bytes:4096");
+  line_begin(&ln, 7, "Stream #7(MemoryAlloc)", 1700000000000000000LL);
+  static const struct {
+    int64_t md, stat, ref, corr;
+  } evs[3] = {{1, 2, 4, 11}, {1, 2, 5, 12}, {2, 3, 4, 13}};
+  for (int i = 0; i < 3; i++) {
+    event_begin(&ev, evs[i].md, 1000000 * (i + 1), 0);
+    stat(&ev, 4, 1, 'u', evs[i].corr, NULL);
+    stat(&ev, 4, evs[i].stat, 'r', evs[i].ref, NULL);
+    put_msg(&ln, 4, &ev);
+  }
+  put_msg(&p, 3, &ln);
+  put_msg(&space, 1, &p);
+  char *path = write_tmp(dir, "m.xplane.pb", &space);
+  free(space.b);
+  memset(&space, 0, sizeof space);
+  tbe_import_error err;
+  int rc;
+  tbe_trace *t = import_file(path, &rc, &err);
+  if (rc) fprintf(stderr, "%s\n", err.message);
+  assert_int_equal(rc, 0);
+  assert_int_equal(count_kind(t, TBE_EV_KERNEL), 0);
+  assert_int_equal(count_kind(t, TBE_EV_MEMORY), 3);
+  static const struct {
+    int64_t bytes;
+    uint8_t kind;
+  } want[3] = {{1048576, TBE_MEM_DEVICE}, {4096, TBE_MEM_PINNED}, {-1048576, TBE_MEM_DEVICE}};
+  size_t k = 0;
+  for (size_t i = 0; i < t->nevents; i++) {
+    const tbe_memory *m = tbe_trace_memory(t, &t->events[i]);
+    if (!m) continue;
+    assert_true(k < 3);
+    assert_int_equal(t->events[i].correlation, 11 + k);
+    assert_int_equal(m->bytes, want[k].bytes);
+    assert_int_equal(m->mem_kind, want[k].kind);
+    assert_int_equal(m->source, TBE_MEMSRC_CUDA);
+    /* GPU 1's, the pinned block the host's once the curve is made
+     * (model/memory.c) */
+    if (want[k].kind == TBE_MEM_DEVICE) {
+      assert_int_equal(m->device, 1);
+      assert_int_equal(m->device_type, 1);
+    }
+    k++;
+  }
+  assert_int_equal(k, 3);
+  tbe_trace_free(t);
+  free(path);
+
+  /* our stats with a device_ordinal that is no ordinal: refused */
+  memset(&p, 0, sizeof p);
+  put_str(&p, 2, "/host:CPU");
+  event_md(&p, 1, "[memory]", NULL);
+  stat_md(&p, 1, "addr");
+  stat_md(&p, 2, "num_bytes");
+  stat_md(&p, 3, "device_ordinal");
+  line_begin(&ln, 10, "main", 1700000000000000000LL);
+  event_begin(&ev, 1, 1000000, 0);
+  stat(&ev, 4, 1, 'u', 4096, NULL);
+  stat(&ev, 4, 2, 'i', 64, NULL);
+  stat(&ev, 4, 3, 'i', -7, NULL);
+  put_msg(&ln, 4, &ev);
+  put_msg(&p, 3, &ln);
+  put_msg(&space, 1, &p);
+  path = write_tmp(dir, "bad.xplane.pb", &space);
+  free(space.b);
+  t = import_file(path, &rc, &err);
+  assert_int_equal(rc, TBE_ECORRUPT);
+  assert_non_null(strstr(err.message, "device_ordinal"));
+  tbe_trace_free(t);
+  free(path);
+  tu_rmrf(dir);
+  free(dir);
+}
+
 static void expect_corrupt(const char *path, const char *want) {
   tbe_import_error err;
   int rc;
@@ -1081,6 +1171,7 @@ int main(void) {
       cmocka_unit_test(test_flipped),         cmocka_unit_test(test_alloc_failures),
       cmocka_unit_test(test_round_trip),      cmocka_unit_test(test_detect_json_lookalike),
       cmocka_unit_test(test_time_range),      cmocka_unit_test(test_device_ordinals),
+      cmocka_unit_test(test_xla_memory),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,6 +24,13 @@
  * with steps given by tbe_trace_add_step from NVTX ranges whose names carry
  * no step number.
  *
+ * The same property for the memory a user reads (mem_facts): per device and
+ * name ("[memory]", the curve, and "[cuda memory]"), the count of
+ * allocations and frees, their bytes, the peak totals, who reported them
+ * and their kinds, and the points of the "memory allocated" / "memory
+ * reserved" counter tracks: the model's, the XSpace's and the Chrome
+ * JSON's are one.
+ *
  * Nothing here may pass by skipping: an import that fails fails the test,
  * and a mismatch prints the first differing lines of the two summaries. */
 #include <setjmp.h>
@@ -157,6 +164,70 @@ static tbe_trace *import(const char *path) {
   return t;
 }
 
+/* ---- memory facts ---- */
+
+#define MF_DEVS 66 /* devices -1 .. 63, and one for any other */
+
+typedef struct mem_fact {
+  uint64_t allocs, frees, src[3], kinds[8], counters[2];
+  int64_t bytes_in, bytes_out, peak_alloc, peak_resv;
+} mem_fact;
+
+/* The memory facts of `t` as text (malloc'd): one line per device and
+ * name that has any. */
+static char *mem_facts(const tbe_trace *t) {
+  static const char *const names[2] = {"[memory]", "[cuda memory]"};
+  mem_fact *f = calloc(2 * MF_DEVS, sizeof *f);
+  assert_non_null(f);
+  tbe_str nm[2] = {tbe_trace_find_str(t, names[0], 8), tbe_trace_find_str(t, names[1], 13)};
+  tbe_str cn[2] = {tbe_trace_find_str(t, "memory allocated", 16),
+                   tbe_trace_find_str(t, "memory reserved", 15)};
+  for (size_t i = 0; i < t->nevents; i++) {
+    const tbe_event *e = &t->events[i];
+    const tbe_track *tr = &t->tracks[e->track];
+    if (e->kind == TBE_EV_COUNTER && tbe_track_is_metric(tr)) {
+      int d = tr->device + 1 < MF_DEVS - 1 ? tr->device + 1 : MF_DEVS - 1;
+      for (int k = 0; k < 2; k++) f[d].counters[k] += e->name == cn[k] && cn[k] != TBE_NONE;
+      continue;
+    }
+    const tbe_memory *m = tbe_trace_memory(t, e);
+    if (!m) continue;
+    int n = e->name == nm[0] ? 0 : e->name == nm[1] ? 1 : -1;
+    assert_true(n >= 0); /* every memory event is one of the two */
+    int d = m->device + 1 >= 0 && m->device + 1 < MF_DEVS - 1 ? m->device + 1 : MF_DEVS - 1;
+    mem_fact *x = &f[n * MF_DEVS + d];
+    if (m->bytes > 0) x->allocs++, x->bytes_in += m->bytes;
+    else x->frees++, x->bytes_out -= m->bytes;
+    if (m->total_allocated > x->peak_alloc) x->peak_alloc = m->total_allocated;
+    if (m->total_reserved > x->peak_resv) x->peak_resv = m->total_reserved;
+    x->src[m->source < 3 ? m->source : 0]++;
+    x->kinds[m->mem_kind & 7]++;
+  }
+  size_t cap = 64 + 2 * MF_DEVS * 256, len = 0;
+  char *out = malloc(cap);
+  assert_non_null(out);
+  out[0] = 0;
+  for (int n = 0; n < 2; n++)
+    for (int d = 0; d < MF_DEVS; d++) {
+      const mem_fact *x = &f[n * MF_DEVS + d];
+      if (!x->allocs && !x->frees && !x->counters[0] && !x->counters[1]) continue;
+      len += (size_t)snprintf(out + len, cap - len,
+                              "%s device %d: %llu allocations (%lld B), %llu frees (%lld B), peak %lld "
+                              "allocated %lld reserved, sources %llu/%llu/%llu, kinds",
+                              names[n], d - 1, (unsigned long long)x->allocs, (long long)x->bytes_in,
+                              (unsigned long long)x->frees, (long long)x->bytes_out,
+                              (long long)x->peak_alloc, (long long)x->peak_resv,
+                              (unsigned long long)x->src[0], (unsigned long long)x->src[1],
+                              (unsigned long long)x->src[2]);
+      for (int k = 0; k < 8; k++)
+        len += (size_t)snprintf(out + len, cap - len, " %llu", (unsigned long long)x->kinds[k]);
+      len += (size_t)snprintf(out + len, cap - len, "; counters %llu/%llu\n",
+                              (unsigned long long)x->counters[0], (unsigned long long)x->counters[1]);
+    }
+  free(f);
+  return out;
+}
+
 /* The property, for a finished trace `m` (freed here).  `fixed` asks for
  * the fixed point of each format as well. */
 static void check_paths(const char *what, tbe_trace *m, int fixed) {
@@ -166,18 +237,22 @@ static void check_paths(const char *what, tbe_trace *m, int fixed) {
   char *j1 = tu_join(d1, "t.trace.json.gz"), *j2 = tu_join(d2, "t.trace.json.gz");
   assert_int_equal(mkdir(d1, 0755), 0);
   assert_int_equal(mkdir(d2, 0755), 0);
-  char *s0 = summary_of(m);
+  char *s0 = summary_of(m), *f0 = mem_facts(m);
   int bad = 0;
 
   assert_int_equal(tbe_export_xplane(m, x1, 1), 0);
   tbe_trace *rx = import(x1);
   char *sx = summary_of(rx);
   bad |= report_diff(what, "XSpace", s0, sx);
+  char *fx = mem_facts(rx);
+  bad |= report_diff(what, "XSpace's memory", f0, fx);
 
   assert_int_equal(tbe_export_chrome_json(m, j1, 1, 1), 0);
   tbe_trace *rj = import(j1);
   char *sj = summary_of(rj);
   bad |= report_diff(what, "Chrome JSON", s0, sj);
+  char *fj = mem_facts(rj);
+  bad |= report_diff(what, "Chrome JSON's memory", f0, fj);
 
   if (fixed) {
     assert_int_equal(tbe_export_xplane(rx, x2, 1), 0);
@@ -188,6 +263,9 @@ static void check_paths(const char *what, tbe_trace *m, int fixed) {
   free(s0);
   free(sx);
   free(sj);
+  free(f0);
+  free(fx);
+  free(fj);
   tbe_trace_free(rx);
   tbe_trace_free(rj);
   tbe_trace_free(m);

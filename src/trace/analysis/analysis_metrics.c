@@ -35,6 +35,7 @@
 #include "common/map.h"
 #include "tbexport/error.h"
 #include "trace/analysis/analysis_int.h"
+#include "trace/model/memory_counters.h"
 
 const char *tbe_bound_name(tbe_bound b) {
   switch (b) {
@@ -218,19 +219,24 @@ static tbe_bound bound_of(const tbe_analysis *an, const tbe_name_stats *e, doubl
 
 /* ---- the pass ---- */
 
+/* A hardware metric's counter track: a GPU's counters other than the
+ * memory curve's (memory_counters.h), which are bytes, not a metric. */
+static int pm_track_of(const tbe_trace *t, const tbe_track *tr) {
+  return tbe_track_is_metric(tr) && tr->count && !tbe__track_is_memory_counter(t, tr);
+}
+
 int tbe__analysis_metrics(tbe_analysis *an, const uint32_t *kslot, const int32_t *track_dev) {
   const tbe_trace *t = an->trace;
   size_t nm = 0, nk = 0, ntr = 0;
   for (size_t i = 0; i < t->ntracks; i++)
-    if (tbe_track_is_metric(&t->tracks[i]) && t->tracks[i].count) ntr++;
+    if (pm_track_of(t, &t->tracks[i])) ntr++;
   if (!ntr && !t->nkernel_metrics) return 0;
   /* names: at most one per track, one per kernel value */
   size_t cap_names = ntr + t->nmetric_values + 1;
   const char **names = tbe__calloc(&an->alloc_, cap_names, sizeof *names);
   if (!names) return TBE_ENOMEM;
   for (size_t i = 0; i < t->ntracks; i++)
-    if (tbe_track_is_metric(&t->tracks[i]) && t->tracks[i].count)
-      name_add(names, &nm, tbe_trace_str(t, t->tracks[i].name));
+    if (pm_track_of(t, &t->tracks[i])) name_add(names, &nm, tbe_trace_str(t, t->tracks[i].name));
   qsort(names, nm, sizeof *names, cmp_name);
   const char **knames = names + nm;
   for (size_t i = 0; i < t->nkernel_metrics; i++) {
@@ -262,7 +268,7 @@ int tbe__analysis_metrics(tbe_analysis *an, const uint32_t *kslot, const int32_t
     acc *all = sums + nm * an->ndevices, *steps = all + nm, *kacc = steps + nm * an->nsteps;
     for (size_t i = 0; i < t->ntracks; i++) {
       const tbe_track *tr = &t->tracks[i];
-      if (!tbe_track_is_metric(tr) || !tr->count) continue;
+      if (!pm_track_of(t, tr)) continue;
       long mi = name_index(names, nm, tbe_trace_str(t, tr->name));
       size_t d = 0;
       while (d < an->ndevices && an->devices[d].device != tr->device) d++;

@@ -217,10 +217,21 @@ static int write_metadata(jctx *c) {
   tbe__free(c->w.a, hosts);
   tbe__free(c->w.a, gpus);
 
+  /* Streams of one GPU and id that are two tracks (the process's and
+   * none's: a trace read back from our Chrome JSON whose memory events
+   * joined their process, chrome_json_finish.c) are one row: named once. */
+  tbe__map rows;
+  tbe__map_init(&rows, c->w.a, TBE__SEED_PROCESS);
   for (size_t i = 0; i < t->ntracks; i++) {
     const tbe_track *tr = &t->tracks[i];
     int64_t pid, tid;
     track_row(tr, &pid, &tid);
+    if (tr->type == TBE_TRACK_STREAM && tid >= 0 && tid <= UINT32_MAX) {
+      int added = 0;
+      if (tbe__map_put(&rows, (uint64_t)(uint32_t)tr->device << 32 | (uint64_t)tid, &added) &&
+          !added)
+        continue;
+    }
     const char *name = tbe_trace_str(t, tr->name);
     size_t nl = tbe_trace_strlen(t, tr->name);
     const char *label = name;
@@ -256,7 +267,9 @@ static int write_metadata(jctx *c) {
                  tid);
     }
   }
-  return 0;
+  int rc2 = tbe__map_error(&rows);
+  tbe__map_deinit(&rows);
+  return rc2;
 }
 
 static int64_t floor_div(int64_t a, int64_t b) {

@@ -232,8 +232,8 @@ static int is_reserved_key(const jctx *c, tbe_str k, uint8_t kind) {
       return k == c->k_domain || k == c->k_color || k == c->k_category || k == c->k_payload;
     case TBE_EV_COUNTER: return k == c->k_value;
     case TBE_EV_MEMORY:
-      return k == c->k_treserved || k == c->k_tallocated || k == c->k_bytes2 ||
-             k == c->k_devid || k == c->k_devtype || k == c->k_addr;
+      return k == c->k_treserved || k == c->k_tallocated || k == c->k_bytes2 || k == c->k_devid ||
+             k == c->k_devtype || k == c->k_addr || k == c->k_memsrc || k == c->k_memkind;
     default: return 0;
   }
 }
@@ -862,6 +862,17 @@ void tbe__jw_event(jctx *c, uint32_t idx) {
         ARG_I64(&a, "Device Id", m->device);
         ARG_I64(&a, "Device Type", m->device_type);
         ARG_U64(&a, "Addr", m->addr);
+        /* Ours, after Kineto's (its clients read the keys they know):
+         * who reported it and the memory's kind, read back by the
+         * importer. */
+        ARG_KEY(&a, "Source");
+        jw_qcstr(w, m->source == TBE_MEMSRC_CUDA        ? "CUDA"
+                    : m->source == TBE_MEMSRC_ALLOCATOR ? "allocator"
+                                                        : "unknown");
+        if (m->mem_kind) {
+          ARG_KEY(&a, "Memory Kind");
+          jw_qcstr(w, mem_kind_title(m->mem_kind));
+        }
       }
       break;
     }
@@ -927,6 +938,8 @@ void tbe__jw_keys(jctx *c) {
   c->k_devid = key_id(t, "Device Id");
   c->k_devtype = key_id(t, "Device Type");
   c->k_addr = key_id(t, "Addr");
+  c->k_memsrc = key_id(t, "Source");
+  c->k_memkind = key_id(t, "Memory Kind");
   c->k_synckind = key_id(t, "cuda_sync_kind");
   c->k_event = key_id(t, "cuda_event");
   c->k_waitev = key_id(t, "wait_on_cuda_event_id");

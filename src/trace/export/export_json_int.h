@@ -139,7 +139,7 @@ typedef struct jctx {
   tbe_str k_ext, k_corr, k_device, k_context, k_stream, k_queued, k_regs, k_shmem, k_dynshmem,
       k_bps, k_wps, k_grid, k_block, k_occ, k_bytes, k_bw, k_from, k_to, k_domain, k_color,
       k_category, k_payload, k_value, k_treserved, k_tallocated, k_bytes2, k_devid, k_devtype,
-      k_addr, k_synckind, k_event, k_waitev;
+      k_addr, k_memsrc, k_memkind, k_synckind, k_event, k_waitev;
   /* The range profiler's figures (tbe_kernel_metrics) of the kernels
    * they describe, written on each as the arg "range profiler": entries
    * by tbe__jw_kfig_key(name, device), and each entry's verdict

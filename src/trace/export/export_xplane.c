@@ -698,16 +698,18 @@ static void write_device_plane(xctx *c, const dplan *dp, size_t lo, size_t hi) {
     }
     write_line(c, tr, any_kind, tr->tid, name, (size_t)n, 0, 0);
   }
-  /* The GPU's hardware-metric counters: a line "_counters_" per metric
-   * (xprof makes each event of such a line a counter named by the event),
-   * ids from 5<<32. */
+  /* The GPU's counters (hardware metrics, the memory curve): a line
+   * "_counters_" per metric (xprof makes each event of such a line a
+   * counter named by the event), ids 5<<32 on in the order of the tracks:
+   * not the track's index, which a trace read back numbers otherwise. */
   const tbe_device *d = NULL;
+  int64_t nctr = 0;
   for (size_t x = lo; x < hi && !xerr(c); x++) {
     if (de[x].group == DG_DEVICE) d = &t->devices[de[x].idx]; /* the last of its id, as ever */
     if (de[x].group != DG_METRIC) continue;
     const tbe_track *tr = &t->tracks[de[x].idx];
     if (!tr->count) continue;
-    write_line(c, tr, any_kind, (int64_t)((5ull << 32) + de[x].idx), "_counters_", 10, 0, 0);
+    write_line(c, tr, any_kind, (int64_t)(5ll << 32) + nctr++, "_counters_", 10, 0, 0);
   }
   plane_stat(c, "device_vendor", 's', 0, "Nvidia");
   kernel_metrics_stat(c, de + lo, hi - lo);

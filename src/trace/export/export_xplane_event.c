@@ -31,7 +31,8 @@ const char *const tbe__xstat_names[S__COUNT] = {
     "value",          "addr",           "num_bytes",       "total_allocated", "total_reserved",
     "device_ordinal", "sync_kind",      "sync_stream",     "cuda_event",     "nvtx_domain",
     "nvtx_color",     "nvtx_category",  "nvtx_payload",    "tbexport_kind",  "tbexport_cat",
-    "_a",             "tf_op",          "tbexport_src_tf_op"};
+    "_a",             "tf_op",          "tbexport_src_tf_op", "memalloc_details", "MemFree_details",
+    "tbexport_mem_source", "tbexport_mem_kind", "tbexport_device_type"};
 
 /* ---- details, metadata and kinds ---- */
 
@@ -188,6 +189,20 @@ static uint32_t memset_details(xctx *c, const tbe_memset *m) {
   int n = snprintf(buf, sizeof buf, "kind:%s num_bytes:%llu async:%d", mem_kind(m->mem_kind),
                    (unsigned long long)m->bytes, m->async ? 1 : 0);
   return detail_id(c, key, buf, (size_t)n);
+}
+
+/* XLA's detail of a CUDA allocation or free: "kind:<k> num_bytes:<n>"
+ * (n the size, positive for a free too; the stat's name says which). */
+static uint32_t memalloc_details(xctx *c, const tbe_memory *m) {
+  uint64_t n = m->bytes < 0 ? (uint64_t)0 - (uint64_t)m->bytes : (uint64_t)m->bytes;
+  uint64_t key[6] = {5ull << 56 | (uint64_t)m->mem_kind, n, 0, 0, 0, 0};
+  dcache_ent *d;
+  uint32_t id = dcache_lookup(c, key, &d);
+  if (id) return id;
+  char buf[96];
+  int len = snprintf(buf, sizeof buf, "kind:%s num_bytes:%llu", mem_kind(m->mem_kind),
+                     (unsigned long long)n);
+  return detail_id(c, key, buf, (size_t)len);
 }
 
 static uint32_t context_ref(xctx *c, unsigned ctx) {
@@ -431,6 +446,21 @@ static void enc_kind_stats(xctx *c, enc *en, const tbe_event *e, const tbe_track
         if (m->total_reserved >= 0)
           enc_stat_i64(en, fixed_stat(c, S_TOTAL_RESERVED), m->total_reserved);
         enc_stat_i64(en, fixed_stat(c, S_DEVICE_ORDINAL), m->device);
+        /* Kineto's Device Type where the importer would not infer it
+         * (1 for a GPU's, 0 for the host's) */
+        if (m->device_type != (m->device >= 0 ? 1 : 0))
+          enc_stat_i64(en, fixed_stat(c, S_MEM_DEVTYPE), m->device_type);
+        /* who reported it: the CUDA driver's as XLA writes it, else ours */
+        if (m->source == TBE_MEMSRC_CUDA) {
+          enc_stat_ref(en, fixed_stat(c, m->bytes < 0 ? S_MEMFREE_DETAILS : S_MEMALLOC_DETAILS),
+                       memalloc_details(c, m));
+        } else {
+          if (m->source == TBE_MEMSRC_ALLOCATOR)
+            enc_stat_ref(en, fixed_stat(c, S_MEM_SOURCE), tbe__ntab_get(&c->st, "allocator", 9));
+          const char *kn = mem_kind(m->mem_kind);
+          if (m->mem_kind)
+            enc_stat_ref(en, fixed_stat(c, S_MEM_KIND), tbe__ntab_get(&c->st, kn, strlen(kn)));
+        }
       }
       break;
     }

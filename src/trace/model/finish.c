@@ -16,7 +16,8 @@
  * occupancy are computed from its GPU's limits where the source gave none
  * (fill_occupancy, occupancy.h); the memory events make one curve per
  * process and device, their totals filled (tbe__trace_memory_curve,
- * memory.c).
+ * memory.c), and the curve's totals become counter tracks per GPU
+ * (memory_counters.h).
  *
  * Layering: this file is the top of the model.  It calls the passes of
  * ops.c and comm.c, and they, like this file, reach the trace's storage
@@ -37,6 +38,7 @@
 #include "tbexport/error.h"
 #include "tbexport/trace.h"
 #include "trace/model/comm.h"
+#include "trace/model/memory_counters.h"
 #include "trace/model/model_int.h"
 #include "trace/model/occupancy.h"
 #include "trace/model/ops.h"
@@ -428,6 +430,16 @@ static int comm_ops(tbe_trace *t) {
   return rc;
 }
 
+/* The memory curve's counter tracks per GPU (memory_counters.h); counters
+ * added: the order and the links again. */
+static int memory_counters(tbe_trace *t) {
+  size_t added = 0;
+  int rc = tbe__trace_memory_counters(t, &added);
+  if (rc) return tbe__trace_fail(t, rc);
+  if (added && !(rc = sort_events(t))) rc = link_events(t);
+  return rc;
+}
+
 int tbe_trace_finish(tbe_trace *t) {
   if (!t) return TBE_EINVAL;
   int rc = tbe_trace_error(t);
@@ -442,6 +454,7 @@ int tbe_trace_finish(tbe_trace *t) {
   if (!rc) rc = demangle_kernel_metrics(t);
   if (!rc) rc = fill_occupancy(t);
   if (!rc) rc = tbe__trace_memory_curve(t);
+  if (!rc) rc = memory_counters(t); /* (reads the totals the curve filled) */
   if (rc) return rc;
   if (t->nevents && (t->start_ns == 0 || t->stop_ns == 0)) {
     int64_t lo = INT64_MAX, hi = INT64_MIN;

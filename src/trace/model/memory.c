@@ -146,9 +146,26 @@ static void fill_allocator(tbe_trace *t, const mem_ref *r, size_t n) {
 
 /* ---- the pass ---- */
 
+/* The process of the trace's host threads when they are of one process,
+ * else -1. */
+static int64_t single_process(const tbe_trace *t) {
+  int64_t one = -1;
+  for (size_t i = 0; i < t->ntracks; i++) {
+    const tbe_track *tr = &t->tracks[i];
+    if (tr->type != TBE_TRACK_THREAD) continue;
+    if (one >= 0 && tr->pid != one) return -1;
+    one = tr->pid;
+  }
+  return one;
+}
+
 /* The refs of every memory event with its detail, hosts moved to the
- * host; *out (freed by the caller) holds *n of them. */
+ * host; *out (freed by the caller) holds *n of them.  A stream track
+ * without a process (pid -1: a GPU row of Chrome JSON, which names none)
+ * counts as the process of the host threads when they are of one, so a
+ * trace read back from our Chrome JSON keeps one curve per process. */
 static int collect(tbe_trace *t, tbe_str cuda_name, mem_ref **out, size_t *n) {
+  int64_t one = single_process(t);
   size_t k = 0;
   for (size_t i = 0; i < t->nevents; i++)
     if (t->events[i].kind == TBE_EV_MEMORY && tbe_trace_memory(t, &t->events[i])) k++;
@@ -169,6 +186,7 @@ static int collect(tbe_trace *t, tbe_str cuda_name, mem_ref **out, size_t *n) {
       m->device_type = 0;
     }
     int64_t pid = e->track < t->ntracks ? t->tracks[e->track].pid : 0;
+    if (pid == -1 && e->track < t->ntracks && t->tracks[e->track].type == TBE_TRACK_STREAM) pid = one;
     r[k++] = (mem_ref){pid, e->start_ns, m->device, (uint32_t)cuda, e->track, (uint32_t)i};
   }
   qsort(r, k, sizeof *r, cmp_ref);
