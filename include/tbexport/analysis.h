@@ -309,6 +309,12 @@ typedef struct tbe_device_stats {
   int64_t mem_peak_reserved;
   int64_t mem_growth_per_step;
   int64_t mem_unfreed;
+  /* mem_sampled_peak: the highest device memory in use the driver
+   * reported for the program's processes (NVML's samples, 10 a second, of
+   * the process's own use, else of the GPU's); it includes what no
+   * allocator reports (the CUDA context, libraries' workspaces).  -1 when
+   * unknown (not sampled). */
+  int64_t mem_sampled_peak;
 } tbe_device_stats;
 
 /* One step.  Its window is the step as it ran on the device, the way

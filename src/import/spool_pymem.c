@@ -393,9 +393,9 @@ static int build_device(bctx *c, const pm_device *d) {
   if (ta) tbe__free(c->a, ta);
   int64_t at = c->m->have_clock ? c->m->coll_ns : 0;
   if (!rc && at > 0)
-    rc = add_counter(c, d->id, "torch max_memory_allocated", at, (double)d->max_allocated);
+    rc = add_counter(c, d->id, TBE__CTR_TORCH_MAX_ALLOCATED, at, (double)d->max_allocated);
   if (!rc && at > 0)
-    rc = add_counter(c, d->id, "torch max_memory_reserved", at, (double)d->max_reserved);
+    rc = add_counter(c, d->id, TBE__CTR_TORCH_MAX_RESERVED, at, (double)d->max_reserved);
   return rc;
 }
 
@@ -404,8 +404,8 @@ static int build(bctx *c) {
   int rc = tbe_trace_track(c->t, TBE_TRACK_THREAD, c->pid, c->pid, -1, &c->track);
   c->name = tbe_trace_str_id(c->t, "[memory]");
   for (size_t i = 0; i < m->dev.n && !rc; i++) rc = build_device(c, tbe__vec_at(&m->dev, i));
-  static const char *jax_names[4] = {"JAX bytes in use", "JAX peak bytes in use",
-                                     "JAX bytes reserved", "JAX bytes limit"};
+  static const char *jax_names[4] = {TBE__CTR_JAX_IN_USE, TBE__CTR_JAX_PEAK, TBE__CTR_JAX_RESERVED,
+                                     TBE__CTR_JAX_LIMIT};
   for (size_t i = 0; i < m->jax.n && !rc; i++) {
     const pm_sample *x = tbe__vec_at(&m->jax, i);
     int64_t ts = x->time_ns, r;

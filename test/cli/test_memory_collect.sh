@@ -166,6 +166,26 @@ run() {
   j=$(find "l/plugins/profile/$name" -name '*.trace.json.gz' | head -1)
   [ -n "$j" ] || fail "$name: no Chrome JSON: $(cat err.txt)"
   "$py" check.py "$j" emitted.txt "$mode" || fail "$name: the memory in the Chrome JSON (above)"
+  # the summary: GPU 0's peaks from the curve (the program's device
+  # allocations: 4 x 64 MiB, then the 20 kept), and NVML's largest sample
+  # as the sampled peak (unknown where NVML was off or refused)
+  "$tb" summary --logdir l "$name" --format json >sum.json 2>sum.err ||
+    fail "$name: summary: $(cat sum.err)"
+  "$py" - "$mode" <<'PY' || fail "$name: the summary's memory figures (above)"
+import json, sys
+mode = sys.argv[1]
+MiB = 1 << 20
+g0 = [d for d in json.load(open("sum.json"))["devices"] if d["device"] == 0][0]
+want = {"proc": 400 * MiB + 20 * 64 * MiB, "device": (1 << 30) + 400 * MiB + 20 * 64 * MiB}.get(mode)
+bad = []
+if mode != "off" and g0.get("peak_allocated_bytes") is None:
+    bad.append("no peak allocated: %r" % g0.get("peak_allocated_bytes"))
+if g0.get("sampled_peak_bytes") != want:
+    bad.append("sampled peak %r, want %r" % (g0.get("sampled_peak_bytes"), want))
+for b in bad:
+    print("  " + b)
+sys.exit(1 if bad else 0)
+PY
 }
 TEST_NVML_WAIT=1 run proc proc
 FAKE_NVML_MODE=noproc TEST_NVML_WAIT=1 run device device

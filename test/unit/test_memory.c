@@ -386,6 +386,68 @@ static void test_no_memory(void **state) {
   tbe_trace_free(t);
 }
 
+/* ---- sampled memory (counter tracks) ---- */
+
+/* A counter sample of GPU 0's `metric` at T0 + ts. */
+static void sample(tbe_trace *t, const char *metric, int64_t ts, double v) {
+  uint32_t track;
+  tbe_str name = tbe_trace_str_id(t, metric);
+  assert_int_equal(tbe_trace_metric_track(t, 1, 0, name, &track), 0);
+  tbe_event e;
+  memset(&e, 0, sizeof e);
+  e.kind = TBE_EV_COUNTER;
+  e.start_ns = T0 + ts;
+  e.track = track;
+  e.name = name;
+  e.detail = TBE_NONE;
+  e.link = TBE_NONE;
+  tbe_counter c = {v};
+  assert_int_equal(tbe_trace_add_event(t, &e, &c, NULL, 0, NULL), 0);
+}
+
+/* A JAX program (no memory events): its allocator's samples make GPU 0's
+ * curve, which grows 64 MiB a step; NVML's samples give the sampled
+ * peak; neither is a GPU metric. */
+static void test_sampled(void **state) {
+  (void)state;
+  tbe_trace *t = mk();
+  int64_t use = 200 * MIB;
+  for (int s = 0; s < NSTEPS; s++) {
+    int64_t at = (int64_t)(s + 1) * STEP_NS;
+    char name[32];
+    snprintf(name, sizeof name, "step %d", s);
+    assert_int_equal(
+        tbe_trace_add_step(t, s, T0 + at, T0 + at + STEP_NS, tbe_trace_str_id(t, name)), 0);
+    kernel(t, at + 10, 1000);
+    sample(t, "JAX bytes in use", at + 100, (double)(use + 32 * MIB)); /* a temporary */
+    use += 64 * MIB;
+    sample(t, "JAX bytes in use", at + 500, (double)use);
+    sample(t, "JAX bytes reserved", at + 100, (double)(4 * GIB));
+    sample(t, "JAX peak bytes in use", at + 500, (double)(use + 40 * MIB));
+    sample(t, "device memory used (NVML)", at + 600, (double)(use + 500 * MIB));
+  }
+  assert_int_equal(tbe_trace_finish(t), 0);
+  tbe_analysis *an = analyse(t);
+  const tbe_device_stats *d = gpu(an, 0);
+  assert_int_equal(d->mem_peak_allocated, use + 40 * MIB); /* JAX's own peak, above the samples */
+  assert_int_equal(d->mem_peak_reserved, 4 * GIB);
+  assert_int_equal(d->mem_growth_per_step, 64 * MIB);
+  assert_int_equal(d->mem_unfreed, -1); /* samples have no addresses */
+  assert_int_equal(d->mem_sampled_peak, use + 500 * MIB);
+  assert_int_equal(an->all.mem_sampled_peak, use + 500 * MIB);
+  assert_int_equal(an->steps[1].mem_peak_allocated, 200 * MIB + 2 * 64 * MIB); /* its end */
+  const char *leak = advice_of(an, TBE_ADVICE_MEM_LEAK);
+  assert_non_null(leak);
+  assert_non_null(strstr(leak, "64 MiB per step"));
+  char *tab = summary(an, TBE_REPORT_TABLE);
+  assert_non_null(strstr(tab, "peak used (NVML)"));
+  assert_null(strstr(tab, "JAX bytes in use")); /* not averaged as a GPU metric */
+  assert_null(strstr(tab, "device memory used (NVML)"));
+  tbe_report_free(tab, strlen(tab), NULL);
+  tbe_analysis_free(an);
+  tbe_trace_free(t);
+}
+
 /* ---- idempotence ---- */
 
 static void totals_of(const tbe_trace *t, int64_t *v, size_t *n, size_t cap) {
@@ -466,6 +528,7 @@ int main(void) {
       cmocka_unit_test(test_fragmentation),
       cmocka_unit_test(test_no_memory),
       cmocka_unit_test(test_idempotent),
+      cmocka_unit_test(test_sampled),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

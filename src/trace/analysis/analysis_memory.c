@@ -18,8 +18,16 @@
  *   - never freed: the bytes of the allocations (with an address) made
  *     from the first step's start to the last step's end whose address no
  *     later free of the GPU's curve gives back.
- * Host memory (device -1) has no GPU row.  A GPU without a curve keeps
- * every figure unknown (-1, growth INT64_MIN), never 0.  Cost: one pass
+ * Host memory (device -1) has no GPU row.  Sampled memory (counter
+ * tracks of a GPU, model/vocab.h): the sampled peak is the largest of
+ * NVML's samples of the program's processes (of the GPU's, where only
+ * those were sampled); a GPU without a curve from events whose program
+ * sampled JAX's allocator gets its curve from those samples (allocated:
+ * bytes in use; reserved: bytes reserved where sampled, else in use; the
+ * peak allocated no lower than JAX's own peak), with peaks, steps and
+ * growth as above and never freed unknown (samples have no addresses).
+ * A GPU without a curve keeps every figure unknown (-1, growth
+ * INT64_MIN), never 0.  Cost: one pass
  * over the events, one sort of the memory events, a binary search per
  * step and GPU. */
 #include <math.h>
@@ -32,6 +40,7 @@
 #include "tbexport/analysis.h"
 #include "tbexport/error.h"
 #include "trace/analysis/analysis_int.h"
+#include "trace/model/vocab.h"
 
 /* ---- the curve ---- */
 
@@ -220,7 +229,7 @@ static int unfreed(tbe_analysis *an, tbe_device_stats *d, const point *p, size_t
 /* ---- the pass ---- */
 
 static void unknown(tbe_device_stats *d) {
-  d->mem_peak_allocated = d->mem_peak_reserved = d->mem_unfreed = -1;
+  d->mem_peak_allocated = d->mem_peak_reserved = d->mem_unfreed = d->mem_sampled_peak = -1;
   d->mem_growth_per_step = INT64_MIN;
 }
 
@@ -232,6 +241,90 @@ static void largest(tbe_device_stats *all, const tbe_device_stats *d) {
   if (d->mem_growth_per_step > all->mem_growth_per_step)
     all->mem_growth_per_step = d->mem_growth_per_step;
   if (d->mem_unfreed > all->mem_unfreed) all->mem_unfreed = d->mem_unfreed;
+  if (d->mem_sampled_peak > all->mem_sampled_peak) all->mem_sampled_peak = d->mem_sampled_peak;
+}
+
+/* ---- sampled memory ---- */
+
+/* The value of a counter event, in bytes (0 for a value out of range). */
+static int64_t counter_bytes(const tbe_trace *t, const tbe_event *e) {
+  const tbe_counter *c = tbe_trace_counter(t, e);
+  double v = c ? c->value : 0;
+  return v >= 0 && v < 9.2e18 ? llround(v) : 0;
+}
+
+/* The first track of GPU `dev` that is memory counter `kind`, or -1. */
+static int64_t ctr_track(const tbe_trace *t, int32_t dev, tbe__mem_ctr kind) {
+  for (size_t i = 0; i < t->ntracks; i++) {
+    const tbe_track *tr = &t->tracks[i];
+    if (tbe_track_is_metric(tr) && tr->count && tr->device == dev &&
+        tbe__memory_counter_of(tbe_trace_str(t, tr->name)) == kind)
+      return (int64_t)i;
+  }
+  return -1;
+}
+
+/* The largest sample of GPU `dev`'s counters `kind` (every process's
+ * track), or -1. */
+static int64_t ctr_max(const tbe_trace *t, int32_t dev, tbe__mem_ctr kind) {
+  int64_t m = -1;
+  for (size_t i = 0; i < t->ntracks; i++) {
+    const tbe_track *tr = &t->tracks[i];
+    if (!tbe_track_is_metric(tr) || !tr->count || tr->device != dev ||
+        tbe__memory_counter_of(tbe_trace_str(t, tr->name)) != kind)
+      continue;
+    for (uint32_t k = 0; k < tr->count && tr->first + k < t->nevents; k++) {
+      int64_t v = counter_bytes(t, &t->events[tr->first + k]);
+      if (v > m) m = v;
+    }
+  }
+  return m;
+}
+
+/* GPU d's curve from JAX's samples (see the top), when it has them. */
+static int jax_curve(tbe_analysis *an, tbe_device_stats *d, tbe__mem_trend *tr, const size_t *order,
+                     const tbe_allocator *a) {
+  const tbe_trace *t = an->trace;
+  int64_t use = ctr_track(t, d->device, TBE__MCTR_JAX_IN_USE);
+  if (use < 0) return 0;
+  int64_t res = ctr_track(t, d->device, TBE__MCTR_JAX_RESERVED);
+  const tbe_track *u = &t->tracks[use], *r = res >= 0 ? &t->tracks[res] : NULL;
+  point *p = tbe__alloc(a, u->count * sizeof *p);
+  if (!p) return TBE_ENOMEM;
+  size_t n = 0;
+  uint32_t ri = 0;
+  int64_t rv = -1;
+  for (uint32_t k = 0; k < u->count && u->first + k < t->nevents; k++) {
+    const tbe_event *e = &t->events[u->first + k];
+    while (r && ri < r->count && r->first + ri < t->nevents &&
+           t->events[r->first + ri].start_ns <= e->start_ns)
+      rv = counter_bytes(t, &t->events[r->first + ri++]);
+    int64_t v = counter_bytes(t, e);
+    p[n++] = (point){e->start_ns, u->pid, v, rv > v ? rv : v, 0, 0, (uint32_t)(d - an->devices),
+                     u->first + k};
+  }
+  peaks(d, tr, p, n);
+  steps_of(an, d, tr, p, n, order);
+  int64_t jp = ctr_max(t, d->device, TBE__MCTR_JAX_PEAK);
+  if (jp > d->mem_peak_allocated) d->mem_peak_allocated = jp;
+  tbe__free(a, p);
+  return 0;
+}
+
+/* Every GPU's sampled peak, and JAX's curves of GPUs without one from
+ * events (has_curve[i]: device i has one). */
+static int sampled(tbe_analysis *an, const unsigned char *has_curve, tbe__mem_trend *tr,
+                   const size_t *order, const tbe_allocator *a) {
+  const tbe_trace *t = an->trace;
+  int rc = 0;
+  for (size_t i = 0; i < an->ndevices && !rc; i++) {
+    tbe_device_stats *d = &an->devices[i];
+    int64_t own = ctr_max(t, d->device, TBE__MCTR_NVML_PROC);
+    d->mem_sampled_peak = own >= 0 ? own : ctr_max(t, d->device, TBE__MCTR_NVML_DEVICE);
+    if (!has_curve[i]) rc = jax_curve(an, d, &tr[i], order, a);
+    largest(&an->all, d);
+  }
+  return rc;
 }
 
 int tbe__analysis_memory(tbe_analysis *an, const size_t *order) {
@@ -240,18 +333,23 @@ int tbe__analysis_memory(tbe_analysis *an, const size_t *order) {
   for (size_t s = 0; s < an->nsteps; s++)
     an->steps[s].mem_peak_allocated = an->steps[s].mem_peak_reserved = -1;
   const tbe_trace *t = an->trace;
-  if (!t || !t->nmemory || !an->ndevices) return 0;
+  if (!t || !an->ndevices) return 0;
   const tbe_allocator *a = &an->alloc_;
   tbe__analysis_priv *pv = an->priv_;
   tbe__mem_trend *tr = pv->mem_trend = tbe__calloc(a, an->ndevices, sizeof *tr);
-  if (!tr) return TBE_ENOMEM;
+  unsigned char *has_curve = tbe__calloc(a, an->ndevices, 1);
+  if (!tr || !has_curve) {
+    tbe__free(a, has_curve);
+    return TBE_ENOMEM;
+  }
   size_t n = 0;
   int rc = 0;
-  point *p = collect(an, a, &n, &rc);
+  point *p = t->nmemory ? collect(an, a, &n, &rc) : NULL;
   for (size_t i = 0; i < n && !rc;) {
     size_t j = i;
     while (j < n && p[j].dev == p[i].dev) j++;
     tbe_device_stats *d = &an->devices[p[i].dev];
+    has_curve[p[i].dev] = 1;
     /* never freed reads each point's own bytes and address: first */
     if (!(rc = unfreed(an, d, p + i, j - i, order, a)) && !(rc = sum_processes(p + i, j - i, a))) {
       peaks(d, &tr[p[i].dev], p + i, j - i);
@@ -261,5 +359,7 @@ int tbe__analysis_memory(tbe_analysis *an, const size_t *order) {
     i = j;
   }
   tbe__free(a, p);
+  if (!rc) rc = sampled(an, has_curve, tr, order, a);
+  tbe__free(a, has_curve);
   return rc;
 }

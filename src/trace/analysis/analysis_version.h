@@ -20,7 +20,7 @@
 #ifndef TBE_TRACE_ANALYSIS_VERSION_H
 #define TBE_TRACE_ANALYSIS_VERSION_H
 
-#define TBE__ANALYSIS_VERSION 7
+#define TBE__ANALYSIS_VERSION 8
 
 /* X(version, digest): every version, oldest first; the last is
  * TBE__ANALYSIS_VERSION. */
@@ -31,6 +31,7 @@
   X(4, 0xf6bc80e0u) /* launch overhead and queue delay; kernels' operator; launch sequence */ \
   X(5, 0x945fc3b2u) /* sync advice: says when its share of wall time sums threads */          \
   X(6, 0x3ea5e8f4u) /* advice: GPU idle and no traced host work explains it */                \
-  X(7, 0xb3e3e03bu) /* memory: peaks, growth per step, never freed; step peaks; advice */
+  X(7, 0xb3e3e03bu) /* memory: peaks, growth per step, never freed; step peaks; advice */ \
+  X(8, 0x39d9cdfau) /* memory: the sampled peak (NVML), JAX's samples as a curve */
 
 #endif

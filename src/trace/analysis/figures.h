@@ -195,6 +195,8 @@ typedef enum tbe__fig_diff {
     LOWER, mem_growth_per_step, 1)                                                                 \
   X(DEV_MEM_UNFREED, DEVICE, "unfreed_bytes", "never freed", BYTES_OPT, MAX, LOWER, mem_unfreed,   \
     1)                                                                                             \
+  X(DEV_MEM_SAMPLED_PEAK, DEVICE, "sampled_peak_bytes", "peak used (NVML)", BYTES_OPT, MAX,         \
+    LOWER, mem_sampled_peak, 1)                                                                    \
   X(STEP_MEM_PEAK_ALLOC, STEP, "peak_allocated_bytes", "peak allocated", BYTES_OPT, MAX, LOWER,    \
     mem_peak_allocated, 1)                                                                         \
   X(STEP_MEM_PEAK_RESERVED, STEP, "peak_reserved_bytes", "peak reserved", BYTES_OPT, MAX, LOWER,   \

@@ -119,8 +119,7 @@ static int add_series(tbe_trace *t, const point *v, size_t n, tbe_str name, int 
 
 int tbe__track_is_memory_counter(const tbe_trace *t, const tbe_track *tr) {
   if (!tbe_track_is_metric(tr)) return 0;
-  const char *n = tbe_trace_str(t, tr->name);
-  return strcmp(n, TBE__MEM_COUNTER_ALLOCATED) == 0 || strcmp(n, TBE__MEM_COUNTER_RESERVED) == 0;
+  return tbe__memory_counter_of(tbe_trace_str(t, tr->name)) != TBE__MCTR_NONE;
 }
 
 /* ---- the pass ---- */

@@ -6,10 +6,11 @@
 #include <stddef.h>
 
 #include "tbexport/trace.h"
+#include "trace/model/vocab.h"
 
 /* The names of the two counter tracks of a GPU's memory curve (bytes). */
-#define TBE__MEM_COUNTER_ALLOCATED "memory allocated"
-#define TBE__MEM_COUNTER_RESERVED "memory reserved"
+#define TBE__MEM_COUNTER_ALLOCATED TBE__CTR_MEM_ALLOCATED
+#define TBE__MEM_COUNTER_RESERVED TBE__CTR_MEM_RESERVED
 
 /* For each process and GPU whose "[memory]" events carry totals (>= 0):
  * the counter tracks TBE__MEM_COUNTER_ALLOCATED and _RESERVED

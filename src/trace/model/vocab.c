@@ -73,6 +73,26 @@ size_t tbe__status_prefix(const tbe_trace *t, int with_overhead, const tbe_str *
   return 0;
 }
 
+/* ---- memory counters ---- */
+
+tbe__mem_ctr tbe__memory_counter_of(const char *name) {
+  static const char *const names[] = {
+      NULL,
+      TBE__CTR_MEM_ALLOCATED,
+      TBE__CTR_MEM_RESERVED,
+      TBE__CTR_NVML_PROC,
+      TBE__CTR_NVML_DEVICE,
+      TBE__CTR_TORCH_MAX_ALLOCATED,
+      TBE__CTR_TORCH_MAX_RESERVED,
+      TBE__CTR_JAX_IN_USE,
+      TBE__CTR_JAX_PEAK,
+      TBE__CTR_JAX_RESERVED,
+      TBE__CTR_JAX_LIMIT};
+  for (size_t i = 1; name && i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(name, names[i]) == 0) return (tbe__mem_ctr)i;
+  return TBE__MCTR_NONE;
+}
+
 /* ---- source names ---- */
 
 static const char *const SOURCE_NAMES[] = {"unknown", "cupti", "kineto", "chrome", "xspace", "nsys"};

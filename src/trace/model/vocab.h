@@ -36,6 +36,40 @@ void tbe__status_lines(const tbe_trace *t, int with_overhead,
  * the source; its own warnings are not used. */
 size_t tbe__status_prefix(const tbe_trace *t, int with_overhead, const tbe_str *lines, size_t n);
 
+/* Counter tracks of memory, in bytes, on a GPU (tbe_trace_metric_track):
+ * the curve's (model/memory_counters.c), NVML's samples (collect/nvml.h,
+ * through the spool), torch's own peaks at exit and JAX's samples
+ * (import/spool_pymem.c).  The analysis keeps them out of the GPU
+ * metrics' means and reads the sampled ones for its memory figures
+ * (analysis_memory.c). */
+#define TBE__CTR_MEM_ALLOCATED "memory allocated"
+#define TBE__CTR_MEM_RESERVED "memory reserved"
+#define TBE__CTR_NVML_PROC "device memory used (NVML)"
+#define TBE__CTR_NVML_DEVICE "device memory used, all processes (NVML)"
+#define TBE__CTR_TORCH_MAX_ALLOCATED "torch max_memory_allocated"
+#define TBE__CTR_TORCH_MAX_RESERVED "torch max_memory_reserved"
+#define TBE__CTR_JAX_IN_USE "JAX bytes in use"
+#define TBE__CTR_JAX_PEAK "JAX peak bytes in use"
+#define TBE__CTR_JAX_RESERVED "JAX bytes reserved"
+#define TBE__CTR_JAX_LIMIT "JAX bytes limit"
+
+typedef enum tbe__mem_ctr {
+  TBE__MCTR_NONE = 0, /* not a memory counter */
+  TBE__MCTR_ALLOCATED,
+  TBE__MCTR_RESERVED,
+  TBE__MCTR_NVML_PROC,
+  TBE__MCTR_NVML_DEVICE,
+  TBE__MCTR_TORCH_MAX_ALLOCATED,
+  TBE__MCTR_TORCH_MAX_RESERVED,
+  TBE__MCTR_JAX_IN_USE,
+  TBE__MCTR_JAX_PEAK,
+  TBE__MCTR_JAX_RESERVED,
+  TBE__MCTR_JAX_LIMIT
+} tbe__mem_ctr;
+
+/* Which memory counter a track's name (NUL-terminated) names. */
+tbe__mem_ctr tbe__memory_counter_of(const char *name);
+
 /* The allocator `t` was created with (defined by the model, model.c, and
  * declared in model/model_int.h too): the importers' scratch memory comes
  * from it, so that the import allocator covers everything. */
