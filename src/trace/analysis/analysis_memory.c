@@ -253,42 +253,64 @@ static int64_t counter_bytes(const tbe_trace *t, const tbe_event *e) {
   return v >= 0 && v < 9.2e18 ? llround(v) : 0;
 }
 
-/* The first track of GPU `dev` that is memory counter `kind`, or -1. */
-static int64_t ctr_track(const tbe_trace *t, int32_t dev, tbe__mem_ctr kind) {
-  for (size_t i = 0; i < t->ntracks; i++) {
-    const tbe_track *tr = &t->tracks[i];
-    if (tbe_track_is_metric(tr) && tr->count && tr->device == dev &&
-        tbe__memory_counter_of(tbe_trace_str(t, tr->name)) == kind)
-      return (int64_t)i;
-  }
-  return -1;
-}
+/* What one pass over the tracks finds of a GPU's sampled memory. */
+typedef struct sampled_dev {
+  int64_t nvml_proc, nvml_dev, jax_peak; /* largest samples, -1 none */
+  int64_t jax_use, jax_res;              /* their first tracks, -1 none */
+} sampled_dev;
 
-/* The largest sample of GPU `dev`'s counters `kind` (every process's
- * track), or -1. */
-static int64_t ctr_max(const tbe_trace *t, int32_t dev, tbe__mem_ctr kind) {
+/* The largest sample of track tr, or -1. */
+static int64_t track_max(const tbe_trace *t, const tbe_track *tr) {
   int64_t m = -1;
-  for (size_t i = 0; i < t->ntracks; i++) {
-    const tbe_track *tr = &t->tracks[i];
-    if (!tbe_track_is_metric(tr) || !tr->count || tr->device != dev ||
-        tbe__memory_counter_of(tbe_trace_str(t, tr->name)) != kind)
-      continue;
-    for (uint32_t k = 0; k < tr->count && tr->first + k < t->nevents; k++) {
-      int64_t v = counter_bytes(t, &t->events[tr->first + k]);
-      if (v > m) m = v;
-    }
+  for (uint32_t k = 0; k < tr->count && tr->first + k < t->nevents; k++) {
+    int64_t v = counter_bytes(t, &t->events[tr->first + k]);
+    if (v > m) m = v;
   }
   return m;
 }
 
-/* GPU d's curve from JAX's samples (see the top), when it has them. */
-static int jax_curve(tbe_analysis *an, tbe_device_stats *d, tbe__mem_trend *tr, const size_t *order,
-                     const tbe_allocator *a) {
+/* Fills sd[i] for every device i of the analysis: one pass over the
+ * tracks, a binary search per memory counter track. */
+static void scan_sampled(const tbe_analysis *an, sampled_dev *sd) {
   const tbe_trace *t = an->trace;
-  int64_t use = ctr_track(t, d->device, TBE__MCTR_JAX_IN_USE);
-  if (use < 0) return 0;
-  int64_t res = ctr_track(t, d->device, TBE__MCTR_JAX_RESERVED);
-  const tbe_track *u = &t->tracks[use], *r = res >= 0 ? &t->tracks[res] : NULL;
+  for (size_t i = 0; i < an->ndevices; i++) sd[i] = (sampled_dev){-1, -1, -1, -1, -1};
+  for (size_t i = 0; i < t->ntracks; i++) {
+    const tbe_track *tr = &t->tracks[i];
+    if (!tbe_track_is_metric(tr) || !tr->count) continue;
+    tbe__mem_ctr kind = tbe__memory_counter_of(tbe_trace_str(t, tr->name));
+    if (kind == TBE__MCTR_NONE) continue;
+    const tbe_device_stats *d =
+        bsearch(&tr->device, an->devices, an->ndevices, sizeof *an->devices, cmp_dev);
+    if (!d) continue;
+    sampled_dev *x = &sd[d - an->devices];
+    int64_t m;
+    switch (kind) {
+      case TBE__MCTR_NVML_PROC:
+        if ((m = track_max(t, tr)) > x->nvml_proc) x->nvml_proc = m;
+        break;
+      case TBE__MCTR_NVML_DEVICE:
+        if ((m = track_max(t, tr)) > x->nvml_dev) x->nvml_dev = m;
+        break;
+      case TBE__MCTR_JAX_PEAK:
+        if ((m = track_max(t, tr)) > x->jax_peak) x->jax_peak = m;
+        break;
+      case TBE__MCTR_JAX_IN_USE:
+        if (x->jax_use < 0) x->jax_use = (int64_t)i;
+        break;
+      case TBE__MCTR_JAX_RESERVED:
+        if (x->jax_res < 0) x->jax_res = (int64_t)i;
+        break;
+      default: break;
+    }
+  }
+}
+
+/* GPU d's curve from JAX's samples (see the top), when it has them. */
+static int jax_curve(tbe_analysis *an, tbe_device_stats *d, const sampled_dev *x,
+                     tbe__mem_trend *tr, const size_t *order, const tbe_allocator *a) {
+  const tbe_trace *t = an->trace;
+  if (x->jax_use < 0) return 0;
+  const tbe_track *u = &t->tracks[x->jax_use], *r = x->jax_res >= 0 ? &t->tracks[x->jax_res] : NULL;
   point *p = tbe__alloc(a, u->count * sizeof *p);
   if (!p) return TBE_ENOMEM;
   size_t n = 0;
@@ -305,8 +327,7 @@ static int jax_curve(tbe_analysis *an, tbe_device_stats *d, tbe__mem_trend *tr, 
   }
   peaks(d, tr, p, n);
   steps_of(an, d, tr, p, n, order);
-  int64_t jp = ctr_max(t, d->device, TBE__MCTR_JAX_PEAK);
-  if (jp > d->mem_peak_allocated) d->mem_peak_allocated = jp;
+  if (x->jax_peak > d->mem_peak_allocated) d->mem_peak_allocated = x->jax_peak;
   tbe__free(a, p);
   return 0;
 }
@@ -315,15 +336,17 @@ static int jax_curve(tbe_analysis *an, tbe_device_stats *d, tbe__mem_trend *tr, 
  * events (has_curve[i]: device i has one). */
 static int sampled(tbe_analysis *an, const unsigned char *has_curve, tbe__mem_trend *tr,
                    const size_t *order, const tbe_allocator *a) {
-  const tbe_trace *t = an->trace;
+  sampled_dev *sd = tbe__alloc(a, an->ndevices * sizeof *sd);
+  if (!sd) return TBE_ENOMEM;
+  scan_sampled(an, sd);
   int rc = 0;
   for (size_t i = 0; i < an->ndevices && !rc; i++) {
     tbe_device_stats *d = &an->devices[i];
-    int64_t own = ctr_max(t, d->device, TBE__MCTR_NVML_PROC);
-    d->mem_sampled_peak = own >= 0 ? own : ctr_max(t, d->device, TBE__MCTR_NVML_DEVICE);
-    if (!has_curve[i]) rc = jax_curve(an, d, &tr[i], order, a);
+    d->mem_sampled_peak = sd[i].nvml_proc >= 0 ? sd[i].nvml_proc : sd[i].nvml_dev;
+    if (!has_curve[i]) rc = jax_curve(an, d, &sd[i], &tr[i], order, a);
     largest(&an->all, d);
   }
+  tbe__free(a, sd);
   return rc;
 }
 

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/map.h"
 #include "common/vec.h"
 #include "tbexport/error.h"
 #include "trace/model/memory_counters.h"
@@ -69,12 +70,20 @@ static int collect(const tbe_trace *t, tbe_str name, tbe__vec *pts) {
 
 /* ---- the tracks ---- */
 
-/* 1 when GPU `device` has a counter track named `name` (any process)
- * among the first `ntracks` tracks (those the pass found). */
-static int has_track(const tbe_trace *t, size_t ntracks, tbe_str name, int32_t device) {
-  for (size_t i = 0; i < ntracks; i++) {
+/* The key of (GPU, counter k) in the set of existing tracks. */
+static uint64_t track_key(int32_t device, int k) {
+  return (uint64_t)(uint32_t)device << 1 | (uint64_t)(k & 1);
+}
+
+/* The set of (GPU, counter k) that have a counter track named names[k]
+ * (any process): one pass over the tracks, whatever their number. */
+static int existing_tracks(const tbe_trace *t, const tbe_str names[2], tbe__map *have) {
+  for (size_t i = 0; i < t->ntracks; i++) {
     const tbe_track *tr = &t->tracks[i];
-    if (tbe_track_is_metric(tr) && tr->device == device && tr->name == name) return 1;
+    if (!tbe_track_is_metric(tr)) continue;
+    for (int k = 0; k < 2; k++)
+      if (tr->name == names[k] && tbe__map_set(have, track_key(tr->device, k), 1))
+        return tbe__map_error(have);
   }
   return 0;
 }
@@ -130,7 +139,6 @@ int tbe__trace_memory_counters(tbe_trace *t, size_t *added) {
   if (mem == TBE_NONE || !t->nmemory) return 0;
   tbe__vec pts;
   tbe__vec_init(&pts, tbe__trace_allocator(t), sizeof(point));
-  size_t ntracks = t->ntracks;
   int rc = collect(t, mem, &pts);
   size_t n = tbe__vec_len(&pts);
   tbe_str names[2] = {0, 0};
@@ -139,16 +147,20 @@ int tbe__trace_memory_counters(tbe_trace *t, size_t *added) {
     names[1] = tbe_trace_str_id(t, TBE__MEM_COUNTER_RESERVED);
     if (!names[0] || !names[1]) rc = TBE_ENOMEM;
   }
+  tbe__map have; /* (GPU, counter) already there: read back from our files */
+  tbe__map_init(&have, tbe__trace_allocator(t), TBE__SEED_PROCESS);
+  if (!rc && n) rc = existing_tracks(t, names, &have);
   if (!rc && n) {
     point *v = pts.data;
     qsort(v, n, sizeof *v, cmp_point);
     for (size_t a = 0, b; a < n && !rc; a = b) {
       for (b = a + 1; b < n && v[b].pid == v[a].pid && v[b].device == v[a].device;) b++;
       for (int k = 0; k < 2 && !rc; k++)
-        if (!has_track(t, ntracks, names[k], v[a].device))
+        if (!tbe__map_get(&have, track_key(v[a].device, k)))
           rc = add_series(t, v + a, b - a, names[k], k, added);
     }
   }
+  tbe__map_deinit(&have);
   tbe__vec_deinit(&pts);
   return rc;
 }
