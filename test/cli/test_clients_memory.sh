@@ -21,7 +21,9 @@
 #   - both: the allocator's events with totals (peak 6 MiB) and the
 #     driver's segment under them (16 MiB): the plugin reads one curve,
 #     the allocator's (the driver's is "[cuda memory]"); both_json,
-#     both_xspace: that run read back, the same.
+#     both_xspace: that run read back, the same;
+#   - collected (a build with the collector): a C program's allocations
+#     collected by `tbexport --` through the stand-in libcupti and NVML.
 #
 # Needs ../shared/tools/tensorboard and ../shared/tools/hta (siblings of the
 # repository, or TBE_TB_TOOLS / TBE_HTA_TOOLS): when either is absent the
@@ -104,6 +106,20 @@ imp both_json "$(ls "$L"/plugins/profile/both/*.trace.json.gz)"
 imp both_xspace "$(ls "$L"/plugins/profile/both/*.xplane.pb)"
 runs=(cnn cnn_json cnn_xspace driver:GPU0=4194304,CPU=4096 both:GPU0=6291456 both_json:GPU0=6291456
       both_xspace:GPU0=6291456)
+# a run collected here by `tbexport -- PROG` through the stand-in libcupti
+# and NVML (test/stress/collect_memory_prog.c: device memory on two GPUs,
+# pinned host memory, managed and pool allocations, a 64 MiB-per-step
+# leak over 20 steps), when this build has the collector
+bindir=$(dirname "$B")
+if [ -f "$bindir/libcollect_fake_libcupti.so" ] && [ -x "$bindir/collect_memory_prog" ]; then
+  TBEXPORT_CUPTI_LIB=$bindir/libcollect_fake_libcupti.so TBEXPORT_NVML_LIB=$bindir/libcollect_fake_nvml.so \
+    TBE_TEST_LIBTBEXPORT=$bindir/libtbexport.so \
+    "$B" --logdir "$L" --run collected -- "$bindir/collect_memory_prog" "$tmp/emitted.txt" \
+    >/dev/null 2>"$tmp/err" || die "collect: $(cat "$tmp/err")"
+  runs+=(collected)
+else
+  echo "note: no collector in this build: the collected run is left out"
+fi
 
 # ---- the plugin ----
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
