@@ -3,11 +3,14 @@
 #
 #   workload A: samples/cuda_nvtx with 200k small kernel launches
 #   workload B: scripts/torch_add_loop.py, 50k x.add_(1) on a 1024-float tensor
+#   workload C: the same 50k adds as 2,500 replays of a CUDA graph of 20
+#   workload D: a host-bound PyTorch loop, 1,000 training steps of a small MLP
+#   (C and D only when named: TBE_BENCH_WORKLOADS="A B C D")
 #
 # Each runs plain; under the bare CUPTI reader (libcupti_floor.so: the same
 # activity kinds, only counting records: the floor); under `tbexport --`; and
 # B also under torch.profiler (CPU+CUDA).  Runs are interleaved (one of each
-# mode per round), TBE_BENCH_RUNS rounds (default 5; TBE_BENCH_WORKLOADS
+# mode per round), TBE_BENCH_RUNS rounds (default 6, issue 31's least; TBE_BENCH_WORKLOADS
 # picks workloads, default "A B"; TBE_BENCH_MODES the modes, default all
 # those named above, plus the hardware metrics' with TBE_BENCH_HW=1: e.g.
 # "tbexport tbexport_pm" for more rounds of PM on / off in the same time;
@@ -24,7 +27,7 @@ out=${OUT:-$root/build/gpu-out}
 mkdir -p "$out"
 bd=${TBE_BUILD_DIR:-$root/build/gpu}
 cuda=${CUDA_HOME:-/usr/local/cuda}
-runs=${TBE_BENCH_RUNS:-5}
+runs=${TBE_BENCH_RUNS:-6}
 workloads=" ${TBE_BENCH_WORKLOADS:-A B} "
 kernels=${TBE_BENCH_KERNELS:-200000}
 iters=${TBE_BENCH_ITERS:-50000}
@@ -59,11 +62,12 @@ $py -c "import torch; assert torch.cuda.is_available()" 2>/dev/null || have_torc
 # to $raw
 run() {
   local w=$1 m=$2 round=${3:-0} cmd line loop wall conv=0 stop=0 exp=0 t0 t1
-  if [ "$w" = A ]; then
-    cmd=("$bd/cuda_nvtx" --kernels "$kernels" --steps 10)
-  else
-    cmd=("$py" "$root/scripts/torch_add_loop.py" --iters "$iters")
-  fi
+  case $w in
+    A) cmd=("$bd/cuda_nvtx" --kernels "$kernels" --steps 10) ;;
+    B) cmd=("$py" "$root/scripts/torch_add_loop.py" --iters "$iters") ;;
+    C) cmd=("$py" "$root/scripts/torch_add_loop.py" --mode graph --iters "$iters") ;;
+    D) cmd=("$py" "$root/scripts/torch_add_loop.py" --mode mlp --iters "$iters") ;;
+  esac
   t0=$(date +%s.%N)
   case $m in
     plain) "${cmd[@]}" >"$work/o" 2>"$work/e" ;;
@@ -106,8 +110,12 @@ hw=
 t_start=$(date +%s)
 # Warm the caches (driver, Python imports) once per workload.
 [[ $workloads == *" A "* ]] && run A plain >/dev/null 2>&1 && sed -i '$d' "$raw"
-[[ $workloads == *" B "* ]] || have_torch=0
-[ $have_torch -eq 1 ] && run B plain >/dev/null 2>&1 && sed -i '$d' "$raw"
+torch_ws=""
+for w in B C D; do [[ $workloads == *" $w "* ]] && torch_ws="$torch_ws $w"; done
+[ -n "$torch_ws" ] || have_torch=0
+for w in $torch_ws; do
+  [ $have_torch -eq 1 ] && run "$w" plain >/dev/null 2>&1 && sed -i '$d' "$raw"
+done
 modes_a=${TBE_BENCH_MODES:-plain floor tbexport $hw}
 modes_b=${TBE_BENCH_MODES:-plain floor tbexport torchprof $hw}
 for r in $(seq 1 "$runs"); do
@@ -115,11 +123,13 @@ for r in $(seq 1 "$runs"); do
     for m in $modes_a; do [ "$m" = torchprof ] || run A $m "$r"; done
   fi
   if [ $have_torch -eq 1 ]; then
-    for m in $modes_b; do run B $m "$r"; done
+    for w in $torch_ws; do
+      for m in $modes_b; do run "$w" $m "$r"; done
+    done
   fi
   echo "round $r of $runs done ($(( $(date +%s) - t_start )) s)"
 done
-[[ $workloads != *" B "* ]] || [ $have_torch -eq 1 ] || echo "note: PyTorch with CUDA not available: workload B skipped"
+[ -z "$torch_ws" ] || [ $have_torch -eq 1 ] || echo "note: PyTorch with CUDA not available: workloads$torch_ws skipped"
 
 python3 - "$raw" <<'PY' | tee "$out/bench_table.txt"
 import statistics, sys
@@ -130,7 +140,8 @@ for w, m, loop, wall, conv, stop, exp, rnd in rows:
     byround.setdefault((w, rnd), {})[m] = float(loop)
 med = lambda xs: statistics.median(xs) if xs else float("nan")
 print("%-9s %-10s %5s %10s %9s %9s %10s" % ("workload", "mode", "runs", "loop s", "x plain", "x floor", "wall s"))
-for w, name in (("A", "cuda_nvtx 200k kernels"), ("B", "torch 50k add_")):
+for w, name in (("A", "cuda_nvtx 200k kernels"), ("B", "torch 50k add_"), ("C", "torch CUDA graph, 50k add_"),
+                ("D", "torch MLP steps, host-bound")):
     if not any(k[0] == w for k in data):
         continue
     p = med([x[0] for x in data.get((w, "plain"), [])])

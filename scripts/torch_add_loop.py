@@ -1,8 +1,15 @@
 #!/usr/bin/env python3
-"""torch_add_loop.py: workload B of scripts/bench_overhead.sh.
+"""torch_add_loop.py: workloads B, C and D of scripts/bench_overhead.sh.
 
-A PyTorch loop of N in-place adds (x.add_(1)) on a 1024-float CUDA tensor:
-launch-bound, one tiny kernel per iteration.  Prints one line:
+--mode add (B): a PyTorch loop of N in-place adds (x.add_(1)) on a
+1024-float CUDA tensor: launch-bound, one tiny kernel per iteration.
+--mode graph (C): the same N adds, captured 20 to a CUDA graph and launched
+as N/20 graph replays: one launch call per 20 kernels, the case where the
+host's cost per kernel is lowest.
+--mode mlp (D): N/50 training steps of a small MLP (3 x Linear(256, 256),
+batch 64, SGD): host-bound, Python and the framework's dispatch between
+short kernels.
+Prints one line:
 
   torch_add_loop: iters=50000 loop_s=... stop_s=... export_s=... value=...
 
@@ -26,6 +33,7 @@ import torch
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--iters", type=int, default=50000)
+    p.add_argument("--mode", choices=("add", "graph", "mlp"), default="add")
     p.add_argument("--warmup", type=int, default=1000)
     p.add_argument("--torch-profiler", action="store_true")
     p.add_argument("--export", default=None, help="Chrome trace path (torch profiler)")
@@ -36,6 +44,40 @@ def main():
     x = torch.zeros(1024, dtype=torch.float32, device="cuda")
     for _ in range(a.warmup):
         x.add_(1)
+    expect = float(a.warmup + a.iters)
+    step, per = (lambda: x.add_(1)), 1
+    if a.mode == "graph":
+        per = 20
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # (torch's rule: warm up off the capture's stream)
+            for _ in range(3):
+                x.add_(1)
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(per):
+                x.add_(1)
+        step = g.replay
+        expect = float(a.warmup + 3 + (a.iters // per) * per)
+    elif a.mode == "mlp":
+        per = 50
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
+                                  torch.nn.ReLU(), torch.nn.Linear(256, 256)).cuda()
+        opt = torch.optim.SGD(net.parameters(), lr=1e-4)
+        inp, tgt = torch.randn(64, 256, device="cuda"), torch.randn(64, 256, device="cuda")
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            loss = torch.nn.functional.mse_loss(net(inp), tgt)
+            loss.backward()
+            opt.step()
+            x.add_(1)  # (one count per training step: the check below)
+
+        for _ in range(10):
+            step()
+        expect = float(a.warmup + 10 + a.iters // per)
     torch.cuda.synchronize()
     prof = None
     if a.torch_profiler:
@@ -44,8 +86,8 @@ def main():
         prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
         prof.start()
     t0 = time.perf_counter()
-    for _ in range(a.iters):
-        x.add_(1)
+    for _ in range(a.iters // per):
+        step()
     torch.cuda.synchronize()
     loop = time.perf_counter() - t0
     stop_s = export_s = 0.0
@@ -60,10 +102,9 @@ def main():
         if not a.export:
             os.unlink(path)
     value = x[0].item()
-    expect = float(a.warmup + a.iters)
     print(
-        "torch_add_loop: iters=%d loop_s=%.6f stop_s=%.6f export_s=%.6f value=%s"
-        % (a.iters, loop, stop_s, export_s, "ok" if value == expect else "WRONG(%r)" % value)
+        "torch_add_loop: mode=%s iters=%d loop_s=%.6f stop_s=%.6f export_s=%.6f value=%s"
+        % (a.mode, a.iters, loop, stop_s, export_s, "ok" if value == expect else "WRONG(%r)" % value)
     )
     return 0 if value == expect else 1
 
