@@ -638,8 +638,22 @@ static int host_memory_track(build *b, int64_t pid, uint32_t corr, uint32_t *tr)
   return tbe_trace_track(b->t, TBE_TRACK_OTHER, pid, -1, -1, tr);
 }
 
-/* Memory allocations and frees: device, managed and pool memory on its
- * GPU's stream track, host memory (pageable, pinned) on the host. */
+/* Device memory: on the thread of the call that allocated or freed it
+ * (the API record of its correlation), as Kineto places `[memory]`, so
+ * that the operator open there owns it (the PyTorch plugin's Memory
+ * table); else on its GPU's stream track. */
+static int device_memory_track(build *b, int64_t pid, const tbe__sp_memory *m, uint32_t *tr) {
+  uint32_t ai;
+  if (m->corr && map_get(&b->corr, m->corr, &ai)) {
+    const tbe__sp_api *a = &((const tbe__sp_api *)b->s->apis.data)[ai];
+    return tbe_trace_track(b->t, TBE_TRACK_THREAD, a->pid, a->tid, -1, tr);
+  }
+  return stream_track(b, pid, m->stream, m->device, tr);
+}
+
+/* Memory allocations and frees: device, managed and pool memory of its
+ * GPU on the calling thread (else the GPU's stream track), host memory
+ * (pageable, pinned) on the host. */
 int tbe__spool_memory(build *b) {
   scan *s = b->s;
   tbe_trace *t = b->t;
@@ -663,7 +677,7 @@ int tbe__spool_memory(build *b) {
     else if (not_ordinal(b, m->device))
       continue;
     else
-      rc = stream_track(b, pid, m->stream, m->device, &tr);
+      rc = device_memory_track(b, pid, m, &tr);
     if (rc) break;
     tbe_memory d;
     memset(&d, 0, sizeof d);

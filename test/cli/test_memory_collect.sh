@@ -74,6 +74,12 @@ for e, (op, kind, addr, nbytes, dev, pool) in zip(mem, emitted):
     got = {k: a.get(k) for k in want}
     if got != want:
         bad.append("record %r: %r" % ([op, kind, hex(addr), nbytes, dev], got))
+    # on the allocating call's thread (the process's pid) when its API
+    # record is there (all but GPU 1's), else on the GPU's row (pid = GPU)
+    on_thread = isinstance(e.get("pid"), int) and e["pid"] > 64
+    if on_thread != (dev != 1):
+        bad.append("record %r on pid %r: want %s" % ([op, kind, hex(addr), nbytes, dev], e.get("pid"),
+                                                     "its call's thread" if dev != 1 else "GPU 1's row"))
     if e.get("ph") not in ("i", "I"):
         bad.append("[memory] is not an instant: %r" % e.get("ph"))
 # the leak: 20 allocations of 64 MiB on GPU 0, one a step, none freed

@@ -43,6 +43,7 @@ static void *sym(void *h, const char *name) {
 }
 
 static uint64_t (*now)(void);
+static int (*api)(uint32_t, uint64_t, uint64_t); /* the allocating call's runtime record */
 static int (*memory)(uint32_t, uint32_t, uint64_t, uint64_t, uint32_t, uint64_t, uint32_t,
                      uint32_t, uint32_t);
 static void (*nvml_set)(unsigned, long long);
@@ -63,10 +64,13 @@ static void wait_past(uint64_t t) {
 static void mem(uint32_t op, uint32_t kind, uint64_t addr, uint64_t bytes, uint32_t dev,
                 uint32_t stream, uint32_t pool) {
   uint64_t t = now();
+  /* the call that made it, on this thread, for all but GPU 1's (which
+   * stay on their stream: the importer's fallback) */
+  if (dev != 1 && !api(corr + 1, t, t + 1)) die("an API record");
   if (!memory(op, kind, addr, bytes, dev, t, stream, ++corr, pool)) die("a memory record");
   fprintf(out, "[%u, %u, %llu, %llu, %u, %u]\n", op, kind, (unsigned long long)addr,
           (unsigned long long)bytes, dev, pool);
-  wait_past(t);
+  wait_past(t + 1);
 }
 
 /* What the driver sees this process hold on GPU 0. */
@@ -87,6 +91,7 @@ int main(int argc, char **argv) {
   void *tbe = open_lib("TBE_TEST_LIBTBEXPORT");
   *(void **)&now = sym(fake, "fake_cupti_now");
   *(void **)&memory = sym(fake, "fake_cupti_memory");
+  *(void **)&api = sym(fake, "fake_cupti_api");
   *(void **)&nvml_set = sym(nvml, "fake_nvml_set");
   *(void **)&nvml_samples = sym(nvml, "fake_nvml_samples");
   int (*device)(uint32_t) = (int (*)(uint32_t))sym(fake, "fake_cupti_device");
