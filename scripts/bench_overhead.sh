@@ -16,7 +16,7 @@
 # "tbexport tbexport_pm" for more rounds of PM on / off in the same time;
 # a ratio is printed where both its modes ran); the table shows medians
 # of the programs' own loop times, with ratios to plain and to the floor
-# (goal: tbexport <= 1.05x floor), then tbexport's conversion after exit
+# (goal, issue 31: tbexport <= 1.03x floor, <= 1.10x plain on the tiny-kernel loops), then tbexport's conversion after exit
 # against torch.profiler's stop + export.
 #
 # Builds like scripts/check_gpu.sh (TBE_BUILD_DIR, TBE_SKIP_BUILD, CUDA_HOME);
@@ -61,7 +61,7 @@ $py -c "import torch; assert torch.cuda.is_available()" 2>/dev/null || have_torc
 # run WORKLOAD MODE [ROUND]: appends "workload mode loop_s wall_s conv_s stop_s export_s round"
 # to $raw
 run() {
-  local w=$1 m=$2 round=${3:-0} cmd line loop wall conv=0 stop=0 exp=0 t0 t1
+  local w=$1 m=$2 round=${3:-0} cmd line loop wall conv=0 stop=0 exp=0 bg=0 nk=0 t0 t1
   case $w in
     A) cmd=("$bd/cuda_nvtx" --kernels "$kernels" --steps 10) ;;
     B) cmd=("$py" "$root/scripts/torch_add_loop.py" --iters "$iters") ;;
@@ -89,11 +89,15 @@ run() {
     return 1
   fi
   [[ $m == tbexport || $m == tbexport_pm* ]] && conv=$(grep -o 'conversion [0-9.]* s' "$work/e" | awk '{print $2}')
+  # the collector's background thread: its CPU time (decoding, spool
+  # writes), the part of our cost off the program's threads
+  [[ $m == tbexport* ]] && bg=$(grep -o 'background thread CPU [0-9.]* ms' "$work/e" | awk '{print $4}')
+  [[ $m == tbexport* ]] && nk=$(grep -o 'kernels [0-9]*' "$work/e" | head -1 | awk '{print $2}')
   if [ "$m" = torchprof ]; then
     stop=$(echo "$line" | grep -o 'stop_s=[0-9.]*' | cut -d= -f2)
     exp=$(echo "$line" | grep -o 'export_s=[0-9.]*' | cut -d= -f2)
   fi
-  echo "$w $m $loop $wall ${conv:-0} $stop $exp $round" >>"$raw"
+  echo "$w $m $loop $wall ${conv:-0} $stop $exp $round ${bg:-0} ${nk:-0}" >>"$raw"
   [ "$m" = floor ] && grep cupti_floor "$work/e" | tail -1 >>"$out/bench_log.txt"
   [ "$m" = tbexport ] && grep -E "kernels|dropped" "$work/e" | tail -2 >>"$out/bench_log.txt"
   return 0
@@ -135,8 +139,9 @@ python3 - "$raw" <<'PY' | tee "$out/bench_table.txt"
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 data, byround = {}, {}
-for w, m, loop, wall, conv, stop, exp, rnd in rows:
-    data.setdefault((w, m), []).append((float(loop), float(wall), float(conv), float(stop), float(exp)))
+for w, m, loop, wall, conv, stop, exp, rnd, bg, nk in rows:
+    data.setdefault((w, m), []).append((float(loop), float(wall), float(conv), float(stop), float(exp), float(bg),
+                                        int(nk)))
     byround.setdefault((w, rnd), {})[m] = float(loop)
 med = lambda xs: statistics.median(xs) if xs else float("nan")
 print("%-9s %-10s %5s %10s %9s %9s %10s" % ("workload", "mode", "runs", "loop s", "x plain", "x floor", "wall s"))
@@ -155,12 +160,29 @@ for w, name in (("A", "cuda_nvtx 200k kernels"), ("B", "torch 50k add_"), ("C", 
     t = data.get((w, "tbexport"))
     if t and f == f:
         r = med([x[0] for x in t]) / f
-        print("%-9s goal tbexport <= 1.05 x floor: %.3f -> %s" % (w, r, "met" if r <= 1.05 else "NOT met"))
+        print("%-9s goal tbexport <= 1.03 x floor (issue 31): %.3f -> %s" % (w, r, "met" if r <= 1.03 else "NOT met"))
+        if w == "A" or w == "B":
+            rp = med([x[0] for x in t]) / p
+            print("%-9s goal tbexport <= 1.10 x plain on a tiny-kernel loop: %.3f -> %s%s" % (
+                w, rp, "met" if rp <= 1.10 else "NOT met", "" if rp <= 1.10 or f / p <= 1.10 else
+                " (the floor itself is %.3f x plain)" % (f / p)))
         pr = [v["tbexport"] / v["floor"] for (ww, _), v in byround.items() if ww == w and "tbexport" in v and "floor" in v]
         if pr:
             print("%-9s tbexport / floor paired within each round: median %.3f over %d rounds (%.3f .. %.3f)" % (w, med(pr), len(pr), min(pr), max(pr)))
     if t:
         print("%-9s tbexport conversion after exit: median %.3f s" % (w, med([x[2] for x in t])))
+        if f == f:
+            # where the time goes, per kernel the run recorded (tbexport's
+            # own count: warm-up included, so a little low per loop
+            # kernel): CUPTI's own cost and its buffers (floor - plain),
+            # the rest of ours (tbexport - floor), and our background
+            # thread's CPU time (on other cores: it costs the loop only
+            # when they are busy)
+            n = med([x[6] for x in t])
+            if n:
+                tl = med([x[0] for x in t])
+                print("%-9s per kernel (%d): CUPTI and its buffers %+.2f us, ours on top %+.2f us; our background thread's CPU %.2f us"
+                      % (w, n, 1e6 * (f - p) / n, 1e6 * (tl - f) / n, 1e3 * med([x[5] for x in t]) / n))
     pm = data.get((w, "tbexport_pm"))
     if pm and t:
         r = med([x[0] for x in pm]) / med([x[0] for x in t])
