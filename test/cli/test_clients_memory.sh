@@ -31,25 +31,8 @@
 # fails it.
 # usage: test_clients_memory.sh TBEXPORT DATA_DIR
 set -u
-B=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-D=$(cd "$2" && pwd)
-root=$(cd "$(dirname "$0")/../.." && pwd)
-tb_tools=${TBE_TB_TOOLS:-$root/../shared/tools/tensorboard}
-hta_tools=${TBE_HTA_TOOLS:-$root/../shared/tools/hta}
-for t in "$tb_tools/serve" "$hta_tools/setup"; do
-  if [ ! -x "$t" ]; then
-    echo "SKIP: no $t (set TBE_TB_TOOLS / TBE_HTA_TOOLS to ../shared/tools/tensorboard and ../shared/tools/hta)"
-    exit 77
-  fi
-done
-tmp=$(mktemp -d)
-sid=""
-cleanup() {
-  [ -n "$sid" ] && kill -- "-$sid" 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-die() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/clients_lib.sh"
+clients_init "$1" "$2"
 L=$tmp/log
 
 imp() { # RUN FILE
@@ -122,16 +105,7 @@ else
 fi
 
 # ---- the plugin ----
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-url=$("$tb_tools/serve" "$L" "$port" 600) || die "TensorBoard did not start: $(tail -3 "/tmp/tb-$port.log")"
-# serve starts it with setsid: its session, to end it by id
-sid=$(ps -eo sid=,args= | awk -v p="--port $port" 'index($0, p) { print $1; exit }')
-for _ in $(seq 1 120); do
-  n=$(curl -s --compressed "${url}data/plugin/pytorch_profiler/runs" | python3 -c \
-    'import json,sys; d=json.load(sys.stdin); print(0 if d.get("loading") else len(d["runs"]))' 2>/dev/null)
-  [ "${n:-0}" -ge "${#runs[@]}" ] && break
-  sleep 1
-done
+clients_serve "$L" "${#runs[@]}"
 args=()
 for r in "${runs[@]}"; do args+=(--run "$r"); done
 rc=0
