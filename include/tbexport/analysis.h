@@ -624,7 +624,8 @@ TBE_API void tbe_diff_free(tbe_diff *d);
  *                              (percentage points); no sign reads as +
  *
  * e.g. "step_median > +5%", "kernel:nvjet* > +10%", "class:gemm > +2ms",
- * "gpu_busy < -3pp".  The figure compared is the median over steps of the
+ * "gpu_busy < -3pp", "peak_allocated > +10%", "peak_reserved > +512MiB"
+ * (the memory curve's peak per step: B, KiB, MiB, GiB).  The figure compared is the median over steps of the
  * per-step values (what the diff's "step b/n" columns show).  NAME matches
  * a name or its short form (tbe_name_shorten) exactly, or as a pattern
  * when it holds * (any run of characters) or ? (one character); the
@@ -639,13 +640,16 @@ typedef enum tbe_gate_figure {
   TBE_GATE_KERNEL = 3,
   TBE_GATE_CLASS = 4,
   TBE_GATE_OP = 5,
-  TBE_GATE_RANGE = 6
+  TBE_GATE_RANGE = 6,
+  TBE_GATE_PEAK_ALLOCATED = 7, /* peak_allocated: the memory curve's, per step (bytes) */
+  TBE_GATE_PEAK_RESERVED = 8   /* peak_reserved */
 } tbe_gate_figure;
 
 typedef enum tbe_gate_unit {
   TBE_GATE_PCT = 0,   /* % of the base figure */
   TBE_GATE_NS = 1,    /* an absolute time */
-  TBE_GATE_POINTS = 2 /* percentage points (gpu_busy) */
+  TBE_GATE_POINTS = 2, /* percentage points (gpu_busy) */
+  TBE_GATE_BYTES = 3   /* an amount of memory (peak_allocated, peak_reserved) */
 } tbe_gate_unit;
 
 /* The longest NAME of a condition (bytes). */

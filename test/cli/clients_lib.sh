@@ -18,7 +18,8 @@ die() {
 }
 
 clients_cleanup() {
-  [ -n "${sid:-}" ] && kill -- "-$sid" 2>/dev/null
+  # (never our own session: that would end the test's caller too)
+  [ -n "${sid:-}" ] && [ "$sid" != "$(ps -o sid= -p $$ | tr -d ' ')" ] && kill -- "-$sid" 2>/dev/null
   rm -rf "$tmp"
 }
 
@@ -44,8 +45,13 @@ clients_serve() {
   local port n
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   url=$("$tb_tools/serve" "$1" "$port" 600) || die "TensorBoard did not start: $(tail -3 "/tmp/tb-$port.log")"
-  # serve starts it with setsid: its session, to end it by id
-  sid=$(ps -eo sid=,args= | awk -v p="--port $port" 'index($0, p) { print $1; exit }')
+  # serve starts it with setsid: its session, to end it by id (found by
+  # pgrep, which never lists itself: a `ps | awk` whose own command line
+  # holds the pattern could name the awk's session, ours, once pids wrap)
+  local pid
+  pid=$(pgrep -f -- "tensorboard.main .*--port $port( |\$)" | head -1)
+  sid=""
+  [ -n "$pid" ] && sid=$(ps -o sid= -p "$pid" | tr -d ' ')
   for _ in $(seq 1 120); do
     n=$(curl -s --compressed "${url}data/plugin/pytorch_profiler/runs" | python3 -c \
       'import json,sys; d=json.load(sys.stdin); print(0 if d.get("loading") else len(d["runs"]))' 2>/dev/null)

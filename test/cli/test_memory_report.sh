@@ -11,11 +11,14 @@
 # totals; `diff` of the pair shows the peak rows.  Then a synthetic Kineto
 # trace with a planted leak (64 MiB kept per step over 20 ProfilerStep#N
 # steps, a transient 32 MiB freed each step) whose advice names the leak
-# with its bytes per step and its steps.
+# with its bytes per step and its steps; the peaks as a --fail-if gate of
+# diff (fires on the leak, passes under its threshold, cannot judge a side
+# without memory, refuses a time unit).
 # usage: test_memory_report.sh TBEXPORT TEST_DATA_DIR
 set -u
 B=$1
-K=$(cd "$2" && pwd)/kineto
+D=$(cd "$2" && pwd)
+K=$D/kineto
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -94,9 +97,12 @@ PY
 grep -q "peak allocated" "$tmp/add" && fail "a trace without memory events shows a memory row"
 
 # ---- a planted leak: 64 MiB kept per step over 20 steps ----
-python3 - "$tmp/leak.pt.trace.json" <<'PY'
+# gen OUT KEPT_MIB: the loop, keeping KEPT_MIB a step (0: none)
+gen() {
+  python3 - "$1" "$2" <<'PY'
 import json, sys
 MIB = 1 << 20
+kept = int(sys.argv[2])
 ev, alloc, ts = [], 100 * MIB, 1000.0
 def mem(t, addr, b):
     global alloc
@@ -112,10 +118,14 @@ for n in range(20):
     ev.append({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": t0 + 50,
                "dur": 100.0, "args": {"device": 0, "stream": 7}})
     mem(t0 + 10, 0x7f1000000000, 32 * MIB)
-    mem(t0 + 20, 0x7f2000000000 + n * 64 * MIB, 64 * MIB)
+    if kept:
+        mem(t0 + 20, 0x7f2000000000 + n * kept * MIB, kept * MIB)
     mem(t0 + 30, 0x7f1000000000, -32 * MIB)
 json.dump({"schemaVersion": 1, "traceEvents": ev}, open(sys.argv[1], "w"))
 PY
+}
+gen "$tmp/leak.pt.trace.json" 64
+gen "$tmp/noleak.pt.trace.json" 0
 "$B" summary "$tmp/leak.pt.trace.json" >"$tmp/leak" 2>"$tmp/err" || fail "summary leak: $(cat "$tmp/err")"
 grep -q "GPU 0: allocated grows 64 MiB per step over 20 steps, never freed (1.25 GiB by the end)" \
   "$tmp/leak" || { fail "the leak's advice"; cat "$tmp/leak"; }
@@ -127,6 +137,27 @@ d = json.load(open(sys.argv[1]))["devices"][0]
 assert d["memory_growth_bytes_per_step"] == 64 << 20, d
 assert d["unfreed_bytes"] == 20 * (64 << 20), d
 PY
+
+# ---- the peaks as a CI gate (diff --fail-if) ----
+# gate WANT_STATUS WORDS BASE NEW COND: the status and the line on stderr
+gate() {
+  local want=$1 words=$2 st
+  shift 2
+  "$B" diff --quiet "$1" "$2" --fail-if "$3" >/dev/null 2>"$tmp/gate"
+  st=$?
+  [ $st -eq "$want" ] || fail "--fail-if '$3': status $st, want $want: $(cat "$tmp/gate")"
+  grep -q -- "$words" "$tmp/gate" || fail "--fail-if '$3': no '$words' in: $(cat "$tmp/gate")"
+}
+gate 3 "peak allocated per step (median) 132 MiB -> 804 MiB (+509.1%), > +10.0% and beyond" \
+  "$tmp/noleak.pt.trace.json" "$tmp/leak.pt.trace.json" "peak_allocated > +10%"
+gate 0 "not > +2 GiB: passes" "$tmp/noleak.pt.trace.json" "$tmp/leak.pt.trace.json" \
+  "peak_allocated > +2GiB"
+gate 0 "peak reserved per step (median) 2 GiB -> 2 GiB (+0 B), not > +1 MiB: passes" \
+  "$tmp/noleak.pt.trace.json" "$tmp/leak.pt.trace.json" "peak_reserved > +1MiB"
+gate 4 "base has no memory events, so there is no peak to compare: cannot judge" \
+  "$D/cli/small.trace.json" "$tmp/leak.pt.trace.json" "peak_allocated > +1%"
+gate 2 "a memory peak is an amount" "$tmp/noleak.pt.trace.json" "$tmp/leak.pt.trace.json" \
+  "peak_allocated > +1ms"
 
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "test_memory_report: ok"

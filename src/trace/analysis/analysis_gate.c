@@ -35,7 +35,10 @@
 
 /* ---- parsing ---- */
 
-static const char *const FIGURES[] = {"step_median", "kernel_time", "gpu_busy"};
+/* The figures without a NAME, by tbe_gate_figure (NULL: one with a NAME). */
+static const char *const FIGURES[] = {"step_median", "kernel_time", "gpu_busy", NULL, NULL,
+                                      NULL,          NULL,          "peak_allocated",
+                                      "peak_reserved"};
 
 static int say(char *err, size_t size, const char *fmt, const char *a, const char *b) {
   if (err && size) snprintf(err, size, fmt, a, b);
@@ -68,7 +71,9 @@ static int parse_change(tbe_gate *g, const char *p, const char *e) {
     uint32_t unit;
     double ns;
   } UNITS[] = {{"%", TBE_GATE_PCT, 1},   {"pp", TBE_GATE_POINTS, 1}, {"ns", TBE_GATE_NS, 1},
-               {"us", TBE_GATE_NS, 1e3}, {"ms", TBE_GATE_NS, 1e6},   {"s", TBE_GATE_NS, 1e9}};
+               {"us", TBE_GATE_NS, 1e3}, {"ms", TBE_GATE_NS, 1e6},   {"s", TBE_GATE_NS, 1e9},
+               {"B", TBE_GATE_BYTES, 1}, {"KiB", TBE_GATE_BYTES, 1024.0},
+               {"MiB", TBE_GATE_BYTES, 1048576.0}, {"GiB", TBE_GATE_BYTES, 1073741824.0}};
   for (size_t i = 0; i < sizeof UNITS / sizeof *UNITS; i++)
     if (strlen(UNITS[i].u) == ul && memcmp(UNITS[i].u, p, ul) == 0) {
       g->unit = UNITS[i].unit;
@@ -96,8 +101,8 @@ int tbe_gate_parse(tbe_gate *g, const char *text, char *err, size_t size) {
   while (c > b && !is_space(c[-1]) && c[-1] != '<' && c[-1] != '>' && c[-1] != '=') c--;
   if (c == e || parse_change(g, c, e))
     return say(err, size,
-               "'%s': expected a change at the end, as in +5%%, -3%%, +2ms or +1pp (units: %%, "
-               "ns, us, ms, s, pp)%s",
+               "'%s': expected a change at the end, as in +5%%, -3%%, +2ms, +1pp or +512MiB "
+               "(units: %%, ns, us, ms, s, pp, B, KiB, MiB, GiB)%s",
                g->text, "");
   const char *o = c;
   while (o > b && is_space(o[-1])) o--;
@@ -113,8 +118,9 @@ int tbe_gate_parse(tbe_gate *g, const char *text, char *err, size_t size) {
   size_t fl = (size_t)(fe - b);
   if (!fl) return say(err, size, "'%s': no figure before the comparison%s", g->text, "");
   int known = 0;
-  for (uint32_t i = 0; i < 3; i++)
-    if (strlen(FIGURES[i]) == fl && memcmp(FIGURES[i], b, fl) == 0) g->figure = i, known = 1;
+  for (uint32_t i = 0; i < sizeof FIGURES / sizeof *FIGURES; i++)
+    if (FIGURES[i] && strlen(FIGURES[i]) == fl && memcmp(FIGURES[i], b, fl) == 0)
+      g->figure = i, known = 1;
   static const struct {
     const char *prefix;
     uint32_t figure;
@@ -136,8 +142,8 @@ int tbe_gate_parse(tbe_gate *g, const char *text, char *err, size_t size) {
     char fig[96];
     snprintf(fig, sizeof fig, "%.*s", (int)(fl < 80 ? fl : 80), b);
     return say(err, size,
-               "unknown figure '%s' in '%s' (step_median, kernel_time, gpu_busy, kernel:NAME, "
-               "class:CLASS, op:NAME, range:NAME)",
+               "unknown figure '%s' in '%s' (step_median, kernel_time, gpu_busy, "
+               "peak_allocated, peak_reserved, kernel:NAME, class:CLASS, op:NAME, range:NAME)",
                fig, g->text);
   }
   if (g->figure == TBE_GATE_CLASS) {
@@ -157,6 +163,13 @@ int tbe_gate_parse(tbe_gate *g, const char *text, char *err, size_t size) {
                g->text, "");
   if (g->unit == TBE_GATE_NS && g->figure == TBE_GATE_GPU_BUSY)
     return say(err, size, "'%s': gpu_busy is a share, not a time; use %% or pp%s", g->text, "");
+  int mem = g->figure == TBE_GATE_PEAK_ALLOCATED || g->figure == TBE_GATE_PEAK_RESERVED;
+  if (mem && g->unit != TBE_GATE_PCT && g->unit != TBE_GATE_BYTES)
+    return say(err, size, "'%s': a memory peak is an amount; use %% or B, KiB, MiB, GiB%s", g->text,
+               "");
+  if (!mem && g->unit == TBE_GATE_BYTES)
+    return say(err, size, "'%s': B, KiB, MiB and GiB are for peak_allocated and peak_reserved%s",
+               g->text, "");
   return 0;
 }
 
@@ -252,18 +265,25 @@ static int values(const tbe_gate *g, const tbe_diff *d, side sd[2], size_t nm[2]
         case TBE_GATE_KERNEL_TIME: sd[s].v[i] = st->kernel_ns; break;
         case TBE_GATE_GPU_BUSY: sd[s].v[i] = ppm(st->gpu_busy_ns, st->dur_ns); break;
         case TBE_GATE_CLASS: sd[s].v[i] = st->class_ns[g->kclass]; break;
+        case TBE_GATE_PEAK_ALLOCATED: sd[s].v[i] = st->mem_peak_allocated; break;
+        case TBE_GATE_PEAK_RESERVED: sd[s].v[i] = st->mem_peak_reserved; break;
         default: sd[s].v[i] = 0; break;
       }
+      /* a step without a memory value: no per-step test of that side */
+      if (sd[s].v[i] < 0) sd[s].n = 0;
     }
     switch (g->figure) {
       case TBE_GATE_STEP_MEDIAN: sd[s].total = -1; break; /* no steps, no step time */
       case TBE_GATE_KERNEL_TIME: sd[s].total = an->all.kernel_ns; break;
       case TBE_GATE_GPU_BUSY: sd[s].total = ppm(an->all.busy_ns, an->all.wall_ns); break;
       case TBE_GATE_CLASS: sd[s].total = an->all.class_ns[g->kclass]; break;
+      /* -1 without memory: unknown, never a 0 that a change could pass */
+      case TBE_GATE_PEAK_ALLOCATED: sd[s].total = an->all.mem_peak_allocated; break;
+      case TBE_GATE_PEAK_RESERVED: sd[s].total = an->all.mem_peak_reserved; break;
       default: break;
     }
   }
-  if (g->figure >= TBE_GATE_KERNEL && g->figure != TBE_GATE_CLASS)
+  if (g->figure >= TBE_GATE_KERNEL && g->figure <= TBE_GATE_RANGE && g->figure != TBE_GATE_CLASS)
     return named_values(g, d, sd, nm);
   return 0;
 }
@@ -286,7 +306,7 @@ int tbe_gate_eval(const tbe_gate *g, const tbe_diff *d, tbe_gate_result *r,
   if (!r) return TBE_EINVAL;
   memset(r, 0, sizeof *r);
   r->steps.p_value = -1;
-  if (!g || !d || !d->side[0] || !d->side[1] || g->figure > TBE_GATE_RANGE) return TBE_EINVAL;
+  if (!g || !d || !d->side[0] || !d->side[1] || g->figure > TBE_GATE_PEAK_RESERVED) return TBE_EINVAL;
   tbe_allocator al;
   tbe__allocator_init(&al, a);
   side sd[2];

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "tbexport/analysis.h"
+#include "trace/analysis/figures.h"
 #include "trace/report/report.h"
 
 typedef struct out {
@@ -28,10 +29,16 @@ static void put(out *o, const char *fmt, ...) {
   if (n > 0) o->len += (size_t)n;
 }
 
-/* A value of the figure: a duration, or a share in %. */
+static int is_memory(const tbe_gate *g) {
+  return g->figure == TBE_GATE_PEAK_ALLOCATED || g->figure == TBE_GATE_PEAK_RESERVED;
+}
+
+/* A value of the figure: a duration, a share in %, or bytes. */
 static const char *value(char *buf, const tbe_gate *g, double v) {
   if (g->figure == TBE_GATE_GPU_BUSY)
     snprintf(buf, 32, "%.1f%%", v);
+  else if (is_memory(g))
+    tbe__fmt_bytes(buf, 32, (int64_t)v, 0);
   else
     tbe__fmt_dur(buf, 32, (int64_t)v);
   return buf;
@@ -40,7 +47,9 @@ static const char *value(char *buf, const tbe_gate *g, double v) {
 /* A change or a threshold in the condition's unit: "+7.5%", "-3.0pp",
  * "+916.339us". */
 static const char *amount(char *buf, const tbe_gate *g, double v) {
-  if (g->unit == TBE_GATE_NS) {
+  if (g->unit == TBE_GATE_BYTES) {
+    tbe__fmt_bytes(buf, 32, (int64_t)v, 1);
+  } else if (g->unit == TBE_GATE_NS) {
     if (v > 0) {
       buf[0] = '+';
       tbe__fmt_dur(buf + 1, 31, (int64_t)v);
@@ -64,6 +73,11 @@ static void what(out *o, const tbe_gate *g, const tbe_gate_result *r) {
       put(o, "GPU busy share %s", r->per_step ? "per step (median)" : "of the wall time");
       break;
     case TBE_GATE_CLASS: put(o, "%s time %s", tbe_kernel_class_name(g->kclass), per); break;
+    case TBE_GATE_PEAK_ALLOCATED:
+    case TBE_GATE_PEAK_RESERVED:
+      put(o, "peak %s %s", g->figure == TBE_GATE_PEAK_ALLOCATED ? "allocated" : "reserved",
+          r->per_step ? "per step (median)" : "of the whole trace");
+      break;
     default: {
       /* "kernels nvjet* (6 in base, 10 in new), time per step (median)" */
       static const char *const word[] = {"kernel", "", "operator", "range"};
@@ -87,6 +101,13 @@ size_t tbe_gate_describe(const tbe_gate *g, const tbe_gate_result *r, char *buf,
                                                         : "new has no steps";
   if (g->figure == TBE_GATE_STEP_MEDIAN && !r->per_step) {
     put(&o, "%s, so there is no step time to compare: cannot judge", stepless);
+    return o.len;
+  }
+  if (is_memory(g) && !r->per_step && (r->value[0] < 0 || r->value[1] < 0)) {
+    put(&o, "%s, so there is no peak to compare: cannot judge",
+        r->value[0] < 0 && r->value[1] < 0 ? "neither side has memory events"
+        : r->value[0] < 0                  ? "base has no memory events"
+                                           : "new has no memory events");
     return o.len;
   }
   what(&o, g, r);
